@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+// Lanyard: multi-account credential and session manager for Linux.
+// Layers (each depends only on those below): see docs/architecture.md.
+import PackageDescription
+
+let package = Package(
+    name: "Lanyard",
+    products: [
+        .executable(name: "lanyard", targets: ["lanyard"]),
+        .library(name: "LanyardKit", targets: ["LanyardKit"]),
+        .library(name: "Age", targets: ["Age"]),
+    ],
+    targets: [
+        // C libraries from Debian, through pkg-config. Module maps only; Swift wrappers live in
+        // the layer that uses them.
+        .systemLibrary(name: "CLibsecret", pkgConfig: "libsecret-1",
+                       providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CKeyutils", pkgConfig: "libkeyutils", providers: [.apt(["libkeyutils-dev"])]),
+        .systemLibrary(name: "CQrencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+
+        .target(name: "LanyardCore"),
+        .target(name: "Age", dependencies: ["CSodium"]),
+        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "CLibsecret", "CKeyutils"]),
+        .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
+        .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth"]),
+        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "CLibsecret"]),
+        .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth"]),
+        .target(name: "LanyardCLI", dependencies: [
+            "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
+        ]),
+        .executableTarget(name: "lanyard", dependencies: ["LanyardCLI"]),
+
+        .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore"]),
+        .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
+        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardCore"]),
+        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardStore", "LanyardCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// LanyardAgent: see docs/architecture.md.

@@ -1,0 +1,1 @@
+// LanyardAuth: see docs/architecture.md.

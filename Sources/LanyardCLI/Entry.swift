@@ -1,0 +1,1 @@
+public func lanyardMain() -> Int32 { 0 }

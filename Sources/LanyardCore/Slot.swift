@@ -1,0 +1,77 @@
+import Foundation
+
+/// A user-chosen name for one signed-in account of one provider, such as `work` or `personal`.
+///
+/// Names match `[a-z0-9][a-z0-9._-]{0,63}`: safe in file names, keyring attributes, shell words and
+/// environment variables, and the same on every backend.
+public struct Slot: Hashable, Comparable, Sendable, CustomStringConvertible, Codable {
+    /// The validated name.
+    public let name: String
+
+    /// Creates a slot, or throws ``SlotNameError`` saying what is wrong with `name`.
+    public init(_ name: String) throws(SlotNameError) {
+        try Slot.validate(name)
+        self.name = name
+    }
+
+    /// Checks a candidate name without creating a slot.
+    public static func validate(_ name: String) throws(SlotNameError) {
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first else { throw .empty }
+        guard bytes.count <= 64 else { throw .tooLong(count: bytes.count) }
+        func isLowerAlnum(_ b: UInt8) -> Bool { (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) }
+        guard isLowerAlnum(first) else { throw .badFirstCharacter(name) }
+        for (index, b) in bytes.enumerated() where !(isLowerAlnum(b) || b == 0x2e || b == 0x5f || b == 0x2d) {
+            throw .badCharacter(name, position: index + 1)
+        }
+    }
+
+    /// A valid slot name derived from free text (for example an email's local part), or nil when
+    /// nothing usable is left.
+    public static func suggested(from text: String) -> Slot? {
+        var out = ""
+        for scalar in text.lowercased().unicodeScalars {
+            switch scalar {
+            case "a"..."z", "0"..."9", ".", "_", "-": out.unicodeScalars.append(scalar)
+            case "+": return Slot.suggested(from: out)  // drop "+tag" sub-addressing
+            default: out.append("-")
+            }
+        }
+        while let f = out.first, !(f.isLetter || f.isNumber) { out.removeFirst() }
+        return try? Slot(String(out.prefix(64)))
+    }
+
+    public var description: String { name }
+    public static func < (a: Slot, b: Slot) -> Bool { a.name < b.name }
+
+    public init(from decoder: Decoder) throws {
+        let raw = try decoder.singleValueContainer().decode(String.self)
+        do { try self.init(raw) } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.localizedDescription))
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(name)
+    }
+}
+
+/// Why a slot name was refused.
+public enum SlotNameError: Error, Equatable, Sendable, LocalizedError {
+    case empty
+    case tooLong(count: Int)
+    case badFirstCharacter(String)
+    case badCharacter(String, position: Int)
+
+    public var errorDescription: String? {
+        switch self {
+        case .empty: return "slot name is empty"
+        case .tooLong(let n): return "slot name is \(n) bytes long; the limit is 64"
+        case .badFirstCharacter(let s):
+            return "slot name \"\(s)\" must start with a lowercase letter or digit"
+        case .badCharacter(let s, let p):
+            return "slot name \"\(s)\" has a character not allowed at position \(p) (use a-z, 0-9, '.', '_', '-')"
+        }
+    }
+}

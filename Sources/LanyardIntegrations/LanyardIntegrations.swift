@@ -1,0 +1,1 @@
+// LanyardIntegrations: see docs/architecture.md.

@@ -1,0 +1,1 @@
+// LanyardKit: see docs/architecture.md.

@@ -1,0 +1,4 @@
+import LanyardCLI
+import Foundation
+
+exit(lanyardMain())
