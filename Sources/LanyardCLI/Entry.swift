@@ -1,1 +1,86 @@
-public func lanyardMain() -> Int32 { 0 }
+import Foundation
+import LanyardCore
+import LanyardStore
+
+/// The `lanyard` command: its table of commands and the function that runs one command line.
+public enum Lanyard {
+    /// The version this binary reports.
+    public static let version = "0.1.0"
+
+    /// Every command, in the order `help` lists them. Help, the man page and completions are
+    /// generated from this table.
+    public static let commands: [CommandSpec] = [
+        SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
+        ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
+        MetaCommands.version, MetaCommands.help,
+    ]
+
+    /// Runs one command line (without the program name) and returns the exit status.
+    public static func run(_ argv: [String], context: CommandContext) -> Int32 {
+        var argv = argv
+        // Global options may come before the command: move them after it.
+        var leading: [String] = []
+        while let first = argv.first, first.hasPrefix("-") {
+            if first == "--version" || first == "-V" { argv[0] = "version"; break }
+            if first == "--help" || first == "-h" { argv[0] = "help"; break }
+            leading.append(argv.removeFirst())
+            if (leading.last == "--account" || leading.last == "-a"), !argv.isEmpty { leading.append(argv.removeFirst()) }
+        }
+        guard let name = argv.first else {
+            context.stdout.write(MetaCommands.overview())
+            return leading.isEmpty ? ExitStatus.ok.rawValue : ExitStatus.usage.rawValue
+        }
+        let json = argv.contains("--json") || leading.contains("--json")
+        guard let spec = commands.first(where: { $0.name == name }) else {
+            let hint = Suggest.closest(to: name, in: commands.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
+            return report(UsageError(message: "unknown command \"\(name)\"\(hint); see `lanyard help`", command: nil),
+                          json: json, context: context)
+        }
+        do {
+            let args = try ArgumentParser.parse(leading + Array(argv.dropFirst()), for: spec)
+            if args.has("help") {
+                context.stdout.write(MetaCommands.help(for: spec))
+                return ExitStatus.ok.rawValue
+            }
+            return try spec.run(Invocation(context: context, spec: spec, args: args)).rawValue
+        } catch {
+            return report(error, json: json, context: context)
+        }
+    }
+
+    /// Prints an error (as `{"error": {"code", "message"}}` on stdout with --json) and returns its status.
+    static func report(_ error: Error, json: Bool, context: CommandContext) -> Int32 {
+        let code: String
+        let status: ExitStatus
+        let message = error.localizedDescription
+        switch error {
+        case let e as any LanyardError:
+            code = e.code
+            status = e.exitStatus
+        case is CancellationError:
+            code = "cancelled"
+            status = .cancelled
+        default:
+            code = "error"
+            status = .failure
+        }
+        if json {
+            struct Body: Encodable { let error: Inner; struct Inner: Encodable { let code: String; let message: String } }
+            if let data = try? LanyardJSON.encoder(pretty: true).encode(Body(error: .init(code: code, message: message))) {
+                context.stdout.line(String(decoding: data, as: UTF8.self))
+            }
+        } else {
+            context.stderr.line("lanyard: \(message)")
+            if let usage = error as? UsageError, let command = usage.command {
+                context.stderr.line("Run `lanyard \(command) --help` for usage.")
+            }
+        }
+        return status.rawValue
+    }
+}
+
+/// The process entry point.
+public func lanyardMain() -> Int32 {
+    signal(SIGPIPE, SIG_IGN)
+    return Lanyard.run(Array(CommandLine.arguments.dropFirst()), context: .process())
+}

@@ -1,0 +1,164 @@
+import Foundation
+import LanyardCore
+
+/// One flag of a command.
+public struct FlagSpec: Sendable {
+    public let name: String
+    public let short: Character?
+    /// The value's placeholder (`SLOT`), or nil for a switch.
+    public let value: String?
+    public let help: String
+
+    init(_ name: String, short: Character? = nil, value: String? = nil, _ help: String) {
+        self.name = name
+        self.short = short
+        self.value = value
+        self.help = help
+    }
+}
+
+/// One command: what `--help`, the man page and completions are generated from, and how it runs.
+public struct CommandSpec: Sendable {
+    public let name: String
+    public let summary: String
+    /// Positional arguments as shown in usage (`SLOT`, `[SLOT]`, `OLD NEW`).
+    public let arguments: String
+    public let minArguments: Int
+    public let maxArguments: Int
+    public let flags: [FlagSpec]
+    /// Whether the command prints results (and so takes `--json`).
+    public let prints: Bool
+    /// Whether it acts on one slot chosen by account resolution (and so takes `--account`).
+    public let takesAccount: Bool
+    public let details: String
+    let run: @Sendable (Invocation) throws -> ExitStatus
+}
+
+/// Flags every command accepts.
+let globalFlags: [FlagSpec] = [
+    FlagSpec("help", short: "h", "show help for the command"),
+    FlagSpec("no-color", "never colour the output (also NO_COLOR=1)"),
+]
+let jsonFlag = FlagSpec("json", "print machine-readable JSON")
+let accountFlag = FlagSpec("account", short: "a", value: "SLOT", "act on SLOT (overrides LANYARD_ACCOUNT, .lanyard and the active slot)")
+
+extension CommandSpec {
+    /// Every flag the command accepts, its own first.
+    public var allFlags: [FlagSpec] {
+        flags + (prints ? [jsonFlag] : []) + (takesAccount ? [accountFlag] : []) + globalFlags
+    }
+
+    public var usage: String {
+        "lanyard \(name)" + (arguments.isEmpty ? "" : " \(arguments)") + (allFlags.count > globalFlags.count ? " [options]" : "")
+    }
+}
+
+/// A command line that does not fit the command table (exit 2).
+public struct UsageError: LanyardError, Equatable {
+    public let message: String
+    public let command: String?
+    public var code: String { "usage" }
+    public var exitStatus: ExitStatus { .usage }
+    public var errorDescription: String? { message }
+}
+
+/// Parsed arguments of one command.
+public struct ParsedArguments: Sendable {
+    public var positionals: [String] = []
+    public var values: [String: String] = [:]
+    public var switches: Set<String> = []
+
+    public func has(_ flag: String) -> Bool { switches.contains(flag) }
+    public func value(_ flag: String) -> String? { values[flag] }
+}
+
+enum ArgumentParser {
+    /// Splits `args` (after the command name) by `spec`; `--` ends options.
+    static func parse(_ args: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
+        var parsed = ParsedArguments()
+        let flags = spec.allFlags
+        var i = 0
+        var optionsEnded = false
+        while i < args.count {
+            let arg = args[i]
+            i += 1
+            if optionsEnded || arg == "-" || !arg.hasPrefix("-") {
+                parsed.positionals.append(arg)
+                continue
+            }
+            if arg == "--" { optionsEnded = true; continue }
+            var name: String
+            var inline: String?
+            let flag: FlagSpec?
+            if arg.hasPrefix("--") {
+                name = String(arg.dropFirst(2))
+                if let eq = name.firstIndex(of: "=") {
+                    inline = String(name[name.index(after: eq)...])
+                    name = String(name[..<eq])
+                }
+                flag = flags.first { $0.name == name }
+            } else {
+                guard arg.count == 2, let c = arg.last else {
+                    throw unknownFlag(arg, spec: spec)
+                }
+                flag = flags.first { $0.short == c }
+                name = flag?.name ?? arg
+            }
+            guard let flag else { throw unknownFlag(arg, spec: spec) }
+            if flag.value != nil {
+                if let inline { parsed.values[flag.name] = inline } else {
+                    guard i < args.count else {
+                        throw UsageError(message: "--\(flag.name) needs a value (\(flag.value!))", command: spec.name)
+                    }
+                    parsed.values[flag.name] = args[i]
+                    i += 1
+                }
+            } else {
+                if inline != nil { throw UsageError(message: "--\(flag.name) takes no value", command: spec.name) }
+                parsed.switches.insert(flag.name)
+            }
+        }
+        if parsed.has("help") { return parsed }
+        if parsed.positionals.count < spec.minArguments {
+            throw UsageError(message: "missing argument: usage: \(spec.usage)", command: spec.name)
+        }
+        if parsed.positionals.count > spec.maxArguments {
+            let extra = parsed.positionals[spec.maxArguments]
+            throw UsageError(message: "unexpected argument \"\(extra)\": usage: \(spec.usage)", command: spec.name)
+        }
+        return parsed
+    }
+
+    private static func unknownFlag(_ arg: String, spec: CommandSpec) -> UsageError {
+        let candidates = spec.allFlags.map { "--" + $0.name }
+        let hint = Suggest.closest(to: arg.split(separator: "=").first.map(String.init) ?? arg, in: candidates)
+            .map { " (did you mean \($0)?)" } ?? ""
+        return UsageError(message: "unknown option \(arg) for `lanyard \(spec.name)`\(hint)", command: spec.name)
+    }
+}
+
+/// "Did you mean" suggestions by edit distance.
+enum Suggest {
+    static func closest(to word: String, in candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
+        let limit = max(2, word.count / 3)
+        if best.1 <= limit { return best.0 }
+        return candidates.first { $0.hasPrefix(word) && word.count >= 2 }
+    }
+
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import LanyardCore
+import LanyardStore
+
+enum ResolutionCommands {
+    static let which = CommandSpec(
+        name: "which", summary: "print the slot commands act on here, and the rule that chose it", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: true,
+        details: "Precedence: --account > LANYARD_ACCOUNT > nearest .lanyard file > the active slot.") { inv in
+        let document = try inv.registry.load()
+        guard let resolution = try inv.resolveAccount(active: document.active) else { throw RegistryError.noActiveSlot }
+        let exists = document.slots[resolution.slot] != nil
+        struct Output: Encodable {
+            let slot: String, rule: String, path: String?, exists: Bool
+        }
+        var path: String?
+        if case .pinFile(let p) = resolution.rule { path = p }
+        try inv.emit(Output(slot: resolution.slot.name, rule: resolution.rule.name, path: path, exists: exists)) {
+            inv.stdout.line("\(inv.style.bold(resolution.slot.name))  \(inv.style.dim("(\(resolution.rule.explanation))"))")
+        }
+        if !exists {
+            inv.stderr.line("lanyard: slot \(resolution.slot.name) does not exist (see `lanyard list`)")
+            return .notSignedIn
+        }
+        return .ok
+    }
+
+    static let pin = CommandSpec(
+        name: "pin", summary: "pin SLOT to this directory tree (writes ./.lanyard)", arguments: "SLOT",
+        minArguments: 1, maxArguments: 1, flags: [], prints: true, takesAccount: false,
+        details: "Commands run in this directory or below use SLOT unless --account or LANYARD_ACCOUNT say otherwise.") { inv in
+        let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
+        guard try inv.registry.load().slots[slot] != nil else { throw RegistryError.unknownSlot(slot.name) }
+        let path = try PinFile.write(slot, in: inv.context.workingDirectory)
+        struct Output: Encodable { let slot: String, path: String }
+        try inv.emit(Output(slot: slot.name, path: path)) { inv.stdout.line("Pinned \(slot.name) to \(inv.context.workingDirectory).") }
+        return .ok
+    }
+
+    static let unpin = CommandSpec(
+        name: "unpin", summary: "remove ./.lanyard from this directory", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false,
+        details: "Only the file in the working directory is removed; a pin in a parent directory is reported.") { inv in
+        let removed = try PinFile.remove(in: inv.context.workingDirectory)
+        let inherited = PinFile.nearest(from: inv.context.workingDirectory)
+        struct Output: Encodable { let removed: Bool; let stillPinnedBy: String? 
+            enum CodingKeys: String, CodingKey { case removed, stillPinnedBy = "still_pinned_by" } }
+        try inv.emit(Output(removed: removed, stillPinnedBy: inherited?.path)) {
+            inv.stdout.line(removed ? "Unpinned \(inv.context.workingDirectory)." : "No .lanyard file in \(inv.context.workingDirectory).")
+            if let inherited { inv.stdout.line("Still pinned to \(inherited.name) by \(inherited.path).") }
+        }
+        return removed ? .ok : .failure
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import LanyardCore
+import LanyardStore
+
+/// A slot as `list`, `status` and `--json` show it: registry data, never a secret.
+struct SlotSummary: Encodable {
+    let slot: String
+    let active: Bool
+    let provider: String
+    let backend: String
+    let email: String?
+    let plan: String?
+    let planName: String?
+    let accountID: String?
+    let fedramp: Bool
+    let state: String
+    let stateMessage: String?
+    let expiresAt: Date?
+    let lastRefresh: Date?
+    let lastError: String?
+
+    init(_ slot: Slot, _ record: SlotRecord, active: Bool) {
+        self.slot = slot.name
+        self.active = active
+        provider = record.provider
+        backend = record.backend.rawValue
+        email = record.account.email
+        plan = record.account.plan?.rawValue
+        planName = record.account.plan?.displayName
+        accountID = record.account.accountID
+        fedramp = record.account.isFedRAMPAccount
+        state = record.state.name
+        if case .failed(let message) = record.state { stateMessage = message } else { stateMessage = nil }
+        expiresAt = record.expiresAt
+        lastRefresh = record.lastRefresh
+        lastError = record.lastErrorCode
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case slot, active, provider, backend, email, plan, planName = "plan_name", accountID = "account_id", fedramp, state
+        case stateMessage = "state_message", expiresAt = "expires_at", lastRefresh = "last_refresh", lastError = "last_error"
+    }
+}
+
+enum SlotCommands {
+    static let list = CommandSpec(
+        name: "list", summary: "list every slot with its account, plan and state", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false,
+        details: "Reads only the registry: no keyring or store is unlocked.") { inv in
+        let document = try inv.registry.load()
+        struct Output: Encodable { let active: String?; let slots: [SlotSummary] }
+        let summaries = document.sortedSlots.map { SlotSummary($0.slot, $0.record, active: $0.slot == document.active) }
+        try inv.emit(Output(active: document.active?.name, slots: summaries)) {
+            guard !summaries.isEmpty else {
+                inv.stdout.line("No slots yet. Sign an account in with `lanyard login`.")
+                return
+            }
+            let s = inv.style
+            let rows = document.sortedSlots.map { slot, record -> [String] in
+                let active = slot == document.active
+                return [active ? s.green("*") : " ", active ? s.bold(slot.name) : slot.name, record.provider,
+                        record.account.email ?? "-", record.account.plan?.displayName ?? "-", s.state(record.state),
+                        record.expiresAt.map { RelativeTime.describe($0, now: inv.now) } ?? "-", record.backend.rawValue]
+            }
+            inv.stdout.write(Table.render(header: [" ", "SLOT", "PROVIDER", "ACCOUNT", "PLAN", "STATE", "EXPIRES", "BACKEND"],
+                                          rows: rows, style: s))
+        }
+        return .ok
+    }
+
+    static let status = CommandSpec(
+        name: "status", summary: "show one slot in detail (the resolved slot by default)", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1, flags: [], prints: true, takesAccount: true,
+        details: "Exit status: 0 signed in, 3 signed out, 4 sign-in required, 1 failed.") { inv in
+        let document = try inv.registry.load()
+        let (slot, record, rule) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
+        struct Output: Encodable {
+            let summary: SlotSummary
+            let chosenBy: String?
+            func encode(to encoder: Encoder) throws {
+                try summary.encode(to: encoder)
+                enum K: String, CodingKey { case chosenBy = "chosen_by" }
+                var c = encoder.container(keyedBy: K.self)
+                try c.encodeIfPresent(chosenBy, forKey: .chosenBy)
+            }
+        }
+        let summary = SlotSummary(slot, record, active: slot == document.active)
+        try inv.emit(Output(summary: summary, chosenBy: rule?.name)) {
+            let s = inv.style
+            func time(_ d: Date?) -> String {
+                d.map { "\(RelativeTime.describe($0, now: inv.now)) (\(RFC3339.string(from: $0)))" } ?? "-"
+            }
+            var lines: [(String, String)] = [
+                ("provider", record.provider),
+                ("account", record.account.email ?? "-"),
+                ("plan", record.account.plan?.displayName ?? "-"),
+                ("account id", record.account.accountID ?? "-"),
+                ("state", s.state(record.state)),
+                ("expires", time(record.expiresAt)),
+                ("last refresh", time(record.lastRefresh)),
+                ("last error", record.lastErrorCode ?? "-"),
+                ("backend", record.backend.displayName),
+            ]
+            if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
+            if let rule { lines.append(("chosen by", rule.explanation)) }
+            inv.stdout.line(s.bold(slot.name) + (slot == document.active ? " (active)" : ""))
+            for (key, value) in lines { inv.stdout.line("  " + key.padding(toLength: 13, withPad: " ", startingAt: 0) + value) }
+        }
+        switch record.state {
+        case .signedOut: return .notSignedIn
+        case .reauthenticationRequired: return .reauthenticationRequired
+        case .failed: return .failure
+        default: return .ok
+        }
+    }
+
+    static let switchSlot = CommandSpec(
+        name: "switch", summary: "make SLOT the active slot", arguments: "SLOT",
+        minArguments: 1, maxArguments: 1, flags: [], prints: true, takesAccount: false,
+        details: "The active slot is used when no --account, LANYARD_ACCOUNT or .lanyard file chooses one.") { inv in
+        let slot = try parseSlot(inv.args.positionals[0], inv)
+        let (previous, record) = try inv.registry.update { doc -> (Slot?, SlotRecord) in
+            guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+            let previous = doc.active
+            doc.active = slot
+            return (previous, record)
+        }
+        struct Output: Encodable { let active: String; let previous: String? }
+        try inv.emit(Output(active: slot.name, previous: previous?.name)) {
+            let who = record.account.email.map { " (\($0))" } ?? ""
+            inv.stdout.line(previous == slot ? "\(slot.name)\(who) is already active." : "Switched to \(slot.name)\(who).")
+        }
+        return .ok
+    }
+
+    static let rename = CommandSpec(
+        name: "rename", summary: "rename a slot, moving its stored credential", arguments: "OLD NEW",
+        minArguments: 2, maxArguments: 2, flags: [], prints: true, takesAccount: false,
+        details: "The credential is copied to the new name and read back before the old one is deleted.") { inv in
+        let old = try parseSlot(inv.args.positionals[0], inv)
+        let new = try parseSlot(inv.args.positionals[1], inv)
+        let config = try inv.config()
+        try inv.registry.update { doc in
+            guard let record = doc.slots[old] else { throw RegistryError.unknownSlot(old.name) }
+            guard doc.slots[new] == nil else { throw RegistryError.slotExists(new.name) }
+            if old == new { return }
+            let store = try inv.context.openStore(record.backend, config, false)
+            var moved: Credential?
+            do { moved = try store.get(old) } catch StoreError.notFound { moved = nil }
+            if let moved {
+                try store.put(moved, for: new)
+                guard try store.get(new) == moved else {
+                    throw StoreError.corrupt(source: "slot \(new.name)", detail: "read-back after copy did not match; \(old.name) kept")
+                }
+            }
+            doc.slots[new] = record
+            doc.slots[old] = nil
+            if doc.active == old { doc.active = new }
+            if moved != nil {
+                // The registry already names the new slot; a failed delete leaves only a stray copy.
+                do { try store.delete(old) } catch {
+                    inv.stderr.line("lanyard: warning: could not delete the old credential of \(old.name): \(error.localizedDescription)")
+                }
+            }
+        }
+        struct Output: Encodable { let from: String; let to: String }
+        try inv.emit(Output(from: old.name, to: new.name)) { inv.stdout.line("Renamed \(old.name) to \(new.name).") }
+        return .ok
+    }
+
+    static let remove = CommandSpec(
+        name: "remove", summary: "delete a slot and its stored credential (never revokes it)", arguments: "SLOT",
+        minArguments: 1, maxArguments: 1, flags: [FlagSpec("yes", short: "y", "do not ask for confirmation")],
+        prints: true, takesAccount: false,
+        details: "Without --yes it asks on a terminal and refuses when there is no terminal.") { inv in
+        let slot = try parseSlot(inv.args.positionals[0], inv)
+        let document = try inv.registry.load()
+        guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        if !inv.args.has("yes") {
+            guard inv.context.stdinIsTTY else {
+                throw UsageError(message: "refusing to remove \(slot.name) without --yes (no terminal to ask)", command: "remove")
+            }
+            let who = record.account.email.map { " (\($0))" } ?? ""
+            guard inv.confirm("Remove slot \(slot.name)\(who) and its stored credential?") else {
+                inv.stderr.line("Nothing removed.")
+                return .cancelled
+            }
+        }
+        let config = try inv.config()
+        try inv.registry.update { doc in
+            guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+            // Delete the secret first: a registry entry without a secret is repairable, a secret
+            // without an entry is invisible.
+            do { try inv.context.openStore(record.backend, config, false).delete(slot) } catch StoreError.notFound {}
+            doc.slots[slot] = nil
+            if doc.active == slot { doc.active = nil }
+        }
+        struct Output: Encodable { let removed: String }
+        try inv.emit(Output(removed: slot.name)) { inv.stdout.line("Removed \(slot.name).") }
+        return .ok
+    }
+
+    static func parseSlot(_ raw: String, _ inv: Invocation) throws -> Slot {
+        do { return try Slot(raw) } catch { throw UsageError(message: error.localizedDescription, command: inv.spec.name) }
+    }
+}

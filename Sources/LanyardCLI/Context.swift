@@ -1,0 +1,92 @@
+import Foundation
+import LanyardCore
+import LanyardStore
+
+/// Where a command writes text: a file descriptor, or a buffer that tests read back.
+public final class TextSink: @unchecked Sendable {
+    private let fd: Int32?
+    private let lock = NSLock()
+    private var buffer = ""
+
+    /// Writes to a file descriptor (1 or 2).
+    public init(fd: Int32) { self.fd = fd }
+    /// Collects text in memory.
+    public init() { fd = nil }
+
+    public func write(_ text: String) {
+        if let fd {
+            var bytes = Array(text.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeMutableBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+                if n < 0 { if errno == EINTR { continue }; return }
+                offset += n
+            }
+        } else {
+            lock.withLock { buffer += text }
+        }
+    }
+
+    public func line(_ text: String = "") { write(text + "\n") }
+
+    /// What was written, for buffer sinks.
+    public var text: String { lock.withLock { buffer } }
+}
+
+/// Opens the credential store of a backend; injected so tests choose real stores in private places.
+public typealias StoreOpener = @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ interactive: Bool) throws -> any CredentialStore
+
+/// Everything a command may touch, injected: IO streams, environment, working directory, clock
+/// and the store opener. No command reads global state.
+public struct CommandContext: Sendable {
+    public var stdout: TextSink
+    public var stderr: TextSink
+    /// Reads one line of input (for confirmations); nil at end of input.
+    public var readLine: @Sendable () -> String?
+    public var environment: [String: String]
+    public var workingDirectory: String
+    public var clock: any WallClock
+    public var stdoutIsTTY: Bool
+    public var stderrIsTTY: Bool
+    public var stdinIsTTY: Bool
+    public var openStore: StoreOpener
+
+    public init(stdout: TextSink, stderr: TextSink, readLine: @escaping @Sendable () -> String? = { nil },
+                environment: [String: String], workingDirectory: String, clock: any WallClock = SystemClock(),
+                stdoutIsTTY: Bool = false, stderrIsTTY: Bool = false, stdinIsTTY: Bool = false,
+                openStore: @escaping StoreOpener = StoreOpeners.unavailable) {
+        self.stdout = stdout
+        self.stderr = stderr
+        self.readLine = readLine
+        self.environment = environment
+        self.workingDirectory = workingDirectory
+        self.clock = clock
+        self.stdoutIsTTY = stdoutIsTTY
+        self.stderrIsTTY = stderrIsTTY
+        self.stdinIsTTY = stdinIsTTY
+        self.openStore = openStore
+    }
+
+    /// The process's real streams, environment and working directory.
+    public static func process() -> CommandContext {
+        CommandContext(
+            stdout: TextSink(fd: 1), stderr: TextSink(fd: 2), readLine: { Swift.readLine() },
+            environment: ProcessInfo.processInfo.environment,
+            workingDirectory: FileManager.default.currentDirectoryPath,
+            stdoutIsTTY: isatty(1) == 1, stderrIsTTY: isatty(2) == 1, stdinIsTTY: isatty(0) == 1,
+            openStore: StoreOpeners.system)
+    }
+}
+
+/// Store openers.
+public enum StoreOpeners {
+    /// Opens no store (for contexts that must not touch any backend).
+    public static let unavailable: StoreOpener = { kind, _, _ in
+        throw StoreError.unavailable(backend: kind.displayName, hint: "no credential store is configured here")
+    }
+
+    /// The real backends.
+    public static let system: StoreOpener = { kind, _, _ in
+        throw StoreError.unavailable(backend: kind.displayName, hint: "this backend is not built yet")
+    }
+}

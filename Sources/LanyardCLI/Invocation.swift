@@ -1,0 +1,150 @@
+import Foundation
+import LanyardCore
+import LanyardStore
+
+/// One run of one command: its context, parsed arguments, and what it loads on demand
+/// (config, registry), each at most once.
+public final class Invocation: @unchecked Sendable {
+    public let context: CommandContext
+    public let spec: CommandSpec
+    public let args: ParsedArguments
+    public let paths: Paths
+    public let json: Bool
+    /// Colour on stdout: only on a TTY, never with NO_COLOR or --no-color.
+    public let style: Style
+    private var loadedConfig: LanyardConfig?
+
+    init(context: CommandContext, spec: CommandSpec, args: ParsedArguments) {
+        self.context = context
+        self.spec = spec
+        self.args = args
+        paths = Paths(environment: context.environment)
+        json = args.has("json")
+        let noColor = args.has("no-color") || context.environment["NO_COLOR"].map { !$0.isEmpty } == true
+        style = Style(enabled: context.stdoutIsTTY && !noColor)
+    }
+
+    var stdout: TextSink { context.stdout }
+    var stderr: TextSink { context.stderr }
+    var now: Date { context.clock.now() }
+
+    /// The config, loaded once; warnings go to stderr.
+    func config() throws -> LanyardConfig {
+        if let loadedConfig { return loadedConfig }
+        let loaded = try ConfigFile.load(path: paths.configFile)
+        for warning in loaded.warnings { stderr.line("lanyard: warning: \(warning)") }
+        loadedConfig = loaded.config
+        return loaded.config
+    }
+
+    var registry: Registry { Registry(paths: paths) }
+
+    /// The slot this command acts on by the documented precedence, or nil when no rule names one.
+    func resolveAccount(active: Slot?) throws -> AccountResolution? {
+        try AccountResolution.resolve(
+            flag: args.value("account"), environment: context.environment["LANYARD_ACCOUNT"],
+            pinFile: PinFile.nearest(from: context.workingDirectory), active: active)
+    }
+
+    /// The slot named by `positional` when given, else by account resolution; it must exist.
+    func targetSlot(positional: String?, in document: RegistryDocument) throws -> (Slot, SlotRecord, AccountResolution.Rule?) {
+        if let positional {
+            let slot: Slot
+            do { slot = try Slot(positional) } catch { throw UsageError(message: error.localizedDescription, command: spec.name) }
+            guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+            return (slot, record, nil)
+        }
+        guard let resolution = try resolveAccount(active: document.active) else { throw RegistryError.noActiveSlot }
+        guard let record = document.slots[resolution.slot] else {
+            throw RegistryError.unknownSlot("\(resolution.slot.name) (\(resolution.rule.explanation))")
+        }
+        return (resolution.slot, record, resolution.rule)
+    }
+
+    /// Prints `value` as JSON with `--json`, else runs `human`.
+    func emit<T: Encodable>(_ value: T, human: () -> Void) throws {
+        if json {
+            let data = try LanyardJSON.encoder(pretty: true).encode(value)
+            stdout.line(String(decoding: data, as: UTF8.self))
+        } else {
+            human()
+        }
+    }
+
+    /// Asks a yes/no question on a terminal; false at end of input.
+    func confirm(_ question: String) -> Bool {
+        stderr.write("\(question) [y/N] ")
+        guard let answer = context.readLine() else { return false }
+        return ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
+    }
+}
+
+/// ANSI styling that turns itself off when colour is not wanted.
+public struct Style: Sendable {
+    public let enabled: Bool
+
+    func wrap(_ s: String, _ code: String) -> String { enabled ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
+    func bold(_ s: String) -> String { wrap(s, "1") }
+    func dim(_ s: String) -> String { wrap(s, "2") }
+    func green(_ s: String) -> String { wrap(s, "32") }
+    func yellow(_ s: String) -> String { wrap(s, "33") }
+    func red(_ s: String) -> String { wrap(s, "31") }
+
+    /// A state name coloured by how healthy it is.
+    func state(_ state: AuthState) -> String {
+        switch state {
+        case .signedIn: return green(state.description)
+        case .reauthenticationRequired: return yellow(state.description)
+        case .failed: return red(state.description)
+        default: return dim(state.description)
+        }
+    }
+}
+
+/// Aligned text tables for terminals.
+enum Table {
+    /// Renders rows under a header; `visible` measures cells without ANSI escapes.
+    static func render(header: [String], rows: [[String]], style: Style) -> String {
+        let widths = (0..<header.count).map { col in
+            ([header[col]] + rows.map { $0[col] }).map(visibleWidth).max() ?? 0
+        }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, cell in
+                i == cells.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - visibleWidth(cell))
+            }.joined(separator: "  ")
+        }
+        var out = style.bold(line(header)) + "\n"
+        for row in rows { out += line(row) + "\n" }
+        return out
+    }
+
+    static func visibleWidth(_ s: String) -> Int {
+        var count = 0
+        var inEscape = false
+        for ch in s.unicodeScalars {
+            if inEscape { if ch == "m" { inEscape = false }; continue }
+            if ch == "\u{1B}" { inEscape = true; continue }
+            count += 1
+        }
+        return count
+    }
+}
+
+/// Human durations: "in 2 h 10 min", "3 min ago".
+enum RelativeTime {
+    static func describe(_ date: Date, now: Date) -> String {
+        let delta = date.timeIntervalSince(now)
+        let span = span(abs(delta))
+        return delta >= 0 ? "in \(span)" : "\(span) ago"
+    }
+
+    static func span(_ seconds: TimeInterval) -> String {
+        let s = Int(seconds.rounded())
+        if s < 60 { return "\(s) s" }
+        let m = s / 60
+        if m < 60 { return "\(m) min" }
+        let h = m / 60
+        if h < 48 { return m % 60 == 0 ? "\(h) h" : "\(h) h \(m % 60) min" }
+        return "\(h / 24) d"
+    }
+}

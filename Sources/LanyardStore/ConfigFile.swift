@@ -1,0 +1,186 @@
+import CLibsecret
+import Foundation
+import LanyardCore
+
+/// Reads config.ini with GLib's GKeyFile. Unknown groups and keys give warnings; a file that does
+/// not parse or a value that makes no sense gives a ``ConfigError`` naming the line or the key.
+public enum ConfigFile {
+    /// The result of loading: settings plus warnings for people.
+    public struct Loaded: Sendable {
+        public var config: LanyardConfig
+        public var warnings: [String]
+    }
+
+    /// Loads `path`; a missing file gives the defaults.
+    public static func load(path: String) throws -> Loaded {
+        guard let data = try SecureFiles.read(path) else { return Loaded(config: LanyardConfig(), warnings: []) }
+        return try parse(data, path: path)
+    }
+
+    /// Parses config text (no I/O).
+    public static func parse(_ data: Data, path: String) throws(ConfigError) -> Loaded {
+        let text = String(decoding: data, as: UTF8.self)
+        let file = KeyFile()
+        try file.load(text, path: path)
+        var config = LanyardConfig()
+        var warnings: [String] = []
+        let known: [String: Set<String>] = [
+            "store": ["backend", "timeout", "interactive-timeout", "unlock-cache"],
+            "refresh": ["lead", "max-age"],
+            "backoff": ["max-retries", "initial-delay", "maximum-delay", "respect-retry-after"],
+            "integrations": ["codex"],
+        ]
+        let providerKeys: Set<String> = [
+            "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
+            "token-endpoint", "revocation-endpoint", "usage-base-url",
+        ]
+
+        func number(_ group: String, _ key: String, min: Double = 0) throws(ConfigError) -> Double? {
+            guard let raw = file.string(group, key) else { return nil }
+            guard let v = Double(raw.trimmingCharacters(in: .whitespaces)), v >= min, v.isFinite else {
+                throw .invalidValue(path: path, group: group, key: key, detail: "expected a number ≥ \(Int(min)), got \"\(raw)\"")
+            }
+            return v
+        }
+        func bool(_ group: String, _ key: String) throws(ConfigError) -> Bool? {
+            guard let raw = file.string(group, key) else { return nil }
+            switch raw.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "true", "yes", "1", "on": return true
+            case "false", "no", "0", "off": return false
+            default: throw .invalidValue(path: path, group: group, key: key, detail: "expected true or false, got \"\(raw)\"")
+            }
+        }
+        func url(_ group: String, _ key: String) throws(ConfigError) -> URL? {
+            guard let raw = file.string(group, key) else { return nil }
+            guard let u = URL(string: raw.trimmingCharacters(in: .whitespaces)), let scheme = u.scheme,
+                  ["http", "https"].contains(scheme.lowercased()), u.host != nil else {
+                throw .invalidValue(path: path, group: group, key: key, detail: "expected an http(s) URL, got \"\(raw)\"")
+            }
+            return u
+        }
+
+        for group in file.groups() {
+            if let keys = known[group] {
+                for key in file.keys(group) where !keys.contains(key) {
+                    warnings.append("\(path): unknown key \"\(key)\" in [\(group)] (ignored)")
+                }
+            } else if group.hasPrefix("provider.") {
+                let id = String(group.dropFirst("provider.".count))
+                for key in file.keys(group) where !providerKeys.contains(key) && !key.hasPrefix("env.") {
+                    warnings.append("\(path): unknown key \"\(key)\" in [\(group)] (ignored)")
+                }
+                config.providers[id] = try provider(id: id, group: group, file: file, path: path, url: url)
+            } else {
+                warnings.append("\(path): unknown group [\(group)] (ignored)")
+            }
+        }
+
+        if let raw = file.string("store", "backend") {
+            guard let choice = LanyardConfig.BackendChoice(rawValue: raw.trimmingCharacters(in: .whitespaces)) else {
+                throw .invalidValue(path: path, group: "store", key: "backend",
+                                    detail: "expected auto, secret-service or file, got \"\(raw)\"")
+            }
+            config.backend = choice
+        }
+        if let v = try number("store", "timeout", min: 0.1) { config.storeTimeout = v }
+        if let v = try number("store", "interactive-timeout", min: 0.1) { config.interactiveStoreTimeout = v }
+        if let v = try number("store", "unlock-cache") { config.unlockCacheSeconds = v }
+        if let v = try number("refresh", "lead") { config.refreshLead = v }
+        if let v = try number("refresh", "max-age", min: 60) { config.refreshMaxAge = v }
+        var backoff = config.backoff
+        if let v = try number("backoff", "max-retries") { backoff.maxRetries = Int(v) }
+        if let v = try number("backoff", "initial-delay") { backoff.initialDelay = v }
+        if let v = try number("backoff", "maximum-delay") { backoff.maximumDelay = v }
+        if let v = try bool("backoff", "respect-retry-after") { backoff.respectsRetryAfterHeader = v }
+        config.backoff = backoff
+        if let v = try bool("integrations", "codex") { config.codexIntegration = v }
+        return Loaded(config: config, warnings: warnings)
+    }
+
+    private static func provider(id: String, group: String, file: KeyFile, path: String,
+                                 url: (String, String) throws(ConfigError) -> URL?) throws(ConfigError) -> ProviderConfig {
+        guard (try? Slot(id)) != nil else {
+            throw .invalidValue(path: path, group: group, key: "", detail: "provider id \"\(id)\" must look like a slot name (a-z, 0-9, . _ -)")
+        }
+        let base: ProviderConfig? = id == "openai" ? .openAI : nil
+        let kindRaw = file.string(group, "type") ?? base?.kind.rawValue
+        guard let kindRaw, let kind = ProviderConfig.Kind(rawValue: kindRaw) else {
+            throw .invalidValue(path: path, group: group, key: "type", detail: "expected openai or device-code")
+        }
+        guard let issuer = try url(group, "issuer") ?? base?.issuer else {
+            throw .invalidValue(path: path, group: group, key: "issuer", detail: "missing (the provider's base URL)")
+        }
+        guard let clientID = file.string(group, "client-id") ?? base?.clientID, !clientID.isEmpty else {
+            throw .invalidValue(path: path, group: group, key: "client-id", detail: "missing")
+        }
+        let scopes = file.string(group, "scopes").map { $0.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init) }
+        var environment: [String: String] = base?.environment ?? [:]
+        for key in file.keys(group) where key.hasPrefix("env.") {
+            let name = String(key.dropFirst(4))
+            let field = file.string(group, key) ?? ""
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                throw .invalidValue(path: path, group: group, key: key, detail: "not a valid environment variable name")
+            }
+            guard ["access_token", "id_token", "account_id"].contains(field) else {
+                throw .invalidValue(path: path, group: group, key: key, detail: "expected access_token, id_token or account_id")
+            }
+            environment[name] = field
+        }
+        return ProviderConfig(
+            id: id, kind: kind, issuer: issuer, clientID: clientID, scopes: scopes ?? base?.scopes ?? ["openid", "email", "offline_access"],
+            planClaim: file.string(group, "plan-claim"), accountClaim: file.string(group, "account-claim"),
+            deviceAuthorizationEndpoint: try url(group, "device-authorization-endpoint"),
+            tokenEndpoint: try url(group, "token-endpoint"), revocationEndpoint: try url(group, "revocation-endpoint"),
+            usageBaseURL: try url(group, "usage-base-url") ?? base?.usageBaseURL, environment: environment)
+    }
+}
+
+/// Thin wrapper over GKeyFile: the only place config code touches C.
+private final class KeyFile {
+    private let file: OpaquePointer
+
+    init() { file = g_key_file_new() }
+    deinit { g_key_file_free(file) }
+
+    func load(_ text: String, path: String) throws(ConfigError) {
+        var error: UnsafeMutablePointer<GError>?
+        let ok = g_key_file_load_from_data(file, text, gsize(text.utf8.count), G_KEY_FILE_NONE, &error)
+        guard ok == 0 else { return }
+        let message = error.map { String(cString: $0.pointee.message) } ?? "does not parse"
+        if let error { g_error_free(error) }
+        throw .malformed(path: path, line: KeyFile.line(of: message, in: text), detail: message)
+    }
+
+    /// GLib quotes the offending line's text but not its number; find it.
+    private static func line(of message: String, in text: String) -> Int? {
+        guard let open = message.firstIndex(of: "“"), let close = message[message.index(after: open)...].firstIndex(of: "”") else {
+            return nil
+        }
+        let quoted = message[message.index(after: open)..<close]
+        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+        where line == quoted || line.trimmingCharacters(in: .whitespaces) == quoted.trimmingCharacters(in: .whitespaces) {
+            return n + 1
+        }
+        return nil
+    }
+
+    func groups() -> [String] {
+        var count: gsize = 0
+        guard let list = g_key_file_get_groups(file, &count) else { return [] }
+        defer { g_strfreev(list) }
+        return (0..<Int(count)).compactMap { list[$0].map { String(cString: $0) } }
+    }
+
+    func keys(_ group: String) -> [String] {
+        var count: gsize = 0
+        guard let list = g_key_file_get_keys(file, group, &count, nil) else { return [] }
+        defer { g_strfreev(list) }
+        return (0..<Int(count)).compactMap { list[$0].map { String(cString: $0) } }
+    }
+
+    func string(_ group: String, _ key: String) -> String? {
+        guard let value = g_key_file_get_string(file, group, key, nil) else { return nil }
+        defer { g_free(value) }
+        return String(cString: value)
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// Where Lanyard keeps its files, from the XDG base-directory variables (with their documented
+/// defaults under `$HOME`). Built from an injected environment so tests never touch real folders.
+public struct Paths: Hashable, Sendable {
+    /// `$XDG_CONFIG_HOME/lanyard`: config.ini.
+    public var configDirectory: String
+    /// `$XDG_DATA_HOME/lanyard`: the registry and the encrypted store.
+    public var dataDirectory: String
+    /// `$XDG_STATE_HOME/lanyard`: the event log and recovery files.
+    public var stateDirectory: String
+    /// `$XDG_RUNTIME_DIR/lanyard`: locks, the agent socket, per-process homes.
+    public var runtimeDirectory: String
+
+    public init(configDirectory: String, dataDirectory: String, stateDirectory: String, runtimeDirectory: String) {
+        self.configDirectory = configDirectory
+        self.dataDirectory = dataDirectory
+        self.stateDirectory = stateDirectory
+        self.runtimeDirectory = runtimeDirectory
+    }
+
+    /// Paths from an environment; relative XDG values are ignored, as the spec requires.
+    public init(environment env: [String: String]) {
+        let home = env["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        func base(_ name: String, _ fallback: String) -> String {
+            if let v = env[name], v.hasPrefix("/") { return v }
+            return home + "/" + fallback
+        }
+        configDirectory = base("XDG_CONFIG_HOME", ".config") + "/lanyard"
+        dataDirectory = base("XDG_DATA_HOME", ".local/share") + "/lanyard"
+        stateDirectory = base("XDG_STATE_HOME", ".local/state") + "/lanyard"
+        if let runtime = env["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+            runtimeDirectory = runtime + "/lanyard"
+        } else {
+            runtimeDirectory = dataDirectory + "/run"
+        }
+    }
+
+    public var configFile: String { configDirectory + "/config.ini" }
+    public var registryFile: String { dataDirectory + "/registry.json" }
+    public var encryptedStoreFile: String { dataDirectory + "/store.age" }
+}

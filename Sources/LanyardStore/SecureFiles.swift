@@ -1,0 +1,132 @@
+import CLibsecret
+import LanyardCore
+import Foundation
+
+/// File-system rules for everything Lanyard writes: folders 0700, files 0600, no symlinks, nothing
+/// owned by another user, and durable atomic replacement.
+public enum SecureFiles {
+    /// Creates `path` (and missing parents) and checks it is a real folder owned by this user,
+    /// tightening its mode to 0700.
+    public static func ensureDirectory(_ path: String) throws(StoreError) {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            guard errno == ENOENT else { throw .io(path: path, detail: String(cString: strerror(errno))) }
+            let parent = (path as NSString).deletingLastPathComponent
+            if !parent.isEmpty, parent != path, access(parent, F_OK) != 0 {
+                // Parents follow the XDG convention (0700 is right for them too).
+                do { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
+                                                             attributes: [.posixPermissions: 0o700]) } catch {
+                    throw .io(path: parent, detail: "cannot create folder: \(error.localizedDescription)")
+                }
+            }
+            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                throw .io(path: path, detail: "cannot create folder: \(String(cString: strerror(errno)))")
+            }
+            guard lstat(path, &st) == 0 else { throw .io(path: path, detail: String(cString: strerror(errno))) }
+        }
+        try checkOwnership(path, st, expectDirectory: true)
+        if st.st_mode & 0o077 != 0 { chmod(path, 0o700) }
+    }
+
+    /// Checks an existing path is a regular file owned by this user and not a symlink.
+    /// - Returns: false when the file does not exist.
+    @discardableResult
+    public static func checkFile(_ path: String) throws(StoreError) -> Bool {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            if errno == ENOENT { return false }
+            throw .io(path: path, detail: String(cString: strerror(errno)))
+        }
+        try checkOwnership(path, st, expectDirectory: false)
+        return true
+    }
+
+    private static func checkOwnership(_ path: String, _ st: stat, expectDirectory: Bool) throws(StoreError) {
+        let type = st.st_mode & S_IFMT
+        if type == S_IFLNK { throw .unsafePath(path: path, reason: "it is a symbolic link") }
+        if expectDirectory && type != S_IFDIR { throw .unsafePath(path: path, reason: "it is not a folder") }
+        if !expectDirectory && type != S_IFREG { throw .unsafePath(path: path, reason: "it is not a regular file") }
+        if st.st_uid != geteuid() {
+            throw .unsafePath(path: path, reason: "it is owned by uid \(st.st_uid), not by you (uid \(geteuid()))")
+        }
+    }
+
+    /// Reads a file after checking it; nil when it does not exist.
+    public static func read(_ path: String) throws(StoreError) -> Data? {
+        guard try checkFile(path) else { return nil }
+        do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw .io(path: path, detail: "cannot read: \(error.localizedDescription)")
+        }
+    }
+
+    /// Replaces `path` with `data` durably: temp file in the same folder, fsync, rename, fsync of
+    /// the folder (GLib's `g_file_set_contents_full` with CONSISTENT|DURABLE), mode 0600.
+    /// - Parameter keepPrevious: hard-link the current generation to `path.prev` first, so one bad
+    ///   write can always be undone by hand.
+    public static func atomicWrite(_ data: Data, to path: String, keepPrevious: Bool = false) throws(StoreError) {
+        let exists = try checkFile(path)
+        if keepPrevious && exists {
+            let prev = path + ".prev"
+            let tmp = prev + ".tmp"
+            unlink(tmp)
+            if link(path, tmp) == 0 {
+                if rename(tmp, prev) != 0 { unlink(tmp) }
+            }
+        }
+        var error: UnsafeMutablePointer<GError>?
+        let flags = GFileSetContentsFlags(rawValue: G_FILE_SET_CONTENTS_CONSISTENT.rawValue | G_FILE_SET_CONTENTS_DURABLE.rawValue)
+        var bytes = [CChar](repeating: 0, count: max(data.count, 1))
+        bytes.withUnsafeMutableBytes { _ = data.copyBytes(to: $0) }
+        let ok = g_file_set_contents_full(path, bytes, gssize(data.count), flags, 0o600, &error)
+        if ok == 0 {
+            let message = error.map { String(cString: $0.pointee.message) } ?? "write failed"
+            if let error { g_error_free(error) }
+            throw .io(path: path, detail: message)
+        }
+    }
+
+    /// Moves a file that failed to parse aside, next to itself, and returns where it went.
+    public static func moveAside(_ path: String, suffix: String) -> String {
+        var target = path + "." + suffix
+        var n = 1
+        while access(target, F_OK) == 0 {
+            n += 1
+            target = path + "." + suffix + "-\(n)"
+        }
+        return rename(path, target) == 0 ? target : path
+    }
+}
+
+/// An advisory lock (`flock`) on a lock file, held until released or the process dies — so a
+/// `kill -9` never leaves a stale lock behind.
+public final class FileLock: @unchecked Sendable {
+    private let fd: Int32
+
+    /// Blocks until the exclusive lock on `path` is held. The file is created 0600.
+    public init(path: String) throws(StoreError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(String(cString: strerror(errno)))") }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            let message = String(cString: strerror(errno))
+            close(fd)
+            throw .io(path: path, detail: "cannot lock: \(message)")
+        }
+        self.fd = fd
+    }
+
+    /// Takes the lock only if nobody holds it; nil when it is taken.
+    public static func tryLock(path: String) throws(StoreError) -> FileLock? {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(String(cString: strerror(errno)))") }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            close(fd)
+            return nil
+        }
+        return FileLock(fd: fd)
+    }
+
+    private init(fd: Int32) { self.fd = fd }
+
+    deinit { close(fd) }  // closing releases the flock
+}
