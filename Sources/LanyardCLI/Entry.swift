@@ -65,10 +65,8 @@ public enum Lanyard {
             status = .failure
         }
         if json {
-            struct Body: Encodable { let error: Inner; struct Inner: Encodable { let code: String; let message: String } }
-            if let data = try? LanyardJSON.encoder(pretty: true).encode(Body(error: .init(code: code, message: message))) {
-                context.stdout.line(String(decoding: data, as: UTF8.self))
-            }
+            let body = JSONValue.object(["error": .object(["code": .string(code), "message": .string(message)])])
+            context.stdout.line(body.serialized(pretty: true))
         } else {
             context.stderr.line("lanyard: \(message)")
             if let usage = error as? UsageError, let command = usage.command {

@@ -62,10 +62,9 @@ public final class Invocation: @unchecked Sendable {
     }
 
     /// Prints `value` as JSON with `--json`, else runs `human`.
-    func emit<T: Encodable>(_ value: T, human: () -> Void) throws {
+    func emit(_ value: JSONValue, human: () -> Void) {
         if json {
-            let data = try LanyardJSON.encoder(pretty: true).encode(value)
-            stdout.line(String(decoding: data, as: UTF8.self))
+            stdout.line(value.serialized(pretty: true))
         } else {
             human()
         }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Who a slot is signed in as. Not secret: derived from id-token claims and kept in the registry so
 /// `list` and `status` run without unlocking anything.
-public struct AccountInfo: Codable, Hashable, Sendable {
+public struct AccountInfo: Hashable, Sendable, JSONDocument {
     public var email: String?
     public var userID: String?
     public var accountID: String?
@@ -18,25 +18,14 @@ public struct AccountInfo: Codable, Hashable, Sendable {
         self.isFedRAMPAccount = isFedRAMPAccount
     }
 
-    enum CodingKeys: String, CodingKey {
-        case email, userID = "user_id", accountID = "account_id", plan, isFedRAMPAccount = "fedramp"
+    public init(json: JSONFields) throws(JSONShapeError) {
+        self.init(email: try json.optionalString("email"), userID: try json.optionalString("user_id"),
+                  accountID: try json.optionalString("account_id"), plan: try json.optionalString("plan").map(Plan.init(rawValue:)),
+                  isFedRAMPAccount: try json.optionalBool("fedramp") ?? false)
     }
 
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        email = try c.decodeIfPresent(String.self, forKey: .email)
-        userID = try c.decodeIfPresent(String.self, forKey: .userID)
-        accountID = try c.decodeIfPresent(String.self, forKey: .accountID)
-        plan = try c.decodeIfPresent(Plan.self, forKey: .plan)
-        isFedRAMPAccount = try c.decodeIfPresent(Bool.self, forKey: .isFedRAMPAccount) ?? false
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeIfPresent(email, forKey: .email)
-        try c.encodeIfPresent(userID, forKey: .userID)
-        try c.encodeIfPresent(accountID, forKey: .accountID)
-        try c.encodeIfPresent(plan, forKey: .plan)
-        try c.encode(isFedRAMPAccount, forKey: .isFedRAMPAccount)
+    public var json: JSONValue {
+        JSONValue.object(["email": .optional(email), "user_id": .optional(userID), "account_id": .optional(accountID),
+                          "plan": .optional(plan?.rawValue), "fedramp": .bool(isFedRAMPAccount)]).droppingNulls
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where a slot is in its sign-in lifecycle (the six states of the Chappie auth session).
-public enum AuthState: Hashable, Sendable, Codable, CustomStringConvertible {
+public enum AuthState: Hashable, Sendable, JSONDocument, CustomStringConvertible {
     /// No credential is stored.
     case signedOut
     /// Sign-in has started; the device code is being requested.
@@ -38,35 +38,33 @@ public enum AuthState: Hashable, Sendable, Codable, CustomStringConvertible {
         }
     }
 
-    enum CodingKeys: String, CodingKey { case state, userCode = "user_code", verificationURL = "verification_url", expiresAt = "expires_at", message }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        let name = try c.decode(String.self, forKey: .state)
+    public init(json: JSONFields) throws(JSONShapeError) {
+        let name = try json.string("state")
         switch name {
         case "signed-out": self = .signedOut
         case "signing-in": self = .signingIn
         case "awaiting-device-code":
-            self = .awaitingDeviceCode(userCode: try c.decode(String.self, forKey: .userCode),
-                                       verificationURL: try c.decode(URL.self, forKey: .verificationURL))
-        case "signed-in": self = .signedIn(expiresAt: try c.decodeIfPresent(Date.self, forKey: .expiresAt))
+            guard let url = URL(string: try json.string("verification_url")) else {
+                throw JSONShapeError(path: json.path + ".verification_url", problem: "is not a URL")
+            }
+            self = .awaitingDeviceCode(userCode: try json.string("user_code"), verificationURL: url)
+        case "signed-in": self = .signedIn(expiresAt: try json.optionalDate("expires_at"))
         case "reauthentication-required": self = .reauthenticationRequired
-        case "failed": self = .failed(try c.decodeIfPresent(String.self, forKey: .message) ?? "")
-        default:
-            throw DecodingError.dataCorruptedError(forKey: .state, in: c, debugDescription: "unknown auth state \"\(name)\"")
+        case "failed": self = .failed(try json.optionalString("message") ?? "")
+        default: throw JSONShapeError(path: json.path + ".state", problem: "is not a known auth state")
         }
     }
 
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(name, forKey: .state)
+    public var json: JSONValue {
+        var o: [String: JSONValue] = ["state": .string(name)]
         switch self {
         case .awaitingDeviceCode(let code, let url):
-            try c.encode(code, forKey: .userCode)
-            try c.encode(url, forKey: .verificationURL)
-        case .signedIn(let expiresAt): try c.encodeIfPresent(expiresAt, forKey: .expiresAt)
-        case .failed(let message): try c.encode(message, forKey: .message)
+            o["user_code"] = .string(code)
+            o["verification_url"] = .string(url.absoluteString)
+        case .signedIn(let expiresAt): o["expires_at"] = .date(expiresAt)
+        case .failed(let message): o["message"] = .string(message)
         default: break
         }
+        return JSONValue.object(o).droppingNulls
     }
 }

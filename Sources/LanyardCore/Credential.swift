@@ -2,7 +2,7 @@ import Foundation
 
 /// What a backend stores for one slot: one versioned JSON document holding the tokens and the
 /// account they belong to. The layout is documented in docs/store-format.md; keep it stable.
-public struct Credential: Codable, Hashable, Sendable, CustomStringConvertible {
+public struct Credential: Hashable, JSONDocument, Sendable, CustomStringConvertible {
     /// The layout version this code writes and the newest it reads.
     public static let currentVersion = 1
 
@@ -22,30 +22,20 @@ public struct Credential: Codable, Hashable, Sendable, CustomStringConvertible {
         self.account = account
     }
 
-    enum CodingKeys: String, CodingKey {
-        case version, provider, tokens, lastRefresh = "last_refresh", account
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        version = try c.decode(Int.self, forKey: .version)
+    public init(json: JSONFields) throws(JSONShapeError) {
+        version = try json.int("version")
         guard (1...Credential.currentVersion).contains(version) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .version, in: c,
-                debugDescription: "credential version \(version) is not supported (this Lanyard reads up to \(Credential.currentVersion))")
+            throw JSONShapeError(path: ".version", problem: "is \(version), newer than this Lanyard reads (\(Credential.currentVersion))")
         }
-        provider = try c.decode(String.self, forKey: .provider)
-        tokens = try c.decode(TokenSet.self, forKey: .tokens)
-        lastRefresh = try c.decodeIfPresent(Date.self, forKey: .lastRefresh)
-        account = try c.decodeIfPresent(AccountInfo.self, forKey: .account) ?? AccountInfo()
+        provider = try json.string("provider")
+        tokens = try TokenSet(json: try json.object("tokens"))
+        lastRefresh = try json.optionalDate("last_refresh")
+        account = try json.optionalObject("account").map { (f: JSONFields) throws(JSONShapeError) in try AccountInfo(json: f) } ?? AccountInfo()
     }
 
-    /// Encodes with the documented layout (sorted keys, RFC 3339 dates).
-    public func jsonData() throws -> Data { try LanyardJSON.encoder().encode(self) }
-
-    /// Decodes the documented layout, or throws a ``DecodeError`` naming the field that is wrong.
-    public static func decode(_ data: Data, source: String) throws(DecodeError) -> Credential {
-        try LanyardJSON.decode(Credential.self, from: data, source: source)
+    public var json: JSONValue {
+        JSONValue.object(["version": .number(Double(version)), "provider": .string(provider), "tokens": tokens.json,
+                          "last_refresh": .date(lastRefresh), "account": account.json]).droppingNulls
     }
 
     public var description: String {

@@ -138,7 +138,7 @@ public enum ConfigError: LanyardError, Equatable {
 }
 
 /// A server error body in the `{code, message, details}` shape; `code` is "UNKNOWN" when unreadable.
-public struct ServerErrorDetail: Hashable, Sendable, Codable {
+public struct ServerErrorDetail: Hashable, Sendable {
     public var code: String
     public var message: String?
     public var details: [String: String]?
@@ -153,7 +153,7 @@ public struct ServerErrorDetail: Hashable, Sendable, Codable {
     /// `error_description` or `message`. Anything else gives code "UNKNOWN".
     public init(body: Data) {
         self.init()
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: body), let object = value.object else { return }
+        guard let value = try? JSONValue.parse(body), let object = value.object else { return }
         if let nested = object["error"]?.object {
             code = nested["code"]?.string ?? nested["type"]?.string ?? code
             message = nested["message"]?.string

@@ -1,67 +1,81 @@
 import Foundation
 
-/// The JSON conventions of every file Lanyard writes: sorted keys, RFC 3339 dates in UTC.
-public enum LanyardJSON {
-    public static func encoder(pretty: Bool = false) -> JSONEncoder {
-        let e = JSONEncoder()
-        e.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        e.dateEncodingStrategy = .custom { date, encoder in
-            var c = encoder.singleValueContainer()
-            try c.encode(RFC3339.string(from: date))
-        }
-        return e
-    }
-
-    public static func decoder() -> JSONDecoder {
-        let d = JSONDecoder()
-        d.dateDecodingStrategy = .custom { decoder in
-            let c = try decoder.singleValueContainer()
-            let s = try c.decode(String.self)
-            guard let date = RFC3339.date(from: s) else {
-                throw DecodingError.dataCorruptedError(in: c, debugDescription: "\"\(s)\" is not an RFC 3339 date")
-            }
-            return date
-        }
-        return d
-    }
-
-    /// Decodes `T`, turning Foundation's DecodingError into a ``DecodeError`` whose message names
-    /// the source and the JSON path that is wrong (and never quotes a value).
-    public static func decode<T: Decodable>(_ type: T.Type, from data: Data, source: String) throws(DecodeError) -> T {
-        do {
-            return try decoder().decode(T.self, from: data)
-        } catch let error as DecodingError {
-            throw DecodeError(source: source, detail: describe(error))
-        } catch {
-            throw DecodeError(source: source, detail: "not valid JSON")
-        }
-    }
-
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ p: [CodingKey]) -> String {
-            p.isEmpty ? "top level" : p.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-        }
-        switch error {
-        case .keyNotFound(let key, let ctx): return "missing field \(path(ctx.codingPath + [key]))"
-        case .typeMismatch(let t, let ctx): return "\(path(ctx.codingPath)) is not a \(t)"
-        case .valueNotFound(let t, let ctx): return "\(path(ctx.codingPath)) is null, expected \(t)"
-        case .dataCorrupted(let ctx):
-            if ctx.codingPath.isEmpty { return "not valid JSON" }
-            return "\(path(ctx.codingPath)): \(ctx.debugDescription)"
-        @unknown default: return "unreadable"
-        }
-    }
-}
-
-/// RFC 3339 timestamps, with or without fractional seconds on input; whole seconds on output.
+/// RFC 3339 timestamps, with or without fractional seconds and with `Z` or a numeric offset on
+/// input; whole seconds in UTC on output. Hand-written because Foundation's ISO 8601 styles cost
+/// tens of microseconds a date, which dominates reading a registry of a thousand slots.
 public enum RFC3339 {
     public static func string(from date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+        let total = Int64(date.timeIntervalSince1970.rounded(.down))
+        var days = total / 86_400
+        var rem = total % 86_400
+        if rem < 0 { rem += 86_400; days -= 1 }
+        let (y, m, d) = civil(fromDays: days)
+        func pad(_ v: Int64, _ width: Int) -> String {
+            let s = String(v)
+            return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+        }
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rem / 3600, 2)):\(pad(rem % 3600 / 60, 2)):\(pad(rem % 60, 2))Z"
     }
 
     public static func date(from string: String) -> Date? {
-        if let d = try? Date.ISO8601FormatStyle(timeZone: .gmt).parse(string) { return d }
-        return try? Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt).parse(string)
+        let b = Array(string.utf8)
+        guard b.count >= 20 else { return nil }
+        func num(_ from: Int, _ count: Int) -> Int64? {
+            var v: Int64 = 0
+            for i in from..<(from + count) {
+                guard i < b.count, b[i] >= 0x30, b[i] <= 0x39 else { return nil }
+                v = v * 10 + Int64(b[i] - 0x30)
+            }
+            return v
+        }
+        guard let y = num(0, 4), b[4] == 0x2d, let mo = num(5, 2), b[7] == 0x2d, let d = num(8, 2),
+              b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20, let h = num(11, 2), b[13] == 0x3a, let mi = num(14, 2),
+              b[16] == 0x3a, let s = num(17, 2),
+              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else { return nil }
+        var i = 19
+        var fraction = 0.0
+        if i < b.count, b[i] == 0x2e {
+            i += 1
+            var scale = 0.1
+            let start = i
+            while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { fraction += Double(b[i] - 0x30) * scale; scale /= 10; i += 1 }
+            guard i > start else { return nil }
+        }
+        guard i < b.count else { return nil }
+        var offset: Int64 = 0
+        switch b[i] {
+        case 0x5a, 0x7a: i += 1
+        case 0x2b, 0x2d:
+            guard let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 0x3a, let om = num(i + 4, 2), oh < 24, om < 60 else { return nil }
+            offset = (oh * 60 + om) * 60 * (b[i] == 0x2d ? -1 : 1)
+            i += 6
+        default: return nil
+        }
+        guard i == b.count else { return nil }
+        let seconds = days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
+
+    // Howard Hinnant's civil-calendar algorithms (proleptic Gregorian).
+    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (m <= 2 ? yoe + era * 400 + 1 : yoe + era * 400, m, d)
     }
 }
 

@@ -15,7 +15,7 @@ public struct JWTClaims: Sendable {
         guard !parts[1].isEmpty, let data = Base64URL.decode(String(parts[1])) else { throw .invalidBase64(part: "payload") }
         guard Base64URL.decode(String(parts[0])) != nil else { throw .invalidBase64(part: "header") }
         let value: JSONValue
-        do { value = try JSONDecoder().decode(JSONValue.self, from: data) } catch { throw .payloadNotJSON }
+        do { value = try JSONValue.parse(data) } catch { throw .payloadNotJSON }
         guard case .object(let object) = value else { throw .payloadNotObject }
         payload = object
     }
@@ -94,31 +94,9 @@ public enum Base64URL {
 }
 
 /// A JSON value, for claims and server bodies whose shape is only partly known.
-public enum JSONValue: Hashable, Sendable, Codable {
+public enum JSONValue: Hashable, Sendable {
     case string(String), number(Double), bool(Bool), null
     case array([JSONValue]), object([String: JSONValue])
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let n = try? c.decode(Double.self) { self = .number(n) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
-        else { self = .object(try c.decode([String: JSONValue].self)) }
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.singleValueContainer()
-        switch self {
-        case .string(let s): try c.encode(s)
-        case .number(let n): try c.encode(n)
-        case .bool(let b): try c.encode(b)
-        case .null: try c.encodeNil()
-        case .array(let a): try c.encode(a)
-        case .object(let o): try c.encode(o)
-        }
-    }
 
     public var string: String? { if case .string(let s) = self { return s }; return nil }
     public var number: Double? { if case .number(let n) = self { return n }; return nil }

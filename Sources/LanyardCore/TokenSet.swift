@@ -3,7 +3,7 @@ import Foundation
 /// The secret part of a sign-in: access, refresh and id tokens with the access token's expiry.
 ///
 /// `description` never shows a token, so a stray `print` or log line cannot leak one.
-public struct TokenSet: Codable, Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct TokenSet: Hashable, JSONDocument, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public var accessToken: String
     public var refreshToken: String?
     public var idToken: String?
@@ -17,9 +17,14 @@ public struct TokenSet: Codable, Hashable, Sendable, CustomStringConvertible, Cu
         self.expiresAt = expiresAt
     }
 
-    enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token", refreshToken = "refresh_token", idToken = "id_token"
-        case expiresAt = "expires_at"
+    public init(json: JSONFields) throws(JSONShapeError) {
+        self.init(accessToken: try json.string("access_token"), refreshToken: try json.optionalString("refresh_token"),
+                  idToken: try json.optionalString("id_token"), expiresAt: try json.optionalDate("expires_at"))
+    }
+
+    public var json: JSONValue {
+        JSONValue.object(["access_token": .string(accessToken), "refresh_token": .optional(refreshToken),
+                          "id_token": .optional(idToken), "expires_at": .date(expiresAt)]).droppingNulls
     }
 
     public var description: String {

@@ -2,7 +2,7 @@ import Foundation
 import LanyardCore
 
 /// What the registry knows about one slot: everything `list` and `status` show, nothing secret.
-public struct SlotRecord: Codable, Hashable, Sendable {
+public struct SlotRecord: Hashable, Sendable, JSONDocument {
     public var provider: String
     /// Where the slot's credential lives. A slot never moves backend silently.
     public var backend: BackendKind
@@ -31,13 +31,30 @@ public struct SlotRecord: Codable, Hashable, Sendable {
         return nil
     }
 
-    enum CodingKeys: String, CodingKey {
-        case provider, backend, account, state, lastRefresh = "last_refresh", lastErrorCode = "last_error", createdAt = "created_at"
+    public init(json: JSONFields) throws(JSONShapeError) {
+        provider = try json.string("provider")
+        let backendName = try json.string("backend")
+        guard let backend = BackendKind(rawValue: backendName) else {
+            throw JSONShapeError(path: json.path + ".backend", problem: "is not a known backend")
+        }
+        self.backend = backend
+        account = try json.optionalObject("account").map { (f: JSONFields) throws(JSONShapeError) in try AccountInfo(json: f) } ?? AccountInfo()
+        state = try AuthState(json: try json.object("state"))
+        lastRefresh = try json.optionalDate("last_refresh")
+        lastErrorCode = try json.optionalString("last_error")
+        createdAt = try json.optionalDate("created_at")
+    }
+
+    public var json: JSONValue {
+        JSONValue.object([
+            "provider": .string(provider), "backend": .string(backend.rawValue), "account": account.json, "state": state.json,
+            "last_refresh": .date(lastRefresh), "last_error": .optional(lastErrorCode), "created_at": .date(createdAt),
+        ]).droppingNulls
     }
 }
 
 /// The registry document: slots, the active slot, per-slot metadata. Layout in docs/store-format.md.
-public struct RegistryDocument: Codable, Hashable, Sendable {
+public struct RegistryDocument: Hashable, Sendable, JSONDocument {
     public static let currentVersion = 1
 
     public var version: Int = RegistryDocument.currentVersion
@@ -54,35 +71,30 @@ public struct RegistryDocument: Codable, Hashable, Sendable {
         slots.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
-    enum CodingKeys: String, CodingKey { case version, active, slots }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        version = try c.decode(Int.self, forKey: .version)
+    public init(json: JSONFields) throws(JSONShapeError) {
+        version = try json.int("version")
         guard version == RegistryDocument.currentVersion else {
-            throw DecodingError.dataCorruptedError(forKey: .version, in: c,
-                debugDescription: "version \(version) is not supported (this Lanyard reads version \(RegistryDocument.currentVersion))")
+            throw JSONShapeError(path: ".version", problem: "is \(version): not supported (this Lanyard reads version \(RegistryDocument.currentVersion))")
         }
-        active = try c.decodeIfPresent(Slot.self, forKey: .active)
-        let raw = try c.decode([String: SlotRecord].self, forKey: .slots)
-        var slots: [Slot: SlotRecord] = [:]
-        slots.reserveCapacity(raw.count)
-        for (name, record) in raw {
-            do { slots[try Slot(name)] = record } catch {
-                throw DecodingError.dataCorruptedError(forKey: .slots, in: c, debugDescription: error.localizedDescription)
+        let slotsObject = try json.object("slots")
+        slots.reserveCapacity(slotsObject.object.count)
+        for (name, value) in slotsObject.object {
+            guard let slot = try? Slot(name) else { throw JSONShapeError(path: ".slots", problem: "has an invalid slot name") }
+            slots[slot] = try SlotRecord(json: try JSONFields(value, path: ".slots." + name))
+        }
+        if let name = try json.optionalString("active") {
+            guard let slot = try? Slot(name), slots[slot] != nil else {
+                throw JSONShapeError(path: ".active", problem: "names a slot that is not in .slots")
             }
-        }
-        self.slots = slots
-        if let active, slots[active] == nil {
-            throw DecodingError.dataCorruptedError(forKey: .active, in: c, debugDescription: "active slot \(active) is not in slots")
+            active = slot
         }
     }
 
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(version, forKey: .version)
-        try c.encodeIfPresent(active, forKey: .active)
-        try c.encode(Dictionary(uniqueKeysWithValues: slots.map { ($0.key.name, $0.value) }), forKey: .slots)
+    public var json: JSONValue {
+        var slotsObject: [String: JSONValue] = [:]
+        for (slot, record) in slots { slotsObject[slot.name] = record.json }
+        return JSONValue.object(["version": .number(Double(version)), "active": .optional(active?.name),
+                                 "slots": .object(slotsObject)]).droppingNulls
     }
 }
 
@@ -118,11 +130,7 @@ public struct Registry: Sendable {
         let original = document
         let result = try body(&document)
         if document != original {
-            let data: Data
-            do { data = try LanyardJSON.encoder(pretty: true).encode(document) } catch {
-                throw StoreError.io(path: path, detail: "cannot encode registry: \(error.localizedDescription)")
-            }
-            try SecureFiles.atomicWrite(data, to: path, keepPrevious: true)
+            try SecureFiles.atomicWrite(document.jsonData(pretty: true), to: path, keepPrevious: true)
         }
         return result
     }
@@ -130,9 +138,9 @@ public struct Registry: Sendable {
     private func read() throws -> RegistryDocument {
         guard let data = try SecureFiles.read(path) else { return RegistryDocument() }
         do {
-            return try LanyardJSON.decode(RegistryDocument.self, from: data, source: path)
+            return try RegistryDocument.decode(data, source: path)
         } catch {
-            if error.detail.contains("is not supported") {
+            if error.detail.hasPrefix(".version"), error.detail.hasSuffix(")") {
                 // A newer Lanyard's registry is not corrupt: leave it alone.
                 throw StoreError.corrupt(source: path, detail: error.detail)
             }

@@ -11,7 +11,7 @@ import Testing
         account: AccountInfo(email: "a@example.com", accountID: "acct", plan: Plan(rawValue: "plus")))
 
     @Test func roundTripsThroughTheDocumentedLayout() throws {
-        let data = try sample.jsonData()
+        let data = sample.jsonData()
         let text = String(decoding: data, as: UTF8.self)
         #expect(text.contains(#""version":1"#))
         #expect(text.contains(#""expires_at":"2027-01-15T08:00:00Z""#))
@@ -19,12 +19,12 @@ import Testing
     }
 
     @Test func rejectsANewerVersionWithAClearError() throws {
-        var object = try JSONSerialization.jsonObject(with: sample.jsonData()) as! [String: Any]
-        object["version"] = 9
-        let data = try JSONSerialization.data(withJSONObject: object)
+        guard case .object(var object) = sample.json else { Issue.record("not an object"); return }
+        object["version"] = .number(9)
+        let data = Data(JSONValue.object(object).serialized().utf8)
         #expect(throws: DecodeError.self) { try Credential.decode(data, source: "item work") }
         do { _ = try Credential.decode(data, source: "item work") } catch {
-            #expect(error.localizedDescription.contains("version 9"))
+            #expect(error.localizedDescription == "item work: .version is 9, newer than this Lanyard reads (1)")
             #expect(error.localizedDescription.hasPrefix("item work:"))
         }
     }
@@ -32,10 +32,15 @@ import Testing
     @Test func namesTheMissingFieldAndNeverQuotesTokens() throws {
         let data = Data(#"{"version":1,"provider":"openai","tokens":{"refresh_token":"RT-SECRET"}}"#.utf8)
         do { _ = try Credential.decode(data, source: "item work"); Issue.record("should throw") } catch {
-            #expect(error.detail == "missing field .tokens.access_token")
+            #expect(error.detail == ".tokens.access_token is missing")
             #expect(!error.localizedDescription.contains("RT-SECRET"))
         }
-        #expect(throws: DecodeError(source: "x", detail: "not valid JSON")) { try Credential.decode(Data("{".utf8), source: "x") }
+        #expect(throws: DecodeError(source: "x", detail: "not valid JSON (line 1, column 2: expected a string key)")) {
+            try Credential.decode(Data("{".utf8), source: "x")
+        }
+        #expect(throws: DecodeError(source: "x", detail: ".tokens.expires_at is not an RFC 3339 date")) {
+            try Credential.decode(Data(#"{"version":1,"provider":"p","tokens":{"access_token":"a","expires_at":"soon"}}"#.utf8), source: "x")
+        }
     }
 
     @Test func descriptionsRedactTokens() {

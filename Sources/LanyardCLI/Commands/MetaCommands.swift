@@ -5,8 +5,7 @@ enum MetaCommands {
     static let version = CommandSpec(
         name: "version", summary: "print Lanyard's version", arguments: "",
         minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false, details: "") { inv in
-        struct Output: Encodable { let version: String }
-        try inv.emit(Output(version: Lanyard.version)) { inv.stdout.line("lanyard \(Lanyard.version)") }
+        inv.emit(.object(["version": .string(Lanyard.version)])) { inv.stdout.line("lanyard \(Lanyard.version)") }
         return .ok
     }
 

@@ -10,12 +10,10 @@ enum ResolutionCommands {
         let document = try inv.registry.load()
         guard let resolution = try inv.resolveAccount(active: document.active) else { throw RegistryError.noActiveSlot }
         let exists = document.slots[resolution.slot] != nil
-        struct Output: Encodable {
-            let slot: String, rule: String, path: String?, exists: Bool
-        }
         var path: String?
         if case .pinFile(let p) = resolution.rule { path = p }
-        try inv.emit(Output(slot: resolution.slot.name, rule: resolution.rule.name, path: path, exists: exists)) {
+        inv.emit(JSONValue.object(["slot": .string(resolution.slot.name), "rule": .string(resolution.rule.name),
+                                   "path": .optional(path), "exists": .bool(exists)]).droppingNulls) {
             inv.stdout.line("\(inv.style.bold(resolution.slot.name))  \(inv.style.dim("(\(resolution.rule.explanation))"))")
         }
         if !exists {
@@ -32,8 +30,7 @@ enum ResolutionCommands {
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         guard try inv.registry.load().slots[slot] != nil else { throw RegistryError.unknownSlot(slot.name) }
         let path = try PinFile.write(slot, in: inv.context.workingDirectory)
-        struct Output: Encodable { let slot: String, path: String }
-        try inv.emit(Output(slot: slot.name, path: path)) { inv.stdout.line("Pinned \(slot.name) to \(inv.context.workingDirectory).") }
+        inv.emit(.object(["slot": .string(slot.name), "path": .string(path)])) { inv.stdout.line("Pinned \(slot.name) to \(inv.context.workingDirectory).") }
         return .ok
     }
 
@@ -43,9 +40,7 @@ enum ResolutionCommands {
         details: "Only the file in the working directory is removed; a pin in a parent directory is reported.") { inv in
         let removed = try PinFile.remove(in: inv.context.workingDirectory)
         let inherited = PinFile.nearest(from: inv.context.workingDirectory)
-        struct Output: Encodable { let removed: Bool; let stillPinnedBy: String? 
-            enum CodingKeys: String, CodingKey { case removed, stillPinnedBy = "still_pinned_by" } }
-        try inv.emit(Output(removed: removed, stillPinnedBy: inherited?.path)) {
+        inv.emit(JSONValue.object(["removed": .bool(removed), "still_pinned_by": .optional(inherited?.path)]).droppingNulls) {
             inv.stdout.line(removed ? "Unpinned \(inv.context.workingDirectory)." : "No .lanyard file in \(inv.context.workingDirectory).")
             if let inherited { inv.stdout.line("Still pinned to \(inherited.name) by \(inherited.path).") }
         }

@@ -3,43 +3,17 @@ import LanyardCore
 import LanyardStore
 
 /// A slot as `list`, `status` and `--json` show it: registry data, never a secret.
-struct SlotSummary: Encodable {
-    let slot: String
-    let active: Bool
-    let provider: String
-    let backend: String
-    let email: String?
-    let plan: String?
-    let planName: String?
-    let accountID: String?
-    let fedramp: Bool
-    let state: String
-    let stateMessage: String?
-    let expiresAt: Date?
-    let lastRefresh: Date?
-    let lastError: String?
-
-    init(_ slot: Slot, _ record: SlotRecord, active: Bool) {
-        self.slot = slot.name
-        self.active = active
-        provider = record.provider
-        backend = record.backend.rawValue
-        email = record.account.email
-        plan = record.account.plan?.rawValue
-        planName = record.account.plan?.displayName
-        accountID = record.account.accountID
-        fedramp = record.account.isFedRAMPAccount
-        state = record.state.name
-        if case .failed(let message) = record.state { stateMessage = message } else { stateMessage = nil }
-        expiresAt = record.expiresAt
-        lastRefresh = record.lastRefresh
-        lastError = record.lastErrorCode
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case slot, active, provider, backend, email, plan, planName = "plan_name", accountID = "account_id", fedramp, state
-        case stateMessage = "state_message", expiresAt = "expires_at", lastRefresh = "last_refresh", lastError = "last_error"
-    }
+func slotSummary(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [String: JSONValue] {
+    var stateMessage: String?
+    if case .failed(let message) = record.state { stateMessage = message }
+    return [
+        "slot": .string(slot.name), "active": .bool(active), "provider": .string(record.provider),
+        "backend": .string(record.backend.rawValue), "email": .optional(record.account.email),
+        "plan": .optional(record.account.plan?.rawValue), "plan_name": .optional(record.account.plan?.displayName),
+        "account_id": .optional(record.account.accountID), "fedramp": .bool(record.account.isFedRAMPAccount),
+        "state": .string(record.state.name), "state_message": .optional(stateMessage), "expires_at": .date(record.expiresAt),
+        "last_refresh": .date(record.lastRefresh), "last_error": .optional(record.lastErrorCode),
+    ]
 }
 
 enum SlotCommands {
@@ -48,9 +22,8 @@ enum SlotCommands {
         minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false,
         details: "Reads only the registry: no keyring or store is unlocked.") { inv in
         let document = try inv.registry.load()
-        struct Output: Encodable { let active: String?; let slots: [SlotSummary] }
-        let summaries = document.sortedSlots.map { SlotSummary($0.slot, $0.record, active: $0.slot == document.active) }
-        try inv.emit(Output(active: document.active?.name, slots: summaries)) {
+        let summaries = document.sortedSlots.map { JSONValue.object(slotSummary($0.slot, $0.record, active: $0.slot == document.active)) }
+        inv.emit(.object(["active": .optional(document.active?.name), "slots": .array(summaries)])) {
             guard !summaries.isEmpty else {
                 inv.stdout.line("No slots yet. Sign an account in with `lanyard login`.")
                 return
@@ -74,18 +47,9 @@ enum SlotCommands {
         details: "Exit status: 0 signed in, 3 signed out, 4 sign-in required, 1 failed.") { inv in
         let document = try inv.registry.load()
         let (slot, record, rule) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
-        struct Output: Encodable {
-            let summary: SlotSummary
-            let chosenBy: String?
-            func encode(to encoder: Encoder) throws {
-                try summary.encode(to: encoder)
-                enum K: String, CodingKey { case chosenBy = "chosen_by" }
-                var c = encoder.container(keyedBy: K.self)
-                try c.encodeIfPresent(chosenBy, forKey: .chosenBy)
-            }
-        }
-        let summary = SlotSummary(slot, record, active: slot == document.active)
-        try inv.emit(Output(summary: summary, chosenBy: rule?.name)) {
+        var summary = slotSummary(slot, record, active: slot == document.active)
+        summary["chosen_by"] = .optional(rule?.name)
+        inv.emit(.object(summary)) {
             let s = inv.style
             func time(_ d: Date?) -> String {
                 d.map { "\(RelativeTime.describe($0, now: inv.now)) (\(RFC3339.string(from: $0)))" } ?? "-"
@@ -125,8 +89,7 @@ enum SlotCommands {
             doc.active = slot
             return (previous, record)
         }
-        struct Output: Encodable { let active: String; let previous: String? }
-        try inv.emit(Output(active: slot.name, previous: previous?.name)) {
+        inv.emit(.object(["active": .string(slot.name), "previous": .optional(previous?.name)])) {
             let who = record.account.email.map { " (\($0))" } ?? ""
             inv.stdout.line(previous == slot ? "\(slot.name)\(who) is already active." : "Switched to \(slot.name)\(who).")
         }
@@ -163,8 +126,7 @@ enum SlotCommands {
                 }
             }
         }
-        struct Output: Encodable { let from: String; let to: String }
-        try inv.emit(Output(from: old.name, to: new.name)) { inv.stdout.line("Renamed \(old.name) to \(new.name).") }
+        inv.emit(.object(["from": .string(old.name), "to": .string(new.name)])) { inv.stdout.line("Renamed \(old.name) to \(new.name).") }
         return .ok
     }
 
@@ -195,8 +157,7 @@ enum SlotCommands {
             doc.slots[slot] = nil
             if doc.active == slot { doc.active = nil }
         }
-        struct Output: Encodable { let removed: String }
-        try inv.emit(Output(removed: slot.name)) { inv.stdout.line("Removed \(slot.name).") }
+        inv.emit(.object(["removed": .string(slot.name)])) { inv.stdout.line("Removed \(slot.name).") }
         return .ok
     }
 

@@ -1,0 +1,111 @@
+import Foundation
+
+/// Typed access to the fields of a JSON object, with errors that name the JSON path
+/// (`.slots.work.state`) and never quote a value.
+public struct JSONFields {
+    public let object: [String: JSONValue]
+    /// Where this object sits in its document, for error messages.
+    public let path: String
+
+    public init(_ value: JSONValue, path: String = "") throws(JSONShapeError) {
+        guard case .object(let o) = value else { throw JSONShapeError(path: path.isEmpty ? "top level" : path, problem: "is not an object") }
+        object = o
+        self.path = path
+    }
+
+    func fail(_ key: String, _ problem: String) -> JSONShapeError { JSONShapeError(path: path + "." + key, problem: problem) }
+
+    public func optionalString(_ key: String) throws(JSONShapeError) -> String? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .string(let s)?: return s
+        default: throw fail(key, "is not a string")
+        }
+    }
+
+    public func string(_ key: String) throws(JSONShapeError) -> String {
+        guard let s = try optionalString(key) else { throw fail(key, "is missing") }
+        return s
+    }
+
+    public func optionalNumber(_ key: String) throws(JSONShapeError) -> Double? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .number(let n)?: return n
+        default: throw fail(key, "is not a number")
+        }
+    }
+
+    public func int(_ key: String) throws(JSONShapeError) -> Int {
+        guard let n = try optionalNumber(key) else { throw fail(key, "is missing") }
+        guard n.rounded() == n, abs(n) < 1e15 else { throw fail(key, "is not a whole number") }
+        return Int(n)
+    }
+
+    public func optionalBool(_ key: String) throws(JSONShapeError) -> Bool? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .bool(let b)?: return b
+        default: throw fail(key, "is not true or false")
+        }
+    }
+
+    public func optionalDate(_ key: String) throws(JSONShapeError) -> Date? {
+        guard let s = try optionalString(key) else { return nil }
+        guard let d = RFC3339.date(from: s) else { throw fail(key, "is not an RFC 3339 date") }
+        return d
+    }
+
+    public func optionalObject(_ key: String) throws(JSONShapeError) -> JSONFields? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case let v?: return try JSONFields(v, path: path + "." + key)
+        }
+    }
+
+    public func object(_ key: String) throws(JSONShapeError) -> JSONFields {
+        guard let o = try optionalObject(key) else { throw fail(key, "is missing") }
+        return o
+    }
+}
+
+/// A JSON document of the wrong shape: which field, and what is wrong with it.
+public struct JSONShapeError: Error, Equatable, Sendable, LocalizedError {
+    public let path: String
+    public let problem: String
+    public init(path: String, problem: String) {
+        self.path = path
+        self.problem = problem
+    }
+    public var errorDescription: String? { "\(path) \(problem)" }
+}
+
+extension JSONValue {
+    /// A string, or null when nil.
+    public static func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+    /// An RFC 3339 date, or null when nil.
+    public static func date(_ d: Date?) -> JSONValue { d.map { .string(RFC3339.string(from: $0)) } ?? .null }
+    /// The object without its null members (for compact stored documents).
+    public var droppingNulls: JSONValue {
+        guard case .object(let o) = self else { return self }
+        return .object(o.filter { $0.value != .null })
+    }
+}
+
+/// Documents Lanyard stores: each reads and writes itself through ``JSONValue``.
+public protocol JSONDocument {
+    init(json: JSONFields) throws(JSONShapeError)
+    var json: JSONValue { get }
+}
+
+extension JSONDocument {
+    /// Decodes a stored document, or throws a ``DecodeError`` that names `source` and the field.
+    public static func decode(_ data: Data, source: String) throws(DecodeError) -> Self {
+        let value: JSONValue
+        do { value = try JSONValue.parse(data) } catch { throw DecodeError(source: source, detail: "not valid JSON (\(error.localizedDescription))") }
+        do { return try Self(json: try JSONFields(value)) } catch { throw DecodeError(source: source, detail: error.localizedDescription) }
+    }
+
+    /// The document as compact UTF-8 JSON with sorted keys.
+    public func jsonData(pretty: Bool = false) -> Data { Data(json.serialized(pretty: pretty).utf8) }
+}

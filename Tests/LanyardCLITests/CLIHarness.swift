@@ -1,0 +1,118 @@
+import Foundation
+import LanyardCLI
+import LanyardCore
+import LanyardStore
+
+/// An in-memory credential store for unit tests of command logic (backends have their own tests
+/// against real services).
+final class MemoryStore: CredentialStore, @unchecked Sendable {
+    let kind: BackendKind
+    private let lock = NSLock()
+    private var items: [Slot: Credential] = [:]
+    var failWith: StoreError?
+
+    init(kind: BackendKind = .secretService) { self.kind = kind }
+
+    func get(_ slot: Slot) throws -> Credential {
+        try lock.withLock {
+            if let failWith { throw failWith }
+            guard let c = items[slot] else { throw StoreError.notFound(slot: slot.name) }
+            return c
+        }
+    }
+    func put(_ credential: Credential, for slot: Slot) throws {
+        try lock.withLock { if let failWith { throw failWith }; items[slot] = credential }
+    }
+    func delete(_ slot: Slot) throws {
+        try lock.withLock {
+            if let failWith { throw failWith }
+            guard items.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot.name) }
+        }
+    }
+    func list() throws -> [Slot] { try lock.withLock { if let failWith { throw failWith }; return items.keys.sorted() } }
+    func health() -> StoreHealth { StoreHealth(backend: kind, reachable: true, locked: false, persistent: false) }
+}
+
+/// Runs `lanyard` in-process against a private HOME.
+final class CLIHarness: @unchecked Sendable {
+    let root: String
+    let store = MemoryStore()
+    var extraEnvironment: [String: String] = [:]
+    var workingDirectory: String
+    var tty = false
+    var input: [String] = []
+    let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+
+    init() {
+        let base = (NSTemporaryDirectory() as NSString).standardizingPath
+        var template = Array((base + "/lanyard-cli.XXXXXX").utf8CString)
+        root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        workingDirectory = root + "/work"
+        try? FileManager.default.createDirectory(atPath: workingDirectory, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    var environment: [String: String] {
+        ["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
+         "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run"].merging(extraEnvironment) { $1 }
+    }
+
+    var paths: Paths { Paths(environment: environment) }
+    var registry: Registry { Registry(paths: paths) }
+
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        /// stdout parsed as a JSON object.
+        var json: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any] ?? [:]
+        }
+    }
+
+    @discardableResult
+    func run(_ args: String...) -> Result { run(args) }
+
+    func run(_ args: [String]) -> Result {
+        let out = TextSink(), err = TextSink()
+        final class Lines: @unchecked Sendable {
+            let lock = NSLock()
+            var items: [String]
+            init(_ items: [String]) { self.items = items }
+            func next() -> String? { lock.withLock { items.isEmpty ? nil : items.removeFirst() } }
+        }
+        let lines = Lines(input)
+        let store = self.store
+        let context = CommandContext(
+            stdout: out, stderr: err,
+            readLine: { lines.next() },
+            environment: environment, workingDirectory: workingDirectory, clock: clock,
+            stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
+            openStore: { _, _, _ in store })
+        let status = Lanyard.run(args, context: context)
+        return Result(status: status, stdout: out.text, stderr: err.text)
+    }
+
+    /// Adds a signed-in slot to the registry (and a credential to the store).
+    func addSlot(_ name: String, email: String? = nil, plan: String = "plus", state: AuthState? = nil, active: Bool = false) throws {
+        let slot = try Slot(name)
+        let account = AccountInfo(email: email ?? "\(name)@example.com", accountID: "acct-\(name)", plan: Plan(rawValue: plan))
+        try registry.update { doc in
+            doc.slots[slot] = SlotRecord(provider: "openai", backend: .secretService, account: account,
+                                         state: state ?? .signedIn(expiresAt: clock.now() + 7800),
+                                         lastRefresh: clock.now() - 180)
+            if active { doc.active = slot }
+        }
+        try store.put(Credential(provider: "openai", tokens: TokenSet(accessToken: "AT-\(name)-SECRET", refreshToken: "RT-\(name)-SECRET"),
+                                 lastRefresh: clock.now(), account: account), for: slot)
+    }
+}
+
+/// The built `lanyard` binary, for tests that need real separate processes.
+func lanyardBinary() -> String {
+    if let env = ProcessInfo.processInfo.environment["LANYARD_BIN"], !env.isEmpty { return env }
+    var url = URL(fileURLWithPath: #filePath)
+    while url.lastPathComponent != "Tests" { url.deleteLastPathComponent() }
+    return url.deletingLastPathComponent().appendingPathComponent(".build/debug/lanyard").path
+}

@@ -1,0 +1,291 @@
+import Foundation
+import Testing
+@testable import LanyardCLI
+@testable import LanyardCore
+@testable import LanyardStore
+
+@Suite struct ListCommandTests {
+    @Test func emptyRegistry() {
+        let h = CLIHarness()
+        let r = h.run("list")
+        #expect(r.status == 0)
+        #expect(r.stdout == "No slots yet. Sign an account in with `lanyard login`.\n")
+        let j = h.run("list", "--json")
+        #expect(j.status == 0)
+        #expect(j.json["slots"] as? [Any] != nil && (j.json["slots"] as! [Any]).isEmpty)
+    }
+
+    @Test func humanTableIsAligned() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", email: "alice@corp.example", plan: "pro", active: true)
+        try h.addSlot("personal", email: "al@home.example", plan: "prolite", state: .reauthenticationRequired)
+        let r = h.run("list")
+        #expect(r.status == 0)
+        let lines = r.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[0].hasPrefix("   SLOT      PROVIDER  ACCOUNT"))
+        #expect(lines[1].hasPrefix("   personal  openai    al@home.example     Pro Lite  sign-in required"))
+        #expect(lines[2].hasPrefix("*  work      openai    alice@corp.example  Pro       signed in         in 2 h 10 min"))
+        #expect(!r.stdout.contains("\u{1B}["), "no colour when stdout is not a TTY")
+        #expect(!r.stdout.contains("SECRET"))
+    }
+
+    @Test func colourOnlyOnATTYAndNeverWithNoColor() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", active: true)
+        h.tty = true
+        #expect(h.run("list").stdout.contains("\u{1B}[32m"))
+        #expect(!h.run("list", "--no-color").stdout.contains("\u{1B}["))
+        h.extraEnvironment["NO_COLOR"] = "1"
+        #expect(!h.run("list").stdout.contains("\u{1B}["))
+    }
+
+    @Test func jsonListsEverySlotWithoutSecrets() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", plan: "pro", active: true)
+        try h.addSlot("home", plan: "mystery_plan")
+        let r = h.run("list", "--json")
+        #expect(r.status == 0)
+        #expect(r.json["active"] as? String == "work")
+        let slots = try #require(r.json["slots"] as? [[String: Any]])
+        #expect(slots.map { $0["slot"] as? String } == ["home", "work"])
+        #expect(slots[0]["plan"] as? String == "mystery_plan" && slots[0]["plan_name"] as? String == "mystery_plan")
+        #expect(slots[1]["plan_name"] as? String == "Pro")
+        #expect(slots[1]["active"] as? Bool == true && slots[1]["state"] as? String == "signed-in")
+        #expect(slots[1]["expires_at"] as? String == "2027-01-15T10:10:00Z")
+        #expect(!r.stdout.contains("SECRET"))
+    }
+}
+
+@Suite struct StatusCommandTests {
+    @Test func showsTheResolvedSlot() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", email: "alice@corp.example", plan: "team", active: true)
+        let r = h.run("status")
+        #expect(r.status == 0)
+        #expect(r.stdout.hasPrefix("work (active)\n"))
+        #expect(r.stdout.contains("  plan         Team\n"))
+        #expect(r.stdout.contains("  expires      in 2 h 10 min (2027-01-15T10:10:00Z)\n"))
+        #expect(r.stdout.contains("  last refresh 3 min ago"))
+        #expect(r.stdout.contains("  chosen by    the active slot (lanyard switch)\n"))
+        let j = h.run("status", "--json")
+        #expect(j.json["slot"] as? String == "work" && j.json["chosen_by"] as? String == "active")
+    }
+
+    @Test func exitStatusFollowsTheState() throws {
+        let h = CLIHarness()
+        try h.addSlot("a", state: .signedOut)
+        try h.addSlot("b", state: .reauthenticationRequired)
+        try h.addSlot("c", state: .failed("broken"))
+        #expect(h.run("status", "a").status == 3)
+        #expect(h.run("status", "b").status == 4)
+        let c = h.run("status", "c", "--json")
+        #expect(c.status == 1)
+        #expect(c.json["state_message"] as? String == "broken")
+    }
+
+    @Test func unknownOrMissingSlots() {
+        let h = CLIHarness()
+        let none = h.run("status")
+        #expect(none.status == 3)
+        #expect(none.stderr.contains("no slot is active"))
+        let unknown = h.run("status", "ghost", "--json")
+        #expect(unknown.status == 3)
+        #expect((unknown.json["error"] as? [String: Any])?["code"] as? String == "unknown_slot")
+        let bad = h.run("status", "Bad Name")
+        #expect(bad.status == 2)
+    }
+}
+
+@Suite struct SwitchCommandTests {
+    @Test func switchesAndReports() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", email: "w@example.com", active: true)
+        try h.addSlot("home", email: "h@example.com")
+        let r = h.run("switch", "home")
+        #expect(r.status == 0)
+        #expect(r.stdout == "Switched to home (h@example.com).\n")
+        #expect(try h.registry.load().active?.name == "home")
+        #expect(h.run("switch", "home").stdout == "home (h@example.com) is already active.\n")
+        let j = h.run("switch", "work", "--json")
+        #expect(j.json["active"] as? String == "work" && j.json["previous"] as? String == "home")
+    }
+
+    @Test func unknownSlotChangesNothing() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", active: true)
+        let r = h.run("switch", "wrok")
+        #expect(r.status == 3)
+        #expect(r.stderr.contains("no slot named wrok"))
+        #expect(try h.registry.load().active?.name == "work")
+        #expect(h.run("switch").status == 2)
+    }
+}
+
+@Suite struct RenameRemoveCommandTests {
+    @Test func renameMovesRegistryEntryCredentialAndActiveMark() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", active: true)
+        let r = h.run("rename", "work", "job")
+        #expect(r.status == 0)
+        #expect(r.stdout == "Renamed work to job.\n")
+        let doc = try h.registry.load()
+        let work = try Slot("work")
+        #expect(doc.active?.name == "job" && doc.slots[work] == nil)
+        #expect(try h.store.get(try Slot("job")).tokens.accessToken == "AT-work-SECRET")
+        #expect(throws: StoreError.notFound(slot: "work")) { try h.store.get(try Slot("work")) }
+    }
+
+    @Test func renameRefusesClashesAndStoreFailuresChangeNothing() throws {
+        let h = CLIHarness()
+        try h.addSlot("a")
+        try h.addSlot("b")
+        #expect(h.run("rename", "a", "b").status == 1)
+        #expect(h.run("rename", "zzz", "c").status == 3)
+        h.store.failWith = .locked(backend: "Secret Service", hint: "unlock it")
+        let locked = h.run("rename", "a", "c", "--json")
+        #expect(locked.status == 5)
+        #expect((locked.json["error"] as? [String: Any])?["code"] as? String == "store_locked")
+        h.store.failWith = nil
+        #expect(try h.registry.load().slots.keys.map(\.name).sorted() == ["a", "b"])
+        #expect(try h.store.list().map(\.name) == ["a", "b"])
+    }
+
+    @Test func removeNeedsConfirmation() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", active: true)
+        let refused = h.run("remove", "work")
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("--yes"))
+        h.tty = true
+        h.input = ["n"]
+        #expect(h.run("remove", "work").status == 130)
+        #expect(try h.registry.load().slots.count == 1)
+        h.input = ["y"]
+        let r = h.run("remove", "work")
+        #expect(r.status == 0)
+        #expect(r.stdout == "Removed work.\n")
+        #expect(try h.registry.load() == RegistryDocument())
+        #expect(try h.store.list().isEmpty)
+    }
+
+    @Test func removeWithYesAndJSON() throws {
+        let h = CLIHarness()
+        try h.addSlot("work")
+        let r = h.run("remove", "work", "--yes", "--json")
+        #expect(r.status == 0 && r.json["removed"] as? String == "work")
+    }
+
+    @Test func removeKeepsTheEntryWhenTheStoreFails() throws {
+        let h = CLIHarness()
+        try h.addSlot("work")
+        h.store.failWith = .unavailable(backend: "Secret Service", hint: "start a keyring")
+        #expect(h.run("remove", "work", "-y").status == 5)
+        #expect(try h.registry.load().slots.count == 1)
+    }
+}
+
+@Suite struct ResolutionCommandTests {
+    @Test func whichReportsEachRule() throws {
+        let h = CLIHarness()
+        try h.addSlot("active", active: true)
+        try h.addSlot("pinned")
+        try h.addSlot("env")
+        try h.addSlot("flag")
+        #expect(h.run("which").stdout == "active  (the active slot (lanyard switch))\n")
+        #expect(h.run("pin", "pinned").status == 0)
+        let sub = h.workingDirectory + "/deeper/still"
+        try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true)
+        h.workingDirectory = sub
+        let pinned = h.run("which", "--json")
+        #expect(pinned.json["slot"] as? String == "pinned" && pinned.json["rule"] as? String == "pin-file")
+        #expect((pinned.json["path"] as? String)?.hasSuffix("/work/.lanyard") == true)
+        h.extraEnvironment["LANYARD_ACCOUNT"] = "env"
+        #expect(h.run("which", "--json").json["rule"] as? String == "environment")
+        let flagged = h.run("which", "--account", "flag", "--json")
+        #expect(flagged.json["slot"] as? String == "flag" && flagged.json["rule"] as? String == "flag")
+        #expect(h.run("--account=flag", "which").stdout.hasPrefix("flag"))
+    }
+
+    @Test func whichWithNothingOrAMissingSlot() throws {
+        let h = CLIHarness()
+        #expect(h.run("which").status == 3)
+        h.extraEnvironment["LANYARD_ACCOUNT"] = "ghost"
+        let r = h.run("which")
+        #expect(r.status == 3)
+        #expect(r.stdout.hasPrefix("ghost"))
+        #expect(r.stderr.contains("does not exist"))
+        h.extraEnvironment["LANYARD_ACCOUNT"] = "Not Valid"
+        let bad = h.run("which")
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("LANYARD_ACCOUNT"))
+    }
+
+    @Test func pinAndUnpin() throws {
+        let h = CLIHarness()
+        try h.addSlot("work")
+        #expect(h.run("pin", "nope").status == 3)
+        let pin = h.run("pin", "work", "--json")
+        #expect(pin.status == 0 && pin.json["path"] as? String == h.workingDirectory + "/.lanyard")
+        let unpin = h.run("unpin")
+        #expect(unpin.status == 0 && unpin.stdout.hasPrefix("Unpinned"))
+        let again = h.run("unpin", "--json")
+        #expect(again.status == 1 && again.json["removed"] as? Bool == false)
+    }
+}
+
+@Suite struct MetaCommandTests {
+    @Test func versionAndHelp() {
+        let h = CLIHarness()
+        #expect(h.run("version").stdout == "lanyard \(Lanyard.version)\n")
+        #expect(h.run("--version").stdout == "lanyard \(Lanyard.version)\n")
+        #expect(h.run("version", "--json").json["version"] as? String == Lanyard.version)
+        let help = h.run("help")
+        #expect(help.status == 0)
+        for command in Lanyard.commands { #expect(help.stdout.contains("  \(command.name) ")) }
+        #expect(h.run().stdout == help.stdout)
+        #expect(h.run("help", "switch").stdout.hasPrefix("Usage: lanyard switch SLOT"))
+        #expect(h.run("switch", "--help").stdout == h.run("help", "switch").stdout)
+        #expect(h.run("help", "swich").status == 2)
+    }
+
+    @Test func unknownCommandsAndFlagsSuggest() {
+        let h = CLIHarness()
+        let r = h.run("lsit")
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("did you mean `list`?"))
+        let f = h.run("list", "--jsno")
+        #expect(f.status == 2)
+        #expect(f.stderr.contains("did you mean --json?"))
+        let j = h.run("lsit", "--json")
+        #expect((j.json["error"] as? [String: Any])?["code"] as? String == "usage")
+        #expect(h.run("list", "extra").status == 2)
+        #expect(h.run("switch", "--account").status == 2, "switch takes no --account")
+        #expect(h.run("status", "--account").status == 2, "--account needs a value")
+    }
+
+    @Test func corruptRegistryIsReportedWithExitStatus1() throws {
+        let h = CLIHarness()
+        try SecureFiles.ensureDirectory(h.paths.dataDirectory)
+        _ = FileManager.default.createFile(atPath: h.registry.path, contents: Data("{nope".utf8))
+        let r = h.run("list")
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("did not parse") && r.stderr.contains(".corrupt-"))
+        let j = h.run("list", "--json")
+        #expect(j.status == 0, "after moving it aside the registry is empty, and says so")
+    }
+
+    @Test func configWarningsGoToStderr() throws {
+        let h = CLIHarness()
+        try h.addSlot("a")
+        try FileManager.default.createDirectory(atPath: h.paths.configDirectory, withIntermediateDirectories: true)
+        try "[store]\nbogus = 1\n".write(toFile: h.paths.configFile, atomically: true, encoding: .utf8)
+        let r = h.run("rename", "a", "b")
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("unknown key \"bogus\""))
+        try "[store\n".write(toFile: h.paths.configFile, atomically: true, encoding: .utf8)
+        let bad = h.run("rename", "b", "c", "--json")
+        #expect(bad.status == 1)
+        #expect((bad.json["error"] as? [String: Any])?["code"] as? String == "config_invalid")
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+@testable import LanyardCore
+@testable import LanyardStore
+
+@Suite struct ConfigTests {
+    func parse(_ text: String) throws -> ConfigFile.Loaded { try ConfigFile.parse(Data(text.utf8), path: "config.ini") }
+
+    @Test func missingFileGivesDefaults() throws {
+        let loaded = try ConfigFile.load(path: TempDirectory().path + "/none.ini")
+        #expect(loaded.config == LanyardConfig())
+        #expect(loaded.warnings.isEmpty)
+        #expect(loaded.config.providers["openai"]?.clientID == "app_EMoamEEZ73f0CkXaXp7hrann")
+    }
+
+    @Test func readsEverySetting() throws {
+        let loaded = try parse("""
+        # comment
+        [store]
+        backend = file
+        timeout = 2.5
+        interactive-timeout = 60
+        unlock-cache = 120
+        [refresh]
+        lead = 30
+        [backoff]
+        max-retries = 3
+        initial-delay = 0.5
+        maximum-delay = 10
+        respect-retry-after = false
+        [integrations]
+        codex = true
+        [provider.github]
+        type = device-code
+        issuer = http://127.0.0.1:8080
+        client-id = abc
+        scopes = openid email
+        plan-claim = org.example.plan
+        env.GH_TOKEN = access_token
+        [provider.openai]
+        issuer = http://127.0.0.1:9999
+        """)
+        let c = loaded.config
+        #expect(loaded.warnings.isEmpty)
+        #expect(c.backend == .file && c.storeTimeout == 2.5 && c.interactiveStoreTimeout == 60 && c.unlockCacheSeconds == 120)
+        #expect(c.refreshLead == 30)
+        #expect(c.backoff == BackoffPolicy(maxRetries: 3, initialDelay: 0.5, maximumDelay: 10, respectsRetryAfterHeader: false))
+        #expect(c.codexIntegration)
+        let gh = try #require(c.providers["github"])
+        #expect(gh.kind == .deviceCode && gh.clientID == "abc" && gh.scopes == ["openid", "email"])
+        #expect(gh.planClaim == "org.example.plan" && gh.environment == ["GH_TOKEN": "access_token"])
+        let openai = try #require(c.providers["openai"])
+        #expect(openai.issuer.absoluteString == "http://127.0.0.1:9999")
+        #expect(openai.clientID == ProviderConfig.openAI.clientID, "unset keys keep the built-in values")
+    }
+
+    @Test func unknownKeysAndGroupsWarn() throws {
+        let loaded = try parse("[store]\nbackend = auto\ncolour = blue\n[mystery]\na = 1\n")
+        #expect(loaded.warnings == [
+            "config.ini: unknown key \"colour\" in [store] (ignored)",
+            "config.ini: unknown group [mystery] (ignored)",
+        ])
+    }
+
+    @Test func aMalformedFileNamesTheLine() {
+        #expect(throws: ConfigError.self) { try parse("[store]\nbackend = auto\nthis is not a key\n") }
+        do { _ = try parse("[store]\nbackend = auto\nthis is not a key\n") } catch let error as ConfigError {
+            guard case .malformed(_, let line, _) = error else { Issue.record("\(error)"); return }
+            #expect(line == 3)
+            #expect(error.localizedDescription.hasPrefix("config.ini:3: "))
+        } catch { Issue.record("\(error)") }
+    }
+
+    @Test func badValuesNameGroupAndKey() {
+        #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "store", key: "backend",
+                                                 detail: "expected auto, secret-service or file, got \"cloud\"")) {
+            try parse("[store]\nbackend = cloud\n")
+        }
+        #expect(throws: ConfigError.self) { try parse("[store]\ntimeout = -1\n") }
+        #expect(throws: ConfigError.self) { try parse("[backoff]\nrespect-retry-after = maybe\n") }
+        #expect(throws: ConfigError.self) { try parse("[provider.x]\ntype = device-code\nclient-id = a\n") }
+        #expect(throws: ConfigError.self) { try parse("[provider.x]\ntype = device-code\nissuer = ftp://h\nclient-id = a\n") }
+        #expect(throws: ConfigError.self) { try parse("[provider.x]\ntype = magic\nissuer = http://h\nclient-id = a\n") }
+    }
+}
+
+@Suite struct PinFileTests {
+    @Test func theNearestPinWins() throws {
+        let temp = TempDirectory()
+        let deep = temp.path + "/a/b/c"
+        try FileManager.default.createDirectory(atPath: deep, withIntermediateDirectories: true)
+        #expect(PinFile.nearest(from: deep) == nil || !PinFile.nearest(from: deep)!.path.hasPrefix(temp.path))
+        _ = try PinFile.write(try Slot("outer"), in: temp.path + "/a")
+        #expect(PinFile.nearest(from: deep)?.name == "outer")
+        _ = try PinFile.write(try Slot("inner"), in: temp.path + "/a/b")
+        #expect(PinFile.nearest(from: deep)?.name == "inner")
+        #expect(PinFile.nearest(from: deep)?.path == temp.path + "/a/b/.lanyard")
+        #expect(try PinFile.remove(in: temp.path + "/a/b"))
+        #expect(try !PinFile.remove(in: temp.path + "/a/b"))
+        #expect(PinFile.nearest(from: deep)?.name == "outer")
+    }
+}
