@@ -1,4 +1,5 @@
 import Foundation
+import LanyardAuth
 import LanyardCore
 import LanyardStore
 
@@ -34,7 +35,7 @@ public final class TextSink: @unchecked Sendable {
 }
 
 /// Opens the credential store of a backend; injected so tests choose real stores in private places.
-public typealias StoreOpener = @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ interactive: Bool) throws -> any CredentialStore
+public typealias ConfiguredStoreOpener = @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ interactive: Bool) throws -> any CredentialStore
 
 /// Everything a command may touch, injected: IO streams, environment, working directory, clock
 /// and the store opener. No command reads global state.
@@ -49,12 +50,20 @@ public struct CommandContext: Sendable {
     public var stdoutIsTTY: Bool
     public var stderrIsTTY: Bool
     public var stdinIsTTY: Bool
-    public var openStore: StoreOpener
+    public var openStore: ConfiguredStoreOpener
+    /// HTTP to providers.
+    public var transport: any HTTPTransport
+    /// How waits happen (tests inject a fast or manual one).
+    public var sleeper: any Sleeper
+    /// Whether Ctrl-C cancels long operations (true for the real process only).
+    public var handlesSignals: Bool
 
     public init(stdout: TextSink, stderr: TextSink, readLine: @escaping @Sendable () -> String? = { nil },
                 environment: [String: String], workingDirectory: String, clock: any WallClock = SystemClock(),
                 stdoutIsTTY: Bool = false, stderrIsTTY: Bool = false, stdinIsTTY: Bool = false,
-                openStore: @escaping StoreOpener = StoreOpeners.unavailable) {
+                openStore: @escaping ConfiguredStoreOpener = StoreOpeners.unavailable,
+                transport: any HTTPTransport = URLSessionTransport(), sleeper: any Sleeper = TaskSleeper(),
+                handlesSignals: Bool = false) {
         self.stdout = stdout
         self.stderr = stderr
         self.readLine = readLine
@@ -65,6 +74,9 @@ public struct CommandContext: Sendable {
         self.stderrIsTTY = stderrIsTTY
         self.stdinIsTTY = stdinIsTTY
         self.openStore = openStore
+        self.transport = transport
+        self.sleeper = sleeper
+        self.handlesSignals = handlesSignals
     }
 
     /// The process's real streams, environment and working directory.
@@ -74,19 +86,19 @@ public struct CommandContext: Sendable {
             environment: ProcessInfo.processInfo.environment,
             workingDirectory: FileManager.default.currentDirectoryPath,
             stdoutIsTTY: isatty(1) == 1, stderrIsTTY: isatty(2) == 1, stdinIsTTY: isatty(0) == 1,
-            openStore: StoreOpeners.system)
+            openStore: StoreOpeners.system, handlesSignals: true)
     }
 }
 
 /// Store openers.
 public enum StoreOpeners {
     /// Opens no store (for contexts that must not touch any backend).
-    public static let unavailable: StoreOpener = { kind, _, _ in
+    public static let unavailable: ConfiguredStoreOpener = { kind, _, _ in
         throw StoreError.unavailable(backend: kind.displayName, hint: "no credential store is configured here")
     }
 
     /// The real backends.
-    public static let system: StoreOpener = { kind, _, _ in
+    public static let system: ConfiguredStoreOpener = { kind, _, _ in
         throw StoreError.unavailable(backend: kind.displayName, hint: "this backend is not built yet")
     }
 }

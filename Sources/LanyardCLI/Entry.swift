@@ -10,9 +10,9 @@ public enum Lanyard {
     /// Every command, in the order `help` lists them. Help, the man page and completions are
     /// generated from this table.
     public static let commands: [CommandSpec] = [
-        SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
+        AuthCommands.login, AuthCommands.logout, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
-        MetaCommands.version, MetaCommands.help,
+        StoreCommands.token, StoreCommands.doctor, MetaCommands.version, MetaCommands.help,
     ]
 
     /// Runs one command line (without the program name) and returns the exit status.

@@ -1,4 +1,5 @@
 import Foundation
+import LanyardAuth
 import LanyardCore
 import LanyardStore
 
@@ -12,6 +13,8 @@ public final class Invocation: @unchecked Sendable {
     public let json: Bool
     /// Colour on stdout: only on a TTY, never with NO_COLOR or --no-color.
     public let style: Style
+    /// Colour on stderr, by the same rules.
+    public let errorStyle: Style
     private var loadedConfig: LanyardConfig?
 
     init(context: CommandContext, spec: CommandSpec, args: ParsedArguments) {
@@ -22,6 +25,7 @@ public final class Invocation: @unchecked Sendable {
         json = args.has("json")
         let noColor = args.has("no-color") || context.environment["NO_COLOR"].map { !$0.isEmpty } == true
         style = Style(enabled: context.stdoutIsTTY && !noColor)
+        errorStyle = Style(enabled: context.stderrIsTTY && !noColor)
     }
 
     var stdout: TextSink { context.stdout }
@@ -38,6 +42,37 @@ public final class Invocation: @unchecked Sendable {
     }
 
     var registry: Registry { Registry(paths: paths) }
+
+    /// The account manager for this invocation's config, stores and transport.
+    func accounts() throws -> AccountManager {
+        let config = try config()
+        let open = context.openStore
+        return AccountManager(paths: paths, config: config, openStore: { kind, interactive in try open(kind, config, interactive) },
+                              transport: context.transport, clock: context.clock, sleeper: context.sleeper)
+    }
+
+    /// Runs async work to completion; with signal handling on, Ctrl-C (SIGINT) or SIGTERM cancels it.
+    func runAsync<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        let task = Task {
+            do { box.result = .success(try await work()) } catch { box.result = .failure(error) }
+            done.signal()
+        }
+        var sources: [DispatchSourceSignal] = []
+        if context.handlesSignals {
+            for sig in [SIGINT, SIGTERM] {
+                signal(sig, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { task.cancel() }
+                source.resume()
+                sources.append(source)
+            }
+        }
+        done.wait()
+        for source in sources { source.cancel() }
+        return try box.result!.get()
+    }
 
     /// The slot this command acts on by the documented precedence, or nil when no rule names one.
     func resolveAccount(active: Slot?) throws -> AccountResolution? {
@@ -146,4 +181,9 @@ enum RelativeTime {
         if h < 48 { return m % 60 == 0 ? "\(h) h" : "\(h) h \(m % 60) min" }
         return "\(h / 24) d"
     }
+}
+
+/// Carries an async result across to the waiting thread (written once, before the semaphore).
+private final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, Error>?
 }

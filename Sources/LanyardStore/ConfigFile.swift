@@ -29,6 +29,7 @@ public enum ConfigFile {
             "refresh": ["lead", "max-age"],
             "backoff": ["max-retries", "initial-delay", "maximum-delay", "respect-retry-after"],
             "integrations": ["codex"],
+            "login": ["slow-down-increment", "timeout"],
         ]
         let providerKeys: Set<String> = [
             "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
@@ -94,6 +95,8 @@ public enum ConfigFile {
         if let v = try bool("backoff", "respect-retry-after") { backoff.respectsRetryAfterHeader = v }
         config.backoff = backoff
         if let v = try bool("integrations", "codex") { config.codexIntegration = v }
+        if let v = try number("login", "slow-down-increment") { config.slowDownIncrement = v }
+        if let v = try number("login", "timeout", min: 1) { config.loginTimeout = v }
         return Loaded(config: config, warnings: warnings)
     }
 

@@ -1,0 +1,132 @@
+import Foundation
+import LanyardCore
+import LanyardStore
+
+/// Opens a backend's store; `interactive` selects the longer timeout.
+public typealias StoreOpener = @Sendable (_ kind: BackendKind, _ interactive: Bool) throws -> any CredentialStore
+
+/// The operations on slots that involve providers and stores: sign-in, sign-out and (with the
+/// token lifecycle) refresh. The CLI and LanyardKit both go through it, so they behave the same.
+public struct AccountManager: Sendable {
+    public let paths: Paths
+    public let config: LanyardConfig
+    public let openStore: StoreOpener
+    public let transport: any HTTPTransport
+    public let clock: any WallClock
+    public let sleeper: any Sleeper
+
+    public init(paths: Paths, config: LanyardConfig, openStore: @escaping StoreOpener, transport: any HTTPTransport,
+                clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {
+        self.paths = paths
+        self.config = config
+        self.openStore = openStore
+        self.transport = transport
+        self.clock = clock
+        self.sleeper = sleeper
+    }
+
+    public var registry: Registry { Registry(paths: paths) }
+
+    /// The configured provider `id`, talking through the backoff policy.
+    public func provider(_ id: String) throws -> any DeviceCodeProvider {
+        guard let providerConfig = config.providers[id] else {
+            let known = config.providers.keys.sorted().joined(separator: ", ")
+            throw ConfigError.invalidValue(path: paths.configFile, group: "provider.\(id)", key: "",
+                                           detail: "no provider named \(id) (configured: \(known))")
+        }
+        let retrying = BackoffTransport(base: transport, policy: config.backoff, clock: clock, sleeper: sleeper)
+        return makeProvider(providerConfig, transport: retrying, clock: clock)
+    }
+
+    /// The backend a new slot uses: the configured one, or for `auto` the Secret Service when it
+    /// answers, else the encrypted file.
+    public func backendForNewSlot() -> BackendKind {
+        switch config.backend {
+        case .secretService: return .secretService
+        case .file: return .file
+        case .auto:
+            if let store = try? openStore(.secretService, false), store.health().reachable { return .secretService }
+            return .file
+        }
+    }
+
+    /// Signs an account in with the device-code flow and stores it in `slot` (by default the
+    /// email's local part). The slot's old credential is replaced only once the new one is in hand;
+    /// cancellation or failure leaves everything as it was.
+    public func signIn(slot requested: Slot?, providerID: String, flow configure: (inout SignInFlow) -> Void = { _ in },
+                       events: @Sendable (SignInEvent) -> Void) async throws -> (Slot, Credential) {
+        let provider = try provider(providerID)
+        var flow = SignInFlow(provider: provider, clock: clock, sleeper: sleeper)
+        configure(&flow)
+        let (tokens, account) = try await flow.run(events: events)
+        let now = clock.now()
+        let credential = Credential(
+            provider: providerID,
+            tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, idToken: tokens.idToken,
+                             expiresAt: tokens.expiresAt(now: now)),
+            lastRefresh: now, account: account)
+        let existing = try registry.load()
+        let slot = try requested ?? Self.defaultSlot(for: account, in: existing)
+        let backend = existing.slots[slot]?.backend ?? backendForNewSlot()
+        let store = try openStore(backend, true)
+        try registry.update { doc in
+            try store.put(credential, for: slot)
+            var record = doc.slots[slot] ?? SlotRecord(provider: providerID, backend: backend, createdAt: now)
+            record.provider = providerID
+            record.account = account
+            record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+            record.lastRefresh = now
+            record.lastErrorCode = nil
+            doc.slots[slot] = record
+            if doc.active == nil { doc.active = slot }
+        }
+        return (slot, credential)
+    }
+
+    /// A slot name from the account's email local part, made unique when another account holds it.
+    static func defaultSlot(for account: AccountInfo, in document: RegistryDocument) throws -> Slot {
+        let local = account.email.map { String($0.split(separator: "@").first ?? "") } ?? ""
+        guard let base = Slot.suggested(from: local) ?? Slot.suggested(from: account.accountID ?? "") else {
+            throw UsageErrorText("the account has no email to name the slot after; give a slot name: `lanyard login NAME`")
+        }
+        func sameAccount(_ record: SlotRecord) -> Bool {
+            record.account.email == account.email && record.account.accountID == account.accountID
+        }
+        if document.slots[base].map(sameAccount) ?? true { return base }
+        for n in 2...999 {
+            if let candidate = try? Slot(String(base.name.prefix(60)) + "-\(n)"), document.slots[candidate].map(sameAccount) ?? true {
+                return candidate
+            }
+        }
+        return base
+    }
+
+    /// Removes a slot's credential and marks it signed out; with `revoke`, first revokes the
+    /// refresh token at the provider (which ends that session in every tool).
+    /// - Returns: whether a revocation happened.
+    @discardableResult
+    public func signOut(slot: Slot, revoke: Bool) async throws -> Bool {
+        let document = try registry.load()
+        guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        let store = try openStore(record.backend, false)
+        var revoked = false
+        if revoke, let credential = try? store.get(slot), let refresh = credential.tokens.refreshToken {
+            revoked = try await provider(record.provider).revoke(refreshToken: refresh)
+        }
+        try registry.update { doc in
+            do { try store.delete(slot) } catch StoreError.notFound {}
+            doc.slots[slot]?.state = .signedOut
+            doc.slots[slot]?.lastErrorCode = nil
+        }
+        return revoked
+    }
+}
+
+/// A plain message error for conditions with no better type (exit 2).
+public struct UsageErrorText: LanyardError {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var code: String { "usage" }
+    public var exitStatus: ExitStatus { .usage }
+    public var errorDescription: String? { message }
+}

@@ -1,0 +1,184 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LanyardCore
+
+/// One HTTP request to a provider.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    public var url: URL
+    public var headers: [String: String]
+    public var body: Data?
+
+    public init(method: String = "GET", url: URL, headers: [String: String] = [:], body: Data? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A POST with a JSON body.
+    public static func json(_ url: URL, _ body: JSONValue, headers: [String: String] = [:]) -> HTTPRequest {
+        HTTPRequest(method: "POST", url: url, headers: headers.merging(["Content-Type": "application/json", "Accept": "application/json"]) { $1 },
+                    body: Data(body.serialized().utf8))
+    }
+
+    /// A POST with an `application/x-www-form-urlencoded` body.
+    public static func form(_ url: URL, _ fields: [(String, String)]) -> HTTPRequest {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        let body = fields.map { key, value in
+            (key.addingPercentEncoding(withAllowedCharacters: allowed) ?? key) + "="
+                + (value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)
+        }.joined(separator: "&")
+        return HTTPRequest(method: "POST", url: url,
+                           headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
+                           body: Data(body.utf8))
+    }
+}
+
+/// A provider's answer.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    /// Header names in lower case.
+    public var headers: [String: String]
+    public var body: Data
+
+    public init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public var isSuccess: Bool { (200..<300).contains(status) }
+    /// The body parsed as JSON, or nil.
+    public var json: JSONValue? { try? JSONValue.parse(body) }
+}
+
+/// Why a request got no HTTP answer (or one too large to read). Never contains request bodies.
+public struct TransportError: Error, Equatable, Sendable, LocalizedError {
+    public enum Kind: String, Sendable { case timedOut, connectionFailed, tooLarge, cancelled, other }
+    public let kind: Kind
+    public let message: String
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+    public var errorDescription: String? { message }
+}
+
+/// Sends HTTP requests. Injected so the auth layer is tested against real servers on loopback and
+/// the CLI against anything.
+public protocol HTTPTransport: Sendable {
+    /// Sends `request`; throws ``TransportError`` when no complete answer arrives.
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse
+}
+
+/// HTTP over URLSession, with a timeout and a cap on the body size.
+public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
+    private let session: URLSession
+    /// Answers longer than this are refused (no provider answer is anywhere near it).
+    public let maxBodyBytes: Int
+
+    public init(timeout: TimeInterval = 30, maxBodyBytes: Int = 1 << 20) {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.timeoutIntervalForResource = timeout * 2
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.urlCache = nil
+        session = URLSession(configuration: configuration)
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        urlRequest.httpBody = request.body
+        for (k, v) in request.headers { urlRequest.setValue(v, forHTTPHeaderField: k) }
+        urlRequest.setValue("lanyard/\(LanyardAuth.version)", forHTTPHeaderField: "User-Agent")
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: urlRequest)
+        } catch is CancellationError {
+            throw TransportError(.cancelled, "request cancelled")
+        } catch let error as URLError {
+            let host = request.url.host ?? "server"
+            switch error.code {
+            case .timedOut: throw TransportError(.timedOut, "\(host) did not answer in time")
+            case .cancelled: throw TransportError(.cancelled, "request cancelled")
+            case .cannotConnectToHost, .networkConnectionLost, .cannotFindHost, .notConnectedToInternet, .dnsLookupFailed:
+                throw TransportError(.connectionFailed, "cannot reach \(host): \(error.localizedDescription)")
+            default: throw TransportError(.other, "request to \(host) failed: \(error.localizedDescription)")
+            }
+        } catch {
+            throw TransportError(.other, "request to \(request.url.host ?? "server") failed: \(error.localizedDescription)")
+        }
+        if Task.isCancelled { throw TransportError(.cancelled, "request cancelled") }
+        guard let http = response as? HTTPURLResponse else { throw TransportError(.other, "not an HTTP response") }
+        guard data.count <= maxBodyBytes else {
+            throw TransportError(.tooLarge, "\(request.url.host ?? "server") sent \(data.count) bytes; the limit is \(maxBodyBytes)")
+        }
+        var headers: [String: String] = [:]
+        for (k, v) in http.allHeaderFields {
+            if let k = k as? String, let v = v as? String { headers[k.lowercased()] = v }
+        }
+        return HTTPResponse(status: http.statusCode, headers: headers, body: data)
+    }
+}
+
+/// How the auth layer waits (injected so tests control time instead of sleeping).
+public protocol Sleeper: Sendable {
+    func sleep(seconds: TimeInterval) async throws
+}
+
+/// Real waiting, cancellable.
+public struct TaskSleeper: Sleeper {
+    public init() {}
+    public func sleep(seconds: TimeInterval) async throws {
+        guard seconds > 0 else { return }
+        try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+    }
+}
+
+/// Retries `429 Too Many Requests` by a ``BackoffPolicy``: the seed's 2 retries, 1 s initial,
+/// 30 s cap, jitter, `Retry-After` honoured. After the last retry the 429 is returned as is.
+public struct BackoffTransport: HTTPTransport {
+    public let base: any HTTPTransport
+    public let policy: BackoffPolicy
+    public let clock: any WallClock
+    public let sleeper: any Sleeper
+    public let random: @Sendable () -> Double
+    /// Called before each wait with the retry number and the delay (for progress and tests).
+    public let onRetry: @Sendable (Int, TimeInterval) -> Void
+
+    public init(base: any HTTPTransport, policy: BackoffPolicy, clock: any WallClock = SystemClock(),
+                sleeper: any Sleeper = TaskSleeper(), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                onRetry: @escaping @Sendable (Int, TimeInterval) -> Void = { _, _ in }) {
+        self.base = base
+        self.policy = policy
+        self.clock = clock
+        self.sleeper = sleeper
+        self.random = random
+        self.onRetry = onRetry
+    }
+
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        var retry = 0
+        while true {
+            let response = try await base.send(request)
+            guard response.status == 429 else { return response }
+            let retryAfter = response.headers["retry-after"].flatMap { BackoffPolicy.retryAfterSeconds($0, now: clock.now()) }
+            guard let delay = policy.delay(beforeRetry: retry, retryAfter: retryAfter, unitRandom: random()) else { return response }
+            onRetry(retry, delay)
+            do { try await sleeper.sleep(seconds: delay) } catch { throw TransportError(.cancelled, "request cancelled") }
+            retry += 1
+        }
+    }
+}
+
+/// Module facts.
+public enum LanyardAuth {
+    public static let version = "0.1.0"
+}

@@ -1,1 +1,0 @@
-// LanyardAuth: see docs/architecture.md.

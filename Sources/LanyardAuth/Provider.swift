@@ -1,0 +1,134 @@
+import Foundation
+import LanyardCore
+
+/// A device code the user approves in a browser.
+public struct DeviceAuthorization: Sendable, Hashable {
+    /// What the user types.
+    public var userCode: String
+    /// Where the user types it.
+    public var verificationURL: URL
+    /// A URL with the code filled in, when the server gives one.
+    public var completeVerificationURL: URL?
+    /// Seconds between polls (the server's `interval`).
+    public var interval: TimeInterval
+    /// When the code stops working.
+    public var expiresAt: Date
+    /// The provider's handle for polling (device code / device auth id). Secret-ish: never shown.
+    public var deviceCode: String
+
+    public init(userCode: String, verificationURL: URL, completeVerificationURL: URL? = nil, interval: TimeInterval,
+                expiresAt: Date, deviceCode: String) {
+        self.userCode = userCode
+        self.verificationURL = verificationURL
+        self.completeVerificationURL = completeVerificationURL
+        self.interval = interval
+        self.expiresAt = expiresAt
+        self.deviceCode = deviceCode
+    }
+}
+
+/// One poll's outcome.
+public enum PollResult: Sendable {
+    case pending
+    /// The server asked to poll less often (RFC 8628 `slow_down`).
+    case slowDown
+    case approved(TokenResponse)
+}
+
+/// Tokens from a token endpoint.
+public struct TokenResponse: Sendable, Hashable {
+    public var accessToken: String
+    public var refreshToken: String?
+    public var idToken: String?
+    public var expiresIn: TimeInterval?
+
+    public init(accessToken: String, refreshToken: String? = nil, idToken: String? = nil, expiresIn: TimeInterval? = nil) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.idToken = idToken
+        self.expiresIn = expiresIn
+    }
+
+    /// Parses a token endpoint's JSON answer. `access_token` is required.
+    public static func parse(_ body: Data, step: String) throws(AuthError) -> TokenResponse {
+        let json: JSONFields
+        do { json = try JSONFields(try JSONValue.parse(body)) } catch {
+            throw .invalidResponse("\(step): the body is not a JSON object")
+        }
+        do {
+            let expires = try json.optionalNumber("expires_in")
+            return TokenResponse(accessToken: try json.string("access_token"), refreshToken: try json.optionalString("refresh_token"),
+                                 idToken: try json.optionalString("id_token"), expiresIn: expires)
+        } catch {
+            throw .invalidResponse("\(step): \(error.localizedDescription)")
+        }
+    }
+
+    /// The access token's expiry: `expires_in` from `now`, else the token's own `exp` claim.
+    public func expiresAt(now: Date) -> Date? {
+        if let expiresIn { return now + expiresIn }
+        return (try? JWTClaims(token: accessToken))?.expiresAt
+    }
+}
+
+/// Why a refresh failed, sorted by what it means for the slot.
+public enum RefreshFailure: Error, Sendable, Equatable {
+    /// The refresh token is dead (reused, expired, invalidated, revoked): sign in again.
+    case permanent(code: String, status: Int)
+    /// Try again later; the credential is still good.
+    case transient(String)
+}
+
+/// A sign-in provider: device authorization, polling, refresh and revocation.
+public protocol DeviceCodeProvider: Sendable {
+    var config: ProviderConfig { get }
+    /// Requests a device code.
+    func authorize() async throws(AuthError) -> DeviceAuthorization
+    /// Polls once; on approval returns the tokens (doing any code exchange the protocol needs).
+    func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> PollResult
+    /// Exchanges a refresh token for new tokens. Rotating providers return a new refresh token.
+    func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse
+    /// Revokes a refresh token, when the provider has a revocation endpoint.
+    func revoke(refreshToken: String) async throws(AuthError) -> Bool
+    /// Who the tokens belong to.
+    func accountInfo(for tokens: TokenResponse) -> AccountInfo
+    /// The longest a sign-in may wait for approval.
+    var maximumPollingDuration: TimeInterval { get }
+}
+
+/// Shared mapping of transport failures and token-endpoint answers.
+enum ProviderSupport {
+    static func send(_ transport: any HTTPTransport, _ request: HTTPRequest, step: String) async throws(AuthError) -> HTTPResponse {
+        do { return try await transport.send(request) } catch let error as TransportError {
+            if error.kind == .cancelled { throw .cancelledSignIn }
+            if error.kind == .tooLarge { throw .invalidResponse("\(step): \(error.message)") }
+            throw .networkFailure("\(step): \(error.message)")
+        } catch {
+            throw .networkFailure("\(step): \(error.localizedDescription)")
+        }
+    }
+
+    /// A refresh request's answer: tokens, or the failure's kind.
+    static func refreshResult(_ transport: any HTTPTransport, _ request: HTTPRequest) async throws(RefreshFailure) -> TokenResponse {
+        let response: HTTPResponse
+        do { response = try await transport.send(request) } catch {
+            throw .transient("refresh: \(error.localizedDescription)")
+        }
+        if response.isSuccess {
+            do { return try TokenResponse.parse(response.body, step: "refresh") } catch { throw .transient(error.localizedDescription) }
+        }
+        let detail = ServerErrorDetail(body: response.body)
+        let permanentCodes: Set<String> = ["invalid_grant", "refresh_token_reused", "refresh_token_expired",
+                                           "refresh_token_invalidated", "invalid_token", "unauthorized_client"]
+        if [400, 401, 403].contains(response.status) || permanentCodes.contains(detail.code) {
+            throw .permanent(code: detail.code == "UNKNOWN" ? "http_\(response.status)" : detail.code, status: response.status)
+        }
+        throw .transient("token endpoint answered HTTP \(response.status) (\(detail.code))")
+    }
+
+    static func endpoint(_ base: URL, _ path: String) -> URL {
+        var s = base.absoluteString
+        while s.hasSuffix("/") { s.removeLast() }
+        return URL(string: s + path) ?? base
+    }
+}

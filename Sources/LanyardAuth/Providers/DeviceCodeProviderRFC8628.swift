@@ -1,0 +1,129 @@
+import Foundation
+import LanyardCore
+
+/// Any OAuth provider with RFC 8628 device authorization: endpoints from config or from OIDC
+/// discovery (`/.well-known/openid-configuration`), form-encoded requests, refresh with rotation.
+public actor GenericDeviceProvider: DeviceCodeProvider {
+    public nonisolated let config: ProviderConfig
+    let transport: any HTTPTransport
+    let clock: any WallClock
+    public nonisolated var maximumPollingDuration: TimeInterval { 30 * 60 }
+    private var discovered: Endpoints?
+
+    struct Endpoints {
+        var deviceAuthorization: URL
+        var token: URL
+        var revocation: URL?
+    }
+
+    public init(config: ProviderConfig, transport: any HTTPTransport, clock: any WallClock = SystemClock()) {
+        self.config = config
+        self.transport = transport
+        self.clock = clock
+    }
+
+    func endpoints() async throws(AuthError) -> Endpoints {
+        if let discovered { return discovered }
+        if let device = config.deviceAuthorizationEndpoint, let token = config.tokenEndpoint {
+            discovered = Endpoints(deviceAuthorization: device, token: token, revocation: config.revocationEndpoint)
+            return discovered!
+        }
+        let step = "OIDC discovery"
+        let response = try await ProviderSupport.send(
+            transport, HTTPRequest(url: ProviderSupport.endpoint(config.issuer, "/.well-known/openid-configuration")), step: step)
+        guard response.isSuccess else { throw .networkFailure("\(step): server answered HTTP \(response.status)") }
+        guard let object = response.json?.object else { throw .invalidResponse("\(step): the body is not a JSON object") }
+        func url(_ key: String) -> URL? { object[key]?.string.flatMap(URL.init(string:)) }
+        guard let device = config.deviceAuthorizationEndpoint ?? url("device_authorization_endpoint") else {
+            throw .invalidResponse("\(step): no device_authorization_endpoint (set device-authorization-endpoint in config)")
+        }
+        guard let token = config.tokenEndpoint ?? url("token_endpoint") else { throw .invalidResponse("\(step): no token_endpoint") }
+        discovered = Endpoints(deviceAuthorization: device, token: token, revocation: config.revocationEndpoint ?? url("revocation_endpoint"))
+        return discovered!
+    }
+
+    public func authorize() async throws(AuthError) -> DeviceAuthorization {
+        let step = "device authorization"
+        let endpoints = try await endpoints()
+        var fields = [("client_id", config.clientID)]
+        if !config.scopes.isEmpty { fields.append(("scope", config.scopes.joined(separator: " "))) }
+        let response = try await ProviderSupport.send(transport, .form(endpoints.deviceAuthorization, fields), step: step)
+        guard response.isSuccess else {
+            let detail = ServerErrorDetail(body: response.body)
+            if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
+            throw .tokenExchangeFailed(status: response.status, detail: detail)
+        }
+        guard let value = response.json else { throw .invalidResponse("\(step): the body is not JSON") }
+        do {
+            let json = try JSONFields(value)
+            guard let uri = URL(string: try json.string("verification_uri")) else {
+                throw JSONShapeError(path: ".verification_uri", problem: "is not a URL")
+            }
+            let expiresIn = try json.optionalNumber("expires_in") ?? 1800
+            return DeviceAuthorization(
+                userCode: try json.string("user_code"), verificationURL: uri,
+                completeVerificationURL: try json.optionalString("verification_uri_complete").flatMap(URL.init(string:)),
+                interval: max(0, try json.optionalNumber("interval") ?? 5), expiresAt: clock.now() + expiresIn,
+                deviceCode: try json.string("device_code"))
+        } catch {
+            throw .invalidResponse("\(step): \(error.localizedDescription)")
+        }
+    }
+
+    public func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> PollResult {
+        let step = "device token poll"
+        let endpoints = try await endpoints()
+        let response = try await ProviderSupport.send(transport, .form(endpoints.token, [
+            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", authorization.deviceCode),
+            ("client_id", config.clientID),
+        ]), step: step)
+        if response.isSuccess {
+            let tokens = try TokenResponse.parse(response.body, step: step)
+            guard tokens.refreshToken?.isEmpty == false else { throw .missingRefreshToken }
+            return .approved(tokens)
+        }
+        let detail = ServerErrorDetail(body: response.body)
+        switch detail.code {
+        case "authorization_pending": return .pending
+        case "slow_down": return .slowDown
+        case "access_denied": throw .authorizationDenied(detail.message ?? "")
+        case "expired_token": throw .expiredDeviceCode
+        default:
+            if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
+            throw .tokenExchangeFailed(status: response.status, detail: detail)
+        }
+    }
+
+    public func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
+        let endpoints: Endpoints
+        do { endpoints = try await self.endpoints() } catch { throw .transient(error.localizedDescription) }
+        return try await ProviderSupport.refreshResult(transport, .form(endpoints.token, [
+            ("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", config.clientID),
+        ]))
+    }
+
+    public func revoke(refreshToken: String) async throws(AuthError) -> Bool {
+        let endpoints = try await endpoints()
+        guard let revocation = endpoints.revocation else { return false }
+        let response = try await ProviderSupport.send(transport, .form(revocation, [
+            ("token", refreshToken), ("token_type_hint", "refresh_token"), ("client_id", config.clientID),
+        ]), step: "revocation")
+        guard response.isSuccess else { throw .networkFailure("revocation: server answered HTTP \(response.status)") }
+        return true
+    }
+
+    public nonisolated func accountInfo(for tokens: TokenResponse) -> AccountInfo {
+        guard let claims = [tokens.idToken, tokens.accessToken].compactMap({ $0 }).lazy.compactMap({ try? JWTClaims(token: $0) }).first else {
+            return AccountInfo()
+        }
+        return AccountInfo(oidcClaims: claims, planClaim: config.planClaim, accountClaim: config.accountClaim)
+    }
+}
+
+/// Builds the provider for a config entry.
+public func makeProvider(_ config: ProviderConfig, transport: any HTTPTransport, clock: any WallClock = SystemClock()) -> any DeviceCodeProvider {
+    switch config.kind {
+    case .openai: return OpenAIProvider(config: config, transport: transport, clock: clock)
+    case .deviceCode: return GenericDeviceProvider(config: config, transport: transport, clock: clock)
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import LanyardCore
+
+/// ChatGPT sign-in as the Codex CLI speaks it: a device code from
+/// `/api/accounts/deviceauth/usercode`, polling `/api/accounts/deviceauth/token` (403/404 = pending)
+/// for a server-made PKCE pair, then an authorization-code exchange at `/oauth/token` (form), and
+/// refresh at `/oauth/token` (JSON) with rotating refresh tokens.
+public struct OpenAIProvider: DeviceCodeProvider {
+    public let config: ProviderConfig
+    let transport: any HTTPTransport
+    let clock: any WallClock
+    /// Codex gives up after 15 minutes.
+    public var maximumPollingDuration: TimeInterval = 15 * 60
+
+    public init(config: ProviderConfig, transport: any HTTPTransport, clock: any WallClock = SystemClock()) {
+        self.config = config
+        self.transport = transport
+        self.clock = clock
+    }
+
+    func url(_ path: String) -> URL { ProviderSupport.endpoint(config.issuer, path) }
+
+    public func authorize() async throws(AuthError) -> DeviceAuthorization {
+        let step = "device code request"
+        let response = try await ProviderSupport.send(
+            transport, .json(url("/api/accounts/deviceauth/usercode"), .object(["client_id": .string(config.clientID)])), step: step)
+        if response.status == 404 { throw .deviceCodeNotEnabled }
+        guard response.isSuccess else {
+            throw .networkFailure("\(step): server answered HTTP \(response.status) (\(ServerErrorDetail(body: response.body).code))")
+        }
+        guard let body = response.json, let object = body.object else { throw .invalidResponse("\(step): the body is not a JSON object") }
+        guard let id = object["device_auth_id"]?.string, !id.isEmpty else { throw .invalidResponse("\(step): device_auth_id is missing") }
+        guard let code = (object["user_code"] ?? object["usercode"])?.string, !code.isEmpty else {
+            throw .invalidResponse("\(step): user_code is missing")
+        }
+        // `interval` arrives as a string of seconds; accept a number too.
+        var interval: TimeInterval = 5
+        switch object["interval"] {
+        case .string(let s)?:
+            guard let v = TimeInterval(s.trimmingCharacters(in: .whitespaces)), v >= 0 else {
+                throw .invalidResponse("\(step): interval is not a number of seconds")
+            }
+            interval = v
+        case .number(let n)?: interval = max(0, n)
+        case nil, .null?: break
+        default: throw .invalidResponse("\(step): interval is not a number of seconds")
+        }
+        return DeviceAuthorization(userCode: code, verificationURL: url("/codex/device"), interval: interval,
+                                   expiresAt: clock.now() + maximumPollingDuration, deviceCode: id)
+    }
+
+    public func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> PollResult {
+        let step = "device code poll"
+        let response = try await ProviderSupport.send(
+            transport, .json(url("/api/accounts/deviceauth/token"),
+                             .object(["device_auth_id": .string(authorization.deviceCode), "user_code": .string(authorization.userCode)])),
+            step: step)
+        if response.status == 403 || response.status == 404 { return .pending }
+        guard response.isSuccess else {
+            let detail = ServerErrorDetail(body: response.body)
+            switch detail.code {
+            case "access_denied", "authorization_declined", "denied": throw .authorizationDenied(detail.message ?? "")
+            case "expired_token", "expired", "device_code_expired": throw .expiredDeviceCode
+            default:
+                if response.status == 410 { throw .expiredDeviceCode }
+                if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
+                throw .tokenExchangeFailed(status: response.status, detail: detail)
+            }
+        }
+        guard let object = response.json?.object else { throw .invalidResponse("\(step): the body is not a JSON object") }
+        guard let code = object["authorization_code"]?.string, let verifier = object["code_verifier"]?.string,
+              !code.isEmpty, !verifier.isEmpty else {
+            throw .invalidResponse("\(step): authorization_code or code_verifier is missing")
+        }
+        return .approved(try await exchange(code: code, verifier: verifier))
+    }
+
+    func exchange(code: String, verifier: String) async throws(AuthError) -> TokenResponse {
+        let step = "token exchange"
+        let request = HTTPRequest.form(url("/oauth/token"), [
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", url("/deviceauth/callback").absoluteString),
+            ("client_id", config.clientID), ("code_verifier", verifier),
+        ])
+        let response = try await ProviderSupport.send(transport, request, step: step)
+        guard response.isSuccess else {
+            let detail = ServerErrorDetail(body: response.body)
+            if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
+            throw .tokenExchangeFailed(status: response.status, detail: detail)
+        }
+        let tokens = try TokenResponse.parse(response.body, step: step)
+        guard tokens.refreshToken?.isEmpty == false else { throw .missingRefreshToken }
+        return tokens
+    }
+
+    public func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
+        try await ProviderSupport.refreshResult(transport, .json(url("/oauth/token"), .object([
+            "client_id": .string(config.clientID), "grant_type": .string("refresh_token"), "refresh_token": .string(refreshToken),
+        ])))
+    }
+
+    /// ChatGPT sign-in has no public revocation endpoint; signing out is local.
+    public func revoke(refreshToken: String) async throws(AuthError) -> Bool { false }
+
+    public func accountInfo(for tokens: TokenResponse) -> AccountInfo {
+        for token in [tokens.idToken, tokens.accessToken].compactMap({ $0 }) {
+            if let claims = try? JWTClaims(token: token) {
+                let info = AccountInfo(openAIClaims: claims)
+                if info.email != nil || info.accountID != nil { return info }
+            }
+        }
+        return AccountInfo()
+    }
+}

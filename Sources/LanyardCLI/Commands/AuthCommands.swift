@@ -1,0 +1,116 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardStore
+
+enum AuthCommands {
+    static let login = CommandSpec(
+        name: "login", summary: "sign an account into a slot with the device-code flow", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1,
+        flags: [
+            FlagSpec("provider", short: "p", value: "NAME", "the provider from config (default: the slot's, else openai)"),
+            FlagSpec("open", "open the verification page with xdg-open"),
+            FlagSpec("qr", "draw a QR code of the verification URL"),
+        ],
+        prints: true, takesAccount: false,
+        details: """
+        Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
+        its credential only once the new one is in hand. Ctrl-C cancels (exit 130) and stores nothing.
+        """) { inv in
+        let manager = try inv.accounts()
+        let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
+        let existing = try requested.flatMap { try inv.registry.load().slots[$0] }
+        let providerID = inv.args.value("provider") ?? existing?.provider ?? "openai"
+        let config = manager.config
+        let progress = SignInProgress(inv: inv)
+        let (slot, credential) = try inv.runAsync {
+            try await manager.signIn(slot: requested, providerID: providerID, flow: { flow in
+                flow.slowDownIncrement = config.slowDownIncrement
+                if let timeout = config.loginTimeout { flow.maximumDuration = timeout }
+            }, events: { progress.handle($0) })
+        }
+        progress.finish()
+        let account = credential.account
+        inv.emit(JSONValue.object([
+            "slot": .string(slot.name), "provider": .string(providerID), "email": .optional(account.email),
+            "plan": .optional(account.plan?.rawValue), "plan_name": .optional(account.plan?.displayName),
+            "account_id": .optional(account.accountID), "fedramp": .bool(account.isFedRAMPAccount),
+            "expires_at": .date(credential.tokens.expiresAt),
+        ]).droppingNulls) {
+            let who = account.email ?? "the account"
+            let plan = account.plan.map { " (\($0.displayName))" } ?? ""
+            inv.stdout.line("Signed \(who)\(plan) into slot \(inv.style.bold(slot.name)).")
+        }
+        return .ok
+    }
+
+    static let logout = CommandSpec(
+        name: "logout", summary: "remove a slot's credential locally (the slot is kept, signed out)", arguments: "SLOT",
+        minArguments: 1, maxArguments: 1,
+        flags: [FlagSpec("revoke", "also revoke the refresh token at the provider (ends that session everywhere)")],
+        prints: true, takesAccount: false,
+        details: "Revocation is never the default: it would sign the account out of other tools that share the session.") { inv in
+        let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
+        let manager = try inv.accounts()
+        let revoke = inv.args.has("revoke")
+        let revoked = try inv.runAsync { try await manager.signOut(slot: slot, revoke: revoke) }
+        inv.emit(.object(["slot": .string(slot.name), "state": .string("signed-out"), "revoked": .bool(revoked)])) {
+            inv.stdout.line("Signed out of \(slot.name). `lanyard login \(slot.name)` signs it in again.")
+            if revoke && !revoked { inv.stdout.line("The provider has no revocation endpoint; nothing was revoked.") }
+        }
+        return .ok
+    }
+}
+
+/// Shows the device code and a countdown on stderr while `login` polls.
+final class SignInProgress: @unchecked Sendable {
+    let inv: Invocation
+    private let lock = NSLock()
+    private var lastPlainLine = Date.distantPast
+    private var countdownShown = false
+
+    init(inv: Invocation) { self.inv = inv }
+
+    func handle(_ event: SignInEvent) {
+        lock.withLock {
+            let err = inv.stderr
+            let s = inv.errorStyle
+            switch event {
+            case .deviceCode(let auth):
+                let url = auth.verificationURL.absoluteString
+                err.line("To sign in, open \(s.bold(url))")
+                if let complete = auth.completeVerificationURL { err.line("  (or \(complete.absoluteString), with the code filled in)") }
+                err.line("and enter the code:\n\n    \(s.bold(auth.userCode))\n")
+                if inv.args.has("qr"), let qr = QRCode.render((auth.completeVerificationURL ?? auth.verificationURL).absoluteString) {
+                    err.write(qr)
+                }
+                if inv.args.has("open") { Self.open(auth.completeVerificationURL ?? auth.verificationURL, err: err) }
+            case .waiting(let remaining):
+                let text = "Waiting for approval… \(RelativeTime.span(remaining)) left (Ctrl-C cancels)"
+                if inv.context.stderrIsTTY {
+                    err.write("\r\u{1B}[2K" + text)
+                    countdownShown = true
+                } else if inv.now.timeIntervalSince(lastPlainLine) >= 30 {
+                    err.line(text)
+                    lastPlainLine = inv.now
+                }
+            case .slowedDown(let interval):
+                if !inv.context.stderrIsTTY { err.line("The server asked to poll less often; now every \(Int(interval)) s.") }
+            case .state: break
+            }
+        }
+    }
+
+    func finish() {
+        lock.withLock { if countdownShown { inv.stderr.write("\r\u{1B}[2K") } }
+    }
+
+    static func open(_ url: URL, err: TextSink) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["xdg-open", url.absoluteString]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        do { try p.run() } catch { err.line("lanyard: could not run xdg-open; open the URL yourself") }
+    }
+}
