@@ -10,7 +10,7 @@ public enum Lanyard {
     /// Every command, in the order `help` lists them. Help, the man page and completions are
     /// generated from this table.
     public static let commands: [CommandSpec] = [
-        AuthCommands.login, AuthCommands.logout, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
+        AuthCommands.login, AuthCommands.logout, AuthCommands.refresh, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
         StoreCommands.token, StoreCommands.doctor, MetaCommands.version, MetaCommands.help,
     ]

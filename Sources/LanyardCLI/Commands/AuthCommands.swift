@@ -44,6 +44,44 @@ enum AuthCommands {
         return .ok
     }
 
+    static let refresh = CommandSpec(
+        name: "refresh", summary: "refresh a slot's tokens now (or every slot with --all)", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1, flags: [FlagSpec("all", "refresh every signed-in slot")],
+        prints: true, takesAccount: true,
+        details: """
+        A refresh another process is already doing is waited for and adopted, never repeated. A permanent failure \
+        marks the slot for sign-in again (exit 4); a transient one changes nothing (exit 6).
+        """) { inv in
+        let document = try inv.registry.load()
+        let manager = try inv.accounts()
+        let slots: [Slot]
+        if inv.args.has("all") {
+            guard inv.args.positionals.isEmpty else { throw UsageError(message: "give a SLOT or --all, not both", command: "refresh") }
+            slots = document.sortedSlots.filter { if case .signedIn = $0.record.state { return true }; return false }.map(\.slot)
+        } else {
+            slots = [try inv.targetSlot(positional: inv.args.positionals.first, in: document).0]
+        }
+        var results: [JSONValue] = []
+        var worst: ExitStatus = .ok
+        for slot in slots {
+            do {
+                let credential = try inv.runAsync { try await manager.freshCredential(slot: slot, force: true) }
+                results.append(.object(["slot": .string(slot.name), "ok": .bool(true), "expires_at": .date(credential.tokens.expiresAt)]))
+                if !inv.json {
+                    let expiry = credential.tokens.expiresAt.map { ", expires \(RelativeTime.describe($0, now: inv.now))" } ?? ""
+                    inv.stdout.line("Refreshed \(slot.name)\(expiry).")
+                }
+            } catch let error as any LanyardError where slots.count > 1 {
+                results.append(.object(["slot": .string(slot.name), "ok": .bool(false),
+                                        "error": .object(["code": .string(error.code), "message": .string(error.localizedDescription)])]))
+                if !inv.json { inv.stderr.line("lanyard: \(slot.name): \(error.localizedDescription)") }
+                if worst == .ok { worst = error.exitStatus }
+            }
+        }
+        if inv.json { inv.emit(.object(["results": .array(results)])) {} }
+        return worst
+    }
+
     static let logout = CommandSpec(
         name: "logout", summary: "remove a slot's credential locally (the slot is kept, signed out)", arguments: "SLOT",
         minArguments: 1, maxArguments: 1,

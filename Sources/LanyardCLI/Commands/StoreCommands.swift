@@ -1,4 +1,5 @@
 import Foundation
+import LanyardAuth
 import LanyardCore
 import LanyardStore
 
@@ -6,12 +7,14 @@ enum StoreCommands {
     static let token = CommandSpec(
         name: "token", summary: "print the slot's access token (for scripts)", arguments: "[SLOT]",
         minArguments: 0, maxArguments: 1, flags: [], prints: true, takesAccount: true,
-        details: "Prints only the token and a newline, so `$(lanyard token)` works. Exit 3 when the slot has none.") { inv in
+        details: """
+        Refreshes first when the token expires within the refresh lead (one refresh per slot across processes). \
+        Prints only the token and a newline, so `$(lanyard token)` works. Exit 3 when the slot has none, 4 when it must sign in again.
+        """) { inv in
         let document = try inv.registry.load()
-        let (slot, record, _) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
-        let store = try inv.context.openStore(record.backend, try inv.config(), false)
-        let credential: Credential
-        do { credential = try store.get(slot) } catch StoreError.notFound { throw ClientError.missingCredential(slot: slot.name) }
+        let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
+        let manager = try inv.accounts()
+        let credential = try inv.runAsync { try await manager.freshCredential(slot: slot) }
         inv.emit(JSONValue.object(["slot": .string(slot.name), "access_token": .string(credential.tokens.accessToken),
                                    "expires_at": .date(credential.tokens.expiresAt)]).droppingNulls) {
             inv.stdout.line(credential.tokens.accessToken)
@@ -79,11 +82,20 @@ enum StoreCommands {
             }
         }
 
+        var repaired: [String] = []
+        let recoveries = RecoveryFiles.pending(paths: inv.paths)
+        if inv.args.has("repair") && !recoveries.isEmpty {
+            for slot in try inv.accounts().restoreRecoveryFiles() {
+                repaired.append("restored refreshed tokens of \(slot.name) from its recovery file")
+                missingItems.removeAll { $0 == slot }
+            }
+        } else if !recoveries.isEmpty {
+            problems.append("refreshed tokens wait in recovery files for: \(recoveries.map(\.name).joined(separator: ", "))")
+        }
         // Registry ↔ backend mismatches are what --repair fixes.
         var mismatches = missingItems.map { "\($0.name) has no stored credential" }
             + orphans.map { "\($0.1.displayName) holds \($0.0.name), which the registry does not list" }
-        var repaired: [String] = []
-        if inv.args.has("repair") && (!orphans.isEmpty || !missingItems.isEmpty) {
+        if inv.args.has("repair") && !mismatches.isEmpty {
             try inv.registry.update { doc in
                 for (slot, kind) in orphans where doc.slots[slot] == nil {
                     let store = try inv.context.openStore(kind, config, false)
@@ -121,7 +133,7 @@ enum StoreCommands {
                 inv.stdout.line(s.green("No problems found."))
             } else {
                 for p in problems { inv.stdout.line(s.yellow("problem: ") + p) }
-                if !mismatches.isEmpty {
+                if !mismatches.isEmpty || !recoveries.isEmpty && !inv.args.has("repair") {
                     inv.stdout.line("Run `lanyard doctor --repair` to rebuild the registry from the backends.")
                 }
             }

@@ -1,0 +1,188 @@
+import Foundation
+import LanyardCore
+import LanyardStore
+
+/// When a credential needs refreshing: its access token expires within `lead`, or, when the
+/// expiry is unreadable, its last refresh is older than `maxAge`.
+public struct RefreshRule: Sendable {
+    public var lead: TimeInterval
+    public var maxAge: TimeInterval
+
+    public init(lead: TimeInterval, maxAge: TimeInterval) {
+        self.lead = lead
+        self.maxAge = maxAge
+    }
+
+    public func needsRefresh(_ credential: Credential, now: Date) -> Bool {
+        if let expiry = credential.tokens.expiresAt ?? (try? JWTClaims(token: credential.tokens.accessToken))?.expiresAt {
+            return expiry.timeIntervalSince(now) <= lead
+        }
+        guard let last = credential.lastRefresh else { return true }
+        return now.timeIntervalSince(last) >= maxAge
+    }
+
+    /// When the credential will next need a refresh (nil when it needs one now or cannot tell).
+    public func dueDate(_ credential: Credential) -> Date? {
+        if let expiry = credential.tokens.expiresAt ?? (try? JWTClaims(token: credential.tokens.accessToken))?.expiresAt {
+            return expiry - lead
+        }
+        return credential.lastRefresh.map { $0 + maxAge }
+    }
+}
+
+extension AccountManager {
+    public var refreshRule: RefreshRule { RefreshRule(lead: config.refreshLead, maxAge: config.refreshMaxAge) }
+
+    /// The slot's credential, refreshed first when it is due (or when `force`).
+    ///
+    /// One refresh per slot at a time across processes: the slot's lock is taken, the stored
+    /// credential re-read, and a rotation another process already did is adopted instead of
+    /// refreshing again. New tokens are written to a 0600 recovery file before the store, so a
+    /// crash or a failed write never loses the only live refresh token.
+    public func freshCredential(slot: Slot, force: Bool = false) async throws -> Credential {
+        let (record, store) = try storeOf(slot)
+        let before = try read(slot, store)
+        if !force && !refreshRule.needsRefresh(before, now: clock.now()) { return before }
+
+        let lock = try await SlotLock.acquire(slot: slot, paths: paths)
+        defer { withExtendedLifetime(lock) {} }
+        let current = try read(slot, store)
+        if current.tokens.refreshToken != before.tokens.refreshToken || current.tokens.accessToken != before.tokens.accessToken {
+            // Another process refreshed while we waited for the lock.
+            if !refreshRule.needsRefresh(current, now: clock.now()) { return current }
+        } else if !force && !refreshRule.needsRefresh(current, now: clock.now()) {
+            return current
+        }
+        guard let refreshToken = current.tokens.refreshToken, !refreshToken.isEmpty else {
+            try markReauthentication(slot, code: "missing_refresh_token")
+            throw ClientError.missingRefreshToken(slot: slot.name)
+        }
+        let provider = try provider(record.provider)
+        let tokens: TokenResponse
+        do {
+            tokens = try await provider.refresh(refreshToken: refreshToken)
+        } catch RefreshFailure.permanent(let code, _) {
+            var dead = current
+            dead.tokens.refreshToken = nil
+            try? store.put(dead, for: slot)  // drop the dead token; the slot and its metadata stay
+            try markReauthentication(slot, code: code)
+            throw ClientError.reauthenticationRequired(slot: slot.name, reason: code)
+        } catch RefreshFailure.transient(let message) {
+            throw ClientError.networkFailure(message)
+        }
+        let now = clock.now()
+        var account = current.account
+        let fresh = provider.accountInfo(for: tokens)
+        if fresh.email != nil || fresh.accountID != nil { account = fresh }
+        let refreshed = Credential(
+            provider: current.provider,
+            tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken,
+                             idToken: tokens.idToken ?? current.tokens.idToken, expiresAt: tokens.expiresAt(now: now)),
+            lastRefresh: now, account: account)
+        let recovery = RecoveryFile(paths: paths, slot: slot)
+        try recovery.write(refreshed)
+        do {
+            try store.put(refreshed, for: slot)
+        } catch {
+            throw StoreError.io(path: recovery.path, detail: "refreshed tokens could not be stored (\(error.localizedDescription)); "
+                                + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works")
+        }
+        recovery.remove()
+        try registry.update { doc in
+            doc.slots[slot]?.state = .signedIn(expiresAt: refreshed.tokens.expiresAt)
+            doc.slots[slot]?.lastRefresh = now
+            doc.slots[slot]?.lastErrorCode = nil
+            doc.slots[slot]?.account = account
+        }
+        return refreshed
+    }
+
+    func storeOf(_ slot: Slot) throws -> (SlotRecord, any CredentialStore) {
+        guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        return (record, try openStore(record.backend, false))
+    }
+
+    func read(_ slot: Slot, _ store: any CredentialStore) throws -> Credential {
+        do { return try store.get(slot) } catch StoreError.notFound { throw ClientError.missingCredential(slot: slot.name) }
+    }
+
+    func markReauthentication(_ slot: Slot, code: String) throws {
+        try registry.update { doc in
+            doc.slots[slot]?.state = .reauthenticationRequired
+            doc.slots[slot]?.lastErrorCode = code
+        }
+    }
+
+    /// Puts credentials left in recovery files back into their stores and removes the files.
+    /// - Returns: the slots restored.
+    public func restoreRecoveryFiles() throws -> [Slot] {
+        var restored: [Slot] = []
+        for (slot, file) in RecoveryFile.all(paths: paths) {
+            guard let record = try registry.load().slots[slot] else { continue }
+            let credential = try file.read()
+            try openStore(record.backend, false).put(credential, for: slot)
+            try registry.update { doc in
+                doc.slots[slot]?.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+                doc.slots[slot]?.lastRefresh = credential.lastRefresh
+                doc.slots[slot]?.lastErrorCode = nil
+            }
+            file.remove()
+            restored.append(slot)
+        }
+        return restored
+    }
+}
+
+/// The per-slot refresh lock (`$XDG_RUNTIME_DIR/lanyard/locks/SLOT.lock`), shared by the CLI, the
+/// library and the agent. Waiting happens off the cooperative thread pool.
+public enum SlotLock {
+    public static func path(slot: Slot, paths: Paths) -> String { paths.runtimeDirectory + "/locks/" + slot.name + ".lock" }
+
+    public static func acquire(slot: Slot, paths: Paths) async throws -> FileLock {
+        try SecureFiles.ensureDirectory(paths.runtimeDirectory)
+        try SecureFiles.ensureDirectory(paths.runtimeDirectory + "/locks")
+        let path = path(slot: slot, paths: paths)
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                do { continuation.resume(returning: try FileLock(path: path)) } catch { continuation.resume(throwing: error) }
+            }
+        }
+    }
+}
+
+/// A refreshed credential kept at 0600 in `$XDG_STATE_HOME/lanyard/recovery/` until it is safely
+/// in the store.
+struct RecoveryFile {
+    let path: String
+
+    init(paths: Paths, slot: Slot) { path = paths.stateDirectory + "/recovery/" + slot.name + ".json" }
+
+    func write(_ credential: Credential) throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        try SecureFiles.ensureDirectory((dir as NSString).deletingLastPathComponent)
+        try SecureFiles.ensureDirectory(dir)
+        try SecureFiles.atomicWrite(credential.jsonData(), to: path)
+    }
+
+    func read() throws -> Credential {
+        guard let data = try SecureFiles.read(path) else { throw StoreError.io(path: path, detail: "recovery file vanished") }
+        do { return try Credential.decode(data, source: path) } catch { throw StoreError.corrupt(source: path, detail: error.detail) }
+    }
+
+    func remove() { unlink(path) }
+
+    static func all(paths: Paths) -> [(Slot, RecoveryFile)] {
+        let dir = paths.stateDirectory + "/recovery"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        return names.sorted().compactMap { name in
+            guard name.hasSuffix(".json"), let slot = try? Slot(String(name.dropLast(5))) else { return nil }
+            return (slot, RecoveryFile(paths: paths, slot: slot))
+        }
+    }
+}
+
+/// What `doctor` needs to know about recovery files.
+public enum RecoveryFiles {
+    /// Slots whose refreshed tokens wait in a recovery file.
+    public static func pending(paths: Paths) -> [Slot] { RecoveryFile.all(paths: paths).map(\.0) }
+}
