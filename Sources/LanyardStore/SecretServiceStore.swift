@@ -243,7 +243,7 @@ public final class SecretServiceStore: CredentialStore {
 
     private var noCollectionHint: String {
         "the keyring has no collection named by \(collection.map { "\"\($0)\"" } ?? "the default alias"); "
-            + "create one (for example in Seahorse) or choose another with `collection` in config.ini"
+            + "create one (for example in Seahorse) or configure another collection"
     }
 
     private func lockedError(_ collectionPath: String?) -> StoreError {
