@@ -1,0 +1,353 @@
+// Swift wrappers over libsecret for SecretServiceStore. Internal; C types stay in this file and
+// GLibInterop.swift. Every blocking call takes the operation's Deadline.
+
+import CLibsecret
+import Foundation
+
+/// Why a keyring call failed, before SecretServiceStore turns it into a StoreError.
+enum KeyringFailure: Error {
+    /// No session bus to talk to; `detail` says why.
+    case noBus(String)
+    /// The bus is there but nothing provides (or can start) the Secret Service.
+    case noService(String)
+    /// The operation's deadline passed.
+    case timedOut
+    /// libsecret, GIO or the service reported an error.
+    case glib(GLibError)
+    /// libsecret failed without an error (it refuses attributes a schema lacks that way).
+    case refused(String)
+}
+
+extension KeyringFailure {
+    /// Maps a GLib call failure; cancellation is always our deadline firing.
+    init(_ failure: GLibCall.Failure, refused what: @autoclosure () -> String) {
+        switch failure {
+        case .error(let e) where e.isCancelled: self = .timedOut
+        case .error(let e): self = .glib(e)
+        case .refused: self = .refused(what())
+        }
+    }
+}
+
+/// Runs a GLib call, turning its failure into a KeyringFailure.
+private func keyring<T>(_ what: @autoclosure () -> String, _ body: () throws(GLibCall.Failure) -> T) throws(KeyringFailure) -> T {
+    do { return try body() } catch { throw KeyringFailure(error, refused: what()) }
+}
+
+// MARK: - Schema
+
+/// The item schema `dev.lanyard.Credential`, built once with `secret_schema_newv` (the variadic
+/// constructors cannot be called from Swift) and kept for the life of the process.
+final class LanyardSchema: @unchecked Sendable {
+    // SecretSchema is immutable once built; libsecret only reads it.
+    private static let shared = LanyardSchema()
+
+    static let name = "dev.lanyard.Credential"
+    static let attributeNames: Set<String> = ["slot", "provider", "account-id"]
+
+    private let pointer: UnsafeMutablePointer<SecretSchema>?
+
+    private init() {
+        // Values are SecretSchemaAttributeType packed into pointers (GINT_TO_POINTER); STRING is 0.
+        guard let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil) else {
+            pointer = nil
+            return
+        }
+        for name in LanyardSchema.attributeNames {
+            g_hash_table_insert(types, g_strdup(name),
+                                UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
+        }
+        // SECRET_SCHEMA_NONE: items carry `xdg:schema` and searches match on it.
+        pointer = secret_schema_newv(LanyardSchema.name, SECRET_SCHEMA_NONE, types)
+        g_hash_table_unref(types)
+    }
+
+    /// The schema to pass to libsecret.
+    static func schema() throws(KeyringFailure) -> UnsafeMutablePointer<SecretSchema> {
+        guard let pointer = shared.pointer else { throw .refused("building schema \(name)") }
+        return pointer
+    }
+
+    /// Checks attribute names before libsecret sees them, because libsecret answers a bad name
+    /// with an empty result and no error.
+    static func validate(_ attributes: [String: String]) throws(KeyringFailure) {
+        if let bad = attributes.keys.first(where: { !attributeNames.contains($0) }) {
+            throw .refused("attribute \(bad) is not part of schema \(name)")
+        }
+    }
+}
+
+/// Runs `body` with a GHashTable of validated schema attributes.
+private func withAttributes<R>(_ attributes: [String: String],
+                               _ body: (OpaquePointer, UnsafeMutablePointer<SecretSchema>) throws(KeyringFailure) -> R)
+    throws(KeyringFailure) -> R {
+    try LanyardSchema.validate(attributes)
+    let schema = try LanyardSchema.schema()
+    guard let result = try withStringTable(attributes, { table throws(KeyringFailure) in try body(table, schema) }) else {
+        throw .refused("allocating an attribute table")
+    }
+    return result
+}
+
+// MARK: - Process-wide connection
+
+/// The Secret Service connection of this process. libsecret and GIO keep one session-bus
+/// connection and one service object per process, so this is process-wide too.
+final class KeyringConnection: @unchecked Sendable {
+    // All mutable state is guarded by `lock`.
+    static let shared = KeyringConnection()
+
+    private let lock = NSLock()
+    private var service: UnsafeMutablePointer<SecretService>?
+    /// The unique bus name that owned the service when `service` was made.
+    private var owner: String?
+
+    /// The bus name libsecret talks to (it honours SECRET_SERVICE_BUS_NAME, so do we).
+    static var busName: String {
+        guard let raw = getenv("SECRET_SERVICE_BUS_NAME"), raw.pointee != 0 else { return "org.freedesktop.secrets" }
+        return String(cString: raw)
+    }
+
+    /// Why there is no session bus to connect to, or nil when there is one.
+    ///
+    /// GIO connects to `DBUS_SESSION_BUS_ADDRESS`, else to `$XDG_RUNTIME_DIR/bus`, else it tries
+    /// to autolaunch a bus through X11 (`dbus-launch --autolaunch`), which can hang or leave a
+    /// stray daemon. We check the first two ourselves and never let GIO get to the third.
+    static func missingBusReason(_ env: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> String? {
+        if let address = env("DBUS_SESSION_BUS_ADDRESS") {
+            return address.isEmpty ? "DBUS_SESSION_BUS_ADDRESS is set but empty" : nil
+        }
+        func nonEmpty(_ key: String) -> String? { env(key).flatMap { $0.isEmpty ? nil : $0 } }
+        // GLib's g_get_user_runtime_dir(): XDG_RUNTIME_DIR, else the user cache directory.
+        let runtime = nonEmpty("XDG_RUNTIME_DIR") ?? nonEmpty("XDG_CACHE_HOME")
+            ?? ((nonEmpty("HOME") ?? NSHomeDirectory()) + "/.cache")
+        let socket = runtime + "/bus"
+        if FileManager.default.fileExists(atPath: socket) { return nil }
+        return "DBUS_SESSION_BUS_ADDRESS is not set and \(socket) does not exist"
+    }
+
+    /// The service, connected and with a session open. Checks on every call who owns the
+    /// service's bus name (one round trip to the bus daemon, not to the service), so a stopped
+    /// service is reported at once and a restarted one gets a new connection: libsecret's cached
+    /// one would still hold a session with the old process.
+    func service(_ deadline: Deadline) throws(KeyringFailure) -> KeyringService {
+        if let reason = KeyringConnection.missingBusReason() { throw .noBus(reason) }
+        let bus: GDBusClient
+        do {
+            bus = try GDBusClient.sessionBus(deadline)
+        } catch {
+            let failure = KeyringFailure(error, refused: "connecting to the session bus")
+            if case .glib(let e) = failure { throw .noBus("cannot connect to the session bus: \(e)") }
+            throw failure
+        }
+        let name = KeyringConnection.busName
+        let currentOwner = try keyring("GetNameOwner") { () throws(GLibCall.Failure) in
+            try bus.nameOwner(name, deadline: deadline)
+        }
+        if currentOwner == nil {
+            let activatable = try keyring("ListActivatableNames") { () throws(GLibCall.Failure) in
+                try bus.isActivatable(name, deadline: deadline)
+            }
+            if !activatable { throw .noService("nothing owns \(name) and the bus cannot start it") }
+        }
+
+        guard lock.lock(before: Date(timeIntervalSinceNow: deadline.remaining)) else { throw .timedOut }
+        defer { lock.unlock() }
+        if let service, let owner, owner == currentOwner {
+            return KeyringService(service: service, bus: bus, busName: name)
+        }
+        // First use, or the service was restarted: drop libsecret's cached service and open a new one.
+        if let old = service {
+            g_object_unref(old)
+            service = nil
+            owner = nil
+            secret_service_disconnect()
+        }
+        let fresh = try keyring("secret_service_get_sync") { () throws(GLibCall.Failure) in
+            try GLibCall.pointer { secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, deadline.cancellable, $0) }
+        }
+        service = fresh
+        // When the service was started on demand just now, this is its owner.
+        owner = currentOwner ?? (try? bus.nameOwner(name, deadline: deadline))
+        return KeyringService(service: fresh, bus: bus, busName: name)
+    }
+}
+
+// MARK: - Service
+
+/// One reference to libsecret's service object plus the bus it lives on.
+final class KeyringService: @unchecked Sendable {
+    // libsecret's sync calls may be made from any thread; this class only holds references.
+    private let service: UnsafeMutablePointer<SecretService>
+    let bus: GDBusClient
+    let busName: String
+
+    init(service: UnsafeMutablePointer<SecretService>, bus: GDBusClient, busName: String) {
+        g_object_ref(service)
+        self.service = service
+        self.bus = bus
+        self.busName = busName
+    }
+
+    deinit { g_object_unref(service) }
+
+    /// Items of schema dev.lanyard.Credential matching `attributes` in every collection, locked
+    /// ones included (secrets not loaded).
+    func search(_ attributes: [String: String], deadline: Deadline) throws(KeyringFailure) -> [KeyringItem] {
+        // NULL without an error is an empty result here (attributes are validated first).
+        // No SECRET_SEARCH_UNLOCK (it may prompt) and no SECRET_SEARCH_LOAD_SECRETS (libsecret
+        // loads those without our cancellable).
+        let list = try withAttributes(attributes) { table, schema throws(KeyringFailure) in
+            try keyring("search") { () throws(GLibCall.Failure) in
+                try GLibCall.optionalPointer {
+                    secret_service_search_sync(service, schema, table, SECRET_SEARCH_ALL, deadline.cancellable, $0)
+                }
+            }
+        }
+        var items: [KeyringItem] = []
+        var node = list
+        while let current = node {
+            if let data = current.pointee.data {
+                items.append(KeyringItem(adopting: data.assumingMemoryBound(to: SecretItem.self)))
+            }
+            node = current.pointee.next
+        }
+        g_list_free(list)  // the items' references now belong to the KeyringItems
+        return items
+    }
+
+    /// The object path an alias (`default`, `login`, `session`) points to, or nil when unset.
+    func readAlias(_ alias: String, deadline: Deadline) throws(KeyringFailure) -> String? {
+        let reply = try keyring("ReadAlias") { () throws(GLibCall.Failure) in
+            try bus.call(destination: busName, path: "/org/freedesktop/secrets",
+                         interface: "org.freedesktop.Secret.Service", method: "ReadAlias", arguments: [alias],
+                         deadline: deadline)
+        }
+        guard let path = reply.first?.string, path != "/" else { return nil }
+        return path
+    }
+
+    /// The collection's Locked property, read fresh from the service.
+    func isLocked(collection path: String, deadline: Deadline) throws(KeyringFailure) -> Bool {
+        let value = try keyring("Locked") { () throws(GLibCall.Failure) in
+            try bus.property(destination: busName, path: path, interface: "org.freedesktop.Secret.Collection",
+                             name: "Locked", deadline: deadline)
+        }
+        guard let locked = value?.bool else {
+            throw .refused("collection \(path) has no boolean Locked property")
+        }
+        return locked
+    }
+
+    /// Stores `secret` as a new item in the collection at `collectionPath`, replacing an item of
+    /// that collection with exactly the same attributes.
+    func store(attributes: [String: String], collectionPath: String, label: String, secret: Data, contentType: String,
+               deadline: Deadline) throws(KeyringFailure) {
+        let value = try makeSecretValue(secret, contentType: contentType)
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        try withAttributes(attributes) { table, schema throws(KeyringFailure) in
+            try keyring("store an item in \(collectionPath)") { () throws(GLibCall.Failure) in
+                try GLibCall.bool {
+                    secret_service_store_sync(service, schema, table, collectionPath, label, value, deadline.cancellable, $0)
+                }
+            }
+        }
+    }
+}
+
+/// A SecretValue holding a copy of `secret` (libsecret keeps it in non-pageable memory).
+private func makeSecretValue(_ secret: Data, contentType: String) throws(KeyringFailure) -> OpaquePointer {
+    let value = secret.withUnsafeBytes { bytes in
+        // secret_value_new copies the bytes.
+        secret_value_new(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, contentType)
+    }
+    guard let value else { throw .refused("allocating a secret value") }
+    return value
+}
+
+// MARK: - Item
+
+/// One reference to a SecretItem proxy, with the properties read when it was loaded.
+final class KeyringItem: @unchecked Sendable {
+    private let item: UnsafeMutablePointer<SecretItem>
+
+    /// Takes over a reference the caller owned.
+    init(adopting item: UnsafeMutablePointer<SecretItem>) { self.item = item }
+    deinit { g_object_unref(item) }
+
+    private var proxy: UnsafeMutablePointer<GDBusProxy> { UnsafeMutablePointer<GDBusProxy>(OpaquePointer(item)) }
+
+    /// The item's D-Bus object path, `<collection path>/<id>`.
+    var path: String { String(glib: g_dbus_proxy_get_object_path(proxy)) }
+    var isLocked: Bool { secret_item_get_locked(item) != 0 }
+    /// Seconds since 1970 of the last change.
+    var modified: UInt64 { UInt64(secret_item_get_modified(item)) }
+
+    var label: String {
+        guard let raw = secret_item_get_label(item) else { return "" }
+        defer { g_free(raw) }
+        return String(cString: raw)
+    }
+
+    /// The item's attributes (including `xdg:schema`).
+    var attributes: [String: String] {
+        guard let table = secret_item_get_attributes(item) else { return [:] }
+        defer { g_hash_table_unref(table) }
+        var result: [String: String] = [:]
+        var iter = GHashTableIter()
+        g_hash_table_iter_init(&iter, table)
+        var key: gpointer?
+        var value: gpointer?
+        while g_hash_table_iter_next(&iter, &key, &value) != 0 {
+            if let key, let value {
+                result[String(cString: key.assumingMemoryBound(to: CChar.self))] =
+                    String(cString: value.assumingMemoryBound(to: CChar.self))
+            }
+        }
+        return result
+    }
+
+    /// Loads the secret and hands its bytes to `body` without copying them; the bytes are only
+    /// valid inside `body` and are wiped by libsecret afterwards.
+    func withSecret<R>(deadline: Deadline, _ body: (Data) -> R) throws(KeyringFailure) -> R {
+        try keyring("load secret of \(path)") { () throws(GLibCall.Failure) in
+            try GLibCall.bool { secret_item_load_secret_sync(item, deadline.cancellable, $0) }
+        }
+        guard let value = secret_item_get_secret(item) else {
+            throw .refused("the service returned no secret for \(path)")
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var length: gsize = 0
+        guard let bytes = secret_value_get(value, &length) else { return body(Data()) }
+        let data = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes), count: Int(length), deallocator: .none)
+        return body(data)
+    }
+
+    func setSecret(_ secret: Data, contentType: String, deadline: Deadline) throws(KeyringFailure) {
+        let value = try makeSecretValue(secret, contentType: contentType)
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        try keyring("set secret of \(path)") { () throws(GLibCall.Failure) in
+            try GLibCall.bool { secret_item_set_secret_sync(item, value, deadline.cancellable, $0) }
+        }
+    }
+
+    func setAttributes(_ attributes: [String: String], deadline: Deadline) throws(KeyringFailure) {
+        try withAttributes(attributes) { table, schema throws(KeyringFailure) in
+            try keyring("set attributes of \(path)") { () throws(GLibCall.Failure) in
+                try GLibCall.bool { secret_item_set_attributes_sync(item, schema, table, deadline.cancellable, $0) }
+            }
+        }
+    }
+
+    func setLabel(_ label: String, deadline: Deadline) throws(KeyringFailure) {
+        try keyring("set label of \(path)") { () throws(GLibCall.Failure) in
+            try GLibCall.bool { secret_item_set_label_sync(item, label, deadline.cancellable, $0) }
+        }
+    }
+
+    func delete(deadline: Deadline) throws(KeyringFailure) {
+        try keyring("delete \(path)") { () throws(GLibCall.Failure) in
+            try GLibCall.bool { secret_item_delete_sync(item, deadline.cancellable, $0) }
+        }
+    }
+}

@@ -1,0 +1,299 @@
+import Foundation
+import LanyardCore
+
+/// Credentials in the desktop keyring (gnome-keyring, KWallet, KeePassXC) through libsecret and
+/// the freedesktop Secret Service API.
+///
+/// One keyring item per slot, of schema ``schemaName`` with the attributes `slot`, `provider` and
+/// `account-id`; the secret is the credential's JSON document. The layout is documented in
+/// docs/store-format.md ("Secret Service").
+///
+/// Reads, deletes and listings match on the schema and the `slot` attribute in every collection;
+/// `put` writes into the configured collection and removes the slot's items elsewhere, so a slot
+/// keeps one item even when its provider or account changes.
+///
+/// Every call is bounded by `timeout`, including waiting for a hung service or a desktop prompt,
+/// and fails with a ``StoreError``: `.unavailable` when there is no session bus or no Secret
+/// Service (at once, without trying to autolaunch a bus), `.locked` when the collection is locked
+/// (it never prompts), `.timedOut`, `.corrupt` when an item's secret does not decode (the item is
+/// left alone), or `.notFound`.
+///
+/// The store is safe to use from several threads at once; writes from one store are serialized.
+public final class SecretServiceStore: CredentialStore {
+    /// The item schema name (`xdg:schema` attribute). Part of every item's identity: it must never
+    /// change, or existing items would no longer be found.
+    public static let schemaName = "dev.lanyard.Credential"
+    /// The MIME type stored with each secret.
+    public static let contentType = "application/json"
+    /// The backend name used in errors.
+    public static let backendName = "Secret Service"
+
+    /// Always ``BackendKind/secretService``.
+    public let kind: BackendKind = .secretService
+    /// The limit for each call, in seconds.
+    public let timeout: TimeInterval
+    /// Where `put` stores new items: an alias (`default`, `login`, `session`) or a collection's
+    /// D-Bus object path. nil means the `default` alias.
+    public let collection: String?
+
+    // Serializes this store's writes so two threads cannot both create an item for one slot.
+    private let writeLock = NSLock()
+
+    /// A store whose calls each give up after `timeout` seconds.
+    /// - Parameter collection: an alias or object path for new items; nil uses the `default` alias.
+    public init(timeout: TimeInterval, collection: String? = nil) {
+        self.timeout = timeout
+        self.collection = collection
+    }
+
+    // MARK: CredentialStore
+
+    /// The credential of `slot`. `.locked` when its item (or, with no item found, the collection) is
+    /// locked; `.corrupt` when the item's secret is not a credential document.
+    public func get(_ slot: Slot) throws -> Credential {
+        try run("get \(slot)") { service, deadline in
+            let items = try service.search(["slot": slot.name], deadline: deadline)
+            if items.isEmpty {
+                // Some services hide the items of a locked collection: "nothing found" only means
+                // "not stored" when the collection is open.
+                if let path = try self.lockedCollection(service, deadline) { throw self.lockedError(path) }
+                throw StoreError.notFound(slot: slot.name)
+            }
+            if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
+            // More than one item only after an interrupted put or a hand-made item: the newest wins
+            // and the next put removes the others.
+            let item = Self.newest(items)
+            let source = "keyring item for slot \(slot)"
+            let decoded = try item.withSecret(deadline: deadline) { data -> Result<Credential, DecodeError> in
+                do throws(DecodeError) { return .success(try Credential.decode(data, source: source)) } catch { return .failure(error) }
+            }
+            switch decoded {
+            case .success(let credential): return credential
+            case .failure(let error): throw StoreError.corrupt(source: source, detail: error.detail)
+            }
+        }
+    }
+
+    /// Stores `credential` as the only item of `slot`. An item of the slot in the target collection
+    /// is updated in place; items of the slot elsewhere are removed once the new secret is stored.
+    /// A failure before the secret is stored changes nothing.
+    public func put(_ credential: Credential, for slot: Slot) throws {
+        var secret: Data
+        do { secret = try credential.jsonData() } catch {
+            throw StoreError.io(path: "credential for slot \(slot)", detail: "could not encode: \(type(of: error))")
+        }
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        let attributes = Self.attributes(slot: slot, credential: credential)
+        let label = Self.label(slot: slot, email: credential.account.email)
+
+        try run("put \(slot)", exclusive: true) { service, deadline in
+            let target = try self.targetCollection(service, deadline)
+            guard let locked = try Self.lockState(service, target, deadline) else {
+                throw StoreError.unavailable(backend: Self.backendName, hint: self.noCollectionHint)
+            }
+            if locked { throw self.lockedError(target) }
+            let existing = try service.search(["slot": slot.name], deadline: deadline)
+            // A locked copy elsewhere could not be removed afterwards: refuse rather than leave two.
+            if let locked = existing.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
+
+            let inTarget = existing.filter { Self.collectionPath(of: $0.path) == target }
+            let kept: KeyringItem?
+            if !inTarget.isEmpty {
+                let item = Self.newest(inTarget)
+                // The secret first: once it is in, the slot has the new credential whatever fails next.
+                try item.setSecret(secret, contentType: Self.contentType, deadline: deadline)
+                let current = item.attributes
+                if current["xdg:schema"] != Self.schemaName
+                    || attributes.contains(where: { current[$0.key] != $0.value }) {
+                    try item.setAttributes(attributes, deadline: deadline)
+                }
+                if item.label != label { try item.setLabel(label, deadline: deadline) }
+                kept = item
+            } else {
+                try service.store(attributes: attributes, collectionPath: target, label: label, secret: secret,
+                                  contentType: Self.contentType, deadline: deadline)
+                kept = nil
+            }
+            for old in existing where old.path != kept?.path {
+                try Self.deleteIgnoringGone(old, deadline)
+            }
+        }
+    }
+
+    /// Removes every item of `slot`.
+    public func delete(_ slot: Slot) throws {
+        try run("delete \(slot)", exclusive: true) { service, deadline in
+            let items = try service.search(["slot": slot.name], deadline: deadline)
+            if items.isEmpty {
+                if let path = try self.lockedCollection(service, deadline) { throw self.lockedError(path) }
+                throw StoreError.notFound(slot: slot.name)
+            }
+            if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
+            for item in items { try Self.deleteIgnoringGone(item, deadline) }
+        }
+    }
+
+    /// The slots that have an item, sorted. `.locked` when the target collection or any matching
+    /// item is locked, since a locked collection may hide items. Items whose `slot` attribute is
+    /// not a valid slot name (made by hand) are left out.
+    public func list() throws -> [Slot] {
+        try run("list") { service, deadline in
+            if let path = try self.lockedCollection(service, deadline) { throw self.lockedError(path) }
+            let items = try service.search([:], deadline: deadline)
+            if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
+            let slots = items.compactMap { item in item.attributes["slot"].flatMap { try? Slot($0) } }
+            return Set(slots).sorted()
+        }
+    }
+
+    /// Whether the service answers, whether the target collection is locked, whether it is kept on
+    /// disk (any collection but the in-memory `session` one), and its object path.
+    public func health() -> StoreHealth {
+        guard let deadline = try? Deadline(seconds: timeout) else {
+            return StoreHealth(backend: kind, reachable: false, locked: false, persistent: false,
+                               problem: "could not set up a time limit")
+        }
+        do {
+            let service = try KeyringConnection.shared.service(deadline)
+            guard let path = try resolveCollection(service, deadline) else {
+                return StoreHealth(backend: kind, reachable: true, locked: false, persistent: false, location: nil,
+                                   problem: noCollectionHint)
+            }
+            guard let locked = try Self.lockState(service, path, deadline) else {
+                return StoreHealth(backend: kind, reachable: true, locked: false, persistent: false, location: nil,
+                                   problem: noCollectionHint)
+            }
+            let session = try? service.readAlias("session", deadline: deadline)
+            let persistent = path != session && !path.hasSuffix("/session")
+            return StoreHealth(backend: kind, reachable: true, locked: locked, persistent: persistent, location: path)
+        } catch {
+            let problem = storeError(error, operation: "health check", deadline: deadline)
+            return StoreHealth(backend: kind, reachable: false, locked: false, persistent: false, location: nil,
+                               problem: problem.localizedDescription)
+        }
+    }
+
+    // MARK: Layout
+
+    /// The attributes of a slot's item: `slot`, `provider`, and `account-id` (empty when unknown).
+    public static func attributes(slot: Slot, credential: Credential) -> [String: String] {
+        ["slot": slot.name, "provider": credential.provider, "account-id": credential.account.accountID ?? ""]
+    }
+
+    /// The item label people see in Seahorse: `Lanyard: work (alice@example.com)`, or
+    /// `Lanyard: work` without an email.
+    public static func label(slot: Slot, email: String?) -> String {
+        guard let email, !email.isEmpty else { return "Lanyard: \(slot)" }
+        return "Lanyard: \(slot) (\(email))"
+    }
+
+    // MARK: Internals
+
+    /// Runs one operation under a fresh deadline and turns every failure into a StoreError.
+    private func run<T>(_ operation: String, exclusive: Bool = false,
+                        _ body: (KeyringService, Deadline) throws -> T) throws(StoreError) -> T {
+        let deadline: Deadline
+        do { deadline = try Deadline(seconds: timeout) } catch {
+            throw .io(path: Self.backendName, detail: "\(operation): could not set up a time limit")
+        }
+        do {
+            if exclusive {
+                guard writeLock.lock(before: Date(timeIntervalSinceNow: deadline.remaining)) else {
+                    throw KeyringFailure.timedOut
+                }
+            }
+            defer { if exclusive { writeLock.unlock() } }
+            let service = try KeyringConnection.shared.service(deadline)
+            return try body(service, deadline)
+        } catch {
+            throw storeError(error, operation: operation, deadline: deadline)
+        }
+    }
+
+    private func storeError(_ error: any Error, operation: String, deadline: Deadline) -> StoreError {
+        let backend = Self.backendName
+        if let error = error as? StoreError { return error }
+        guard let failure = error as? KeyringFailure else {
+            return .io(path: backend, detail: "\(operation): \(error.localizedDescription)")
+        }
+        switch failure {
+        case .noBus(let reason):
+            return .unavailable(backend: backend, hint: "there is no D-Bus session bus (\(reason)). "
+                + "Run Lanyard inside a desktop session, or start a Secret Service provider such as gnome-keyring "
+                + "in a D-Bus session, or use the encrypted-file backend: set `backend = file` in config.ini")
+        case .noService(let reason):
+            return .unavailable(backend: backend, hint: "no Secret Service is running on the session bus (\(reason)). "
+                + "Start gnome-keyring-daemon (or KeePassXC / KWallet with Secret Service integration), "
+                + "or use the encrypted-file backend: set `backend = file` in config.ini")
+        case .timedOut:
+            return .timedOut(backend: backend, operation: operation, seconds: timeout)
+        case .refused(let what):
+            return .io(path: backend, detail: "\(operation): libsecret refused \(what) without saying why")
+        case .glib(let e):
+            if e.isCancelled || deadline.expired { return .timedOut(backend: backend, operation: operation, seconds: timeout) }
+            if e.isServiceGone {
+                return .unavailable(backend: backend, hint: "the Secret Service stopped answering during \(operation) "
+                    + "(\(e)). Check that gnome-keyring (or your Secret Service provider) is running, "
+                    + "or use the encrypted-file backend: set `backend = file` in config.ini")
+            }
+            if e.isLocked { return lockedError(nil) }
+            return .io(path: backend, detail: "\(operation): \(e)")
+        }
+    }
+
+    private var noCollectionHint: String {
+        "the keyring has no collection named by \(collection.map { "\"\($0)\"" } ?? "the default alias"); "
+            + "create one (for example in Seahorse) or configure another collection"
+    }
+
+    private func lockedError(_ collectionPath: String?) -> StoreError {
+        .locked(backend: Self.backendName, hint: "the keyring collection \(collectionPath ?? "") is locked; "
+            + "unlock it (log in to the desktop session, or open Seahorse and unlock it) and try again")
+    }
+
+    /// The object path of the configured collection, or nil when its alias is unset.
+    private func resolveCollection(_ service: KeyringService, _ deadline: Deadline) throws -> String? {
+        let spec = collection ?? "default"
+        if spec.hasPrefix("/") { return spec }
+        return try service.readAlias(spec, deadline: deadline)
+    }
+
+    private func targetCollection(_ service: KeyringService, _ deadline: Deadline) throws -> String {
+        guard let path = try resolveCollection(service, deadline) else {
+            throw StoreError.unavailable(backend: Self.backendName, hint: noCollectionHint)
+        }
+        return path
+    }
+
+    /// The configured collection's path when it exists and is locked.
+    private func lockedCollection(_ service: KeyringService, _ deadline: Deadline) throws -> String? {
+        guard let path = try resolveCollection(service, deadline) else { return nil }
+        return try Self.lockState(service, path, deadline) == true ? path : nil
+    }
+
+    /// The collection's Locked property, or nil when there is no collection at `path`.
+    private static func lockState(_ service: KeyringService, _ path: String, _ deadline: Deadline) throws -> Bool? {
+        do {
+            return try service.isLocked(collection: path, deadline: deadline)
+        } catch KeyringFailure.glib(let e) where e.isNoSuchObject {
+            return nil
+        }
+    }
+
+    /// `/org/freedesktop/secrets/collection/login` for `/org/freedesktop/secrets/collection/login/7`.
+    static func collectionPath(of itemPath: String) -> String {
+        guard let slash = itemPath.lastIndex(of: "/") else { return itemPath }
+        return String(itemPath[..<slash])
+    }
+
+    /// The most recently modified item (ties broken by path, so the choice is stable).
+    static func newest(_ items: [KeyringItem]) -> KeyringItem {
+        // Callers pass a non-empty array.
+        items.max { ($0.modified, $0.path) < ($1.modified, $1.path) } ?? items[0]
+    }
+
+    /// Deletes `item`; an item that is already gone (another process deleted it) is fine.
+    private static func deleteIgnoringGone(_ item: KeyringItem, _ deadline: Deadline) throws {
+        do { try item.delete(deadline: deadline) } catch KeyringFailure.glib(let e) where e.isNoSuchObject {}
+    }
+}
