@@ -12,9 +12,11 @@ export HOME="$root/home" XDG_CONFIG_HOME="$root/config" XDG_DATA_HOME="$root/dat
        XDG_STATE_HOME="$root/state" XDG_CACHE_HOME="$root/cache" XDG_RUNTIME_DIR="$root/runtime"
 unset DISPLAY WAYLAND_DISPLAY DBUS_SESSION_BUS_ADDRESS GNOME_KEYRING_CONTROL SSH_AUTH_SOCK
 export LANYARD_TEST_KEYRING=1 LANYARD_TEST_KEYRING_PASSWORD="lanyard-test-keyring"
-exec dbus-run-session -- sh -c '
+status=0
+dbus-run-session -- sh -c '
   printf %s "$LANYARD_TEST_KEYRING_PASSWORD" | gnome-keyring-daemon --unlock --components=secrets --daemonize >/dev/null 2>&1
   if ! gdbus wait --session --timeout 10 org.freedesktop.secrets; then
     echo "with-keyring: gnome-keyring did not start on the private session bus" >&2; exit 97
   fi
-  exec "$@"' with-keyring "$@"
+  exec "$@"' with-keyring "$@" || status=$?
+exit $status

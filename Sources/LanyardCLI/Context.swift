@@ -98,7 +98,11 @@ public enum StoreOpeners {
     }
 
     /// The real backends.
-    public static let system: ConfiguredStoreOpener = { kind, _, _ in
-        throw StoreError.unavailable(backend: kind.displayName, hint: "this backend is not built yet")
+    public static let system: ConfiguredStoreOpener = { kind, config, interactive in
+        let timeout = interactive ? config.interactiveStoreTimeout : config.storeTimeout
+        switch kind {
+        case .secretService: return SecretServiceStore(timeout: timeout)
+        case .file: throw StoreError.unavailable(backend: kind.displayName, hint: "the encrypted-file backend is not built yet")
+        }
     }
 }
