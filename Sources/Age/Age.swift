@@ -82,7 +82,6 @@ public enum Age {
     /// that authenticated before the error (what a streaming reader would have
     /// released). Used by the conformance tests.
     static func decryptReleasing(_ file: Data, with identities: [any Identity]) -> (plaintext: Data, error: AgeError?) {
-        guard !identities.isEmpty else { return (Data(), .noIdentities) }
         Sodium.ensureInitialized()
         let armored = file.withUnsafeBytes { Armor.looksArmored($0) }
         var binary = file
@@ -133,6 +132,8 @@ public enum Age {
         if stanzas.count > 1 && stanzas.contains(where: { $0.type == ScryptRecipient.stanzaType }) {
             throw .scryptNotAlone
         }
+        // Checked after parsing so a malformed file is reported as such first.
+        guard !identities.isEmpty else { throw .noIdentities }
         var wrongPassphrase = false
         for identity in identities {
             do throws(AgeError) {

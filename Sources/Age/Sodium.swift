@@ -181,6 +181,17 @@ enum Sodium {
         return out
     }
 
+    /// SHA-256, for callers that need a digest (tests compare payload hashes).
+    static func sha256(_ data: UnsafeRawBufferPointer) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        out.withUnsafeMutableBufferPointer { o in
+            withNonNull(data) { d in
+                if let q = o.baseAddress { _ = crypto_hash_sha256(q, d, UInt64(data.count)) }
+            }
+        }
+        return out
+    }
+
     // MARK: scrypt
 
     /// scrypt(N = 2^logN, r = 8, p = 1, dkLen = 32). Callers enforce the work-factor cap first.
