@@ -30,6 +30,8 @@ let package = Package(
             "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
         ]),
         .executableTarget(name: "lanyard", dependencies: ["LanyardCLI"]),
+        // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
+        .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore"]),
 
         .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),

@@ -35,7 +35,7 @@ public final class TextSink: @unchecked Sendable {
 }
 
 /// Opens the credential store of a backend; injected so tests choose real stores in private places.
-public typealias ConfiguredStoreOpener = @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ interactive: Bool) throws -> any CredentialStore
+public typealias ConfiguredStoreOpener = @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ paths: Paths, _ interactive: Bool) throws -> any CredentialStore
 
 /// Everything a command may touch, injected: IO streams, environment, working directory, clock
 /// and the store opener. No command reads global state.
@@ -93,16 +93,17 @@ public struct CommandContext: Sendable {
 /// Store openers.
 public enum StoreOpeners {
     /// Opens no store (for contexts that must not touch any backend).
-    public static let unavailable: ConfiguredStoreOpener = { kind, _, _ in
+    public static let unavailable: ConfiguredStoreOpener = { kind, _, _, _ in
         throw StoreError.unavailable(backend: kind.displayName, hint: "no credential store is configured here")
     }
 
     /// The real backends.
-    public static let system: ConfiguredStoreOpener = { kind, config, interactive in
-        let timeout = interactive ? config.interactiveStoreTimeout : config.storeTimeout
+    public static let system: ConfiguredStoreOpener = { kind, config, paths, interactive in
         switch kind {
-        case .secretService: return SecretServiceStore(timeout: timeout)
-        case .file: throw StoreError.unavailable(backend: kind.displayName, hint: "the encrypted-file backend is not built yet")
+        case .secretService:
+            return SecretServiceStore(timeout: interactive ? config.interactiveStoreTimeout : config.storeTimeout)
+        case .file:
+            return EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds)
         }
     }
 }

@@ -43,11 +43,17 @@ public final class Invocation: @unchecked Sendable {
 
     var registry: Registry { Registry(paths: paths) }
 
+    /// The credential store of a backend.
+    func store(_ kind: BackendKind, interactive: Bool = false) throws -> any CredentialStore {
+        try context.openStore(kind, try config(), paths, interactive)
+    }
+
     /// The account manager for this invocation's config, stores and transport.
     func accounts() throws -> AccountManager {
         let config = try config()
         let open = context.openStore
-        return AccountManager(paths: paths, config: config, openStore: { kind, interactive in try open(kind, config, interactive) },
+        let paths = paths
+        return AccountManager(paths: paths, config: config, openStore: { kind, interactive in try open(kind, config, paths, interactive) },
                               transport: context.transport, clock: context.clock, sleeper: context.sleeper)
     }
 

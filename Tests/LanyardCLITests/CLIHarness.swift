@@ -89,7 +89,7 @@ final class CLIHarness: @unchecked Sendable {
             readLine: { lines.next() },
             environment: environment, workingDirectory: workingDirectory, clock: clock,
             stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
-            openStore: { _, _, _ in store })
+            openStore: { _, _, _, _ in store })
         let status = Lanyard.run(args, context: context)
         return Result(status: status, stdout: out.text, stderr: err.text)
     }

@@ -107,7 +107,7 @@ enum SlotCommands {
             guard let record = doc.slots[old] else { throw RegistryError.unknownSlot(old.name) }
             guard doc.slots[new] == nil else { throw RegistryError.slotExists(new.name) }
             if old == new { return }
-            let store = try inv.context.openStore(record.backend, config, false)
+            let store = try inv.store(record.backend)
             var moved: Credential?
             do { moved = try store.get(old) } catch StoreError.notFound { moved = nil }
             if let moved {
@@ -153,7 +153,7 @@ enum SlotCommands {
             guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
             // Delete the secret first: a registry entry without a secret is repairable, a secret
             // without an entry is invisible.
-            do { try inv.context.openStore(record.backend, config, false).delete(slot) } catch StoreError.notFound {}
+            do { try inv.store(record.backend).delete(slot) } catch StoreError.notFound {}
             doc.slots[slot] = nil
             if doc.active == slot { doc.active = nil }
         }

@@ -29,8 +29,7 @@ enum StoreCommands {
         details: "Exit status 0 when everything is consistent (or was repaired), 1 when problems remain.") { inv in
         let config = try inv.config()
         var document = try inv.registry.load()
-        var kinds = Set(document.slots.values.map(\.backend))
-        if let preferred = preferredBackend(config) { kinds.insert(preferred) }
+        let kinds = Set(BackendKind.allCases)
 
         var backends: [JSONValue] = []
         var humanBackends: [String] = []
@@ -39,7 +38,7 @@ enum StoreCommands {
         for kind in BackendKind.allCases where kinds.contains(kind) {
             var health = StoreHealth(backend: kind, reachable: false, locked: false, persistent: false)
             do {
-                let store = try inv.context.openStore(kind, config, false)
+                let store = try inv.store(kind)
                 health = store.health()
                 if health.reachable && !health.locked { itemsByBackend[kind] = Set(try store.list()) }
             } catch {
@@ -98,7 +97,7 @@ enum StoreCommands {
         if inv.args.has("repair") && !mismatches.isEmpty {
             try inv.registry.update { doc in
                 for (slot, kind) in orphans where doc.slots[slot] == nil {
-                    let store = try inv.context.openStore(kind, config, false)
+                    let store = try inv.store(kind)
                     let credential = try store.get(slot)
                     doc.slots[slot] = SlotRecord(provider: credential.provider, backend: kind, account: credential.account,
                                                  state: .signedIn(expiresAt: credential.tokens.expiresAt),
@@ -139,14 +138,5 @@ enum StoreCommands {
             }
         }
         return problems.isEmpty ? .ok : .failure
-    }
-
-    /// The backend new slots would use, when config names one.
-    static func preferredBackend(_ config: LanyardConfig) -> BackendKind? {
-        switch config.backend {
-        case .secretService: return .secretService
-        case .file: return .file
-        case .auto: return .secretService
-        }
     }
 }

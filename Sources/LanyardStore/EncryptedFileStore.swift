@@ -1,0 +1,194 @@
+import Age
+import Foundation
+import LanyardCore
+
+/// Every slot's credential in one age v1 file, `$XDG_DATA_HOME/lanyard/store.age`, encrypted to
+/// the store's own X25519 identity. The identity lives beside it in `identity.age` (itself age
+/// scrypt-encrypted with the user's passphrase) or, on explicit opt-in for unattended hosts, in
+/// `identity.txt` at 0600. Stock `age` opens both (docs/store-format.md).
+///
+/// Unlocking costs one scrypt; the unlocked identity then waits in the kernel user keyring with a
+/// timeout. Writes take an exclusive lock, replace the file durably and keep the previous
+/// generation as `store.age.prev`. A file that fails to decrypt is reported as `corrupt` and never
+/// touched.
+public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
+    public let kind = BackendKind.file
+    public static let backendName = "encrypted file"
+    public let directory: String
+    public var storePath: String { directory + "/store.age" }
+    public var protectedIdentityPath: String { directory + "/identity.age" }
+    public var plainIdentityPath: String { directory + "/identity.txt" }
+    /// How long an unlocked identity stays cached, in seconds.
+    public let unlockCacheSeconds: TimeInterval
+
+    public init(paths: Paths, unlockCacheSeconds: TimeInterval = 900) {
+        directory = paths.dataDirectory
+        self.unlockCacheSeconds = unlockCacheSeconds
+    }
+
+    var cacheName: String { "lanyard:file-store:" + storePath }
+
+    /// Whether `store init` has run.
+    public var isInitialized: Bool {
+        (try? SecureFiles.checkFile(storePath)) == true
+            && ((try? SecureFiles.checkFile(protectedIdentityPath)) == true || (try? SecureFiles.checkFile(plainIdentityPath)) == true)
+    }
+
+    /// Whether the identity is protected by a passphrase (false for `--no-passphrase` stores).
+    public var isPassphraseProtected: Bool { (try? SecureFiles.checkFile(protectedIdentityPath)) == true }
+
+    /// Creates the identity and an empty store.
+    /// - Parameter passphrase: protects the identity; nil stores it unprotected at 0600.
+    public func initialize(passphrase: String?, workFactor: Int = 18) throws {
+        try SecureFiles.ensureDirectory(directory)
+        let lock = try FileLock(path: storePath + ".lock")
+        defer { withExtendedLifetime(lock) {} }
+        guard !isInitialized, try !SecureFiles.checkFile(storePath) else {
+            throw StoreError.io(path: storePath, detail: "a file store already exists here")
+        }
+        let identity = X25519Identity.generate()
+        let identityText = "# Lanyard file-store identity, created \(RFC3339.string(from: Date()))\n"
+            + "# public key: \(identity.recipient.string)\n\(identity.secretKeyString)\n"
+        if let passphrase {
+            let sealed: Data
+            do { sealed = try Age.encrypt(Data(identityText.utf8), to: [try ScryptRecipient(passphrase: passphrase, workFactor: workFactor)], armored: true) } catch {
+                throw StoreError.io(path: protectedIdentityPath, detail: "cannot encrypt the identity: \(error.localizedDescription)")
+            }
+            try SecureFiles.atomicWrite(sealed, to: protectedIdentityPath)
+            try KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+        } else {
+            try SecureFiles.atomicWrite(Data(identityText.utf8), to: plainIdentityPath)
+        }
+        try write(StoreDocument(), identity: identity)
+    }
+
+    /// Checks `passphrase` against the protected identity and caches the unlocked identity.
+    /// A wrong passphrase changes nothing.
+    public func unlock(passphrase: String) throws {
+        guard let sealed = try SecureFiles.read(protectedIdentityPath) else {
+            if try SecureFiles.checkFile(plainIdentityPath) { return }  // nothing to unlock
+            throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
+        }
+        let identityText: Data
+        do { identityText = try Age.decrypt(sealed, with: [try ScryptIdentity(passphrase: passphrase)]) } catch .incorrectPassphrase {
+            throw StoreError.wrongPassphrase
+        } catch {
+            throw StoreError.corrupt(source: protectedIdentityPath, detail: error.localizedDescription)
+        }
+        let identity = try parseIdentity(identityText, source: protectedIdentityPath)
+        try KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+    }
+
+    /// Forgets the cached identity; returns false when it was not cached.
+    @discardableResult
+    public func lock() -> Bool { KernelKeyring.remove(name: cacheName) }
+
+    /// The identity that opens the store: unprotected file, else the cached unlocked one.
+    func identity() throws -> X25519Identity {
+        if let plain = try SecureFiles.read(plainIdentityPath) { return try parseIdentity(plain, source: plainIdentityPath) }
+        guard try SecureFiles.checkFile(protectedIdentityPath) else {
+            throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
+        }
+        guard var cached = KernelKeyring.load(name: cacheName) else {
+            throw StoreError.locked(backend: Self.backendName, hint: "run `lanyard store unlock`")
+        }
+        defer { for i in cached.indices { cached[i] = 0 } }
+        do { return try X25519Identity(String(decoding: cached, as: UTF8.self)) } catch {
+            lock()
+            throw StoreError.locked(backend: Self.backendName, hint: "the cached identity was unreadable; run `lanyard store unlock`")
+        }
+    }
+
+    func parseIdentity(_ data: Data, source: String) throws -> X25519Identity {
+        do {
+            guard let first = try Age.parseIdentityFile(String(decoding: data, as: UTF8.self)).first else {
+                throw StoreError.corrupt(source: source, detail: "no identity in the file")
+            }
+            return first
+        } catch let error as AgeError {
+            throw StoreError.corrupt(source: source, detail: error.localizedDescription)
+        }
+    }
+
+    func read(identity: X25519Identity) throws -> StoreDocument {
+        guard let sealed = try SecureFiles.read(storePath) else {
+            throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
+        }
+        let plain: Data
+        do { plain = try Age.decrypt(sealed, with: [identity]) } catch {
+            throw StoreError.corrupt(source: storePath, detail: error.localizedDescription)
+        }
+        do { return try StoreDocument.decode(plain, source: storePath) } catch {
+            throw StoreError.corrupt(source: storePath, detail: error.detail)
+        }
+    }
+
+    func write(_ document: StoreDocument, identity: X25519Identity) throws {
+        let sealed: Data
+        do { sealed = try Age.encrypt(document.jsonData(), to: [identity.recipient]) } catch {
+            throw StoreError.io(path: storePath, detail: "cannot encrypt: \(error.localizedDescription)")
+        }
+        try SecureFiles.atomicWrite(sealed, to: storePath, keepPrevious: true)
+    }
+
+    /// Read-modify-write under the store's exclusive lock.
+    func modify<T>(_ body: (inout StoreDocument) throws -> T) throws -> T {
+        let identity = try identity()
+        try SecureFiles.ensureDirectory(directory)
+        let lock = try FileLock(path: storePath + ".lock")
+        defer { withExtendedLifetime(lock) {} }
+        var document = try read(identity: identity)
+        let result = try body(&document)
+        try write(document, identity: identity)
+        return result
+    }
+
+    public func get(_ slot: Slot) throws -> Credential {
+        guard let credential = try read(identity: try identity()).slots[slot] else { throw StoreError.notFound(slot: slot.name) }
+        return credential
+    }
+
+    public func put(_ credential: Credential, for slot: Slot) throws {
+        try modify { $0.slots[slot] = credential }
+    }
+
+    public func delete(_ slot: Slot) throws {
+        try modify { doc in
+            guard doc.slots.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot.name) }
+        }
+    }
+
+    public func list() throws -> [Slot] { try read(identity: try identity()).slots.keys.sorted() }
+
+    public func health() -> StoreHealth {
+        guard isInitialized else {
+            return StoreHealth(backend: .file, reachable: false, locked: false, persistent: true, location: storePath,
+                               problem: "not set up (run `lanyard store init`)")
+        }
+        let locked = isPassphraseProtected && KernelKeyring.load(name: cacheName) == nil
+        return StoreHealth(backend: .file, reachable: true, locked: locked, persistent: true, location: storePath)
+    }
+}
+
+/// The JSON inside `store.age`: `{"version": 1, "slots": {SLOT: CREDENTIAL}}`.
+struct StoreDocument: JSONDocument {
+    static let currentVersion = 1
+    var slots: [Slot: Credential] = [:]
+
+    init() {}
+
+    init(json: JSONFields) throws(JSONShapeError) {
+        let version = try json.int("version")
+        guard version == Self.currentVersion else { throw JSONShapeError(path: ".version", problem: "is \(version): not supported") }
+        for (name, value) in try json.object("slots").object {
+            guard let slot = try? Slot(name) else { throw JSONShapeError(path: ".slots", problem: "has an invalid slot name") }
+            slots[slot] = try Credential(json: try JSONFields(value, path: ".slots." + name))
+        }
+    }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = [:]
+        for (slot, credential) in slots { object[slot.name] = credential.json }
+        return .object(["version": .number(Double(Self.currentVersion)), "slots": .object(object)])
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import LanyardCore
+
+/// Moves slots between backends: copy, read back and compare, record the new backend, then delete
+/// from the source. A `kill -9` at any point leaves every slot readable from at least one backend
+/// (the registry switches only after the copy is verified, and the source copy goes last).
+public struct Migration: Sendable {
+    public let registry: Registry
+    public let open: @Sendable (BackendKind) throws -> any CredentialStore
+
+    public init(registry: Registry, open: @escaping @Sendable (BackendKind) throws -> any CredentialStore) {
+        self.registry = registry
+        self.open = open
+    }
+
+    /// What happened (or, in a dry run, would happen) to one slot.
+    public struct Step: Sendable, Equatable {
+        public let slot: Slot
+        public let from: BackendKind
+        public let to: BackendKind
+        /// `moved`, `already-there`, `registry-only` (no stored credential), or `would-move`.
+        public let outcome: String
+    }
+
+    /// Migrates `slots` (every slot when empty) to `target`.
+    public func run(to target: BackendKind, slots requested: [Slot], dryRun: Bool) throws -> [Step] {
+        let document = try registry.load()
+        for slot in requested where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot.name) }
+        let slots = requested.isEmpty ? document.sortedSlots.map(\.slot) : requested
+        var steps: [Step] = []
+        for slot in slots {
+            guard let record = document.slots[slot] else { continue }
+            if record.backend == target {
+                steps.append(Step(slot: slot, from: record.backend, to: target, outcome: "already-there"))
+                continue
+            }
+            if dryRun {
+                steps.append(Step(slot: slot, from: record.backend, to: target, outcome: "would-move"))
+                continue
+            }
+            let source = try open(record.backend)
+            let destination = try open(target)
+            var credential: Credential?
+            do { credential = try source.get(slot) } catch StoreError.notFound { credential = nil }
+            if let credential {
+                try destination.put(credential, for: slot)
+                guard try destination.get(slot) == credential else {
+                    throw StoreError.corrupt(source: "\(target.displayName) copy of \(slot.name)",
+                                             detail: "read-back did not match; the slot stays in \(record.backend.displayName)")
+                }
+            }
+            try registry.update { doc in doc.slots[slot]?.backend = target }
+            if credential != nil {
+                do { try source.delete(slot) } catch StoreError.notFound {}
+            }
+            steps.append(Step(slot: slot, from: record.backend, to: target, outcome: credential == nil ? "registry-only" : "moved"))
+        }
+        return steps
+    }
+}
