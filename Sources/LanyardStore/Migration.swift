@@ -23,7 +23,8 @@ public struct Migration: Sendable {
     }
 
     /// Migrates `slots` (every slot when empty) to `target`.
-    public func run(to target: BackendKind, slots requested: [Slot], dryRun: Bool) throws -> [Step] {
+    public func run(to target: BackendKind, slots requested: [Slot], dryRun: Bool,
+                    progress: (Step) -> Void = { _ in }) throws -> [Step] {
         let document = try registry.load()
         for slot in requested where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot.name) }
         let slots = requested.isEmpty ? document.sortedSlots.map(\.slot) : requested
@@ -54,6 +55,7 @@ public struct Migration: Sendable {
                 do { try source.delete(slot) } catch StoreError.notFound {}
             }
             steps.append(Step(slot: slot, from: record.backend, to: target, outcome: credential == nil ? "registry-only" : "moved"))
+            progress(steps[steps.count - 1])
         }
         return steps
     }

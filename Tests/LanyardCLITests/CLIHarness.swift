@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import LanyardCLI
 import LanyardCore
 import LanyardStore
@@ -41,6 +42,8 @@ final class CLIHarness: @unchecked Sendable {
     var workingDirectory: String
     var tty = false
     var input: [String] = []
+    /// Use the real Secret Service and file backends instead of the in-memory store.
+    var realStores = false
     let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
 
     init() {
@@ -54,8 +57,9 @@ final class CLIHarness: @unchecked Sendable {
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
     var environment: [String: String] {
-        ["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
-         "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run"].merging(extraEnvironment) { $1 }
+        let inherited = ProcessInfo.processInfo.environment.filter { ["DBUS_SESSION_BUS_ADDRESS", "PATH"].contains($0.key) }
+        return inherited.merging(["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
+         "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run"]) { $1 }.merging(extraEnvironment) { $1 }
     }
 
     var paths: Paths { Paths(environment: environment) }
@@ -89,9 +93,16 @@ final class CLIHarness: @unchecked Sendable {
             readLine: { lines.next() },
             environment: environment, workingDirectory: workingDirectory, clock: clock,
             stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
-            openStore: { _, _, _, _ in store })
+            openStore: opener)
         let status = Lanyard.run(args, context: context)
         return Result(status: status, stdout: out.text, stderr: err.text)
+    }
+
+    /// The real backends, or the in-memory store.
+    var opener: ConfiguredStoreOpener {
+        if realStores { return StoreOpeners.system }
+        let store = self.store
+        return { @Sendable _, _, _, _ in store }
     }
 
     /// Adds a signed-in slot to the registry (and a credential to the store).
@@ -115,4 +126,26 @@ func lanyardBinary() -> String {
     var url = URL(fileURLWithPath: #filePath)
     while url.lastPathComponent != "Tests" { url.deleteLastPathComponent() }
     return url.deletingLastPathComponent().appendingPathComponent(".build/debug/lanyard").path
+}
+
+/// Fails (never skips) when the private test keyring from scripts/with-keyring.sh is not there.
+func requireTestKeyring() throws {
+    try #require(ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING"] == "1",
+                 "run under `make check` (scripts/with-keyring.sh): these tests need the private test keyring")
+}
+
+/// A slot-name prefix unique to one test, since the test keyring is shared by the whole run.
+func uniquePrefix() -> String { "t" + String(UInt32.random(in: 0...UInt32.max), radix: 36) }
+
+import LanyardAuth
+
+extension CLIHarness {
+    /// The account manager the CLI would build (real stores when `realStores`).
+    func accountManager(transport: any HTTPTransport = URLSessionTransport()) throws -> AccountManager {
+        let config = try ConfigFile.load(path: paths.configFile).config
+        let paths = self.paths
+        let open = opener
+        return AccountManager(paths: paths, config: config, openStore: { kind, interactive in try open(kind, config, paths, interactive) },
+                              transport: transport, clock: SystemClock())
+    }
 }

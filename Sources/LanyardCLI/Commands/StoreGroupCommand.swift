@@ -75,17 +75,21 @@ enum StoreGroupCommand {
             }
             let slots = try rest.map { try SlotCommands.parseSlot($0, inv) }
             let migration = Migration(registry: inv.registry, open: { kind in try inv.store(kind, interactive: true) })
-            let steps = try migration.run(to: target, slots: slots, dryRun: inv.args.has("dry-run"))
+            func describe(_ step: Migration.Step) -> String {
+                let verb = ["moved": "moved", "already-there": "already in", "registry-only": "moved (no stored credential)",
+                            "would-move": "would move"][step.outcome] ?? step.outcome
+                return "\(step.slot.name): \(verb) \(step.outcome == "already-there" ? "" : "\(step.from.displayName) → ")\(step.to.displayName)"
+            }
+            // Progress goes out as each slot lands, so an interrupted migration shows how far it got.
+            let steps = try migration.run(to: target, slots: slots, dryRun: inv.args.has("dry-run")) { step in
+                if !inv.json { inv.stdout.line(describe(step)) }
+            }
             inv.emit(.object(["steps": .array(steps.map {
                 .object(["slot": .string($0.slot.name), "from": .string($0.from.rawValue), "to": .string($0.to.rawValue),
                          "outcome": .string($0.outcome)])
             })])) {
                 if steps.isEmpty { inv.stdout.line("No slots to migrate.") }
-                for step in steps {
-                    let verb = ["moved": "moved", "already-there": "already in", "registry-only": "moved (no stored credential)",
-                                "would-move": "would move"][step.outcome] ?? step.outcome
-                    inv.stdout.line("\(step.slot.name): \(verb) \(step.outcome == "already-there" ? "" : "\(step.from.displayName) → ")\(step.to.displayName)")
-                }
+                for step in steps where step.outcome == "already-there" || step.outcome == "would-move" { inv.stdout.line(describe(step)) }
             }
         }
         return .ok

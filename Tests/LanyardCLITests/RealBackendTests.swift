@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+@testable import LanyardCLI
+@testable import LanyardCore
+@testable import LanyardStore
+
+/// Commands against the real gnome-keyring of the test session and the real file store.
+@Suite(.serialized) struct RealBackendCommandTests {
+    func harness() throws -> CLIHarness {
+        try requireTestKeyring()
+        let h = CLIHarness()
+        h.realStores = true
+        return h
+    }
+
+    func credential(_ token: String, email: String) -> Credential {
+        Credential(provider: "openai", tokens: TokenSet(accessToken: token, refreshToken: "rt-" + token,
+                                                        expiresAt: Date(timeIntervalSince1970: 4_000_000_000)),
+                   lastRefresh: Date(timeIntervalSince1970: 1_799_000_000), account: AccountInfo(email: email, accountID: "acct-" + email))
+    }
+
+    /// Adds a slot with its credential in `backend`.
+    func seed(_ h: CLIHarness, _ name: String, backend: BackendKind) throws -> Slot {
+        let slot = try Slot(name)
+        let cred = credential("AT-\(name)", email: "\(name)@example.com")
+        try StoreOpeners.system(backend, LanyardConfig(), h.paths, false).put(cred, for: slot)
+        try h.registry.update { doc in
+            doc.slots[slot] = SlotRecord(provider: "openai", backend: backend, account: cred.account,
+                                         state: .signedIn(expiresAt: cred.tokens.expiresAt))
+        }
+        return slot
+    }
+
+    @Test func tokenReadsTheKeyringAndFileStore() throws {
+        let h = try harness()
+        let p = uniquePrefix()
+        #expect(h.run("store", "init", "--no-passphrase").status == 0)
+        let a = try seed(h, p + "-ss", backend: .secretService)
+        let b = try seed(h, p + "-file", backend: .file)
+        #expect(h.run("token", a.name).stdout == "AT-\(a.name)\n")
+        #expect(h.run("token", b.name).stdout == "AT-\(b.name)\n")
+        let j = h.run("token", a.name, "--json")
+        #expect(j.json["access_token"] as? String == "AT-\(a.name)")
+        _ = try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(a)
+        let missing = h.run("token", a.name)
+        #expect(missing.status == 3)
+        #expect(missing.stderr.contains("not signed in"))
+    }
+
+    @Test func doctorFindsAndRepairsMismatches() throws {
+        let h = try harness()
+        let p = uniquePrefix()
+        let kept = try seed(h, p + "-ok", backend: .secretService)
+        let orphan = try seed(h, p + "-orphan", backend: .secretService)
+        let ghost = try seed(h, p + "-ghost", backend: .secretService)
+        try h.registry.update { $0.slots[orphan] = nil }
+        try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(ghost)
+
+        let report = h.run("doctor", "--json")
+        #expect(report.status == 1)
+        let problems = report.json["problems"] as? [String] ?? []
+        #expect(problems.contains("\(ghost.name) has no stored credential"))
+        #expect(problems.contains("Secret Service holds \(orphan.name), which the registry does not list"))
+        let backends = report.json["backends"] as? [[String: Any]] ?? []
+        let ss = backends.first { $0["backend"] as? String == "secret-service" }
+        #expect(ss?["reachable"] as? Bool == true && ss?["locked"] as? Bool == false && ss?["persistent"] as? Bool == true)
+
+        let human = h.run("doctor")
+        #expect(human.stdout.contains("Run `lanyard doctor --repair`"))
+
+        let repair = h.run("doctor", "--repair")
+        #expect(repair.status == 0, "\(repair.stdout)")
+        #expect(repair.stdout.contains("repaired: added \(orphan.name) from Secret Service"))
+        let doc = try h.registry.load()
+        #expect(doc.slots[orphan]?.account.email == "\(orphan.name)@example.com")
+        #expect(doc.slots[ghost]?.state == .signedOut)
+        #expect(doc.slots[kept] != nil)
+        #expect(h.run("doctor").status == 0)
+        for slot in [kept, orphan] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(slot) }
+    }
+
+    @Test func migrateBothWays() throws {
+        let h = try harness()
+        let p = uniquePrefix()
+        #expect(h.run("store", "init", "--no-passphrase").status == 0)
+        let slots = try (0..<3).map { try seed(h, "\(p)-\($0)", backend: .secretService) }
+        let dry = h.run("store", "migrate", "--to", "file", "--dry-run", "--json")
+        #expect((dry.json["steps"] as? [[String: Any]])?.allSatisfy { $0["outcome"] as? String == "would-move" } == true)
+        #expect(try h.registry.load().slots.values.allSatisfy { $0.backend == .secretService })
+
+        let toFile = h.run("store", "migrate", "--to", "file")
+        #expect(toFile.status == 0, "\(toFile.stderr)")
+        let ss = try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false)
+        let file = try StoreOpeners.system(.file, LanyardConfig(), h.paths, false)
+        for slot in slots {
+            #expect(try file.get(slot).tokens.accessToken == "AT-\(slot.name)")
+            #expect(throws: StoreError.notFound(slot: slot.name)) { try ss.get(slot) }
+            #expect(try h.registry.load().slots[slot]?.backend == .file)
+        }
+        let back = h.run("store", "migrate", "--to", "secret-service", slots[0].name, "--json")
+        #expect(back.status == 0)
+        #expect(try ss.get(slots[0]).tokens.accessToken == "AT-\(slots[0].name)")
+        #expect(try h.registry.load().slots[slots[0]]?.backend == .secretService)
+        #expect(try file.list() == Array(slots.dropFirst()))
+        try ss.delete(slots[0])
+    }
+
+    /// kill -9 at varying points of a migration: every slot stays readable from the backend the
+    /// registry names or from the other one.
+    @Test func killedMigrationLosesNothing() throws {
+        let h = try harness()
+        let p = uniquePrefix()
+        #expect(h.run("store", "init", "--no-passphrase").status == 0)
+        let slots = try (0..<12).map { try seed(h, "\(p)-\($0)", backend: .secretService) }
+        let ss = try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false)
+        let file = try StoreOpeners.system(.file, LanyardConfig(), h.paths, false)
+        var environment = h.environment
+        environment["PATH"] = "/usr/bin:/bin"
+        for (round, target) in ["file", "secret-service", "file", "secret-service"].enumerated() {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: lanyardBinary())
+            process.arguments = ["store", "migrate", "--to", target]
+            process.environment = environment
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            // Let a few slots land, then kill it at a varying moment inside the next one.
+            var lines = 0
+            while lines < round + 1, let chunk = try out.fileHandleForReading.read(upToCount: 256), !chunk.isEmpty {
+                lines += chunk.filter { $0 == 0x0a }.count
+            }
+            usleep(UInt32(500 * round))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let doc = try h.registry.load()
+            for slot in slots {
+                let named = doc.slots[slot]!.backend == .file ? file : ss
+                let other = doc.slots[slot]!.backend == .file ? ss : file
+                let found = (try? named.get(slot)) ?? (try? other.get(slot))
+                #expect(found?.tokens.accessToken == "AT-\(slot.name)", "round \(round): \(slot.name)")
+            }
+        }
+        #expect(h.run("store", "migrate", "--to", "file").status == 0)
+        for slot in slots { #expect(try file.get(slot).tokens.accessToken == "AT-\(slot.name)") }
+    }
+
+    /// (The fallback to the file when no keyring answers is tested with `login` in a process
+    /// without a bus, since libsecret reads the process environment.)
+    @Test func autoBackendPrefersTheKeyring() throws {
+        let h = try harness()
+        #expect(try h.accountManager().backendForNewSlot() == .secretService)
+    }
+}
