@@ -13,6 +13,10 @@ prints exactly one line on stdout, ``READY http://127.0.0.1:PORT``, then logs to
 
 from __future__ import annotations
 
+import sys
+
+sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+
 import base64
 import copy
 import hashlib
@@ -21,7 +25,6 @@ import json
 import logging
 import os
 import secrets
-import sys
 import threading
 import time
 import uuid

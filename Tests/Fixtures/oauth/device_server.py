@@ -12,11 +12,14 @@ prints exactly one line on stdout, ``READY http://127.0.0.1:PORT``, then logs to
 
 from __future__ import annotations
 
+import sys
+
+sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+
 import copy
 import hashlib
 import html
 import logging
-import sys
 import threading
 import time
 
