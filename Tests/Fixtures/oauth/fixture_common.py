@@ -1,0 +1,454 @@
+"""Shared plumbing for Lanyard's OAuth test servers (test fixtures only).
+
+- FaultBook + FaultMiddleware: per-endpoint fault injection for the next N requests
+  (HTTP status + body, non-JSON body, huge body, connection reset, delay, 429 + Retry-After).
+- serve(): threaded WSGI server on 127.0.0.1, prints one ``READY http://HOST:PORT`` line on
+  stdout once bound, logs to stderr, stops cleanly on SIGTERM/SIGINT.
+- small helpers: JSON responses, JSON hook bodies, HS256 JWTs.
+
+Nothing here talks to anything but loopback clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from typing import Any, Callable
+
+from joserfc import jwt as jose_jwt
+from joserfc.jwk import OctKey
+from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
+
+log = logging.getLogger("oauth-fixture")
+
+HUGE_DEFAULT_SIZE = 2 * 1024 * 1024  # "a 2 MB body": 2 MiB exactly
+
+FAULT_TYPES = ("status", "non_json", "huge", "reset", "delay", "rate_limit")
+
+
+class HookError(Exception):
+    """Raised by test-hook handlers for a bad request; becomes a JSON 4xx answer."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class InjectedReset(ConnectionResetError):
+    """Raised below Flask to make the server drop the connection without any response."""
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON helpers
+
+
+def json_bytes(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+
+
+def hook_body(request) -> dict:
+    """The JSON object of a test-hook POST ({} when the body is empty)."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError as e:
+        raise HookError(f"body is not JSON: {e}")
+    if not isinstance(body, dict):
+        raise HookError("body must be a JSON object")
+    return body
+
+
+def want_number(body: dict, key: str, *, minimum: float = 0, integer: bool = False):
+    value = body[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise HookError(f"'{key}' must be a number")
+    if value < minimum:
+        raise HookError(f"'{key}' must be >= {minimum}")
+    if integer:
+        if int(value) != value:
+            raise HookError(f"'{key}' must be an integer")
+        return int(value)
+    return value
+
+
+def want_str(body: dict, key: str, default: str | None = None) -> str | None:
+    if key not in body or body[key] is None:
+        return default
+    value = body[key]
+    if not isinstance(value, str):
+        raise HookError(f"'{key}' must be a string")
+    return value
+
+
+def want_bool(body: dict, key: str, default: bool | None = None) -> bool | None:
+    if key not in body or body[key] is None:
+        return default
+    value = body[key]
+    if not isinstance(value, bool):
+        raise HookError(f"'{key}' must be true or false")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# JWT
+
+
+class HS256Signer:
+    """Signs JWTs with HS256 and a fixed, published key (clients only decode them)."""
+
+    def __init__(self, secret: str):
+        self.secret = secret
+        self.key = OctKey.import_key(secret.encode("utf-8"))
+
+    def encode(self, claims: dict) -> str:
+        return jose_jwt.encode({"alg": "HS256"}, claims, self.key, algorithms=["HS256"])
+
+
+def decode_jwt_claims_unverified(token: str) -> dict | None:
+    """Payload of a compact JWS without checking the signature (None if malformed)."""
+    import base64
+
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    seg = parts[1] + "=" * (-len(parts[1]) % 4)
+    try:
+        return json.loads(base64.urlsafe_b64decode(seg.encode("ascii")))
+    except (ValueError, UnicodeError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Fault injection
+
+
+def validate_fault(body: dict, endpoints: tuple[str, ...]) -> tuple[str, dict, int]:
+    """Checks a /_test/fault body; returns (endpoint, spec, count)."""
+    endpoint = want_str(body, "endpoint")
+    if endpoint is None:
+        raise HookError("'endpoint' is required")
+    if endpoint not in endpoints and endpoint != "any":
+        raise HookError(f"unknown endpoint '{endpoint}'; one of: {', '.join(endpoints + ('any',))}")
+    ftype = want_str(body, "type")
+    if ftype not in FAULT_TYPES:
+        raise HookError(f"'type' must be one of: {', '.join(FAULT_TYPES)}")
+    count = want_number(body, "count", minimum=1, integer=True) if "count" in body else 1
+    spec: dict[str, Any] = {"type": ftype}
+    if ftype == "status":
+        if "status" not in body:
+            raise HookError("'status' is required for type 'status'")
+        spec["status"] = want_number(body, "status", minimum=100, integer=True)
+        if spec["status"] > 599:
+            raise HookError("'status' must be 100..599")
+    if ftype == "non_json" and "status" in body:
+        spec["status"] = want_number(body, "status", minimum=100, integer=True)
+    if ftype == "rate_limit":
+        if "status" in body:
+            spec["status"] = want_number(body, "status", minimum=100, integer=True)
+        if "retry_after" in body and body["retry_after"] is not None:
+            ra = body["retry_after"]
+            if isinstance(ra, str):
+                spec["retry_after"] = ra
+            else:
+                spec["retry_after"] = str(want_number(body, "retry_after", minimum=0, integer=True))
+        else:
+            spec["retry_after"] = "1"
+    if ftype == "huge":
+        spec["size"] = (
+            want_number(body, "size", minimum=16, integer=True) if "size" in body else HUGE_DEFAULT_SIZE
+        )
+        spec["json"] = want_bool(body, "json", True)
+    if ftype == "delay":
+        if "seconds" not in body:
+            raise HookError("'seconds' is required for type 'delay'")
+        spec["seconds"] = want_number(body, "seconds", minimum=0)
+        if spec["seconds"] > 600:
+            raise HookError("'seconds' must be <= 600")
+    if "body" in body:
+        spec["body"] = body["body"]
+    if "content_type" in body:
+        spec["content_type"] = want_str(body, "content_type")
+    if "headers" in body:
+        headers = body["headers"]
+        if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            raise HookError("'headers' must be an object of string values")
+        spec["headers"] = headers
+    return endpoint, spec, count
+
+
+class FaultBook:
+    """FIFO queue of faults per endpoint name; each entry applies to its next `count` requests.
+
+    A request to endpoint E takes the head of E's queue if any, else the head of the "any" queue.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._queues: dict[str, deque] = {}
+
+    def add(self, endpoint: str, spec: dict, count: int) -> None:
+        with self._lock:
+            self._queues.setdefault(endpoint, deque()).append({"spec": spec, "remaining": count})
+
+    def take(self, endpoint: str) -> dict | None:
+        with self._lock:
+            for name in (endpoint, "any"):
+                q = self._queues.get(name)
+                if q:
+                    head = q[0]
+                    head["remaining"] -= 1
+                    if head["remaining"] <= 0:
+                        q.popleft()
+                    return head["spec"]
+        return None
+
+    def clear(self, endpoint: str | None = None) -> None:
+        with self._lock:
+            if endpoint is None:
+                self._queues.clear()
+            else:
+                self._queues.pop(endpoint, None)
+
+    def pending(self) -> dict:
+        with self._lock:
+            return {
+                name: [dict(e["spec"], remaining=e["remaining"]) for e in q]
+                for name, q in self._queues.items()
+                if q
+            }
+
+
+def _fault_body(spec: dict, default: Any) -> tuple[bytes, str]:
+    body = spec.get("body", default)
+    ctype = spec.get("content_type")
+    if isinstance(body, (dict, list, int, float, bool)) or body is None:
+        return json_bytes(body), ctype or "application/json"
+    data = str(body).encode("utf-8")
+    if ctype is None:
+        try:
+            json.loads(data)
+            ctype = "application/json"
+        except ValueError:
+            ctype = "text/plain; charset=utf-8"
+    return data, ctype
+
+
+def _huge_body(size: int, as_json: bool) -> bytes:
+    if not as_json:
+        return b"x" * size
+    head, tail = b'{"padding":"', b'"}'
+    return head + b"a" * (size - len(head) - len(tail)) + tail
+
+
+class FaultMiddleware:
+    """WSGI middleware in front of the Flask app that applies injected faults.
+
+    `route(path, method)` names the endpoint of a request (None = not fault-injectable, e.g.
+    the /_test/ hooks). `on_request(endpoint, fault_type_or_None)` is called for every
+    routed request so the app can keep per-endpoint counters.
+    """
+
+    def __init__(
+        self,
+        app,
+        book: FaultBook,
+        route: Callable[[str, str], str | None],
+        on_request: Callable[[str, str | None], None],
+        rate_limit_body: Any,
+    ):
+        self.app = app
+        self.book = book
+        self.route = route
+        self.on_request = on_request
+        self.rate_limit_body = rate_limit_body
+
+    def __call__(self, environ, start_response):
+        endpoint = self.route(environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "GET"))
+        if endpoint is None:
+            return self.app(environ, start_response)
+        spec = self.book.take(endpoint)
+        self.on_request(endpoint, spec["type"] if spec else None)
+        if spec is None:
+            return self.app(environ, start_response)
+        ftype = spec["type"]
+        log.info("fault %s on %s %s", ftype, environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
+        if ftype == "delay":
+            time.sleep(spec["seconds"])
+            return self.app(environ, start_response)
+        if ftype == "reset":
+            raise InjectedReset("injected connection reset")
+        extra = list(spec.get("headers", {}).items())
+        if ftype == "status":
+            data, ctype = _fault_body(spec, {"error": "injected_fault", "status": spec["status"]})
+            status = spec["status"]
+        elif ftype == "non_json":
+            data, ctype = _fault_body(
+                spec, "<html><body><h1>Service temporarily unavailable</h1></body></html>"
+            )
+            if "content_type" not in spec and "body" not in spec:
+                ctype = "text/html; charset=utf-8"
+            status = spec.get("status", 200)
+        elif ftype == "huge":
+            data = _huge_body(spec["size"], spec["json"])
+            ctype = spec.get("content_type") or ("application/json" if spec["json"] else "text/plain")
+            status = 200
+        elif ftype == "rate_limit":
+            data, ctype = _fault_body(spec, self.rate_limit_body)
+            status = spec.get("status", 429)
+            extra.append(("Retry-After", spec["retry_after"]))
+        else:  # pragma: no cover - validated earlier
+            raise AssertionError(ftype)
+        reason = _REASONS.get(status, "Injected")
+        headers = [("Content-Type", ctype), ("Content-Length", str(len(data)))] + extra
+        start_response(f"{status} {reason}", headers)
+        return [data]
+
+
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    410: "Gone",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Server
+
+
+class _Handler(WSGIRequestHandler):
+    def connection_dropped(self, error, environ=None):
+        if isinstance(error, InjectedReset):
+            # No response at all: abortive close (RST) once the handler returns.
+            self.close_connection = True
+            try:
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+            except OSError:
+                pass
+            self.server.mark_abort(self.connection)
+
+    def log_request(self, code="-", size="-"):
+        # One plain line per request on stderr (werkzeug's own line carries ANSI colours).
+        code = getattr(code, "value", code)
+        log.info('%s "%s" %s', self.address_string(), self.requestline, code)
+
+
+class _Server(ThreadedWSGIServer):
+    """werkzeug's threaded WSGI server (what make_server(threaded=True) builds), plus
+    abortive close for sockets marked by an injected reset."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, host, port, app):
+        self._abort = weakref.WeakSet()
+        self._abort_lock = threading.Lock()
+        super().__init__(host, port, app, handler=_Handler)
+
+    def mark_abort(self, sock) -> None:
+        with self._abort_lock:
+            self._abort.add(sock)
+
+    def shutdown_request(self, request):
+        with self._abort_lock:
+            abort = request in self._abort
+            self._abort.discard(request)
+        if abort:
+            # Skip the graceful shutdown(SHUT_WR): close with SO_LINGER 0 sends RST.
+            self.close_request(request)
+        else:
+            super().shutdown_request(request)
+
+
+def base_arg_parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default)")
+    p.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="stop when the parent process goes away (so an aborted test run leaves nothing behind)",
+    )
+    p.add_argument(
+        "--log-level", default="INFO", help="stderr log level: DEBUG, INFO (default), WARNING, ERROR"
+    )
+    return p
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+
+
+def url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def serve(app, host: str, port: int, on_bound: Callable[[str], None], exit_with_parent=False) -> int:
+    """Binds, calls on_bound(base_url), prints the READY line, serves until SIGTERM/SIGINT."""
+    try:
+        server = _Server(host, port, app)
+    except SystemExit:
+        print(f"cannot bind {host}:{port}", file=sys.stderr)
+        return 1
+    actual_port = server.socket.getsockname()[1]
+    base_url = f"http://{url_host(host)}:{actual_port}"
+    on_bound(base_url)
+
+    stop = threading.Event()
+
+    def _on_signal(signum, _frame):
+        log.info("signal %d: stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    try:
+        sys.stdout.write(f"READY {base_url}\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError):
+        pass
+    log.info("serving on %s (pid %d)", base_url, os.getpid())
+
+    parent = os.getppid()
+    while not stop.wait(0.25):
+        if exit_with_parent and os.getppid() != parent:
+            log.info("parent %d went away: stopping", parent)
+            break
+        if not thread.is_alive():
+            log.error("server thread died")
+            return 1
+    server.shutdown()
+    server.server_close()
+    log.info("stopped")
+    return 0
