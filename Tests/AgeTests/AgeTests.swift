@@ -169,6 +169,23 @@ struct AgeTests {
         #expect(Sodium.base64Decode("AB==", padded: true) == nil)
         #expect(Sodium.base64Decode("AA", padded: true) == nil)
         #expect(Sodium.base64Decode("AA\n") == nil)
+        // Bytes >= 0x80 fool libsodium 1.0.18's alphabet check (found by fuzzing).
+        for high: UInt8 in [0x80, 0xC4, 0xFF] {
+            let text: [UInt8] = [0x41, 0x41, high, 0x41]
+            #expect(text.withUnsafeBytes { Sodium.base64Decode($0, padded: false) } == nil)
+            #expect(text.withUnsafeBytes { Sodium.base64Decode($0, padded: true) } == nil)
+        }
+    }
+
+    @Test("fuzzer findings stay fixed")
+    func fuzzRegressions() throws {
+        let id = X25519Identity.generate()
+        let armor = try Data(contentsOf: URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().appendingPathComponent("../../Fuzz/seeds/armor/regression-high-bit-base64"))
+        #expect(throws: AgeError.armor(line: 4, .invalidBase64)) { try Armor.decode(armor) }
+        let header = try Data(contentsOf: URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().appendingPathComponent("../../Fuzz/seeds/header/regression-high-bit-base64"))
+        #expect(throws: AgeError.header(line: 3, .invalidBodyBase64)) { try Age.decrypt(header, with: [id]) }
     }
 
     @Test("decrypting an 8 KB X25519 file is well under a millisecond")
