@@ -220,3 +220,44 @@ func headerLength(_ file: Data) -> Int {
     }
     return bytes.count
 }
+
+/// A third-party recipient type that emits a stanza the header cannot carry.
+private struct BrokenRecipient: Recipient {
+    func wrap(fileKey: [UInt8]) throws(AgeError) -> [Stanza] {
+        [Stanza(type: "example.com/broken", arguments: [""], body: [])]
+    }
+}
+
+/// A third-party identity type: proves the protocols are usable from outside.
+private struct FixedKeyIdentity: Identity {
+    let key: [UInt8]
+    func unwrap(stanzas: [Stanza]) throws(AgeError) -> [UInt8]? {
+        stanzas.contains { $0.type == "example.com/fixed" } ? key : nil
+    }
+}
+
+private struct FixedKeyRecipient: Recipient {
+    func wrap(fileKey: [UInt8]) throws(AgeError) -> [Stanza] {
+        [Stanza(type: "example.com/fixed", arguments: ["v1"], body: fileKey)]  // insecure: test only
+    }
+}
+
+@Suite("Extensibility")
+struct ExtensibilityTests {
+    @Test("custom recipients and identities plug in; bad stanzas are refused at encryption")
+    func custom() throws {
+        #expect(throws: AgeError.stanza(index: 1, type: "example.com/broken", .unencodableArgument)) {
+            try Age.encrypt(Data("x".utf8), to: [BrokenRecipient()])
+        }
+        let file = try Age.encrypt(Data("hello".utf8), to: [FixedKeyRecipient()])
+        let header = try [UInt8](file).withUnsafeBytes { try Header.parse($0) }
+        let key = header.stanzas[0].body
+        #expect(try Age.decrypt(file, with: [X25519Identity.generate(), FixedKeyIdentity(key: key)]) == Data("hello".utf8))
+        #expect(throws: AgeError.headerMACMismatch) {
+            try Age.decrypt(file, with: [FixedKeyIdentity(key: [UInt8](repeating: 0, count: 16))])
+        }
+        #expect(throws: AgeError.noIdentityMatched(stanzaTypes: ["example.com/fixed"])) {
+            try Age.decrypt(file, with: [X25519Identity.generate()])
+        }
+    }
+}
