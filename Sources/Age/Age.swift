@@ -9,7 +9,9 @@ public protocol Recipient: Sendable {
 /// Something that can decrypt files: recovers the file key from stanzas.
 public protocol Identity: Sendable {
     /// Returns the file key if one of `stanzas` is addressed to this identity,
-    /// nil if none is. Throws if a stanza of this identity's type is malformed.
+    /// nil if none is. Throws if a stanza of this identity's type is malformed,
+    /// which stops decryption; throwing `AgeError.incorrectPassphrase` instead
+    /// lets `Age.decrypt` go on with the next identity.
     func unwrap(stanzas: [Stanza]) throws(AgeError) -> [UInt8]?
 }
 
@@ -41,7 +43,7 @@ public enum Age {
         // A custom recipient could hand us something unencodable; fail now, not at decryption.
         for (i, stanza) in stanzas.enumerated() {
             for arg in [stanza.type] + stanza.arguments where !Stanza.validArgument(arg) {
-                throw .stanza(index: i + 1, type: AgeError.printable(stanza.type), .invalidBase64Argument(position: 0))
+                throw .stanza(index: i + 1, type: AgeError.printable(stanza.type), .unencodableArgument)
             }
         }
 

@@ -127,6 +127,8 @@ public enum AgeError: Error, Sendable, Equatable, LocalizedError, CustomStringCo
         case wrongBodyLength(actual: Int)
         /// The X25519 share is a low-order point (all-zero shared secret).
         case lowOrderShare
+        /// (Encryption) a recipient produced an empty or non-printable argument.
+        case unencodableArgument
     }
 
     /// What exactly is wrong with a Bech32 key string.
@@ -165,7 +167,9 @@ public enum AgeError: Error, Sendable, Equatable, LocalizedError, CustomStringCo
         case let .noIdentityMatched(types):
             let shown = types.prefix(8).map { Self.printable($0) }.joined(separator: ", ")
             let more = types.count > 8 ? ", …" : ""
-            return "no identity matched any recipient of the file (stanza types: \(shown)\(more))"
+            // Say why when the file is for recipient types libsodium cannot do.
+            let pq = types.contains { $0.hasPrefix("mlkem768") } ? "; post-quantum (ML-KEM) recipients are not supported" : ""
+            return "no identity matched any recipient of the file (stanza types: \(shown)\(more))\(pq)"
         case .incorrectPassphrase:
             return "incorrect passphrase"
         case .headerMACMismatch:
@@ -262,6 +266,8 @@ extension AgeError.StanzaProblem {
             return "body is \(actual) bytes, expected 32"
         case .lowOrderShare:
             return "ephemeral share is a low-order point"
+        case .unencodableArgument:
+            return "an argument is empty or has a character outside printable ASCII"
         }
     }
 }

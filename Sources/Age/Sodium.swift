@@ -229,6 +229,11 @@ enum Sodium {
             if t[n - 1] == UInt8(ascii: "=") { significant -= 1 }
             if t[n - 2] == UInt8(ascii: "=") { significant -= 1 }
         }
+        // libsodium 1.0.18 reads input as (signed) char, and bytes >= 0x80 can
+        // slip through its constant-time alphabet check as valid symbols (found
+        // by fuzzing). Validate the alphabet here before handing it over.
+        for i in 0..<significant where base64Value(t[i]) == nil { return nil }
+        for i in significant..<n where t[i] != UInt8(ascii: "=") { return nil }
         switch significant % 4 {
         case 1: return nil
         case 2: guard let v = base64Value(t[significant - 1]), v & 0x0F == 0 else { return nil }

@@ -169,6 +169,23 @@ struct AgeTests {
         #expect(Sodium.base64Decode("AB==", padded: true) == nil)
         #expect(Sodium.base64Decode("AA", padded: true) == nil)
         #expect(Sodium.base64Decode("AA\n") == nil)
+        // Bytes >= 0x80 fool libsodium 1.0.18's alphabet check (found by fuzzing).
+        for high: UInt8 in [0x80, 0xC4, 0xFF] {
+            let text: [UInt8] = [0x41, 0x41, high, 0x41]
+            #expect(text.withUnsafeBytes { Sodium.base64Decode($0, padded: false) } == nil)
+            #expect(text.withUnsafeBytes { Sodium.base64Decode($0, padded: true) } == nil)
+        }
+    }
+
+    @Test("fuzzer findings stay fixed")
+    func fuzzRegressions() throws {
+        let id = X25519Identity.generate()
+        let armor = try Data(contentsOf: URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().appendingPathComponent("../../Fuzz/seeds/armor/regression-high-bit-base64"))
+        #expect(throws: AgeError.armor(line: 4, .invalidBase64)) { try Armor.decode(armor) }
+        let header = try Data(contentsOf: URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().appendingPathComponent("../../Fuzz/seeds/header/regression-high-bit-base64"))
+        #expect(throws: AgeError.header(line: 3, .invalidBodyBase64)) { try Age.decrypt(header, with: [id]) }
     }
 
     @Test("decrypting an 8 KB X25519 file is well under a millisecond")
@@ -202,4 +219,45 @@ func headerLength(_ file: Data) -> Int {
         i += 1
     }
     return bytes.count
+}
+
+/// A third-party recipient type that emits a stanza the header cannot carry.
+private struct BrokenRecipient: Recipient {
+    func wrap(fileKey: [UInt8]) throws(AgeError) -> [Stanza] {
+        [Stanza(type: "example.com/broken", arguments: [""], body: [])]
+    }
+}
+
+/// A third-party identity type: proves the protocols are usable from outside.
+private struct FixedKeyIdentity: Identity {
+    let key: [UInt8]
+    func unwrap(stanzas: [Stanza]) throws(AgeError) -> [UInt8]? {
+        stanzas.contains { $0.type == "example.com/fixed" } ? key : nil
+    }
+}
+
+private struct FixedKeyRecipient: Recipient {
+    func wrap(fileKey: [UInt8]) throws(AgeError) -> [Stanza] {
+        [Stanza(type: "example.com/fixed", arguments: ["v1"], body: fileKey)]  // insecure: test only
+    }
+}
+
+@Suite("Extensibility")
+struct ExtensibilityTests {
+    @Test("custom recipients and identities plug in; bad stanzas are refused at encryption")
+    func custom() throws {
+        #expect(throws: AgeError.stanza(index: 1, type: "example.com/broken", .unencodableArgument)) {
+            try Age.encrypt(Data("x".utf8), to: [BrokenRecipient()])
+        }
+        let file = try Age.encrypt(Data("hello".utf8), to: [FixedKeyRecipient()])
+        let header = try [UInt8](file).withUnsafeBytes { try Header.parse($0) }
+        let key = header.stanzas[0].body
+        #expect(try Age.decrypt(file, with: [X25519Identity.generate(), FixedKeyIdentity(key: key)]) == Data("hello".utf8))
+        #expect(throws: AgeError.headerMACMismatch) {
+            try Age.decrypt(file, with: [FixedKeyIdentity(key: [UInt8](repeating: 0, count: 16))])
+        }
+        #expect(throws: AgeError.noIdentityMatched(stanzaTypes: ["example.com/fixed"])) {
+            try Age.decrypt(file, with: [X25519Identity.generate()])
+        }
+    }
 }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fuzz the Age module with libFuzzer.
+#
+#   scripts/fuzz.sh [SECONDS]    # total time, split evenly across harnesses (default 60)
+#
+# Each harness in Fuzz/ is compiled together with Sources/Age/*.swift by swiftc
+# (libFuzzer and ASan come with the Swift toolchain), then run from the seeds in
+# Fuzz/seeds/<name> with a working corpus under .build/fuzz (never committed).
+# Exits non-zero if any harness crashes; the reproducer is in .build/fuzz/artifacts.
+set -euo pipefail
+
+total=${1:-60}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out="$root/.build/fuzz"
+harnesses=(header armor)
+per=$(( total / ${#harnesses[@]} ))
+(( per >= 1 )) || per=1
+swiftc=${SWIFTC:-swiftc}
+
+mkdir -p "$out/artifacts"
+# Let ASan/libFuzzer report crashes; the Swift backtracer can hang under ASan.
+export SWIFT_BACKTRACE=enable=no
+status=0
+for name in "${harnesses[@]}"; do
+    src="$root/Fuzz/${name^}Fuzz.swift"
+    bin="$out/$name-fuzzer"
+    echo "== building $name harness"
+    "$swiftc" -O -g -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz \
+        -I "$root/Sources/CSodium" -lsodium \
+        "$root"/Sources/Age/*.swift "$src" -o "$bin"
+
+    mkdir -p "$out/corpus/$name"
+    dict=()
+    [[ -f "$root/Fuzz/$name.dict" ]] && dict=(-dict="$root/Fuzz/$name.dict")
+    echo "== fuzzing $name for ${per}s"
+    if ! "$bin" -max_total_time="$per" -print_final_stats=1 -rss_limit_mb=2048 \
+        -artifact_prefix="$out/artifacts/$name-" "${dict[@]}" \
+        "$out/corpus/$name" "$root/Fuzz/seeds/$name"; then
+        echo "FAIL: $name harness crashed; reproducer in $out/artifacts/ (run: $bin <file>)" >&2
+        status=1
+    fi
+done
+exit $status
