@@ -33,10 +33,12 @@ let package = Package(
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
         .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore"]),
 
+        .target(name: "LanyardTestSupport", path: "Tests/Support"),
         .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore"]),
+        .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
         .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardCore"]),
-        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardStore", "LanyardCore"]),
+        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
