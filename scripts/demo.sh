@@ -1,13 +1,82 @@
 #!/bin/sh
-# Narrated tour of Lanyard in a throwaway HOME (the sign-in issue extends this end to end).
+# `make demo`: Lanyard end to end against the bundled ChatGPT-protocol emulator, in a throwaway
+# HOME. Two accounts sign in with the device-code flow (approved the way a browser would), then
+# list, switch, status, token, refresh and doctor. Narrated; nothing outside the temp folder changes.
 set -eu
 cd "$(dirname "$0")/.."
 bin=$(swift build --show-bin-path)/lanyard
 demo=$(mktemp -d "${TMPDIR:-/tmp}/lanyard-demo.XXXXXX")
-trap 'rm -rf "$demo"' EXIT INT TERM
-export HOME="$demo" XDG_CONFIG_HOME="$demo/config" XDG_DATA_HOME="$demo/data" XDG_STATE_HOME="$demo/state"
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-say "lanyard --help"
-"$bin" --help
-say "lanyard list (no slots yet)"
-"$bin" list
+server_pid=""
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$demo"; }
+trap cleanup EXIT INT TERM
+
+export HOME="$demo/home" XDG_CONFIG_HOME="$demo/config" XDG_DATA_HOME="$demo/data" XDG_STATE_HOME="$demo/state" \
+       XDG_RUNTIME_DIR="$demo/run"
+mkdir -p "$HOME" "$XDG_CONFIG_HOME/lanyard" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+unset DBUS_SESSION_BUS_ADDRESS LANYARD_ACCOUNT   # no keyring here: `backend = auto` picks the file store
+
+bold=$(printf '\033[1m'); dim=$(printf '\033[2m'); off=$(printf '\033[0m')
+say() { printf '\n%s== %s%s\n' "$bold" "$*" "$off"; }
+run() { printf '%s$ lanyard %s%s\n' "$dim" "$*" "$off"; "$bin" "$@"; }
+
+say "Starting the ChatGPT-protocol emulator on 127.0.0.1 (a stand-in for auth.openai.com)"
+.venv/bin/python Tests/Fixtures/oauth/chatgpt_emulator.py --port 0 --exit-with-parent --log-level WARNING > "$demo/server.out" &
+server_pid=$!
+while ! grep -q '^READY ' "$demo/server.out" 2>/dev/null; do
+  kill -0 "$server_pid" 2>/dev/null || { echo "demo: the emulator did not start" >&2; exit 1; }
+  sleep 0.1
+done
+base=$(sed -n 's/^READY //p' "$demo/server.out")
+echo "emulator at $base"
+cat > "$XDG_CONFIG_HOME/lanyard/config.ini" <<INI
+[store]
+backend = auto
+[provider.openai]
+issuer = $base
+usage-base-url = $base
+INI
+
+say "No keyring on this machine, so the encrypted file store (age format) holds the tokens"
+run store init --no-passphrase
+
+# Signs one account in: lanyard login runs in the background; we read the code it shows and
+# approve it on the emulator's page, as a person would in a browser.
+sign_in() { # EMAIL PLAN [SLOT]
+  email=$1 plan=$2; shift 2
+  printf '%s$ lanyard login %s%s\n' "$dim" "$*" "$off"
+  "$bin" login "$@" 2> "$demo/login.err" &
+  login_pid=$!
+  code=""
+  while [ -z "$code" ]; do
+    kill -0 "$login_pid" 2>/dev/null || { cat "$demo/login.err" >&2; exit 1; }
+    code=$(sed -n 's/^    \([A-Z0-9-][A-Z0-9-]*\)$/\1/p' "$demo/login.err" 2>/dev/null | head -n 1)
+    [ -n "$code" ] || sleep 0.1
+  done
+  sed -n '1,/^    [A-Z0-9-]*$/p' "$demo/login.err"
+  printf '%s(approving %s as %s in the "browser")%s\n' "$dim" "$code" "$email" "$off"
+  curl -fsS -o /dev/null -d "user_code=$code" -d "email=$email" -d "plan=$plan" "$base/codex/device"
+  wait "$login_pid"
+}
+
+say "Sign in a personal account (the slot is named after the email)"
+sign_in alice@home.example plus
+say "Sign in a work account into a slot called work"
+sign_in alice@corp.example team work
+
+say "Every slot, without unlocking anything"
+run list
+run rename alice personal
+run switch work
+run status
+say "Which account applies here, and why"
+run which
+LANYARD_ACCOUNT=personal "$bin" which
+say "A script takes the token (shown cut short here)"
+printf '%s$ lanyard token | cut -c1-24%s\n' "$dim" "$off"
+"$bin" token | cut -c1-24
+say "Refresh now (rotating refresh tokens are never used twice)"
+run refresh --all
+run status personal --json
+say "Health check"
+run doctor
+say "Done. Everything above lived in $demo, which is now removed."
