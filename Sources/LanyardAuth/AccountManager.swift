@@ -5,6 +5,9 @@ import LanyardStore
 /// Opens a backend's store; `interactive` selects the longer timeout.
 public typealias StoreOpener = @Sendable (_ kind: BackendKind, _ interactive: Bool) throws -> any CredentialStore
 
+/// Runs a due refresh somewhere else (the CLI: a detached worker process that survives its caller).
+public typealias RefreshRunner = @Sendable (_ slot: Slot, _ force: Bool) async throws -> Void
+
 /// The operations on slots that involve providers and stores: sign-in, sign-out and (with the
 /// token lifecycle) refresh. The CLI and LanyardKit both go through it, so they behave the same.
 public struct AccountManager: Sendable {
@@ -14,6 +17,8 @@ public struct AccountManager: Sendable {
     public let transport: any HTTPTransport
     public let clock: any WallClock
     public let sleeper: any Sleeper
+    /// Where due refreshes run; nil runs them in this process (in a task the caller cannot cancel).
+    public var refreshRunner: RefreshRunner?
 
     public init(paths: Paths, config: LanyardConfig, openStore: @escaping StoreOpener, transport: any HTTPTransport,
                 clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {

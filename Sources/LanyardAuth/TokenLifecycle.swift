@@ -41,11 +41,32 @@ extension AccountManager {
     /// crash or a failed write never loses the only live refresh token.
     public func freshCredential(slot: Slot, force: Bool = false) async throws -> Credential {
         let (record, store) = try storeOf(slot)
+        if record.state == .reauthenticationRequired {
+            throw ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
+        }
         let before = try read(slot, store)
-        if !force && !refreshRule.needsRefresh(before, now: clock.now()) { return before }
+        if !force && !refreshRule.needsRefresh(before, now: clock.now()) && !RecoveryFile(paths: paths, slot: slot).exists {
+            return before
+        }
+        if let refreshRunner {
+            try await refreshRunner(slot, force)
+            return try read(slot, store)
+        }
+        // Detached: cancelling the caller must never abandon a refresh whose answer is in flight,
+        // since the server has rotated the token by then.
+        let manager = self
+        return try await Task.detached { try await manager.refreshUnderLock(slot: slot, force: force, record: record, store: store, before: before) }.value
+    }
 
+    func refreshUnderLock(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential) async throws -> Credential {
         let lock = try await SlotLock.acquire(slot: slot, paths: paths)
         defer { withExtendedLifetime(lock) {} }
+        // A refresh that died after the server rotated the token left the new tokens here.
+        let recovery = RecoveryFile(paths: paths, slot: slot)
+        if recovery.exists, let recovered = try? recovery.read() {
+            try store.put(recovered, for: slot)
+            recovery.remove()
+        }
         let current = try read(slot, store)
         if current.tokens.refreshToken != before.tokens.refreshToken || current.tokens.accessToken != before.tokens.accessToken {
             // Another process refreshed while we waited for the lock.
@@ -79,7 +100,6 @@ extension AccountManager {
             tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken,
                              idToken: tokens.idToken ?? current.tokens.idToken, expiresAt: tokens.expiresAt(now: now)),
             lastRefresh: now, account: account)
-        let recovery = RecoveryFile(paths: paths, slot: slot)
         try recovery.write(refreshed)
         do {
             try store.put(refreshed, for: slot)
@@ -170,6 +190,8 @@ struct RecoveryFile {
     }
 
     func remove() { unlink(path) }
+
+    var exists: Bool { access(path, F_OK) == 0 }
 
     static func all(paths: Paths) -> [(Slot, RecoveryFile)] {
         let dir = paths.stateDirectory + "/recovery"

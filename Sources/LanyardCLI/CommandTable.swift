@@ -31,6 +31,8 @@ public struct CommandSpec: Sendable {
     /// Whether it acts on one slot chosen by account resolution (and so takes `--account`).
     public let takesAccount: Bool
     public let details: String
+    /// Internal commands left out of help, the man page and completions.
+    public var hidden = false
     let run: @Sendable (Invocation) throws -> ExitStatus
 }
 

@@ -51,8 +51,8 @@ public struct CommandContext: Sendable {
     public var stderrIsTTY: Bool
     public var stdinIsTTY: Bool
     public var openStore: ConfiguredStoreOpener
-    /// HTTP to providers.
-    public var transport: any HTTPTransport
+    /// HTTP to providers; nil means URLSession with the configured timeout.
+    public var transport: (any HTTPTransport)?
     /// How waits happen (tests inject a fast or manual one).
     public var sleeper: any Sleeper
     /// Whether Ctrl-C cancels long operations (true for the real process only).
@@ -62,7 +62,7 @@ public struct CommandContext: Sendable {
                 environment: [String: String], workingDirectory: String, clock: any WallClock = SystemClock(),
                 stdoutIsTTY: Bool = false, stderrIsTTY: Bool = false, stdinIsTTY: Bool = false,
                 openStore: @escaping ConfiguredStoreOpener = StoreOpeners.unavailable,
-                transport: any HTTPTransport = URLSessionTransport(), sleeper: any Sleeper = TaskSleeper(),
+                transport: (any HTTPTransport)? = nil, sleeper: any Sleeper = TaskSleeper(),
                 handlesSignals: Bool = false) {
         self.stdout = stdout
         self.stderr = stderr

@@ -53,8 +53,11 @@ public final class Invocation: @unchecked Sendable {
         let config = try config()
         let open = context.openStore
         let paths = paths
-        return AccountManager(paths: paths, config: config, openStore: { kind, interactive in try open(kind, config, paths, interactive) },
-                              transport: context.transport, clock: context.clock, sleeper: context.sleeper)
+        var manager = AccountManager(paths: paths, config: config, openStore: { kind, interactive in try open(kind, config, paths, interactive) },
+                                     transport: context.transport ?? URLSessionTransport(timeout: config.httpTimeout),
+                                     clock: context.clock, sleeper: context.sleeper)
+        if context.handlesSignals { manager.refreshRunner = RefreshWorker.runner(environment: context.environment) }
+        return manager
     }
 
     /// Runs async work to completion; with signal handling on, Ctrl-C (SIGINT) or SIGTERM cancels it.

@@ -22,6 +22,8 @@ public struct LanyardConfig: Hashable, Sendable {
     /// Refresh anyway when the last refresh is older than this and `exp` is unreadable.
     public var refreshMaxAge: TimeInterval = 8 * 24 * 3600
     public var backoff: BackoffPolicy = .default
+    /// Seconds each HTTP request to a provider may take.
+    public var httpTimeout: TimeInterval = 30
     /// Seconds added to the polling interval on each `slow_down` (RFC 8628 says 5).
     public var slowDownIncrement: TimeInterval = 5
     /// The longest `login` waits for approval; nil means the provider's own limit.

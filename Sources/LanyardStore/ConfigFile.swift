@@ -30,6 +30,7 @@ public enum ConfigFile {
             "backoff": ["max-retries", "initial-delay", "maximum-delay", "respect-retry-after"],
             "integrations": ["codex"],
             "login": ["slow-down-increment", "timeout"],
+            "http": ["timeout"],
         ]
         let providerKeys: Set<String> = [
             "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
@@ -97,6 +98,7 @@ public enum ConfigFile {
         if let v = try bool("integrations", "codex") { config.codexIntegration = v }
         if let v = try number("login", "slow-down-increment") { config.slowDownIncrement = v }
         if let v = try number("login", "timeout", min: 1) { config.loginTimeout = v }
+        if let v = try number("http", "timeout", min: 0.1) { config.httpTimeout = v }
         return Loaded(config: config, warnings: warnings)
     }
 

@@ -34,7 +34,7 @@ enum MetaCommands {
         Commands:
 
         """
-        for c in Lanyard.commands {
+        for c in Lanyard.commands where !c.hidden {
             out += "  " + c.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + c.summary + "\n"
         }
         out += """

@@ -1,0 +1,104 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardStore
+
+/// Refreshes run in a detached worker process (its own session, so neither Ctrl-C nor a
+/// `kill -9` of the command that asked can stop it between the server rotating the refresh token
+/// and Lanyard storing the new one). The caller waits for it and reads the result from the store.
+enum RefreshWorker {
+    static let command = CommandSpec(
+        name: "refresh-worker", summary: "internal: run one slot's refresh to completion", arguments: "SLOT",
+        minArguments: 1, maxArguments: 1, flags: [FlagSpec("force", "refresh even when not due")],
+        prints: true, takesAccount: false, details: "", hidden: true) { inv in
+        let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
+        var worker = try inv.accounts()
+        worker.refreshRunner = nil
+        let manager = worker
+        let force = inv.args.has("force")
+        _ = try inv.runAsync { try await manager.freshCredential(slot: slot, force: force) }
+        inv.emit(.object(["slot": .string(slot.name), "ok": .bool(true)])) {}
+        return .ok
+    }
+
+    /// A runner that spawns `lanyard refresh-worker SLOT --json` in a new session and waits.
+    static func runner(environment: [String: String]) -> RefreshRunner {
+        { slot, force in
+            let result = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int32, Data), Error>) in
+                DispatchQueue.global().async {
+                    do { continuation.resume(returning: try spawnAndWait(slot: slot, force: force, environment: environment)) } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }
+            }
+            guard result.0 != 0 else { return }
+            throw WorkerError(status: result.0, body: result.1)
+        }
+    }
+
+    static func spawnAndWait(slot: Slot, force: Bool, environment: [String: String]) throws -> (Int32, Data) {
+        var pipe: [Int32] = [0, 0]
+        guard Glibc.pipe(&pipe) == 0 else { throw StoreError.io(path: "pipe", detail: String(cString: strerror(errno))) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addclose(&actions, pipe[0])
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // POSIX_SPAWN_SETSID (glibc): a session of its own, out of reach of the terminal's Ctrl-C.
+        posix_spawnattr_setflags(&attributes, Int16(0x80))
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let args = [executable, "refresh-worker", slot.name, "--json"] + (force ? ["--force"] : [])
+        let env = environment.map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        let spawned = withCStrings(args) { argv in
+            withCStrings(env) { envp in posix_spawn(&pid, executable, &actions, &attributes, argv, envp) }
+        }
+        close(pipe[1])
+        guard spawned == 0 else {
+            close(pipe[0])
+            throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(String(cString: strerror(spawned)))")
+        }
+        var output = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(pipe[0], &buffer, buffer.count)
+            if n > 0 { output.append(contentsOf: buffer[0..<n]); continue }
+            if n < 0 && errno == EINTR { continue }
+            break
+        }
+        close(pipe[0])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return (exit, output)
+    }
+
+    static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
+        let pointers = strings.map { strdup($0) } + [nil]
+        defer { pointers.forEach { free($0) } }
+        return body(pointers)
+    }
+}
+
+/// A refresh that failed in the worker: its code, message and exit status, as the worker reported.
+struct WorkerError: LanyardError {
+    let status: Int32
+    let reportedCode: String
+    let message: String
+
+    init(status: Int32, body: Data) {
+        self.status = status
+        let error = (try? JSONValue.parse(body))?["error"]
+        reportedCode = error?["code"]?.string ?? "refresh_failed"
+        message = error?["message"]?.string ?? "the refresh worker exited with status \(status)"
+    }
+
+    var code: String { reportedCode }
+    var exitStatus: ExitStatus { ExitStatus(rawValue: status) ?? .failure }
+    var errorDescription: String? { message }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import LanyardTestSupport
+@testable import LanyardAuth
+@testable import LanyardCore
+@testable import LanyardStore
+
+/// Waits briefly instead of for real, and records what it was asked to wait.
+final class RecordingSleeper: Sleeper, @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var delays: [TimeInterval] = []
+    func sleep(seconds: TimeInterval) async throws {
+        lock.withLock { delays.append(seconds) }
+        try await Task.sleep(nanoseconds: 2_000_000)
+    }
+    var recorded: [TimeInterval] { lock.withLock { delays } }
+}
+
+/// A home whose config points the openai provider at the emulator, with a file store.
+struct EmulatorHome {
+    let server: OAuthTestServer
+    let home = TestHome()
+
+    init(extraConfig: String = "") async throws {
+        server = try OAuthTestServer(.chatgptEmulator)
+        try home.writeConfig("""
+        [store]
+        backend = file
+        [provider.openai]
+        issuer = \(server.baseURL.absoluteString)
+        usage-base-url = \(server.baseURL.absoluteString)
+        \(extraConfig)
+        """)
+        let initialized = try home.run("store", "init", "--no-passphrase")
+        guard initialized.status == 0 else { throw ServerError("store init failed: \(initialized.stderr)") }
+    }
+
+    var paths: Paths { Paths(environment: home.environment) }
+
+    func manager(sleeper: any Sleeper = RecordingSleeper(), transport: any HTTPTransport = URLSessionTransport(timeout: 5)) throws -> AccountManager {
+        let config = try ConfigFile.load(path: paths.configFile).config
+        let paths = self.paths
+        return AccountManager(paths: paths, config: config,
+                              openStore: { kind, _ in
+                                  switch kind {
+                                  case .file: return EncryptedFileStore(paths: paths)
+                                  case .secretService: return SecretServiceStore(timeout: 5)
+                                  }
+                              },
+                              transport: transport, sleeper: sleeper)
+    }
+
+    /// Signs `email` into `slot` through the library, approving on the emulator when the code shows.
+    @discardableResult
+    func signIn(_ slot: String, email: String, plan: String = "plus") async throws -> Credential {
+        let server = self.server
+        let (_, credential) = try await manager().signIn(slot: try Slot(slot), providerID: "openai") { event in
+            if case .deviceCode(let auth) = event {
+                Task { _ = try await server.hook("/_test/approve", ["user_code": auth.userCode, "email": email, "plan": plan]) }
+            }
+        }
+        return credential
+    }
+
+    func stored(_ slot: String) throws -> Credential { try EncryptedFileStore(paths: paths).get(try Slot(slot)) }
+    func record(_ slot: String) throws -> SlotRecord? { try Registry(paths: paths).load().slots[try Slot(slot)] }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// A private HOME with XDG folders for one test, removed when released, and a way to run the
+/// built `lanyard` binary in it as a separate process.
+public final class TestHome: @unchecked Sendable {
+    public let root: String
+
+    public init() {
+        let base = (NSTemporaryDirectory() as NSString).standardizingPath
+        var template = Array((base + "/lanyard-home.XXXXXX").utf8CString)
+        root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        for dir in ["home", "config/lanyard", "data", "state", "run"] {
+            try? FileManager.default.createDirectory(atPath: root + "/" + dir, withIntermediateDirectories: true,
+                                                     attributes: [.posixPermissions: 0o700])
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    /// The XDG environment, plus the test keyring's bus when there is one.
+    public var environment: [String: String] {
+        var env = ProcessInfo.processInfo.environment.filter { ["DBUS_SESSION_BUS_ADDRESS", "PATH", "LANG"].contains($0.key) }
+        env.merge(["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
+                   "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run"]) { $1 }
+        return env
+    }
+
+    /// Writes `config.ini`.
+    public func writeConfig(_ text: String) throws {
+        try text.write(toFile: root + "/config/lanyard/config.ini", atomically: true, encoding: .utf8)
+    }
+
+    public struct Output: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+    }
+
+    /// Starts `lanyard ARGS` without waiting.
+    public func start(_ args: [String], extraEnvironment: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
+        let p = Process()
+        p.executableURL = repositoryRoot.appendingPathComponent(".build/debug/lanyard")
+        p.arguments = args
+        p.environment = environment.merging(extraEnvironment) { $1 }
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        return (p, out, err)
+    }
+
+    /// Runs `lanyard ARGS` to completion.
+    @discardableResult
+    public func run(_ args: String..., extraEnvironment: [String: String] = [:]) throws -> Output {
+        let (p, out, err) = try start(args, extraEnvironment: extraEnvironment)
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Output(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+}
