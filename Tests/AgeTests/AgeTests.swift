@@ -130,7 +130,8 @@ struct AgeTests {
 
         #expect(throws: AgeError.invalidIdentity(line: nil, .noIdentities)) { try Age.parseIdentityFile("# nothing\n\n") }
         #expect(throws: AgeError.invalidIdentity(line: 2, .invalidChecksum)) {
-            try Age.parseIdentityFile("# x\n\(a.secretKeyString.dropLast())Q\n")
+            // Change the last checksum character (to one that differs from it).
+            try Age.parseIdentityFile("# x\n\(a.secretKeyString.dropLast())\(a.secretKeyString.last == "Q" ? "P" : "Q")\n")
         }
         #expect(throws: AgeError.invalidIdentity(line: 1, .unsupportedType("post-quantum (ML-KEM)"))) {
             try Age.parseIdentityFile("AGE-SECRET-KEY-PQ-1HZLGZUPT4ETPKDEV8HSGFDCYZ4E522W0A7PU2LHT8EH9W6YLNC3SW78XKG\n")

@@ -242,7 +242,7 @@ import Testing
         #expect(h.run("version", "--json").json["version"] as? String == Lanyard.version)
         let help = h.run("help")
         #expect(help.status == 0)
-        for command in Lanyard.commands { #expect(help.stdout.contains("  \(command.name) ")) }
+        for command in Lanyard.commands { #expect(help.stdout.contains("  \(command.name) ") == !command.hidden) }
         #expect(h.run().stdout == help.stdout)
         #expect(h.run("help", "switch").stdout.hasPrefix("Usage: lanyard switch SLOT"))
         #expect(h.run("switch", "--help").stdout == h.run("help", "switch").stdout)
