@@ -1,0 +1,102 @@
+import Foundation
+import LanyardCore
+
+/// An account's usage as the ChatGPT backend reports it (`/backend-api/wham/usage`).
+public struct UsageReport: Sendable, Hashable {
+    public var plan: Plan?
+    public var primary: UsageWindow?
+    public var secondary: UsageWindow?
+    /// True when the server says the account is at a limit now.
+    public var limitReached: Bool
+    /// The credits object, as sent.
+    public var credits: JSONValue?
+
+    /// The most used window's percentage (for choosing the account with most headroom).
+    public var highestUsedPercent: Double { max(primary?.usedPercent ?? 0, secondary?.usedPercent ?? 0) }
+}
+
+/// Parses usage answers and `usage_limit_reached` bodies (DESIGN §4 item 7).
+public enum UsageParser {
+    /// A usage endpoint's 200 body.
+    public static func report(_ body: Data, now: Date) throws(ClientError) -> UsageReport {
+        guard let value = try? JSONValue.parse(body), let object = value.object else {
+            throw .invalidResponse("usage: the body is not a JSON object")
+        }
+        let rate = object["rate_limit"]?.object
+        return UsageReport(
+            plan: object["plan_type"]?.string.map(Plan.init(rawValue:)),
+            primary: window(rate?["primary_window"], now: now), secondary: window(rate?["secondary_window"], now: now),
+            limitReached: rate?["limit_reached"]?.bool ?? (rate?["allowed"]?.bool == false),
+            credits: object["credits"])
+    }
+
+    static func window(_ value: JSONValue?, now: Date) -> UsageWindow? {
+        guard let o = value?.object, let used = o["used_percent"]?.number else { return nil }
+        let resetsAt = o["reset_at"]?.number.map { Date(timeIntervalSince1970: $0) }
+            ?? o["reset_after_seconds"]?.number.map { now + $0 }
+        return UsageWindow(usedPercent: used, windowMinutes: o["limit_window_seconds"]?.number.map { Int($0 / 60) }, resetsAt: resetsAt)
+    }
+
+    /// A 429 body of type `usage_limit_reached` (nil for any other 429), with the rate-limit
+    /// headers (`x-codex-primary-used-percent`, `…-window-minutes`, `…-reset-after-seconds`, and the
+    /// same for `secondary`) when the server sent them.
+    public static func limit(status: Int, body: Data, headers: [String: String], now: Date) -> UsageLimit? {
+        guard status == 429, let error = (try? JSONValue.parse(body))?["error"]?.object,
+              error["type"]?.string == "usage_limit_reached" else { return nil }
+        let resetsIn = error["resets_in_seconds"]?.number
+        let resetsAt = error["resets_at"]?.number.map { Date(timeIntervalSince1970: $0) } ?? resetsIn.map { now + $0 }
+        func headerWindow(_ name: String) -> UsageWindow? {
+            guard let used = headers["x-codex-\(name)-used-percent"].flatMap(Double.init) else { return nil }
+            return UsageWindow(usedPercent: used, windowMinutes: headers["x-codex-\(name)-window-minutes"].flatMap(Int.init),
+                               resetsAt: headers["x-codex-\(name)-reset-after-seconds"].flatMap(Double.init).map { now + $0 })
+        }
+        let primary = headerWindow("primary"), secondary = headerWindow("secondary")
+        return UsageLimit(type: "usage_limit_reached", message: error["message"]?.string,
+                          plan: error["plan_type"]?.string.map(Plan.init(rawValue:)), resetsAt: resetsAt, resetsInSeconds: resetsIn,
+                          rateLimit: primary == nil && secondary == nil ? nil : UsageSnapshot(primary: primary, secondary: secondary))
+    }
+}
+
+extension AccountManager {
+    /// Sends a request with the slot's credential: a fresh bearer token and `ChatGPT-Account-Id`,
+    /// one refresh and retry on 401, backoff on 429, and failures mapped to ``ClientError``.
+    public func authorizedSend(_ request: HTTPRequest, slot: Slot) async throws -> HTTPResponse {
+        let transport = BackoffTransport(base: transport, policy: config.backoff, clock: clock, sleeper: sleeper)
+        var credential = try await freshCredential(slot: slot)
+        for attempt in 0..<2 {
+            var signed = request
+            signed.headers["Authorization"] = "Bearer \(credential.tokens.accessToken)"
+            if let account = credential.account.accountID { signed.headers["ChatGPT-Account-Id"] = account }
+            let response: HTTPResponse
+            do { response = try await transport.send(signed) } catch {
+                throw ClientError.networkFailure(error.localizedDescription)
+            }
+            if response.status == 401 && attempt == 0 {
+                credential = try await freshCredential(slot: slot, force: true)
+                continue
+            }
+            if response.status == 401 {
+                throw ClientError.reauthenticationRequired(slot: slot.name, reason: "the server refused a freshly refreshed token")
+            }
+            if let limit = UsageParser.limit(status: response.status, body: response.body, headers: response.headers, now: clock.now()) {
+                throw ClientError.usageLimitReached(limit)
+            }
+            guard response.isSuccess else {
+                throw ClientError.httpError(status: response.status, detail: ServerErrorDetail(body: response.body))
+            }
+            return response
+        }
+        throw ClientError.invalidResponse("unreachable")
+    }
+
+    /// The slot's usage from the provider's usage endpoint.
+    public func usage(slot: Slot) async throws -> UsageReport {
+        guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        guard let base = config.providers[record.provider]?.usageBaseURL else {
+            throw ClientError.invalidResponse("provider \(record.provider) has no usage endpoint")
+        }
+        let response = try await authorizedSend(HTTPRequest(url: ProviderSupport.endpoint(base, "/backend-api/wham/usage"),
+                                                            headers: ["Accept": "application/json"]), slot: slot)
+        return try UsageParser.report(response.body, now: clock.now())
+    }
+}

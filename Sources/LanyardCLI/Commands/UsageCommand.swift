@@ -1,0 +1,83 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardStore
+
+enum UsageCommand {
+    static let usage = CommandSpec(
+        name: "usage", summary: "show plan and usage windows (with reset times) from the provider", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1, flags: [FlagSpec("all", "every signed-in slot of a provider with a usage endpoint")],
+        prints: true, takesAccount: true,
+        details: "Exit 7 when the slot is at its usage limit (one slot), 6 when the server cannot be reached.") { inv in
+        let document = try inv.registry.load()
+        let manager = try inv.accounts()
+        let slots: [Slot]
+        if inv.args.has("all") {
+            slots = document.sortedSlots.filter { slot, record in
+                if case .signedIn = record.state { return manager.config.providers[record.provider]?.usageBaseURL != nil }
+                return false
+            }.map(\.slot)
+        } else {
+            slots = [try inv.targetSlot(positional: inv.args.positionals.first, in: document).0]
+        }
+        var results: [JSONValue] = []
+        var worst: ExitStatus = .ok
+        for slot in slots {
+            let record = document.slots[slot]
+            do {
+                let report = try inv.runAsync { try await manager.usage(slot: slot) }
+                results.append(json(slot, report))
+                if !inv.json { render(slot, record, report, inv) }
+            } catch let error as any LanyardError {
+                guard slots.count > 1 || inv.json else { throw error }
+                var entry: [String: JSONValue] = ["slot": .string(slot.name),
+                                                  "error": .object(["code": .string(error.code), "message": .string(error.localizedDescription)])]
+                if case ClientError.usageLimitReached(let limit) = error {
+                    entry["limit_reached"] = .bool(true)
+                    entry["resets_at"] = .date(limit.resetsAt)
+                }
+                results.append(.object(entry))
+                if !inv.json { inv.stdout.line("\(inv.style.bold(slot.name))  \(inv.style.yellow(error.localizedDescription))") }
+                if worst == .ok { worst = error.exitStatus }
+            }
+        }
+        if inv.json { inv.emit(.object(["slots": .array(results)])) {} }
+        return worst
+    }
+
+    static func json(_ slot: Slot, _ report: UsageReport) -> JSONValue {
+        func window(_ w: UsageWindow?) -> JSONValue {
+            guard let w else { return .null }
+            return JSONValue.object(["used_percent": .number(w.usedPercent), "window_minutes": w.windowMinutes.map { .number(Double($0)) } ?? .null,
+                                     "resets_at": .date(w.resetsAt)]).droppingNulls
+        }
+        return .object(["slot": .string(slot.name), "plan": .optional(report.plan?.rawValue), "plan_name": .optional(report.plan?.displayName),
+                        "primary": window(report.primary), "secondary": window(report.secondary), "limit_reached": .bool(report.limitReached)])
+    }
+
+    static func render(_ slot: Slot, _ record: SlotRecord?, _ report: UsageReport, _ inv: Invocation) {
+        let s = inv.style
+        let who = record?.account.email.map { "  \($0)" } ?? ""
+        inv.stdout.line(s.bold(slot.name) + who + "  " + (report.plan?.displayName ?? "-") + (report.limitReached ? s.red("  at limit") : ""))
+        for (fallback, window) in [("primary", report.primary), ("secondary", report.secondary)] {
+            guard let window else { continue }
+            let name = window.windowMinutes.map(windowName) ?? fallback
+            let resets = window.resetsAt.map { "resets " + RelativeTime.describe($0, now: inv.now) } ?? ""
+            let percent = String(format: "%3.0f%%", window.usedPercent)
+            inv.stdout.line("  " + name.padding(toLength: 12, withPad: " ", startingAt: 0) + bar(window.usedPercent, s) + "  \(percent)  \(resets)")
+        }
+    }
+
+    static func windowName(_ minutes: Int) -> String {
+        if minutes % (24 * 60) == 0 { return minutes == 7 * 24 * 60 ? "weekly" : "\(minutes / (24 * 60)) d window" }
+        if minutes % 60 == 0 { return "\(minutes / 60) h window" }
+        return "\(minutes) min window"
+    }
+
+    static func bar(_ percent: Double, _ s: Style) -> String {
+        let width = 20
+        let filled = Int((min(max(percent, 0), 100) / 100 * Double(width)).rounded())
+        let text = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+        return percent >= 90 ? s.red(text) : percent >= 70 ? s.yellow(text) : s.green(text)
+    }
+}

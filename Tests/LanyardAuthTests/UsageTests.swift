@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+import LanyardTestSupport
+@testable import LanyardAuth
+@testable import LanyardCore
+@testable import LanyardStore
+
+@Suite struct UsageTests {
+    @Test func showsPlanAndWindows() async throws {
+        let env = try await EmulatorHome()
+        let credential = try await env.signIn("work", email: "w@example.com", plan: "pro")
+        let account = try #require(credential.account.accountID)
+        let resetAt = Int(Date().timeIntervalSince1970) + 7800
+        try await env.server.hook("/_test/usage", ["account_id": account, "plan_type": "pro",
+                                                   "primary_window": ["used_percent": 42, "limit_window_seconds": 18000, "reset_at": resetAt],
+                                                   "secondary_window": ["used_percent": 10, "limit_window_seconds": 604800, "reset_after_seconds": 86400 * 5]])
+        let report = try await env.manager().usage(slot: try Slot("work"))
+        #expect(report.plan?.kind == .pro)
+        #expect(report.primary?.usedPercent == 42 && report.primary?.windowMinutes == 300)
+        #expect(report.primary?.resetsAt == Date(timeIntervalSince1970: TimeInterval(resetAt)))
+        #expect(report.secondary?.windowMinutes == 7 * 24 * 60)
+
+        let human = try env.home.run("usage", "work")
+        #expect(human.status == 0, "\(human.stderr)")
+        #expect(human.stdout.contains("work  w@example.com  Pro"))
+        #expect(human.stdout.contains("5 h window"))
+        #expect(human.stdout.contains(" 42%  resets in 2 h 1"))
+        #expect(human.stdout.contains("weekly"))
+        let json = try env.home.run("usage", "--all", "--json")
+        let slots = (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]]
+        #expect((slots?.first?["primary"] as? [String: Any])?["used_percent"] as? Double == 42)
+    }
+
+    @Test func aUsageLimitIsTypedWithPlanAndReset() async throws {
+        let env = try await EmulatorHome(extraConfig: "[backoff]\nmax-retries = 0")
+        try await env.signIn("work", email: "w@example.com", plan: "plus")
+        try await env.server.hook("/_test/usage_limit", ["resets_in_seconds": 3600, "message": "You've hit your usage limit"])
+        do {
+            _ = try await env.manager().usage(slot: try Slot("work"))
+            Issue.record("expected usageLimitReached")
+        } catch ClientError.usageLimitReached(let limit) {
+            #expect(limit.type == "usage_limit_reached")
+            #expect(limit.plan?.kind == .plus)
+            #expect(limit.resetsInSeconds == 3600)
+            #expect(limit.message == "You've hit your usage limit")
+            #expect(limit.resetsAt != nil)
+        }
+        let cli = try env.home.run("usage", "work", "--json")
+        #expect(cli.status == 7)
+        #expect(cli.stdout.contains("usage_limit_reached"))
+    }
+
+    @Test func a401RefreshesOnceAndRetries() async throws {
+        let env = try await EmulatorHome()
+        try await env.signIn("work", email: "w@example.com")
+        try await env.server.hook("/_test/expire_access", ["all": true])
+        let report = try await env.manager().usage(slot: try Slot("work"))
+        #expect(report.plan != nil)
+        #expect(try await env.server.stat("refreshes_succeeded") == 1)
+    }
+
+    @Test func parsesRateLimitHeaders() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let limit = UsageParser.limit(status: 429, body: Data(#"{"error":{"type":"usage_limit_reached","plan_type":"team","resets_at":1800003600}}"#.utf8),
+                                      headers: ["x-codex-primary-used-percent": "100", "x-codex-primary-window-minutes": "300",
+                                                "x-codex-primary-reset-after-seconds": "60"], now: now)
+        #expect(limit?.plan?.kind == .team)
+        #expect(limit?.resetsAt == Date(timeIntervalSince1970: 1_800_003_600))
+        #expect(limit?.rateLimit?.primary == UsageWindow(usedPercent: 100, windowMinutes: 300, resetsAt: now + 60))
+        #expect(UsageParser.limit(status: 429, body: Data(#"{"error":{"type":"rate_limited"}}"#.utf8), headers: [:], now: now) == nil)
+        #expect(throws: ClientError.self) { try UsageParser.report(Data("nope".utf8), now: now) }
+    }
+}
