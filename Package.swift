@@ -30,12 +30,15 @@ let package = Package(
             "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
         ]),
         .executableTarget(name: "lanyard", dependencies: ["LanyardCLI"]),
+        // The library example of docs/library.md, built with the package so it never rots.
+        .executableTarget(name: "lanyard-example", dependencies: ["LanyardKit", "LanyardCore"], path: "Examples/lanyard-example"),
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
         .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore"]),
 
         .target(name: "LanyardTestSupport", path: "Tests/Support"),
         .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore"]),
         .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
         .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardCore"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),

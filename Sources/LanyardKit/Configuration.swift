@@ -1,0 +1,59 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardStore
+
+/// How an ``AuthSession`` or ``Client`` finds its slot, store and provider. One value serves both.
+public struct Configuration: Sendable {
+    /// The slot to use; nil applies the CLI's rules (`LANYARD_ACCOUNT`, the nearest `.lanyard`
+    /// file, the active slot).
+    public var slot: String?
+    /// The provider new sign-ins use (from config.ini; `openai` is built in).
+    public var provider: String
+    /// The backend for a new slot; nil uses config.ini's `[store] backend`.
+    public var backend: BackendKind?
+    /// The 429 policy; nil uses config.ini's `[backoff]` (2 retries, 1 s, 30 s by default).
+    public var backoff: BackoffPolicy?
+    /// XDG variables and `LANYARD_ACCOUNT` are read from here.
+    public var environment: [String: String]
+    /// Where `.lanyard` pin files are looked for.
+    public var workingDirectory: String
+    /// HTTP to providers; nil uses URLSession with config.ini's `[http] timeout`.
+    public var transport: (any HTTPTransport)?
+
+    public init(slot: String? = nil, provider: String = "openai", backend: BackendKind? = nil, backoff: BackoffPolicy? = nil,
+                environment: [String: String] = ProcessInfo.processInfo.environment,
+                workingDirectory: String = FileManager.default.currentDirectoryPath, transport: (any HTTPTransport)? = nil) {
+        self.slot = slot
+        self.provider = provider
+        self.backend = backend
+        self.backoff = backoff
+        self.environment = environment
+        self.workingDirectory = workingDirectory
+        self.transport = transport
+    }
+
+    /// The account manager and resolved slot this configuration describes.
+    func resolve() throws -> (AccountManager, Slot?) {
+        let paths = Paths(environment: environment)
+        var config = try ConfigFile.load(path: paths.configFile).config
+        if let backoff { config.backoff = backoff }
+        if let backend { config.backend = backend == .file ? .file : .secretService }
+        let storeConfig = config
+        let manager = AccountManager(
+            paths: paths, config: config,
+            openStore: { kind, interactive in
+                switch kind {
+                case .secretService:
+                    return SecretServiceStore(timeout: interactive ? storeConfig.interactiveStoreTimeout : storeConfig.storeTimeout)
+                case .file:
+                    return EncryptedFileStore(paths: paths, unlockCacheSeconds: storeConfig.unlockCacheSeconds)
+                }
+            },
+            transport: transport ?? URLSessionTransport(timeout: config.httpTimeout))
+        let active = try manager.registry.load().active
+        let resolution = try AccountResolution.resolve(flag: slot, environment: environment["LANYARD_ACCOUNT"],
+                                                       pinFile: PinFile.nearest(from: workingDirectory), active: active)
+        return (manager, resolution?.slot)
+    }
+}

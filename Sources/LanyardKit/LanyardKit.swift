@@ -1,1 +1,0 @@
-// LanyardKit: see docs/architecture.md.
