@@ -3,7 +3,8 @@
 # quietly: nothing is downloaded when everything is already there.
 set -eu
 packages="libsecret-1-dev libglib2.0-dev libsodium-dev libkeyutils-dev libqrencode-dev pkg-config
-gnome-keyring dbus dbus-x11 libsecret-tools age python3-venv hyperfine systemd bsdutils xxd curl"
+gnome-keyring dbus dbus-x11 libsecret-tools age python3-venv hyperfine systemd bsdutils xxd curl
+libcurl4-openssl-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

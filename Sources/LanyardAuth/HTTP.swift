@@ -77,18 +77,31 @@ public protocol HTTPTransport: Sendable {
 
 /// HTTP over URLSession, with a timeout and a cap on the body size.
 public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
-    private let session: URLSession
     /// Answers longer than this are refused (no provider answer is anywhere near it).
     public let maxBodyBytes: Int
+    public let timeout: TimeInterval
+    private let lock = NSLock()
+    private var created: URLSession?
 
     public init(timeout: TimeInterval = 30, maxBodyBytes: Int = 1 << 20) {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.timeoutIntervalForResource = timeout * 2
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.urlCache = nil
-        session = URLSession(configuration: configuration)
+        self.timeout = timeout
         self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// Made on first use: creating a URLSession costs milliseconds, and most commands never
+    /// talk to a provider.
+    private var session: URLSession {
+        lock.withLock {
+            if let created { return created }
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.timeoutIntervalForRequest = timeout
+            configuration.timeoutIntervalForResource = timeout * 2
+            configuration.httpCookieAcceptPolicy = .never
+            configuration.urlCache = nil
+            let session = URLSession(configuration: configuration)
+            created = session
+            return session
+        }
     }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -83,7 +83,7 @@ public struct CommandContext: Sendable {
     public static func process() -> CommandContext {
         CommandContext(
             stdout: TextSink(fd: 1), stderr: TextSink(fd: 2), readLine: { Swift.readLine() },
-            environment: ProcessInfo.processInfo.environment,
+            environment: processEnvironment(),
             workingDirectory: FileManager.default.currentDirectoryPath,
             stdoutIsTTY: isatty(1) == 1, stderrIsTTY: isatty(2) == 1, stdinIsTTY: isatty(0) == 1,
             openStore: StoreOpeners.system, handlesSignals: true)
@@ -106,4 +106,16 @@ public enum StoreOpeners {
             return EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds)
         }
     }
+}
+
+/// The process environment read straight from `environ` (ProcessInfo's costs ~1 ms at start-up).
+func processEnvironment() -> [String: String] {
+    var result: [String: String] = [:]
+    var pointer = environ
+    while let entry = pointer.pointee {
+        let text = String(cString: entry)
+        if let eq = text.firstIndex(of: "=") { result[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
+        pointer += 1
+    }
+    return result
 }

@@ -44,13 +44,36 @@ public struct BackoffPolicy: Hashable, Sendable, Codable {
     public static func retryAfterSeconds(_ header: String, now: Date) -> TimeInterval? {
         let trimmed = header.trimmingCharacters(in: .whitespaces)
         if let seconds = Int(trimmed) { return TimeInterval(max(0, seconds)) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: trimmed) { return max(0, date.timeIntervalSince(now)) }
+        return httpDate(trimmed).map { max(0, $0.timeIntervalSince(now)) }
+    }
+
+    /// An HTTP date (RFC 9110): the IMF-fixdate form `Sun, 06 Nov 1994 08:49:37 GMT`, plus the
+    /// obsolete RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime (`Sun Nov  6 08:49:37 1994`)
+    /// forms. Hand-parsed: DateFormatter would link ICU's 34 MB of data into the binary.
+    static func httpDate(_ text: String) -> Date? {
+        let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        let words = text.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
+        var day: Int?, month: Int?, year: Int?, time: [Int]?
+        for word in words {
+            if let m = months.firstIndex(of: word.lowercased()) { month = m + 1; continue }
+            if word.contains(":") {
+                let parts = word.split(separator: ":").compactMap { Int($0) }
+                if parts.count == 3 { time = parts }
+                continue
+            }
+            if word.contains("-") {  // RFC 850: 06-Nov-94
+                let parts = word.split(separator: "-").map(String.init)
+                guard parts.count == 3, let d = Int(parts[0]), let m = months.firstIndex(of: parts[1].lowercased()), let y = Int(parts[2]) else {
+                    return nil
+                }
+                day = d; month = m + 1; year = y < 100 ? (y < 70 ? 2000 + y : 1900 + y) : y
+                continue
+            }
+            if let n = Int(word) { if n > 31 { year = n } else { day = n } }
         }
-        return nil
+        guard let day, let month, let year, let time, (1...31).contains(day), time[0] < 24, time[1] < 60, time[2] < 61 else { return nil }
+        let seconds = RFC3339.days(fromCivil: Int64(year), Int64(month), Int64(day)) * 86_400
+            + Int64(time[0] * 3600 + time[1] * 60 + time[2])
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 }

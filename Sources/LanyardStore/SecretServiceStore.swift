@@ -78,10 +78,7 @@ public final class SecretServiceStore: CredentialStore {
     /// is updated in place; items of the slot elsewhere are removed once the new secret is stored.
     /// A failure before the secret is stored changes nothing.
     public func put(_ credential: Credential, for slot: Slot) throws {
-        var secret: Data
-        do { secret = try credential.jsonData() } catch {
-            throw StoreError.io(path: "credential for slot \(slot)", detail: "could not encode: \(type(of: error))")
-        }
+        var secret = credential.jsonData()
         defer { secret.resetBytes(in: 0..<secret.count) }
         let attributes = Self.attributes(slot: slot, credential: credential)
         let label = Self.label(slot: slot, email: credential.account.email)

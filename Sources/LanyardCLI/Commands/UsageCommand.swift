@@ -63,7 +63,8 @@ enum UsageCommand {
             guard let window else { continue }
             let name = window.windowMinutes.map(windowName) ?? fallback
             let resets = window.resetsAt.map { "resets " + RelativeTime.describe($0, now: inv.now) } ?? ""
-            let percent = String(format: "%3.0f%%", window.usedPercent)
+            let whole = "\(Int(window.usedPercent.rounded()))%"
+            let percent = String(repeating: " ", count: max(0, 4 - whole.count)) + whole
             inv.stdout.line("  " + name.padding(toLength: 12, withPad: " ", startingAt: 0) + bar(window.usedPercent, s) + "  \(percent)  \(resets)")
         }
     }

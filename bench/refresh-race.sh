@@ -1,0 +1,43 @@
+#!/bin/sh
+# 32 processes run `lanyard token` the moment the access token falls due, against the ChatGPT
+# emulator. Prints processes, refreshes the server saw, and wall time against one refresh
+# (targets: 1 refresh; wall <= 2x).
+set -eu
+bin=${LANYARD_BIN:-.build/release/lanyard}
+tmp=$(mktemp -d)
+server_pid=""
+trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+export HOME="$tmp/home" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="$tmp/run" XDG_STATE_HOME="$tmp/state"
+mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$XDG_CONFIG_HOME/lanyard" && chmod 700 "$XDG_RUNTIME_DIR"
+unset DBUS_SESSION_BUS_ADDRESS
+.venv/bin/python Tests/Fixtures/oauth/chatgpt_emulator.py --port 0 --exit-with-parent --log-level WARNING > "$tmp/server.out" &
+server_pid=$!
+while ! grep -q '^READY ' "$tmp/server.out" 2>/dev/null; do sleep 0.05; done
+base=$(sed -n 's/^READY //p' "$tmp/server.out")
+printf '[store]\nbackend = file\n[refresh]\nlead = 600\n[provider.openai]\nissuer = %s\nusage-base-url = %s\n' "$base" "$base" \
+  > "$XDG_CONFIG_HOME/lanyard/config.ini"
+"$bin" store init --no-passphrase >/dev/null 2>&1
+post() { curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "$2" "$base$1"; }
+post /_test/config '{"interval": 0, "access_token_lifetime": 300}'   # due at once (lead 600)
+"$bin" login race 2> "$tmp/login.err" &
+login=$!
+while ! code=$(sed -n 's/^    \([A-Z0-9-][A-Z0-9-]*\)$/\1/p' "$tmp/login.err" 2>/dev/null | grep .); do sleep 0.05; done
+post /_test/approve "{\"user_code\": \"$code\"}"
+wait $login
+post /_test/config '{"access_token_lifetime": 3600}'
+now_ms() { python3 -c 'import time; print(int(time.monotonic()*1000))'; }
+# One refresh on its own, for scale.
+start=$(now_ms); "$bin" refresh race >/dev/null; single=$(( $(now_ms) - start ))
+post /_test/config '{"access_token_lifetime": 300}'; "$bin" refresh race >/dev/null   # due again
+post /_test/config '{"access_token_lifetime": 3600}'
+before=$(curl -fsS "$base/_test/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["refreshes_succeeded"])')
+start=$(now_ms)
+i=0; while [ $i -lt 32 ]; do "$bin" token race > "$tmp/out.$i" & i=$((i+1)); done
+wait
+wall=$(( $(now_ms) - start ))
+after=$(curl -fsS "$base/_test/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["refreshes_succeeded"], s["refresh_reused"])')
+distinct=$(cat "$tmp"/out.* | sort -u | wc -l)
+set -- $after
+echo "processes: 32   distinct tokens printed: $distinct"
+echo "refreshes seen by the server: $(( $1 - before ))   reuse errors: $2   (target: 1 refresh, 0 reuse)"
+echo "wall time: $wall ms for 32 processes vs $single ms for one refresh: ratio $(python3 -c "print(round($wall/$single, 2))") (target <= 2)"
