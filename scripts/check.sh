@@ -1,5 +1,9 @@
 #!/bin/sh
-# The test suite: every Swift test inside a private keyring session, then the other checks.
+# The test suite: every Swift test inside a private keyring session (one at a time: some suites
+# lock the shared test keyring), then a short fuzzing smoke run of the parsers.
 set -eu
 cd "$(dirname "$0")/.."
-scripts/with-keyring.sh swift test --skip-build 2>&1
+scripts/with-keyring.sh swift test --skip-build --no-parallel 2>&1
+echo "== fuzz smoke run (make fuzz for longer runs)"
+scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > .build/fuzz-smoke.log 2>&1 || { tail -40 .build/fuzz-smoke.log; exit 1; }
+grep -E '^Done' .build/fuzz-smoke.log

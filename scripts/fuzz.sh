@@ -12,7 +12,7 @@ set -euo pipefail
 total=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/.build/fuzz"
-harnesses=(header armor)
+harnesses=(header armor store)
 per=$(( total / ${#harnesses[@]} ))
 (( per >= 1 )) || per=1
 swiftc=${SWIFTC:-swiftc}
@@ -25,9 +25,14 @@ for name in "${harnesses[@]}"; do
     src="$root/Fuzz/${name^}Fuzz.swift"
     bin="$out/$name-fuzzer"
     echo "== building $name harness"
+    if [[ $name == store ]]; then
+        sources=("$root"/Sources/LanyardCore/*.swift)   # pure Swift: the JSON reader and documents
+    else
+        sources=("$root"/Sources/Age/*.swift)
+    fi
     "$swiftc" -O -g -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz \
         -I "$root/Sources/CSodium" -lsodium \
-        "$root"/Sources/Age/*.swift "$src" -o "$bin"
+        "${sources[@]}" "$src" -o "$bin"
 
     mkdir -p "$out/corpus/$name"
     dict=()

@@ -87,7 +87,6 @@ final class CLIHarness: @unchecked Sendable {
             func next() -> String? { lock.withLock { items.isEmpty ? nil : items.removeFirst() } }
         }
         let lines = Lines(input)
-        let store = self.store
         let context = CommandContext(
             stdout: out, stderr: err,
             readLine: { lines.next() },
