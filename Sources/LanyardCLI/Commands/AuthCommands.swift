@@ -23,6 +23,8 @@ enum AuthCommands {
         let providerID = inv.args.value("provider") ?? existing?.provider ?? "openai"
         let config = manager.config
         let progress = SignInProgress(inv: inv)
+        // Clear the countdown line however the sign-in ends, so an error starts on a clean line.
+        defer { progress.finish() }
         let (slot, credential) = try inv.runAsync {
             try await manager.signIn(slot: requested, providerID: providerID, flow: { flow in
                 flow.slowDownIncrement = config.slowDownIncrement
@@ -140,7 +142,10 @@ final class SignInProgress: @unchecked Sendable {
     }
 
     func finish() {
-        lock.withLock { if countdownShown { inv.stderr.write("\r\u{1B}[2K") } }
+        lock.withLock {
+            if countdownShown { inv.stderr.write("\r\u{1B}[2K") }
+            countdownShown = false
+        }
     }
 
     static func open(_ url: URL, err: TextSink) {
