@@ -261,6 +261,33 @@ struct LoginRig {
         #expect(last.hasPrefix("lanyard: authorization denied"), "\(r.stderr.debugDescription)")
     }
 
+    /// With no store to put the credential in, login fails before requesting a code (nobody
+    /// approves a sign-in that would be thrown away).
+    @Test func loginRefusesUpFrontWhenTheStoreCannotTakeTheCredential() async throws {
+        let emulator = try OAuthTestServer(.chatgptEmulator)
+        let h = CLIHarness()
+        h.realStores = true
+        try h.writeConfig(LoginRig.config(emulator: emulator, device: nil, backend: "file"))
+        let sleeper = LoginSleeper(clock: h.clock) { n in if n == 1 { try await emulator.hook("/_test/approve") } }
+
+        let missing = await h.run(["login", "work", "--json"], sleeper: sleeper)
+        #expect(missing.status == 5)
+        #expect((missing.json["error"] as? [String: Any])?["code"] as? String == "store_unavailable")
+        #expect(((missing.json["error"] as? [String: Any])?["message"] as? String)?.contains("lanyard store init") == true)
+
+        // A passphrase-protected store that is locked.
+        let file = EncryptedFileStore(paths: h.paths)
+        try file.initialize(passphrase: "correct horse", workFactor: 10)
+        file.lock()
+        let locked = await h.run(["login", "work"], sleeper: sleeper)
+        #expect(locked.status == 5)
+        #expect(locked.stderr.contains("lanyard: encrypted file is locked: run `lanyard store unlock` first"), "\(locked.stderr)")
+        #expect(!locked.stderr.contains("enter the code"))
+
+        #expect(try await emulator.stat("requests.usercode") == 0)
+        #expect(try h.registry.load().slots.isEmpty)
+    }
+
     @Test func logoutKeepsTheSlotSignedOut() async throws {
         let rig = try LoginRig()
         let h = rig.h
@@ -402,6 +429,27 @@ struct LoginRig {
         #expect(h.storedBytes() == before)
         #expect(try h.fileStore.get(try Slot("work")) == old)
         #expect(try await rig.emulator.stat("code_exchanges") == 1)  // only the first sign-in's
+    }
+
+    /// Ctrl-C while a request is in flight (the server is slow to answer a poll) cancels it at once.
+    @Test func sigintDuringASlowRequest() async throws {
+        let rig = try LoginRig()
+        let h = rig.h
+        try await rig.emulator.hook("/_test/config", ["interval": 0])
+        try await rig.emulator.hook("/_test/fault", ["endpoint": "deviceauth_token", "type": "delay", "seconds": 30])
+        var environment = h.environment
+        environment["PATH"] = "/usr/bin:/bin"
+        let running = try Self.start(["login", "work", "--json"], environment: environment)
+        try await Self.waitFor(rig.emulator, "requests.deviceauth_token", atLeast: 1, while: running.process)
+        let sent = Date()
+        kill(running.process.processIdentifier, SIGINT)
+        let result = await running.finish()
+        #expect(result.status == 130, "\(result.stderr)")
+        #expect(Date().timeIntervalSince(sent) < 15)  // not after the server's 30 s
+        let error = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "cancelled_sign_in")
+        #expect(try h.registry.load().slots.isEmpty)
+        #expect(try h.fileStore.list().isEmpty)
     }
 
     /// `backend = auto` with no Secret Service (no session bus): the slot goes to the file store.
