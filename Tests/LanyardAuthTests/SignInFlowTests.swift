@@ -128,6 +128,21 @@ import LanyardTestSupport
         #expect(slot.name == "test.user")  // the emulator's default account, test.user@example.com
     }
 
+    /// Pending answered with 404 instead of 403, and a token answer without `expires_in`: the
+    /// expiry comes from the access token's `exp`.
+    @Test func pendingAs404AndExpiryFromTheAccessToken() async throws {
+        let rig = try SignInRig.start(.openai)
+        try await rig.server.hook("/_test/config", ["pending_status": 404, "include_expires_in": false, "access_token_lifetime": 1234])
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 3 { try await rig.approve() } }
+        let (slot, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: "openai", events: { _ in })
+        #expect(try await rig.server.stat("device_poll_results.pending") == 2)
+        let exp = try #require(try JWTClaims(token: credential.tokens.accessToken).expiresAt)
+        let issued = try #require(try JWTClaims(token: credential.tokens.accessToken).payload["iat"]?.number)
+        #expect(exp == Date(timeIntervalSince1970: issued + 1234))
+        #expect(credential.tokens.expiresAt == exp)
+        #expect(try rig.home.registry.load().slots[slot]?.state == .signedIn(expiresAt: exp))
+    }
+
     @Test func theSlotNameDefaultsToTheEmailLocalPart() async throws {
         let rig = try SignInRig.start(.openai)
         let sleeper = TestSleeper(clock: rig.home.clock) { call in
@@ -143,6 +158,11 @@ import LanyardTestSupport
     func reSigningInReplacesTheOldCredential(_ kind: SignInRig.Kind) async throws {
         let rig = try SignInRig.start(kind)
         let (slot, old) = try rig.home.seed("work", provider: rig.providerID)
+        // The slot needed a new sign-in after its refresh token died.
+        try rig.home.registry.update { doc in
+            doc.slots[slot]?.state = .reauthenticationRequired
+            doc.slots[slot]?.lastErrorCode = "refresh_token_reused"
+        }
         let createdAt = try rig.home.registry.load().slots[slot]?.createdAt
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve(["email": "new@example.com"]) } }
         let (_, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: { _ in })
@@ -152,6 +172,7 @@ import LanyardTestSupport
         #expect(record.account.email == "new@example.com")
         #expect(record.state == .signedIn(expiresAt: credential.tokens.expiresAt))
         #expect(record.createdAt == createdAt)  // the slot is the same slot
+        #expect(record.lastErrorCode == nil)
     }
 }
 

@@ -334,6 +334,28 @@ struct LoginRig {
         #expect(try h.registry.load().slots[slot]?.state == .signedOut)
         #expect(throws: StoreError.notFound(slot: "lab")) { try h.fileStore.get(slot) }
         #expect(!r.stdout.contains(credential.tokens.refreshToken ?? "-"))
+
+        // Again: nothing left to revoke, and the message does not blame the provider.
+        let again = await h.runDetached("logout", "lab", "--revoke")
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("The slot was already signed out; nothing was revoked."))
+        #expect(!again.stdout.contains("no revocation endpoint"))
+        #expect(try await rig.device.stat("revocation_requests") == 1)
+    }
+
+    /// When the revocation fails, logout fails (exit 6) and keeps the credential, so it can be retried.
+    @Test func logoutRevokeFailureKeepsTheCredential() async throws {
+        let rig = try LoginRig()
+        let h = rig.h
+        #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
+        let before = h.storedBytes()
+        try await rig.device.hook("/_test/fault", ["endpoint": "revoke", "type": "status", "status": 503])
+        let r = await h.runDetached("logout", "lab", "--revoke", "--json")
+        #expect(r.status == 6, "\(r.stdout)")
+        #expect((r.json["error"] as? [String: Any])?["code"] as? String == "network_failure")
+        #expect(h.storedBytes() == before)
+        #expect(await h.runDetached("logout", "lab", "--revoke").status == 0)
+        #expect(try await rig.device.stat("revocation_requests") == 1)  // the faulted one never reached it
     }
 
     /// ChatGPT sign-in has no revocation endpoint: logout --revoke says so and signs out locally.

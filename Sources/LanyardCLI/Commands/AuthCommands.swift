@@ -103,10 +103,14 @@ enum AuthCommands {
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         let manager = try inv.accounts()
         let revoke = inv.args.has("revoke")
+        let wasSignedOut = try inv.registry.load().slots[slot]?.state == .signedOut
         let revoked = try inv.runAsync { try await manager.signOut(slot: slot, revoke: revoke) }
         inv.emit(.object(["slot": .string(slot.name), "state": .string("signed-out"), "revoked": .bool(revoked)])) {
             inv.stdout.line("Signed out of \(slot.name). `lanyard login \(slot.name)` signs it in again.")
-            if revoke && !revoked { inv.stdout.line("The provider has no revocation endpoint; nothing was revoked.") }
+            if revoke && !revoked {
+                inv.stdout.line(wasSignedOut ? "The slot was already signed out; nothing was revoked."
+                                             : "The provider has no revocation endpoint; nothing was revoked.")
+            }
         }
         return .ok
     }
