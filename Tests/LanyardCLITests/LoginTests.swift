@@ -82,13 +82,16 @@ extension OAuthTestServer {
 struct LoginRig {
     let h = CLIHarness()
     let emulator: OAuthTestServer
-    let device: OAuthTestServer
+    private let deviceServer: OAuthTestServer?
 
-    init(backend: String? = "file") throws {
+    /// The device server (only for rigs made `withDevice`).
+    var device: OAuthTestServer { deviceServer! }
+
+    init(backend: String? = "file", withDevice: Bool = false) throws {
         emulator = try OAuthTestServer(.chatgptEmulator)
-        device = try OAuthTestServer(.deviceServer, arguments: ["--poll-tolerance", "1000"])
+        deviceServer = withDevice ? try OAuthTestServer(.deviceServer, arguments: ["--poll-tolerance", "1000"]) : nil
         h.realStores = true
-        try h.writeConfig(Self.config(emulator: emulator, device: device, backend: backend))
+        try h.writeConfig(Self.config(emulator: emulator, device: deviceServer, backend: backend))
         let initialised = h.run("store", "init", "--no-passphrase")
         try #require(initialised.status == 0, "\(initialised.stderr)")
     }
@@ -169,7 +172,7 @@ struct LoginRig {
     }
 
     @Test func loginWithTheGenericProvider() async throws {
-        let rig = try LoginRig()
+        let rig = try LoginRig(withDevice: true)
         let h = rig.h
         let r = await h.run(["login", "lab", "--provider", "test"],
                             sleeper: rig.approving(on: rig.device, ["email": "bob@example.com", "plan": "team"]))
@@ -308,7 +311,7 @@ struct LoginRig {
     /// --revoke against the device server's RFC 7009 endpoint: the refresh token is dead afterwards.
     @Test(arguments: [false, true])
     func logoutRevokeAtTheDeviceServer(json: Bool) async throws {
-        let rig = try LoginRig()
+        let rig = try LoginRig(withDevice: true)
         let h = rig.h
         #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
         let slot = try Slot("lab")
@@ -345,7 +348,7 @@ struct LoginRig {
 
     /// When the revocation fails, logout fails (exit 6) and keeps the credential, so it can be retried.
     @Test func logoutRevokeFailureKeepsTheCredential() async throws {
-        let rig = try LoginRig()
+        let rig = try LoginRig(withDevice: true)
         let h = rig.h
         #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
         let before = h.storedBytes()
