@@ -153,6 +153,21 @@ import LanyardTestSupport
         #expect(try rig.home.registry.load().slots[slot]?.account.email == "Dora.Explorer+work@example.com")
     }
 
+    /// Two accounts with the same email local part get two slots; the same account again reuses its slot.
+    @Test func defaultSlotNamesDoNotCollide() async throws {
+        let rig = try SignInRig.start(.openai)
+        let emails = ["sam@one.example", "sam@two.example", "sam@one.example"]
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in try await rig.approve(["email": emails[call - 1]]) }
+        let manager = rig.manager(sleeper: sleeper)
+        var slots: [String] = []
+        for _ in emails { slots.append(try await manager.signIn(slot: nil, providerID: "openai", events: { _ in }).0.name) }
+        #expect(slots == ["sam", "sam-2", "sam"])
+        let document = try rig.home.registry.load()
+        #expect(document.slots[try Slot("sam")]?.account.email == "sam@one.example")
+        #expect(document.slots[try Slot("sam-2")]?.account.email == "sam@two.example")
+        #expect(try rig.home.store(.file).list().map(\.name) == ["sam", "sam-2"])
+    }
+
     /// Signing in again to an existing slot replaces its credential (once the new one is in hand).
     @Test(arguments: SignInRig.Kind.allCases)
     func reSigningInReplacesTheOldCredential(_ kind: SignInRig.Kind) async throws {
