@@ -36,14 +36,46 @@ public struct SignInFlow: Sendable {
     public func run(events: @Sendable (SignInEvent) -> Void) async throws(AuthError) -> (TokenResponse, AccountInfo) {
         events(.state(.signingIn))
         do {
-            let result = try await poll(events: events)
-            return result
+            let (tokens, account) = try await poll(events: events)
+            events(.state(.signedIn(expiresAt: tokens.expiresAt(now: clock.now()))))
+            return (tokens, account)
         } catch {
-            if case .cancelledSignIn = error { events(.state(.signedOut)) } else {
-                events(.state(error.requiresReauthentication ? .reauthenticationRequired : .failed(error.localizedDescription)))
-            }
+            events(.state(Self.finalState(for: error)))
             throw error
         }
+    }
+
+    /// The flow as a stream of auth states: `signingIn`, `awaitingDeviceCode`, then `signedIn` and
+    /// the end of the stream, or the failure's state (`failed`, `reauthenticationRequired`, or
+    /// `signedOut` when cancelled) and the ``AuthError``. `onApproved` receives the tokens (to store
+    /// them) before `signedIn` is yielded; if it throws, the stream yields `failed` and throws that
+    /// error. Ending the iteration (or cancelling the task that iterates) cancels the sign-in.
+    public func states(onApproved: @escaping @Sendable (TokenResponse, AccountInfo) async throws -> Void = { _, _ in })
+        -> AsyncThrowingStream<AuthState, Error> {
+        let (stream, continuation) = AsyncThrowingStream<AuthState, Error>.makeStream()
+        let task = Task {
+            continuation.yield(.signingIn)
+            do {
+                let (tokens, account) = try await poll(events: { if case .state(let state) = $0 { continuation.yield(state) } })
+                try await onApproved(tokens, account)
+                continuation.yield(.signedIn(expiresAt: tokens.expiresAt(now: clock.now())))
+                continuation.finish()
+            } catch let error as AuthError {
+                continuation.yield(Self.finalState(for: error))
+                continuation.finish(throwing: error)
+            } catch {
+                continuation.yield(.failed(error.localizedDescription))
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// The state a failed sign-in ends in.
+    static func finalState(for error: AuthError) -> AuthState {
+        if case .cancelledSignIn = error { return .signedOut }
+        return error.requiresReauthentication ? .reauthenticationRequired : .failed(error.localizedDescription)
     }
 
     private func poll(events: @Sendable (SignInEvent) -> Void) async throws(AuthError) -> (TokenResponse, AccountInfo) {
@@ -59,18 +91,20 @@ public struct SignInFlow: Sendable {
             let now = clock.now()
             if now >= giveUpAt { throw .pollingTimeout }
             if now >= authorization.expiresAt { throw .expiredDeviceCode }
-            events(.waiting(remaining: min(giveUpAt, authorization.expiresAt).timeIntervalSince(now)))
-            do { try await sleeper.sleep(seconds: interval) } catch { throw .cancelledSignIn }
+            let remaining = min(giveUpAt, authorization.expiresAt).timeIntervalSince(now)
+            events(.waiting(remaining: remaining))
+            // Never wait (or poll) past the code's expiry or the time limit: when the next poll
+            // would come after it, wait only until it and stop there.
+            do { try await sleeper.sleep(seconds: min(interval, remaining)) } catch { throw .cancelledSignIn }
             if Task.isCancelled { throw .cancelledSignIn }
+            if interval >= remaining { throw giveUpAt <= authorization.expiresAt ? .pollingTimeout : .expiredDeviceCode }
             switch try await provider.poll(authorization) {
             case .pending: continue
             case .slowDown:
                 interval += slowDownIncrement
                 events(.slowedDown(interval: interval))
             case .approved(let tokens):
-                let info = provider.accountInfo(for: tokens)
-                events(.state(.signedIn(expiresAt: tokens.expiresAt(now: clock.now()))))
-                return (tokens, info)
+                return (tokens, provider.accountInfo(for: tokens))
             }
         }
     }

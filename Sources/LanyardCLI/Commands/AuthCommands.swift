@@ -22,7 +22,19 @@ enum AuthCommands {
         let existing = try requested.flatMap { try inv.registry.load().slots[$0] }
         let providerID = inv.args.value("provider") ?? existing?.provider ?? "openai"
         let config = manager.config
+        // Refuse before anyone approves anything when the credential could not be stored afterwards
+        // (a file store not set up or locked, no keyring): the approval would be wasted.
+        let backend = existing?.backend ?? manager.backendForNewSlot()
+        let health = try inv.store(backend, interactive: true).health()
+        if !health.reachable {
+            throw StoreError.unavailable(backend: backend.displayName, hint: health.problem ?? "it did not answer")
+        }
+        if health.locked && backend == .file {
+            throw StoreError.locked(backend: backend.displayName, hint: "run `lanyard store unlock` first")
+        }
         let progress = SignInProgress(inv: inv)
+        // Clear the countdown line however the sign-in ends, so an error starts on a clean line.
+        defer { progress.finish() }
         let (slot, credential) = try inv.runAsync {
             try await manager.signIn(slot: requested, providerID: providerID, flow: { flow in
                 flow.slowDownIncrement = config.slowDownIncrement
@@ -91,10 +103,14 @@ enum AuthCommands {
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         let manager = try inv.accounts()
         let revoke = inv.args.has("revoke")
+        let wasSignedOut = try inv.registry.load().slots[slot]?.state == .signedOut
         let revoked = try inv.runAsync { try await manager.signOut(slot: slot, revoke: revoke) }
         inv.emit(.object(["slot": .string(slot.name), "state": .string("signed-out"), "revoked": .bool(revoked)])) {
             inv.stdout.line("Signed out of \(slot.name). `lanyard login \(slot.name)` signs it in again.")
-            if revoke && !revoked { inv.stdout.line("The provider has no revocation endpoint; nothing was revoked.") }
+            if revoke && !revoked {
+                inv.stdout.line(wasSignedOut ? "The slot was already signed out; nothing was revoked."
+                                             : "The provider has no revocation endpoint; nothing was revoked.")
+            }
         }
         return .ok
     }
@@ -140,7 +156,10 @@ final class SignInProgress: @unchecked Sendable {
     }
 
     func finish() {
-        lock.withLock { if countdownShown { inv.stderr.write("\r\u{1B}[2K") } }
+        lock.withLock {
+            if countdownShown { inv.stderr.write("\r\u{1B}[2K") }
+            countdownShown = false
+        }
     }
 
     static func open(_ url: URL, err: TextSink) {

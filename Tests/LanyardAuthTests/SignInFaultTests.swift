@@ -1,0 +1,194 @@
+import Foundation
+import Testing
+import LanyardTestSupport
+@testable import LanyardAuth
+@testable import LanyardCore
+@testable import LanyardStore
+
+/// Broken server answers at each step of the sign-in: a typed error, nothing stored, and a slot
+/// that was signed in before keeps its old credential and record.
+@Suite struct SignInFaultTests {
+    enum Step: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// OIDC discovery (generic provider only).
+        case discovery
+        /// The device-code request.
+        case deviceCode
+        /// A poll (the one that would have been approved).
+        case poll
+        /// The authorization-code exchange (openai only).
+        case exchange
+        var testDescription: String { rawValue }
+    }
+
+    enum Fault: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case status500, nonJSON, huge, reset
+        var testDescription: String { rawValue }
+
+        var spec: [String: Any] {
+            switch self {
+            case .status500: return ["type": "status", "status": 500]
+            case .nonJSON: return ["type": "non_json"]
+            case .huge: return ["type": "huge", "size": 2 * 1024 * 1024]
+            // Enough resets that a transparent retry of the request would still see one.
+            case .reset: return ["type": "reset", "count": 5]
+            }
+        }
+
+        /// The error each fault must give, whatever the step.
+        func matches(_ error: AuthError?) -> Bool {
+            switch (self, error) {
+            case (.status500, .networkFailure(let m)?): return m.contains("HTTP 500")
+            case (.nonJSON, .invalidResponse?): return true
+            case (.huge, .invalidResponse(let m)?): return m.contains("the limit is 1048576")
+            case (.reset, .networkFailure?): return true
+            default: return false
+            }
+        }
+    }
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        var kind: SignInRig.Kind
+        var step: Step
+        var fault: Fault
+        var testDescription: String { "\(kind.rawValue) \(step.rawValue) \(fault.rawValue)" }
+    }
+
+    static let cases: [Case] = {
+        var all: [Case] = []
+        for fault in Fault.allCases {
+            for step in [Step.deviceCode, .poll, .exchange] { all.append(Case(kind: .openai, step: step, fault: fault)) }
+            for step in [Step.discovery, .deviceCode, .poll] { all.append(Case(kind: .device, step: step, fault: fault)) }
+        }
+        return all
+    }()
+
+    static func endpoint(_ step: Step, _ kind: SignInRig.Kind) -> String {
+        switch (step, kind) {
+        case (.discovery, _): return "discovery"
+        case (.deviceCode, .openai): return "usercode"
+        case (.deviceCode, .device): return "device_authorization"
+        case (.poll, .openai): return "deviceauth_token"
+        case (.poll, .device): return "token"
+        case (.exchange, _): return "oauth_token"
+        }
+    }
+
+    /// The words each step's error names.
+    static func stepName(_ step: Step, _ kind: SignInRig.Kind) -> String {
+        switch (step, kind) {
+        case (.discovery, _): return "OIDC discovery"
+        case (.deviceCode, .openai): return "device code request"
+        case (.deviceCode, .device): return "device authorization"
+        case (.poll, .openai): return "device code poll"
+        case (.poll, .device): return "device token poll"
+        case (.exchange, _): return "token exchange"
+        }
+    }
+
+    @Test(arguments: cases)
+    func faultLeavesTheSlotAsItWas(_ c: Case) async throws {
+        let rig = try SignInRig.start(c.kind)
+        // A slot signed in earlier: a failed re-sign-in must keep its credential and record.
+        let (slot, old) = try rig.home.seed("work", provider: rig.providerID)
+        let before = try rig.home.snapshot()
+        try await rig.fault(["endpoint": Self.endpoint(c.step, c.kind)].merging(c.fault.spec) { $1 })
+        // The user approves right away, so the first poll is the one that brings the tokens.
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
+        let log = EventLog()
+        let error = await authError {
+            _ = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: log.record)
+        }
+        #expect(c.fault.matches(error), "got \(String(describing: error))")
+        let message = error?.localizedDescription ?? ""
+        #expect(message.contains(Self.stepName(c.step, c.kind)), "\(message)")
+        #expect(error?.exitStatus == .network)
+
+        // Nothing stored; the old credential and the registry are byte-for-byte as they were.
+        #expect(try rig.home.snapshot() == before)
+        #expect(try rig.home.store(.file).get(slot) == old)
+
+        // The state sequence ends in failed(message); the code was shown only if it was issued.
+        let shown = c.step == .poll || c.step == .exchange
+        var expected: [AuthState] = [.signingIn]
+        if shown, let code = log.deviceCode {
+            expected.append(.awaitingDeviceCode(userCode: code.userCode, verificationURL: code.completeVerificationURL ?? code.verificationURL))
+        }
+        expected.append(.failed(message))
+        #expect(log.states == expected)
+        #expect((log.deviceCode != nil) == shown)
+
+        // No secret of the sign-in in the message: device code, authorization code, verifier.
+        let device = try await rig.server.lastDevice()
+        for key in ["device_code", "device_auth_id", "authorization_code"] {
+            if let secret = device[key] as? String { #expect(!message.contains(secret), "\(key) leaked") }
+        }
+        if let code = log.deviceCode { #expect(!message.contains(code.deviceCode)) }
+        #expect(try await rig.server.stat("faults_injected.\(Self.endpoint(c.step, c.kind))") >= 1)
+    }
+
+    /// A sign-in into a new slot that fails creates no slot and stores nothing.
+    @Test(arguments: SignInRig.Kind.allCases)
+    func failedSignInCreatesNoSlot(_ kind: SignInRig.Kind) async throws {
+        let rig = try SignInRig.start(kind)
+        let before = try rig.home.snapshot()
+        try await rig.fault(["endpoint": rig.pollEndpoint, "type": "status", "status": 502])
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
+        let error = await authError {
+            _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: { _ in })
+        }
+        guard case .networkFailure? = error else { Issue.record("got \(String(describing: error))"); return }
+        #expect(try rig.home.snapshot() == before)
+        #expect(try rig.home.registry.load().slots.isEmpty)
+        #expect(try rig.home.store(.file).list().isEmpty)
+    }
+
+    /// 400/401/403 from the token endpoint end in `reauthenticationRequired` (exit 4).
+    @Test(arguments: [SignInRig.Kind.openai, .device], [400, 401, 403])
+    func tokenEndpointRefusal(_ kind: SignInRig.Kind, status: Int) async throws {
+        let rig = try SignInRig.start(kind)
+        let (slot, _) = try rig.home.seed("work", provider: rig.providerID)
+        let before = try rig.home.snapshot()
+        let endpoint = kind == .openai ? "oauth_token" : "token"
+        try await rig.fault(["endpoint": endpoint, "type": "status", "status": status,
+                             "body": ["error": "invalid_grant", "error_description": "the grant was refused"]])
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
+        let log = EventLog()
+        let error = await authError {
+            _ = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: log.record)
+        }
+        #expect(error == .tokenExchangeFailed(status: status, detail: ServerErrorDetail(code: "invalid_grant", message: "the grant was refused")))
+        #expect(error?.requiresReauthentication == true)
+        #expect(error?.exitStatus == .reauthenticationRequired)
+        #expect(log.states.first == .signingIn)
+        #expect(log.states.last == .reauthenticationRequired)
+        #expect(log.states.count == 3)
+        #expect(try rig.home.snapshot() == before)
+    }
+
+    /// A token answer without a refresh token, or with a malformed field, is refused without
+    /// storing anything, and the tokens it did carry never appear in the error.
+    @Test(arguments: [SignInRig.Kind.openai, .device], [false, true])
+    func unusableTokenAnswer(_ kind: SignInRig.Kind, malformed: Bool) async throws {
+        let rig = try SignInRig.start(kind)
+        let before = try rig.home.snapshot()
+        let endpoint = kind == .openai ? "oauth_token" : "token"
+        let body: [String: Any] = malformed
+            ? ["access_token": "at-SECRET-1234", "refresh_token": "rt-SECRET-5678", "id_token": "id-SECRET-9", "expires_in": "soon"]
+            : ["access_token": "at-SECRET-1234", "id_token": "id-SECRET-9", "expires_in": 3600]
+        try await rig.fault(["endpoint": endpoint, "type": "status", "status": 200, "body": body])
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
+        let log = EventLog()
+        let error = await authError {
+            _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: log.record)
+        }
+        if malformed {
+            guard case .invalidResponse? = error else { Issue.record("got \(String(describing: error))"); return }
+        } else {
+            #expect(error == .missingRefreshToken)
+            #expect(log.states.last == .reauthenticationRequired)
+        }
+        let text = (error?.localizedDescription ?? "") + "\(String(describing: error))" + "\(log.events)"
+        for secret in ["at-SECRET-1234", "rt-SECRET-5678", "id-SECRET-9"] { #expect(!text.contains(secret)) }
+        #expect(try rig.home.snapshot() == before)
+    }
+}
