@@ -77,7 +77,7 @@ printf '%s$ lanyard token | cut -c1-24%s\n' "$dim" "$off"
 say "Usage windows of the work account (scripted on the emulator)"
 account=$("$bin" status work --json | sed -n 's/.*"account_id": "\(.*\)".*/\1/p')
 now=$(date +%s)
-curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "{\"account_id\":\"$account\",\"primary_window\":{\"used_percent\":42,\"limit_window_seconds\":18000,\"reset_at\":$((now+7800))},\"secondary_window\":{\"used_percent\":12,\"limit_window_seconds\":604800,\"reset_at\":$((now+400000))}}" "$base/_test/usage"
+curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "{\"account_id\":\"$account\",\"primary_window\":{\"used_percent\":42,\"limit_window_seconds\":18000,\"reset_at\":$((now+7830))},\"secondary_window\":{\"used_percent\":12,\"limit_window_seconds\":604800,\"reset_at\":$((now+400000))}}" "$base/_test/usage"
 run usage work
 say "Refresh now (rotating refresh tokens are never used twice)"
 run refresh --all

@@ -63,28 +63,46 @@ public struct AccountManager: Sendable {
         let provider = try provider(providerID)
         var flow = SignInFlow(provider: provider, clock: clock, sleeper: sleeper)
         configure(&flow)
-        let (tokens, account) = try await flow.run(events: events)
-        let now = clock.now()
-        let credential = Credential(
-            provider: providerID,
-            tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, idToken: tokens.idToken,
-                             expiresAt: tokens.expiresAt(now: now)),
-            lastRefresh: now, account: account)
         let existing = try registry.load()
-        let slot = try requested ?? Self.defaultSlot(for: account, in: existing)
-        let backend = existing.slots[slot]?.backend ?? backendForNewSlot()
-        let store = try openStore(backend, true)
-        try registry.update { doc in
-            try store.put(credential, for: slot)
-            var record = doc.slots[slot] ?? SlotRecord(provider: providerID, backend: backend, createdAt: now)
-            record.provider = providerID
-            record.account = account
-            record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
-            record.lastRefresh = now
-            record.lastErrorCode = nil
-            doc.slots[slot] = record
-            if doc.active == nil { doc.active = slot }
+        // Refuse before anyone approves a code in a browser when the credential could not be
+        // stored afterwards (a file store not set up or locked, no keyring). A locked keyring may
+        // still be unlocked by its own prompt, so only the file store's lock is final.
+        let plannedBackend = requested.flatMap { existing.slots[$0]?.backend } ?? backendForNewSlot()
+        let plannedStore = try openStore(plannedBackend, true)
+        let health = plannedStore.health()
+        if !health.reachable {
+            throw StoreError.unavailable(backend: plannedBackend.displayName, hint: health.problem ?? "it did not answer")
         }
+        if health.locked && plannedBackend == .file {
+            throw StoreError.locked(backend: plannedBackend.displayName, hint: "run `lanyard store unlock` first")
+        }
+        final class Outcome: @unchecked Sendable { var value: (Slot, Credential)? }
+        let outcome = Outcome()
+        _ = try await flow.run(events: events) { tokens, account in
+            let now = clock.now()
+            let credential = Credential(
+                provider: providerID,
+                tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, idToken: tokens.idToken,
+                                 expiresAt: tokens.expiresAt(now: now)),
+                lastRefresh: now, account: account)
+            let current = try registry.load()
+            let slot = try requested ?? Self.defaultSlot(for: account, in: current)
+            let backend = current.slots[slot]?.backend ?? plannedBackend
+            let store = backend == plannedBackend ? plannedStore : try openStore(backend, true)
+            try registry.update { doc in
+                try store.put(credential, for: slot)
+                var record = doc.slots[slot] ?? SlotRecord(provider: providerID, backend: backend, createdAt: now)
+                record.provider = providerID
+                record.account = account
+                record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+                record.lastRefresh = now
+                record.lastErrorCode = nil
+                doc.slots[slot] = record
+                if doc.active == nil { doc.active = slot }
+            }
+            outcome.value = (slot, credential)
+        }
+        guard let (slot, credential) = outcome.value else { throw AuthError.unknown("sign-in finished without a credential") }
         return (slot, credential)
     }
 

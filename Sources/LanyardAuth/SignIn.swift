@@ -33,16 +33,24 @@ public struct SignInFlow: Sendable {
     }
 
     /// Runs the flow; `events` sees every state change. Task cancellation gives `cancelledSignIn`.
-    public func run(events: @Sendable (SignInEvent) -> Void) async throws(AuthError) -> (TokenResponse, AccountInfo) {
+    /// `onApproved` receives the tokens (to store them) before `signedIn` is announced; if it
+    /// throws, the flow ends in `failed` with that error.
+    public func run(events: @Sendable (SignInEvent) -> Void,
+                    onApproved: (TokenResponse, AccountInfo) async throws -> Void = { _, _ in }) async throws -> (TokenResponse, AccountInfo) {
         events(.state(.signingIn))
+        let tokens: TokenResponse, account: AccountInfo
         do {
-            let (tokens, account) = try await poll(events: events)
-            events(.state(.signedIn(expiresAt: tokens.expiresAt(now: clock.now()))))
-            return (tokens, account)
+            (tokens, account) = try await poll(events: events)
         } catch {
             events(.state(Self.finalState(for: error)))
             throw error
         }
+        do { try await onApproved(tokens, account) } catch {
+            events(.state(.failed(error.localizedDescription)))
+            throw error
+        }
+        events(.state(.signedIn(expiresAt: tokens.expiresAt(now: clock.now()))))
+        return (tokens, account)
     }
 
     /// The flow as a stream of auth states: `signingIn`, `awaitingDeviceCode`, then `signedIn` and

@@ -10,7 +10,7 @@ import LanyardTestSupport
         let env = try await EmulatorHome()
         let credential = try await env.signIn("work", email: "w@example.com", plan: "pro")
         let account = try #require(credential.account.accountID)
-        let resetAt = Int(Date().timeIntervalSince1970) + 7800
+        let resetAt = Int(Date().timeIntervalSince1970) + 7830  // "2 h 10 min" even a few seconds later
         try await env.server.hook("/_test/usage", ["account_id": account, "plan_type": "pro",
                                                    "primary_window": ["used_percent": 42, "limit_window_seconds": 18000, "reset_at": resetAt],
                                                    "secondary_window": ["used_percent": 10, "limit_window_seconds": 604800, "reset_after_seconds": 86400 * 5]])
@@ -24,7 +24,7 @@ import LanyardTestSupport
         #expect(human.status == 0, "\(human.stderr)")
         #expect(human.stdout.contains("work  w@example.com  Pro"))
         #expect(human.stdout.contains("5 h window"))
-        #expect(human.stdout.contains(" 42%  resets in 2 h 1"))
+        #expect(human.stdout.contains(" 42%  resets in 2 h 10 min"))
         #expect(human.stdout.contains("weekly"))
         let json = try env.home.run("usage", "--all", "--json")
         let slots = (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]]

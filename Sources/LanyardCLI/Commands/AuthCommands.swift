@@ -22,16 +22,6 @@ enum AuthCommands {
         let existing = try requested.flatMap { try inv.registry.load().slots[$0] }
         let providerID = inv.args.value("provider") ?? existing?.provider ?? "openai"
         let config = manager.config
-        // Refuse before anyone approves anything when the credential could not be stored afterwards
-        // (a file store not set up or locked, no keyring): the approval would be wasted.
-        let backend = existing?.backend ?? manager.backendForNewSlot()
-        let health = try inv.store(backend, interactive: true).health()
-        if !health.reachable {
-            throw StoreError.unavailable(backend: backend.displayName, hint: health.problem ?? "it did not answer")
-        }
-        if health.locked && backend == .file {
-            throw StoreError.locked(backend: backend.displayName, hint: "run `lanyard store unlock` first")
-        }
         let progress = SignInProgress(inv: inv)
         // Clear the countdown line however the sign-in ends, so an error starts on a clean line.
         defer { progress.finish() }
