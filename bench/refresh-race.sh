@@ -21,7 +21,10 @@ post() { curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "$2" "$ba
 post /_test/config '{"interval": 0, "access_token_lifetime": 300}'   # due at once (lead 600)
 "$bin" login race 2> "$tmp/login.err" &
 login=$!
-while ! code=$(sed -n 's/^    \([A-Z0-9-][A-Z0-9-]*\)$/\1/p' "$tmp/login.err" 2>/dev/null | grep .); do sleep 0.05; done
+while ! code=$(sed -n 's/^    \([A-Z0-9-][A-Z0-9-]*\)$/\1/p' "$tmp/login.err" 2>/dev/null | grep .); do
+  kill -0 $login 2>/dev/null || { echo "refresh-race: login failed:" >&2; cat "$tmp/login.err" >&2; exit 1; }
+  sleep 0.05
+done
 post /_test/approve "{\"user_code\": \"$code\"}"
 wait $login
 post /_test/config '{"access_token_lifetime": 3600}'
@@ -32,8 +35,9 @@ post /_test/config '{"access_token_lifetime": 300}'; "$bin" refresh race >/dev/n
 post /_test/config '{"access_token_lifetime": 3600}'
 before=$(curl -fsS "$base/_test/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["refreshes_succeeded"])')
 start=$(now_ms)
-i=0; while [ $i -lt 32 ]; do "$bin" token race > "$tmp/out.$i" & i=$((i+1)); done
-wait
+pids=""
+i=0; while [ $i -lt 32 ]; do "$bin" token race > "$tmp/out.$i" & pids="$pids $!"; i=$((i+1)); done
+for p in $pids; do wait "$p"; done   # not a bare `wait`: the emulator runs in the background too
 wall=$(( $(now_ms) - start ))
 after=$(curl -fsS "$base/_test/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["refreshes_succeeded"], s["refresh_reused"])')
 distinct=$(cat "$tmp"/out.* | sort -u | wc -l)
