@@ -22,16 +22,7 @@ struct EmulatorHome {
 
     init(extraConfig: String = "") async throws {
         server = try OAuthTestServer(.chatgptEmulator)
-        try home.writeConfig("""
-        [store]
-        backend = file
-        [provider.openai]
-        issuer = \(server.baseURL.absoluteString)
-        usage-base-url = \(server.baseURL.absoluteString)
-        \(extraConfig)
-        """)
-        let initialized = try home.run("store", "init", "--no-passphrase")
-        guard initialized.status == 0 else { throw ServerError("store init failed: \(initialized.stderr)") }
+        try home.useEmulator(server, extraConfig: extraConfig)
     }
 
     var paths: Paths { Paths(environment: home.environment) }

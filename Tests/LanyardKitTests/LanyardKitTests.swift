@@ -17,15 +17,7 @@ struct KitHome {
 
     init(extraConfig: String = "") throws {
         server = try OAuthTestServer(.chatgptEmulator)
-        try home.writeConfig("""
-        [store]
-        backend = file
-        [provider.openai]
-        issuer = \(server.baseURL.absoluteString)
-        usage-base-url = \(server.baseURL.absoluteString)
-        \(extraConfig)
-        """)
-        guard try home.run("store", "init", "--no-passphrase").status == 0 else { throw ServerError("store init failed") }
+        try home.useEmulator(server, extraConfig: extraConfig)
     }
 
     func configuration(slot: String? = nil) -> Configuration {

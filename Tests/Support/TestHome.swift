@@ -60,3 +60,20 @@ public final class TestHome: @unchecked Sendable {
         return Output(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
     }
 }
+
+extension TestHome {
+    /// Points the openai provider at `server` (the ChatGPT emulator), keeps credentials in a file
+    /// store without a passphrase, and appends `extraConfig` to config.ini.
+    public func useEmulator(_ server: OAuthTestServer, extraConfig: String = "") throws {
+        try writeConfig("""
+        [store]
+        backend = file
+        [provider.openai]
+        issuer = \(server.baseURL.absoluteString)
+        usage-base-url = \(server.baseURL.absoluteString)
+        \(extraConfig)
+        """)
+        let initialized = try run("store", "init", "--no-passphrase")
+        guard initialized.status == 0 else { throw ServerError("store init failed: \(initialized.stderr)") }
+    }
+}
