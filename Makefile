@@ -36,6 +36,8 @@ fuzz: deps
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 .build/release/lanyard $(DESTDIR)$(PREFIX)/bin/lanyard
+	install -d $(DESTDIR)$(PREFIX)/lib/lanyard
+	install -m 0755 .build/release/lanyard-net $(DESTDIR)$(PREFIX)/lib/lanyard/lanyard-net
 
 clean:
 	@$(SWIFT) package clean

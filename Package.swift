@@ -25,11 +25,15 @@ let package = Package(
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "CLibsecret"]),
-        .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth"]),
+        .target(name: "LanyardNetwork", dependencies: ["LanyardAuth"]),
+        .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
             "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
         ]),
+        // `lanyard` starts fast without FoundationNetworking; commands that talk to a provider
+        // continue in `lanyard-net` (installed in lib/lanyard/), the same CLI with HTTP.
         .executableTarget(name: "lanyard", dependencies: ["LanyardCLI"]),
+        .executableTarget(name: "lanyard-net", dependencies: ["LanyardCLI", "LanyardNetwork"]),
         // The library example of docs/library.md, built with the package so it never rots.
         .executableTarget(name: "lanyard-example", dependencies: ["LanyardKit", "LanyardCore"], path: "Examples/lanyard-example"),
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
@@ -37,11 +41,11 @@ let package = Package(
 
         .target(name: "LanyardTestSupport", path: "Tests/Support"),
         .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore"]),
-        .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
         .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardCore"]),
-        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import LanyardCore
 
 /// One HTTP request to a provider.
@@ -73,72 +70,6 @@ public struct TransportError: Error, Equatable, Sendable, LocalizedError {
 public protocol HTTPTransport: Sendable {
     /// Sends `request`; throws ``TransportError`` when no complete answer arrives.
     func send(_ request: HTTPRequest) async throws -> HTTPResponse
-}
-
-/// HTTP over URLSession, with a timeout and a cap on the body size.
-public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
-    /// Answers longer than this are refused (no provider answer is anywhere near it).
-    public let maxBodyBytes: Int
-    public let timeout: TimeInterval
-    private let lock = NSLock()
-    private var created: URLSession?
-
-    public init(timeout: TimeInterval = 30, maxBodyBytes: Int = 1 << 20) {
-        self.timeout = timeout
-        self.maxBodyBytes = maxBodyBytes
-    }
-
-    /// Made on first use: creating a URLSession costs milliseconds, and most commands never
-    /// talk to a provider.
-    private var session: URLSession {
-        lock.withLock {
-            if let created { return created }
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.timeoutIntervalForRequest = timeout
-            configuration.timeoutIntervalForResource = timeout * 2
-            configuration.httpCookieAcceptPolicy = .never
-            configuration.urlCache = nil
-            let session = URLSession(configuration: configuration)
-            created = session
-            return session
-        }
-    }
-
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        var urlRequest = URLRequest(url: request.url)
-        urlRequest.httpMethod = request.method
-        urlRequest.httpBody = request.body
-        for (k, v) in request.headers { urlRequest.setValue(v, forHTTPHeaderField: k) }
-        urlRequest.setValue("lanyard/\(LanyardAuth.version)", forHTTPHeaderField: "User-Agent")
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await session.data(for: urlRequest)
-        } catch is CancellationError {
-            throw TransportError(.cancelled, "request cancelled")
-        } catch let error as URLError {
-            let host = request.url.host ?? "server"
-            switch error.code {
-            case .timedOut: throw TransportError(.timedOut, "\(host) did not answer in time")
-            case .cancelled: throw TransportError(.cancelled, "request cancelled")
-            case .cannotConnectToHost, .networkConnectionLost, .cannotFindHost, .notConnectedToInternet, .dnsLookupFailed:
-                throw TransportError(.connectionFailed, "cannot reach \(host): \(error.localizedDescription)")
-            default: throw TransportError(.other, "request to \(host) failed: \(error.localizedDescription)")
-            }
-        } catch {
-            throw TransportError(.other, "request to \(request.url.host ?? "server") failed: \(error.localizedDescription)")
-        }
-        if Task.isCancelled { throw TransportError(.cancelled, "request cancelled") }
-        guard let http = response as? HTTPURLResponse else { throw TransportError(.other, "not an HTTP response") }
-        guard data.count <= maxBodyBytes else {
-            throw TransportError(.tooLarge, "\(request.url.host ?? "server") sent \(data.count) bytes; the limit is \(maxBodyBytes)")
-        }
-        var headers: [String: String] = [:]
-        for (k, v) in http.allHeaderFields {
-            if let k = k as? String, let v = v as? String { headers[k.lowercased()] = v }
-        }
-        return HTTPResponse(status: http.statusCode, headers: headers, body: data)
-    }
 }
 
 /// How the auth layer waits (injected so tests control time instead of sleeping).

@@ -33,6 +33,8 @@ public struct CommandSpec: Sendable {
     public let details: String
     /// Internal commands left out of help, the man page and completions.
     public var hidden = false
+    /// Commands that talk to a provider (run by `lanyard-net`, which links HTTP).
+    public var network = false
     let run: @Sendable (Invocation) throws -> ExitStatus
 }
 

@@ -51,8 +51,11 @@ public struct CommandContext: Sendable {
     public var stderrIsTTY: Bool
     public var stdinIsTTY: Bool
     public var openStore: ConfiguredStoreOpener
-    /// HTTP to providers; nil means URLSession with the configured timeout.
+    /// HTTP to providers, when injected whole (tests).
     public var transport: (any HTTPTransport)?
+    /// Makes the HTTP transport for a timeout; nil in the `lanyard` binary, which hands commands
+    /// that need the network to `lanyard-net`.
+    public var transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?
     /// How waits happen (tests inject a fast or manual one).
     public var sleeper: any Sleeper
     /// Whether Ctrl-C cancels long operations (true for the real process only).
@@ -62,7 +65,8 @@ public struct CommandContext: Sendable {
                 environment: [String: String], workingDirectory: String, clock: any WallClock = SystemClock(),
                 stdoutIsTTY: Bool = false, stderrIsTTY: Bool = false, stdinIsTTY: Bool = false,
                 openStore: @escaping ConfiguredStoreOpener = StoreOpeners.unavailable,
-                transport: (any HTTPTransport)? = nil, sleeper: any Sleeper = TaskSleeper(),
+                transport: (any HTTPTransport)? = nil,
+                transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)? = nil, sleeper: any Sleeper = TaskSleeper(),
                 handlesSignals: Bool = false) {
         self.stdout = stdout
         self.stderr = stderr
@@ -75,18 +79,19 @@ public struct CommandContext: Sendable {
         self.stdinIsTTY = stdinIsTTY
         self.openStore = openStore
         self.transport = transport
+        self.transportFactory = transportFactory
         self.sleeper = sleeper
         self.handlesSignals = handlesSignals
     }
 
     /// The process's real streams, environment and working directory.
-    public static func process() -> CommandContext {
+    public static func process(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?) -> CommandContext {
         CommandContext(
             stdout: TextSink(fd: 1), stderr: TextSink(fd: 2), readLine: { Swift.readLine() },
             environment: processEnvironment(),
             workingDirectory: FileManager.default.currentDirectoryPath,
             stdoutIsTTY: isatty(1) == 1, stderrIsTTY: isatty(2) == 1, stdinIsTTY: isatty(0) == 1,
-            openStore: StoreOpeners.system, handlesSignals: true)
+            openStore: StoreOpeners.system, transportFactory: transportFactory, handlesSignals: true)
     }
 }
 

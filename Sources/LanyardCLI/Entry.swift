@@ -1,4 +1,5 @@
 import Foundation
+import LanyardAuth
 import LanyardCore
 import LanyardStore
 
@@ -42,6 +43,9 @@ public enum Lanyard {
                 context.stdout.write(MetaCommands.help(for: spec))
                 return ExitStatus.ok.rawValue
             }
+            if spec.network && context.transport == nil && context.transportFactory == nil {
+                try NetworkHandoff.exec(argv)  // returns only on failure
+            }
             return try spec.run(Invocation(context: context, spec: spec, args: args)).rawValue
         } catch {
             return report(error, json: json, context: context)
@@ -77,8 +81,9 @@ public enum Lanyard {
     }
 }
 
-/// The process entry point.
-public func lanyardMain() -> Int32 {
+/// The process entry point. `transportFactory` is nil in `lanyard` (no HTTP linked: commands that
+/// need it continue in `lanyard-net`) and URLSession in `lanyard-net`.
+public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?) -> Int32 {
     signal(SIGPIPE, SIG_IGN)
-    return Lanyard.run(Array(CommandLine.arguments.dropFirst()), context: .process())
+    return Lanyard.run(Array(CommandLine.arguments.dropFirst()), context: .process(transportFactory: transportFactory))
 }

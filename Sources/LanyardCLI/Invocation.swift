@@ -54,9 +54,12 @@ public final class Invocation: @unchecked Sendable {
         let open = context.openStore
         let paths = paths
         var manager = AccountManager(paths: paths, config: config, openStore: { kind, interactive in try open(kind, config, paths, interactive) },
-                                     transport: context.transport ?? URLSessionTransport(timeout: config.httpTimeout),
+                                     transport: context.transport ?? context.transportFactory?(config.httpTimeout) ?? NoNetwork(),
                                      clock: context.clock, sleeper: context.sleeper)
-        if context.handlesSignals { manager.refreshRunner = RefreshWorker.runner(environment: context.environment) }
+        if context.handlesSignals {
+            manager.refreshRunner = RefreshWorker.runner(environment: context.environment,
+                                                         executable: context.transportFactory == nil ? NetworkHandoff.binary() : nil)
+        }
         return manager
     }
 

@@ -10,7 +10,7 @@ enum RefreshWorker {
     static let command = CommandSpec(
         name: "refresh-worker", summary: "internal: run one slot's refresh to completion", arguments: "SLOT",
         minArguments: 1, maxArguments: 1, flags: [FlagSpec("force", "refresh even when not due")],
-        prints: true, takesAccount: false, details: "", hidden: true) { inv in
+        prints: true, takesAccount: false, details: "", hidden: true, network: true) { inv in
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         var worker = try inv.accounts()
         worker.refreshRunner = nil
@@ -22,11 +22,15 @@ enum RefreshWorker {
     }
 
     /// A runner that spawns `lanyard refresh-worker SLOT --json` in a new session and waits.
-    static func runner(environment: [String: String]) -> RefreshRunner {
+    /// - Parameter executable: the binary to run (`lanyard-net`); nil means this one.
+    static func runner(environment: [String: String], executable: String?) -> RefreshRunner {
         { slot, force in
             let result = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int32, Data), Error>) in
                 DispatchQueue.global().async {
-                    do { continuation.resume(returning: try spawnAndWait(slot: slot, force: force, environment: environment)) } catch {
+                    do {
+                        continuation.resume(returning: try spawnAndWait(slot: slot, force: force, environment: environment,
+                                                                        executable: executable))
+                    } catch {
                         continuation.resume(throwing: error)
                     }
                 }
@@ -36,7 +40,7 @@ enum RefreshWorker {
         }
     }
 
-    static func spawnAndWait(slot: Slot, force: Bool, environment: [String: String]) throws -> (Int32, Data) {
+    static func spawnAndWait(slot: Slot, force: Bool, environment: [String: String], executable: String?) throws -> (Int32, Data) {
         var pipe: [Int32] = [0, 0]
         guard Glibc.pipe(&pipe) == 0 else { throw StoreError.io(path: "pipe", detail: String(cString: strerror(errno))) }
         var actions = posix_spawn_file_actions_t()
@@ -51,7 +55,7 @@ enum RefreshWorker {
         defer { posix_spawnattr_destroy(&attributes) }
         // POSIX_SPAWN_SETSID (glibc): a session of its own, out of reach of the terminal's Ctrl-C.
         posix_spawnattr_setflags(&attributes, Int16(0x80))
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable = executable ?? NetworkHandoff.currentExecutable()
         let args = [executable, "refresh-worker", slot.name, "--json"] + (force ? ["--force"] : [])
         let env = environment.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0

@@ -1,5 +1,6 @@
 import Foundation
 import LanyardAuth
+import LanyardNetwork
 import LanyardCore
 import LanyardStore
 

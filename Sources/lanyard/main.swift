@@ -1,4 +1,4 @@
-import LanyardCLI
 import Foundation
+import LanyardCLI
 
-exit(lanyardMain())
+exit(lanyardMain(transportFactory: nil))

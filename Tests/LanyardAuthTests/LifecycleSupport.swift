@@ -1,4 +1,5 @@
 import Foundation
+import LanyardNetwork
 import LanyardTestSupport
 @testable import LanyardAuth
 @testable import LanyardCore

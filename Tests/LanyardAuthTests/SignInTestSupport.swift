@@ -1,4 +1,5 @@
 import Foundation
+import LanyardNetwork
 import Testing
 import LanyardTestSupport
 @testable import LanyardAuth

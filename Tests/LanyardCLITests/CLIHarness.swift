@@ -1,4 +1,5 @@
 import Foundation
+import LanyardNetwork
 import Testing
 import LanyardCLI
 import LanyardCore
@@ -92,7 +93,7 @@ final class CLIHarness: @unchecked Sendable {
             readLine: { lines.next() },
             environment: environment, workingDirectory: workingDirectory, clock: clock,
             stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
-            openStore: opener)
+            openStore: opener, transportFactory: { URLSessionTransport(timeout: $0) })
         let status = Lanyard.run(args, context: context)
         return Result(status: status, stdout: out.text, stderr: err.text)
     }

@@ -16,7 +16,7 @@ enum AuthCommands {
         details: """
         Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
         its credential only once the new one is in hand. Ctrl-C cancels (exit 130) and stores nothing.
-        """) { inv in
+        """, network: true) { inv in
         let manager = try inv.accounts()
         let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
         let existing = try requested.flatMap { try inv.registry.load().slots[$0] }
@@ -53,7 +53,7 @@ enum AuthCommands {
         details: """
         A refresh another process is already doing is waited for and adopted, never repeated. A permanent failure \
         marks the slot for sign-in again (exit 4); a transient one changes nothing (exit 6).
-        """) { inv in
+        """, network: true) { inv in
         let document = try inv.registry.load()
         let manager = try inv.accounts()
         let slots: [Slot]
@@ -89,7 +89,7 @@ enum AuthCommands {
         minArguments: 1, maxArguments: 1,
         flags: [FlagSpec("revoke", "also revoke the refresh token at the provider (ends that session everywhere)")],
         prints: true, takesAccount: false,
-        details: "Revocation is never the default: it would sign the account out of other tools that share the session.") { inv in
+        details: "Revocation is never the default: it would sign the account out of other tools that share the session.", network: true) { inv in
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         let manager = try inv.accounts()
         let revoke = inv.args.has("revoke")

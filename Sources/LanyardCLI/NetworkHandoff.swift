@@ -1,0 +1,45 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+
+/// `lanyard` links no HTTP stack (FoundationNetworking costs ~10 ms at every start); commands that
+/// talk to a provider replace the process with `lanyard-net`, the same CLI with URLSession. The
+/// process id, streams and signals stay the same.
+enum NetworkHandoff {
+    static func currentExecutable() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// `lanyard-net` beside this binary (a build folder) or in `../lib/lanyard/` (an install).
+    static func binary() -> String {
+        let dir = (currentExecutable() as NSString).deletingLastPathComponent
+        for candidate in [dir + "/lanyard-net", dir + "/../lib/lanyard/lanyard-net"] where access(candidate, X_OK) == 0 {
+            return candidate
+        }
+        return dir + "/../lib/lanyard/lanyard-net"
+    }
+
+    static func exec(_ argv: [String]) throws -> Never {
+        let path = binary()
+        let args = [path] + argv
+        let pointers = args.map { strdup($0) } + [nil]
+        execv(path, pointers)
+        let reason = String(cString: strerror(errno))
+        pointers.forEach { free($0) }
+        throw NetworkUnavailable(detail: "cannot run \(path): \(reason) (is Lanyard fully installed?)")
+    }
+}
+
+/// The transport of a binary without HTTP; never reached, since network commands hand off first.
+struct NoNetwork: HTTPTransport {
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        throw TransportError(.other, "this binary has no HTTP support; run the command through lanyard")
+    }
+}
+
+struct NetworkUnavailable: LanyardError {
+    let detail: String
+    var code: String { "network_unavailable" }
+    var exitStatus: ExitStatus { .network }
+    var errorDescription: String? { detail }
+}

@@ -1,0 +1,7 @@
+// `lanyard` with HTTP: runs the commands that talk to a provider (login, logout, refresh, usage,
+// the refresh worker). Installed in lib/lanyard/; people run `lanyard`, which hands over to it.
+import Foundation
+import LanyardCLI
+import LanyardNetwork
+
+exit(lanyardMain(transportFactory: { URLSessionTransport(timeout: $0) }))
