@@ -107,7 +107,7 @@ public struct AccountManager: Sendable {
     }
 
     /// A slot name from the account's email local part, made unique when another account holds it.
-    static func defaultSlot(for account: AccountInfo, in document: RegistryDocument) throws -> Slot {
+    public static func defaultSlot(for account: AccountInfo, in document: RegistryDocument) throws -> Slot {
         let local = account.email.map { String($0.split(separator: "@").first ?? "") } ?? ""
         guard let base = Slot.suggested(from: local) ?? Slot.suggested(from: account.accountID ?? "") else {
             throw UsageErrorText("the account has no email to name the slot after; give a slot name: `lanyard login NAME`")

@@ -35,6 +35,8 @@ public struct CommandSpec: Sendable {
     public var hidden = false
     /// Commands that talk to a provider (run by `lanyard-net`, which links HTTP).
     public var network = false
+    /// Flags that make the command talk to a provider.
+    public var networkFlags: Set<String> = []
     let run: @Sendable (Invocation) throws -> ExitStatus
 }
 

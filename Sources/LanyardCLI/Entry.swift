@@ -13,7 +13,7 @@ public enum Lanyard {
     public static let commands: [CommandSpec] = [
         AuthCommands.login, AuthCommands.logout, AuthCommands.refresh, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
-        StoreCommands.token, UsageCommand.usage, StoreCommands.doctor, StoreGroupCommand.store, RefreshWorker.command, MetaCommands.version, MetaCommands.help,
+        StoreCommands.token, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex, UsageCommand.usage, StoreCommands.doctor, StoreGroupCommand.store, RefreshWorker.command, MetaCommands.version, MetaCommands.help,
     ]
 
     /// Runs one command line (without the program name) and returns the exit status.
@@ -43,10 +43,13 @@ public enum Lanyard {
                 context.stdout.write(MetaCommands.help(for: spec))
                 return ExitStatus.ok.rawValue
             }
-            if spec.network && context.transport == nil && context.transportFactory == nil {
+            let needsNetwork = spec.network || !spec.networkFlags.isDisjoint(with: args.switches.union(args.values.keys))
+            if needsNetwork && context.transport == nil && context.transportFactory == nil {
                 try NetworkHandoff.exec(argv)  // returns only on failure
             }
             return try spec.run(Invocation(context: context, spec: spec, args: args)).rawValue
+        } catch let child as ChildExit {
+            return child.status
         } catch {
             return report(error, json: json, context: context)
         }
@@ -85,5 +88,11 @@ public enum Lanyard {
 /// need it continue in `lanyard-net`) and URLSession in `lanyard-net`.
 public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?) -> Int32 {
     signal(SIGPIPE, SIG_IGN)
+    // A parent may have started us with signals blocked (threads of many runtimes block them);
+    // Ctrl-C, SIGTERM and SIGHUP must reach our handlers and the commands we run.
+    var unblock = sigset_t()
+    sigemptyset(&unblock)
+    for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&unblock, sig) }
+    pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     return Lanyard.run(Array(CommandLine.arguments.dropFirst()), context: .process(transportFactory: transportFactory))
 }

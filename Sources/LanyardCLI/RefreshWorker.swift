@@ -50,11 +50,10 @@ enum RefreshWorker {
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addclose(&actions, pipe[0])
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
+        var attributes = ChildSignals.attributes()
         defer { posix_spawnattr_destroy(&attributes) }
         // POSIX_SPAWN_SETSID (glibc): a session of its own, out of reach of the terminal's Ctrl-C.
-        posix_spawnattr_setflags(&attributes, Int16(0x80))
+        posix_spawnattr_setflags(&attributes, Int16(0x80 | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         let executable = executable ?? NetworkHandoff.currentExecutable()
         let args = [executable, "refresh-worker", slot.name, "--json"] + (force ? ["--force"] : [])
         let env = environment.map { "\($0.key)=\($0.value)" }

@@ -53,6 +53,12 @@ public final class TestHome: @unchecked Sendable {
     /// Runs `lanyard ARGS` to completion.
     @discardableResult
     public func run(_ args: String..., extraEnvironment: [String: String] = [:]) throws -> Output {
+        try run(args, extraEnvironment: extraEnvironment)
+    }
+
+    /// Runs `lanyard ARGS` to completion.
+    @discardableResult
+    public func run(_ args: [String], extraEnvironment: [String: String] = [:]) throws -> Output {
         let (p, out, err) = try start(args, extraEnvironment: extraEnvironment)
         let o = out.fileHandleForReading.readDataToEndOfFile()
         let e = err.fileHandleForReading.readDataToEndOfFile()
@@ -76,4 +82,11 @@ extension TestHome {
         let initialized = try run("store", "init", "--no-passphrase")
         guard initialized.status == 0 else { throw ServerError("store init failed: \(initialized.stderr)") }
     }
+}
+
+/// A file's permission bits.
+public func permissionBits(_ path: String) -> mode_t {
+    var st = stat()
+    lstat(path, &st)
+    return st.st_mode & 0o777
 }

@@ -79,17 +79,34 @@ enum SlotCommands {
     }
 
     static let switchSlot = CommandSpec(
-        name: "switch", summary: "make SLOT the active slot", arguments: "SLOT",
-        minArguments: 1, maxArguments: 1, flags: [], prints: true, takesAccount: false,
-        details: "The active slot is used when no --account, LANYARD_ACCOUNT or .lanyard file chooses one.") { inv in
-        let slot = try parseSlot(inv.args.positionals[0], inv)
+        name: "switch", summary: "make SLOT the active slot (--best: the one with most usage headroom)", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1,
+        flags: [FlagSpec("best", "choose among the active provider's slots by the usage endpoint, and say why")],
+        prints: true, takesAccount: false,
+        details: """
+        The active slot is used when no --account, LANYARD_ACCOUNT or .lanyard file chooses one. With `[integrations] codex = true` \
+        Codex's auth.json follows: tokens Codex rotated are first copied back into the slot that was active.
+        """, networkFlags: ["best"]) { inv in
+        var reasons: [JSONValue] = []
+        let slot: Slot
+        if inv.args.has("best") {
+            guard inv.args.positionals.isEmpty else { throw UsageError(message: "give a SLOT or --best, not both", command: "switch") }
+            (slot, reasons) = try BestSlot.choose(inv)
+        } else {
+            guard let name = inv.args.positionals.first else { throw UsageError(message: "missing argument: usage: \(inv.spec.usage)", command: "switch") }
+            slot = try parseSlot(name, inv)
+        }
         let (previous, record) = try inv.registry.update { doc -> (Slot?, SlotRecord) in
             guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
             let previous = doc.active
             doc.active = slot
             return (previous, record)
         }
-        inv.emit(.object(["active": .string(slot.name), "previous": .optional(previous?.name)])) {
+        let codex = try inv.config().codexIntegration ? try CodexSwitch.follow(inv, from: previous, to: slot) : nil
+        var output: [String: JSONValue] = ["active": .string(slot.name), "previous": .optional(previous?.name)]
+        if !reasons.isEmpty { output["candidates"] = .array(reasons) }
+        if let codex { output["codex"] = codex }
+        inv.emit(.object(output)) {
             let who = record.account.email.map { " (\($0))" } ?? ""
             inv.stdout.line(previous == slot ? "\(slot.name)\(who) is already active." : "Switched to \(slot.name)\(who).")
         }

@@ -1,0 +1,288 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardIntegrations
+import LanyardStore
+
+/// `switch` keeping Codex's auth.json in step (`[integrations] codex = true`).
+enum CodexSwitch {
+    static func follow(_ inv: Invocation, from previous: Slot?, to slot: Slot) throws -> JSONValue {
+        let manager = try inv.accounts()
+        let sync = CodexSync(manager: manager)
+        let home = CodexHome(explicit: nil, environment: inv.context.environment)
+        let copiedBack = try inv.runAsync { () -> Bool in
+            guard let previous else { return false }
+            return try await sync.copyBack(from: home, into: previous)
+        }
+        _ = try inv.runAsync { try await sync.export(slot: slot, to: home) }
+        let running = CodexHome.runningProcesses()
+        if !running.isEmpty && !inv.json {
+            inv.stderr.line("lanyard: Codex is running (pid \(running.map(String.init).joined(separator: ", "))); "
+                            + "it keeps its old account until restarted.")
+        }
+        if copiedBack, let previous, !inv.json { inv.stderr.line("Copied the tokens Codex rotated back into \(previous.name).") }
+        return .object(["auth_json": .string(home.authPath), "copied_back": .bool(copiedBack),
+                        "running_codex_pids": .array(running.map { .number(Double($0)) })])
+    }
+}
+
+/// `switch --best`: the slot of the active provider with the most headroom.
+enum BestSlot {
+    static func choose(_ inv: Invocation) throws -> (Slot, [JSONValue]) {
+        let document = try inv.registry.load()
+        let manager = try inv.accounts()
+        let provider = document.active.flatMap { document.slots[$0]?.provider } ?? "openai"
+        var best: (Slot, Double)?
+        var reasons: [JSONValue] = []
+        for (slot, record) in document.sortedSlots where record.provider == provider {
+            var reason: String
+            var used: Double?
+            if case .signedIn = record.state {
+                do {
+                    let report = try inv.runAsync { try await manager.usage(slot: slot) }
+                    if report.limitReached {
+                        reason = "at its usage limit"
+                    } else {
+                        used = report.highestUsedPercent
+                        reason = "\(Int(report.highestUsedPercent.rounded()))% used in its busiest window"
+                    }
+                } catch ClientError.usageLimitReached(let limit) {
+                    reason = "at its usage limit" + (limit.resetsAt.map { " until \(RelativeTime.describe($0, now: inv.now))" } ?? "")
+                } catch let error as any LanyardError {
+                    reason = "skipped: \(error.code)"
+                }
+            } else {
+                reason = "skipped: \(record.state.description)"
+            }
+            if let used, best.map({ used < $0.1 || (used == $0.1 && slot == document.active) }) ?? true { best = (slot, used) }
+            reasons.append(.object(["slot": .string(slot.name), "used_percent": used.map(JSONValue.number) ?? .null, "reason": .string(reason)]))
+            if !inv.json { inv.stdout.line("  \(slot.name.padding(toLength: 16, withPad: " ", startingAt: 0))\(reason)") }
+        }
+        guard let (slot, used) = best else {
+            throw IntegrationError.unsupported("no slot of provider \(provider) has headroom (see the reasons above)")
+        }
+        if !inv.json { inv.stdout.line("Choosing \(slot.name): the most headroom (\(Int(used.rounded()))% used).") }
+        return (slot, reasons)
+    }
+}
+
+enum IntegrationCommands {
+    static let codex = CommandSpec(
+        name: "codex", summary: "write a slot into Codex's auth.json, or adopt Codex's sign-in into a slot",
+        arguments: "export|import [SLOT]", minArguments: 1, maxArguments: 2,
+        flags: [FlagSpec("codex-home", value: "DIR", "Codex's home (default $CODEX_HOME, else ~/.codex)")],
+        prints: true, takesAccount: true,
+        details: """
+        export writes auth.json (atomically, 0600) for the slot (the resolved one by default); import adopts the sign-in \\
+        in auth.json into SLOT (default: named after its email) without revoking anything.
+        """) { inv in
+        let sub = inv.args.positionals[0]
+        let home = CodexHome(explicit: inv.args.value("codex-home"), environment: inv.context.environment)
+        let manager = try inv.accounts()
+        switch sub {
+        case "export":
+            let document = try inv.registry.load()
+            let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.dropFirst().first, in: document)
+            let file = try inv.runAsync { try await CodexSync(manager: manager).export(slot: slot, to: home) }
+            inv.emit(.object(["slot": .string(slot.name), "auth_json": .string(home.authPath), "account_id": .optional(file.accountID)])) {
+                inv.stdout.line("Wrote \(slot.name) to \(home.authPath).")
+            }
+        case "import":
+            guard let live = try home.read() else {
+                throw StoreError.notFound(slot: "Codex (\(home.authPath) does not exist)")
+            }
+            let credential = live.credential(provider: "openai", expiresAt: nil)
+            let document = try inv.registry.load()
+            let requested = try inv.args.positionals.dropFirst().first.map { try SlotCommands.parseSlot($0, inv) }
+            let slot = try requested ?? AccountManager.defaultSlot(for: credential.account, in: document)
+            if let existing = document.slots[slot], existing.account.accountID != nil, existing.account.accountID != credential.account.accountID {
+                throw RegistryError.slotExists("\(slot.name) (it holds another account; give another SLOT)")
+            }
+            let backend = document.slots[slot]?.backend ?? manager.backendForNewSlot()
+            let store = try inv.store(backend)
+            try inv.registry.update { doc in
+                try store.put(credential, for: slot)
+                var record = doc.slots[slot] ?? SlotRecord(provider: "openai", backend: backend, createdAt: inv.now)
+                record.account = credential.account
+                record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+                record.lastRefresh = credential.lastRefresh
+                record.lastErrorCode = nil
+                doc.slots[slot] = record
+                if doc.active == nil { doc.active = slot }
+            }
+            inv.emit(.object(["slot": .string(slot.name), "email": .optional(credential.account.email), "backend": .string(backend.rawValue)])) {
+                inv.stdout.line("Adopted Codex's sign-in (\(credential.account.email ?? "unknown account")) into slot \(slot.name).")
+            }
+        default:
+            throw UsageError(message: "unknown codex command \"\(sub)\" (export or import)", command: "codex")
+        }
+        return .ok
+    }
+
+    static let env = CommandSpec(
+        name: "env", summary: "print shell lines that export the slot's credentials", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1, flags: [FlagSpec("shell", value: "SHELL", "bash, zsh, fish or json (default bash)")],
+        prints: false, takesAccount: true,
+        details: "For `eval \"$(lanyard env)\"`. Sets LANYARD_ACCOUNT and the variables the provider's env.NAME keys name.") { inv in
+        let document = try inv.registry.load()
+        let (slot, record, _) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
+        let manager = try inv.accounts()
+        let credential = try inv.runAsync { try await manager.freshCredential(slot: slot) }
+        let variables = Environment.variables(slot: slot, credential: credential, provider: manager.config.providers[record.provider])
+        let shell = inv.args.value("shell") ?? "bash"
+        switch shell {
+        case "bash", "zsh", "sh":
+            for (k, v) in variables.sorted(by: { $0.key < $1.key }) { inv.stdout.line("export \(k)=\(Environment.quote(v))") }
+        case "fish":
+            for (k, v) in variables.sorted(by: { $0.key < $1.key }) { inv.stdout.line("set -gx \(k) \(Environment.quote(v))") }
+        case "json":
+            inv.stdout.line(JSONValue.object(variables.mapValues(JSONValue.string)).serialized(pretty: true))
+        default:
+            throw UsageError(message: "unknown shell \"\(shell)\" (bash, zsh, fish or json)", command: "env")
+        }
+        return .ok
+    }
+
+    static let exec = CommandSpec(
+        name: "exec", summary: "run a command with a slot's credentials (a private CODEX_HOME for openai)", arguments: "-- CMD [ARG…]",
+        minArguments: 1, maxArguments: 10_000, flags: [], prints: false, takesAccount: true,
+        details: """
+        CMD gets LANYARD_ACCOUNT, the provider's env.NAME variables and, for openai slots, CODEX_HOME pointing at a private \\
+        0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. When CMD exits, tokens it rotated are copied back \\
+        and the folder removed. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded.
+        """) { inv in
+        let document = try inv.registry.load()
+        let (slot, record, _) = try inv.targetSlot(positional: nil, in: document)
+        let manager = try inv.accounts()
+        let credential = try inv.runAsync { try await manager.freshCredential(slot: slot) }
+        let provider = manager.config.providers[record.provider]
+        var environment = inv.context.environment
+        for (k, v) in Environment.variables(slot: slot, credential: credential, provider: provider) { environment[k] = v }
+        var privateHome: CodexHome?
+        if provider?.kind == .openai {
+            let dir = try Environment.privateDirectory(paths: inv.paths, slot: slot)
+            let home = CodexHome(directory: dir)
+            try home.write(try CodexAuthFile(credential: credential, slot: slot))
+            environment["CODEX_HOME"] = dir
+            privateHome = home
+        }
+        defer { if let privateHome { try? FileManager.default.removeItem(atPath: privateHome.directory) } }
+        let status = try ChildProcess.run(inv.args.positionals, environment: environment)
+        if let privateHome {
+            do {
+                if try inv.runAsync({ try await CodexSync(manager: manager).copyBack(from: privateHome, into: slot) }) {
+                    inv.stderr.line("lanyard: stored the tokens the command rotated in \(slot.name)")
+                }
+            } catch {
+                inv.stderr.line("lanyard: could not copy rotated tokens back into \(slot.name): \(error.localizedDescription)")
+            }
+        }
+        if status == 0 { return .ok }
+        throw ChildExit(status: status)
+    }
+}
+
+/// The exit status of `exec`'s command, passed through as lanyard's own.
+struct ChildExit: Error {
+    let status: Int32
+}
+
+/// Environment variables for a slot.
+enum Environment {
+    static func variables(slot: Slot, credential: Credential, provider: ProviderConfig?) -> [String: String] {
+        var result = ["LANYARD_ACCOUNT": slot.name]
+        for (name, field) in provider?.environment ?? [:] {
+            switch field {
+            case "access_token": result[name] = credential.tokens.accessToken
+            case "id_token": credential.tokens.idToken.map { result[name] = $0 }
+            case "account_id": credential.account.accountID.map { result[name] = $0 }
+            default: break
+            }
+        }
+        return result
+    }
+
+    /// Single-quoted for POSIX shells and fish.
+    static func quote(_ value: String) -> String { "'" + value.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    /// A new 0700 folder under `$XDG_RUNTIME_DIR/lanyard/exec/`.
+    static func privateDirectory(paths: Paths, slot: Slot) throws -> String {
+        try SecureFiles.ensureDirectory(paths.runtimeDirectory)
+        try SecureFiles.ensureDirectory(paths.runtimeDirectory + "/exec")
+        var template = Array((paths.runtimeDirectory + "/exec/\(slot.name).XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw StoreError.io(path: paths.runtimeDirectory + "/exec", detail: String(cString: strerror(errno)))
+        }
+        return String(cString: made)
+    }
+}
+
+/// Runs a child in the same process group (so it keeps the terminal), forwarding SIGTERM and
+/// SIGHUP; Ctrl-C already reaches it through the terminal.
+enum ChildProcess {
+    static func run(_ argv: [String], environment: [String: String]) throws -> Int32 {
+        let path = argv[0].contains("/") ? argv[0] : searchPath(argv[0], environment["PATH"] ?? "/usr/bin:/bin")
+        guard let path else { throw UsageError(message: "command not found: \(argv[0])", command: "exec") }
+        let args = argv.map { strdup($0) } + [nil]
+        let env = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { args.forEach { free($0) }; env.forEach { free($0) } }
+        for sig in [SIGINT, SIGQUIT] { signal(sig, SIG_IGN) }  // the child handles the terminal's signals
+        defer { for sig in [SIGINT, SIGQUIT] { signal(sig, SIG_DFL) } }
+        // Forwarding is in place before the child starts, so a signal that arrives while it starts
+        // is delivered once it exists rather than lost. A plain sigaction handler (kill is
+        // async-signal-safe) works whatever threads block the signal.
+        forwardPID = 0
+        forwardPending = 0
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { sig in
+            if forwardPID > 0 { kill(forwardPID, sig) } else { forwardPending = sig }
+        }
+        sigemptyset(&action.sa_mask)
+        for sig in [SIGTERM, SIGHUP] { sigaction(sig, &action, nil) }
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for sig in [SIGTERM, SIGHUP] { sigaddset(&unblock, sig) }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        defer { for sig in [SIGTERM, SIGHUP] { signal(sig, SIG_DFL) } }
+        var pid: pid_t = 0
+        var attributes = ChildSignals.attributes()
+        defer { posix_spawnattr_destroy(&attributes) }
+        let spawned = posix_spawn(&pid, path, nil, &attributes, args, env)
+        guard spawned == 0 else {
+            throw UsageError(message: "cannot run \(argv[0]): \(String(cString: strerror(spawned)))", command: "exec")
+        }
+        forwardPID = pid
+        if forwardPending != 0 { kill(pid, forwardPending) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        forwardPID = 0
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    static func searchPath(_ name: String, _ path: String) -> String? {
+        path.split(separator: ":").map { "\($0)/\(name)" }.first { access($0, X_OK) == 0 }
+    }
+}
+
+/// The child `exec` forwards signals to, and a signal that came before it existed (read by the
+/// signal handler, hence plain globals).
+nonisolated(unsafe) private var forwardPID: pid_t = 0
+nonisolated(unsafe) private var forwardPending: Int32 = 0
+
+/// Spawn attributes that give a child default signal handling and an empty signal mask, whatever
+/// lanyard itself ignores or blocks.
+enum ChildSignals {
+    static func attributes() -> posix_spawnattr_t {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for sig in [SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, sig) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        return attributes
+    }
+}

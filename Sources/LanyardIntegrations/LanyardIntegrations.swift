@@ -1,1 +1,0 @@
-// LanyardIntegrations: see docs/architecture.md.

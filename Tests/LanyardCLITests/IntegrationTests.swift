@@ -1,0 +1,219 @@
+import Foundation
+import Testing
+import LanyardNetwork
+import LanyardTestSupport
+@testable import LanyardAuth
+@testable import LanyardCLI
+@testable import LanyardCore
+@testable import LanyardIntegrations
+@testable import LanyardStore
+
+/// A private home whose openai provider is the emulator, a file store, and slots signed in
+/// through the library.
+struct IntegrationHome {
+    let server: OAuthTestServer
+    let home = TestHome()
+    var codexHome: String { home.root + "/codex" }
+
+    init(extraConfig: String = "") async throws {
+        server = try OAuthTestServer(.chatgptEmulator)
+        try home.useEmulator(server, extraConfig: extraConfig)
+        try await server.hook("/_test/config", ["interval": 0])
+        try FileManager.default.createDirectory(atPath: codexHome, withIntermediateDirectories: true)
+    }
+
+    var paths: Paths { Paths(environment: home.environment) }
+
+    func manager() throws -> AccountManager {
+        let paths = self.paths
+        return AccountManager(paths: paths, config: try ConfigFile.load(path: paths.configFile).config,
+                              openStore: { _, _ in EncryptedFileStore(paths: paths) }, transport: URLSessionTransport())
+    }
+
+    @discardableResult
+    func signIn(_ slot: String, email: String, plan: String = "plus") async throws -> Credential {
+        let server = self.server
+        let (_, credential) = try await manager().signIn(slot: try Slot(slot), providerID: "openai") { event in
+            if case .deviceCode(let auth) = event {
+                Task { _ = try await server.hook("/_test/approve", ["user_code": auth.userCode, "email": email, "plan": plan]) }
+            }
+        }
+        return credential
+    }
+
+    func stored(_ slot: String) throws -> Credential { try EncryptedFileStore(paths: paths).get(try Slot(slot)) }
+    func run(_ args: String...) throws -> TestHome.Output {
+        try home.run(args, extraEnvironment: ["CODEX_HOME": codexHome])
+    }
+}
+
+@Suite struct CodexIntegrationTests {
+    @Test func exportWritesAuthJSONInCodexSchema() async throws {
+        let env = try await IntegrationHome()
+        let credential = try await env.signIn("work", email: "w@example.com")
+        let result = try env.run("codex", "export", "work")
+        #expect(result.status == 0, "\(result.stderr)")
+        let path = env.codexHome + "/auth.json"
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        #expect(Set(object.keys) == ["auth_mode", "OPENAI_API_KEY", "tokens", "last_refresh"])
+        #expect(object["auth_mode"] as? String == "chatgpt" && object["OPENAI_API_KEY"] is NSNull)
+        let tokens = try #require(object["tokens"] as? [String: Any])
+        #expect(Set(tokens.keys) == ["id_token", "access_token", "refresh_token", "account_id"])
+        #expect(tokens["refresh_token"] as? String == credential.tokens.refreshToken)
+        #expect(tokens["account_id"] as? String == credential.account.accountID)
+        #expect(RFC3339.date(from: object["last_refresh"] as? String ?? "") != nil)
+        #expect(permissionBits(path) == 0o600)
+        #expect(try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path).idToken == credential.tokens.idToken)
+        #expect(!result.stdout.contains(credential.tokens.accessToken))
+
+        // A malformed auth.json is refused with the field named.
+        try Data(#"{"auth_mode":"chatgpt","tokens":{"access_token":"a"},"last_refresh":"2027-01-01T00:00:00Z"}"#.utf8).write(to: URL(fileURLWithPath: path))
+        let bad = try env.run("codex", "import", "other")
+        #expect(bad.status == 1 && bad.stderr.contains(".tokens.id_token is missing"))
+    }
+
+    @Test func importAdoptsCodexSignInWithoutRevoking() async throws {
+        let env = try await IntegrationHome()
+        let credential = try await env.signIn("work", email: "w@example.com")
+        #expect(try env.run("codex", "export", "work").status == 0)
+        let imported = try env.run("codex", "import", "--json")
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout.contains("\"slot\": \"w\""))
+        #expect(try env.stored("w").tokens.refreshToken == credential.tokens.refreshToken)
+        #expect(try await env.server.stat("families_revoked") == 0)
+    }
+
+    /// Codex rotates the tokens in auth.json; switching away copies them back into the slot, and
+    /// the server never sees a used refresh token.
+    @Test func switchCopiesRotatedTokensBack() async throws {
+        let env = try await IntegrationHome(extraConfig: "[integrations]\ncodex = true")
+        try await env.signIn("a", email: "a@example.com")
+        try await env.signIn("b", email: "b@example.com")
+        #expect(try env.run("switch", "a").status == 0)
+        let path = env.codexHome + "/auth.json"
+        let live = try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path)
+        // What Codex does when it refreshes: rotate at the server, rewrite auth.json in place.
+        var config = ProviderConfig.openAI
+        config.issuer = env.server.baseURL
+        let rotated = try await OpenAIProvider(config: config, transport: URLSessionTransport()).refresh(refreshToken: live.refreshToken)
+        var updated = live
+        updated.accessToken = rotated.accessToken
+        updated.refreshToken = try #require(rotated.refreshToken)
+        updated.idToken = rotated.idToken ?? live.idToken
+        updated.lastRefresh = Date()
+        try CodexHome(directory: env.codexHome).write(updated)
+
+        let switched = try env.run("switch", "b", "--json")
+        #expect(switched.status == 0, "\(switched.stderr)")
+        #expect(switched.stdout.contains("\"copied_back\": true"))
+        #expect(try env.stored("a").tokens.refreshToken == updated.refreshToken)
+        #expect(try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path).accountID == (try env.stored("b").account.accountID))
+        #expect(try env.run("refresh", "a").status == 0)
+        #expect(try await env.server.stat("refresh_reused") == 0)
+    }
+}
+
+@Suite struct ExecAndEnvTests {
+    @Test func twoExecsSeeTheirOwnSlotsAndCopyBackRotations() async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("a", email: "a@example.com")
+        try await env.signIn("b", email: "b@example.com")
+        // The command rotates its tokens at the server and rewrites auth.json, as Codex would.
+        let script = """
+        import json, os, sys, urllib.request, datetime
+        home = os.environ["CODEX_HOME"]; path = os.path.join(home, "auth.json")
+        auth = json.load(open(path))
+        print(os.environ["LANYARD_ACCOUNT"], auth["tokens"]["access_token"], flush=True)
+        req = urllib.request.Request(sys.argv[1] + "/oauth/token", method="POST", headers={"Content-Type": "application/json"},
+            data=json.dumps({"client_id": "app_EMoamEEZ73f0CkXaXp7hrann", "grant_type": "refresh_token",
+                             "refresh_token": auth["tokens"]["refresh_token"]}).encode())
+        new = json.load(urllib.request.urlopen(req))
+        auth["tokens"].update({k: new[k] for k in ("access_token", "refresh_token", "id_token") if k in new})
+        auth["last_refresh"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        json.dump(auth, open(path, "w"))
+        open(os.path.join(os.environ["OUT"], os.environ["LANYARD_ACCOUNT"]), "w").write(auth["tokens"]["refresh_token"])
+        """
+        let scriptPath = env.home.root + "/rotate.py"
+        try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        let out = env.home.root + "/out"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let runs = try ["a", "b"].map { slot in
+            try env.home.start(["exec", "--account", slot, "--", "/usr/bin/python3", scriptPath, env.server.baseURL.absoluteString],
+                               extraEnvironment: ["OUT": out])
+        }
+        var printed: [String: String] = [:]
+        for ((p, stdout, stderr), slot) in zip(runs, ["a", "b"]) {
+            let line = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 0, "\(err)")
+            printed[slot] = line
+        }
+        #expect(printed["a"]?.hasPrefix("a ") == true && printed["b"]?.hasPrefix("b ") == true)
+        #expect(printed["a"] != printed["b"])
+        for slot in ["a", "b"] {
+            let rotated = try String(contentsOfFile: out + "/" + slot, encoding: .utf8)
+            #expect(try env.stored(slot).tokens.refreshToken == rotated, "\(slot) copied back")
+        }
+        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: env.home.root + "/run/lanyard/exec")) ?? []
+        #expect(leftovers.isEmpty, "private homes removed")
+        #expect(try env.run("refresh", "a").status == 0)
+        #expect(try await env.server.stat("refresh_reused") == 0)
+    }
+
+    @Test func exitStatusAndSIGTERMPassThrough() async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("a", email: "a@example.com")
+        #expect(try env.run("exec", "--account", "a", "--", "sh", "-c", "exit 42").status == 42)
+        let (p, stdout, _) = try env.home.start(["exec", "--account", "a", "--", "sh", "-c",
+                                                 "trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done"])
+        var seen = ""
+        while !seen.contains("ready") {
+            let chunk = stdout.fileHandleForReading.availableData  // whatever has arrived (read(upToCount:) waits for all 64)
+            if chunk.isEmpty { break }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
+        kill(p.processIdentifier, SIGTERM)
+        seen += String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(seen.contains("got-term"))
+        #expect(p.terminationStatus == 143)
+    }
+
+    @Test func envPrintsShellLines() async throws {
+        let env = try await IntegrationHome(extraConfig: "[provider.openai]\nenv.OPENAI_TOKEN = access_token\nenv.OPENAI_ACCOUNT = account_id")
+        let credential = try await env.signIn("a", email: "a@example.com")
+        let bash = try env.run("env", "a")
+        #expect(bash.stdout.contains("export LANYARD_ACCOUNT='a'"))
+        #expect(bash.stdout.contains("export OPENAI_TOKEN='\(credential.tokens.accessToken)'"))
+        #expect(try env.run("env", "a", "--shell", "fish").stdout.contains("set -gx OPENAI_ACCOUNT '\(credential.account.accountID ?? "")'"))
+        let json = try env.run("env", "a", "--shell", "json")
+        #expect(json.stdout.contains("\"LANYARD_ACCOUNT\": \"a\""))
+        #expect(try env.run("env", "a", "--shell", "tcsh").status == 2)
+    }
+}
+
+@Suite struct SwitchBestTests {
+    @Test func choosesTheSlotWithMostHeadroom() async throws {
+        let env = try await IntegrationHome(extraConfig: "[backoff]\nmax-retries = 0")
+        var accounts: [String: String] = [:]
+        for (slot, email) in [("busy", "busy@x.com"), ("calm", "calm@x.com"), ("capped", "capped@x.com"), ("dead", "dead@x.com")] {
+            accounts[slot] = try await env.signIn(slot, email: email).account.accountID
+        }
+        #expect(try env.run("switch", "busy").status == 0)
+        func window(_ used: Int) -> [String: Any] { ["used_percent": used, "limit_window_seconds": 18000, "reset_after_seconds": 600] }
+        try await env.server.hook("/_test/usage", ["account_id": accounts["busy"]!, "primary_window": window(80), "secondary_window": window(30)])
+        try await env.server.hook("/_test/usage", ["account_id": accounts["calm"]!, "primary_window": window(20), "secondary_window": window(35)])
+        try await env.server.hook("/_test/usage", ["account_id": accounts["capped"]!, "primary_window": window(5)])
+        try await env.server.hook("/_test/usage_limit", ["account_id": accounts["capped"]!, "resets_in_seconds": 3600])
+        try Registry(paths: env.paths).update { $0.slots[try Slot("dead")]?.state = .reauthenticationRequired }
+        let result = try env.run("switch", "--best")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("busy            80% used in its busiest window"))
+        #expect(result.stdout.contains("calm            35% used in its busiest window"))
+        #expect(result.stdout.contains("capped          at its usage limit"))
+        #expect(result.stdout.contains("dead            skipped: sign-in required"))
+        #expect(result.stdout.contains("Choosing calm"))
+        #expect(try Registry(paths: env.paths).load().active?.name == "calm")
+    }
+}
