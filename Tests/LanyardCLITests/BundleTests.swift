@@ -179,4 +179,19 @@ import Testing
         #expect(wrong.status == 1 && (wrong.json["error"] as? [String: Any])?["code"] as? String == "wrong_passphrase")
         #expect(try other.registry.load().slots.isEmpty)
     }
+
+    @Test func exportSkipsSlotsWithoutACredential() throws {
+        let h = try fileStoreHarness()
+        try seedFileSlot(h, "alpha")
+        try h.registry.update { $0.slots[try Slot("ghost")] = SlotRecord(provider: "openai", backend: .file) }
+        let (_, recipient) = try keygen(h.root)
+        let all = h.run("export", "--to", h.root + "/all.age", "--recipient", recipient, "--json")
+        #expect(all.status == 0 && all.json["slots"] as? [String] == ["alpha"] && all.json["skipped"] as? [String] == ["ghost"])
+        let named = h.run("export", "ghost", "--to", h.root + "/ghost.age", "--recipient", recipient)
+        #expect(named.status == 3, "a named slot without a credential is an error")
+        #expect(h.run("export", "nobody", "--to", h.root + "/n.age", "--recipient", recipient).status == 3)
+        #expect(h.run("export", "--to", h.root + "/x.age", "--recipient", "age1notakey").status == 2)
+        #expect(h.run("export", "alpha").status == 2, "--to is required")
+        #expect(!FileManager.default.fileExists(atPath: h.root + "/ghost.age"))
+    }
 }
