@@ -23,7 +23,7 @@ let package = Package(
         .target(name: "Age", dependencies: ["CSodium"]),
         .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "CLibsecret", "CKeyutils"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
-        .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth"]),
+        .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "CLibsecret"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardAuth"]),
         .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardNetwork"]),

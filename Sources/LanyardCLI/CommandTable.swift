@@ -73,9 +73,13 @@ public struct ParsedArguments: Sendable {
     public var positionals: [String] = []
     public var values: [String: String] = [:]
     public var switches: Set<String> = []
+    /// Every value of each flag in command-line order (for repeatable flags); `values` keeps the last.
+    public var allValues: [String: [String]] = [:]
 
     public func has(_ flag: String) -> Bool { switches.contains(flag) }
     public func value(_ flag: String) -> String? { values[flag] }
+    /// Every value given for a repeatable flag, in order.
+    public func repeated(_ flag: String) -> [String] { allValues[flag] ?? [] }
 }
 
 enum ArgumentParser {
@@ -119,6 +123,7 @@ enum ArgumentParser {
                     parsed.values[flag.name] = args[i]
                     i += 1
                 }
+                parsed.allValues[flag.name, default: []].append(parsed.values[flag.name]!)
             } else {
                 if inline != nil { throw UsageError(message: "--\(flag.name) takes no value", command: spec.name) }
                 parsed.switches.insert(flag.name)

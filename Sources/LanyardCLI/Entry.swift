@@ -13,7 +13,9 @@ public enum Lanyard {
     public static let commands: [CommandSpec] = [
         AuthCommands.login, AuthCommands.logout, AuthCommands.refresh, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
-        StoreCommands.token, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex, UsageCommand.usage, StoreCommands.doctor, StoreGroupCommand.store, RefreshWorker.command, MetaCommands.version, MetaCommands.help,
+        StoreCommands.token, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex,
+        GitCredentialCommand.command, BundleCommands.export, BundleCommands.import, UsageCommand.usage,
+        StoreCommands.doctor, StoreGroupCommand.store, RefreshWorker.command, MetaCommands.version, MetaCommands.help,
     ]
 
     /// Runs one command line (without the program name) and returns the exit status.

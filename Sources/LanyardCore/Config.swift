@@ -32,6 +32,9 @@ public struct LanyardConfig: Hashable, Sendable {
     public var codexIntegration = false
     /// Providers by id; `openai` is always present.
     public var providers: [String: ProviderConfig] = ["openai": .openAI]
+    /// `[git]` mappings for `lanyard git-credential`: `HOST` or `HOST/PATH/PREFIX` (host lowercased,
+    /// no leading or trailing slash) to the slot whose token git gets.
+    public var gitCredentials: [String: Slot] = [:]
 
     public init() {}
 }
@@ -62,6 +65,9 @@ public struct ProviderConfig: Hashable, Sendable {
     /// Environment variables `lanyard exec`/`env` set, mapped to a token field
     /// (`access_token`, `id_token`, `account_id`).
     public var environment: [String: String]
+    /// The username `lanyard git-credential get` answers for this provider's slots (`git-username`);
+    /// nil means `x-access-token`.
+    public var gitUsername: String?
 
     public init(id: String, kind: Kind, issuer: URL, clientID: String, scopes: [String] = [], planClaim: String? = nil,
                 accountClaim: String? = nil, deviceAuthorizationEndpoint: URL? = nil, tokenEndpoint: URL? = nil,

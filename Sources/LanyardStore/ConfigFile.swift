@@ -34,7 +34,7 @@ public enum ConfigFile {
         ]
         let providerKeys: Set<String> = [
             "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
-            "token-endpoint", "revocation-endpoint", "usage-base-url",
+            "token-endpoint", "revocation-endpoint", "usage-base-url", "git-username",
         ]
 
         func number(_ group: String, _ key: String, min: Double = 0) throws(ConfigError) -> Double? {
@@ -65,6 +65,17 @@ public enum ConfigFile {
             if let keys = known[group] {
                 for key in file.keys(group) where !keys.contains(key) {
                     warnings.append("\(path): unknown key \"\(key)\" in [\(group)] (ignored)")
+                }
+            } else if group == "git" {
+                for key in file.keys(group) {
+                    let raw = (file.string(group, key) ?? "").trimmingCharacters(in: .whitespaces)
+                    guard let slot = try? Slot(raw) else {
+                        throw .invalidValue(path: path, group: group, key: key, detail: "expected a slot name, got \"\(raw)\"")
+                    }
+                    guard let pattern = gitPattern(key) else {
+                        throw .invalidValue(path: path, group: group, key: key, detail: "expected HOST or HOST/PATH (like github.com or github.com/org)")
+                    }
+                    config.gitCredentials[pattern] = slot
                 }
             } else if group.hasPrefix("provider.") {
                 let id = String(group.dropFirst("provider.".count))
@@ -102,6 +113,14 @@ public enum ConfigFile {
         return Loaded(config: config, warnings: warnings)
     }
 
+    /// A `[git]` key in canonical form: lowercased host, path segments without empty ones; nil when
+    /// there is no host or it contains a scheme.
+    public static func gitPattern(_ key: String) -> String? {
+        let parts = key.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: true)
+        guard !key.contains("://"), let host = parts.first, !host.contains(where: { $0.isWhitespace }) else { return nil }
+        return ([host.lowercased()] + parts.dropFirst().map(String.init)).joined(separator: "/")
+    }
+
     private static func provider(id: String, group: String, file: KeyFile, path: String,
                                  url: (String, String) throws(ConfigError) -> URL?) throws(ConfigError) -> ProviderConfig {
         guard (try? Slot(id)) != nil else {
@@ -131,12 +150,19 @@ public enum ConfigFile {
             }
             environment[name] = field
         }
-        return ProviderConfig(
+        var provider = ProviderConfig(
             id: id, kind: kind, issuer: issuer, clientID: clientID, scopes: scopes ?? base?.scopes ?? ["openid", "email", "offline_access"],
             planClaim: file.string(group, "plan-claim"), accountClaim: file.string(group, "account-claim"),
             deviceAuthorizationEndpoint: try url(group, "device-authorization-endpoint"),
             tokenEndpoint: try url(group, "token-endpoint"), revocationEndpoint: try url(group, "revocation-endpoint"),
             usageBaseURL: try url(group, "usage-base-url") ?? base?.usageBaseURL, environment: environment)
+        if let username = file.string(group, "git-username")?.trimmingCharacters(in: .whitespaces) {
+            guard !username.isEmpty, !username.contains(where: { $0.isNewline || $0 == "\0" }) else {
+                throw .invalidValue(path: path, group: group, key: "git-username", detail: "must be a non-empty single line")
+            }
+            provider.gitUsername = username
+        }
+        return provider
     }
 }
 

@@ -1,0 +1,85 @@
+import Age
+import Foundation
+import LanyardCore
+import LanyardStore
+
+/// The plaintext of an export bundle (layout in docs/store-format.md, "Export bundles"):
+/// `{"version": 1, "exported_at": RFC3339, "slots": {SLOT: {"credential": CREDENTIAL, "record": SLOT_RECORD}}}`.
+public struct ExportBundle: JSONDocument, Equatable, Sendable {
+    public static let currentVersion = 1
+
+    public struct Entry: Equatable, Sendable {
+        public var credential: Credential
+        public var record: SlotRecord
+        public init(credential: Credential, record: SlotRecord) {
+            self.credential = credential
+            self.record = record
+        }
+    }
+
+    public var exportedAt: Date
+    public var slots: [Slot: Entry]
+
+    public init(exportedAt: Date, slots: [Slot: Entry]) {
+        self.exportedAt = exportedAt
+        self.slots = slots
+    }
+
+    public init(json: JSONFields) throws(JSONShapeError) {
+        let version = try json.int("version")
+        guard version == Self.currentVersion else {
+            throw JSONShapeError(path: ".version", problem: "is \(version): not supported (this Lanyard reads version \(Self.currentVersion))")
+        }
+        guard let date = try json.optionalDate("exported_at") else { throw JSONShapeError(path: ".exported_at", problem: "is missing") }
+        exportedAt = date
+        slots = [:]
+        for (name, value) in try json.object("slots").object {
+            guard let slot = try? Slot(name) else { throw JSONShapeError(path: ".slots", problem: "has an invalid slot name") }
+            let entry = try JSONFields(value, path: ".slots." + name)
+            slots[slot] = Entry(credential: try Credential(json: try entry.object("credential")),
+                                record: try SlotRecord(json: try entry.object("record")))
+        }
+    }
+
+    public var json: JSONValue {
+        var object: [String: JSONValue] = [:]
+        for (slot, entry) in slots { object[slot.name] = .object(["credential": entry.credential.json, "record": entry.record.json]) }
+        return .object(["version": .number(Double(Self.currentVersion)), "exported_at": .date(exportedAt), "slots": .object(object)])
+    }
+
+    /// Encrypts the bundle to `recipients` (one scrypt recipient, or X25519 recipients).
+    public func seal(to recipients: [any Recipient]) throws -> Data {
+        do { return try Age.encrypt(jsonData(pretty: true), to: recipients) } catch {
+            throw BundleError(code: "bundle_encrypt", message: "cannot encrypt the bundle: \(error.localizedDescription)")
+        }
+    }
+
+    /// Decrypts and decodes a bundle; anything short of a whole, authentic, well-formed bundle throws.
+    public static func open(_ file: Data, with identities: [any Identity], source: String) throws -> ExportBundle {
+        let plain: Data
+        do { plain = try Age.decrypt(file, with: identities) } catch .incorrectPassphrase {
+            throw BundleError(code: "wrong_passphrase", message: "wrong passphrase for \(source)")
+        } catch .noIdentityMatched(let types) {
+            let hint = types.contains("X25519") ? " (it is encrypted to X25519 recipients: pass --identity FILE)"
+                : types.contains("scrypt") ? " (it is passphrase-encrypted: leave out --identity)" : ""
+            throw BundleError(code: "bundle_no_identity", message: "no identity opens \(source)\(hint)")
+        } catch {
+            throw BundleError(code: "bundle_corrupt", message: "\(source) is damaged, truncated or was tampered with (\(error.localizedDescription)); nothing was imported")
+        }
+        do { return try decode(plain, source: source) } catch {
+            throw BundleError(code: "bundle_corrupt", message: "\(source) is not a valid Lanyard bundle: \(error.detail); nothing was imported")
+        }
+    }
+}
+
+/// A bundle problem (exit 1). Messages never contain secrets.
+public struct BundleError: LanyardError, Equatable {
+    public let code: String
+    public let message: String
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var exitStatus: ExitStatus { .failure }
+    public var errorDescription: String? { message }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import LanyardCore
+
+/// git's credential-helper protocol (gitcredentials(7), git-credential(1)): `key=value` lines on
+/// stdin, ended by a blank line or end of input; the answer is `key=value` lines on stdout.
+public enum GitCredential {
+    /// One request from git.
+    public struct Request: Equatable, Sendable {
+        /// Every attribute in order (`capability[]`, `wwwauth[]` may repeat).
+        public var attributes: [(key: String, value: String)] = []
+
+        public init() {}
+
+        public func value(_ key: String) -> String? { attributes.last { $0.key == key }?.value }
+
+        public var `protocol`: String? { value("protocol") ?? url?.scheme?.lowercased() }
+        public var host: String? {
+            if let host = value("host") { return host }
+            guard let url, let host = url.host else { return nil }
+            return url.port.map { "\(host):\($0)" } ?? host
+        }
+        public var path: String? {
+            if let path = value("path") { return path }
+            guard let url, !url.path.isEmpty, url.path != "/" else { return nil }
+            return String(url.path.drop { $0 == "/" })
+        }
+        var url: URLComponents? { value("url").flatMap(URLComponents.init(string:)) }
+
+        public static func == (a: Request, b: Request) -> Bool {
+            a.attributes.map(\.key) == b.attributes.map(\.key) && a.attributes.map(\.value) == b.attributes.map(\.value)
+        }
+    }
+
+    /// Input that is not git's protocol. The message names the line, never its text (it may hold a secret).
+    public struct InputError: LanyardError, Equatable {
+        public let line: Int
+        public let problem: String
+        public var code: String { "git_credential_input" }
+        public var exitStatus: ExitStatus { .usage }
+        public var errorDescription: String? { "git-credential: input line \(line) \(problem)" }
+    }
+
+    /// Reads lines from `next` until a blank line or end of input.
+    public static func read(_ next: () -> String?) throws(InputError) -> Request {
+        var request = Request()
+        var number = 0
+        while var line = next() {
+            number += 1
+            if line.hasSuffix("\r") { line.removeLast() }
+            if line.isEmpty { break }
+            guard let eq = line.firstIndex(of: "=") else { throw InputError(line: number, problem: "is not key=value") }
+            let key = String(line[..<eq])
+            guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-[].".contains($0)) }) else {
+                throw InputError(line: number, problem: "has an invalid key")
+            }
+            guard !line.contains("\0") else { throw InputError(line: number, problem: "contains a NUL byte") }
+            request.attributes.append((key, String(line[line.index(after: eq)...])))
+        }
+        return request
+    }
+
+    /// The slot mapped to `host` and `path` by `[git]` patterns (`HOST` or `HOST/PATH/PREFIX`): the
+    /// pattern with the longest matching path prefix wins. Path prefixes match whole segments, and a
+    /// last segment `repo` also matches `repo.git`.
+    public static func slot(host: String, path: String?, in mappings: [String: Slot]) -> (pattern: String, slot: Slot)? {
+        let host = host.lowercased()
+        let segments = (path ?? "").split(separator: "/").map(String.init)
+        var best: (pattern: String, slot: Slot, length: Int)?
+        for (pattern, slot) in mappings {
+            let parts = pattern.split(separator: "/").map(String.init)
+            guard parts.first == host else { continue }
+            let prefix = Array(parts.dropFirst())
+            guard prefix.count <= segments.count else { continue }
+            let matches = prefix.indices.allSatisfy { i in
+                segments[i] == prefix[i] || (i == segments.count - 1 && segments[i] == prefix[i] + ".git")
+            }
+            if matches, prefix.count > best?.length ?? -1 { best = (pattern, slot, prefix.count) }
+        }
+        return best.map { ($0.pattern, $0.slot) }
+    }
+
+    /// Whether any `[git]` pattern for `host` has a path (git must then send paths: `useHttpPath`).
+    public static func hostUsesPaths(_ host: String, in mappings: [String: Slot]) -> Bool {
+        mappings.keys.contains { $0.split(separator: "/").first.map(String.init) == host.lowercased() && $0.contains("/") }
+    }
+
+    /// The answer to `get`: username, password and (when known) its expiry in Unix seconds.
+    public static func answer(username: String, password: String, expiresAt: Date?) -> String {
+        var text = "username=\(username)\npassword=\(password)\n"
+        if let expiresAt { text += "password_expiry_utc=\(Int64(expiresAt.timeIntervalSince1970.rounded(.down)))\n" }
+        return text
+    }
+}
