@@ -114,6 +114,8 @@ extension AccountManager {
             doc.slots[slot]?.lastErrorCode = nil
             doc.slots[slot]?.account = account
         }
+        eventLog.append("refresh", slot: slot, fields: ["expires_at": .date(refreshed.tokens.expiresAt),
+                                                        "previous_expires_at": .date(current.tokens.expiresAt)])
         return refreshed
     }
 
@@ -127,11 +129,20 @@ extension AccountManager {
     }
 
     func markReauthentication(_ slot: Slot, code: String) throws {
-        try registry.update { doc in
+        let previous = try registry.update { doc in
+            let previous = doc.slots[slot]?.state
             doc.slots[slot]?.state = .reauthenticationRequired
             doc.slots[slot]?.lastErrorCode = code
+            return previous
+        }
+        if previous != .reauthenticationRequired {
+            eventLog.append("transition", slot: slot, fields: ["from": .optional(previous?.name), "to": .string(AuthState.reauthenticationRequired.name),
+                                                               "reason": .string(code), "fix": .string("lanyard login \(slot.name)")])
         }
     }
+
+    /// The event log, capped as configured.
+    public var eventLog: EventLog { EventLog(paths: paths, maxBytes: config.eventsMaxBytes) }
 
     /// Puts credentials left in recovery files back into their stores and removes the files.
     /// - Returns: the slots restored.

@@ -13,7 +13,7 @@ public enum Lanyard {
     public static let commands: [CommandSpec] = [
         AuthCommands.login, AuthCommands.logout, AuthCommands.refresh, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
-        StoreCommands.token, UsageCommand.usage, StoreCommands.doctor, StoreGroupCommand.store, RefreshWorker.command, MetaCommands.version, MetaCommands.help,
+        StoreCommands.token, UsageCommand.usage, StoreCommands.doctor, StoreGroupCommand.store, AgentCommands.agent, AgentCommands.events, RefreshWorker.command, MetaCommands.version, MetaCommands.help,
     ]
 
     /// Runs one command line (without the program name) and returns the exit status.
