@@ -114,8 +114,9 @@ extension AccountManager {
             doc.slots[slot]?.lastErrorCode = nil
             doc.slots[slot]?.account = account
         }
-        eventLog.append("refresh", slot: slot, fields: ["expires_at": .date(refreshed.tokens.expiresAt),
-                                                        "previous_expires_at": .date(current.tokens.expiresAt)])
+        func seconds(_ d: Date?) -> JSONValue { d.map { .number(($0.timeIntervalSince1970 * 1000).rounded() / 1000) } ?? .null }
+        eventLog.append("refresh", slot: slot, fields: ["expires_at": .date(refreshed.tokens.expiresAt), "expires_ts": seconds(refreshed.tokens.expiresAt),
+                                                        "previous_expires_ts": seconds(current.tokens.expiresAt)])
         return refreshed
     }
 

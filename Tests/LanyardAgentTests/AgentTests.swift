@@ -1,0 +1,298 @@
+import Foundation
+import LanyardNetwork
+import LanyardTestSupport
+import XCTest
+@testable import LanyardAuth
+@testable import LanyardCore
+@testable import LanyardStore
+
+/// Sleeps 2 ms instead of the device-code interval (sign-in through the library).
+private struct QuickSleeper: Sleeper {
+    func sleep(seconds: TimeInterval) async throws { try await Task.sleep(nanoseconds: 2_000_000) }
+}
+
+/// A home on the ChatGPT emulator with signed-in slots, and the built agent run against it.
+private final class AgentHome: @unchecked Sendable {
+    let server: OAuthTestServer
+    let home = TestHome()
+    static let lead = 1.5
+
+    init(extraConfig: String = "") throws {
+        server = try OAuthTestServer(.chatgptEmulator)
+        try home.useEmulator(server, extraConfig: """
+        [refresh]
+        lead = \(AgentHome.lead)
+        [agent]
+        jitter = 0.5
+        \(extraConfig)
+        """)
+    }
+
+    var paths: Paths { Paths(environment: home.environment) }
+
+    func manager() throws -> AccountManager {
+        let config = try ConfigFile.load(path: paths.configFile).config
+        let paths = self.paths
+        return AccountManager(paths: paths, config: config, openStore: { _, _ in EncryptedFileStore(paths: paths) },
+                              transport: URLSessionTransport(timeout: 5), sleeper: QuickSleeper())
+    }
+
+    func signIn(_ slots: [String], lifetime: Int) async throws {
+        try await server.hook("/_test/config", ["access_token_lifetime": lifetime])
+        let server = self.server
+        for name in slots {
+            _ = try await manager().signIn(slot: try Slot(name), providerID: "openai") { event in
+                if case .deviceCode(let auth) = event {
+                    Task { _ = try await server.hook("/_test/approve", ["user_code": auth.userCode, "email": "\(name)@example.com"]) }
+                }
+            }
+        }
+    }
+
+    func refreshesOnServer() async throws -> Int { try await server.stat("refreshes_succeeded") }
+
+    var events: [JSONValue] { EventLog(paths: paths).read() }
+
+    func refreshEvents() -> [JSONValue] { events.filter { $0["event"]?.string == "refresh" } }
+
+    /// Starts `lanyard agent` and waits (bounded) for its start line on stderr.
+    func startAgent(_ extra: [String] = []) throws -> Process {
+        let (p, _, err) = try home.start(["agent"] + extra)
+        let deadline = Date() + 20
+        var text = ""
+        while Date() < deadline, !text.contains("started") {
+            guard let chunk = try err.fileHandleForReading.read(upToCount: 1), !chunk.isEmpty else { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard text.contains("started") else { p.terminate(); throw ServerError("the agent did not start: \(text)") }
+        // Keep draining stderr so the agent never blocks on a full pipe.
+        DispatchQueue.global().async { _ = err.fileHandleForReading.readDataToEndOfFile() }
+        return p
+    }
+
+    func stop(_ p: Process) {
+        p.terminate()
+        p.waitUntilExit()
+    }
+
+    /// Waits (at most `timeout` seconds) for `condition`, checking every 100 ms.
+    func waitFor(_ what: String, timeout: TimeInterval, _ condition: () throws -> Bool) throws {
+        let deadline = Date() + timeout
+        while Date() < deadline {
+            if try condition() { return }
+            usleep(100_000)
+        }
+        throw ServerError("timed out after \(timeout) s waiting for \(what)")
+    }
+}
+
+/// Keeps the process busy-free for `seconds` of wall time: the observation window of a test
+/// that measures what a long-running agent does over time (not a synchronisation).
+private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)) }
+
+final class AgentTests: XCTestCase {
+    /// Checks the refresh log of each slot: every refresh happened inside its token's refresh
+    /// window (after it fell due, before it expired) and continues the chain from the previous
+    /// token, so there was exactly one refresh per token lifetime and the slot was never invalid.
+    private func assertOneRefreshPerLifetime(_ env: AgentHome, slots: [String], initial: [String: Double], minimum: Int,
+                                             file: StaticString = #filePath, line: UInt = #line) async throws {
+        let refreshes = env.refreshEvents()
+        let onServer = try await env.refreshesOnServer()
+        XCTAssertEqual(onServer, refreshes.count, "every refresh the server made is logged once", file: file, line: line)
+        for slot in slots {
+            let mine = refreshes.filter { $0["slot"]?.string == slot }.sorted { ($0["ts"]?.number ?? 0) < ($1["ts"]?.number ?? 0) }
+            XCTAssertGreaterThanOrEqual(mine.count, minimum, "\(slot) refreshed often enough", file: file, line: line)
+            var expiry = initial[slot]!
+            for event in mine {
+                let ts = event["ts"]!.number!, previous = event["previous_expires_ts"]!.number!
+                // The store keeps expiries in whole seconds.
+                XCTAssertEqual(previous, expiry.rounded(.down), accuracy: 0.002, "\(slot): refresh continues the chain (no double, none missed)", file: file, line: line)
+                XCTAssertGreaterThanOrEqual(ts, previous - AgentHome.lead - 0.01, "\(slot): not refreshed before it was due", file: file, line: line)
+                XCTAssertLessThan(ts, previous, "\(slot): refreshed before the token expired", file: file, line: line)
+                expiry = event["expires_ts"]!.number!
+            }
+        }
+    }
+
+    private func initialExpiries(_ env: AgentHome, _ slots: [String]) throws -> [String: Double] {
+        let document = try Registry(paths: env.paths).load()
+        var out: [String: Double] = [:]
+        for slot in slots {
+            out[slot] = ((document.slots[try Slot(slot)]!.expiresAt!.timeIntervalSince1970) * 1000).rounded() / 1000
+        }
+        return out
+    }
+
+    /// 5 slots with 3-second access tokens, kept valid for 15 s (the issue says 60 s; shortened to
+    /// keep the suite fast: that is still five lifetimes per slot).
+    func testAgentKeepsFiveSlotsValidWithOneRefreshPerLifetime() async throws {
+        let env = try AgentHome()
+        let slots = ["s1", "s2", "s3", "s4", "s5"]
+        try await env.signIn(slots, lifetime: 3)
+        let initial = try initialExpiries(env, slots)
+        let agent = try env.startAgent()
+        observe(seconds: 15)
+        // Every slot still holds a valid token at the end.
+        let now = Date()
+        for (slot, record) in try Registry(paths: env.paths).load().slots {
+            XCTAssertGreaterThan(record.expiresAt ?? .distantPast, now, "\(slot.name) is valid")
+        }
+        env.stop(agent)
+        XCTAssertEqual(agent.terminationStatus, 0)
+        try await assertOneRefreshPerLifetime(env, slots: slots, initial: initial, minimum: 5)
+        XCTAssertTrue(env.events.allSatisfy { $0["source"]?.string == "agent" })
+        XCTAssertFalse(env.events.contains { $0["event"]?.string == "error" })
+    }
+
+    /// Nothing due: `--once` and a running agent make no request at all.
+    func testNoRefreshWhenNothingIsDue() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["a", "b"], lifetime: 3600)
+        let once = try env.home.run("agent", "--once")
+        XCTAssertEqual(once.status, 0, once.stderr)
+        let agent = try env.startAgent()
+        observe(seconds: 3)
+        env.stop(agent)
+        let count = try await env.refreshesOnServer()
+        XCTAssertEqual(count, 0)
+        XCTAssertTrue(env.refreshEvents().isEmpty)
+    }
+
+    /// `--once` refreshes exactly the slots that are due.
+    func testOnceRefreshesDueSlots() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["due"], lifetime: 1)  // within the 1.5 s lead: due at once
+        try await env.signIn(["later"], lifetime: 3600)
+        let once = try env.home.run("agent", "--once")
+        XCTAssertEqual(once.status, 0, once.stderr)
+        let count = try await env.refreshesOnServer()
+        XCTAssertEqual(count, 1)
+        XCTAssertEqual(env.refreshEvents().compactMap { $0["slot"]?.string }, ["due"])
+    }
+
+    /// A second agent for the same user refuses to start; `--once` beside a running agent is a no-op.
+    func testOneAgentPerUser() async throws {
+        let env = try AgentHome()
+        let agent = try env.startAgent()
+        let second = try env.home.run("agent")
+        XCTAssertEqual(second.status, 1)
+        XCTAssertTrue(second.stderr.contains("already running"), second.stderr)
+        let once = try env.home.run("agent", "--once")
+        XCTAssertEqual(once.status, 0)
+        env.stop(agent)
+    }
+
+    /// A refresh token revoked on the server: the transition is logged, a notification goes out on
+    /// the session bus (seen by dbus-monitor: no notification service runs, and nothing breaks),
+    /// and the hook receives the event.
+    func testRevokedRefreshTokenNotifiesLogsAndRunsHook() async throws {
+        let hookFile = NSTemporaryDirectory() + "lanyard-hook-\(UUID().uuidString).jsonl"
+        defer { unlink(hookFile) }
+        let env = try AgentHome(extraConfig: "hook = cat >> '\(hookFile)'")
+        try await env.signIn(["gone"], lifetime: 3)
+        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
+            throw ServerError("no session bus: run the tests under scripts/with-keyring.sh")
+        }
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        monitor.arguments = ["--session", "interface='org.freedesktop.Notifications',member='Notify'"]
+        let monitorOut = Pipe()
+        monitor.standardOutput = monitorOut
+        monitor.standardError = FileHandle.nullDevice
+        try monitor.run()
+        defer { monitor.terminate() }
+        final class Captured: @unchecked Sendable { let lock = NSLock(); var text = "" }
+        let captured = Captured()
+        monitorOut.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            captured.lock.withLock { captured.text += String(decoding: data, as: UTF8.self) }
+        }
+        // dbus-monitor prints the NameAcquired/NameLost signals once it is a monitor.
+        try env.waitFor("dbus-monitor to start", timeout: 10) { captured.lock.withLock { captured.text.contains("NameLost") } }
+        try await env.server.hook("/_test/invalidate_refresh", ["all": true])
+        let agent = try env.startAgent()
+        try env.waitFor("the transition in the event log", timeout: 15) {
+            env.events.contains { $0["event"]?.string == "transition" && $0["slot"]?.string == "gone" }
+        }
+        try env.waitFor("the notification on the bus", timeout: 10) {
+            captured.lock.withLock { captured.text.contains("sign in again to gone") }
+        }
+        try env.waitFor("the hook", timeout: 10) {
+            let text = (try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? ""
+            return text.contains("\"transition\"")
+        }
+        XCTAssertTrue(agent.isRunning, "a missing notification service breaks nothing")
+        env.stop(agent)
+        let transition = env.events.first { $0["event"]?.string == "transition" }!
+        XCTAssertEqual(transition["to"]?.string, "reauthentication-required")
+        XCTAssertEqual(transition["fix"]?.string, "lanyard login gone")
+        let hookEvent = try JSONValue.parse(Data(String(contentsOfFile: hookFile, encoding: .utf8).split(separator: "\n")
+            .first { $0.contains("\"transition\"") }!.utf8))
+        XCTAssertEqual(hookEvent["slot"]?.string, "gone")
+        XCTAssertEqual(hookEvent["fix"]?.string, "lanyard login gone")
+        XCTAssertEqual(try Registry(paths: env.paths).load().slots[try Slot("gone")]?.state, .reauthenticationRequired)
+        XCTAssertTrue(captured.lock.withLock { captured.text.contains("lanyard login gone") })
+        XCTAssertEqual(try env.home.run("events").status, 0)
+    }
+
+    /// The agent killed with SIGKILL and restarted: no double refresh and no missed one.
+    func testKilledAndRestartedAgentNeitherDoublesNorMisses() async throws {
+        let env = try AgentHome()
+        let slots = ["k1", "k2", "k3", "k4", "k5"]
+        try await env.signIn(slots, lifetime: 3)
+        let initial = try initialExpiries(env, slots)
+        let first = try env.startAgent()
+        observe(seconds: 5)
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+        let second = try env.startAgent()
+        observe(seconds: 6)
+        env.stop(second)
+        try await assertOneRefreshPerLifetime(env, slots: slots, initial: initial, minimum: 5)
+    }
+
+    /// `lanyard token` run over and over while the agent refreshes: still one refresh per lifetime.
+    func testCLITokenDuringAgentRefreshes() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["shared"], lifetime: 3)
+        let initial = try initialExpiries(env, ["shared"])
+        let agent = try env.startAgent()
+        let end = Date() + 8
+        var runs = 0
+        while Date() < end {
+            let out = try env.home.run("token", "shared")
+            XCTAssertEqual(out.status, 0, out.stderr)
+            runs += 1
+        }
+        env.stop(agent)
+        XCTAssertGreaterThan(runs, 5)
+        try await assertOneRefreshPerLifetime(env, slots: ["shared"], initial: initial, minimum: 3)
+    }
+
+    /// An idle agent (nothing due for an hour) uses next to no CPU: ≤ 50 ms over a 20 s window
+    /// (the issue's 60 s shortened for CI). Prints the numbers and the RSS.
+    func testIdleAgentCPUAndMemory() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["i1", "i2", "i3"], lifetime: 3600)
+        let agent = try env.startAgent()
+        defer { env.stop(agent) }
+        observe(seconds: 1)
+        let before = try cpuMilliseconds(agent.processIdentifier)
+        observe(seconds: 20)
+        let after = try cpuMilliseconds(agent.processIdentifier)
+        let rss = try String(contentsOfFile: "/proc/\(agent.processIdentifier)/status", encoding: .utf8)
+            .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map(String.init) ?? "?"
+        print("idle agent: CPU \(after - before) ms over 20 s; \(rss)")
+        XCTAssertLessThanOrEqual(after - before, 50)
+        let count = try await env.refreshesOnServer()
+        XCTAssertEqual(count, 0)
+    }
+
+    private func cpuMilliseconds(_ pid: Int32) throws -> Int {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+        // After the command: state is field 3, utime 14, stime 15 (1-based) → indices 11, 12 here.
+        let ticks = Int(fields[11])! + Int(fields[12])!
+        return ticks * 1000 / Int(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}
