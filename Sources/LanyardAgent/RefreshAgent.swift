@@ -221,11 +221,11 @@ public final class RefreshAgent: @unchecked Sendable {
 }
 
 /// Wakes on changes to one file in a folder (atomic replacement included), by inotify.
-final class RegistryWatch {
-    let fd: Int32
+public final class RegistryWatch {
+    public let fd: Int32
     private let file: String
 
-    init(directory: String, file: String) {
+    public init(directory: String, file: String) {
         self.file = file
         try? SecureFiles.ensureDirectory(directory)
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -241,12 +241,21 @@ final class RegistryWatch {
     }
 
     /// Empties the queue of events.
-    func drain() {
+    public func drain() {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while read(fd, &buffer, buffer.count) > 0 {}
     }
 
-    func close() { if fd >= 0 { Glibc.close(fd) } }
+    /// Waits until the folder changes or `timeout` seconds pass; true on a change.
+    public func wait(timeout: TimeInterval) -> Bool {
+        guard fd >= 0 else { usleep(UInt32(min(timeout, 60) * 1_000_000)); return false }
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        let n = poll(&fds, 1, Int32(max(1, timeout * 1000)))
+        if n > 0 { drain(); return true }
+        return false
+    }
+
+    public func close() { if fd >= 0 { Glibc.close(fd) } }
 }
 
 private final class BlockingBox<T>: @unchecked Sendable { var value: T? }

@@ -296,3 +296,35 @@ final class AgentTests: XCTestCase {
         return ticks * 1000 / Int(sysconf(Int32(_SC_CLK_TCK)))
     }
 }
+
+final class StatusWatchTests: XCTestCase {
+    /// `status --watch --json` prints the slots, then a new line each time the registry changes
+    /// (here: the agent's `--once` refresh of a due slot).
+    func testStatusWatchUpdatesOnChange() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["w"], lifetime: 1)
+        let (watch, out, _) = try env.home.start(["status", "--watch", "--json"])
+        defer { watch.terminate() }
+        final class Lines: @unchecked Sendable { let lock = NSLock(); var text = "" }
+        let lines = Lines()
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            lines.lock.withLock { lines.text += String(decoding: data, as: UTF8.self) }
+        }
+        func firstExpiry(_ doc: JSONValue) -> String? {
+            if case .array(let slots)? = doc["slots"] { return slots.first?["expires_at"]?.string }
+            return nil
+        }
+        func documents() -> [JSONValue] {
+            lines.lock.withLock { lines.text }.split(separator: "\n").compactMap { try? JSONValue.parse(Data($0.utf8)) }
+        }
+        try env.waitFor("the first view", timeout: 10) { documents().count >= 1 }
+        let before = firstExpiry(documents()[0])
+        try await env.server.hook("/_test/config", ["access_token_lifetime": 3600])
+        XCTAssertEqual(try env.home.run("agent", "--once").status, 0)
+        try env.waitFor("the updated view", timeout: 10) { documents().count >= 2 }
+        let after = firstExpiry(documents().last!)
+        XCTAssertNotEqual(before, after)
+        XCTAssertTrue(watch.isRunning)
+    }
+}
