@@ -328,3 +328,55 @@ final class StatusWatchTests: XCTestCase {
         XCTAssertTrue(watch.isRunning)
     }
 }
+
+final class AgentRegistryTests: XCTestCase {
+    /// A slot signed in by another process while the agent sleeps is picked up (inotify on the
+    /// registry) and refreshed when due; a removed slot is dropped without errors.
+    func testAgentNoticesSlotsAddedAndRemoved() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["old"], lifetime: 3600)
+        let agent = try env.startAgent()
+        try await env.signIn(["new"], lifetime: 3)
+        try env.waitFor("the new slot's first refresh", timeout: 10) {
+            env.refreshEvents().contains { $0["slot"]?.string == "new" }
+        }
+        XCTAssertEqual(try env.home.run("remove", "new", "--yes").status, 0)
+        let count = try await env.refreshesOnServer()
+        // Nothing more for the removed slot, and the agent keeps running (a 2 s observation window).
+        observe(seconds: 2)
+        XCTAssertTrue(agent.isRunning)
+        env.stop(agent)
+        XCTAssertEqual(agent.terminationStatus, 0)
+        let after = try await env.refreshesOnServer()
+        XCTAssertLessThanOrEqual(after - count, 1, "at most one refresh was in flight when the slot went")
+        XCTAssertFalse(env.refreshEvents().contains { $0["slot"]?.string == "old" })
+    }
+}
+
+final class EventLogTests: XCTestCase {
+    /// The log rotates past its cap, keeps one old generation, and `lanyard events` prints both;
+    /// `--json` gives one object a line and `-n` the last N.
+    func testRotationAndEventsCommand() throws {
+        let home = TestHome()
+        try home.writeConfig("[events]\nmax-bytes = 4096\n")
+        let log = EventLog(paths: Paths(environment: home.environment), maxBytes: 4096)
+        for i in 0..<100 { log.append("refresh", slot: try Slot("s\(i % 3)"), fields: ["n": .number(Double(i))]) }
+        var st = stat()
+        XCTAssertEqual(stat(log.path, &st), 0)
+        XCTAssertLessThanOrEqual(Int(st.st_size), 4096)
+        XCTAssertEqual(stat(log.rotatedPath, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+        let all = log.read()
+        XCTAssertEqual(all.last?["n"]?.number, 99)
+        let numbers = all.compactMap { $0["n"]?.number }
+        XCTAssertEqual(numbers, numbers.sorted(), "oldest first across the rotation")
+        let json = try home.run("events", "--json", "-n", "5")
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let lines = json.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, 5)
+        XCTAssertEqual(try JSONValue.parse(Data(lines.last!.utf8))["n"]?.number, 99)
+        let human = try home.run("events", "-n", "1")
+        XCTAssertTrue(human.stdout.contains("refresh"), human.stdout)
+        XCTAssertTrue(human.stdout.contains("s0"), human.stdout)
+    }
+}
