@@ -1,7 +1,7 @@
 import Foundation
 import LanyardNetwork
 import LanyardTestSupport
-import XCTest
+import Testing
 @testable import LanyardAuth
 @testable import LanyardCore
 @testable import LanyardStore
@@ -90,25 +90,25 @@ private final class AgentHome: @unchecked Sendable {
 /// that measures what a long-running agent does over time (not a synchronisation).
 private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)) }
 
-final class AgentTests: XCTestCase {
+@Suite(.serialized) struct AgentTests {
     /// Checks the refresh log of each slot: every refresh happened inside its token's refresh
     /// window (after it fell due, before it expired) and continues the chain from the previous
     /// token, so there was exactly one refresh per token lifetime and the slot was never invalid.
     private func assertOneRefreshPerLifetime(_ env: AgentHome, slots: [String], initial: [String: Double], minimum: Int,
-                                             file: StaticString = #filePath, line: UInt = #line) async throws {
+                                             sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let refreshes = env.refreshEvents()
         let onServer = try await env.refreshesOnServer()
-        XCTAssertEqual(onServer, refreshes.count, "every refresh the server made is logged once", file: file, line: line)
+        #expect(onServer == refreshes.count, "every refresh the server made is logged once", sourceLocation: sourceLocation)
         for slot in slots {
             let mine = refreshes.filter { $0["slot"]?.string == slot }.sorted { ($0["ts"]?.number ?? 0) < ($1["ts"]?.number ?? 0) }
-            XCTAssertGreaterThanOrEqual(mine.count, minimum, "\(slot) refreshed often enough", file: file, line: line)
+            #expect(mine.count >= minimum, "\(slot) refreshed often enough", sourceLocation: sourceLocation)
             var expiry = initial[slot]!
             for event in mine {
                 let ts = event["ts"]!.number!, previous = event["previous_expires_ts"]!.number!
                 // The store keeps expiries in whole seconds.
-                XCTAssertEqual(previous, expiry.rounded(.down), accuracy: 0.002, "\(slot): refresh continues the chain (no double, none missed)", file: file, line: line)
-                XCTAssertGreaterThanOrEqual(ts, previous - AgentHome.lead - 0.01, "\(slot): not refreshed before it was due", file: file, line: line)
-                XCTAssertLessThan(ts, previous, "\(slot): refreshed before the token expired", file: file, line: line)
+                #expect(abs(previous - expiry.rounded(.down)) < 0.002, "\(slot): refresh continues the chain (no double, none missed)", sourceLocation: sourceLocation)
+                #expect(ts >= previous - AgentHome.lead - 0.01, "\(slot): not refreshed before it was due", sourceLocation: sourceLocation)
+                #expect(ts < previous, "\(slot): refreshed before the token expired", sourceLocation: sourceLocation)
                 expiry = event["expires_ts"]!.number!
             }
         }
@@ -125,7 +125,7 @@ final class AgentTests: XCTestCase {
 
     /// 5 slots with 3-second access tokens, kept valid for 15 s (the issue says 60 s; shortened to
     /// keep the suite fast: that is still five lifetimes per slot).
-    func testAgentKeepsFiveSlotsValidWithOneRefreshPerLifetime() async throws {
+    @Test func agentKeepsFiveSlotsValidWithOneRefreshPerLifetime() async throws {
         let env = try AgentHome()
         let slots = ["s1", "s2", "s3", "s4", "s5"]
         try await env.signIn(slots, lifetime: 3)
@@ -135,57 +135,57 @@ final class AgentTests: XCTestCase {
         // Every slot still holds a valid token at the end.
         let now = Date()
         for (slot, record) in try Registry(paths: env.paths).load().slots {
-            XCTAssertGreaterThan(record.expiresAt ?? .distantPast, now, "\(slot.name) is valid")
+            #expect(record.expiresAt ?? .distantPast > now, "\(slot.name) is valid")
         }
         env.stop(agent)
-        XCTAssertEqual(agent.terminationStatus, 0)
+        #expect(agent.terminationStatus == 0)
         try await assertOneRefreshPerLifetime(env, slots: slots, initial: initial, minimum: 5)
-        XCTAssertTrue(env.events.allSatisfy { $0["source"]?.string == "agent" })
-        XCTAssertFalse(env.events.contains { $0["event"]?.string == "error" })
+        #expect(env.events.allSatisfy { $0["source"]?.string == "agent" })
+        #expect(!(env.events.contains { $0["event"]?.string == "error" }))
     }
 
     /// Nothing due: `--once` and a running agent make no request at all.
-    func testNoRefreshWhenNothingIsDue() async throws {
+    @Test func noRefreshWhenNothingIsDue() async throws {
         let env = try AgentHome()
         try await env.signIn(["a", "b"], lifetime: 3600)
         let once = try env.home.run("agent", "--once")
-        XCTAssertEqual(once.status, 0, once.stderr)
+        #expect(once.status == 0, Comment(rawValue: once.stderr))
         let agent = try env.startAgent()
         observe(seconds: 3)
         env.stop(agent)
         let count = try await env.refreshesOnServer()
-        XCTAssertEqual(count, 0)
-        XCTAssertTrue(env.refreshEvents().isEmpty)
+        #expect(count == 0)
+        #expect(env.refreshEvents().isEmpty)
     }
 
     /// `--once` refreshes exactly the slots that are due.
-    func testOnceRefreshesDueSlots() async throws {
+    @Test func onceRefreshesDueSlots() async throws {
         let env = try AgentHome()
         try await env.signIn(["due"], lifetime: 1)  // within the 1.5 s lead: due at once
         try await env.signIn(["later"], lifetime: 3600)
         let once = try env.home.run("agent", "--once")
-        XCTAssertEqual(once.status, 0, once.stderr)
+        #expect(once.status == 0, Comment(rawValue: once.stderr))
         let count = try await env.refreshesOnServer()
-        XCTAssertEqual(count, 1)
-        XCTAssertEqual(env.refreshEvents().compactMap { $0["slot"]?.string }, ["due"])
+        #expect(count == 1)
+        #expect(env.refreshEvents().compactMap { $0["slot"]?.string } == ["due"])
     }
 
     /// A second agent for the same user refuses to start; `--once` beside a running agent is a no-op.
-    func testOneAgentPerUser() async throws {
+    @Test func oneAgentPerUser() async throws {
         let env = try AgentHome()
         let agent = try env.startAgent()
         let second = try env.home.run("agent")
-        XCTAssertEqual(second.status, 1)
-        XCTAssertTrue(second.stderr.contains("already running"), second.stderr)
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("already running"), Comment(rawValue: second.stderr))
         let once = try env.home.run("agent", "--once")
-        XCTAssertEqual(once.status, 0)
+        #expect(once.status == 0)
         env.stop(agent)
     }
 
     /// A refresh token revoked on the server: the transition is logged, a notification goes out on
     /// the session bus (seen by dbus-monitor: no notification service runs, and nothing breaks),
     /// and the hook receives the event.
-    func testRevokedRefreshTokenNotifiesLogsAndRunsHook() async throws {
+    @Test func revokedRefreshTokenNotifiesLogsAndRunsHook() async throws {
         let hookFile = NSTemporaryDirectory() + "lanyard-hook-\(UUID().uuidString).jsonl"
         defer { unlink(hookFile) }
         let env = try AgentHome(extraConfig: "hook = cat >> '\(hookFile)'")
@@ -221,22 +221,22 @@ final class AgentTests: XCTestCase {
             let text = (try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? ""
             return text.contains("\"transition\"")
         }
-        XCTAssertTrue(agent.isRunning, "a missing notification service breaks nothing")
+        #expect(agent.isRunning, "a missing notification service breaks nothing")
         env.stop(agent)
         let transition = env.events.first { $0["event"]?.string == "transition" }!
-        XCTAssertEqual(transition["to"]?.string, "reauthentication-required")
-        XCTAssertEqual(transition["fix"]?.string, "lanyard login gone")
+        #expect(transition["to"]?.string == "reauthentication-required")
+        #expect(transition["fix"]?.string == "lanyard login gone")
         let hookEvent = try JSONValue.parse(Data(String(contentsOfFile: hookFile, encoding: .utf8).split(separator: "\n")
             .first { $0.contains("\"transition\"") }!.utf8))
-        XCTAssertEqual(hookEvent["slot"]?.string, "gone")
-        XCTAssertEqual(hookEvent["fix"]?.string, "lanyard login gone")
-        XCTAssertEqual(try Registry(paths: env.paths).load().slots[try Slot("gone")]?.state, .reauthenticationRequired)
-        XCTAssertTrue(captured.lock.withLock { captured.text.contains("lanyard login gone") })
-        XCTAssertEqual(try env.home.run("events").status, 0)
+        #expect(hookEvent["slot"]?.string == "gone")
+        #expect(hookEvent["fix"]?.string == "lanyard login gone")
+        #expect(try Registry(paths: env.paths).load().slots[try Slot("gone")]?.state == .reauthenticationRequired)
+        #expect(captured.lock.withLock { captured.text.contains("lanyard login gone") })
+        #expect(try env.home.run("events").status == 0)
     }
 
     /// The agent killed with SIGKILL and restarted: no double refresh and no missed one.
-    func testKilledAndRestartedAgentNeitherDoublesNorMisses() async throws {
+    @Test func killedAndRestartedAgentNeitherDoublesNorMisses() async throws {
         let env = try AgentHome()
         let slots = ["k1", "k2", "k3", "k4", "k5"]
         try await env.signIn(slots, lifetime: 3)
@@ -252,7 +252,7 @@ final class AgentTests: XCTestCase {
     }
 
     /// `lanyard token` run over and over while the agent refreshes: still one refresh per lifetime.
-    func testCLITokenDuringAgentRefreshes() async throws {
+    @Test func cliTokenDuringAgentRefreshes() async throws {
         let env = try AgentHome()
         try await env.signIn(["shared"], lifetime: 3)
         let initial = try initialExpiries(env, ["shared"])
@@ -261,17 +261,17 @@ final class AgentTests: XCTestCase {
         var runs = 0
         while Date() < end {
             let out = try env.home.run("token", "shared")
-            XCTAssertEqual(out.status, 0, out.stderr)
+            #expect(out.status == 0, Comment(rawValue: out.stderr))
             runs += 1
         }
         env.stop(agent)
-        XCTAssertGreaterThan(runs, 5)
+        #expect(runs > 5)
         try await assertOneRefreshPerLifetime(env, slots: ["shared"], initial: initial, minimum: 3)
     }
 
     /// An idle agent (nothing due for an hour) uses next to no CPU: ≤ 50 ms over a 20 s window
     /// (the issue's 60 s shortened for CI). Prints the numbers and the RSS.
-    func testIdleAgentCPUAndMemory() async throws {
+    @Test func idleAgentCPUAndMemory() async throws {
         let env = try AgentHome()
         try await env.signIn(["i1", "i2", "i3"], lifetime: 3600)
         let agent = try env.startAgent()
@@ -283,9 +283,9 @@ final class AgentTests: XCTestCase {
         let rss = try String(contentsOfFile: "/proc/\(agent.processIdentifier)/status", encoding: .utf8)
             .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map(String.init) ?? "?"
         print("idle agent: CPU \(after - before) ms over 20 s; \(rss)")
-        XCTAssertLessThanOrEqual(after - before, 50)
+        #expect(after - before <= 50)
         let count = try await env.refreshesOnServer()
-        XCTAssertEqual(count, 0)
+        #expect(count == 0)
     }
 
     private func cpuMilliseconds(_ pid: Int32) throws -> Int {
@@ -297,10 +297,10 @@ final class AgentTests: XCTestCase {
     }
 }
 
-final class StatusWatchTests: XCTestCase {
+@Suite struct StatusWatchTests {
     /// `status --watch --json` prints the slots, then a new line each time the registry changes
     /// (here: the agent's `--once` refresh of a due slot).
-    func testStatusWatchUpdatesOnChange() async throws {
+    @Test func statusWatchUpdatesOnChange() async throws {
         let env = try AgentHome()
         try await env.signIn(["w"], lifetime: 1)
         let (watch, out, _) = try env.home.start(["status", "--watch", "--json"])
@@ -321,18 +321,18 @@ final class StatusWatchTests: XCTestCase {
         try env.waitFor("the first view", timeout: 10) { documents().count >= 1 }
         let before = firstExpiry(documents()[0])
         try await env.server.hook("/_test/config", ["access_token_lifetime": 3600])
-        XCTAssertEqual(try env.home.run("agent", "--once").status, 0)
+        #expect(try env.home.run("agent", "--once").status == 0)
         try env.waitFor("the updated view", timeout: 10) { documents().count >= 2 }
         let after = firstExpiry(documents().last!)
-        XCTAssertNotEqual(before, after)
-        XCTAssertTrue(watch.isRunning)
+        #expect(before != after)
+        #expect(watch.isRunning)
     }
 }
 
-final class AgentRegistryTests: XCTestCase {
+@Suite struct AgentRegistryTests {
     /// A slot signed in by another process while the agent sleeps is picked up (inotify on the
     /// registry) and refreshed when due; a removed slot is dropped without errors.
-    func testAgentNoticesSlotsAddedAndRemoved() async throws {
+    @Test func agentNoticesSlotsAddedAndRemoved() async throws {
         let env = try AgentHome()
         try await env.signIn(["old"], lifetime: 3600)
         let agent = try env.startAgent()
@@ -340,43 +340,45 @@ final class AgentRegistryTests: XCTestCase {
         try env.waitFor("the new slot's first refresh", timeout: 10) {
             env.refreshEvents().contains { $0["slot"]?.string == "new" }
         }
-        XCTAssertEqual(try env.home.run("remove", "new", "--yes").status, 0)
+        #expect(try env.home.run("remove", "new", "--yes").status == 0)
         let count = try await env.refreshesOnServer()
         // Nothing more for the removed slot, and the agent keeps running (a 2 s observation window).
         observe(seconds: 2)
-        XCTAssertTrue(agent.isRunning)
+        #expect(agent.isRunning)
         env.stop(agent)
-        XCTAssertEqual(agent.terminationStatus, 0)
+        #expect(agent.terminationStatus == 0)
         let after = try await env.refreshesOnServer()
-        XCTAssertLessThanOrEqual(after - count, 1, "at most one refresh was in flight when the slot went")
-        XCTAssertFalse(env.refreshEvents().contains { $0["slot"]?.string == "old" })
+        #expect(after - count <= 1, "at most one refresh was in flight when the slot went")
+        #expect(!(env.refreshEvents().contains { $0["slot"]?.string == "old" }))
     }
 }
 
-final class EventLogTests: XCTestCase {
+@Suite struct EventLogTests {
     /// The log rotates past its cap, keeps one old generation, and `lanyard events` prints both;
     /// `--json` gives one object a line and `-n` the last N.
-    func testRotationAndEventsCommand() throws {
+    @Test func rotationAndEventsCommand() throws {
         let home = TestHome()
         try home.writeConfig("[events]\nmax-bytes = 4096\n")
         let log = EventLog(paths: Paths(environment: home.environment), maxBytes: 4096)
         for i in 0..<100 { log.append("refresh", slot: try Slot("s\(i % 3)"), fields: ["n": .number(Double(i))]) }
         var st = stat()
-        XCTAssertEqual(stat(log.path, &st), 0)
-        XCTAssertLessThanOrEqual(Int(st.st_size), 4096)
-        XCTAssertEqual(stat(log.rotatedPath, &st), 0)
-        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+        let current = stat(log.path, &st)
+        #expect(current == 0)
+        #expect(Int(st.st_size) <= 4096)
+        let rotated = stat(log.rotatedPath, &st)
+        #expect(rotated == 0)
+        #expect(st.st_mode & 0o777 == 0o600)
         let all = log.read()
-        XCTAssertEqual(all.last?["n"]?.number, 99)
+        #expect(all.last?["n"]?.number == 99)
         let numbers = all.compactMap { $0["n"]?.number }
-        XCTAssertEqual(numbers, numbers.sorted(), "oldest first across the rotation")
+        #expect(numbers == numbers.sorted(), "oldest first across the rotation")
         let json = try home.run("events", "--json", "-n", "5")
-        XCTAssertEqual(json.status, 0, json.stderr)
+        #expect(json.status == 0, Comment(rawValue: json.stderr))
         let lines = json.stdout.split(separator: "\n")
-        XCTAssertEqual(lines.count, 5)
-        XCTAssertEqual(try JSONValue.parse(Data(lines.last!.utf8))["n"]?.number, 99)
+        #expect(lines.count == 5)
+        #expect(try JSONValue.parse(Data(lines.last!.utf8))["n"]?.number == 99)
         let human = try home.run("events", "-n", "1")
-        XCTAssertTrue(human.stdout.contains("refresh"), human.stdout)
-        XCTAssertTrue(human.stdout.contains("s0"), human.stdout)
+        #expect(human.stdout.contains("refresh"), Comment(rawValue: human.stdout))
+        #expect(human.stdout.contains("s0"), Comment(rawValue: human.stdout))
     }
 }
