@@ -37,6 +37,8 @@ public final class RefreshAgent: @unchecked Sendable {
     private var jitters: [Slot: (expiry: Date?, offset: TimeInterval)] = [:]
     /// Slots waiting to retry after a transient failure.
     private var retries: [Slot: (attempt: Int, notBefore: Date)] = [:]
+    /// Each signed-in slot's expiry as the registry last said (to tell a refresh from a no-op).
+    private var expiries: [Slot: Date?] = [:]
     private let stopPipe: [Int32]
 
     public init(manager: AccountManager, options: Options, diagnostics: @escaping (String) -> Void) {
@@ -85,8 +87,10 @@ public final class RefreshAgent: @unchecked Sendable {
             guard case .signedIn(let expiry) = record.state else {
                 retries[slot] = nil
                 jitters[slot] = nil
+                expiries[slot] = nil
                 continue
             }
+            expiries[slot] = expiry
             var wake: Date
             if let retry = retries[slot] {
                 wake = retry.notBefore
@@ -101,6 +105,7 @@ public final class RefreshAgent: @unchecked Sendable {
             known[slot] = nil
             jitters[slot] = nil
             retries[slot] = nil
+            expiries[slot] = nil
         }
         return plan
     }
@@ -150,7 +155,10 @@ public final class RefreshAgent: @unchecked Sendable {
                     // made fresher): look again shortly rather than spin.
                     retries[slot] = (0, now + 1)
                 }
-                hook?.run(EventLog.record("refresh", slot: slot, fields: ["expires_at": .date(credential.tokens.expiresAt)]))
+                let before = expiries[slot] ?? nil
+                if credential.tokens.expiresAt.map({ Int($0.timeIntervalSince1970) }) != before.map({ Int($0.timeIntervalSince1970) }) {
+                    hook?.run(EventLog.record("refresh", slot: slot, fields: ["expires_at": .date(credential.tokens.expiresAt)]))
+                }
             case .failure(let error):
                 let code = (error as? any LanyardError)?.code ?? "error"
                 if code == "reauthentication_required" || code == "missing_refresh_token" || code == "unknown_slot"
