@@ -388,6 +388,23 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
 }
 
 @Suite struct EventLogTests {
+    /// The agent's and the event log's config keys, with their defaults and bounds.
+    @Test func agentAndEventsConfigKeys() throws {
+        let defaults = try ConfigFile.parse(Data(), path: "config.ini")
+        #expect(defaults.config.agentJitter == 30)
+        #expect(defaults.config.agentHook == nil)
+        #expect(defaults.config.agentNotify)
+        #expect(defaults.config.eventsMaxBytes == 1 << 20)
+        let text = "[agent]\njitter = 5\nhook = logger -t lanyard\nnotify = false\n[events]\nmax-bytes = 65536\n"
+        let loaded = try ConfigFile.parse(Data(text.utf8), path: "config.ini")
+        #expect(loaded.warnings.isEmpty)
+        #expect(loaded.config.agentJitter == 5)
+        #expect(loaded.config.agentHook == "logger -t lanyard")
+        #expect(!loaded.config.agentNotify)
+        #expect(loaded.config.eventsMaxBytes == 65536)
+        #expect(throws: ConfigError.self) { try ConfigFile.parse(Data("[events]\nmax-bytes = 10\n".utf8), path: "config.ini") }
+    }
+
     /// The log rotates past its cap, keeps one old generation, and `lanyard events` prints both;
     /// `--json` gives one object a line and `-n` the last N.
     @Test func rotationAndEventsCommand() throws {
