@@ -161,11 +161,12 @@ public final class RefreshAgent: @unchecked Sendable {
                 }
             case .failure(let error):
                 let code = (error as? any LanyardError)?.code ?? "error"
-                if code == "reauthentication_required" || code == "missing_refresh_token" || code == "unknown_slot"
-                    || code == "missing_credential" {
+                if code == "reauthentication_required" || code == "missing_refresh_token" {
                     retries[slot] = nil
                     continue  // the registry now says so; the transition is reported from there
                 }
+                // Everything else (network, server, a locked or missing store) backs off, so a
+                // slot that keeps failing never makes the agent spin.
                 failures += 1
                 let attempt = (retries[slot]?.attempt ?? 0) + 1
                 let delay = min(300, pow(2, Double(attempt - 1)) * (1 + Double.random(in: 0..<0.25)))
