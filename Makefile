@@ -38,6 +38,11 @@ install: release
 	install -m 0755 .build/release/lanyard $(DESTDIR)$(PREFIX)/bin/lanyard
 	install -d $(DESTDIR)$(PREFIX)/lib/lanyard
 	install -m 0755 .build/release/lanyard-net $(DESTDIR)$(PREFIX)/lib/lanyard/lanyard-net
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
+	for unit in Packaging/systemd/*.service Packaging/systemd/*.timer; do \
+		sed 's|/usr/local/bin/lanyard|$(PREFIX)/bin/lanyard|g' $$unit > $(DESTDIR)$(PREFIX)/lib/systemd/user/$$(basename $$unit); \
+		chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/user/$$(basename $$unit); \
+	done
 
 clean:
 	@$(SWIFT) package clean

@@ -45,6 +45,7 @@ let package = Package(
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
         .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardCore"]),
+        .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

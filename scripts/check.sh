@@ -3,6 +3,7 @@
 # lock the shared test keyring), then a short fuzzing smoke run of the parsers.
 set -eu
 cd "$(dirname "$0")/.."
+scripts/verify-units.sh
 scripts/with-keyring.sh swift test --skip-build --no-parallel 2>&1
 echo "== fuzz smoke run (make fuzz for longer runs)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > .build/fuzz-smoke.log 2>&1 || { tail -40 .build/fuzz-smoke.log; exit 1; }

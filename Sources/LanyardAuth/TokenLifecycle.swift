@@ -114,6 +114,9 @@ extension AccountManager {
             doc.slots[slot]?.lastErrorCode = nil
             doc.slots[slot]?.account = account
         }
+        func seconds(_ d: Date?) -> JSONValue { d.map { .number(($0.timeIntervalSince1970 * 1000).rounded() / 1000) } ?? .null }
+        eventLog.append("refresh", slot: slot, fields: ["expires_at": .date(refreshed.tokens.expiresAt), "expires_ts": seconds(refreshed.tokens.expiresAt),
+                                                        "previous_expires_ts": seconds(current.tokens.expiresAt)])
         return refreshed
     }
 
@@ -127,11 +130,20 @@ extension AccountManager {
     }
 
     func markReauthentication(_ slot: Slot, code: String) throws {
-        try registry.update { doc in
+        let previous = try registry.update { doc in
+            let previous = doc.slots[slot]?.state
             doc.slots[slot]?.state = .reauthenticationRequired
             doc.slots[slot]?.lastErrorCode = code
+            return previous
+        }
+        if previous != .reauthenticationRequired {
+            eventLog.append("transition", slot: slot, fields: ["from": .optional(previous?.name), "to": .string(AuthState.reauthenticationRequired.name),
+                                                               "reason": .string(code), "fix": .string("lanyard login \(slot.name)")])
         }
     }
+
+    /// The event log, capped as configured.
+    public var eventLog: EventLog { EventLog(paths: paths, maxBytes: config.eventsMaxBytes) }
 
     /// Puts credentials left in recovery files back into their stores and removes the files.
     /// - Returns: the slots restored.

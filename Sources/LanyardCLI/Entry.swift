@@ -15,7 +15,8 @@ public enum Lanyard {
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
         StoreCommands.token, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex,
         GitCredentialCommand.command, BundleCommands.export, BundleCommands.import, UsageCommand.usage,
-        StoreCommands.doctor, StoreGroupCommand.store, RefreshWorker.command, MetaCommands.version, MetaCommands.help,
+        StoreCommands.doctor, StoreGroupCommand.store, AgentCommands.agent, AgentCommands.events,
+        RefreshWorker.command, MetaCommands.version, MetaCommands.help,
     ]
 
     /// Runs one command line (without the program name) and returns the exit status.

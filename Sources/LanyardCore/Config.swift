@@ -30,6 +30,15 @@ public struct LanyardConfig: Hashable, Sendable {
     public var loginTimeout: TimeInterval?
     /// Keep Codex's auth.json in step with `lanyard switch`.
     public var codexIntegration = false
+    /// The agent's spread: each slot refreshes up to this many seconds after it falls due (capped at
+    /// half the refresh lead), so slots do not refresh together.
+    public var agentJitter: TimeInterval = 30
+    /// A command (run with `/bin/sh -c`) that receives each agent event as one JSON line on stdin.
+    public var agentHook: String?
+    /// Whether the agent shows desktop notifications (org.freedesktop.Notifications).
+    public var agentNotify = true
+    /// The event log's size cap in bytes; beyond it the log rotates to `events.jsonl.1`.
+    public var eventsMaxBytes: Int = 1 << 20
     /// Providers by id; `openai` is always present.
     public var providers: [String: ProviderConfig] = ["openai": .openAI]
     /// `[git]` mappings for `lanyard git-credential`: `HOST` or `HOST/PATH/PREFIX` (host lowercased,

@@ -31,6 +31,8 @@ public enum ConfigFile {
             "integrations": ["codex"],
             "login": ["slow-down-increment", "timeout"],
             "http": ["timeout"],
+            "agent": ["jitter", "hook", "notify"],
+            "events": ["max-bytes"],
         ]
         let providerKeys: Set<String> = [
             "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
@@ -110,6 +112,10 @@ public enum ConfigFile {
         if let v = try number("login", "slow-down-increment") { config.slowDownIncrement = v }
         if let v = try number("login", "timeout", min: 1) { config.loginTimeout = v }
         if let v = try number("http", "timeout", min: 0.1) { config.httpTimeout = v }
+        if let v = try number("agent", "jitter") { config.agentJitter = v }
+        if let v = file.string("agent", "hook")?.trimmingCharacters(in: .whitespaces), !v.isEmpty { config.agentHook = v }
+        if let v = try bool("agent", "notify") { config.agentNotify = v }
+        if let v = try number("events", "max-bytes", min: 4096) { config.eventsMaxBytes = Int(v) }
         return Loaded(config: config, warnings: warnings)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LanyardAgent
 import LanyardCore
 import LanyardStore
 
@@ -17,6 +18,38 @@ func slotSummary(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [String: J
 }
 
 enum SlotCommands {
+    /// `status --watch`: redraws on registry changes (inotify), never polls the store.
+    static func watch(_ inv: Invocation) throws -> ExitStatus {
+        let watcher = RegistryWatch(directory: inv.paths.dataDirectory, file: "registry.json")
+        defer { watcher.close() }
+        var last: RegistryDocument?
+        while true {
+            let document = try inv.registry.load()
+            if inv.json {
+                if document != last {
+                    let summaries = document.sortedSlots.map { JSONValue.object(slotSummary($0.slot, $0.record, active: $0.slot == document.active)) }
+                    inv.stdout.line(JSONValue.object(["active": .optional(document.active?.name), "slots": .array(summaries)]).serialized(pretty: false))
+                }
+            } else if inv.context.stdoutIsTTY || document != last {
+                let s = inv.style
+                let now = inv.now
+                let rows = document.sortedSlots.map { slot, record -> [String] in
+                    let active = slot == document.active
+                    return [active ? s.green("*") : " ", active ? s.bold(slot.name) : slot.name, record.account.email ?? "-",
+                            s.state(record.state), record.expiresAt.map { RelativeTime.describe($0, now: now) } ?? "-",
+                            record.lastRefresh.map { RelativeTime.describe($0, now: now) } ?? "-", record.lastErrorCode ?? "-"]
+                }
+                var screen = inv.context.stdoutIsTTY ? "\u{1B}[H\u{1B}[2J" : ""
+                screen += "lanyard status --watch  \(RFC3339.string(from: now))\n\n"
+                screen += rows.isEmpty ? "No slots yet.\n"
+                    : Table.render(header: [" ", "SLOT", "ACCOUNT", "STATE", "EXPIRES", "REFRESHED", "LAST ERROR"], rows: rows, style: s)
+                inv.stdout.write(screen + (inv.context.stdoutIsTTY ? "" : "\n"))
+            }
+            last = document
+            _ = watcher.wait(timeout: inv.json ? 3600 : 15)
+        }
+    }
+
     static let list = CommandSpec(
         name: "list", summary: "list every slot with its account, plan and state", arguments: "",
         minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false,
@@ -43,8 +76,15 @@ enum SlotCommands {
 
     static let status = CommandSpec(
         name: "status", summary: "show one slot in detail (the resolved slot by default)", arguments: "[SLOT]",
-        minArguments: 0, maxArguments: 1, flags: [], prints: true, takesAccount: true,
-        details: "Exit status: 0 signed in, 3 signed out, 4 sign-in required, 1 failed.") { inv in
+        minArguments: 0, maxArguments: 1,
+        flags: [FlagSpec("watch", short: "w", "show every slot live, redrawn whenever the registry changes (until Ctrl-C)")],
+        prints: true, takesAccount: true,
+        details: """
+        Exit status: 0 signed in, 3 signed out, 4 sign-in required, 1 failed.
+        With --watch: a table of every slot, redrawn on each change (and every 15 s for the times);
+        with --json, one `list` document a line on each change.
+        """) { inv in
+        if inv.args.has("watch") { return try watch(inv) }
         let document = try inv.registry.load()
         let (slot, record, rule) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
         var summary = slotSummary(slot, record, active: slot == document.active)

@@ -1,0 +1,54 @@
+import Foundation
+import LanyardCore
+
+/// Runs the configured hook (`/bin/sh -c CMD`) with one event as a JSON line on stdin. The hook
+/// runs in the background; ``waitForAll(timeout:)`` lets `--once` wait before exiting.
+public final class EventHook: @unchecked Sendable {
+    public let command: String
+    private let group = DispatchGroup()
+
+    public init(command: String) { self.command = command }
+
+    public func run(_ event: JSONValue) {
+        let input = Array((event.serialized(pretty: false) + "\n").utf8)
+        var pipe: [Int32] = [0, 0]
+        guard Glibc.pipe(&pipe) == 0 else { return }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipe[0], 0)
+        posix_spawn_file_actions_addclose(&actions, pipe[1])
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        let args = ["/bin/sh", "-c", command]
+        var env = ProcessInfo.processInfo.environment
+        env["LANYARD_EVENT"] = event["event"]?.string
+        env["LANYARD_SLOT"] = event["slot"]?.string
+        var pid: pid_t = 0
+        let cArgs = args.map { strdup($0) } + [nil]
+        let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { cArgs.forEach { free($0) }; cEnv.forEach { free($0) } }
+        let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, cArgs, cEnv)
+        close(pipe[0])
+        guard spawned == 0 else { close(pipe[1]); return }
+        let writeEnd = pipe[1]
+        let child = pid
+        group.enter()
+        DispatchQueue.global().async { [group] in
+            var offset = 0
+            while offset < input.count {
+                let n = input.withUnsafeBytes { write(writeEnd, $0.baseAddress! + offset, $0.count - offset) }
+                if n < 0 { if errno == EINTR { continue }; break }
+                offset += n
+            }
+            close(writeEnd)
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+            group.leave()
+        }
+    }
+
+    /// Waits for running hooks, at most `timeout` seconds.
+    public func waitForAll(timeout: TimeInterval) {
+        _ = group.wait(timeout: .now() + timeout)
+    }
+}

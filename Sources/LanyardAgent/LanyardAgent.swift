@@ -1,1 +1,0 @@
-// LanyardAgent: see docs/architecture.md.

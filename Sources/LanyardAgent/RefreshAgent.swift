@@ -1,0 +1,282 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardStore
+
+/// The refresh agent: refreshes each signed-in slot shortly after it falls due (the refresh
+/// lead, plus a per-slot jitter), retries transient failures with exponential backoff, reports
+/// transitions (desktop notification, hook, event log) and otherwise sleeps until the next due
+/// time or a change to the registry (inotify), whichever comes first. No polling.
+///
+/// Refreshes go through ``AccountManager/freshCredential(slot:force:)``, i.e. under the same
+/// per-slot lock as the CLI, so the agent and the CLI never refresh a slot twice.
+public final class RefreshAgent: @unchecked Sendable {
+    public struct Options: Sendable {
+        public var jitter: TimeInterval
+        public var notify: Bool
+        public var hook: String?
+        /// The longest single sleep (wall-clock jumps after a suspend are noticed by then).
+        public var maximumSleep: TimeInterval = 60
+
+        public init(jitter: TimeInterval, notify: Bool, hook: String?) {
+            self.jitter = jitter
+            self.notify = notify
+            self.hook = hook
+        }
+    }
+
+    private let manager: AccountManager
+    private let options: Options
+    private let log: EventLog
+    private let hook: EventHook?
+    private let notifier = DesktopNotifier()
+    private let diagnostics: (String) -> Void
+    /// Each slot's last seen state name (transitions are changes of it).
+    private var known: [Slot: String] = [:]
+    /// The jitter chosen for a slot's current token (by its expiry).
+    private var jitters: [Slot: (expiry: Date?, offset: TimeInterval)] = [:]
+    /// Slots waiting to retry after a transient failure.
+    private var retries: [Slot: (attempt: Int, notBefore: Date)] = [:]
+    /// Each signed-in slot's expiry as the registry last said (to tell a refresh from a no-op).
+    private var expiries: [Slot: Date?] = [:]
+    private let stopPipe: [Int32]
+
+    public init(manager: AccountManager, options: Options, diagnostics: @escaping (String) -> Void) {
+        self.manager = manager
+        self.options = options
+        log = manager.eventLog
+        hook = options.hook.map(EventHook.init(command:))
+        self.diagnostics = diagnostics
+        var fds: [Int32] = [-1, -1]
+        _ = Glibc.pipe(&fds)
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        stopPipe = fds
+    }
+
+    /// Makes ``run()`` return after the refresh in progress (signal-safe).
+    public func stop() {
+        var byte: UInt8 = 1
+        _ = write(stopPipe[1], &byte, 1)
+    }
+
+    /// The agent's lock (`$XDG_RUNTIME_DIR/lanyard/agent.lock`): nil when another agent holds it.
+    public static func lock(paths: Paths) throws -> FileLock? {
+        try SecureFiles.ensureDirectory(paths.runtimeDirectory)
+        return try FileLock.tryLock(path: paths.runtimeDirectory + "/agent.lock")
+    }
+
+    // MARK: - One pass
+
+    struct Plan {
+        var due: [Slot] = []
+        var nextWake: Date?
+    }
+
+    /// Notes transitions since the last look and works out which slots are due.
+    func plan(_ document: RegistryDocument, now: Date, ignoreJitter: Bool) -> Plan {
+        var plan = Plan()
+        let rule = manager.refreshRule
+        let jitterCap = max(0, min(options.jitter, rule.lead / 2))
+        for (slot, record) in document.sortedSlots {
+            let state = record.state.name
+            if let before = known[slot], before != state { transition(slot, from: before, to: record) }
+            known[slot] = state
+            guard case .signedIn(let expiry) = record.state else {
+                retries[slot] = nil
+                jitters[slot] = nil
+                expiries[slot] = nil
+                continue
+            }
+            expiries[slot] = expiry
+            var wake: Date
+            if let retry = retries[slot] {
+                wake = retry.notBefore
+            } else {
+                let due = expiry.map { $0 - rule.lead } ?? record.lastRefresh.map { $0 + rule.maxAge } ?? now
+                if jitters[slot]?.expiry != expiry { jitters[slot] = (expiry, Double.random(in: 0...jitterCap)) }
+                wake = due + (ignoreJitter ? 0 : jitters[slot]!.offset)
+            }
+            if wake <= now { plan.due.append(slot) } else { plan.nextWake = min(plan.nextWake ?? wake, wake) }
+        }
+        for slot in known.keys where document.slots[slot] == nil {
+            known[slot] = nil
+            jitters[slot] = nil
+            retries[slot] = nil
+            expiries[slot] = nil
+        }
+        return plan
+    }
+
+    private func transition(_ slot: Slot, from: String, to record: SlotRecord) {
+        let to = record.state.name
+        diagnostics("\(slot.name): \(from) -> \(to)")
+        guard record.state == .reauthenticationRequired else { return }
+        let event = EventLog.record("transition", slot: slot, fields: [
+            "from": .string(from), "to": .string(to), "reason": .optional(record.lastErrorCode), "fix": .string("lanyard login \(slot.name)"),
+        ])
+        if options.notify {
+            let who = record.account.email.map { " (\($0))" } ?? ""
+            if let problem = notifier.notify(summary: "Lanyard: sign in again to \(slot.name)",
+                                             body: "The session of slot \(slot.name)\(who) has ended. Run: lanyard login \(slot.name)",
+                                             urgency: 2) {
+                diagnostics("notification not shown: \(problem)")
+            }
+        }
+        hook?.run(event)
+    }
+
+    /// Refreshes the due slots concurrently and records the outcome of each.
+    /// - Returns: how many failed.
+    func refresh(_ slots: [Slot]) -> Int {
+        let manager = self.manager
+        let results = blocking {
+            await withTaskGroup(of: (Slot, Result<Credential, Error>).self) { group in
+                for slot in slots {
+                    group.addTask {
+                        do { return (slot, .success(try await manager.freshCredential(slot: slot))) } catch { return (slot, .failure(error)) }
+                    }
+                }
+                var out: [(Slot, Result<Credential, Error>)] = []
+                for await r in group { out.append(r) }
+                return out
+            }
+        }
+        var failures = 0
+        let now = Date()
+        for (slot, result) in results {
+            switch result {
+            case .success(let credential):
+                retries[slot] = nil
+                if let expiry = credential.tokens.expiresAt, expiry - manager.refreshRule.lead <= now {
+                    // Nothing changed (the token's own expiry says not due yet, or it cannot be
+                    // made fresher): look again shortly rather than spin.
+                    retries[slot] = (0, now + 1)
+                }
+                let before = expiries[slot] ?? nil
+                if credential.tokens.expiresAt.map({ Int($0.timeIntervalSince1970) }) != before.map({ Int($0.timeIntervalSince1970) }) {
+                    hook?.run(EventLog.record("refresh", slot: slot, fields: ["expires_at": .date(credential.tokens.expiresAt)]))
+                }
+            case .failure(let error):
+                let code = (error as? any LanyardError)?.code ?? "error"
+                if code == "reauthentication_required" || code == "missing_refresh_token" {
+                    retries[slot] = nil
+                    continue  // the registry now says so; the transition is reported from there
+                }
+                // Everything else (network, server, a locked or missing store) backs off, so a
+                // slot that keeps failing never makes the agent spin.
+                failures += 1
+                let attempt = (retries[slot]?.attempt ?? 0) + 1
+                let delay = min(300, pow(2, Double(attempt - 1)) * (1 + Double.random(in: 0..<0.25)))
+                retries[slot] = (attempt, now + delay)
+                let event = log.append("error", slot: slot, fields: [
+                    "code": .string(code), "message": .string(error.localizedDescription), "attempt": .number(Double(attempt)),
+                    "retry_in": .number((delay * 10).rounded() / 10),
+                ])
+                diagnostics("\(slot.name): refresh failed (\(code)): \(error.localizedDescription); retrying in \(Int(delay.rounded())) s")
+                hook?.run(event)
+            }
+        }
+        return failures
+    }
+
+    /// `--once`: refreshes every slot that is due now (no jitter) and returns how many failed.
+    public func runOnce() throws -> Int {
+        let document = try manager.registry.load()
+        known = [:]
+        for (slot, record) in document.slots { known[slot] = record.state.name }
+        let plan = plan(document, now: Date(), ignoreJitter: true)
+        let failures = refresh(plan.due)
+        // Report transitions the refreshes caused.
+        _ = self.plan(try manager.registry.load(), now: Date(), ignoreJitter: true)
+        hook?.waitForAll(timeout: 10)
+        return failures
+    }
+
+    /// Runs until ``stop()``.
+    public func run() throws {
+        let watch = RegistryWatch(directory: manager.paths.dataDirectory, file: "registry.json")
+        defer { watch.close() }
+        var first = true
+        while true {
+            let document = try manager.registry.load()
+            if first {
+                for (slot, record) in document.slots { known[slot] = record.state.name }
+                first = false
+            }
+            let now = Date()
+            let plan = plan(document, now: now, ignoreJitter: false)
+            if !plan.due.isEmpty {
+                _ = refresh(plan.due)
+                if stopRequested() { return }
+                continue
+            }
+            let sleep = min(options.maximumSleep, plan.nextWake.map { $0.timeIntervalSince(now) } ?? options.maximumSleep)
+            let timeout = Int32(max(1, (sleep * 1000).rounded(.up) + 1))
+            var fds = [pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0)]
+            let n = poll(&fds, watch.fd >= 0 ? 2 : 1, timeout)
+            if n < 0 && errno != EINTR { throw StoreError.io(path: "poll", detail: String(cString: strerror(errno))) }
+            if fds[0].revents != 0 { return }
+            if fds[1].revents != 0 { watch.drain() }
+        }
+    }
+
+    private func stopRequested() -> Bool {
+        var fds = [pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0)]
+        return poll(&fds, 1, 0) > 0
+    }
+}
+
+/// Wakes on changes to one file in a folder (atomic replacement included), by inotify.
+public final class RegistryWatch {
+    public let fd: Int32
+    private let file: String
+
+    public init(directory: String, file: String) {
+        self.file = file
+        try? SecureFiles.ensureDirectory(directory)
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        if fd >= 0 {
+            let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
+            if inotify_add_watch(fd, directory, mask) < 0 {
+                Glibc.close(fd)
+                self.fd = -1
+                return
+            }
+        }
+        self.fd = fd
+    }
+
+    /// Empties the queue of events.
+    public func drain() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while read(fd, &buffer, buffer.count) > 0 {}
+    }
+
+    /// Waits until the folder changes or `timeout` seconds pass; true on a change.
+    public func wait(timeout: TimeInterval) -> Bool {
+        guard fd >= 0 else { usleep(UInt32(min(timeout, 60) * 1_000_000)); return false }
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        let n = poll(&fds, 1, Int32(max(1, timeout * 1000)))
+        if n > 0 { drain(); return true }
+        return false
+    }
+
+    public func close() { if fd >= 0 { Glibc.close(fd) } }
+}
+
+private final class BlockingBox<T>: @unchecked Sendable { var value: T? }
+
+/// Runs async work to completion from a plain thread.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
+    let box = BlockingBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        box.value = await work()
+        done.signal()
+    }
+    done.wait()
+    return box.value!
+}

@@ -1,0 +1,84 @@
+import Foundation
+import LanyardCore
+
+/// The event log (`$XDG_STATE_HOME/lanyard/events.jsonl`): one JSON object a line for refreshes,
+/// state transitions and errors, written by every Lanyard process. Never holds a token.
+///
+/// Each line has `time` (RFC 3339), `ts` (Unix seconds with fractions), `event`, `source` (who
+/// wrote it: `agent`, `cli`, … from `LANYARD_EVENT_SOURCE`), `pid`, and, for slot events, `slot`.
+/// Appends go under `events.jsonl.lock`; when a line would take the file past `maxBytes` the file
+/// is first renamed to `events.jsonl.1` (one old generation is kept).
+public struct EventLog: Sendable {
+    public let path: String
+    public let maxBytes: Int
+    private let directory: String
+
+    public init(paths: Paths, maxBytes: Int = 1 << 20) {
+        directory = paths.stateDirectory
+        path = paths.stateDirectory + "/events.jsonl"
+        self.maxBytes = max(4096, maxBytes)
+    }
+
+    public var rotatedPath: String { path + ".1" }
+
+    /// Who this process is in the log.
+    public static var source: String {
+        if let s = getenv("LANYARD_EVENT_SOURCE"), let v = String(validatingCString: s), !v.isEmpty { return v }
+        return "cli"
+    }
+
+    /// The line written for an event (exposed for hooks, which receive the same object).
+    public static func record(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:], now: Date = Date()) -> JSONValue {
+        var object = fields
+        object["time"] = .string(RFC3339.string(from: now))
+        object["ts"] = .number((now.timeIntervalSince1970 * 1000).rounded() / 1000)
+        object["event"] = .string(event)
+        object["source"] = .string(source)
+        object["pid"] = .number(Double(getpid()))
+        if let slot { object["slot"] = .string(slot.name) }
+        return JSONValue.object(object).droppingNulls
+    }
+
+    /// Appends an event. Best effort: a log that cannot be written never fails the operation.
+    @discardableResult
+    public func append(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:]) -> JSONValue {
+        let record = Self.record(event, slot: slot, fields: fields)
+        append(record)
+        return record
+    }
+
+    public func append(_ record: JSONValue) {
+        guard (try? SecureFiles.ensureDirectory(directory)) != nil else { return }
+        let line = Array((record.serialized(pretty: false) + "\n").utf8)
+        guard let lock = try? FileLock(path: path + ".lock") else { return }
+        defer { withExtendedLifetime(lock) {} }
+        var st = stat()
+        if lstat(path, &st) == 0, Int(st.st_size) + line.count > maxBytes, (st.st_mode & S_IFMT) == S_IFREG {
+            rename(path, rotatedPath)
+        }
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var offset = 0
+        while offset < line.count {
+            let n = line.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 { if errno == EINTR { continue }; return }
+            offset += n
+        }
+    }
+
+    /// Every event still on disk, oldest first (the rotated generation, then the current file).
+    public func read() -> [JSONValue] {
+        var out: [JSONValue] = []
+        for file in [rotatedPath, path] {
+            guard let data = try? SecureFiles.read(file) else { continue }
+            out += Self.parseLines(data)
+        }
+        return out
+    }
+
+    /// Parses complete JSON lines, skipping any that do not parse.
+    public static func parseLines(_ data: Data) -> [JSONValue] {
+        data.split(separator: 0x0a).compactMap { try? JSONValue.parse(Data($0)) }
+    }
+}

@@ -1,0 +1,435 @@
+import Foundation
+import LanyardNetwork
+import LanyardTestSupport
+import Testing
+@testable import LanyardAuth
+@testable import LanyardCore
+@testable import LanyardStore
+
+/// Sleeps 2 ms instead of the device-code interval (sign-in through the library).
+private struct QuickSleeper: Sleeper {
+    func sleep(seconds: TimeInterval) async throws { try await Task.sleep(nanoseconds: 2_000_000) }
+}
+
+/// A home on the ChatGPT emulator with signed-in slots, and the built agent run against it.
+private final class AgentHome: @unchecked Sendable {
+    let server: OAuthTestServer
+    let home = TestHome()
+    static let lead = 1.5
+
+    init(extraConfig: String = "") throws {
+        server = try OAuthTestServer(.chatgptEmulator)
+        try home.useEmulator(server, extraConfig: """
+        [refresh]
+        lead = \(AgentHome.lead)
+        [agent]
+        jitter = 0.5
+        \(extraConfig)
+        """)
+    }
+
+    var paths: Paths { Paths(environment: home.environment) }
+
+    func manager() throws -> AccountManager {
+        let config = try ConfigFile.load(path: paths.configFile).config
+        let paths = self.paths
+        return AccountManager(paths: paths, config: config, openStore: { _, _ in EncryptedFileStore(paths: paths) },
+                              transport: URLSessionTransport(timeout: 5), sleeper: QuickSleeper())
+    }
+
+    func signIn(_ slots: [String], lifetime: Int) async throws {
+        try await server.hook("/_test/config", ["access_token_lifetime": lifetime])
+        let server = self.server
+        for name in slots {
+            _ = try await manager().signIn(slot: try Slot(name), providerID: "openai") { event in
+                if case .deviceCode(let auth) = event {
+                    Task { _ = try await server.hook("/_test/approve", ["user_code": auth.userCode, "email": "\(name)@example.com"]) }
+                }
+            }
+        }
+    }
+
+    func refreshesOnServer() async throws -> Int { try await server.stat("refreshes_succeeded") }
+
+    var events: [JSONValue] { EventLog(paths: paths).read() }
+
+    func refreshEvents() -> [JSONValue] { events.filter { $0["event"]?.string == "refresh" } }
+
+    /// Starts `lanyard agent` and waits (bounded) for its start line on stderr.
+    func startAgent(_ extra: [String] = []) throws -> Process {
+        let (p, _, err) = try home.start(["agent"] + extra)
+        let deadline = Date() + 20
+        var text = ""
+        while Date() < deadline, !text.contains("started") {
+            guard let chunk = try err.fileHandleForReading.read(upToCount: 1), !chunk.isEmpty else { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard text.contains("started") else { p.terminate(); throw ServerError("the agent did not start: \(text)") }
+        // Keep draining stderr so the agent never blocks on a full pipe.
+        DispatchQueue.global().async { _ = err.fileHandleForReading.readDataToEndOfFile() }
+        return p
+    }
+
+    func stop(_ p: Process) {
+        p.terminate()
+        p.waitUntilExit()
+    }
+
+    /// Waits (at most `timeout` seconds) for `condition`, checking every 100 ms.
+    func waitFor(_ what: String, timeout: TimeInterval, _ condition: () throws -> Bool) throws {
+        let deadline = Date() + timeout
+        while Date() < deadline {
+            if try condition() { return }
+            usleep(100_000)
+        }
+        throw ServerError("timed out after \(timeout) s waiting for \(what)")
+    }
+}
+
+/// Keeps the process busy-free for `seconds` of wall time: the observation window of a test
+/// that measures what a long-running agent does over time (not a synchronisation).
+private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)) }
+
+@Suite(.serialized) struct AgentTests {
+    /// Checks the refresh log of each slot: every refresh happened inside its token's refresh
+    /// window (after it fell due, before it expired) and continues the chain from the previous
+    /// token, so there was exactly one refresh per token lifetime and the slot was never invalid.
+    private func assertOneRefreshPerLifetime(_ env: AgentHome, slots: [String], initial: [String: Double], minimum: Int,
+                                             sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let refreshes = env.refreshEvents()
+        let onServer = try await env.refreshesOnServer()
+        #expect(onServer == refreshes.count, "every refresh the server made is logged once", sourceLocation: sourceLocation)
+        for slot in slots {
+            let mine = refreshes.filter { $0["slot"]?.string == slot }.sorted { ($0["ts"]?.number ?? 0) < ($1["ts"]?.number ?? 0) }
+            #expect(mine.count >= minimum, "\(slot) refreshed often enough", sourceLocation: sourceLocation)
+            var expiry = initial[slot]!
+            for event in mine {
+                let ts = event["ts"]!.number!, previous = event["previous_expires_ts"]!.number!
+                // The store keeps expiries in whole seconds.
+                #expect(abs(previous - expiry.rounded(.down)) < 0.002, "\(slot): refresh continues the chain (no double, none missed)", sourceLocation: sourceLocation)
+                #expect(ts >= previous - AgentHome.lead - 0.01, "\(slot): not refreshed before it was due", sourceLocation: sourceLocation)
+                #expect(ts < previous, "\(slot): refreshed before the token expired", sourceLocation: sourceLocation)
+                expiry = event["expires_ts"]!.number!
+            }
+        }
+    }
+
+    private func initialExpiries(_ env: AgentHome, _ slots: [String]) throws -> [String: Double] {
+        let document = try Registry(paths: env.paths).load()
+        var out: [String: Double] = [:]
+        for slot in slots {
+            out[slot] = ((document.slots[try Slot(slot)]!.expiresAt!.timeIntervalSince1970) * 1000).rounded() / 1000
+        }
+        return out
+    }
+
+    /// 5 slots with 3-second access tokens, kept valid for 15 s (the issue says 60 s; shortened to
+    /// keep the suite fast: that is still five lifetimes per slot).
+    @Test func agentKeepsFiveSlotsValidWithOneRefreshPerLifetime() async throws {
+        let env = try AgentHome()
+        let slots = ["s1", "s2", "s3", "s4", "s5"]
+        try await env.signIn(slots, lifetime: 3)
+        let initial = try initialExpiries(env, slots)
+        let agent = try env.startAgent()
+        observe(seconds: 15)
+        // Every slot still holds a valid token at the end.
+        let now = Date()
+        for (slot, record) in try Registry(paths: env.paths).load().slots {
+            #expect(record.expiresAt ?? .distantPast > now, "\(slot.name) is valid")
+        }
+        env.stop(agent)
+        #expect(agent.terminationStatus == 0)
+        try await assertOneRefreshPerLifetime(env, slots: slots, initial: initial, minimum: 5)
+        #expect(env.events.allSatisfy { $0["source"]?.string == "agent" })
+        #expect(!(env.events.contains { $0["event"]?.string == "error" }))
+    }
+
+    /// Nothing due: `--once` and a running agent make no request at all.
+    @Test func noRefreshWhenNothingIsDue() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["a", "b"], lifetime: 3600)
+        let once = try env.home.run("agent", "--once")
+        #expect(once.status == 0, Comment(rawValue: once.stderr))
+        let agent = try env.startAgent()
+        observe(seconds: 3)
+        env.stop(agent)
+        let count = try await env.refreshesOnServer()
+        #expect(count == 0)
+        #expect(env.refreshEvents().isEmpty)
+    }
+
+    /// `--once` refreshes exactly the slots that are due.
+    @Test func onceRefreshesDueSlots() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["due"], lifetime: 1)  // within the 1.5 s lead: due at once
+        try await env.signIn(["later"], lifetime: 3600)
+        let once = try env.home.run("agent", "--once")
+        #expect(once.status == 0, Comment(rawValue: once.stderr))
+        let count = try await env.refreshesOnServer()
+        #expect(count == 1)
+        #expect(env.refreshEvents().compactMap { $0["slot"]?.string } == ["due"])
+    }
+
+    /// A second agent for the same user refuses to start; `--once` beside a running agent is a no-op.
+    @Test func oneAgentPerUser() async throws {
+        let env = try AgentHome()
+        let agent = try env.startAgent()
+        let second = try env.home.run("agent")
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("already running"), Comment(rawValue: second.stderr))
+        let once = try env.home.run("agent", "--once")
+        #expect(once.status == 0)
+        env.stop(agent)
+    }
+
+    /// A refresh token revoked on the server: the transition is logged, a notification goes out on
+    /// the session bus (seen by dbus-monitor: no notification service runs, and nothing breaks),
+    /// and the hook receives the event.
+    @Test func revokedRefreshTokenNotifiesLogsAndRunsHook() async throws {
+        let hookFile = NSTemporaryDirectory() + "lanyard-hook-\(UUID().uuidString).jsonl"
+        defer { unlink(hookFile) }
+        let env = try AgentHome(extraConfig: "hook = cat >> '\(hookFile)'")
+        try await env.signIn(["gone"], lifetime: 3)
+        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
+            throw ServerError("no session bus: run the tests under scripts/with-keyring.sh")
+        }
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        monitor.arguments = ["--session", "interface='org.freedesktop.Notifications',member='Notify'"]
+        let monitorOut = Pipe()
+        monitor.standardOutput = monitorOut
+        monitor.standardError = FileHandle.nullDevice
+        try monitor.run()
+        defer { monitor.terminate() }
+        final class Captured: @unchecked Sendable { let lock = NSLock(); var text = "" }
+        let captured = Captured()
+        monitorOut.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            captured.lock.withLock { captured.text += String(decoding: data, as: UTF8.self) }
+        }
+        // dbus-monitor prints the NameAcquired/NameLost signals once it is a monitor.
+        try env.waitFor("dbus-monitor to start", timeout: 10) { captured.lock.withLock { captured.text.contains("NameLost") } }
+        try await env.server.hook("/_test/invalidate_refresh", ["all": true])
+        let agent = try env.startAgent()
+        try env.waitFor("the transition in the event log", timeout: 15) {
+            env.events.contains { $0["event"]?.string == "transition" && $0["slot"]?.string == "gone" }
+        }
+        try env.waitFor("the notification on the bus", timeout: 10) {
+            captured.lock.withLock { captured.text.contains("sign in again to gone") }
+        }
+        try env.waitFor("the hook", timeout: 10) {
+            let text = (try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? ""
+            return text.contains("\"transition\"")
+        }
+        #expect(agent.isRunning, "a missing notification service breaks nothing")
+        env.stop(agent)
+        let transition = env.events.first { $0["event"]?.string == "transition" }!
+        #expect(transition["to"]?.string == "reauthentication-required")
+        #expect(transition["fix"]?.string == "lanyard login gone")
+        let hookEvent = try JSONValue.parse(Data(String(contentsOfFile: hookFile, encoding: .utf8).split(separator: "\n")
+            .first { $0.contains("\"transition\"") }!.utf8))
+        #expect(hookEvent["slot"]?.string == "gone")
+        #expect(hookEvent["fix"]?.string == "lanyard login gone")
+        #expect(try Registry(paths: env.paths).load().slots[try Slot("gone")]?.state == .reauthenticationRequired)
+        #expect(captured.lock.withLock { captured.text.contains("lanyard login gone") })
+        #expect(try env.home.run("events").status == 0)
+    }
+
+    /// The agent killed with SIGKILL and restarted: no double refresh and no missed one.
+    @Test func killedAndRestartedAgentNeitherDoublesNorMisses() async throws {
+        let env = try AgentHome()
+        let slots = ["k1", "k2", "k3", "k4", "k5"]
+        try await env.signIn(slots, lifetime: 3)
+        let initial = try initialExpiries(env, slots)
+        let first = try env.startAgent()
+        observe(seconds: 5)
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+        let second = try env.startAgent()
+        observe(seconds: 6)
+        env.stop(second)
+        try await assertOneRefreshPerLifetime(env, slots: slots, initial: initial, minimum: 5)
+    }
+
+    /// `lanyard token` run over and over while the agent refreshes: still one refresh per lifetime.
+    @Test func cliTokenDuringAgentRefreshes() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["shared"], lifetime: 3)
+        let initial = try initialExpiries(env, ["shared"])
+        let agent = try env.startAgent()
+        let end = Date() + 8
+        var runs = 0
+        while Date() < end {
+            let out = try env.home.run("token", "shared")
+            #expect(out.status == 0, Comment(rawValue: out.stderr))
+            runs += 1
+        }
+        env.stop(agent)
+        #expect(runs > 5)
+        try await assertOneRefreshPerLifetime(env, slots: ["shared"], initial: initial, minimum: 3)
+    }
+
+    /// An idle agent (nothing due for an hour) uses next to no CPU: ≤ 50 ms over a 20 s window
+    /// (the issue's 60 s shortened for CI). Prints the numbers and the RSS.
+    @Test func idleAgentCPUAndMemory() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["i1", "i2", "i3"], lifetime: 3600)
+        let agent = try env.startAgent()
+        defer { env.stop(agent) }
+        // LANYARD_IDLE_SECONDS=60 for the issue's full window.
+        let window = ProcessInfo.processInfo.environment["LANYARD_IDLE_SECONDS"].flatMap(Double.init) ?? 20
+        observe(seconds: 1)
+        let before = try cpuMilliseconds(agent.processIdentifier)
+        observe(seconds: window)
+        let after = try cpuMilliseconds(agent.processIdentifier)
+        let rss = try String(contentsOfFile: "/proc/\(agent.processIdentifier)/status", encoding: .utf8)
+            .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map(String.init) ?? "?"
+        print("idle agent: CPU \(((after - before) * 100).rounded() / 100) ms over \(Int(window)) s; \(rss)")
+        #expect(after - before <= 50)
+        let count = try await env.refreshesOnServer()
+        #expect(count == 0)
+    }
+
+    /// CPU time in ms: /proc/PID/task/*/schedstat (nanoseconds on CPU, summed over threads) when the kernel has it,
+    /// else utime + stime from /proc/PID/stat (clock ticks).
+    private func cpuMilliseconds(_ pid: Int32) throws -> Double {
+        if let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"), !tasks.isEmpty {
+            var ns = 0.0
+            for task in tasks {
+                let sched = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8)) ?? ""
+                ns += sched.split(separator: " ").first.flatMap { Double($0) } ?? 0
+            }
+            if ns > 0 { return ns / 1_000_000 }
+        }
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+        // After the command: state is field 3, utime 14, stime 15 (1-based) → indices 11, 12 here.
+        let ticks = Int(fields[11])! + Int(fields[12])!
+        return Double(ticks * 1000 / Int(sysconf(Int32(_SC_CLK_TCK))))
+    }
+}
+
+@Suite struct StatusWatchTests {
+    /// `status --watch --json` prints the slots, then a new line each time the registry changes
+    /// (here: the agent's `--once` refresh of a due slot).
+    @Test func statusWatchUpdatesOnChange() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["w"], lifetime: 1)
+        let (watch, out, _) = try env.home.start(["status", "--watch", "--json"])
+        defer { watch.terminate() }
+        final class Lines: @unchecked Sendable { let lock = NSLock(); var text = "" }
+        let lines = Lines()
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            lines.lock.withLock { lines.text += String(decoding: data, as: UTF8.self) }
+        }
+        func firstExpiry(_ doc: JSONValue) -> String? {
+            if case .array(let slots)? = doc["slots"] { return slots.first?["expires_at"]?.string }
+            return nil
+        }
+        func documents() -> [JSONValue] {
+            lines.lock.withLock { lines.text }.split(separator: "\n").compactMap { try? JSONValue.parse(Data($0.utf8)) }
+        }
+        try env.waitFor("the first view", timeout: 10) { documents().count >= 1 }
+        let before = firstExpiry(documents()[0])
+        try await env.server.hook("/_test/config", ["access_token_lifetime": 3600])
+        #expect(try env.home.run("agent", "--once").status == 0)
+        try env.waitFor("the updated view", timeout: 10) { documents().count >= 2 }
+        let after = firstExpiry(documents().last!)
+        #expect(before != after)
+        #expect(watch.isRunning)
+    }
+}
+
+@Suite struct AgentRegistryTests {
+    /// A slot signed in by another process while the agent sleeps is picked up (inotify on the
+    /// registry) and refreshed when due; a removed slot is dropped without errors.
+    @Test func agentNoticesSlotsAddedAndRemoved() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["old"], lifetime: 3600)
+        let agent = try env.startAgent()
+        try await env.signIn(["new"], lifetime: 3)
+        try env.waitFor("the new slot's first refresh", timeout: 10) {
+            env.refreshEvents().contains { $0["slot"]?.string == "new" }
+        }
+        #expect(try env.home.run("remove", "new", "--yes").status == 0)
+        let count = try await env.refreshesOnServer()
+        // Nothing more for the removed slot, and the agent keeps running (a 2 s observation window).
+        observe(seconds: 2)
+        #expect(agent.isRunning)
+        env.stop(agent)
+        #expect(agent.terminationStatus == 0)
+        let after = try await env.refreshesOnServer()
+        #expect(after - count <= 1, "at most one refresh was in flight when the slot went")
+        #expect(!(env.refreshEvents().contains { $0["slot"]?.string == "old" }))
+    }
+}
+
+@Suite struct AgentRetryTests {
+    /// A transient failure (HTTP 503 from the token endpoint) is logged as an error and retried
+    /// after a backoff delay; the retry succeeds and the slot stays signed in.
+    @Test func transientFailureIsRetriedWithBackoff() async throws {
+        let env = try AgentHome()
+        try await env.signIn(["flaky"], lifetime: 1)  // due at once (lead 1.5)
+        try await env.server.hook("/_test/config", ["access_token_lifetime": 3600])
+        try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": 503, "count": 1])
+        let agent = try env.startAgent()
+        try env.waitFor("the retried refresh", timeout: 15) { !env.refreshEvents().isEmpty }
+        env.stop(agent)
+        let errors = env.events.filter { $0["event"]?.string == "error" }
+        #expect(errors.count == 1)
+        #expect(errors.first?["attempt"]?.number == 1)
+        #expect((errors.first?["retry_in"]?.number ?? 0) >= 1)
+        let errorTime = errors.first?["ts"]?.number ?? 0, refreshTime = env.refreshEvents().first?["ts"]?.number ?? 0
+        #expect(refreshTime - errorTime >= 0.9, "the retry waited for its backoff delay")
+        #expect(try await env.refreshesOnServer() == 1)
+        #expect(try Registry(paths: env.paths).load().slots[try Slot("flaky")]?.state.name == "signed-in")
+    }
+}
+
+@Suite struct EventLogTests {
+    /// The agent's and the event log's config keys, with their defaults and bounds.
+    @Test func agentAndEventsConfigKeys() throws {
+        let defaults = try ConfigFile.parse(Data(), path: "config.ini")
+        #expect(defaults.config.agentJitter == 30)
+        #expect(defaults.config.agentHook == nil)
+        #expect(defaults.config.agentNotify)
+        #expect(defaults.config.eventsMaxBytes == 1 << 20)
+        let text = "[agent]\njitter = 5\nhook = logger -t lanyard\nnotify = false\n[events]\nmax-bytes = 65536\n"
+        let loaded = try ConfigFile.parse(Data(text.utf8), path: "config.ini")
+        #expect(loaded.warnings.isEmpty)
+        #expect(loaded.config.agentJitter == 5)
+        #expect(loaded.config.agentHook == "logger -t lanyard")
+        #expect(!loaded.config.agentNotify)
+        #expect(loaded.config.eventsMaxBytes == 65536)
+        #expect(throws: ConfigError.self) { try ConfigFile.parse(Data("[events]\nmax-bytes = 10\n".utf8), path: "config.ini") }
+    }
+
+    /// The log rotates past its cap, keeps one old generation, and `lanyard events` prints both;
+    /// `--json` gives one object a line and `-n` the last N.
+    @Test func rotationAndEventsCommand() throws {
+        let home = TestHome()
+        try home.writeConfig("[events]\nmax-bytes = 4096\n")
+        let log = EventLog(paths: Paths(environment: home.environment), maxBytes: 4096)
+        for i in 0..<100 { log.append("refresh", slot: try Slot("s\(i % 3)"), fields: ["n": .number(Double(i))]) }
+        var st = stat()
+        let current = stat(log.path, &st)
+        #expect(current == 0)
+        #expect(Int(st.st_size) <= 4096)
+        let rotated = stat(log.rotatedPath, &st)
+        #expect(rotated == 0)
+        #expect(st.st_mode & 0o777 == 0o600)
+        let all = log.read()
+        #expect(all.last?["n"]?.number == 99)
+        let numbers = all.compactMap { $0["n"]?.number }
+        #expect(numbers == numbers.sorted(), "oldest first across the rotation")
+        let json = try home.run("events", "--json", "-n", "5")
+        #expect(json.status == 0, Comment(rawValue: json.stderr))
+        let lines = json.stdout.split(separator: "\n")
+        #expect(lines.count == 5)
+        #expect(try JSONValue.parse(Data(lines.last!.utf8))["n"]?.number == 99)
+        let human = try home.run("events", "-n", "1")
+        #expect(human.stdout.contains("refresh"), Comment(rawValue: human.stdout))
+        #expect(human.stdout.contains("s0"), Comment(rawValue: human.stdout))
+    }
+}
