@@ -244,7 +244,7 @@ import Testing
         #expect(help.status == 0)
         for command in Lanyard.commands { #expect(help.stdout.contains("  \(command.name) ") == !command.hidden) }
         #expect(h.run().stdout == help.stdout)
-        #expect(h.run("help", "switch").stdout.hasPrefix("Usage: lanyard switch SLOT"))
+        #expect(h.run("help", "switch").stdout.hasPrefix("Usage: lanyard switch [SLOT]"))
         #expect(h.run("switch", "--help").stdout == h.run("help", "switch").stdout)
         #expect(h.run("help", "swich").status == 2)
     }
