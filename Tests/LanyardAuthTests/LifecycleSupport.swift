@@ -44,13 +44,7 @@ struct EmulatorHome {
     /// Signs `email` into `slot` through the library, approving on the emulator when the code shows.
     @discardableResult
     func signIn(_ slot: String, email: String, plan: String = "plus") async throws -> Credential {
-        let server = self.server
-        let (_, credential) = try await manager().signIn(slot: try Slot(slot), providerID: "openai") { event in
-            if case .deviceCode(let auth) = event {
-                Task { _ = try await server.hook("/_test/approve", ["user_code": auth.userCode, "email": email, "plan": plan]) }
-            }
-        }
-        return credential
+        try await server.signIn(manager(), slot: slot, email: email, plan: plan)
     }
 
     func stored(_ slot: String) throws -> Credential { try EncryptedFileStore(paths: paths).get(try Slot(slot)) }
