@@ -8,12 +8,45 @@ public struct FlagSpec: Sendable {
     /// The value's placeholder (`SLOT`), or nil for a switch.
     public let value: String?
     public let help: String
+    /// The only values the flag accepts (checked by the parser, offered by completions); empty means any.
+    public let choices: [String]
 
-    init(_ name: String, short: Character? = nil, value: String? = nil, _ help: String) {
+    init(_ name: String, short: Character? = nil, value: String? = nil, choices: [String] = [], _ help: String) {
         self.name = name
         self.short = short
         self.value = value
+        self.choices = choices
         self.help = help
+    }
+
+    /// What the flag's value is, for completions.
+    public var valueKind: ArgumentKind {
+        guard let value else { return .none }
+        if !choices.isEmpty { return .choice(choices) }
+        return ArgumentKind(placeholder: value)
+    }
+}
+
+/// What a positional argument or flag value names, so completions can offer the right words.
+public enum ArgumentKind: Sendable, Equatable {
+    case none
+    case slot
+    case file
+    case directory
+    /// A `lanyard` command name (`help COMMAND`).
+    case lanyardCommand
+    /// A program to run (`exec -- CMD`).
+    case program
+    case choice([String])
+
+    /// The kind a usage placeholder (`SLOT`, `[SLOT…]`, `FILE`) stands for.
+    init(placeholder: String) {
+        if placeholder.contains("SLOT") { self = .slot }
+        else if placeholder.contains("FILE") { self = .file }
+        else if placeholder.contains("DIR") { self = .directory }
+        else if placeholder.contains("COMMAND") { self = .lanyardCommand }
+        else if placeholder.contains("CMD") { self = .program }
+        else { self = .none }
     }
 }
 
@@ -37,6 +70,8 @@ public struct CommandSpec: Sendable {
     public var network = false
     /// Flags that make the command talk to a provider.
     public var networkFlags: Set<String> = []
+    /// The words its first argument must be one of (`store init|unlock|…`); empty for none.
+    public var subcommands: [String] = []
     let run: @Sendable (Invocation) throws -> ExitStatus
 }
 
@@ -52,6 +87,11 @@ extension CommandSpec {
     /// Every flag the command accepts, its own first.
     public var allFlags: [FlagSpec] {
         flags + (prints ? [jsonFlag] : []) + (takesAccount ? [accountFlag] : []) + globalFlags
+    }
+
+    /// What the arguments after the subcommand (if any) name, for completions.
+    public var argumentKind: ArgumentKind {
+        ArgumentKind(placeholder: arguments)
     }
 
     public var usage: String {
@@ -115,15 +155,22 @@ enum ArgumentParser {
                 name = flag?.name ?? arg
             }
             guard let flag else { throw unknownFlag(arg, spec: spec) }
-            if flag.value != nil {
-                if let inline { parsed.values[flag.name] = inline } else {
+            if let placeholder = flag.value {
+                let value: String
+                if let inline { value = inline } else {
                     guard i < args.count else {
-                        throw UsageError(message: "--\(flag.name) needs a value (\(flag.value!))", command: spec.name)
+                        throw UsageError(message: "--\(flag.name) needs a value (\(placeholder))", command: spec.name)
                     }
-                    parsed.values[flag.name] = args[i]
+                    value = args[i]
                     i += 1
                 }
-                parsed.allValues[flag.name, default: []].append(parsed.values[flag.name]!)
+                if !flag.choices.isEmpty && !flag.choices.contains(value) {
+                    let hint = Suggest.closest(to: value, in: flag.choices).map { " (did you mean \($0)?)" } ?? ""
+                    throw UsageError(message: "--\(flag.name) must be one of \(flag.choices.joined(separator: ", ")), not \"\(value)\"\(hint)",
+                                     command: spec.name)
+                }
+                parsed.values[flag.name] = value
+                parsed.allValues[flag.name, default: []].append(value)
             } else {
                 if inline != nil { throw UsageError(message: "--\(flag.name) takes no value", command: spec.name) }
                 parsed.switches.insert(flag.name)
@@ -132,6 +179,11 @@ enum ArgumentParser {
         if parsed.has("help") { return parsed }
         if parsed.positionals.count < spec.minArguments {
             throw UsageError(message: "missing argument: usage: \(spec.usage)", command: spec.name)
+        }
+        if let sub = parsed.positionals.first, !spec.subcommands.isEmpty, !spec.subcommands.contains(sub) {
+            let hint = Suggest.closest(to: sub, in: spec.subcommands).map { " (did you mean `\($0)`?)" } ?? ""
+            throw UsageError(message: "unknown \(spec.name) command \"\(sub)\"\(hint); one of \(spec.subcommands.joined(separator: ", "))",
+                             command: spec.name)
         }
         if parsed.positionals.count > spec.maxArguments {
             let extra = parsed.positionals[spec.maxArguments]

@@ -7,6 +7,8 @@ import LanyardStore
 public enum Lanyard {
     /// The version this binary reports.
     public static let version = "0.1.0"
+    /// The date of this version, as the man page shows it.
+    public static let releaseDate = "2026-11-30"
 
     /// Every command, in the order `help` lists them. Help, the man page and completions are
     /// generated from this table.
@@ -16,36 +18,28 @@ public enum Lanyard {
         StoreCommands.token, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex,
         GitCredentialCommand.command, BundleCommands.export, BundleCommands.import, UsageCommand.usage,
         StoreCommands.doctor, StoreGroupCommand.store, AgentCommands.agent, AgentCommands.events,
-        RefreshWorker.command, MetaCommands.version, MetaCommands.help,
+        RefreshWorker.command, MetaCommands.completion, MetaCommands.version, MetaCommands.help,
     ]
 
     /// Runs one command line (without the program name) and returns the exit status.
     public static func run(_ argv: [String], context: CommandContext) -> Int32 {
-        var argv = argv
-        // Global options may come before the command: move them after it.
-        var leading: [String] = []
-        while let first = argv.first, first.hasPrefix("-") {
-            if first == "--version" || first == "-V" { argv[0] = "version"; break }
-            if first == "--help" || first == "-h" { argv[0] = "help"; break }
-            leading.append(argv.removeFirst())
-            if (leading.last == "--account" || leading.last == "-a"), !argv.isEmpty { leading.append(argv.removeFirst()) }
+        let json = argv.contains("--json")
+        let spec: CommandSpec
+        let args: ParsedArguments
+        do {
+            guard let parsed = try parse(argv) else {
+                context.stdout.write(MetaCommands.overview())
+                return argv.isEmpty ? ExitStatus.ok.rawValue : ExitStatus.usage.rawValue
+            }
+            (spec, args) = parsed
+        } catch {
+            return report(error, json: json, context: context)
         }
-        guard let name = argv.first else {
-            context.stdout.write(MetaCommands.overview())
-            return leading.isEmpty ? ExitStatus.ok.rawValue : ExitStatus.usage.rawValue
-        }
-        let json = argv.contains("--json") || leading.contains("--json")
-        guard let spec = commands.first(where: { $0.name == name }) else {
-            let hint = Suggest.closest(to: name, in: commands.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
-            return report(UsageError(message: "unknown command \"\(name)\"\(hint); see `lanyard help`", command: nil),
-                          json: json, context: context)
+        if args.has("help") {
+            context.stdout.write(MetaCommands.help(for: spec))
+            return ExitStatus.ok.rawValue
         }
         do {
-            let args = try ArgumentParser.parse(leading + Array(argv.dropFirst()), for: spec)
-            if args.has("help") {
-                context.stdout.write(MetaCommands.help(for: spec))
-                return ExitStatus.ok.rawValue
-            }
             let needsNetwork = spec.network || !spec.networkFlags.isDisjoint(with: args.switches.union(args.values.keys))
             if needsNetwork && context.transport == nil && context.transportFactory == nil {
                 try NetworkHandoff.exec(argv)  // returns only on failure
@@ -56,6 +50,26 @@ public enum Lanyard {
         } catch {
             return report(error, json: json, context: context)
         }
+    }
+
+    /// Finds the command and parses its arguments without running anything: nil when the line
+    /// names no command (only options, or nothing). Tests check the docs' examples with it.
+    public static func parse(_ argv: [String]) throws(UsageError) -> (CommandSpec, ParsedArguments)? {
+        var argv = argv
+        // Global options may come before the command: move them after it.
+        var leading: [String] = []
+        while let first = argv.first, first.hasPrefix("-") {
+            if first == "--version" || first == "-V" { argv[0] = "version"; break }
+            if first == "--help" || first == "-h" { argv[0] = "help"; break }
+            leading.append(argv.removeFirst())
+            if (leading.last == "--account" || leading.last == "-a"), !argv.isEmpty { leading.append(argv.removeFirst()) }
+        }
+        guard let name = argv.first else { return nil }
+        guard let spec = commands.first(where: { $0.name == name }) else {
+            let hint = Suggest.closest(to: name, in: commands.filter { !$0.hidden }.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
+            throw UsageError(message: "unknown command \"\(name)\"\(hint); see `lanyard help`", command: nil)
+        }
+        return (spec, try ArgumentParser.parse(leading + Array(argv.dropFirst()), for: spec))
     }
 
     /// Prints an error (as `{"error": {"code", "message"}}` on stdout with --json) and returns its status.

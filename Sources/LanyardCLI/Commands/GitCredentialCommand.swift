@@ -19,7 +19,7 @@ enum GitCredentialCommand {
         git-username, else x-access-token), password (the slot's access token, refreshed when due) and password_expiry_utc; \
         for unmapped hosts it prints nothing, so git asks its other helpers. store and erase do nothing: Lanyard owns \
         the tokens. setup prints (or with --apply runs) the git config that makes git use this helper for https://HOST.
-        """) { inv in
+        """, subcommands: ["get", "store", "erase", "setup"]) { inv in
         let sub = inv.args.positionals[0]
         switch sub {
         case "get":
@@ -37,8 +37,7 @@ enum GitCredentialCommand {
             }
             return try setup(inv, target: inv.args.positionals[1])
         default:
-            let hint = Suggest.closest(to: sub, in: ["get", "store", "erase", "setup"]).map { " (did you mean `\($0)`?)" } ?? ""
-            throw UsageError(message: "unknown git-credential command \"\(sub)\"\(hint)", command: inv.spec.name)
+            preconditionFailure("the parser admits only the table's subcommands")
         }
     }
 

@@ -75,7 +75,7 @@ enum IntegrationCommands {
         details: """
         export writes auth.json (atomically, 0600) for the slot (the resolved one by default); import adopts the sign-in \\
         in auth.json into SLOT (default: named after its email) without revoking anything.
-        """) { inv in
+        """, subcommands: ["export", "import"]) { inv in
         let sub = inv.args.positionals[0]
         let home = CodexHome(explicit: inv.args.value("codex-home"), environment: inv.context.environment)
         let manager = try inv.accounts()
@@ -121,7 +121,7 @@ enum IntegrationCommands {
 
     static let env = CommandSpec(
         name: "env", summary: "print shell lines that export the slot's credentials", arguments: "[SLOT]",
-        minArguments: 0, maxArguments: 1, flags: [FlagSpec("shell", value: "SHELL", "bash, zsh, fish or json (default bash)")],
+        minArguments: 0, maxArguments: 1, flags: [FlagSpec("shell", value: "SHELL", choices: ["bash", "zsh", "fish", "sh", "json"], "bash, zsh, fish or json (default bash)")],
         prints: false, takesAccount: true,
         details: "For `eval \"$(lanyard env)\"`. Sets LANYARD_ACCOUNT and the variables the provider's env.NAME keys name.") { inv in
         let document = try inv.registry.load()

@@ -11,7 +11,15 @@ enum MetaCommands {
 
     static let help = CommandSpec(
         name: "help", summary: "show help for all commands or one", arguments: "[COMMAND]",
-        minArguments: 0, maxArguments: 1, flags: [], prints: false, takesAccount: false, details: "") { inv in
+        minArguments: 0, maxArguments: 1, flags: [FlagSpec("man", "print the lanyard(1) manual page (roff), generated from the command table")],
+        prints: false, takesAccount: false, details: "") { inv in
+        if inv.args.has("man") {
+            guard inv.args.positionals.isEmpty else {
+                throw UsageError(message: "--man prints the whole manual; give no COMMAND", command: "help")
+            }
+            inv.stdout.write(ManPage.render())
+            return .ok
+        }
         guard let name = inv.args.positionals.first else {
             inv.stdout.write(overview())
             return .ok
@@ -21,6 +29,19 @@ enum MetaCommands {
             throw UsageError(message: "unknown command \"\(name)\"\(hint)", command: nil)
         }
         inv.stdout.write(help(for: spec))
+        return .ok
+    }
+
+    static let completion = CommandSpec(
+        name: "completion", summary: "print a shell completion script (bash, zsh or fish)", arguments: "bash|zsh|fish",
+        minArguments: 1, maxArguments: 1, flags: [], prints: false, takesAccount: false,
+        details: """
+        Generated from the command table, so it always matches this binary; slot names complete from the registry. \
+        bash: `lanyard completion bash > ~/.local/share/bash-completion/completions/lanyard`; \
+        zsh: `lanyard completion zsh > ~/.zfunc/_lanyard` with ~/.zfunc on $fpath before compinit; \
+        fish: `lanyard completion fish > ~/.config/fish/completions/lanyard.fish`.
+        """, subcommands: Completion.shells) { inv in
+        inv.stdout.write(Completion.script(for: inv.args.positionals[0]))
         return .ok
     }
 
@@ -43,6 +64,7 @@ enum MetaCommands {
         Environment: LANYARD_ACCOUNT chooses the slot; NO_COLOR turns colour off.
         Exit status: 0 ok, 1 error, 2 usage, 3 not signed in, 4 sign-in required,
         5 store locked or unavailable, 6 network or server, 7 usage limit, 130 cancelled.
+        The manual (`man lanyard`, or `lanyard help --man`) has every command, variable and file.
 
         """
         return out

@@ -52,9 +52,14 @@ enum SlotCommands {
 
     static let list = CommandSpec(
         name: "list", summary: "list every slot with its account, plan and state", arguments: "",
-        minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false,
+        minArguments: 0, maxArguments: 0, flags: [FlagSpec("names", "print only the slot names, one per line (for scripts and completions)")],
+        prints: true, takesAccount: false,
         details: "Reads only the registry: no keyring or store is unlocked.") { inv in
         let document = try inv.registry.load()
+        if inv.args.has("names") && !inv.json {
+            for (slot, _) in document.sortedSlots { inv.stdout.line(slot.name) }
+            return .ok
+        }
         let summaries = document.sortedSlots.map { JSONValue.object(slotSummary($0.slot, $0.record, active: $0.slot == document.active)) }
         inv.emit(.object(["active": .optional(document.active?.name), "slots": .array(summaries)])) {
             guard !summaries.isEmpty else {

@@ -8,7 +8,7 @@ enum StoreGroupCommand {
         arguments: "init|unlock|lock|status|migrate [SLOT…]", minArguments: 1, maxArguments: 1000,
         flags: [
             FlagSpec("no-passphrase", "init: keep the file-store identity unprotected (unattended hosts)"),
-            FlagSpec("to", value: "BACKEND", "migrate: secret-service or file"),
+            FlagSpec("to", value: "BACKEND", choices: BackendKind.allCases.map(\.rawValue), "migrate: secret-service or file"),
             FlagSpec("dry-run", "migrate: show what would move"),
         ],
         prints: true, takesAccount: false,
@@ -16,14 +16,9 @@ enum StoreGroupCommand {
         init creates the encrypted-file store (asks for a passphrase); unlock caches the unlocked identity in the kernel \\
         keyring for [store] unlock-cache seconds; lock forgets it; migrate copies slots to another backend, reads them back \\
         and compares, then deletes the source copy. Passphrases come from the terminal, LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS.
-        """) { inv in
+        """, subcommands: ["init", "unlock", "lock", "status", "migrate"]) { inv in
         let sub = inv.args.positionals[0]
         let rest = Array(inv.args.positionals.dropFirst())
-        let known = ["init", "unlock", "lock", "status", "migrate"]
-        guard known.contains(sub) else {
-            let hint = Suggest.closest(to: sub, in: known).map { " (did you mean `\($0)`?)" } ?? ""
-            throw UsageError(message: "unknown store command \"\(sub)\"\(hint)", command: "store")
-        }
         if sub != "migrate" && !rest.isEmpty {
             throw UsageError(message: "unexpected argument \"\(rest[0])\": usage: \(inv.spec.usage)", command: "store")
         }

@@ -1,0 +1,56 @@
+import LanyardCore
+
+/// The reference facts help and the man page print besides the command table: environment
+/// variables, files and exit statuses. docs/cli.md carries the same tables (a test compares them).
+extension Lanyard {
+    /// A name and what it means, as help and the man page list them.
+    public struct ReferenceEntry: Sendable {
+        public let name: String
+        public let meaning: String
+    }
+
+    /// Environment variables Lanyard reads.
+    public static let environment: [ReferenceEntry] = [
+        .init(name: "LANYARD_ACCOUNT", meaning: "the slot to act on, unless --account is given"),
+        .init(name: "LANYARD_PASSPHRASE_FILE", meaning: "a file whose first line is the passphrase (file store, export and import bundles)"),
+        .init(name: "LANYARD_ASKPASS", meaning: "a program that prints the passphrase (called with a prompt argument)"),
+        .init(name: "NO_COLOR", meaning: "any non-empty value turns colour off"),
+        .init(name: "XDG_CONFIG_HOME", meaning: "config: $XDG_CONFIG_HOME/lanyard/config.ini (default ~/.config)"),
+        .init(name: "XDG_DATA_HOME", meaning: "registry and encrypted store: $XDG_DATA_HOME/lanyard/ (default ~/.local/share)"),
+        .init(name: "XDG_STATE_HOME", meaning: "event log and recovery files: $XDG_STATE_HOME/lanyard/ (default ~/.local/state)"),
+        .init(name: "XDG_RUNTIME_DIR", meaning: "locks and per-process homes: $XDG_RUNTIME_DIR/lanyard/"),
+        .init(name: "LANYARD_EVENT_SOURCE", meaning: "the source written in the event log (set to agent by the agent; default cli)"),
+    ]
+
+    /// Files Lanyard reads and writes.
+    public static let files: [ReferenceEntry] = [
+        .init(name: "$XDG_CONFIG_HOME/lanyard/config.ini", meaning: "settings (GLib key-file syntax; see docs/cli.md)"),
+        .init(name: "$XDG_DATA_HOME/lanyard/registry.json", meaning: "the slots, the active slot and per-slot metadata (no secrets); registry.json.prev is the previous generation"),
+        .init(name: "$XDG_DATA_HOME/lanyard/store.age", meaning: "the encrypted-file backend (age v1), with identity.age or identity.txt beside it"),
+        .init(name: "$XDG_STATE_HOME/lanyard/recovery/SLOT.json", meaning: "refreshed tokens not yet in the store (0600)"),
+        .init(name: "$XDG_STATE_HOME/lanyard/events.jsonl", meaning: "the event log (JSON lines, 0600; never a token) and events.jsonl.1, its previous generation"),
+        .init(name: "$XDG_RUNTIME_DIR/lanyard/locks/SLOT.lock", meaning: "the per-slot refresh lock"),
+        .init(name: "$XDG_RUNTIME_DIR/lanyard/agent.lock", meaning: "held by the running agent (one per user)"),
+        .init(name: ".lanyard", meaning: "a pin: the slot name on its first non-comment line, found in the working directory or a parent"),
+    ]
+
+    /// What each exit status means.
+    public static let exitStatuses: [(status: ExitStatus, meaning: String)] = ExitStatus.allCases.map { ($0, $0.meaning) }
+}
+
+extension ExitStatus {
+    /// One line for help, the man page and docs/cli.md.
+    public var meaning: String {
+        switch self {
+        case .ok: return "success"
+        case .failure: return "error (corrupt registry or config, I/O failure, …)"
+        case .usage: return "usage: unknown command or option, bad argument, missing confirmation"
+        case .notSignedIn: return "not signed in: no such slot, no active slot, no stored credential"
+        case .reauthenticationRequired: return "the slot must sign in again (reauthentication required)"
+        case .storeUnavailable: return "credential store locked, unavailable or not answering"
+        case .network: return "network or server failure"
+        case .usageLimit: return "usage limit reached"
+        case .cancelled: return "cancelled"
+        }
+    }
+}
