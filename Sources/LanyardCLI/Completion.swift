@@ -222,7 +222,7 @@ enum Completion {
         # Install: lanyard completion fish > ~/.config/fish/completions/lanyard.fish
 
         function __lanyard_slots
-            command lanyard list --names 2>/dev/null
+            command -q lanyard; and command lanyard list --names 2>/dev/null
         end
 
         # The command word and the number of arguments after it (flag values not counted).
