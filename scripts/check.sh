@@ -1,6 +1,7 @@
 #!/bin/sh
 # The test suite: every Swift test inside a private keyring session (one at a time: some suites
-# lock the shared test keyring), then a short fuzzing smoke run of the parsers.
+# lock the shared test keyring), a short fuzzing smoke run of the parsers, then the Debian package:
+# built and checked by lintian, installed with apt-get, smoke-tested and removed.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/verify-units.sh
@@ -8,3 +9,6 @@ scripts/with-keyring.sh swift test --skip-build --no-parallel 2>&1
 echo "== fuzz smoke run (make fuzz for longer runs)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > .build/fuzz-smoke.log 2>&1 || { tail -40 .build/fuzz-smoke.log; exit 1; }
 grep -E '^Done' .build/fuzz-smoke.log
+echo "== Debian package (make deb, then install, smoke test and remove)"
+scripts/build-deb.sh
+scripts/test-deb.sh

@@ -95,6 +95,18 @@ import Testing
         #expect(checked >= 80, "only \(checked) examples found: is the extraction broken?")
     }
 
+    @Test func relativeLinksInTheDocsPointAtFiles() throws {
+        var broken: [String] = []
+        for file in try documentationFiles() {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            let folder = (file as NSString).deletingLastPathComponent
+            for target in matches(of: #"\]\(([^)#\s]+)(?:#[^)]*)?\)"#, in: text) where !target.contains("://") && !target.hasPrefix("mailto:") {
+                if !FileManager.default.fileExists(atPath: folder + "/" + target) { broken.append("\(file): \(target)") }
+            }
+        }
+        #expect(broken.isEmpty, "links to missing files: \(broken)")
+    }
+
     @Test func exampleCheckerRejectsWhatTheParserRejects() {
         #expect(DocExamples.check(["lgin"]) != nil)
         #expect(DocExamples.check(["login", "--qrcode"]) != nil)
