@@ -108,7 +108,12 @@ public enum StoreOpeners {
         case .secretService:
             return SecretServiceStore(timeout: interactive ? config.interactiveStoreTimeout : config.storeTimeout)
         case .file:
-            return EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds)
+            let store = EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds)
+            let reader = PassphraseReader(environment: processEnvironment())
+            if reader.hasUnattendedSource {
+                store.passphraseSource = { try reader.unattended(prompt: "Passphrase for the Lanyard file store: ") }
+            }
+            return store
         }
     }
 }

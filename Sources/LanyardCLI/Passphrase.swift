@@ -24,6 +24,17 @@ struct PassphraseReader {
         return first
     }
 
+    /// The passphrase from LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS, or nil when neither is set
+    /// (never asks on the terminal: for commands that open a locked store on their own).
+    func unattended(prompt: String) throws -> String? {
+        hasUnattendedSource ? try read(prompt: prompt) : nil
+    }
+
+    /// Whether LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS is set.
+    var hasUnattendedSource: Bool {
+        ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"].contains { environment[$0].map { !$0.isEmpty } == true }
+    }
+
     func firstLine(_ data: Data, source: String) throws -> String {
         let text = String(decoding: data, as: UTF8.self)
         let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""

@@ -20,6 +20,10 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
     public var plainIdentityPath: String { directory + "/identity.txt" }
     /// How long an unlocked identity stays cached, in seconds.
     public let unlockCacheSeconds: TimeInterval
+    /// Where a passphrase comes from without asking (LANYARD_PASSPHRASE_FILE, LANYARD_ASKPASS); nil
+    /// when nothing is configured. A locked store opens with it (and is cached when the kernel keyring works), so
+    /// unattended hosts and containers without a kernel keyring can use a passphrase-protected store.
+    public var passphraseSource: (@Sendable () throws -> String?)?
 
     public init(paths: Paths, unlockCacheSeconds: TimeInterval = 900) {
         directory = paths.dataDirectory
@@ -27,6 +31,9 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
     }
 
     var cacheName: String { "lanyard:file-store:" + storePath }
+
+    /// Why unlocked identities cannot be cached here (no kernel keyring), or nil when they can.
+    public static var cacheUnavailableReason: String? { KernelKeyring.unavailableReason() }
 
     /// Whether `store init` has run.
     public var isInitialized: Bool {
@@ -37,9 +44,12 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
     /// Whether the identity is protected by a passphrase (false for `--no-passphrase` stores).
     public var isPassphraseProtected: Bool { (try? SecureFiles.checkFile(protectedIdentityPath)) == true }
 
-    /// Creates the identity and an empty store.
+    /// Creates the identity and an empty store, and caches the unlocked identity.
     /// - Parameter passphrase: protects the identity; nil stores it unprotected at 0600.
-    public func initialize(passphrase: String?, workFactor: Int = 18) throws {
+    /// - Returns: false when the unlocked identity could not be cached (no kernel keyring here):
+    ///   the store exists but stays locked.
+    @discardableResult
+    public func initialize(passphrase: String?, workFactor: Int = 18) throws -> Bool {
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: storePath + ".lock")
         defer { withExtendedLifetime(lock) {} }
@@ -49,24 +59,43 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
         let identity = X25519Identity.generate()
         let identityText = "# Lanyard file-store identity, created \(RFC3339.string(from: Date()))\n"
             + "# public key: \(identity.recipient.string)\n\(identity.secretKeyString)\n"
+        let identityFile: Data
+        let identityPath: String
         if let passphrase {
-            let sealed: Data
-            do { sealed = try Age.encrypt(Data(identityText.utf8), to: [try ScryptRecipient(passphrase: passphrase, workFactor: workFactor)], armored: true) } catch {
+            do { identityFile = try Age.encrypt(Data(identityText.utf8), to: [try ScryptRecipient(passphrase: passphrase, workFactor: workFactor)], armored: true) } catch {
                 throw StoreError.io(path: protectedIdentityPath, detail: "cannot encrypt the identity: \(error.localizedDescription)")
             }
-            try SecureFiles.atomicWrite(sealed, to: protectedIdentityPath)
-            try KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+            identityPath = protectedIdentityPath
         } else {
-            try SecureFiles.atomicWrite(Data(identityText.utf8), to: plainIdentityPath)
+            identityFile = Data(identityText.utf8)
+            identityPath = plainIdentityPath
         }
+        // The store first, then its identity: a failure in between leaves no identity without a
+        // store (which would make the next `store init` refuse, and every command call it locked).
         try write(StoreDocument(), identity: identity)
+        do { try SecureFiles.atomicWrite(identityFile, to: identityPath) } catch {
+            try? FileManager.default.removeItem(atPath: storePath)
+            try? FileManager.default.removeItem(atPath: storePath + ".prev")
+            throw error
+        }
+        guard passphrase != nil else { return true }
+        return (try? KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)) != nil
     }
 
     /// Checks `passphrase` against the protected identity and caches the unlocked identity.
     /// A wrong passphrase changes nothing.
     public func unlock(passphrase: String) throws {
-        guard let sealed = try SecureFiles.read(protectedIdentityPath) else {
+        guard try SecureFiles.checkFile(protectedIdentityPath) else {
             if try SecureFiles.checkFile(plainIdentityPath) { return }  // nothing to unlock
+            throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
+        }
+        let identity = try openProtectedIdentity(passphrase: passphrase)
+        try KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+    }
+
+    /// Decrypts identity.age with `passphrase` (one scrypt).
+    func openProtectedIdentity(passphrase: String) throws -> X25519Identity {
+        guard let sealed = try SecureFiles.read(protectedIdentityPath) else {
             throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
         }
         let identityText: Data
@@ -75,8 +104,7 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
         } catch {
             throw StoreError.corrupt(source: protectedIdentityPath, detail: error.localizedDescription)
         }
-        let identity = try parseIdentity(identityText, source: protectedIdentityPath)
-        try KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+        return try parseIdentity(identityText, source: protectedIdentityPath)
     }
 
     /// Forgets the cached identity; returns false when it was not cached.
@@ -90,6 +118,15 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
             throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
         }
         guard var cached = KernelKeyring.load(name: cacheName) else {
+            if let passphrase = try passphraseSource?() {
+                let identity = try openProtectedIdentity(passphrase: passphrase)
+                try? KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+                return identity
+            }
+            if let reason = KernelKeyring.unavailableReason() {
+                throw StoreError.locked(backend: Self.backendName, hint: "the kernel keyring is unavailable here (\(reason)), so the store "
+                    + "cannot stay unlocked: set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS so each command can open it")
+            }
             throw StoreError.locked(backend: Self.backendName, hint: "run `lanyard store unlock`")
         }
         defer { for i in cached.indices { cached[i] = 0 } }
@@ -165,7 +202,8 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
             return StoreHealth(backend: .file, reachable: false, locked: false, persistent: true, location: storePath,
                                problem: "not set up (run `lanyard store init`)")
         }
-        let locked = isPassphraseProtected && KernelKeyring.load(name: cacheName) == nil
+        // A store that opens with an unattended passphrase counts as unlocked: commands can use it.
+        let locked = isPassphraseProtected && passphraseSource == nil && KernelKeyring.load(name: cacheName) == nil
         return StoreHealth(backend: .file, reachable: true, locked: locked, persistent: true, location: storePath)
     }
 }

@@ -36,11 +36,17 @@ public final class TestHome: @unchecked Sendable {
         public let stderr: String
     }
 
-    /// Starts `lanyard ARGS` without waiting.
-    public func start(_ args: [String], extraEnvironment: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
+    /// Starts `lanyard ARGS` without waiting; `launcher` (like `strace …`) runs it when given.
+    public func start(_ args: [String], extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> (Process, Pipe, Pipe) {
         let p = Process()
-        p.executableURL = repositoryRoot.appendingPathComponent(".build/debug/lanyard")
-        p.arguments = args
+        let binary = repositoryRoot.appendingPathComponent(".build/debug/lanyard")
+        if let program = launcher.first {
+            p.executableURL = URL(fileURLWithPath: program)
+            p.arguments = Array(launcher.dropFirst()) + [binary.path] + args
+        } else {
+            p.executableURL = binary
+            p.arguments = args
+        }
         p.environment = environment.merging(extraEnvironment) { $1 }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
@@ -58,8 +64,8 @@ public final class TestHome: @unchecked Sendable {
 
     /// Runs `lanyard ARGS` to completion.
     @discardableResult
-    public func run(_ args: [String], extraEnvironment: [String: String] = [:]) throws -> Output {
-        let (p, out, err) = try start(args, extraEnvironment: extraEnvironment)
+    public func run(_ args: [String], extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> Output {
+        let (p, out, err) = try start(args, extraEnvironment: extraEnvironment, launcher: launcher)
         let o = out.fileHandleForReading.readDataToEndOfFile()
         let e = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()

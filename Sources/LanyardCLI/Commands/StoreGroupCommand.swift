@@ -30,9 +30,13 @@ enum StoreGroupCommand {
             if file.isInitialized { throw StoreError.io(path: file.storePath, detail: "a file store already exists here") }
             let passphrase = protect ? try PassphraseReader(environment: inv.context.environment)
                 .read(prompt: "New passphrase for the Lanyard file store: ", confirm: true) : nil
-            try file.initialize(passphrase: passphrase)
-            inv.emit(.object(["store": .string(file.storePath), "passphrase": .bool(protect)])) {
+            let unlocked = try file.initialize(passphrase: passphrase)
+            inv.emit(.object(["store": .string(file.storePath), "passphrase": .bool(protect), "unlocked": .bool(unlocked)])) {
                 inv.stdout.line("Created the encrypted file store at \(file.storePath).")
+                if !unlocked, let reason = EncryptedFileStore.cacheUnavailableReason {
+                    inv.stderr.line(inv.errorStyle.yellow("warning: ") + "the kernel keyring is unavailable here (\(reason)), so the store "
+                        + "cannot stay unlocked: set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS so each command can open it.")
+                }
                 if !protect {
                     inv.stderr.line(inv.errorStyle.yellow("warning: ") + "the store's identity is kept unprotected in \(file.plainIdentityPath) (mode 0600).")
                     inv.stderr.line("Anyone who can read your files (backups, root, a stolen disk) can read every credential in the store.")
