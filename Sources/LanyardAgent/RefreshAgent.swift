@@ -62,10 +62,11 @@ public final class RefreshAgent: @unchecked Sendable {
         _ = write(stopPipe[1], &byte, 1)
     }
 
-    /// The agent's lock (`$XDG_RUNTIME_DIR/lanyard/agent.lock`): nil when another agent holds it.
+    /// The agent's lock (`$XDG_DATA_HOME/lanyard/locks/agent.lock`): nil when another agent holds it.
     public static func lock(paths: Paths) throws -> FileLock? {
-        try SecureFiles.ensureDirectory(paths.runtimeDirectory)
-        return try FileLock.tryLock(path: paths.runtimeDirectory + "/agent.lock")
+        try SecureFiles.ensureDirectory(paths.dataDirectory)
+        try SecureFiles.ensureDirectory(paths.lockDirectory)
+        return try FileLock.tryLock(path: paths.lockDirectory + "/agent.lock")
     }
 
     // MARK: - One pass

@@ -165,14 +165,14 @@ extension AccountManager {
     }
 }
 
-/// The per-slot refresh lock (`$XDG_RUNTIME_DIR/lanyard/locks/SLOT.lock`), shared by the CLI, the
+/// The per-slot refresh lock (`$XDG_DATA_HOME/lanyard/locks/SLOT.lock`), shared by the CLI, the
 /// library and the agent. Waiting happens off the cooperative thread pool.
 public enum SlotLock {
-    public static func path(slot: Slot, paths: Paths) -> String { paths.runtimeDirectory + "/locks/" + slot.name + ".lock" }
+    public static func path(slot: Slot, paths: Paths) -> String { paths.lockDirectory + "/" + slot.name + ".lock" }
 
     public static func acquire(slot: Slot, paths: Paths) async throws -> FileLock {
-        try SecureFiles.ensureDirectory(paths.runtimeDirectory)
-        try SecureFiles.ensureDirectory(paths.runtimeDirectory + "/locks")
+        try SecureFiles.ensureDirectory(paths.dataDirectory)
+        try SecureFiles.ensureDirectory(paths.lockDirectory)
         let path = path(slot: slot, paths: paths)
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {

@@ -9,8 +9,12 @@ public struct Paths: Hashable, Sendable {
     public var dataDirectory: String
     /// `$XDG_STATE_HOME/lanyard`: the event log and recovery files.
     public var stateDirectory: String
-    /// `$XDG_RUNTIME_DIR/lanyard`: locks, the agent socket, per-process homes.
+    /// `$XDG_RUNTIME_DIR/lanyard`: per-process homes (`exec`).
     public var runtimeDirectory: String
+    /// `$XDG_DATA_HOME/lanyard/locks`: the per-slot refresh locks and the agent's lock. They live
+    /// beside the data they guard, so every process that shares the data shares the locks, whether
+    /// or not it has `XDG_RUNTIME_DIR` (cron jobs and units often differ from desktop shells).
+    public var lockDirectory: String { dataDirectory + "/locks" }
 
     public init(configDirectory: String, dataDirectory: String, stateDirectory: String, runtimeDirectory: String) {
         self.configDirectory = configDirectory

@@ -41,7 +41,7 @@ enum AgentCommands {
                 inv.stderr.line("lanyard: the agent is running; nothing to do")
                 return .ok
             }
-            throw AgentRunningError(lockPath: paths.runtimeDirectory + "/agent.lock")
+            throw AgentRunningError(lockPath: paths.lockDirectory + "/agent.lock")
         }
         defer { withExtendedLifetime(lock) {} }
         let stderr = inv.stderr
