@@ -1,6 +1,7 @@
 import Foundation
 import LanyardAuth
 import LanyardCore
+import LanyardIntegrations
 import LanyardStore
 
 /// Refreshes run in a detached worker process (its own session, so neither Ctrl-C nor a
@@ -16,7 +17,19 @@ enum RefreshWorker {
         worker.refreshRunner = nil
         let manager = worker
         let force = inv.args.has("force")
-        _ = try inv.runAsync { try await manager.freshCredential(slot: slot, force: force) }
+        // With `[integrations] codex = true`, Codex's auth.json is a second holder of the account's
+        // token family: adopt what Codex rotated before refreshing, and hand it what this refresh
+        // made after, so neither side ever presents a refresh token the other has used.
+        let codex = manager.config.codexIntegration ? CodexHome(explicit: nil, environment: inv.context.environment) : nil
+        let credential = try inv.runAsync { () -> Credential in
+            if let codex { _ = try? await CodexSync(manager: manager).copyBack(from: codex, into: slot) }
+            return try await manager.freshCredential(slot: slot, force: force)
+        }
+        if let codex {
+            do { try CodexSync(manager: manager).mirror(credential, of: slot, to: codex) } catch {
+                inv.stderr.line("lanyard: warning: could not update \(codex.authPath): \(error.localizedDescription)")
+            }
+        }
         inv.emit(.object(["slot": .string(slot.name), "ok": .bool(true)])) {}
         return .ok
     }

@@ -38,12 +38,38 @@ public struct CodexSync: Sendable {
         return true
     }
 
-    /// Writes `slot`'s credential (refreshed first when due) as `home`'s auth.json.
+    /// Writes `slot`'s credential (refreshed first when due) as `home`'s auth.json. Tokens Codex
+    /// rotated in the auth.json being replaced are first copied back into the slot that holds
+    /// that account, so overwriting it never loses the only live refresh token.
     public func export(slot: Slot, to home: CodexHome) async throws -> CodexAuthFile {
+        if let live = try home.read(), let owner = try ownerSlot(of: live) {
+            try await copyBack(from: home, into: owner)
+        }
         let credential = try await manager.freshCredential(slot: slot)
         let file = try CodexAuthFile(credential: credential, slot: slot)
         try home.write(file)
         return file
+    }
+
+    /// After Lanyard refreshed `slot`: when `home`'s auth.json holds the same account with the
+    /// tokens this refresh replaced (now used up), writes the new ones there, so Codex does not
+    /// present a spent refresh token. An auth.json of another account is left alone.
+    /// - Returns: true when auth.json was rewritten.
+    @discardableResult
+    public func mirror(_ credential: Credential, of slot: Slot, to home: CodexHome) throws -> Bool {
+        guard let live = try home.read(), let account = credential.account.accountID, live.accountID == account,
+              live.refreshToken != credential.tokens.refreshToken else { return false }
+        // Only ever move auth.json forward in time (whole seconds, as auth.json keeps them).
+        let ours = ((credential.lastRefresh ?? .distantPast).timeIntervalSince1970).rounded(.down)
+        guard ours >= live.lastRefresh.timeIntervalSince1970.rounded(.down) else { return false }
+        try home.write(try CodexAuthFile(credential: credential, slot: slot))
+        return true
+    }
+
+    /// The slot holding the account of `file`, if any.
+    func ownerSlot(of file: CodexAuthFile) throws -> Slot? {
+        guard let account = file.accountID else { return nil }
+        return try manager.registry.load().sortedSlots.first { $0.record.account.accountID == account }?.slot
     }
 }
 

@@ -107,6 +107,66 @@ struct IntegrationHome {
     }
 }
 
+extension IntegrationHome {
+    /// What Codex does when it refreshes: rotate at the server, rewrite auth.json in place.
+    func codexRefreshes() async throws -> CodexAuthFile {
+        let path = codexHome + "/auth.json"
+        let live = try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path)
+        var config = ProviderConfig.openAI
+        config.issuer = server.baseURL
+        let rotated = try await OpenAIProvider(config: config, transport: URLSessionTransport()).refresh(refreshToken: live.refreshToken)
+        var updated = live
+        updated.accessToken = rotated.accessToken
+        updated.refreshToken = try #require(rotated.refreshToken)
+        updated.idToken = rotated.idToken ?? live.idToken
+        updated.lastRefresh = Date()
+        try CodexHome(directory: codexHome).write(updated)
+        return updated
+    }
+
+    func authJSON() throws -> CodexAuthFile {
+        let path = codexHome + "/auth.json"
+        return try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path)
+    }
+}
+
+@Suite struct CodexTokenFamilyTests {
+    /// `codex export` of another slot replaces auth.json: the tokens Codex rotated there go back
+    /// into their own slot first, so that account's only live refresh token is not lost.
+    @Test func exportCopiesCodexRotationsBackBeforeOverwriting() async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("a", email: "a@example.com")
+        try await env.signIn("b", email: "b@example.com")
+        #expect(try env.run("codex", "export", "a").status == 0)
+        let rotated = try await env.codexRefreshes()
+        let exported = try env.run("codex", "export", "b")
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(try env.stored("a").tokens.refreshToken == rotated.refreshToken)
+        #expect(try env.authJSON().accountID == (try env.stored("b").account.accountID))
+        #expect(try env.run("refresh", "a").status == 0)
+        #expect(try await env.server.stat("refresh_reused") == 0)
+    }
+
+    /// With `[integrations] codex = true`, a refresh Lanyard makes (here `refresh`, as the agent
+    /// would) adopts Codex's newer tokens first and writes the new ones to auth.json after, so
+    /// Codex and Lanyard take turns refreshing one token family without either reusing a token.
+    @Test func refreshesKeepAuthJSONInStep() async throws {
+        let env = try await IntegrationHome(extraConfig: "[integrations]\ncodex = true")
+        try await env.signIn("a", email: "a@example.com")
+        #expect(try env.run("switch", "a").status == 0)
+        for round in 0..<3 {
+            let refreshed = try env.run("refresh", "a")
+            #expect(refreshed.status == 0, "round \(round): \(refreshed.stderr)")
+            #expect(try env.authJSON().refreshToken == (try env.stored("a").tokens.refreshToken), "round \(round): auth.json was not updated")
+            let codex = try await env.codexRefreshes()
+            #expect(try env.run("refresh", "a").status == 0)
+            #expect(try env.stored("a").tokens.refreshToken != codex.refreshToken, "round \(round): Lanyard refreshed Codex's rotation")
+        }
+        #expect(try await env.server.stat("refresh_reused") == 0)
+        #expect(try await env.server.stat("families_revoked") == 0)
+    }
+}
+
 @Suite struct ExecAndEnvTests {
     @Test func twoExecsSeeTheirOwnSlotsAndCopyBackRotations() async throws {
         let env = try await IntegrationHome()
