@@ -65,16 +65,18 @@ public struct AccountManager: Sendable {
         configure(&flow)
         let existing = try registry.load()
         // Refuse before anyone approves a code in a browser when the credential could not be
-        // stored afterwards (a file store not set up or locked, no keyring). A locked keyring may
-        // still be unlocked by its own prompt, so only the file store's lock is final.
+        // stored afterwards (a file store not set up or locked, a locked keyring collection: Lanyard
+        // never raises the keyring's unlock prompt, so the collection must be unlocked first).
         let plannedBackend = requested.flatMap { existing.slots[$0]?.backend } ?? backendForNewSlot()
         let plannedStore = try openStore(plannedBackend, true)
         let health = plannedStore.health()
         if !health.reachable {
             throw StoreError.unavailable(backend: plannedBackend.displayName, hint: health.problem ?? "it did not answer")
         }
-        if health.locked && plannedBackend == .file {
-            throw StoreError.locked(backend: plannedBackend.displayName, hint: "run `lanyard store unlock` first")
+        if health.locked {
+            throw StoreError.locked(backend: plannedBackend.displayName, hint: plannedBackend == .file
+                ? "run `lanyard store unlock` first"
+                : "unlock the keyring collection first (log in to the desktop session, or unlock it in Seahorse)")
         }
         final class Outcome: @unchecked Sendable { var value: (Slot, Credential)? }
         let outcome = Outcome()

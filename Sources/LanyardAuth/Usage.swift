@@ -93,7 +93,9 @@ extension AccountManager {
     public func usage(slot: Slot) async throws -> UsageReport {
         guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
         guard let base = config.providers[record.provider]?.usageBaseURL else {
-            throw ClientError.invalidResponse("provider \(record.provider) has no usage endpoint")
+            // Not a server failure (exit 6): the slot's provider has no usage endpoint to ask.
+            throw UsageErrorText("\(slot.name)'s provider \(record.provider) has no usage endpoint "
+                + "(set usage-base-url in [provider.\(record.provider)] if it has one)")
         }
         let response = try await authorizedSend(HTTPRequest(url: ProviderSupport.endpoint(base, "/backend-api/wham/usage"),
                                                             headers: ["Accept": "application/json"]), slot: slot)

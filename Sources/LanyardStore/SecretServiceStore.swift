@@ -244,7 +244,7 @@ public final class SecretServiceStore: CredentialStore {
     }
 
     private func lockedError(_ collectionPath: String?) -> StoreError {
-        .locked(backend: Self.backendName, hint: "the keyring collection \(collectionPath ?? "") is locked; "
+        .locked(backend: Self.backendName, hint: "the keyring collection \(collectionPath.map { $0 + " " } ?? "")is locked; "
             + "unlock it (log in to the desktop session, or open Seahorse and unlock it) and try again")
     }
 

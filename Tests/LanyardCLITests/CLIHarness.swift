@@ -32,7 +32,9 @@ final class MemoryStore: CredentialStore, @unchecked Sendable {
         }
     }
     func list() throws -> [Slot] { try lock.withLock { if let failWith { throw failWith }; return items.keys.sorted() } }
-    func health() -> StoreHealth { StoreHealth(backend: kind, reachable: true, locked: false, persistent: false) }
+    /// What health() reports as the collection's lock state (the real keyring's is tested in LanyardStoreTests).
+    var reportsLocked = false
+    func health() -> StoreHealth { StoreHealth(backend: kind, reachable: true, locked: reportsLocked, persistent: false) }
 }
 
 /// Runs `lanyard` in-process against a private HOME.

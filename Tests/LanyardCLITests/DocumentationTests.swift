@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import LanyardCLI
 @testable import LanyardCore
+@testable import LanyardStore
 
 /// `--help`, the man page and the three completion scripts are generated from one table; these
 /// tests read each of them the way a person or a shell would and check they agree, and that every
@@ -105,6 +106,21 @@ import Testing
             }
         }
         #expect(broken.isEmpty, "links to missing files: \(broken)")
+    }
+
+    @Test func configurationExampleInTheCLIReferenceLoadsCleanly() throws {
+        let cli = try String(contentsOfFile: repositoryRoot() + "/docs/cli.md", encoding: .utf8)
+        let example = try #require(cli.components(separatedBy: "```ini\n").dropFirst().first?.components(separatedBy: "```").first)
+        let h = CLIHarness()
+        try FileManager.default.createDirectory(atPath: h.root + "/config/lanyard", withIntermediateDirectories: true)
+        let path = h.root + "/config/lanyard/config.ini"
+        try example.write(toFile: path, atomically: true, encoding: .utf8)
+        let loaded = try ConfigFile.load(path: path)
+        #expect(loaded.warnings.isEmpty, "\(loaded.warnings)")
+        #expect(loaded.config.backend == .auto)
+        #expect(loaded.config.unlockCacheSeconds == 900)
+        #expect(loaded.config.providers["github"]?.accountClaim == "org.example/account_id")
+        #expect(loaded.config.gitCredentials.count == 2)
     }
 
     @Test func exampleCheckerRejectsWhatTheParserRejects() {

@@ -292,6 +292,22 @@ struct LoginRig {
         #expect(try h.registry.load().slots.isEmpty)
     }
 
+    /// Lanyard never raises the keyring's unlock prompt, so a locked collection could not take the
+    /// credential: login refuses before a code is requested (the store reports what
+    /// SecretServiceStoreTests.lockedCollection sees from a locked gnome-keyring collection).
+    @Test func loginRefusesUpFrontWhenTheKeyringIsLocked() async throws {
+        let emulator = try OAuthTestServer(.chatgptEmulator)
+        let h = CLIHarness()
+        h.store.reportsLocked = true
+        try h.writeConfig(LoginRig.config(emulator: emulator, device: nil, backend: "secret-service"))
+        let sleeper = LoginSleeper(clock: h.clock) { n in if n == 1 { try await emulator.hook("/_test/approve") } }
+        let locked = await h.run(["login", "work"], sleeper: sleeper)
+        #expect(locked.status == 5)
+        #expect(locked.stderr.contains("unlock the keyring collection first"), "\(locked.stderr)")
+        #expect(try await emulator.stat("requests.usercode") == 0)
+        #expect(try h.registry.load().slots.isEmpty)
+    }
+
     @Test func logoutKeepsTheSlotSignedOut() async throws {
         let rig = try LoginRig()
         let h = rig.h

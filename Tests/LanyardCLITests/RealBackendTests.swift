@@ -53,6 +53,11 @@ import Testing
         let kept = try seed(h, p + "-ok", backend: .secretService)
         let orphan = try seed(h, p + "-orphan", backend: .secretService)
         let ghost = try seed(h, p + "-ghost", backend: .secretService)
+        // An orphan whose refresh token was dropped after a permanent refusal.
+        let dead = try Slot(p + "-dead")
+        var deadCredential = credential("AT-\(dead.name)", email: "\(dead.name)@example.com")
+        deadCredential.tokens.refreshToken = nil
+        try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).put(deadCredential, for: dead)
         try h.registry.update { $0.slots[orphan] = nil }
         try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(ghost)
 
@@ -73,10 +78,13 @@ import Testing
         #expect(repair.stdout.contains("repaired: added \(orphan.name) from Secret Service"))
         let doc = try h.registry.load()
         #expect(doc.slots[orphan]?.account.email == "\(orphan.name)@example.com")
+        if case .signedIn = doc.slots[orphan]?.state {} else { Issue.record("\(orphan.name) should be signed in") }
+        #expect(doc.slots[dead]?.state == .reauthenticationRequired, "a credential without a refresh token must sign in again")
+        #expect(repair.stdout.contains("repaired: added \(dead.name) from Secret Service (it must sign in again)"))
         #expect(doc.slots[ghost]?.state == .signedOut)
         #expect(doc.slots[kept] != nil)
         #expect(h.run("doctor").status == 0)
-        for slot in [kept, orphan] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(slot) }
+        for slot in [kept, orphan, dead] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(slot) }
     }
 
     @Test func migrateBothWays() throws {

@@ -99,10 +99,12 @@ enum StoreCommands {
                 for (slot, kind) in orphans where doc.slots[slot] == nil {
                     let store = try inv.store(kind)
                     let credential = try store.get(slot)
+                    // A credential whose refresh token was dropped (refused for good) must sign in again.
+                    let state: AuthState = credential.tokens.refreshToken == nil
+                        ? .reauthenticationRequired : .signedIn(expiresAt: credential.tokens.expiresAt)
                     doc.slots[slot] = SlotRecord(provider: credential.provider, backend: kind, account: credential.account,
-                                                 state: .signedIn(expiresAt: credential.tokens.expiresAt),
-                                                 lastRefresh: credential.lastRefresh, createdAt: inv.now)
-                    repaired.append("added \(slot.name) from \(kind.displayName)")
+                                                 state: state, lastRefresh: credential.lastRefresh, createdAt: inv.now)
+                    repaired.append("added \(slot.name) from \(kind.displayName)" + (state == .reauthenticationRequired ? " (it must sign in again)" : ""))
                 }
                 for slot in missingItems where doc.slots[slot] != nil {
                     doc.slots[slot]?.state = .signedOut
