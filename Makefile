@@ -1,7 +1,9 @@
 # Lanyard — make demo | make check | make bench | make fuzz | make install
 SWIFT ?= swift
 PREFIX ?= /usr/local
-RELEASE_FLAGS = -c release --static-swift-stdlib
+# The release that ships (make install, make deb) and that make bench measures: static Swift
+# runtime, BIND_NOW and RELRO (PIE is the default), no RUNPATH=$ORIGIN (no private libraries).
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
 export LANYARD_SOURCE_ROOT := $(CURDIR)
 
 .PHONY: all deps build release check test demo bench fuzz install uninstall deb clean

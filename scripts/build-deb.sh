@@ -5,7 +5,7 @@
 #   scripts/build-deb.sh [--scratch-path DIR] [--no-lintian]      (or: make deb [SCRATCH=DIR])
 # Environment:
 #   SCRATCH            swift build scratch folder (default: swift's own, .build)
-#   SWIFT_BUILD_FLAGS  more `swift build` flags, after the hardening ones below
+#   SWIFT_BUILD_FLAGS  more `swift build` flags, after the Makefile's RELEASE_FLAGS
 #   SOURCE_DATE_EPOCH  timestamp of every file in the package (default: the changelog entry's date)
 #   DIST               output folder (default: <repo>/dist)
 # Needs dpkg-dev, lintian and binutils; installs them (apt-get, root or sudo) when missing.
@@ -65,12 +65,11 @@ mkdir "$work/debian"
 pkg="$work/debian/lanyard"          # the package tree, as debhelper would have it
 
 # --- build and stage with `make install` -------------------------------------------------------
-# Hardening a Swift link can take: BIND_NOW (RELRO and PIE are already the default) and no
-# RUNPATH=$ORIGIN (the binaries need no private shared libraries).
-hardening="--disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now"
+# The Makefile's RELEASE_FLAGS carry the hardening a Swift link can take: BIND_NOW and RELRO (PIE
+# is the default) and no RUNPATH=$ORIGIN (the binaries need no private shared libraries).
 say "building and staging (swift build scratch: ${scratch:-default})"
 make --no-print-directory install DESTDIR="$pkg" PREFIX=/usr SCRATCH="$scratch" \
-    SWIFT_BUILD_FLAGS="$hardening ${SWIFT_BUILD_FLAGS:-}" >"$work/install.log" 2>&1 ||
+    SWIFT_BUILD_FLAGS="${SWIFT_BUILD_FLAGS:-}" >"$work/install.log" 2>&1 ||
     { cat "$work/install.log" >&2; fail "make install failed"; }
 
 [ -x "$pkg/usr/bin/lanyard" ] && [ -x "$pkg/usr/lib/lanyard/lanyard-net" ] || fail "make install staged no binaries"

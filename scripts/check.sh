@@ -12,3 +12,5 @@ grep -E '^Done' .build/fuzz-smoke.log
 echo "== Debian package (make deb, then install, smoke test and remove)"
 scripts/build-deb.sh
 scripts/test-deb.sh
+echo "== make install and make uninstall into a scratch root"
+scripts/test-install.sh

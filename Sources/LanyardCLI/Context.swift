@@ -106,7 +106,8 @@ public enum StoreOpeners {
     public static let system: ConfiguredStoreOpener = { kind, config, paths, interactive in
         switch kind {
         case .secretService:
-            return SecretServiceStore(timeout: interactive ? config.interactiveStoreTimeout : config.storeTimeout)
+            return SecretServiceStore(timeout: interactive ? config.interactiveStoreTimeout : config.storeTimeout,
+                                      collection: config.keyringCollection)
         case .file:
             let store = EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds)
             let reader = PassphraseReader(environment: processEnvironment())

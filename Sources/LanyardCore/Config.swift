@@ -28,6 +28,9 @@ public struct LanyardConfig: Hashable, Sendable {
     public var slowDownIncrement: TimeInterval = 5
     /// The longest `login` waits for approval; nil means the provider's own limit.
     public var loginTimeout: TimeInterval?
+    /// The Secret Service collection new items go into: an alias (`default`, `login`, `session`)
+    /// or a collection's D-Bus object path; nil means the `default` alias.
+    public var keyringCollection: String?
     /// Keep Codex's auth.json in step with `lanyard switch`.
     public var codexIntegration = false
     /// The agent's spread: each slot refreshes up to this many seconds after it falls due (capped at

@@ -46,7 +46,8 @@ public struct Configuration: Sendable {
             openStore: { kind, interactive in
                 switch kind {
                 case .secretService:
-                    return SecretServiceStore(timeout: interactive ? storeConfig.interactiveStoreTimeout : storeConfig.storeTimeout)
+                    return SecretServiceStore(timeout: interactive ? storeConfig.interactiveStoreTimeout : storeConfig.storeTimeout,
+                                              collection: storeConfig.keyringCollection)
                 case .file:
                     return EncryptedFileStore(paths: paths, unlockCacheSeconds: storeConfig.unlockCacheSeconds)
                 }

@@ -25,7 +25,7 @@ public enum ConfigFile {
         var config = LanyardConfig()
         var warnings: [String] = []
         let known: [String: Set<String>] = [
-            "store": ["backend", "timeout", "interactive-timeout", "unlock-cache"],
+            "store": ["backend", "timeout", "interactive-timeout", "unlock-cache", "collection"],
             "refresh": ["lead", "max-age"],
             "backoff": ["max-retries", "initial-delay", "maximum-delay", "respect-retry-after"],
             "integrations": ["codex"],
@@ -100,6 +100,14 @@ public enum ConfigFile {
         if let v = try number("store", "timeout", min: 0.1) { config.storeTimeout = v }
         if let v = try number("store", "interactive-timeout", min: 0.1) { config.interactiveStoreTimeout = v }
         if let v = try number("store", "unlock-cache") { config.unlockCacheSeconds = v }
+        if let raw = file.string("store", "collection") {
+            let v = raw.trimmingCharacters(in: .whitespaces)
+            guard !v.isEmpty, !v.contains(where: \.isWhitespace) else {
+                throw .invalidValue(path: path, group: "store", key: "collection",
+                                    detail: "expected an alias (default, login, session) or a collection's object path, got \"\(raw)\"")
+            }
+            config.keyringCollection = v
+        }
         if let v = try number("refresh", "lead") { config.refreshLead = v }
         if let v = try number("refresh", "max-age", min: 60) { config.refreshMaxAge = v }
         var backoff = config.backoff

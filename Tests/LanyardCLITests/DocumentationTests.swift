@@ -119,6 +119,7 @@ import Testing
         #expect(loaded.warnings.isEmpty, "\(loaded.warnings)")
         #expect(loaded.config.backend == .auto)
         #expect(loaded.config.unlockCacheSeconds == 900)
+        #expect(loaded.config.keyringCollection == "default")
         #expect(loaded.config.providers["github"]?.accountClaim == "org.example/account_id")
         #expect(loaded.config.gitCredentials.count == 2)
     }

@@ -1,0 +1,37 @@
+#!/bin/sh
+# `make install` into a scratch DESTDIR: every file in place, the units pointing at PREFIX, the
+# installed lanyard finding its lanyard-net; then `make uninstall` leaves no file behind.
+set -eu
+cd "$(dirname "$0")/.."
+root=$(mktemp -d "${TMPDIR:-/tmp}/lanyard-install.XXXXXX")
+trap 'rm -rf "$root"' EXIT INT TERM
+prefix=/opt/lanyard
+dest=$root$prefix
+fail() { echo "FAIL  $*" >&2; exit 1; }
+pass() { echo "PASS  $*"; }
+
+make --no-print-directory install DESTDIR="$root" PREFIX="$prefix" SCRATCH="${SCRATCH:-}" >"$root/install.log" 2>&1 ||
+    { cat "$root/install.log" >&2; fail "make install"; }
+for f in bin/lanyard lib/lanyard/lanyard-net share/man/man1/lanyard.1.gz share/bash-completion/completions/lanyard \
+         share/zsh/vendor-completions/_lanyard share/fish/vendor_completions.d/lanyard.fish \
+         lib/systemd/user/lanyard-agent.service lib/systemd/user/lanyard-refresh.service lib/systemd/user/lanyard-refresh.timer \
+         share/doc/lanyard/README.md share/doc/lanyard/docs/getting-started.md; do
+    [ -s "$dest/$f" ] || fail "make install did not install $f"
+done
+pass "make install PREFIX=$prefix: $(find "$root" -type f ! -name install.log | wc -l) files"
+grep -q "ExecStart=$prefix/bin/lanyard agent" "$dest/lib/systemd/user/lanyard-agent.service" || fail "the agent unit does not run $prefix/bin/lanyard"
+pass "units run $prefix/bin/lanyard"
+
+# A network command from the installed layout execs ../lib/lanyard/lanyard-net.
+home="$root/home"; mkdir -p "$home"
+status=0
+out=$(env -i HOME="$home" XDG_RUNTIME_DIR="$home/run" PATH=/usr/bin:/bin "$dest/bin/lanyard" usage --all --json 2>&1) || status=$?
+case $out in *"cannot run"*) fail "installed lanyard cannot run lanyard-net: $out" ;; esac
+[ "$status" = 0 ] || fail "lanyard usage --all exited $status: $out"
+pass "installed lanyard hands network commands to lib/lanyard/lanyard-net (usage --all: exit 0, $(echo $out | head -c 60))"
+
+make --no-print-directory uninstall DESTDIR="$root" PREFIX="$prefix" >"$root/uninstall.log" 2>&1 ||
+    { cat "$root/uninstall.log" >&2; fail "make uninstall"; }
+left=$(find "$dest" -type f 2>/dev/null | head -5)
+[ -z "$left" ] || fail "make uninstall left: $left"
+pass "make uninstall removed every installed file"
