@@ -1,4 +1,5 @@
 import CLibsecret
+import CLibsecretLoader
 import Foundation
 
 /// Desktop notifications through `org.freedesktop.Notifications` on the session bus (GDBus).
@@ -13,6 +14,8 @@ public struct DesktopNotifier: Sendable {
     /// - Returns: nil when the service took it, else why not.
     @discardableResult
     public func notify(summary: String, body: String, urgency: UInt8 = 1) -> String? {
+        var loadError: UnsafePointer<CChar>?
+        guard lanyard_libsecret_load(&loadError) != 0 else { return loadError.map { String(cString: $0) } ?? "cannot load GIO" }
         var error: UnsafeMutablePointer<GError>?
         guard let connection = g_bus_get_sync(G_BUS_TYPE_SESSION, nil, &error) else {
             return Self.take(error) ?? "no session bus"

@@ -2,12 +2,15 @@
 // GLibInterop.swift. Every blocking call takes the operation's Deadline.
 
 import CLibsecret
+import CLibsecretLoader
 import Foundation
 
 /// Why a keyring call failed, before SecretServiceStore turns it into a StoreError.
 enum KeyringFailure: Error {
     /// No session bus to talk to; `detail` says why.
     case noBus(String)
+    /// libsecret (loaded on first use) is not installed or lacks a function.
+    case noLibrary(String)
     /// The bus is there but nothing provides (or can start) the Secret Service.
     case noService(String)
     /// The operation's deadline passed.
@@ -102,6 +105,12 @@ final class KeyringConnection: @unchecked Sendable {
     /// The unique bus name that owned the service when `service` was made.
     private var owner: String?
 
+    /// Why libsecret cannot be loaded (it is loaded on first use), or nil once it is.
+    static func missingLibraryReason() -> String? {
+        var error: UnsafePointer<CChar>?
+        return lanyard_libsecret_load(&error) != 0 ? nil : error.map { String(cString: $0) } ?? "cannot load libsecret"
+    }
+
     /// The bus name libsecret talks to (it honours SECRET_SERVICE_BUS_NAME, so do we).
     static var busName: String {
         guard let raw = getenv("SECRET_SERVICE_BUS_NAME"), raw.pointee != 0 else { return "org.freedesktop.secrets" }
@@ -132,6 +141,7 @@ final class KeyringConnection: @unchecked Sendable {
     /// one would still hold a session with the old process.
     func service(_ deadline: Deadline) throws(KeyringFailure) -> KeyringService {
         if let reason = KeyringConnection.missingBusReason() { throw .noBus(reason) }
+        if let reason = KeyringConnection.missingLibraryReason() { throw .noLibrary(reason) }
         let bus: GDBusClient
         do {
             bus = try GDBusClient.sessionBus(deadline)

@@ -218,6 +218,9 @@ public final class SecretServiceStore: CredentialStore {
             return .unavailable(backend: backend, hint: "there is no D-Bus session bus (\(reason)). "
                 + "Run Lanyard inside a desktop session, or start a Secret Service provider such as gnome-keyring "
                 + "in a D-Bus session, or use the encrypted-file backend: set `backend = file` in config.ini")
+        case .noLibrary(let reason):
+            return .unavailable(backend: backend, hint: "\(reason). Install libsecret-1-0, "
+                + "or use the encrypted-file backend: set `backend = file` in config.ini")
         case .noService(let reason):
             return .unavailable(backend: backend, hint: "no Secret Service is running on the session bus (\(reason)). "
                 + "Start gnome-keyring-daemon (or KeePassXC / KWallet with Secret Service integration), "
