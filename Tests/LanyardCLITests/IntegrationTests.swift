@@ -84,24 +84,13 @@ struct IntegrationHome {
         try await env.signIn("a", email: "a@example.com")
         try await env.signIn("b", email: "b@example.com")
         #expect(try env.run("switch", "a").status == 0)
-        let path = env.codexHome + "/auth.json"
-        let live = try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path)
-        // What Codex does when it refreshes: rotate at the server, rewrite auth.json in place.
-        var config = ProviderConfig.openAI
-        config.issuer = env.server.baseURL
-        let rotated = try await OpenAIProvider(config: config, transport: URLSessionTransport()).refresh(refreshToken: live.refreshToken)
-        var updated = live
-        updated.accessToken = rotated.accessToken
-        updated.refreshToken = try #require(rotated.refreshToken)
-        updated.idToken = rotated.idToken ?? live.idToken
-        updated.lastRefresh = Date()
-        try CodexHome(directory: env.codexHome).write(updated)
+        let updated = try await env.codexRefreshes()
 
         let switched = try env.run("switch", "b", "--json")
         #expect(switched.status == 0, "\(switched.stderr)")
         #expect(switched.stdout.contains("\"copied_back\": true"))
         #expect(try env.stored("a").tokens.refreshToken == updated.refreshToken)
-        #expect(try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path).accountID == (try env.stored("b").account.accountID))
+        #expect(try env.authJSON().accountID == (try env.stored("b").account.accountID))
         #expect(try env.run("refresh", "a").status == 0)
         #expect(try await env.server.stat("refresh_reused") == 0)
     }
