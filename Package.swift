@@ -3,9 +3,6 @@
 // Layers (each depends only on those below): see docs/architecture.md.
 import PackageDescription
 
-/// libsecret's header folder (Debian's libsecret-1-dev; `pkg-config --cflags-only-I libsecret-1`).
-let libsecretInclude = ["-I/usr/include/libsecret-1"]
-
 let package = Package(
     name: "Lanyard",
     products: [
@@ -16,9 +13,9 @@ let package = Package(
     targets: [
         // C libraries from Debian, through pkg-config. Module maps only; Swift wrappers live in
         // the layer that uses them.
-        // GLib, GIO and libsecret headers; only GLib is linked (pkg-config glib-2.0): libsecret, GIO
-        // and GObject are loaded on first use by CLibsecretLoader. GIO's headers live in GLib's
-        // include folder; libsecret's folder is added where the headers are used.
+        // GLib and GIO headers (GIO's live in GLib's folder) and the part of libsecret's API Lanyard
+        // uses (lanyard-secret.h); only GLib is linked: libsecret, GIO and GObject are loaded on
+        // first use by CLibsecretLoader.
         .systemLibrary(name: "CLibsecret", pkgConfig: "glib-2.0",
                        providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -27,16 +24,14 @@ let package = Package(
 
         // Loads libsecret, GIO and GObject on first use, so commands that never touch the keyring
         // do not pay for loading them (about 1.2 ms at every start).
-        .target(name: "CLibsecretLoader", dependencies: ["CLibsecret"], cSettings: [.unsafeFlags(libsecretInclude)]),
+        .target(name: "CLibsecretLoader", dependencies: ["CLibsecret"]),
 
         .target(name: "LanyardCore"),
         .target(name: "Age", dependencies: ["CSodium"]),
-        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "CLibsecret", "CLibsecretLoader", "CKeyutils"],
-                swiftSettings: [.unsafeFlags(libsecretInclude.flatMap { ["-Xcc", $0] })]),
+        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "CLibsecret", "CLibsecretLoader", "CKeyutils"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "Age"]),
-        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "CLibsecret", "CLibsecretLoader"],
-                swiftSettings: [.unsafeFlags(libsecretInclude.flatMap { ["-Xcc", $0] })]),
+        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "CLibsecret", "CLibsecretLoader"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardAuth"]),
         .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [

@@ -5,7 +5,8 @@
 //
 // Each function Lanyard calls is defined here under its own name, with hidden visibility (never
 // exported, so the libraries themselves never bind to these), as a trampoline to the real one.
-// The prototypes come from the libraries' own headers, which the compiler checks them against.
+// The prototypes come from GIO's headers and lanyard-secret.h, which the compiler checks them
+// against (and LazyLibsecretTests checks lanyard-secret.h against libsecret's own headers).
 #include "CLibsecretLoader.h"
 
 #include <dlfcn.h>
@@ -15,7 +16,7 @@
 #include <string.h>
 
 #include <gio/gio.h>
-#include <libsecret/secret.h>
+#include "../CLibsecret/lanyard-secret.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 

@@ -48,7 +48,7 @@ final class LanyardSchema: @unchecked Sendable {
     static let name = "dev.lanyard.Credential"
     static let attributeNames: Set<String> = ["slot", "provider", "account-id"]
 
-    private let pointer: UnsafeMutablePointer<SecretSchema>?
+    private let pointer: OpaquePointer?
 
     private init() {
         // Values are SecretSchemaAttributeType packed into pointers (GINT_TO_POINTER); STRING is 0.
@@ -66,7 +66,7 @@ final class LanyardSchema: @unchecked Sendable {
     }
 
     /// The schema to pass to libsecret.
-    static func schema() throws(KeyringFailure) -> UnsafeMutablePointer<SecretSchema> {
+    static func schema() throws(KeyringFailure) -> OpaquePointer {
         guard let pointer = shared.pointer else { throw .refused("building schema \(name)") }
         return pointer
     }
@@ -82,7 +82,7 @@ final class LanyardSchema: @unchecked Sendable {
 
 /// Runs `body` with a GHashTable of validated schema attributes.
 private func withAttributes<R>(_ attributes: [String: String],
-                               _ body: (OpaquePointer, UnsafeMutablePointer<SecretSchema>) throws(KeyringFailure) -> R)
+                               _ body: (OpaquePointer, OpaquePointer) throws(KeyringFailure) -> R)
     throws(KeyringFailure) -> R {
     try LanyardSchema.validate(attributes)
     let schema = try LanyardSchema.schema()
@@ -101,7 +101,7 @@ final class KeyringConnection: @unchecked Sendable {
     static let shared = KeyringConnection()
 
     private let lock = NSLock()
-    private var service: UnsafeMutablePointer<SecretService>?
+    private var service: OpaquePointer?
     /// The unique bus name that owned the service when `service` was made.
     private var owner: String?
 
@@ -168,7 +168,7 @@ final class KeyringConnection: @unchecked Sendable {
         }
         // First use, or the service was restarted: drop libsecret's cached service and open a new one.
         if let old = service {
-            g_object_unref(old)
+            g_object_unref(UnsafeMutableRawPointer(old))
             service = nil
             owner = nil
             secret_service_disconnect()
@@ -188,18 +188,18 @@ final class KeyringConnection: @unchecked Sendable {
 /// One reference to libsecret's service object plus the bus it lives on.
 final class KeyringService: @unchecked Sendable {
     // libsecret's sync calls may be made from any thread; this class only holds references.
-    private let service: UnsafeMutablePointer<SecretService>
+    private let service: OpaquePointer
     let bus: GDBusClient
     let busName: String
 
-    init(service: UnsafeMutablePointer<SecretService>, bus: GDBusClient, busName: String) {
-        g_object_ref(service)
+    init(service: OpaquePointer, bus: GDBusClient, busName: String) {
+        g_object_ref(UnsafeMutableRawPointer(service))
         self.service = service
         self.bus = bus
         self.busName = busName
     }
 
-    deinit { g_object_unref(service) }
+    deinit { g_object_unref(UnsafeMutableRawPointer(service)) }
 
     /// Items of schema dev.lanyard.Credential matching `attributes` in every collection, locked
     /// ones included (secrets not loaded).
@@ -218,7 +218,7 @@ final class KeyringService: @unchecked Sendable {
         var node = list
         while let current = node {
             if let data = current.pointee.data {
-                items.append(KeyringItem(adopting: data.assumingMemoryBound(to: SecretItem.self)))
+                items.append(KeyringItem(adopting: OpaquePointer(data)))
             }
             node = current.pointee.next
         }
@@ -279,13 +279,13 @@ private func makeSecretValue(_ secret: Data, contentType: String) throws(Keyring
 
 /// One reference to a SecretItem proxy, with the properties read when it was loaded.
 final class KeyringItem: @unchecked Sendable {
-    private let item: UnsafeMutablePointer<SecretItem>
+    private let item: OpaquePointer
 
     /// Takes over a reference the caller owned.
-    init(adopting item: UnsafeMutablePointer<SecretItem>) { self.item = item }
-    deinit { g_object_unref(item) }
+    init(adopting item: OpaquePointer) { self.item = item }
+    deinit { g_object_unref(UnsafeMutableRawPointer(item)) }
 
-    private var proxy: UnsafeMutablePointer<GDBusProxy> { UnsafeMutablePointer<GDBusProxy>(OpaquePointer(item)) }
+    private var proxy: UnsafeMutablePointer<GDBusProxy> { UnsafeMutablePointer<GDBusProxy>(item) }
 
     /// The item's D-Bus object path, `<collection path>/<id>`.
     var path: String { String(glib: g_dbus_proxy_get_object_path(proxy)) }

@@ -31,6 +31,34 @@ import Testing
 }
 
 extension LazyLibsecretTests {
+    /// lanyard-secret.h declares the part of libsecret Lanyard calls (so the build needs only
+    /// GLib's headers); compiled here against libsecret's own headers, every prototype must match
+    /// and every constant must have libsecret's value.
+    @Test func declaredLibsecretAPIMatchesLibsecretsHeaders() throws {
+        let header = repositoryRoot() + "/Sources/CLibsecret/lanyard-secret.h"
+        let text = try String(contentsOfFile: header, encoding: .utf8)
+        let regex = try NSRegularExpression(pattern: #"^\s*(SECRET_[A-Z_]+) = ([^,\n]+),"#, options: .anchorsMatchLines)
+        let constants = regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).map { match in
+            (String(text[Range(match.range(at: 1), in: text)!]), String(text[Range(match.range(at: 2), in: text)!]))
+        }
+        #expect(constants.count >= 15, "found \(constants.count) constants")
+        var check = "#include <libsecret/secret.h>\n#define LANYARD_SECRET_PROTOTYPES_ONLY\n#include \"\(header)\"\n"
+        for (name, value) in constants { check += "_Static_assert(\(name) == (\(value)), \"\(name) differs from libsecret\");\n" }
+        let dir = NSTemporaryDirectory() + "lanyard-secret-check-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try check.write(toFile: dir + "/check.c", atomically: true, encoding: .utf8)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", "clang -fsyntax-only -Werror $(pkg-config --cflags libsecret-1) \"$0\" 2>&1", dir + "/check.c"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let diagnostics = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "lanyard-secret.h does not match libsecret: \(diagnostics)")
+    }
+
     /// The libraries the dynamic loader opened for `lanyard COMMAND REST`.
     func loadedLibraries(_ home: TestHome, _ command: String, contentsOf rest: [String]) throws -> (TestHome.Output, Set<String>) {
         let output = try home.run([command] + rest, extraEnvironment: ["LD_DEBUG": "files"])
