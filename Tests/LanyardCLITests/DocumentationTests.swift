@@ -94,6 +94,7 @@ import Testing
         }
         #expect(failures.isEmpty, "\(failures.count) examples are not accepted:\n\(failures.joined(separator: "\n"))")
         #expect(checked >= 80, "only \(checked) examples found: is the extraction broken?")
+        print("documentation: \(checked) lanyard command lines accepted")
     }
 
     @Test func relativeLinksInTheDocsPointAtFiles() throws {
