@@ -50,10 +50,13 @@ public struct JSONFields {
         }
     }
 
+    /// A date field, in whole seconds: documents are written in whole seconds, so a fraction
+    /// (Codex writes milliseconds) would not survive the next write and a value read back would
+    /// differ from the one stored (a fuzzer found this).
     public func optionalDate(_ key: String) throws(JSONShapeError) -> Date? {
         guard let s = try optionalString(key) else { return nil }
         guard let d = RFC3339.date(from: s) else { throw fail(key, "is not an RFC 3339 date") }
-        return d
+        return Date(timeIntervalSince1970: d.timeIntervalSince1970.rounded(.down))
     }
 
     public func optionalObject(_ key: String) throws(JSONShapeError) -> JSONFields? {

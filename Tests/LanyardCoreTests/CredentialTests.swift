@@ -18,6 +18,19 @@ import Testing
         #expect(try Credential.decode(data, source: "test") == sample)
     }
 
+    /// Fuzz/seeds/store/regression-fractional-seconds: a fractional `last_refresh` was kept on
+    /// reading but written back in whole seconds, so a credential changed across a round trip.
+    @Test func fractionalSecondsRoundTrip() throws {
+        let seed = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Fuzz/seeds/store/regression-fractional-seconds"))
+        guard case .object(let slots)? = try JSONValue.parse(seed)["slots"], let work = slots["work"] else {
+            Issue.record("the seed has no slot"); return
+        }
+        let credential = try Credential(json: try JSONFields(work))
+        #expect(credential.lastRefresh == Date(timeIntervalSince1970: 1_800_000_006))
+        #expect(try Credential.decode(credential.jsonData(), source: "test") == credential)
+    }
+
     @Test func rejectsANewerVersionWithAClearError() throws {
         guard case .object(var object) = sample.json else { Issue.record("not an object"); return }
         object["version"] = .number(9)
