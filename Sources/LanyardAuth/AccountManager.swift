@@ -6,7 +6,8 @@ import LanyardStore
 public typealias StoreOpener = @Sendable (_ kind: BackendKind, _ interactive: Bool) throws -> any CredentialStore
 
 /// Runs a due refresh somewhere else (the CLI: a detached worker process that survives its caller).
-public typealias RefreshRunner = @Sendable (_ slot: Slot, _ force: Bool) async throws -> Void
+/// `lock` is the slot's refresh lock, held by the caller: the runner hands it to the worker.
+public typealias RefreshRunner = @Sendable (_ slot: Slot, _ force: Bool, _ lock: FileLock) async throws -> Void
 
 /// The operations on slots that involve providers and stores: sign-in, sign-out and (with the
 /// token lifecycle) refresh. The CLI and LanyardKit both go through it, so they behave the same.
@@ -19,6 +20,8 @@ public struct AccountManager: Sendable {
     public let sleeper: any Sleeper
     /// Where due refreshes run; nil runs them in this process (in a task the caller cannot cancel).
     public var refreshRunner: RefreshRunner?
+    /// A slot's refresh lock this process was handed already held (the refresh worker).
+    public var inheritedLock: (slot: Slot, lock: FileLock)?
 
     public init(paths: Paths, config: LanyardConfig, openStore: @escaping StoreOpener, transport: any HTTPTransport,
                 clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {

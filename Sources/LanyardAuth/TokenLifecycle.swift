@@ -49,7 +49,17 @@ extension AccountManager {
             return before
         }
         if let refreshRunner {
-            try await refreshRunner(slot, force)
+            // Wait here, not in a new process, while another refreshes; then hand the held lock
+            // to the worker, so callers that arrive meanwhile wait for its result instead of
+            // starting workers of their own.
+            let lock = try await SlotLock.acquire(slot: slot, paths: paths)
+            let current = try read(slot, store)
+            let rotated = current.tokens.refreshToken != before.tokens.refreshToken || current.tokens.accessToken != before.tokens.accessToken
+            if (rotated || !force) && !refreshRule.needsRefresh(current, now: clock.now()) && !RecoveryFile(paths: paths, slot: slot).exists {
+                return current
+            }
+            try await refreshRunner(slot, force, lock)
+            withExtendedLifetime(lock) {}
             return try read(slot, store)
         }
         // Detached: cancelling the caller must never abandon a refresh whose answer is in flight,
@@ -58,8 +68,15 @@ extension AccountManager {
         return try await Task.detached { try await manager.refreshUnderLock(slot: slot, force: force, record: record, store: store, before: before) }.value
     }
 
+    /// The slot's refresh lock: the one this process was handed (a refresh worker holds its
+    /// caller's lock; opening the lock file again would wait for itself), else acquired.
+    public func lockSlot(_ slot: Slot) async throws -> FileLock {
+        if let inherited = inheritedLock, inherited.slot == slot { return inherited.lock }
+        return try await SlotLock.acquire(slot: slot, paths: paths)
+    }
+
     func refreshUnderLock(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential) async throws -> Credential {
-        let lock = try await SlotLock.acquire(slot: slot, paths: paths)
+        let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
         // A refresh that died after the server rotated the token left the new tokens here.
         let recovery = RecoveryFile(paths: paths, slot: slot)

@@ -10,11 +10,16 @@ import LanyardStore
 enum RefreshWorker {
     static let command = CommandSpec(
         name: "refresh-worker", summary: "internal: run one slot's refresh to completion", arguments: "SLOT",
-        minArguments: 1, maxArguments: 1, flags: [FlagSpec("force", "refresh even when not due")],
+        minArguments: 1, maxArguments: 1,
+        flags: [FlagSpec("force", "refresh even when not due"), FlagSpec("lock-fd", value: "FD", "the slot's refresh lock, held and handed down by the caller")],
         prints: true, takesAccount: false, details: "", hidden: true, network: true) { inv in
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         var worker = try inv.accounts()
         worker.refreshRunner = nil
+        if let raw = inv.args.value("lock-fd") {
+            guard let fd = Int32(raw), fd > 2 else { throw UsageError(message: "--lock-fd needs a descriptor number", command: "refresh-worker") }
+            worker.inheritedLock = (slot, try FileLock(inheritedLockedFD: fd))
+        }
         let manager = worker
         let force = inv.args.has("force")
         // With `[integrations] codex = true`, Codex's auth.json is a second holder of the account's
@@ -37,12 +42,12 @@ enum RefreshWorker {
     /// A runner that spawns `lanyard refresh-worker SLOT --json` in a new session and waits.
     /// - Parameter executable: the binary to run (`lanyard-net`); nil means this one.
     static func runner(environment: [String: String], executable: String?) -> RefreshRunner {
-        { slot, force in
+        { slot, force, lock in
             let result = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Int32, Data), Error>) in
                 DispatchQueue.global().async {
                     do {
-                        continuation.resume(returning: try spawnAndWait(slot: slot, force: force, environment: environment,
-                                                                        executable: executable))
+                        continuation.resume(returning: try spawnAndWait(slot: slot, force: force, lockFD: lock.descriptor,
+                                                                        environment: environment, executable: executable))
                     } catch {
                         continuation.resume(throwing: error)
                     }
@@ -53,7 +58,14 @@ enum RefreshWorker {
         }
     }
 
-    static func spawnAndWait(slot: Slot, force: Bool, environment: [String: String], executable: String?) throws -> (Int32, Data) {
+    /// The descriptor the worker finds the caller's held slot lock on.
+    static let inheritedLockFD: Int32 = 3
+
+    static func spawnAndWait(slot: Slot, force: Bool, lockFD: Int32, environment: [String: String], executable: String?) throws -> (Int32, Data) {
+        // A copy above 9: dup2 onto the descriptor it already is would keep close-on-exec.
+        let handoff = fcntl(lockFD, F_DUPFD_CLOEXEC, 10)
+        guard handoff >= 0 else { throw StoreError.io(path: "lock", detail: "cannot hand the lock over: \(String(cString: strerror(errno)))") }
+        defer { close(handoff) }
         var pipe: [Int32] = [0, 0]
         guard Glibc.pipe(&pipe) == 0 else { throw StoreError.io(path: "pipe", detail: String(cString: strerror(errno))) }
         var actions = posix_spawn_file_actions_t()
@@ -63,12 +75,15 @@ enum RefreshWorker {
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addclose(&actions, pipe[0])
+        // dup2 makes a descriptor without close-on-exec for the same open file description, so
+        // the worker holds the very lock this process holds (and keeps it if this one is killed).
+        posix_spawn_file_actions_adddup2(&actions, handoff, inheritedLockFD)
         var attributes = ChildSignals.attributes()
         defer { posix_spawnattr_destroy(&attributes) }
         // POSIX_SPAWN_SETSID (glibc): a session of its own, out of reach of the terminal's Ctrl-C.
         posix_spawnattr_setflags(&attributes, Int16(0x80 | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         let executable = executable ?? NetworkHandoff.currentExecutable()
-        let args = [executable, "refresh-worker", slot.name, "--json"] + (force ? ["--force"] : [])
+        let args = [executable, "refresh-worker", slot.name, "--json", "--lock-fd", String(inheritedLockFD)] + (force ? ["--force"] : [])
         let env = environment.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
         let spawned = withCStrings(args) { argv in

@@ -18,7 +18,7 @@ public struct CodexSync: Sendable {
         guard let record = try manager.registry.load().slots[slot], record.provider == "openai" || manager.config.providers[record.provider]?.kind == .openai else {
             return false
         }
-        let lock = try await SlotLock.acquire(slot: slot, paths: manager.paths)
+        let lock = try await manager.lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
         let store = try manager.openStore(record.backend, false)
         let stored = try store.get(slot)

@@ -126,7 +126,23 @@ public final class FileLock: @unchecked Sendable {
         return FileLock(fd: fd)
     }
 
+    /// Takes over `fd`, a lock another process holds and handed down (flock locks belong to the
+    /// open file description, which parent and child share): the lock is already held.
+    public init(inheritedLockedFD fd: Int32) throws(StoreError) {
+        // Same description: this returns at once when the lock really is ours, and fails on a
+        // descriptor that is not open.
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            throw .io(path: "fd \(fd)", detail: "not a held lock: \(String(cString: strerror(errno)))")
+        }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        self.fd = fd
+    }
+
     private init(fd: Int32) { self.fd = fd }
 
-    deinit { close(fd) }  // closing releases the flock
+    /// The descriptor, to hand the held lock to a child process.
+    public var descriptor: Int32 { fd }
+
+    deinit { close(fd) }  // closing the last descriptor of the description releases the flock
 }
