@@ -40,14 +40,8 @@ extension AccountManager {
     /// refreshing again. New tokens are written to a 0600 recovery file before the store, so a
     /// crash or a failed write never loses the only live refresh token.
     public func freshCredential(slot: Slot, force: Bool = false) async throws -> Credential {
-        let (record, store) = try storeOf(slot)
-        if record.state == .reauthenticationRequired {
-            throw ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
-        }
-        let before = try read(slot, store)
-        if !force && !refreshRule.needsRefresh(before, now: clock.now()) && !RecoveryFile(paths: paths, slot: slot).exists {
-            return before
-        }
+        let (record, store, before, due) = try storedCredential(slot: slot, force: force)
+        if !due { return before }
         if let refreshRunner {
             // Wait here, not in a new process, while another refreshes; then hand the held lock
             // to the worker, so callers that arrive meanwhile wait for its result instead of
@@ -73,6 +67,24 @@ extension AccountManager {
     public func lockSlot(_ slot: Slot) async throws -> FileLock {
         if let inherited = inheritedLock, inherited.slot == slot { return inherited.lock }
         return try await SlotLock.acquire(slot: slot, paths: paths)
+    }
+
+    /// The slot's stored credential when it needs no refresh, or nil when one is due: what
+    /// `freshCredential` returns without suspending (commands use it to skip the async machinery).
+    public func credentialIfFresh(slot: Slot) throws -> Credential? {
+        let (_, _, credential, due) = try storedCredential(slot: slot, force: false)
+        return due ? nil : credential
+    }
+
+    /// The slot's record, store and stored credential, and whether a refresh is due.
+    func storedCredential(slot: Slot, force: Bool) throws -> (SlotRecord, any CredentialStore, Credential, due: Bool) {
+        let (record, store) = try storeOf(slot)
+        if record.state == .reauthenticationRequired {
+            throw ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
+        }
+        let credential = try read(slot, store)
+        let due = force || refreshRule.needsRefresh(credential, now: clock.now()) || RecoveryFile(paths: paths, slot: slot).exists
+        return (record, store, credential, due)
     }
 
     func refreshUnderLock(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential) async throws -> Credential {

@@ -63,6 +63,12 @@ public final class Invocation: @unchecked Sendable {
         return manager
     }
 
+    /// The slot's credential, refreshed first when due. When none is due (the common case) it is
+    /// read without starting the async machinery (a task, worker threads, signal sources).
+    func freshCredential(_ manager: AccountManager, slot: Slot) throws -> Credential {
+        try manager.credentialIfFresh(slot: slot) ?? runAsync { try await manager.freshCredential(slot: slot) }
+    }
+
     /// Runs async work to completion; with signal handling on, Ctrl-C (SIGINT) or SIGTERM cancels it.
     func runAsync<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
         let box = ResultBox<T>()
@@ -121,7 +127,7 @@ public final class Invocation: @unchecked Sendable {
     func confirm(_ question: String) -> Bool {
         stderr.write("\(question) [y/N] ")
         guard let answer = context.readLine() else { return false }
-        return ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
+        return ["y", "yes"].contains(answer.trimmingSpaces().lowercased())
     }
 }
 

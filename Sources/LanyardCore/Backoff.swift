@@ -42,7 +42,7 @@ public struct BackoffPolicy: Hashable, Sendable, Codable {
 
     /// Parses a `Retry-After` header value: delta seconds or an HTTP date.
     public static func retryAfterSeconds(_ header: String, now: Date) -> TimeInterval? {
-        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        let trimmed = header.trimmingSpaces()
         if let seconds = Int(trimmed) { return TimeInterval(max(0, seconds)) }
         return httpDate(trimmed).map { max(0, $0.timeIntervalSince(now)) }
     }

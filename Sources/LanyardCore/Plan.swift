@@ -15,7 +15,7 @@ public struct Plan: Hashable, Sendable, Codable, CustomStringConvertible {
 
     public init(rawValue: String) {
         self.rawValue = rawValue
-        self.kind = Plan.aliases[rawValue.lowercased().trimmingCharacters(in: .whitespaces)]
+        self.kind = Plan.aliases[rawValue.lowercased().trimmingSpaces()]
     }
 
     /// The name to show a person: "Pro Lite", "Enterprise", or the raw value when unknown.
@@ -56,3 +56,14 @@ public struct Plan: Hashable, Sendable, Codable, CustomStringConvertible {
 }
 
 import Foundation
+
+extension StringProtocol {
+    /// Without leading and trailing spaces and tabs. Pure Swift: Foundation's
+    /// `trimmingCharacters(in:)` goes through NSString, whose first use costs more than the
+    /// whole of reading a config file or a registry slot.
+    public func trimmingSpaces() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\u{A0}" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}

@@ -41,14 +41,14 @@ public enum ConfigFile {
 
         func number(_ group: String, _ key: String, min: Double = 0) throws(ConfigError) -> Double? {
             guard let raw = file.string(group, key) else { return nil }
-            guard let v = Double(raw.trimmingCharacters(in: .whitespaces)), v >= min, v.isFinite else {
+            guard let v = Double(raw.trimmingSpaces()), v >= min, v.isFinite else {
                 throw .invalidValue(path: path, group: group, key: key, detail: "expected a number ≥ \(Int(min)), got \"\(raw)\"")
             }
             return v
         }
         func bool(_ group: String, _ key: String) throws(ConfigError) -> Bool? {
             guard let raw = file.string(group, key) else { return nil }
-            switch raw.trimmingCharacters(in: .whitespaces).lowercased() {
+            switch raw.trimmingSpaces().lowercased() {
             case "true", "yes", "1", "on": return true
             case "false", "no", "0", "off": return false
             default: throw .invalidValue(path: path, group: group, key: key, detail: "expected true or false, got \"\(raw)\"")
@@ -56,7 +56,7 @@ public enum ConfigFile {
         }
         func url(_ group: String, _ key: String) throws(ConfigError) -> URL? {
             guard let raw = file.string(group, key) else { return nil }
-            guard let u = URL(string: raw.trimmingCharacters(in: .whitespaces)), let scheme = u.scheme,
+            guard let u = URL(string: raw.trimmingSpaces()), let scheme = u.scheme,
                   ["http", "https"].contains(scheme.lowercased()), u.host != nil else {
                 throw .invalidValue(path: path, group: group, key: key, detail: "expected an http(s) URL, got \"\(raw)\"")
             }
@@ -70,7 +70,7 @@ public enum ConfigFile {
                 }
             } else if group == "git" {
                 for key in file.keys(group) {
-                    let raw = (file.string(group, key) ?? "").trimmingCharacters(in: .whitespaces)
+                    let raw = (file.string(group, key) ?? "").trimmingSpaces()
                     guard let slot = try? Slot(raw) else {
                         throw .invalidValue(path: path, group: group, key: key, detail: "expected a slot name, got \"\(raw)\"")
                     }
@@ -91,7 +91,7 @@ public enum ConfigFile {
         }
 
         if let raw = file.string("store", "backend") {
-            guard let choice = LanyardConfig.BackendChoice(rawValue: raw.trimmingCharacters(in: .whitespaces)) else {
+            guard let choice = LanyardConfig.BackendChoice(rawValue: raw.trimmingSpaces()) else {
                 throw .invalidValue(path: path, group: "store", key: "backend",
                                     detail: "expected auto, secret-service or file, got \"\(raw)\"")
             }
@@ -101,7 +101,7 @@ public enum ConfigFile {
         if let v = try number("store", "interactive-timeout", min: 0.1) { config.interactiveStoreTimeout = v }
         if let v = try number("store", "unlock-cache") { config.unlockCacheSeconds = v }
         if let raw = file.string("store", "collection") {
-            let v = raw.trimmingCharacters(in: .whitespaces)
+            let v = raw.trimmingSpaces()
             guard !v.isEmpty, !v.contains(where: \.isWhitespace) else {
                 throw .invalidValue(path: path, group: "store", key: "collection",
                                     detail: "expected an alias (default, login, session) or a collection's object path, got \"\(raw)\"")
@@ -121,7 +121,7 @@ public enum ConfigFile {
         if let v = try number("login", "timeout", min: 1) { config.loginTimeout = v }
         if let v = try number("http", "timeout", min: 0.1) { config.httpTimeout = v }
         if let v = try number("agent", "jitter") { config.agentJitter = v }
-        if let v = file.string("agent", "hook")?.trimmingCharacters(in: .whitespaces), !v.isEmpty { config.agentHook = v }
+        if let v = file.string("agent", "hook")?.trimmingSpaces(), !v.isEmpty { config.agentHook = v }
         if let v = try bool("agent", "notify") { config.agentNotify = v }
         if let v = try number("events", "max-bytes", min: 4096) { config.eventsMaxBytes = Int(v) }
         return Loaded(config: config, warnings: warnings)
@@ -130,7 +130,7 @@ public enum ConfigFile {
     /// A `[git]` key in canonical form: lowercased host, path segments without empty ones; nil when
     /// there is no host or it contains a scheme.
     public static func gitPattern(_ key: String) -> String? {
-        let parts = key.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: true)
+        let parts = key.trimmingSpaces().split(separator: "/", omittingEmptySubsequences: true)
         guard !key.contains("://"), let host = parts.first, !host.contains(where: { $0.isWhitespace }) else { return nil }
         return ([host.lowercased()] + parts.dropFirst().map(String.init)).joined(separator: "/")
     }
@@ -170,7 +170,7 @@ public enum ConfigFile {
             deviceAuthorizationEndpoint: try url(group, "device-authorization-endpoint"),
             tokenEndpoint: try url(group, "token-endpoint"), revocationEndpoint: try url(group, "revocation-endpoint"),
             usageBaseURL: try url(group, "usage-base-url") ?? base?.usageBaseURL, environment: environment)
-        if let username = file.string(group, "git-username")?.trimmingCharacters(in: .whitespaces) {
+        if let username = file.string(group, "git-username")?.trimmingSpaces() {
             guard !username.isEmpty, !username.contains(where: { $0.isNewline || $0 == "\0" }) else {
                 throw .invalidValue(path: path, group: group, key: "git-username", detail: "must be a non-empty single line")
             }
@@ -203,7 +203,7 @@ private final class KeyFile {
         }
         let quoted = message[message.index(after: open)..<close]
         for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-        where line == quoted || line.trimmingCharacters(in: .whitespaces) == quoted.trimmingCharacters(in: .whitespaces) {
+        where line == quoted || line.trimmingSpaces() == quoted.trimmingSpaces() {
             return n + 1
         }
         return nil

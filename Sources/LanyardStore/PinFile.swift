@@ -14,7 +14,7 @@ public enum PinFile {
             if let data = FileManager.default.contents(atPath: candidate) {
                 let text = String(decoding: data.prefix(4096), as: UTF8.self)
                 let line = text.split(whereSeparator: \.isNewline)
-                    .map { $0.trimmingCharacters(in: .whitespaces) }
+                    .map { $0.trimmingSpaces() }
                     .first { !$0.isEmpty && !$0.hasPrefix("#") }
                 return (candidate, line ?? "")
             }

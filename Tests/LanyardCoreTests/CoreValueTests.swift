@@ -33,6 +33,17 @@ import Testing
 
 }
 
+@Suite struct TrimmingTests {
+    @Test func trimsSpacesAndTabsOnly() {
+        #expect("  pro\t".trimmingSpaces() == "pro")
+        #expect(" a b ".trimmingSpaces() == "a b")
+        #expect(" \t ".trimmingSpaces() == "")
+        #expect("".trimmingSpaces() == "")
+        #expect("x\n".trimmingSpaces() == "x\n", "newlines are content, as with .whitespaces")
+        #expect("\u{A0}é\u{A0}".trimmingSpaces() == "é")
+    }
+}
+
 @Suite struct PlanTests {
     static let known: [(String, Plan.Kind, String)] = [
         ("free", .free, "Free"), ("go", .go, "Go"), ("plus", .plus, "Plus"), ("pro", .pro, "Pro"),

@@ -37,7 +37,7 @@ public struct OpenAIProvider: DeviceCodeProvider {
         var interval: TimeInterval = 5
         switch object["interval"] {
         case .string(let s)?:
-            guard let v = TimeInterval(s.trimmingCharacters(in: .whitespaces)), v >= 0 else {
+            guard let v = TimeInterval(s.trimmingSpaces()), v >= 0 else {
                 throw .invalidResponse("\(step): interval is not a number of seconds")
             }
             interval = v

@@ -54,7 +54,7 @@ enum GitCredentialCommand {
             return .ok
         }
         let manager = try inv.accounts()
-        let credential = try inv.runAsync { try await manager.freshCredential(slot: slot) }
+        let credential = try inv.freshCredential(manager, slot: slot)
         let token = credential.tokens.accessToken
         guard !token.isEmpty, !token.contains(where: { $0.isNewline || $0 == "\0" }) else {
             throw StoreError.corrupt(source: "slot \(slot.name)", detail: "the access token cannot be passed to git")

@@ -127,7 +127,7 @@ enum IntegrationCommands {
         let document = try inv.registry.load()
         let (slot, record, _) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
         let manager = try inv.accounts()
-        let credential = try inv.runAsync { try await manager.freshCredential(slot: slot) }
+        let credential = try inv.freshCredential(manager, slot: slot)
         let variables = Environment.variables(slot: slot, credential: credential, provider: manager.config.providers[record.provider])
         let shell = inv.args.value("shell") ?? "bash"
         switch shell {
@@ -154,7 +154,7 @@ enum IntegrationCommands {
         let document = try inv.registry.load()
         let (slot, record, _) = try inv.targetSlot(positional: nil, in: document)
         let manager = try inv.accounts()
-        let credential = try inv.runAsync { try await manager.freshCredential(slot: slot) }
+        let credential = try inv.freshCredential(manager, slot: slot)
         let provider = manager.config.providers[record.provider]
         var environment = inv.context.environment
         for (k, v) in Environment.variables(slot: slot, credential: credential, provider: provider) { environment[k] = v }

@@ -14,7 +14,7 @@ enum StoreCommands {
         let document = try inv.registry.load()
         let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
         let manager = try inv.accounts()
-        let credential = try inv.runAsync { try await manager.freshCredential(slot: slot) }
+        let credential = try inv.freshCredential(manager, slot: slot)
         inv.emit(JSONValue.object(["slot": .string(slot.name), "access_token": .string(credential.tokens.accessToken),
                                    "expires_at": .date(credential.tokens.expiresAt)]).droppingNulls) {
             inv.stdout.line(credential.tokens.accessToken)
