@@ -10,11 +10,23 @@ public enum RFC3339 {
         var rem = total % 86_400
         if rem < 0 { rem += 86_400; days -= 1 }
         let (y, m, d) = civil(fromDays: days)
-        func pad(_ v: Int64, _ width: Int) -> String {
-            let s = String(v)
-            return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+        guard (0...9999).contains(y) else {
+            func pad(_ v: Int64, _ width: Int) -> String {
+                let s = String(v)
+                return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+            }
+            return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rem / 3600, 2)):\(pad(rem % 3600 / 60, 2)):\(pad(rem % 60, 2))Z"
         }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rem / 3600, 2)):\(pad(rem % 3600 / 60, 2)):\(pad(rem % 60, 2))Z"
+        // Fixed width: written byte by byte (string interpolation cost most of a registry write).
+        var bytes = [UInt8](repeating: 0, count: 20)
+        func put(_ v: Int64, at i: Int, width: Int) {
+            var v = v
+            for k in stride(from: i + width - 1, through: i, by: -1) { bytes[k] = 0x30 + UInt8(v % 10); v /= 10 }
+        }
+        put(y, at: 0, width: 4); bytes[4] = 0x2d; put(m, at: 5, width: 2); bytes[7] = 0x2d; put(d, at: 8, width: 2)
+        bytes[10] = 0x54; put(rem / 3600, at: 11, width: 2); bytes[13] = 0x3a; put(rem % 3600 / 60, at: 14, width: 2)
+        bytes[16] = 0x3a; put(rem % 60, at: 17, width: 2); bytes[19] = 0x5a
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     public static func date(from string: String) -> Date? {

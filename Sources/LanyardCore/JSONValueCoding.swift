@@ -62,6 +62,12 @@ extension JSONValue {
 
     private static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(0x22)
+        // Most strings need no escaping: copy them whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c }) {
+            out.append(contentsOf: s.utf8)
+            out.append(0x22)
+            return
+        }
         for b in s.utf8 {
             switch b {
             case 0x22: out.append(0x5c); out.append(0x22)
