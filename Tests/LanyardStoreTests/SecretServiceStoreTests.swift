@@ -74,7 +74,7 @@ struct SecretServiceStoreTests {
         #expect(item["label"] == "Lanyard: \(slot) (alice@example.com)")
         // `secret-tool lookup xdg:schema dev.lanyard.Credential slot <slot>` prints the JSON document.
         let printed = try #require(try SecretTool.lookup(slot: slot))
-        #expect(printed == (try credential.jsonData()))
+        #expect(printed == credential.jsonData())
         #expect(try Credential.decode(printed, source: "secret-tool") == credential)
     }
 
@@ -86,7 +86,7 @@ struct SecretServiceStoreTests {
         try store.put(sampleCredential("old", accountID: "acct-h"), for: slot)
 
         let replacement = sampleCredential("new", accountID: "acct-h")
-        try SecretTool.store(slot: slot, provider: "openai", accountID: "acct-h", secret: try replacement.jsonData())
+        try SecretTool.store(slot: slot, provider: "openai", accountID: "acct-h", secret: replacement.jsonData())
 
         #expect(try store.get(slot) == replacement)
         #expect(try SecretTool.search(slot: slot).count == 1)
@@ -121,7 +121,7 @@ struct SecretServiceStoreTests {
         defer { try? store.delete(slot) }
         try store.put(sampleCredential("one", accountID: "acct-1"), for: slot)
         // Different attributes, so gnome-keyring keeps both items.
-        try SecretTool.store(slot: slot, provider: "other", accountID: "acct-2", secret: try sampleCredential("two").jsonData())
+        try SecretTool.store(slot: slot, provider: "other", accountID: "acct-2", secret: sampleCredential("two").jsonData())
         #expect(try SecretTool.search(slot: slot).count == 2)
         #expect(try store.list().filter { $0 == slot }.count == 1)
 
