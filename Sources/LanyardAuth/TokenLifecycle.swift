@@ -48,10 +48,7 @@ extension AccountManager {
             // starting workers of their own.
             let lock = try await SlotLock.acquire(slot: slot, paths: paths)
             let current = try read(slot, store)
-            let rotated = current.tokens.refreshToken != before.tokens.refreshToken || current.tokens.accessToken != before.tokens.accessToken
-            if (rotated || !force) && !refreshRule.needsRefresh(current, now: clock.now()) && !RecoveryFile(paths: paths, slot: slot).exists {
-                return current
-            }
+            if !stillDue(current, before: before, force: force) && !RecoveryFile(paths: paths, slot: slot).exists { return current }
             try await refreshRunner(slot, force, lock)
             withExtendedLifetime(lock) {}
             return try read(slot, store)
@@ -87,6 +84,14 @@ extension AccountManager {
         return (record, store, credential, due)
     }
 
+    /// Under the slot's lock, with the store re-read as `current`: whether the refresh asked for
+    /// when it held `before` is still to be made. A rotation another process made while we waited
+    /// for the lock is adopted (even when forced) unless it is itself due.
+    func stillDue(_ current: Credential, before: Credential, force: Bool) -> Bool {
+        let rotated = current.tokens.refreshToken != before.tokens.refreshToken || current.tokens.accessToken != before.tokens.accessToken
+        return refreshRule.needsRefresh(current, now: clock.now()) || (force && !rotated)
+    }
+
     func refreshUnderLock(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential) async throws -> Credential {
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
@@ -97,12 +102,7 @@ extension AccountManager {
             recovery.remove()
         }
         let current = try read(slot, store)
-        if current.tokens.refreshToken != before.tokens.refreshToken || current.tokens.accessToken != before.tokens.accessToken {
-            // Another process refreshed while we waited for the lock.
-            if !refreshRule.needsRefresh(current, now: clock.now()) { return current }
-        } else if !force && !refreshRule.needsRefresh(current, now: clock.now()) {
-            return current
-        }
+        if !stillDue(current, before: before, force: force) { return current }
         guard let refreshToken = current.tokens.refreshToken, !refreshToken.isEmpty else {
             try markReauthentication(slot, code: "missing_refresh_token")
             throw ClientError.missingRefreshToken(slot: slot.name)
