@@ -110,9 +110,12 @@ public enum StoreOpeners {
                                       collection: config.keyringCollection)
         case .file:
             let store = EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds)
-            let reader = PassphraseReader(environment: processEnvironment())
+            // The two variables only: this runs at every store open, and the whole environment is not needed.
+            var variables: [String: String] = [:]
+            for name in ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"] { variables[name] = getenv(name).map { String(cString: $0) } }
+            let reader = PassphraseReader(environment: variables)
             if reader.hasUnattendedSource {
-                store.passphraseSource = { try reader.unattended(prompt: "Passphrase for the Lanyard file store: ") }
+                store.passphraseSource = { try reader.read(prompt: "Passphrase for the Lanyard file store: ") }
             }
             return store
         }

@@ -24,13 +24,8 @@ struct PassphraseReader {
         return first
     }
 
-    /// The passphrase from LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS, or nil when neither is set
-    /// (never asks on the terminal: for commands that open a locked store on their own).
-    func unattended(prompt: String) throws -> String? {
-        hasUnattendedSource ? try read(prompt: prompt) : nil
-    }
-
-    /// Whether LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS is set.
+    /// Whether LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS is set, so `read` never asks on the
+    /// terminal (commands may then open a locked store on their own).
     var hasUnattendedSource: Bool {
         ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"].contains { environment[$0].map { !$0.isEmpty } == true }
     }

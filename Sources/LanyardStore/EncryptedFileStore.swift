@@ -23,7 +23,7 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
     /// Where a passphrase comes from without asking (LANYARD_PASSPHRASE_FILE, LANYARD_ASKPASS); nil
     /// when nothing is configured. A locked store opens with it (and is cached when the kernel keyring works), so
     /// unattended hosts and containers without a kernel keyring can use a passphrase-protected store.
-    public var passphraseSource: (@Sendable () throws -> String?)?
+    public var passphraseSource: (@Sendable () throws -> String)?
 
     public init(paths: Paths, unlockCacheSeconds: TimeInterval = 900) {
         directory = paths.dataDirectory
@@ -31,6 +31,14 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
     }
 
     var cacheName: String { "lanyard:file-store:" + storePath }
+
+    /// No store at this path yet.
+    static let notSetUp = StoreError.unavailable(backend: backendName, hint: "no file store here; create one with `lanyard store init`")
+
+    /// Keeps the unlocked identity in the kernel keyring for `unlockCacheSeconds`.
+    func cache(_ identity: X25519Identity) throws(StoreError) {
+        try KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+    }
 
     /// Why unlocked identities cannot be cached here (no kernel keyring), or nil when they can.
     public static var cacheUnavailableReason: String? { KernelKeyring.unavailableReason() }
@@ -79,7 +87,7 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
             throw error
         }
         guard passphrase != nil else { return true }
-        return (try? KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)) != nil
+        return (try? cache(identity)) != nil
     }
 
     /// Checks `passphrase` against the protected identity and caches the unlocked identity.
@@ -87,16 +95,16 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
     public func unlock(passphrase: String) throws {
         guard try SecureFiles.checkFile(protectedIdentityPath) else {
             if try SecureFiles.checkFile(plainIdentityPath) { return }  // nothing to unlock
-            throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
+            throw Self.notSetUp
         }
         let identity = try openProtectedIdentity(passphrase: passphrase)
-        try KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+        try cache(identity)
     }
 
     /// Decrypts identity.age with `passphrase` (one scrypt).
     func openProtectedIdentity(passphrase: String) throws -> X25519Identity {
         guard let sealed = try SecureFiles.read(protectedIdentityPath) else {
-            throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
+            throw Self.notSetUp
         }
         let identityText: Data
         do { identityText = try Age.decrypt(sealed, with: [try ScryptIdentity(passphrase: passphrase)]) } catch .incorrectPassphrase {
@@ -115,12 +123,12 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
     func identity() throws -> X25519Identity {
         if let plain = try SecureFiles.read(plainIdentityPath) { return try parseIdentity(plain, source: plainIdentityPath) }
         guard try SecureFiles.checkFile(protectedIdentityPath) else {
-            throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
+            throw Self.notSetUp
         }
         guard var cached = KernelKeyring.load(name: cacheName) else {
-            if let passphrase = try passphraseSource?() {
-                let identity = try openProtectedIdentity(passphrase: passphrase)
-                try? KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+            if let passphraseSource {
+                let identity = try openProtectedIdentity(passphrase: try passphraseSource())
+                try? cache(identity)
                 return identity
             }
             if let reason = KernelKeyring.unavailableReason() {
@@ -149,7 +157,7 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
 
     func read(identity: X25519Identity) throws -> StoreDocument {
         guard let sealed = try SecureFiles.read(storePath) else {
-            throw StoreError.unavailable(backend: Self.backendName, hint: "no file store here; create one with `lanyard store init`")
+            throw Self.notSetUp
         }
         let plain: Data
         do { plain = try Age.decrypt(sealed, with: [identity]) } catch {
