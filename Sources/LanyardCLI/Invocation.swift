@@ -77,19 +77,23 @@ public final class Invocation: @unchecked Sendable {
             do { box.result = .success(try await work()) } catch { box.result = .failure(error) }
             done.signal()
         }
-        var sources: [DispatchSourceSignal] = []
-        if context.handlesSignals {
-            for sig in [SIGINT, SIGTERM] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { task.cancel() }
-                source.resume()
-                sources.append(source)
-            }
-        }
+        let sources = onInterrupt { task.cancel() }
         done.wait()
         for source in sources { source.cancel() }
         return try box.result!.get()
+    }
+
+    /// With signal handling on, runs `handler` on Ctrl-C (SIGINT) or SIGTERM instead of their
+    /// default action, until the returned sources are cancelled.
+    func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> [DispatchSourceSignal] {
+        guard context.handlesSignals else { return [] }
+        return [SIGINT, SIGTERM].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
     }
 
     /// The slot this command acts on by the documented precedence, or nil when no rule names one.

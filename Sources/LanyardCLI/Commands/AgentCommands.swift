@@ -50,16 +50,7 @@ enum AgentCommands {
         if once {
             return try agent.runOnce() == 0 ? .ok : .network
         }
-        var sources: [DispatchSourceSignal] = []
-        if inv.context.handlesSignals {
-            for sig in [SIGINT, SIGTERM] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { agent.stop() }
-                source.resume()
-                sources.append(source)
-            }
-        }
+        let sources = inv.onInterrupt { agent.stop() }
         defer { sources.forEach { $0.cancel() } }
         stderr.line("lanyard agent: started (pid \(getpid()))")
         try agent.run()
