@@ -20,7 +20,7 @@ enum Completion {
         var out: [String] = []
         for spec in visible {
             for flag in spec.allFlags where flag.value != nil {
-                for spelling in ["--" + flag.name] + (flag.short.map { ["-\($0)"] } ?? []) where seen.insert(spelling).inserted {
+                for spelling in flag.spellings where seen.insert(spelling).inserted {
                     out.append(spelling)
                 }
             }
@@ -60,8 +60,7 @@ enum Completion {
         """
         for spec in visible {
             for flag in spec.allFlags where flag.value != nil {
-                let spellings = ["--" + flag.name] + (flag.short.map { ["-\($0)"] } ?? [])
-                let pattern = spellings.map { "\"\(spec.name) \($0)\"" }.joined(separator: "|")
+                let pattern = flag.spellings.map { "\"\(spec.name) \($0)\"" }.joined(separator: "|")
                 out += "                \(pattern)) kind=\(bashKind(flag.valueKind)) ;;\n"
             }
         }
@@ -76,7 +75,7 @@ enum Completion {
             out += "                \(spec.name)) words=\"\(flagWords(spec))\" ;;\n"
         }
         out += """
-                        *) words="\(globalFlags.flatMap(spellings).joined(separator: " ")) --version" ;;
+                        *) words="\(globalFlags.flatMap(\.spellings).joined(separator: " ")) --version" ;;
                     esac
                     COMPREPLY=( $(compgen -W "$words" -- "$cur") )
                     return
@@ -126,12 +125,8 @@ enum Completion {
         }
     }
 
-    private static func spellings(_ flag: FlagSpec) -> [String] {
-        ["--" + flag.name] + (flag.short.map { ["-\($0)"] } ?? [])
-    }
-
     private static func flagWords(_ spec: CommandSpec) -> String {
-        spec.allFlags.flatMap(spellings).joined(separator: " ")
+        spec.allFlags.flatMap(\.spellings).joined(separator: " ")
     }
 
     private static func visibleNames() -> String { visible.map(\.name).joined(separator: " ") }
@@ -304,6 +299,11 @@ enum Completion {
     }
 
     private static func fishQuote(_ s: String) -> String { "'" + s.replacingAll(["\\": "\\\\", "'": "\\'"]) + "'" }
+}
+
+extension FlagSpec {
+    /// How the flag is written: `--name`, and `-x` when it has a short form.
+    var spellings: [String] { ["--" + name] + (short.map { ["-\($0)"] } ?? []) }
 }
 
 extension String {

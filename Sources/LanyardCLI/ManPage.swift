@@ -56,7 +56,7 @@ enum ManPage {
         for entry in Lanyard.files { out += ".TP\n.I \(escape(entry.name))\n\(text(entry.meaning))\n" }
         out += ".PP\n" + text("Folders Lanyard creates are 0700 and its files 0600; it refuses a data path that is a symbolic link or owned by another user.") + "\n"
         out += ".SH EXIT STATUS\n"
-        for (status, meaning) in Lanyard.exitStatuses { out += ".TP\n.B \(status.rawValue)\n\(text(meaning))\n" }
+        for status in ExitStatus.allCases { out += ".TP\n.B \(status.rawValue)\n\(text(status.meaning))\n" }
         out += """
         .SH SEE ALSO
         .BR secret\\-tool (1),

@@ -1,7 +1,8 @@
 import LanyardCore
 
 /// The reference facts help and the man page print besides the command table: environment
-/// variables, files and exit statuses. docs/cli.md carries the same tables (a test compares them).
+/// variables, files, and what each exit status means. docs/cli.md carries the same tables (a test
+/// compares them).
 extension Lanyard {
     /// A name and what it means, as help and the man page list them.
     public struct ReferenceEntry: Sendable {
@@ -34,9 +35,6 @@ extension Lanyard {
         .init(name: "$XDG_RUNTIME_DIR/lanyard/exec/", meaning: "private per-process folders of `lanyard exec` (CODEX_HOME), removed when the command exits"),
         .init(name: ".lanyard", meaning: "a pin: the slot name on its first non-comment line, found in the working directory or a parent"),
     ]
-
-    /// What each exit status means.
-    public static let exitStatuses: [(status: ExitStatus, meaning: String)] = ExitStatus.allCases.map { ($0, $0.meaning) }
 }
 
 extension ExitStatus {

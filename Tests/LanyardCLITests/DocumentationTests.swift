@@ -1,4 +1,5 @@
 import Foundation
+import LanyardTestSupport
 import Testing
 @testable import LanyardCLI
 @testable import LanyardCore
@@ -27,6 +28,24 @@ import Testing
                 #expect(surface[command] == flags, "\(name): flags of `\(command)` differ from --help: \(surface[command]?.sorted() ?? []) vs \(flags.sorted())")
             }
         }
+    }
+
+    /// The completion scripts skip flag values with one list for every command, which is right
+    /// only while each spelling takes a value everywhere or nowhere.
+    @Test func eachFlagSpellingTakesAValueEverywhereOrNowhere() {
+        var takesValue: [String: (Bool, String)] = [:]
+        for spec in Lanyard.commands where !spec.hidden {
+            for flag in spec.allFlags {
+                for spelling in flag.spellings {
+                    if let (seen, first) = takesValue[spelling] {
+                        #expect(seen == (flag.value != nil), "\(spelling) takes a value in `\(first)` but not in `\(spec.name)`, or the reverse")
+                    } else {
+                        takesValue[spelling] = (flag.value != nil, spec.name)
+                    }
+                }
+            }
+        }
+        #expect(Set(Completion.valueFlagSpellings) == Set(takesValue.filter { $0.value.0 }.keys))
     }
 
     @Test func completionsOfferSlotNamesFromTheRegistry() throws {
@@ -73,7 +92,7 @@ import Testing
     }
 
     @Test func cliReferenceDocumentsEveryEnvironmentVariableAndExitStatus() throws {
-        let cli = try String(contentsOfFile: repositoryRoot() + "/docs/cli.md", encoding: .utf8)
+        let cli = try String(contentsOfFile: repositoryRoot.path + "/docs/cli.md", encoding: .utf8)
         let missingVariables = Lanyard.environment.map(\.name).filter { !cli.contains("| `\($0)` |") }
         #expect(missingVariables.isEmpty, "docs/cli.md does not document \(missingVariables)")
         let missingStatuses = ExitStatus.allCases.filter { !cli.contains("| \($0.rawValue) | \($0.meaning) |") }.map(\.rawValue)
@@ -88,7 +107,7 @@ import Testing
         for file in try documentationFiles() {
             let text = try String(contentsOfFile: file, encoding: .utf8)
             for (line, example) in DocExamples.extract(from: text) {
-                let where_ = "\(file.replacingOccurrences(of: repositoryRoot() + "/", with: "")):\(line): lanyard \(example.joined(separator: " "))"
+                let where_ = "\(file.replacingOccurrences(of: repositoryRoot.path + "/", with: "")):\(line): lanyard \(example.joined(separator: " "))"
                 if let problem = DocExamples.check(example) { failures.append("\(where_): \(problem)") } else { checked += 1 }
             }
         }
@@ -110,7 +129,7 @@ import Testing
     }
 
     @Test func configurationExampleInTheCLIReferenceLoadsCleanly() throws {
-        let cli = try String(contentsOfFile: repositoryRoot() + "/docs/cli.md", encoding: .utf8)
+        let cli = try String(contentsOfFile: repositoryRoot.path + "/docs/cli.md", encoding: .utf8)
         let example = try #require(cli.components(separatedBy: "```ini\n").dropFirst().first?.components(separatedBy: "```").first)
         let h = CLIHarness()
         try FileManager.default.createDirectory(atPath: h.root + "/config/lanyard", withIntermediateDirectories: true)
@@ -235,21 +254,12 @@ import Testing
         return path
     }
 
-    /// Runs a program (found by /usr/bin/env) and returns stdout+stderr; fails on a non-zero exit.
+    /// Runs a program (found by /usr/bin/env) and returns stdout then stderr; fails on a non-zero exit.
     private func runShell(_ argv: [String], environment: [String: String], allowFailure: Bool = false) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = argv
-        process.environment = environment.isEmpty ? ["PATH": "/usr/bin:/bin"] : environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let out = String(decoding: data, as: UTF8.self)
+        let (status, stdout, stderr) = try runProcess("/usr/bin/env", argv, environment: environment.isEmpty ? ["PATH": "/usr/bin:/bin"] : environment)
+        let out = stdout + stderr
         if !allowFailure {
-            try #require(process.terminationStatus == 0, "\(argv[0]) exited \(process.terminationStatus): \(out)")
+            try #require(status == 0, "\(argv[0]) exited \(status): \(out)")
         }
         return out
     }
@@ -264,18 +274,12 @@ import Testing
     private func binDirectory() -> String { (lanyardBinary() as NSString).deletingLastPathComponent }
 
     private func documentationFiles() throws -> [String] {
-        let root = repositoryRoot()
+        let root = repositoryRoot.path
         let docs = try FileManager.default.contentsOfDirectory(atPath: root + "/docs").filter { $0.hasSuffix(".md") }.sorted()
         let packaging = ["Packaging/debian/README.md", "Tests/Fixtures/oauth/README.md"].map { root + "/" + $0 }
             .filter { FileManager.default.fileExists(atPath: $0) }
         return [root + "/README.md"] + docs.map { root + "/docs/" + $0 } + packaging
     }
-}
-
-func repositoryRoot() -> String {
-    var url = URL(fileURLWithPath: #filePath)
-    while url.lastPathComponent != "Tests" { url.deleteLastPathComponent() }
-    return url.deletingLastPathComponent().path
 }
 
 /// Finds `lanyard …` command lines in Markdown (shell code blocks and inline code) and checks them
