@@ -9,34 +9,6 @@ import LanyardTestSupport
 // Shared pieces of the sign-in tests: virtual time, event recording, a private Lanyard home with
 // real stores, and providers pointed at the OAuth test servers.
 
-/// A ``Sleeper`` that does not wait: it records each requested wait, advances a virtual clock by it
-/// and runs a per-call hook (1-based call number), which is how tests script the server "while the
-/// user thinks" (approve on the 3rd wait, deny, expire…) deterministically.
-final class TestSleeper: Sleeper, @unchecked Sendable {
-    typealias Hook = @Sendable (_ call: Int) async throws -> Void
-    private let lock = NSLock()
-    private var waits: [TimeInterval] = []
-    let clock: ManualClock?
-    let hook: Hook?
-
-    init(clock: ManualClock? = nil, hook: Hook? = nil) {
-        self.clock = clock
-        self.hook = hook
-    }
-
-    /// Every wait asked for, in order.
-    var requested: [TimeInterval] { lock.withLock { waits } }
-
-    func sleep(seconds: TimeInterval) async throws {
-        let call = lock.withLock { waits.append(seconds); return waits.count }
-        try Task.checkCancellation()
-        clock?.advance(by: seconds)
-        try await hook?(call)
-        await Task.yield()
-        try Task.checkCancellation()
-    }
-}
-
 /// A one-shot signal a test awaits (set from a sleeper hook or an event handler).
 final class Signal: @unchecked Sendable {
     private let lock = NSLock()

@@ -1,4 +1,5 @@
 import Foundation
+import LanyardTestSupport
 import Testing
 @testable import LanyardCLI
 @testable import LanyardCore
@@ -9,21 +10,7 @@ import Testing
     /// Runs a program; returns status, stdout and stderr.
     @discardableResult
     func sh(_ command: String, stdin: String? = nil) throws -> (Int32, String, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", command]
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = stdin == nil ? FileHandle.nullDevice : input
-        try p.run()
-        if let stdin {
-            input.fileHandleForWriting.write(Data(stdin.utf8))
-            try input.fileHandleForWriting.close()
-        }
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        try runProcess("/bin/sh", ["-c", command], stdin: stdin.map { Data($0.utf8) })
     }
 
     /// An age identity from stock `age-keygen`: (identity file, public key).

@@ -4,6 +4,7 @@ import Testing
 import LanyardCLI
 import LanyardCore
 import LanyardStore
+import LanyardTestSupport
 
 /// An in-memory credential store for unit tests of command logic (backends have their own tests
 /// against real services).
@@ -125,9 +126,7 @@ final class CLIHarness: @unchecked Sendable {
 /// The built `lanyard` binary, for tests that need real separate processes.
 func lanyardBinary() -> String {
     if let env = ProcessInfo.processInfo.environment["LANYARD_BIN"], !env.isEmpty { return env }
-    var url = URL(fileURLWithPath: #filePath)
-    while url.lastPathComponent != "Tests" { url.deleteLastPathComponent() }
-    return url.deletingLastPathComponent().appendingPathComponent(".build/debug/lanyard").path
+    return repositoryRoot.appendingPathComponent(".build/debug/lanyard").path
 }
 
 /// Fails (never skips) when the private test keyring from scripts/with-keyring.sh is not there.

@@ -35,7 +35,7 @@ extension LazyLibsecretTests {
     /// GLib's headers); compiled here against libsecret's own headers, every prototype must match
     /// and every constant must have libsecret's value.
     @Test func declaredLibsecretAPIMatchesLibsecretsHeaders() throws {
-        let header = repositoryRoot() + "/Sources/CLibsecret/lanyard-secret.h"
+        let header = repositoryRoot.path + "/Sources/CLibsecret/lanyard-secret.h"
         let text = try String(contentsOfFile: header, encoding: .utf8)
         let regex = try NSRegularExpression(pattern: #"^\s*(SECRET_[A-Z_]+) = ([^,\n]+),"#, options: .anchorsMatchLines)
         let constants = regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).map { match in
@@ -48,15 +48,9 @@ extension LazyLibsecretTests {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try check.write(toFile: dir + "/check.c", atomically: true, encoding: .utf8)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", "clang -fsyntax-only -Werror $(pkg-config --cflags libsecret-1) \"$0\" 2>&1", dir + "/check.c"]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let diagnostics = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "lanyard-secret.h does not match libsecret: \(diagnostics)")
+        let (status, _, diagnostics) = try runProcess("/bin/sh", ["-c", "clang -fsyntax-only -Werror $(pkg-config --cflags libsecret-1) \"$0\"",
+                                                                 dir + "/check.c"])
+        #expect(status == 0, "lanyard-secret.h does not match libsecret: \(diagnostics)")
     }
 
     /// The libraries the dynamic loader opened for `lanyard COMMAND REST`.

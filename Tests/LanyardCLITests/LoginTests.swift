@@ -11,30 +11,6 @@ import LanyardTestSupport
 // CLIHarness (real file store, virtual time), and as real processes for SIGINT and the backend
 // fallback.
 
-/// A sleeper for in-process runs: no real waiting; advances the harness's clock and runs a hook
-/// per call (1-based).
-final class LoginSleeper: Sleeper, @unchecked Sendable {
-    private let lock = NSLock()
-    private var waits: [TimeInterval] = []
-    let clock: ManualClock
-    let hook: @Sendable (Int) async throws -> Void
-
-    init(clock: ManualClock, hook: @escaping @Sendable (Int) async throws -> Void = { _ in }) {
-        self.clock = clock
-        self.hook = hook
-    }
-
-    var requested: [TimeInterval] { lock.withLock { waits } }
-
-    func sleep(seconds: TimeInterval) async throws {
-        let call = lock.withLock { waits.append(seconds); return waits.count }
-        try Task.checkCancellation()
-        clock.advance(by: seconds)
-        try await hook(call)
-        await Task.yield()
-    }
-}
-
 extension CLIHarness {
     /// Runs `lanyard args` in-process with `sleeper`, on a thread of its own: `login` blocks its
     /// thread while the sign-in task runs, which must not starve the cooperative pool.
@@ -55,7 +31,7 @@ extension CLIHarness {
     }
 
     /// Runs `lanyard args` in-process off the cooperative pool (for commands that run async work).
-    func runDetached(_ args: String...) async -> Result { await run(args, sleeper: LoginSleeper(clock: clock)) }
+    func runDetached(_ args: String...) async -> Result { await run(args, sleeper: TestSleeper(clock: clock)) }
 
     /// Writes config.ini.
     func writeConfig(_ text: String) throws {
@@ -115,16 +91,16 @@ struct LoginRig {
     }
 
     /// A sleeper that approves on its `call`th wait (as `fields`' account) at `server`.
-    func approving(at call: Int = 1, on server: OAuthTestServer? = nil, _ fields: [String: Any] = [:]) -> LoginSleeper {
+    func approving(at call: Int = 1, on server: OAuthTestServer? = nil, _ fields: [String: Any] = [:]) -> TestSleeper {
         let server = server ?? emulator
         nonisolated(unsafe) let fields = fields  // JSON values only, read once
-        return LoginSleeper(clock: h.clock) { n in if n == call { try await server.hook("/_test/approve", fields) } }
+        return TestSleeper(clock: h.clock) { n in if n == call { try await server.hook("/_test/approve", fields) } }
     }
 
     /// A sleeper that runs `path` (deny, expire…) on its `call`th wait.
-    func hooking(_ path: String, at call: Int = 1, on server: OAuthTestServer? = nil) -> LoginSleeper {
+    func hooking(_ path: String, at call: Int = 1, on server: OAuthTestServer? = nil) -> TestSleeper {
         let server = server ?? emulator
-        return LoginSleeper(clock: h.clock) { n in if n == call { try await server.hook(path) } }
+        return TestSleeper(clock: h.clock) { n in if n == call { try await server.hook(path) } }
     }
 }
 
@@ -218,22 +194,22 @@ struct LoginRig {
         let before = h.storedBytes()
         let old = try h.fileStore.get(try Slot("work"))
 
-        let sleeper: LoginSleeper
+        let sleeper: TestSleeper
         switch failure.name {
         case "deny": sleeper = rig.hooking("/_test/deny", at: 2)
         case "expire": sleeper = rig.hooking("/_test/expire", at: 2)
         case "usercode 500":
             try await rig.emulator.hook("/_test/fault", ["endpoint": "usercode", "type": "status", "status": 500])
-            sleeper = LoginSleeper(clock: h.clock)
+            sleeper = TestSleeper(clock: h.clock)
         case "poll reset":
             try await rig.emulator.hook("/_test/fault", ["endpoint": "deviceauth_token", "type": "reset"])
-            sleeper = LoginSleeper(clock: h.clock)
+            sleeper = TestSleeper(clock: h.clock)
         case "exchange 401":
             try await rig.emulator.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": 401,
                                                          "body": ["error": "invalid_client"]])
             sleeper = rig.approving()
         default:  // cancel: the wait is interrupted as Ctrl-C interrupts it
-            sleeper = LoginSleeper(clock: h.clock) { n in if n == 2 { throw CancellationError() } }
+            sleeper = TestSleeper(clock: h.clock) { n in if n == 2 { throw CancellationError() } }
         }
         let r = await h.run(["login", "work"] + (json ? ["--json"] : []), sleeper: sleeper)
         #expect(r.status == failure.status, "\(r.stdout)\(r.stderr)")
@@ -272,7 +248,7 @@ struct LoginRig {
         let h = CLIHarness()
         h.realStores = true
         try h.writeConfig(LoginRig.config(emulator: emulator, device: nil, backend: "file"))
-        let sleeper = LoginSleeper(clock: h.clock) { n in if n == 1 { try await emulator.hook("/_test/approve") } }
+        let sleeper = TestSleeper(clock: h.clock) { n in if n == 1 { try await emulator.hook("/_test/approve") } }
 
         let missing = await h.run(["login", "work", "--json"], sleeper: sleeper)
         #expect(missing.status == 5)
@@ -300,7 +276,7 @@ struct LoginRig {
         let h = CLIHarness()
         h.store.reportsLocked = true
         try h.writeConfig(LoginRig.config(emulator: emulator, device: nil, backend: "secret-service"))
-        let sleeper = LoginSleeper(clock: h.clock) { n in if n == 1 { try await emulator.hook("/_test/approve") } }
+        let sleeper = TestSleeper(clock: h.clock) { n in if n == 1 { try await emulator.hook("/_test/approve") } }
         let locked = await h.run(["login", "work"], sleeper: sleeper)
         #expect(locked.status == 5)
         #expect(locked.stderr.contains("unlock the keyring collection first"), "\(locked.stderr)")
@@ -333,7 +309,7 @@ struct LoginRig {
         #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
         let slot = try Slot("lab")
         let credential = try h.fileStore.get(slot)
-        let r = await h.run(["logout", "lab", "--revoke"] + (json ? ["--json"] : []), sleeper: LoginSleeper(clock: h.clock))
+        let r = await h.run(["logout", "lab", "--revoke"] + (json ? ["--json"] : []), sleeper: TestSleeper(clock: h.clock))
         #expect(r.status == 0, "\(r.stderr)")
         if json {
             #expect(r.json["revoked"] as? Bool == true && r.json["state"] as? String == "signed-out")

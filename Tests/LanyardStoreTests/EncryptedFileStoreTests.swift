@@ -1,5 +1,6 @@
 import Age
 import Foundation
+import LanyardTestSupport
 import Testing
 @testable import LanyardCore
 @testable import LanyardStore

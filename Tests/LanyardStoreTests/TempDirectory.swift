@@ -1,4 +1,5 @@
 import Foundation
+import LanyardTestSupport
 import LanyardStore
 
 /// A private folder for one test, removed when the value is released.
@@ -34,24 +35,4 @@ func builtBinary(_ name: String) -> String {
     var url = URL(fileURLWithPath: #filePath)
     while url.lastPathComponent != "Tests" { url.deleteLastPathComponent() }
     return url.deletingLastPathComponent().appendingPathComponent(".build/debug/" + name).path
-}
-
-/// Runs a process to completion; returns its status and output.
-@discardableResult
-func runProcess(_ path: String, _ args: [String], environment: [String: String], stdin: Data? = nil) throws -> (Int32, String, String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = args
-    p.environment = environment
-    let out = Pipe(), err = Pipe(), input = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = input
-    try p.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try input.fileHandleForWriting.close()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
 }
