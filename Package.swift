@@ -32,17 +32,17 @@ let package = Package(
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "CLibsecret", "CLibsecretLoader"]),
-        .target(name: "LanyardNetwork", dependencies: ["LanyardAuth"]),
-        .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardNetwork"]),
+        .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth"]),
+        .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
-            "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
+            "LanyardCore", "Age", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
         ]),
         // `lanyard` starts fast without FoundationNetworking; commands that talk to a provider
         // continue in `lanyard-net` (installed in lib/lanyard/), the same CLI with HTTP.
         .executableTarget(name: "lanyard", dependencies: ["LanyardCLI"]),
         .executableTarget(name: "lanyard-net", dependencies: ["LanyardCLI", "LanyardNetwork"]),
         // The library example of docs/library.md, built with the package so it never rots.
-        .executableTarget(name: "lanyard-example", dependencies: ["LanyardKit", "LanyardCore"], path: "Examples/lanyard-example"),
+        .executableTarget(name: "lanyard-example", dependencies: ["LanyardKit"], path: "Examples/lanyard-example"),
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
         .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore"]),
 
@@ -51,9 +51,9 @@ let package = Package(
         .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
-        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardCore", "Age", "LanyardTestSupport"]),
         .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -131,11 +131,12 @@ public struct AccountManager: Sendable {
 
     /// Removes a slot's credential and marks it signed out; with `revoke`, first revokes the
     /// refresh token at the provider (which ends that session in every tool).
-    /// - Returns: whether a revocation happened.
+    /// - Returns: whether a revocation happened, and whether the slot was signed out already.
     @discardableResult
-    public func signOut(slot: Slot, revoke: Bool) async throws -> Bool {
+    public func signOut(slot: Slot, revoke: Bool) async throws -> SignOutOutcome {
         let document = try registry.load()
         guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        let wasSignedOut = record.state == .signedOut
         let store = try openStore(record.backend, false)
         var revoked = false
         if revoke, let credential = try? store.get(slot), let refresh = credential.tokens.refreshToken {
@@ -146,7 +147,7 @@ public struct AccountManager: Sendable {
             doc.slots[slot]?.state = .signedOut
             doc.slots[slot]?.lastErrorCode = nil
         }
-        return revoked
+        return SignOutOutcome(revoked: revoked, wasSignedOut: wasSignedOut)
     }
 }
 

@@ -1,8 +1,7 @@
 import Foundation
 import LanyardAuth
-import LanyardCore
-import LanyardStore
 import Observation
+import Synchronization
 
 /// Fine-grained progress through the device-code exchange.
 public enum DeviceLinkState: Hashable, Sendable {
@@ -18,51 +17,92 @@ public enum DeviceLinkState: Hashable, Sendable {
 /// or as an `AsyncStream` of states. Mirrors the Chappie auth session: `state`, `deviceLinkState`,
 /// `accountInfo`, `lastError`; `startDeviceCodeSignIn()`, `signOut()`, `refreshAuth()`. Tokens are
 /// never exposed here; use ``Client`` to make requests.
-@Observable
-public final class AuthSession: @unchecked Sendable {
-    public private(set) var state: AuthState = .signedOut
-    public private(set) var deviceLinkState: DeviceLinkState = .idle
-    public private(set) var accountInfo: AccountInfo?
-    public private(set) var lastError: AuthError?
-    /// The slot this session manages (nil until a sign-in names one).
-    public private(set) var slot: Slot?
+///
+/// Thread safety: every observed property lives in one `Mutex`, read and written only under it,
+/// so a session may be shared between tasks and threads (the compiler checks `Sendable`).
+/// Observation is wired by hand (not `@Observable`) so that each access goes through the lock.
+public final class AuthSession: Observable, Sendable {
+    /// The observed properties, guarded together.
+    private struct Observed: Sendable {
+        var state: AuthState = .signedOut
+        var deviceLinkState: DeviceLinkState = .idle
+        var accountInfo: AccountInfo?
+        var lastError: AuthError?
+        var slot: Slot?
+        var continuations: [UUID: AsyncStream<AuthState>.Continuation] = [:]
+    }
 
-    @ObservationIgnored private let manager: AccountManager
-    @ObservationIgnored private let provider: String
-    @ObservationIgnored private let lock = NSLock()
-    @ObservationIgnored private var continuations: [UUID: AsyncStream<AuthState>.Continuation] = [:]
+    private let observed: Mutex<Observed>
+    private let registrar = ObservationRegistrar()
+    private let manager: AccountManager
+    private let provider: String
+
+    /// The slot's sign-in state.
+    public var state: AuthState { read(\.state, as: \.state) }
+    /// Progress of a device-code sign-in under way.
+    public var deviceLinkState: DeviceLinkState { read(\.deviceLinkState, as: \.deviceLinkState) }
+    /// The signed-in account (email, plan, ids), from the registry: no secret.
+    public var accountInfo: AccountInfo? { read(\.accountInfo, as: \.accountInfo) }
+    /// Why the last sign-in or refresh failed.
+    public var lastError: AuthError? { read(\.lastError, as: \.lastError) }
+    /// The slot this session manages (nil until a sign-in names one).
+    public var slot: Slot? { read(\.slot, as: \.slot) }
 
     /// Reads the slot's state from the registry (nothing is unlocked).
     public init(configuration: Configuration = Configuration()) throws {
         let (manager, slot) = try configuration.resolve()
         self.manager = manager
         provider = configuration.provider
-        self.slot = slot
+        var initial = Observed(slot: slot)
         if let slot, let record = try manager.registry.load().slots[slot] {
-            state = record.state
-            accountInfo = record.account
+            initial.state = record.state
+            initial.accountInfo = record.account
         }
+        observed = Mutex(initial)
     }
 
     /// Every state from now on, starting with the current one.
     public var states: AsyncStream<AuthState> {
         AsyncStream { continuation in
             let id = UUID()
-            lock.withLock {
-                continuations[id] = continuation
-                continuation.yield(state)
+            observed.withLock {
+                $0.continuations[id] = continuation
+                continuation.yield($0.state)
             }
-            continuation.onTermination = { [weak self] _ in self?.lock.withLock { _ = self?.continuations.removeValue(forKey: id) } }
+            continuation.onTermination = { [weak self] _ in
+                self?.observed.withLock { _ = $0.continuations.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Reads a field under the lock, registering the access of its public property with Observation.
+    private func read<T: Sendable>(_ field: KeyPath<Observed, T> & Sendable, as property: KeyPath<AuthSession, T>) -> T {
+        registrar.access(self, keyPath: property)
+        return observed.withLock { $0[keyPath: field] }
+    }
+
+    /// Changes a field under the lock, telling Observation (and, for the state, `states`) when the
+    /// value is new.
+    private func set<T: Equatable>(_ field: WritableKeyPath<Observed, T>, _ value: T, as property: KeyPath<AuthSession, T>) {
+        guard observed.withLock({ $0[keyPath: field] != value }) else { return }
+        registrar.withMutation(of: self, keyPath: property) {
+            observed.withLock { $0[keyPath: field] = value }
+        }
+    }
+
+    private func setState(_ newState: AuthState) {
+        guard observed.withLock({ $0.state != newState }) else { return }
+        registrar.withMutation(of: self, keyPath: \.state) {
+            observed.withLock { fields in
+                fields.state = newState
+                for continuation in fields.continuations.values { continuation.yield(newState) }
+            }
         }
     }
 
     private func publish(_ newState: AuthState, link: DeviceLinkState? = nil) {
-        lock.withLock {
-            let changed = newState != state
-            if changed { state = newState }
-            if let link { deviceLinkState = link }
-            if changed { for continuation in continuations.values { continuation.yield(newState) } }
-        }
+        setState(newState)
+        if let link { set(\.deviceLinkState, link, as: \.deviceLinkState) }
     }
 
     /// Runs the device-code sign-in into this session's slot (by default named after the email).
@@ -70,7 +110,7 @@ public final class AuthSession: @unchecked Sendable {
     /// reauthenticationRequired and throws ``AuthError``; cancelling the task gives `cancelledSignIn`
     /// and leaves any stored credential as it was.
     public func startDeviceCodeSignIn() async throws {
-        lock.withLock { lastError = nil }
+        set(\.lastError, nil, as: \.lastError)
         publish(state, link: .requestingCode)
         do {
             let (slot, credential) = try await manager.signIn(slot: slot, providerID: provider) { [weak self] event in
@@ -86,13 +126,11 @@ public final class AuthSession: @unchecked Sendable {
                 default: break
                 }
             }
-            lock.withLock {
-                self.slot = slot
-                accountInfo = credential.account
-            }
+            set(\.slot, slot, as: \.slot)
+            set(\.accountInfo, credential.account, as: \.accountInfo)
             publish(.signedIn(expiresAt: credential.tokens.expiresAt), link: .completed)
         } catch let error as AuthError {
-            lock.withLock { lastError = error }
+            set(\.lastError, error, as: \.lastError)
             publish(state, link: .failed)
             throw error
         }
@@ -110,12 +148,12 @@ public final class AuthSession: @unchecked Sendable {
         guard let slot else { throw ClientError.missingCredential(slot: "(none)") }
         do {
             let credential = try await manager.freshCredential(slot: slot, force: true)
-            lock.withLock { accountInfo = credential.account }
+            set(\.accountInfo, credential.account, as: \.accountInfo)
             publish(.signedIn(expiresAt: credential.tokens.expiresAt))
         } catch let error as ClientError {
             switch error {
             case .reauthenticationRequired, .missingRefreshToken:
-                lock.withLock { lastError = .missingRefreshToken }
+                set(\.lastError, .missingRefreshToken, as: \.lastError)
                 publish(.reauthenticationRequired)
             default: break
             }

@@ -1,10 +1,6 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import LanyardAuth
-import LanyardCore
-import LanyardStore
+import LanyardNetwork
 
 /// Makes requests as one slot's account: a fresh bearer token (refreshed before expiry, one
 /// refresh per slot across processes), the `ChatGPT-Account-Id` header, one refresh and retry on
@@ -15,6 +11,8 @@ public final class Client: Sendable {
     /// The slot this client acts as.
     public let slot: Slot
 
+    /// A client for the slot `configuration` names (or resolves).
+    /// - Throws: `RegistryError.noActiveSlot` when no slot is named and none is active.
     public init(configuration: Configuration = Configuration()) throws {
         let (manager, slot) = try configuration.resolve()
         guard let slot else { throw RegistryError.noActiveSlot }
@@ -31,15 +29,14 @@ public final class Client: Sendable {
     public func usage() async throws -> UsageReport { try await manager.usage(slot: slot) }
 
     /// Sends `request` as the slot's account.
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await manager.authorizedSend(request, slot: slot)
+    }
+
+    /// Sends a Foundation `request` as the slot's account.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        guard let url = request.url else { throw ClientError.invalidResponse("the request has no URL") }
-        var headers: [String: String] = [:]
-        for (k, v) in request.allHTTPHeaderFields ?? [:] { headers[k] = v }
-        let response = try await manager.authorizedSend(
-            HTTPRequest(method: request.httpMethod ?? "GET", url: url, headers: headers, body: request.httpBody), slot: slot)
-        guard let http = HTTPURLResponse(url: url, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: response.headers) else {
-            throw ClientError.invalidResponse("could not build the HTTP response")
-        }
-        return (response.body, http)
+        let converted = try HTTPRequest(request)
+        let response = try await send(converted)
+        return (response.body, try response.urlResponse(for: converted.url))
     }
 }

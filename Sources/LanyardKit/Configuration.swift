@@ -1,7 +1,6 @@
 import Foundation
 import LanyardAuth
 import LanyardNetwork
-import LanyardCore
 import LanyardStore
 
 /// How an ``AuthSession`` or ``Client`` finds its slot, store and provider. One value serves both.
@@ -36,12 +35,19 @@ public struct Configuration: Sendable {
 
     /// The account manager and resolved slot this configuration describes.
     func resolve() throws -> (AccountManager, Slot?) {
+        let manager = try makeManager()
+        let resolution = try manager.resolveSlot(flag: slot, environment: environment, directory: workingDirectory)
+        return (manager, resolution?.slot)
+    }
+
+    /// The account manager for this configuration's config file, stores and transport.
+    func makeManager() throws -> AccountManager {
         let paths = Paths(environment: environment)
         var config = try ConfigFile.load(path: paths.configFile).config
         if let backoff { config.backoff = backoff }
         if let backend { config.backend = backend == .file ? .file : .secretService }
         let storeConfig = config
-        let manager = AccountManager(
+        return AccountManager(
             paths: paths, config: config,
             openStore: { kind, interactive in
                 switch kind {
@@ -53,9 +59,5 @@ public struct Configuration: Sendable {
                 }
             },
             transport: transport ?? URLSessionTransport(timeout: config.httpTimeout))
-        let active = try manager.registry.load().active
-        let resolution = try AccountResolution.resolve(flag: slot, environment: environment["LANYARD_ACCOUNT"],
-                                                       pinFile: PinFile.nearest(from: workingDirectory), active: active)
-        return (manager, resolution?.slot)
     }
 }

@@ -59,7 +59,7 @@ enum AuthCommands {
         let slots: [Slot]
         if inv.args.has("all") {
             guard inv.args.positionals.isEmpty else { throw UsageError(message: "give a SLOT or --all, not both", command: "refresh") }
-            slots = document.sortedSlots.filter { if case .signedIn = $0.record.state { return true }; return false }.map(\.slot)
+            slots = try manager.signedInSlots()
         } else {
             slots = [try inv.targetSlot(positional: inv.args.positionals.first, in: document).0]
         }
@@ -93,12 +93,11 @@ enum AuthCommands {
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         let manager = try inv.accounts()
         let revoke = inv.args.has("revoke")
-        let wasSignedOut = try inv.registry.load().slots[slot]?.state == .signedOut
-        let revoked = try inv.runAsync { try await manager.signOut(slot: slot, revoke: revoke) }
-        inv.emit(.object(["slot": .string(slot.name), "state": .string("signed-out"), "revoked": .bool(revoked)])) {
+        let outcome = try inv.runAsync { try await manager.signOut(slot: slot, revoke: revoke) }
+        inv.emit(.object(["slot": .string(slot.name), "state": .string("signed-out"), "revoked": .bool(outcome.revoked)])) {
             inv.stdout.line("Signed out of \(slot.name). `lanyard login \(slot.name)` signs it in again.")
-            if revoke && !revoked {
-                inv.stdout.line(wasSignedOut ? "The slot was already signed out; nothing was revoked."
+            if revoke && !outcome.revoked {
+                inv.stdout.line(outcome.wasSignedOut ? "The slot was already signed out; nothing was revoked."
                                              : "The provider has no revocation endpoint; nothing was revoked.")
             }
         }

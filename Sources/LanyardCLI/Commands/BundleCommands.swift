@@ -39,22 +39,8 @@ enum BundleCommands {
             recipients = []
         }
 
-        let document = try inv.registry.load()
         let named = try inv.args.positionals.map { try SlotCommands.parseSlot($0, inv) }
-        for slot in named where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot.name) }
-        var entries: [Slot: ExportBundle.Entry] = [:]
-        var skipped: [Slot] = []
-        for (slot, record) in document.sortedSlots where named.isEmpty || named.contains(slot) {
-            do {
-                let credential = try inv.store(record.backend, interactive: true).get(slot)
-                entries[slot] = ExportBundle.Entry(credential: credential, record: record)
-            } catch StoreError.notFound where named.isEmpty {
-                skipped.append(slot)
-            }
-        }
-        guard !entries.isEmpty else {
-            throw BundleError(code: "nothing_to_export", message: "no slot has a stored credential to export")
-        }
+        let (entries, skipped) = try inv.accounts().exportEntries(named: named)
         let sealRecipients: [any Recipient]
         if recipients.isEmpty {
             let passphrase = try PassphraseReader(environment: inv.context.environment)
@@ -143,37 +129,12 @@ enum BundleCommands {
                 return .cancelled
             }
         }
-        // Open every target store first, so an unusable backend stops the import before any write.
-        let manager = try inv.accounts()
-        let newBackend = incoming.keys.contains { document.slots[$0] == nil } ? manager.backendForNewSlot() : nil
-        var stores: [BackendKind: any CredentialStore] = [:]
-        for kind in Set(incoming.keys.map { document.slots[$0]?.backend ?? newBackend! }) {
-            let store = try inv.store(kind, interactive: true)
-            let health = store.health()
-            if !health.reachable || health.locked {
-                throw StoreError.unavailable(backend: kind.displayName, hint: health.problem ?? (health.locked ? "it is locked" : "it is not reachable"))
-            }
-            stores[kind] = store
-        }
-        let imported = try inv.registry.update { doc -> [(Slot, BackendKind, Bool)] in
-            var done: [(Slot, BackendKind, Bool)] = []
-            for (slot, entry) in incoming.sorted(by: { $0.key < $1.key }) {
-                let kind = doc.slots[slot]?.backend ?? document.slots[slot]?.backend ?? newBackend ?? manager.backendForNewSlot()
-                let store = try stores[kind] ?? inv.store(kind, interactive: true)
-                try store.put(entry.credential, for: slot)
-                var record = entry.record
-                record.backend = kind
-                let replaced = doc.slots[slot] != nil
-                doc.slots[slot] = record
-                done.append((slot, kind, replaced))
-            }
-            return done
-        }
+        let imported = try inv.accounts().importSlots(incoming)
         inv.emit(.object(["file": .string(path), "exported_at": .date(bundle.exportedAt), "slots": .array(imported.map {
-            .object(["slot": .string($0.0.name), "backend": .string($0.1.rawValue), "replaced": .bool($0.2)])
+            .object(["slot": .string($0.slot.name), "backend": .string($0.backend.rawValue), "replaced": .bool($0.replaced)])
         })])) {
-            for (slot, kind, replaced) in imported {
-                inv.stdout.line("\(replaced ? "Replaced" : "Imported") \(slot.name) (\(kind.displayName)).")
+            for item in imported {
+                inv.stdout.line("\(item.replaced ? "Replaced" : "Imported") \(item.slot.name) (\(item.backend.displayName)).")
             }
         }
         return .ok

@@ -4,65 +4,40 @@ import LanyardCore
 import LanyardIntegrations
 import LanyardStore
 
-/// `switch` keeping Codex's auth.json in step (`[integrations] codex = true`).
-enum CodexSwitch {
-    static func follow(_ inv: Invocation, from previous: Slot?, to slot: Slot) throws -> JSONValue {
-        let manager = try inv.accounts()
-        let sync = CodexSync(manager: manager)
-        let home = CodexHome(explicit: nil, environment: inv.context.environment)
-        let copiedBack = try inv.runAsync { () -> Bool in
-            guard let previous else { return false }
-            return try await sync.copyBack(from: home, into: previous)
-        }
-        _ = try inv.runAsync { try await sync.export(slot: slot, to: home) }
-        let running = CodexHome.runningProcesses()
-        if !running.isEmpty && !inv.json {
-            inv.stderr.line("lanyard: Codex is running (pid \(running.map(String.init).joined(separator: ", "))); "
+/// How `switch` reports Codex's auth.json following it (`[integrations] codex = true`).
+enum CodexFollowView {
+    static func render(_ codex: CodexFollow, previous: Slot?, _ inv: Invocation) -> JSONValue {
+        if !codex.runningCodexPIDs.isEmpty && !inv.json {
+            inv.stderr.line("lanyard: Codex is running (pid \(codex.runningCodexPIDs.map(String.init).joined(separator: ", "))); "
                             + "it keeps its old account until restarted.")
         }
-        if copiedBack, let previous, !inv.json { inv.stderr.line("Copied the tokens Codex rotated back into \(previous.name).") }
-        return .object(["auth_json": .string(home.authPath), "copied_back": .bool(copiedBack),
-                        "running_codex_pids": .array(running.map { .number(Double($0)) })])
+        if codex.copiedBack, let previous, !inv.json { inv.stderr.line("Copied the tokens Codex rotated back into \(previous.name).") }
+        return .object(["auth_json": .string(codex.authPath), "copied_back": .bool(codex.copiedBack),
+                        "running_codex_pids": .array(codex.runningCodexPIDs.map { .number(Double($0)) })])
     }
 }
 
-/// `switch --best`: the slot of the active provider with the most headroom.
-enum BestSlot {
-    static func choose(_ inv: Invocation) throws -> (Slot, [JSONValue]) {
-        let document = try inv.registry.load()
-        let manager = try inv.accounts()
-        let provider = document.active.flatMap { document.slots[$0]?.provider } ?? "openai"
-        var best: (Slot, Double)?
+/// `switch --best`: shows how each slot of the active provider was weighed, and the choice.
+enum BestSlotView {
+    static func choose(_ inv: Invocation, _ manager: AccountManager) throws -> (Slot, [JSONValue]) {
+        let choice = try inv.runAsync { try await manager.bestSlot() }
         var reasons: [JSONValue] = []
-        for (slot, record) in document.sortedSlots where record.provider == provider {
-            var reason: String
-            var used: Double?
-            if case .signedIn = record.state {
-                do {
-                    let report = try inv.runAsync { try await manager.usage(slot: slot) }
-                    if report.limitReached {
-                        reason = "at its usage limit"
-                    } else {
-                        used = report.highestUsedPercent
-                        reason = "\(Int(report.highestUsedPercent.rounded()))% used in its busiest window"
-                    }
-                } catch ClientError.usageLimitReached(let limit) {
-                    reason = "at its usage limit" + (limit.resetsAt.map { " until \(RelativeTime.describe($0, now: inv.now))" } ?? "")
-                } catch let error as any LanyardError {
-                    reason = "skipped: \(error.code)"
-                }
-            } else {
-                reason = "skipped: \(record.state.description)"
+        for candidate in choice.candidates {
+            let reason: String
+            switch candidate.verdict {
+            case .headroom(let used): reason = "\(Int(used.rounded()))% used in its busiest window"
+            case .atLimit(let resetsAt):
+                reason = "at its usage limit" + (resetsAt.map { " until \(RelativeTime.describe($0, now: inv.now))" } ?? "")
+            case .failed(let code): reason = "skipped: \(code)"
+            case .notSignedIn(let state): reason = "skipped: \(state.description)"
             }
-            if let used, best.map({ used < $0.1 || (used == $0.1 && slot == document.active) }) ?? true { best = (slot, used) }
-            reasons.append(.object(["slot": .string(slot.name), "used_percent": used.map(JSONValue.number) ?? .null, "reason": .string(reason)]))
-            if !inv.json { inv.stdout.line("  \(slot.name.padding(toLength: 16, withPad: " ", startingAt: 0))\(reason)") }
+            reasons.append(.object(["slot": .string(candidate.slot.name), "used_percent": candidate.usedPercent.map(JSONValue.number) ?? .null,
+                                    "reason": .string(reason)]))
+            if !inv.json { inv.stdout.line("  \(candidate.slot.name.padding(toLength: 16, withPad: " ", startingAt: 0))\(reason)") }
         }
-        guard let (slot, used) = best else {
-            throw IntegrationError.unsupported("no slot of provider \(provider) has headroom (see the reasons above)")
-        }
-        if !inv.json { inv.stdout.line("Choosing \(slot.name): the most headroom (\(Int(used.rounded()))% used).") }
-        return (slot, reasons)
+        let chosen = try choice.chosen()
+        if !inv.json { inv.stdout.line("Choosing \(chosen.slot.name): the most headroom (\(Int((chosen.usedPercent ?? 0).rounded()))% used).") }
+        return (chosen.slot, reasons)
     }
 }
 
@@ -88,30 +63,10 @@ enum IntegrationCommands {
                 inv.stdout.line("Wrote \(slot.name) to \(home.authPath).")
             }
         case "import":
-            guard let live = try home.read() else {
-                throw StoreError.notFound(slot: "Codex (\(home.authPath) does not exist)")
-            }
-            let credential = live.credential(provider: "openai", expiresAt: nil)
-            let document = try inv.registry.load()
             let requested = try inv.args.positionals.dropFirst().first.map { try SlotCommands.parseSlot($0, inv) }
-            let slot = try requested ?? AccountManager.defaultSlot(for: credential.account, in: document)
-            if let existing = document.slots[slot], existing.account.accountID != nil, existing.account.accountID != credential.account.accountID {
-                throw RegistryError.slotExists("\(slot.name) (it holds another account; give another SLOT)")
-            }
-            let backend = document.slots[slot]?.backend ?? manager.backendForNewSlot()
-            let store = try inv.store(backend)
-            try inv.registry.update { doc in
-                try store.put(credential, for: slot)
-                var record = doc.slots[slot] ?? SlotRecord(provider: "openai", backend: backend, createdAt: inv.now)
-                record.account = credential.account
-                record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
-                record.lastRefresh = credential.lastRefresh
-                record.lastErrorCode = nil
-                doc.slots[slot] = record
-                if doc.active == nil { doc.active = slot }
-            }
-            inv.emit(.object(["slot": .string(slot.name), "email": .optional(credential.account.email), "backend": .string(backend.rawValue)])) {
-                inv.stdout.line("Adopted Codex's sign-in (\(credential.account.email ?? "unknown account")) into slot \(slot.name).")
+            let adopted = try manager.adoptCodexSignIn(from: home, into: requested)
+            inv.emit(.object(["slot": .string(adopted.slot.name), "email": .optional(adopted.account.email), "backend": .string(adopted.backend.rawValue)])) {
+                inv.stdout.line("Adopted Codex's sign-in (\(adopted.account.email ?? "unknown account")) into slot \(adopted.slot.name).")
             }
         default:
             throw UsageError(message: "unknown codex command \"\(sub)\" (export or import)", command: "codex")

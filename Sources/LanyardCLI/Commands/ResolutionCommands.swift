@@ -28,8 +28,7 @@ enum ResolutionCommands {
         minArguments: 1, maxArguments: 1, flags: [], prints: true, takesAccount: false,
         details: "Commands run in this directory or below use SLOT unless --account or LANYARD_ACCOUNT say otherwise.") { inv in
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
-        guard try inv.registry.load().slots[slot] != nil else { throw RegistryError.unknownSlot(slot.name) }
-        let path = try PinFile.write(slot, in: inv.context.workingDirectory)
+        let path = try inv.accounts().pin(slot, in: inv.context.workingDirectory)
         inv.emit(.object(["slot": .string(slot.name), "path": .string(path)])) { inv.stdout.line("Pinned \(slot.name) to \(inv.context.workingDirectory).") }
         return .ok
     }
@@ -38,12 +37,11 @@ enum ResolutionCommands {
         name: "unpin", summary: "remove ./.lanyard from this directory", arguments: "",
         minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false,
         details: "Only the file in the working directory is removed; a pin in a parent directory is reported.") { inv in
-        let removed = try PinFile.remove(in: inv.context.workingDirectory)
-        let inherited = PinFile.nearest(from: inv.context.workingDirectory)
-        inv.emit(JSONValue.object(["removed": .bool(removed), "still_pinned_by": .optional(inherited?.path)]).droppingNulls) {
-            inv.stdout.line(removed ? "Unpinned \(inv.context.workingDirectory)." : "No .lanyard file in \(inv.context.workingDirectory).")
-            if let inherited { inv.stdout.line("Still pinned to \(inherited.name) by \(inherited.path).") }
+        let outcome = try inv.accounts().unpin(in: inv.context.workingDirectory)
+        inv.emit(JSONValue.object(["removed": .bool(outcome.removed), "still_pinned_by": .optional(outcome.stillPinnedByPath)]).droppingNulls) {
+            inv.stdout.line(outcome.removed ? "Unpinned \(inv.context.workingDirectory)." : "No .lanyard file in \(inv.context.workingDirectory).")
+            if let path = outcome.stillPinnedByPath { inv.stdout.line("Still pinned to \(outcome.stillPinnedToName ?? "") by \(path).") }
         }
-        return removed ? .ok : .failure
+        return outcome.removed ? .ok : .failure
     }
 }

@@ -134,25 +134,22 @@ enum SlotCommands {
         """, networkFlags: ["best"]) { inv in
         var reasons: [JSONValue] = []
         let slot: Slot
+        let manager = try inv.accounts()
         if inv.args.has("best") {
             guard inv.args.positionals.isEmpty else { throw UsageError(message: "give a SLOT or --best, not both", command: "switch") }
-            (slot, reasons) = try BestSlot.choose(inv)
+            (slot, reasons) = try BestSlotView.choose(inv, manager)
         } else {
             guard let name = inv.args.positionals.first else { throw UsageError(message: "missing argument: usage: \(inv.spec.usage)", command: "switch") }
             slot = try parseSlot(name, inv)
         }
-        let (previous, record) = try inv.registry.update { doc -> (Slot?, SlotRecord) in
-            guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
-            let previous = doc.active
-            doc.active = slot
-            return (previous, record)
-        }
-        let codex = try inv.config().codexIntegration ? try CodexSwitch.follow(inv, from: previous, to: slot) : nil
+        let environment = inv.context.environment
+        let outcome = try inv.runAsync { try await manager.switchActive(to: slot, environment: environment) }
+        let previous = outcome.change.previous
         var output: [String: JSONValue] = ["active": .string(slot.name), "previous": .optional(previous?.name)]
         if !reasons.isEmpty { output["candidates"] = .array(reasons) }
-        if let codex { output["codex"] = codex }
+        if let codex = outcome.codex { output["codex"] = CodexFollowView.render(codex, previous: previous, inv) }
         inv.emit(.object(output)) {
-            let who = record.account.email.map { " (\($0))" } ?? ""
+            let who = outcome.change.record.account.email.map { " (\($0))" } ?? ""
             inv.stdout.line(previous == slot ? "\(slot.name)\(who) is already active." : "Switched to \(slot.name)\(who).")
         }
         return .ok
@@ -164,30 +161,8 @@ enum SlotCommands {
         details: "The credential is copied to the new name and read back before the old one is deleted.") { inv in
         let old = try parseSlot(inv.args.positionals[0], inv)
         let new = try parseSlot(inv.args.positionals[1], inv)
-        let config = try inv.config()
-        try inv.registry.update { doc in
-            guard let record = doc.slots[old] else { throw RegistryError.unknownSlot(old.name) }
-            guard doc.slots[new] == nil else { throw RegistryError.slotExists(new.name) }
-            if old == new { return }
-            let store = try inv.store(record.backend)
-            var moved: Credential?
-            do { moved = try store.get(old) } catch StoreError.notFound { moved = nil }
-            if let moved {
-                try store.put(moved, for: new)
-                guard try store.get(new) == moved else {
-                    throw StoreError.corrupt(source: "slot \(new.name)", detail: "read-back after copy did not match; \(old.name) kept")
-                }
-            }
-            doc.slots[new] = record
-            doc.slots[old] = nil
-            if doc.active == old { doc.active = new }
-            if moved != nil {
-                // The registry already names the new slot; a failed delete leaves only a stray copy.
-                do { try store.delete(old) } catch {
-                    inv.stderr.line("lanyard: warning: could not delete the old credential of \(old.name): \(error.localizedDescription)")
-                }
-            }
-        }
+        let outcome = try inv.accounts().rename(old, to: new)
+        for warning in outcome.warnings { inv.stderr.line("lanyard: warning: \(warning)") }
         inv.emit(.object(["from": .string(old.name), "to": .string(new.name)])) { inv.stdout.line("Renamed \(old.name) to \(new.name).") }
         return .ok
     }
@@ -198,8 +173,8 @@ enum SlotCommands {
         prints: true, takesAccount: false,
         details: "Without --yes it asks on a terminal and refuses when there is no terminal.") { inv in
         let slot = try parseSlot(inv.args.positionals[0], inv)
-        let document = try inv.registry.load()
-        guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        let manager = try inv.accounts()
+        let record = try manager.record(of: slot)
         if !inv.args.has("yes") {
             guard inv.context.stdinIsTTY else {
                 throw UsageError(message: "refusing to remove \(slot.name) without --yes (no terminal to ask)", command: "remove")
@@ -210,15 +185,7 @@ enum SlotCommands {
                 return .cancelled
             }
         }
-        let config = try inv.config()
-        try inv.registry.update { doc in
-            guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
-            // Delete the secret first: a registry entry without a secret is repairable, a secret
-            // without an entry is invisible.
-            do { try inv.store(record.backend).delete(slot) } catch StoreError.notFound {}
-            doc.slots[slot] = nil
-            if doc.active == slot { doc.active = nil }
-        }
+        try manager.remove(slot)
         inv.emit(.object(["removed": .string(slot.name)])) { inv.stdout.line("Removed \(slot.name).") }
         return .ok
     }

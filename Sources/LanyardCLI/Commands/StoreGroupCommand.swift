@@ -73,14 +73,13 @@ enum StoreGroupCommand {
                 throw UsageError(message: "migrate needs --to secret-service or --to file", command: "store")
             }
             let slots = try rest.map { try SlotCommands.parseSlot($0, inv) }
-            let migration = Migration(registry: inv.registry, open: { kind in try inv.store(kind, interactive: true) })
             func describe(_ step: Migration.Step) -> String {
                 let verb = ["moved": "moved", "already-there": "already in", "registry-only": "moved (no stored credential)",
                             "would-move": "would move"][step.outcome] ?? step.outcome
                 return "\(step.slot.name): \(verb) \(step.outcome == "already-there" ? "" : "\(step.from.displayName) → ")\(step.to.displayName)"
             }
             // Progress goes out as each slot lands, so an interrupted migration shows how far it got.
-            let steps = try migration.run(to: target, slots: slots, dryRun: inv.args.has("dry-run")) { step in
+            let steps = try inv.accounts().migrate(to: target, slots: slots, dryRun: inv.args.has("dry-run")) { step in
                 if !inv.json { inv.stdout.line(describe(step)) }
             }
             inv.emit(.object(["steps": .array(steps.map {

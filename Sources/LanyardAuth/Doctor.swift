@@ -1,0 +1,187 @@
+import Foundation
+import LanyardCore
+import LanyardStore
+
+/// What ``AccountManager/diagnose()`` found: each backend's health, each slot checked against
+/// the backend that should hold it, stored items the registry does not list, and refreshed tokens
+/// waiting in recovery files. ``AccountManager/repair(_:)`` fixes what can be fixed and returns
+/// the report with its ``repairs`` filled in. Renderers (text, JSON) live with the caller.
+public struct DoctorReport: Sendable, Equatable {
+    /// One backend's health; `health.problem` also carries a failure to open it.
+    public struct Backend: Sendable, Equatable {
+        public let kind: BackendKind
+        public let health: StoreHealth
+    }
+
+    /// How a registered slot compares with its backend.
+    public enum SlotStatus: String, Sendable, Equatable {
+        case ok = "ok"
+        case signedOut = "signed out"
+        case missingItem = "missing item"
+        case unchecked = "unchecked (backend unavailable)"
+    }
+
+    /// One registered slot's check.
+    public struct SlotCheck: Sendable, Equatable {
+        public let slot: Slot
+        public let backend: BackendKind
+        public let status: SlotStatus
+    }
+
+    /// A stored credential that the registry does not list (under that backend).
+    public struct UnregisteredItem: Sendable, Equatable {
+        public let slot: Slot
+        public let backend: BackendKind
+    }
+
+    /// What a repair did.
+    public enum Repair: Sendable, Equatable, CustomStringConvertible {
+        /// Refreshed tokens went back from the slot's recovery file into its store.
+        case restoredRecoveryFile(Slot)
+        /// An unregistered item became a slot (`mustSignIn`: it had no refresh token).
+        case addedSlot(Slot, from: BackendKind, mustSignIn: Bool)
+        /// A slot without a stored credential was marked signed out.
+        case markedSignedOut(Slot)
+
+        public var description: String {
+            switch self {
+            case .restoredRecoveryFile(let slot): return "restored refreshed tokens of \(slot.name) from its recovery file"
+            case .addedSlot(let slot, let kind, let mustSignIn):
+                return "added \(slot.name) from \(kind.displayName)" + (mustSignIn ? " (it must sign in again)" : "")
+            case .markedSignedOut(let slot): return "marked \(slot.name) signed out (no stored credential)"
+            }
+        }
+    }
+
+    /// The registry file.
+    public let registryPath: String
+    /// How many slots the registry lists (after a repair, the repaired registry's count).
+    public internal(set) var slotCount: Int
+    public let backends: [Backend]
+    /// The registered slots, in name order, as diagnosed (a repair does not re-check them).
+    public let slots: [SlotCheck]
+    public let unregisteredItems: [UnregisteredItem]
+    /// Slots whose refreshed tokens wait in a recovery file (empty once repaired).
+    public internal(set) var pendingRecoveries: [Slot]
+    /// Registered slots whose backend holds no credential (empty once repaired).
+    public internal(set) var missingItems: [Slot]
+    /// Whether the registry ↔ backend mismatches were repaired.
+    public internal(set) var mismatchesRepaired = false
+    /// What ``AccountManager/repair(_:)`` did (empty before a repair).
+    public internal(set) var repairs: [Repair] = []
+
+    /// Backends that some slot uses but that are not reachable or are locked.
+    public var backendProblems: [String] {
+        backends.compactMap { backend in
+            let health = backend.health
+            guard !health.reachable || health.locked, usedBackends.contains(backend.kind) else { return nil }
+            return "\(backend.kind.displayName) is \(health.reachable ? "locked" : "not reachable")"
+        }
+    }
+
+    /// Registry ↔ backend mismatches that a repair rebuilds (empty once repaired).
+    public var mismatches: [String] {
+        if mismatchesRepaired { return [] }
+        return missingItems.map { "\($0.name) has no stored credential" }
+            + unregisteredItems.map { "\($0.backend.displayName) holds \($0.slot.name), which the registry does not list" }
+    }
+
+    /// Every problem left, in the order doctor reports them.
+    public var problems: [String] {
+        var problems = backendProblems
+        if !pendingRecoveries.isEmpty {
+            problems.append("refreshed tokens wait in recovery files for: \(pendingRecoveries.map(\.name).joined(separator: ", "))")
+        }
+        return problems + mismatches
+    }
+
+    /// Whether ``AccountManager/repair(_:)`` has something to do.
+    public var needsRepair: Bool { !pendingRecoveries.isEmpty || !mismatches.isEmpty }
+
+    private var usedBackends: Set<BackendKind> { Set(slots.map(\.backend)) }
+}
+
+extension AccountManager {
+    /// Checks every backend and the registry against what the backends hold. Reads only; a
+    /// backend that cannot be opened or listed is reported, not thrown.
+    public func diagnose() throws -> DoctorReport {
+        let document = try registry.load()
+        let (backends, itemsByBackend) = checkBackends()
+        var missing: [Slot] = []
+        let checks = document.sortedSlots.map { slot, record -> DoctorReport.SlotCheck in
+            let status: DoctorReport.SlotStatus
+            if let items = itemsByBackend[record.backend] {
+                if items.contains(slot) { status = .ok } else if case .signedOut = record.state { status = .signedOut } else {
+                    status = .missingItem
+                    missing.append(slot)
+                }
+            } else {
+                status = .unchecked
+            }
+            return DoctorReport.SlotCheck(slot: slot, backend: record.backend, status: status)
+        }
+        var unregistered: [DoctorReport.UnregisteredItem] = []
+        for kind in BackendKind.allCases {
+            for slot in (itemsByBackend[kind] ?? []).sorted() where document.slots[slot]?.backend != kind {
+                unregistered.append(DoctorReport.UnregisteredItem(slot: slot, backend: kind))
+            }
+        }
+        return DoctorReport(registryPath: registry.path, slotCount: document.slots.count, backends: backends, slots: checks,
+                            unregisteredItems: unregistered, pendingRecoveries: RecoveryFiles.pending(paths: paths),
+                            missingItems: missing)
+    }
+
+    /// Each backend's health, and the slots it holds when it can be listed.
+    private func checkBackends() -> ([DoctorReport.Backend], [BackendKind: Set<Slot>]) {
+        var backends: [DoctorReport.Backend] = []
+        var items: [BackendKind: Set<Slot>] = [:]
+        for kind in BackendKind.allCases {
+            var health = StoreHealth(backend: kind, reachable: false, locked: false, persistent: false)
+            do {
+                let store = try openStore(kind, false)
+                health = store.health()
+                if health.reachable && !health.locked { items[kind] = Set(try store.list()) }
+            } catch {
+                health.problem = error.localizedDescription
+            }
+            backends.append(DoctorReport.Backend(kind: kind, health: health))
+        }
+        return (backends, items)
+    }
+
+    /// Fixes what `report` found: restores recovery files first (their tokens are the newest),
+    /// then rebuilds the registry from the backends: unregistered items become slots (signed in,
+    /// or marked for sign-in when they hold no refresh token), slots without a credential are
+    /// marked signed out. Never deletes a credential.
+    public func repair(_ report: DoctorReport) throws -> DoctorReport {
+        var result = report
+        if !report.pendingRecoveries.isEmpty {
+            for slot in try restoreRecoveryFiles() {
+                result.repairs.append(.restoredRecoveryFile(slot))
+                result.missingItems.removeAll { $0 == slot }
+            }
+            result.pendingRecoveries = []
+        }
+        guard !result.mismatches.isEmpty else { return result }
+        let now = clock.now()
+        try registry.update { doc in
+            for item in report.unregisteredItems where doc.slots[item.slot] == nil {
+                let credential = try openStore(item.backend, false).get(item.slot)
+                // A credential whose refresh token was dropped (refused for good) must sign in again.
+                let mustSignIn = credential.tokens.refreshToken == nil
+                doc.slots[item.slot] = SlotRecord(
+                    provider: credential.provider, backend: item.backend, account: credential.account,
+                    state: mustSignIn ? .reauthenticationRequired : .signedIn(expiresAt: credential.tokens.expiresAt),
+                    lastRefresh: credential.lastRefresh, createdAt: now)
+                result.repairs.append(.addedSlot(item.slot, from: item.backend, mustSignIn: mustSignIn))
+            }
+            for slot in result.missingItems where doc.slots[slot] != nil {
+                doc.slots[slot]?.state = .signedOut
+                result.repairs.append(.markedSignedOut(slot))
+            }
+        }
+        result.mismatchesRepaired = true
+        result.slotCount = try registry.load().slots.count
+        return result
+    }
+}

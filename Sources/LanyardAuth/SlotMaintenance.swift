@@ -1,0 +1,145 @@
+import Foundation
+import LanyardCore
+import LanyardStore
+
+// Account operations on slots that change the registry or a store: rename, remove, switch, pin,
+// migrate. Each decides here, once, the order in which the store and the registry are written, so
+// the CLI and programs embedding LanyardKit behave the same.
+
+/// The result of ``AccountManager/rename(_:to:)``.
+public struct RenameOutcome: Sendable, Equatable {
+    public let from: Slot
+    public let to: Slot
+    /// Whether a stored credential moved (false for a slot that held none).
+    public let movedCredential: Bool
+    /// Non-fatal problems (the old credential could not be deleted), for the caller to show.
+    public let warnings: [String]
+}
+
+/// The result of ``AccountManager/setActive(_:)``.
+public struct ActiveSlotChange: Sendable, Equatable {
+    /// The slot that was active before (nil when none was).
+    public let previous: Slot?
+    /// The slot now active.
+    public let active: Slot
+    /// The new active slot's record.
+    public let record: SlotRecord
+}
+
+/// The result of ``AccountManager/unpin(in:)``.
+public struct UnpinOutcome: Sendable, Equatable {
+    /// Whether a `.lanyard` file was removed from the directory.
+    public let removed: Bool
+    /// A pin in a parent directory that still applies: its path and the slot name it holds.
+    public let stillPinnedByPath: String?
+    public let stillPinnedToName: String?
+}
+
+/// The result of ``AccountManager/signOut(slot:revoke:)``.
+public struct SignOutOutcome: Sendable, Equatable {
+    /// Whether the provider revoked the refresh token.
+    public let revoked: Bool
+    /// Whether the slot was already signed out before (so there was nothing to revoke).
+    public let wasSignedOut: Bool
+}
+
+extension AccountManager {
+    /// The slot's registry record.
+    /// - Throws: `RegistryError.unknownSlot` when the registry has no such slot.
+    public func record(of slot: Slot) throws -> SlotRecord {
+        guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        return record
+    }
+
+    /// Renames a slot. The credential is copied to the new name and read back before the old
+    /// copy is deleted, all under the registry's lock; a failed delete only leaves a stray copy
+    /// (reported in `warnings`), never a slot without its credential.
+    public func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome {
+        var warnings: [String] = []
+        var moved = false
+        try registry.update { doc in
+            guard let record = doc.slots[old] else { throw RegistryError.unknownSlot(old.name) }
+            guard doc.slots[new] == nil else { throw RegistryError.slotExists(new.name) }
+            if old == new { return }
+            let store = try openStore(record.backend, false)
+            var credential: Credential?
+            do { credential = try store.get(old) } catch StoreError.notFound { credential = nil }
+            if let credential {
+                try store.put(credential, for: new)
+                guard try store.get(new) == credential else {
+                    throw StoreError.corrupt(source: "slot \(new.name)", detail: "read-back after copy did not match; \(old.name) kept")
+                }
+            }
+            doc.slots[new] = record
+            doc.slots[old] = nil
+            if doc.active == old { doc.active = new }
+            if credential != nil {
+                moved = true
+                // The registry already names the new slot; a failed delete leaves only a stray copy.
+                do { try store.delete(old) } catch {
+                    warnings.append("could not delete the old credential of \(old.name): \(error.localizedDescription)")
+                }
+            }
+        }
+        return RenameOutcome(from: old, to: new, movedCredential: moved, warnings: warnings)
+    }
+
+    /// Deletes a slot and its stored credential (never revokes it). The secret goes first: a
+    /// registry entry without a secret is repairable, a secret without an entry is invisible.
+    public func remove(_ slot: Slot) throws {
+        try registry.update { doc in
+            guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+            do { try openStore(record.backend, false).delete(slot) } catch StoreError.notFound {}
+            doc.slots[slot] = nil
+            if doc.active == slot { doc.active = nil }
+        }
+    }
+
+    /// Makes `slot` the active slot (the one used when no flag, variable or pin file names one).
+    /// Only the registry changes; integrations that follow the active slot (Codex) are
+    /// LanyardIntegrations' `switchActive`.
+    public func setActive(_ slot: Slot) throws -> ActiveSlotChange {
+        try registry.update { doc in
+            guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+            let previous = doc.active
+            doc.active = slot
+            return ActiveSlotChange(previous: previous, active: slot, record: record)
+        }
+    }
+
+    /// Pins `slot` to `directory` and the tree below it (writes `directory/.lanyard`).
+    /// - Returns: the pin file's path.
+    public func pin(_ slot: Slot, in directory: String) throws -> String {
+        _ = try record(of: slot)
+        return try PinFile.write(slot, in: directory)
+    }
+
+    /// Removes `directory/.lanyard`, and reports a pin above it that still applies.
+    public func unpin(in directory: String) throws -> UnpinOutcome {
+        let removed = try PinFile.remove(in: directory)
+        let inherited = PinFile.nearest(from: directory)
+        return UnpinOutcome(removed: removed, stillPinnedByPath: inherited?.path, stillPinnedToName: inherited?.name)
+    }
+
+    /// The slot commands act on in `directory`, by the documented precedence (`flag` >
+    /// `LANYARD_ACCOUNT` in `environment` > the nearest `.lanyard` > the active slot); nil when
+    /// no rule names one.
+    public func resolveSlot(flag: String?, environment: [String: String], directory: String) throws -> AccountResolution? {
+        try AccountResolution.resolve(flag: flag, environment: environment["LANYARD_ACCOUNT"],
+                                      pinFile: PinFile.nearest(from: directory), active: registry.load().active)
+    }
+
+    /// Moves `slots` (every slot when empty) to the `target` backend: copy, read back and compare,
+    /// record the new backend, then delete the source copy. `progress` sees each slot as it lands.
+    public func migrate(to target: BackendKind, slots: [Slot], dryRun: Bool,
+                        progress: (Migration.Step) -> Void = { _ in }) throws -> [Migration.Step] {
+        let open = openStore
+        return try Migration(registry: registry, open: { kind in try open(kind, true) })
+            .run(to: target, slots: slots, dryRun: dryRun, progress: progress)
+    }
+
+    /// The signed-in slots, in name order (what `refresh --all` refreshes).
+    public func signedInSlots() throws -> [Slot] {
+        try registry.load().sortedSlots.filter { if case .signedIn = $0.record.state { return true }; return false }.map(\.slot)
+    }
+}

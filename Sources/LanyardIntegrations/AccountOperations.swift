@@ -1,0 +1,209 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardStore
+
+// Account operations that involve an integration (Codex's auth.json, the usage endpoint, export
+// bundles). The CLI and LanyardKit call these; they decide the order of store and registry writes.
+
+/// What ``AccountManager/switchActive(to:environment:)`` did.
+public struct SwitchOutcome: Sendable, Equatable {
+    public let change: ActiveSlotChange
+    /// What happened to Codex's auth.json, when `[integrations] codex = true`.
+    public let codex: CodexFollow?
+}
+
+/// Codex's auth.json following a switch.
+public struct CodexFollow: Sendable, Equatable {
+    /// The auth.json written.
+    public let authPath: String
+    /// Whether tokens Codex had rotated were first copied back into the previously active slot.
+    public let copiedBack: Bool
+    /// Codex processes running now: they keep their old account until restarted.
+    public let runningCodexPIDs: [Int32]
+}
+
+/// One slot weighed by ``AccountManager/bestSlot()``.
+public struct SlotCandidate: Sendable, Equatable {
+    /// Why a slot was or was not a candidate.
+    public enum Verdict: Sendable, Equatable {
+        /// Usable; its busiest window is this full.
+        case headroom(usedPercent: Double)
+        /// At its usage limit (until `resetsAt`, when the server said).
+        case atLimit(resetsAt: Date?)
+        /// The usage endpoint failed with this error code.
+        case failed(code: String)
+        /// Not signed in.
+        case notSignedIn(AuthState)
+    }
+
+    public let slot: Slot
+    public let verdict: Verdict
+
+    /// The busiest window's percentage, for usable slots.
+    public var usedPercent: Double? {
+        if case .headroom(let used) = verdict { return used }
+        return nil
+    }
+}
+
+/// The result of ``AccountManager/bestSlot()``: every slot of the active provider, weighed.
+public struct BestSlotChoice: Sendable, Equatable {
+    /// The provider whose slots were weighed.
+    public let provider: String
+    public let candidates: [SlotCandidate]
+    /// The slot with the most headroom (ties go to the active slot), if any slot has headroom.
+    public let best: SlotCandidate?
+
+    /// The chosen slot.
+    /// - Throws: `IntegrationError.unsupported` when no slot has headroom.
+    public func chosen() throws -> SlotCandidate {
+        guard let best else {
+            throw IntegrationError.unsupported("no slot of provider \(provider) has headroom (see the reasons above)")
+        }
+        return best
+    }
+}
+
+/// A slot written by ``AccountManager/importSlots(_:)``.
+public struct ImportedSlot: Sendable, Equatable {
+    public let slot: Slot
+    public let backend: BackendKind
+    /// Whether an existing slot was overwritten.
+    public let replaced: Bool
+}
+
+/// A slot written by ``AccountManager/adoptCodexSignIn(from:into:)``.
+public struct AdoptedSignIn: Sendable, Equatable {
+    public let slot: Slot
+    public let backend: BackendKind
+    public let account: AccountInfo
+}
+
+extension AccountManager {
+    /// Makes `slot` the active slot. With `[integrations] codex = true`, Codex's auth.json (in the
+    /// Codex home `environment` names) follows: tokens Codex rotated are first copied back into
+    /// the previously active slot, then the new slot is written there.
+    public func switchActive(to slot: Slot, environment: [String: String]) async throws -> SwitchOutcome {
+        let change = try setActive(slot)
+        guard config.codexIntegration else { return SwitchOutcome(change: change, codex: nil) }
+        let sync = CodexSync(manager: self)
+        let home = CodexHome(explicit: nil, environment: environment)
+        var copiedBack = false
+        if let previous = change.previous { copiedBack = try await sync.copyBack(from: home, into: previous) }
+        _ = try await sync.export(slot: slot, to: home)
+        return SwitchOutcome(change: change, codex: CodexFollow(authPath: home.authPath, copiedBack: copiedBack,
+                                                                runningCodexPIDs: CodexHome.runningProcesses()))
+    }
+
+    /// Weighs every slot of the active slot's provider (`openai` when none is active) by the usage
+    /// endpoint and picks the one whose busiest window is least used.
+    public func bestSlot() async throws -> BestSlotChoice {
+        let document = try registry.load()
+        let provider = document.active.flatMap { document.slots[$0]?.provider } ?? "openai"
+        var candidates: [SlotCandidate] = []
+        var best: SlotCandidate?
+        for (slot, record) in document.sortedSlots where record.provider == provider {
+            let verdict: SlotCandidate.Verdict
+            if case .signedIn = record.state {
+                do {
+                    let report = try await usage(slot: slot)
+                    verdict = report.limitReached ? .atLimit(resetsAt: nil) : .headroom(usedPercent: report.highestUsedPercent)
+                } catch ClientError.usageLimitReached(let limit) {
+                    verdict = .atLimit(resetsAt: limit.resetsAt)
+                } catch let error as any LanyardError {
+                    verdict = .failed(code: error.code)
+                }
+            } else {
+                verdict = .notSignedIn(record.state)
+            }
+            let candidate = SlotCandidate(slot: slot, verdict: verdict)
+            if let used = candidate.usedPercent,
+               best.flatMap(\.usedPercent).map({ used < $0 || (used == $0 && slot == document.active) }) ?? true {
+                best = candidate
+            }
+            candidates.append(candidate)
+        }
+        return BestSlotChoice(provider: provider, candidates: candidates, best: best)
+    }
+
+    /// Adopts the sign-in in `home`'s auth.json into `requested` (by default a slot named after
+    /// its email), without revoking anything. A slot holding another account is refused.
+    public func adoptCodexSignIn(from home: CodexHome, into requested: Slot?) throws -> AdoptedSignIn {
+        guard let live = try home.read() else {
+            throw StoreError.notFound(slot: "Codex (\(home.authPath) does not exist)")
+        }
+        let credential = live.credential(provider: "openai", expiresAt: nil)
+        let document = try registry.load()
+        let slot = try requested ?? AccountManager.defaultSlot(for: credential.account, in: document)
+        if let existing = document.slots[slot], existing.account.accountID != nil, existing.account.accountID != credential.account.accountID {
+            throw RegistryError.slotExists("\(slot.name) (it holds another account; give another SLOT)")
+        }
+        let backend = document.slots[slot]?.backend ?? backendForNewSlot()
+        let store = try openStore(backend, false)
+        let now = clock.now()
+        try registry.update { doc in
+            try store.put(credential, for: slot)
+            var record = doc.slots[slot] ?? SlotRecord(provider: "openai", backend: backend, createdAt: now)
+            record.account = credential.account
+            record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+            record.lastRefresh = credential.lastRefresh
+            record.lastErrorCode = nil
+            doc.slots[slot] = record
+            if doc.active == nil { doc.active = slot }
+        }
+        return AdoptedSignIn(slot: slot, backend: backend, account: credential.account)
+    }
+
+    /// The stored credentials of `named` slots (every slot with a stored credential when empty),
+    /// with their registry metadata, for an export bundle; `skipped` lists the slots that hold no
+    /// credential (only when exporting every slot: a named slot without one is an error).
+    public func exportEntries(named: [Slot]) throws -> (entries: [Slot: ExportBundle.Entry], skipped: [Slot]) {
+        let document = try registry.load()
+        for slot in named where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot.name) }
+        var entries: [Slot: ExportBundle.Entry] = [:]
+        var skipped: [Slot] = []
+        for (slot, record) in document.sortedSlots where named.isEmpty || named.contains(slot) {
+            do {
+                entries[slot] = ExportBundle.Entry(credential: try openStore(record.backend, true).get(slot), record: record)
+            } catch StoreError.notFound where named.isEmpty {
+                skipped.append(slot)
+            }
+        }
+        guard !entries.isEmpty else {
+            throw BundleError(code: "nothing_to_export", message: "no slot has a stored credential to export")
+        }
+        return (entries, skipped)
+    }
+
+    /// Writes bundle entries into slots (the keys: already renamed as wanted). Existing slots keep
+    /// their backend; new ones go to the backend new sign-ins use. Every target store is opened
+    /// and checked first, so an unusable backend stops the import before any write.
+    public func importSlots(_ incoming: [Slot: ExportBundle.Entry]) throws -> [ImportedSlot] {
+        let document = try registry.load()
+        let newBackend = incoming.keys.contains { document.slots[$0] == nil } ? backendForNewSlot() : nil
+        var stores: [BackendKind: any CredentialStore] = [:]
+        for kind in Set(incoming.keys.compactMap { document.slots[$0]?.backend ?? newBackend }) {
+            let store = try openStore(kind, true)
+            let health = store.health()
+            if !health.reachable || health.locked {
+                throw StoreError.unavailable(backend: kind.displayName, hint: health.problem ?? (health.locked ? "it is locked" : "it is not reachable"))
+            }
+            stores[kind] = store
+        }
+        return try registry.update { doc in
+            var done: [ImportedSlot] = []
+            for (slot, entry) in incoming.sorted(by: { $0.key < $1.key }) {
+                let kind = doc.slots[slot]?.backend ?? document.slots[slot]?.backend ?? newBackend ?? backendForNewSlot()
+                let store = try stores[kind] ?? openStore(kind, true)
+                try store.put(entry.credential, for: slot)
+                var record = entry.record
+                record.backend = kind
+                let replaced = doc.slots[slot] != nil
+                doc.slots[slot] = record
+                done.append(ImportedSlot(slot: slot, backend: kind, replaced: replaced))
+            }
+            return done
+        }
+    }
+}

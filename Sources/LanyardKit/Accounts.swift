@@ -1,0 +1,84 @@
+import Foundation
+import LanyardAuth
+import LanyardIntegrations
+import LanyardStore
+
+/// Every account operation of the `lanyard` command, for programs: list and resolve slots, switch
+/// the active one (Codex's auth.json follows when configured), rename, remove, pin to a folder,
+/// sign out, refresh, move between backends, and diagnose and repair. The CLI runs the same
+/// library functions, so a program and the command always agree on the order of writes, the
+/// recovery paths and the events logged. Sign-in is ``AuthSession``; requests are ``Client``.
+public struct Accounts: Sendable {
+    let manager: AccountManager
+    let configuration: Configuration
+
+    /// Reads config.ini and finds the stores as `configuration` says; unlocks nothing.
+    public init(configuration: Configuration = Configuration()) throws {
+        manager = try configuration.makeManager()
+        self.configuration = configuration
+    }
+
+    /// The registry: every slot with its account, state and backend, and the active slot. Reads
+    /// no secret and unlocks nothing.
+    public func list() throws -> RegistryDocument { try manager.registry.load() }
+
+    /// The slot commands act on here and the rule that chose it (`Configuration.slot`, then
+    /// `LANYARD_ACCOUNT`, the nearest `.lanyard`, the active slot); nil when no rule names one.
+    public func resolve() throws -> AccountResolution? {
+        try manager.resolveSlot(flag: configuration.slot, environment: configuration.environment,
+                                directory: configuration.workingDirectory)
+    }
+
+    /// Makes `slot` the active slot; with `[integrations] codex = true`, Codex's auth.json follows.
+    public func switchActive(to slot: Slot) async throws -> SwitchOutcome {
+        try await manager.switchActive(to: slot, environment: configuration.environment)
+    }
+
+    /// Weighs the active provider's slots by their usage windows (see ``BestSlotChoice``).
+    public func bestSlot() async throws -> BestSlotChoice { try await manager.bestSlot() }
+
+    /// Renames a slot, moving its stored credential (copied and read back before the old copy goes).
+    public func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome { try manager.rename(old, to: new) }
+
+    /// Deletes a slot and its stored credential locally (never revokes).
+    public func remove(_ slot: Slot) throws { try manager.remove(slot) }
+
+    /// Pins `slot` to `directory` (by default the configuration's working directory) and below.
+    /// - Returns: the `.lanyard` file written.
+    public func pin(_ slot: Slot, in directory: String? = nil) throws -> String {
+        try manager.pin(slot, in: directory ?? configuration.workingDirectory)
+    }
+
+    /// Removes the `.lanyard` file of `directory` (by default the working directory).
+    public func unpin(in directory: String? = nil) throws -> UnpinOutcome {
+        try manager.unpin(in: directory ?? configuration.workingDirectory)
+    }
+
+    /// Forgets a slot's credential locally and marks it signed out; `revoke` also revokes the
+    /// refresh token at the provider (which ends that session in every tool).
+    @discardableResult
+    public func signOut(_ slot: Slot, revoke: Bool = false) async throws -> SignOutOutcome {
+        try await manager.signOut(slot: slot, revoke: revoke)
+    }
+
+    /// Refreshes a slot now (a refresh another process is doing is waited for and adopted).
+    /// - Returns: when the new access token expires, if the provider said.
+    @discardableResult
+    public func refresh(_ slot: Slot) async throws -> Date? {
+        try await manager.freshCredential(slot: slot, force: true).tokens.expiresAt
+    }
+
+    /// The slot's plan and usage windows.
+    public func usage(_ slot: Slot) async throws -> UsageReport { try await manager.usage(slot: slot) }
+
+    /// Moves `slots` (every slot when empty) to another backend, verifying each copy first.
+    public func migrate(to target: BackendKind, slots: [Slot] = [], dryRun: Bool = false) throws -> [Migration.Step] {
+        try manager.migrate(to: target, slots: slots, dryRun: dryRun)
+    }
+
+    /// Checks the backends and the registry against each other (reads only).
+    public func diagnose() throws -> DoctorReport { try manager.diagnose() }
+
+    /// Fixes what `report` found; returns it with its `repairs` filled in.
+    public func repair(_ report: DoctorReport) throws -> DoctorReport { try manager.repair(report) }
+}

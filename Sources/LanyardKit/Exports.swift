@@ -1,0 +1,32 @@
+// What a program gets from `import LanyardKit` alone. Foundation (URL, Date, Data in the API) and
+// LanyardCore, the shared vocabulary (slots, states, account info, plans, errors, policies), are
+// re-exported whole; LanyardNetwork brings URLRequest and URLSession on Linux. From the lower layers only the types that LanyardKit's API
+// hands out or throws are re-exported, one by one; `PublicSurfaceTests` fails when a public
+// signature here names a type that is not on this list.
+@_exported import Foundation
+@_exported import LanyardCore
+@_exported import LanyardNetwork
+
+@_exported import enum LanyardStore.BackendKind
+@_exported import struct LanyardStore.StoreHealth
+@_exported import struct LanyardStore.SlotRecord
+@_exported import struct LanyardStore.RegistryDocument
+@_exported import struct LanyardStore.Migration
+
+@_exported import protocol LanyardAuth.HTTPTransport
+@_exported import struct LanyardAuth.HTTPRequest
+@_exported import struct LanyardAuth.HTTPResponse
+@_exported import struct LanyardAuth.TransportError
+@_exported import struct LanyardAuth.UsageReport
+@_exported import struct LanyardAuth.UsageErrorText
+@_exported import struct LanyardAuth.DoctorReport
+@_exported import struct LanyardAuth.RenameOutcome
+@_exported import struct LanyardAuth.ActiveSlotChange
+@_exported import struct LanyardAuth.UnpinOutcome
+@_exported import struct LanyardAuth.SignOutOutcome
+
+@_exported import struct LanyardIntegrations.SwitchOutcome
+@_exported import struct LanyardIntegrations.CodexFollow
+@_exported import struct LanyardIntegrations.BestSlotChoice
+@_exported import struct LanyardIntegrations.SlotCandidate
+@_exported import enum LanyardIntegrations.IntegrationError

@@ -1,0 +1,77 @@
+import Foundation
+import LanyardTestSupport
+import Testing
+
+/// The layering rules of docs/architecture.md, checked on the source tree: command files only
+/// parse, call the library and render; every module imports only what Package.swift declares.
+@Suite struct LayeringTests {
+    /// Source text per file under `folder` (relative to the repository root).
+    static func swiftFiles(under folder: String) throws -> [(path: String, text: String)] {
+        let root = repositoryRoot.appendingPathComponent(folder)
+        guard let walker = FileManager.default.enumerator(atPath: root.path) else { throw LayeringError(description: "cannot list \(folder)") }
+        return try walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }.sorted().map { relative in
+            (folder + "/" + relative, try String(contentsOf: root.appendingPathComponent(relative), encoding: .utf8))
+        }
+    }
+
+    /// Store and registry writes belong to the library (LanyardAuth, LanyardIntegrations), where the
+    /// order of writes and the recovery paths are decided once for the CLI and LanyardKit alike.
+    @Test func commandFilesHoldNoStoreOrRegistryWrites() throws {
+        let writes = ["registry.update", ".put(", ".delete(", "PinFile.write", "PinFile.remove", "Migration(",
+                      "restoreRecoveryFiles", "RecoveryFile("]
+        let files = try Self.swiftFiles(under: "Sources/LanyardCLI/Commands")
+        #expect(files.count >= 10, "found \(files.count) command files")
+        for (path, text) in files {
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                for write in writes where line.contains(write) {
+                    Issue.record("\(path):\(number + 1) writes a store or the registry (\(write)); move it into the library")
+                }
+            }
+        }
+    }
+
+    /// Modules the toolchain provides (any target may import them).
+    static let toolchainModules: Set<String> = ["Foundation", "FoundationNetworking", "FoundationEssentials", "Dispatch",
+                                                "Observation", "Synchronization", "Glibc", "Testing", "XCTest"]
+
+    /// Every `import M` of a package module names a dependency the target declares (SwiftPM lets a
+    /// target import its dependencies' dependencies, which hides layering mistakes).
+    @Test func importsMatchDeclaredDependencies() throws {
+        let manifest = try String(contentsOf: repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let targetPattern = try Regex(#"\.(?:target|executableTarget|testTarget|systemLibrary)\(name: "([^"]+)"(?:, dependencies: \[([^\]]*)\])?(?:[^)]*?path: "([^"]+)")?"#)
+        var targets: [(name: String, dependencies: Set<String>, folder: String)] = []
+        for match in manifest.matches(of: targetPattern) {
+            let name = String(match.output[1].substring ?? "")
+            let dependencies = (match.output[2].substring.map(String.init) ?? "")
+                .split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \"\n")) }.filter { !$0.isEmpty }
+            let folder = match.output[3].substring.map(String.init)
+                ?? (manifest.contains("testTarget(name: \"\(name)\"") ? "Tests/\(name)" : "Sources/\(name)")
+            targets.append((name, Set(dependencies), folder))
+        }
+        let packageModules = Set(targets.map(\.name))
+        #expect(packageModules.isSuperset(of: ["LanyardCore", "LanyardKit", "LanyardCLI", "lanyard"]), "parsed \(packageModules.sorted())")
+        let importPattern = try Regex(#"^(?:@_exported |@testable )?import (?:(?:struct|enum|class|protocol|func|typealias) )?([A-Za-z_][A-Za-z0-9_]*)"#)
+            .anchorsMatchLineEndings()
+        var checked = 0
+        for target in targets {
+            guard FileManager.default.fileExists(atPath: repositoryRoot.appendingPathComponent(target.folder).path) else { continue }
+            for (path, text) in try Self.swiftFiles(under: target.folder) {
+                for match in text.matches(of: importPattern) {
+                    let module = String(match.output[1].substring ?? "")
+                    checked += 1
+                    if Self.toolchainModules.contains(module) || module == target.name { continue }
+                    if !packageModules.contains(module) {
+                        Issue.record("\(path) imports \(module), which is neither a package module nor a toolchain module")
+                    } else if !target.dependencies.contains(module) {
+                        Issue.record("\(path) imports \(module), but \(target.name) does not declare it in Package.swift")
+                    }
+                }
+            }
+        }
+        #expect(checked > 100, "checked \(checked) imports")
+    }
+}
+
+struct LayeringError: Error, CustomStringConvertible {
+    let description: String
+}
