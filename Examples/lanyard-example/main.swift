@@ -18,7 +18,10 @@ struct Example {
                 let states = session.states
                 let watcher = Task {
                     for await state in states {
-                        if case .awaitingDeviceCode(let code, let url) = state { print("open \(url) and enter the code: \(code)") }
+                        if case .awaitingDeviceCode(let code, let url) = state {
+                            print("open \(url) and enter the code: \(code)")
+                            fflush(nil)  // into a pipe too: whoever approves the code must see it now
+                        }
                         if case .signedIn = state { break }
                     }
                 }

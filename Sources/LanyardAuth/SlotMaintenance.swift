@@ -132,7 +132,7 @@ extension AccountManager {
     /// Moves `slots` (every slot when empty) to the `target` backend: copy, read back and compare,
     /// record the new backend, then delete the source copy. `progress` sees each slot as it lands.
     public func migrate(to target: BackendKind, slots: [Slot], dryRun: Bool,
-                        progress: (Migration.Step) -> Void = { _ in }) throws -> [Migration.Step] {
+                        progress: (MigrationStep) -> Void = { _ in }) throws -> [MigrationStep] {
         let open = openStore
         return try Migration(registry: registry, open: { kind in try open(kind, true) })
             .run(to: target, slots: slots, dryRun: dryRun, progress: progress)

@@ -72,7 +72,7 @@ public struct Accounts: Sendable {
     public func usage(_ slot: Slot) async throws -> UsageReport { try await manager.usage(slot: slot) }
 
     /// Moves `slots` (every slot when empty) to another backend, verifying each copy first.
-    public func migrate(to target: BackendKind, slots: [Slot] = [], dryRun: Bool = false) throws -> [Migration.Step] {
+    public func migrate(to target: BackendKind, slots: [Slot] = [], dryRun: Bool = false) throws -> [MigrationStep] {
         try manager.migrate(to: target, slots: slots, dryRun: dryRun)
     }
 

@@ -11,7 +11,7 @@
 @_exported import struct LanyardStore.StoreHealth
 @_exported import struct LanyardStore.SlotRecord
 @_exported import struct LanyardStore.RegistryDocument
-@_exported import struct LanyardStore.Migration
+@_exported import struct LanyardStore.MigrationStep
 
 @_exported import protocol LanyardAuth.HTTPTransport
 @_exported import struct LanyardAuth.HTTPRequest

@@ -1,6 +1,15 @@
 import Foundation
 import LanyardCore
 
+/// What happened (or, in a dry run, would happen) to one slot in a ``Migration``.
+public struct MigrationStep: Sendable, Equatable {
+    public let slot: Slot
+    public let from: BackendKind
+    public let to: BackendKind
+    /// `moved`, `already-there`, `registry-only` (no stored credential), or `would-move`.
+    public let outcome: String
+}
+
 /// Moves slots between backends: copy, read back and compare, record the new backend, then delete
 /// from the source. A `kill -9` at any point leaves every slot readable from at least one backend
 /// (the registry switches only after the copy is verified, and the source copy goes last).
@@ -13,14 +22,7 @@ public struct Migration: Sendable {
         self.open = open
     }
 
-    /// What happened (or, in a dry run, would happen) to one slot.
-    public struct Step: Sendable, Equatable {
-        public let slot: Slot
-        public let from: BackendKind
-        public let to: BackendKind
-        /// `moved`, `already-there`, `registry-only` (no stored credential), or `would-move`.
-        public let outcome: String
-    }
+    public typealias Step = MigrationStep
 
     /// Migrates `slots` (every slot when empty) to `target`.
     public func run(to target: BackendKind, slots requested: [Slot], dryRun: Bool,

@@ -73,7 +73,7 @@ enum StoreGroupCommand {
                 throw UsageError(message: "migrate needs --to secret-service or --to file", command: "store")
             }
             let slots = try rest.map { try SlotCommands.parseSlot($0, inv) }
-            func describe(_ step: Migration.Step) -> String {
+            func describe(_ step: MigrationStep) -> String {
                 let verb = ["moved": "moved", "already-there": "already in", "registry-only": "moved (no stored credential)",
                             "would-move": "would move"][step.outcome] ?? step.outcome
                 return "\(step.slot.name): \(verb) \(step.outcome == "already-there" ? "" : "\(step.from.displayName) → ")\(step.to.displayName)"
