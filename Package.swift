@@ -26,9 +26,13 @@ let package = Package(
         // do not pay for loading them (about 1.2 ms at every start).
         .target(name: "CLibsecretLoader", dependencies: ["CLibsecret"]),
 
+        // Every GLib and GIO call (errors, key files, durable writes, GDBus, deadlines) behind a
+        // Swift API; libsecret's own calls stay in LanyardStore's SecretServiceLibsecret.swift.
+        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLibsecretLoader"]),
+
         .target(name: "LanyardCore"),
         .target(name: "Age", dependencies: ["CSodium"]),
-        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "CLibsecret", "CLibsecretLoader", "CKeyutils"]),
+        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "LanyardGLib", "CLibsecret", "CKeyutils"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "CLibsecret", "CLibsecretLoader"]),
@@ -51,7 +55,7 @@ let package = Package(
         .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
-        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
     ],
