@@ -72,3 +72,9 @@ package func takeList(_ list: UnsafeMutablePointer<GList>?) -> [OpaquePointer] {
     return elements
 }
 
+/// The strings of a NULL-terminated `gchar **` of `count` entries, which this frees (`g_strfreev`).
+func takeStringVector(_ vector: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?, count: gsize) -> [String] {
+    guard let vector else { return [] }
+    defer { g_strfreev(vector) }
+    return (0..<Int(count)).compactMap { vector[$0].map { String(cString: $0) } }
+}

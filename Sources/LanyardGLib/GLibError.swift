@@ -141,3 +141,13 @@ package enum GLibCall {
         if ok == 0 { throw .refused }
     }
 }
+
+extension GLibCall.Failure {
+    /// The error's message, or `fallback` for a call that failed without one.
+    package func message(or fallback: String) -> String {
+        switch self {
+        case .error(let e): return e.message
+        case .refused: return fallback
+        }
+    }
+}
