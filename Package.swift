@@ -12,7 +12,7 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian, through pkg-config. Module maps only; Swift wrappers live in
-        // the layer that uses them.
+        // the layer that uses them (GLib's and GIO's all in LanyardGLib).
         // GLib and GIO headers (GIO's live in GLib's folder) and the part of libsecret's API Lanyard
         // uses (lanyard-secret.h); only GLib is linked: libsecret, GIO and GObject are loaded on
         // first use by CLibsecretLoader.
@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "LanyardGLib", "CLibsecret", "CKeyutils"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "Age"]),
-        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "CLibsecret", "CLibsecretLoader"]),
+        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardGLib"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardAuth"]),
         .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [

@@ -1,4 +1,4 @@
-// LanyardGLib: Swift wrappers over GLib and GIO (libsecret's own calls stay in
+// LanyardGLib: the one module that calls GLib and GIO (libsecret's own calls stay in
 // LanyardStore/SecretServiceLibsecret.swift). No C type leaves it: its API speaks Swift.
 //
 // GIO is loaded on first use (CLibsecretLoader), so nothing here may call a GIO function on a
@@ -29,6 +29,8 @@ package struct GLibError: Error, Sendable, CustomStringConvertible {
     /// The error text. GLib, GDBus and libsecret messages name methods and object paths, never secrets.
     /// GDBus's `GDBus.Error:<name>: ` prefix is removed (the name is in `remoteName`).
     package let message: String
+    /// The text exactly as GLib gave it, GDBus's remote-error prefix included.
+    package let originalMessage: String
     /// The D-Bus error name (`org.freedesktop.DBus.Error.ServiceUnknown`, …) when the error came from a peer.
     package let remoteName: String?
 
@@ -45,6 +47,7 @@ package struct GLibError: Error, Sendable, CustomStringConvertible {
         default: domain = .other(name)
         }
         code = error.pointee.code
+        originalMessage = error.pointee.message.map { String(cString: $0) } ?? "no message"
         if case .other = domain {
             remoteName = nil
         } else {
@@ -147,6 +150,15 @@ extension GLibCall.Failure {
     package func message(or fallback: String) -> String {
         switch self {
         case .error(let e): return e.message
+        case .refused: return fallback
+        }
+    }
+
+    /// The error's message as GLib gave it (GDBus's remote-error prefix kept), or `fallback` for a
+    /// call that failed without one.
+    package func originalMessage(or fallback: String) -> String {
+        switch self {
+        case .error(let e): return e.originalMessage
         case .refused: return fallback
         }
     }

@@ -225,7 +225,7 @@ final class KeyringService: @unchecked Sendable {
     func readAlias(_ alias: String, deadline: Deadline) throws(KeyringFailure) -> String? {
         let reply = try keyring("ReadAlias") { () throws(GLibCall.Failure) in
             try bus.call(destination: busName, path: "/org/freedesktop/secrets",
-                         interface: "org.freedesktop.Secret.Service", method: "ReadAlias", arguments: [alias],
+                         interface: "org.freedesktop.Secret.Service", method: "ReadAlias", arguments: [.string(alias)],
                          deadline: deadline)
         }
         guard let path = reply.first?.string, path != "/" else { return nil }
