@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
-        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "Age", "LanyardTestSupport"]),
         .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
     ],
