@@ -12,7 +12,7 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian, through pkg-config. Module maps only; Swift wrappers live in
-        // the layer that uses them.
+        // the layer that uses them (GLib's and GIO's all in LanyardGLib).
         // GLib and GIO headers (GIO's live in GLib's folder) and the part of libsecret's API Lanyard
         // uses (lanyard-secret.h); only GLib is linked: libsecret, GIO and GObject are loaded on
         // first use by CLibsecretLoader.
@@ -26,12 +26,16 @@ let package = Package(
         // do not pay for loading them (about 1.2 ms at every start).
         .target(name: "CLibsecretLoader", dependencies: ["CLibsecret"]),
 
+        // Every GLib and GIO call (errors, key files, durable writes, GDBus, deadlines) behind a
+        // Swift API; libsecret's own calls stay in LanyardStore's SecretServiceLibsecret.swift.
+        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLibsecretLoader"]),
+
         .target(name: "LanyardCore"),
         .target(name: "Age", dependencies: ["CSodium"]),
-        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "CLibsecret", "CLibsecretLoader", "CKeyutils"]),
+        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "LanyardGLib", "CLibsecret", "CKeyutils"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "Age"]),
-        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "CLibsecret", "CLibsecretLoader"]),
+        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardGLib"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth"]),
         .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
@@ -51,7 +55,7 @@ let package = Package(
         .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
-        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardCore", "Age", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "Age", "LanyardTestSupport"]),
         .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
     ],

@@ -1,9 +1,10 @@
-import CLibsecret
 import Foundation
 import LanyardCore
+import LanyardGLib
 
-/// Reads config.ini with GLib's GKeyFile. Unknown groups and keys give warnings; a file that does
-/// not parse or a value that makes no sense gives a ``ConfigError`` naming the line or the key.
+/// Reads config.ini, a GLib key file (through LanyardGLib's `KeyFile`). Unknown groups and keys give
+/// warnings; a file that does not parse or a value that makes no sense gives a ``ConfigError``
+/// naming the line or the key.
 public enum ConfigFile {
     /// The result of loading: settings plus warnings for people.
     public struct Loaded: Sendable {
@@ -21,7 +22,9 @@ public enum ConfigFile {
     public static func parse(_ data: Data, path: String) throws(ConfigError) -> Loaded {
         let text = String(decoding: data, as: UTF8.self)
         let file = KeyFile()
-        try file.load(text, path: path)
+        do { try file.load(text) } catch {
+            throw .malformed(path: path, line: line(of: error.message, in: text), detail: error.message)
+        }
         var config = LanyardConfig()
         var warnings: [String] = []
         let known: [String: Set<String>] = [
@@ -127,6 +130,19 @@ public enum ConfigFile {
         return Loaded(config: config, warnings: warnings)
     }
 
+    /// GLib quotes the offending line's text but not its number; find it.
+    private static func line(of message: String, in text: String) -> Int? {
+        guard let open = message.firstIndex(of: "“"), let close = message[message.index(after: open)...].firstIndex(of: "”") else {
+            return nil
+        }
+        let quoted = message[message.index(after: open)..<close]
+        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+        where line == quoted || line.trimmingSpaces() == quoted.trimmingSpaces() {
+            return n + 1
+        }
+        return nil
+    }
+
     /// A `[git]` key in canonical form: lowercased host, path segments without empty ones; nil when
     /// there is no host or it contains a scheme.
     public static func gitPattern(_ key: String) -> String? {
@@ -177,55 +193,5 @@ public enum ConfigFile {
             provider.gitUsername = username
         }
         return provider
-    }
-}
-
-/// Thin wrapper over GKeyFile: the only place config code touches C.
-private final class KeyFile {
-    private let file: OpaquePointer
-
-    init() { file = g_key_file_new() }
-    deinit { g_key_file_free(file) }
-
-    func load(_ text: String, path: String) throws(ConfigError) {
-        var error: UnsafeMutablePointer<GError>?
-        let ok = g_key_file_load_from_data(file, text, gsize(text.utf8.count), G_KEY_FILE_NONE, &error)
-        guard ok == 0 else { return }
-        let message = error.map { String(cString: $0.pointee.message) } ?? "does not parse"
-        if let error { g_error_free(error) }
-        throw .malformed(path: path, line: KeyFile.line(of: message, in: text), detail: message)
-    }
-
-    /// GLib quotes the offending line's text but not its number; find it.
-    private static func line(of message: String, in text: String) -> Int? {
-        guard let open = message.firstIndex(of: "“"), let close = message[message.index(after: open)...].firstIndex(of: "”") else {
-            return nil
-        }
-        let quoted = message[message.index(after: open)..<close]
-        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
-        where line == quoted || line.trimmingSpaces() == quoted.trimmingSpaces() {
-            return n + 1
-        }
-        return nil
-    }
-
-    func groups() -> [String] {
-        var count: gsize = 0
-        guard let list = g_key_file_get_groups(file, &count) else { return [] }
-        defer { g_strfreev(list) }
-        return (0..<Int(count)).compactMap { list[$0].map { String(cString: $0) } }
-    }
-
-    func keys(_ group: String) -> [String] {
-        var count: gsize = 0
-        guard let list = g_key_file_get_keys(file, group, &count, nil) else { return [] }
-        defer { g_strfreev(list) }
-        return (0..<Int(count)).compactMap { list[$0].map { String(cString: $0) } }
-    }
-
-    func string(_ group: String, _ key: String) -> String? {
-        guard let value = g_key_file_get_string(file, group, key, nil) else { return nil }
-        defer { g_free(value) }
-        return String(cString: value)
     }
 }

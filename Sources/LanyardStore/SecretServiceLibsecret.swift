@@ -1,9 +1,10 @@
-// Swift wrappers over libsecret for SecretServiceStore. Internal; C types stay in this file and
-// GLibInterop.swift. Every blocking call takes the operation's Deadline.
+// Swift wrappers over libsecret for SecretServiceStore. Internal; libsecret's calls and types stay
+// in this file, and everything else of GLib and GIO (errors, hash tables, GDBus, deadlines) comes
+// from LanyardGLib. Every blocking call takes the operation's Deadline.
 
 import CLibsecret
-import CLibsecretLoader
 import Foundation
+import LanyardGLib
 
 /// Why a keyring call failed, before SecretServiceStore turns it into a StoreError.
 enum KeyringFailure: Error {
@@ -37,6 +38,17 @@ private func keyring<T>(_ what: @autoclosure () -> String, _ body: () throws(GLi
     do { return try body() } catch { throw KeyringFailure(error, refused: what()) }
 }
 
+extension GLibError {
+    /// True when libsecret reports a locked collection or item.
+    var isLocked: Bool { domain == .secret && code == Int32(SECRET_ERROR_IS_LOCKED.rawValue) }
+
+    /// True when the object (item or collection) does not exist. gnome-keyring answers calls on a
+    /// missing object with UnknownMethod "Object does not exist at path …".
+    var isNoSuchObject: Bool {
+        (domain == .secret && code == Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue)) || isUnknownDBusObject
+    }
+}
+
 // MARK: - Schema
 
 /// The item schema `dev.lanyard.Credential`, built once with `secret_schema_newv` (the variadic
@@ -52,17 +64,11 @@ final class LanyardSchema: @unchecked Sendable {
 
     private init() {
         // Values are SecretSchemaAttributeType packed into pointers (GINT_TO_POINTER); STRING is 0.
-        guard let types = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil) else {
-            pointer = nil
-            return
-        }
-        for name in LanyardSchema.attributeNames {
-            g_hash_table_insert(types, g_strdup(name),
-                                UnsafeMutableRawPointer(bitPattern: Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)))
-        }
+        let types = LanyardSchema.attributeNames.map { ($0, Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)) }
         // SECRET_SCHEMA_NONE: items carry `xdg:schema` and searches match on it.
-        pointer = secret_schema_newv(LanyardSchema.name, SECRET_SCHEMA_NONE, types)
-        g_hash_table_unref(types)
+        pointer = withIntegerTable(Dictionary(uniqueKeysWithValues: types)) { table in
+            secret_schema_newv(LanyardSchema.name, SECRET_SCHEMA_NONE, table)
+        } ?? nil
     }
 
     /// The schema to pass to libsecret.
@@ -101,15 +107,12 @@ final class KeyringConnection: @unchecked Sendable {
     static let shared = KeyringConnection()
 
     private let lock = NSLock()
-    private var service: OpaquePointer?
+    private var service: GObjectReference?
     /// The unique bus name that owned the service when `service` was made.
     private var owner: String?
 
     /// Why libsecret cannot be loaded (it is loaded on first use), or nil once it is.
-    static func missingLibraryReason() -> String? {
-        var error: UnsafePointer<CChar>?
-        return lanyard_libsecret_load(&error) != 0 ? nil : error.map { String(cString: $0) } ?? "cannot load libsecret"
-    }
+    static func missingLibraryReason() -> String? { LazyLibraries.loadFailure() }
 
     /// The bus name libsecret talks to (it honours SECRET_SERVICE_BUS_NAME, so do we).
     static var busName: String {
@@ -167,14 +170,15 @@ final class KeyringConnection: @unchecked Sendable {
             return KeyringService(service: service, bus: bus, busName: name)
         }
         // First use, or the service was restarted: drop libsecret's cached service and open a new one.
-        if let old = service {
-            g_object_unref(UnsafeMutableRawPointer(old))
+        if service != nil {
             service = nil
             owner = nil
             secret_service_disconnect()
         }
         let fresh = try keyring("secret_service_get_sync") { () throws(GLibCall.Failure) in
-            try GLibCall.pointer { secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, deadline.cancellable, $0) }
+            GObjectReference(adopting: try GLibCall.pointer {
+                secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, deadline.cancellable, $0)
+            })
         }
         service = fresh
         // When the service was started on demand just now, this is its owner.
@@ -188,18 +192,17 @@ final class KeyringConnection: @unchecked Sendable {
 /// One reference to libsecret's service object plus the bus it lives on.
 final class KeyringService: @unchecked Sendable {
     // libsecret's sync calls may be made from any thread; this class only holds references.
-    private let service: OpaquePointer
+    private let reference: GObjectReference
     let bus: GDBusClient
     let busName: String
 
-    init(service: OpaquePointer, bus: GDBusClient, busName: String) {
-        g_object_ref(UnsafeMutableRawPointer(service))
-        self.service = service
+    init(service: GObjectReference, bus: GDBusClient, busName: String) {
+        reference = service
         self.bus = bus
         self.busName = busName
     }
 
-    deinit { g_object_unref(UnsafeMutableRawPointer(service)) }
+    private var service: OpaquePointer { reference.pointer }
 
     /// Items of schema dev.lanyard.Credential matching `attributes` in every collection, locked
     /// ones included (secrets not loaded).
@@ -214,23 +217,15 @@ final class KeyringService: @unchecked Sendable {
                 }
             }
         }
-        var items: [KeyringItem] = []
-        var node = list
-        while let current = node {
-            if let data = current.pointee.data {
-                items.append(KeyringItem(adopting: OpaquePointer(data)))
-            }
-            node = current.pointee.next
-        }
-        g_list_free(list)  // the items' references now belong to the KeyringItems
-        return items
+        // The items' references now belong to the KeyringItems.
+        return takeList(list).map { KeyringItem(adopting: $0) }
     }
 
     /// The object path an alias (`default`, `login`, `session`) points to, or nil when unset.
     func readAlias(_ alias: String, deadline: Deadline) throws(KeyringFailure) -> String? {
         let reply = try keyring("ReadAlias") { () throws(GLibCall.Failure) in
             try bus.call(destination: busName, path: "/org/freedesktop/secrets",
-                         interface: "org.freedesktop.Secret.Service", method: "ReadAlias", arguments: [alias],
+                         interface: "org.freedesktop.Secret.Service", method: "ReadAlias", arguments: [.string(alias)],
                          deadline: deadline)
         }
         guard let path = reply.first?.string, path != "/" else { return nil }
@@ -279,43 +274,23 @@ private func makeSecretValue(_ secret: Data, contentType: String) throws(Keyring
 
 /// One reference to a SecretItem proxy, with the properties read when it was loaded.
 final class KeyringItem: @unchecked Sendable {
-    private let item: OpaquePointer
+    private let reference: GObjectReference
 
     /// Takes over a reference the caller owned.
-    init(adopting item: OpaquePointer) { self.item = item }
-    deinit { g_object_unref(UnsafeMutableRawPointer(item)) }
+    init(adopting item: OpaquePointer) { reference = GObjectReference(adopting: item) }
 
-    private var proxy: UnsafeMutablePointer<GDBusProxy> { UnsafeMutablePointer<GDBusProxy>(item) }
+    private var item: OpaquePointer { reference.pointer }
 
     /// The item's D-Bus object path, `<collection path>/<id>`.
-    var path: String { String(glib: g_dbus_proxy_get_object_path(proxy)) }
+    var path: String { reference.proxyObjectPath }
     var isLocked: Bool { secret_item_get_locked(item) != 0 }
     /// Seconds since 1970 of the last change.
     var modified: UInt64 { UInt64(secret_item_get_modified(item)) }
 
-    var label: String {
-        guard let raw = secret_item_get_label(item) else { return "" }
-        defer { g_free(raw) }
-        return String(cString: raw)
-    }
+    var label: String { String(takingGLib: secret_item_get_label(item)) ?? "" }
 
     /// The item's attributes (including `xdg:schema`).
-    var attributes: [String: String] {
-        guard let table = secret_item_get_attributes(item) else { return [:] }
-        defer { g_hash_table_unref(table) }
-        var result: [String: String] = [:]
-        var iter = GHashTableIter()
-        g_hash_table_iter_init(&iter, table)
-        var key: gpointer?
-        var value: gpointer?
-        while g_hash_table_iter_next(&iter, &key, &value) != 0 {
-            if let key, let value {
-                result[String(cString: key.assumingMemoryBound(to: CChar.self))] =
-                    String(cString: value.assumingMemoryBound(to: CChar.self))
-            }
-        }
-        return result
-    }
+    var attributes: [String: String] { takeStringTable(secret_item_get_attributes(item)) }
 
     /// Loads the secret and hands its bytes to `body` without copying them; the bytes are only
     /// valid inside `body` and are wiped by libsecret afterwards.

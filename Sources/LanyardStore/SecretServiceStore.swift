@@ -1,5 +1,6 @@
 import Foundation
 import LanyardCore
+import LanyardGLib
 
 /// Credentials in the desktop keyring (gnome-keyring, KWallet, KeePassXC) through libsecret and
 /// the freedesktop Secret Service API.

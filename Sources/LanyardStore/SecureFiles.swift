@@ -1,6 +1,6 @@
-import CLibsecret
-import LanyardCore
 import Foundation
+import LanyardCore
+import LanyardGLib
 
 /// File-system rules for everything Lanyard writes: folders 0700, files 0600, no symlinks, nothing
 /// owned by another user, and durable atomic replacement.
@@ -60,7 +60,8 @@ public enum SecureFiles {
     }
 
     /// Replaces `path` with `data` durably: temp file in the same folder, fsync, rename, fsync of
-    /// the folder (GLib's `g_file_set_contents_full` with CONSISTENT|DURABLE), mode 0600.
+    /// the folder (GLib's `g_file_set_contents_full` with CONSISTENT|DURABLE, through LanyardGLib's
+    /// `DurableFile`), mode 0600.
     /// - Parameter keepPrevious: hard-link the current generation to `path.prev` first, so one bad
     ///   write can always be undone by hand.
     public static func atomicWrite(_ data: Data, to path: String, keepPrevious: Bool = false) throws(StoreError) {
@@ -73,15 +74,8 @@ public enum SecureFiles {
                 if rename(tmp, prev) != 0 { unlink(tmp) }
             }
         }
-        var error: UnsafeMutablePointer<GError>?
-        let flags = GFileSetContentsFlags(rawValue: G_FILE_SET_CONTENTS_CONSISTENT.rawValue | G_FILE_SET_CONTENTS_DURABLE.rawValue)
-        var bytes = [CChar](repeating: 0, count: max(data.count, 1))
-        bytes.withUnsafeMutableBytes { _ = data.copyBytes(to: $0) }
-        let ok = g_file_set_contents_full(path, bytes, gssize(data.count), flags, 0o600, &error)
-        if ok == 0 {
-            let message = error.map { String(cString: $0.pointee.message) } ?? "write failed"
-            if let error { g_error_free(error) }
-            throw .io(path: path, detail: message)
+        do { try DurableFile.replace(path, with: data, mode: 0o600) } catch {
+            throw .io(path: path, detail: error.message(or: "write failed"))
         }
     }
 

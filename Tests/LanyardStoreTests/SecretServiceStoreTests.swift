@@ -3,6 +3,7 @@
 
 import Foundation
 import LanyardCore
+import LanyardGLib
 import Testing
 
 @testable import LanyardStore
