@@ -37,17 +37,7 @@ import Testing
     /// Every `import M` of a package module names a dependency the target declares (SwiftPM lets a
     /// target import its dependencies' dependencies, which hides layering mistakes).
     @Test func importsMatchDeclaredDependencies() throws {
-        let manifest = try String(contentsOf: repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
-        let targetPattern = try Regex(#"\.(?:target|executableTarget|testTarget|systemLibrary)\(name: "([^"]+)"(?:, dependencies: \[([^\]]*)\])?(?:[^)]*?path: "([^"]+)")?"#)
-        var targets: [(name: String, dependencies: Set<String>, folder: String)] = []
-        for match in manifest.matches(of: targetPattern) {
-            let name = String(match.output[1].substring ?? "")
-            let dependencies = (match.output[2].substring.map(String.init) ?? "")
-                .split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \"\n")) }.filter { !$0.isEmpty }
-            let folder = match.output[3].substring.map(String.init)
-                ?? (manifest.contains("testTarget(name: \"\(name)\"") ? "Tests/\(name)" : "Sources/\(name)")
-            targets.append((name, Set(dependencies), folder))
-        }
+        let targets = try Self.manifestTargets()
         let packageModules = Set(targets.map(\.name))
         #expect(packageModules.isSuperset(of: ["LanyardCore", "LanyardKit", "LanyardCLI", "lanyard"]), "parsed \(packageModules.sorted())")
         let importPattern = try Regex(#"^(?:@_exported |@testable )?import (?:(?:struct|enum|class|protocol|func|typealias) )?([A-Za-z_][A-Za-z0-9_]*)"#)
@@ -69,6 +59,37 @@ import Testing
             }
         }
         #expect(checked > 100, "checked \(checked) imports")
+    }
+
+    /// docs/architecture.md's dependency table is the manifest's, for every non-test target.
+    @Test func architectureDocumentMatchesTheManifest() throws {
+        let manifest = try Self.manifestTargets().filter { !$0.folder.hasPrefix("Tests/") && !$0.name.hasPrefix("C") || $0.name == "CLibsecretLoader" }
+        let document = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        var table: [String: Set<String>] = [:]
+        for match in document.matches(of: /\n\| ([A-Za-z][A-Za-z-]*) \| ([A-Za-z, -]*?) ?\|/) where match.output.1 != "module" {
+            table[String(match.output.1)] = Set(match.output.2.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        }
+        for target in manifest {
+            #expect(table[target.name] == target.dependencies,
+                    "docs/architecture.md says \(target.name) depends on \(table[target.name]?.sorted() ?? []), Package.swift says \(target.dependencies.sorted())")
+        }
+        #expect(Set(table.keys) == Set(manifest.map(\.name)), "modules in the table: \(table.keys.sorted()); in the manifest: \(manifest.map(\.name).sorted())")
+    }
+
+    /// The targets of Package.swift: name, declared dependencies and source folder.
+    static func manifestTargets() throws -> [(name: String, dependencies: Set<String>, folder: String)] {
+        let manifest = try String(contentsOf: repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let targetPattern = try Regex(#"\.(?:target|executableTarget|testTarget|systemLibrary)\(name: "([^"]+)"(?:, dependencies: \[([^\]]*)\])?(?:[^)]*?path: "([^"]+)")?"#)
+        var targets: [(name: String, dependencies: Set<String>, folder: String)] = []
+        for match in manifest.matches(of: targetPattern) {
+            let name = String(match.output[1].substring ?? "")
+            let dependencies = (match.output[2].substring.map(String.init) ?? "")
+                .split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \"\n")) }.filter { !$0.isEmpty }
+            let folder = match.output[3].substring.map(String.init)
+                ?? (manifest.contains("testTarget(name: \"\(name)\"") ? "Tests/\(name)" : "Sources/\(name)")
+            targets.append((name, Set(dependencies), folder))
+        }
+        return targets
     }
 }
 
