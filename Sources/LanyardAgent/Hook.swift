@@ -3,7 +3,7 @@ import LanyardCore
 
 /// Runs the configured hook (`/bin/sh -c CMD`) with one event as a JSON line on stdin. The hook
 /// runs in the background; ``waitForAll(timeout:)`` lets `--once` wait before exiting.
-public final class EventHook: @unchecked Sendable {
+public final class EventHook: Sendable {
     public let command: String
     private let group = DispatchGroup()
 

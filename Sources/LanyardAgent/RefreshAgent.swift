@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -10,7 +11,22 @@ import LanyardStore
 ///
 /// Refreshes go through ``AccountManager/freshCredential(slot:force:)``, i.e. under the same
 /// per-slot lock as the CLI, so the agent and the CLI never refresh a slot twice.
-public final class RefreshAgent: @unchecked Sendable {
+///
+/// Isolation: the schedule (states seen, jitters, retries) belongs to the thread that calls
+/// ``run()`` or ``runOnce()``, so the agent is deliberately not `Sendable`; other threads (a
+/// signal handler) stop it through its ``stopper``.
+public final class RefreshAgent {
+    /// Stops a running agent from any thread: a write to the agent's stop pipe (signal-safe).
+    public struct Stopper: Sendable {
+        let fd: Int32
+
+        /// Makes ``RefreshAgent/run()`` return after the refresh in progress.
+        public func stop() {
+            var byte: UInt8 = 1
+            _ = write(fd, &byte, 1)
+        }
+    }
+
     public struct Options: Sendable {
         public var jitter: TimeInterval
         public var notify: Bool
@@ -56,11 +72,11 @@ public final class RefreshAgent: @unchecked Sendable {
         stopPipe = fds
     }
 
+    /// Stops this agent from another thread or a signal handler.
+    public var stopper: Stopper { Stopper(fd: stopPipe[1]) }
+
     /// Makes ``run()`` return after the refresh in progress (signal-safe).
-    public func stop() {
-        var byte: UInt8 = 1
-        _ = write(stopPipe[1], &byte, 1)
-    }
+    public func stop() { stopper.stop() }
 
     /// The agent's lock (`$XDG_DATA_HOME/lanyard/locks/agent.lock`): nil when another agent holds it.
     public static func lock(paths: Paths) throws -> FileLock? {
@@ -268,16 +284,15 @@ public final class RegistryWatch {
     public func close() { if fd >= 0 { Glibc.close(fd) } }
 }
 
-private final class BlockingBox<T>: @unchecked Sendable { var value: T? }
-
 /// Runs async work to completion from a plain thread.
 func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
-    let box = BlockingBox<T>()
+    let box = Mutex<T?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
-        box.value = await work()
+        let value = await work()
+        box.withLock { $0 = value }
         done.signal()
     }
     done.wait()
-    return box.value!
+    return box.withLock { $0 }!
 }

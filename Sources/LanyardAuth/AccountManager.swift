@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import LanyardCore
 import LanyardStore
 
@@ -81,8 +82,7 @@ public struct AccountManager: Sendable {
                 ? "run `lanyard store unlock` first"
                 : "unlock the keyring collection first (log in to the desktop session, or unlock it in Seahorse)")
         }
-        final class Outcome: @unchecked Sendable { var value: (Slot, Credential)? }
-        let outcome = Outcome()
+        let outcome = Mutex<(Slot, Credential)?>(nil)
         _ = try await flow.run(events: events) { tokens, account in
             let now = clock.now()
             let credential = Credential(
@@ -105,9 +105,9 @@ public struct AccountManager: Sendable {
                 doc.slots[slot] = record
                 if doc.active == nil { doc.active = slot }
             }
-            outcome.value = (slot, credential)
+            outcome.withLock { $0 = (slot, credential) }
         }
-        guard let (slot, credential) = outcome.value else { throw AuthError.unknown("sign-in finished without a credential") }
+        guard let (slot, credential) = outcome.withLock({ $0 }) else { throw AuthError.unknown("sign-in finished without a credential") }
         return (slot, credential)
     }
 

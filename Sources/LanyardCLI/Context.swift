@@ -1,13 +1,13 @@
 import Foundation
+import Synchronization
 import LanyardAuth
 import LanyardCore
 import LanyardStore
 
 /// Where a command writes text: a file descriptor, or a buffer that tests read back.
-public final class TextSink: @unchecked Sendable {
+public final class TextSink: Sendable {
     private let fd: Int32?
-    private let lock = NSLock()
-    private var buffer = ""
+    private let buffer = Mutex("")
 
     /// Writes to a file descriptor (1 or 2).
     public init(fd: Int32) { self.fd = fd }
@@ -24,14 +24,14 @@ public final class TextSink: @unchecked Sendable {
                 offset += n
             }
         } else {
-            lock.withLock { buffer += text }
+            buffer.withLock { $0 += text }
         }
     }
 
     public func line(_ text: String = "") { write(text + "\n") }
 
     /// What was written, for buffer sinks.
-    public var text: String { lock.withLock { buffer } }
+    public var text: String { buffer.withLock { $0 } }
 }
 
 /// Opens the credential store of a backend; injected so tests choose real stores in private places.
@@ -104,21 +104,12 @@ public enum StoreOpeners {
 
     /// The real backends.
     public static let system: ConfiguredStoreOpener = { kind, config, paths, interactive in
-        switch kind {
-        case .secretService:
-            return SecretServiceStore(timeout: interactive ? config.interactiveStoreTimeout : config.storeTimeout,
-                                      collection: config.keyringCollection)
-        case .file:
-            let store = EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds)
-            // The two variables only: this runs at every store open, and the whole environment is not needed.
-            var variables: [String: String] = [:]
-            for name in ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"] { variables[name] = getenv(name).map { String(cString: $0) } }
-            let reader = PassphraseReader(environment: variables)
-            if reader.hasUnattendedSource {
-                store.passphraseSource = { try reader.read(prompt: "Passphrase for the Lanyard file store: ") }
-            }
-            return store
+        // The two variables only: this runs at every store open, and the whole environment is not needed.
+        var variables: [String: String] = [:]
+        if kind == .file {
+            for name in CredentialStores.passphraseVariables { variables[name] = getenv(name).map { String(cString: $0) } }
         }
+        return CredentialStores.open(kind, config: config, paths: paths, interactive: interactive, passphraseEnvironment: variables)
     }
 }
 

@@ -1,11 +1,12 @@
 import Foundation
+import Synchronization
 import LanyardAuth
 import LanyardCore
 import LanyardStore
 
 /// One run of one command: its context, parsed arguments, and what it loads on demand
 /// (config, registry), each at most once.
-public final class Invocation: @unchecked Sendable {
+public final class Invocation: Sendable {
     public let context: CommandContext
     public let spec: CommandSpec
     public let args: ParsedArguments
@@ -15,7 +16,7 @@ public final class Invocation: @unchecked Sendable {
     public let style: Style
     /// Colour on stderr, by the same rules.
     public let errorStyle: Style
-    private var loadedConfig: LanyardConfig?
+    private let loadedConfig = Mutex<LanyardConfig?>(nil)
 
     init(context: CommandContext, spec: CommandSpec, args: ParsedArguments) {
         self.context = context
@@ -34,11 +35,13 @@ public final class Invocation: @unchecked Sendable {
 
     /// The config, loaded once; warnings go to stderr.
     func config() throws -> LanyardConfig {
-        if let loadedConfig { return loadedConfig }
-        let loaded = try ConfigFile.load(path: paths.configFile)
-        for warning in loaded.warnings { stderr.line("lanyard: warning: \(warning)") }
-        loadedConfig = loaded.config
-        return loaded.config
+        try loadedConfig.withLock { cached in
+            if let cached { return cached }
+            let loaded = try ConfigFile.load(path: paths.configFile)
+            for warning in loaded.warnings { stderr.line("lanyard: warning: \(warning)") }
+            cached = loaded.config
+            return loaded.config
+        }
     }
 
     var registry: Registry { Registry(paths: paths) }
@@ -71,16 +74,18 @@ public final class Invocation: @unchecked Sendable {
 
     /// Runs async work to completion; with signal handling on, Ctrl-C (SIGINT) or SIGTERM cancels it.
     func runAsync<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-        let box = ResultBox<T>()
+        let box = Mutex<Result<T, Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let task = Task {
-            do { box.result = .success(try await work()) } catch { box.result = .failure(error) }
+            let result: Result<T, Error>
+            do { result = .success(try await work()) } catch { result = .failure(error) }
+            box.withLock { $0 = result }
             done.signal()
         }
         let sources = onInterrupt { task.cancel() }
         done.wait()
         for source in sources { source.cancel() }
-        return try box.result!.get()
+        return try box.withLock { $0 }!.get()
     }
 
     /// With signal handling on, runs `handler` on Ctrl-C (SIGINT) or SIGTERM instead of their
@@ -203,9 +208,4 @@ enum RelativeTime {
         if h < 48 { return m % 60 == 0 ? "\(h) h" : "\(h) h \(m % 60) min" }
         return "\(h / 24) d"
     }
-}
-
-/// Carries an async result across to the waiting thread (written once, before the semaphore).
-private final class ResultBox<T>: @unchecked Sendable {
-    var result: Result<T, Error>?
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The time source of time-dependent logic (expiry, schedules, backoff), injected so tests control
 /// time instead of sleeping.
@@ -13,13 +14,12 @@ public struct SystemClock: WallClock {
 }
 
 /// A clock tests set by hand.
-public final class ManualClock: WallClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Date
+public final class ManualClock: WallClock, Sendable {
+    private let current: Mutex<Date>
 
-    public init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = start }
+    public init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Mutex(start) }
 
-    public func now() -> Date { lock.withLock { current } }
-    public func advance(by seconds: TimeInterval) { lock.withLock { current += seconds } }
-    public func set(_ date: Date) { lock.withLock { current = date } }
+    public func now() -> Date { current.withLock { $0 } }
+    public func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
+    public func set(_ date: Date) { current.withLock { $0 = date } }
 }

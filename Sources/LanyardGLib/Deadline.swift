@@ -5,7 +5,8 @@ import Dispatch
 import Foundation
 
 /// Owns one `GCancellable` reference; shared between an operation and its timer so the timer can
-/// never touch a freed object.
+/// never touch a freed object. `@unchecked`: the pointer never changes, and GCancellable is
+/// thread-safe (GLib documents cancelling from another thread).
 package final class CancellableBox: @unchecked Sendable {
     // GCancellable is documented thread-safe: cancel from one thread while another waits on it.
     /// The cancellable, valid while `self` lives.
@@ -27,7 +28,8 @@ package final class CancellableBox: @unchecked Sendable {
 
 /// A time limit for one operation: a `GCancellable` that a timer on a private queue cancels
 /// when the time is up. Every blocking GIO call of the operation gets `cancellable`, so one
-/// deadline bounds the whole operation, however many D-Bus calls it makes.
+/// deadline bounds the whole operation, however many D-Bus calls it makes. `@unchecked`: every
+/// property is immutable; DispatchSourceTimer is thread-safe but not marked `Sendable`.
 package final class Deadline: @unchecked Sendable {
     // The timer queue is overcommitting (a serial queue of its own), so it fires even when every
     // cooperative-pool thread is blocked in a keyring call.

@@ -59,7 +59,8 @@ package indirect enum DBusValue: Sendable, Equatable {
 
 /// Direct D-Bus calls on the session bus connection (the one libsecret uses too), for what
 /// libsecret's stable API does not offer (bus name owner, aliases, a fresh Locked property) and
-/// for desktop notifications.
+/// for desktop notifications. `@unchecked`: it holds one immutable reference to a
+/// GDBusConnection, which GIO makes thread-safe.
 package final class GDBusClient: @unchecked Sendable {
     // GDBusConnection is thread-safe; this class only holds one reference to it.
     private let connection: GObjectReference

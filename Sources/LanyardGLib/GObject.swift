@@ -15,7 +15,8 @@ package enum LazyLibraries {
 }
 
 /// Owns one reference to a GObject (a libsecret service or item, a D-Bus connection) and
-/// releases it when dropped.
+/// releases it when dropped. `@unchecked`: the pointer never changes, and GObject reference
+/// counting is atomic.
 package final class GObjectReference: @unchecked Sendable {
     // GObject reference counting is atomic; this class only holds the reference.
     /// The object, valid while `self` lives.

@@ -47,16 +47,12 @@ public struct Configuration: Sendable {
         if let backoff { config.backoff = backoff }
         if let backend { config.backend = backend == .file ? .file : .secretService }
         let storeConfig = config
+        let passphraseEnvironment = environment.filter { CredentialStores.passphraseVariables.contains($0.key) }
         return AccountManager(
             paths: paths, config: config,
             openStore: { kind, interactive in
-                switch kind {
-                case .secretService:
-                    return SecretServiceStore(timeout: interactive ? storeConfig.interactiveStoreTimeout : storeConfig.storeTimeout,
-                                              collection: storeConfig.keyringCollection)
-                case .file:
-                    return EncryptedFileStore(paths: paths, unlockCacheSeconds: storeConfig.unlockCacheSeconds)
-                }
+                CredentialStores.open(kind, config: storeConfig, paths: paths, interactive: interactive,
+                                      passphraseEnvironment: passphraseEnvironment)
             },
             transport: transport ?? URLSessionTransport(timeout: config.httpTimeout))
     }

@@ -3,18 +3,18 @@ import Foundation
 import FoundationNetworking
 #endif
 import LanyardAuth
+import Synchronization
 
 // FoundationNetworking (with libcurl and ICU) adds about 10 ms to every process start, so it lives
 // in this module alone: the `lanyard` binary leaves it out and hands commands that talk to a
 // provider to `lanyard-net`, which links it.
 
 /// HTTP over URLSession, with a timeout and a cap on the body size.
-public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
+public final class URLSessionTransport: HTTPTransport, Sendable {
     /// Answers longer than this are refused (no provider answer is anywhere near it).
     public let maxBodyBytes: Int
     public let timeout: TimeInterval
-    private let lock = NSLock()
-    private var created: URLSession?
+    private let created = Mutex<URLSession?>(nil)
 
     public init(timeout: TimeInterval = 30, maxBodyBytes: Int = 1 << 20) {
         self.timeout = timeout
@@ -24,7 +24,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     /// Made on first use: creating a URLSession costs milliseconds, and most commands never
     /// talk to a provider.
     private var session: URLSession {
-        lock.withLock {
+        created.withLock { created in
             if let created { return created }
             let configuration = URLSessionConfiguration.ephemeral
             configuration.timeoutIntervalForRequest = timeout

@@ -11,7 +11,7 @@ import LanyardCore
 /// timeout. Writes take an exclusive lock, replace the file durably and keep the previous
 /// generation as `store.age.prev`. A file that fails to decrypt is reported as `corrupt` and never
 /// touched.
-public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
+public final class EncryptedFileStore: CredentialStore, Sendable {
     public let kind = BackendKind.file
     public static let backendName = "encrypted file"
     public let directory: String
@@ -23,11 +23,12 @@ public final class EncryptedFileStore: CredentialStore, @unchecked Sendable {
     /// Where a passphrase comes from without asking (LANYARD_PASSPHRASE_FILE, LANYARD_ASKPASS); nil
     /// when nothing is configured. A locked store opens with it (and is cached when the kernel keyring works), so
     /// unattended hosts and containers without a kernel keyring can use a passphrase-protected store.
-    public var passphraseSource: (@Sendable () throws -> String)?
+    public let passphraseSource: (@Sendable () throws -> String)?
 
-    public init(paths: Paths, unlockCacheSeconds: TimeInterval = 900) {
+    public init(paths: Paths, unlockCacheSeconds: TimeInterval = 900, passphraseSource: (@Sendable () throws -> String)? = nil) {
         directory = paths.dataDirectory
         self.unlockCacheSeconds = unlockCacheSeconds
+        self.passphraseSource = passphraseSource
     }
 
     var cacheName: String { "lanyard:file-store:" + storePath }

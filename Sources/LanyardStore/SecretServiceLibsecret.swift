@@ -57,7 +57,7 @@ final class LanyardSchema: @unchecked Sendable {
     // SecretSchema is immutable once built; libsecret only reads it.
     private static let shared = LanyardSchema()
 
-    static let name = "dev.lanyard.Credential"
+    static var name: String { SecretServiceStore.schemaName }
     static let attributeNames: Set<String> = ["slot", "provider", "account-id"]
 
     private let pointer: OpaquePointer?
@@ -190,6 +190,7 @@ final class KeyringConnection: @unchecked Sendable {
 // MARK: - Service
 
 /// One reference to libsecret's service object plus the bus it lives on.
+/// `@unchecked`: it holds only immutable references to GIO proxies, which GIO makes thread-safe.
 final class KeyringService: @unchecked Sendable {
     // libsecret's sync calls may be made from any thread; this class only holds references.
     private let reference: GObjectReference
@@ -273,6 +274,7 @@ private func makeSecretValue(_ secret: Data, contentType: String) throws(Keyring
 // MARK: - Item
 
 /// One reference to a SecretItem proxy, with the properties read when it was loaded.
+/// `@unchecked`: immutable after loading; the proxy is a GIO object, which GIO makes thread-safe.
 final class KeyringItem: @unchecked Sendable {
     private let reference: GObjectReference
 

@@ -93,7 +93,7 @@ public enum SecureFiles {
 
 /// An advisory lock (`flock`) on a lock file, held until released or the process dies — so a
 /// `kill -9` never leaves a stale lock behind.
-public final class FileLock: @unchecked Sendable {
+public final class FileLock: Sendable {
     private let fd: Int32
 
     /// Blocks until the exclusive lock on `path` is held. The file is created 0600.

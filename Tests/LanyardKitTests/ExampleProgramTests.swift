@@ -6,42 +6,29 @@ import Testing
 /// emulator: it signs a slot in, lists, switches, renames, takes a token, reads usage and runs the
 /// doctor's checks, all through LanyardKit's public API.
 @Suite struct ExampleProgramTests {
-    /// Collects a pipe's output as it arrives and hands out complete lines.
-    final class Lines: Sendable {
-        let stream: AsyncStream<String>
-
-        init(_ pipe: Pipe) {
-            let (stream, continuation) = AsyncStream.makeStream(of: String.self)
-            self.stream = stream
-            let pending = LockedBuffer()
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                if data.isEmpty {
-                    handle.readabilityHandler = nil
-                    continuation.finish()
-                    return
+    /// A pipe's output as lines, as they arrive, read by a plain thread with blocking reads
+    /// (FileHandle's readabilityHandler runs on a dispatch source, which Thread Sanitizer's
+    /// runtime crashes on under Linux).
+    static func lines(of pipe: Pipe) -> AsyncStream<String> {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let fd = pipe.fileHandleForReading.fileDescriptor
+        let reader = Thread {
+            var pending: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                pending += chunk[0..<n]
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    continuation.yield(String(decoding: pending[..<newline], as: UTF8.self))
+                    pending.removeSubrange(...newline)
                 }
-                for line in pending.append(data) { continuation.yield(line) }
             }
+            continuation.finish()
         }
-    }
-
-    final class LockedBuffer: @unchecked Sendable {
-        private let lock = NSLock()
-        private var bytes = Data()
-
-        /// Adds `data`; returns the lines it completed.
-        func append(_ data: Data) -> [String] {
-            lock.withLock {
-                bytes += data
-                var lines: [String] = []
-                while let newline = bytes.firstIndex(of: 0x0A) {
-                    lines.append(String(decoding: bytes[bytes.startIndex..<newline], as: UTF8.self))
-                    bytes = Data(bytes[(newline + 1)...])
-                }
-                return lines
-            }
-        }
+        reader.start()
+        return stream
     }
 
     @Test func theExampleSignsInListsSwitchesRenamesTakesATokenAndRunsTheDoctor() async throws {
@@ -56,7 +43,7 @@ import Testing
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
-        let lines = Lines(out)
+        let lines = Self.lines(of: out)
         try process.run()
         // A watchdog, not a synchronisation: a broken example fails the test instead of hanging it.
         let watchdog = Task {
@@ -66,7 +53,7 @@ import Testing
         defer { watchdog.cancel() }
 
         var seen: [String] = []
-        for await line in lines.stream {
+        for await line in lines {
             seen.append(line)
             if let range = line.range(of: "enter the code: ") {
                 let code = String(line[range.upperBound...])

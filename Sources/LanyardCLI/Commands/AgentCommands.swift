@@ -50,7 +50,8 @@ enum AgentCommands {
         if once {
             return try agent.runOnce() == 0 ? .ok : .network
         }
-        let sources = inv.onInterrupt { agent.stop() }
+        let stopper = agent.stopper
+        let sources = inv.onInterrupt { stopper.stop() }
         defer { sources.forEach { $0.cancel() } }
         stderr.line("lanyard agent: started (pid \(getpid()))")
         try agent.run()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -106,16 +107,15 @@ enum AuthCommands {
 }
 
 /// Shows the device code and a countdown on stderr while `login` polls.
-final class SignInProgress: @unchecked Sendable {
+final class SignInProgress: Sendable {
     let inv: Invocation
-    private let lock = NSLock()
-    private var lastPlainLine = Date.distantPast
-    private var countdownShown = false
+    /// When the last plain (non-TTY) countdown line went out, and whether a TTY countdown is shown.
+    private let shown = Mutex((lastPlainLine: Date.distantPast, countdown: false))
 
     init(inv: Invocation) { self.inv = inv }
 
     func handle(_ event: SignInEvent) {
-        lock.withLock {
+        shown.withLock { shown in
             let err = inv.stderr
             let s = inv.errorStyle
             switch event {
@@ -132,10 +132,10 @@ final class SignInProgress: @unchecked Sendable {
                 let text = "Waiting for approval… \(RelativeTime.span(remaining)) left (Ctrl-C cancels)"
                 if inv.context.stderrIsTTY {
                     err.write("\r\u{1B}[2K" + text)
-                    countdownShown = true
-                } else if inv.now.timeIntervalSince(lastPlainLine) >= 30 {
+                    shown.countdown = true
+                } else if inv.now.timeIntervalSince(shown.lastPlainLine) >= 30 {
                     err.line(text)
-                    lastPlainLine = inv.now
+                    shown.lastPlainLine = inv.now
                 }
             case .slowedDown(let interval):
                 if !inv.context.stderrIsTTY { err.line("The server asked to poll less often; now every \(Int(interval)) s.") }
@@ -145,9 +145,9 @@ final class SignInProgress: @unchecked Sendable {
     }
 
     func finish() {
-        lock.withLock {
-            if countdownShown { inv.stderr.write("\r\u{1B}[2K") }
-            countdownShown = false
+        shown.withLock { shown in
+            if shown.countdown { inv.stderr.write("\r\u{1B}[2K") }
+            shown.countdown = false
         }
     }
 

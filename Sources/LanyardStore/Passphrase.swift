@@ -3,11 +3,14 @@ import LanyardCore
 
 /// Where passphrases come from — never argv: a file named by `LANYARD_PASSPHRASE_FILE`, the
 /// output of the `LANYARD_ASKPASS` program, or the terminal with echo off.
-struct PassphraseReader {
-    let environment: [String: String]
+public struct PassphraseReader: Sendable {
+    /// Read for `LANYARD_PASSPHRASE_FILE` and `LANYARD_ASKPASS`.
+    public let environment: [String: String]
+
+    public init(environment: [String: String]) { self.environment = environment }
 
     /// Reads one passphrase; `confirm` asks twice on a terminal (for new passphrases).
-    func read(prompt: String, confirm: Bool = false) throws -> String {
+    public func read(prompt: String, confirm: Bool = false) throws -> String {
         if let file = environment["LANYARD_PASSPHRASE_FILE"], !file.isEmpty {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw PassphraseError("cannot read LANYARD_PASSPHRASE_FILE (\(file))")
@@ -26,7 +29,7 @@ struct PassphraseReader {
 
     /// Whether LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS is set, so `read` never asks on the
     /// terminal (commands may then open a locked store on their own).
-    var hasUnattendedSource: Bool {
+    public var hasUnattendedSource: Bool {
         ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"].contains { environment[$0].map { !$0.isEmpty } == true }
     }
 
@@ -83,10 +86,33 @@ struct PassphraseReader {
 }
 
 /// No usable passphrase (exit 1); never contains the passphrase.
-struct PassphraseError: LanyardError {
-    let message: String
-    init(_ message: String) { self.message = message }
-    var code: String { "passphrase_unavailable" }
-    var exitStatus: ExitStatus { .failure }
-    var errorDescription: String? { message }
+public struct PassphraseError: LanyardError {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var code: String { "passphrase_unavailable" }
+    public var exitStatus: ExitStatus { .failure }
+    public var errorDescription: String? { message }
+}
+
+/// Opens the credential store of a backend as config.ini says, the same way for the CLI and
+/// LanyardKit.
+public enum CredentialStores {
+    /// The variables that name an unattended passphrase source.
+    public static let passphraseVariables = ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"]
+
+    /// The store of `kind`; `interactive` selects the longer timeout. A file store opens a locked
+    /// store on its own when `passphraseEnvironment` names an unattended passphrase source.
+    public static func open(_ kind: BackendKind, config: LanyardConfig, paths: Paths, interactive: Bool,
+                            passphraseEnvironment: [String: String]) -> any CredentialStore {
+        switch kind {
+        case .secretService:
+            return SecretServiceStore(timeout: interactive ? config.interactiveStoreTimeout : config.storeTimeout,
+                                      collection: config.keyringCollection)
+        case .file:
+            let reader = PassphraseReader(environment: passphraseEnvironment)
+            var source: (@Sendable () throws -> String)?
+            if reader.hasUnattendedSource { source = { try reader.read(prompt: "Passphrase for the Lanyard file store: ") } }
+            return EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds, passphraseSource: source)
+        }
+    }
 }
