@@ -58,12 +58,7 @@ enum Completion {
                 case "$cmd $prev" in
 
         """
-        for spec in visible {
-            for flag in spec.allFlags where flag.value != nil {
-                let pattern = flag.spellings.map { "\"\(spec.name) \($0)\"" }.joined(separator: "|")
-                out += "                \(pattern)) kind=\(bashKind(flag.valueKind)) ;;\n"
-            }
-        }
+        out += bashFlagValueCases()
         out += """
                     " --account"|" -a") kind=slot ;;
                 esac
@@ -71,9 +66,7 @@ enum Completion {
                     case $cmd in
 
         """
-        for spec in visible {
-            out += "                \(spec.name)) words=\"\(flagWords(spec))\" ;;\n"
-        }
+        out += bashFlagWordCases()
         out += """
                         *) words="\(globalFlags.flatMap(\.spellings).joined(separator: " ")) --version" ;;
                     esac
@@ -88,13 +81,7 @@ enum Completion {
                     case $cmd in
 
         """
-        for spec in visible {
-            var cases: [String] = []
-            if !spec.subcommands.isEmpty { cases.append("(( npos == 0 )) && kind=\"words:\(spec.subcommands.joined(separator: " "))\" || kind=\(bashKind(spec.argumentKind))") }
-            else { cases.append("kind=\(bashKind(spec.argumentKind))") }
-            if spec.argumentKind == .program { cases = ["if (( dashdash )); then (( npos == 0 )) && kind=program || kind=file; else kind=none; fi"] }
-            out += "                    \(spec.name)) \(cases.joined(separator: "; ")) ;;\n"
-        }
+        out += bashArgumentCases()
         out += """
                     esac
                 fi
@@ -111,6 +98,38 @@ enum Completion {
 
         """
         return out
+    }
+
+    /// `case "$cmd $prev"` arms: what the value after each value-taking flag completes to.
+    private static func bashFlagValueCases() -> String {
+        var out = ""
+        for spec in visible {
+            for flag in spec.allFlags where flag.value != nil {
+                let pattern = flag.spellings.map { "\"\(spec.name) \($0)\"" }.joined(separator: "|")
+                out += "                \(pattern)) kind=\(bashKind(flag.valueKind)) ;;\n"
+            }
+        }
+        return out
+    }
+
+    /// `case $cmd` arms: each command's flags, offered after a `-`.
+    private static func bashFlagWordCases() -> String {
+        visible.map { "                \($0.name)) words=\"\(flagWords($0))\" ;;\n" }.joined()
+    }
+
+    /// `case $cmd` arms: what each command's arguments complete to (its subcommands first).
+    private static func bashArgumentCases() -> String {
+        visible.map { spec in
+            let action: String
+            if spec.argumentKind == .program {
+                action = "if (( dashdash )); then (( npos == 0 )) && kind=program || kind=file; else kind=none; fi"
+            } else if !spec.subcommands.isEmpty {
+                action = "(( npos == 0 )) && kind=\"words:\(spec.subcommands.joined(separator: " "))\" || kind=\(bashKind(spec.argumentKind))"
+            } else {
+                action = "kind=\(bashKind(spec.argumentKind))"
+            }
+            return "                    \(spec.name)) \(action) ;;\n"
+        }.joined()
     }
 
     private static func bashKind(_ kind: ArgumentKind) -> String {
@@ -165,16 +184,7 @@ enum Completion {
 
         """
         for spec in visible {
-            var specs = spec.allFlags.map(zshFlag)
-            if !spec.subcommands.isEmpty {
-                specs.append(zshQuote("1:command:(\(spec.subcommands.joined(separator: " ")))"))
-                if spec.maxArguments > 1 { specs.append(zshQuote("*::argument:\(zshAction(spec.argumentKind))")) }
-            } else if spec.argumentKind == .program {
-                specs.append(zshQuote("*::command:_normal"))
-            } else if spec.maxArguments > 0 {
-                specs.append(zshQuote("*:argument:\(zshAction(spec.argumentKind))"))
-            }
-            out += "    \(spec.name))\n      _arguments -s \\\n        " + specs.joined(separator: " \\\n        ") + " ;;\n"
+            out += "    \(spec.name))\n      _arguments -s \\\n        " + zshArgumentSpecs(spec).joined(separator: " \\\n        ") + " ;;\n"
         }
         out += """
           esac
@@ -184,6 +194,20 @@ enum Completion {
 
         """
         return out
+    }
+
+    /// `_arguments` specs for a command: its flags, then its subcommands and arguments.
+    private static func zshArgumentSpecs(_ spec: CommandSpec) -> [String] {
+        var specs = spec.allFlags.map(zshFlag)
+        if !spec.subcommands.isEmpty {
+            specs.append(zshQuote("1:command:(\(spec.subcommands.joined(separator: " ")))"))
+            if spec.maxArguments > 1 { specs.append(zshQuote("*::argument:\(zshAction(spec.argumentKind))")) }
+        } else if spec.argumentKind == .program {
+            specs.append(zshQuote("*::command:_normal"))
+        } else if spec.maxArguments > 0 {
+            specs.append(zshQuote("*:argument:\(zshAction(spec.argumentKind))"))
+        }
+        return specs
     }
 
     private static func zshFlag(_ flag: FlagSpec) -> String {
@@ -261,41 +285,47 @@ enum Completion {
             out += "complete -c lanyard -n __lanyard_needs_command -a \(spec.name) -d \(fishQuote(spec.summary))\n"
         }
         for spec in visible {
-            let at = "'__lanyard_at \(spec.name)'"
-            for flag in spec.allFlags {
-                var line = "complete -c lanyard -n \(at) -l \(flag.name)"
-                if let short = flag.short { line += " -s \(short)" }
-                if flag.value != nil {
-                    // -x: the value is exclusive (no file names), -r -F: the value is a path.
-                    switch flag.valueKind {
-                    case .slot: line += " -x -a '(__lanyard_slots)'"
-                    case .file, .directory: line += " -r -F"
-                    case .choice(let words): line += " -x -a \(fishQuote(words.joined(separator: " ")))"
-                    case .lanyardCommand: line += " -x -a \(fishQuote(visibleNames()))"
-                    case .none, .program: line += " -x"
-                    }
-                }
-                out += line + " -d \(fishQuote(flag.help))\n"
-            }
-            var positional = ""
-            switch spec.argumentKind {
-            case .slot: positional = "-a '(__lanyard_slots)'"
-            case .file, .directory: positional = "-F"
-            case .lanyardCommand: positional = "-a \(fishQuote(visibleNames()))"
-            case .program: positional = "-a '(__fish_complete_subcommand)'"
-            case .choice(let words): positional = "-a \(fishQuote(words.joined(separator: " ")))"
-            case .none: break
-            }
-            if !spec.subcommands.isEmpty {
-                out += "complete -c lanyard -n '__lanyard_at \(spec.name) 0' -a \(fishQuote(spec.subcommands.joined(separator: " ")))\n"
-                if !positional.isEmpty && spec.maxArguments > 1 {
-                    out += "complete -c lanyard -n '__lanyard_at \(spec.name); and not __lanyard_at \(spec.name) 0' \(positional)\n"
-                }
-            } else if !positional.isEmpty {
-                out += "complete -c lanyard -n \(at) \(positional)\n"
-            }
+            out += spec.allFlags.map { fishFlagLine($0, of: spec) }.joined() + fishArgumentLines(spec)
         }
         return out
+    }
+
+    /// One `complete` line for a command's flag (and what its value completes to).
+    private static func fishFlagLine(_ flag: FlagSpec, of spec: CommandSpec) -> String {
+        var line = "complete -c lanyard -n '__lanyard_at \(spec.name)' -l \(flag.name)"
+        if let short = flag.short { line += " -s \(short)" }
+        if flag.value != nil {
+            // -x: the value is exclusive (no file names), -r -F: the value is a path.
+            switch flag.valueKind {
+            case .slot: line += " -x -a '(__lanyard_slots)'"
+            case .file, .directory: line += " -r -F"
+            case .choice(let words): line += " -x -a \(fishQuote(words.joined(separator: " ")))"
+            case .lanyardCommand: line += " -x -a \(fishQuote(visibleNames()))"
+            case .none, .program: line += " -x"
+            }
+        }
+        return line + " -d \(fishQuote(flag.help))\n"
+    }
+
+    /// The `complete` lines for a command's subcommands and arguments.
+    private static func fishArgumentLines(_ spec: CommandSpec) -> String {
+        var positional = ""
+        switch spec.argumentKind {
+        case .slot: positional = "-a '(__lanyard_slots)'"
+        case .file, .directory: positional = "-F"
+        case .lanyardCommand: positional = "-a \(fishQuote(visibleNames()))"
+        case .program: positional = "-a '(__fish_complete_subcommand)'"
+        case .choice(let words): positional = "-a \(fishQuote(words.joined(separator: " ")))"
+        case .none: break
+        }
+        if !spec.subcommands.isEmpty {
+            var out = "complete -c lanyard -n '__lanyard_at \(spec.name) 0' -a \(fishQuote(spec.subcommands.joined(separator: " ")))\n"
+            if !positional.isEmpty && spec.maxArguments > 1 {
+                out += "complete -c lanyard -n '__lanyard_at \(spec.name); and not __lanyard_at \(spec.name) 0' \(positional)\n"
+            }
+            return out
+        }
+        return positional.isEmpty ? "" : "complete -c lanyard -n '__lanyard_at \(spec.name)' \(positional)\n"
     }
 
     private static func fishQuote(_ s: String) -> String { "'" + s.replacingAll(["\\": "\\\\", "'": "\\'"]) + "'" }

@@ -18,29 +18,49 @@ public enum ConfigFile {
         return try parse(data, path: path)
     }
 
-    /// Parses config text (no I/O).
+    /// Parses config text (no I/O). Groups are checked first (unknown keys and groups are warnings;
+    /// `[git]` and `[provider.*]` are read there), then each known section in turn.
     public static func parse(_ data: Data, path: String) throws(ConfigError) -> Loaded {
         let text = String(decoding: data, as: UTF8.self)
         let file = KeyFile()
         do { try file.load(text) } catch {
             throw .malformed(path: path, line: line(of: error.message, in: text), detail: error.message)
         }
+        let reader = Reader(file: file, path: path)
         var config = LanyardConfig()
-        var warnings: [String] = []
-        let known: [String: Set<String>] = [
-            "store": ["backend", "timeout", "interactive-timeout", "unlock-cache", "collection"],
-            "refresh": ["lead", "max-age"],
-            "backoff": ["max-retries", "initial-delay", "maximum-delay", "respect-retry-after"],
-            "integrations": ["codex"],
-            "login": ["slow-down-increment", "timeout"],
-            "http": ["timeout"],
-            "agent": ["jitter", "hook", "notify"],
-            "events": ["max-bytes"],
-        ]
-        let providerKeys: Set<String> = [
-            "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
-            "token-endpoint", "revocation-endpoint", "usage-base-url", "git-username",
-        ]
+        let warnings = try readGroups(reader, into: &config)
+        try readStore(reader, into: &config)
+        try readRefresh(reader, into: &config)
+        try readBackoff(reader, into: &config)
+        try readLoginHTTPAndIntegrations(reader, into: &config)
+        try readAgentAndEvents(reader, into: &config)
+        return Loaded(config: config, warnings: warnings)
+    }
+
+    /// The keys each fixed section knows; others are warned about.
+    static let knownKeys: [String: Set<String>] = [
+        "store": ["backend", "timeout", "interactive-timeout", "unlock-cache", "collection"],
+        "refresh": ["lead", "max-age"],
+        "backoff": ["max-retries", "initial-delay", "maximum-delay", "respect-retry-after"],
+        "integrations": ["codex"],
+        "login": ["slow-down-increment", "timeout"],
+        "http": ["timeout"],
+        "agent": ["jitter", "hook", "notify"],
+        "events": ["max-bytes"],
+    ]
+
+    /// The keys of a `[provider.ID]` section (besides `env.NAME`).
+    static let providerKeys: Set<String> = [
+        "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
+        "token-endpoint", "revocation-endpoint", "usage-base-url", "git-username",
+    ]
+
+    /// Typed reads of one key file, each failing with a ``ConfigError`` that names the key.
+    struct Reader {
+        let file: KeyFile
+        let path: String
+
+        func string(_ group: String, _ key: String) -> String? { file.string(group, key) }
 
         func number(_ group: String, _ key: String, min: Double = 0) throws(ConfigError) -> Double? {
             guard let raw = file.string(group, key) else { return nil }
@@ -49,6 +69,7 @@ public enum ConfigFile {
             }
             return v
         }
+
         func bool(_ group: String, _ key: String) throws(ConfigError) -> Bool? {
             guard let raw = file.string(group, key) else { return nil }
             switch raw.trimmingSpaces().lowercased() {
@@ -57,6 +78,7 @@ public enum ConfigFile {
             default: throw .invalidValue(path: path, group: group, key: key, detail: "expected true or false, got \"\(raw)\"")
             }
         }
+
         func url(_ group: String, _ key: String) throws(ConfigError) -> URL? {
             guard let raw = file.string(group, key) else { return nil }
             guard let u = URL(string: raw.trimmingSpaces()), let scheme = u.scheme,
@@ -66,68 +88,94 @@ public enum ConfigFile {
             return u
         }
 
-        for group in file.groups() {
-            if let keys = known[group] {
-                for key in file.keys(group) where !keys.contains(key) {
-                    warnings.append("\(path): unknown key \"\(key)\" in [\(group)] (ignored)")
+        func invalid(_ group: String, _ key: String, _ detail: String) -> ConfigError {
+            .invalidValue(path: path, group: group, key: key, detail: detail)
+        }
+    }
+
+    /// Walks every group: warns about unknown groups and keys, reads `[git]` and `[provider.*]`.
+    private static func readGroups(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) -> [String] {
+        var warnings: [String] = []
+        for group in r.file.groups() {
+            if let keys = knownKeys[group] {
+                for key in r.file.keys(group) where !keys.contains(key) {
+                    warnings.append("\(r.path): unknown key \"\(key)\" in [\(group)] (ignored)")
                 }
             } else if group == "git" {
-                for key in file.keys(group) {
-                    let raw = (file.string(group, key) ?? "").trimmingSpaces()
-                    guard let slot = try? Slot(raw) else {
-                        throw .invalidValue(path: path, group: group, key: key, detail: "expected a slot name, got \"\(raw)\"")
-                    }
-                    guard let pattern = gitPattern(key) else {
-                        throw .invalidValue(path: path, group: group, key: key, detail: "expected HOST or HOST/PATH (like github.com or github.com/org)")
-                    }
-                    config.gitCredentials[pattern] = slot
-                }
+                try readGit(r, into: &config)
             } else if group.hasPrefix("provider.") {
                 let id = String(group.dropFirst("provider.".count))
-                for key in file.keys(group) where !providerKeys.contains(key) && !key.hasPrefix("env.") {
-                    warnings.append("\(path): unknown key \"\(key)\" in [\(group)] (ignored)")
+                for key in r.file.keys(group) where !providerKeys.contains(key) && !key.hasPrefix("env.") {
+                    warnings.append("\(r.path): unknown key \"\(key)\" in [\(group)] (ignored)")
                 }
-                config.providers[id] = try provider(id: id, group: group, file: file, path: path, url: url)
+                config.providers[id] = try provider(id: id, group: group, r)
             } else {
-                warnings.append("\(path): unknown group [\(group)] (ignored)")
+                warnings.append("\(r.path): unknown group [\(group)] (ignored)")
             }
         }
+        return warnings
+    }
 
-        if let raw = file.string("store", "backend") {
+    /// `[git]`: HOST[/PATH] = SLOT.
+    private static func readGit(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        for key in r.file.keys("git") {
+            let raw = (r.string("git", key) ?? "").trimmingSpaces()
+            guard let slot = try? Slot(raw) else { throw r.invalid("git", key, "expected a slot name, got \"\(raw)\"") }
+            guard let pattern = gitPattern(key) else {
+                throw r.invalid("git", key, "expected HOST or HOST/PATH (like github.com or github.com/org)")
+            }
+            config.gitCredentials[pattern] = slot
+        }
+    }
+
+    /// `[store]`: backend, timeouts, unlock cache, keyring collection.
+    private static func readStore(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        if let raw = r.string("store", "backend") {
             guard let choice = LanyardConfig.BackendChoice(rawValue: raw.trimmingSpaces()) else {
-                throw .invalidValue(path: path, group: "store", key: "backend",
-                                    detail: "expected auto, secret-service or file, got \"\(raw)\"")
+                throw r.invalid("store", "backend", "expected auto, secret-service or file, got \"\(raw)\"")
             }
             config.backend = choice
         }
-        if let v = try number("store", "timeout", min: 0.1) { config.storeTimeout = v }
-        if let v = try number("store", "interactive-timeout", min: 0.1) { config.interactiveStoreTimeout = v }
-        if let v = try number("store", "unlock-cache") { config.unlockCacheSeconds = v }
-        if let raw = file.string("store", "collection") {
+        if let v = try r.number("store", "timeout", min: 0.1) { config.storeTimeout = v }
+        if let v = try r.number("store", "interactive-timeout", min: 0.1) { config.interactiveStoreTimeout = v }
+        if let v = try r.number("store", "unlock-cache") { config.unlockCacheSeconds = v }
+        if let raw = r.string("store", "collection") {
             let v = raw.trimmingSpaces()
             guard !v.isEmpty, !v.contains(where: \.isWhitespace) else {
-                throw .invalidValue(path: path, group: "store", key: "collection",
-                                    detail: "expected an alias (default, login, session) or a collection's object path, got \"\(raw)\"")
+                throw r.invalid("store", "collection", "expected an alias (default, login, session) or a collection's object path, got \"\(raw)\"")
             }
             config.keyringCollection = v
         }
-        if let v = try number("refresh", "lead") { config.refreshLead = v }
-        if let v = try number("refresh", "max-age", min: 60) { config.refreshMaxAge = v }
-        var backoff = config.backoff
-        if let v = try number("backoff", "max-retries") { backoff.maxRetries = Int(v) }
-        if let v = try number("backoff", "initial-delay") { backoff.initialDelay = v }
-        if let v = try number("backoff", "maximum-delay") { backoff.maximumDelay = v }
-        if let v = try bool("backoff", "respect-retry-after") { backoff.respectsRetryAfterHeader = v }
-        config.backoff = backoff
-        if let v = try bool("integrations", "codex") { config.codexIntegration = v }
-        if let v = try number("login", "slow-down-increment") { config.slowDownIncrement = v }
-        if let v = try number("login", "timeout", min: 1) { config.loginTimeout = v }
-        if let v = try number("http", "timeout", min: 0.1) { config.httpTimeout = v }
-        if let v = try number("agent", "jitter") { config.agentJitter = v }
-        if let v = file.string("agent", "hook")?.trimmingSpaces(), !v.isEmpty { config.agentHook = v }
-        if let v = try bool("agent", "notify") { config.agentNotify = v }
-        if let v = try number("events", "max-bytes", min: 4096) { config.eventsMaxBytes = Int(v) }
-        return Loaded(config: config, warnings: warnings)
+    }
+
+    /// `[refresh]`: lead and max-age.
+    private static func readRefresh(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        if let v = try r.number("refresh", "lead") { config.refreshLead = v }
+        if let v = try r.number("refresh", "max-age", min: 60) { config.refreshMaxAge = v }
+    }
+
+    /// `[backoff]`: the 429 policy.
+    private static func readBackoff(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        if let v = try r.number("backoff", "max-retries") { config.backoff.maxRetries = Int(v) }
+        if let v = try r.number("backoff", "initial-delay") { config.backoff.initialDelay = v }
+        if let v = try r.number("backoff", "maximum-delay") { config.backoff.maximumDelay = v }
+        if let v = try r.bool("backoff", "respect-retry-after") { config.backoff.respectsRetryAfterHeader = v }
+    }
+
+    /// `[integrations]`, `[login]` and `[http]`.
+    private static func readLoginHTTPAndIntegrations(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        if let v = try r.bool("integrations", "codex") { config.codexIntegration = v }
+        if let v = try r.number("login", "slow-down-increment") { config.slowDownIncrement = v }
+        if let v = try r.number("login", "timeout", min: 1) { config.loginTimeout = v }
+        if let v = try r.number("http", "timeout", min: 0.1) { config.httpTimeout = v }
+    }
+
+    /// `[agent]` and `[events]`.
+    private static func readAgentAndEvents(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        if let v = try r.number("agent", "jitter") { config.agentJitter = v }
+        if let v = r.string("agent", "hook")?.trimmingSpaces(), !v.isEmpty { config.agentHook = v }
+        if let v = try r.bool("agent", "notify") { config.agentNotify = v }
+        if let v = try r.number("events", "max-bytes", min: 4096) { config.eventsMaxBytes = Int(v) }
     }
 
     /// GLib quotes the offending line's text but not its number; find it.
@@ -151,8 +199,11 @@ public enum ConfigFile {
         return ([host.lowercased()] + parts.dropFirst().map(String.init)).joined(separator: "/")
     }
 
-    private static func provider(id: String, group: String, file: KeyFile, path: String,
-                                 url: (String, String) throws(ConfigError) -> URL?) throws(ConfigError) -> ProviderConfig {
+    /// `[provider.ID]`: a device-code provider (the built-in `openai` fills in what is missing).
+    private static func provider(id: String, group: String, _ r: Reader) throws(ConfigError) -> ProviderConfig {
+        let file = r.file
+        let path = r.path
+        func url(_ group: String, _ key: String) throws(ConfigError) -> URL? { try r.url(group, key) }
         guard (try? Slot(id)) != nil else {
             throw .invalidValue(path: path, group: group, key: "", detail: "provider id \"\(id)\" must look like a slot name (a-z, 0-9, . _ -)")
         }
