@@ -23,16 +23,21 @@ enum BestSlotView {
         let choice = try inv.runAsync { try await manager.bestSlot() }
         var reasons: [JSONValue] = []
         for candidate in choice.candidates {
+            // One switch, on a copy: Swift 6.3's optimiser mis-handles a second switch on the
+            // borrowed enum (an ownership verifier crash in `make release`).
+            let verdict = candidate.verdict
+            var used: JSONValue = .null
             let reason: String
-            switch candidate.verdict {
-            case .headroom(let used): reason = "\(Int(used.rounded()))% used in its busiest window"
+            switch verdict {
+            case .headroom(let percent):
+                used = .number(percent)
+                reason = "\(Int(percent.rounded()))% used in its busiest window"
             case .atLimit(let resetsAt):
                 reason = "at its usage limit" + (resetsAt.map { " until \(RelativeTime.describe($0, now: inv.now))" } ?? "")
             case .failed(let code): reason = "skipped: \(code)"
             case .notSignedIn(let state): reason = "skipped: \(state.description)"
             }
-            reasons.append(.object(["slot": .string(candidate.slot.name), "used_percent": candidate.usedPercent.map(JSONValue.number) ?? .null,
-                                    "reason": .string(reason)]))
+            reasons.append(.object(["slot": .string(candidate.slot.name), "used_percent": used, "reason": .string(reason)]))
             if !inv.json { inv.stdout.line("  \(candidate.slot.name.padding(toLength: 16, withPad: " ", startingAt: 0))\(reason)") }
         }
         let chosen = try choice.chosen()
