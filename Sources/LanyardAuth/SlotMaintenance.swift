@@ -47,7 +47,7 @@ extension AccountManager {
     /// The slot's registry record.
     /// - Throws: `RegistryError.unknownSlot` when the registry has no such slot.
     public func record(of slot: Slot) throws -> SlotRecord {
-        guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        guard let record = try registry.view().record(of: slot) else { throw RegistryError.unknownSlot(slot.name) }
         return record
     }
 
@@ -126,7 +126,7 @@ extension AccountManager {
     /// no rule names one.
     public func resolveSlot(flag: String?, environment: [String: String], directory: String) throws -> AccountResolution? {
         try AccountResolution.resolve(flag: flag, environment: environment["LANYARD_ACCOUNT"],
-                                      pinFile: PinFile.nearest(from: directory), active: registry.load().active)
+                                      pinFile: PinFile.nearest(from: directory), active: registry.view().active())
     }
 
     /// Moves `slots` (every slot when empty) to the `target` backend: copy, read back and compare,

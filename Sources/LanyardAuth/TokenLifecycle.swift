@@ -150,7 +150,8 @@ extension AccountManager {
     }
 
     func storeOf(_ slot: Slot) throws -> (SlotRecord, any CredentialStore) {
-        guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        // One slot's record, without decoding the others (RegistryView).
+        guard let record = try registry.view().record(of: slot) else { throw RegistryError.unknownSlot(slot.name) }
         return (record, try openStore(record.backend, false))
     }
 

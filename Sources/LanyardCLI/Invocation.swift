@@ -102,22 +102,27 @@ public final class Invocation: Sendable {
     }
 
     /// The slot this command acts on by the documented precedence, or nil when no rule names one.
-    func resolveAccount(active: Slot?) throws -> AccountResolution? {
-        try AccountResolution.resolve(
-            flag: args.value("account"), environment: context.environment["LANYARD_ACCOUNT"],
-            pinFile: PinFile.nearest(from: context.workingDirectory), active: active)
+    /// `active` is asked only when no flag, variable or pin file names a slot.
+    func resolveAccount(active: () throws -> Slot?) throws -> AccountResolution? {
+        let flag = args.value("account")
+        let environment = context.environment["LANYARD_ACCOUNT"]
+        let pin = flag == nil && (environment ?? "").isEmpty ? PinFile.nearest(from: context.workingDirectory) : nil
+        let needsActive = flag == nil && (environment ?? "").isEmpty && pin == nil
+        return try AccountResolution.resolve(flag: flag, environment: environment, pinFile: pin, active: needsActive ? try active() : nil)
     }
 
     /// The slot named by `positional` when given, else by account resolution; it must exist.
-    func targetSlot(positional: String?, in document: RegistryDocument) throws -> (Slot, SlotRecord, AccountResolution.Rule?) {
+    /// Reads only that slot's record from the registry (see ``RegistryView``).
+    func targetSlot(positional: String?, in view: RegistryView? = nil) throws -> (Slot, SlotRecord, AccountResolution.Rule?) {
+        let view = try view ?? registry.view()
         if let positional {
             let slot: Slot
             do { slot = try Slot(positional) } catch { throw UsageError(message: error.localizedDescription, command: spec.name) }
-            guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+            guard let record = try view.record(of: slot) else { throw RegistryError.unknownSlot(slot.name) }
             return (slot, record, nil)
         }
-        guard let resolution = try resolveAccount(active: document.active) else { throw RegistryError.noActiveSlot }
-        guard let record = document.slots[resolution.slot] else {
+        guard let resolution = try resolveAccount(active: { try view.active() }) else { throw RegistryError.noActiveSlot }
+        guard let record = try view.record(of: resolution.slot) else {
             throw RegistryError.unknownSlot("\(resolution.slot.name) (\(resolution.rule.explanation))")
         }
         return (resolution.slot, record, resolution.rule)

@@ -14,6 +14,17 @@ extension JSONValue {
         return try result.get()
     }
 
+    /// Parses the one JSON value that starts at byte `offset` of `data`, ignoring what follows it
+    /// (for reading one part of a large document without parsing the rest).
+    public static func parseValue(in data: Data, at offset: Int) throws(JSONSyntaxError) -> JSONValue {
+        let result: Result<JSONValue, JSONSyntaxError> = data.withUnsafeBytes { raw in
+            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+            parser.i = offset
+            do throws(JSONSyntaxError) { return .success(try parser.value()) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
     /// The document as UTF-8 text: keys sorted; `pretty` indents by two spaces.
     public func serialized(pretty: Bool = false) -> String {
         var out: [UInt8] = []

@@ -119,6 +119,16 @@ public struct Registry: Sendable {
         return try read()
     }
 
+    /// The registry read once, for commands that need the active slot or one slot's record: in
+    /// the layout Lanyard writes, each is found without decoding the other slots, so `token`,
+    /// `which` and `status` cost the same with ten slots or ten thousand. Anything unexpected
+    /// falls back to the full, strict ``load()``.
+    public func view() throws -> RegistryView {
+        try SecureFiles.ensureDirectory(directory)
+        // Mapped: the registry is only ever replaced by rename, and a lookup touches few pages.
+        return RegistryView(data: try SecureFiles.read(path, mapped: true), registry: self)
+    }
+
     /// Runs `body` on the current document under the registry lock and writes the result
     /// durably when `body` returns (nothing is written when it throws).
     @discardableResult
@@ -137,6 +147,11 @@ public struct Registry: Sendable {
 
     private func read() throws -> RegistryDocument {
         guard let data = try SecureFiles.read(path) else { return RegistryDocument() }
+        return try decode(data)
+    }
+
+    /// Decodes a whole registry file; a corrupt one is moved aside and reported.
+    fileprivate func decode(_ data: Data) throws -> RegistryDocument {
         do {
             return try RegistryDocument.decode(data, source: path)
         } catch {
@@ -148,5 +163,76 @@ public struct Registry: Sendable {
             let moved = SecureFiles.moveAside(path, suffix: "corrupt-\(stamp)")
             throw RegistryError.corrupt(path: path, movedTo: moved, detail: error.detail)
         }
+    }
+}
+
+/// One read of the registry file, answering the questions most commands ask without decoding
+/// every slot. The fast paths rely on the layout ``RegistryDocument/jsonData(pretty:)`` writes
+/// (sorted keys, two-space indentation: `"active"` first, each slot a key at depth two, `"version"`
+/// last) and check it; a file in any other layout (edited by hand, or damaged) is decoded whole,
+/// with the full checks and error reporting of ``Registry/load()``.
+public struct RegistryView {
+    let data: Data?
+    let registry: Registry
+
+    /// The whole document (decoded now).
+    public func document() throws -> RegistryDocument {
+        guard let data else { return RegistryDocument() }
+        return try registry.decode(data)
+    }
+
+    /// The active slot.
+    public func active() throws -> Slot? {
+        if let data, let (slot, _) = fastActive(data) { return slot }
+        return try document().active
+    }
+
+    /// A slot's record, or nil when the registry has no such slot.
+    public func record(of slot: Slot) throws -> SlotRecord? {
+        if let data, let record = fastRecord(of: slot, in: data) { return record }
+        return try document().slots[slot]
+    }
+
+    /// The active slot and its record, when the file starts `{\n  "active": "NAME",` and NAME's
+    /// record is found (the full decode would reject an active slot without one).
+    private func fastActive(_ data: Data) -> (Slot, SlotRecord)? {
+        let prefix = Array(#"{"# .utf8) + [0x0a] + Array(#"  "active": "#.utf8)
+        guard hasVersionSuffix(data), data.starts(with: prefix),
+              case .string(let name)? = try? JSONValue.parseValue(in: data, at: prefix.count),
+              let slot = try? Slot(name), let record = fastRecord(of: slot, in: data) else { return nil }
+        return (slot, record)
+    }
+
+    /// A slot's record found by its key at depth two (`\n    "NAME": {`), decoded alone.
+    private func fastRecord(of slot: Slot, in data: Data) -> SlotRecord? {
+        guard hasVersionSuffix(data) else { return nil }
+        let needle = [0x0a] + Array(#"    ""#.utf8) + Array(slot.name.utf8) + Array(#"": {"#.utf8)
+        let found: Int? = data.withUnsafeBytes { raw in
+            needle.withUnsafeBytes { key in Self.firstLine(startingWith: key, in: raw) }
+        }
+        guard let found, let value = try? JSONValue.parseValue(in: data, at: found + needle.count - 1),
+              let fields = try? JSONFields(value, path: ".slots." + slot.name) else { return nil }
+        return try? SlotRecord(json: fields)
+    }
+
+    /// The offset of the first `needle` that starts with a newline (memchr from line to line).
+    private static func firstLine(startingWith needle: UnsafeRawBufferPointer, in bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let base = bytes.baseAddress, let key = needle.baseAddress, needle.count > 1 else { return nil }
+        var offset = 0
+        while offset + needle.count <= bytes.count {
+            guard let hit = memchr(base + offset, 0x0a, bytes.count - offset - needle.count + 1) else { return nil }
+            let at = base.distance(to: UnsafeRawPointer(hit))
+            if memcmp(base + at, key, needle.count) == 0 { return at }
+            offset = at + 1
+        }
+        return nil
+    }
+
+    /// Whether the file ends with the version Lanyard writes last (`"version": 1` and `}`).
+    private func hasVersionSuffix(_ data: Data) -> Bool {
+        let suffix = Array(#"  "version": \#(RegistryDocument.currentVersion)"#.utf8) + [0x0a, 0x7d]
+        let trimmed = data.last == 0x0a ? data.dropLast() : data[...]
+        return trimmed.count > suffix.count && trimmed.suffix(suffix.count).elementsEqual(suffix)
+            && trimmed.dropLast(suffix.count).last == 0x0a
     }
 }

@@ -52,9 +52,11 @@ public enum SecureFiles {
     }
 
     /// Reads a file after checking it; nil when it does not exist.
-    public static func read(_ path: String) throws(StoreError) -> Data? {
+    /// - Parameter mapped: map the file instead of copying it, so only the pages a reader touches
+    ///   are read (safe for files that are only ever replaced by rename, never rewritten in place).
+    public static func read(_ path: String, mapped: Bool = false) throws(StoreError) -> Data? {
         guard try checkFile(path) else { return nil }
-        do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+        do { return try Data(contentsOf: URL(fileURLWithPath: path), options: mapped ? .alwaysMapped : []) } catch {
             throw .io(path: path, detail: "cannot read: \(error.localizedDescription)")
         }
     }

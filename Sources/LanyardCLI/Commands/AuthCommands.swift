@@ -55,14 +55,13 @@ enum AuthCommands {
         A refresh another process is already doing is waited for and adopted, never repeated. A permanent failure \
         marks the slot for sign-in again (exit 4); a transient one changes nothing (exit 6).
         """, network: true) { inv in
-        let document = try inv.registry.load()
         let manager = try inv.accounts()
         let slots: [Slot]
         if inv.args.has("all") {
             guard inv.args.positionals.isEmpty else { throw UsageError(message: "give a SLOT or --all, not both", command: "refresh") }
             slots = try manager.signedInSlots()
         } else {
-            slots = [try inv.targetSlot(positional: inv.args.positionals.first, in: document).0]
+            slots = [try inv.targetSlot(positional: inv.args.positionals.first).0]
         }
         var results: [JSONValue] = []
         var worst: ExitStatus = .ok

@@ -61,8 +61,7 @@ enum IntegrationCommands {
         let manager = try inv.accounts()
         switch sub {
         case "export":
-            let document = try inv.registry.load()
-            let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.dropFirst().first, in: document)
+            let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.dropFirst().first)
             let file = try inv.runAsync { try await CodexSync(manager: manager).export(slot: slot, to: home) }
             inv.emit(.object(["slot": .string(slot.name), "auth_json": .string(home.authPath), "account_id": .optional(file.accountID)])) {
                 inv.stdout.line("Wrote \(slot.name) to \(home.authPath).")
@@ -84,8 +83,7 @@ enum IntegrationCommands {
         minArguments: 0, maxArguments: 1, flags: [FlagSpec("shell", value: "SHELL", choices: ["bash", "zsh", "fish", "sh", "json"], "bash, zsh, fish or json (default bash)")],
         prints: false, takesAccount: true,
         details: "For `eval \"$(lanyard env)\"`. Sets LANYARD_ACCOUNT and the variables the provider's env.NAME keys name.") { inv in
-        let document = try inv.registry.load()
-        let (slot, record, _) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
+        let (slot, record, _) = try inv.targetSlot(positional: inv.args.positionals.first)
         let manager = try inv.accounts()
         let credential = try inv.freshCredential(manager, slot: slot)
         let variables = Environment.variables(slot: slot, credential: credential, provider: manager.config.providers[record.provider])
@@ -111,8 +109,7 @@ enum IntegrationCommands {
         0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. When CMD exits, tokens it rotated are copied back \\
         and the folder removed. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded.
         """) { inv in
-        let document = try inv.registry.load()
-        let (slot, record, _) = try inv.targetSlot(positional: nil, in: document)
+        let (slot, record, _) = try inv.targetSlot(positional: nil)
         let manager = try inv.accounts()
         let credential = try inv.freshCredential(manager, slot: slot)
         let provider = manager.config.providers[record.provider]

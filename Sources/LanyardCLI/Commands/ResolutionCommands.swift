@@ -7,9 +7,9 @@ enum ResolutionCommands {
         name: "which", summary: "print the slot commands act on here, and the rule that chose it", arguments: "",
         minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: true,
         details: "Precedence: --account > LANYARD_ACCOUNT > nearest .lanyard file > the active slot.") { inv in
-        let document = try inv.registry.load()
-        guard let resolution = try inv.resolveAccount(active: document.active) else { throw RegistryError.noActiveSlot }
-        let exists = document.slots[resolution.slot] != nil
+        let view = try inv.registry.view()
+        guard let resolution = try inv.resolveAccount(active: { try view.active() }) else { throw RegistryError.noActiveSlot }
+        let exists = try view.record(of: resolution.slot) != nil
         var path: String?
         if case .pinFile(let p) = resolution.rule { path = p }
         inv.emit(JSONValue.object(["slot": .string(resolution.slot.name), "rule": .string(resolution.rule.name),

@@ -90,9 +90,10 @@ enum SlotCommands {
         with --json, one `list` document a line on each change.
         """) { inv in
         if inv.args.has("watch") { return try watch(inv) }
-        let document = try inv.registry.load()
-        let (slot, record, rule) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
-        var summary = slotSummary(slot, record, active: slot == document.active)
+        let view = try inv.registry.view()
+        let (slot, record, rule) = try inv.targetSlot(positional: inv.args.positionals.first, in: view)
+        let active = try view.active()
+        var summary = slotSummary(slot, record, active: slot == active)
         summary["chosen_by"] = .optional(rule?.name)
         inv.emit(.object(summary)) {
             let s = inv.style
@@ -112,7 +113,7 @@ enum SlotCommands {
             ]
             if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
             if let rule { lines.append(("chosen by", rule.explanation)) }
-            inv.stdout.line(s.bold(slot.name) + (slot == document.active ? " (active)" : ""))
+            inv.stdout.line(s.bold(slot.name) + (slot == active ? " (active)" : ""))
             for (key, value) in lines { inv.stdout.line("  " + key.padding(toLength: 13, withPad: " ", startingAt: 0) + value) }
         }
         switch record.state {

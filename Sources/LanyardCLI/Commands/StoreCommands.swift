@@ -11,8 +11,7 @@ enum StoreCommands {
         Refreshes first when the token expires within the refresh lead (one refresh per slot across processes). \
         Prints only the token and a newline, so `$(lanyard token)` works. Exit 3 when the slot has none, 4 when it must sign in again.
         """) { inv in
-        let document = try inv.registry.load()
-        let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.first, in: document)
+        let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.first)
         let manager = try inv.accounts()
         let credential = try inv.freshCredential(manager, slot: slot)
         inv.emit(JSONValue.object(["slot": .string(slot.name), "access_token": .string(credential.tokens.accessToken),

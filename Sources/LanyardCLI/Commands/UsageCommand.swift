@@ -18,7 +18,7 @@ enum UsageCommand {
                 return false
             }.map(\.slot)
         } else {
-            slots = [try inv.targetSlot(positional: inv.args.positionals.first, in: document).0]
+            slots = [try inv.targetSlot(positional: inv.args.positionals.first).0]
         }
         var results: [JSONValue] = []
         var worst: ExitStatus = .ok
