@@ -33,12 +33,12 @@ extension JSONValue {
         return String(decoding: out, as: UTF8.self)
     }
 
-    private static func newline(_ out: inout [UInt8], _ indent: Int) {
+    static func newline(_ out: inout [UInt8], _ indent: Int) {
         out.append(0x0a)
         out.append(contentsOf: repeatElement(0x20, count: indent * 2))
     }
 
-    private func write(to out: inout [UInt8], pretty: Bool, indent: Int) {
+    func write(to out: inout [UInt8], pretty: Bool, indent: Int) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -71,11 +71,17 @@ extension JSONValue {
         }
     }
 
-    private static func writeString(_ s: String, to out: inout [UInt8]) {
+    static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(0x22)
-        // Most strings need no escaping: copy them whole.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c }) {
-            out.append(contentsOf: s.utf8)
+        // Most strings need no escaping: copy them whole. Native strings are scanned in place
+        // (String.UTF8View's generic iteration cost several times more).
+        var string = s
+        let clean = string.withUTF8 { bytes in
+            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5c { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if clean {
             out.append(0x22)
             return
         }
@@ -93,6 +99,69 @@ extension JSONValue {
             }
         }
         out.append(0x22)
+    }
+}
+
+/// Writes one JSON document piece by piece, byte for byte as ``JSONValue/serialized(pretty:)``
+/// writes the same document, for long outputs whose keys the caller already has in order:
+/// no dictionary is built and no keys are sorted. Keys must be given in sorted order.
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8] = []
+    let pretty: Bool
+    /// Members written so far at each open level.
+    var counts: [Int] = []
+
+    public init(pretty: Bool, capacity: Int = 256) {
+        self.pretty = pretty
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Opens an object (as a value: after ``key(_:)``, in an array, or at the top).
+    public mutating func beginObject() { open(0x7b) }
+    public mutating func endObject() { close(0x7d) }
+    /// Opens an array.
+    public mutating func beginArray() { open(0x5b) }
+    public mutating func endArray() { close(0x5d) }
+
+    /// The next member's key; its value follows.
+    public mutating func key(_ key: String) {
+        member()
+        JSONValue.writeString(key, to: &bytes)
+        bytes.append(0x3a)
+        if pretty { bytes.append(0x20) }
+    }
+
+    /// A whole value: after ``key(_:)``, or as the next array element.
+    public mutating func value(_ value: JSONValue) {
+        if !afterKey { member() }
+        afterKey = false
+        value.write(to: &bytes, pretty: pretty, indent: counts.count)
+    }
+
+    /// The document as text.
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    private var afterKey = false
+
+    private mutating func member() {
+        guard !counts.isEmpty else { return }
+        if counts[counts.count - 1] > 0 { bytes.append(0x2c) }
+        counts[counts.count - 1] += 1
+        if pretty { JSONValue.newline(&bytes, counts.count) }
+        afterKey = true
+    }
+
+    private mutating func open(_ bracket: UInt8) {
+        if !afterKey { member() }
+        afterKey = false
+        bytes.append(bracket)
+        counts.append(0)
+    }
+
+    private mutating func close(_ bracket: UInt8) {
+        let count = counts.removeLast()
+        if count > 0 && pretty { JSONValue.newline(&bytes, counts.count) }
+        bytes.append(bracket)
     }
 }
 

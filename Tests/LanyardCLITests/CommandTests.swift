@@ -289,3 +289,28 @@ import Testing
         #expect((bad.json["error"] as? [String: Any])?["code"] as? String == "config_invalid")
     }
 }
+
+/// `list --json` is written field by field; it must be the same document the summaries make.
+@Suite struct ListDocumentTests {
+    @Test(arguments: [true, false])
+    func isTheSummariesSerialized(pretty: Bool) throws {
+        var document = RegistryDocument()
+        #expect(listDocument(document, pretty: pretty)
+                == JSONValue.object(["active": .null, "slots": .array([])]).serialized(pretty: pretty))
+        let states: [AuthState] = [.signedIn(expiresAt: Date(timeIntervalSince1970: 1_800_000_000)), .signedOut,
+                                   .failed("the \"server\"\nsaid no\u{7}"), .reauthenticationRequired]
+        for (n, state) in states.enumerated() {
+            document.slots[try Slot("slot-\(n)")] = SlotRecord(
+                provider: "openai", backend: n % 2 == 0 ? .file : .secretService,
+                account: n == 1 ? AccountInfo() : AccountInfo(email: "u\(n)@example.com", accountID: "acct-\(n)", plan: Plan(rawValue: "pro"),
+                                                             isFedRAMPAccount: n == 2),
+                state: state, lastRefresh: n == 3 ? nil : Date(timeIntervalSince1970: 1_799_000_000), lastErrorCode: n == 3 ? "refresh_token_reused" : nil)
+        }
+        document.active = try Slot("slot-2")
+        let expected = JSONValue.object([
+            "active": .string("slot-2"),
+            "slots": .array(document.sortedSlots.map { .object(slotSummary($0.slot, $0.record, active: $0.slot == document.active)) }),
+        ]).serialized(pretty: pretty)
+        #expect(listDocument(document, pretty: pretty) == expected)
+    }
+}

@@ -3,18 +3,45 @@ import LanyardAgent
 import LanyardCore
 import LanyardStore
 
-/// A slot as `list`, `status` and `--json` show it: registry data, never a secret.
-func slotSummary(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [String: JSONValue] {
+/// A slot as `list`, `status` and `--json` show it: registry data, never a secret. In key order.
+func slotSummaryFields(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [(key: String, value: JSONValue)] {
     var stateMessage: String?
     if case .failed(let message) = record.state { stateMessage = message }
     return [
-        "slot": .string(slot.name), "active": .bool(active), "provider": .string(record.provider),
-        "backend": .string(record.backend.rawValue), "email": .optional(record.account.email),
-        "plan": .optional(record.account.plan?.rawValue), "plan_name": .optional(record.account.plan?.displayName),
-        "account_id": .optional(record.account.accountID), "fedramp": .bool(record.account.isFedRAMPAccount),
-        "state": .string(record.state.name), "state_message": .optional(stateMessage), "expires_at": .date(record.expiresAt),
-        "last_refresh": .date(record.lastRefresh), "last_error": .optional(record.lastErrorCode),
+        ("account_id", .optional(record.account.accountID)), ("active", .bool(active)), ("backend", .string(record.backend.rawValue)),
+        ("email", .optional(record.account.email)), ("expires_at", .date(record.expiresAt)),
+        ("fedramp", .bool(record.account.isFedRAMPAccount)), ("last_error", .optional(record.lastErrorCode)),
+        ("last_refresh", .date(record.lastRefresh)), ("plan", .optional(record.account.plan?.rawValue)),
+        ("plan_name", .optional(record.account.plan?.displayName)), ("provider", .string(record.provider)),
+        ("slot", .string(slot.name)), ("state", .string(record.state.name)), ("state_message", .optional(stateMessage)),
     ]
+}
+
+/// ``slotSummaryFields(_:_:active:)`` as one object.
+func slotSummary(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [String: JSONValue] {
+    Dictionary(uniqueKeysWithValues: slotSummaryFields(slot, record, active: active).map { ($0.key, $0.value) })
+}
+
+/// The `list --json` document, written field by field (no dictionary per slot): the same bytes
+/// as serializing `{"active", "slots": [summary…]}`, at a fraction of the cost for many slots.
+func listDocument(_ document: RegistryDocument, pretty: Bool) -> String {
+    var writer = JSONWriter(pretty: pretty, capacity: 512 * (document.slots.count + 1))
+    writer.beginObject()
+    writer.key("active")
+    writer.value(.optional(document.active?.name))
+    writer.key("slots")
+    writer.beginArray()
+    for (slot, record) in document.sortedSlots {
+        writer.beginObject()
+        for field in slotSummaryFields(slot, record, active: slot == document.active) {
+            writer.key(field.key)
+            writer.value(field.value)
+        }
+        writer.endObject()
+    }
+    writer.endArray()
+    writer.endObject()
+    return writer.text
 }
 
 enum SlotCommands {
@@ -26,10 +53,7 @@ enum SlotCommands {
         while true {
             let document = try inv.registry.load()
             if inv.json {
-                if document != last {
-                    let summaries = document.sortedSlots.map { JSONValue.object(slotSummary($0.slot, $0.record, active: $0.slot == document.active)) }
-                    inv.stdout.line(JSONValue.object(["active": .optional(document.active?.name), "slots": .array(summaries)]).serialized(pretty: false))
-                }
+                if document != last { inv.stdout.line(listDocument(document, pretty: false)) }
             } else if inv.context.stdoutIsTTY || document != last {
                 let s = inv.style
                 let now = inv.now
@@ -60,12 +84,13 @@ enum SlotCommands {
             for (slot, _) in document.sortedSlots { inv.stdout.line(slot.name) }
             return .ok
         }
-        let summaries = document.sortedSlots.map { JSONValue.object(slotSummary($0.slot, $0.record, active: $0.slot == document.active)) }
-        inv.emit(.object(["active": .optional(document.active?.name), "slots": .array(summaries)])) {
-            guard !summaries.isEmpty else {
-                inv.stdout.line("No slots yet. Sign an account in with `lanyard login`.")
-                return
-            }
+        if inv.json {
+            inv.stdout.line(listDocument(document, pretty: true))
+            return .ok
+        }
+        if document.slots.isEmpty {
+            inv.stdout.line("No slots yet. Sign an account in with `lanyard login`.")
+        } else {
             let s = inv.style
             let rows = document.sortedSlots.map { slot, record -> [String] in
                 let active = slot == document.active
