@@ -23,21 +23,27 @@ enum BestSlotView {
         let choice = try inv.runAsync { try await manager.bestSlot() }
         var reasons: [JSONValue] = []
         for candidate in choice.candidates {
-            let reason: String
-            switch candidate.verdict {
-            case .headroom(let used): reason = "\(Int(used.rounded()))% used in its busiest window"
-            case .atLimit(let resetsAt):
-                reason = "at its usage limit" + (resetsAt.map { " until \(RelativeTime.describe($0, now: inv.now))" } ?? "")
-            case .failed(let code): reason = "skipped: \(code)"
-            case .notSignedIn(let state): reason = "skipped: \(state.description)"
-            }
-            reasons.append(.object(["slot": .string(candidate.slot.name), "used_percent": candidate.usedPercent.map(JSONValue.number) ?? .null,
-                                    "reason": .string(reason)]))
+            let (reason, used) = describe(candidate, now: inv.now)
+            reasons.append(.object(["slot": .string(candidate.slot.name), "used_percent": used, "reason": .string(reason)]))
             if !inv.json { inv.stdout.line("  \(candidate.slot.name.padding(toLength: 16, withPad: " ", startingAt: 0))\(reason)") }
         }
         let chosen = try choice.chosen()
         if !inv.json { inv.stdout.line("Choosing \(chosen.slot.name): the most headroom (\(Int((chosen.usedPercent ?? 0).rounded()))% used).") }
         return (chosen.slot, reasons)
+    }
+
+    /// A candidate's reason text and used percentage (JSON null unless usable).
+    // Not inlined: Swift 6.3.1's release optimizer crashed (CopyPropagation ownership verifier)
+    // on these switches over `candidate.verdict` inlined into the loop of `choose`.
+    @inline(never)
+    static func describe(_ candidate: SlotCandidate, now: Date) -> (String, JSONValue) {
+        switch candidate.verdict {
+        case .headroom(let used): return ("\(Int(used.rounded()))% used in its busiest window", .number(used))
+        case .atLimit(let resetsAt):
+            return ("at its usage limit" + (resetsAt.map { " until \(RelativeTime.describe($0, now: now))" } ?? ""), .null)
+        case .failed(let code): return ("skipped: \(code)", .null)
+        case .notSignedIn(let state): return ("skipped: \(state.description)", .null)
+        }
     }
 }
 
