@@ -4,6 +4,7 @@
 
 import CLibsecret
 import Foundation
+import LanyardCore
 import LanyardGLib
 
 /// Why a keyring call failed, before SecretServiceStore turns it into a StoreError.
@@ -145,6 +146,7 @@ final class KeyringConnection: @unchecked Sendable {
     func service(_ deadline: Deadline) throws(KeyringFailure) -> KeyringService {
         if let reason = KeyringConnection.missingBusReason() { throw .noBus(reason) }
         if let reason = KeyringConnection.missingLibraryReason() { throw .noLibrary(reason) }
+        StartupTrace.mark("dlopen")
         let bus: GDBusClient
         do {
             bus = try GDBusClient.sessionBus(deadline)

@@ -202,6 +202,8 @@ public final class SecretServiceStore: CredentialStore {
             }
             defer { if exclusive { writeLock.unlock() } }
             let service = try KeyringConnection.shared.service(deadline)
+            StartupTrace.mark("connect")
+            defer { StartupTrace.mark("read") }
             return try body(service, deadline)
         } catch {
             throw storeError(error, operation: operation, deadline: deadline)
