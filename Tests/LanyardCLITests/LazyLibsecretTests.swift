@@ -1,4 +1,5 @@
 import Foundation
+@testable import LanyardCLI
 import LanyardTestSupport
 import Testing
 
@@ -13,10 +14,15 @@ import Testing
         for args in [["version"], ["list"], ["which"], ["completion", "bash"]] {
             let (_, loaded) = try loadedLibraries(home, args[0], contentsOf: Array(args.dropFirst()))
             #expect(loaded.contains { $0.hasPrefix("libglib-2.0.so") }, "\(args): GLib is linked: \(loaded.sorted())")
-            for library in Self.lazy {
+            for library in Self.lazy + ["libqrencode.so"] {
                 #expect(!loaded.contains { $0.hasPrefix(library) }, "\(args) loaded \(library)")
             }
         }
+    }
+
+    /// libqrencode is loaded only when a QR code is drawn (`login --qr`).
+    @Test func qrCodesLoadLibqrencodeOnFirstUse() throws {
+        #expect(QRCode.render("https://example.com/device")?.contains("▀") == true)
     }
 
     @Test func theKeyringBackendLoadsItOnFirstUse() throws {
