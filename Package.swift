@@ -20,7 +20,9 @@ let package = Package(
                        providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CKeyutils", pkgConfig: "libkeyutils", providers: [.apt(["libkeyutils-dev"])]),
-        .systemLibrary(name: "CQrencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        // Declarations only (qrencode.h is in /usr/include; no pkgConfig, so nothing is linked):
+        // LanyardCLI's QRCode loads libqrencode with dlopen when `login --qr` draws a code.
+        .systemLibrary(name: "CQrencode", providers: [.apt(["libqrencode-dev"])]),
 
         // Loads libsecret, GIO and GObject on first use, so commands that never touch the keyring
         // do not pay for loading them (about 1.2 ms at every start).

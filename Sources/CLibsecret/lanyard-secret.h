@@ -1,6 +1,7 @@
 // The part of libsecret's API Lanyard uses, declared here so that building Lanyard needs only
 // GLib's headers and links only GLib: libsecret is loaded on first use (CLibsecretLoader). The
-// values and prototypes are libsecret's stable ABI; LazyLibsecretTests compiles them against
+// values and prototypes are libsecret's ABI (the two `_for_dbus_path…` calls are from secret-paths.h,
+// which libsecret calls unstable API but has exported unchanged since 0.7); LazyLibsecretTests compiles them against
 // libsecret's own headers, so a difference fails the build of the tests, not a user's keyring.
 #ifndef LANYARD_SECRET_H
 #define LANYARD_SECRET_H
@@ -64,6 +65,11 @@ void secret_service_disconnect(void);
 SecretService *secret_service_get_sync(SecretServiceFlags flags, GCancellable *cancellable, GError **error);
 GList *secret_service_search_sync(SecretService *service, const SecretSchema *schema, GHashTable *attributes,
                                   SecretSearchFlags flags, GCancellable *cancellable, GError **error);
+gboolean secret_service_search_for_dbus_paths_sync(SecretService *self, const SecretSchema *schema, GHashTable *attributes,
+                                                   GCancellable *cancellable, gchar ***unlocked, gchar ***locked,
+                                                   GError **error);
+SecretValue *secret_service_get_secret_for_dbus_path_sync(SecretService *self, const gchar *item_path,
+                                                          GCancellable *cancellable, GError **error);
 gboolean secret_service_store_sync(SecretService *service, const SecretSchema *schema, GHashTable *attributes,
                                    const gchar *collection, const gchar *label, SecretValue *value,
                                    GCancellable *cancellable, GError **error);

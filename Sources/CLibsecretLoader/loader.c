@@ -39,6 +39,8 @@ static __typeof__(&secret_schema_newv) real_secret_schema_newv;
 static __typeof__(&secret_service_disconnect) real_secret_service_disconnect;
 static __typeof__(&secret_service_get_sync) real_secret_service_get_sync;
 static __typeof__(&secret_service_search_sync) real_secret_service_search_sync;
+static __typeof__(&secret_service_search_for_dbus_paths_sync) real_secret_service_search_for_dbus_paths_sync;
+static __typeof__(&secret_service_get_secret_for_dbus_path_sync) real_secret_service_get_secret_for_dbus_path_sync;
 static __typeof__(&secret_service_store_sync) real_secret_service_store_sync;
 static __typeof__(&secret_value_get) real_secret_value_get;
 static __typeof__(&secret_value_new) real_secret_value_new;
@@ -87,6 +89,8 @@ static void load(void) {
     real_secret_service_disconnect = (__typeof__(real_secret_service_disconnect))resolve(secret, "libsecret-1.so.0", "secret_service_disconnect");
     real_secret_service_get_sync = (__typeof__(real_secret_service_get_sync))resolve(secret, "libsecret-1.so.0", "secret_service_get_sync");
     real_secret_service_search_sync = (__typeof__(real_secret_service_search_sync))resolve(secret, "libsecret-1.so.0", "secret_service_search_sync");
+    real_secret_service_search_for_dbus_paths_sync = (__typeof__(real_secret_service_search_for_dbus_paths_sync))resolve(secret, "libsecret-1.so.0", "secret_service_search_for_dbus_paths_sync");
+    real_secret_service_get_secret_for_dbus_path_sync = (__typeof__(real_secret_service_get_secret_for_dbus_path_sync))resolve(secret, "libsecret-1.so.0", "secret_service_get_secret_for_dbus_path_sync");
     real_secret_service_store_sync = (__typeof__(real_secret_service_store_sync))resolve(secret, "libsecret-1.so.0", "secret_service_store_sync");
     real_secret_value_get = (__typeof__(real_secret_value_get))resolve(secret, "libsecret-1.so.0", "secret_value_get");
     real_secret_value_new = (__typeof__(real_secret_value_new))resolve(secret, "libsecret-1.so.0", "secret_value_new");
@@ -193,6 +197,16 @@ HIDDEN SecretService * (secret_service_get_sync)(SecretServiceFlags flags, GCanc
 HIDDEN GList * (secret_service_search_sync)(SecretService *service, const SecretSchema *schema, GHashTable *attributes, SecretSearchFlags flags, GCancellable *cancellable, GError **error) {
     require_loaded("secret_service_search_sync");
     return real_secret_service_search_sync(service, schema, attributes, flags, cancellable, error);
+}
+
+HIDDEN gboolean (secret_service_search_for_dbus_paths_sync)(SecretService *self, const SecretSchema *schema, GHashTable *attributes, GCancellable *cancellable, gchar ***unlocked, gchar ***locked, GError **error) {
+    require_loaded("secret_service_search_for_dbus_paths_sync");
+    return real_secret_service_search_for_dbus_paths_sync(self, schema, attributes, cancellable, unlocked, locked, error);
+}
+
+HIDDEN SecretValue * (secret_service_get_secret_for_dbus_path_sync)(SecretService *self, const gchar *item_path, GCancellable *cancellable, GError **error) {
+    require_loaded("secret_service_get_secret_for_dbus_path_sync");
+    return real_secret_service_get_secret_for_dbus_path_sync(self, item_path, cancellable, error);
 }
 
 HIDDEN gboolean (secret_service_store_sync)(SecretService *service, const SecretSchema *schema, GHashTable *attributes, const gchar *collection, const gchar *label, SecretValue *value, GCancellable *cancellable, GError **error) {

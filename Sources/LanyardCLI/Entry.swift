@@ -32,6 +32,7 @@ public enum Lanyard {
                 return argv.isEmpty ? ExitStatus.ok.rawValue : ExitStatus.usage.rawValue
             }
             (spec, args) = parsed
+            StartupTrace.mark("parse")
         } catch {
             return report(error, json: json, context: context)
         }
@@ -104,6 +105,7 @@ public enum Lanyard {
 /// The process entry point. `transportFactory` is nil in `lanyard` (no HTTP linked: commands that
 /// need it continue in `lanyard-net`) and URLSession in `lanyard-net`.
 public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?) -> Int32 {
+    StartupTrace.start()
     signal(SIGPIPE, SIG_IGN)
     // A parent may have started us with signals blocked (threads of many runtimes block them);
     // Ctrl-C, SIGTERM and SIGHUP must reach our handlers and the commands we run.
@@ -111,5 +113,9 @@ public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPT
     sigemptyset(&unblock)
     for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&unblock, sig) }
     pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
-    return Lanyard.run(Array(CommandLine.arguments.dropFirst()), context: .process(transportFactory: transportFactory))
+    let context = CommandContext.process(transportFactory: transportFactory)
+    StartupTrace.mark("context")
+    let status = Lanyard.run(Array(CommandLine.arguments.dropFirst()), context: context)
+    if let trace = StartupTrace.report() { context.stderr.line(trace) }
+    return status
 }

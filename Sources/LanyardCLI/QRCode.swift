@@ -1,13 +1,26 @@
 import CQrencode
 import Foundation
 
-/// Terminal QR codes through libqrencode (the only file that touches it).
+/// Terminal QR codes through libqrencode (the only file that touches it). The library is loaded
+/// with `dlopen` the first time a code is drawn (`login --qr`), not at every start: linking it
+/// cost every command about 0.08 ms of loading (docs/performance.md). CQrencode gives the
+/// declarations only.
 enum QRCode {
+    private typealias Encode = @convention(c) (UnsafePointer<CChar>?, Int32, QRecLevel, QRencodeMode, Int32) -> UnsafeMutablePointer<QRcode>?
+    private typealias Free = @convention(c) (UnsafeMutablePointer<QRcode>?) -> Void
+
+    /// libqrencode's two functions, or nil when the library is not installed.
+    private static let library: (encode: Encode, free: Free)? = {
+        guard let handle = dlopen("libqrencode.so.4", RTLD_NOW | RTLD_LOCAL),
+              let encode = dlsym(handle, "QRcode_encodeString"), let free = dlsym(handle, "QRcode_free") else { return nil }
+        return (unsafeBitCast(encode, to: Encode.self), unsafeBitCast(free, to: Free.self))
+    }()
+
     /// The QR code of `text` drawn with half blocks (two modules per character row), with the
-    /// quiet zone; nil when libqrencode cannot encode it.
+    /// quiet zone; nil when libqrencode is missing or cannot encode it.
     static func render(_ text: String) -> String? {
-        guard let code = QRcode_encodeString(text, 0, QR_ECLEVEL_L, QR_MODE_8, 1) else { return nil }
-        defer { QRcode_free(code) }
+        guard let library, let code = library.encode(text, 0, QR_ECLEVEL_L, QR_MODE_8, 1) else { return nil }
+        defer { library.free(code) }
         let width = Int(code.pointee.width)
         let data = code.pointee.data!
         let quiet = 2

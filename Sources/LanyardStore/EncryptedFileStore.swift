@@ -190,7 +190,10 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
     }
 
     public func get(_ slot: Slot) throws -> Credential {
-        guard let credential = try read(identity: try identity()).slots[slot] else { throw StoreError.notFound(slot: slot.name) }
+        let identity = try identity()
+        StartupTrace.mark("identity")
+        defer { StartupTrace.mark("decrypt") }
+        guard let credential = try read(identity: identity).slots[slot] else { throw StoreError.notFound(slot: slot.name) }
         return credential
     }
 

@@ -4,6 +4,7 @@
 
 import CLibsecret
 import Foundation
+import LanyardCore
 import LanyardGLib
 
 /// Why a keyring call failed, before SecretServiceStore turns it into a StoreError.
@@ -145,6 +146,7 @@ final class KeyringConnection: @unchecked Sendable {
     func service(_ deadline: Deadline) throws(KeyringFailure) -> KeyringService {
         if let reason = KeyringConnection.missingBusReason() { throw .noBus(reason) }
         if let reason = KeyringConnection.missingLibraryReason() { throw .noLibrary(reason) }
+        StartupTrace.mark("dlopen")
         let bus: GDBusClient
         do {
             bus = try GDBusClient.sessionBus(deadline)
@@ -220,6 +222,44 @@ final class KeyringService: @unchecked Sendable {
         }
         // The items' references now belong to the KeyringItems.
         return takeList(list).map { KeyringItem(adopting: $0) }
+    }
+
+    /// Object paths of the items of schema dev.lanyard.Credential matching `attributes` in every
+    /// collection, unlocked and locked apart: one SearchItems call, and no item proxies made (each
+    /// proxy costs a property load and signal subscriptions on the bus).
+    func searchPaths(_ attributes: [String: String], deadline: Deadline) throws(KeyringFailure) -> (unlocked: [String], locked: [String]) {
+        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+        defer { g_strfreev(unlocked); g_strfreev(locked) }
+        try withAttributes(attributes) { table, schema throws(KeyringFailure) in
+            try keyring("search") { () throws(GLibCall.Failure) in
+                try GLibCall.bool {
+                    secret_service_search_for_dbus_paths_sync(service, schema, table, deadline.cancellable, &unlocked, &locked, $0)
+                }
+            }
+        }
+        return (strings(unlocked), strings(locked))
+    }
+
+    /// The strings of a NULL-terminated `gchar **` (not freed here).
+    private func strings(_ vector: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+        guard let vector else { return [] }
+        var result: [String] = []
+        var index = 0
+        while let string = vector[index] { result.append(String(cString: string)); index += 1 }
+        return result
+    }
+
+    /// Loads the secret of the item at `path` through the open session (one GetSecret call) and
+    /// hands its bytes to `body` without copying them; libsecret wipes them afterwards.
+    func withSecret<R>(ofItem path: String, deadline: Deadline, _ body: (Data) -> R) throws(KeyringFailure) -> R {
+        let value = try keyring("load secret of \(path)") { () throws(GLibCall.Failure) in
+            try GLibCall.pointer { secret_service_get_secret_for_dbus_path_sync(service, path, deadline.cancellable, $0) }
+        }
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        var length: gsize = 0
+        guard let bytes = secret_value_get(value, &length) else { return body(Data()) }
+        return body(Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes), count: Int(length), deallocator: .none))
     }
 
     /// The object path an alias (`default`, `login`, `session`) points to, or nil when unset.

@@ -53,6 +53,16 @@ public final class SecretServiceStore: CredentialStore {
     /// locked; `.corrupt` when the item's secret is not a credential document.
     public func get(_ slot: Slot) throws -> Credential {
         try run("get \(slot)") { service, deadline in
+            let source = "keyring item for slot \(slot)"
+            // The common case the way secret-tool does it: one SearchItems, one GetSecret.
+            let paths = try service.searchPaths(["slot": slot.name], deadline: deadline)
+            if let locked = paths.locked.first { throw self.lockedError(Self.collectionPath(of: locked)) }
+            if paths.unlocked.count == 1 {
+                return try Self.decode(service.withSecret(ofItem: paths.unlocked[0], deadline: deadline) { data in
+                    Self.decodeResult(data, source: source)
+                }, source: source)
+            }
+            // None (is the collection locked?) or several (the newest wins): items with their properties.
             let items = try service.search(["slot": slot.name], deadline: deadline)
             if items.isEmpty {
                 // Some services hide the items of a locked collection: "nothing found" only means
@@ -64,14 +74,20 @@ public final class SecretServiceStore: CredentialStore {
             // More than one item only after an interrupted put or a hand-made item: the newest wins
             // and the next put removes the others.
             let item = Self.newest(items)
-            let source = "keyring item for slot \(slot)"
-            let decoded = try item.withSecret(deadline: deadline) { data -> Result<Credential, DecodeError> in
-                do throws(DecodeError) { return .success(try Credential.decode(data, source: source)) } catch { return .failure(error) }
-            }
-            switch decoded {
-            case .success(let credential): return credential
-            case .failure(let error): throw StoreError.corrupt(source: source, detail: error.detail)
-            }
+            return try Self.decode(item.withSecret(deadline: deadline) { data in Self.decodeResult(data, source: source) },
+                                   source: source)
+        }
+    }
+
+    /// Decodes a secret inside the closure that sees its bytes (they are wiped afterwards).
+    private static func decodeResult(_ data: Data, source: String) -> Result<Credential, DecodeError> {
+        do throws(DecodeError) { return .success(try Credential.decode(data, source: source)) } catch { return .failure(error) }
+    }
+
+    private static func decode(_ decoded: Result<Credential, DecodeError>, source: String) throws -> Credential {
+        switch decoded {
+        case .success(let credential): return credential
+        case .failure(let error): throw StoreError.corrupt(source: source, detail: error.detail)
         }
     }
 
@@ -202,6 +218,8 @@ public final class SecretServiceStore: CredentialStore {
             }
             defer { if exclusive { writeLock.unlock() } }
             let service = try KeyringConnection.shared.service(deadline)
+            StartupTrace.mark("connect")
+            defer { StartupTrace.mark("read") }
             return try body(service, deadline)
         } catch {
             throw storeError(error, operation: operation, deadline: deadline)

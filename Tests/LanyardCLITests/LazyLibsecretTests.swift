@@ -1,4 +1,5 @@
 import Foundation
+@testable import LanyardCLI
 import LanyardTestSupport
 import Testing
 
@@ -13,10 +14,15 @@ import Testing
         for args in [["version"], ["list"], ["which"], ["completion", "bash"]] {
             let (_, loaded) = try loadedLibraries(home, args[0], contentsOf: Array(args.dropFirst()))
             #expect(loaded.contains { $0.hasPrefix("libglib-2.0.so") }, "\(args): GLib is linked: \(loaded.sorted())")
-            for library in Self.lazy {
+            for library in Self.lazy + ["libqrencode.so"] {
                 #expect(!loaded.contains { $0.hasPrefix(library) }, "\(args) loaded \(library)")
             }
         }
+    }
+
+    /// libqrencode is loaded only when a QR code is drawn (`login --qr`).
+    @Test func qrCodesLoadLibqrencodeOnFirstUse() throws {
+        #expect(QRCode.render("https://example.com/device")?.contains("▀") == true)
     }
 
     @Test func theKeyringBackendLoadsItOnFirstUse() throws {
@@ -42,7 +48,8 @@ extension LazyLibsecretTests {
             (String(text[Range(match.range(at: 1), in: text)!]), String(text[Range(match.range(at: 2), in: text)!]))
         }
         #expect(constants.count >= 15, "found \(constants.count) constants")
-        var check = "#include <libsecret/secret.h>\n#define LANYARD_SECRET_PROTOTYPES_ONLY\n#include \"\(header)\"\n"
+        // secret-paths.h (the `_for_dbus_path…` calls) is declared only with SECRET_API_SUBJECT_TO_CHANGE.
+        var check = "#define SECRET_API_SUBJECT_TO_CHANGE\n#include <libsecret/secret.h>\n#define LANYARD_SECRET_PROTOTYPES_ONLY\n#include \"\(header)\"\n"
         for (name, value) in constants { check += "_Static_assert(\(name) == (\(value)), \"\(name) differs from libsecret\");\n" }
         let dir = NSTemporaryDirectory() + "lanyard-secret-check-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

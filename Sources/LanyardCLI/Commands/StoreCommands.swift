@@ -12,12 +12,15 @@ enum StoreCommands {
         Prints only the token and a newline, so `$(lanyard token)` works. Exit 3 when the slot has none, 4 when it must sign in again.
         """) { inv in
         let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.first)
+        StartupTrace.mark("resolve")
         let manager = try inv.accounts()
+        StartupTrace.mark("config")
         let credential = try inv.freshCredential(manager, slot: slot)
         inv.emit(JSONValue.object(["slot": .string(slot.name), "access_token": .string(credential.tokens.accessToken),
                                    "expires_at": .date(credential.tokens.expiresAt)]).droppingNulls) {
             inv.stdout.line(credential.tokens.accessToken)
         }
+        StartupTrace.mark("output")
         return .ok
     }
 
