@@ -1,33 +1,76 @@
 #!/bin/sh
-# `lanyard list --json` with 1 and with 1,000 slots in the registry, in one hyperfine run.
-# Prints the median ratio (target ≤ 3).
+# How commands grow with the number of slots (1, 100, 1,000, 10,000 in the registry), in one
+# hyperfine run per command: `list --json` must stay within 2.0x of one slot at 1,000 slots;
+# `which`, `status SLOT`, `switch` and `token` (file store, unlocked) must not grow (they read
+# one slot's record, see RegistryView). Peak RSS of `list --json` at 10,000 slots <= 40 MB.
+# Prints each median and the growth against one slot; exits 1 when a target is missed.
 set -eu
 bin=${LANYARD_BIN:-.build/release/lanyard}
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-make_registry() { # DIR COUNT
-  mkdir -p "$1/data/lanyard" && chmod 700 "$1/data/lanyard" "$1/data"
-  python3 - "$1/data/lanyard/registry.json" "$2" <<'PY'
+tool=$(dirname "$bin")/lanyard-test-tool
+[ -x "$tool" ] || tool=.build/debug/lanyard-test-tool
+tmp=$(mktemp -d)
+trap 'for n in 1 100 1000 10000; do XDG_DATA_HOME="$tmp/r$n/data" XDG_CONFIG_HOME="$tmp/r$n/config" "$bin" store lock >/dev/null 2>&1 || true; done; rm -rf "$tmp"' EXIT
+unset DBUS_SESSION_BUS_ADDRESS LANYARD_ACCOUNT
+export HOME="$tmp/home" XDG_RUNTIME_DIR="$tmp/run" XDG_STATE_HOME="$tmp/state"
+mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+
+# A file store holding one real credential (slot bench-0), then a registry of N slots around it
+# in the layout Lanyard writes (written by lanyard itself: `doctor --repair` adds bench-0, then
+# the other slots are added the way Registry.update writes them).
+for n in 1 100 1000 10000; do
+  d="$tmp/r$n"
+  mkdir -p "$d/config/lanyard"
+  printf '[store]\nbackend = file\n' > "$d/config/lanyard/config.ini"
+  XDG_DATA_HOME="$d/data" XDG_CONFIG_HOME="$d/config" "$bin" store init --no-passphrase >/dev/null 2>&1
+  XDG_DATA_HOME="$d/data" XDG_CONFIG_HOME="$d/config" "$tool" file-put bench 1 >/dev/null
+  XDG_DATA_HOME="$d/data" XDG_CONFIG_HOME="$d/config" "$bin" doctor --repair >/dev/null || true
+  python3 - "$d/data/lanyard/registry.json" "$n" <<'PY'
 import json, sys
 path, n = sys.argv[1], int(sys.argv[2])
-slots = {f"slot-{i:04d}": {
-    "provider": "openai", "backend": "secret-service",
-    "account": {"email": f"user{i}@example.com", "user_id": f"user-{i}", "account_id": f"acct-{i}", "plan": "pro", "fedramp": False},
-    "state": {"state": "signed-in", "expires_at": "2027-01-15T10:10:00Z"},
-    "last_refresh": "2027-01-15T08:00:00Z", "created_at": "2027-01-01T00:00:00Z"} for i in range(n)}
-json.dump({"version": 1, "active": "slot-0000", "slots": slots}, open(path, "w"), indent=2, sort_keys=True)
+doc = json.load(open(path))
+for i in range(1, n):
+    doc["slots"][f"slot-{i:05d}"] = {
+        "provider": "openai", "backend": "file",
+        "account": {"email": f"user{i}@example.com", "user_id": f"user-{i}", "account_id": f"acct-{i}", "plan": "pro", "fedramp": False},
+        "state": {"state": "signed-in", "expires_at": "2099-01-15T10:10:00Z"},
+        "last_refresh": "2027-01-15T08:00:00Z", "created_at": "2027-01-01T00:00:00Z"}
+doc["active"] = "bench-0"
+with open(path, "w") as f:
+    json.dump(doc, f, indent=2, sort_keys=True, separators=(",", ": "))
 PY
-  chmod 600 "$1/data/lanyard/registry.json"
-}
-make_registry "$tmp/one" 1
-make_registry "$tmp/many" 1000
-hyperfine -N --warmup 5 --runs 60 --export-json "$tmp/out.json" \
-  -n "list --json (1 slot)" "env XDG_DATA_HOME=$tmp/one/data XDG_CONFIG_HOME=$tmp/one $bin list --json" \
-  -n "list --json (1000 slots)" "env XDG_DATA_HOME=$tmp/many/data XDG_CONFIG_HOME=$tmp/many $bin list --json" >/dev/null
-python3 - "$tmp/out.json" <<'PY'
+  XDG_DATA_HOME="$d/data" XDG_CONFIG_HOME="$d/config" "$bin" token bench-0 >/dev/null \
+    || { echo "list-scale: setup failed for $n slots" >&2; exit 1; }
+done
+
+for spec in "list:list --json" "which:which" "status:status bench-0" "switch:switch bench-0" "token:token bench-0"; do
+  name=${spec%%:*}; ARGS=${spec#*:}
+  cmds=""  # one hyperfine run over the four registries (commands joined by |, split by Python)
+  for n in 1 100 1000 10000; do cmds="$cmds|env XDG_DATA_HOME=$tmp/r$n/data XDG_CONFIG_HOME=$tmp/r$n/config $bin $ARGS"; done
+  python3 - "$tmp/$name.json" "$cmds" <<'PY'
+import subprocess, sys
+out, cmds = sys.argv[1], [c for c in sys.argv[2].split("|") if c]
+subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", "30", "--export-json", out] + cmds,
+               check=True, stdout=subprocess.DEVNULL)
+PY
+done
+rss=$( { /usr/bin/time -v env XDG_DATA_HOME="$tmp/r10000/data" XDG_CONFIG_HOME="$tmp/r10000/config" "$bin" list --json >/dev/null; } 2>&1 \
+  | sed -n 's/.*Maximum resident set size (kbytes): //p')
+python3 - "$tmp" "$rss" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1]))["results"]
-one, many = r[0]["median"] * 1000, r[1]["median"] * 1000
-print(f"list --json, 1 slot:     {one:7.2f} ms (median)")
-print(f"list --json, 1000 slots: {many:7.2f} ms (median)")
-print(f"ratio 1000/1: {many/one:.2f} (target <= 3)")
+tmp, rss = sys.argv[1], int(sys.argv[2])
+ok = True
+print(f"{'command':<16}{'1 slot':>10}{'100':>10}{'1000':>10}{'10000':>10}   growth 1000/1, 10000/1")
+for name, label, target in [("list", "list --json", 2.0), ("which", "which", 1.3), ("status", "status SLOT", 1.3),
+                            ("switch", "switch SLOT", 1.3), ("token", "token (file)", 1.3)]:
+    medians = [r["median"] * 1000 for r in json.load(open(f"{tmp}/{name}.json"))["results"]]
+    g1000, g10000 = medians[2] / medians[0], medians[3] / medians[0]
+    # list's target is at 1,000 slots; the others must not grow at all (1.3x: noise on a shared machine).
+    missed = g1000 > target if name == "list" else g10000 > target
+    ok &= not missed
+    cells = "".join(f"{m:8.2f}ms" for m in medians)
+    print(f"{label:<16}{cells}   {g1000:.2f}x, {g10000:.2f}x (target <= {target}{' at 1000' if name == 'list' else ' at 10000'})"
+          + ("  MISSED" if missed else ""))
+print(f"peak RSS of list --json at 10000 slots: {rss / 1024:.1f} MB (target <= 40 MB){'' if rss <= 40 * 1024 else '  MISSED'}")
+ok &= rss <= 40 * 1024
+sys.exit(0 if ok else 1)
 PY

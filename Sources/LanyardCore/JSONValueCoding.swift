@@ -35,7 +35,8 @@ extension JSONValue {
 
     static func newline(_ out: inout [UInt8], _ indent: Int) {
         out.append(0x0a)
-        out.append(contentsOf: repeatElement(0x20, count: indent * 2))
+        // A plain loop: appending a `repeatElement` goes through the generic (slow) path.
+        for _ in 0..<(indent * 2) { out.append(0x20) }
     }
 
     func write(to out: inout [UInt8], pretty: Bool, indent: Int) {
@@ -75,13 +76,12 @@ extension JSONValue {
         out.append(0x22)
         // Most strings need no escaping: copy them whole. Native strings are scanned in place
         // (String.UTF8View's generic iteration cost several times more).
-        var string = s
-        let clean = string.withUTF8 { bytes in
+        let clean = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
             for b in bytes where b < 0x20 || b == 0x22 || b == 0x5c { return false }
             out.append(contentsOf: bytes)
             return true
         }
-        if clean {
+        if clean == true {
             out.append(0x22)
             return
         }
@@ -234,6 +234,7 @@ private struct JSONParser {
         var dict: [String: JSONValue] = [:]
         skipSpace()
         if i < bytes.count, bytes[i] == 0x7d { i += 1; depth -= 1; return .object(dict) }
+        dict.reserveCapacity(8)  // stored objects have a handful of members: no regrowth on the way
         while true {
             skipSpace()
             guard i < bytes.count, bytes[i] == 0x22 else { throw fail("expected a string key") }
