@@ -14,21 +14,21 @@ unset DBUS_SESSION_BUS_ADDRESS LANYARD_ACCOUNT
 export HOME="$tmp/home" XDG_RUNTIME_DIR="$tmp/run" XDG_STATE_HOME="$tmp/state"
 mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 
-# A file store holding one real credential (slot bench-0), then a registry of N slots around it
-# in the layout Lanyard writes (written by lanyard itself: `doctor --repair` adds bench-0, then
-# the other slots are added the way Registry.update writes them).
+# A file store holding two real credentials (bench-0, bench-1: `switch` needs somewhere to go),
+# then a registry of N slots around them in the layout Lanyard writes (`doctor --repair` adds the
+# two, the others are added as Registry.update writes them; "1 slot" is these two).
 for n in 1 100 1000 10000; do
   d="$tmp/r$n"
   mkdir -p "$d/config/lanyard"
   printf '[store]\nbackend = file\n' > "$d/config/lanyard/config.ini"
   XDG_DATA_HOME="$d/data" XDG_CONFIG_HOME="$d/config" "$bin" store init --no-passphrase >/dev/null 2>&1
-  XDG_DATA_HOME="$d/data" XDG_CONFIG_HOME="$d/config" "$tool" file-put bench 1 >/dev/null
+  XDG_DATA_HOME="$d/data" XDG_CONFIG_HOME="$d/config" "$tool" file-put bench 2 >/dev/null
   XDG_DATA_HOME="$d/data" XDG_CONFIG_HOME="$d/config" "$bin" doctor --repair >/dev/null || true
   python3 - "$d/data/lanyard/registry.json" "$n" <<'PY'
 import json, sys
 path, n = sys.argv[1], int(sys.argv[2])
 doc = json.load(open(path))
-for i in range(1, n):
+for i in range(2, n):
     doc["slots"][f"slot-{i:05d}"] = {
         "provider": "openai", "backend": "file",
         "account": {"email": f"user{i}@example.com", "user_id": f"user-{i}", "account_id": f"acct-{i}", "plan": "pro", "fedramp": False},
@@ -42,15 +42,21 @@ PY
     || { echo "list-scale: setup failed for $n slots" >&2; exit 1; }
 done
 
-for spec in "list:list --json" "which:which" "status:status bench-0" "switch:switch bench-0" "token:token bench-0"; do
+for spec in "list:list --json" "which:which" "status:status bench-0" "switch:switch bench-1" "token:token bench-0"; do
   name=${spec%%:*}; ARGS=${spec#*:}
   cmds=""  # one hyperfine run over the four registries (commands joined by |, split by Python)
   for n in 1 100 1000 10000; do cmds="$cmds|env XDG_DATA_HOME=$tmp/r$n/data XDG_CONFIG_HOME=$tmp/r$n/config $bin $ARGS"; done
-  python3 - "$tmp/$name.json" "$cmds" <<'PY'
+  # switch: each timed run really switches (bench-0 -> slot-1, made active again before each run).
+  prepare=""
+  if [ "$name" = switch ]; then
+    for n in 1 100 1000 10000; do prepare="$prepare|env XDG_DATA_HOME=$tmp/r$n/data XDG_CONFIG_HOME=$tmp/r$n/config $bin switch bench-0"; done
+  fi
+  python3 - "$tmp/$name.json" "$cmds" "$prepare" <<'PY'
 import subprocess, sys
-out, cmds = sys.argv[1], [c for c in sys.argv[2].split("|") if c]
-subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", "30", "--export-json", out] + cmds,
-               check=True, stdout=subprocess.DEVNULL)
+out, cmds, prepares = sys.argv[1], [c for c in sys.argv[2].split("|") if c], [p for p in sys.argv[3].split("|") if p]
+args = ["hyperfine", "-N", "--warmup", "3", "--runs", "30", "--export-json", out]
+for p in prepares: args += ["--prepare", p]
+subprocess.run(args + cmds, check=True, stdout=subprocess.DEVNULL)
 PY
 done
 rss=$( { /usr/bin/time -v env XDG_DATA_HOME="$tmp/r10000/data" XDG_CONFIG_HOME="$tmp/r10000/config" "$bin" list --json >/dev/null; } 2>&1 \

@@ -99,12 +99,8 @@ extension AccountManager {
     /// Only the registry changes; integrations that follow the active slot (Codex) are
     /// LanyardIntegrations' `switchActive`.
     public func setActive(_ slot: Slot) throws -> ActiveSlotChange {
-        try registry.update { doc in
-            guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
-            let previous = doc.active
-            doc.active = slot
-            return ActiveSlotChange(previous: previous, active: slot, record: record)
-        }
+        let (previous, record) = try registry.setActive(slot)
+        return ActiveSlotChange(previous: previous, active: slot, record: record)
     }
 
     /// Pins `slot` to `directory` and the tree below it (writes `directory/.lanyard`).

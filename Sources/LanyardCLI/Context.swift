@@ -30,6 +30,20 @@ public final class TextSink: Sendable {
 
     public func line(_ text: String = "") { write(text + "\n") }
 
+    /// Writes UTF-8 bytes as they are (long outputs, without making a String of them first).
+    public func write(bytes: [UInt8]) {
+        if let fd {
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+                if n < 0 { if errno == EINTR { continue }; return }
+                offset += n
+            }
+        } else {
+            buffer.withLock { $0 += String(decoding: bytes, as: UTF8.self) }
+        }
+    }
+
     /// What was written, for buffer sinks.
     public var text: String { buffer.withLock { $0 } }
 }

@@ -25,6 +25,22 @@ extension JSONValue {
         return try result.get()
     }
 
+    /// Parses a document whose top level is an object, as strictly as ``parse(_:)``, without ever
+    /// holding the member named `streamed` whole when it is an object: its members go one by one
+    /// to `element` (and `member` gets an empty object in its place); every other top-level member
+    /// goes to `member`. For large maps (the registry's slots), peak memory is one element's tree.
+    /// - Returns: nil for an object; any other document whole (for the caller's shape check).
+    public static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
+                                      element: (String, JSONValue) -> Void) throws(JSONSyntaxError) -> JSONValue? {
+        let result: Result<JSONValue?, JSONSyntaxError> = data.withUnsafeBytes { raw in
+            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+            do throws(JSONSyntaxError) {
+                return .success(try parser.streamedDocument(streamed: streamed, member: member, element: element))
+            } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
     /// The document as UTF-8 text: keys sorted; `pretty` indents by two spaces.
     public func serialized(pretty: Bool = false) -> String {
         var out: [UInt8] = []
@@ -141,6 +157,9 @@ public struct JSONWriter {
     /// The document as text.
     public var text: String { String(decoding: bytes, as: UTF8.self) }
 
+    /// Ends the output with a newline (as a line of output).
+    public mutating func newline() { bytes.append(0x0a) }
+
     private var afterKey = false
 
     private mutating func member() {
@@ -195,6 +214,52 @@ private struct JSONParser {
         skipSpace()
         guard i == bytes.count else { throw fail("unexpected text after the document") }
         return v
+    }
+
+    /// ``JSONValue/parseStreaming(_:streamed:member:element:)``: `document()` for a top-level
+    /// object, with the same checks (duplicate keys, nesting, trailing text) in the same places.
+    mutating func streamedDocument(streamed: String, member: (String, JSONValue) -> Void,
+                                   element: (String, JSONValue) -> Void) throws(JSONSyntaxError) -> JSONValue? {
+        skipSpace()
+        if i < bytes.count, bytes[i] == 0xef { throw fail("byte-order mark") }
+        guard i < bytes.count else { throw fail("unexpected end of document") }
+        guard bytes[i] == 0x7b else { return try document() }  // not an object: the caller's shape check reports it
+        try members { key, parser throws(JSONSyntaxError) in
+            if key == streamed, parser.i < parser.bytes.count, parser.bytes[parser.i] == 0x7b {
+                try parser.members { name, inner throws(JSONSyntaxError) in element(name, try inner.value()) }
+                member(key, .object([:]))
+            } else {
+                member(key, try parser.value())
+            }
+        }
+        skipSpace()
+        guard i == bytes.count else { throw fail("unexpected text after the document") }
+        return nil
+    }
+
+    /// Walks the object at `i`, handing each key to `body`, which must read the member's value.
+    mutating func members(_ body: (String, inout JSONParser) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) {
+        try nest()
+        i += 1
+        var seen = Set<String>()
+        skipSpace()
+        if i < bytes.count, bytes[i] == 0x7d { i += 1; depth -= 1; return }
+        while true {
+            skipSpace()
+            guard i < bytes.count, bytes[i] == 0x22 else { throw fail("expected a string key") }
+            let key = try string()
+            skipSpace()
+            guard i < bytes.count, bytes[i] == 0x3a else { throw fail("expected ':' after a key") }
+            i += 1
+            skipSpace()
+            try body(key, &self)
+            guard seen.insert(key).inserted else { throw fail("duplicate key") }
+            skipSpace()
+            guard i < bytes.count else { throw fail("unexpected end of document inside an object") }
+            if bytes[i] == 0x2c { i += 1; continue }
+            if bytes[i] == 0x7d { i += 1; depth -= 1; return }
+            throw fail("expected ',' or '}' in an object")
+        }
     }
 
     mutating func skipSpace() {

@@ -71,6 +71,49 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
         slots.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
+    /// Decodes a registry file as ``JSONDocument/decode(_:source:)`` does, with the same checks
+    /// and the same errors, but one slot at a time: the whole file is never held as one JSON tree
+    /// (10,000 slots peaked at about 60 MB that way).
+    public static func decodeStreaming(_ data: Data, source: String) throws(DecodeError) -> RegistryDocument {
+        var top: [String: JSONValue] = [:]
+        var slots: [Slot: SlotRecord] = [:]
+        var slotError: JSONShapeError?
+        let whole: JSONValue?
+        do {
+            whole = try JSONValue.parseStreaming(data, streamed: "slots", member: { top[$0] = $1 }, element: { name, value in
+                guard slotError == nil else { return }
+                guard let slot = try? Slot(name) else {
+                    slotError = JSONShapeError(path: ".slots", problem: "has an invalid slot name")
+                    return
+                }
+                do throws(JSONShapeError) { slots[slot] = try SlotRecord(json: try JSONFields(value, path: ".slots." + name)) } catch { slotError = error }
+            })
+        } catch {
+            throw DecodeError(source: source, detail: "not valid JSON (\(error.localizedDescription))")
+        }
+        // The checks of init(json:), in its order: the version, the slots, each slot, the active slot.
+        do throws(JSONShapeError) {
+            let json = try JSONFields(whole ?? .object(top))
+            let version = try json.int("version")
+            guard version == RegistryDocument.currentVersion else {
+                throw JSONShapeError(path: ".version", problem: "is \(version): not supported (this Lanyard reads version \(RegistryDocument.currentVersion))")
+            }
+            _ = try json.object("slots")
+            if let slotError { throw slotError }
+            var document = RegistryDocument(active: nil, slots: slots)
+            document.version = version
+            if let name = try json.optionalString("active") {
+                guard let slot = try? Slot(name), slots[slot] != nil else {
+                    throw JSONShapeError(path: ".active", problem: "names a slot that is not in .slots")
+                }
+                document.active = slot
+            }
+            return document
+        } catch {
+            throw DecodeError(source: source, detail: error.localizedDescription)
+        }
+    }
+
     public init(json: JSONFields) throws(JSONShapeError) {
         version = try json.int("version")
         guard version == RegistryDocument.currentVersion else {
@@ -145,15 +188,53 @@ public struct Registry: Sendable {
         return result
     }
 
+    /// Makes `slot` the active slot, under the registry lock. In the layout Lanyard writes only
+    /// the active slot's name changes in the file's bytes (the other slots are neither decoded nor
+    /// re-encoded), so switching costs the same with ten slots or ten thousand, bar the write;
+    /// anything else goes through ``update(_:)``.
+    /// - Returns: the slot active before, and the new active slot's record.
+    /// - Throws: `RegistryError.unknownSlot` when there is no such slot.
+    public func setActive(_ slot: Slot) throws -> (previous: Slot?, record: SlotRecord) {
+        try SecureFiles.ensureDirectory(directory)
+        let lock = try FileLock(path: path + ".lock")
+        defer { withExtendedLifetime(lock) {} }
+        if let data = try SecureFiles.read(path, mapped: true) {
+            let view = RegistryView(data: data, registry: self)
+            if let (previous, _) = view.fastActive(data), let record = view.fastRecord(of: slot, in: data) {
+                if previous == slot { return (previous, record) }
+                let start = RegistryView.activePrefix.count
+                let old = Array("\"\(previous.name)\"".utf8)
+                if data.count > start + old.count, data[start..<(start + old.count)].elementsEqual(old) {
+                    var spliced = Data(capacity: data.count + slot.name.utf8.count)
+                    spliced.append(data[..<start])
+                    spliced.append(contentsOf: Array("\"\(slot.name)\"".utf8))
+                    spliced.append(data[(start + old.count)...])
+                    try SecureFiles.atomicWrite(spliced, to: path, keepPrevious: true)
+                    return (previous, record)
+                }
+            }
+        }
+        // Any other layout: the full read-modify-write, still under the lock held here.
+        var document = try read()
+        guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        let previous = document.active
+        if previous != slot {
+            document.active = slot
+            try SecureFiles.atomicWrite(document.jsonData(pretty: true), to: path, keepPrevious: true)
+        }
+        return (previous, record)
+    }
+
     private func read() throws -> RegistryDocument {
-        guard let data = try SecureFiles.read(path) else { return RegistryDocument() }
+        // Mapped, not copied: the file is only ever replaced by rename.
+        guard let data = try SecureFiles.read(path, mapped: true) else { return RegistryDocument() }
         return try decode(data)
     }
 
     /// Decodes a whole registry file; a corrupt one is moved aside and reported.
     fileprivate func decode(_ data: Data) throws -> RegistryDocument {
         do {
-            return try RegistryDocument.decode(data, source: path)
+            return try RegistryDocument.decodeStreaming(data, source: path)
         } catch {
             if error.detail.hasPrefix(".version"), error.detail.hasSuffix(")") {
                 // A newer Lanyard's registry is not corrupt: leave it alone.
@@ -195,8 +276,11 @@ public struct RegistryView {
 
     /// The active slot and its record, when the file starts `{\n  "active": "NAME",` and NAME's
     /// record is found (the full decode would reject an active slot without one).
-    private func fastActive(_ data: Data) -> (Slot, SlotRecord)? {
-        let prefix = Array(#"{"# .utf8) + [0x0a] + Array(#"  "active": "#.utf8)
+    /// How a registry in Lanyard's layout starts when it has an active slot.
+    static let activePrefix = Array(#"{"# .utf8) + [0x0a] + Array(#"  "active": "#.utf8)
+
+    func fastActive(_ data: Data) -> (Slot, SlotRecord)? {
+        let prefix = Self.activePrefix
         guard hasVersionSuffix(data), data.starts(with: prefix),
               case .string(let name)? = try? JSONValue.parseValue(in: data, at: prefix.count),
               let slot = try? Slot(name), let record = fastRecord(of: slot, in: data) else { return nil }
@@ -204,7 +288,7 @@ public struct RegistryView {
     }
 
     /// A slot's record found by its key at depth two (`\n    "NAME": {`), decoded alone.
-    private func fastRecord(of slot: Slot, in data: Data) -> SlotRecord? {
+    func fastRecord(of slot: Slot, in data: Data) -> SlotRecord? {
         guard hasVersionSuffix(data) else { return nil }
         let needle = [0x0a] + Array(#"    ""#.utf8) + Array(slot.name.utf8) + Array(#"": {"#.utf8)
         let found: Int? = data.withUnsafeBytes { raw in

@@ -70,4 +70,31 @@ import Testing
         #expect(try view.active() == nil)
         #expect(try view.record(of: try Slot("work")) == nil)
     }
+
+    @Test func setActiveWritesWhatAFullUpdateWrites() throws {
+        let registry = try populated()
+        let (previous, record) = try registry.setActive(try Slot("active"))
+        #expect(previous == (try Slot("work-2")))
+        #expect(record == (try registry.load().slots[try Slot("active")]))
+        let spliced = try Data(contentsOf: URL(fileURLWithPath: registry.path))
+        var expected = try registry.load()
+        expected.active = try Slot("active")
+        #expect(spliced == expected.jsonData(pretty: true), "the spliced file is not the canonical document")
+        #expect(try registry.load().active == (try Slot("active")))
+        #expect(FileManager.default.fileExists(atPath: registry.path + ".prev"))
+    }
+
+    @Test func setActiveRefusesAnUnknownSlotAndChangesNothing() throws {
+        let registry = try populated()
+        let before = try Data(contentsOf: URL(fileURLWithPath: registry.path))
+        #expect(throws: RegistryError.unknownSlot("nobody")) { try registry.setActive(try Slot("nobody")) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: registry.path)) == before)
+    }
+
+    @Test func setActiveOnAnotherLayoutGoesThroughTheFullUpdate() throws {
+        let registry = try populated()
+        try registry.load().jsonData(pretty: false).write(to: URL(fileURLWithPath: registry.path))
+        _ = try registry.setActive(try Slot("w"))
+        #expect(try registry.load().active == (try Slot("w")))
+    }
 }

@@ -24,7 +24,7 @@ func slotSummary(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [String: J
 
 /// The `list --json` document, written field by field (no dictionary per slot): the same bytes
 /// as serializing `{"active", "slots": [summary…]}`, at a fraction of the cost for many slots.
-func listDocument(_ document: RegistryDocument, pretty: Bool) -> String {
+func listDocument(_ document: RegistryDocument, pretty: Bool) -> [UInt8] {
     var writer = JSONWriter(pretty: pretty, capacity: 512 * (document.slots.count + 1))
     writer.beginObject()
     writer.key("active")
@@ -41,7 +41,8 @@ func listDocument(_ document: RegistryDocument, pretty: Bool) -> String {
     }
     writer.endArray()
     writer.endObject()
-    return writer.text
+    writer.newline()
+    return writer.bytes
 }
 
 enum SlotCommands {
@@ -53,7 +54,7 @@ enum SlotCommands {
         while true {
             let document = try inv.registry.load()
             if inv.json {
-                if document != last { inv.stdout.line(listDocument(document, pretty: false)) }
+                if document != last { inv.stdout.write(bytes: listDocument(document, pretty: false)) }
             } else if inv.context.stdoutIsTTY || document != last {
                 let s = inv.style
                 let now = inv.now
@@ -85,7 +86,7 @@ enum SlotCommands {
             return .ok
         }
         if inv.json {
-            inv.stdout.line(listDocument(document, pretty: true))
+            inv.stdout.write(bytes: listDocument(document, pretty: true))
             return .ok
         }
         if document.slots.isEmpty {
