@@ -15,17 +15,7 @@ public final class TextSink: Sendable {
     public init() { fd = nil }
 
     public func write(_ text: String) {
-        if let fd {
-            var bytes = Array(text.utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeMutableBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-                if n < 0 { if errno == EINTR { continue }; return }
-                offset += n
-            }
-        } else {
-            buffer.withLock { $0 += text }
-        }
+        if fd != nil { write(bytes: Array(text.utf8)) } else { buffer.withLock { $0 += text } }
     }
 
     public func line(_ text: String = "") { write(text + "\n") }

@@ -224,24 +224,30 @@ private struct JSONParser {
         if i < bytes.count, bytes[i] == 0xef { throw fail("byte-order mark") }
         guard i < bytes.count else { throw fail("unexpected end of document") }
         guard bytes[i] == 0x7b else { return try document() }  // not an object: the caller's shape check reports it
+        var keys = Set<String>()
         try members { key, parser throws(JSONSyntaxError) in
             if key == streamed, parser.i < parser.bytes.count, parser.bytes[parser.i] == 0x7b {
-                try parser.members { name, inner throws(JSONSyntaxError) in element(name, try inner.value()) }
+                var names = Set<String>()
+                try parser.members { name, inner throws(JSONSyntaxError) in
+                    element(name, try inner.value())
+                    return names.insert(name).inserted
+                }
                 member(key, .object([:]))
             } else {
                 member(key, try parser.value())
             }
+            return keys.insert(key).inserted
         }
         skipSpace()
         guard i == bytes.count else { throw fail("unexpected text after the document") }
         return nil
     }
 
-    /// Walks the object at `i`, handing each key to `body`, which must read the member's value.
-    mutating func members(_ body: (String, inout JSONParser) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) {
+    /// Walks the object at `i`, handing each key to `body`, which must read the member's value and
+    /// say whether the key was new (false: a duplicate key, a syntax error).
+    mutating func members(_ body: (String, inout JSONParser) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) {
         try nest()
         i += 1
-        var seen = Set<String>()
         skipSpace()
         if i < bytes.count, bytes[i] == 0x7d { i += 1; depth -= 1; return }
         while true {
@@ -252,8 +258,7 @@ private struct JSONParser {
             guard i < bytes.count, bytes[i] == 0x3a else { throw fail("expected ':' after a key") }
             i += 1
             skipSpace()
-            try body(key, &self)
-            guard seen.insert(key).inserted else { throw fail("duplicate key") }
+            guard try body(key, &self) else { throw fail("duplicate key") }
             skipSpace()
             guard i < bytes.count else { throw fail("unexpected end of document inside an object") }
             if bytes[i] == 0x2c { i += 1; continue }
@@ -294,27 +299,10 @@ private struct JSONParser {
     }
 
     mutating func object() throws(JSONSyntaxError) -> JSONValue {
-        try nest()
-        i += 1
         var dict: [String: JSONValue] = [:]
-        skipSpace()
-        if i < bytes.count, bytes[i] == 0x7d { i += 1; depth -= 1; return .object(dict) }
         dict.reserveCapacity(8)  // stored objects have a handful of members: no regrowth on the way
-        while true {
-            skipSpace()
-            guard i < bytes.count, bytes[i] == 0x22 else { throw fail("expected a string key") }
-            let key = try string()
-            skipSpace()
-            guard i < bytes.count, bytes[i] == 0x3a else { throw fail("expected ':' after a key") }
-            i += 1
-            skipSpace()
-            guard dict.updateValue(try value(), forKey: key) == nil else { throw fail("duplicate key") }
-            skipSpace()
-            guard i < bytes.count else { throw fail("unexpected end of document inside an object") }
-            if bytes[i] == 0x2c { i += 1; continue }
-            if bytes[i] == 0x7d { i += 1; depth -= 1; return .object(dict) }
-            throw fail("expected ',' or '}' in an object")
-        }
+        try members { key, parser throws(JSONSyntaxError) in dict.updateValue(try parser.value(), forKey: key) == nil }
+        return .object(dict)
     }
 
     mutating func array() throws(JSONSyntaxError) -> JSONValue {
