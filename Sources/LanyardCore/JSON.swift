@@ -30,7 +30,11 @@ public enum RFC3339 {
     }
 
     public static func date(from string: String) -> Date? {
-        let b = Array(string.utf8)
+        // In place for native strings: every stored date is parsed on every registry read.
+        string.utf8.withContiguousStorageIfAvailable(date(bytes:)) ?? date(bytes: Array(string.utf8))
+    }
+
+    private static func date<Bytes: RandomAccessCollection>(bytes b: Bytes) -> Date? where Bytes.Element == UInt8, Bytes.Index == Int {
         guard b.count >= 20 else { return nil }
         func num(_ from: Int, _ count: Int) -> Int64? {
             var v: Int64 = 0

@@ -16,7 +16,17 @@ public struct Slot: Hashable, Comparable, Sendable, CustomStringConvertible, Cod
 
     /// Checks a candidate name without creating a slot.
     public static func validate(_ name: String) throws(SlotNameError) {
-        let bytes = Array(name.utf8)
+        // In place for native strings (the registry checks every slot name it reads).
+        if let checked = name.utf8.withContiguousStorageIfAvailable({ bytes in
+            Result { () throws(SlotNameError) in try validate(bytes: bytes, name: name) }
+        }) {
+            return try checked.get()
+        }
+        try validate(bytes: Array(name.utf8), name: name)
+    }
+
+    private static func validate<Bytes: RandomAccessCollection>(bytes: Bytes, name: String) throws(SlotNameError)
+    where Bytes.Element == UInt8, Bytes.Index == Int {
         guard let first = bytes.first else { throw .empty }
         guard bytes.count <= 64 else { throw .tooLong(count: bytes.count) }
         func isLowerAlnum(_ b: UInt8) -> Bool { (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) }
