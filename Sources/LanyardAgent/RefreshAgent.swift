@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -286,7 +285,7 @@ public final class RegistryWatch {
 
 /// Runs async work to completion from a plain thread.
 func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
-    let box = Mutex<T?>(nil)
+    let box = Locked<T?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
         let value = await work()

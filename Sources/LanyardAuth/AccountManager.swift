@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import LanyardCore
 import LanyardStore
 
@@ -82,7 +81,7 @@ public struct AccountManager: Sendable {
                 ? "run `lanyard store unlock` first"
                 : "unlock the keyring collection first (log in to the desktop session, or unlock it in Seahorse)")
         }
-        let outcome = Mutex<(Slot, Credential)?>(nil)
+        let outcome = Locked<(Slot, Credential)?>(nil)
         _ = try await flow.run(events: events) { tokens, account in
             let now = clock.now()
             let credential = Credential(

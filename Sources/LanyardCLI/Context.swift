@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -7,7 +6,7 @@ import LanyardStore
 /// Where a command writes text: a file descriptor, or a buffer that tests read back.
 public final class TextSink: Sendable {
     private let fd: Int32?
-    private let buffer = Mutex("")
+    private let buffer = Locked("")
 
     /// Writes to a file descriptor (1 or 2).
     public init(fd: Int32) { self.fd = fd }

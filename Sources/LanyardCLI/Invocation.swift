@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -16,7 +15,7 @@ public final class Invocation: Sendable {
     public let style: Style
     /// Colour on stderr, by the same rules.
     public let errorStyle: Style
-    private let loadedConfig = Mutex<LanyardConfig?>(nil)
+    private let loadedConfig = Locked<LanyardConfig?>(nil)
 
     init(context: CommandContext, spec: CommandSpec, args: ParsedArguments) {
         self.context = context
@@ -74,7 +73,7 @@ public final class Invocation: Sendable {
 
     /// Runs async work to completion; with signal handling on, Ctrl-C (SIGINT) or SIGTERM cancels it.
     func runAsync<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-        let box = Mutex<Result<T, Error>?>(nil)
+        let box = Locked<Result<T, Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let task = Task {
             let result: Result<T, Error>

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The time source of time-dependent logic (expiry, schedules, backoff), injected so tests control
 /// time instead of sleeping.
@@ -15,9 +14,9 @@ public struct SystemClock: WallClock {
 
 /// A clock tests set by hand.
 public final class ManualClock: WallClock, Sendable {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
-    public init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Mutex(start) }
+    public init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Locked(start) }
 
     public func now() -> Date { current.withLock { $0 } }
     public func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }

@@ -1,7 +1,6 @@
 import Foundation
 import LanyardAuth
 import Observation
-import Synchronization
 
 /// Fine-grained progress through the device-code exchange.
 public enum DeviceLinkState: Hashable, Sendable {
@@ -18,7 +17,7 @@ public enum DeviceLinkState: Hashable, Sendable {
 /// `accountInfo`, `lastError`; `startDeviceCodeSignIn()`, `signOut()`, `refreshAuth()`. Tokens are
 /// never exposed here; use ``Client`` to make requests.
 ///
-/// Thread safety: every observed property lives in one `Mutex`, read and written only under it,
+/// Thread safety: every observed property lives in one ``Locked`` value, read and written only under its lock,
 /// so a session may be shared between tasks and threads (the compiler checks `Sendable`).
 /// Observation is wired by hand (not `@Observable`) so that each access goes through the lock.
 public final class AuthSession: Observable, Sendable {
@@ -32,7 +31,7 @@ public final class AuthSession: Observable, Sendable {
         var continuations: [UUID: AsyncStream<AuthState>.Continuation] = [:]
     }
 
-    private let observed: Mutex<Observed>
+    private let observed: Locked<Observed>
     private let registrar = ObservationRegistrar()
     private let manager: AccountManager
     private let provider: String
@@ -58,7 +57,7 @@ public final class AuthSession: Observable, Sendable {
             initial.state = record.state
             initial.accountInfo = record.account
         }
-        observed = Mutex(initial)
+        observed = Locked(initial)
     }
 
     /// Every state from now on, starting with the current one.

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import LanyardAuth
-import Synchronization
+import LanyardCore
 
 // FoundationNetworking (with libcurl and ICU) adds about 10 ms to every process start, so it lives
 // in this module alone: the `lanyard` binary leaves it out and hands commands that talk to a
@@ -14,7 +14,7 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
     /// Answers longer than this are refused (no provider answer is anywhere near it).
     public let maxBodyBytes: Int
     public let timeout: TimeInterval
-    private let created = Mutex<URLSession?>(nil)
+    private let created = Locked<URLSession?>(nil)
 
     public init(timeout: TimeInterval = 30, maxBodyBytes: Int = 1 << 20) {
         self.timeout = timeout

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -109,7 +108,7 @@ enum AuthCommands {
 final class SignInProgress: Sendable {
     let inv: Invocation
     /// When the last plain (non-TTY) countdown line went out, and whether a TTY countdown is shown.
-    private let shown = Mutex((lastPlainLine: Date.distantPast, countdown: false))
+    private let shown = Locked((lastPlainLine: Date.distantPast, countdown: false))
 
     init(inv: Invocation) { self.inv = inv }
 
