@@ -147,6 +147,17 @@ public struct JSONWriter {
         if pretty { bytes.append(0x20) }
     }
 
+    /// The next member's key, a literal that needs no escaping (copied as it is: the cheap path
+    /// for the fixed keys of long outputs).
+    public mutating func key(_ key: StaticString) {
+        member()
+        bytes.append(0x22)
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        bytes.append(0x22)
+        bytes.append(0x3a)
+        if pretty { bytes.append(0x20) }
+    }
+
     /// A whole value: after ``key(_:)``, or as the next array element.
     public mutating func value(_ value: JSONValue) {
         if !afterKey { member() }
@@ -156,6 +167,13 @@ public struct JSONWriter {
 
     /// The document as text.
     public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Hands the bytes written so far to `sink` and forgets them (keeping the buffer), so a long
+    /// document goes out in pieces instead of being held whole.
+    public mutating func flush(to sink: ([UInt8]) -> Void) {
+        sink(bytes)
+        bytes.removeAll(keepingCapacity: true)
+    }
 
     /// Ends the output with a newline (as a line of output).
     public mutating func newline() { bytes.append(0x0a) }

@@ -292,10 +292,33 @@ import Testing
 
 /// `list --json` is written field by field; it must be the same document the summaries make.
 @Suite struct ListDocumentTests {
+    /// The whole output, and how many pieces it went out in.
+    func listDocument(_ document: RegistryDocument, pretty: Bool) -> (text: String, pieces: Int) {
+        var bytes: [UInt8] = []
+        var pieces = 0
+        writeListDocument(document, pretty: pretty) { bytes += $0; pieces += 1 }
+        return (String(decoding: bytes, as: UTF8.self), pieces)
+    }
+
+    @Test func aLongListGoesOutInPiecesThatMakeTheSameDocument() throws {
+        var document = RegistryDocument()
+        for n in 0..<400 {
+            document.slots[try Slot("slot-\(n)")] = SlotRecord(provider: "openai", backend: .file,
+                                                                account: AccountInfo(email: "u\(n)@example.com"), state: .signedOut)
+        }
+        let (text, pieces) = listDocument(document, pretty: true)
+        #expect(pieces > 1)
+        let expected = JSONValue.object([
+            "active": .null,
+            "slots": .array(document.sortedSlots.map { .object(slotSummary($0.slot, $0.record, active: false)) }),
+        ]).serialized(pretty: true)
+        #expect(text == expected + "\n")
+    }
+
     @Test(arguments: [true, false])
     func isTheSummariesSerialized(pretty: Bool) throws {
         var document = RegistryDocument()
-        #expect(String(decoding: listDocument(document, pretty: pretty), as: UTF8.self)
+        #expect(listDocument(document, pretty: pretty).text
                 == JSONValue.object(["active": .null, "slots": .array([])]).serialized(pretty: pretty) + "\n")
         let states: [AuthState] = [.signedIn(expiresAt: Date(timeIntervalSince1970: 1_800_000_000)), .signedOut,
                                    .failed("the \"server\"\nsaid no\u{7}"), .reauthenticationRequired]
@@ -311,6 +334,6 @@ import Testing
             "active": .string("slot-2"),
             "slots": .array(document.sortedSlots.map { .object(slotSummary($0.slot, $0.record, active: $0.slot == document.active)) }),
         ]).serialized(pretty: pretty)
-        #expect(String(decoding: listDocument(document, pretty: pretty), as: UTF8.self) == expected + "\n")
+        #expect(listDocument(document, pretty: pretty).text == expected + "\n")
     }
 }

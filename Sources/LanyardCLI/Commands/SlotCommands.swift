@@ -4,7 +4,7 @@ import LanyardCore
 import LanyardStore
 
 /// A slot as `list`, `status` and `--json` show it: registry data, never a secret. In key order.
-func slotSummaryFields(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [(key: String, value: JSONValue)] {
+func slotSummaryFields(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [(key: StaticString, value: JSONValue)] {
     var stateMessage: String?
     if case .failed(let message) = record.state { stateMessage = message }
     return [
@@ -19,30 +19,35 @@ func slotSummaryFields(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [(ke
 
 /// ``slotSummaryFields(_:_:active:)`` as one object.
 func slotSummary(_ slot: Slot, _ record: SlotRecord, active: Bool) -> [String: JSONValue] {
-    Dictionary(uniqueKeysWithValues: slotSummaryFields(slot, record, active: active).map { ($0.key, $0.value) })
+    Dictionary(uniqueKeysWithValues: slotSummaryFields(slot, record, active: active).map { ("\($0.key)", $0.value) })
 }
 
-/// The `list --json` document, written field by field (no dictionary per slot): the same bytes
-/// as serializing `{"active", "slots": [summary…]}`, at a fraction of the cost for many slots.
-func listDocument(_ document: RegistryDocument, pretty: Bool) -> [UInt8] {
-    var writer = JSONWriter(pretty: pretty, capacity: 512 * (document.slots.count + 1))
+/// The `list --json` document, written field by field (no dictionary per slot) and handed to
+/// `sink` in pieces of about 64 KiB (never held whole): the same bytes as serializing
+/// `{"active", "slots": [summary…]}` and a newline, at a fraction of the cost for many slots.
+func writeListDocument(_ document: RegistryDocument, pretty: Bool, to sink: ([UInt8]) -> Void) {
+    let piece = 1 << 16
+    var writer = JSONWriter(pretty: pretty, capacity: piece + 4096)
     writer.beginObject()
     writer.key("active")
     writer.value(.optional(document.active?.name))
     writer.key("slots")
     writer.beginArray()
-    for (slot, record) in document.sortedSlots {
+    // Sorted names, each record looked up: no sorted copy of every record.
+    for slot in document.slots.keys.sorted() {
+        guard let record = document.slots[slot] else { continue }
         writer.beginObject()
         for field in slotSummaryFields(slot, record, active: slot == document.active) {
             writer.key(field.key)
             writer.value(field.value)
         }
         writer.endObject()
+        if writer.bytes.count >= piece { writer.flush(to: sink) }
     }
     writer.endArray()
     writer.endObject()
     writer.newline()
-    return writer.bytes
+    writer.flush(to: sink)
 }
 
 enum SlotCommands {
@@ -54,7 +59,7 @@ enum SlotCommands {
         while true {
             let document = try inv.registry.load()
             if inv.json {
-                if document != last { inv.stdout.write(bytes: listDocument(document, pretty: false)) }
+                if document != last { writeListDocument(document, pretty: false) { inv.stdout.write(bytes: $0) } }
             } else if inv.context.stdoutIsTTY || document != last {
                 let s = inv.style
                 let now = inv.now
@@ -86,7 +91,7 @@ enum SlotCommands {
             return .ok
         }
         if inv.json {
-            inv.stdout.write(bytes: listDocument(document, pretty: true))
+            writeListDocument(document, pretty: true) { inv.stdout.write(bytes: $0) }
             return .ok
         }
         if document.slots.isEmpty {
