@@ -44,7 +44,7 @@ public struct SignOutOutcome: Sendable, Equatable {
 }
 
 extension AccountManager {
-    /// The slot's registry record.
+    /// The slot's registry record (only that record is decoded: ``RegistryView``).
     /// - Throws: `RegistryError.unknownSlot` when the registry has no such slot.
     public func record(of slot: Slot) throws -> SlotRecord {
         guard let record = try registry.view().record(of: slot) else { throw RegistryError.unknownSlot(slot.name) }
@@ -122,7 +122,7 @@ extension AccountManager {
     /// no rule names one.
     public func resolveSlot(flag: String?, environment: [String: String], directory: String) throws -> AccountResolution? {
         try AccountResolution.resolve(flag: flag, environment: environment["LANYARD_ACCOUNT"],
-                                      pinFile: PinFile.nearest(from: directory), active: registry.view().active())
+                                      pinFile: { PinFile.nearest(from: directory) }, active: { try registry.view().active() })
     }
 
     /// Moves `slots` (every slot when empty) to the `target` backend: copy, read back and compare,

@@ -150,8 +150,7 @@ extension AccountManager {
     }
 
     func storeOf(_ slot: Slot) throws -> (SlotRecord, any CredentialStore) {
-        // One slot's record, without decoding the others (RegistryView).
-        guard let record = try registry.view().record(of: slot) else { throw RegistryError.unknownSlot(slot.name) }
+        let record = try record(of: slot)
         return (record, try openStore(record.backend, false))
     }
 

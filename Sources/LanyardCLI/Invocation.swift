@@ -103,11 +103,8 @@ public final class Invocation: Sendable {
     /// The slot this command acts on by the documented precedence, or nil when no rule names one.
     /// `active` is asked only when no flag, variable or pin file names a slot.
     func resolveAccount(active: () throws -> Slot?) throws -> AccountResolution? {
-        let flag = args.value("account")
-        let environment = context.environment["LANYARD_ACCOUNT"]
-        let pin = flag == nil && (environment ?? "").isEmpty ? PinFile.nearest(from: context.workingDirectory) : nil
-        let needsActive = flag == nil && (environment ?? "").isEmpty && pin == nil
-        return try AccountResolution.resolve(flag: flag, environment: environment, pinFile: pin, active: needsActive ? try active() : nil)
+        try AccountResolution.resolve(flag: args.value("account"), environment: context.environment["LANYARD_ACCOUNT"],
+                                      pinFile: { PinFile.nearest(from: context.workingDirectory) }, active: active)
     }
 
     /// The slot named by `positional` when given, else by account resolution; it must exist.

@@ -53,6 +53,17 @@ public struct AccountResolution: Hashable, Sendable {
         if let pinFile { return try slot(pinFile.name, .pinFile(path: pinFile.path)) }
         return active.map { AccountResolution(slot: $0, rule: .activeSlot) }
     }
+
+    /// The same rules, looking for the pin file and the active slot (each costs I/O: a walk up the
+    /// folders, a registry read) only when the rules before them name nothing.
+    public static func resolve(flag: String?, environment: String?, pinFile: () -> (path: String, name: String)?,
+                               active: () throws -> Slot?) throws -> AccountResolution? {
+        if flag != nil || !(environment ?? "").isEmpty {
+            return try resolve(flag: flag, environment: environment, pinFile: nil, active: nil)
+        }
+        if let pin = pinFile() { return try resolve(flag: nil, environment: nil, pinFile: pin, active: nil) }
+        return try resolve(flag: nil, environment: nil, pinFile: nil, active: try active())
+    }
 }
 
 /// A rule named a slot whose name is not valid.

@@ -80,27 +80,23 @@ public final class AuthSession: Observable, Sendable {
         return observed.withLock { $0[keyPath: field] }
     }
 
-    /// Changes a field under the lock, telling Observation (and, for the state, `states`) when the
-    /// value is new.
-    private func set<T: Equatable>(_ field: WritableKeyPath<Observed, T>, _ value: T, as property: KeyPath<AuthSession, T>) {
+    /// Changes a field under the lock when the value is new, telling Observation; `also` runs
+    /// under the same lock after the change (the state also goes to every `states` stream).
+    private func set<T: Equatable>(_ field: WritableKeyPath<Observed, T>, _ value: T, as property: KeyPath<AuthSession, T>,
+                                   also: (inout Observed) -> Void = { _ in }) {
         guard observed.withLock({ $0[keyPath: field] != value }) else { return }
         registrar.withMutation(of: self, keyPath: property) {
-            observed.withLock { $0[keyPath: field] = value }
-        }
-    }
-
-    private func setState(_ newState: AuthState) {
-        guard observed.withLock({ $0.state != newState }) else { return }
-        registrar.withMutation(of: self, keyPath: \.state) {
             observed.withLock { fields in
-                fields.state = newState
-                for continuation in fields.continuations.values { continuation.yield(newState) }
+                fields[keyPath: field] = value
+                also(&fields)
             }
         }
     }
 
     private func publish(_ newState: AuthState, link: DeviceLinkState? = nil) {
-        setState(newState)
+        set(\.state, newState, as: \.state) { fields in
+            for continuation in fields.continuations.values { continuation.yield(newState) }
+        }
         if let link { set(\.deviceLinkState, link, as: \.deviceLinkState) }
     }
 

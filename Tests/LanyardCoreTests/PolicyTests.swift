@@ -57,6 +57,25 @@ import Testing
         #expect(try AccountResolution.resolve(flag: nil, environment: nil, pinFile: nil, active: nil) == nil)
     }
 
+    /// The lazy form looks for a pin file or the active slot only when it must, and agrees with
+    /// the eager form on every combination.
+    @Test func theLazyFormAsksOnlyForWhatItNeedsAndAgrees() throws {
+        let pin = (path: "/p/.lanyard", name: "pinned")
+        for flag in [nil, "flagged"] as [String?] {
+            for environment in [nil, "", "env"] as [String?] {
+                for pinFile in [nil, pin] as [(path: String, name: String)?] {
+                    var asked: [String] = []
+                    let lazy = try AccountResolution.resolve(flag: flag, environment: environment,
+                                                             pinFile: { asked.append("pin"); return pinFile },
+                                                             active: { asked.append("active"); return work })
+                    #expect(lazy == (try AccountResolution.resolve(flag: flag, environment: environment, pinFile: pinFile, active: work)))
+                    let named = flag != nil || !(environment ?? "").isEmpty
+                    #expect(asked == (named ? [] : pinFile != nil ? ["pin"] : ["pin", "active"]), "\(String(describing: flag)) \(String(describing: environment))")
+                }
+            }
+        }
+    }
+
     @Test func badNamesAreReportedWithTheirRule() {
         do { _ = try AccountResolution.resolve(flag: nil, environment: "Bad", pinFile: nil, active: nil); Issue.record("should throw") } catch {
             #expect(error.rule == .environment)
