@@ -7,22 +7,16 @@ import Foundation
 extension JSONValue {
     /// Parses one JSON document.
     public static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
-        let result: Result<JSONValue, JSONSyntaxError> = data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
-            do throws(JSONSyntaxError) { return .success(try parser.document()) } catch { return .failure(error) }
-        }
-        return try result.get()
+        try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in try parser.document() }
     }
 
     /// Parses the one JSON value that starts at byte `offset` of `data`, ignoring what follows it
     /// (for reading one part of a large document without parsing the rest).
     public static func parseValue(in data: Data, at offset: Int) throws(JSONSyntaxError) -> JSONValue {
-        let result: Result<JSONValue, JSONSyntaxError> = data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+        try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in
             parser.i = offset
-            do throws(JSONSyntaxError) { return .success(try parser.value()) } catch { return .failure(error) }
+            return try parser.value()
         }
-        return try result.get()
     }
 
     /// Parses a document whose top level is an object, as strictly as ``parse(_:)``, without ever
@@ -32,13 +26,9 @@ extension JSONValue {
     /// - Returns: nil for an object; any other document whole (for the caller's shape check).
     public static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
                                       element: (String, JSONValue) -> Void) throws(JSONSyntaxError) -> JSONValue? {
-        let result: Result<JSONValue?, JSONSyntaxError> = data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
-            do throws(JSONSyntaxError) {
-                return .success(try parser.streamedDocument(streamed: streamed, member: member, element: element))
-            } catch { return .failure(error) }
+        try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in
+            try parser.streamedDocument(streamed: streamed, member: member, element: element)
         }
-        return try result.get()
     }
 
     /// The document as UTF-8 text: keys sorted; `pretty` indents by two spaces.
@@ -216,6 +206,15 @@ private struct JSONParser {
     var depth = 0
 
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    /// Runs `body` with a parser over `data`'s bytes (valid only inside `body`).
+    static func run<R>(on data: Data, _ body: (inout JSONParser) throws(JSONSyntaxError) -> R) throws(JSONSyntaxError) -> R {
+        let result: Result<R, JSONSyntaxError> = data.withUnsafeBytes { raw in
+            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+            do throws(JSONSyntaxError) { return .success(try body(&parser)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
 
     func fail(_ problem: String) -> JSONSyntaxError {
         var line = 1, column = 1
