@@ -30,6 +30,10 @@ let package = Package(
 
         // Every GLib and GIO call (errors, key files, durable writes, GDBus, deadlines) behind a
         // Swift API; libsecret's own calls stay in LanyardStore's SecretServiceLibsecret.swift.
+        // A blocking WebSocket client over libwebsockets (headers from libwebsockets-dev), loaded with
+        // dlopen when a stream first opens a WebSocket, so no binary links it.
+        .target(name: "CWebSocket"),
+
         .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLibsecretLoader"]),
 
         .target(name: "LanyardCore"),
@@ -38,7 +42,7 @@ let package = Package(
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardGLib"]),
-        .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth"]),
+        .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth", "CWebSocket"]),
         .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
             "LanyardCore", "Age", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",

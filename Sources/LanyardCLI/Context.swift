@@ -40,6 +40,11 @@ public final class TextSink: Sendable {
 /// Opens the credential store of a backend; injected so tests choose real stores in private places.
 public typealias ConfiguredStoreOpener = @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ paths: Paths, _ interactive: Bool) throws -> any CredentialStore
 
+/// Streams a Responses request as a slot's account under a transport policy; LanyardNetwork's
+/// `ResponseStreamer` in `lanyard-net`, nil in `lanyard` (which hands `ask` over).
+public typealias ResponseStreamFactory = @Sendable (_ manager: AccountManager, _ slot: Slot, _ policy: StreamingTransportPolicy,
+                                                    _ request: ResponseRequest) -> ResponseStream
+
 /// Everything a command may touch, injected: IO streams, environment, working directory, clock
 /// and the store opener. No command reads global state.
 public struct CommandContext: Sendable {
@@ -59,6 +64,8 @@ public struct CommandContext: Sendable {
     /// Makes the HTTP transport for a timeout; nil in the `lanyard` binary, which hands commands
     /// that need the network to `lanyard-net`.
     public var transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?
+    /// Streams responses (`ask`); nil in the `lanyard` binary, like `transportFactory`.
+    public var streamFactory: ResponseStreamFactory?
     /// How waits happen (tests inject a fast or manual one).
     public var sleeper: any Sleeper
     /// Whether Ctrl-C cancels long operations (true for the real process only).
@@ -69,7 +76,8 @@ public struct CommandContext: Sendable {
                 stdoutIsTTY: Bool = false, stderrIsTTY: Bool = false, stdinIsTTY: Bool = false,
                 openStore: @escaping ConfiguredStoreOpener = StoreOpeners.unavailable,
                 transport: (any HTTPTransport)? = nil,
-                transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)? = nil, sleeper: any Sleeper = TaskSleeper(),
+                transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)? = nil,
+                streamFactory: ResponseStreamFactory? = nil, sleeper: any Sleeper = TaskSleeper(),
                 handlesSignals: Bool = false) {
         self.stdout = stdout
         self.stderr = stderr
@@ -83,18 +91,20 @@ public struct CommandContext: Sendable {
         self.openStore = openStore
         self.transport = transport
         self.transportFactory = transportFactory
+        self.streamFactory = streamFactory
         self.sleeper = sleeper
         self.handlesSignals = handlesSignals
     }
 
     /// The process's real streams, environment and working directory.
-    public static func process(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?) -> CommandContext {
+    public static func process(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
+                               streamFactory: ResponseStreamFactory? = nil) -> CommandContext {
         CommandContext(
             stdout: TextSink(fd: 1), stderr: TextSink(fd: 2), readLine: { Swift.readLine() },
             environment: processEnvironment(),
             workingDirectory: FileManager.default.currentDirectoryPath,
             stdoutIsTTY: isatty(1) == 1, stderrIsTTY: isatty(2) == 1, stdinIsTTY: isatty(0) == 1,
-            openStore: StoreOpeners.system, transportFactory: transportFactory, handlesSignals: true)
+            openStore: StoreOpeners.system, transportFactory: transportFactory, streamFactory: streamFactory, handlesSignals: true)
     }
 }
 

@@ -16,7 +16,7 @@ public enum Lanyard {
         AuthCommands.login, AuthCommands.logout, AuthCommands.refresh, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
         StoreCommands.token, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex,
-        GitCredentialCommand.command, BundleCommands.export, BundleCommands.import, UsageCommand.usage,
+        GitCredentialCommand.command, BundleCommands.export, BundleCommands.import, UsageCommand.usage, AskCommand.ask,
         StoreCommands.doctor, StoreGroupCommand.store, AgentCommands.agent, AgentCommands.events,
         RefreshWorker.command, MetaCommands.completion, MetaCommands.version, MetaCommands.help,
     ]
@@ -93,7 +93,7 @@ public enum Lanyard {
             let body = JSONValue.object(["error": .object(["code": .string(code), "message": .string(message)])])
             context.stdout.line(body.serialized(pretty: true))
         } else {
-            context.stderr.line("lanyard: \(message)")
+            context.stderr.line("lanyard: \(TerminalText.escaped(message, keepLineBreaks: true))")
             if let usage = error as? UsageError, let command = usage.command {
                 context.stderr.line("Run `lanyard \(command) --help` for usage.")
             }
@@ -104,7 +104,8 @@ public enum Lanyard {
 
 /// The process entry point. `transportFactory` is nil in `lanyard` (no HTTP linked: commands that
 /// need it continue in `lanyard-net`) and URLSession in `lanyard-net`.
-public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?) -> Int32 {
+public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
+                        streamFactory: ResponseStreamFactory? = nil) -> Int32 {
     StartupTrace.start()
     signal(SIGPIPE, SIG_IGN)
     // A parent may have started us with signals blocked (threads of many runtimes block them);
@@ -113,7 +114,7 @@ public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPT
     sigemptyset(&unblock)
     for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&unblock, sig) }
     pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
-    let context = CommandContext.process(transportFactory: transportFactory)
+    let context = CommandContext.process(transportFactory: transportFactory, streamFactory: streamFactory)
     StartupTrace.mark("context")
     let status = Lanyard.run(Array(CommandLine.arguments.dropFirst()), context: context)
     if let trace = StartupTrace.report() { context.stderr.line(trace) }

@@ -42,6 +42,10 @@ public struct LanyardConfig: Hashable, Sendable {
     public var agentNotify = true
     /// The event log's size cap in bytes; beyond it the log rotates to `events.jsonl.1`.
     public var eventsMaxBytes: Int = 1 << 20
+    /// How streams reach the backend (`[stream]`).
+    public var streaming: StreamingTransportPolicy = .default
+    /// The model `lanyard ask` asks when no `--model` is given.
+    public var streamModel = "gpt-5-codex"
     /// Providers by id; `openai` is always present.
     public var providers: [String: ProviderConfig] = ["openai": .openAI]
     /// `[git]` mappings for `lanyard git-credential`: `HOST` or `HOST/PATH/PREFIX` (host lowercased,

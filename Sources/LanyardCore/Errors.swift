@@ -181,9 +181,16 @@ public enum ClientError: LanyardError, Equatable {
     /// The body of a successful answer did not have the expected shape.
     case invalidResponse(String)
     case networkFailure(String)
+    /// After a reconnect the server replayed text that contradicts what was already delivered; the
+    /// value is the text delivered before the contradiction.
+    case streamingTransportReplayDiverged(String)
+    /// The stream ended with `response.failed` or `response.incomplete` instead of completing.
+    case responseTerminalFailure(StreamResponse)
 
     public var code: String {
         switch self {
+        case .streamingTransportReplayDiverged: return "streaming_replay_diverged"
+        case .responseTerminalFailure: return "response_failed"
         case .missingCredential: return "missing_credential"
         case .missingRefreshToken: return "missing_refresh_token"
         case .missingAccountID: return "missing_account_id"
@@ -200,7 +207,8 @@ public enum ClientError: LanyardError, Equatable {
         case .missingCredential: return .notSignedIn
         case .missingRefreshToken, .missingAccountID, .reauthenticationRequired: return .reauthenticationRequired
         case .usageLimitReached: return .usageLimit
-        case .httpError, .networkFailure, .invalidResponse: return .network
+        case .httpError, .networkFailure, .invalidResponse, .streamingTransportReplayDiverged, .responseTerminalFailure:
+            return .network
         }
     }
 
@@ -215,6 +223,12 @@ public enum ClientError: LanyardError, Equatable {
             return "server answered HTTP \(status) (\(detail.code))" + (detail.message.map { ": \(Self.clip($0))" } ?? "")
         case .invalidResponse(let what): return "server response could not be read: \(what)"
         case .networkFailure(let what): return "network failure: \(what)"
+        case .streamingTransportReplayDiverged(let partial):
+            return "the stream was stopped: after reconnecting, the server replayed text that differs from the "
+                + "\(partial.utf8.count) bytes already delivered; retry the request"
+        case .responseTerminalFailure(let response):
+            let reason = response.error.map { " (\($0.code))" + ($0.message.map { ": \(Self.clip($0))" } ?? "") } ?? ""
+            return "the response ended with status \(response.status)\(reason)"
         }
     }
 

@@ -20,10 +20,14 @@ public struct Configuration: Sendable {
     public var workingDirectory: String
     /// HTTP to providers; nil uses URLSession with config.ini's `[http] timeout`.
     public var transport: (any HTTPTransport)?
+    /// How ``Client/stream(_:model:instructions:policy:)`` reaches the backend; nil uses config.ini's
+    /// `[stream]` (WebSocket with 5 reconnections, then SSE, by default).
+    public var streamingTransportPolicy: StreamingTransportPolicy?
 
     public init(slot: String? = nil, provider: String = "openai", backend: BackendKind? = nil, backoff: BackoffPolicy? = nil,
                 environment: [String: String] = ProcessInfo.processInfo.environment,
-                workingDirectory: String = FileManager.default.currentDirectoryPath, transport: (any HTTPTransport)? = nil) {
+                workingDirectory: String = FileManager.default.currentDirectoryPath, transport: (any HTTPTransport)? = nil,
+                streamingTransportPolicy: StreamingTransportPolicy? = nil) {
         self.slot = slot
         self.provider = provider
         self.backend = backend
@@ -31,6 +35,7 @@ public struct Configuration: Sendable {
         self.environment = environment
         self.workingDirectory = workingDirectory
         self.transport = transport
+        self.streamingTransportPolicy = streamingTransportPolicy
     }
 
     /// The account manager and resolved slot this configuration describes.
@@ -46,6 +51,7 @@ public struct Configuration: Sendable {
         var config = try ConfigFile.load(path: paths.configFile).config
         if let backoff { config.backoff = backoff }
         if let backend { config.backend = backend == .file ? .file : .secretService }
+        if let streamingTransportPolicy { config.streaming = streamingTransportPolicy }
         let storeConfig = config
         let passphraseEnvironment = environment.filter { CredentialStores.passphraseVariables.contains($0.key) }
         return AccountManager(

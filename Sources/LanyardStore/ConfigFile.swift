@@ -34,6 +34,7 @@ public enum ConfigFile {
         try readBackoff(reader, into: &config)
         try readLoginHTTPAndIntegrations(reader, into: &config)
         try readAgentAndEvents(reader, into: &config)
+        try readStream(reader, into: &config)
         return Loaded(config: config, warnings: warnings)
     }
 
@@ -47,6 +48,7 @@ public enum ConfigFile {
         "http": ["timeout"],
         "agent": ["jitter", "hook", "notify"],
         "events": ["max-bytes"],
+        "stream": ["transport", "reconnect-attempts", "fallback", "model"],
     ]
 
     /// The keys of a `[provider.ID]` section (besides `env.NAME`).
@@ -176,6 +178,31 @@ public enum ConfigFile {
         if let v = r.string("agent", "hook")?.trimmingSpaces(), !v.isEmpty { config.agentHook = v }
         if let v = try r.bool("agent", "notify") { config.agentNotify = v }
         if let v = try r.number("events", "max-bytes", min: 4096) { config.eventsMaxBytes = Int(v) }
+    }
+
+    /// `[stream]`: the streaming transport policy and the model `lanyard ask` uses.
+    private static func readStream(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        if let raw = r.string("stream", "transport") {
+            switch raw.trimmingSpaces().lowercased() {
+            case "websocket": config.streaming.prefersWebSocket = true
+            case "sse":
+                config.streaming.prefersWebSocket = false
+                config.streaming.maxWebSocketReconnectionAttempts = 0
+            default: throw r.invalid("stream", "transport", "expected websocket or sse, got \"\(raw)\"")
+            }
+        }
+        if let v = try r.number("stream", "reconnect-attempts") {
+            guard v <= 100, v == v.rounded() else { throw r.invalid("stream", "reconnect-attempts", "expected a whole number from 0 to 100") }
+            config.streaming.maxWebSocketReconnectionAttempts = Int(v)
+        }
+        if let v = try r.bool("stream", "fallback") { config.streaming.fallsBackToHTTPSSE = v }
+        if let raw = r.string("stream", "model") {
+            let v = raw.trimmingSpaces()
+            guard !v.isEmpty, v.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+                throw r.invalid("stream", "model", "expected a model name without spaces")
+            }
+            config.streamModel = v
+        }
     }
 
     /// GLib quotes the offending line's text but not its number; find it.

@@ -1,7 +1,9 @@
 // `lanyard` with HTTP: runs the commands that talk to a provider (login, logout, refresh, usage,
-// the refresh worker). Installed in lib/lanyard/; people run `lanyard`, which hands over to it.
+// ask, the refresh worker). Installed in lib/lanyard/; people run `lanyard`, which hands over to it.
 import Foundation
 import LanyardCLI
 import LanyardNetwork
 
-exit(lanyardMain(transportFactory: { URLSessionTransport(timeout: $0) }))
+exit(lanyardMain(transportFactory: { URLSessionTransport(timeout: $0) }, streamFactory: { manager, slot, policy, request in
+    ResponseStreamer(manager: manager, slot: slot, session: StreamingSession(), policy: policy).stream(request)
+}))
