@@ -9,6 +9,7 @@ this file.
 
     python chatgpt_emulator.py --port 0 [--host 127.0.0.1] [--accounts FILE|JSON]
 prints exactly one line on stdout, ``READY http://127.0.0.1:PORT``, then logs to stderr only.
+The streaming Responses endpoint (WebSocket and SSE) lives in streaming.py.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from fixture_common import (
     want_number,
     want_str,
 )
+import streaming
 
 log = logging.getLogger("chatgpt-emulator")
 
@@ -145,6 +147,7 @@ class State:
         self.issuer = ""
         self.signer = HS256Signer(SIGNING_KEY)
         self.faults = FaultBook()
+        self.reset_hooks: list = []  # called at the end of every reset() (streaming.py adds one)
         self.reset()
 
     def reset(self) -> None:
@@ -195,6 +198,8 @@ class State:
                 "usage_unauthorized": 0,
                 "usage_limited": 0,
             }
+            for reset_hook in self.reset_hooks:
+                reset_hook()
 
     # -- accounts ---------------------------------------------------------------------------
 
@@ -375,6 +380,52 @@ class State:
             for at in fam["access_tokens"]:
                 self.access[at]["revoked"] = True
 
+    def authorize(self, headers) -> tuple[dict | None, tuple[int, dict, dict] | None]:
+        """Checks `Authorization: Bearer <access token>` (live: known, not revoked, not expired)
+        and, when present, `ChatGPT-Account-Id` against it. Returns (account, None), or
+        (None, (status, body, headers)) for the 401/403 answer. Caller holds the lock."""
+        auth = headers.get("Authorization", "")
+        tok = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        rec = self.access.get(tok)
+        if rec is None or rec["revoked"] or time.time() >= rec["exp"]:
+            body = {
+                "detail": "Could not validate your credentials",
+                "error": {"code": "token_expired" if rec else "invalid_token",
+                          "message": "Provided authentication token is expired or invalid."},
+            }
+            return None, (401, body, {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        header_acct = headers.get("ChatGPT-Account-Id")
+        if header_acct is not None and header_acct != rec["account_id"]:
+            return None, (403, {"detail": "ChatGPT-Account-Id does not match the access token"}, {})
+        return self.accounts[rec["account_id"]], None
+
+    def take_usage_limit(self, acct: dict) -> tuple[dict, dict] | None:
+        """Consumes one request of the account's (else the "*") /_test/usage_limit, if any:
+        returns the 429 (body, headers), else None. Caller holds the lock."""
+        limit = self.usage_limits.get(acct["account_id"]) or self.usage_limits.get("*")
+        if limit is None:
+            return None
+        key = acct["account_id"] if acct["account_id"] in self.usage_limits else "*"
+        if limit["remaining"] is not None:
+            limit["remaining"] -= 1
+            if limit["remaining"] <= 0:
+                del self.usage_limits[key]
+        now = int(time.time())
+        resets_at = limit.get("resets_at") or now + limit["resets_in_seconds"]
+        body = {
+            "error": {
+                "type": "usage_limit_reached",
+                "plan_type": limit.get("plan_type") or acct["plan"],
+                "resets_at": resets_at,
+                "resets_in_seconds": max(0, resets_at - now),
+                "message": limit["message"],
+            }
+        }
+        headers = {}
+        if limit.get("retry_after") is not None:
+            headers["Retry-After"] = str(limit["retry_after"])
+        return body, headers
+
     def error_body(self, code: str, message: str) -> dict:
         shape = self.config["error_shape"]
         if shape == "error":
@@ -464,6 +515,12 @@ def create_app(st: State):
 
     def json_request_body():
         return request.get_json(force=True, silent=True)
+
+    def json_answer(status: int, body, headers: dict):
+        resp = jsonify(body)
+        resp.status_code = status
+        resp.headers.update(headers)
+        return resp
 
     # -- a. user code ------------------------------------------------------------------------
 
@@ -639,49 +696,16 @@ def create_app(st: State):
 
     @app.get("/backend-api/wham/usage")
     def usage():
-        auth = request.headers.get("Authorization", "")
-        tok = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
         with st.lock:
             st.stats["usage_requests"] += 1
-            rec = st.access.get(tok)
-            if rec is None or rec["revoked"] or time.time() >= rec["exp"]:
+            acct, failure = st.authorize(request.headers)
+            if failure is not None:
                 st.stats["usage_unauthorized"] += 1
-                resp = jsonify(
-                    detail="Could not validate your credentials",
-                    error={"code": "token_expired" if rec else "invalid_token",
-                           "message": "Provided authentication token is expired or invalid."},
-                )
-                resp.status_code = 401
-                resp.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
-                return resp
-            header_acct = request.headers.get("ChatGPT-Account-Id")
-            if header_acct is not None and header_acct != rec["account_id"]:
-                st.stats["usage_unauthorized"] += 1
-                return jsonify(detail="ChatGPT-Account-Id does not match the access token"), 403
-            acct = st.accounts[rec["account_id"]]
-            limit = st.usage_limits.get(acct["account_id"]) or st.usage_limits.get("*")
-            if limit is not None:
-                key = acct["account_id"] if acct["account_id"] in st.usage_limits else "*"
-                if limit["remaining"] is not None:
-                    limit["remaining"] -= 1
-                    if limit["remaining"] <= 0:
-                        del st.usage_limits[key]
+                return json_answer(*failure)
+            limited = st.take_usage_limit(acct)
+            if limited is not None:
                 st.stats["usage_limited"] += 1
-                now = int(time.time())
-                resets_at = limit.get("resets_at") or now + limit["resets_in_seconds"]
-                resp = jsonify(
-                    error={
-                        "type": "usage_limit_reached",
-                        "plan_type": limit.get("plan_type") or acct["plan"],
-                        "resets_at": resets_at,
-                        "resets_in_seconds": max(0, resets_at - now),
-                        "message": limit["message"],
-                    }
-                )
-                resp.status_code = 429
-                if limit.get("retry_after") is not None:
-                    resp.headers["Retry-After"] = str(limit["retry_after"])
-                return resp
+                return json_answer(429, *limited)
             st.stats["usage_ok"] += 1
             return jsonify(usage_body(st, acct))
 
@@ -931,6 +955,8 @@ def create_app(st: State):
     def t_reset():
         st.reset()
         return jsonify(ok=True)
+
+    streaming.register(app, st)  # /backend-api/codex/responses (WebSocket + SSE), /_test/stream
 
     def route(path, method):
         return ENDPOINTS.get(path)

@@ -340,9 +340,11 @@ _REASONS = {
 
 class _Handler(WSGIRequestHandler):
     def connection_dropped(self, error, environ=None):
+        # Never read another request from a dropped connection (a WebSocket upgrade that the
+        # app answered on the raw socket leaves http.server expecting a keep-alive request).
+        self.close_connection = True
         if isinstance(error, InjectedReset):
             # No response at all: abortive close (RST) once the handler returns.
-            self.close_connection = True
             try:
                 self.connection.setsockopt(
                     socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Self-test of the OAuth test servers in this folder: starts each one on a free loopback port,
-# drives the happy paths and a few failure paths with curl, checks every answer with Python's
-# json, stops the servers. Exits non-zero on the first failure. Ends with "N passed, N failed".
+# drives the happy paths and a few failure paths with curl (WebSocket: simple_websocket.Client
+# from the venv), checks every answer with Python's json, stops the servers. Exits non-zero on the first failure. Ends with "N passed, N failed".
 #   Tests/Fixtures/oauth/selftest.sh
 set -euo pipefail
 
@@ -77,7 +77,8 @@ post_form() { local url=$1; shift; req POST "$url" "$@"; }
 
 # check DESCRIPTION PYTHON-EXPR: evaluates EXPR with s = HTTP status (int when numeric),
 # d = parsed JSON body (None if not JSON), raw = body bytes, jwt(t) = decoded JWT payload,
-# s256(v) = PKCE S256 of v.
+# s256(v) = PKCE S256 of v, ev = the body as SSE: [(event, parsed data or None), ...],
+# types = [event for event, _ in ev].
 check() {
   local desc=$1 expr=$2
   "$PY" -c '
@@ -97,9 +98,73 @@ def jwt(t):
     return json.loads(base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4)))
 def s256(v):
     return base64.urlsafe_b64encode(hashlib.sha256(v.encode()).digest()).rstrip(b"=").decode()
+ev = []
+for block in raw.decode("utf-8", "replace").split("\n\n"):
+    name, data = None, []
+    for line in block.split("\n"):
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            data.append(line[6:])
+    if name is not None or data:
+        try:
+            ev.append((name, json.loads("\n".join(data))))
+        except ValueError:
+            ev.append((name, None))
+types = [name for name, _ in ev]
 sys.exit(0 if eval(expr) else 1)
 ' "$work/body" "$status" "$expr" || die "$desc"
   pass "$desc"
+}
+
+# ws_req URL TOKEN FRAME [CANCEL_AFTER]: one WebSocket exchange with simple_websocket.Client
+# (a flask-sock dependency): sends FRAME after the upgrade and reads until the server closes (or
+# closes itself after CANCEL_AFTER seconds). $work/body gets {"status": 101 or the refusal's
+# HTTP status, "frames": [text, or {"binary": hex}], "events": [parsed JSON or None], "close":
+# close code (1000 normal, 1005 = no close frame), "cancelled": bool}; $status is "ws".
+ws_req() {
+  rm -f "$work/body"
+  status=ws
+  "$PY" - "$@" >"$work/body" <<'PYEOF' || status=ws-failed
+import json, sys, time
+import simple_websocket
+url, token, frame = sys.argv[1:4]
+cancel_after = float(sys.argv[4]) if len(sys.argv) > 4 else None
+out = {"status": None, "frames": [], "events": [], "close": None, "cancelled": False}
+try:
+    ws = simple_websocket.Client.connect(url, headers={"Authorization": "Bearer " + token})
+except simple_websocket.ConnectionError as e:
+    out["status"] = e.status_code
+else:
+    out["status"] = 101
+    ws.send(frame)
+    start = time.monotonic()
+    while True:
+        if cancel_after is not None and time.monotonic() - start >= cancel_after:
+            ws.close()
+            out["cancelled"] = True
+            break
+        try:
+            m = ws.receive(timeout=0.05 if cancel_after is not None else 10)
+        except simple_websocket.ConnectionClosed as e:
+            out["close"] = int(e.reason)
+            break
+        if m is None:
+            if cancel_after is None:
+                out["timeout"] = True
+                break
+            continue
+        if isinstance(m, bytes):
+            out["frames"].append({"binary": m.hex()})
+            out["events"].append(None)
+            continue
+        out["frames"].append(m)
+        try:
+            out["events"].append(json.loads(m))
+        except ValueError:
+            out["events"].append(None)
+print(json.dumps(out))
+PYEOF
 }
 
 # get PYTHON-EXPR: prints EXPR evaluated over d (the last JSON body).
@@ -292,6 +357,68 @@ check "device sign-in disabled: 404" "s == 404"
 
 req GET "$CG/_test/stats"
 check "stats" "d['refreshes_succeeded'] == 1 and d['refresh_reused'] == 1 and d['refresh_invalidated'] == 2 and d['refresh_expired'] == 1 and d['code_exchanges'] == 2 and d['usage_limited'] == 1 and d['requests']['usage'] == 5 and d['faults_injected']['oauth_token'] == 2 and d['requests']['usercode'] == 4"
+# -- streaming Responses endpoint (SSE and WebSocket) -----------------------------------------
+RESP="$CG/backend-api/codex/responses"
+WSURL="ws://${CG#http://}/backend-api/codex/responses"
+INPUT='[{"role":"user","content":[{"type":"input_text","text":"hi there"},{"type":"input_text","text":" friend"}]}]'
+SSE_BODY="{\"model\":\"gpt-test\",\"stream\":true,\"instructions\":\"be brief\",\"input\":$INPUT}"
+WS_FRAME="{\"type\":\"response.create\",\"model\":\"gpt-test\",\"input\":$INPUT}"
+REPLY='Hello grace@example.com. You said: hi there friend'
+# stream_post [curl args...]: POST SSE_BODY to the endpoint with the CAT3 bearer token.
+stream_post() { req POST "$RESP" -N -D "$work/headers" -H "Authorization: Bearer $CAT3" -H 'ChatGPT-Account-Id: acct-grace' --data "$SSE_BODY" "$@"; }
+
+stream_post
+check "SSE: prelude, created, deltas of 5 chars, done, completed with usage" "s == 200 and raw.startswith(b': stream start\n\nretry: 1000\n\n') and types[0] == 'response.created' and types[-2:] == ['response.output_text.done', 'response.completed'] and all(t == 'response.output_text.delta' for t in types[1:-2]) and ''.join(x['delta'] for _, x in ev[1:-2]) == '$REPLY' and all(len(x['delta']) == 5 for _, x in ev[1:-3]) and ev[-1][1]['response']['output'][0]['content'][0]['text'] == '$REPLY' and ev[-1][1]['response']['usage'] == {'input_tokens': 3, 'output_tokens': len(ev) - 3, 'total_tokens': len(ev)} and ev[0][1]['response']['id'] == ev[-1][1]['response']['id'] and ev[-1][1]['response']['model'] == 'gpt-test'"
+grep -qi '^Content-Type: text/event-stream' "$work/headers" || die "SSE without Content-Type text/event-stream"
+pass "SSE answers text/event-stream"
+
+ws_req "$WSURL" "$CAT3" "$WS_FRAME"
+check "WebSocket: 101, one frame per event, normal close" "d['status'] == 101 and d['close'] == 1000 and d['events'][0]['type'] == 'response.created' and [e['type'] for e in d['events'][-2:]] == ['response.output_text.done', 'response.completed'] and ''.join(e['delta'] for e in d['events'][1:-2]) == '$REPLY' and d['events'][-1]['response']['usage']['output_tokens'] == len(d['events']) - 3"
+post_json "$CG/_test/stream" '{"script":[{"transport":"sse","drop_after":3},{"transport":"websocket","refuse_upgrade":426},{"transport":"websocket","drop_after":2},{"transport":"sse","unknown_after":1,"malformed_after":2,"chunk":100,"text":"replayed"}]}'
+check "stream script hook" "s == 200 and len(d['script']) == 4 and d['script'][0] == {'transport': 'sse', 'drop_after': 3}"
+stream_post
+check "SSE drop_after 3: connection cut after 3 events, no response.completed (curl 18)" "s == 'curl-18' and len([t for t in types if t]) == 3 and 'response.completed' not in types"
+stream_post
+check "SSE unknown + malformed events injected, text and chunk scripted" "s == 200 and types == ['response.created', 'response.future_thing', 'response.output_text.delta', 'response.output_text.delta', 'response.output_text.done', 'response.completed'] and ev[1][1] == {'type': 'response.future_thing', 'x': 1} and ev[2][1]['delta'] == 'replayed' and ev[3][1] is None and ev[-1][1]['response']['output'][0]['content'][0]['text'] == 'replayed'"
+
+post_json "$CG/_test/usage_limit" '{"account_id":"acct-grace","resets_in_seconds":60,"retry_after":11,"count":1}'
+stream_post
+check "SSE usage limit: 429 usage_limit_reached" "s == 429 and d['error']['type'] == 'usage_limit_reached' and d['error']['resets_in_seconds'] == 60 and d['error']['plan_type'] == 'pro'"
+grep -qi '^Retry-After: 11' "$work/headers" || die "SSE 429 without Retry-After: 11"
+pass "SSE 429 carries Retry-After"
+req POST "$RESP" -D "$work/headers" -H 'Authorization: Bearer nope' --data "$SSE_BODY"
+check "SSE with an unknown token: 401 like usage" "s == 401 and d['error']['code'] == 'invalid_token'"
+grep -qi '^WWW-Authenticate: Bearer error="invalid_token"' "$work/headers" || die "SSE 401 without WWW-Authenticate"
+pass "SSE 401 carries WWW-Authenticate"
+req POST "$RESP" -H "Authorization: Bearer $CAT3" --data '{"model":"m","input":[]}'
+check "SSE without stream:true: 400 invalid_request" "s == 400 and d['error']['code'] == 'invalid_request'"
+
+ws_req "$WSURL" "$CAT3" "$WS_FRAME"
+check "WebSocket refuse_upgrade 426 (no 101)" "d['status'] == 426"
+ws_req "$WSURL" "$CAT3" "$WS_FRAME"
+check "WebSocket drop_after 2: two frames, then the TCP connection ends without a close frame" "d['status'] == 101 and len(d['frames']) == 2 and d['close'] == 1005"
+post_json "$CG/_test/usage_limit" '{"account_id":"acct-grace","count":1}'
+ws_req "$WSURL" "$CAT3" "$WS_FRAME"
+check "WebSocket usage limit: in-band error event 429, then a normal close" "d['status'] == 101 and len(d['events']) == 1 and d['events'][0]['type'] == 'error' and d['events'][0]['status'] == 429 and d['events'][0]['error']['type'] == 'usage_limit_reached' and d['close'] == 1000"
+ws_req "$WSURL" "nope" "$WS_FRAME"
+check "WebSocket with an unknown token: upgrade refused with 401" "d['status'] == 401"
+req GET "$RESP" -H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='
+check "refused upgrade answers the usage 401 body" "s == 401 and d['error']['code'] == 'invalid_token'"
+
+post_json "$CG/_test/stream" '{"script":[{"transport":"websocket","hold":true,"drop_after":1}]}'
+ws_req "$WSURL" "$CAT3" "$WS_FRAME" 0.5
+check "WebSocket hold: one event, then the client cancels" "d['status'] == 101 and len(d['frames']) == 1 and d['cancelled']"
+for i in $(seq 50); do
+  req GET "$CG/_test/stats"
+  [ "$(get "d['stream']['open_connections']")" = 0 ] && break
+  sleep 0.1
+done
+check "stream stats (open connections back to 0 after the cancel)" "d['stream']['open_connections'] == 0 and d['stream']['ws_client_closed'] == 1 and d['stream']['ws_upgrade_attempts'] == 7 and d['stream']['ws_upgrades_refused'] == 3 and d['stream']['ws_connections'] == 4 and d['stream']['sse_requests'] == 6 and d['stream']['unauthorized'] == 3 and d['stream']['usage_limited'] == 2 and d['stream']['completed'] == 3 and d['stream']['last_request']['body']['type'] == 'response.create' and 'authorization' not in d['stream']['last_request']['headers']"
+req GET "$CG/_test/stream"
+check "stream script consumed" "s == 200 and d['script'] == []"
+post_json "$CG/_test/reset" '{}'
+req GET "$CG/_test/stats"
+check "reset clears the stream stats" "d['stream']['ws_upgrade_attempts'] == 0 and d['stream']['sse_requests'] == 0 and d['stream']['last_request'] is None"
 stop chatgpt "$CG_PID"
 
 echo "selftest: $passed passed, 0 failed"
