@@ -53,6 +53,7 @@ let package = Package(
         .executableTarget(name: "lanyard-net", dependencies: ["LanyardCLI", "LanyardNetwork"]),
         // The library example of docs/library.md, built with the package so it never rots.
         .executableTarget(name: "lanyard-example", dependencies: ["LanyardKit"], path: "Examples/lanyard-example"),
+        .executableTarget(name: "lanyard-ask-example", dependencies: ["LanyardKit"], path: "Examples/lanyard-ask-example"),
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
         .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore"]),
 

@@ -2,7 +2,7 @@
 # Installs what Lanyard needs to build, test, demo and benchmark on Debian 12, idempotently and
 # quietly: nothing is downloaded when everything is already there.
 set -eu
-packages="libsecret-1-dev libglib2.0-dev libsodium-dev libkeyutils-dev libqrencode-dev pkg-config
+packages="libsecret-1-dev libglib2.0-dev libsodium-dev libkeyutils-dev libqrencode-dev libwebsockets-dev pkg-config
 gnome-keyring dbus dbus-x11 libsecret-tools age python3-venv hyperfine systemd bsdutils xxd curl
 libcurl4-openssl-dev fish zsh mandoc man-db dpkg-dev lintian strace"
 missing=""

@@ -79,3 +79,30 @@ import Testing
         #expect(!output.contains(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 }
+
+/// Runs Examples/lanyard-ask-example (LanyardKit alone) against the emulator's streaming endpoint.
+@Suite struct AskExampleProgramTests {
+    func run(_ arguments: [String], _ env: KitHome) throws -> (Int32, String) {
+        let (status, out, _) = try runProcess(repositoryRoot.appendingPathComponent(".build/debug/lanyard-ask-example").path,
+                                              arguments, environment: env.home.environment)
+        return (status, out)
+    }
+
+    @Test(arguments: [[], ["--sse"]])
+    func theExampleStreamsTheReply(_ flags: [String]) async throws {
+        let home = try await StreamHome()
+        let (status, out) = try run(flags + ["s", "tell", "me"], home.env)
+        #expect(status == 0)
+        let transport = flags.isEmpty ? "websocket" : "sse"
+        #expect(out.hasPrefix(StreamHome.reply(to: "tell me") + "\ndone: resp_"))
+        #expect(out.hasSuffix("tokens over \(transport))\n"))
+    }
+
+    @Test func theExampleHandlesADivergedReplay() async throws {
+        let home = try await StreamHome()
+        try await home.script([["transport": "websocket", "drop_after": 3, "chunk": 2], ["transport": "websocket", "text": "Nope"]])
+        let (status, out) = try run(["s", "hi"], home.env)
+        #expect(status == 6)
+        #expect(out == "Hell\nthe connection replayed different text after 4 characters; please retry\n")
+    }
+}
