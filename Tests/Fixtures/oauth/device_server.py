@@ -775,7 +775,8 @@ def main(argv=None) -> int:
     def on_bound(base_url):
         st.issuer = base_url
 
-    return serve(app, args.host, args.port, on_bound, exit_with_parent=args.exit_with_parent)
+    return serve(app, args.host, args.port, on_bound, exit_with_parent=args.exit_with_parent,
+                 tls=(args.tls_cert, args.tls_key))
 
 
 if __name__ == "__main__":

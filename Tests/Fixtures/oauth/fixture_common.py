@@ -366,10 +366,10 @@ class _Server(ThreadedWSGIServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, host, port, app):
+    def __init__(self, host, port, app, ssl_context=None):
         self._abort = weakref.WeakSet()
         self._abort_lock = threading.Lock()
-        super().__init__(host, port, app, handler=_Handler)
+        super().__init__(host, port, app, handler=_Handler, ssl_context=ssl_context)
 
     def mark_abort(self, sock) -> None:
         with self._abort_lock:
@@ -398,6 +398,8 @@ def base_arg_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--log-level", default="INFO", help="stderr log level: DEBUG, INFO (default), WARNING, ERROR"
     )
+    p.add_argument("--tls-cert", help="serve HTTPS (and wss) with this PEM certificate chain (needs --tls-key)")
+    p.add_argument("--tls-key", help="the PEM private key of --tls-cert")
     return p
 
 
@@ -413,15 +415,25 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def serve(app, host: str, port: int, on_bound: Callable[[str], None], exit_with_parent=False) -> int:
-    """Binds, calls on_bound(base_url), prints the READY line, serves until SIGTERM/SIGINT."""
+def serve(app, host: str, port: int, on_bound: Callable[[str], None], exit_with_parent=False, tls=None) -> int:
+    """Binds, calls on_bound(base_url), prints the READY line, serves until SIGTERM/SIGINT.
+    tls: None, or (certificate file, key file) to serve HTTPS."""
+    ssl_context = None
+    if tls and (tls[0] or tls[1]):
+        if not (tls[0] and tls[1]):
+            print("--tls-cert and --tls-key go together", file=sys.stderr)
+            return 2
+        import ssl
+
+        ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ssl_context.load_cert_chain(tls[0], tls[1])
     try:
-        server = _Server(host, port, app)
+        server = _Server(host, port, app, ssl_context=ssl_context)
     except SystemExit:
         print(f"cannot bind {host}:{port}", file=sys.stderr)
         return 1
     actual_port = server.socket.getsockname()[1]
-    base_url = f"http://{url_host(host)}:{actual_port}"
+    base_url = f"{'https' if ssl_context else 'http'}://{url_host(host)}:{actual_port}"
     on_bound(base_url)
 
     stop = threading.Event()
