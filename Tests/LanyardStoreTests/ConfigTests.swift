@@ -82,6 +82,22 @@ import Testing
         #expect(throws: ConfigError.self) { try parse("[provider.x]\ntype = device-code\nissuer = ftp://h\nclient-id = a\n") }
         #expect(throws: ConfigError.self) { try parse("[provider.x]\ntype = magic\nissuer = http://h\nclient-id = a\n") }
     }
+
+    @Test func streamSectionSetsThePolicyAndModel() throws {
+        #expect(try parse("").config.streaming == .default)
+        #expect(try parse("[stream]\ntransport = sse\n").config.streaming == .httpSSEOnly)
+        let custom = try parse("[stream]\ntransport = websocket\nreconnect-attempts = 2\nfallback = false\nmodel = m-1\n")
+        #expect(custom.config.streaming == StreamingTransportPolicy(prefersWebSocket: true, maxWebSocketReconnectionAttempts: 2, fallsBackToHTTPSSE: false))
+        #expect(custom.config.streamModel == "m-1")
+        #expect(custom.warnings.isEmpty)
+        #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "stream", key: "transport",
+                                                 detail: "expected websocket or sse, got \"carrier pigeon\"")) {
+            try parse("[stream]\ntransport = carrier pigeon\n")
+        }
+        #expect(throws: ConfigError.self) { try parse("[stream]\nreconnect-attempts = 1.5\n") }
+        #expect(throws: ConfigError.self) { try parse("[stream]\nreconnect-attempts = 1000\n") }
+        #expect(throws: ConfigError.self) { try parse("[stream]\nmodel = two words\n") }
+    }
 }
 
 @Suite struct PinFileTests {
