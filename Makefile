@@ -49,6 +49,7 @@ install: deps
 		"$$dest/share/fish/vendor_completions.d" "$$dest/share/doc/lanyard/docs"; \
 	install -m 0755 "$$bin/lanyard" "$$dest/bin/lanyard"; \
 	install -m 0755 "$$bin/lanyard-net" "$$dest/lib/lanyard/lanyard-net"; \
+	ln -sf lanyard "$$dest/bin/docker-credential-lanyard"; \
 	for unit in Packaging/systemd/*.service Packaging/systemd/*.timer; do \
 		sed 's|/usr/local/bin/lanyard|$(PREFIX)/bin/lanyard|g' "$$unit" > "$$dest/lib/systemd/user/$${unit##*/}"; \
 		chmod 0644 "$$dest/lib/systemd/user/$${unit##*/}"; \
@@ -68,7 +69,7 @@ install: deps
 # the folders that belong to Lanyard alone once they are empty; shared folders are left alone.
 uninstall:
 	@set -e; dest='$(DESTDIR)$(PREFIX)'; set -x; \
-	rm -f "$$dest/bin/lanyard" "$$dest/lib/lanyard/lanyard-net"; \
+	rm -f "$$dest/bin/lanyard" "$$dest/bin/docker-credential-lanyard" "$$dest/lib/lanyard/lanyard-net"; \
 	for unit in Packaging/systemd/*.service Packaging/systemd/*.timer; do \
 		rm -f "$$dest/lib/systemd/user/$${unit##*/}"; \
 	done; \

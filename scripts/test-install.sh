@@ -18,6 +18,10 @@ for f in bin/lanyard lib/lanyard/lanyard-net share/man/man1/lanyard.1.gz share/b
          share/doc/lanyard/README.md share/doc/lanyard/docs/getting-started.md; do
     [ -s "$dest/$f" ] || fail "make install did not install $f"
 done
+[ "$(readlink "$dest/bin/docker-credential-lanyard")" = lanyard ] || fail "make install did not link bin/docker-credential-lanyard to lanyard"
+out=$(printf 'unmapped.example' | env -i HOME="$root/home" PATH=/usr/bin:/bin "$dest/bin/docker-credential-lanyard" get) && fail "docker-credential-lanyard get of an unmapped registry exited 0"
+[ "$out" = "credentials not found in native keychain" ] || fail "docker-credential-lanyard get: $out"
+pass "bin/docker-credential-lanyard runs lanyard's Docker helper"
 pass "make install PREFIX=$prefix: $(find "$root" -type f ! -name install.log | wc -l) files"
 grep -q "ExecStart=$prefix/bin/lanyard agent" "$dest/lib/systemd/user/lanyard-agent.service" || fail "the agent unit does not run $prefix/bin/lanyard"
 pass "units run $prefix/bin/lanyard"

@@ -42,6 +42,11 @@ public struct AccountManager: Sendable {
             throw ConfigError.invalidValue(path: paths.configFile, group: "provider.\(id)", key: "",
                                            detail: "no provider named \(id) (configured: \(known))")
         }
+        guard !providerConfig.clientID.isEmpty else {
+            throw ConfigError.invalidValue(path: paths.configFile, group: "provider.\(id)", key: "client-id",
+                                           detail: "missing: signing in to \(id) needs an OAuth app's client id with device flow enabled "
+                                               + "(tokens the GitHub CLI holds can be adopted without one: `lanyard gh import`)")
+        }
         let retrying = BackoffTransport(base: transport, policy: config.backoff, clock: clock, sleeper: sleeper)
         return makeProvider(providerConfig, transport: retrying, clock: clock)
     }

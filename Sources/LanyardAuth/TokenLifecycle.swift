@@ -3,7 +3,9 @@ import LanyardCore
 import LanyardStore
 
 /// When a credential needs refreshing: its access token expires within `lead`, or, when the
-/// expiry is unreadable, its last refresh is older than `maxAge`.
+/// expiry is unreadable, its last refresh is older than `maxAge`. A token with neither an expiry
+/// nor a refresh token (a GitHub CLI token, say) is never due: there is nothing to refresh it
+/// with, and it lives until the server refuses it.
 public struct RefreshRule: Sendable {
     public var lead: TimeInterval
     public var maxAge: TimeInterval
@@ -17,6 +19,7 @@ public struct RefreshRule: Sendable {
         if let expiry = credential.tokens.expiresAt ?? (try? JWTClaims(token: credential.tokens.accessToken))?.expiresAt {
             return expiry.timeIntervalSince(now) <= lead
         }
+        if credential.tokens.refreshToken?.isEmpty ?? true { return false }
         guard let last = credential.lastRefresh else { return true }
         return now.timeIntervalSince(last) >= maxAge
     }
@@ -26,6 +29,7 @@ public struct RefreshRule: Sendable {
         if let expiry = credential.tokens.expiresAt ?? (try? JWTClaims(token: credential.tokens.accessToken))?.expiresAt {
             return expiry - lead
         }
+        if credential.tokens.refreshToken?.isEmpty ?? true { return nil }
         return credential.lastRefresh.map { $0 + maxAge }
     }
 }

@@ -16,7 +16,8 @@ public enum Lanyard {
         AuthCommands.login, AuthCommands.logout, AuthCommands.refresh, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
         StoreCommands.token, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex,
-        GitCredentialCommand.command, BundleCommands.export, BundleCommands.import, UsageCommand.usage, AskCommand.ask,
+        GitCredentialCommand.command, CredentialHelperCommands.docker, CredentialHelperCommands.kube,
+        CredentialHelperCommands.netrc, CredentialHelperCommands.gh, BundleCommands.export, BundleCommands.import, UsageCommand.usage, AskCommand.ask,
         StoreCommands.doctor, StoreGroupCommand.store, AgentCommands.agent, AgentCommands.events,
         RefreshWorker.command, MetaCommands.completion, MetaCommands.version, MetaCommands.help,
     ]
@@ -116,7 +117,12 @@ public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPT
     pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     let context = CommandContext.process(transportFactory: transportFactory, streamFactory: streamFactory)
     StartupTrace.mark("context")
-    let status = Lanyard.run(Array(CommandLine.arguments.dropFirst()), context: context)
+    var arguments = Array(CommandLine.arguments.dropFirst())
+    // Run as `docker-credential-lanyard ACTION` (a link to this binary), as Docker calls helpers.
+    if CommandLine.arguments.first.map({ ($0 as NSString).lastPathComponent }) == CredentialHelperCommands.dockerHelperName {
+        arguments.insert("docker-credential", at: 0)
+    }
+    let status = Lanyard.run(arguments, context: context)
     if let trace = StartupTrace.report() { context.stderr.line(trace) }
     return status
 }

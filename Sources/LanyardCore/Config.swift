@@ -46,11 +46,16 @@ public struct LanyardConfig: Hashable, Sendable {
     public var streaming: StreamingTransportPolicy = .default
     /// The model `lanyard ask` asks when no `--model` is given.
     public var streamModel = "gpt-5-codex"
-    /// Providers by id; `openai` is always present.
-    public var providers: [String: ProviderConfig] = ["openai": .openAI]
+    /// Providers by id; `openai` and `github` are always present.
+    public var providers: [String: ProviderConfig] = ["openai": .openAI, "github": .gitHub]
     /// `[git]` mappings for `lanyard git-credential`: `HOST` or `HOST/PATH/PREFIX` (host lowercased,
     /// no leading or trailing slash) to the slot whose token git gets.
     public var gitCredentials: [String: Slot] = [:]
+    /// `[docker]` mappings for `docker-credential-lanyard`: registry host (lowercased, with `:PORT`
+    /// when not 443) to the slot whose token the registry gets.
+    public var dockerCredentials: [String: Slot] = [:]
+    /// `[netrc]` mappings for `lanyard netrc`: host to slot.
+    public var netrcCredentials: [String: Slot] = [:]
 
     public init() {}
 }
@@ -81,9 +86,17 @@ public struct ProviderConfig: Hashable, Sendable {
     /// Environment variables `lanyard exec`/`env` set, mapped to a token field
     /// (`access_token`, `id_token`, `account_id`).
     public var environment: [String: String]
-    /// The username `lanyard git-credential get` answers for this provider's slots (`git-username`);
-    /// nil means `x-access-token`.
+    /// The username `lanyard git-credential get`, `docker-credential-lanyard` and `lanyard netrc`
+    /// answer for this provider's slots (`git-username`); nil means `x-access-token`.
     public var gitUsername: String?
+    /// Which token `lanyard kube-credential` hands to kubectl (`kube-token`).
+    public var kubeToken: KubeToken = .accessToken
+
+    /// The token a Kubernetes exec credential carries.
+    public enum KubeToken: String, Hashable, Sendable {
+        case accessToken = "access-token"
+        case idToken = "id-token"
+    }
 
     public init(id: String, kind: Kind, issuer: URL, clientID: String, scopes: [String] = [], planClaim: String? = nil,
                 accountClaim: String? = nil, deviceAuthorizationEndpoint: URL? = nil, tokenEndpoint: URL? = nil,
@@ -101,6 +114,20 @@ public struct ProviderConfig: Hashable, Sendable {
         self.usageBaseURL = usageBaseURL
         self.environment = environment
     }
+
+    /// GitHub, for tokens adopted from the GitHub CLI (`lanyard gh import`): `GH_TOKEN` for
+    /// `exec`/`env`. Signing in needs an OAuth app of your own with device flow enabled
+    /// (`client-id` in `[provider.github]`); GitHub publishes no OIDC discovery, hence the endpoints.
+    public static let gitHub: ProviderConfig = {
+        var github = ProviderConfig(
+            id: "github", kind: .deviceCode, issuer: URL(string: "https://github.com")!, clientID: "",
+            scopes: ["repo", "read:org", "gist"],
+            deviceAuthorizationEndpoint: URL(string: "https://github.com/login/device/code")!,
+            tokenEndpoint: URL(string: "https://github.com/login/oauth/access_token")!,
+            environment: ["GH_TOKEN": "access_token"])
+        github.gitUsername = "x-access-token"
+        return github
+    }()
 
     /// ChatGPT sign-in with the Codex CLI's public client.
     public static let openAI = ProviderConfig(

@@ -54,7 +54,7 @@ public enum ConfigFile {
     /// The keys of a `[provider.ID]` section (besides `env.NAME`).
     static let providerKeys: Set<String> = [
         "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
-        "token-endpoint", "revocation-endpoint", "usage-base-url", "git-username",
+        "token-endpoint", "revocation-endpoint", "usage-base-url", "git-username", "kube-token",
     ]
 
     /// Typed reads of one key file, each failing with a ``ConfigError`` that names the key.
@@ -105,6 +105,10 @@ public enum ConfigFile {
                 }
             } else if group == "git" {
                 try readGit(r, into: &config)
+            } else if group == "docker" {
+                config.dockerCredentials = try readHosts(r, group: group)
+            } else if group == "netrc" {
+                config.netrcCredentials = try readHosts(r, group: group)
             } else if group.hasPrefix("provider.") {
                 let id = String(group.dropFirst("provider.".count))
                 for key in r.file.keys(group) where !providerKeys.contains(key) && !key.hasPrefix("env.") {
@@ -116,6 +120,28 @@ public enum ConfigFile {
             }
         }
         return warnings
+    }
+
+    /// `[docker]` and `[netrc]`: HOST[:PORT] = SLOT.
+    private static func readHosts(_ r: Reader, group: String) throws(ConfigError) -> [String: Slot] {
+        var hosts: [String: Slot] = [:]
+        for key in r.file.keys(group) {
+            let raw = (r.string(group, key) ?? "").trimmingSpaces()
+            guard let slot = try? Slot(raw) else { throw r.invalid(group, key, "expected a slot name, got \"\(raw)\"") }
+            guard let host = hostKey(key) else { throw r.invalid(group, key, "expected HOST or HOST:PORT (like ghcr.io), without a scheme or path") }
+            hosts[host] = slot
+        }
+        return hosts
+    }
+
+    /// A `[docker]`/`[netrc]` key in canonical form: the lowercased host with `:PORT`; nil when it
+    /// has a scheme, a path or spaces.
+    public static func hostKey(_ key: String) -> String? {
+        let host = key.trimmingSpaces().lowercased()
+        guard !host.isEmpty, !host.contains("/"), !host.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } ?? false }) else {
+            return nil
+        }
+        return host
     }
 
     /// `[git]`: HOST[/PATH] = SLOT.
@@ -234,7 +260,7 @@ public enum ConfigFile {
         guard (try? Slot(id)) != nil else {
             throw .invalidValue(path: path, group: group, key: "", detail: "provider id \"\(id)\" must look like a slot name (a-z, 0-9, . _ -)")
         }
-        let base: ProviderConfig? = id == "openai" ? .openAI : nil
+        let base: ProviderConfig? = id == "openai" ? .openAI : id == "github" ? .gitHub : nil
         let kindRaw = file.string(group, "type") ?? base?.kind.rawValue
         guard let kindRaw, let kind = ProviderConfig.Kind(rawValue: kindRaw) else {
             throw .invalidValue(path: path, group: group, key: "type", detail: "expected openai or device-code")
@@ -242,7 +268,7 @@ public enum ConfigFile {
         guard let issuer = try url(group, "issuer") ?? base?.issuer else {
             throw .invalidValue(path: path, group: group, key: "issuer", detail: "missing (the provider's base URL)")
         }
-        guard let clientID = file.string(group, "client-id") ?? base?.clientID, !clientID.isEmpty else {
+        guard let clientID = file.string(group, "client-id") ?? base?.clientID, !clientID.isEmpty || base != nil else {
             throw .invalidValue(path: path, group: group, key: "client-id", detail: "missing")
         }
         let scopes = file.string(group, "scopes").map { $0.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init) }
@@ -264,11 +290,22 @@ public enum ConfigFile {
             deviceAuthorizationEndpoint: try url(group, "device-authorization-endpoint"),
             tokenEndpoint: try url(group, "token-endpoint"), revocationEndpoint: try url(group, "revocation-endpoint"),
             usageBaseURL: try url(group, "usage-base-url") ?? base?.usageBaseURL, environment: environment)
+        if base?.id == "github" {
+            provider.deviceAuthorizationEndpoint = provider.deviceAuthorizationEndpoint ?? base?.deviceAuthorizationEndpoint
+            provider.tokenEndpoint = provider.tokenEndpoint ?? base?.tokenEndpoint
+            provider.gitUsername = base?.gitUsername
+        }
         if let username = file.string(group, "git-username")?.trimmingSpaces() {
             guard !username.isEmpty, !username.contains(where: { $0.isNewline || $0 == "\0" }) else {
                 throw .invalidValue(path: path, group: group, key: "git-username", detail: "must be a non-empty single line")
             }
             provider.gitUsername = username
+        }
+        if let raw = file.string(group, "kube-token") {
+            guard let kind = ProviderConfig.KubeToken(rawValue: raw.trimmingSpaces()) else {
+                throw .invalidValue(path: path, group: group, key: "kube-token", detail: "expected access-token or id-token, got \"\(raw)\"")
+            }
+            provider.kubeToken = kind
         }
         return provider
     }

@@ -140,8 +140,13 @@ import Testing
         #expect(loaded.config.backend == .auto)
         #expect(loaded.config.unlockCacheSeconds == 900)
         #expect(loaded.config.keyringCollection == "default")
-        #expect(loaded.config.providers["github"]?.accountClaim == "org.example/account_id")
+        #expect(loaded.config.providers["example"]?.accountClaim == "org.example/account_id")
+        #expect(loaded.config.providers["example"]?.kubeToken == .idToken)
+        #expect(loaded.config.providers["github"]?.environment == ["GH_TOKEN": "access_token"])
         #expect(loaded.config.gitCredentials.count == 2)
+        #expect(loaded.config.dockerCredentials == ["ghcr.io": try Slot("work")])
+        #expect(loaded.config.netrcCredentials == ["api.example.com": try Slot("work")])
+        #expect(loaded.config.streaming == .default)
     }
 
     @Test func exampleCheckerRejectsWhatTheParserRejects() {

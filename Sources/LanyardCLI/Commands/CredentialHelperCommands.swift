@@ -1,0 +1,167 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardIntegrations
+import LanyardStore
+
+/// The credential protocols other tools speak (Docker, Kubernetes, netrc), each a thin adapter
+/// over the fresh-credential path `git-credential` uses: refresh when due, one refresh per slot,
+/// a token only for what config.ini maps.
+enum CredentialHelperCommands {
+    /// The name `docker-credential-lanyard` (a link to `lanyard`) runs as.
+    static let dockerHelperName = "docker-credential-lanyard"
+
+    static let docker = CommandSpec(
+        name: "docker-credential", summary: "Docker credential helper (installed as docker-credential-lanyard)",
+        arguments: "get|store|erase|list|version", minArguments: 1, maxArguments: 1, flags: [], prints: false, takesAccount: false,
+        details: """
+        Speaks the docker-credential-helpers protocol; Docker runs it as docker-credential-lanyard (set "credHelpers": \
+        {"ghcr.io": "lanyard"} in ~/.docker/config.json). get reads a server URL on stdin and, for a registry mapped in \
+        [docker] (HOST = SLOT), prints {"ServerURL", "Username", "Secret"} with the slot's access token (refreshed when \
+        due) and the provider's git-username (default x-access-token); for any other registry it prints "credentials \
+        not found in native keychain" and exits 1, so Docker falls back to its own store. list prints the mapped \
+        registries and usernames. store and erase read their input and change nothing: Lanyard owns the tokens. \
+        Errors are printed on stdout, where Docker reads them.
+        """, subcommands: ["get", "store", "erase", "list", "version"]) { inv in
+        do {
+            return try dockerAction(inv)
+        } catch let error as any LanyardError {
+            // The protocol's clients read a helper's error from its stdout.
+            inv.stdout.line(TerminalText.escaped(error.localizedDescription))
+            return error.exitStatus
+        }
+    }
+
+    static func dockerAction(_ inv: Invocation) throws -> ExitStatus {
+        switch inv.args.positionals[0] {
+        case "get":
+            let serverURL = readAll(inv).trimmingSpaces()
+            let host = try DockerCredential.host(ofServerURL: serverURL)
+            let config = try inv.config()
+            // A token never goes to a registry over plain http.
+            guard !serverURL.lowercased().hasPrefix("http://"), let slot = config.dockerCredentials[host] else {
+                inv.stdout.line(DockerCredential.notFoundMessage)
+                return .failure
+            }
+            let manager = try inv.accounts()
+            let credential = try inv.freshCredential(manager, slot: slot)
+            let username = config.providers[credential.provider]?.gitUsername ?? "x-access-token"
+            inv.stdout.line(DockerCredential.getAnswer(serverURL: serverURL, username: username, secret: credential.tokens.accessToken))
+        case "list":
+            let config = try inv.config()
+            let document = try inv.registry.load()
+            let entries = config.dockerCredentials.sorted { $0.key < $1.key }.map { host, slot in
+                (host, document.slots[slot].flatMap { config.providers[$0.provider]?.gitUsername } ?? "x-access-token")
+            }
+            inv.stdout.line(DockerCredential.listAnswer(entries))
+        case "store":
+            try DockerCredential.checkStoreInput(Data(readAll(inv).utf8))
+        case "erase":
+            _ = try DockerCredential.host(ofServerURL: readAll(inv))
+        case "version":
+            inv.stdout.line("\(dockerHelperName) (lanyard \(Lanyard.version))")
+        default:
+            preconditionFailure("the parser admits only the table's subcommands")
+        }
+        return .ok
+    }
+
+    static func readAll(_ inv: Invocation) -> String {
+        var lines: [String] = []
+        while let line = inv.context.readLine() { lines.append(line) }
+        return lines.joined(separator: "\n")
+    }
+
+    static let kube = CommandSpec(
+        name: "kube-credential", summary: "Kubernetes exec credential plugin: an ExecCredential with the slot's token",
+        arguments: "[SLOT]", minArguments: 0, maxArguments: 1, flags: [], prints: false, takesAccount: true,
+        details: """
+        Prints an ExecCredential (client.authentication.k8s.io/v1, or the version KUBERNETES_EXEC_INFO asks for: v1 or \
+        v1beta1) whose status holds the slot's access token (or its id token when the provider sets kube-token = \
+        id-token), refreshed when due, and its expirationTimestamp, so kubectl runs the plugin again only when the \
+        token is due. Exit 3 when the slot has no credential, 4 when it must sign in again.
+        """) { inv in
+        let apiVersion = try KubeExecCredential.apiVersion(execInfo: inv.context.environment["KUBERNETES_EXEC_INFO"])
+        let (slot, record, _) = try inv.targetSlot(positional: inv.args.positionals.first)
+        let manager = try inv.accounts()
+        let credential = try inv.freshCredential(manager, slot: slot)
+        let token: String, expiresAt: Date?
+        switch manager.config.providers[record.provider]?.kubeToken ?? .accessToken {
+        case .accessToken:
+            token = credential.tokens.accessToken
+            expiresAt = credential.tokens.expiresAt
+        case .idToken:
+            guard let idToken = credential.tokens.idToken else {
+                throw ClientError.reauthenticationRequired(slot: slot.name, reason: "the provider gave no id token, which kube-token = id-token asks for")
+            }
+            token = idToken
+            expiresAt = (try? JWTClaims(token: idToken))?.expiresAt
+        }
+        inv.stdout.line(KubeExecCredential.render(apiVersion: apiVersion, token: token, expiresAt: expiresAt))
+        return .ok
+    }
+
+    static let netrc = CommandSpec(
+        name: "netrc", summary: "print netrc lines with fresh tokens for hosts mapped in [netrc]", arguments: "[HOST…]",
+        minArguments: 0, maxArguments: Int.max, flags: [], prints: false, takesAccount: false,
+        details: """
+        One `machine HOST login USER password TOKEN` line per host mapped in [netrc] (HOST = SLOT), or per HOST named, \
+        with the slot's access token refreshed when due and the provider's git-username (default x-access-token): \
+        curl --netrc-file <(lanyard netrc api.example.com) URL. A named host that is not mapped gets no line and a \
+        warning (exit 1); nothing is printed for hosts config.ini does not map.
+        """) { inv in
+        let config = try inv.config()
+        var hosts = config.netrcCredentials.keys.sorted()
+        var unmapped: [String] = []
+        if !inv.args.positionals.isEmpty {
+            hosts = []
+            for name in inv.args.positionals {
+                guard let host = ConfigFile.hostKey(name), config.netrcCredentials[host] != nil else { unmapped.append(name); continue }
+                hosts.append(host)
+            }
+        }
+        if !hosts.isEmpty {
+            let manager = try inv.accounts()
+            var credentials: [Slot: Credential] = [:]
+            for host in hosts {
+                let slot = config.netrcCredentials[host]!
+                let credential = try credentials[slot] ?? inv.freshCredential(manager, slot: slot)
+                credentials[slot] = credential
+                let login = config.providers[credential.provider]?.gitUsername ?? "x-access-token"
+                inv.stdout.line(try Netrc.line(host: host, login: login, password: credential.tokens.accessToken))
+            }
+        }
+        for name in unmapped {
+            inv.stderr.line("lanyard: no [netrc] mapping for \(TerminalText.escaped(name)) in \(inv.paths.configFile) (no line printed)")
+        }
+        return unmapped.isEmpty ? .ok : .failure
+    }
+
+    static let gh = CommandSpec(
+        name: "gh", summary: "adopt the accounts the GitHub CLI holds into slots", arguments: "import [SLOT]",
+        minArguments: 1, maxArguments: 2,
+        flags: [FlagSpec("hostname", value: "HOST", "only gh's account for HOST (repeatable; default: every host in gh's hosts.yml)")],
+        prints: true, takesAccount: false,
+        details: """
+        import reads the hosts gh is signed in to from its hosts.yml ($GH_CONFIG_DIR, else $XDG_CONFIG_HOME/gh, else \
+        ~/.config/gh) and asks `gh auth token --hostname HOST` for each token (or reads hosts.yml when gh is not \
+        installed), then stores each in a slot of provider github: gh-USER for github.com, gh-USER-HOST otherwise, or \
+        SLOT when one account is imported. GitHub CLI tokens do not expire, so Lanyard never refreshes them. The slots \
+        then work with exec and env (GH_TOKEN), git-credential and docker-credential ([git] and [docker] mappings).
+        """, subcommands: ["import"]) { inv in
+        let requested = try inv.args.positionals.dropFirst().first.map { try SlotCommands.parseSlot($0, inv) }
+        let manager = try inv.accounts()
+        let adopted = try manager.adoptGitHubCLIAccounts(from: GitHubCLI(environment: inv.context.environment),
+                                                        hosts: inv.args.repeated("hostname"), into: requested)
+        inv.emit(.object(["slots": .array(adopted.map {
+            .object(["slot": .string($0.slot.name), "host": .string($0.host), "user": .optional($0.user),
+                     "backend": .string($0.backend.rawValue), "changed": .bool($0.changed)])
+        })])) {
+            for a in adopted {
+                let who = a.user.map { "\($0) on \(a.host)" } ?? a.host
+                inv.stdout.line(a.changed ? "Adopted gh's \(who) into slot \(a.slot.name)." : "Slot \(a.slot.name) already holds gh's \(who).")
+            }
+        }
+        return .ok
+    }
+}

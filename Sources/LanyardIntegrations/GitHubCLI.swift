@@ -1,0 +1,185 @@
+import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardStore
+
+/// The accounts the GitHub CLI (`gh`) holds: its `hosts.yml` names the hosts and users, and
+/// `gh auth token --hostname HOST` hands out each token wherever gh keeps it (the file or the
+/// system keyring).
+public struct GitHubCLI: Sendable {
+    /// One account gh is signed in to.
+    public struct Account: Equatable, Sendable {
+        public var host: String
+        public var user: String?
+        /// The token when hosts.yml holds it (gh keeps it in the keyring otherwise).
+        public var fileToken: String?
+    }
+
+    /// A hosts.yml that is not gh's format. Names the line, never its text (it may hold a token).
+    public struct HostsFileError: LanyardError, Equatable {
+        public let path: String
+        public let line: Int
+        public let problem: String
+        public var code: String { "gh_hosts_corrupt" }
+        public var exitStatus: ExitStatus { .failure }
+        public var errorDescription: String? { "\(path) line \(line) \(problem) (left untouched)" }
+    }
+
+    /// The folder gh reads its configuration from.
+    public let configDirectory: String
+    /// The `gh` program, or nil to read hosts.yml alone.
+    public let executable: String?
+    let environment: [String: String]
+
+    /// gh's folder as gh finds it: `GH_CONFIG_DIR`, else `$XDG_CONFIG_HOME/gh`, else `~/.config/gh`.
+    public init(environment: [String: String], executable: String? = nil) {
+        self.environment = environment
+        if let dir = environment["GH_CONFIG_DIR"], !dir.isEmpty {
+            configDirectory = dir
+        } else if let xdg = environment["XDG_CONFIG_HOME"], !xdg.isEmpty {
+            configDirectory = xdg + "/gh"
+        } else {
+            configDirectory = (environment["HOME"] ?? NSHomeDirectory()) + "/.config/gh"
+        }
+        self.executable = executable ?? Self.findExecutable(path: environment["PATH"])
+    }
+
+    public var hostsFile: String { configDirectory + "/hosts.yml" }
+
+    static func findExecutable(path: String?) -> String? {
+        for dir in (path ?? "/usr/bin:/bin").split(separator: ":") where access("\(dir)/gh", X_OK) == 0 { return "\(dir)/gh" }
+        return nil
+    }
+
+    /// The accounts in hosts.yml, in file order (none when gh was never signed in).
+    public func accounts() throws -> [Account] {
+        guard let data = FileManager.default.contents(atPath: hostsFile) else { return [] }
+        return try Self.parseHosts(String(decoding: data, as: UTF8.self), path: hostsFile)
+    }
+
+    /// Reads the part of gh's hosts.yml Lanyard needs: top-level `HOST:` keys with indented
+    /// `user:` and `oauth_token:` values (other keys and nested maps such as `users:` are skipped).
+    static func parseHosts(_ text: String, path: String) throws(HostsFileError) -> [Account] {
+        var accounts: [Account] = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
+            let trimmed = line.trimmingSpaces()
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            guard let colon = trimmed.firstIndex(of: ":") else {
+                throw HostsFileError(path: path, line: index + 1, problem: "is not `key: value`")
+            }
+            let key = String(trimmed[..<colon]).trimmingSpaces()
+            var value = String(trimmed[trimmed.index(after: colon)...]).trimmingSpaces()
+            if value.count >= 2, let q = value.first, (q == "\"" || q == "'"), value.last == q { value = String(value.dropFirst().dropLast()) }
+            if !line.hasPrefix(" ") && !line.hasPrefix("\t") {
+                guard value.isEmpty, !key.isEmpty, !key.contains(where: { $0.isWhitespace || $0 == "/" }) else {
+                    throw HostsFileError(path: path, line: index + 1, problem: "is not a host name followed by `:`")
+                }
+                accounts.append(Account(host: key.lowercased(), user: nil, fileToken: nil))
+                continue
+            }
+            guard !accounts.isEmpty else { throw HostsFileError(path: path, line: index + 1, problem: "is indented before any host") }
+            let indent = line.prefix { $0 == " " || $0 == "\t" }.count
+            guard indent <= 4 else { continue }  // inside a nested map (`users:` of newer gh)
+            switch key {
+            case "user" where !value.isEmpty: accounts[accounts.count - 1].user = value
+            case "oauth_token" where !value.isEmpty: accounts[accounts.count - 1].fileToken = value
+            default: break
+            }
+        }
+        return accounts
+    }
+
+    /// The token gh hands out for `host` (`gh auth token --hostname HOST`), or hosts.yml's when gh
+    /// is not installed. Tokens in the environment (`GH_TOKEN`, …) are not what gh holds, so they
+    /// are hidden from it.
+    public func token(for account: Account) throws -> String? {
+        guard let executable else { return account.fileToken }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["auth", "token", "--hostname", account.host]
+        var env = environment.filter { !["GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GH_HOST"].contains($0.key) }
+        env["GH_CONFIG_DIR"] = configDirectory
+        env["GH_PROMPT_DISABLED"] = "1"
+        process.environment = env
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return account.fileToken }
+        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return token.isEmpty ? account.fileToken : token
+    }
+}
+
+/// What `gh import` did for one account.
+public struct AdoptedGitHubAccount: Equatable, Sendable {
+    public var slot: Slot
+    public var host: String
+    public var user: String?
+    public var backend: BackendKind
+    /// False when the slot already held this exact token.
+    public var changed: Bool
+}
+
+extension AccountManager {
+    /// Adopts the accounts gh holds into slots (provider `github`, the token as the access token,
+    /// no expiry or refresh token: gh's tokens do not expire). `hosts` limits it to those hosts;
+    /// `requested` names the slot when one account is adopted. An existing slot is overwritten only
+    /// when it is a slot of the same host and user.
+    public func adoptGitHubCLIAccounts(from gh: GitHubCLI, hosts: [String] = [], into requested: Slot? = nil,
+                                       provider: String = "github") throws -> [AdoptedGitHubAccount] {
+        var accounts = try gh.accounts()
+        if !hosts.isEmpty {
+            let wanted = Set(hosts.map { $0.lowercased() })
+            for host in wanted where !accounts.contains(where: { $0.host == host }) {
+                throw IntegrationError.unsupported("gh holds no account for \(TerminalText.escaped(host)) (see \(gh.hostsFile))")
+            }
+            accounts = accounts.filter { wanted.contains($0.host) }
+        }
+        guard !accounts.isEmpty else { throw IntegrationError.unsupported("gh holds no accounts (no hosts in \(gh.hostsFile)); sign in with `gh auth login` first") }
+        if requested != nil && accounts.count > 1 {
+            throw IntegrationError.unsupported("gh holds \(accounts.count) accounts; name one with --hostname to choose the slot's name")
+        }
+        var adopted: [AdoptedGitHubAccount] = []
+        for account in accounts {
+            guard let token = try gh.token(for: account), !token.isEmpty,
+                  !token.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
+                throw IntegrationError.unsupported("gh gave no usable token for \(account.host); run `gh auth status`")
+            }
+            let slot = try requested ?? Self.gitHubSlotName(account)
+            let document = try registry.load()
+            if let existing = document.slots[slot],
+               existing.provider != provider || (existing.account.email != nil && existing.account.email != account.user) {
+                throw RegistryError.slotExists("\(slot.name) (it holds another account; give another SLOT)")
+            }
+            let backend = document.slots[slot]?.backend ?? backendForNewSlot()
+            let store = try openStore(backend, false)
+            let info = AccountInfo(email: account.user, userID: account.user, accountID: account.host)
+            let credential = Credential(provider: provider, tokens: TokenSet(accessToken: token), lastRefresh: nil, account: info)
+            let unchanged = (try? store.get(slot))?.tokens.accessToken == token
+            let now = clock.now()
+            try registry.update { doc in
+                if !unchanged { try store.put(credential, for: slot) }
+                var record = doc.slots[slot] ?? SlotRecord(provider: provider, backend: backend, createdAt: now)
+                record.account = info
+                record.state = .signedIn(expiresAt: nil)
+                record.lastErrorCode = nil
+                doc.slots[slot] = record
+                if doc.active == nil { doc.active = slot }
+            }
+            adopted.append(AdoptedGitHubAccount(slot: slot, host: account.host, user: account.user, backend: backend, changed: !unchanged))
+        }
+        return adopted
+    }
+
+    /// `gh-USER` for github.com, `gh-USER-HOST` for other hosts (lowercased, other characters as `-`).
+    static func gitHubSlotName(_ account: GitHubCLI.Account) throws -> Slot {
+        let base = account.host == "github.com" ? "gh-\(account.user ?? "github")" : "gh-\(account.user.map { $0 + "-" } ?? "")\(account.host)"
+        let cleaned = String(base.lowercased().map { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "." || $0 == "_" || $0 == "-" ? $0 : "-" })
+        return try Slot(String(cleaned.prefix(64)))
+    }
+}
