@@ -1,12 +1,17 @@
 #!/bin/sh
 # The test suite: every Swift test inside a private keyring session (one at a time: some suites
-# lock the shared test keyring), the kit and lifecycle suites again under Thread Sanitizer, a short
+# lock the shared test keyring), the Secret Service suites again with KeePassXC as the provider,
+# the kit and lifecycle suites again under Thread Sanitizer, a short
 # fuzzing smoke run of the parsers, then the Debian package:
 # built and checked by lintian, installed with apt-get, smoke-tested and removed.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/verify-units.sh
 scripts/with-keyring.sh swift test --skip-build --no-parallel 2>&1
+echo "== the Secret Service suites again, against KeePassXC (scripts/with-keepassxc.sh)"
+scripts/with-keepassxc.sh swift test --skip-build --no-parallel --filter 'SecretServiceStoreTests|RealBackendCommandTests' \
+  > .build/keepassxc.log 2>&1 || { tail -80 .build/keepassxc.log; exit 1; }
+grep -E 'Test run with' .build/keepassxc.log
 echo "== Thread Sanitizer: the LanyardKit and token-lifecycle suites (a data race fails the run)"
 swift build --build-tests --sanitize=thread --scratch-path .build/tsan --quiet
 scripts/with-keyring.sh swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \

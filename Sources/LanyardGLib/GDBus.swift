@@ -112,6 +112,14 @@ package final class GDBusClient: @unchecked Sendable {
         }
     }
 
+    /// The process id of the connection owning `name` (the bus daemon knows it from the socket).
+    package func processID(of name: String, deadline: Deadline) throws(GLibCall.Failure) -> UInt32? {
+        let reply = try call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                             interface: "org.freedesktop.DBus", method: "GetConnectionUnixProcessID", arguments: [.string(name)],
+                             deadline: deadline)
+        return reply.first?.uint32
+    }
+
     /// True when the bus can start `name` on demand (a .service file in its service directories).
     package func isActivatable(_ name: String, deadline: Deadline) throws(GLibCall.Failure) -> Bool {
         let reply = try call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
@@ -135,6 +143,8 @@ package enum GValueTree: Sendable, Equatable {
     case string(String)
     /// `b`
     case bool(Bool)
+    /// `u`
+    case uint32(UInt32)
     /// An array or a tuple.
     case array([GValueTree])
     /// Any other type, by its type string.
@@ -153,6 +163,8 @@ package enum GValueTree: Sendable, Equatable {
             self = .string(String(glib: g_variant_get_string(variant, nil)))
         case "b":
             self = .bool(g_variant_get_boolean(variant) != 0)
+        case "u":
+            self = .uint32(g_variant_get_uint32(variant))
         case "v":
             self = GValueTree(g_variant_get_variant(variant))
         case "a", "(":
@@ -166,6 +178,8 @@ package enum GValueTree: Sendable, Equatable {
     package var string: String? { if case .string(let s) = self { return s }; return nil }
     /// The boolean, for `.bool`.
     package var bool: Bool? { if case .bool(let b) = self { return b }; return nil }
+    /// The number, for `.uint32`.
+    package var uint32: UInt32? { if case .uint32(let u) = self { return u }; return nil }
     /// The elements, for `.array`.
     package var array: [GValueTree]? { if case .array(let a) = self { return a }; return nil }
 }

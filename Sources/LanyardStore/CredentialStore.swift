@@ -50,6 +50,11 @@ public struct StoreHealth: Hashable, Sendable, Codable {
     public var location: String?
     /// What went wrong, when unreachable.
     public var problem: String?
+    /// The program behind the backend (Secret Service: gnome-keyring, KeePassXC, KWallet, or the
+    /// owner's process name); nil for the file store or when it cannot be told.
+    public var provider: String?
+    /// What matters to Lanyard about that provider (how it locks, where items go).
+    public var notes: [String]?
 
     public init(backend: BackendKind, reachable: Bool, locked: Bool, persistent: Bool, location: String? = nil,
                 problem: String? = nil) {

@@ -262,6 +262,15 @@ final class KeyringService: @unchecked Sendable {
         return body(Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes), count: Int(length), deallocator: .none))
     }
 
+    /// The name of the program that owns the service (`gnome-keyring-d`, `keepassxc`, …), from
+    /// the bus daemon's record of the owner's process; nil when the bus does not say.
+    func ownerProcessName(deadline: Deadline) -> String? {
+        guard let pid = try? bus.processID(of: busName, deadline: deadline), pid > 0,
+              let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
+        let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+        return name.isEmpty ? nil : name
+    }
+
     /// The object path an alias (`default`, `login`, `session`) points to, or nil when unset.
     func readAlias(_ alias: String, deadline: Deadline) throws(KeyringFailure) -> String? {
         let reply = try keyring("ReadAlias") { () throws(GLibCall.Failure) in

@@ -179,7 +179,11 @@ public final class SecretServiceStore: CredentialStore {
             }
             let session = try? service.readAlias("session", deadline: deadline)
             let persistent = path != session && !path.hasSuffix("/session")
-            return StoreHealth(backend: kind, reachable: true, locked: locked, persistent: persistent, location: path)
+            var health = StoreHealth(backend: kind, reachable: true, locked: locked, persistent: persistent, location: path)
+            if let process = service.ownerProcessName(deadline: deadline) {
+                (health.provider, health.notes) = SecretServiceProvider.identify(processName: process)
+            }
+            return health
         } catch {
             let problem = storeError(error, operation: "health check", deadline: deadline)
             return StoreHealth(backend: kind, reachable: false, locked: false, persistent: false, location: nil,
@@ -262,12 +266,13 @@ public final class SecretServiceStore: CredentialStore {
 
     private var noCollectionHint: String {
         "the keyring has no collection named by \(collection.map { "\"\($0)\"" } ?? "the default alias"); "
-            + "create one (for example in Seahorse) or configure another collection"
+            + "create one (for example in Seahorse; in KeePassXC, expose a database group under Settings › Secret Service "
+            + "Integration) or configure another collection"
     }
 
     private func lockedError(_ collectionPath: String?) -> StoreError {
         .locked(backend: Self.backendName, hint: "the keyring collection \(collectionPath.map { $0 + " " } ?? "")is locked; "
-            + "unlock it (log in to the desktop session, or open Seahorse and unlock it) and try again")
+            + "unlock it (log in to the desktop session, or unlock it in Seahorse, or unlock the database in KeePassXC) and try again")
     }
 
     /// The object path of the configured collection, or nil when its alias is unset.

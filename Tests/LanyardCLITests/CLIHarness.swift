@@ -130,6 +130,9 @@ func lanyardBinary() -> String {
 }
 
 /// Fails (never skips) when the private test keyring from scripts/with-keyring.sh is not there.
+/// True under scripts/with-keepassxc.sh: KeePassXC is the Secret Service.
+let testKeyringIsKeePassXC = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_PROVIDER"] == "keepassxc"
+
 func requireTestKeyring() throws {
     try #require(ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING"] == "1",
                  "run under `make check` (scripts/with-keyring.sh): these tests need the private test keyring")

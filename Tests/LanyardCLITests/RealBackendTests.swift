@@ -31,6 +31,47 @@ import Testing
         return slot
     }
 
+    /// A slot's whole life with its credential in the keyring of this run (gnome-keyring, or
+    /// KeePassXC under scripts/with-keepassxc.sh): login, token, refresh, rename, migrate both
+    /// ways, doctor and logout, each as the command runs it, against the ChatGPT emulator.
+    @Test func aSlotsWholeLifeInTheKeyring() async throws {
+        try requireTestKeyring()
+        let rig = try LoginRig(backend: "secret-service")
+        let h = rig.h
+        let login = await h.run(["login", "life", "--json"], sleeper: rig.approving(at: 2, ["email": "life@example.com"]))
+        #expect(login.status == 0, "\(login.stderr)")
+        let slot = try Slot("life"), renamed = try Slot("life2")
+        defer { for s in [slot, renamed] { try? SecretServiceStore(timeout: 5).delete(s) } }
+        #expect(try h.registry.load().slots[slot]?.backend == .secretService)
+        let first = try SecretServiceStore(timeout: 5).get(slot)
+
+        let token = await h.runDetached("token", "life")
+        #expect(token.status == 0 && token.stdout == first.tokens.accessToken + "\n")
+        let refresh = await h.runDetached("refresh", "life")
+        #expect(refresh.status == 0, "\(refresh.stderr)")
+        let refreshed = try SecretServiceStore(timeout: 5).get(slot)
+        #expect(refreshed.tokens.refreshToken != first.tokens.refreshToken)
+        #expect(try await rig.emulator.stat("refresh_reused") == 0)
+
+        #expect(await h.runDetached("rename", "life", "life2").status == 0)
+        #expect(try SecretServiceStore(timeout: 5).get(renamed) == refreshed)
+        #expect(try !SecretServiceStore(timeout: 5).list().contains(slot))
+
+        #expect(await h.runDetached("store", "migrate", "--to", "file", "life2").status == 0)
+        #expect(try h.fileStore.get(renamed) == refreshed)
+        #expect(try !SecretServiceStore(timeout: 5).list().contains(renamed))
+        #expect(await h.runDetached("store", "migrate", "--to", "secret-service", "life2").status == 0)
+        #expect(try SecretServiceStore(timeout: 5).get(renamed) == refreshed)
+
+        let doctor = await h.runDetached("doctor", "--json")
+        #expect(doctor.status == 0, "\(doctor.stdout)")
+        let provider = testKeyringIsKeePassXC ? "KeePassXC" : "gnome-keyring"
+        #expect(doctor.stdout.contains(#""provider" : "\#(provider)""#) || doctor.stdout.contains(#""provider": "\#(provider)""#), "\(doctor.stdout)")
+
+        #expect(await h.runDetached("logout", "life2").status == 0)
+        #expect(try !SecretServiceStore(timeout: 5).list().contains(renamed))
+    }
+
     @Test func tokenReadsTheKeyringAndFileStore() throws {
         let h = try harness()
         let p = uniquePrefix()

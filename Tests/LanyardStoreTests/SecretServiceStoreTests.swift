@@ -79,17 +79,26 @@ struct SecretServiceStoreTests {
         #expect(try Credential.decode(printed, source: "secret-tool") == credential)
     }
 
-    @Test("a secret replaced with secret-tool store is read back")
+    @Test("a secret replaced with secret-tool store is read back; an item secret-tool made is updated in place")
     func secretToolReplacement() throws {
         try requireTestKeyring()
         let slot = uniqueSlot("handmade")
         defer { try? store.delete(slot) }
-        try store.put(sampleCredential("old", accountID: "acct-h"), for: slot)
-
-        let replacement = sampleCredential("new", accountID: "acct-h")
-        try SecretTool.store(slot: slot, provider: "openai", accountID: "acct-h", secret: replacement.jsonData())
-
-        #expect(try store.get(slot) == replacement)
+        // KeePassXC before 2.7.6 hangs when one client replaces an item another client made
+        // (upstream bug 9255, Debian 12 has 2.7.4), so there only Lanyard's side is exercised:
+        // Lanyard updates an existing item in place, which works whoever made it.
+        if !testKeyringIsKeePassXC {
+            try store.put(sampleCredential("old", accountID: "acct-h"), for: slot)
+            let replacement = sampleCredential("new", accountID: "acct-h")
+            try SecretTool.store(slot: slot, provider: "openai", accountID: "acct-h", secret: replacement.jsonData())
+            #expect(try store.get(slot) == replacement)
+            #expect(try SecretTool.search(slot: slot).count == 1)
+            try store.delete(slot)
+        }
+        try SecretTool.store(slot: slot, provider: "openai", accountID: "acct-h", secret: sampleCredential("made-elsewhere", accountID: "acct-h").jsonData())
+        let (_, seconds) = try timed { try store.put(sampleCredential("updated", accountID: "acct-h"), for: slot) }
+        #expect(seconds < store.timeout)
+        #expect(try store.get(slot) == sampleCredential("updated", accountID: "acct-h"))
         #expect(try SecretTool.search(slot: slot).count == 1)
         #expect(try store.list().contains(slot))
     }
@@ -180,11 +189,17 @@ struct SecretServiceStoreTests {
     func health() throws {
         try requireTestKeyring()
         let login = store.health()
-        #expect(login == StoreHealth(backend: .secretService, reachable: true, locked: false, persistent: true,
-                                     location: loginCollection))
+        #expect(login.reachable && !login.locked && login.persistent && login.location == loginCollection && login.problem == nil)
+        #expect(login.provider == (testKeyringIsKeePassXC ? "KeePassXC" : "gnome-keyring"))
+        #expect(login.notes?.isEmpty == false)
         let session = SecretServiceStore(timeout: 5, collection: "session").health()
-        #expect(session.reachable && !session.persistent)
-        #expect(session.location == "/org/freedesktop/secrets/collection/session")
+        if testKeyringIsKeePassXC {
+            // One collection per open database, and no session collection.
+            #expect(session.reachable && session.location == nil && session.problem?.contains("session") == true, "\(session)")
+        } else {
+            #expect(session.reachable && !session.persistent)
+            #expect(session.location == "/org/freedesktop/secrets/collection/session")
+        }
         for spec in ["no-such-alias", "/org/freedesktop/secrets/collection/nope"] {
             let missing = SecretServiceStore(timeout: 5, collection: spec).health()
             #expect(missing.reachable && missing.location == nil && missing.problem?.contains(spec) == true, "\(missing)")
@@ -197,8 +212,15 @@ struct SecretServiceStoreTests {
         let slot = uniqueSlot("moved")
         let sessionStore = SecretServiceStore(timeout: 5, collection: "session")
         defer { try? store.delete(slot) }
-        try sessionStore.put(sampleCredential("in-session"), for: slot)
-        #expect(try store.get(slot) == sampleCredential("in-session"))
+        if testKeyringIsKeePassXC {
+            // KeePassXC has no session collection to move from: the put is refused, nothing is written.
+            let (error, _) = storeError { try sessionStore.put(sampleCredential("in-session"), for: slot) }
+            #expect(error?.isUnavailable == true && error?.hint.contains("KeePassXC") == true, "\(String(describing: error))")
+            #expect(try SecretTool.search(slot: slot).isEmpty)
+        } else {
+            try sessionStore.put(sampleCredential("in-session"), for: slot)
+            #expect(try store.get(slot) == sampleCredential("in-session"))
+        }
 
         try store.put(sampleCredential("in-login"), for: slot)
         let items = try SecretTool.search(slot: slot)

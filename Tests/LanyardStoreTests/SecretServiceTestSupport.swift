@@ -27,7 +27,12 @@ func requireTestKeyring() throws {
     guard ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING"] == "1" else { throw KeyringTestError.noTestKeyring }
 }
 
-let loginCollection = "/org/freedesktop/secrets/collection/login"
+/// The collection the test keyring stores into: gnome-keyring's `login`, or the one KeePassXC
+/// serves for its open database (scripts/with-keepassxc.sh says which).
+let loginCollection = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_COLLECTION"] ?? "/org/freedesktop/secrets/collection/login"
+
+/// True under scripts/with-keepassxc.sh: KeePassXC is the Secret Service.
+let testKeyringIsKeePassXC = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_PROVIDER"] == "keepassxc"
 
 /// A slot name no other test uses.
 func uniqueSlot(_ prefix: String) -> Slot {
@@ -164,17 +169,31 @@ enum SecretTool {
 
 enum TestKeyring {
     /// Locks the login collection the way DESIGN §8 says (`secret-tool lock` crashes here).
+    /// KeePassXC answers Lock with a prompt that does the locking when it is run (no dialog).
     static func lockLogin() throws {
         let result = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets",
                                            "--object-path", "/org/freedesktop/secrets",
                                            "--method", "org.freedesktop.Secret.Service.Lock", "['\(loginCollection)']"])
         guard result.status == 0 else { throw KeyringTestError.tool("lock failed: \(result.stderr)") }
+        // The reply is `([locked paths], prompt)`; "/" means no prompt.
+        if let prompt = result.text.split(separator: "'").map(String.init).last(where: { $0.contains("/prompt/") }) {
+            let run = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", prompt,
+                                            "--method", "org.freedesktop.Secret.Prompt.Prompt", ""])
+            guard run.status == 0 else { throw KeyringTestError.tool("running the lock prompt failed: \(run.stderr)") }
+            // The prompt completes asynchronously: wait (bounded) for the collection to say so.
+            let deadline = Date() + 5
+            while try !isLoginLocked() {
+                guard Date() < deadline else { throw KeyringTestError.tool("the collection did not lock within 5 s") }
+                usleep(20_000)
+            }
+        }
     }
 
     /// Unlocks the login collection without a prompt (there is no display): gnome-keyring's
     /// UnlockWithMasterPassword over a "plain" session, from python3-dbus. The password goes
     /// through stdin.
     static func unlockLogin() throws {
+        if testKeyringIsKeePassXC { return try unlockKeePassXC() }
         let script = """
             import sys, dbus
             pw = sys.stdin.buffer.read()
@@ -189,6 +208,27 @@ enum TestKeyring {
         let password = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_PASSWORD"] ?? ""
         let result = try runTool("/usr/bin/python3", ["-c", script, loginCollection], stdin: Data(password.utf8))
         guard result.status == 0 else { throw KeyringTestError.tool("unlock failed: \(result.stderr)") }
+    }
+
+    /// KeePassXC unlocks only through its own interface (a Secret Service unlock opens a dialog
+    /// nobody can see): `openDatabase(path, password)`, the password through stdin.
+    static func unlockKeePassXC() throws {
+        let script = """
+            import sys, dbus
+            pw = sys.stdin.read()
+            bus = dbus.SessionBus()
+            window = bus.get_object('org.keepassxc.KeePassXC.MainWindow', '/keepassxc')
+            dbus.Interface(window, 'org.keepassxc.KeePassXC.MainWindow').openDatabase(sys.argv[1], pw, signature='ss')
+            """
+        let environment = ProcessInfo.processInfo.environment
+        let result = try runTool("/usr/bin/python3", ["-c", script, environment["LANYARD_TEST_KEEPASSXC_DB"] ?? ""],
+                                 stdin: Data((environment["LANYARD_TEST_KEYRING_PASSWORD"] ?? "").utf8))
+        guard result.status == 0 else { throw KeyringTestError.tool("unlock failed: \(result.stderr)") }
+        let deadline = Date() + 5
+        while try isLoginLocked() {
+            guard Date() < deadline else { throw KeyringTestError.tool("the database did not unlock within 5 s") }
+            usleep(20_000)
+        }
     }
 
     static func isLoginLocked() throws -> Bool {

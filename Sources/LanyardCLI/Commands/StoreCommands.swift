@@ -47,6 +47,7 @@ enum DoctorView {
                 return .object([
                     "backend": .string(backend.kind.rawValue), "reachable": .bool(health.reachable), "locked": .bool(health.locked),
                     "persistent": .bool(health.persistent), "location": .optional(health.location), "problem": .optional(health.problem),
+                    "provider": .optional(health.provider), "notes": .array((health.notes ?? []).map(JSONValue.string)),
                 ])
             }),
             "slots": .array(report.slots.map {
@@ -71,6 +72,10 @@ enum DoctorView {
                 : [health.locked ? "locked" : "unlocked", health.persistent ? "survives reboot" : "lost at logout or reboot"]
                     .joined(separator: ", ") + (health.location.map { " (\($0))" } ?? "")
             out.line("  \(column(backend.kind.displayName))\(words)")
+            if let provider = health.provider {
+                out.line("  \(column(""))provided by \(TerminalText.escaped(provider))")
+                for note in health.notes ?? [] { out.line("  \(column(""))- \(note)") }
+            }
         }
         if !report.slots.isEmpty {
             out.line(s.bold("Slots"))
