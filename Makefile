@@ -57,6 +57,7 @@ install: deps
 	"$$bin/lanyard" help --man > "$$dest/share/man/man1/lanyard.1"; \
 	test -s "$$dest/share/man/man1/lanyard.1"; \
 	gzip -9nf "$$dest/share/man/man1/lanyard.1"; \
+	ln -sf lanyard.1.gz "$$dest/share/man/man1/docker-credential-lanyard.1.gz"; \
 	"$$bin/lanyard" completion bash > "$$dest/share/bash-completion/completions/lanyard"; \
 	"$$bin/lanyard" completion zsh > "$$dest/share/zsh/vendor-completions/_lanyard"; \
 	"$$bin/lanyard" completion fish > "$$dest/share/fish/vendor_completions.d/lanyard.fish"; \
@@ -73,7 +74,8 @@ uninstall:
 	for unit in Packaging/systemd/*.service Packaging/systemd/*.timer; do \
 		rm -f "$$dest/lib/systemd/user/$${unit##*/}"; \
 	done; \
-	rm -f "$$dest/share/man/man1/lanyard.1.gz" "$$dest/share/bash-completion/completions/lanyard" \
+	rm -f "$$dest/share/man/man1/lanyard.1.gz" "$$dest/share/man/man1/docker-credential-lanyard.1.gz" \
+		"$$dest/share/bash-completion/completions/lanyard" \
 		"$$dest/share/zsh/vendor-completions/_lanyard" "$$dest/share/fish/vendor_completions.d/lanyard.fish" \
 		"$$dest/share/doc/lanyard/README.md"; \
 	for doc in docs/*.md; do rm -f "$$dest/share/doc/lanyard/docs/$${doc##*/}"; done; \
