@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz the Age module with libFuzzer.
+# Fuzz the Age module, the store JSON and the streaming parsers with libFuzzer.
 #
 #   scripts/fuzz.sh [SECONDS]    # total time, split evenly across harnesses (default 60)
 #
@@ -12,7 +12,7 @@ set -euo pipefail
 total=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/.build/fuzz"
-harnesses=(header armor store)
+harnesses=(header armor store stream)
 per=$(( total / ${#harnesses[@]} ))
 (( per >= 1 )) || per=1
 swiftc=${SWIFTC:-swiftc}
@@ -27,6 +27,13 @@ for name in "${harnesses[@]}"; do
     echo "== building $name harness"
     if [[ $name == store ]]; then
         sources=("$root"/Sources/LanyardCore/*.swift)   # pure Swift: the JSON reader and documents
+    elif [[ $name == stream ]]; then
+        # The pure streaming parsers, compiled into one module with LanyardCore's files.
+        mkdir -p "$out/src/stream"
+        for f in ServerSentEvents ReplayGuard ResponseEvents; do
+            sed '/^import Lanyard/d' "$root/Sources/LanyardNetwork/Streaming/$f.swift" > "$out/src/stream/$f.swift"
+        done
+        sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/stream/*.swift)
     else
         sources=("$root"/Sources/Age/*.swift)
     fi
