@@ -104,7 +104,13 @@ public final class Invocation: Sendable {
     /// `active` is asked only when no flag, variable or pin file names a slot.
     func resolveAccount(active: () throws -> Slot?) throws -> AccountResolution? {
         try AccountResolution.resolve(flag: args.value("account"), environment: context.environment["LANYARD_ACCOUNT"],
-                                      pinFile: { PinFile.nearest(from: context.workingDirectory) }, active: active)
+                                      pinFile: { [context, stderr] in
+                                          let lookup = PinFile.find(from: context.workingDirectory)
+                                          for (path, reason) in lookup.ignored {
+                                              stderr.line("lanyard: warning: ignoring \(TerminalText.escaped(path)): it \(reason)")
+                                          }
+                                          return lookup.pin
+                                      }, active: active)
     }
 
     /// The slot named by `positional` when given, else by account resolution; it must exist.

@@ -6,21 +6,72 @@ import LanyardCore
 public enum PinFile {
     public static let name = ".lanyard"
 
+    /// The largest pin file read; a pin holds one slot name and comments.
+    public static let maxBytes = 64 * 1024
+
+    /// The outcome of looking for a pin: the one that applies, and the pins passed over on the way
+    /// up because they could have been planted by someone else (each with the reason).
+    public struct Lookup: Sendable {
+        public var pin: (path: String, name: String)?
+        public var ignored: [(path: String, reason: String)] = []
+    }
+
     /// The nearest pin at or above `directory`: its path and the raw slot name it holds.
-    public static func nearest(from directory: String) -> (path: String, name: String)? {
+    public static func nearest(from directory: String) -> (path: String, name: String)? { find(from: directory).pin }
+
+    /// The nearest trustworthy pin at or above `directory`. A pin is passed over (and reported in
+    /// `ignored`) when it is not a regular file (a FIFO would block, `/dev/zero` never ends), is
+    /// larger than ``maxBytes``, is owned by someone other than `uid` or root, or sits in a folder
+    /// anyone may write to without the sticky bit: any of these lets another user choose which of
+    /// your accounts a command uses. Only the first 4 KiB are read.
+    public static func find(from directory: String, uid: uid_t = getuid()) -> Lookup {
+        var lookup = Lookup()
         var dir = URL(fileURLWithPath: directory).standardizedFileURL.path
         while true {
             let candidate = (dir == "/" ? "" : dir) + "/" + name
-            if let data = FileManager.default.contents(atPath: candidate) {
-                let text = String(decoding: data.prefix(4096), as: UTF8.self)
+            switch read(candidate, folder: dir.isEmpty ? "/" : dir, uid: uid) {
+            case .none: break
+            case .some(.success(let text)):
                 let line = text.split(whereSeparator: \.isNewline)
                     .map { $0.trimmingSpaces() }
                     .first { !$0.isEmpty && !$0.hasPrefix("#") }
-                return (candidate, line ?? "")
+                lookup.pin = (candidate, line ?? "")
+                return lookup
+            case .some(.failure(let refusal)):
+                lookup.ignored.append((candidate, refusal.reason))
             }
-            if dir == "/" || dir.isEmpty { return nil }
+            if dir == "/" || dir.isEmpty { return lookup }
             dir = (dir as NSString).deletingLastPathComponent
         }
+    }
+
+    struct Refusal: Error { let reason: String }
+
+    /// The pin's text, a refusal, or nil when there is no pin at `path`.
+    static func read(_ path: String, folder: String, uid: uid_t) -> Result<String, Refusal>? {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            return .failure(Refusal(reason: "cannot be read (\(String(cString: strerror(errno))))"))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(Refusal(reason: "cannot be examined")) }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(Refusal(reason: "is not a regular file")) }
+        guard info.st_uid == uid || info.st_uid == 0 else {
+            return .failure(Refusal(reason: "belongs to uid \(info.st_uid), not to you"))
+        }
+        guard info.st_size <= maxBytes else {
+            return .failure(Refusal(reason: "is \(info.st_size) bytes; a pin holds one slot name"))
+        }
+        var folderInfo = stat()
+        if stat(folder, &folderInfo) == 0, folderInfo.st_mode & S_IWOTH != 0, folderInfo.st_mode & S_ISVTX == 0 {
+            return .failure(Refusal(reason: "is in \(folder), which anyone may write to"))
+        }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
+        guard n >= 0 else { return .failure(Refusal(reason: "cannot be read (\(String(cString: strerror(errno))))")) }
+        return .success(String(decoding: buffer[0..<n], as: UTF8.self))
     }
 
     /// Writes `directory/.lanyard` naming `slot` (mode 0644: it is not secret and may be committed).
