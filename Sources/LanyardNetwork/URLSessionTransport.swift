@@ -31,7 +31,7 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
             configuration.timeoutIntervalForResource = timeout * 2
             configuration.httpCookieAcceptPolicy = .never
             configuration.urlCache = nil
-            let session = URLSession(configuration: configuration)
+            let session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
             created = session
             return session
         }
@@ -74,3 +74,11 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
     }
 }
 
+/// Provider requests carry bearer tokens and refresh tokens: they never follow a redirect, so a
+/// token cannot be sent on to another origin (or over plain http). The 3xx answer is the result.
+final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}

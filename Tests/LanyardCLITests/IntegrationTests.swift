@@ -260,3 +260,22 @@ extension IntegrationHome {
         #expect(try Registry(paths: env.paths).load().active?.name == "calm")
     }
 }
+
+/// Tokens never follow a redirect: a provider endpoint that answers 302 to another origin gets
+/// the 302 as its answer, and the other server never sees a request.
+@Suite struct RedirectTests {
+    @Test func aRedirectToAnotherOriginIsNotFollowed() async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("work", email: "r@example.com")
+        let elsewhere = try OAuthTestServer(.chatgptEmulator)
+        try await env.server.hook("/_test/fault", [
+            "endpoint": "usage", "type": "status", "status": 302, "count": 5,
+            "headers": ["Location": elsewhere.baseURL.appendingPathComponent("/backend-api/wham/usage").absoluteString],
+        ])
+        let out = try env.run("usage", "work", "--json")
+        #expect(out.status == 6, "\(out.stdout) \(out.stderr)")
+        #expect(out.stdout.contains("302"))
+        #expect(try await elsewhere.stat("usage_requests") == 0)
+        #expect(try await env.server.stat("refreshes_succeeded") == 0)
+    }
+}
