@@ -79,6 +79,9 @@ account=$("$bin" status work --json | sed -n 's/.*"account_id": "\(.*\)".*/\1/p'
 now=$(date +%s)
 curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "{\"account_id\":\"$account\",\"primary_window\":{\"used_percent\":42,\"limit_window_seconds\":18000,\"reset_at\":$((now+7830))},\"secondary_window\":{\"used_percent\":12,\"limit_window_seconds\":604800,\"reset_at\":$((now+400000))}}" "$base/_test/usage"
 run usage work
+say "Stream a reply as the work account: WebSocket first, then the same over server-sent events"
+run ask --account work "Is this account working?"
+run ask --account work --transport sse "And over SSE?"
 say "Refresh now (rotating refresh tokens are never used twice)"
 run refresh --all
 run status personal --json
