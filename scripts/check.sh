@@ -1,6 +1,7 @@
 #!/bin/sh
 # The test suite: every Swift test inside a private keyring session (one at a time: some suites
 # lock the shared test keyring), the Secret Service suites again with KeePassXC as the provider,
+# a 60 s concurrency soak of the real binaries with invariant checks (scripts/soak/),
 # the kit and lifecycle suites again under Thread Sanitizer, a short
 # fuzzing smoke run of the parsers, then the Debian package:
 # built and checked by lintian, installed with apt-get, smoke-tested and removed.
@@ -12,6 +13,9 @@ echo "== the Secret Service suites again, against KeePassXC (scripts/with-keepas
 scripts/with-keepassxc.sh swift test --skip-build --no-parallel --filter 'SecretServiceStoreTests|RealBackendCommandTests' \
   > .build/keepassxc.log 2>&1 || { tail -80 .build/keepassxc.log; exit 1; }
 grep -E 'Test run with' .build/keepassxc.log
+echo "== concurrency soak: 16 processes, the agent, renames and sign-outs against 3-second tokens (60 s)"
+scripts/soak/concurrency.sh "${SOAK_SECONDS:-60}" > .build/soak.log 2>&1 || { tail -60 .build/soak.log; exit 1; }
+grep -E '^(server|invariants):' .build/soak.log
 echo "== Thread Sanitizer: the LanyardKit and token-lifecycle suites (a data race fails the run)"
 swift build --build-tests --sanitize=thread --scratch-path .build/tsan --quiet
 scripts/with-keyring.sh swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \

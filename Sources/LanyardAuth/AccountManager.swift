@@ -138,6 +138,9 @@ public struct AccountManager: Sendable {
     /// - Returns: whether a revocation happened, and whether the slot was signed out already.
     @discardableResult
     public func signOut(slot: Slot, revoke: Bool) async throws -> SignOutOutcome {
+        // A refresh under way finishes first; otherwise it would store the credential again.
+        let lock = try await lockSlot(slot)
+        defer { withExtendedLifetime(lock) {} }
         let document = try registry.load()
         guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
         let wasSignedOut = record.state == .signedOut

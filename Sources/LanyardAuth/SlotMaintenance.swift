@@ -57,6 +57,10 @@ extension AccountManager {
     public func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome {
         var warnings: [String] = []
         var moved = false
+        // Both slots' refresh locks, in name order, before the registry's: a refresh of OLD that is
+        // under way finishes (and its new tokens are what moves), and none starts meanwhile.
+        let locks = try Set([old, new]).sorted { $0.name < $1.name }.map { try FileLock.slot($0, paths: paths) }
+        defer { withExtendedLifetime(locks) {} }
         try registry.update { doc in
             guard let record = doc.slots[old] else { throw RegistryError.unknownSlot(old.name) }
             guard doc.slots[new] == nil else { throw RegistryError.slotExists(new.name) }
@@ -87,6 +91,8 @@ extension AccountManager {
     /// Deletes a slot and its stored credential (never revokes it). The secret goes first: a
     /// registry entry without a secret is repairable, a secret without an entry is invisible.
     public func remove(_ slot: Slot) throws {
+        let lock = try FileLock.slot(slot, paths: paths)  // a refresh under way finishes first
+        defer { withExtendedLifetime(lock) {} }
         try registry.update { doc in
             guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
             do { try openStore(record.backend, false).delete(slot) } catch StoreError.notFound {}

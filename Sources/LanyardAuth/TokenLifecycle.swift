@@ -201,15 +201,12 @@ extension AccountManager {
 /// The per-slot refresh lock (`$XDG_DATA_HOME/lanyard/locks/SLOT.lock`), shared by the CLI, the
 /// library and the agent. Waiting happens off the cooperative thread pool.
 public enum SlotLock {
-    public static func path(slot: Slot, paths: Paths) -> String { paths.lockDirectory + "/" + slot.name + ".lock" }
+    public static func path(slot: Slot, paths: Paths) -> String { FileLock.slotPath(slot, paths: paths) }
 
     public static func acquire(slot: Slot, paths: Paths) async throws -> FileLock {
-        try SecureFiles.ensureDirectory(paths.dataDirectory)
-        try SecureFiles.ensureDirectory(paths.lockDirectory)
-        let path = path(slot: slot, paths: paths)
-        return try await withCheckedThrowingContinuation { continuation in
+        try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                do { continuation.resume(returning: try FileLock(path: path)) } catch { continuation.resume(throwing: error) }
+                do { continuation.resume(returning: try FileLock.slot(slot, paths: paths)) } catch { continuation.resume(throwing: error) }
             }
         }
     }

@@ -32,7 +32,12 @@ public struct Migration: Sendable {
         let slots = requested.isEmpty ? document.sortedSlots.map(\.slot) : requested
         var steps: [Step] = []
         for slot in slots {
-            guard let record = document.slots[slot] else { continue }
+            guard document.slots[slot] != nil else { continue }
+            // The slot's refresh lock, then its record as it is now: a refresh under way finishes
+            // first (its new tokens are what moves), and none writes the old backend meanwhile.
+            let lock = dryRun ? nil : try FileLock.slot(slot, paths: registry.paths)
+            defer { withExtendedLifetime(lock) {} }
+            guard let record = dryRun ? document.slots[slot] : try registry.load().slots[slot] else { continue }
             if record.backend == target {
                 steps.append(Step(slot: slot, from: record.backend, to: target, outcome: "already-there"))
                 continue

@@ -150,8 +150,11 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
 public struct Registry: Sendable {
     public let path: String
     private let directory: String
+    /// The folders this registry belongs to (its slots' locks live there too).
+    public let paths: Paths
 
     public init(paths: Paths) {
+        self.paths = paths
         directory = paths.dataDirectory
         path = paths.registryFile
     }

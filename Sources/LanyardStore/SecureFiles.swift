@@ -142,3 +142,17 @@ public final class FileLock: Sendable {
 
     deinit { close(fd) }  // closing the last descriptor of the description releases the flock
 }
+
+extension FileLock {
+    /// The slot's refresh lock (`$XDG_DATA_HOME/lanyard/locks/SLOT.lock`), waited for here. Every
+    /// operation that reads a slot's credential and writes it back, or moves or deletes it, holds
+    /// it: a refresh, rename, removal, sign-out or migration of the same slot never interleave.
+    public static func slot(_ slot: Slot, paths: Paths) throws -> FileLock {
+        try SecureFiles.ensureDirectory(paths.dataDirectory)
+        try SecureFiles.ensureDirectory(paths.lockDirectory)
+        return try FileLock(path: slotPath(slot, paths: paths))
+    }
+
+    /// Where the slot's lock file is.
+    public static func slotPath(_ slot: Slot, paths: Paths) -> String { paths.lockDirectory + "/" + slot.name + ".lock" }
+}
