@@ -30,6 +30,7 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
             configuration.timeoutIntervalForRequest = timeout
             configuration.timeoutIntervalForResource = timeout * 2
             configuration.httpCookieAcceptPolicy = .never
+            configuration.httpCookieStorage = nil  // the shared one makes a folder in $XDG_DATA_HOME
             configuration.urlCache = nil
             let session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
             created = session

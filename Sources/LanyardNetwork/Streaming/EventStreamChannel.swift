@@ -23,6 +23,7 @@ enum EventStreamChannel {
         configuration.timeoutIntervalForRequest = timeout  // between two pieces of the body
         configuration.timeoutIntervalForResource = 7 * 24 * 3600  // a stream may run long
         configuration.httpCookieAcceptPolicy = .never
+        configuration.httpCookieStorage = nil  // the shared one makes a folder in $XDG_DATA_HOME
         configuration.urlCache = nil
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1  // pieces arrive in order
