@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz the Age module, the store JSON and the streaming parsers with libFuzzer.
+# Fuzz the Age module, the store JSON, the streaming parsers and the credential-helper protocols
+# with libFuzzer.
 #
 #   scripts/fuzz.sh [SECONDS]    # total time, split evenly across harnesses (default 60)
 #
@@ -12,7 +13,7 @@ set -euo pipefail
 total=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/.build/fuzz"
-harnesses=(header armor store stream)
+harnesses=(header armor store stream helpers)
 per=$(( total / ${#harnesses[@]} ))
 (( per >= 1 )) || per=1
 swiftc=${SWIFTC:-swiftc}
@@ -34,6 +35,13 @@ for name in "${harnesses[@]}"; do
             sed '/^import Lanyard/d' "$root/Sources/LanyardNetwork/Streaming/$f.swift" > "$out/src/stream/$f.swift"
         done
         sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/stream/*.swift)
+    elif [[ $name == helpers ]]; then
+        # The protocols other programs speak to Lanyard (git, Docker, Kubernetes, netrc).
+        mkdir -p "$out/src/helpers"
+        for f in GitCredential CredentialHelpers; do
+            sed '/^import Lanyard/d' "$root/Sources/LanyardIntegrations/$f.swift" > "$out/src/helpers/$f.swift"
+        done
+        sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/helpers/*.swift)
     else
         sources=("$root"/Sources/Age/*.swift)
     fi
