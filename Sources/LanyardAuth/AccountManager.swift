@@ -145,12 +145,16 @@ public struct AccountManager: Sendable {
         guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
         let wasSignedOut = record.state == .signedOut
         let store = try openStore(record.backend, false)
+        // The tokens a killed refresh left are the live ones: revoke those, and leave no file
+        // that a later repair would sign the slot back in from.
+        _ = try? RecoveryFile(paths: paths, slot: slot).settle(into: store, slot: slot)
         var revoked = false
         if revoke, let credential = try? store.get(slot), let refresh = credential.tokens.refreshToken {
             revoked = try await provider(record.provider).revoke(refreshToken: refresh)
         }
         try registry.update { doc in
             do { try store.delete(slot) } catch StoreError.notFound {}
+            RecoveryFile(paths: paths, slot: slot).remove()
             doc.slots[slot]?.state = .signedOut
             doc.slots[slot]?.lastErrorCode = nil
         }

@@ -42,6 +42,10 @@ public struct DoctorReport: Sendable, Equatable {
         case addedSlot(Slot, from: BackendKind, mustSignIn: Bool)
         /// A slot without a stored credential was marked signed out.
         case markedSignedOut(Slot)
+        /// An unregistered item held the same session (refresh token) as a listed slot — the copy
+        /// an interrupted rename or migration leaves — and was removed: two slots must never
+        /// share a rotating refresh token.
+        case removedStrayCopy(Slot, from: BackendKind, of: Slot)
 
         public var description: String {
             switch self {
@@ -49,6 +53,8 @@ public struct DoctorReport: Sendable, Equatable {
             case .addedSlot(let slot, let kind, let mustSignIn):
                 return "added \(slot.name) from \(kind.displayName)" + (mustSignIn ? " (it must sign in again)" : "")
             case .markedSignedOut(let slot): return "marked \(slot.name) signed out (no stored credential)"
+            case .removedStrayCopy(let slot, let kind, let listed):
+                return "removed \(slot.name) from \(kind.displayName): a stray copy of \(listed.name)'s session"
             }
         }
     }
@@ -152,7 +158,8 @@ extension AccountManager {
     /// Fixes what `report` found: restores recovery files first (their tokens are the newest),
     /// then rebuilds the registry from the backends: unregistered items become slots (signed in,
     /// or marked for sign-in when they hold no refresh token), slots without a credential are
-    /// marked signed out. Never deletes a credential.
+    /// marked signed out. The only credential it deletes is an unregistered copy of a listed
+    /// slot's session (same refresh token), which an interrupted rename or migration leaves.
     public func repair(_ report: DoctorReport) throws -> DoctorReport {
         var result = report
         if !report.pendingRecoveries.isEmpty {
@@ -165,8 +172,24 @@ extension AccountManager {
         guard !result.mismatches.isEmpty else { return result }
         let now = clock.now()
         try registry.update { doc in
-            for item in report.unregisteredItems where doc.slots[item.slot] == nil {
-                let credential = try openStore(item.backend, false).get(item.slot)
+            // The refresh tokens of the listed slots, to tell a stray copy from a lost slot.
+            var sessions: [String: Slot] = [:]
+            if !report.unregisteredItems.isEmpty {
+                for (slot, record) in doc.sortedSlots {
+                    if let token = (try? openStore(record.backend, false).get(slot))?.tokens.refreshToken { sessions[token] = slot }
+                }
+            }
+            for item in report.unregisteredItems {
+                let store = try openStore(item.backend, false)
+                let credential = try store.get(item.slot)
+                if let token = credential.tokens.refreshToken, let listed = sessions[token] {
+                    try store.delete(item.slot)
+                    result.repairs.append(.removedStrayCopy(item.slot, from: item.backend, of: listed))
+                    continue
+                }
+                // Listed in another backend with another session: which is current cannot be
+                // told here, so both stay and doctor keeps reporting it.
+                guard doc.slots[item.slot] == nil else { continue }
                 // A credential whose refresh token was dropped (refused for good) must sign in again.
                 let mustSignIn = credential.tokens.refreshToken == nil
                 doc.slots[item.slot] = SlotRecord(

@@ -61,11 +61,14 @@ extension AccountManager {
         // under way finishes (and its new tokens are what moves), and none starts meanwhile.
         let locks = try Set([old, new]).sorted { $0.name < $1.name }.map { try FileLock.slot($0, paths: paths) }
         defer { withExtendedLifetime(locks) {} }
+        var oldStore: (any CredentialStore)?
         try registry.update { doc in
             guard let record = doc.slots[old] else { throw RegistryError.unknownSlot(old.name) }
             guard doc.slots[new] == nil else { throw RegistryError.slotExists(new.name) }
             if old == new { return }
             let store = try openStore(record.backend, false)
+            // Tokens a killed refresh left in a recovery file are the current ones: they move.
+            _ = try RecoveryFile(paths: paths, slot: old).settle(into: store, slot: old)
             var credential: Credential?
             do { credential = try store.get(old) } catch StoreError.notFound { credential = nil }
             if let credential {
@@ -79,10 +82,15 @@ extension AccountManager {
             if doc.active == old { doc.active = new }
             if credential != nil {
                 moved = true
-                // The registry already names the new slot; a failed delete leaves only a stray copy.
-                do { try store.delete(old) } catch {
-                    warnings.append("could not delete the old credential of \(old.name): \(error.localizedDescription)")
-                }
+                oldStore = store
+            }
+        }
+        // Only once the registry names the new slot: a crash before leaves a stray copy under the
+        // new name, after it one under the old name, each the same session as the listed slot,
+        // which `doctor --repair` removes; never two listed slots sharing one refresh token.
+        if let oldStore {
+            do { try oldStore.delete(old) } catch {
+                warnings.append("could not delete the old credential of \(old.name): \(error.localizedDescription)")
             }
         }
         return RenameOutcome(from: old, to: new, movedCredential: moved, warnings: warnings)
@@ -96,6 +104,7 @@ extension AccountManager {
         try registry.update { doc in
             guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
             do { try openStore(record.backend, false).delete(slot) } catch StoreError.notFound {}
+            RecoveryFile(paths: paths, slot: slot).remove()
             doc.slots[slot] = nil
             if doc.active == slot { doc.active = nil }
         }

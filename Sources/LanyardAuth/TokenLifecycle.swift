@@ -231,17 +231,60 @@ struct RecoveryFile {
         do { return try Credential.decode(data, source: path) } catch { throw StoreError.corrupt(source: path, detail: error.detail) }
     }
 
-    func remove() { unlink(path) }
+    func remove() {
+        unlink(path)
+        for temp in temps() { unlink(temp) }
+    }
 
-    var exists: Bool { access(path, F_OK) == 0 }
+    /// True when refreshed tokens wait here. A write killed as it renamed its temporary file into
+    /// place leaves only the complete temporary (written and synced before the rename), which then
+    /// holds the newest tokens: it is moved into place first.
+    var exists: Bool {
+        if access(path, F_OK) == 0 { return true }
+        adoptTemp()
+        return access(path, F_OK) == 0
+    }
+
+    /// `SLOT.json.XXXXXX` files of interrupted writes.
+    func temps() -> [String] {
+        let dir = (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + "."
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        return names.filter { $0.hasPrefix(prefix) && $0.count == prefix.count + 6 }.sorted().map { dir + "/" + $0 }
+    }
+
+    /// Moves the newest temporary that holds a whole credential into place (others are removed).
+    private func adoptTemp() {
+        let complete = temps().compactMap { temp -> (String, Credential)? in
+            guard let data = try? SecureFiles.read(temp), let credential = try? Credential.decode(data, source: temp) else { return nil }
+            return (temp, credential)
+        }
+        guard let newest = complete.max(by: { ($0.1.lastRefresh ?? .distantPast) < ($1.1.lastRefresh ?? .distantPast) }) else { return }
+        if rename(newest.0, path) == 0 {
+            for (temp, _) in complete where temp != newest.0 { unlink(temp) }
+        }
+    }
 
     static func all(paths: Paths) -> [(Slot, RecoveryFile)] {
         let dir = paths.stateDirectory + "/recovery"
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
-        return names.sorted().compactMap { name in
-            guard name.hasSuffix(".json"), let slot = try? Slot(String(name.dropLast(5))) else { return nil }
-            return (slot, RecoveryFile(paths: paths, slot: slot))
-        }
+        // SLOT.json, or only SLOT.json.XXXXXX left by a write killed mid-rename.
+        let slots = Set(names.compactMap { name -> Slot? in
+            guard let range = name.range(of: ".json") else { return nil }
+            let rest = name[range.upperBound...]
+            guard rest.isEmpty || (rest.hasPrefix(".") && rest.count == 7) else { return nil }
+            return try? Slot(String(name[..<range.lowerBound]))
+        })
+        return slots.sorted { $0.name < $1.name }.map { ($0, RecoveryFile(paths: paths, slot: $0)) }.filter { $0.1.exists }
+    }
+
+    /// Puts the refreshed tokens waiting here into `store` and removes the file: what a refresh
+    /// killed after the server rotated the token left behind. True when there were some.
+    func settle(into store: any CredentialStore, slot: Slot) throws -> Bool {
+        guard exists else { return false }
+        try store.put(try read(), for: slot)
+        remove()
+        return true
     }
 }
 
