@@ -1,7 +1,8 @@
 #!/bin/sh
 # The test suite: every Swift test inside a private keyring session (one at a time: some suites
 # lock the shared test keyring), the Secret Service suites again with KeePassXC as the provider,
-# a 60 s concurrency soak of the real binaries with invariant checks (scripts/soak/),
+# a 60 s concurrency soak and 60 random kill -9 crashes of the real binaries with invariant checks,
+# the crash cases replayed at chosen system calls (scripts/soak/),
 # the kit and lifecycle suites again under Thread Sanitizer, a short
 # fuzzing smoke run of the parsers, then the Debian package:
 # built and checked by lintian, installed with apt-get, smoke-tested and removed.
@@ -16,6 +17,14 @@ grep -E 'Test run with' .build/keepassxc.log
 echo "== concurrency soak: 16 processes, the agent, renames and sign-outs against 3-second tokens (60 s)"
 scripts/soak/concurrency.sh "${SOAK_SECONDS:-60}" > .build/soak.log 2>&1 || { tail -60 .build/soak.log; exit 1; }
 grep -E '^(server|invariants):' .build/soak.log
+echo "== crash consistency: operations killed with SIGKILL at random points, invariants after each (60 kills)"
+scripts/soak/crash.sh "${CRASH_KILLS:-60}" > .build/crash.log 2>&1 || { tail -60 .build/crash.log; exit 1; }
+grep -E '^(invariant failures|repairs needed):' .build/crash.log
+echo "== crashes at chosen system calls (strace kills the process between two durable writes)"
+for case in rename-stray rename-both recovery-temp rename-recovery logout-recovery migrate-stray; do
+  scripts/soak/repro-crash.sh "$case" > .build/crash-$case.log 2>&1 || { cat .build/crash-$case.log; exit 1; }
+  echo "ok $case"
+done
 echo "== Thread Sanitizer: the LanyardKit and token-lifecycle suites (a data race fails the run)"
 swift build --build-tests --sanitize=thread --scratch-path .build/tsan --quiet
 scripts/with-keyring.sh swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \
