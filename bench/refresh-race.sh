@@ -7,26 +7,13 @@ bin=${LANYARD_BIN:-.build/release/lanyard}
 tmp=$(mktemp -d)
 server_pid=""
 trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-export HOME="$tmp/home" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="$tmp/run" XDG_STATE_HOME="$tmp/state"
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$XDG_CONFIG_HOME/lanyard" && chmod 700 "$XDG_RUNTIME_DIR"
+. scripts/lib/emulator.sh
+emu_home
 unset DBUS_SESSION_BUS_ADDRESS
-.venv/bin/python Tests/Fixtures/oauth/chatgpt_emulator.py --port 0 --exit-with-parent --log-level WARNING > "$tmp/server.out" &
-server_pid=$!
-while ! grep -q '^READY ' "$tmp/server.out" 2>/dev/null; do sleep 0.05; done
-base=$(sed -n 's/^READY //p' "$tmp/server.out")
-printf '[store]\nbackend = file\n[refresh]\nlead = 600\n[provider.openai]\nissuer = %s\nusage-base-url = %s\n' "$base" "$base" \
-  > "$XDG_CONFIG_HOME/lanyard/config.ini"
-"$bin" store init --no-passphrase >/dev/null 2>&1
-post() { curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "$2" "$base$1"; }
+emu_start
+emu_file_store '[refresh]\nlead = 600\n'
 post /_test/config '{"interval": 0, "access_token_lifetime": 300}'   # due at once (lead 600)
-"$bin" login race 2> "$tmp/login.err" &
-login=$!
-while ! code=$(sed -n 's/^    \([A-Z0-9-][A-Z0-9-]*\)$/\1/p' "$tmp/login.err" 2>/dev/null | grep .); do
-  kill -0 $login 2>/dev/null || { echo "refresh-race: login failed:" >&2; cat "$tmp/login.err" >&2; exit 1; }
-  sleep 0.05
-done
-post /_test/approve "{\"user_code\": \"$code\"}"
-wait $login
+emu_login race "$tmp/login.err" || { echo "refresh-race: login failed:" >&2; cat "$tmp/login.err" >&2; exit 1; }
 post /_test/config '{"access_token_lifetime": 3600}'
 now_ms() { python3 -c 'import time; print(int(time.monotonic()*1000))'; }
 # One refresh on its own, for scale.

@@ -94,57 +94,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-export HOME="$tmp/home" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="$tmp/run" XDG_STATE_HOME="$tmp/state"
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$XDG_CONFIG_HOME/lanyard" "$tmp/logs" && chmod 700 "$XDG_RUNTIME_DIR"
-unset DBUS_SESSION_BUS_ADDRESS LANYARD_ACCOUNT LANYARD_PASSPHRASE_FILE LANYARD_ASKPASS NO_COLOR
+. scripts/lib/emulator.sh
+emu_home
+mkdir -p "$tmp/logs"
+unset DBUS_SESSION_BUS_ADDRESS NO_COLOR
 
 scripts/venv.sh || exit 1
-.venv/bin/python Tests/Fixtures/oauth/chatgpt_emulator.py --port 0 --exit-with-parent --log-level WARNING \
-  --access-token-lifetime 3 > "$tmp/server.out" 2> "$tmp/server.err" &
-server_pid=$!
-while ! grep -q '^READY ' "$tmp/server.out" 2>/dev/null; do
-  kill -0 "$server_pid" 2>/dev/null || { echo "soak: the emulator did not start:" >&2; cat "$tmp/server.err" >&2; exit 1; }
-  sleep 0.05
-done
-base=$(sed -n 's/^READY //p' "$tmp/server.out")
-cat > "$XDG_CONFIG_HOME/lanyard/config.ini" <<EOF
-[store]
-backend = file
-[refresh]
-lead = 1
-[agent]
-notify = false
-[events]
-max-bytes = 1073741824
-[provider.openai]
-issuer = $base
-usage-base-url = $base
-[git]
-example.test = s1
-EOF
-"$bin" store init --no-passphrase > /dev/null 2> "$tmp/store-init.err" \
-  || { echo "soak: store init failed:" >&2; cat "$tmp/store-init.err" >&2; exit 1; }
-post() { curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "$2" "$base$1"; }
+emu_start --access-token-lifetime 3 || { echo "soak: the emulator did not start" >&2; exit 1; }
+emu_file_store '[refresh]\nlead = 1\n[agent]\nnotify = false\n[events]\nmax-bytes = 1073741824\n[git]\nexample.test = s1\n' \
+  || { echo "soak: store init failed" >&2; exit 1; }
 post /_test/config '{"interval": 0}' || exit 1
 
 now_us() { local t=${EPOCHREALTIME/./}; echo $((10#$t)); }
 
 # login_slot SLOT ERRFILE: `lanyard login SLOT`, approved through the hook as SLOT@soak.test.
-login_slot() {
-  local slot=$1 err=$2 lp code="" st
-  "$bin" login "$slot" > /dev/null 2> "$err" &
-  lp=$!
-  # The code line is complete once the line after it ("Waiting for approval…") is there; reading
-  # earlier can catch half a code.
-  while ! { grep -q '^Waiting for approval' "$err" 2>/dev/null &&
-            code=$(sed -n 's/^    \([A-Z0-9-][A-Z0-9-]*\)$/\1/p' "$err" | grep .); }; do
-    kill -0 "$lp" 2>/dev/null || break
-    sleep 0.02
-  done
-  [ -n "$code" ] && post /_test/approve "{\"user_code\": \"$code\", \"email\": \"$slot@soak.test\"}" 2>> "$err.approve"
-  wait "$lp"; st=$?
-  return $st
-}
+login_slot() { emu_login "$1" "$2" "$1@soak.test"; }
 
 slots="s1 s2 s3 s4 s5 r1 x1"
 pids=""

@@ -37,26 +37,14 @@ bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 tmp=$(mktemp -d)
 server_pid=""
 trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-export HOME="$tmp/home" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="$tmp/run" XDG_STATE_HOME="$tmp/state"
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$XDG_CONFIG_HOME/lanyard" && chmod 700 "$XDG_RUNTIME_DIR"
-unset LANYARD_ACCOUNT LANYARD_PASSPHRASE_FILE
+. scripts/lib/emulator.sh
+emu_home
 [ "$case" = migrate-stray ] || unset DBUS_SESSION_BUS_ADDRESS
 scripts/venv.sh || exit 1
-.venv/bin/python Tests/Fixtures/oauth/chatgpt_emulator.py --port 0 --exit-with-parent --log-level WARNING > "$tmp/server.out" 2> "$tmp/server.err" &
-server_pid=$!
-while ! grep -q '^READY ' "$tmp/server.out" 2>/dev/null; do sleep 0.05; done
-base=$(sed -n 's/^READY //p' "$tmp/server.out")
-printf '[store]\nbackend = file\n[provider.openai]\nissuer = %s\nusage-base-url = %s\n' "$base" "$base" > "$XDG_CONFIG_HOME/lanyard/config.ini"
-"$bin" store init --no-passphrase > /dev/null 2>&1
-post() { curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "$2" "$base$1"; }
+emu_start || exit 1
+emu_file_store || exit 1
 post /_test/config '{"interval": 0}'
-login() {
-  "$bin" login "$1" > /dev/null 2> "$tmp/login.err" & local lp=$! code=""
-  while ! { grep -q '^Waiting for approval' "$tmp/login.err" 2>/dev/null &&
-            code=$(sed -n 's/^    \([A-Z0-9-][A-Z0-9-]*\)$/\1/p' "$tmp/login.err" | grep .); }; do sleep 0.02; done
-  post /_test/approve "{\"user_code\": \"$code\", \"email\": \"$1@repro.test\"}"
-  wait $lp || { echo "login $1 failed" >&2; exit 1; }
-}
+login() { emu_login "$1" "$tmp/login.err" "$1@repro.test" || { echo "login $1 failed" >&2; exit 1; }; }
 # killed_at SYSCALL N CMD…: runs CMD, SIGKILLed (with its refresh worker: -f) on entering the Nth SYSCALL.
 killed_at() {
   local sc=$1 n=$2; shift 2

@@ -15,23 +15,14 @@ bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 tmp=$(mktemp -d)
 server_pid=""
 trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-export HOME="$tmp/home" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="$tmp/run" XDG_STATE_HOME="$tmp/state"
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$XDG_CONFIG_HOME/lanyard" && chmod 700 "$XDG_RUNTIME_DIR"
-unset DBUS_SESSION_BUS_ADDRESS LANYARD_ACCOUNT
+. scripts/lib/emulator.sh
+emu_home
+unset DBUS_SESSION_BUS_ADDRESS
 scripts/venv.sh || exit 1
-.venv/bin/python Tests/Fixtures/oauth/chatgpt_emulator.py --port 0 --exit-with-parent --log-level WARNING > "$tmp/server.out" 2> "$tmp/server.err" &
-server_pid=$!
-while ! grep -q '^READY ' "$tmp/server.out" 2>/dev/null; do sleep 0.05; done
-base=$(sed -n 's/^READY //p' "$tmp/server.out")
-printf '[store]\nbackend = file\n[provider.openai]\nissuer = %s\nusage-base-url = %s\n' "$base" "$base" > "$XDG_CONFIG_HOME/lanyard/config.ini"
-"$bin" store init --no-passphrase > /dev/null 2>&1
-post() { curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "$2" "$base$1"; }
+emu_start || exit 1
+emu_file_store || exit 1
 post /_test/config '{"interval": 0}'
-"$bin" login r1 > /dev/null 2> "$tmp/login.err" &
-login=$!
-while ! code=$(sed -n 's/^    \([A-Z0-9-][A-Z0-9-]*\)$/\1/p' "$tmp/login.err" 2>/dev/null | grep .); do sleep 0.05; done
-post /_test/approve "{\"user_code\": \"$code\"}"
-wait $login || { echo "login failed" >&2; exit 1; }
+emu_login r1 || { echo "login failed" >&2; exit 1; }
 
 post /_test/fault '{"endpoint": "oauth_token", "type": "delay", "seconds": 2}'
 "$bin" refresh r1 > /dev/null 2> "$tmp/refresh.err" & refresh=$!
