@@ -249,6 +249,9 @@ struct RecoveryFile {
     func temps() -> [String] {
         let dir = (path as NSString).deletingLastPathComponent
         let prefix = (path as NSString).lastPathComponent + "."
+        // `token` asks on every call; the folder exists only after a refresh, and a listing of a
+        // missing folder costs Foundation a thrown error.
+        guard access(dir, F_OK) == 0 else { return [] }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         return names.filter { $0.hasPrefix(prefix) && $0.count == prefix.count + 6 }.sorted().map { dir + "/" + $0 }
     }
