@@ -288,7 +288,7 @@ public struct ResponseStreamer: Sendable {
                 for sse in try parser.feed(data) {
                     index += 1
                     progress.lastEventID = sse.lastEventID
-                    let decoded = try BackendEvent.decode(sse.data, place: "event \(index) (\(Self.printable(sse.type)))")
+                    let decoded = try BackendEvent.decode(sse.data, place: "event \(index) (\(TerminalText.escaped(String(sse.type.prefix(64)))))")
                     let (completed, interruption) = try deliver(decoded, progress: &progress, headers: responseHeaders, emit: emit)
                     if completed { return nil }
                     if let interruption { return interruption }
@@ -309,10 +309,5 @@ public struct ResponseStreamer: Sendable {
         }
         try Task.checkCancellation()
         return .dropped("the event stream ended")
-    }
-
-    /// Event names come from the server; keep them short and printable in messages.
-    static func printable(_ s: String) -> String {
-        String(String.UnicodeScalarView(s.unicodeScalars.prefix(64).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
     }
 }
