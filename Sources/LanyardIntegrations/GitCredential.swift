@@ -53,7 +53,8 @@ public enum GitCredential {
             guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-[].".contains($0)) }) else {
                 throw InputError(line: number, problem: "has an invalid key")
             }
-            guard !line.contains("\0") else { throw InputError(line: number, problem: "contains a NUL byte") }
+            // On scalars: a NUL followed by a combining mark is one Character that is not "\0".
+            guard !line.unicodeScalars.contains("\0") else { throw InputError(line: number, problem: "contains a NUL byte") }
             request.attributes.append((key, String(line[line.index(after: eq)...])))
         }
         return request

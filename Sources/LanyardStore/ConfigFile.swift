@@ -138,7 +138,7 @@ public enum ConfigFile {
     /// has a scheme, a path or spaces.
     public static func hostKey(_ key: String) -> String? {
         let host = key.trimmingSpaces().lowercased()
-        guard !host.isEmpty, !host.contains("/"), !host.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } ?? false }) else {
+        guard !host.isEmpty, !host.contains("/"), !host.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
             return nil
         }
         return host

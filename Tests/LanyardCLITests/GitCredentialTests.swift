@@ -105,6 +105,19 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
         #expect(h.run("git-credential", "fetch").status == 2)
     }
 
+    /// Found by the helpers fuzzer: a NUL followed by a combining mark is a single Character that
+    /// is not "\0", so a Character-level check let it through into the attributes.
+    @Test func nulGluedToACombiningMarkIsRejected() throws {
+        var lines = ["host=example.com", "password=ab\u{0}\u{487}cd", ""][...]
+        #expect(throws: GitCredential.InputError(line: 2, problem: "contains a NUL byte")) {
+            try GitCredential.read { lines.popFirst() }
+        }
+        // The same shape in a [docker]/[netrc] host key: a control byte glued to a combining mark.
+        #expect(ConfigFile.hostKey("ghcr.io\u{1}\u{301}") == nil)
+        #expect(ConfigFile.hostKey("ghcr.io\u{85}") == nil)
+        #expect(ConfigFile.hostKey("Registry.Local:5000") == "registry.local:5000")
+    }
+
     @Test func setupPrintsTheGitConfig() throws {
         let h = try fileStoreHarness(config: mapping)
         let host = h.run("git-credential", "setup", "example.com")
