@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Something a file can be encrypted to: turns a file key into stanzas.
 public protocol Recipient: Sendable {

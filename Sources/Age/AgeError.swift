@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Every way encrypting or decrypting an age file can fail.
 ///

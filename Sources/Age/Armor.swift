@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The strict ASCII armor of age files: PEM with label `AGE ENCRYPTED FILE`,
 /// 64-column canonical padded base64, no headers (RFC 7468 §3, strict form).

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 import LanyardCore
 
 /// Runs the configured hook (`/bin/sh -c CMD`) with one event as a JSON line on stdin. The hook

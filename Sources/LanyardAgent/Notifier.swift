@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardGLib
 
 /// Desktop notifications through `org.freedesktop.Notifications` on the session bus (GDBus).

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -188,10 +190,10 @@ public final class RefreshAgent {
                 let delay = min(300, pow(2, Double(attempt - 1)) * (1 + Double.random(in: 0..<0.25)))
                 retries[slot] = (attempt, now + delay)
                 let event = log.append("error", slot: slot, fields: [
-                    "code": .string(code), "message": .string(error.localizedDescription), "attempt": .number(Double(attempt)),
+                    "code": .string(code), "message": .string(error.userFacingDescription), "attempt": .number(Double(attempt)),
                     "retry_in": .number((delay * 10).rounded() / 10),
                 ])
-                diagnostics("\(slot.name): refresh failed (\(code)): \(error.localizedDescription); retrying in \(Int(delay.rounded())) s")
+                diagnostics("\(slot.name): refresh failed (\(code)): \(error.userFacingDescription); retrying in \(Int(delay.rounded())) s")
                 hook?.run(event)
             }
         }

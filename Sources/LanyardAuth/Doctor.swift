@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 import LanyardStore
 
@@ -148,7 +149,7 @@ extension AccountManager {
                 health = store.health()
                 if health.reachable && !health.locked { items[kind] = Set(try store.list()) }
             } catch {
-                health.problem = error.localizedDescription
+                health.problem = error.userFacingDescription
             }
             backends.append(DoctorReport.Backend(kind: kind, health: health))
         }

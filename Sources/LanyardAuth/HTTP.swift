@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// One HTTP request to a provider.
@@ -23,11 +24,8 @@ public struct HTTPRequest: Sendable {
 
     /// A POST with an `application/x-www-form-urlencoded` body.
     public static func form(_ url: URL, _ fields: [(String, String)]) -> HTTPRequest {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
         let body = fields.map { key, value in
-            (key.addingPercentEncoding(withAllowedCharacters: allowed) ?? key) + "="
-                + (value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value)
+            key.percentEncodedUnreserved() + "=" + value.percentEncodedUnreserved()
         }.joined(separator: "&")
         return HTTPRequest(method: "POST", url: url,
                            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// A device code the user approves in a browser.
@@ -60,7 +61,7 @@ public struct TokenResponse: Sendable, Hashable {
             return TokenResponse(accessToken: try json.string("access_token"), refreshToken: try json.optionalString("refresh_token"),
                                  idToken: try json.optionalString("id_token"), expiresIn: expires)
         } catch {
-            throw .invalidResponse("\(step): \(error.localizedDescription)")
+            throw .invalidResponse("\(step): \(error.userFacingDescription)")
         }
     }
 
@@ -104,7 +105,7 @@ enum ProviderSupport {
             if error.kind == .tooLarge { throw .invalidResponse("\(step): \(error.message)") }
             throw .networkFailure("\(step): \(error.message)")
         } catch {
-            throw .networkFailure("\(step): \(error.localizedDescription)")
+            throw .networkFailure("\(step): \(error.userFacingDescription)")
         }
     }
 
@@ -112,10 +113,10 @@ enum ProviderSupport {
     static func refreshResult(_ transport: any HTTPTransport, _ request: HTTPRequest) async throws(RefreshFailure) -> TokenResponse {
         let response: HTTPResponse
         do { response = try await transport.send(request) } catch {
-            throw .transient("refresh: \(error.localizedDescription)")
+            throw .transient("refresh: \(error.userFacingDescription)")
         }
         if response.isSuccess {
-            do { return try TokenResponse.parse(response.body, step: "refresh") } catch { throw .transient(error.localizedDescription) }
+            do { return try TokenResponse.parse(response.body, step: "refresh") } catch { throw .transient(error.userFacingDescription) }
         }
         let detail = ServerErrorDetail(body: response.body)
         let permanentCodes: Set<String> = ["invalid_grant", "refresh_token_reused", "refresh_token_expired",

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// What a sign-in reports while it runs.
@@ -46,7 +47,7 @@ public struct SignInFlow: Sendable {
             throw error
         }
         do { try await onApproved(tokens, account) } catch {
-            events(.state(.failed(error.localizedDescription)))
+            events(.state(.failed(error.userFacingDescription)))
             throw error
         }
         events(.state(.signedIn(expiresAt: tokens.expiresAt(now: clock.now()))))
@@ -72,7 +73,7 @@ public struct SignInFlow: Sendable {
                 continuation.yield(Self.finalState(for: error))
                 continuation.finish(throwing: error)
             } catch {
-                continuation.yield(.failed(error.localizedDescription))
+                continuation.yield(.failed(error.userFacingDescription))
                 continuation.finish(throwing: error)
             }
         }
@@ -83,7 +84,7 @@ public struct SignInFlow: Sendable {
     /// The state a failed sign-in ends in.
     static func finalState(for error: AuthError) -> AuthState {
         if case .cancelledSignIn = error { return .signedOut }
-        return error.requiresReauthentication ? .reauthenticationRequired : .failed(error.localizedDescription)
+        return error.requiresReauthentication ? .reauthenticationRequired : .failed(error.userFacingDescription)
     }
 
     private func poll(events: @Sendable (SignInEvent) -> Void) async throws(AuthError) -> (TokenResponse, AccountInfo) {

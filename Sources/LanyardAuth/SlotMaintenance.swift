@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 import LanyardStore
 
@@ -90,7 +91,7 @@ extension AccountManager {
         // which `doctor --repair` removes; never two listed slots sharing one refresh token.
         if let oldStore {
             do { try oldStore.delete(old) } catch {
-                warnings.append("could not delete the old credential of \(old.name): \(error.localizedDescription)")
+                warnings.append("could not delete the old credential of \(old.name): \(error.userFacingDescription)")
             }
         }
         return RenameOutcome(from: old, to: new, movedCredential: moved, warnings: warnings)

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 import LanyardCore
 import LanyardStore
 
@@ -137,7 +139,7 @@ extension AccountManager {
         do {
             try store.put(refreshed, for: slot)
         } catch {
-            throw StoreError.io(path: recovery.path, detail: "refreshed tokens could not be stored (\(error.localizedDescription)); "
+            throw StoreError.io(path: recovery.path, detail: "refreshed tokens could not be stored (\(error.userFacingDescription)); "
                                 + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works")
         }
         recovery.remove()
@@ -220,8 +222,8 @@ struct RecoveryFile {
     init(paths: Paths, slot: Slot) { path = paths.stateDirectory + "/recovery/" + slot.name + ".json" }
 
     func write(_ credential: Credential) throws {
-        let dir = (path as NSString).deletingLastPathComponent
-        try SecureFiles.ensureDirectory((dir as NSString).deletingLastPathComponent)
+        let dir = PathText.parent(of: path)
+        try SecureFiles.ensureDirectory(PathText.parent(of: dir))
         try SecureFiles.ensureDirectory(dir)
         try SecureFiles.atomicWrite(credential.jsonData(), to: path)
     }
@@ -247,8 +249,8 @@ struct RecoveryFile {
 
     /// `SLOT.json.XXXXXX` files of interrupted writes.
     func temps() -> [String] {
-        let dir = (path as NSString).deletingLastPathComponent
-        let prefix = (path as NSString).lastPathComponent + "."
+        let dir = PathText.parent(of: path)
+        let prefix = PathText.lastComponent(of: path) + "."
         // `token` asks on every call; the folder exists only after a refresh, and a listing of a
         // missing folder costs Foundation a thrown error.
         guard access(dir, F_OK) == 0 else { return [] }
@@ -273,7 +275,7 @@ struct RecoveryFile {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         // SLOT.json, or only SLOT.json.XXXXXX left by a write killed mid-rename.
         let slots = Set(names.compactMap { name -> Slot? in
-            guard let range = name.range(of: ".json") else { return nil }
+            guard let range = name.firstRange(of: ".json") else { return nil }
             let rest = name[range.upperBound...]
             guard rest.isEmpty || (rest.hasPrefix(".") && rest.count == 7) else { return nil }
             return try? Slot(String(name[..<range.lowerBound]))

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// An account's usage as the ChatGPT backend reports it (`/backend-api/wham/usage`).
@@ -69,7 +70,7 @@ extension AccountManager {
             if let account = credential.account.accountID { signed.headers["ChatGPT-Account-Id"] = account }
             let response: HTTPResponse
             do { response = try await transport.send(signed) } catch {
-                throw ClientError.networkFailure(error.localizedDescription)
+                throw ClientError.networkFailure(error.userFacingDescription)
             }
             if response.status == 401 && attempt == 0 {
                 credential = try await freshCredential(slot: slot, force: true)

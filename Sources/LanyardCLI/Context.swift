@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -24,7 +25,7 @@ public final class TextSink: Sendable {
         if let fd {
             var offset = 0
             while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
                 if n < 0 { if errno == EINTR { continue }; return }
                 offset += n
             }

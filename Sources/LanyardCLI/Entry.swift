@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -78,7 +79,7 @@ public enum Lanyard {
     static func report(_ error: Error, json: Bool, context: CommandContext) -> Int32 {
         let code: String
         let status: ExitStatus
-        let message = error.localizedDescription
+        let message = error.userFacingDescription
         switch error {
         case let e as any LanyardError:
             code = e.code
@@ -119,7 +120,7 @@ public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPT
     StartupTrace.mark("context")
     var arguments = Array(CommandLine.arguments.dropFirst())
     // Run as `docker-credential-lanyard ACTION` (a link to this binary), as Docker calls helpers.
-    if CommandLine.arguments.first.map({ ($0 as NSString).lastPathComponent }) == CredentialHelperCommands.dockerHelperName {
+    if CommandLine.arguments.first.map({ PathText.lastComponent(of: $0) }) == CredentialHelperCommands.dockerHelperName {
         arguments.insert("docker-credential", at: 0)
     }
     let status = Lanyard.run(arguments, context: context)

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -119,7 +121,7 @@ public final class Invocation: Sendable {
         let view = try view ?? registry.view()
         if let positional {
             let slot: Slot
-            do { slot = try Slot(positional) } catch { throw UsageError(message: error.localizedDescription, command: spec.name) }
+            do { slot = try Slot(positional) } catch { throw UsageError(message: error.userFacingDescription, command: spec.name) }
             guard let record = try view.record(of: slot) else { throw RegistryError.unknownSlot(slot.name) }
             return (slot, record, nil)
         }

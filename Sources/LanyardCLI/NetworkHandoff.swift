@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 
@@ -12,7 +13,7 @@ enum NetworkHandoff {
 
     /// `lanyard-net` beside this binary (a build folder) or in `../lib/lanyard/` (an install).
     static func binary() -> String {
-        let dir = (currentExecutable() as NSString).deletingLastPathComponent
+        let dir = PathText.parent(of: currentExecutable())
         for candidate in [dir + "/lanyard-net", dir + "/../lib/lanyard/lanyard-net"] where access(candidate, X_OK) == 0 {
             return candidate
         }

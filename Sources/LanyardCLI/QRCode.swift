@@ -1,5 +1,6 @@
 import CQrencode
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Terminal QR codes through libqrencode (the only file that touches it). The library is loaded
 /// with `dlopen` the first time a code is drawn (`login --qr`), not at every start: linking it

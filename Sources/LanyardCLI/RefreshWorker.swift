@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
@@ -32,7 +34,7 @@ enum RefreshWorker {
         }
         if let codex {
             do { try CodexSync(manager: manager).mirror(credential, of: slot, to: codex) } catch {
-                inv.stderr.line("lanyard: warning: could not update \(codex.authPath): \(error.localizedDescription)")
+                inv.stderr.line("lanyard: warning: could not update \(codex.authPath): \(error.userFacingDescription)")
             }
         }
         inv.emit(.object(["slot": .string(slot.name), "ok": .bool(true)])) {}

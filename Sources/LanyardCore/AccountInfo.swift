@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who a slot is signed in as. Not secret: derived from id-token claims and kept in the registry so
 /// `list` and `status` run without unlocking anything.

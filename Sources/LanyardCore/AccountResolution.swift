@@ -74,6 +74,6 @@ public struct AccountResolutionError: LanyardError, Equatable {
     public var code: String { "invalid_slot_name" }
     public var exitStatus: ExitStatus { .usage }
     public var errorDescription: String? {
-        "\(reason.localizedDescription) (\(rule.explanation))"
+        "\(reason.userFacingDescription) (\(rule.explanation))"
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How requests back off after a `429 Too Many Requests` (the Chappie rate-limit policy).
 ///
@@ -36,7 +36,7 @@ public struct BackoffPolicy: Hashable, Sendable, Codable {
         if respectsRetryAfterHeader, let retryAfter {
             return min(max(0, retryAfter), maximumDelay)
         }
-        let base = min(maximumDelay, initialDelay * pow(2, Double(retry)))
+        let base = min(maximumDelay, initialDelay * Double(sign: .plus, exponent: min(retry, 1000), significand: 1))
         return min(maximumDelay, base * (1 + jitter * min(max(unitRandom, 0), 1)))
     }
 

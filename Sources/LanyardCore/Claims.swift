@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension AccountInfo {
     /// The claim object in which ChatGPT id tokens carry plan and account data.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The time source of time-dependent logic (expiry, schedules, backoff), injected so tests control
 /// time instead of sleeping.

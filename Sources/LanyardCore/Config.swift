@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Lanyard's settings (`$XDG_CONFIG_HOME/lanyard/config.ini`), with the documented defaults.
 public struct LanyardConfig: Hashable, Sendable {

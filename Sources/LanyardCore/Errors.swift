@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The documented exit statuses of the `lanyard` command (docs/cli.md). Stable: scripts rely on them.
 public enum ExitStatus: Int32, Sendable, CaseIterable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// RFC 3339 timestamps, with or without fractional seconds and with `Z` or a numeric offset on
 /// input; whole seconds in UTC on output. Hand-written because Foundation's ISO 8601 styles cost

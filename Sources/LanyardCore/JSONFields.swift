@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Typed access to the fields of a JSON object, with errors that name the JSON path
 /// (`.slots.work.state`) and never quote a value.
@@ -105,8 +105,8 @@ extension JSONDocument {
     /// Decodes a stored document, or throws a ``DecodeError`` that names `source` and the field.
     public static func decode(_ data: Data, source: String) throws(DecodeError) -> Self {
         let value: JSONValue
-        do { value = try JSONValue.parse(data) } catch { throw DecodeError(source: source, detail: "not valid JSON (\(error.localizedDescription))") }
-        do { return try Self(json: try JSONFields(value)) } catch { throw DecodeError(source: source, detail: error.localizedDescription) }
+        do { value = try JSONValue.parse(data) } catch { throw DecodeError(source: source, detail: "not valid JSON (\(error.userFacingDescription))") }
+        do { return try Self(json: try JSONFields(value)) } catch { throw DecodeError(source: source, detail: error.userFacingDescription) }
     }
 
     /// The document as compact UTF-8 JSON with sorted keys.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A strict, fast JSON reader and writer for ``JSONValue`` (RFC 8259).
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The payload of a JSON Web Token, decoded without checking its signature.
 ///
@@ -82,14 +82,13 @@ public enum Base64URL {
             (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || b == 0x2d || b == 0x5f
         }) else { return nil }
         guard s.utf8.count % 4 != 1 else { return nil }
-        s = s.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        s = String(s.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
         s += String(repeating: "=", count: (4 - s.utf8.count % 4) % 4)
         return Data(base64Encoded: s)
     }
 
     public static func encode(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        String(data.base64EncodedString().compactMap { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 == "=" ? nil : $0 })
     }
 }
 

@@ -1,23 +1,71 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A value that is only read and written under its lock, so a type holding one can be checked
 /// `Sendable` by the compiler.
 ///
 /// Why not the standard library's `Synchronization.Mutex`: on Linux it locks with raw futex calls,
 /// which Thread Sanitizer cannot see, so `make check`'s TSan run reported races between accesses
-/// that the mutex did order. This lock is a pthread mutex (NSLock), which TSan understands. This is
-/// the one `@unchecked Sendable` that the lock itself justifies: every access to `value` goes
-/// through ``withLock(_:)``.
+/// that the mutex did order. This lock is a pthread mutex, which TSan understands (and not NSLock,
+/// which is in full Foundation, not linked by the command-line binary). This is the one
+/// `@unchecked Sendable` that the lock itself justifies: every access to `value` goes through
+/// ``withLock(_:)``.
 public final class Locked<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    public init(_ value: Value) { self.value = value }
+    public init(_ value: Value) {
+        self.value = value
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
 
     /// Runs `body` with the value, holding the lock.
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
     }
+}
+
+/// A pthread mutex that can give up waiting: for callers that hold it across blocking calls with a
+/// deadline (the Secret Service connection), where NSLock's `lock(before:)` was used.
+public final class TimedLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    public init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Takes the lock, waiting at most `seconds`; false when the time ran out first.
+    public func lock(within seconds: Double) -> Bool {
+        if pthread_mutex_trylock(mutex) == 0 { return true }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let wait = max(0, seconds)
+        var total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + wait
+        if total > Double(Int.max / 2) { total = Double(Int.max / 2) }
+        var until = timespec(tv_sec: Int(total), tv_nsec: Int((total - total.rounded(.down)) * 1e9))
+        while true {
+            let result = pthread_mutex_timedlock(mutex, &until)
+            if result == 0 { return true }
+            if result != EINTR { return false }
+        }
+    }
+
+    public func unlock() { pthread_mutex_unlock(mutex) }
 }

@@ -55,7 +55,7 @@ public struct Plan: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 }
 
-import Foundation
+import FoundationEssentials
 
 extension StringProtocol {
     /// Without leading and trailing spaces and tabs. Pure Swift: Foundation's

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A user-chosen name for one signed-in account of one provider, such as `work` or `personal`.
 ///
@@ -57,7 +57,7 @@ public struct Slot: Hashable, Comparable, Sendable, CustomStringConvertible, Cod
     public init(from decoder: Decoder) throws {
         let raw = try decoder.singleValueContainer().decode(String.self)
         do { try self.init(raw) } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.localizedDescription))
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.userFacingDescription))
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The secret part of a sign-in: access, refresh and id tokens with the access token's expiry.
 ///

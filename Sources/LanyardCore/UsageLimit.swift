@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A usage cap the provider reported (the Chappie `UsageLimit`): from a 429 `usage_limit_reached`
 /// body or the usage endpoint.

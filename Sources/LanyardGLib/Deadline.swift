@@ -2,7 +2,8 @@
 
 import CLibsecret
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Owns one `GCancellable` reference; shared between an operation and its timer so the timer can
 /// never touch a freed object. `@unchecked`: the pointer never changes, and GCancellable is

@@ -1,7 +1,8 @@
 // Durable atomic replacement of a file (GLib's g_file_set_contents_full).
 
 import CLibsecret
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Whole-file writes that survive a crash or power cut at any moment.
 package enum DurableFile {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 import LanyardStore
 
@@ -43,9 +44,9 @@ public struct CodexAuthFile: Equatable, Sendable {
                                  refreshToken: try tokens.string("refresh_token"), accountID: try tokens.optionalString("account_id"),
                                  lastRefresh: last)
         } catch let error as JSONSyntaxError {
-            throw StoreError.corrupt(source: path, detail: "not valid JSON (\(error.localizedDescription))")
+            throw StoreError.corrupt(source: path, detail: "not valid JSON (\(error.userFacingDescription))")
         } catch let error as JSONShapeError {
-            throw StoreError.corrupt(source: path, detail: error.localizedDescription)
+            throw StoreError.corrupt(source: path, detail: error.userFacingDescription)
         }
     }
 
@@ -79,7 +80,7 @@ public struct CodexHome: Sendable {
     /// `--codex-home`, else `$CODEX_HOME`, else `~/.codex`.
     public init(explicit: String?, environment: [String: String]) {
         if let explicit { directory = explicit } else if let env = environment["CODEX_HOME"], !env.isEmpty { directory = env } else {
-            directory = (environment["HOME"] ?? NSHomeDirectory()) + "/.codex"
+            directory = (environment["HOME"] ?? PathText.passwordDatabaseHome()) + "/.codex"
         }
     }
 
@@ -91,8 +92,8 @@ public struct CodexHome: Sendable {
 
     /// Writes auth.json atomically at 0600. Codex requires its home to exist already.
     public func write(_ file: CodexAuthFile) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory else {
             throw IntegrationError.unsupported("Codex home \(directory) does not exist (create it, or run Codex once)")
         }
         try SecureFiles.atomicWrite(Data(file.json.serialized(pretty: true).utf8), to: authPath)
@@ -103,7 +104,7 @@ public struct CodexHome: Sendable {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { Int32($0) }.filter { pid in
             guard let comm = FileManager.default.contents(atPath: "/proc/\(pid)/comm") else { return false }
-            let name = String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let name = String(decoding: comm, as: UTF8.self).trimmingWhitespaceAndNewlines()
             return name == "codex" || name.hasPrefix("codex-")
         }
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// Docker's credential-helper protocol (docker-credential-helpers): the action is the first
@@ -26,7 +27,7 @@ public enum DockerCredential {
         guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == " " }) else {
             throw InputError(problem: "the server URL contains spaces or control characters")
         }
-        if let scheme = text.range(of: "://") {
+        if let scheme = text.firstRange(of: "://") {
             let name = text[..<scheme.lowerBound].lowercased()
             guard name == "https" || name == "http" else { throw InputError(problem: "the server URL's scheme is not http(s)") }
             text = String(text[scheme.upperBound...])

@@ -1,5 +1,6 @@
 import Age
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 import LanyardStore
 
@@ -50,7 +51,7 @@ public struct ExportBundle: JSONDocument, Equatable, Sendable {
     /// Encrypts the bundle to `recipients` (one scrypt recipient, or X25519 recipients).
     public func seal(to recipients: [any Recipient]) throws -> Data {
         do { return try Age.encrypt(jsonData(pretty: true), to: recipients) } catch {
-            throw BundleError(code: "bundle_encrypt", message: "cannot encrypt the bundle: \(error.localizedDescription)")
+            throw BundleError(code: "bundle_encrypt", message: "cannot encrypt the bundle: \(error.userFacingDescription)")
         }
     }
 
@@ -64,7 +65,7 @@ public struct ExportBundle: JSONDocument, Equatable, Sendable {
                 : types.contains("scrypt") ? " (it is passphrase-encrypted: leave out --identity)" : ""
             throw BundleError(code: "bundle_no_identity", message: "no identity opens \(source)\(hint)")
         } catch {
-            throw BundleError(code: "bundle_corrupt", message: "\(source) is damaged, truncated or was tampered with (\(error.localizedDescription)); nothing was imported")
+            throw BundleError(code: "bundle_corrupt", message: "\(source) is damaged, truncated or was tampered with (\(error.userFacingDescription)); nothing was imported")
         }
         do { return try decode(plain, source: source) } catch {
             throw BundleError(code: "bundle_corrupt", message: "\(source) is not a valid Lanyard bundle: \(error.detail); nothing was imported")

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// git's credential-helper protocol (gitcredentials(7), git-credential(1)): `key=value` lines on

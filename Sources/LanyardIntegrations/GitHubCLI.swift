@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -39,7 +40,7 @@ public struct GitHubCLI: Sendable {
         } else if let xdg = environment["XDG_CONFIG_HOME"], !xdg.isEmpty {
             configDirectory = xdg + "/gh"
         } else {
-            configDirectory = (environment["HOME"] ?? NSHomeDirectory()) + "/.config/gh"
+            configDirectory = (environment["HOME"] ?? PathText.passwordDatabaseHome()) + "/.config/gh"
         }
         self.executable = executable ?? Self.findExecutable(path: environment["PATH"])
     }
@@ -95,22 +96,13 @@ public struct GitHubCLI: Sendable {
     /// are hidden from it.
     public func token(for account: Account) throws -> String? {
         guard let executable else { return account.fileToken }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["auth", "token", "--hostname", account.host]
         var env = environment.filter { !["GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GH_HOST"].contains($0.key) }
         env["GH_CONFIG_DIR"] = configDirectory
         env["GH_PROMPT_DISABLED"] = "1"
-        process.environment = env
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return account.fileToken }
-        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try Subprocess.run(executable, ["auth", "token", "--hostname", account.host], environment: env,
+                                     stdout: .capture, stderr: .discard)
+        guard run.status == 0 else { return account.fileToken }
+        let token = String(decoding: run.stdout, as: UTF8.self).trimmingWhitespaceAndNewlines()
         return token.isEmpty ? account.fileToken : token
     }
 }

@@ -1,5 +1,6 @@
 import Age
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// Every slot's credential in one age v1 file, `$XDG_DATA_HOME/lanyard/store.age`, encrypted to
@@ -72,7 +73,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
         let identityPath: String
         if let passphrase {
             do { identityFile = try Age.encrypt(Data(identityText.utf8), to: [try ScryptRecipient(passphrase: passphrase, workFactor: workFactor)], armored: true) } catch {
-                throw StoreError.io(path: protectedIdentityPath, detail: "cannot encrypt the identity: \(error.localizedDescription)")
+                throw StoreError.io(path: protectedIdentityPath, detail: "cannot encrypt the identity: \(error.userFacingDescription)")
             }
             identityPath = protectedIdentityPath
         } else {
@@ -111,7 +112,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
         do { identityText = try Age.decrypt(sealed, with: [try ScryptIdentity(passphrase: passphrase)]) } catch .incorrectPassphrase {
             throw StoreError.wrongPassphrase
         } catch {
-            throw StoreError.corrupt(source: protectedIdentityPath, detail: error.localizedDescription)
+            throw StoreError.corrupt(source: protectedIdentityPath, detail: error.userFacingDescription)
         }
         return try parseIdentity(identityText, source: protectedIdentityPath)
     }
@@ -152,7 +153,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
             }
             return first
         } catch let error as AgeError {
-            throw StoreError.corrupt(source: source, detail: error.localizedDescription)
+            throw StoreError.corrupt(source: source, detail: error.userFacingDescription)
         }
     }
 
@@ -162,7 +163,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
         }
         let plain: Data
         do { plain = try Age.decrypt(sealed, with: [identity]) } catch {
-            throw StoreError.corrupt(source: storePath, detail: error.localizedDescription)
+            throw StoreError.corrupt(source: storePath, detail: error.userFacingDescription)
         }
         do { return try StoreDocument.decode(plain, source: storePath) } catch {
             throw StoreError.corrupt(source: storePath, detail: error.detail)
@@ -172,7 +173,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
     func write(_ document: StoreDocument, identity: X25519Identity) throws {
         let sealed: Data
         do { sealed = try Age.encrypt(document.jsonData(), to: [identity.recipient]) } catch {
-            throw StoreError.io(path: storePath, detail: "cannot encrypt: \(error.localizedDescription)")
+            throw StoreError.io(path: storePath, detail: "cannot encrypt: \(error.userFacingDescription)")
         }
         try SecureFiles.atomicWrite(sealed, to: storePath, keepPrevious: true)
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// The event log (`$XDG_STATE_HOME/lanyard/events.jsonl`): one JSON object a line for refreshes,

@@ -1,5 +1,6 @@
 import CKeyutils
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// The kernel user keyring (keyutils): where an unlocked file-store identity waits, with a timeout,

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// What happened (or, in a dry run, would happen) to one slot in a ``Migration``.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// Where passphrases come from — never argv: a file named by `LANYARD_PASSPHRASE_FILE`, the
@@ -42,17 +43,12 @@ public struct PassphraseReader: Sendable {
     }
 
     func askpass(_ program: String, prompt: String) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", "exec \"$0\" \"$1\"", program, prompt]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardInput = FileHandle.nullDevice
-        do { try p.run() } catch { throw PassphraseError("cannot run LANYARD_ASKPASS (\(program))") }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw PassphraseError("LANYARD_ASKPASS exited with status \(p.terminationStatus)") }
-        return try firstLine(data, source: "LANYARD_ASKPASS")
+        let run: Subprocess.Result
+        do {
+            run = try Subprocess.run("/bin/sh", ["-c", "exec \"$0\" \"$1\"", program, prompt], stdout: .capture)
+        } catch { throw PassphraseError("cannot run LANYARD_ASKPASS (\(program))") }
+        guard run.status == 0 else { throw PassphraseError("LANYARD_ASKPASS exited with status \(run.status)") }
+        return try firstLine(Data(run.stdout), source: "LANYARD_ASKPASS")
     }
 
     /// Reads from /dev/tty with echo off, restoring the terminal even on error.
@@ -67,15 +63,15 @@ public struct PassphraseReader: Sendable {
         var silent = original
         silent.c_lflag &= ~tcflag_t(ECHO)
         silent.c_lflag |= tcflag_t(ICANON)
-        _ = prompt.withCString { Foundation.write(fd, $0, strlen($0)) }
+        _ = prompt.withCString { Glibc.write(fd, $0, strlen($0)) }
         tcsetattr(fd, TCSAFLUSH, &silent)
         defer {
             tcsetattr(fd, TCSAFLUSH, &original)
-            _ = Foundation.write(fd, "\n", 1)
+            _ = Glibc.write(fd, "\n", 1)
         }
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
-        while Foundation.read(fd, &byte, 1) == 1 {
+        while Glibc.read(fd, &byte, 1) == 1 {
             if byte == 0x0a || byte == 0x0d { break }
             bytes.append(byte)
         }

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import LanyardCore
 
 /// Where Lanyard keeps its files, from the XDG base-directory variables (with their documented
 /// defaults under `$HOME`). Built from an injected environment so tests never touch real folders.
@@ -25,7 +27,7 @@ public struct Paths: Hashable, Sendable {
 
     /// Paths from an environment; relative XDG values are ignored, as the spec requires.
     public init(environment env: [String: String]) {
-        let home = env["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = env["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? PathText.passwordDatabaseHome()
         func base(_ name: String, _ fallback: String) -> String {
             if let v = env[name], v.hasPrefix("/") { return v }
             return home + "/" + fallback

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// `.lanyard` files pin a slot to a directory tree: the nearest one walking up from the working
@@ -41,7 +42,7 @@ public enum PinFile {
                 lookup.ignored.append((candidate, refusal.reason))
             }
             if dir == "/" || dir.isEmpty { return lookup }
-            dir = (dir as NSString).deletingLastPathComponent
+            dir = PathText.parent(of: dir)
         }
     }
 
@@ -69,7 +70,7 @@ public enum PinFile {
             return .failure(Refusal(reason: "is in \(folder), which anyone may write to"))
         }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard n >= 0 else { return .failure(Refusal(reason: "cannot be read (\(String(cString: strerror(errno))))")) }
         return .success(String(decoding: buffer[0..<n], as: UTF8.self))
     }

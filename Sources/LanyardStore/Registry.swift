@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// What the registry knows about one slot: everything `list` and `status` show, nothing secret.
@@ -89,7 +90,7 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
                 do throws(JSONShapeError) { slots[slot] = try SlotRecord(json: try JSONFields(value, path: ".slots." + name)) } catch { slotError = error }
             })
         } catch {
-            throw DecodeError(source: source, detail: "not valid JSON (\(error.localizedDescription))")
+            throw DecodeError(source: source, detail: "not valid JSON (\(error.userFacingDescription))")
         }
         // The checks of init(json:), in its order: the version, the slots, each slot, the active slot.
         do throws(JSONShapeError) {
@@ -110,7 +111,7 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
             }
             return document
         } catch {
-            throw DecodeError(source: source, detail: error.localizedDescription)
+            throw DecodeError(source: source, detail: error.userFacingDescription)
         }
     }
 
@@ -243,7 +244,7 @@ public struct Registry: Sendable {
                 // A newer Lanyard's registry is not corrupt: leave it alone.
                 throw StoreError.corrupt(source: path, detail: error.detail)
             }
-            let stamp = RFC3339.string(from: Date()).replacingOccurrences(of: ":", with: "")
+            let stamp = RFC3339.string(from: Date()).replacing(":", with: "")
             let moved = SecureFiles.moveAside(path, suffix: "corrupt-\(stamp)")
             throw RegistryError.corrupt(path: path, movedTo: moved, detail: error.detail)
         }

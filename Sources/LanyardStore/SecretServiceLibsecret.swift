@@ -3,7 +3,8 @@
 // from LanyardGLib. Every blocking call takes the operation's Deadline.
 
 import CLibsecret
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 import LanyardGLib
 
@@ -107,7 +108,7 @@ final class KeyringConnection: @unchecked Sendable {
     // All mutable state is guarded by `lock`.
     static let shared = KeyringConnection()
 
-    private let lock = NSLock()
+    private let lock = TimedLock()
     private var service: GObjectReference?
     /// The unique bus name that owned the service when `service` was made.
     private var owner: String?
@@ -133,7 +134,7 @@ final class KeyringConnection: @unchecked Sendable {
         func nonEmpty(_ key: String) -> String? { env(key).flatMap { $0.isEmpty ? nil : $0 } }
         // GLib's g_get_user_runtime_dir(): XDG_RUNTIME_DIR, else the user cache directory.
         let runtime = nonEmpty("XDG_RUNTIME_DIR") ?? nonEmpty("XDG_CACHE_HOME")
-            ?? ((nonEmpty("HOME") ?? NSHomeDirectory()) + "/.cache")
+            ?? ((nonEmpty("HOME") ?? PathText.passwordDatabaseHome()) + "/.cache")
         let socket = runtime + "/bus"
         if FileManager.default.fileExists(atPath: socket) { return nil }
         return "DBUS_SESSION_BUS_ADDRESS is not set and \(socket) does not exist"
@@ -166,7 +167,7 @@ final class KeyringConnection: @unchecked Sendable {
             if !activatable { throw .noService("nothing owns \(name) and the bus cannot start it") }
         }
 
-        guard lock.lock(before: Date(timeIntervalSinceNow: deadline.remaining)) else { throw .timedOut }
+        guard lock.lock(within: deadline.remaining) else { throw .timedOut }
         defer { lock.unlock() }
         if let service, let owner, owner == currentOwner {
             return KeyringService(service: service, bus: bus, busName: name)
@@ -267,7 +268,7 @@ final class KeyringService: @unchecked Sendable {
     func ownerProcessName(deadline: Deadline) -> String? {
         guard let pid = try? bus.processID(of: busName, deadline: deadline), pid > 0,
               let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
-        let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+        let name = comm.trimmingWhitespaceAndNewlines()
         return name.isEmpty ? nil : name
     }
 

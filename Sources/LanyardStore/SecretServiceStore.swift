@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 import LanyardGLib
 
@@ -38,7 +39,7 @@ public final class SecretServiceStore: CredentialStore {
     public let collection: String?
 
     // Serializes this store's writes so two threads cannot both create an item for one slot.
-    private let writeLock = NSLock()
+    private let writeLock = TimedLock()
 
     /// A store whose calls each give up after `timeout` seconds.
     /// - Parameter collection: an alias or object path for new items; nil uses the `default` alias.
@@ -187,7 +188,7 @@ public final class SecretServiceStore: CredentialStore {
         } catch {
             let problem = storeError(error, operation: "health check", deadline: deadline)
             return StoreHealth(backend: kind, reachable: false, locked: false, persistent: false, location: nil,
-                               problem: problem.localizedDescription)
+                               problem: problem.userFacingDescription)
         }
     }
 
@@ -216,7 +217,7 @@ public final class SecretServiceStore: CredentialStore {
         }
         do {
             if exclusive {
-                guard writeLock.lock(before: Date(timeIntervalSinceNow: deadline.remaining)) else {
+                guard writeLock.lock(within: deadline.remaining) else {
                     throw KeyringFailure.timedOut
                 }
             }
@@ -234,7 +235,7 @@ public final class SecretServiceStore: CredentialStore {
         let backend = Self.backendName
         if let error = error as? StoreError { return error }
         guard let failure = error as? KeyringFailure else {
-            return .io(path: backend, detail: "\(operation): \(error.localizedDescription)")
+            return .io(path: backend, detail: "\(operation): \(error.userFacingDescription)")
         }
         switch failure {
         case .noBus(let reason):

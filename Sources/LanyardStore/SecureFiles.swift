@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 import LanyardGLib
 
@@ -11,12 +12,12 @@ public enum SecureFiles {
         var st = stat()
         if lstat(path, &st) != 0 {
             guard errno == ENOENT else { throw .io(path: path, detail: String(cString: strerror(errno))) }
-            let parent = (path as NSString).deletingLastPathComponent
+            let parent = PathText.parent(of: path)
             if !parent.isEmpty, parent != path, access(parent, F_OK) != 0 {
                 // Parents follow the XDG convention (0700 is right for them too).
                 do { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
                                                              attributes: [.posixPermissions: 0o700]) } catch {
-                    throw .io(path: parent, detail: "cannot create folder: \(error.localizedDescription)")
+                    throw .io(path: parent, detail: "cannot create folder: \(error.userFacingDescription)")
                 }
             }
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
@@ -57,7 +58,7 @@ public enum SecureFiles {
     public static func read(_ path: String, mapped: Bool = false) throws(StoreError) -> Data? {
         guard try checkFile(path) else { return nil }
         do { return try Data(contentsOf: URL(fileURLWithPath: path), options: mapped ? .alwaysMapped : []) } catch {
-            throw .io(path: path, detail: "cannot read: \(error.localizedDescription)")
+            throw .io(path: path, detail: "cannot read: \(error.userFacingDescription)")
         }
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCLI
 
 exit(lanyardMain(transportFactory: nil))

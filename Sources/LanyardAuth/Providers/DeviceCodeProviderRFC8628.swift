@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// Any OAuth provider with RFC 8628 device authorization: endpoints from config or from OIDC
@@ -66,7 +67,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
                 interval: max(0, try json.optionalNumber("interval") ?? 5), expiresAt: clock.now() + expiresIn,
                 deviceCode: try json.string("device_code"))
         } catch {
-            throw .invalidResponse("\(step): \(error.localizedDescription)")
+            throw .invalidResponse("\(step): \(error.userFacingDescription)")
         }
     }
 
@@ -96,7 +97,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
 
     public func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
         let endpoints: Endpoints
-        do { endpoints = try await self.endpoints() } catch { throw .transient(error.localizedDescription) }
+        do { endpoints = try await self.endpoints() } catch { throw .transient(error.userFacingDescription) }
         return try await ProviderSupport.refreshResult(transport, .form(endpoints.token, [
             ("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", config.clientID),
         ]))

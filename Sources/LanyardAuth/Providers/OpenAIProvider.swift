@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 /// ChatGPT sign-in as the Codex CLI speaks it: a device code from

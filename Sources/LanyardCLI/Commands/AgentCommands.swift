@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAgent
 import LanyardAuth
 import LanyardCore
@@ -108,6 +109,23 @@ enum AgentCommands {
             .filter { !$0.isEmpty }.joined(separator: "  "))
     }
 
+    /// The bytes of `path` from `offset` to its end, or nil when it cannot be opened.
+    static func bytes(of path: String, from offset: Int) -> Data? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var position = off_t(offset)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, position) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return data }
+            data.append(contentsOf: chunk[..<n])
+            position += off_t(n)
+        }
+    }
+
     /// Prints lines appended to the log until killed, following rotation (inotify on the folder).
     static func follow(_ log: EventLog, _ inv: Invocation) {
         try? SecureFiles.ensureDirectory(inv.paths.stateDirectory)
@@ -123,10 +141,7 @@ enum AgentCommands {
                 offset = 0
                 pending = Data()
             }
-            if let handle = FileHandle(forReadingAtPath: log.path) {
-                try? handle.seek(toOffset: UInt64(offset))
-                let data = handle.readDataToEndOfFile()
-                try? handle.close()
+            if let data = bytes(of: log.path, from: offset) {
                 offset += data.count
                 pending += data
                 if let last = pending.lastIndex(of: 0x0a) {

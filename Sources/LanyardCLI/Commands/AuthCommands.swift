@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -74,8 +75,8 @@ enum AuthCommands {
                 }
             } catch let error as any LanyardError where slots.count > 1 {
                 results.append(.object(["slot": .string(slot.name), "ok": .bool(false),
-                                        "error": .object(["code": .string(error.code), "message": .string(error.localizedDescription)])]))
-                if !inv.json { inv.stderr.line("lanyard: \(slot.name): \(error.localizedDescription)") }
+                                        "error": .object(["code": .string(error.code), "message": .string(error.userFacingDescription)])]))
+                if !inv.json { inv.stderr.line("lanyard: \(slot.name): \(error.userFacingDescription)") }
                 if worst == .ok { worst = error.exitStatus }
             }
         }
@@ -150,11 +151,8 @@ final class SignInProgress: Sendable {
     }
 
     static func open(_ url: URL, err: TextSink) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["xdg-open", url.absoluteString]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        do { try p.run() } catch { err.line("lanyard: could not run xdg-open; open the URL yourself") }
+        do {
+            try Subprocess.run("/usr/bin/env", ["xdg-open", url.absoluteString], stdout: .discard, stderr: .discard, wait: false)
+        } catch { err.line("lanyard: could not run xdg-open; open the URL yourself") }
     }
 }

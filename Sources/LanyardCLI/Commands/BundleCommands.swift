@@ -1,5 +1,6 @@
 import Age
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
@@ -32,7 +33,7 @@ enum BundleCommands {
         if !x25519.isEmpty {
             recipients = try x25519.map { raw in
                 do { return try X25519Recipient(raw) } catch {
-                    throw UsageError(message: "--recipient \(raw) is not an age X25519 public key: \(error.localizedDescription)", command: "export")
+                    throw UsageError(message: "--recipient \(raw) is not an age X25519 public key: \(error.userFacingDescription)", command: "export")
                 }
             }
         } else {
@@ -46,7 +47,7 @@ enum BundleCommands {
             let passphrase = try PassphraseReader(environment: inv.context.environment)
                 .read(prompt: "Passphrase for the export bundle: ", confirm: true)
             do { sealRecipients = [try ScryptRecipient(passphrase: passphrase)] } catch {
-                throw BundleError(code: "bundle_encrypt", message: "cannot use that passphrase: \(error.localizedDescription)")
+                throw BundleError(code: "bundle_encrypt", message: "cannot use that passphrase: \(error.userFacingDescription)")
             }
         } else {
             sealRecipients = recipients
@@ -95,12 +96,12 @@ enum BundleCommands {
                 throw UsageError(message: "cannot read the identity file \(identityFile)", command: "import")
             }
             do { identities = try Age.parseIdentityFile(String(decoding: text, as: UTF8.self)) } catch {
-                throw UsageError(message: "\(identityFile) is not an age identity file: \(error.localizedDescription)", command: "import")
+                throw UsageError(message: "\(identityFile) is not an age identity file: \(error.userFacingDescription)", command: "import")
             }
         } else {
             let passphrase = try PassphraseReader(environment: inv.context.environment).read(prompt: "Passphrase for \(source): ")
             do { identities = [try ScryptIdentity(passphrase: passphrase)] } catch {
-                throw BundleError(code: "wrong_passphrase", message: "cannot use that passphrase: \(error.localizedDescription)")
+                throw BundleError(code: "wrong_passphrase", message: "cannot use that passphrase: \(error.userFacingDescription)")
             }
         }
         let bundle = try ExportBundle.open(file, with: identities, source: source)

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
@@ -27,7 +28,7 @@ enum CredentialHelperCommands {
             return try dockerAction(inv)
         } catch let error as any LanyardError {
             // The protocol's clients read a helper's error from its stdout.
-            inv.stdout.line(TerminalText.escaped(error.localizedDescription))
+            inv.stdout.line(TerminalText.escaped(error.userFacingDescription))
             return error.exitStatus
         }
     }

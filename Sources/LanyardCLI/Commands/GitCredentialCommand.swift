@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
@@ -96,18 +97,13 @@ enum GitCredentialCommand {
     }
 
     static func runGit(_ args: [String], _ inv: Invocation) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["git"] + args
-        p.environment = inv.context.environment
-        p.standardInput = FileHandle.nullDevice
-        let err = Pipe()
-        p.standardError = err
-        do { try p.run() } catch { throw UsageError(message: "cannot run git: \(error.localizedDescription)", command: inv.spec.name) }
-        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw GitSetupError(message: "git config failed (status \(p.terminationStatus)): \(message.trimmingCharacters(in: .whitespacesAndNewlines))")
+        let run: Subprocess.Result
+        do {
+            run = try Subprocess.run("/usr/bin/env", ["git"] + args, environment: inv.context.environment, stderr: .capture)
+        } catch { throw UsageError(message: "cannot run git: \(error.userFacingDescription)", command: inv.spec.name) }
+        guard run.status == 0 else {
+            let message = String(decoding: run.stderr, as: UTF8.self)
+            throw GitSetupError(message: "git config failed (status \(run.status)): \(TerminalText.escaped(message.trimmingWhitespaceAndNewlines()))")
         }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
@@ -38,7 +39,7 @@ enum BestSlotView {
             case .notSignedIn(let state): reason = "skipped: \(state.description)"
             }
             reasons.append(.object(["slot": .string(candidate.slot.name), "used_percent": used, "reason": .string(reason)]))
-            if !inv.json { inv.stdout.line("  \(candidate.slot.name.padding(toLength: 16, withPad: " ", startingAt: 0))\(reason)") }
+            if !inv.json { inv.stdout.line("  \(candidate.slot.name.padded(toWidth: 16))\(reason)") }
         }
         let chosen = try choice.chosen()
         if !inv.json { inv.stdout.line("Choosing \(chosen.slot.name): the most headroom (\(Int((chosen.usedPercent ?? 0).rounded()))% used).") }
@@ -131,7 +132,7 @@ enum IntegrationCommands {
                     inv.stderr.line("lanyard: stored the tokens the command rotated in \(slot.name)")
                 }
             } catch {
-                inv.stderr.line("lanyard: could not copy rotated tokens back into \(slot.name): \(error.localizedDescription)")
+                inv.stderr.line("lanyard: could not copy rotated tokens back into \(slot.name): \(error.userFacingDescription)")
             }
         }
         if status == 0 { return .ok }
@@ -160,7 +161,7 @@ enum Environment {
     }
 
     /// Single-quoted for POSIX shells and fish.
-    static func quote(_ value: String) -> String { "'" + value.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+    static func quote(_ value: String) -> String { "'" + value.replacing("'", with: "'\\''") + "'" }
 
     /// A new 0700 folder under `$XDG_RUNTIME_DIR/lanyard/exec/`.
     static func privateDirectory(paths: Paths, slot: Slot) throws -> String {

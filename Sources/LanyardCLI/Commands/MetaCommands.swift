@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardCore
 
 enum MetaCommands {
@@ -56,7 +57,7 @@ enum MetaCommands {
 
         """
         for c in Lanyard.commands where !c.hidden {
-            out += "  " + c.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + c.summary + "\n"
+            out += "  " + c.name.padded(toWidth: width + 2) + c.summary + "\n"
         }
         out += """
 
@@ -79,7 +80,7 @@ enum MetaCommands {
             return (short + "--" + f.name + (f.value.map { " \($0)" } ?? ""), f.help)
         }
         let width = rendered.map(\.0.count).max() ?? 0
-        for (left, right) in rendered { out += "  " + left.padding(toLength: width + 2, withPad: " ", startingAt: 0) + right + "\n" }
+        for (left, right) in rendered { out += "  " + left.padded(toWidth: width + 2) + right + "\n" }
         return out
     }
 }

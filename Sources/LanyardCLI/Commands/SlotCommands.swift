@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAgent
 import LanyardCore
 import LanyardStore
@@ -145,7 +146,7 @@ enum SlotCommands {
             if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
             if let rule { lines.append(("chosen by", rule.explanation)) }
             inv.stdout.line(s.bold(slot.name) + (slot == active ? " (active)" : ""))
-            for (key, value) in lines { inv.stdout.line("  " + key.padding(toLength: 13, withPad: " ", startingAt: 0) + value) }
+            for (key, value) in lines { inv.stdout.line("  " + key.padded(toWidth: 13) + value) }
         }
         switch record.state {
         case .signedOut: return .notSignedIn
@@ -223,6 +224,6 @@ enum SlotCommands {
     }
 
     static func parseSlot(_ raw: String, _ inv: Invocation) throws -> Slot {
-        do { return try Slot(raw) } catch { throw UsageError(message: error.localizedDescription, command: inv.spec.name) }
+        do { return try Slot(raw) } catch { throw UsageError(message: error.userFacingDescription, command: inv.spec.name) }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -91,5 +92,5 @@ enum DoctorView {
         }
     }
 
-    private static func column(_ text: String) -> String { text.padding(toLength: 16, withPad: " ", startingAt: 0) }
+    private static func column(_ text: String) -> String { text.padded(toWidth: 16) }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
@@ -31,13 +32,13 @@ enum UsageCommand {
             } catch let error as any LanyardError {
                 guard slots.count > 1 || inv.json else { throw error }
                 var entry: [String: JSONValue] = ["slot": .string(slot.name),
-                                                  "error": .object(["code": .string(error.code), "message": .string(error.localizedDescription)])]
+                                                  "error": .object(["code": .string(error.code), "message": .string(error.userFacingDescription)])]
                 if case ClientError.usageLimitReached(let limit) = error {
                     entry["limit_reached"] = .bool(true)
                     entry["resets_at"] = .date(limit.resetsAt)
                 }
                 results.append(.object(entry))
-                if !inv.json { inv.stdout.line("\(inv.style.bold(slot.name))  \(inv.style.yellow(error.localizedDescription))") }
+                if !inv.json { inv.stdout.line("\(inv.style.bold(slot.name))  \(inv.style.yellow(error.userFacingDescription))") }
                 if worst == .ok { worst = error.exitStatus }
             }
         }
@@ -65,7 +66,7 @@ enum UsageCommand {
             let resets = window.resetsAt.map { "resets " + RelativeTime.describe($0, now: inv.now) } ?? ""
             let whole = "\(Int(window.usedPercent.rounded()))%"
             let percent = String(repeating: " ", count: max(0, 4 - whole.count)) + whole
-            inv.stdout.line("  " + name.padding(toLength: 12, withPad: " ", startingAt: 0) + bar(window.usedPercent, s) + "  \(percent)  \(resets)")
+            inv.stdout.line("  " + name.padded(toWidth: 12) + bar(window.usedPercent, s) + "  \(percent)  \(resets)")
         }
     }
 

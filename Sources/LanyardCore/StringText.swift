@@ -1,0 +1,37 @@
+// String helpers that NSString used to provide, for code that links FoundationEssentials only.
+
+extension String {
+    /// Without leading and trailing white space and line breaks (as Unicode defines them).
+    public func trimmingWhitespaceAndNewlines() -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        return String(scalars[first...last])
+    }
+
+    /// Padded with spaces to `width` Characters; a longer string keeps all of it and gets one space,
+    /// so a column never runs into the next one and nothing is cut off.
+    public func padded(toWidth width: Int) -> String {
+        count < width ? self + String(repeating: " ", count: width - count) : self + " "
+    }
+
+    /// Percent-encoded for an `application/x-www-form-urlencoded` body or a URL query value: the
+    /// UTF-8 bytes of everything but ASCII letters, digits and `-._~` as `%XX` (RFC 3986 §2.3).
+    public func percentEncodedUnreserved() -> String {
+        var out = ""
+        out.reserveCapacity(utf8.count)
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".unicodeScalars)
+                out.unicodeScalars.append("%")
+                out.unicodeScalars.append(hex[Int(byte >> 4)])
+                out.unicodeScalars.append(hex[Int(byte & 0xF)])
+            }
+        }
+        return out
+    }
+}
