@@ -3,7 +3,12 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 # The release that ships (make install, make deb) and that make bench measures: static Swift
 # runtime, BIND_NOW and RELRO (PIE is the default), no RUNPATH=$ORIGIN (no private libraries).
-RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
+# GLib's headers come from pkg-config, which also adds -lglib-2.0 ahead of anything --as-needed could
+# drop; the release build reads a glib-2.0.pc that gives the headers only, so the binaries do not
+# load GLib at start-up (Sources/CLazyLibraries loads it on first use).
+GLIB_HEADERS = $(CURDIR)/.build/pkgconfig-headers
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now \
+	--pkg-config-path $(GLIB_HEADERS)
 export LANYARD_SOURCE_ROOT := $(CURDIR)
 
 .PHONY: all deps build release check test demo bench fuzz install uninstall deb clean
@@ -12,6 +17,10 @@ all: build
 
 deps:
 	@scripts/deps.sh
+	@mkdir -p $(GLIB_HEADERS)
+	@{ echo 'Name: glib-2.0'; echo 'Description: GLib headers only (loaded on first use by CLazyLibraries)'; \
+	   echo "Version: $$(pkg-config --modversion glib-2.0)"; echo "Cflags: $$(pkg-config --cflags glib-2.0)"; \
+	   echo 'Libs:'; } > $(GLIB_HEADERS)/glib-2.0.pc.new && mv $(GLIB_HEADERS)/glib-2.0.pc.new $(GLIB_HEADERS)/glib-2.0.pc
 
 build: deps
 	@$(SWIFT) build --quiet

@@ -14,19 +14,21 @@ let package = Package(
         // C libraries from Debian, through pkg-config. Module maps only; Swift wrappers live in
         // the layer that uses them (GLib's and GIO's all in LanyardGLib).
         // GLib and GIO headers (GIO's live in GLib's folder) and the part of libsecret's API Lanyard
-        // uses (lanyard-secret.h); only GLib is linked: libsecret, GIO and GObject are loaded on
-        // first use by CLibsecretLoader.
+        // uses (lanyard-secret.h). Nothing is linked at start-up: CLazyLibraries loads them on
+        // first use (the Makefile's --as-needed drops the -lglib-2.0 that pkg-config adds).
         .systemLibrary(name: "CLibsecret", pkgConfig: "glib-2.0",
                        providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
-        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
-        .systemLibrary(name: "CKeyutils", pkgConfig: "libkeyutils", providers: [.apt(["libkeyutils-dev"])]),
+        // Declarations only (the headers are in /usr/include; nothing is linked): CLazyLibraries
+        // loads libsodium and libkeyutils on first use.
+        .systemLibrary(name: "CSodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CKeyutils", providers: [.apt(["libkeyutils-dev"])]),
         // Declarations only (qrencode.h is in /usr/include; no pkgConfig, so nothing is linked):
         // LanyardCLI's QRCode loads libqrencode with dlopen when `login --qr` draws a code.
         .systemLibrary(name: "CQrencode", providers: [.apt(["libqrencode-dev"])]),
 
-        // Loads libsecret, GIO and GObject on first use, so commands that never touch the keyring
-        // do not pay for loading them (about 1.2 ms at every start).
-        .target(name: "CLibsecretLoader", dependencies: ["CLibsecret"]),
+        // Loads GLib, libsecret (with GIO and GObject), libsodium and libkeyutils on first use, so a
+        // command pays only for the libraries it calls (see Sources/CLazyLibraries/lazy.h).
+        .target(name: "CLazyLibraries", dependencies: ["CLibsecret", "CSodium", "CKeyutils"]),
 
         // Every GLib and GIO call (errors, key files, durable writes, GDBus, deadlines) behind a
         // Swift API; libsecret's own calls stay in LanyardStore's SecretServiceLibsecret.swift.
@@ -34,11 +36,11 @@ let package = Package(
         // dlopen when a stream first opens a WebSocket, so no binary links it.
         .target(name: "CWebSocket"),
 
-        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLibsecretLoader"]),
+        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries"]),
 
         .target(name: "LanyardCore"),
-        .target(name: "Age", dependencies: ["CSodium"]),
-        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "LanyardGLib", "CLibsecret", "CKeyutils"]),
+        .target(name: "Age", dependencies: ["CSodium", "CLazyLibraries"]),
+        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardGLib"]),

@@ -26,6 +26,23 @@ pass "make install PREFIX=$prefix: $(find "$root" -type f ! -name install.log | 
 grep -q "ExecStart=$prefix/bin/lanyard agent" "$dest/lib/systemd/user/lanyard-agent.service" || fail "the agent unit does not run $prefix/bin/lanyard"
 pass "units run $prefix/bin/lanyard"
 
+# The shipped binaries load GLib, libsecret, libsodium and libkeyutils on first use, never at start.
+for bin in bin/lanyard lib/lanyard/lanyard-net; do
+    eager=$(readelf -d "$dest/$bin" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | grep -E 'glib|gio|gobject|secret|sodium|keyutils|qrencode|websockets' || true)
+    [ -z "$eager" ] || fail "$bin links $eager at start-up (they are loaded on first use)"
+done
+pass "bin/lanyard and lanyard-net load GLib, libsecret, libsodium and libkeyutils on first use"
+# ...and a file-store token, which needs all but libsecret, still works.
+fhome="$root/filehome"; mkdir -p "$fhome/config/lanyard"
+printf '[store]\nbackend = file\n' > "$fhome/config/lanyard/config.ini"
+fenv() { env -i HOME="$fhome" XDG_CONFIG_HOME="$fhome/config" XDG_DATA_HOME="$fhome/data" XDG_STATE_HOME="$fhome/state" \
+    XDG_RUNTIME_DIR="$fhome/run" PATH=/usr/bin:/bin "$@"; }
+printf 'install test passphrase\n' > "$fhome/pass"; chmod 600 "$fhome/pass"
+out=$(fenv LANYARD_PASSPHRASE_FILE="$fhome/pass" "$dest/bin/lanyard" store init 2>&1) || fail "installed lanyard: store init (file store) failed: $out"
+out=$(fenv "$dest/bin/lanyard" store status 2>&1) || fail "installed lanyard: store status failed: $out"
+fenv "$dest/bin/lanyard" store lock >/dev/null 2>&1 || true
+pass "installed lanyard creates and opens a file store (GLib, libsodium and libkeyutils loaded on demand)"
+
 # A network command from the installed layout execs ../lib/lanyard/lanyard-net.
 home="$root/home"; mkdir -p "$home"
 status=0

@@ -1,5 +1,5 @@
 // The part of libsecret's API Lanyard uses, declared here so that building Lanyard needs only
-// GLib's headers and links only GLib: libsecret is loaded on first use (CLibsecretLoader). The
+// GLib's headers and links nothing: libsecret is loaded on first use (CLazyLibraries). The
 // values and prototypes are libsecret's ABI (the two `_for_dbus_path…` calls are from secret-paths.h,
 // which libsecret calls unstable API but has exported unchanged since 0.7); LazyLibsecretTests compiles them against
 // libsecret's own headers, so a difference fails the build of the tests, not a user's keyring.

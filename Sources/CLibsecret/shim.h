@@ -1,5 +1,5 @@
-// GLib, GIO and libsecret in one module so their types are not imported twice. Only GLib is
-// linked; libsecret, GIO and GObject are loaded on first use (CLibsecretLoader).
+// GLib, GIO and libsecret in one module so their types are not imported twice. None is linked at
+// start-up: CLazyLibraries loads each on first use.
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <gio/gio.h>

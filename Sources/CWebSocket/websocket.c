@@ -1,6 +1,6 @@
 // A blocking WebSocket client over libwebsockets, for LanyardNetwork's streaming transport.
 //
-// libwebsockets is opened with dlopen on first use (like libsecret in CLibsecretLoader): the
+// libwebsockets is opened with dlopen on first use (like libsecret in CLazyLibraries): the
 // binaries link none of it, so only a process that streams over WebSocket pays for loading it and
 // OpenSSL. Each handle owns one lws context with one client connection, driven by the calling
 // thread; lws_cancel_service wakes that thread from any other.

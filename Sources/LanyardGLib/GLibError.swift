@@ -1,7 +1,7 @@
 // LanyardGLib: the one module that calls GLib and GIO (libsecret's own calls stay in
 // LanyardStore/SecretServiceLibsecret.swift). No C type leaves it: its API speaks Swift.
 //
-// GIO is loaded on first use (CLibsecretLoader), so nothing here may call a GIO function on a
+// GIO is loaded on first use (CLazyLibraries), so nothing here may call a GIO function on a
 // path that plain GLib work (key files, durable writes) can take.
 
 import CLibsecret

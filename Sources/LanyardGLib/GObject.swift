@@ -1,9 +1,9 @@
 // GObject references and the lazy loading of GIO, GObject and libsecret.
 
 import CLibsecret
-import CLibsecretLoader
+import CLazyLibraries
 
-/// Loads libsecret, GIO and GObject (the binaries link only GLib; see CLibsecretLoader).
+/// Loads libsecret, GIO and GObject on first use (see Sources/CLazyLibraries).
 package enum LazyLibraries {
     /// Loads them on first use; nil once they are loaded, else why they cannot be.
     package static func loadFailure() -> String? {

@@ -63,7 +63,7 @@ import Testing
 
     /// docs/architecture.md's dependency table is the manifest's, for every non-test target.
     @Test func architectureDocumentMatchesTheManifest() throws {
-        let manifest = try Self.manifestTargets().filter { !$0.folder.hasPrefix("Tests/") && !$0.name.hasPrefix("C") || $0.name == "CLibsecretLoader" }
+        let manifest = try Self.manifestTargets().filter { !$0.folder.hasPrefix("Tests/") && !$0.name.hasPrefix("C") || $0.name == "CLazyLibraries" }
         let document = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         var table: [String: Set<String>] = [:]
         for match in document.matches(of: /\n\| ([A-Za-z][A-Za-z-]*) \| ([A-Za-z, -]*?) ?\|/) where match.output.1 != "module" {
