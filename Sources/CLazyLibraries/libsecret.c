@@ -77,6 +77,7 @@
       (connection, exit_on_close))                                                                                    \
     F(gchar *, g_dbus_error_get_remote_error, (const GError *error), (error))                                         \
     F(gboolean, g_dbus_error_strip_remote_error, (GError * error), (error))                                           \
+    F(gchar *, g_dbus_proxy_get_name_owner, (GDBusProxy * proxy), (proxy))                                            \
     F(const gchar *, g_dbus_proxy_get_object_path, (GDBusProxy * proxy), (proxy))
 
 #define GOBJECT_FUNCTIONS(F, P)                                \

@@ -88,6 +88,11 @@ package struct GLibError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// True when nobody owns the bus name called and the bus could not start a service for it.
+    package var isNoOwner: Bool {
+        domain == .dbus && [G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER].contains { Int32($0.rawValue) == code }
+    }
+
     /// True for GDBus's answers about a missing object: unknown object, method, interface or
     /// property (gnome-keyring answers calls on a missing object with UnknownMethod).
     package var isUnknownDBusObject: Bool {

@@ -140,10 +140,14 @@ final class KeyringConnection: @unchecked Sendable {
         return "DBUS_SESSION_BUS_ADDRESS is not set and \(socket) does not exist"
     }
 
-    /// The service, connected and with a session open. Checks on every call who owns the
-    /// service's bus name (one round trip to the bus daemon, not to the service), so a stopped
-    /// service is reported at once and a restarted one gets a new connection: libsecret's cached
-    /// one would still hold a session with the old process.
+    /// The service, connected and with a session open.
+    ///
+    /// The first call in a process lets libsecret find the service: its proxy set-up asks the bus
+    /// who owns the name (starting an activatable service), so a check of ours would be a second
+    /// round trip for the same answer. Later calls check who owns the name first (one round trip
+    /// to the bus daemon, not to the service), so a stopped service is reported at once and a
+    /// restarted one gets a new connection: libsecret's cached one would still hold a session
+    /// with the old process.
     func service(_ deadline: Deadline) throws(KeyringFailure) -> KeyringService {
         if let reason = KeyringConnection.missingBusReason() { throw .noBus(reason) }
         if let reason = KeyringConnection.missingLibraryReason() { throw .noLibrary(reason) }
@@ -157,35 +161,43 @@ final class KeyringConnection: @unchecked Sendable {
             throw failure
         }
         let name = KeyringConnection.busName
-        let currentOwner = try keyring("GetNameOwner") { () throws(GLibCall.Failure) in
-            try bus.nameOwner(name, deadline: deadline)
-        }
-        if currentOwner == nil {
-            let activatable = try keyring("ListActivatableNames") { () throws(GLibCall.Failure) in
-                try bus.isActivatable(name, deadline: deadline)
-            }
-            if !activatable { throw .noService("nothing owns \(name) and the bus cannot start it") }
-        }
+        let nobody = KeyringFailure.noService("nothing owns \(name) and the bus cannot start it")
 
         guard lock.lock(within: deadline.remaining) else { throw .timedOut }
         defer { lock.unlock() }
-        if let service, let owner, owner == currentOwner {
-            return KeyringService(service: service, bus: bus, busName: name)
-        }
-        // First use, or the service was restarted: drop libsecret's cached service and open a new one.
-        if service != nil {
-            service = nil
-            owner = nil
+        if let service, let owner {
+            let currentOwner = try keyring("GetNameOwner") { () throws(GLibCall.Failure) in
+                try bus.nameOwner(name, deadline: deadline)
+            }
+            if owner == currentOwner { return KeyringService(service: service, bus: bus, busName: name) }
+            if currentOwner == nil {
+                let activatable = try keyring("ListActivatableNames") { () throws(GLibCall.Failure) in
+                    try bus.isActivatable(name, deadline: deadline)
+                }
+                if !activatable { throw nobody }
+            }
+            // The service was restarted: drop libsecret's cached service and open a new one.
+            self.service = nil
+            self.owner = nil
             secret_service_disconnect()
         }
-        let fresh = try keyring("secret_service_get_sync") { () throws(GLibCall.Failure) in
-            GObjectReference(adopting: try GLibCall.pointer {
-                secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, deadline.cancellable, $0)
-            })
+        let fresh: GObjectReference
+        do {
+            fresh = try keyring("secret_service_get_sync") { () throws(GLibCall.Failure) in
+                GObjectReference(adopting: try GLibCall.pointer {
+                    secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, deadline.cancellable, $0)
+                })
+            }
+        } catch {
+            // Nobody owns the name and the bus could not start a service for it.
+            if case .glib(let e) = error, e.isNoOwner { throw nobody }
+            throw error
         }
+        // The owner the proxy found (or the bus started for it).
+        guard let ownerName = g_dbus_proxy_get_name_owner(UnsafeMutableRawPointer(fresh.pointer).assumingMemoryBound(to: GDBusProxy.self)) else { throw nobody }
+        defer { g_free(ownerName) }
         service = fresh
-        // When the service was started on demand just now, this is its owner.
-        owner = currentOwner ?? (try? bus.nameOwner(name, deadline: deadline))
+        owner = String(cString: ownerName)
         return KeyringService(service: fresh, bus: bus, busName: name)
     }
 }
