@@ -103,7 +103,7 @@ public struct CommandContext: Sendable {
         CommandContext(
             stdout: TextSink(fd: 1), stderr: TextSink(fd: 2), readLine: { Swift.readLine() },
             environment: processEnvironment(),
-            workingDirectory: FileManager.default.currentDirectoryPath,
+            workingDirectory: currentDirectory(),
             stdoutIsTTY: isatty(1) == 1, stderrIsTTY: isatty(2) == 1, stdinIsTTY: isatty(0) == 1,
             openStore: StoreOpeners.system, transportFactory: transportFactory, streamFactory: streamFactory, handlesSignals: true)
     }
@@ -127,14 +127,29 @@ public enum StoreOpeners {
     }
 }
 
-/// The process environment read straight from `environ` (ProcessInfo's costs ~1 ms at start-up).
+/// The working directory from getcwd(3), or "/" when it cannot be named (deleted, or no
+/// permission on a parent): pins are then looked for from the root only.
+func currentDirectory() -> String {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard getcwd(&buffer, buffer.count) != nil else { return "/" }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// The process environment read straight from `environ` (ProcessInfo's costs ~1 ms at start-up):
+/// each entry's name and value are made from the bytes either side of its first `=` in place.
 func processEnvironment() -> [String: String] {
-    var result: [String: String] = [:]
-    var pointer = environ
-    while let entry = pointer.pointee {
-        let text = String(cString: entry)
-        if let eq = text.firstIndex(of: "=") { result[String(text[..<eq])] = String(text[text.index(after: eq)...]) }
-        pointer += 1
+    var count = 0
+    while environ[count] != nil { count += 1 }
+    var result = [String: String](minimumCapacity: count)
+    for index in 0..<count {
+        guard let entry = environ[index] else { continue }
+        let length = strlen(entry)
+        entry.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+            let all = UnsafeBufferPointer(start: bytes, count: length)
+            guard let eq = all.firstIndex(of: UInt8(ascii: "=")) else { return }
+            result[String(decoding: UnsafeBufferPointer(rebasing: all[..<eq]), as: UTF8.self)] =
+                String(decoding: UnsafeBufferPointer(rebasing: all[(eq + 1)...]), as: UTF8.self)
+        }
     }
     return result
 }

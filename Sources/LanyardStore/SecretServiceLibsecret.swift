@@ -136,7 +136,7 @@ final class KeyringConnection: @unchecked Sendable {
         let runtime = nonEmpty("XDG_RUNTIME_DIR") ?? nonEmpty("XDG_CACHE_HOME")
             ?? ((nonEmpty("HOME") ?? PathText.passwordDatabaseHome()) + "/.cache")
         let socket = runtime + "/bus"
-        if FileManager.default.fileExists(atPath: socket) { return nil }
+        if access(socket, F_OK) == 0 { return nil }
         return "DBUS_SESSION_BUS_ADDRESS is not set and \(socket) does not exist"
     }
 
