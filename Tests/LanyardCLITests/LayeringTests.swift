@@ -61,6 +61,27 @@ import Testing
         #expect(checked > 100, "checked \(checked) imports")
     }
 
+    /// The modules linked into `lanyard` import FoundationEssentials, never full Foundation: one
+    /// use of it links swift-corelibs-Foundation with CoreFoundation's start-up and ICU's data
+    /// (docs/performance.md). The library `LanyardKit`, `LanyardNetwork` and `lanyard-net` may.
+    @Test func theCommandLineBinaryLinksNoFullFoundation() throws {
+        let modules = ["Age", "LanyardCore", "LanyardGLib", "LanyardStore", "LanyardAuth", "LanyardIntegrations",
+                       "LanyardAgent", "LanyardCLI", "lanyard"]
+        let fullFoundation = try Regex(#"^\s*(@[A-Za-z_]+\s+)*import\s+(Foundation|FoundationNetworking|FoundationXML|CoreFoundation)\s*$"#)
+            .anchorsMatchLineEndings()
+        var checked = 0
+        for module in modules {
+            for (path, text) in try Self.swiftFiles(under: "Sources/\(module)") {
+                checked += 1
+                if text.contains(fullFoundation) { Issue.record("\(path) imports full Foundation; use FoundationEssentials") }
+            }
+        }
+        #expect(checked > 60, "checked \(checked) files")
+        // The pattern itself: full Foundation is caught, FoundationEssentials is not.
+        #expect("import Glibc\n@preconcurrency import Foundation\n".contains(fullFoundation))
+        #expect(!"import FoundationEssentials\nimport Glibc\n".contains(fullFoundation))
+    }
+
     /// docs/architecture.md's dependency table is the manifest's, for every non-test target.
     @Test func architectureDocumentMatchesTheManifest() throws {
         let manifest = try Self.manifestTargets().filter { !$0.folder.hasPrefix("Tests/") && !$0.name.hasPrefix("C") || $0.name == "CLazyLibraries" }
