@@ -27,6 +27,24 @@ MK
 # shellcheck disable=SC2086
 (cd "$hello" && swift build $flags --quiet 2>/dev/null)
 hello_bin="$hello/.build/release/hello"
+# For information: the same hello using FoundationEssentials (Data, Date, FileManager, JSONDecoder,
+# ProcessInfo), the floor for any Swift program that reads files and JSON without full Foundation.
+hello_fe=$root/.build/bench-hello-fe
+mkdir -p "$hello_fe/Sources/hello"
+printf '%s\n' '// swift-tools-version:6.0' 'import PackageDescription' \
+  'let package = Package(name: "hello", targets: [.executableTarget(name: "hello")])' > "$hello_fe/Package.swift"
+cat > "$hello_fe/Sources/hello/main.swift" <<'SWIFT'
+import FoundationEssentials
+let data = Data("[]".utf8)
+if CommandLine.arguments.count > 5 {
+    print(Date().timeIntervalSince1970, FileManager.default.fileExists(atPath: "/"), ProcessInfo.processInfo.environment.count,
+          (try? JSONDecoder().decode([String].self, from: data)) ?? [])
+}
+print("hello 0.1.0")
+SWIFT
+# shellcheck disable=SC2086
+(cd "$hello_fe" && swift build $flags --quiet 2>/dev/null)
+hello_fe_bin="$hello_fe/.build/release/hello"
 
 # Commands of the file store run in a subshell with its folders exported (not through env(1),
 # whose own start would count as lanyard's: CPU clocks and perf count the whole process).
@@ -75,6 +93,7 @@ if command -v perf >/dev/null 2>&1 && perf stat -e task-clock true >/dev/null 2>
     awk -F, -v l="$label" '/task-clock/ {t=$1} /page-faults/ {p=$1} END {printf "  %-34s task-clock %6.2f ms   page-faults %5d\n", l, t, p}' "$tmp/perf"
   }
   pstat "hello (static Swift + Foundation)" "$hello_bin"
+  pstat "hello with FoundationEssentials" "$hello_fe_bin"
   pstat "lanyard --version" "$bin" --version
   filestore pstat "lanyard token (file)" "$bin" token bench-0
   pstat "lanyard token (Secret Service)" "$bin" token bench
@@ -96,20 +115,25 @@ if command -v strace >/dev/null 2>&1; then
 fi
 
 hyperfine -N --warmup 20 --runs 200 --export-json "$tmp/version.json" \
-  -n "lanyard --version" "$bin --version" -n "static Swift hello" "$hello_bin" >/dev/null
+  -n "lanyard --version" "$bin --version" -n "static Swift hello" "$hello_bin" \
+  -n "static Swift hello with FoundationEssentials" "$hello_fe_bin" >/dev/null
 rss_file=$(filestore /usr/bin/time -v "$bin" token bench-0 2>&1 >/dev/null | sed -n 's/.*Maximum resident set size (kbytes): //p')
 rss_ss=$(/usr/bin/time -v "$bin" token bench 2>&1 >/dev/null | sed -n 's/.*Maximum resident set size (kbytes): //p')
-python3 - "$tmp/version.json" "$rss_file" "$rss_ss" <<'PY'
+rss_st=$(/usr/bin/time -v secret-tool lookup xdg:schema dev.lanyard.Credential slot bench 2>&1 >/dev/null | sed -n 's/.*Maximum resident set size (kbytes): //p')
+rss_hello=$(/usr/bin/time -v "$hello_fe_bin" 2>&1 >/dev/null | sed -n 's/.*Maximum resident set size (kbytes): //p')
+python3 - "$tmp/version.json" "$rss_file" "$rss_ss" "$rss_st" "$rss_hello" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
-v, h = r[0]["median"] * 1000, r[1]["median"] * 1000
+v, h, fe = r[0]["median"] * 1000, r[1]["median"] * 1000, r[2]["median"] * 1000
 rss = {"file": int(sys.argv[2]) / 1024, "Secret Service": int(sys.argv[3]) / 1024}
 print("== targets ==")
 ok = v / h <= 1.3
 print(f"lanyard --version: {v:6.2f} ms   static Swift hello: {h:6.2f} ms   ratio {v/h:.2f} (target <= 1.3){'' if ok else '  MISSED'}")
+print(f"  for information: hello with FoundationEssentials {fe:6.2f} ms ({fe/h:.2f}x hello); lanyard --version is {v/fe:.2f}x of it")
 for name, mb in rss.items():
     good = mb <= 12
     ok = ok and good
     print(f"peak RSS of lanyard token ({name}): {mb:5.1f} MB (target <= 12){'' if good else '  MISSED'}")
+print(f"  for information: peak RSS of secret-tool lookup {int(sys.argv[4]) / 1024:.1f} MB, of the FoundationEssentials hello {int(sys.argv[5]) / 1024:.1f} MB")
 sys.exit(0 if ok else 1)
 PY
