@@ -174,7 +174,7 @@ public final class RefreshAgent {
                     retries[slot] = (0, now + 1)
                 }
                 let before = expiries[slot] ?? nil
-                if credential.tokens.expiresAt.map({ Int($0.timeIntervalSince1970) }) != before.map({ Int($0.timeIntervalSince1970) }) {
+                if credential.tokens.expiresAt.map({ $0.timeIntervalSince1970.saturatingInt }) != before.map({ $0.timeIntervalSince1970.saturatingInt }) {
                     hook?.run(EventLog.record("refresh", slot: slot, fields: ["expires_at": .date(credential.tokens.expiresAt)]))
                 }
             case .failure(let error):
@@ -193,7 +193,7 @@ public final class RefreshAgent {
                     "code": .string(code), "message": .string(error.userFacingDescription), "attempt": .number(Double(attempt)),
                     "retry_in": .number((delay * 10).rounded() / 10),
                 ])
-                diagnostics("\(slot.name): refresh failed (\(code)): \(error.userFacingDescription); retrying in \(Int(delay.rounded())) s")
+                diagnostics("\(slot.name): refresh failed (\(code)): \(error.userFacingDescription); retrying in \(delay.rounded().saturatingInt) s")
                 hook?.run(event)
             }
         }

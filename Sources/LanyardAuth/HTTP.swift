@@ -80,7 +80,8 @@ public struct TaskSleeper: Sleeper {
     public init() {}
     public func sleep(seconds: TimeInterval) async throws {
         guard seconds > 0 else { return }
-        try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+        // At most about 30 years: a longer wait is not one, and UInt64 nanoseconds end at 584 years.
+        try await Task.sleep(nanoseconds: UInt64(min(seconds, 1e9) * 1_000_000_000))
     }
 }
 

@@ -58,6 +58,9 @@ public struct TokenResponse: Sendable, Hashable {
         }
         do {
             let expires = try json.optionalNumber("expires_in")
+            if let expires, expires < 0 || expires.plausibleSeconds == nil {
+                throw JSONShapeError(path: ".expires_in", problem: "is not a number of seconds")
+            }
             return TokenResponse(accessToken: try json.string("access_token"), refreshToken: try json.optionalString("refresh_token"),
                                  idToken: try json.optionalString("id_token"), expiresIn: expires)
         } catch {

@@ -32,10 +32,12 @@ public enum UsageParser {
     }
 
     static func window(_ value: JSONValue?, now: Date) -> UsageWindow? {
-        guard let o = value?.object, let used = o["used_percent"]?.number else { return nil }
-        let resetsAt = o["reset_at"]?.number.map { Date(timeIntervalSince1970: $0) }
-            ?? o["reset_after_seconds"]?.number.map { now + $0 }
-        return UsageWindow(usedPercent: used, windowMinutes: o["limit_window_seconds"]?.number.map { Int($0 / 60) }, resetsAt: resetsAt)
+        // A window whose numbers make no sense (not finite, centuries away) is left out.
+        guard let o = value?.object, let used = o["used_percent"]?.number, used.isFinite else { return nil }
+        let resetsAt = o["reset_at"]?.number?.plausibleUnixTime.map { Date(timeIntervalSince1970: $0) }
+            ?? o["reset_after_seconds"]?.number?.plausibleSeconds.map { now + $0 }
+        let minutes = o["limit_window_seconds"]?.number?.plausibleSeconds.map { Int($0 / 60) }
+        return UsageWindow(usedPercent: used, windowMinutes: minutes, resetsAt: resetsAt)
     }
 
     /// A 429 body of type `usage_limit_reached` (nil for any other 429), with the rate-limit
@@ -44,12 +46,12 @@ public enum UsageParser {
     public static func limit(status: Int, body: Data, headers: [String: String], now: Date) -> UsageLimit? {
         guard status == 429, let error = (try? JSONValue.parse(body))?["error"]?.object,
               error["type"]?.string == "usage_limit_reached" else { return nil }
-        let resetsIn = error["resets_in_seconds"]?.number
-        let resetsAt = error["resets_at"]?.number.map { Date(timeIntervalSince1970: $0) } ?? resetsIn.map { now + $0 }
+        let resetsIn = error["resets_in_seconds"]?.number?.plausibleSeconds
+        let resetsAt = error["resets_at"]?.number?.plausibleUnixTime.map { Date(timeIntervalSince1970: $0) } ?? resetsIn.map { now + $0 }
         func headerWindow(_ name: String) -> UsageWindow? {
-            guard let used = headers["x-codex-\(name)-used-percent"].flatMap(Double.init) else { return nil }
+            guard let used = headers["x-codex-\(name)-used-percent"].flatMap(Double.init), used.isFinite else { return nil }
             return UsageWindow(usedPercent: used, windowMinutes: headers["x-codex-\(name)-window-minutes"].flatMap(Int.init),
-                               resetsAt: headers["x-codex-\(name)-reset-after-seconds"].flatMap(Double.init).map { now + $0 })
+                               resetsAt: headers["x-codex-\(name)-reset-after-seconds"].flatMap(Double.init)?.plausibleSeconds.map { now + $0 })
         }
         let primary = headerWindow("primary"), secondary = headerWindow("secondary")
         return UsageLimit(type: "usage_limit_reached", message: error["message"]?.string,

@@ -209,7 +209,7 @@ enum RelativeTime {
     }
 
     static func span(_ seconds: TimeInterval) -> String {
-        let s = Int(seconds.rounded())
+        let s = seconds.rounded().saturatingInt
         if s < 60 { return "\(s) s" }
         let m = s / 60
         if m < 60 { return "\(m) min" }

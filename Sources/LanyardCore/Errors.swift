@@ -77,7 +77,7 @@ public enum StoreError: LanyardError, Equatable {
     }
 
     static func seconds(_ s: Double) -> String {
-        s == s.rounded() ? "\(Int(s)) s" : "\((s * 10).rounded() / 10) s"
+        s == s.rounded() ? "\(s.saturatingInt) s" : "\((s * 10).rounded() / 10) s"
     }
 }
 

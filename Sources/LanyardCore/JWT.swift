@@ -21,9 +21,9 @@ public struct JWTClaims: Sendable {
     }
 
     /// `exp` as a date, when present and numeric.
-    public var expiresAt: Date? { payload["exp"]?.number.map { Date(timeIntervalSince1970: $0) } }
+    public var expiresAt: Date? { payload["exp"]?.number?.plausibleUnixTime.map { Date(timeIntervalSince1970: $0) } }
     /// `iat` as a date, when present and numeric.
-    public var issuedAt: Date? { payload["iat"]?.number.map { Date(timeIntervalSince1970: $0) } }
+    public var issuedAt: Date? { payload["iat"]?.number?.plausibleUnixTime.map { Date(timeIntervalSince1970: $0) } }
     public var email: String? { payload["email"]?.string }
     public var subject: String? { payload["sub"]?.string }
 

@@ -65,10 +65,12 @@ public enum ConfigFile {
 
         func string(_ group: String, _ key: String) -> String? { file.string(group, key) }
 
+        /// A number from `min` to 10⁹ (durations in seconds, counts, sizes in bytes all fit).
         func number(_ group: String, _ key: String, min: Double = 0) throws(ConfigError) -> Double? {
             guard let raw = file.string(group, key) else { return nil }
-            guard let v = Double(raw.trimmingSpaces()), v >= min, v.isFinite else {
-                throw .invalidValue(path: path, group: group, key: key, detail: "expected a number ≥ \(Int(min)), got \"\(raw)\"")
+            guard let v = Double(raw.trimmingSpaces()), v >= min, v <= 1e9 else {
+                let lowest = min == min.rounded() ? String(Int(min)) : String(min)
+                throw .invalidValue(path: path, group: group, key: key, detail: "expected a number from \(lowest) to 1000000000, got \"\(raw)\"")
             }
             return v
         }

@@ -122,6 +122,22 @@ import Testing
                                            usage: ResponseUsage(inputTokens: 3, outputTokens: 2, totalTokens: 5)))
     }
 
+    /// JSON can spell numbers no Int holds (1e300; the parser refuses 1e400): token counts and an
+    /// error's status saturate instead of trapping.
+    @Test func hugeNumbersInEventsDoNotTrap() throws {
+        let event = try decode(#"""
+        {"type":"response.completed","response":{"id":"r","status":"completed","model":"m","output":[],
+         "usage":{"input_tokens":1e300,"output_tokens":1e308,"total_tokens":-1e300}}}
+        """#)
+        guard case .completed(let response) = event else { Issue.record("not completed: \(event)"); return }
+        #expect(response.usage == ResponseUsage(inputTokens: .max, outputTokens: .max, totalTokens: .min))
+        let noTotal = try decode(#"{"type":"response.completed","response":{"usage":{"input_tokens":1e300,"output_tokens":1e300}}}"#)
+        guard case .completed(let sum) = noTotal else { Issue.record("not completed"); return }
+        #expect(sum.usage?.totalTokens != nil)
+        guard case .error(let status, _) = try decode(#"{"type":"error","status":1e300}"#) else { Issue.record("not an error"); return }
+        #expect(status == .max)
+    }
+
     @Test func malformedEventsNameWhatIsWrong() throws {
         #expect(throws: ClientError.invalidResponse("event 1 is not a JSON object")) { _ = try decode("[1]") }
         #expect(throws: ClientError.invalidResponse("event 1 has no \"type\"")) { _ = try decode("{}") }

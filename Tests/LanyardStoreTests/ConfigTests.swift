@@ -77,6 +77,15 @@ import Testing
             try parse("[store]\nbackend = cloud\n")
         }
         #expect(throws: ConfigError.self) { try parse("[store]\ntimeout = -1\n") }
+        // Numbers past 10^9 used to reach Int(_:) and trap (max-retries, max-bytes).
+        #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "backoff", key: "max-retries",
+                                                 detail: "expected a number from 0 to 1000000000, got \"1e300\"")) {
+            try parse("[backoff]\nmax-retries = 1e300\n")
+        }
+        #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "store", key: "timeout",
+                                                 detail: "expected a number from 0.1 to 1000000000, got \"0\"")) {
+            try parse("[store]\ntimeout = 0\n")
+        }
         #expect(throws: ConfigError.self) { try parse("[backoff]\nrespect-retry-after = maybe\n") }
         #expect(throws: ConfigError.self) { try parse("[provider.x]\ntype = device-code\nclient-id = a\n") }
         #expect(throws: ConfigError.self) { try parse("[provider.x]\ntype = device-code\nissuer = ftp://h\nclient-id = a\n") }

@@ -61,10 +61,14 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
                 throw JSONShapeError(path: ".verification_uri", problem: "is not a URL")
             }
             let expiresIn = try json.optionalNumber("expires_in") ?? 1800
+            let interval = try json.optionalNumber("interval") ?? 5
+            for (key, value) in [("expires_in", expiresIn), ("interval", interval)] where value < 0 || value.plausibleSeconds == nil {
+                throw JSONShapeError(path: "." + key, problem: "is not a number of seconds")
+            }
             return DeviceAuthorization(
                 userCode: try json.string("user_code"), verificationURL: uri,
                 completeVerificationURL: try json.optionalString("verification_uri_complete").flatMap(URL.init(string:)),
-                interval: max(0, try json.optionalNumber("interval") ?? 5), expiresAt: clock.now() + expiresIn,
+                interval: interval, expiresAt: clock.now() + expiresIn,
                 deviceCode: try json.string("device_code"))
         } catch {
             throw .invalidResponse("\(step): \(error.userFacingDescription)")

@@ -38,11 +38,11 @@ public struct OpenAIProvider: DeviceCodeProvider {
         var interval: TimeInterval = 5
         switch object["interval"] {
         case .string(let s)?:
-            guard let v = TimeInterval(s.trimmingSpaces()), v >= 0 else {
+            guard let v = TimeInterval(s.trimmingSpaces()), v >= 0, v.plausibleSeconds != nil else {
                 throw .invalidResponse("\(step): interval is not a number of seconds")
             }
             interval = v
-        case .number(let n)?: interval = max(0, n)
+        case .number(let n)? where n.plausibleSeconds != nil: interval = max(0, n)
         case nil, .null?: break
         default: throw .invalidResponse("\(step): interval is not a number of seconds")
         }

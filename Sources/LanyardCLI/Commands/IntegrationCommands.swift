@@ -32,7 +32,7 @@ enum BestSlotView {
             switch verdict {
             case .headroom(let percent):
                 used = .number(percent)
-                reason = "\(Int(percent.rounded()))% used in its busiest window"
+                reason = "\(percent.rounded().saturatingInt)% used in its busiest window"
             case .atLimit(let resetsAt):
                 reason = "at its usage limit" + (resetsAt.map { " until \(RelativeTime.describe($0, now: inv.now))" } ?? "")
             case .failed(let code): reason = "skipped: \(code)"
@@ -42,7 +42,7 @@ enum BestSlotView {
             if !inv.json { inv.stdout.line("  \(candidate.slot.name.padded(toWidth: 16))\(reason)") }
         }
         let chosen = try choice.chosen()
-        if !inv.json { inv.stdout.line("Choosing \(chosen.slot.name): the most headroom (\(Int((chosen.usedPercent ?? 0).rounded()))% used).") }
+        if !inv.json { inv.stdout.line("Choosing \(chosen.slot.name): the most headroom (\((chosen.usedPercent ?? 0).rounded().saturatingInt)% used).") }
         return (chosen.slot, reasons)
     }
 }

@@ -64,7 +64,7 @@ enum UsageCommand {
             guard let window else { continue }
             let name = window.windowMinutes.map(windowName) ?? fallback
             let resets = window.resetsAt.map { "resets " + RelativeTime.describe($0, now: inv.now) } ?? ""
-            let whole = "\(Int(window.usedPercent.rounded()))%"
+            let whole = "\(window.usedPercent.rounded().saturatingInt)%"
             let percent = String(repeating: " ", count: max(0, 4 - whole.count)) + whole
             inv.stdout.line("  " + name.padded(toWidth: 12) + bar(window.usedPercent, s) + "  \(percent)  \(resets)")
         }

@@ -40,7 +40,7 @@ enum BackendEvent {
             let parsed = parseResponse(response)
             return type == "response.completed" ? .completed(parsed) : .terminalFailure(parsed)
         case "error":
-            let status = object["status"]?.number.map { Int($0) }
+            let status = object["status"]?.number.map { $0.saturatingInt }
             let body: JSONValue = object["error"] != nil ? .object(["error": object["error"]!]) : value
             return .error(status: status, body: Data(body.serialized().utf8))
         default:
@@ -58,8 +58,9 @@ enum BackendEvent {
         }
         var usage: ResponseUsage?
         if let u = response["usage"]?.object {
-            let input = Int(u["input_tokens"]?.number ?? 0), output = Int(u["output_tokens"]?.number ?? 0)
-            usage = ResponseUsage(inputTokens: input, outputTokens: output, totalTokens: Int(u["total_tokens"]?.number ?? Double(input + output)))
+            let input = (u["input_tokens"]?.number ?? 0).saturatingInt, output = (u["output_tokens"]?.number ?? 0).saturatingInt
+            usage = ResponseUsage(inputTokens: input, outputTokens: output,
+                                  totalTokens: u["total_tokens"]?.number?.saturatingInt ?? input.addingReportingOverflow(output).partialValue)
         }
         let error = response["error"].flatMap { e -> ServerErrorDetail? in
             guard e.object != nil else { return nil }
