@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz the Age module, the store JSON, the streaming parsers and the credential-helper protocols
-# with libFuzzer.
+# Fuzz the Age module, the store JSON, the streaming parsers, the credential-helper protocols and
+# the parsers of server answers with libFuzzer.
 #
 #   scripts/fuzz.sh [SECONDS]    # total time, split evenly across harnesses (default 60)
 #
@@ -13,7 +13,7 @@ set -euo pipefail
 total=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/.build/fuzz"
-harnesses=(header armor store stream helpers)
+harnesses=(header armor store stream helpers responses)
 per=$(( total / ${#harnesses[@]} ))
 (( per >= 1 )) || per=1
 swiftc=${SWIFTC:-swiftc}
@@ -42,6 +42,13 @@ for name in "${harnesses[@]}"; do
             sed '/^import Lanyard/d' "$root/Sources/LanyardIntegrations/$f.swift" > "$out/src/helpers/$f.swift"
         done
         sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/helpers/*.swift)
+    elif [[ $name == responses ]]; then
+        # What servers answer: the parsing files of LanyardAuth, compiled with LanyardCore's.
+        mkdir -p "$out/src/responses"
+        for f in Provider Usage HTTP; do
+            sed '/^import Lanyard/d' "$root/Sources/LanyardAuth/$f.swift" > "$out/src/responses/$f.swift"
+        done
+        sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/responses/*.swift)
     else
         sources=("$root"/Sources/Age/*.swift)
     fi

@@ -1,0 +1,50 @@
+// libFuzzer harness for what servers answer: token endpoint bodies, usage reports and
+// `usage_limit_reached` bodies, and the claims of the tokens they hand out. Built by scripts/fuzz.sh
+// with Sources/LanyardCore/*.swift and the parsing files of Sources/LanyardAuth.
+// Beyond "does not crash": every date Lanyard would store or show from an answer (a token's
+// expiry, a usage window's reset) is written as RFC 3339 text that parses back to the same text,
+// and every number it would show fits an Int.
+
+import Foundation
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = Data(UnsafeRawBufferPointer(start: data, count: size))
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func storable(_ date: Date?) {
+        guard let date else { return }
+        let text = RFC3339.string(from: date)
+        guard let back = RFC3339.date(from: text), RFC3339.string(from: back) == text else {
+            fatalError("date \(text) does not parse back")
+        }
+        _ = date.timeIntervalSince(now).rounded().saturatingInt
+    }
+
+    if let tokens = try? TokenResponse.parse(bytes, step: "fuzz") {
+        storable(tokens.expiresAt(now: now))
+
+    }
+    if let report = try? UsageParser.report(bytes, now: now) {
+        for window in [report.primary, report.secondary].compactMap({ $0 }) {
+            _ = window.usedPercent.rounded().saturatingInt
+            storable(window.resetsAt)
+        }
+        _ = report.highestUsedPercent.rounded().saturatingInt
+    }
+    let text = String(decoding: bytes, as: UTF8.self)
+    let headers = ["x-codex-primary-used-percent": text, "x-codex-primary-window-minutes": text,
+                   "x-codex-primary-reset-after-seconds": text]
+    if let limit = UsageParser.limit(status: 429, body: bytes, headers: headers, now: now) {
+        storable(limit.resetsAt)
+        _ = ClientError.usageLimitReached(limit).errorDescription
+        if let window = limit.rateLimit?.primary { storable(window.resetsAt) }
+    }
+    // The input as a token's payload: its dates and the account in an id_token's claims.
+    if let claims = try? JWTClaims(token: "e30." + Base64URL.encode(bytes) + ".c2ln") {
+        storable(claims.expiresAt)
+        storable(claims.issuedAt)
+        _ = AccountInfo(openAIClaims: claims)
+    }
+    return 0
+}

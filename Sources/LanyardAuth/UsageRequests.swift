@@ -1,0 +1,50 @@
+// The usage endpoint as a signed-in slot calls it (the parsing of its answers is in Usage.swift).
+import FoundationEssentials
+import Glibc
+import LanyardCore
+
+extension AccountManager {
+    /// Sends a request with the slot's credential: a fresh bearer token and `ChatGPT-Account-Id`,
+    /// one refresh and retry on 401, backoff on 429, and failures mapped to ``ClientError``.
+    public func authorizedSend(_ request: HTTPRequest, slot: Slot) async throws -> HTTPResponse {
+        let transport = BackoffTransport(base: transport, policy: config.backoff, clock: clock, sleeper: sleeper)
+        var credential = try await freshCredential(slot: slot)
+        for attempt in 0..<2 {
+            var signed = request
+            signed.headers["Authorization"] = "Bearer \(credential.tokens.accessToken)"
+            if let account = credential.account.accountID { signed.headers["ChatGPT-Account-Id"] = account }
+            let response: HTTPResponse
+            do { response = try await transport.send(signed) } catch {
+                throw ClientError.networkFailure(error.userFacingDescription)
+            }
+            if response.status == 401 && attempt == 0 {
+                credential = try await freshCredential(slot: slot, force: true)
+                continue
+            }
+            if response.status == 401 {
+                throw ClientError.reauthenticationRequired(slot: slot.name, reason: "the server refused a freshly refreshed token")
+            }
+            if let limit = UsageParser.limit(status: response.status, body: response.body, headers: response.headers, now: clock.now()) {
+                throw ClientError.usageLimitReached(limit)
+            }
+            guard response.isSuccess else {
+                throw ClientError.httpError(status: response.status, detail: ServerErrorDetail(body: response.body))
+            }
+            return response
+        }
+        throw ClientError.invalidResponse("unreachable")
+    }
+
+    /// The slot's usage from the provider's usage endpoint.
+    public func usage(slot: Slot) async throws -> UsageReport {
+        guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        guard let base = config.providers[record.provider]?.usageBaseURL else {
+            // Not a server failure (exit 6): the slot's provider has no usage endpoint to ask.
+            throw UsageErrorText("\(slot.name)'s provider \(record.provider) has no usage endpoint "
+                + "(set usage-base-url in [provider.\(record.provider)] if it has one)")
+        }
+        let response = try await authorizedSend(HTTPRequest(url: ProviderSupport.endpoint(base, "/backend-api/wham/usage"),
+                                                            headers: ["Accept": "application/json"]), slot: slot)
+        return try UsageParser.report(response.body, now: clock.now())
+    }
+}
