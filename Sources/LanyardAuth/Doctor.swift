@@ -47,6 +47,8 @@ public struct DoctorReport: Sendable, Equatable {
         /// an interrupted rename or migration leaves — and was removed: two slots must never
         /// share a rotating refresh token.
         case removedStrayCopy(Slot, from: BackendKind, of: Slot)
+        /// A temporary file an interrupted write left in the data folder was removed.
+        case removedLeftoverTemporary(String)
 
         public var description: String {
             switch self {
@@ -56,6 +58,8 @@ public struct DoctorReport: Sendable, Equatable {
             case .markedSignedOut(let slot): return "marked \(slot.name) signed out (no stored credential)"
             case .removedStrayCopy(let slot, let kind, let listed):
                 return "removed \(slot.name) from \(kind.displayName): a stray copy of \(listed.name)'s session"
+            case .removedLeftoverTemporary(let path):
+                return "removed \(TerminalText.escaped(PathText.lastComponent(of: path))), left by an interrupted write"
             }
         }
     }
@@ -72,6 +76,8 @@ public struct DoctorReport: Sendable, Equatable {
     public internal(set) var pendingRecoveries: [Slot]
     /// Registered slots whose backend holds no credential (empty once repaired).
     public internal(set) var missingItems: [Slot]
+    /// Temporary files that killed writes left in the data folder (empty once repaired).
+    public internal(set) var leftoverTemporaries: [String] = []
     /// Whether the registry ↔ backend mismatches were repaired.
     public internal(set) var mismatchesRepaired = false
     /// What ``AccountManager/repair(_:)`` did (empty before a repair).
@@ -99,11 +105,15 @@ public struct DoctorReport: Sendable, Equatable {
         if !pendingRecoveries.isEmpty {
             problems.append("refreshed tokens wait in recovery files for: \(pendingRecoveries.map(\.name).joined(separator: ", "))")
         }
+        if !leftoverTemporaries.isEmpty {
+            let names = leftoverTemporaries.map { TerminalText.escaped(PathText.lastComponent(of: $0)) }
+            problems.append("interrupted writes left temporary files: \(names.joined(separator: ", "))")
+        }
         return problems + mismatches
     }
 
     /// Whether ``AccountManager/repair(_:)`` has something to do.
-    public var needsRepair: Bool { !pendingRecoveries.isEmpty || !mismatches.isEmpty }
+    public var needsRepair: Bool { !pendingRecoveries.isEmpty || !mismatches.isEmpty || !leftoverTemporaries.isEmpty }
 
     private var usedBackends: Set<BackendKind> { Set(slots.map(\.backend)) }
 }
@@ -133,9 +143,11 @@ extension AccountManager {
                 unregistered.append(DoctorReport.UnregisteredItem(slot: slot, backend: kind))
             }
         }
-        return DoctorReport(registryPath: registry.path, slotCount: document.slots.count, backends: backends, slots: checks,
-                            unregisteredItems: unregistered, pendingRecoveries: RecoveryFiles.pending(paths: paths),
-                            missingItems: missing)
+        var report = DoctorReport(registryPath: registry.path, slotCount: document.slots.count, backends: backends, slots: checks,
+                                  unregisteredItems: unregistered, pendingRecoveries: RecoveryFiles.pending(paths: paths),
+                                  missingItems: missing)
+        report.leftoverTemporaries = LeftoverTemporaries.find(paths)
+        return report
     }
 
     /// Each backend's health, and the slots it holds when it can be listed.
@@ -169,6 +181,11 @@ extension AccountManager {
                 result.missingItems.removeAll { $0 == slot }
             }
             result.pendingRecoveries = []
+        }
+        if !report.leftoverTemporaries.isEmpty {
+            // Whatever is a leftover now (a write may have finished, or been killed, since).
+            result.repairs += LeftoverTemporaries.remove(paths).map(DoctorReport.Repair.removedLeftoverTemporary)
+            result.leftoverTemporaries = LeftoverTemporaries.find(paths)
         }
         guard !result.mismatches.isEmpty else { return result }
         let now = clock.now()
