@@ -19,7 +19,13 @@ public enum LeftoverTemporaries {
     /// The leftovers in the data folder now, by path: temporaries of the guarded files whose lock
     /// nobody holds. Reads only (a lock file that does not exist is free: writers create it).
     public static func find(_ paths: Paths) -> [String] {
-        candidates(paths).filter { lockIsFree($0.lock) }.map(\.path)
+        var found: [String] = []
+        for (lockPath, group) in Dictionary(grouping: candidates(paths), by: \.lock) {
+            // Checked again while holding the lock: a write that was running when the folder was
+            // listed has renamed its temporary by the time its lock is free.
+            withLockIfFree(lockPath) { found += group.map(\.path).filter { access($0, F_OK) == 0 } }
+        }
+        return found.sorted()
     }
 
     /// Removes the leftovers, each while holding its file's lock (so a write that starts meanwhile
@@ -59,11 +65,15 @@ public enum LeftoverTemporaries {
         }
     }
 
-    /// Whether nobody holds the lock at `path`, without creating it.
-    static func lockIsFree(_ path: String) -> Bool {
+    /// Runs `body` holding the lock at `path` when nobody else holds it, without creating the
+    /// lock file (when there is none, no write is running: writers create it before a temporary).
+    static func withLockIfFree(_ path: String, _ body: () -> Void) {
         let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return errno == ENOENT }
-        defer { close(fd) }
-        return flock(fd, LOCK_EX | LOCK_NB) == 0  // released by close
+        guard fd >= 0 else {
+            if errno == ENOENT { body() }
+            return
+        }
+        defer { close(fd) }  // releases the lock
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { body() }
     }
 }
