@@ -65,12 +65,13 @@ public enum ConfigFile {
 
         func string(_ group: String, _ key: String) -> String? { file.string(group, key) }
 
-        /// A number from `min` to 10⁹ (durations in seconds, counts, sizes in bytes all fit).
-        func number(_ group: String, _ key: String, min: Double = 0) throws(ConfigError) -> Double? {
+        /// A number from `min` to `max`: 10⁹ unless a key says otherwise (about 31 years in
+        /// seconds; larger values would overflow the nanoseconds a wait is given in).
+        func number(_ group: String, _ key: String, min: Double = 0, max: Double = 1e9) throws(ConfigError) -> Double? {
             guard let raw = file.string(group, key) else { return nil }
-            guard let v = Double(raw.trimmingSpaces()), v >= min, v <= 1e9 else {
-                let lowest = min == min.rounded() ? String(Int(min)) : String(min)
-                throw .invalidValue(path: path, group: group, key: key, detail: "expected a number from \(lowest) to 1000000000, got \"\(raw)\"")
+            guard let v = Double(raw.trimmingSpaces()), v >= min, v <= max else {
+                func text(_ bound: Double) -> String { bound == bound.rounded() ? String(Int(bound)) : String(bound) }
+                throw .invalidValue(path: path, group: group, key: key, detail: "expected a number from \(text(min)) to \(text(max)), got \"\(raw)\"")
             }
             return v
         }
@@ -206,7 +207,7 @@ public enum ConfigFile {
         if let v = try r.number("agent", "jitter") { config.agentJitter = v }
         if let v = r.string("agent", "hook")?.trimmingSpaces(), !v.isEmpty { config.agentHook = v }
         if let v = try r.bool("agent", "notify") { config.agentNotify = v }
-        if let v = try r.number("events", "max-bytes", min: 4096) { config.eventsMaxBytes = Int(v) }
+        if let v = try r.number("events", "max-bytes", min: 4096, max: 1e15) { config.eventsMaxBytes = Int(v) }
     }
 
     /// `[stream]`: the streaming transport policy and the model `lanyard ask` uses.
