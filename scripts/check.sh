@@ -2,7 +2,7 @@
 # The test suite: every Swift test inside a private keyring session (one at a time: some suites
 # lock the shared test keyring), the Secret Service suites again with KeePassXC as the provider,
 # a 60 s concurrency soak and 60 random kill -9 crashes of the real binaries with invariant checks,
-# the crash cases replayed at chosen system calls (scripts/soak/),
+# the crash cases replayed at chosen system calls, disk faults at every write (scripts/soak/),
 # the kit and lifecycle suites again under Thread Sanitizer, a short
 # fuzzing smoke run of the parsers, then the Debian package:
 # built and checked by lintian, installed with apt-get, smoke-tested and removed.
@@ -25,6 +25,9 @@ for case in rename-stray rename-both recovery-temp rename-recovery logout-recove
   scripts/soak/repro-crash.sh "$case" > .build/crash-$case.log 2>&1 || { cat .build/crash-$case.log; exit 1; }
   echo "ok $case"
 done
+echo "== disk faults: ENOSPC or EIO at each write, fsync, rename and link of refresh, switch, rename and logout"
+IO_FAULTS_KEEP=.build scripts/soak/io-faults.sh > .build/io-faults.log 2>&1 || { tail -60 .build/io-faults.log; exit 1; }
+tail -1 .build/io-faults.log
 echo "== Thread Sanitizer: the LanyardKit and token-lifecycle suites (a data race fails the run)"
 swift build --build-tests --sanitize=thread --scratch-path .build/tsan --quiet
 scripts/with-keyring.sh swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \

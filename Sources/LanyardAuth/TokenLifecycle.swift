@@ -135,12 +135,21 @@ extension AccountManager {
             tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken,
                              idToken: tokens.idToken ?? current.tokens.idToken, expiresAt: tokens.expiresAt(now: now)),
             lastRefresh: now, account: account)
-        try recovery.write(refreshed)
+        // The server has rotated the refresh token: from here on, losing `refreshed` loses the
+        // session. The recovery file comes first (a crash before the store write leaves it); when
+        // it cannot be written (a full or failing disk), the store may still take the tokens.
+        let recoveryError: (any Error)?
+        do { try recovery.write(refreshed); recoveryError = nil } catch { recoveryError = error }
         do {
             try store.put(refreshed, for: slot)
         } catch {
-            throw StoreError.io(path: recovery.path, detail: "refreshed tokens could not be stored (\(error.userFacingDescription)); "
-                                + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works")
+            guard let recoveryError else {
+                throw StoreError.io(path: recovery.path, detail: "refreshed tokens could not be stored (\(error.userFacingDescription)); "
+                                    + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works")
+            }
+            throw StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to this recovery file "
+                                + "(\(recoveryError.userFacingDescription)) nor to the store (\(error.userFacingDescription)); "
+                                + "the server has already replaced the refresh token, so this sign-in is lost: run `lanyard login \(slot.name)`")
         }
         recovery.remove()
         try registry.update { doc in

@@ -74,7 +74,10 @@ public enum SecureFiles {
             let tmp = prev + ".tmp"
             unlink(tmp)
             if link(path, tmp) == 0 {
-                if rename(tmp, prev) != 0 { unlink(tmp) }
+                // rename(2) does nothing when both names are links to one file (the previous write
+                // failed after linking it), leaving tmp behind: it goes either way.
+                _ = rename(tmp, prev)
+                unlink(tmp)
             }
         }
         do { try DurableFile.replace(path, with: data, mode: 0o600) } catch {
