@@ -144,7 +144,7 @@ extension AccountManager {
             }
         }
         var report = DoctorReport(registryPath: registry.path, slotCount: document.slots.count, backends: backends, slots: checks,
-                                  unregisteredItems: unregistered, pendingRecoveries: RecoveryFiles.pending(paths: paths),
+                                  unregisteredItems: unregistered, pendingRecoveries: RecoveryFiles.pending(paths: paths, slots: Array(document.slots.keys)),
                                   missingItems: missing)
         report.leftoverTemporaries = LeftoverTemporaries.find(paths)
         return report

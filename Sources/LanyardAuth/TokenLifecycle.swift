@@ -103,7 +103,7 @@ extension AccountManager {
         defer { withExtendedLifetime(lock) {} }
         // A refresh that died after the server rotated the token left the new tokens here.
         let recovery = RecoveryFile(paths: paths, slot: slot)
-        if recovery.exists, let recovered = try? recovery.read() {
+        if recovery.waiting, let recovered = try? recovery.read() {
             try store.put(recovered, for: slot)
             recovery.remove()
         }
@@ -138,18 +138,24 @@ extension AccountManager {
         // The server has rotated the refresh token: from here on, losing `refreshed` loses the
         // session. The recovery file comes first (a crash before the store write leaves it); when
         // it cannot be written (a full or failing disk), the store may still take the tokens.
-        let recoveryError: (any Error)?
-        do { try recovery.write(refreshed); recoveryError = nil } catch { recoveryError = error }
+        let kept: Result<RecoveryFile.Place, any Error>
+        do { kept = .success(try recovery.write(refreshed)) } catch { kept = .failure(error) }
         do {
             try store.put(refreshed, for: slot)
         } catch {
-            guard let recoveryError else {
+            switch kept {
+            case .success(.file):
                 throw StoreError.io(path: recovery.path, detail: "refreshed tokens could not be stored (\(error.userFacingDescription)); "
                                     + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works")
+            case .success(.kernelKeyring(let fileError)):
+                throw StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to the store "
+                                    + "(\(error.userFacingDescription)) nor to this recovery file (\(fileError)); they wait in memory, "
+                                    + "in the kernel keyring: free some disk space and run `lanyard doctor --repair` before this machine restarts")
+            case .failure(let recoveryError):
+                throw StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to this recovery file "
+                                    + "(\(recoveryError.userFacingDescription)), the kernel keyring, nor the store (\(error.userFacingDescription)); "
+                                    + "the server has already replaced the refresh token, so this sign-in is lost: run `lanyard login \(slot.name)`")
             }
-            throw StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to this recovery file "
-                                + "(\(recoveryError.userFacingDescription)) nor to the store (\(error.userFacingDescription)); "
-                                + "the server has already replaced the refresh token, so this sign-in is lost: run `lanyard login \(slot.name)`")
         }
         recovery.remove()
         try registry.update { doc in
@@ -189,11 +195,13 @@ extension AccountManager {
     /// The event log, capped as configured.
     public var eventLog: EventLog { EventLog(paths: paths, maxBytes: config.eventsMaxBytes) }
 
-    /// Puts credentials left in recovery files back into their stores and removes the files.
+    /// Puts credentials left in recovery files (or, when the disk refused those, in the kernel
+    /// keyring) back into their stores and removes them.
     /// - Returns: the slots restored.
     public func restoreRecoveryFiles() throws -> [Slot] {
         var restored: [Slot] = []
-        for (slot, file) in RecoveryFile.all(paths: paths) {
+        let listed = (try? registry.load().sortedSlots.map(\.0)) ?? []
+        for (slot, file) in RecoveryFile.all(paths: paths, slots: listed) {
             guard let record = try registry.load().slots[slot] else { continue }
             let credential = try file.read()
             try openStore(record.backend, false).put(credential, for: slot)
@@ -227,34 +235,65 @@ public enum SlotLock {
 /// in the store.
 struct RecoveryFile {
     let path: String
+    let slot: Slot
+    let paths: Paths
 
-    init(paths: Paths, slot: Slot) { path = paths.stateDirectory + "/recovery/" + slot.name + ".json" }
+    init(paths: Paths, slot: Slot) {
+        path = paths.stateDirectory + "/recovery/" + slot.name + ".json"
+        self.slot = slot
+        self.paths = paths
+    }
 
-    func write(_ credential: Credential) throws {
-        let dir = PathText.parent(of: path)
-        try SecureFiles.ensureDirectory(PathText.parent(of: dir))
-        try SecureFiles.ensureDirectory(dir)
-        try SecureFiles.atomicWrite(credential.jsonData(), to: path)
+    /// Where refreshed tokens were kept.
+    enum Place: Equatable {
+        case file
+        /// The file could not be written (the error says why): the kernel keyring holds them.
+        case kernelKeyring(fileError: String)
+    }
+
+    /// Keeps `credential` in the file, or when the disk refuses it, in the kernel keyring
+    /// (``RefreshEscrow``); throws the file's error when neither takes it.
+    func write(_ credential: Credential) throws -> Place {
+        let document = credential.jsonData()
+        do {
+            let dir = PathText.parent(of: path)
+            try SecureFiles.ensureDirectory(PathText.parent(of: dir))
+            try SecureFiles.ensureDirectory(dir)
+            try SecureFiles.atomicWrite(document, to: path)
+            return .file
+        } catch {
+            guard RefreshEscrow.put(document, slot: slot, paths: paths) else { throw error }
+            return .kernelKeyring(fileError: error.userFacingDescription)
+        }
     }
 
     func read() throws -> Credential {
-        guard let data = try SecureFiles.read(path) else { throw StoreError.io(path: path, detail: "recovery file vanished") }
+        guard let data = try SecureFiles.read(path) ?? RefreshEscrow.get(slot: slot, paths: paths) else {
+            throw StoreError.io(path: path, detail: "recovery file vanished")
+        }
         do { return try Credential.decode(data, source: path) } catch { throw StoreError.corrupt(source: path, detail: error.detail) }
     }
 
     func remove() {
         unlink(path)
         for temp in temps() { unlink(temp) }
+        RefreshEscrow.remove(slot: slot, paths: paths)
     }
 
-    /// True when refreshed tokens wait here. A write killed as it renamed its temporary file into
-    /// place leaves only the complete temporary (written and synced before the rename), which then
-    /// holds the newest tokens: it is moved into place first.
+    /// True when refreshed tokens wait in the file. A write killed as it renamed its temporary
+    /// file into place leaves only the complete temporary (written and synced before the rename),
+    /// which then holds the newest tokens: it is moved into place first.
     var exists: Bool {
         if access(path, F_OK) == 0 { return true }
         adoptTemp()
         return access(path, F_OK) == 0
     }
+
+    /// True when refreshed tokens wait in the file or, when the disk refused it, in the kernel
+    /// keyring. Asked under the slot's lock before a refresh (and by doctor), not on every token
+    /// read: a token whose stored copy is still fresh is good either way, and the next refresh
+    /// takes the waiting tokens first.
+    var waiting: Bool { exists || RefreshEscrow.get(slot: slot, paths: paths) != nil }
 
     /// `SLOT.json.XXXXXX` files of interrupted writes.
     func temps() -> [String] {
@@ -279,7 +318,9 @@ struct RecoveryFile {
         }
     }
 
-    static func all(paths: Paths) -> [(Slot, RecoveryFile)] {
+    /// The slots whose refreshed tokens wait: those with a file in the recovery folder, and those
+    /// of `slots` with some in the kernel keyring.
+    static func all(paths: Paths, slots known: [Slot] = []) -> [(Slot, RecoveryFile)] {
         let dir = paths.stateDirectory + "/recovery"
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         // SLOT.json, or only SLOT.json.XXXXXX left by a write killed mid-rename.
@@ -288,14 +329,14 @@ struct RecoveryFile {
             let rest = name[range.upperBound...]
             guard rest.isEmpty || (rest.hasPrefix(".") && rest.count == 7) else { return nil }
             return try? Slot(String(name[..<range.lowerBound]))
-        })
-        return slots.sorted { $0.name < $1.name }.map { ($0, RecoveryFile(paths: paths, slot: $0)) }.filter { $0.1.exists }
+        }).union(known)
+        return slots.sorted { $0.name < $1.name }.map { ($0, RecoveryFile(paths: paths, slot: $0)) }.filter { $0.1.waiting }
     }
 
     /// Puts the refreshed tokens waiting here into `store` and removes the file: what a refresh
     /// killed after the server rotated the token left behind. True when there were some.
     func settle(into store: any CredentialStore, slot: Slot) throws -> Bool {
-        guard exists else { return false }
+        guard waiting else { return false }
         try store.put(try read(), for: slot)
         remove()
         return true
@@ -305,5 +346,5 @@ struct RecoveryFile {
 /// What `doctor` needs to know about recovery files.
 public enum RecoveryFiles {
     /// Slots whose refreshed tokens wait in a recovery file.
-    public static func pending(paths: Paths) -> [Slot] { RecoveryFile.all(paths: paths).map(\.0) }
+    public static func pending(paths: Paths, slots: [Slot] = []) -> [Slot] { RecoveryFile.all(paths: paths, slots: slots).map(\.0) }
 }

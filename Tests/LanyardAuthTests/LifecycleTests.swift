@@ -214,3 +214,43 @@ import LanyardTestSupport
         #expect(try await server.stat("requests.usercode") == 1)
     }
 }
+
+@Suite struct RefreshDiskFaultTests {
+    /// The server has rotated the refresh token when the disk refuses both the recovery file and
+    /// the store: the new tokens wait in the kernel keyring (memory), doctor names them, and
+    /// `doctor --repair` puts them in the store once the disk works again. No token is spent twice.
+    @Test func refreshedTokensTheDiskRefusesWaitInTheKernelKeyring() async throws {
+        let env = try await EmulatorHome()
+        let before = try await env.signIn("work", email: "w@example.com")
+        let slot = try Slot("work")
+        let state = env.paths.stateDirectory, data = env.paths.dataDirectory
+        // The recovery folder's name taken by a file, and the store's lock by a folder: every write
+        // of either fails, reads still work.
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: state + "/recovery", contents: Data("not a folder".utf8))
+        try? FileManager.default.removeItem(atPath: data + "/store.age.lock")
+        try FileManager.default.createDirectory(atPath: data + "/store.age.lock", withIntermediateDirectories: true)
+        defer { RefreshEscrow.remove(slot: slot, paths: env.paths) }
+
+        let failed = try env.home.run("refresh", "work")
+        #expect(failed.status != 0)
+        #expect(failed.stderr.contains("they wait in memory, in the kernel keyring"), "\(failed.stderr)")
+        let waiting = try #require(RefreshEscrow.get(slot: slot, paths: env.paths))
+        let kept = try Credential.decode(waiting, source: "escrow")
+        #expect(kept.tokens.refreshToken != before.tokens.refreshToken)
+        #expect(try env.stored("work").tokens.refreshToken == before.tokens.refreshToken)
+        let doctor = try env.home.run("doctor", "--json")
+        #expect(doctor.stdout.contains("refreshed tokens wait in recovery files for: work"), "\(doctor.stdout)")
+
+        // The disk works again.
+        try FileManager.default.removeItem(atPath: state + "/recovery")
+        try FileManager.default.removeItem(atPath: data + "/store.age.lock")
+        let repair = try env.home.run("doctor", "--repair")
+        #expect(repair.status == 0, "\(repair.stdout) \(repair.stderr)")
+        #expect(try env.stored("work").tokens.refreshToken == kept.tokens.refreshToken)
+        #expect(RefreshEscrow.get(slot: slot, paths: env.paths) == nil)
+        let again = try env.home.run("refresh", "work")
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try await env.server.stat("refresh_reused") == 0)
+    }
+}
