@@ -154,7 +154,9 @@ import LanyardTestSupport
     }
 
     /// Transient faults leave the credential and the state as they were.
-    @Test(arguments: ["500", "503", "reset", "timeout", "429"])
+    /// "captive" is a captive portal's login page where the token endpoint should be; "trickle"
+    /// a server sending one byte a second; "huge" 2 MB of padding.
+    @Test(arguments: ["500", "503", "reset", "timeout", "429", "captive", "trickle", "huge"])
     func transientFailures(_ kind: String) async throws {
         let env = try await EmulatorHome(extraConfig: "[backoff]\ninitial-delay = 0.01\nmaximum-delay = 0.05\n[http]\ntimeout = 1")
         try await env.signIn("work", email: "w@example.com")
@@ -164,6 +166,10 @@ import LanyardTestSupport
         case "reset": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "reset", "count": 1])
         case "timeout": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3, "count": 1])
         case "429": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "rate_limit", "retry_after": 0, "count": 3])
+        case "captive": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "non_json", "count": 1,
+                                                                    "body": "<html><head><title>Sign in to Airport Wi-Fi</title></head></html>"])
+        case "trickle": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "trickle", "interval": 1, "count": 1])
+        case "huge": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "huge", "json": false, "count": 1])
         default: try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": Int(kind)!, "count": 1])
         }
         let result = try env.home.run("refresh", "work")

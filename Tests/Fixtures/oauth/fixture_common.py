@@ -33,7 +33,7 @@ log = logging.getLogger("oauth-fixture")
 
 HUGE_DEFAULT_SIZE = 2 * 1024 * 1024  # "a 2 MB body": 2 MiB exactly
 
-FAULT_TYPES = ("status", "non_json", "huge", "reset", "delay", "rate_limit")
+FAULT_TYPES = ("status", "non_json", "huge", "reset", "delay", "rate_limit", "trickle")
 
 
 class HookError(Exception):
@@ -171,6 +171,11 @@ def validate_fault(body: dict, endpoints: tuple[str, ...]) -> tuple[str, dict, i
             want_number(body, "size", minimum=16, integer=True) if "size" in body else HUGE_DEFAULT_SIZE
         )
         spec["json"] = want_bool(body, "json", True)
+    if ftype == "trickle":
+        # A 200 whose body arrives one byte every `interval` seconds (a link that barely moves).
+        spec["interval"] = want_number(body, "interval", minimum=0.01) if "interval" in body else 1.0
+        if spec["interval"] > 60:
+            raise HookError("'interval' must be at most 60")
     if ftype == "delay":
         if "seconds" not in body:
             raise HookError("'seconds' is required for type 'delay'")
@@ -292,6 +297,16 @@ class FaultMiddleware:
             return self.app(environ, start_response)
         if ftype == "reset":
             raise InjectedReset("injected connection reset")
+        if ftype == "trickle":
+            data = b'{"access_token": "at-never-finished", "expires_in": 3600}'
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+
+            def trickle(interval=spec["interval"]):
+                for i in range(len(data)):
+                    yield data[i : i + 1]
+                    time.sleep(interval)
+
+            return trickle()
         extra = list(spec.get("headers", {}).items())
         if ftype == "status":
             data, ctype = _fault_body(spec, {"error": "injected_fault", "status": spec["status"]})
