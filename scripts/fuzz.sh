@@ -22,36 +22,30 @@ mkdir -p "$out/artifacts"
 # Let ASan/libFuzzer report crashes; the Swift backtracer can hang under ASan.
 export SWIFT_BACKTRACE=enable=no
 status=0
+# Sources of other modules are compiled into a harness's module with their `import Lanyard…` lines
+# removed (copies under .build/fuzz/src/HARNESS).
+module_files() { # MODULE FILE…   (for the harness in $name)
+    local module=$1; shift
+    mkdir -p "$out/src/$name"
+    for f in "$@"; do sed '/^import Lanyard/d' "$root/Sources/$module/$f.swift" > "$out/src/$name/${f##*/}.swift"; done
+}
 for name in "${harnesses[@]}"; do
     src="$root/Fuzz/${name^}Fuzz.swift"
     bin="$out/$name-fuzzer"
     echo "== building $name harness"
-    if [[ $name == store ]]; then
-        sources=("$root"/Sources/LanyardCore/*.swift)   # pure Swift: the JSON reader and documents
-    elif [[ $name == stream ]]; then
-        # The pure streaming parsers, compiled into one module with LanyardCore's files.
-        mkdir -p "$out/src/stream"
-        for f in ServerSentEvents ReplayGuard ResponseEvents; do
-            sed '/^import Lanyard/d' "$root/Sources/LanyardNetwork/Streaming/$f.swift" > "$out/src/stream/$f.swift"
-        done
-        sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/stream/*.swift)
-    elif [[ $name == helpers ]]; then
-        # The protocols other programs speak to Lanyard (git, Docker, Kubernetes, netrc).
-        mkdir -p "$out/src/helpers"
-        for f in GitCredential CredentialHelpers; do
-            sed '/^import Lanyard/d' "$root/Sources/LanyardIntegrations/$f.swift" > "$out/src/helpers/$f.swift"
-        done
-        sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/helpers/*.swift)
-    elif [[ $name == responses ]]; then
-        # What servers answer: the parsing files of LanyardAuth, compiled with LanyardCore's.
-        mkdir -p "$out/src/responses"
-        for f in Provider Usage HTTP; do
-            sed '/^import Lanyard/d' "$root/Sources/LanyardAuth/$f.swift" > "$out/src/responses/$f.swift"
-        done
-        sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/responses/*.swift)
-    else
-        sources=("$root"/Sources/Age/*.swift)
-    fi
+    case $name in
+        store) sources=("$root"/Sources/LanyardCore/*.swift) ;;   # pure Swift: the JSON reader and documents
+        stream)   # the pure streaming parsers
+            module_files LanyardNetwork Streaming/ServerSentEvents Streaming/ReplayGuard Streaming/ResponseEvents
+            sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/stream/*.swift) ;;
+        helpers)  # the protocols other programs speak to Lanyard (git, Docker, Kubernetes, netrc)
+            module_files LanyardIntegrations GitCredential CredentialHelpers
+            sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/helpers/*.swift) ;;
+        responses)  # what servers answer: the parsing files of LanyardAuth
+            module_files LanyardAuth Provider Usage HTTP
+            sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/responses/*.swift) ;;
+        *) sources=("$root"/Sources/Age/*.swift) ;;
+    esac
     "$swiftc" -O -g -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz \
         -I "$root/Sources/CSodium" -lsodium \
         "${sources[@]}" "$src" -o "$bin"

@@ -12,25 +12,15 @@ import Glibc
 /// `@unchecked Sendable` that the lock itself justifies: every access to `value` goes through
 /// ``withLock(_:)``.
 public final class Locked<Value: Sendable>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let mutex = PthreadMutex()
     private var value: Value
 
-    public init(_ value: Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+    public init(_ value: Value) { self.value = value }
 
     /// Runs `body` with the value, holding the lock.
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        mutex.lock()
+        defer { mutex.unlock() }
         return try body(&value)
     }
 }
@@ -38,34 +28,45 @@ public final class Locked<Value: Sendable>: @unchecked Sendable {
 /// A pthread mutex that can give up waiting: for callers that hold it across blocking calls with a
 /// deadline (the Secret Service connection), where NSLock's `lock(before:)` was used.
 public final class TimedLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let mutex = PthreadMutex()
 
-    public init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
+    public init() {}
+
+    /// Takes the lock, waiting at most `seconds`; false when the time ran out first.
+    public func lock(within seconds: Double) -> Bool { mutex.lock(within: seconds) }
+
+    public func unlock() { mutex.unlock() }
+}
+
+/// One heap-allocated pthread mutex (its address must not move), shared by the two locks above.
+final class PthreadMutex: @unchecked Sendable {
+    private let pointer: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        pointer = .allocate(capacity: 1)
+        pointer.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(pointer, nil)
     }
 
     deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+        pthread_mutex_destroy(pointer)
+        pointer.deallocate()
     }
 
-    /// Takes the lock, waiting at most `seconds`; false when the time ran out first.
-    public func lock(within seconds: Double) -> Bool {
-        if pthread_mutex_trylock(mutex) == 0 { return true }
+    func lock() { pthread_mutex_lock(pointer) }
+    func unlock() { pthread_mutex_unlock(pointer) }
+
+    func lock(within seconds: Double) -> Bool {
+        if pthread_mutex_trylock(pointer) == 0 { return true }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        let wait = max(0, seconds)
-        var total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + wait
+        var total = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 + max(0, seconds)
         if total > Double(Int.max / 2) { total = Double(Int.max / 2) }
         var until = timespec(tv_sec: Int(total), tv_nsec: Int((total - total.rounded(.down)) * 1e9))
         while true {
-            let result = pthread_mutex_timedlock(mutex, &until)
+            let result = pthread_mutex_timedlock(pointer, &until)
             if result == 0 { return true }
             if result != EINTR { return false }
         }
     }
-
-    public func unlock() { pthread_mutex_unlock(mutex) }
 }
