@@ -27,6 +27,18 @@ extension JSONValue {
     public static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
                                       element: (String, JSONValue) -> Void) throws(JSONSyntaxError) -> JSONValue? {
         try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in
+            try parser.streamedDocument(streamed: streamed, member: member) { name, reader throws(JSONSyntaxError) in
+                element(name, try reader.value())
+            }
+        }
+    }
+
+    /// ``parseStreaming(_:streamed:member:element:)`` where `element` reads each element's value
+    /// itself from a ``JSONReader`` positioned at it (and must read exactly that value): a decoder
+    /// that knows the shape it expects builds its result without the intermediate tree.
+    public static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
+                                      reader element: (String, inout JSONReader) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) -> JSONValue? {
+        try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in
             try parser.streamedDocument(streamed: streamed, member: member, element: element)
         }
     }
@@ -192,6 +204,50 @@ public struct JSONWriter {
     }
 }
 
+/// Reads one JSON value piece by piece, with the parser's checks and error positions. A copy
+/// remembers the position: assigning it back rewinds (to read the same value another way).
+public struct JSONReader {
+    fileprivate var parser: JSONParser
+
+    /// The next byte of the value here (after white space), or nil at the end.
+    public mutating func peek() -> UInt8? {
+        parser.skipSpace()
+        return parser.i < parser.bytes.count ? parser.bytes[parser.i] : nil
+    }
+
+    /// The whole value here, as a tree.
+    public mutating func value() throws(JSONSyntaxError) -> JSONValue { try parser.value() }
+
+    /// The string here (the caller checked `peek() == "\""`).
+    public mutating func string() throws(JSONSyntaxError) -> String { try parser.string() }
+
+    /// `true` or `false` here, or nil (nothing read) when it is something else.
+    public mutating func bool() throws(JSONSyntaxError) -> Bool? {
+        switch peek() {
+        case 0x74: try parser.literal("true"); return true
+        case 0x66: try parser.literal("false"); return false
+        default: return nil
+        }
+    }
+
+    /// Reads `null` when it is here; false (nothing read) otherwise.
+    public mutating func null() throws(JSONSyntaxError) -> Bool {
+        guard peek() == 0x6e else { return false }
+        try parser.literal("null")
+        return true
+    }
+
+    /// Walks the object here (the caller checked `peek() == "{"`), handing each key to `body`,
+    /// which reads the member's value and says whether the key was new (false: "duplicate key").
+    public mutating func members(_ body: (String, inout JSONReader) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) {
+        try parser.members { key, inner throws(JSONSyntaxError) in
+            var reader = JSONReader(parser: inner)
+            defer { inner = reader.parser }
+            return try body(key, &reader)
+        }
+    }
+}
+
 /// A JSON document that is not well-formed: what was wrong and where.
 public struct JSONSyntaxError: Error, Equatable, Sendable, LocalizedError {
     public let line: Int
@@ -200,7 +256,7 @@ public struct JSONSyntaxError: Error, Equatable, Sendable, LocalizedError {
     public var errorDescription: String? { "line \(line), column \(column): \(problem)" }
 }
 
-private struct JSONParser {
+fileprivate struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var i = 0
     var depth = 0
@@ -236,7 +292,7 @@ private struct JSONParser {
     /// ``JSONValue/parseStreaming(_:streamed:member:element:)``: `document()` for a top-level
     /// object, with the same checks (duplicate keys, nesting, trailing text) in the same places.
     mutating func streamedDocument(streamed: String, member: (String, JSONValue) -> Void,
-                                   element: (String, JSONValue) -> Void) throws(JSONSyntaxError) -> JSONValue? {
+                                   element: (String, inout JSONReader) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) -> JSONValue? {
         skipSpace()
         if i < bytes.count, bytes[i] == 0xef { throw fail("byte-order mark") }
         guard i < bytes.count else { throw fail("unexpected end of document") }
@@ -246,7 +302,9 @@ private struct JSONParser {
             if key == streamed, parser.i < parser.bytes.count, parser.bytes[parser.i] == 0x7b {
                 var names = Set<String>()
                 try parser.members { name, inner throws(JSONSyntaxError) in
-                    element(name, try inner.value())
+                    var reader = JSONReader(parser: inner)
+                    defer { inner = reader.parser }
+                    try element(name, &reader)
                     return names.insert(name).inserted
                 }
                 member(key, .object([:]))

@@ -81,12 +81,22 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
         var slotError: JSONShapeError?
         let whole: JSONValue?
         do {
-            whole = try JSONValue.parseStreaming(data, streamed: "slots", member: { top[$0] = $1 }, element: { name, value in
-                guard slotError == nil else { return }
+            whole = try JSONValue.parseStreaming(data, streamed: "slots", member: { top[$0] = $1 }, reader: { name, reader throws(JSONSyntaxError) in
+                guard slotError == nil else { _ = try reader.value(); return }
                 guard let slot = try? Slot(name) else {
                     slotError = JSONShapeError(path: ".slots", problem: "has an invalid slot name")
+                    _ = try reader.value()
                     return
                 }
+                // Records as Lanyard writes them straight from the bytes; anything else (and every
+                // error) the long way, from the same place.
+                let start = reader
+                if let record = try? SlotRecordReader.read(&reader) {
+                    slots[slot] = record
+                    return
+                }
+                reader = start
+                let value = try reader.value()
                 do throws(JSONShapeError) { slots[slot] = try SlotRecord(json: try JSONFields(value, path: ".slots." + name)) } catch { slotError = error }
             })
         } catch {
