@@ -34,11 +34,11 @@ public enum LeftoverTemporaries {
     public static func remove(_ paths: Paths) -> [String] {
         var removed: [String] = []
         for (lockPath, group) in Dictionary(grouping: candidates(paths), by: \.lock) {
-            guard (try? FileLock.tryLock(path: lockPath)).flatMap({ $0 }) != nil else { continue }
-            // (The lock is held until the end of this iteration.)
+            guard let held = (try? FileLock.tryLock(path: lockPath)) ?? nil else { continue }
             for candidate in group.sorted(by: { $0.path < $1.path }) where unlink(candidate.path) == 0 {
                 removed.append(candidate.path)
             }
+            withExtendedLifetime(held) {}  // released only once this file's leftovers are gone
         }
         return removed.sorted()
     }
