@@ -4,7 +4,8 @@
 // visibility (never exported, so the libraries themselves, and libraries they load, never bind to
 // these), as a trampoline that loads the library once and calls the real function. The linker
 // resolves Lanyard's calls to the trampolines, so the binaries do not depend on the libraries at
-// start-up (the Makefile links with --as-needed and checks that nothing else names them). The
+// start-up (the release build reads a headers-only glib-2.0.pc so nothing links GLib, and
+// scripts/test-install.sh checks that the installed binaries name none of them). The
 // prototypes come from the libraries' own headers, which the compiler checks the trampolines
 // against.
 //

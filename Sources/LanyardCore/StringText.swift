@@ -18,6 +18,7 @@ extension String {
     /// Percent-encoded for an `application/x-www-form-urlencoded` body or a URL query value: the
     /// UTF-8 bytes of everything but ASCII letters, digits and `-._~` as `%XX` (RFC 3986 §2.3).
     public func percentEncodedUnreserved() -> String {
+        let hex = Array("0123456789ABCDEF".unicodeScalars)
         var out = ""
         out.reserveCapacity(utf8.count)
         for byte in utf8 {
@@ -26,7 +27,6 @@ extension String {
                  UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                let hex = Array("0123456789ABCDEF".unicodeScalars)
                 out.unicodeScalars.append("%")
                 out.unicodeScalars.append(hex[Int(byte >> 4)])
                 out.unicodeScalars.append(hex[Int(byte & 0xF)])

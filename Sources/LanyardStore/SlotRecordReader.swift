@@ -42,9 +42,19 @@ enum SlotRecordReader {
                           lastRefresh: lastRefresh, lastErrorCode: lastError, createdAt: createdAt)
     }
 
-    private enum Key: String, CaseIterable {
+    private enum Key: String {
         case provider, backend, account, state, lastRefresh = "last_refresh", lastError = "last_error", createdAt = "created_at"
-        var bit: UInt8 { 1 << UInt8(Key.allCases.firstIndex(of: self)!) }
+        var bit: UInt8 {
+            switch self {
+            case .provider: 1
+            case .backend: 2
+            case .account: 4
+            case .state: 8
+            case .lastRefresh: 16
+            case .lastError: 32
+            case .createdAt: 64
+            }
+        }
     }
 
     /// A string, or nil (the value then read and dropped) for anything else.
