@@ -97,7 +97,7 @@ public final class RefreshAgent {
     func plan(_ document: RegistryDocument, now: Date, ignoreJitter: Bool) -> Plan {
         var plan = Plan()
         let rule = manager.refreshRule
-        let jitterCap = max(0, min(options.jitter, rule.lead / 2))
+        let boot = manager.clock.bootInstant()
         for (slot, record) in document.sortedSlots {
             let state = record.state.name
             if let before = known[slot], before != state { transition(slot, from: before, to: record) }
@@ -113,7 +113,9 @@ public final class RefreshAgent {
             if let retry = retries[slot] {
                 wake = retry.notBefore
             } else {
-                let due = expiry.map { $0 - rule.lead } ?? record.lastRefresh.map { $0 + rule.maxAge } ?? now
+                let due = rule.dueDate(expiry: expiry, lastRefresh: record.lastRefresh, lastRefreshBoot: record.lastRefreshBoot, now: now, boot: boot)
+                let lifetime = expiry.flatMap { e in record.lastRefresh.map { e.timeIntervalSince($0) } }
+                let jitterCap = max(0, min(options.jitter, rule.lead(forLifetime: lifetime) / 2))
                 if jitters[slot]?.expiry != expiry { jitters[slot] = (expiry, Double.random(in: 0...jitterCap)) }
                 wake = due + (ignoreJitter ? 0 : jitters[slot]!.offset)
             }
@@ -163,14 +165,14 @@ public final class RefreshAgent {
             }
         }
         var failures = 0
-        let now = Date()
+        let now = manager.clock.now()
         for (slot, result) in results {
             switch result {
             case .success(let credential):
                 retries[slot] = nil
-                if let expiry = credential.tokens.expiresAt, expiry - manager.refreshRule.lead <= now {
-                    // Nothing changed (the token's own expiry says not due yet, or it cannot be
-                    // made fresher): look again shortly rather than spin.
+                if let due = manager.refreshRule.dueDate(credential, now: now, boot: manager.clock.bootInstant()), due <= now {
+                    // It cannot be made fresher (the server keeps issuing tokens that are already
+                    // due): look again shortly rather than spin.
                     retries[slot] = (0, now + 1)
                 }
                 let before = expiries[slot] ?? nil
@@ -205,10 +207,10 @@ public final class RefreshAgent {
         let document = try manager.registry.load()
         known = [:]
         for (slot, record) in document.slots { known[slot] = record.state.name }
-        let plan = plan(document, now: Date(), ignoreJitter: true)
+        let plan = plan(document, now: manager.clock.now(), ignoreJitter: true)
         let failures = refresh(plan.due)
         // Report transitions the refreshes caused.
-        _ = self.plan(try manager.registry.load(), now: Date(), ignoreJitter: true)
+        _ = self.plan(try manager.registry.load(), now: manager.clock.now(), ignoreJitter: true)
         hook?.waitForAll(timeout: 10)
         return failures
     }
@@ -224,7 +226,7 @@ public final class RefreshAgent {
                 for (slot, record) in document.slots { known[slot] = record.state.name }
                 first = false
             }
-            let now = Date()
+            let now = manager.clock.now()
             let plan = plan(document, now: now, ignoreJitter: false)
             if !plan.due.isEmpty {
                 _ = refresh(plan.due)

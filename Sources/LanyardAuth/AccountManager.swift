@@ -94,7 +94,7 @@ public struct AccountManager: Sendable {
                 provider: providerID,
                 tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, idToken: tokens.idToken,
                                  expiresAt: tokens.expiresAt(now: now)),
-                lastRefresh: now, account: account)
+                lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
             let current = try registry.load()
             let slot = try requested ?? Self.defaultSlot(for: account, in: current)
             let backend = current.slots[slot]?.backend ?? plannedBackend
@@ -106,6 +106,7 @@ public struct AccountManager: Sendable {
                 record.account = account
                 record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
                 record.lastRefresh = now
+                record.lastRefreshBoot = credential.lastRefreshBoot
                 record.lastErrorCode = nil
                 doc.slots[slot] = record
                 if doc.active == nil { doc.active = slot }

@@ -213,7 +213,7 @@ extension AccountManager {
                 doc.slots[item.slot] = SlotRecord(
                     provider: credential.provider, backend: item.backend, account: credential.account,
                     state: mustSignIn ? .reauthenticationRequired : .signedIn(expiresAt: credential.tokens.expiresAt),
-                    lastRefresh: credential.lastRefresh, createdAt: now)
+                    lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, createdAt: now)
                 result.repairs.append(.addedSlot(item.slot, from: item.backend, mustSignIn: mustSignIn))
             }
             for slot in result.missingItems where doc.slots[slot] != nil {

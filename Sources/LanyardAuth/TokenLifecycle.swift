@@ -4,40 +4,66 @@ import Glibc
 import LanyardCore
 import LanyardStore
 
-/// When a credential needs refreshing: its access token expires within `lead`, or, when the
-/// expiry is unreadable, its last refresh is older than `maxAge`. A token with neither an expiry
-/// nor a refresh token (a GitHub CLI token, say) is never due: there is nothing to refresh it
-/// with, and it lives until the server refuses it.
+/// When a credential needs refreshing: its access token has less than the lead left, or, when
+/// the expiry is unreadable, its last refresh is older than `maxAge`. A token with neither an
+/// expiry nor a refresh token (a GitHub CLI token, say) is never due: there is nothing to refresh
+/// it with, and it lives until the server refuses it.
+///
+/// The lead is `lead`, or `leadShare` (half) of the token's lifetime when that is shorter: a
+/// provider that issues 300-second tokens under the default 300-second lead would otherwise be
+/// refreshed on every call.
+/// The time left is measured on the boot clock when the tokens were obtained during this boot, so
+/// a wall clock set forward does not make fresh tokens look expired (a refresh on every call) and
+/// one set back does not make expired tokens look fresh.
 public struct RefreshRule: Sendable {
     public var lead: TimeInterval
+    public var leadShare: Double
     public var maxAge: TimeInterval
 
-    public init(lead: TimeInterval, maxAge: TimeInterval) {
+    public init(lead: TimeInterval, leadShare: Double = 0.5, maxAge: TimeInterval) {
         self.lead = lead
+        self.leadShare = leadShare
         self.maxAge = maxAge
     }
 
-    public func needsRefresh(_ credential: Credential, now: Date) -> Bool {
-        if let expiry = credential.tokens.expiresAt ?? (try? JWTClaims(token: credential.tokens.accessToken))?.expiresAt {
-            return expiry.timeIntervalSince(now) <= lead
-        }
-        if credential.tokens.refreshToken?.isEmpty ?? true { return false }
-        guard let last = credential.lastRefresh else { return true }
-        return now.timeIntervalSince(last) >= maxAge
+    public func needsRefresh(_ credential: Credential, now: Date, boot: BootInstant? = nil) -> Bool {
+        guard let due = dueDate(credential, now: now, boot: boot) else { return false }
+        return due <= now
     }
 
-    /// When the credential will next need a refresh (nil when it needs one now or cannot tell).
-    public func dueDate(_ credential: Credential) -> Date? {
-        if let expiry = credential.tokens.expiresAt ?? (try? JWTClaims(token: credential.tokens.accessToken))?.expiresAt {
-            return expiry - lead
+    /// When the credential will need a refresh, on the wall clock as it reads `now` (nil when it
+    /// never will: no expiry and no refresh token).
+    public func dueDate(_ credential: Credential, now: Date, boot: BootInstant? = nil) -> Date? {
+        let expiry = credential.tokens.expiresAt ?? (try? JWTClaims(token: credential.tokens.accessToken))?.expiresAt
+        if expiry == nil && credential.tokens.refreshToken?.isEmpty ?? true { return nil }
+        return dueDate(expiry: expiry, lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, now: now, boot: boot)
+    }
+
+    /// The same from a registry record's fields (the agent plans without reading credentials).
+    public func dueDate(expiry: Date?, lastRefresh: Date?, lastRefreshBoot: BootInstant?, now: Date, boot: BootInstant?) -> Date {
+        // Time since the last refresh, on the boot clock when both readings are of this boot.
+        let elapsedOnBoot = boot.flatMap { b in lastRefreshBoot.flatMap { b.seconds(since: $0) } }
+        guard let expiry else {
+            guard let lastRefresh else { return now }
+            if let elapsedOnBoot { return now + (maxAge - elapsedOnBoot) }
+            return lastRefresh + maxAge
         }
-        if credential.tokens.refreshToken?.isEmpty ?? true { return nil }
-        return credential.lastRefresh.map { $0 + maxAge }
+        guard let lastRefresh, expiry > lastRefresh else { return expiry - lead }
+        let lifetime = expiry.timeIntervalSince(lastRefresh)
+        let lead = lead(forLifetime: lifetime)
+        if let elapsedOnBoot { return now + (lifetime - elapsedOnBoot - lead) }
+        return expiry - lead
+    }
+
+    /// The lead for a token that lives `lifetime` seconds.
+    public func lead(forLifetime lifetime: TimeInterval?) -> TimeInterval {
+        guard let lifetime, lifetime > 0 else { return lead }
+        return min(lead, lifetime * leadShare)
     }
 }
 
 extension AccountManager {
-    public var refreshRule: RefreshRule { RefreshRule(lead: config.refreshLead, maxAge: config.refreshMaxAge) }
+    public var refreshRule: RefreshRule { RefreshRule(lead: config.refreshLead, leadShare: config.refreshLeadShare, maxAge: config.refreshMaxAge) }
 
     /// The slot's credential, refreshed first when it is due (or when `force`).
     ///
@@ -86,7 +112,7 @@ extension AccountManager {
             throw ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
         }
         let credential = try read(slot, store)
-        let due = force || refreshRule.needsRefresh(credential, now: clock.now()) || RecoveryFile(paths: paths, slot: slot).exists
+        let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant()) || RecoveryFile(paths: paths, slot: slot).exists
         return (record, store, credential, due)
     }
 
@@ -95,7 +121,7 @@ extension AccountManager {
     /// for the lock is adopted (even when forced) unless it is itself due.
     func stillDue(_ current: Credential, before: Credential, force: Bool) -> Bool {
         let rotated = current.tokens.refreshToken != before.tokens.refreshToken || current.tokens.accessToken != before.tokens.accessToken
-        return refreshRule.needsRefresh(current, now: clock.now()) || (force && !rotated)
+        return refreshRule.needsRefresh(current, now: clock.now(), boot: clock.bootInstant()) || (force && !rotated)
     }
 
     func refreshUnderLock(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential) async throws -> Credential {
@@ -134,7 +160,7 @@ extension AccountManager {
             provider: current.provider,
             tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken,
                              idToken: tokens.idToken ?? current.tokens.idToken, expiresAt: tokens.expiresAt(now: now)),
-            lastRefresh: now, account: account)
+            lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
         // The server has rotated the refresh token: from here on, losing `refreshed` loses the
         // session. The recovery file comes first (a crash before the store write leaves it); when
         // it cannot be written (a full or failing disk), the store may still take the tokens.
@@ -161,6 +187,7 @@ extension AccountManager {
         try registry.update { doc in
             doc.slots[slot]?.state = .signedIn(expiresAt: refreshed.tokens.expiresAt)
             doc.slots[slot]?.lastRefresh = now
+            doc.slots[slot]?.lastRefreshBoot = refreshed.lastRefreshBoot
             doc.slots[slot]?.lastErrorCode = nil
             doc.slots[slot]?.account = account
         }
@@ -208,6 +235,7 @@ extension AccountManager {
             try registry.update { doc in
                 doc.slots[slot]?.state = .signedIn(expiresAt: credential.tokens.expiresAt)
                 doc.slots[slot]?.lastRefresh = credential.lastRefresh
+                doc.slots[slot]?.lastRefreshBoot = credential.lastRefreshBoot
                 doc.slots[slot]?.lastErrorCode = nil
             }
             file.remove()

@@ -1,9 +1,67 @@
 import FoundationEssentials
+import Glibc
 
 /// The time source of time-dependent logic (expiry, schedules, backoff), injected so tests control
 /// time instead of sleeping.
 public protocol WallClock: Sendable {
     func now() -> Date
+    /// Where this boot's monotonic clock stands (nil when it cannot be read): how long ago tokens
+    /// were obtained, whatever the wall clock did since.
+    func bootInstant() -> BootInstant?
+}
+
+extension WallClock {
+    public func bootInstant() -> BootInstant? { BootInstant.current() }
+}
+
+/// A point on `CLOCK_BOOTTIME` (which counts suspended time and never jumps) of one boot
+/// (`/proc/sys/kernel/random/boot_id`). Two instants of the same boot give the time elapsed
+/// between them even when the wall clock was set forward or back meanwhile.
+public struct BootInstant: Hashable, Sendable {
+    public var bootID: String
+    public var seconds: Double
+
+    public init(bootID: String, seconds: Double) {
+        self.bootID = bootID
+        self.seconds = seconds
+    }
+
+    /// Seconds from `earlier` to this instant, or nil when they belong to different boots (or
+    /// `earlier` is later: not the same clock after all).
+    public func seconds(since earlier: BootInstant) -> Double? {
+        guard bootID == earlier.bootID, seconds >= earlier.seconds else { return nil }
+        return seconds - earlier.seconds
+    }
+
+    /// Stored as one string, "BOOT-ID SECONDS".
+    public var text: String { bootID + " " + String((seconds * 1000).rounded() / 1000) }
+
+    public init?(text: String) {
+        let parts = text.split(separator: " ")
+        guard parts.count == 2, (1...64).contains(parts[0].utf8.count),
+              parts[0].utf8.allSatisfy({ $0 == 0x2d || ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
+              let seconds = Double(parts[1]), seconds.isFinite, seconds >= 0 else { return nil }
+        self.init(bootID: String(parts[0]), seconds: seconds)
+    }
+
+    /// The system's instant now (the boot id is read once per process).
+    public static func current() -> BootInstant? {
+        guard let id = bootID else { return nil }
+        var ts = timespec()
+        guard clock_gettime(CLOCK_BOOTTIME, &ts) == 0 else { return nil }
+        return BootInstant(bootID: id, seconds: Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9)
+    }
+
+    private static let bootID: String? = {
+        let fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 64) }
+        guard n > 0 else { return nil }
+        let id = String(decoding: buffer[..<n], as: UTF8.self).trimmingWhitespaceAndNewlines()
+        return BootInstant(text: id + " 0") != nil ? id : nil
+    }()
 }
 
 /// The system clock.
@@ -12,13 +70,17 @@ public struct SystemClock: WallClock {
     public func now() -> Date { Date() }
 }
 
-/// A clock tests set by hand.
+/// A clock tests set by hand. `advance` moves time on; `jump` moves only the wall clock, as
+/// `date -s` or an NTP step does, leaving the boot clock where it was.
 public final class ManualClock: WallClock, Sendable {
-    private let current: Locked<Date>
+    private let current: Locked<(wall: Date, boot: Double)>
 
-    public init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Locked(start) }
+    public init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) { current = Locked((start, 1000)) }
 
-    public func now() -> Date { current.withLock { $0 } }
-    public func advance(by seconds: TimeInterval) { current.withLock { $0 += seconds } }
-    public func set(_ date: Date) { current.withLock { $0 = date } }
+    public func now() -> Date { current.withLock { $0.wall } }
+    public func bootInstant() -> BootInstant? { BootInstant(bootID: "00000000-7e57-b007-0000-000000000000", seconds: current.withLock { $0.boot }) }
+    public func advance(by seconds: TimeInterval) { current.withLock { $0.wall += seconds; $0.boot += seconds } }
+    public func jump(by seconds: TimeInterval) { current.withLock { $0.wall += seconds } }
+    /// Sets the wall clock to `date`, moving the boot clock by as much (time passed, no jump).
+    public func set(_ date: Date) { current.withLock { $0.boot += max(0, date.timeIntervalSince($0.wall)); $0.wall = date } }
 }

@@ -17,8 +17,11 @@ public struct LanyardConfig: Hashable, Sendable {
     public var interactiveStoreTimeout: TimeInterval = 120
     /// How long an unlocked file-store identity stays cached in the kernel keyring, in seconds.
     public var unlockCacheSeconds: TimeInterval = 900
-    /// Refresh when the access token expires within this many seconds.
+    /// Refresh when the access token expires within this many seconds…
     public var refreshLead: TimeInterval = 300
+    /// …or within this share of its lifetime, when that is less (a token that lives no longer
+    /// than the lead would otherwise be refreshed on every use).
+    public var refreshLeadShare: Double = 0.5
     /// Refresh anyway when the last refresh is older than this and `exp` is unreadable.
     public var refreshMaxAge: TimeInterval = 8 * 24 * 3600
     public var backoff: BackoffPolicy = .default

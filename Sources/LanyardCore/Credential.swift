@@ -12,13 +12,16 @@ public struct Credential: Hashable, JSONDocument, Sendable, CustomStringConverti
     public var tokens: TokenSet
     /// When the tokens were last obtained or refreshed.
     public var lastRefresh: Date?
+    /// The boot clock at `lastRefresh`: how old the tokens are when the wall clock has jumped since.
+    public var lastRefreshBoot: BootInstant?
     public var account: AccountInfo
 
-    public init(provider: String, tokens: TokenSet, lastRefresh: Date?, account: AccountInfo) {
+    public init(provider: String, tokens: TokenSet, lastRefresh: Date?, lastRefreshBoot: BootInstant? = nil, account: AccountInfo) {
         self.version = Credential.currentVersion
         self.provider = provider
         self.tokens = tokens
         self.lastRefresh = lastRefresh
+        self.lastRefreshBoot = lastRefreshBoot
         self.account = account
     }
 
@@ -30,12 +33,14 @@ public struct Credential: Hashable, JSONDocument, Sendable, CustomStringConverti
         provider = try json.string("provider")
         tokens = try TokenSet(json: try json.object("tokens"))
         lastRefresh = try json.optionalDate("last_refresh")
+        lastRefreshBoot = try json.optionalBootInstant("last_refresh_boot")
         account = try json.optionalObject("account").map { (f: JSONFields) throws(JSONShapeError) in try AccountInfo(json: f) } ?? AccountInfo()
     }
 
     public var json: JSONValue {
         JSONValue.object(["version": .number(Double(version)), "provider": .string(provider), "tokens": tokens.json,
-                          "last_refresh": .date(lastRefresh), "account": account.json]).droppingNulls
+                          "last_refresh": .date(lastRefresh),
+                          "last_refresh_boot": .optional(lastRefreshBoot?.text), "account": account.json]).droppingNulls
     }
 
     public var description: String {

@@ -59,6 +59,13 @@ public struct JSONFields {
         return Date(timeIntervalSince1970: d.timeIntervalSince1970.rounded(.down))
     }
 
+    /// A boot clock reading ("BOOT-ID SECONDS", see ``BootInstant``).
+    public func optionalBootInstant(_ key: String) throws(JSONShapeError) -> BootInstant? {
+        guard let s = try optionalString(key) else { return nil }
+        guard let instant = BootInstant(text: s) else { throw fail(key, "is not a boot id and a number of seconds") }
+        return instant
+    }
+
     public func optionalObject(_ key: String) throws(JSONShapeError) -> JSONFields? {
         switch object[key] {
         case nil, .null?: return nil

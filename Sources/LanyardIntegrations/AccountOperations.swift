@@ -149,6 +149,7 @@ extension AccountManager {
             record.account = credential.account
             record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
             record.lastRefresh = credential.lastRefresh
+            record.lastRefreshBoot = credential.lastRefreshBoot
             record.lastErrorCode = nil
             doc.slots[slot] = record
             if doc.active == nil { doc.active = slot }

@@ -34,6 +34,7 @@ public struct CodexSync: Sendable {
         try manager.registry.update { doc in
             doc.slots[slot]?.state = .signedIn(expiresAt: updated.tokens.expiresAt)
             doc.slots[slot]?.lastRefresh = updated.lastRefresh
+            doc.slots[slot]?.lastRefreshBoot = updated.lastRefreshBoot
             doc.slots[slot]?.lastErrorCode = nil
         }
         return true

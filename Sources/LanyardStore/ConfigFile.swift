@@ -42,7 +42,7 @@ public enum ConfigFile {
     /// The keys each fixed section knows; others are warned about.
     static let knownKeys: [String: Set<String>] = [
         "store": ["backend", "timeout", "interactive-timeout", "unlock-cache", "collection"],
-        "refresh": ["lead", "max-age"],
+        "refresh": ["lead", "lead-share", "max-age"],
         "backoff": ["max-retries", "initial-delay", "maximum-delay", "respect-retry-after"],
         "integrations": ["codex"],
         "login": ["slow-down-increment", "timeout"],
@@ -180,9 +180,10 @@ public enum ConfigFile {
         }
     }
 
-    /// `[refresh]`: lead and max-age.
+    /// `[refresh]`: lead, lead-share and max-age.
     private static func readRefresh(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
         if let v = try r.number("refresh", "lead") { config.refreshLead = v }
+        if let v = try r.number("refresh", "lead-share", min: 0.01, max: 1) { config.refreshLeadShare = v }
         if let v = try r.number("refresh", "max-age", min: 60) { config.refreshMaxAge = v }
     }
 

@@ -10,18 +10,21 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
     public var account: AccountInfo
     public var state: AuthState
     public var lastRefresh: Date?
+    /// The boot clock at `lastRefresh` (see ``Credential/lastRefreshBoot``).
+    public var lastRefreshBoot: BootInstant?
     /// The code of the last error seen for this slot (e.g. `refresh_token_reused`), cleared on success.
     public var lastErrorCode: String?
     public var createdAt: Date?
 
     public init(provider: String, backend: BackendKind, account: AccountInfo = AccountInfo(),
-                state: AuthState = .signedOut, lastRefresh: Date? = nil, lastErrorCode: String? = nil,
-                createdAt: Date? = nil) {
+                state: AuthState = .signedOut, lastRefresh: Date? = nil, lastRefreshBoot: BootInstant? = nil,
+                lastErrorCode: String? = nil, createdAt: Date? = nil) {
         self.provider = provider
         self.backend = backend
         self.account = account
         self.state = state
         self.lastRefresh = lastRefresh
+        self.lastRefreshBoot = lastRefreshBoot
         self.lastErrorCode = lastErrorCode
         self.createdAt = createdAt
     }
@@ -42,6 +45,7 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
         account = try json.optionalObject("account").map { (f: JSONFields) throws(JSONShapeError) in try AccountInfo(json: f) } ?? AccountInfo()
         state = try AuthState(json: try json.object("state"))
         lastRefresh = try json.optionalDate("last_refresh")
+        lastRefreshBoot = try json.optionalBootInstant("last_refresh_boot")
         lastErrorCode = try json.optionalString("last_error")
         createdAt = try json.optionalDate("created_at")
     }
@@ -49,7 +53,7 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
     public var json: JSONValue {
         JSONValue.object([
             "provider": .string(provider), "backend": .string(backend.rawValue), "account": account.json, "state": state.json,
-            "last_refresh": .date(lastRefresh), "last_error": .optional(lastErrorCode), "created_at": .date(createdAt),
+            "last_refresh": .date(lastRefresh), "last_refresh_boot": .optional(lastRefreshBoot?.text), "last_error": .optional(lastErrorCode), "created_at": .date(createdAt),
         ]).droppingNulls
     }
 }

@@ -11,7 +11,7 @@ enum SlotRecordReader {
     static func read(_ reader: inout JSONReader) throws(JSONSyntaxError) -> SlotRecord? {
         guard reader.peek() == 0x7b else { return nil }
         var provider: String?, backend: BackendKind?, account = AccountInfo(), state: AuthState?
-        var lastRefresh: Date?, lastError: String?, createdAt: Date?
+        var lastRefresh: Date?, lastRefreshBoot: BootInstant?, lastError: String?, createdAt: Date?
         var seen: UInt8 = 0, understood = true  // a bit per key: no hashing
         try reader.members { key, r throws(JSONSyntaxError) in
             guard understood, let known = Key(rawValue: key), seen & known.bit == 0 else {
@@ -29,6 +29,11 @@ enum SlotRecordReader {
                 account = read
             case .state: state = try self.state(&r)
             case .lastRefresh: if !(try date(&r, into: &lastRefresh)) { understood = false }
+            case .lastRefreshBoot:
+                var text: String?
+                if !(try optionalString(&r, into: &text)) { understood = false } else if let text {
+                    if let instant = BootInstant(text: text) { lastRefreshBoot = instant } else { understood = false }
+                }
             case .lastError: if !(try optionalString(&r, into: &lastError)) { understood = false }
             case .createdAt: if !(try date(&r, into: &createdAt)) { understood = false }
             }
@@ -39,11 +44,11 @@ enum SlotRecordReader {
         }
         guard understood, let provider, let backend, let state else { return nil }
         return SlotRecord(provider: provider, backend: backend, account: account, state: state,
-                          lastRefresh: lastRefresh, lastErrorCode: lastError, createdAt: createdAt)
+                          lastRefresh: lastRefresh, lastRefreshBoot: lastRefreshBoot, lastErrorCode: lastError, createdAt: createdAt)
     }
 
     private enum Key: String {
-        case provider, backend, account, state, lastRefresh = "last_refresh", lastError = "last_error", createdAt = "created_at"
+        case provider, backend, account, state, lastRefresh = "last_refresh", lastRefreshBoot = "last_refresh_boot", lastError = "last_error", createdAt = "created_at"
         var bit: UInt8 {
             switch self {
             case .provider: 1
@@ -53,6 +58,7 @@ enum SlotRecordReader {
             case .lastRefresh: 16
             case .lastError: 32
             case .createdAt: 64
+            case .lastRefreshBoot: 128
             }
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import LanyardNetwork
 import LanyardTestSupport
 import Testing
+@testable import LanyardAgent
 @testable import LanyardAuth
 @testable import LanyardCore
 @testable import LanyardStore
@@ -22,6 +23,7 @@ private final class AgentHome: @unchecked Sendable {
         try home.useEmulator(server, extraConfig: """
         [refresh]
         lead = \(AgentHome.lead)
+        lead-share = 1
         [agent]
         jitter = 0.5
         \(extraConfig)
@@ -30,18 +32,18 @@ private final class AgentHome: @unchecked Sendable {
 
     var paths: Paths { Paths(environment: home.environment) }
 
-    func manager() throws -> AccountManager {
+    func manager(clock: any WallClock = SystemClock()) throws -> AccountManager {
         let config = try ConfigFile.load(path: paths.configFile).config
         let paths = self.paths
         return AccountManager(paths: paths, config: config, openStore: { _, _ in EncryptedFileStore(paths: paths) },
-                              transport: URLSessionTransport(timeout: 5), sleeper: QuickSleeper())
+                              transport: URLSessionTransport(timeout: 5), clock: clock, sleeper: QuickSleeper())
     }
 
-    func signIn(_ slots: [String], lifetime: Int) async throws {
+    func signIn(_ slots: [String], lifetime: Int, clock: any WallClock = SystemClock()) async throws {
         try await server.hook("/_test/config", ["access_token_lifetime": lifetime])
         let server = self.server
         for name in slots {
-            _ = try await manager().signIn(slot: try Slot(name), providerID: "openai") { event in
+            _ = try await manager(clock: clock).signIn(slot: try Slot(name), providerID: "openai") { event in
                 if case .deviceCode(let auth) = event {
                     Task { _ = try await server.hook("/_test/approve", ["user_code": auth.userCode, "email": "\(name)@example.com"]) }
                 }
@@ -147,6 +149,27 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
     }
 
     /// Nothing due: `--once` and a running agent make no request at all.
+    /// The agent plans from the registry's boot-clock readings: a wall clock set forward a day
+    /// refreshes nothing early, one set back an hour delays nothing.
+    @Test func wallClockJumpsNeitherHurryNorDelayTheAgent() async throws {
+        let env = try AgentHome(extraConfig: "")
+        let clock = ManualClock(Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)))
+        try await env.signIn(["a", "b"], lifetime: 3600, clock: clock)
+        let agent = RefreshAgent(manager: try env.manager(clock: clock), options: .init(jitter: 0, notify: false, hook: nil), diagnostics: { _ in })
+        clock.jump(by: 86_400)
+        #expect(try agent.runOnce() == 0)
+        #expect(try await env.refreshesOnServer() == 0, "a day forward on the wall clock is not a day of token life")
+        clock.advance(by: 3_599)
+        #expect(try agent.runOnce() == 0)
+        #expect(try await env.refreshesOnServer() == 2, "each slot refreshed once when its lead began")
+        clock.jump(by: -3_600)
+        clock.advance(by: 3_599)
+        #expect(try agent.runOnce() == 0)
+        #expect(try await env.refreshesOnServer() == 4, "an hour back on the wall clock does not postpone the next refresh")
+        #expect(try agent.runOnce() == 0)
+        #expect(try await env.refreshesOnServer() == 4, "and nothing refreshes twice")
+    }
+
     @Test func noRefreshWhenNothingIsDue() async throws {
         let env = try AgentHome()
         try await env.signIn(["a", "b"], lifetime: 3600)
@@ -163,7 +186,7 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
     /// `--once` refreshes exactly the slots that are due.
     @Test func onceRefreshesDueSlots() async throws {
         let env = try AgentHome()
-        try await env.signIn(["due"], lifetime: 1)  // within the 1.5 s lead: due at once
+        try await env.signIn(["due"], lifetime: 1)  // within the 1.5 s lead (lead-share 1): due at once
         try await env.signIn(["later"], lifetime: 3600)
         let once = try env.home.run("agent", "--once")
         #expect(once.status == 0, Comment(rawValue: once.stderr))

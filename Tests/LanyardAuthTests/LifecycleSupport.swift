@@ -28,7 +28,8 @@ struct EmulatorHome {
 
     var paths: Paths { Paths(environment: home.environment) }
 
-    func manager(sleeper: any Sleeper = RecordingSleeper(), transport: any HTTPTransport = URLSessionTransport(timeout: 5)) throws -> AccountManager {
+    func manager(sleeper: any Sleeper = RecordingSleeper(), transport: any HTTPTransport = URLSessionTransport(timeout: 5),
+                 clock: any WallClock = SystemClock()) throws -> AccountManager {
         let config = try ConfigFile.load(path: paths.configFile).config
         let paths = self.paths
         return AccountManager(paths: paths, config: config,
@@ -38,7 +39,7 @@ struct EmulatorHome {
                                   case .secretService: return SecretServiceStore(timeout: 5)
                                   }
                               },
-                              transport: transport, sleeper: sleeper)
+                              transport: transport, clock: clock, sleeper: sleeper)
     }
 
     /// Signs `email` into `slot` through the library, approving on the emulator when the code shows.

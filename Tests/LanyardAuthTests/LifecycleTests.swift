@@ -9,7 +9,7 @@ import LanyardTestSupport
 @Suite struct RefreshRaceTests {
     /// 32 processes ask for the token the moment it falls due: one refresh, no reuse, one token.
     @Test func thirtyTwoProcessesRefreshOnce() async throws {
-        let env = try await EmulatorHome(extraConfig: "[refresh]\nlead = 600")
+        let env = try await EmulatorHome(extraConfig: "[refresh]\nlead = 600\nlead-share = 1")
         try await env.server.hook("/_test/config", ["access_token_lifetime": 300])  // due at once (lead 600)
         try await env.signIn("work", email: "w@example.com")
         try await env.server.hook("/_test/config", ["access_token_lifetime": 3600])  // the refreshed one is not
@@ -30,7 +30,7 @@ import LanyardTestSupport
     }
 
     @Test func twoSlotsInterleavedRefreshOnceEach() async throws {
-        let env = try await EmulatorHome(extraConfig: "[refresh]\nlead = 600")
+        let env = try await EmulatorHome(extraConfig: "[refresh]\nlead = 600\nlead-share = 1")
         try await env.server.hook("/_test/config", ["access_token_lifetime": 300])
         try await env.signIn("a", email: "a@example.com")
         try await env.signIn("b", email: "b@example.com")
@@ -50,7 +50,7 @@ import LanyardTestSupport
 
     /// Tasks of one process and CLI processes at once share the per-slot lock too.
     @Test func libraryTasksAndCLITogetherRefreshOnce() async throws {
-        let env = try await EmulatorHome(extraConfig: "[refresh]\nlead = 600")
+        let env = try await EmulatorHome(extraConfig: "[refresh]\nlead = 600\nlead-share = 1")
         try await env.server.hook("/_test/config", ["access_token_lifetime": 300])
         try await env.signIn("work", email: "w@example.com")
         try await env.server.hook("/_test/config", ["access_token_lifetime": 3600])

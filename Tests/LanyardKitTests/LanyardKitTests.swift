@@ -124,7 +124,7 @@ struct KitHome {
     }
 
     @Test func eightTasksAndTheCLIRefreshOnce() async throws {
-        let env = try KitHome(extraConfig: "[refresh]\nlead = 600")
+        let env = try KitHome(extraConfig: "[refresh]\nlead = 600\nlead-share = 1")
         try await env.server.hook("/_test/config", ["access_token_lifetime": 300])
         try await signedIn(env, slot: "race")
         try await env.server.hook("/_test/config", ["access_token_lifetime": 3600])

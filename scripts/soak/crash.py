@@ -346,7 +346,7 @@ def setup():
         f.write(common)
     os.makedirs(DUE_CONFIG + "/lanyard", exist_ok=True)
     with open(DUE_CONFIG + "/lanyard/config.ini", "w") as f:
-        f.write(common + "[refresh]\nlead = 100000000\n")   # every access token is within the lead
+        f.write(common + "[refresh]\nlead = 100000000\nlead-share = 1\n")   # every access token is within the lead
     r = run(["store", "init", "--no-passphrase"])
     if r.rc != 0:
         sys.exit("crash: store init failed: " + r.brief())
