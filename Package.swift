@@ -38,7 +38,10 @@ let package = Package(
 
         .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries"]),
 
-        .target(name: "LanyardCore"),
+        // prctl(2), which Swift cannot call (variadic): ProcessHardening's one call.
+        .target(name: "CProcessControl"),
+
+        .target(name: "LanyardCore", dependencies: ["CProcessControl"]),
         .target(name: "Age", dependencies: ["CSodium", "CLazyLibraries"]),
         .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),

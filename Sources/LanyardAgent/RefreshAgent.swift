@@ -55,7 +55,7 @@ public final class RefreshAgent {
     /// Slots waiting to retry after a transient failure.
     private var retries: [Slot: (attempt: Int, notBefore: Date)] = [:]
     /// Each signed-in slot's expiry as the registry last said (to tell a refresh from a no-op).
-    private var expiries: [Slot: Date?] = [:]
+    private var expiries: [Slot: (expiry: Date?, refreshed: BootInstant?)] = [:]
     private let stopPipe: [Int32]
 
     public init(manager: AccountManager, options: Options, diagnostics: @escaping (String) -> Void) {
@@ -108,7 +108,7 @@ public final class RefreshAgent {
                 expiries[slot] = nil
                 continue
             }
-            expiries[slot] = expiry
+            expiries[slot] = (expiry, record.lastRefreshBoot)
             var wake: Date
             if let retry = retries[slot] {
                 wake = retry.notBefore
@@ -175,8 +175,13 @@ public final class RefreshAgent {
                     // due): look again shortly rather than spin.
                     retries[slot] = (0, now + 1)
                 }
-                let before = expiries[slot] ?? nil
-                if credential.tokens.expiresAt.map({ $0.timeIntervalSince1970.saturatingInt }) != before.map({ $0.timeIntervalSince1970.saturatingInt }) {
+                // Refreshed here or by someone else since the plan (expiries are whole seconds, so
+                // two refreshes in one second are told apart by their boot-clock readings).
+                let before = expiries[slot]
+                let refreshed = credential.lastRefreshBoot.map { $0.text != before?.refreshed?.text }
+                    ?? (credential.tokens.expiresAt.map { $0.timeIntervalSince1970.saturatingInt }
+                        != before?.expiry.map { $0.timeIntervalSince1970.saturatingInt })
+                if refreshed {
                     hook?.run(EventLog.record("refresh", slot: slot, fields: ["expires_at": .date(credential.tokens.expiresAt)]))
                 }
             case .failure(let error):

@@ -109,6 +109,8 @@ public enum Lanyard {
 public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
                         streamFactory: ResponseStreamFactory? = nil) -> Int32 {
     StartupTrace.start()
+    // Tokens pass through every command's memory: no core dump, no ptrace by the same user.
+    ProcessHardening.apply()
     signal(SIGPIPE, SIG_IGN)
     // A parent may have started us with signals blocked (threads of many runtimes block them);
     // Ctrl-C, SIGTERM and SIGHUP must reach our handlers and the commands we run.

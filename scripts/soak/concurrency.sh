@@ -228,8 +228,18 @@ wait "$agent_pid"; agent_status=$?
 printf 'agent - %d %d 0 -\n' "$agent_status" $(( $(now_us) - t0 )) > "$tmp/logs/agent"
 agent_pid=""
 
-# Processes of this run (by their environment) that are still alive, or zombies, after the stop.
+# Processes of this run that are still alive, or zombies, after the stop: lanyard processes that
+# descend from the subreaper (their environment is not readable: Lanyard makes itself undumpable).
 # A refresh worker finishing a refresh is given 3 s.
+descends_from_reaper() {
+  local p=$1 hops=0
+  while [ -n "$p" ] && [ "$p" -gt 1 ] && [ $hops -lt 64 ]; do
+    [ "$p" = "$SOAK_REAPER_PID" ] && return 0
+    p=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$p/status" 2> /dev/null)
+    hops=$((hops + 1))
+  done
+  return 1
+}
 scan_procs() {
   local p comm state
   for p in /proc/[0-9]*; do
@@ -237,14 +247,11 @@ scan_procs() {
     [ "$p" = $$ ] && continue
     comm=$(cat "/proc/$p/comm" 2> /dev/null) || continue
     case $comm in lanyard*) ;; *) continue ;; esac
+    descends_from_reaper "$p" || continue
     state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$p/status" 2> /dev/null)
     if [ "$state" = Z ]; then
-      # A zombie has no environment left: ours when its parent is this script or one of ours.
-      ppid=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$p/status" 2> /dev/null)
-      if [ "$ppid" = $$ ] || [ "$ppid" = "$PPID" ] || tr '\0' '\n' < "/proc/$ppid/environ" 2> /dev/null | grep -qx "XDG_DATA_HOME=$XDG_DATA_HOME"; then
-        echo "$p zombie $(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null)$comm"
-      fi
-    elif tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "XDG_DATA_HOME=$XDG_DATA_HOME"; then
+      echo "$p zombie $(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null)$comm"
+    else
       echo "$p alive $(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null)"
     fi
   done
@@ -252,7 +259,7 @@ scan_procs() {
 t0=$(now_us)
 while leftovers=$(scan_procs); [ -n "$leftovers" ] && [ "$(now_us)" -lt $(( t0 + 3000000 )) ]; do sleep 0.1; done
 printf '%s\n' "$leftovers" | grep . > "$tmp/leftover-procs.txt"
-# Stop what is left (ours: matched by this run's private XDG_DATA_HOME), after recording it.
+# Stop what is left (ours: descendants of this run's subreaper), after recording it.
 for p in $(awk '$2 == "alive" {print $1}' "$tmp/leftover-procs.txt"); do kill "$p" 2> /dev/null; done
 cp "$SOAK_ORPHANS_LOG" "$tmp/orphans-at-check.txt" 2> /dev/null
 

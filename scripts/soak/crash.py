@@ -144,19 +144,28 @@ def login(slot, kill_after=None, code_delay=None):
 
 
 # --- processes of this run -----------------------------------------------------------------------
-MY_DATA = ("XDG_DATA_HOME=" + ENV["XDG_DATA_HOME"]).encode()
+REAPER = os.environ.get("SOAK_REAPER_PID", str(os.getpid()))
 
 
-def proc_env_is_ours(pid):
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return MY_DATA in f.read().split(b"\0")
-    except OSError:
-        return False
+def descends_from_reaper(pid):
+    """Whether pid is a descendant of this run's subreaper (reaper.py), which adopts every orphan.
+    Lanyard's processes are not dumpable, so their environment cannot tell whose they are."""
+    p = str(pid)
+    for _ in range(64):
+        if p == REAPER:
+            return True
+        try:
+            with open(f"/proc/{p}/status") as f:
+                p = re.search(r"^PPid:\s*(\d+)", f.read(), re.M).group(1)
+        except (OSError, AttributeError):
+            return False
+        if int(p) <= 1:
+            return False
+    return False
 
 
 def our_procs():
-    """lanyard* processes of this run (by their XDG_DATA_HOME), zombies by their parent."""
+    """lanyard* processes of this run: descendants of the subreaper, zombies included."""
     found = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -174,8 +183,7 @@ def our_procs():
             continue
         state = re.search(r"^State:\s*(\S)", status, re.M).group(1)
         ppid = int(re.search(r"^PPid:\s*(\d+)", status, re.M).group(1))
-        ours = (ppid == os.getpid() or proc_env_is_ours(ppid)) if state == "Z" else proc_env_is_ours(d)
-        if ours:
+        if descends_from_reaper(d):
             found.append({"pid": int(d), "comm": comm, "state": state, "ppid": ppid, "cmd": cmd or comm})
     return found
 

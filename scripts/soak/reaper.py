@@ -6,6 +6,7 @@ away, say) are re-parented to this process instead of to PID 1, which in some co
 reaps anything (every orphan would end as a zombie there, whoever's fault). Each adopted process
 that exits is reaped here and recorded, with its name, in the file named by $SOAK_ORPHANS_LOG
 (one line "pid comm status"), so the soak can tell "a lanyard process outlived its caller".
+Exports SOAK_REAPER_PID: the soak's processes are the descendants of that process.
 Forwards SIGINT/SIGTERM/SIGHUP to the child and exits with the child's status.
 
   reaper.py CMD [ARG...]
@@ -27,6 +28,9 @@ def main() -> int:
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         print("reaper.py: prctl(PR_SET_CHILD_SUBREAPER) failed; running without it", file=sys.stderr)
     log_path = os.environ.get("SOAK_ORPHANS_LOG")
+    # Lanyard's processes are not dumpable (their /proc/PID/environ is root's): the soak tells its
+    # own by descent from this process, which every one of them has (orphans are adopted here).
+    os.environ["SOAK_REAPER_PID"] = str(os.getpid())
     child = os.fork()
     if child == 0:
         try:

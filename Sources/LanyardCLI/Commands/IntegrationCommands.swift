@@ -205,7 +205,7 @@ enum ChildProcess {
         var pid: pid_t = 0
         var attributes = ChildSignals.attributes()
         defer { posix_spawnattr_destroy(&attributes) }
-        let spawned = posix_spawn(&pid, path, nil, &attributes, args, env)
+        let spawned = ProcessHardening.withInheritedCoreLimit { posix_spawn(&pid, path, nil, &attributes, args, env) }
         guard spawned == 0 else {
             throw UsageError(message: "cannot run \(argv[0]): \(String(cString: strerror(spawned)))", command: "exec")
         }

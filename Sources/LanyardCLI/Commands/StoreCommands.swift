@@ -59,6 +59,8 @@ enum DoctorView {
             }),
             "problems": .array(report.problems.map(JSONValue.string)),
             "repaired": .array(report.repairs.map { .string($0.description) }),
+            "process": .object(["dumpable": .bool(ProcessHardening.isDumpable),
+                                "core_limit": ProcessHardening.coreLimit.map { .number(Double($0)) } ?? .null]),
         ])
     }
 
@@ -82,6 +84,9 @@ enum DoctorView {
             out.line(s.bold("Slots"))
             for check in report.slots { out.line("  \(column(check.slot.name))\(column(check.backend.displayName))\(check.status.rawValue)") }
         }
+        let hardened = !ProcessHardening.isDumpable && ProcessHardening.coreLimit == 0
+        out.line(s.bold("Process") + "   " + (hardened ? "no core dumps, not traceable by other processes"
+                                                       : "may be dumped or traced: prctl(PR_SET_DUMPABLE) or setrlimit(RLIMIT_CORE) was refused"))
         for repair in report.repairs { out.line(s.green("repaired: ") + repair.description) }
         let problems = report.problems
         if problems.isEmpty {
