@@ -49,6 +49,8 @@ public struct DoctorReport: Sendable, Equatable {
         case removedStrayCopy(Slot, from: BackendKind, of: Slot)
         /// A temporary file an interrupted write left in the data folder was removed.
         case removedLeftoverTemporary(String)
+        /// The active slot, lost with the registry, was taken from what was left of it.
+        case restoredActive(Slot)
 
         public var description: String {
             switch self {
@@ -56,6 +58,7 @@ public struct DoctorReport: Sendable, Equatable {
             case .addedSlot(let slot, let kind, let mustSignIn):
                 return "added \(slot.name) from \(kind.displayName)" + (mustSignIn ? " (it must sign in again)" : "")
             case .markedSignedOut(let slot): return "marked \(slot.name) signed out (no stored credential)"
+            case .restoredActive(let slot): return "made \(slot.name) active again, as the lost registry had it"
             case .removedStrayCopy(let slot, let kind, let listed):
                 return "removed \(slot.name) from \(kind.displayName): a stray copy of \(listed.name)'s session"
             case .removedLeftoverTemporary(let path):
@@ -78,6 +81,8 @@ public struct DoctorReport: Sendable, Equatable {
     public internal(set) var missingItems: [Slot]
     /// Temporary files that killed writes left in the data folder (empty once repaired).
     public internal(set) var leftoverTemporaries: [String] = []
+    /// Why the event log cannot be written, when it cannot (events are then lost).
+    public internal(set) var eventLogProblem: String?
     /// Whether the registry ↔ backend mismatches were repaired.
     public internal(set) var mismatchesRepaired = false
     /// What ``AccountManager/repair(_:)`` did (empty before a repair).
@@ -105,6 +110,7 @@ public struct DoctorReport: Sendable, Equatable {
         if !pendingRecoveries.isEmpty {
             problems.append("refreshed tokens wait in recovery files for: \(pendingRecoveries.map(\.name).joined(separator: ", "))")
         }
+        if let eventLogProblem { problems.append("events are not being logged: \(eventLogProblem)") }
         if !leftoverTemporaries.isEmpty {
             let names = leftoverTemporaries.map { TerminalText.escaped(PathText.lastComponent(of: $0)) }
             problems.append("interrupted writes left temporary files: \(names.joined(separator: ", "))")
@@ -147,6 +153,7 @@ extension AccountManager {
                                   unregisteredItems: unregistered, pendingRecoveries: RecoveryFiles.pending(paths: paths, slots: Array(document.slots.keys)),
                                   missingItems: missing)
         report.leftoverTemporaries = LeftoverTemporaries.find(paths)
+        report.eventLogProblem = eventLog.problem()
         return report
     }
 
@@ -189,6 +196,9 @@ extension AccountManager {
         }
         guard !result.mismatches.isEmpty else { return result }
         let now = clock.now()
+        // What the registry said before its last write: details of slots rebuilt from the backends
+        // (when it was created, the account), and which was active, survive a lost registry.
+        let previous = report.unregisteredItems.isEmpty ? nil : registry.previousGeneration()
         try registry.update { doc in
             // The refresh tokens of the listed slots, to tell a stray copy from a lost slot.
             var sessions: [String: Slot] = [:]
@@ -210,11 +220,16 @@ extension AccountManager {
                 guard doc.slots[item.slot] == nil else { continue }
                 // A credential whose refresh token was dropped (refused for good) must sign in again.
                 let mustSignIn = credential.tokens.refreshToken == nil
+                let before = previous?.slots[item.slot]
                 doc.slots[item.slot] = SlotRecord(
-                    provider: credential.provider, backend: item.backend, account: credential.account,
+                    provider: credential.provider, backend: item.backend, account: (before?.account).map { credential.account.merging($0) } ?? credential.account,
                     state: mustSignIn ? .reauthenticationRequired : .signedIn(expiresAt: credential.tokens.expiresAt),
-                    lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, createdAt: now)
+                    lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, createdAt: before?.createdAt ?? now)
                 result.repairs.append(.addedSlot(item.slot, from: item.backend, mustSignIn: mustSignIn))
+            }
+            if doc.active == nil, let active = registry.lastKnownActive(), doc.slots[active] != nil {
+                doc.active = active
+                result.repairs.append(.restoredActive(active))
             }
             for slot in result.missingItems where doc.slots[slot] != nil {
                 doc.slots[slot]?.state = .signedOut

@@ -143,13 +143,15 @@ extension AccountManager {
         let tokens: TokenResponse
         do {
             tokens = try await provider.refresh(refreshToken: refreshToken)
-        } catch RefreshFailure.permanent(let code, _) {
+        } catch RefreshFailure.permanent(let code, let status) {
             var dead = current
             dead.tokens.refreshToken = nil
             try? store.put(dead, for: slot)  // drop the dead token; the slot and its metadata stay
+            logRefreshError(slot, code: code, message: "the server refused the refresh token (HTTP \(status), \(code)): sign in again")
             try markReauthentication(slot, code: code)
             throw ClientError.reauthenticationRequired(slot: slot.name, reason: code)
         } catch RefreshFailure.transient(let message) {
+            logRefreshError(slot, code: "network_failure", message: message)
             throw ClientError.networkFailure(message)
         }
         let now = clock.now()
@@ -169,19 +171,22 @@ extension AccountManager {
         do {
             try store.put(refreshed, for: slot)
         } catch {
+            let failure: StoreError
             switch kept {
             case .success(.file):
-                throw StoreError.io(path: recovery.path, detail: "refreshed tokens could not be stored (\(error.userFacingDescription)); "
+                failure = StoreError.io(path: recovery.path, detail: "refreshed tokens could not be stored (\(error.userFacingDescription)); "
                                     + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works")
             case .success(.kernelKeyring(let fileError)):
-                throw StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to the store "
+                failure = StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to the store "
                                     + "(\(error.userFacingDescription)) nor to this recovery file (\(fileError)); they wait in memory, "
                                     + "in the kernel keyring: free some disk space and run `lanyard doctor --repair` before this machine restarts")
             case .failure(let recoveryError):
-                throw StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to this recovery file "
+                failure = StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to this recovery file "
                                     + "(\(recoveryError.userFacingDescription)), the kernel keyring, nor the store (\(error.userFacingDescription)); "
                                     + "the server has already replaced the refresh token, so this sign-in is lost: run `lanyard login \(slot.name)`")
             }
+            logRefreshError(slot, code: failure.code, message: failure.userFacingDescription)
+            throw failure
         }
         recovery.remove()
         try registry.update { doc in
@@ -204,6 +209,12 @@ extension AccountManager {
 
     func read(_ slot: Slot, _ store: any CredentialStore) throws -> Credential {
         do { return try store.get(slot) } catch StoreError.notFound { throw ClientError.missingCredential(slot: slot.name) }
+    }
+
+    /// An `error` event for a refresh that failed. The agent logs its own, with its retry schedule.
+    func logRefreshError(_ slot: Slot, code: String, message: String) {
+        guard EventLog.source != "agent" else { return }
+        eventLog.append("error", slot: slot, fields: ["code": .string(code), "message": .string(message)])
     }
 
     func markReauthentication(_ slot: Slot, code: String) throws {

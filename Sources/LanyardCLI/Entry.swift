@@ -119,6 +119,8 @@ public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPT
     for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&unblock, sig) }
     pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     let context = CommandContext.process(transportFactory: transportFactory, streamFactory: streamFactory)
+    let stderr = context.stderr
+    EventLog.reportFailures { stderr.line("lanyard: warning: \($0)") }
     StartupTrace.mark("context")
     var arguments = Array(CommandLine.arguments.dropFirst())
     // Run as `docker-credential-lanyard ACTION` (a link to this binary), as Docker calls helpers.

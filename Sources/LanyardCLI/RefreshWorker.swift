@@ -75,7 +75,8 @@ enum RefreshWorker {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // stderr stays the caller's: the worker's result and errors come as JSON on the pipe, so
+        // what it prints there is warnings only (Codex's auth.json, an event log that fails).
         posix_spawn_file_actions_addclose(&actions, pipe[0])
         // dup2 makes a descriptor without close-on-exec for the same open file description, so
         // the worker holds the very lock this process holds (and keeps it if this one is killed).

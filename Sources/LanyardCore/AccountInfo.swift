@@ -29,3 +29,12 @@ public struct AccountInfo: Hashable, Sendable, JSONDocument {
                           "plan": .optional(plan?.rawValue), "fedramp": .bool(isFedRAMPAccount)]).droppingNulls
     }
 }
+
+extension AccountInfo {
+    /// These fields, with gaps filled from `other` (whose plan, when it has one, wins: it is the
+    /// later reading).
+    public func merging(_ other: AccountInfo) -> AccountInfo {
+        AccountInfo(email: email ?? other.email, userID: userID ?? other.userID, accountID: accountID ?? other.accountID,
+                    plan: other.plan ?? plan, isFedRAMPAccount: isFedRAMPAccount || other.isFedRAMPAccount)
+    }
+}

@@ -75,10 +75,3 @@ public struct CodexSync: Sendable {
     }
 }
 
-extension AccountInfo {
-    /// These fields, with gaps filled from `other`.
-    func merging(_ other: AccountInfo) -> AccountInfo {
-        AccountInfo(email: email ?? other.email, userID: userID ?? other.userID, accountID: accountID ?? other.accountID,
-                    plan: other.plan ?? plan, isFedRAMPAccount: isFedRAMPAccount || other.isFedRAMPAccount)
-    }
-}

@@ -40,7 +40,40 @@ public struct EventLog: Sendable {
         return JSONValue.object(object).droppingNulls
     }
 
-    /// Appends an event. Best effort: a log that cannot be written never fails the operation.
+    /// Told, once per process, the first time an event cannot be written (the CLI prints it as a
+    /// warning), so a log that stopped working does not go unnoticed.
+    public static func reportFailures(to reporter: @escaping @Sendable (String) -> Void) {
+        failures.withLock { $0.reporter = reporter }
+    }
+
+    private static let failures = Locked<(reporter: (@Sendable (String) -> Void)?, told: Bool)>((nil, false))
+
+    private func failed(_ what: String) {
+        let reporter = Self.failures.withLock { state -> (@Sendable (String) -> Void)? in
+            if state.told { return nil }
+            state.told = true
+            return state.reporter
+        }
+        reporter?("events are not being logged: \(TerminalText.escaped(path)): \(what)")
+    }
+
+    /// Why events cannot be appended now, or nil when they can (for `doctor`).
+    public func problem() -> String? {
+        var st = stat()
+        guard lstat(directory, &st) == 0 else { return nil }  // made on the first write
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { return "\(TerminalText.escaped(directory)) is not a folder" }
+        if lstat(path, &st) != 0 {
+            return access(directory, W_OK) == 0 ? nil : "\(TerminalText.escaped(directory)): \(String(cString: strerror(errno)))"
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { return "\(TerminalText.escaped(path)) is not a regular file" }
+        let fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return "\(TerminalText.escaped(path)): \(String(cString: strerror(errno)))" }
+        close(fd)
+        return nil
+    }
+
+    /// Appends an event. Best effort: a log that cannot be written never fails the operation
+    /// (the first failure of a process goes to ``reportFailures(to:)``'s reporter).
     @discardableResult
     public func append(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:]) -> JSONValue {
         let record = Self.record(event, slot: slot, fields: fields)
@@ -49,21 +82,25 @@ public struct EventLog: Sendable {
     }
 
     public func append(_ record: JSONValue) {
-        guard (try? SecureFiles.ensureDirectory(directory)) != nil else { return }
+        do { try SecureFiles.ensureDirectory(directory) } catch { return failed(error.userFacingDescription) }
         let line = Array((record.serialized(pretty: false) + "\n").utf8)
-        guard let lock = try? FileLock(path: path + ".lock") else { return }
+        let lock: FileLock
+        do { lock = try FileLock(path: path + ".lock") } catch { return failed(error.userFacingDescription) }
         defer { withExtendedLifetime(lock) {} }
         var st = stat()
         if lstat(path, &st) == 0, Int(st.st_size) + line.count > maxBytes, (st.st_mode & S_IFMT) == S_IFREG {
             rename(path, rotatedPath)
         }
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return }
+        guard fd >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            return failed(reason)
+        }
         defer { close(fd) }
         var offset = 0
         while offset < line.count {
             let n = line.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 { if errno == EINTR { continue }; return }
+            if n < 0 { if errno == EINTR { continue }; return failed(String(cString: strerror(errno))) }
             offset += n
         }
     }

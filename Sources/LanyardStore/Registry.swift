@@ -243,6 +243,36 @@ public struct Registry: Sendable {
         return (previous, record)
     }
 
+    /// The generation before the last write (`registry.json.prev`), when it is there and parses:
+    /// what a repair recovers the active slot and slot details from after the registry was lost.
+    public func previousGeneration() -> RegistryDocument? {
+        guard let data = try? SecureFiles.read(path + ".prev") else { return nil }
+        return try? RegistryDocument.decodeStreaming(data, source: path + ".prev")
+    }
+
+    /// The active slot the registry last named, when the registry was lost: from the newest
+    /// quarantined copy (`registry.json.corrupt-*`, whose first line usually survives whatever
+    /// broke the rest), else from the previous generation.
+    public func lastKnownActive() -> Slot? {
+        let folder = PathText.parent(of: path), base = PathText.lastComponent(of: path) + ".corrupt-"
+        var newest: (String, Int)?
+        if let dir = opendir(folder) {
+            defer { closedir(dir) }
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                guard name.hasPrefix(base) else { continue }
+                var st = stat()
+                guard lstat(folder + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+                if newest == nil || st.st_mtim.tv_sec > newest!.1 { newest = (folder + "/" + name, st.st_mtim.tv_sec) }
+            }
+        }
+        if let (file, _) = newest, let data = try? SecureFiles.read(file, mapped: true), data.starts(with: RegistryView.activePrefix),
+           case .string(let name)? = try? JSONValue.parseValue(in: data, at: RegistryView.activePrefix.count), let slot = try? Slot(name) {
+            return slot
+        }
+        return previousGeneration()?.active
+    }
+
     private func read() throws -> RegistryDocument {
         // Mapped, not copied: the file is only ever replaced by rename.
         guard let data = try SecureFiles.read(path, mapped: true) else { return RegistryDocument() }
