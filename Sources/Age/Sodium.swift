@@ -331,3 +331,12 @@ final class SecretBytes: @unchecked Sendable {
         storage.deallocate()
     }
 }
+
+/// SHA-256 from the same libsodium age uses, for callers outside the codec that need a digest
+/// (Lanyard fingerprints spent refresh tokens with it).
+public enum SHA256 {
+    public static func digest(_ bytes: [UInt8]) -> [UInt8] {
+        Sodium.ensureInitialized()
+        return bytes.withUnsafeBytes { Sodium.sha256($0) }
+    }
+}

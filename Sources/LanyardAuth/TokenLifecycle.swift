@@ -158,11 +158,13 @@ extension AccountManager {
         var account = current.account
         let fresh = provider.accountInfo(for: tokens)
         if fresh.email != nil || fresh.accountID != nil { account = fresh }
-        let refreshed = Credential(
+        var refreshed = Credential(
             provider: current.provider,
             tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken,
                              idToken: tokens.idToken ?? current.tokens.idToken, expiresAt: tokens.expiresAt(now: now)),
             lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
+        refreshed.spentRefreshTokens = current.spentRefreshTokens
+        refreshed.spentRefreshTokens = refreshed.spentList(adding: refreshToken)
         // The server has rotated the refresh token: from here on, losing `refreshed` loses the
         // session. The recovery file comes first (a crash before the store write leaves it); when
         // it cannot be written (a full or failing disk), the store may still take the tokens.

@@ -14,7 +14,12 @@ public struct Credential: Hashable, JSONDocument, Sendable, CustomStringConverti
     public var lastRefresh: Date?
     /// The boot clock at `lastRefresh`: how old the tokens are when the wall clock has jumped since.
     public var lastRefreshBoot: BootInstant?
+    /// Fingerprints of the refresh tokens this slot rotated away from, newest first (at most
+    /// ``spentLimit``): a copy of one found elsewhere (an old auth.json) is stale, never adopted.
+    public var spentRefreshTokens: [String] = []
     public var account: AccountInfo
+
+    public static let spentLimit = 4
 
     public init(provider: String, tokens: TokenSet, lastRefresh: Date?, lastRefreshBoot: BootInstant? = nil, account: AccountInfo) {
         self.version = Credential.currentVersion
@@ -34,13 +39,22 @@ public struct Credential: Hashable, JSONDocument, Sendable, CustomStringConverti
         tokens = try TokenSet(json: try json.object("tokens"))
         lastRefresh = try json.optionalDate("last_refresh")
         lastRefreshBoot = try json.optionalBootInstant("last_refresh_boot")
+        spentRefreshTokens = try json.optionalStrings("spent_refresh_tokens") ?? []
+        if let bad = spentRefreshTokens.first(where: { $0.utf8.count != 32 || !$0.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) }) {
+            throw JSONShapeError(path: json.path + ".spent_refresh_tokens", problem: "holds \(TerminalText.escaped(String(bad.prefix(40))).debugDescription), not a 32-digit hex fingerprint")
+        }
+        if spentRefreshTokens.count > Credential.spentLimit {
+            throw JSONShapeError(path: json.path + ".spent_refresh_tokens", problem: "holds more than \(Credential.spentLimit) fingerprints")
+        }
         account = try json.optionalObject("account").map { (f: JSONFields) throws(JSONShapeError) in try AccountInfo(json: f) } ?? AccountInfo()
     }
 
     public var json: JSONValue {
         JSONValue.object(["version": .number(Double(version)), "provider": .string(provider), "tokens": tokens.json,
                           "last_refresh": .date(lastRefresh),
-                          "last_refresh_boot": .optional(lastRefreshBoot?.text), "account": account.json]).droppingNulls
+                          "last_refresh_boot": .optional(lastRefreshBoot?.text),
+                          "spent_refresh_tokens": spentRefreshTokens.isEmpty ? .null : .array(spentRefreshTokens.map(JSONValue.string)),
+                          "account": account.json]).droppingNulls
     }
 
     public var description: String {

@@ -59,6 +59,21 @@ public struct JSONFields {
         return Date(timeIntervalSince1970: d.timeIntervalSince1970.rounded(.down))
     }
 
+    /// An array of strings.
+    public func optionalStrings(_ key: String) throws(JSONShapeError) -> [String]? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .array(let items)?:
+            var out: [String] = []
+            for item in items {
+                guard case .string(let s) = item else { throw fail(key, "is not a list of strings") }
+                out.append(s)
+            }
+            return out
+        default: throw fail(key, "is not a list of strings")
+        }
+    }
+
     /// A boot clock reading ("BOOT-ID SECONDS", see ``BootInstant``).
     public func optionalBootInstant(_ key: String) throws(JSONShapeError) -> BootInstant? {
         guard let s = try optionalString(key) else { return nil }

@@ -24,12 +24,17 @@ public struct CodexSync: Sendable {
         let store = try manager.openStore(record.backend, false)
         let stored = try store.get(slot)
         guard let account = stored.account.accountID, live.accountID == account else { return false }
+        // A refresh token this slot has itself rotated away from is a stale copy (Lanyard wrote
+        // this auth.json, then refreshed): adopting it would present a spent token.
+        guard live.refreshToken != stored.tokens.refreshToken, !stored.hasSpent(refreshToken: live.refreshToken) else { return false }
         // auth.json keeps whole seconds, so compare at that precision: tokens Codex rotated are at
         // least as recent as the slot's; an older auth.json (Lanyard refreshed since) is ignored.
         let storedSecond = ((stored.lastRefresh ?? .distantPast).timeIntervalSince1970).rounded(.down)
-        guard live.refreshToken != stored.tokens.refreshToken, live.lastRefresh.timeIntervalSince1970 >= storedSecond else { return false }
+        guard live.lastRefresh.timeIntervalSince1970 >= storedSecond else { return false }
         var updated = live.credential(provider: stored.provider, expiresAt: nil)
         updated.account = stored.account.merging(updated.account)
+        updated.spentRefreshTokens = stored.spentRefreshTokens
+        updated.spentRefreshTokens = updated.spentList(adding: stored.tokens.refreshToken)
         try store.put(updated, for: slot)
         try manager.registry.update { doc in
             doc.slots[slot]?.state = .signedIn(expiresAt: updated.tokens.expiresAt)
@@ -61,9 +66,10 @@ public struct CodexSync: Sendable {
     public func mirror(_ credential: Credential, of slot: Slot, to home: CodexHome) throws -> Bool {
         guard let live = try home.read(), let account = credential.account.accountID, live.accountID == account,
               live.refreshToken != credential.tokens.refreshToken else { return false }
-        // Only ever move auth.json forward in time (whole seconds, as auth.json keeps them).
+        // Only ever move auth.json forward: over a token this credential has spent, or one no
+        // newer than ours (whole seconds, as auth.json keeps them).
         let ours = ((credential.lastRefresh ?? .distantPast).timeIntervalSince1970).rounded(.down)
-        guard ours >= live.lastRefresh.timeIntervalSince1970.rounded(.down) else { return false }
+        guard credential.hasSpent(refreshToken: live.refreshToken) || ours >= live.lastRefresh.timeIntervalSince1970.rounded(.down) else { return false }
         try home.write(try CodexAuthFile(credential: credential, slot: slot))
         return true
     }

@@ -155,8 +155,10 @@ import LanyardTestSupport
 
     /// Transient faults leave the credential and the state as they were.
     /// "captive" is a captive portal's login page where the token endpoint should be; "trickle"
-    /// a server sending one byte a second; "huge" 2 MB of padding.
-    @Test(arguments: ["500", "503", "reset", "timeout", "429", "captive", "trickle", "huge"])
+    /// a server sending one byte a second; "huge" 2 MB of padding, "huge50" 50 MB; "cut" half a
+    /// token answer and then a reset; "invalid" a JSON content type over text that is not JSON;
+    /// "refused" nothing listening.
+    @Test(arguments: ["500", "503", "reset", "timeout", "429", "captive", "trickle", "huge", "huge50", "cut", "invalid", "refused"])
     func transientFailures(_ kind: String) async throws {
         let env = try await EmulatorHome(extraConfig: "[backoff]\ninitial-delay = 0.01\nmaximum-delay = 0.05\n[http]\ntimeout = 1")
         try await env.signIn("work", email: "w@example.com")
@@ -170,6 +172,20 @@ import LanyardTestSupport
                                                                     "body": "<html><head><title>Sign in to Airport Wi-Fi</title></head></html>"])
         case "trickle": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "trickle", "interval": 1, "count": 1])
         case "huge": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "huge", "json": false, "count": 1])
+        case "huge50": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "huge", "size": 50 << 20, "count": 1])
+        case "cut": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "cut", "count": 1])
+        case "invalid": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "non_json", "count": 1,
+                                                                    "content_type": "application/json", "body": "{\"access_token\": \"at-"])
+        case "refused":
+            // A port nothing listens on: bind one, note it, close it.
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            close(fd)
+            let config = try String(contentsOfFile: env.paths.configFile, encoding: .utf8)
+            try env.home.writeConfig(config.replacingOccurrences(of: env.server.baseURL.absoluteString, with: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"))
         default: try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": Int(kind)!, "count": 1])
         }
         let result = try env.home.run("refresh", "work")

@@ -136,6 +136,26 @@ extension IntegrationHome {
         #expect(try await env.server.stat("refresh_reused") == 0)
     }
 
+    /// An auth.json Lanyard wrote and then refreshed past holds a spent token, however its
+    /// `last_refresh` compares (whole seconds: the crash soak wrote, refreshed and exported again
+    /// within one second, and the next refresh was `refresh_token_reused`). Here its date is an
+    /// hour ahead, as a skewed clock would write it: still never adopted.
+    @Test func aStaleAuthJSONIsNeverAdoptedWhateverItsDate() async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("a", email: "a@example.com")
+        #expect(try env.run("codex", "export", "a").status == 0)
+        var stale = try env.authJSON()
+        #expect(try env.run("refresh", "a").status == 0)
+        stale.lastRefresh = Date() + 3600
+        try CodexHome(directory: env.codexHome).write(stale)
+        let exported = try env.run("codex", "export", "a")
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(try env.stored("a").tokens.refreshToken != stale.refreshToken)
+        #expect(try env.authJSON().refreshToken == (try env.stored("a").tokens.refreshToken))
+        #expect(try env.run("refresh", "a").status == 0)
+        #expect(try await env.server.stat("refresh_reused") == 0)
+    }
+
     /// With `[integrations] codex = true`, a refresh Lanyard makes (here `refresh`, as the agent
     /// would) adopts Codex's newer tokens first and writes the new ones to auth.json after, so
     /// Codex and Lanyard take turns refreshing one token family without either reusing a token.
@@ -277,5 +297,59 @@ extension IntegrationHome {
         #expect(out.stdout.contains("302"))
         #expect(try await elsewhere.stat("usage_requests") == 0)
         #expect(try await env.server.stat("refreshes_succeeded") == 0)
+    }
+}
+
+/// A refresh never hands its refresh token to a server it has not verified, nor to another one
+/// it is redirected to.
+@Suite struct TokenEndpointTrustTests {
+    /// The token endpoint served over TLS by a second emulator, with a certificate for the right
+    /// name or another, trusted or not. Trust is given to `lanyard` alone, in a mount namespace
+    /// whose system CA bundle is the test certificate (URLSession on Linux reads only that bundle).
+    /// The control ("trusted, right name") reaches the server, which does not know the token.
+    @Test(arguments: ["trusted, right name", "trusted, wrong name", "untrusted, right name"])
+    func tlsTokenEndpoint(_ setting: String) async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("work", email: "t@example.com")
+        let before = try env.stored("work")
+        let (cert, key) = try selfSignedCertificate(setting.hasSuffix("wrong name") ? "DNS:wrong.example" : "IP:127.0.0.1", in: env.home.root)
+        let tls = try OAuthTestServer(.chatgptEmulator, arguments: ["--tls-cert", cert, "--tls-key", key])
+        let config = try String(contentsOfFile: env.paths.configFile, encoding: .utf8)
+        try env.home.writeConfig(config.replacingOccurrences(of: "issuer = \(env.server.baseURL.absoluteString)", with: "issuer = \(tls.baseURL.absoluteString)"))
+        let trusted = setting.hasPrefix("trusted")
+        let launcher = trusted ? ["/usr/bin/unshare", "-r", "-m", "/bin/sh", "-c",
+                                  "mount --bind \"$0\" /etc/ssl/certs/ca-certificates.crt && exec \"$@\"", cert] : []
+        let out = try env.home.run(["refresh", "work", "--json"], launcher: launcher)
+        // The test's own look at the server's counters skips verification (curl -k): URLSession cannot trust it.
+        let (_, stats, _) = try runProcess("/usr/bin/curl", ["-sk", tls.baseURL.appendingPathComponent("/_test/stats").absoluteString])
+        let reached = (try JSONValue.parse(Data(stats.utf8)))["requests"]?["oauth_token"]?.number.map(Int.init) ?? -1
+        if setting == "trusted, right name" {
+            #expect(reached == 1, "the control reached the TLS server: \(out.stdout) \(out.stderr)")
+            #expect(out.status == 4, "a token the server does not know: \(out.stdout)")
+        } else {
+            #expect(out.status == 6, "\(out.stdout) \(out.stderr)")
+            #expect(out.stdout.contains("SSL") || out.stdout.contains("certificate"), "\(out.stdout)")
+            #expect(reached == 0, "no request got past the handshake")
+            #expect(try env.stored("work") == before)
+            #expect(try Registry(paths: env.paths).load().slots[try Slot("work")]?.state.name == "signed-in")
+        }
+    }
+
+    /// A 302, 307 or 308 from the token endpoint to another origin (307 and 308 would resend
+    /// the form with the refresh token) is the answer, not followed.
+    @Test(arguments: [302, 307, 308])
+    func aRefreshRedirectIsNotFollowed(_ status: Int) async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("work", email: "r@example.com")
+        let before = try env.stored("work")
+        let elsewhere = try OAuthTestServer(.chatgptEmulator)
+        try await env.server.hook("/_test/fault", [
+            "endpoint": "oauth_token", "type": "status", "status": status, "count": 5,
+            "headers": ["Location": elsewhere.baseURL.appendingPathComponent("/oauth/token").absoluteString],
+        ])
+        let out = try env.run("refresh", "work", "--json")
+        #expect(out.status == 6, "\(out.stdout) \(out.stderr)")
+        #expect(try await elsewhere.stat("requests.oauth_token") == 0)
+        #expect(try env.stored("work") == before)
     }
 }

@@ -8,16 +8,6 @@ import LanyardTestSupport
 /// session was set up and verified; a certificate that is not trusted, or is for another name, is
 /// refused before any header is sent.
 @Suite struct WebSocketTLSTests {
-    /// A self-signed certificate for `subjectAltName` in a private folder: (certificate, key).
-    static func certificate(_ subjectAltName: String, in folder: String) throws -> (String, String) {
-        let cert = folder + "/\(subjectAltName.replacingOccurrences(of: ":", with: "-")).pem", key = cert + ".key"
-        let (status, _, err) = try runProcess("/usr/bin/openssl", [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=lanyard-test",
-            "-addext", "subjectAltName=\(subjectAltName)", "-keyout", key, "-out", cert,
-        ])
-        try #require(status == 0, "openssl: \(err)")
-        return (cert, key)
-    }
 
     static func events(_ server: OAuthTestServer, caFile: String?) async -> [WebSocketChannel.Event] {
         var url = URLComponents(url: server.baseURL.appendingPathComponent("/backend-api/codex/responses"), resolvingAgainstBaseURL: false)!
@@ -39,7 +29,7 @@ import LanyardTestSupport
 
     @Test func aTrustedCertificateCarriesTheHandshake() async throws {
         let home = TestHome()  // removes the folder when released, after the test
-        let (cert, key) = try Self.certificate("IP:127.0.0.1", in: home.root)
+        let (cert, key) = try selfSignedCertificate("IP:127.0.0.1", in: home.root)
         let server = try OAuthTestServer(.chatgptEmulator, arguments: ["--tls-cert", cert, "--tls-key", key])
         #expect(server.baseURL.scheme == "https")
         let events = await Self.events(server, caFile: cert)
@@ -52,7 +42,7 @@ import LanyardTestSupport
     @Test(arguments: ["untrusted", "wrong name"])
     func anUnverifiedCertificateIsRefusedBeforeAnyHeaderIsSent(_ problem: String) async throws {
         let home = TestHome()
-        let (cert, key) = try Self.certificate(problem == "wrong name" ? "DNS:wrong.example" : "IP:127.0.0.1", in: home.root)
+        let (cert, key) = try selfSignedCertificate(problem == "wrong name" ? "DNS:wrong.example" : "IP:127.0.0.1", in: home.root)
         let server = try OAuthTestServer(.chatgptEmulator, arguments: ["--tls-cert", cert, "--tls-key", key])
         let events = await Self.events(server, caFile: problem == "wrong name" ? cert : nil)
         guard case .failed(let reason)? = events.first else { Issue.record("got \(events)"); return }

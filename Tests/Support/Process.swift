@@ -22,3 +22,15 @@ public func runProcess(_ path: String, _ args: [String], environment: [String: S
     p.waitUntilExit()
     return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
 }
+
+/// A self-signed certificate for `subjectAltName` (`IP:127.0.0.1`, `DNS:wrong.example`) made with
+/// openssl in `folder`: (certificate, key) paths.
+public func selfSignedCertificate(_ subjectAltName: String, in folder: String) throws -> (String, String) {
+    let cert = folder + "/\(subjectAltName.replacingOccurrences(of: ":", with: "-")).pem", key = cert + ".key"
+    let (status, _, err) = try runProcess("/usr/bin/openssl", [
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=lanyard-test",
+        "-addext", "subjectAltName=\(subjectAltName)", "-keyout", key, "-out", cert,
+    ])
+    guard status == 0 else { throw ServerError("openssl: \(err)") }
+    return (cert, key)
+}

@@ -27,6 +27,10 @@ WORK = sys.argv[1]
 KILLS = int(sys.argv[2])
 BIN = os.environ["LANYARD_BIN"]
 KEYRING = os.environ.get("CRASH_KEYRING") == "1"
+# Where slots are stored: the file store, or (CRASH_BACKEND=secret-service) the keyring.
+PRIMARY = os.environ.get("CRASH_BACKEND", "file")
+if PRIMARY not in ("file", "secret-service") or (PRIMARY == "secret-service" and not KEYRING):
+    sys.exit(f"crash: CRASH_BACKEND={PRIMARY} needs " + ("gnome-keyring" if PRIMARY == "secret-service" else "file or secret-service"))
 SEED = int(os.environ.get("CRASH_SEED") or random.SystemRandom().randrange(1 << 31))
 rng = random.Random(SEED)
 ENV = dict(os.environ)
@@ -49,10 +53,12 @@ ALL_NAMES = BASE + list(RENAMED)
 EMAIL = {s: f"{s}@crash.test" for s in BASE} | {"r1": "r@crash.test", "r2": "r@crash.test"}
 
 OPS = {"refresh": 4, "agent-once": 1, "agent": 1, "rename": 2, "switch": 1, "export": 1, "import": 1,
-       "logout": 1, "login": 1} | ({"migrate": 2} if KEYRING else {})
+       "logout": 1, "login": 1, "remove": 1, "codex-export": 1} | ({"migrate": 2} if KEYRING else {})
+CODEX_HOME = WORK + "/codex"
 
 os.makedirs(LOGS, exist_ok=True)
 os.makedirs(BUNDLES, exist_ok=True)
+os.makedirs(CODEX_HOME, exist_ok=True)
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -347,7 +353,7 @@ def setup():
         if server.poll() is not None or time.monotonic() > deadline:
             sys.exit("crash: the emulator did not start: " + open(WORK + "/server.err").read()[-500:])
         time.sleep(0.05)
-    common = (f"[store]\nbackend = file\n[agent]\nnotify = false\njitter = 0\n[events]\nmax-bytes = 1073741824\n"
+    common = (f"[store]\nbackend = {PRIMARY}\n[agent]\nnotify = false\njitter = 0\n[events]\nmax-bytes = 1073741824\n"
               f"[provider.openai]\nissuer = {BASE_URL}\nusage-base-url = {BASE_URL}\n")
     os.makedirs(ENV["XDG_CONFIG_HOME"] + "/lanyard", exist_ok=True)
     with open(ENV["XDG_CONFIG_HOME"] + "/lanyard/config.ini", "w") as f:
@@ -396,6 +402,11 @@ def calibrate():
         cal["export-recipient"].append(timed(["export", "--to", b, "--recipient", PUB]))
         cal["import-recipient"].append(timed(["import", b, "--yes", "--identity", KEY]))
         cal["logout"].append(timed(["logout", "x1"]))
+        r = login("x1")
+        if r.rc != 0:
+            sys.exit("crash: calibration: " + r.brief())
+        cal["remove"].append(timed(["remove", "x1", "--yes"]))
+        cal["codex-export"].append(timed(["codex", "export", "a1"], dict(ENV, CODEX_HOME=CODEX_HOME)))
         r = login("x1")
         if r.rc != 0:
             sys.exit("crash: calibration: " + r.brief())
@@ -502,6 +513,31 @@ def op_login(reg):
     return login("x1", kill_after=kill, code_delay=delay)
 
 
+def op_remove(reg):
+    cur.update(args="remove x1 --yes")
+    return spawn_kill(["remove", "x1", "--yes"], window("remove"))
+
+
+def op_codex_export(reg):
+    slot = rng.choice(signed_in(reg))
+    cur.update(args=f"codex export {slot}")
+    rec = spawn_kill(["codex", "export", slot], window("codex-export"), env=dict(ENV, CODEX_HOME=CODEX_HOME))
+    wait_quiet()
+    # Codex's auth.json is written whole or not at all, and private.
+    path = CODEX_HOME + "/auth.json"
+    if os.path.exists(path):
+        try:
+            with open(path) as f:
+                tokens = json.load(f).get("tokens") or {}
+            if not tokens.get("refresh_token"):
+                fail("codex", "auth.json holds no refresh token")
+        except ValueError as e:
+            fail("codex", f"auth.json a killed export left does not parse: {e}")
+        if os.stat(path).st_mode & 0o077:
+            fail("codex", f"auth.json is {oct(os.stat(path).st_mode & 0o777)}")
+    return rec
+
+
 def op_migrate(reg):
     backend = (reg.get("m1") or {}).get("backend", "file")
     target = "file" if backend == "secret-service" else "secret-service"
@@ -512,7 +548,8 @@ def op_migrate(reg):
 def run_op(op, reg):
     return {"refresh": op_refresh, "rename": op_rename, "switch": op_switch, "logout": op_logout, "login": op_login,
             "migrate": op_migrate, "agent-once": lambda r: op_agent(r, True), "agent": lambda r: op_agent(r, False),
-            "export": lambda r: op_export(r, False), "import": lambda r: op_export(r, True)}[op](reg)
+            "export": lambda r: op_export(r, False), "import": lambda r: op_export(r, True), "remove": op_remove,
+            "codex-export": op_codex_export}[op](reg)
 
 
 # --- invariants ----------------------------------------------------------------------------------
@@ -679,7 +716,7 @@ def main():
     setup()
     CAL = calibrate()
     clear_faults()
-    print(f"crash: {KILLS} kills, seed {SEED}, against {BASE_URL}; slots {' '.join(BASE)} r1; "
+    print(f"crash: {KILLS} kills, seed {SEED}, against {BASE_URL}; slots {' '.join(BASE)} r1 in the {PRIMARY} store; "
           f"Secret Service: {'gnome-keyring (migrate on)' if KEYRING else 'none (migrate skipped)'}")
     print("crash: un-killed ms: " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in sorted(CAL.items())))
     ops = list(OPS)

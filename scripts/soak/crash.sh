@@ -5,9 +5,11 @@
 #   scripts/soak/crash.sh [KILLS]        # LANYARD_BIN=path (default .build/debug/lanyard)
 #   CRASH_SEED=N                         # replay the same sequence of operations and delays
 #   CRASH_KEYRING=0                      # no Secret Service even when gnome-keyring is installed
+#   CRASH_BACKEND=secret-service         # keep the slots in the keyring instead of the file store
 #   CRASH_KEEP=1                         # keep the work folder (kept anyway when an invariant fails)
 #
-# Set-up: private HOME/XDG folders, the file store (`store init --no-passphrase`), the ChatGPT
+# Set-up: private HOME/XDG folders, the file store (`store init --no-passphrase`; the slots live
+# there, or with CRASH_BACKEND=secret-service in the keyring), the ChatGPT
 # emulator (`interval` 0), slots a1 a2 x1 e1 r1 (each its own account) and, when gnome-keyring can
 # run in a private D-Bus session (as scripts/with-keyring.sh does), m1 kept in the Secret
 # Service; without one, `store migrate` is skipped (said in the first line). Each operation is
@@ -29,6 +31,9 @@
 #   logout (1)    `lanyard logout x1` (x1 signed in again after the checks);
 #   login (1)     `lanyard login x1` over its credential, killed 0-150 ms after the approval, the
 #                 code exchange delayed 0-0.3 s;
+#   remove (1)    `lanyard remove x1 --yes` (x1 signed in again after the checks);
+#   codex-export (1) `lanyard codex export SLOT` into a private CODEX_HOME; afterwards its
+#                 auth.json is absent or whole (parses, holds a refresh token) and 0600;
 #   migrate (2)   `lanyard store migrate --to secret-service|file m1` (keyring only).
 # A passphrase export/import spends over a second in scrypt, so its kills land before any write.
 #

@@ -33,7 +33,7 @@ log = logging.getLogger("oauth-fixture")
 
 HUGE_DEFAULT_SIZE = 2 * 1024 * 1024  # "a 2 MB body": 2 MiB exactly
 
-FAULT_TYPES = ("status", "non_json", "huge", "reset", "delay", "rate_limit", "trickle")
+FAULT_TYPES = ("status", "non_json", "huge", "reset", "delay", "rate_limit", "trickle", "cut")
 
 
 class HookError(Exception):
@@ -307,6 +307,16 @@ class FaultMiddleware:
                     time.sleep(interval)
 
             return trickle()
+        if ftype == "cut":
+            # Half of a token answer, then the connection reset: a link that dies mid-body.
+            data = b'{"access_token": "at-cut-short", "refresh_token": "rt-cut-short", "expires_in": 3600}'
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+
+            def cut():
+                yield data[: len(data) // 2]
+                raise InjectedReset("injected reset mid-body")
+
+            return cut()
         extra = list(spec.get("headers", {}).items())
         if ftype == "status":
             data, ctype = _fault_body(spec, {"error": "injected_fault", "status": spec["status"]})

@@ -1,0 +1,31 @@
+import Age
+import LanyardCore
+
+/// A refresh token's fingerprint: the first 16 bytes of its SHA-256, in hex. Enough to recognise
+/// a token again; reveals nothing of it.
+public enum TokenFingerprint {
+    public static func of(_ token: String) -> String {
+        let digest = SHA256.digest(Array(token.utf8))
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        for byte in digest.prefix(16) {
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension Credential {
+    /// Whether `refreshToken` is one this credential rotated away from.
+    public func hasSpent(refreshToken: String) -> Bool {
+        !spentRefreshTokens.isEmpty && spentRefreshTokens.contains(TokenFingerprint.of(refreshToken))
+    }
+
+    /// This credential's spent list after its refresh token `previous` was replaced.
+    public func spentList(adding previous: String?) -> [String] {
+        guard let previous, !previous.isEmpty, previous != tokens.refreshToken else { return spentRefreshTokens }
+        return Array(([TokenFingerprint.of(previous)] + spentRefreshTokens.filter { $0 != TokenFingerprint.of(previous) }).prefix(Credential.spentLimit))
+    }
+}
