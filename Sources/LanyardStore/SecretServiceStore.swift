@@ -66,9 +66,10 @@ public final class SecretServiceStore: CredentialStore {
             // None (is the collection locked?) or several (the newest wins): items with their properties.
             let items = try service.search(["slot": slot.name], deadline: deadline)
             if items.isEmpty {
-                // Some services hide the items of a locked collection: "nothing found" only means
-                // "not stored" when the collection is open.
-                if let path = try self.lockedCollection(service, deadline) { throw self.lockedError(path) }
+                // Some services hide the items of a locked collection, and a deleted collection
+                // holds none: "nothing found" only means "not stored" when the collection is there
+                // and open (else the slot would look signed out when the keyring is what changed).
+                try self.requireOpenCollection(service, deadline)
                 throw StoreError.notFound(slot: slot.name)
             }
             if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
@@ -153,7 +154,8 @@ public final class SecretServiceStore: CredentialStore {
     /// not a valid slot name (made by hand) are left out.
     public func list() throws -> [Slot] {
         try run("list") { service, deadline in
-            if let path = try self.lockedCollection(service, deadline) { throw self.lockedError(path) }
+            // A missing collection lists nothing, which doctor would take for lost credentials.
+            try self.requireOpenCollection(service, deadline)
             let items = try service.search([:], deadline: deadline)
             if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
             let slots = items.compactMap { item in item.attributes["slot"].flatMap { try? Slot($0) } }
@@ -288,6 +290,14 @@ public final class SecretServiceStore: CredentialStore {
             throw StoreError.unavailable(backend: Self.backendName, hint: noCollectionHint)
         }
         return path
+    }
+
+    /// Throws `.unavailable` when the configured collection does not exist, `.locked` when it is locked.
+    private func requireOpenCollection(_ service: KeyringService, _ deadline: Deadline) throws {
+        guard let target = try resolveCollection(service, deadline), let locked = try Self.lockState(service, target, deadline) else {
+            throw StoreError.unavailable(backend: Self.backendName, hint: noCollectionHint)
+        }
+        if locked { throw lockedError(target) }
     }
 
     /// The configured collection's path when it exists and is locked.

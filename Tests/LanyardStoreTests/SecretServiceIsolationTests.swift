@@ -42,6 +42,17 @@ struct SecretServiceIsolationTests {
         withExtendedLifetime(bus) {}
     }
 
+    @Test("the keyring's collection deleted under Lanyard: .unavailable within the timeout, no new collection, no prompt")
+    func deletedCollection() throws {
+        let scratch = try ScratchDirectory("deleted")
+        let bus = try PrivateBus(in: scratch)
+        var env = try isolatedEnvironment(in: scratch)
+        env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        env["LANYARD_TEST_KEYRING_PASSWORD"] = "deleted-collection-test"
+        try expectChildPasses("deletedCollection", env)
+        withExtendedLifetime(bus) {}
+    }
+
     private func expectChildPasses(_ name: String, _ env: [String: String],
                                    sourceLocation: SourceLocation = #_sourceLocation) throws {
         let result = try runChildTest(name, environment: env)
@@ -112,6 +123,37 @@ struct SecretServiceChildTests {
         #expect(error?.hint.contains("org.freedesktop.secrets") == true)
         expectNothingWritten()
         print(childDoneMarker("noService"))
+    }
+
+    @Test(.enabled(if: childTest == "deletedCollection"))
+    func deletedCollection() throws {
+        let env = ProcessInfo.processInfo.environment
+        let daemon = try KeyringDaemon(environment: env, password: env["LANYARD_TEST_KEYRING_PASSWORD"] ?? "")
+        defer { daemon.kill() }
+        let timeout: TimeInterval = 2
+        let store = SecretServiceStore(timeout: timeout)
+        let slot = try Slot("work")
+        try store.put(sampleCredential("w"), for: slot)
+        let collection = try #require(store.health().location)
+        let deleted = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", collection,
+                                            "--method", "org.freedesktop.Secret.Collection.Delete"], environment: env)
+        try #require(deleted.status == 0, "Delete: \(deleted.stderr)")
+        // Every call says the collection is gone (not "no credential": the slot is not signed
+        // out, its keyring changed), in time, and put makes no collection of its own.
+        for (name, call) in [("get", { _ = try store.get(slot) }), ("put", { try store.put(sampleCredential("x"), for: slot) }),
+                             ("list", { _ = try store.list() })] as [(String, () throws -> Void)] {
+            let (error, seconds) = storeError(call)
+            #expect(error?.isUnavailable == true && error?.hint.contains("no collection") == true, "\(name): \(String(describing: error))")
+            #expect(seconds < timeout, "\(name) took \(seconds) s")
+            print("child: \(name) after the collection was deleted -> \(error.map { String(describing: $0) } ?? "no error") in \(Int(seconds * 1000)) ms")
+        }
+        let health = store.health()
+        #expect(health.reachable && health.problem?.contains("no collection") == true, "\(health)")
+        let collections = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                                                "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Service", "Collections"],
+                                      environment: env)
+        #expect(!collections.text.contains(collection), "no collection was made again: \(collections.text)")
+        print(childDoneMarker("deletedCollection"))
     }
 
     @Test(.enabled(if: childTest == "killedDaemon"))

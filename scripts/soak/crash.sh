@@ -44,7 +44,7 @@
 #   2 doctor      `lanyard doctor --json` reports no problem, or `doctor --repair --json` exits 0
 #                 with none and a second `doctor` agrees (repairs counted, with what they said);
 #                 exactly one of r1/r2 is registered (a killed rename may leave either name);
-#                 a1 a2 x1 e1 (m1) are registered;
+#                 a1 a2 x1 e1 (m1) are registered (x1 after a `remove` round: either way);
 #   3 tokens      before any command runs, the stored refresh tokens (store.age via `age -d`, the
 #                 keyring via secret-tool, recovery files) are looked up in the server's
 #                 /_test/tokens: every signed-in slot has a current (active) one in its backend or
