@@ -1,4 +1,4 @@
-# Lanyard — make demo | make check | make bench | make fuzz | make install
+# Lanyard — make demo | make check | make bench | make soak | make fuzz | make install
 SWIFT ?= swift
 PREFIX ?= /usr/local
 # The release that ships (make install, make deb) and that make bench measures: static Swift
@@ -11,7 +11,7 @@ RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker 
 	--pkg-config-path $(GLIB_HEADERS)
 export LANYARD_SOURCE_ROOT := $(CURDIR)
 
-.PHONY: all deps build release check test demo bench fuzz install uninstall deb clean
+.PHONY: all deps build release check test demo bench soak fuzz install uninstall deb clean
 
 all: build
 
@@ -40,6 +40,12 @@ demo: build
 
 bench: release
 	@scripts/bench.sh
+
+# The long reliability runs (docs/reliability.md): 10 min of concurrency, 500 kill -9 crashes on
+# both stores, disk faults; about 25 minutes on 2 cores; prints one table.
+soak: release
+	@scripts/venv.sh > /dev/null
+	@scripts/soak/all.sh
 
 fuzz: deps
 	@if [ -x scripts/fuzz.sh ]; then scripts/fuzz.sh $${FUZZ_SECONDS:-600}; else echo "no fuzz harnesses yet"; fi

@@ -14,9 +14,12 @@
 #   every slot still gives a token, a refresh of a1 with the refresh token it holds succeeds, and
 #   the emulator never saw a refresh token used twice.
 # The operations: refresh (recovery file, store, registry, event log), switch (registry), rename
-# (store and registry), and a sign-out of a third slot (signed in again after each run).
+# (store and registry), a sign-out of a third slot (signed in again after each run), a sign-in
+# over that slot (approved through the emulator while it waits), and `agent --once` with every
+# slot due (a config whose lead covers every token's lifetime).
 #
 #   scripts/soak/io-faults.sh [MAX_N]    # LANYARD_BIN=path (default .build/debug/lanyard); MAX_N 40
+#                                         # IO_FAULT_OPS="login agent" runs only those operations
 #                                         # IO_FAULTS_KEEP=DIR keeps the stderr of each failure
 # Needs: strace, a C compiler, curl, the venv (scripts/venv.sh). Prints one line per operation and
 # fault and a summary; exits 1 when an invariant fails.
@@ -49,6 +52,23 @@ fresh_home() {
     emu_login "$s" "$tmp/login.err" "$s@faults.test" || { echo "io-faults: login $s failed" >&2; cat "$tmp/login.err" >&2; exit 1; }
   done
   other=a2
+  # The agent's config: every slot due.
+  mkdir -p "$tmp/config-due/lanyard"
+  { cat "$XDG_CONFIG_HOME/lanyard/config.ini"; printf '[refresh]\nlead = 100000000\nlead-share = 1\n[agent]\nnotify = false\njitter = 0\n'; } \
+    > "$tmp/config-due/lanyard/config.ini"
+}
+
+# approve_login ERRFILE: approves the code a `login` prints into ERRFILE (in the background, while
+# the faulted login runs; gives up after 30 s or when the login ends without one).
+approve_login() {
+  local code="" i=0
+  while [ $i -lt 1500 ]; do
+    if grep -q '^Waiting for approval' "$1" 2> /dev/null && code=$(sed -n 's/^    \([A-Z0-9-][A-Z0-9-]*\)$/\1/p' "$1" | grep .); then
+      post /_test/approve "{\"user_code\": \"$code\", \"email\": \"c1@faults.test\"}" > /dev/null 2>&1
+      return
+    fi
+    sleep 0.02; i=$((i + 1))
+  done
 }
 fresh_home
 
@@ -65,10 +85,12 @@ reused() { curl -fsS "$base/_test/stats" | python3 -c 'import json,sys; print(js
 # The second slot's name now (rename moves a2 <-> b2).
 op_command() { # OP: the command line for this run
   case $1 in
-    refresh) echo "refresh a1" ;;
-    switch) [ "$("$bin" which 2> /dev/null | cut -d" " -f1)" = a1 ] && echo "switch $other" || echo "switch a1" ;;
-    rename) [ "$other" = a2 ] && echo "rename a2 b2" || echo "rename b2 a2" ;;
-    logout) echo "logout c1" ;;
+    refresh) echo "$bin refresh a1" ;;
+    switch) [ "$("$bin" which 2> /dev/null | cut -d" " -f1)" = a1 ] && echo "$bin switch $other" || echo "$bin switch a1" ;;
+    rename) [ "$other" = a2 ] && echo "$bin rename a2 b2" || echo "$bin rename b2 a2" ;;
+    logout) echo "$bin logout c1" ;;
+    login) echo "$bin login c1" ;;
+    agent) echo "env XDG_CONFIG_HOME=$tmp/config-due $bin agent --once" ;;
   esac
 }
 
@@ -92,8 +114,9 @@ check() {
   # The refresh token a1 holds now is the live one: a refresh with it succeeds.
   "$bin" refresh a1 > /dev/null 2> "$tmp/refresh.err" || fail "$op" "$sc" "$n" "refresh a1 afterwards: $(head -c 300 "$tmp/refresh.err")"
   [ "$(reused)" = "$reused_before" ] || fail "$op" "$sc" "$n" "the server saw a refresh token used twice"
-  # The third slot: signed out by the logout case (or by nothing); sign it in again for the next run.
-  if [ "$op" = logout ]; then
+  # The third slot: signed out by the logout case, or left signed out or half signed in by a
+  # failed login (or by nothing); sign it in again for the next run.
+  if [ "$op" = logout ] || [ "$op" = login ]; then
     if ! "$bin" token c1 > /dev/null 2>&1; then
       emu_login c1 "$tmp/login.err" c1@faults.test > /dev/null 2>&1 || fail "$op" "$sc" "$n" "signing c1 in again: $(head -c 300 "$tmp/login.err")"
     fi
@@ -120,7 +143,7 @@ run_faulted() {
   fi
 }
 
-for op in refresh switch rename logout; do
+for op in ${IO_FAULT_OPS:-refresh switch rename logout login agent}; do
   for spec in ${IO_FAULTS:-write:ENOSPC fsync:EIO rename:EIO link:ENOSPC}; do
     n=1 hits=0
     while [ "$n" -le "$max" ]; do
@@ -128,12 +151,16 @@ for op in refresh switch rename logout; do
       reused_before=$(reused) failed_now=0
       # shellcheck disable=SC2086
       [ -n "${IOF_DEBUG:-}" ] && echo "    run: $cmd ($spec #$n)"
-      run_faulted "$spec" "$n" "$bin" $cmd
+      approver=""
+      if [ "$op" = login ]; then rm -f "$base_tmp/err"; approve_login "$base_tmp/err" & approver=$!; fi
+      # shellcheck disable=SC2086
+      run_faulted "$spec" "$n" $cmd
+      [ -n "$approver" ] && { kill "$approver" 2> /dev/null; wait "$approver" 2> /dev/null; }
       runs=$((runs + 1))
       # The run went through unharmed (no Nth call: every one was failed once): a rename took place.
       if [ "$injected" = 0 ]; then
         if "$bin" list --names 2> /dev/null | grep -qx b2; then other=b2; else other=a2; fi
-        if [ "$op" = logout ] && ! "$bin" token c1 > /dev/null 2>&1; then emu_login c1 "$tmp/login.err" c1@faults.test > /dev/null 2>&1; fi
+        if { [ "$op" = logout ] || [ "$op" = login ]; } && ! "$bin" token c1 > /dev/null 2>&1; then emu_login c1 "$tmp/login.err" c1@faults.test > /dev/null 2>&1; fi
         break
       fi
       injected_runs=$((injected_runs + 1)); hits=$((hits + 1))
