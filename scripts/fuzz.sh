@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzz the Age module, the store JSON, the streaming parsers, the credential-helper protocols and
-# the parsers of server answers with libFuzzer.
+# Fuzz the Age module, the store JSON, the streaming parsers, the credential-helper protocols, the
+# parsers of server answers and the files other hands write (config, auth.json, bundles, the
+# registry) with libFuzzer.
 #
 #   scripts/fuzz.sh [SECONDS]    # total time, split evenly across harnesses (default 60)
 #
@@ -13,7 +14,7 @@ set -euo pipefail
 total=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/.build/fuzz"
-harnesses=(header armor store stream helpers responses)
+harnesses=(header armor store stream helpers responses documents)
 per=$(( total / ${#harnesses[@]} ))
 (( per >= 1 )) || per=1
 swiftc=${SWIFTC:-swiftc}
@@ -27,26 +28,33 @@ status=0
 module_files() { # MODULE FILE…   (for the harness in $name)
     local module=$1; shift
     mkdir -p "$out/src/$name"
-    for f in "$@"; do sed '/^import Lanyard/d' "$root/Sources/$module/$f.swift" > "$out/src/$name/${f##*/}.swift"; done
+    for f in "$@"; do sed -e '/^import Lanyard/d' -e '/^import Age$/d' "$root/Sources/$module/$f.swift" > "$out/src/$name/${f##*/}.swift"; done
 }
+# LanyardCore without its one C call (ProcessHardening: prctl through CProcessControl).
+core=()
+for f in "$root"/Sources/LanyardCore/*.swift; do [[ $f == */ProcessHardening.swift ]] || core+=("$f"); done
 for name in "${harnesses[@]}"; do
     src="$root/Fuzz/${name^}Fuzz.swift"
     bin="$out/$name-fuzzer"
     echo "== building $name harness"
     case $name in
-        store) sources=("$root"/Sources/LanyardCore/*.swift) ;;   # pure Swift: the JSON reader and documents
+        store) sources=("${core[@]}") ;;   # pure Swift: the JSON reader and documents
         stream)   # the pure streaming parsers
             module_files LanyardNetwork Streaming/ServerSentEvents Streaming/ReplayGuard Streaming/ResponseEvents
-            sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/stream/*.swift) ;;
+            sources=("${core[@]}" "$out"/src/stream/*.swift) ;;
         helpers)  # the protocols other programs speak to Lanyard (git, Docker, Kubernetes, netrc)
             module_files LanyardIntegrations GitCredential CredentialHelpers
-            sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/helpers/*.swift) ;;
+            sources=("${core[@]}" "$out"/src/helpers/*.swift) ;;
         responses)  # what servers answer: the parsing files of LanyardAuth
             module_files LanyardAuth Provider Usage HTTP
-            sources=("$root"/Sources/LanyardCore/*.swift "$out"/src/responses/*.swift) ;;
+            sources=("${core[@]}" "$out"/src/responses/*.swift) ;;
+        documents)  # files other hands write: config.ini, auth.json, bundles, the registry
+            module_files LanyardStore ConfigFile RegistryDocument SlotRecordReader CredentialStore
+            module_files LanyardIntegrations CodexAuthFile ExportBundle
+            sources=("${core[@]}" "$root"/Sources/Age/*.swift "$out"/src/documents/*.swift) ;;
         *) sources=("$root"/Sources/Age/*.swift) ;;
     esac
-    "$swiftc" -O -g -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz \
+    "$swiftc" -O -g -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz -package-name LanyardFuzz \
         -I "$root/Sources/CSodium" -lsodium \
         "${sources[@]}" "$src" -o "$bin"
 

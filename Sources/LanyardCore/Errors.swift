@@ -127,12 +127,14 @@ public enum ConfigError: LanyardError, Equatable {
     public var code: String { "config_invalid" }
     public var exitStatus: ExitStatus { .failure }
 
+    /// Everything in it comes from the file (group and key names, values quoted in the detail):
+    /// shown with control characters escaped, for every program that prints it.
     public var errorDescription: String? {
         switch self {
         case .malformed(let path, let line, let detail):
-            return "\(path)\(line.map { ":\($0)" } ?? ""): \(detail)"
+            return TerminalText.escaped("\(path)\(line.map { ":\($0)" } ?? ""): \(detail)")
         case .invalidValue(let path, let group, let key, let detail):
-            return "\(path): [\(group)] \(key): \(detail)"
+            return TerminalText.escaped("\(path): [\(group)] \(key): \(detail)")
         }
     }
 }

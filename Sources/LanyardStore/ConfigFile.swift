@@ -123,7 +123,8 @@ public enum ConfigFile {
                 warnings.append("\(r.path): unknown group [\(group)] (ignored)")
             }
         }
-        return warnings
+        // Group and key names come from the file: shown with control characters escaped.
+        return warnings.map { TerminalText.escaped($0) }
     }
 
     /// `[docker]` and `[netrc]`: HOST[:PORT] = SLOT.

@@ -1,0 +1,118 @@
+// libFuzzer harness for the files Lanyard reads that other hands may have written: config.ini
+// (the values Lanyard interprets; the key-file syntax is GLib's, so a small stand-in KeyFile below
+// splits groups and keys), Codex's auth.json, the plaintext of an export bundle, and the registry.
+// Built by scripts/fuzz.sh with Sources/LanyardCore, Sources/Age and the parsing files of
+// LanyardStore and LanyardIntegrations. Every input is tried as each of them.
+// Beyond "does not crash": what parses round-trips through Lanyard's own encoding unchanged (an
+// auth.json, the credential made from it, a bundle, a registry whether read streaming or whole),
+// a config's numbers are finite and in their documented ranges, and no message about the input
+// (error or warning) carries a raw control character to the terminal.
+
+import Foundation
+
+/// The stand-in for LanyardGLib's KeyFile: `[group]` and `key = value` lines, `#` comments, GLib's
+/// escapes in values. Stricter than GLib is not the point; what Lanyard makes of the values is.
+package final class KeyFile {
+    package struct ParseError: Error { package var message: String }
+    private var order: [String] = []
+    private var entries: [String: [(String, String)]] = [:]
+
+    package init() {}
+
+    package func load(_ text: String) throws(ParseError) {
+        var group: String?
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("[") {
+                guard line.hasSuffix("]"), line.count > 2 else { throw ParseError(message: "line \(number + 1): invalid group") }
+                let name = String(line.dropFirst().dropLast())
+                if entries[name] == nil { order.append(name); entries[name] = [] }
+                group = name
+                continue
+            }
+            guard let group, let eq = line.firstIndex(of: "=") else { throw ParseError(message: "line \(number + 1): not a key") }
+            let key = line[..<eq].trimmingCharacters(in: .whitespaces)
+            guard !key.isEmpty else { throw ParseError(message: "line \(number + 1): empty key") }
+            entries[group]!.append((key, unescape(line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces))))
+        }
+    }
+
+    private func unescape(_ s: String) -> String {
+        var out = "", escaped = false
+        for c in s {
+            if escaped {
+                out.append(["n": "\n", "t": "\t", "r": "\r", "s": " ", "\\": "\\"][c] ?? c)
+                escaped = false
+            } else if c == "\\" { escaped = true } else { out.append(c) }
+        }
+        return out
+    }
+
+    package func groups() -> [String] { order }
+    package func keys(_ group: String) -> [String] { (entries[group] ?? []).map(\.0) }
+    package func string(_ group: String, _ key: String) -> String? { entries[group]?.last { $0.0 == key }?.1 }
+}
+
+/// ConfigFile.load's one use of the file layer.
+enum SecureFiles {
+    static func read(_ path: String, mapped: Bool = false) throws -> Data? { nil }
+}
+
+/// No raw C0/C1 control character (or DEL) except a line break: what reaches a terminal.
+func assertPrintable(_ text: String, _ what: String) {
+    if let bad = text.unicodeScalars.first(where: { ($0.value < 0x20 && $0 != "\n") || (0x7f...0x9f).contains($0.value) }) {
+        fatalError("\(what) carries control character U+\(String(bad.value, radix: 16)): \(text.debugDescription)")
+    }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = Data(UnsafeRawBufferPointer(start: data, count: size))
+
+    // config.ini
+    do {
+        let loaded = try ConfigFile.parse(bytes, path: "config.ini")
+        let c = loaded.config
+        for (name, value, range) in [("timeout", c.storeTimeout, 0.0...1e9), ("lead", c.refreshLead, 0...1e9),
+                                     ("lead-share", c.refreshLeadShare, 0.01...1), ("max-age", c.refreshMaxAge, 60...1e9),
+                                     ("http timeout", c.httpTimeout, 0...1e9), ("unlock-cache", c.unlockCacheSeconds, 0...1e9)] {
+            guard value.isFinite, range.contains(value) else { fatalError("config \(name) = \(value) outside \(range)") }
+        }
+        for warning in loaded.warnings { assertPrintable(warning, "a config warning") }
+    } catch {
+        assertPrintable(error.errorDescription ?? "", "a config error")
+    }
+
+    // Codex's auth.json
+    do {
+        let file = try CodexAuthFile.parse(bytes, path: "auth.json")
+        let again = try CodexAuthFile.parse(Data(file.json.serialized(pretty: true).utf8), path: "auth.json")
+        guard again == file else { fatalError("auth.json round trip changed it") }
+        let credential = file.credential(provider: "openai", expiresAt: nil)
+        guard (try? Credential.decode(credential.jsonData(), source: "fuzz")) == credential else {
+            fatalError("the credential made from auth.json does not round-trip")
+        }
+    } catch {
+        assertPrintable(error.userFacingDescription, "an auth.json error")
+    }
+
+    // An export bundle's plaintext
+    do {
+        let bundle = try ExportBundle.decode(bytes, source: "bundle")
+        guard (try? ExportBundle.decode(bundle.jsonData(pretty: true), source: "bundle")) == bundle else {
+            fatalError("bundle round trip changed it")
+        }
+    } catch {
+        assertPrintable(error.userFacingDescription, "a bundle error")
+    }
+
+    // The registry, read slot by slot from the bytes and as one document
+    let streaming = try? RegistryDocument.decodeStreaming(bytes, source: "registry.json")
+    let whole = try? RegistryDocument.decode(bytes, source: "registry.json")
+    guard streaming == whole else { fatalError("the registry reads differently streaming (\(String(describing: streaming))) and whole (\(String(describing: whole)))") }
+    if let whole, (try? RegistryDocument.decodeStreaming(whole.jsonData(pretty: true), source: "registry.json")) != whole {
+        fatalError("registry round trip changed it")
+    }
+    return 0
+}
