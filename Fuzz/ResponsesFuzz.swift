@@ -1,9 +1,11 @@
-// libFuzzer harness for what servers answer: token endpoint bodies, usage reports and
-// `usage_limit_reached` bodies, and the claims of the tokens they hand out. Built by scripts/fuzz.sh
+// libFuzzer harness for what servers answer: device authorization answers (ChatGPT's and RFC
+// 8628's), token endpoint bodies, usage reports and `usage_limit_reached` bodies, and the claims
+// of the tokens they hand out. Built by scripts/fuzz.sh
 // with Sources/LanyardCore/*.swift and the parsing files of Sources/LanyardAuth.
 // Beyond "does not crash": every date Lanyard would store or show from an answer (a token's
 // expiry, a usage window's reset) is written as RFC 3339 text that parses back to the same text,
-// and every number it would show fits an Int.
+// and every number it would show fits an Int; a user code Lanyard would print has no control
+// character.
 
 import Foundation
 
@@ -21,6 +23,17 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         _ = date.timeIntervalSince(now).rounded().saturatingInt
     }
 
+    let json = try? JSONValue.parse(bytes)
+    let shownAt = URL(string: "https://auth.example.com/codex/device")!
+    for authorization in [try? DeviceAuthorizationAnswer.chatGPT(json, step: "fuzz", verificationURL: shownAt, expiresAt: now + 900),
+                          try? DeviceAuthorizationAnswer.rfc8628(json, step: "fuzz", now: now)].compactMap({ $0 }) {
+        if authorization.userCode.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) {
+            fatalError("a user code with a control character: \(authorization.userCode.debugDescription)")
+        }
+        guard authorization.interval.isFinite, authorization.interval >= 0 else { fatalError("interval \(authorization.interval)") }
+        storable(authorization.expiresAt)
+        _ = (authorization.interval * 1e9).rounded().saturatingInt
+    }
     if let tokens = try? TokenResponse.parse(bytes, step: "fuzz") {
         storable(tokens.expiresAt(now: now))
 

@@ -46,7 +46,7 @@ for name in "${harnesses[@]}"; do
             module_files LanyardIntegrations GitCredential CredentialHelpers
             sources=("${core[@]}" "$out"/src/helpers/*.swift) ;;
         responses)  # what servers answer: the parsing files of LanyardAuth
-            module_files LanyardAuth Provider Usage HTTP
+            module_files LanyardAuth Provider Usage HTTP Providers/DeviceAuthorizationAnswers
             sources=("${core[@]}" "$out"/src/responses/*.swift) ;;
         documents)  # files other hands write: config.ini, auth.json, bundles, the registry
             module_files LanyardStore ConfigFile RegistryDocument SlotRecordReader CredentialStore

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import LanyardTestSupport
+import LanyardNetwork
 @testable import LanyardAuth
 @testable import LanyardCore
 @testable import LanyardStore
@@ -190,5 +191,29 @@ import LanyardTestSupport
         let text = (error?.localizedDescription ?? "") + "\(String(describing: error))" + "\(log.events)"
         for secret in ["at-SECRET-1234", "rt-SECRET-5678", "id-SECRET-9"] { #expect(!text.contains(secret)) }
         #expect(try rig.home.snapshot() == before)
+    }
+}
+
+/// A device authorization answer whose user code would drive the terminal (the code is printed
+/// for the person to type) is refused, for both kinds of provider.
+@Suite struct HostileUserCodeTests {
+    @Test(arguments: ["\u{1b}]0;owned\u{7}", "AB\u{1b}[2JCD", "\u{9b}31m", String(repeating: "A", count: 200)])
+    func aUserCodeNobodyCouldTypeIsRefused(_ code: String) async throws {
+        let server = try OAuthTestServer(.chatgptEmulator)
+        try await server.hook("/_test/fault", ["endpoint": "usercode", "type": "status", "status": 200, "count": 1,
+                                               "body": ["device_auth_id": "deviceauth_x", "user_code": code, "interval": "0"]])
+        var config = ProviderConfig.openAI
+        config.issuer = server.baseURL
+        do {
+            _ = try await OpenAIProvider(config: config, transport: URLSessionTransport()).authorize()
+            Issue.record("accepted \(code.debugDescription)")
+        } catch let error as AuthError {
+            guard case .invalidResponse(let message) = error else { Issue.record("\(error)"); return }
+            #expect(message.contains("user_code") && !message.unicodeScalars.contains { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) })
+        }
+        #expect(throws: AuthError.self) {
+            _ = try DeviceAuthorizationAnswer.rfc8628(.object(["device_code": .string("d"), "user_code": .string(code),
+                                                              "verification_uri": .string("https://example.com/device")]), step: "test", now: Date())
+        }
     }
 }

@@ -54,25 +54,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
             if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
             throw .tokenExchangeFailed(status: response.status, detail: detail)
         }
-        guard let value = response.json else { throw .invalidResponse("\(step): the body is not JSON") }
-        do {
-            let json = try JSONFields(value)
-            guard let uri = URL(string: try json.string("verification_uri")) else {
-                throw JSONShapeError(path: ".verification_uri", problem: "is not a URL")
-            }
-            let expiresIn = try json.optionalNumber("expires_in") ?? 1800
-            let interval = try json.optionalNumber("interval") ?? 5
-            for (key, value) in [("expires_in", expiresIn), ("interval", interval)] where value < 0 || value.plausibleSeconds == nil {
-                throw JSONShapeError(path: "." + key, problem: "is not a number of seconds")
-            }
-            return DeviceAuthorization(
-                userCode: try json.string("user_code"), verificationURL: uri,
-                completeVerificationURL: try json.optionalString("verification_uri_complete").flatMap(URL.init(string:)),
-                interval: interval, expiresAt: clock.now() + expiresIn,
-                deviceCode: try json.string("device_code"))
-        } catch {
-            throw .invalidResponse("\(step): \(error.userFacingDescription)")
-        }
+        return try DeviceAuthorizationAnswer.rfc8628(response.json, step: step, now: clock.now())
     }
 
     public func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> PollResult {

@@ -29,25 +29,8 @@ public struct OpenAIProvider: DeviceCodeProvider {
         guard response.isSuccess else {
             throw .networkFailure("\(step): server answered HTTP \(response.status) (\(ServerErrorDetail(body: response.body).code))")
         }
-        guard let body = response.json, let object = body.object else { throw .invalidResponse("\(step): the body is not a JSON object") }
-        guard let id = object["device_auth_id"]?.string, !id.isEmpty else { throw .invalidResponse("\(step): device_auth_id is missing") }
-        guard let code = (object["user_code"] ?? object["usercode"])?.string, !code.isEmpty else {
-            throw .invalidResponse("\(step): user_code is missing")
-        }
-        // `interval` arrives as a string of seconds; accept a number too.
-        var interval: TimeInterval = 5
-        switch object["interval"] {
-        case .string(let s)?:
-            guard let v = TimeInterval(s.trimmingSpaces()), v >= 0, v.plausibleSeconds != nil else {
-                throw .invalidResponse("\(step): interval is not a number of seconds")
-            }
-            interval = v
-        case .number(let n)? where n.plausibleSeconds != nil: interval = max(0, n)
-        case nil, .null?: break
-        default: throw .invalidResponse("\(step): interval is not a number of seconds")
-        }
-        return DeviceAuthorization(userCode: code, verificationURL: url("/codex/device"), interval: interval,
-                                   expiresAt: clock.now() + maximumPollingDuration, deviceCode: id)
+        return try DeviceAuthorizationAnswer.chatGPT(response.json, step: step, verificationURL: url("/codex/device"),
+                                                     expiresAt: clock.now() + maximumPollingDuration)
     }
 
     public func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> PollResult {
