@@ -152,18 +152,23 @@ public final class RefreshAgent {
     /// - Returns: how many failed.
     func refresh(_ slots: [Slot]) -> Int {
         let manager = self.manager
-        let results = blocking {
-            await withTaskGroup(of: (Slot, Result<Credential, Error>).self) { group in
-                for slot in slots {
-                    group.addTask {
-                        do { return (slot, .success(try await manager.freshCredential(slot: slot))) } catch { return (slot, .failure(error)) }
-                    }
-                }
-                var out: [(Slot, Result<Credential, Error>)] = []
-                for await r in group { out.append(r) }
-                return out
+        // One task per slot, results gathered under a lock, not a task group: the release build
+        // crashed in the runtime's task group (AccumulatingTaskGroup::offer copying a child's
+        // (Slot, Result<Credential, Error>) into the waiting parent) within a minute of the
+        // concurrency soak; this plain fan-out ran it clean.
+        let gathered = Locked<[(Slot, Result<Credential, Error>)]>([])
+        let done = DispatchGroup()
+        for slot in slots {
+            done.enter()
+            Task.detached {
+                let result: Result<Credential, Error>
+                do { result = .success(try await manager.freshCredential(slot: slot)) } catch { result = .failure(error) }
+                gathered.withLock { $0.append((slot, result)) }
+                done.leave()
             }
         }
+        done.wait()
+        let results = gathered.withLock { $0 }
         var failures = 0
         let now = manager.clock.now()
         for (slot, result) in results {
@@ -290,17 +295,4 @@ public final class RegistryWatch {
     }
 
     public func close() { if fd >= 0 { Glibc.close(fd) } }
-}
-
-/// Runs async work to completion from a plain thread.
-func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
-    let box = Locked<T?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        let value = await work()
-        box.withLock { $0 = value }
-        done.signal()
-    }
-    done.wait()
-    return box.withLock { $0 }!
 }
