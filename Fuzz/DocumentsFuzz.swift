@@ -1,6 +1,7 @@
 // libFuzzer harness for the files Lanyard reads that other hands may have written: config.ini
 // (the values Lanyard interprets; the key-file syntax is GLib's, so a small stand-in KeyFile below
-// splits groups and keys), Codex's auth.json, the plaintext of an export bundle, and the registry.
+// splits groups and keys), `.lanyard` pins, Codex's auth.json, the plaintext of an export bundle,
+// and the registry.
 // Built by scripts/fuzz.sh with Sources/LanyardCore, Sources/Age and the parsing files of
 // LanyardStore and LanyardIntegrations. Every input is tried as each of them.
 // Beyond "does not crash": what parses round-trips through Lanyard's own encoding unchanged (an
@@ -82,6 +83,20 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         for warning in loaded.warnings { assertPrintable(warning, "a config warning") }
     } catch {
         assertPrintable(error.errorDescription ?? "", "a config error")
+    }
+
+    // A `.lanyard` pin: the name it holds is a valid slot or refused with an escaped message.
+    let pinned = PinFile.slotName(in: String(decoding: bytes, as: UTF8.self))
+    do {
+        let slot = try Slot(pinned)
+        // [a-z0-9][a-z0-9._-]{0,63}: never a path outside the data folder.
+        let bytes = Array(slot.name.utf8)
+        func alnum(_ b: UInt8) -> Bool { (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) }
+        guard (1...64).contains(bytes.count), alnum(bytes[0]), bytes.allSatisfy({ alnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }) else {
+            fatalError("slot name \(slot.name.debugDescription) outside [a-z0-9][a-z0-9._-]{0,63}")
+        }
+    } catch {
+        assertPrintable(error.userFacingDescription, "a pin's slot-name error")
     }
 
     // Codex's auth.json

@@ -49,7 +49,7 @@ for name in "${harnesses[@]}"; do
             module_files LanyardAuth Provider Usage HTTP Providers/DeviceAuthorizationAnswers
             sources=("${core[@]}" "$out"/src/responses/*.swift) ;;
         documents)  # files other hands write: config.ini, auth.json, bundles, the registry
-            module_files LanyardStore ConfigFile RegistryDocument SlotRecordReader CredentialStore
+            module_files LanyardStore ConfigFile RegistryDocument SlotRecordReader CredentialStore PinFile
             module_files LanyardIntegrations CodexAuthFile ExportBundle
             sources=("${core[@]}" "$root"/Sources/Age/*.swift "$out"/src/documents/*.swift) ;;
         *) sources=("$root"/Sources/Age/*.swift) ;;

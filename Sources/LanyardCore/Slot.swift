@@ -78,10 +78,11 @@ public enum SlotNameError: Error, Equatable, Sendable, LocalizedError {
         switch self {
         case .empty: return "slot name is empty"
         case .tooLong(let n): return "slot name is \(n) bytes long; the limit is 64"
+        // The name may come from a pin file or a server: control characters escaped.
         case .badFirstCharacter(let s):
-            return "slot name \"\(s)\" must start with a lowercase letter or digit"
+            return "slot name \"\(TerminalText.escaped(s))\" must start with a lowercase letter or digit"
         case .badCharacter(let s, let p):
-            return "slot name \"\(s)\" has a character not allowed at position \(p) (use a-z, 0-9, '.', '_', '-')"
+            return "slot name \"\(TerminalText.escaped(s))\" has a character not allowed at position \(p) (use a-z, 0-9, '.', '_', '-')"
         }
     }
 }

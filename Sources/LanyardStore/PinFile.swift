@@ -33,10 +33,7 @@ public enum PinFile {
             switch read(candidate, folder: dir.isEmpty ? "/" : dir, uid: uid) {
             case .none: break
             case .some(.success(let text)):
-                let line = text.split(whereSeparator: \.isNewline)
-                    .map { $0.trimmingSpaces() }
-                    .first { !$0.isEmpty && !$0.hasPrefix("#") }
-                lookup.pin = (candidate, line ?? "")
+                lookup.pin = (candidate, slotName(in: text))
                 return lookup
             case .some(.failure(let refusal)):
                 lookup.ignored.append((candidate, refusal.reason))
@@ -44,6 +41,12 @@ public enum PinFile {
             if dir == "/" || dir.isEmpty { return lookup }
             dir = PathText.parent(of: dir)
         }
+    }
+
+    /// The raw slot name a pin's text holds: its first line that is neither blank nor a comment,
+    /// trimmed ("" when there is none). Checking it is ``Slot``'s job.
+    public static func slotName(in text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingSpaces() }.first { !$0.isEmpty && !$0.hasPrefix("#") } ?? ""
     }
 
     struct Refusal: Error { let reason: String }
