@@ -33,23 +33,23 @@ struct SecretServiceIsolationTests {
 
     @Test("gnome-keyring killed or hung mid-run: .unavailable / .timedOut within the timeout, nothing lost")
     func killedDaemon() throws {
-        let scratch = try ScratchDirectory("killed")
-        let bus = try PrivateBus(in: scratch)
-        var env = try isolatedEnvironment(in: scratch)
-        env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-        env["LANYARD_TEST_KEYRING_PASSWORD"] = "killed-daemon-test"
-        try expectChildPasses("killedDaemon", env)
-        withExtendedLifetime(bus) {}
+        try expectChildPassesOnPrivateKeyring("killedDaemon", scratch: "killed")
     }
 
     @Test("the keyring's collection deleted under Lanyard: .unavailable within the timeout, no new collection, no prompt")
     func deletedCollection() throws {
-        let scratch = try ScratchDirectory("deleted")
+        try expectChildPassesOnPrivateKeyring("deletedCollection", scratch: "deleted")
+    }
+
+    /// Runs child test `name` on a private bus where it starts gnome-keyring daemons of its own.
+    private func expectChildPassesOnPrivateKeyring(_ name: String, scratch prefix: String,
+                                                   sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let scratch = try ScratchDirectory(prefix)
         let bus = try PrivateBus(in: scratch)
         var env = try isolatedEnvironment(in: scratch)
         env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-        env["LANYARD_TEST_KEYRING_PASSWORD"] = "deleted-collection-test"
-        try expectChildPasses("deletedCollection", env)
+        env["LANYARD_TEST_KEYRING_PASSWORD"] = "\(name)-test"
+        try expectChildPasses(name, env, sourceLocation: sourceLocation)
         withExtendedLifetime(bus) {}
     }
 
