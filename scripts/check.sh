@@ -1,7 +1,8 @@
 #!/bin/sh
 # The test suite: every Swift test inside a private keyring session (one at a time: some suites
 # lock the shared test keyring), the Secret Service suites again with KeePassXC as the provider,
-# a 60 s concurrency soak and 60 random kill -9 crashes of the real binaries with invariant checks,
+# a 60 s concurrency soak and 60 + 20 random kill -9 crashes (slots in the file store, then in the
+# keyring) of the real binaries with invariant checks,
 # the crash cases replayed at chosen system calls, disk faults at every write (scripts/soak/),
 # the kit and lifecycle suites again under Thread Sanitizer, a short
 # fuzzing smoke run of the parsers, then the Debian package:
@@ -17,9 +18,12 @@ grep -E 'Test run with' .build/keepassxc.log
 echo "== concurrency soak: 16 processes, the agent, renames and sign-outs against 3-second tokens (60 s)"
 scripts/soak/concurrency.sh "${SOAK_SECONDS:-60}" > .build/soak.log 2>&1 || { tail -60 .build/soak.log; exit 1; }
 grep -E '^(server|invariants):' .build/soak.log
-echo "== crash consistency: operations killed with SIGKILL at random points, invariants after each (60 kills)"
+echo "== crash consistency: operations killed with SIGKILL at random points, invariants after each (60 kills, file store)"
 scripts/soak/crash.sh "${CRASH_KILLS:-60}" > .build/crash.log 2>&1 || { tail -60 .build/crash.log; exit 1; }
 grep -E '^(invariant failures|repairs needed):' .build/crash.log
+echo "== the same with the slots in the keyring (20 kills)"
+CRASH_BACKEND=secret-service scripts/soak/crash.sh "${CRASH_KEYRING_KILLS:-20}" > .build/crash-keyring.log 2>&1 || { tail -60 .build/crash-keyring.log; exit 1; }
+grep -E '^(invariant failures|repairs needed):' .build/crash-keyring.log
 echo "== crashes at chosen system calls (strace kills the process between two durable writes)"
 for case in rename-stray rename-both recovery-temp rename-recovery logout-recovery migrate-stray; do
   scripts/soak/repro-crash.sh "$case" > .build/crash-$case.log 2>&1 || { cat .build/crash-$case.log; exit 1; }
