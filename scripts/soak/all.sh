@@ -2,8 +2,8 @@
 # `make soak`: the long runs of the reliability suite (docs/reliability.md), one after another,
 # against the release binaries, then one table of what each found:
 #   the concurrency soak for 10 minutes            (scripts/soak/concurrency.sh 600)
-#   kill -9 crashes, slots in the file store       (scripts/soak/crash.sh 350)
-#   kill -9 crashes, slots in the keyring          (CRASH_BACKEND=secret-service scripts/soak/crash.sh 150)
+#   kill -9 crashes, slots in the file store       (scripts/soak/crash.sh 500)
+#   kill -9 crashes, slots in the keyring          (CRASH_BACKEND=secret-service scripts/soak/crash.sh 200)
 #   disk faults at every write of six operations   (scripts/soak/io-faults.sh 60)
 # SOAK_SECONDS, SOAK_FILE_KILLS, SOAK_KEYRING_KILLS change the lengths; LANYARD_BIN the binary
 # (default .build/release/lanyard, built by `make soak`). Each run's whole output is kept in
@@ -12,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 export LANYARD_BIN=${LANYARD_BIN:-$PWD/.build/release/lanyard}
 [ -x "$LANYARD_BIN" ] || { echo "soak: no $LANYARD_BIN (make release)" >&2; exit 1; }
-seconds=${SOAK_SECONDS:-600} file_kills=${SOAK_FILE_KILLS:-350} keyring_kills=${SOAK_KEYRING_KILLS:-150}
+seconds=${SOAK_SECONDS:-600} file_kills=${SOAK_FILE_KILLS:-500} keyring_kills=${SOAK_KEYRING_KILLS:-200}
 logs=${SOAK_LOGS:-$(mktemp -d /tmp/lanyard-soak.XXXXXX)}
 mkdir -p "$logs"
 t_all=$(date +%s)
