@@ -29,7 +29,7 @@ for case in rename-stray rename-both recovery-temp rename-recovery logout-recove
   scripts/soak/repro-crash.sh "$case" > .build/crash-$case.log 2>&1 || { cat .build/crash-$case.log; exit 1; }
   echo "ok $case"
 done
-echo "== disk faults: ENOSPC or EIO at each write, fsync, rename and link of refresh, switch, rename and logout"
+echo "== disk faults: ENOSPC or EIO at each write, fsync, rename and link of refresh, switch, rename, logout, login and agent --once"
 IO_FAULTS_KEEP=.build scripts/soak/io-faults.sh > .build/io-faults.log 2>&1 || { tail -60 .build/io-faults.log; exit 1; }
 tail -1 .build/io-faults.log
 echo "== Thread Sanitizer: the LanyardKit and token-lifecycle suites (a data race fails the run)"
