@@ -114,8 +114,7 @@ public final class RefreshAgent {
                 wake = retry.notBefore
             } else {
                 let due = rule.dueDate(expiry: expiry, lastRefresh: record.lastRefresh, lastRefreshBoot: record.lastRefreshBoot, now: now, boot: boot)
-                let lifetime = expiry.flatMap { e in record.lastRefresh.map { e.timeIntervalSince($0) } }
-                let jitterCap = max(0, min(options.jitter, rule.lead(forLifetime: lifetime) / 2))
+                let jitterCap = max(0, min(options.jitter, rule.lead(expiry: expiry, lastRefresh: record.lastRefresh) / 2))
                 if jitters[slot]?.expiry != expiry { jitters[slot] = (expiry, Double.random(in: 0...jitterCap)) }
                 wake = due + (ignoreJitter ? 0 : jitters[slot]!.offset)
             }

@@ -60,6 +60,11 @@ public struct RefreshRule: Sendable {
         guard let lifetime, lifetime > 0 else { return lead }
         return min(lead, lifetime * leadShare)
     }
+
+    /// The lead for a token obtained at `lastRefresh` that expires at `expiry`.
+    public func lead(expiry: Date?, lastRefresh: Date?) -> TimeInterval {
+        lead(forLifetime: expiry.flatMap { e in lastRefresh.map { e.timeIntervalSince($0) } })
+    }
 }
 
 extension AccountManager {
@@ -163,8 +168,7 @@ extension AccountManager {
             tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken,
                              idToken: tokens.idToken ?? current.tokens.idToken, expiresAt: tokens.expiresAt(now: now)),
             lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
-        refreshed.spentRefreshTokens = current.spentRefreshTokens
-        refreshed.spentRefreshTokens = refreshed.spentList(adding: refreshToken)
+        refreshed.recordRotation(from: current)
         // The server has rotated the refresh token: from here on, losing `refreshed` loses the
         // session. The recovery file comes first (a crash before the store write leaves it); when
         // it cannot be written (a full or failing disk), the store may still take the tokens.

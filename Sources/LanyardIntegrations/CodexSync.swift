@@ -33,8 +33,7 @@ public struct CodexSync: Sendable {
         guard live.lastRefresh.timeIntervalSince1970 >= storedSecond else { return false }
         var updated = live.credential(provider: stored.provider, expiresAt: nil)
         updated.account = stored.account.merging(updated.account)
-        updated.spentRefreshTokens = stored.spentRefreshTokens
-        updated.spentRefreshTokens = updated.spentList(adding: stored.tokens.refreshToken)
+        updated.recordRotation(from: stored)
         try store.put(updated, for: slot)
         try manager.registry.update { doc in
             doc.slots[slot]?.state = .signedIn(expiresAt: updated.tokens.expiresAt)

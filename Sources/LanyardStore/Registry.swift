@@ -101,19 +101,13 @@ public struct Registry: Sendable {
     /// broke the rest), else from the previous generation.
     public func lastKnownActive() -> Slot? {
         let folder = PathText.parent(of: path), base = PathText.lastComponent(of: path) + ".corrupt-"
-        var newest: (String, Int)?
-        if let dir = opendir(folder) {
-            defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                guard name.hasPrefix(base) else { continue }
-                var st = stat()
-                guard lstat(folder + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
-                if newest == nil || st.st_mtim.tv_sec > newest!.1 { newest = (folder + "/" + name, st.st_mtim.tv_sec) }
-            }
+        var newest: (path: String, modified: Int)?
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(base) {
+            var st = stat()
+            guard lstat(folder + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            if newest.map({ st.st_mtim.tv_sec > $0.modified }) ?? true { newest = (folder + "/" + name, st.st_mtim.tv_sec) }
         }
-        if let (file, _) = newest, let data = try? SecureFiles.read(file, mapped: true), data.starts(with: RegistryView.activePrefix),
-           case .string(let name)? = try? JSONValue.parseValue(in: data, at: RegistryView.activePrefix.count), let slot = try? Slot(name) {
+        if let newest, let data = try? SecureFiles.read(newest.path, mapped: true), let slot = RegistryView.leadingActive(data) {
             return slot
         }
         return previousGeneration()?.active
@@ -174,11 +168,15 @@ public struct RegistryView {
     static let activePrefix = Array(#"{"# .utf8) + [0x0a] + Array(#"  "active": "#.utf8)
 
     func fastActive(_ data: Data) -> (Slot, SlotRecord)? {
-        let prefix = Self.activePrefix
-        guard hasVersionSuffix(data), data.starts(with: prefix),
-              case .string(let name)? = try? JSONValue.parseValue(in: data, at: prefix.count),
-              let slot = try? Slot(name), let record = fastRecord(of: slot, in: data) else { return nil }
+        guard hasVersionSuffix(data), let slot = Self.leadingActive(data), let record = fastRecord(of: slot, in: data) else { return nil }
         return (slot, record)
+    }
+
+    /// The active slot named on the first line of a registry in Lanyard's layout (the rest of the
+    /// file unread: it may be a damaged copy).
+    static func leadingActive(_ data: Data) -> Slot? {
+        guard data.starts(with: activePrefix), case .string(let name)? = try? JSONValue.parseValue(in: data, at: activePrefix.count) else { return nil }
+        return try? Slot(name)
     }
 
     /// A slot's record found by its key at depth two (`\n    "NAME": {`), decoded alone.

@@ -23,9 +23,12 @@ extension Credential {
         !spentRefreshTokens.isEmpty && spentRefreshTokens.contains(TokenFingerprint.of(refreshToken))
     }
 
-    /// This credential's spent list after its refresh token `previous` was replaced.
-    public func spentList(adding previous: String?) -> [String] {
-        guard let previous, !previous.isEmpty, previous != tokens.refreshToken else { return spentRefreshTokens }
-        return Array(([TokenFingerprint.of(previous)] + spentRefreshTokens.filter { $0 != TokenFingerprint.of(previous) }).prefix(Credential.spentLimit))
+    /// Takes over `previous`'s spent list, adding `previous`'s refresh token when this credential
+    /// replaced it (a refresh, or tokens Codex rotated).
+    public mutating func recordRotation(from previous: Credential) {
+        spentRefreshTokens = previous.spentRefreshTokens
+        guard let spent = previous.tokens.refreshToken, !spent.isEmpty, spent != tokens.refreshToken else { return }
+        let fingerprint = TokenFingerprint.of(spent)
+        spentRefreshTokens = Array(([fingerprint] + spentRefreshTokens.filter { $0 != fingerprint }).prefix(Credential.spentLimit))
     }
 }
