@@ -56,6 +56,28 @@ import Testing
         }
     }
 
+    /// The fields this session added: a boot-clock reading and spent-token fingerprints that are
+    /// not what Lanyard writes are refused by name.
+    @Test func rejectsMalformedBootReadingsAndFingerprints() {
+        func decode(_ extra: String) throws(DecodeError) {
+            let head = #"{"version":1,"provider":"p","tokens":{"access_token":"a"},"#
+            _ = try Credential.decode(Data((head + extra + "}").utf8), source: "x")
+        }
+        #expect(throws: DecodeError(source: "x", detail: ".last_refresh_boot is not a boot id and a number of seconds")) {
+            try decode(#""last_refresh_boot":"not-hex 12""#)
+        }
+        #expect(throws: DecodeError(source: "x", detail: ".spent_refresh_tokens is not a list of strings")) {
+            try decode(#""spent_refresh_tokens":[1]"#)
+        }
+        #expect(throws: DecodeError(source: "x", detail: #".spent_refresh_tokens holds "rt-1", not a 32-digit hex fingerprint"#)) {
+            try decode(#""spent_refresh_tokens":["rt-1"]"#)
+        }
+        let five = (0..<5).map { _ in "\"" + String(repeating: "a", count: 32) + "\"" }.joined(separator: ",")
+        #expect(throws: DecodeError(source: "x", detail: ".spent_refresh_tokens holds more than 4 fingerprints")) {
+            try decode(#""spent_refresh_tokens":["# + five + "]")
+        }
+    }
+
     @Test func descriptionsRedactTokens() {
         for text in [sample.description, "\(sample.tokens)", String(reflecting: sample.tokens)] {
             #expect(!text.contains("SECRET"), "\(text)")
