@@ -14,11 +14,18 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
     /// Answers longer than this are refused (no provider answer is anywhere near it).
     public let maxBodyBytes: Int
     public let timeout: TimeInterval
+    /// No request outlives this, whatever URLSession does: its resource timeout and a grace period.
+    let hardLimit: TimeInterval
     private let created = Locked<URLSession?>(nil)
 
-    public init(timeout: TimeInterval = 30, maxBodyBytes: Int = 1 << 20) {
+    public convenience init(timeout: TimeInterval = 30, maxBodyBytes: Int = 1 << 20) {
+        self.init(timeout: timeout, maxBodyBytes: maxBodyBytes, hardLimit: timeout * 2 + 5)
+    }
+
+    init(timeout: TimeInterval, maxBodyBytes: Int, hardLimit: TimeInterval) {
         self.timeout = timeout
         self.maxBodyBytes = maxBodyBytes
+        self.hardLimit = hardLimit
     }
 
     /// Made on first use: creating a URLSession costs milliseconds, and most commands never
@@ -47,7 +54,7 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await session.data(for: urlRequest)
+            (data, response) = try await boundedData(for: urlRequest)
         } catch is CancellationError {
             throw TransportError(.cancelled, "request cancelled")
         } catch let error as URLError {
@@ -72,6 +79,65 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
             if let k = k as? String, let v = v as? String { headers[k.lowercased()] = v }
         }
         return HTTPResponse(status: http.statusCode, headers: headers, body: data)
+    }
+}
+
+extension URLSessionTransport {
+    /// URLSession's answer, or `URLError(.timedOut)` once `hardLimit` has passed, whatever
+    /// URLSession does. Its own timeouts run on its internal queue; a
+    /// completion lost inside swift-corelibs-foundation would otherwise leave the caller (a
+    /// `login` waiting to store its tokens, a refresh holding a slot's lock) waiting forever.
+    func boundedData(for request: URLRequest) async throws -> (Data, URLResponse) {
+        let call = BoundedCall()
+        let limit = hardLimit
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let data, let response { call.finish(.success((data, response))) }
+                    else { call.finish(.failure(error ?? URLError(.badServerResponse))) }
+                }
+                guard call.start(continuation, task: task) else { return }
+                task.resume()
+                DispatchQueue.global().asyncAfter(deadline: .now() + limit) {
+                    call.finish(.failure(URLError(.timedOut)))
+                }
+            }
+        } onCancel: {
+            call.finish(.failure(CancellationError()))
+        }
+    }
+}
+
+/// One request's continuation, resumed exactly once by whichever comes first: URLSession's
+/// completion, the hard deadline or the caller's cancellation (which also cancels the task).
+private final class BoundedCall: Sendable {
+    private enum Phase {
+        case waiting
+        case running(CheckedContinuation<(Data, URLResponse), Error>, URLSessionDataTask)
+        case done
+    }
+    private let phase = Locked<Phase>(.waiting)
+
+    /// False when the call was cancelled before it started (the continuation is resumed here).
+    func start(_ continuation: CheckedContinuation<(Data, URLResponse), Error>, task: URLSessionDataTask) -> Bool {
+        let started = phase.withLock { phase -> Bool in
+            guard case .waiting = phase else { return false }
+            phase = .running(continuation, task)
+            return true
+        }
+        if !started { continuation.resume(throwing: CancellationError()) }
+        return started
+    }
+
+    func finish(_ result: Result<(Data, URLResponse), Error>) {
+        let running = phase.withLock { phase -> (CheckedContinuation<(Data, URLResponse), Error>, URLSessionDataTask)? in
+            defer { phase = .done }
+            if case .running(let continuation, let task) = phase { return (continuation, task) }
+            return nil
+        }
+        guard let (continuation, task) = running else { return }
+        if case .failure = result { task.cancel() }
+        continuation.resume(with: result)
     }
 }
 

@@ -23,8 +23,12 @@ emu_start() {
   base=$(sed -n 's/^READY //p' "$tmp/server.out")
 }
 
-# post PATH JSON: a test hook of the emulator.
-post() { curl -fsS -o /dev/null -H 'Content-Type: application/json' -d "$2" "$base$1"; }
+# post PATH JSON: a test hook of the emulator. A hook is idempotent, so a connection that fails
+# (a loaded machine) is tried again; each try is bounded, so a caller never waits on it forever.
+post() {
+  curl -fsS --retry 3 --retry-all-errors --retry-delay 1 --max-time 10 -o /dev/null \
+       -H 'Content-Type: application/json' -d "$2" "$base$1"
+}
 
 # emu_file_store [INI LINES]: config.ini with the file store, INI LINES (groups of their own, each
 # line ending in \n) and openai pointed at the emulator; then an initialised store without passphrase.
@@ -48,7 +52,8 @@ emu_login() {
     sleep 0.02
   done
   if [ -n "$_code" ]; then
-    post /_test/approve "{\"user_code\": \"$_code\"${_email:+, \"email\": \"$_email\"}}" 2>> "$_err"
+    post /_test/approve "{\"user_code\": \"$_code\"${_email:+, \"email\": \"$_email\"}}" 2>> "$_err" \
+      || echo "emu_login: approving $_code failed" >> "$_err"
   fi
   wait "$_lp"
 }
