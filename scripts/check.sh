@@ -9,39 +9,46 @@
 # built and checked by lintian, installed with apt-get, smoke-tested and removed.
 set -eu
 cd "$(dirname "$0")/.."
+started=$(date +%s)
+# phase TEXT: a heading with the minutes and seconds since the suite started.
+phase() { t=$(( $(date +%s) - started )); printf '== [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$1"; }
+phase "build (debug, with the tests)"
+${SWIFT:-swift} build --build-tests --quiet
 scripts/verify-units.sh
+phase "the Swift tests, inside a private gnome-keyring session"
 scripts/with-keyring.sh swift test --skip-build --no-parallel 2>&1
-echo "== the Secret Service suites again, against KeePassXC (scripts/with-keepassxc.sh)"
+phase "the Secret Service suites again, against KeePassXC (scripts/with-keepassxc.sh)"
 scripts/with-keepassxc.sh swift test --skip-build --no-parallel --filter 'SecretServiceStoreTests|RealBackendCommandTests' \
   > .build/keepassxc.log 2>&1 || { tail -80 .build/keepassxc.log; exit 1; }
 grep -E 'Test run with' .build/keepassxc.log
-echo "== concurrency soak: 16 processes, the agent, renames and sign-outs against 3-second tokens (60 s)"
+phase "concurrency soak: 16 processes, the agent, renames and sign-outs against 3-second tokens (60 s)"
 scripts/soak/concurrency.sh "${SOAK_SECONDS:-60}" > .build/soak.log 2>&1 || { tail -60 .build/soak.log; exit 1; }
 grep -E '^(server|invariants):' .build/soak.log
-echo "== crash consistency: operations killed with SIGKILL at random points, invariants after each (60 kills, file store)"
+phase "crash consistency: operations killed with SIGKILL at random points, invariants after each (60 kills, file store)"
 scripts/soak/crash.sh "${CRASH_KILLS:-60}" > .build/crash.log 2>&1 || { tail -60 .build/crash.log; exit 1; }
 grep -E '^(invariant failures|repairs needed):' .build/crash.log
-echo "== the same with the slots in the keyring (20 kills)"
+phase "the same with the slots in the keyring (20 kills)"
 CRASH_BACKEND=secret-service scripts/soak/crash.sh "${CRASH_KEYRING_KILLS:-20}" > .build/crash-keyring.log 2>&1 || { tail -60 .build/crash-keyring.log; exit 1; }
 grep -E '^(invariant failures|repairs needed):' .build/crash-keyring.log
-echo "== crashes at chosen system calls (strace kills the process between two durable writes)"
+phase "crashes at chosen system calls (strace kills the process between two durable writes)"
 for case in rename-stray rename-both recovery-temp rename-recovery logout-recovery migrate-stray; do
   scripts/soak/repro-crash.sh "$case" > .build/crash-$case.log 2>&1 || { cat .build/crash-$case.log; exit 1; }
   echo "ok $case"
 done
-echo "== disk faults: ENOSPC or EIO at each write, fsync, rename and link of refresh, switch, rename, logout, login and agent --once"
+phase "disk faults: ENOSPC or EIO at each write, fsync, rename and link of refresh, switch, rename, logout, login and agent --once"
 IO_FAULTS_KEEP=.build scripts/soak/io-faults.sh > .build/io-faults.log 2>&1 || { tail -60 .build/io-faults.log; exit 1; }
 tail -1 .build/io-faults.log
-echo "== Thread Sanitizer: the LanyardKit and token-lifecycle suites (a data race fails the run)"
+phase "Thread Sanitizer: the LanyardKit and token-lifecycle suites (a data race fails the run)"
 swift build --build-tests --sanitize=thread --scratch-path .build/tsan --quiet
 scripts/with-keyring.sh swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \
   --filter 'LanyardKitTests|LifecycleTests' > .build/tsan.log 2>&1 || { tail -80 .build/tsan.log; exit 1; }
 grep -E 'Test run with' .build/tsan.log
-echo "== fuzz smoke run (make fuzz for longer runs)"
+phase "fuzz smoke run (make fuzz for longer runs)"
 scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > .build/fuzz-smoke.log 2>&1 || { tail -40 .build/fuzz-smoke.log; exit 1; }
 grep -E '^Done' .build/fuzz-smoke.log
-echo "== Debian package (make deb, then install, smoke test and remove)"
+phase "Debian package (make deb, then install, smoke test and remove)"
 scripts/build-deb.sh
 scripts/test-deb.sh
-echo "== make install and make uninstall into a scratch root"
+phase "make install and make uninstall into a scratch root"
 scripts/test-install.sh
+phase "done"
