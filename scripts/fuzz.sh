@@ -5,7 +5,7 @@
 #
 #   scripts/fuzz.sh [SECONDS]    # total time, split evenly across harnesses (default 60)
 #
-# Each harness in Fuzz/ is compiled together with Sources/Age/*.swift by swiftc
+# Each harness in Fuzz/ is compiled together with the sources it tests by swiftc
 # (libFuzzer and ASan come with the Swift toolchain), then run from the seeds in
 # Fuzz/seeds/<name> with a working corpus under .build/fuzz (never committed).
 # Exits non-zero if any harness crashes; the reproducer is in .build/fuzz/artifacts.
@@ -33,10 +33,10 @@ module_files() { # MODULE FILE…   (for the harness in $name)
 # LanyardCore without its one C call (ProcessHardening: prctl through CProcessControl).
 core=()
 for f in "$root"/Sources/LanyardCore/*.swift; do [[ $f == */ProcessHardening.swift ]] || core+=("$f"); done
-for name in "${harnesses[@]}"; do
-    src="$root/Fuzz/${name^}Fuzz.swift"
-    bin="$out/$name-fuzzer"
-    echo "== building $name harness"
+# build_harness NAME: compiles NAME's harness with the sources it needs (whole-module, two threads:
+# half the time of file-by-file) into $out/NAME-fuzzer; its compiler output goes to $out/NAME.build.log.
+build_harness() {
+    local name=$1 src="$root/Fuzz/${1^}Fuzz.swift" sources
     case $name in
         store) sources=("${core[@]}") ;;   # pure Swift: the JSON reader and documents
         stream)   # the pure streaming parsers
@@ -54,9 +54,24 @@ for name in "${harnesses[@]}"; do
             sources=("${core[@]}" "$root"/Sources/Age/*.swift "$out"/src/documents/*.swift) ;;
         *) sources=("$root"/Sources/Age/*.swift) ;;
     esac
-    "$swiftc" -O -g -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz -package-name LanyardFuzz \
-        -I "$root/Sources/CSodium" -lsodium \
-        "${sources[@]}" "$src" -o "$bin"
+    "$swiftc" -O -g -wmo -num-threads 2 -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz \
+        -package-name LanyardFuzz -I "$root/Sources/CSodium" -lsodium \
+        "${sources[@]}" "$src" -o "$out/$name-fuzzer" > "$out/$name.build.log" 2>&1
+}
+
+# Each harness is built while the one before it runs (a fuzzer uses one core).
+build_harness "${harnesses[0]}" & building=$!
+for index in "${!harnesses[@]}"; do
+    name=${harnesses[$index]}
+    bin="$out/$name-fuzzer"
+    echo "== building $name harness"
+    if ! wait "$building"; then
+        grep -v 'Cannot export local symbol' "$out/$name.build.log" >&2
+        echo "FAIL: the $name harness did not build" >&2
+        exit 1
+    fi
+    next=${harnesses[$((index + 1))]:-}
+    if [[ -n $next ]]; then build_harness "$next" & building=$!; fi
 
     mkdir -p "$out/corpus/$name"
     dict=()
