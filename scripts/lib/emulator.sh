@@ -44,6 +44,9 @@ emu_file_store() {
 # approval…") is there: reading earlier can catch half a code.
 emu_login() {
   _slot=$1 _err=${2:-$tmp/login.$1.err} _email=${3:-}
+  # Emptied here, not only by the redirection below: that one happens in the forked child, and
+  # until it does, the loop below could read an earlier login's code from the same file.
+  : > "$_err"
   "$bin" login "$_slot" > /dev/null 2> "$_err" &
   _lp=$! _code=""
   while ! { grep -q '^Waiting for approval' "$_err" 2>/dev/null &&

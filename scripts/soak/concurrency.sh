@@ -205,16 +205,17 @@ relogger & bg_pids="$bg_pids $!"; loop_log[$!]=$tmp/logs/relogin
 echo "soak: $secs s, 16 workers + rename + logout/login loops + agent, against $base ($bin)"
 
 # show_hung_loop PID LOG: what a hung loop is waiting for: its last logged command, the stderr of
-# the command it is in (and of a login's helper), the emulator's counts and, for each lanyard
-# process under it, where its threads sleep, its open files and two seconds of its system calls.
+# the command it is in (and of a login's helper), the emulator's counts, the processes under it
+# and, for each lanyard one, where its threads sleep, its open files and two seconds of its
+# system calls.
 show_hung_loop() {
   local p=$1 log=$2 c t
   echo "--- last logged: $(tail -1 "$log" 2> /dev/null)"
   for f in "$log.cur-err" "$log.login-err"; do [ -s "$f" ] && { echo "--- $(basename "$f"):"; tail -c 1500 "$f"; echo; }; done
   echo "--- emulator: $(curl -fsS --max-time 5 "$base/_test/stats" | python3 -c 'import json,sys; d=json.load(sys.stdin); print({k: d[k] for k in ("usercodes_issued","approvals","device_polls","device_poll_results","code_exchanges","code_exchange_errors")})' 2> /dev/null || echo "its counts could not be read")"
   for c in $(pgrep -P "$p"; for q in $(pgrep -P "$p"); do pgrep -P "$q"; for r in $(pgrep -P "$q"); do pgrep -P "$r"; done; done); do
-    case $(cat "/proc/$c/comm" 2> /dev/null) in lanyard*) ;; *) continue ;; esac
     echo "--- process $c: $(tr '\0' ' ' < "/proc/$c/cmdline" 2> /dev/null)"
+    case $(cat "/proc/$c/comm" 2> /dev/null) in lanyard*) ;; *) continue ;; esac
     for t in /proc/$c/task/*; do echo "  thread ${t##*/} $(cat "$t/comm" 2> /dev/null): $(cat "$t/wchan" 2> /dev/null)"; done
     ls -l "/proc/$c/fd" 2> /dev/null | sed -n 's/.* \([0-9]*\) -> /  fd \1 -> /p'
     timeout 2 strace -f -s 0 -p "$c" 2>&1 | head -40 | sed 's/^/  /'
