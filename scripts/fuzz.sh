@@ -54,9 +54,12 @@ build_harness() {
             sources=("${core[@]}" "$root"/Sources/Age/*.swift "$out"/src/documents/*.swift) ;;
         *) sources=("$root"/Sources/Age/*.swift) ;;
     esac
-    "$swiftc" -O -g -wmo -num-threads 2 -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz \
+    # In a folder of its own: a whole-module build leaves the module's files where it runs.
+    mkdir -p "$out/build/$name"
+    (cd "$out/build/$name" &&
+     "$swiftc" -O -g -wmo -num-threads 2 -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz \
         -package-name LanyardFuzz -I "$root/Sources/CSodium" -lsodium \
-        "${sources[@]}" "$src" -o "$out/$name-fuzzer" > "$out/$name.build.log" 2>&1
+        "${sources[@]}" "$src" -o "$out/$name-fuzzer") > "$out/$name.build.log" 2>&1
 }
 
 # Each harness is built while the one before it runs (a fuzzer uses one core).
