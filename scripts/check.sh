@@ -10,6 +10,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 started=$(date +%s)
+# What git sees at the start: the run must leave the tree as it found it (outputs go under .build).
+tree_before=$(git status --porcelain --untracked-files=all 2> /dev/null || true)
 # phase TEXT: a heading with the minutes and seconds since the suite started.
 phase() { t=$(( $(date +%s) - started )); printf '== [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$1"; }
 phase "build (debug, with the tests)"
@@ -51,4 +53,10 @@ scripts/build-deb.sh
 scripts/test-deb.sh
 phase "make install and make uninstall into a scratch root"
 scripts/test-install.sh
+tree_after=$(git status --porcelain --untracked-files=all 2> /dev/null || true)
+if [ "$tree_before" != "$tree_after" ]; then
+  echo "make check changed files in the tree (outputs belong under .build):" >&2
+  printf '%s\n' "$tree_after" >&2
+  exit 1
+fi
 phase "done"
