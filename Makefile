@@ -41,7 +41,7 @@ bench: release
 	@scripts/bench.sh
 
 # The long reliability runs (docs/reliability.md): 10 min of concurrency, 700 kill -9 crashes on
-# both stores, disk faults; about 20 minutes on 2 cores; prints one table.
+# both stores, disk faults; about 22 minutes on 2 cores; prints one table.
 soak: release
 	@scripts/venv.sh > /dev/null
 	@scripts/soak/all.sh

@@ -204,6 +204,18 @@ renamer & bg_pids="$bg_pids $!"; loop_log[$!]=$tmp/logs/rename
 relogger & bg_pids="$bg_pids $!"; loop_log[$!]=$tmp/logs/relogin
 echo "soak: $secs s, 16 workers + rename + logout/login loops + agent, against $base ($bin)"
 
+# descends_from PID ANCESTOR: whether ANCESTOR is PID or one of its parents (followed through
+# /proc, at most 64 steps).
+descends_from() {
+  local p=$1 hops=0
+  while [ -n "$p" ] && [ "$p" -gt 1 ] && [ $hops -lt 64 ]; do
+    [ "$p" = "$2" ] && return 0
+    p=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$p/status" 2> /dev/null)
+    hops=$((hops + 1))
+  done
+  return 1
+}
+
 # show_hung_loop PID LOG: what a hung loop is waiting for: its last logged command, the stderr of
 # the command it is in (and of a login's helper), the emulator's counts, the processes under it
 # and, for each lanyard one, where its threads sleep, its open files and two seconds of its
@@ -212,8 +224,10 @@ show_hung_loop() {
   local p=$1 log=$2 c t
   echo "--- last logged: $(tail -1 "$log" 2> /dev/null)"
   for f in "$log.cur-err" "$log.login-err"; do [ -s "$f" ] && { echo "--- $(basename "$f"):"; tail -c 1500 "$f"; echo; }; done
-  echo "--- emulator: $(curl -fsS --max-time 5 "$base/_test/stats" | python3 -c 'import json,sys; d=json.load(sys.stdin); print({k: d[k] for k in ("usercodes_issued","approvals","device_polls","device_poll_results","code_exchanges","code_exchange_errors")})' 2> /dev/null || echo "its counts could not be read")"
-  for c in $(pgrep -P "$p"; for q in $(pgrep -P "$p"); do pgrep -P "$q"; for r in $(pgrep -P "$q"); do pgrep -P "$r"; done; done); do
+  echo "--- emulator: $(curl -fsS --max-time 5 "$base/_test/stats" 2> /dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print({k: d[k] for k in ("usercodes_issued","approvals","device_polls","device_poll_results","code_exchanges","code_exchange_errors")})' 2> /dev/null || echo "its counts could not be read")"
+  for c in /proc/[0-9]*; do
+    c=${c#/proc/}
+    [ "$c" != "$p" ] && descends_from "$c" "$p" || continue
     echo "--- process $c: $(tr '\0' ' ' < "/proc/$c/cmdline" 2> /dev/null)"
     case $(cat "/proc/$c/comm" 2> /dev/null) in lanyard*) ;; *) continue ;; esac
     for t in /proc/$c/task/*; do echo "  thread ${t##*/} $(cat "$t/comm" 2> /dev/null): $(cat "$t/wchan" 2> /dev/null)"; done
@@ -252,15 +266,6 @@ agent_pid=""
 # Processes of this run that are still alive, or zombies, after the stop: lanyard processes that
 # descend from the subreaper (their environment is not readable: Lanyard makes itself undumpable).
 # A refresh worker finishing a refresh is given 3 s.
-descends_from_reaper() {
-  local p=$1 hops=0
-  while [ -n "$p" ] && [ "$p" -gt 1 ] && [ $hops -lt 64 ]; do
-    [ "$p" = "$SOAK_REAPER_PID" ] && return 0
-    p=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$p/status" 2> /dev/null)
-    hops=$((hops + 1))
-  done
-  return 1
-}
 scan_procs() {
   local p comm state
   for p in /proc/[0-9]*; do
@@ -268,7 +273,7 @@ scan_procs() {
     [ "$p" = $$ ] && continue
     comm=$(cat "/proc/$p/comm" 2> /dev/null) || continue
     case $comm in lanyard*) ;; *) continue ;; esac
-    descends_from_reaper "$p" || continue
+    descends_from "$p" "$SOAK_REAPER_PID" || continue
     state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$p/status" 2> /dev/null)
     if [ "$state" = Z ]; then
       echo "$p zombie $(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null)$comm"
