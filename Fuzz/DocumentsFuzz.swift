@@ -58,6 +58,7 @@ package final class KeyFile {
 /// ConfigFile.load's one use of the file layer.
 enum SecureFiles {
     static func read(_ path: String, mapped: Bool = false) throws -> Data? { nil }
+    static func readUserFile(_ path: String) throws -> Data? { nil }
 }
 
 /// No raw C0/C1 control character (or DEL) except a line break: what reaches a terminal.
@@ -104,6 +105,9 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         let file = try CodexAuthFile.parse(bytes, path: "auth.json")
         let again = try CodexAuthFile.parse(Data(file.json.serialized(pretty: true).utf8), path: "auth.json")
         guard again == file else { fatalError("auth.json round trip changed it") }
+        for token in [file.idToken, file.accessToken, file.refreshToken] where TokenText.problem(token) != nil {
+            fatalError("an auth.json token that is not visible ASCII was accepted")
+        }
         let credential = file.credential(provider: "openai", expiresAt: nil)
         guard (try? Credential.decode(credential.jsonData(), source: "fuzz")) == credential else {
             fatalError("the credential made from auth.json does not round-trip")

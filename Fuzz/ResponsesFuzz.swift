@@ -5,7 +5,9 @@
 // Beyond "does not crash": every date Lanyard would store or show from an answer (a token's
 // expiry, a usage window's reset) is written as RFC 3339 text that parses back to the same text,
 // and every number it would show fits an Int; a user code Lanyard would print has no control
-// character.
+// character; a token that is accepted is visible ASCII; account names, plans and error codes that
+// are accepted hold nothing a terminal would act on; JSON output of any text escapes all of it and
+// reads back unchanged.
 
 import Foundation
 
@@ -34,11 +36,21 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         storable(authorization.expiresAt)
         _ = (authorization.interval * 1e9).rounded().saturatingInt
     }
+    func noTerminalControls(_ text: String?, _ what: String) {
+        if let text, text.unicodeScalars.contains(where: { TerminalText.isUnsafe($0) }) {
+            fatalError("\(what) accepted with a terminal control: \(text.debugDescription)")
+        }
+    }
     if let tokens = try? TokenResponse.parse(bytes, step: "fuzz") {
         storable(tokens.expiresAt(now: now))
+        for token in [tokens.accessToken, tokens.refreshToken, tokens.idToken].compactMap({ $0 }) where TokenText.problem(token) != nil {
+            fatalError("a token that is not visible ASCII was accepted")
+        }
 
     }
+    noTerminalControls(ServerErrorDetail(body: bytes).code, "an error code")
     if let report = try? UsageParser.report(bytes, now: now) {
+        noTerminalControls(report.plan?.rawValue, "a usage plan")
         for window in [report.primary, report.secondary].compactMap({ $0 }) {
             _ = window.usedPercent.rounded().saturatingInt
             storable(window.resetsAt)
@@ -57,7 +69,13 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if let claims = try? JWTClaims(token: "e30." + Base64URL.encode(bytes) + ".c2ln") {
         storable(claims.expiresAt)
         storable(claims.issuedAt)
-        _ = AccountInfo(openAIClaims: claims)
+        if let info = try? AccountInfo(openAIClaims: claims).checkedOutsideText(place: "fuzz") {
+            for field in [info.email, info.userID, info.accountID, info.plan?.rawValue] { noTerminalControls(field, "a claim") }
+        }
     }
+    // Any text as JSON: nothing a terminal acts on is written raw, and it reads back the same.
+    let serialized = JSONValue.string(text).serialized()
+    noTerminalControls(serialized, "JSON output")
+    guard (try? JSONValue.parse(Data(serialized.utf8))) == .string(text) else { fatalError("JSON text does not read back") }
     return 0
 }

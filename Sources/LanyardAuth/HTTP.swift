@@ -33,6 +33,45 @@ public struct HTTPRequest: Sendable {
     }
 }
 
+/// The one check of every header Lanyard sends. Values come from outside (an account id from a
+/// token's claims, an event id a server chose): a CR or LF in one would add headers of the
+/// server's choosing, so such a request is refused, never sent with the value dropped or cut.
+public enum HTTPHeaderRules {
+    /// Refuses a name that is not an RFC 9110 token, or a value with a control character (any
+    /// byte below 0x20 but tab, or DEL). The value is never quoted in the error.
+    public static func check(_ name: String, _ value: String) throws(ClientError) {
+        guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
+            throw .invalidHeader(name: TerminalText.escaped(name), problem: "is not a valid header name")
+        }
+        for (position, byte) in value.utf8.enumerated() where (byte < 0x20 && byte != 0x09) || byte == 0x7F {
+            throw .invalidHeader(name: name, problem: "has a control character (byte \(position + 1))")
+        }
+    }
+
+    /// Checks every header of a request.
+    public static func check(_ headers: some Sequence<(String, String)>) throws(ClientError) {
+        for (name, value) in headers { try check(name, value) }
+    }
+
+    private static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
+        default: return Array("!#$%&'*+-.^_`|~".utf8).contains(b)
+        }
+    }
+}
+
+extension Credential {
+    /// The headers that send this credential: `Authorization: Bearer` and, when the account has
+    /// one, `ChatGPT-Account-Id`, checked by ``HTTPHeaderRules``.
+    public func authorizationHeaders() throws(ClientError) -> [(String, String)] {
+        var headers = [("Authorization", "Bearer \(tokens.accessToken)")]
+        if let account = account.accountID { headers.append(("ChatGPT-Account-Id", account)) }
+        try HTTPHeaderRules.check(headers)
+        return headers
+    }
+}
+
 /// A provider's answer.
 public struct HTTPResponse: Sendable {
     public var status: Int

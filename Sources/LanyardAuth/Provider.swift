@@ -61,8 +61,8 @@ public struct TokenResponse: Sendable, Hashable {
             if let expires, expires < 0 || expires.plausibleSeconds == nil {
                 throw JSONShapeError(path: ".expires_in", problem: "is not a number of seconds")
             }
-            return TokenResponse(accessToken: try json.string("access_token"), refreshToken: try json.optionalString("refresh_token"),
-                                 idToken: try json.optionalString("id_token"), expiresIn: expires)
+            return TokenResponse(accessToken: try json.token("access_token"), refreshToken: try json.optionalToken("refresh_token"),
+                                 idToken: try json.optionalToken("id_token"), expiresIn: expires)
         } catch {
             throw .invalidResponse("\(step): \(error.userFacingDescription)")
         }
@@ -94,8 +94,9 @@ public protocol DeviceCodeProvider: Sendable {
     func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse
     /// Revokes a refresh token, when the provider has a revocation endpoint.
     func revoke(refreshToken: String) async throws(AuthError) -> Bool
-    /// Who the tokens belong to.
-    func accountInfo(for tokens: TokenResponse) -> AccountInfo
+    /// Who the tokens belong to; `invalidResponse` when a claim holds text that could rewrite a
+    /// terminal or break a header (control characters, bidi overrides).
+    func accountInfo(for tokens: TokenResponse) throws(AuthError) -> AccountInfo
     /// The longest a sign-in may wait for approval.
     var maximumPollingDuration: TimeInterval { get }
 }
@@ -113,7 +114,8 @@ enum ProviderSupport {
     }
 
     /// A refresh request's answer: tokens, or the failure's kind.
-    static func refreshResult(_ transport: any HTTPTransport, _ request: HTTPRequest) async throws(RefreshFailure) -> TokenResponse {
+    static func refreshResult(_ transport: any HTTPTransport, _ request: HTTPRequest,
+                              refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
         let response: HTTPResponse
         do { response = try await transport.send(request) } catch {
             throw .transient("refresh: \(error.userFacingDescription)")
@@ -121,7 +123,7 @@ enum ProviderSupport {
         if response.isSuccess {
             do { return try TokenResponse.parse(response.body, step: "refresh") } catch { throw .transient(error.userFacingDescription) }
         }
-        let detail = ServerErrorDetail(body: response.body)
+        let detail = ServerErrorDetail(body: response.body, redacting: [refreshToken])
         let permanentCodes: Set<String> = ["invalid_grant", "refresh_token_reused", "refresh_token_expired",
                                            "refresh_token_invalidated", "invalid_token", "unauthorized_client"]
         if [400, 401, 403].contains(response.status) || permanentCodes.contains(detail.code) {

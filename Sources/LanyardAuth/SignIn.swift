@@ -113,7 +113,7 @@ public struct SignInFlow: Sendable {
                 interval += slowDownIncrement
                 events(.slowedDown(interval: interval))
             case .approved(let tokens):
-                return (tokens, provider.accountInfo(for: tokens))
+                return (tokens, try provider.accountInfo(for: tokens))
             }
         }
     }

@@ -161,8 +161,9 @@ extension AccountManager {
         }
         let now = clock.now()
         var account = current.account
-        let fresh = provider.accountInfo(for: tokens)
-        if fresh.email != nil || fresh.accountID != nil { account = fresh }
+        // The server has already rotated the refresh token: claims that fail the text rules are
+        // ignored (the stored account stays) rather than burning the slot over a display name.
+        if let fresh = try? provider.accountInfo(for: tokens), fresh.email != nil || fresh.accountID != nil { account = fresh }
         var refreshed = Credential(
             provider: current.provider,
             tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken,

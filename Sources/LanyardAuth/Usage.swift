@@ -24,11 +24,20 @@ public enum UsageParser {
             throw .invalidResponse("usage: the body is not a JSON object")
         }
         let rate = object["rate_limit"]?.object
+        let planType = object["plan_type"]?.string
+        if let planType, let problem = TerminalText.lineProblem(planType, limit: 128) {
+            throw .invalidResponse("usage: .plan_type \(problem)")
+        }
         return UsageReport(
-            plan: object["plan_type"]?.string.map(Plan.init(rawValue:)),
+            plan: planType.map(Plan.init(rawValue:)),
             primary: window(rate?["primary_window"], now: now), secondary: window(rate?["secondary_window"], now: now),
             limitReached: rate?["limit_reached"]?.bool ?? (rate?["allowed"]?.bool == false),
             credits: object["credits"])
+    }
+
+    /// A plan name from a usage answer, or nil when it is not one short line of text.
+    static func plan(_ raw: String) -> Plan? {
+        TerminalText.lineProblem(raw, limit: 128) == nil ? Plan(rawValue: raw) : nil
     }
 
     static func window(_ value: JSONValue?, now: Date) -> UsageWindow? {
@@ -43,7 +52,7 @@ public enum UsageParser {
     /// A 429 body of type `usage_limit_reached` (nil for any other 429), with the rate-limit
     /// headers (`x-codex-primary-used-percent`, `…-window-minutes`, `…-reset-after-seconds`, and the
     /// same for `secondary`) when the server sent them.
-    public static func limit(status: Int, body: Data, headers: [String: String], now: Date) -> UsageLimit? {
+    public static func limit(status: Int, body: Data, headers: [String: String], now: Date, redacting secrets: [String] = []) -> UsageLimit? {
         guard status == 429, let error = (try? JSONValue.parse(body))?["error"]?.object,
               error["type"]?.string == "usage_limit_reached" else { return nil }
         let resetsIn = error["resets_in_seconds"]?.number?.plausibleSeconds
@@ -54,8 +63,8 @@ public enum UsageParser {
                                resetsAt: headers["x-codex-\(name)-reset-after-seconds"].flatMap(Double.init)?.plausibleSeconds.map { now + $0 })
         }
         let primary = headerWindow("primary"), secondary = headerWindow("secondary")
-        return UsageLimit(type: "usage_limit_reached", message: error["message"]?.string,
-                          plan: error["plan_type"]?.string.map(Plan.init(rawValue:)), resetsAt: resetsAt, resetsInSeconds: resetsIn,
+        return UsageLimit(type: "usage_limit_reached", message: error["message"]?.string.map { TokenText.redacted($0, removing: secrets) },
+                          plan: error["plan_type"]?.string.flatMap(Self.plan), resetsAt: resetsAt, resetsInSeconds: resetsIn,
                           rateLimit: primary == nil && secondary == nil ? nil : UsageSnapshot(primary: primary, secondary: secondary))
     }
 }

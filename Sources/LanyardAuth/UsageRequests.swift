@@ -11,8 +11,7 @@ extension AccountManager {
         var credential = try await freshCredential(slot: slot)
         for attempt in 0..<2 {
             var signed = request
-            signed.headers["Authorization"] = "Bearer \(credential.tokens.accessToken)"
-            if let account = credential.account.accountID { signed.headers["ChatGPT-Account-Id"] = account }
+            for (name, value) in try credential.authorizationHeaders() { signed.headers[name] = value }
             let response: HTTPResponse
             do { response = try await transport.send(signed) } catch {
                 throw ClientError.networkFailure(error.userFacingDescription)
@@ -24,11 +23,12 @@ extension AccountManager {
             if response.status == 401 {
                 throw ClientError.reauthenticationRequired(slot: slot.name, reason: "the server refused a freshly refreshed token")
             }
-            if let limit = UsageParser.limit(status: response.status, body: response.body, headers: response.headers, now: clock.now()) {
+            if let limit = UsageParser.limit(status: response.status, body: response.body, headers: response.headers, now: clock.now(),
+                                                 redacting: credential.tokens.secrets) {
                 throw ClientError.usageLimitReached(limit)
             }
             guard response.isSuccess else {
-                throw ClientError.httpError(status: response.status, detail: ServerErrorDetail(body: response.body))
+                throw ClientError.httpError(status: response.status, detail: ServerErrorDetail(body: response.body, redacting: credential.tokens.secrets))
             }
             return response
         }

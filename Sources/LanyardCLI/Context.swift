@@ -4,7 +4,9 @@ import LanyardAuth
 import LanyardCore
 import LanyardStore
 
-/// Where a command writes text: a file descriptor, or a buffer that tests read back.
+/// Where a command writes text: a file descriptor, or a buffer that tests read back. Text for
+/// people goes in as ``HumanText`` (outside text escaped); machine output (JSON, shell code, a
+/// token, a protocol's answer) through ``raw(_:)`` and ``rawLine(_:)``.
 public final class TextSink: Sendable {
     private let fd: Int32?
     private let buffer = Locked("")
@@ -14,11 +16,19 @@ public final class TextSink: Sendable {
     /// Collects text in memory.
     public init() { fd = nil }
 
-    public func write(_ text: String) {
+    /// Writes text for people.
+    func write(_ text: HumanText) { raw(text.rendered) }
+
+    /// Writes a line of text for people.
+    func line(_ text: HumanText = "") { raw(text.rendered + "\n") }
+
+    /// Writes machine output as it is: its format does its own escaping.
+    public func raw(_ text: String) {
         if fd != nil { write(bytes: Array(text.utf8)) } else { buffer.withLock { $0 += text } }
     }
 
-    public func line(_ text: String = "") { write(text + "\n") }
+    /// Writes a line of machine output as it is.
+    public func rawLine(_ text: String) { raw(text + "\n") }
 
     /// Writes UTF-8 bytes as they are (long outputs, without making a String of them first).
     public func write(bytes: [UInt8]) {

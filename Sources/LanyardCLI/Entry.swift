@@ -30,7 +30,7 @@ public enum Lanyard {
         let args: ParsedArguments
         do {
             guard let parsed = try parse(argv) else {
-                context.stdout.write(MetaCommands.overview())
+                context.stdout.write(HumanText(MetaCommands.overview()))
                 return argv.isEmpty ? ExitStatus.ok.rawValue : ExitStatus.usage.rawValue
             }
             (spec, args) = parsed
@@ -39,7 +39,7 @@ public enum Lanyard {
             return report(error, json: json, context: context)
         }
         if args.has("help") {
-            context.stdout.write(MetaCommands.help(for: spec))
+            context.stdout.write(HumanText(MetaCommands.help(for: spec)))
             return ExitStatus.ok.rawValue
         }
         do {
@@ -93,9 +93,9 @@ public enum Lanyard {
         }
         if json {
             let body = JSONValue.object(["error": .object(["code": .string(code), "message": .string(message)])])
-            context.stdout.line(body.serialized(pretty: true))
+            context.stdout.rawLine(body.serialized(pretty: true))
         } else {
-            context.stderr.line("lanyard: \(TerminalText.escaped(message, keepLineBreaks: true))")
+            context.stderr.line("lanyard: \(message)")
             if let usage = error as? UsageError, let command = usage.command {
                 context.stderr.line("Run `lanyard \(command) --help` for usage.")
             }
@@ -128,6 +128,6 @@ public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPT
         arguments.insert("docker-credential", at: 0)
     }
     let status = Lanyard.run(arguments, context: context)
-    if let trace = StartupTrace.report() { context.stderr.line(trace) }
+    if let trace = StartupTrace.report() { context.stderr.line(HumanText(trace)) }
     return status
 }

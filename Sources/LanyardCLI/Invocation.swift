@@ -109,7 +109,7 @@ public final class Invocation: Sendable {
                                       pinFile: { [context, stderr] in
                                           let lookup = PinFile.find(from: context.workingDirectory)
                                           for (path, reason) in lookup.ignored {
-                                              stderr.line("lanyard: warning: ignoring \(TerminalText.escaped(path)): it \(reason)")
+                                              stderr.line("lanyard: warning: ignoring \(path): it \(reason)")
                                           }
                                           return lookup.pin
                                       }, active: active)
@@ -135,7 +135,7 @@ public final class Invocation: Sendable {
     /// Prints `value` as JSON with `--json`, else runs `human`.
     func emit(_ value: JSONValue, human: () -> Void) {
         if json {
-            stdout.line(value.serialized(pretty: true))
+            stdout.rawLine(value.serialized(pretty: true))
         } else {
             human()
         }
@@ -153,20 +153,22 @@ public final class Invocation: Sendable {
 public struct Style: Sendable {
     public let enabled: Bool
 
-    func wrap(_ s: String, _ code: String) -> String { enabled ? "\u{1B}[\(code)m\(s)\u{1B}[0m" : s }
-    func bold(_ s: String) -> String { wrap(s, "1") }
-    func dim(_ s: String) -> String { wrap(s, "2") }
-    func green(_ s: String) -> String { wrap(s, "32") }
-    func yellow(_ s: String) -> String { wrap(s, "33") }
-    func red(_ s: String) -> String { wrap(s, "31") }
+    func wrap(_ s: HumanText, _ code: String) -> HumanText { enabled ? .sgr(code, s) : s }
+    func bold(_ s: HumanText) -> HumanText { wrap(s, "1") }
+    func dim(_ s: HumanText) -> HumanText { wrap(s, "2") }
+    func green(_ s: HumanText) -> HumanText { wrap(s, "32") }
+    func yellow(_ s: HumanText) -> HumanText { wrap(s, "33") }
+    func red(_ s: HumanText) -> HumanText { wrap(s, "31") }
+    func bold(_ s: String) -> HumanText { bold(HumanText(s)) }
+    func dim(_ s: String) -> HumanText { dim(HumanText(s)) }
 
     /// A state name coloured by how healthy it is.
-    func state(_ state: AuthState) -> String {
+    func state(_ state: AuthState) -> HumanText {
         switch state {
-        case .signedIn: return green(state.description)
-        case .reauthenticationRequired: return yellow(state.description)
-        case .failed: return red(state.description)
-        default: return dim(state.description)
+        case .signedIn: return green(HumanText(state.description))
+        case .reauthenticationRequired: return yellow(HumanText(state.description))
+        case .failed: return red(HumanText(state.description))
+        default: return dim(HumanText(state.description))
         }
     }
 }
@@ -174,24 +176,25 @@ public struct Style: Sendable {
 /// Aligned text tables for terminals.
 enum Table {
     /// Renders rows under a header; `visible` measures cells without ANSI escapes.
-    static func render(header: [String], rows: [[String]], style: Style) -> String {
+    static func render(header: [String], rows: [[HumanText]], style: Style) -> HumanText {
+        let headerCells = header.map { HumanText($0) }
         let widths = (0..<header.count).map { col in
-            ([header[col]] + rows.map { $0[col] }).map(visibleWidth).max() ?? 0
+            ([headerCells[col]] + rows.map { $0[col] }).map(visibleWidth).max() ?? 0
         }
-        func line(_ cells: [String]) -> String {
-            cells.enumerated().map { i, cell in
-                i == cells.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - visibleWidth(cell))
-            }.joined(separator: "  ")
+        func line(_ cells: [HumanText]) -> HumanText {
+            HumanText.joined(cells.enumerated().map { i, cell in
+                i == cells.count - 1 ? cell : cell + HumanText(String(repeating: " ", count: widths[i] - visibleWidth(cell)))
+            }, separator: "  ")
         }
-        var out = style.bold(line(header)) + "\n"
+        var out = style.bold(line(headerCells)) + "\n"
         for row in rows { out += line(row) + "\n" }
         return out
     }
 
-    static func visibleWidth(_ s: String) -> Int {
+    static func visibleWidth(_ text: HumanText) -> Int {
         var count = 0
         var inEscape = false
-        for ch in s.unicodeScalars {
+        for ch in text.rendered.unicodeScalars {
             if inEscape { if ch == "m" { inEscape = false }; continue }
             if ch == "\u{1B}" { inEscape = true; continue }
             count += 1

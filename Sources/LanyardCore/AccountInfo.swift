@@ -31,6 +31,18 @@ public struct AccountInfo: Hashable, Sendable, JSONDocument {
 }
 
 extension AccountInfo {
+    /// Refuses account data read from outside (token claims, imported files) whose names could
+    /// rewrite a terminal or break a header: each field must pass
+    /// ``TerminalText/lineProblem(_:limit:)``. `place` names where the data came from.
+    public func checkedOutsideText(place: String) throws(JSONShapeError) -> AccountInfo {
+        for (name, value) in [("email", email), ("user id", userID), ("account id", accountID), ("plan", plan?.rawValue)] {
+            if let value, let problem = TerminalText.lineProblem(value) {
+                throw JSONShapeError(path: place, problem: "\(name) \(problem)")
+            }
+        }
+        return self
+    }
+
     /// These fields, with gaps filled from `other` (whose plan, when it has one, wins: it is the
     /// later reading).
     public func merging(_ other: AccountInfo) -> AccountInfo {

@@ -152,7 +152,20 @@ public struct ServerErrorDetail: Hashable, Sendable {
     }
 
     /// Reads `code` from `error.code`, `error` (string), or `code`; `message` from `error.message`,
-    /// `error_description` or `message`. Anything else gives code "UNKNOWN".
+    /// `error_description` or `message`. Anything else gives code "UNKNOWN", and so does a code
+    /// that is not one short line of text (it is stored and shown: control characters would
+    /// reach a terminal). Every occurrence of a string in `secrets` (the tokens the request
+    /// carried: a server may echo them) is replaced by `<redacted>` in code, message and details.
+    public init(body: Data, redacting secrets: [String]) {
+        self.init(body: body)
+        code = TokenText.redacted(code, removing: secrets)
+        message = message.map { TokenText.redacted($0, removing: secrets) }
+        details = details?.mapValues { TokenText.redacted($0, removing: secrets) }
+    }
+
+    /// Reads `code` from `error.code`, `error` (string), or `code`; `message` from `error.message`,
+    /// `error_description` or `message`. Anything else gives code "UNKNOWN", and so does a code
+    /// that is not one short line of text.
     public init(body: Data) {
         self.init()
         guard let value = try? JSONValue.parse(body), let object = value.object else { return }
@@ -164,6 +177,7 @@ public struct ServerErrorDetail: Hashable, Sendable {
         } else if let c = object["code"]?.string {
             code = c
         }
+        if TerminalText.lineProblem(code, limit: 128) != nil { code = "UNKNOWN" }
         message = message ?? object["error_description"]?.string ?? object["message"]?.string
         if case .object(let d)? = object["details"] {
             details = d.compactMapValues(\.string)
@@ -188,6 +202,9 @@ public enum ClientError: LanyardError, Equatable {
     case streamingTransportReplayDiverged(String)
     /// The stream ended with `response.failed` or `response.incomplete` instead of completing.
     case responseTerminalFailure(StreamResponse)
+    /// A request header would carry a control character (a CR or LF would add headers): the
+    /// request is refused, not sent with the value dropped.
+    case invalidHeader(name: String, problem: String)
 
     public var code: String {
         switch self {
@@ -201,6 +218,7 @@ public enum ClientError: LanyardError, Equatable {
         case .httpError: return "http_error"
         case .invalidResponse: return "invalid_response"
         case .networkFailure: return "network_failure"
+        case .invalidHeader: return "invalid_header"
         }
     }
 
@@ -209,6 +227,7 @@ public enum ClientError: LanyardError, Equatable {
         case .missingCredential: return .notSignedIn
         case .missingRefreshToken, .missingAccountID, .reauthenticationRequired: return .reauthenticationRequired
         case .usageLimitReached: return .usageLimit
+        case .invalidHeader: return .failure
         case .httpError, .networkFailure, .invalidResponse, .streamingTransportReplayDiverged, .responseTerminalFailure:
             return .network
         }
@@ -225,6 +244,7 @@ public enum ClientError: LanyardError, Equatable {
             return "server answered HTTP \(status) (\(detail.code))" + (detail.message.map { ": \(Self.clip($0))" } ?? "")
         case .invalidResponse(let what): return "server response could not be read: \(what)"
         case .networkFailure(let what): return "network failure: \(what)"
+        case .invalidHeader(let name, let problem): return "refused to send the request: its \(name) header \(problem)"
         case .streamingTransportReplayDiverged(let partial):
             return "the stream was stopped: after reconnecting, the server replayed text that differs from the "
                 + "\(partial.utf8.count) bytes already delivered; retry the request"

@@ -28,6 +28,26 @@ public struct JSONFields {
         return s
     }
 
+    /// A token field: visible ASCII without spaces (``TokenText``), nil when absent.
+    public func optionalToken(_ key: String) throws(JSONShapeError) -> String? {
+        guard let s = try optionalString(key) else { return nil }
+        if let problem = TokenText.problem(s) { throw fail(key, problem) }
+        return s
+    }
+
+    public func token(_ key: String) throws(JSONShapeError) -> String {
+        guard let s = try optionalToken(key) else { throw fail(key, "is missing") }
+        return s
+    }
+
+    /// A one-line name from outside (an email, a plan, an id): no control characters
+    /// (``TerminalText/lineProblem(_:limit:)``), nil when absent.
+    public func optionalLine(_ key: String) throws(JSONShapeError) -> String? {
+        guard let s = try optionalString(key) else { return nil }
+        if let problem = TerminalText.lineProblem(s) { throw fail(key, problem) }
+        return s
+    }
+
     public func optionalNumber(_ key: String) throws(JSONShapeError) -> Double? {
         switch object[key] {
         case nil, .null?: return nil

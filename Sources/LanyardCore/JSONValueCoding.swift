@@ -90,12 +90,17 @@ extension JSONValue {
         }
     }
 
+    /// Writes `s` as a JSON string. Besides what JSON requires (quote, backslash, C0 controls),
+    /// DEL, C1 controls, bidi marks and overrides and the line and paragraph separators
+    /// (``TerminalText/isUnsafe(_:keepLineBreaks:)``) are written as `\uXXXX`: the document means
+    /// the same, and printing it on a terminal cannot act on them.
     static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(0x22)
         // Most strings need no escaping: copy them whole. Native strings are scanned in place
-        // (String.UTF8View's generic iteration cost several times more).
+        // (String.UTF8View's generic iteration cost several times more). 0xC2, 0xD8 and 0xE2 lead
+        // the UTF-8 of every escaped character above ASCII.
         let clean = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5c { return false }
+            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5c || b == 0x7f || b == 0xc2 || b == 0xd8 || b == 0xe2 { return false }
             out.append(contentsOf: bytes)
             return true
         }
@@ -103,17 +108,20 @@ extension JSONValue {
             out.append(0x22)
             return
         }
-        for b in s.utf8 {
-            switch b {
+        let hex = Array("0123456789abcdef".utf8)
+        for scalar in s.unicodeScalars {
+            switch scalar.value {
             case 0x22: out.append(0x5c); out.append(0x22)
             case 0x5c: out.append(0x5c); out.append(0x5c)
             case 0x0a: out.append(0x5c); out.append(0x6e)
             case 0x0d: out.append(0x5c); out.append(0x72)
             case 0x09: out.append(0x5c); out.append(0x74)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [0x5c, 0x75, 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xf)]])
-            default: out.append(b)
+            case let v where v < 0x80 && !TerminalText.isUnsafe(scalar):
+                out.append(UInt8(v))
+            case let v where TerminalText.isUnsafe(scalar):
+                out.append(contentsOf: [0x5c, 0x75, hex[Int(v >> 12 & 0xf)], hex[Int(v >> 8 & 0xf)], hex[Int(v >> 4 & 0xf)], hex[Int(v & 0xf)]])
+            default:
+                UTF8.encode(scalar) { out.append($0) }
             }
         }
         out.append(0x22)

@@ -18,14 +18,17 @@ public struct TokenSet: Hashable, JSONDocument, Sendable, CustomStringConvertibl
     }
 
     public init(json: JSONFields) throws(JSONShapeError) {
-        self.init(accessToken: try json.string("access_token"), refreshToken: try json.optionalString("refresh_token"),
-                  idToken: try json.optionalString("id_token"), expiresAt: try json.optionalDate("expires_at"))
+        self.init(accessToken: try json.token("access_token"), refreshToken: try json.optionalToken("refresh_token"),
+                  idToken: try json.optionalToken("id_token"), expiresAt: try json.optionalDate("expires_at"))
     }
 
     public var json: JSONValue {
         JSONValue.object(["access_token": .string(accessToken), "refresh_token": .optional(refreshToken),
                           "id_token": .optional(idToken), "expires_at": .date(expiresAt)]).droppingNulls
     }
+
+    /// Every token here, for removing from text a server sends back (error bodies may echo them).
+    public var secrets: [String] { [accessToken, refreshToken, idToken].compactMap { $0 } }
 
     public var description: String {
         "TokenSet(access: <redacted>, refresh: \(refreshToken == nil ? "none" : "<redacted>"), "

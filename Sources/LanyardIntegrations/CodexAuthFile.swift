@@ -40,9 +40,15 @@ public struct CodexAuthFile: Equatable, Sendable {
             guard mode.lowercased() == "chatgpt" else { throw JSONShapeError(path: ".auth_mode", problem: "is not chatgpt (an API-key sign-in)") }
             let tokens = try json.object("tokens")
             guard let last = try json.optionalDate("last_refresh") else { throw JSONShapeError(path: ".last_refresh", problem: "is missing") }
-            return CodexAuthFile(idToken: try tokens.string("id_token"), accessToken: try tokens.string("access_token"),
-                                 refreshToken: try tokens.string("refresh_token"), accountID: try tokens.optionalString("account_id"),
-                                 lastRefresh: last)
+            let file = CodexAuthFile(idToken: try tokens.token("id_token"), accessToken: try tokens.token("access_token"),
+                                     refreshToken: try tokens.token("refresh_token"), accountID: try tokens.optionalLine("account_id"),
+                                     lastRefresh: last)
+            // The id token's claims become the slot's account: refused here when their text
+            // could rewrite a terminal, so the credential below never carries it.
+            if let claims = try? JWTClaims(token: file.idToken) {
+                _ = try AccountInfo(openAIClaims: claims).checkedOutsideText(place: ".tokens.id_token's claims")
+            }
+            return file
         } catch let error as JSONSyntaxError {
             throw StoreError.corrupt(source: path, detail: "not valid JSON (\(error.userFacingDescription))")
         } catch let error as JSONShapeError {

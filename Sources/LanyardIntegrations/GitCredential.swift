@@ -63,10 +63,12 @@ public enum GitCredential {
 
     /// The slot mapped to `host` and `path` by `[git]` patterns (`HOST` or `HOST/PATH/PREFIX`): the
     /// pattern with the longest matching path prefix wins. Path prefixes match whole segments, and a
-    /// last segment `repo` also matches `repo.git`.
+    /// last segment `repo` also matches `repo.git`. The path is normalised first, as the server
+    /// will read it: percent-escapes decoded, `.` segments dropped and `..` segments applied, so
+    /// `bobcorp/../x.git` is `x.git`, not a path under `bobcorp`.
     public static func slot(host: String, path: String?, in mappings: [String: Slot]) -> (pattern: String, slot: Slot)? {
         let host = host.lowercased()
-        let segments = (path ?? "").split(separator: "/").map(String.init)
+        let segments = normalizedSegments(path ?? "")
         var best: (pattern: String, slot: Slot, length: Int)?
         for (pattern, slot) in mappings {
             let parts = pattern.split(separator: "/").map(String.init)
@@ -79,6 +81,50 @@ public enum GitCredential {
             if matches, prefix.count > best?.length ?? -1 { best = (pattern, slot, prefix.count) }
         }
         return best.map { ($0.pattern, $0.slot) }
+    }
+
+    /// The segments of a URL path after RFC 3986 dot-segment removal, each percent-decoded
+    /// (an undecodable escape is kept as written). `..` above the root stays at the root.
+    static func normalizedSegments(_ path: String) -> [String] {
+        var out: [String] = []
+        for raw in path.split(separator: "/") {
+            let segment = percentDecoded(String(raw))
+            switch segment {
+            case ".": continue
+            case "..": if !out.isEmpty { out.removeLast() }
+            default: out.append(segment)
+            }
+        }
+        return out
+    }
+
+    private static func percentDecoded(_ s: String) -> String {
+        guard s.contains("%") else { return s }
+        var bytes: [UInt8] = []
+        var i = s.utf8.startIndex
+        let utf8 = s.utf8
+        while i < utf8.endIndex {
+            let b = utf8[i]
+            if b == UInt8(ascii: "%"), let h1 = utf8.index(i, offsetBy: 1, limitedBy: utf8.endIndex), h1 < utf8.endIndex,
+               let h2 = utf8.index(i, offsetBy: 2, limitedBy: utf8.endIndex), h2 < utf8.endIndex,
+               let hi = hexValue(utf8[h1]), let lo = hexValue(utf8[h2]) {
+                bytes.append(hi << 4 | lo)
+                i = utf8.index(after: h2)
+            } else {
+                bytes.append(b)
+                i = utf8.index(after: i)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ b: UInt8) -> UInt8? {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - UInt8(ascii: "A") + 10
+        default: return nil
+        }
     }
 
     /// Whether any `[git]` pattern for `host` has a path (git must then send paths: `useHttpPath`).

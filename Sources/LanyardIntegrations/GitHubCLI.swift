@@ -73,7 +73,7 @@ public struct GitHubCLI: Sendable {
             var value = String(trimmed[trimmed.index(after: colon)...]).trimmingSpaces()
             if value.count >= 2, let q = value.first, (q == "\"" || q == "'"), value.last == q { value = String(value.dropFirst().dropLast()) }
             if !line.hasPrefix(" ") && !line.hasPrefix("\t") {
-                guard value.isEmpty, !key.isEmpty, !key.contains(where: { $0.isWhitespace || $0 == "/" }) else {
+                guard value.isEmpty, !key.isEmpty, !key.contains(where: { $0.isWhitespace || $0 == "/" }), TerminalText.lineProblem(key) == nil else {
                     throw HostsFileError(path: path, line: index + 1, problem: "is not a host name followed by `:`")
                 }
                 accounts.append(Account(host: key.lowercased(), user: nil, fileToken: nil))
@@ -83,7 +83,11 @@ public struct GitHubCLI: Sendable {
             let indent = line.prefix { $0 == " " || $0 == "\t" }.count
             guard indent <= 4 else { continue }  // inside a nested map (`users:` of newer gh)
             switch key {
-            case "user" where !value.isEmpty: accounts[accounts.count - 1].user = value
+            case "user" where !value.isEmpty:
+                if let problem = TerminalText.lineProblem(value, limit: 256) {
+                    throw HostsFileError(path: path, line: index + 1, problem: "user \(problem)")
+                }
+                accounts[accounts.count - 1].user = value
             case "oauth_token" where !value.isEmpty: accounts[accounts.count - 1].fileToken = value
             default: break
             }
@@ -138,9 +142,8 @@ extension AccountManager {
         }
         var adopted: [AdoptedGitHubAccount] = []
         for account in accounts {
-            guard let token = try gh.token(for: account), !token.isEmpty,
-                  !token.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
-                throw IntegrationError.unsupported("gh gave no usable token for \(account.host); run `gh auth status`")
+            guard let token = try gh.token(for: account), TokenText.problem(token) == nil else {
+                throw IntegrationError.unsupported("gh gave no usable token for \(TerminalText.escaped(account.host)); run `gh auth status`")
             }
             let slot = try requested ?? Self.gitHubSlotName(account)
             let document = try registry.load()

@@ -46,6 +46,7 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
     }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try HTTPHeaderRules.check(request.headers.map { ($0.key, $0.value) })
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         urlRequest.httpBody = request.body

@@ -15,7 +15,7 @@ public enum ConfigFile {
 
     /// Loads `path`; a missing file gives the defaults.
     public static func load(path: String) throws -> Loaded {
-        guard let data = try SecureFiles.read(path) else { return Loaded(config: LanyardConfig(), warnings: []) }
+        guard let data = try SecureFiles.readUserFile(path) else { return Loaded(config: LanyardConfig(), warnings: []) }
         return try parse(data, path: path)
     }
 
@@ -90,6 +90,12 @@ public enum ConfigFile {
             guard let u = URL(string: raw.trimmingSpaces()), let scheme = u.scheme,
                   ["http", "https"].contains(scheme.lowercased()), u.host != nil else {
                 throw .invalidValue(path: path, group: group, key: key, detail: "expected an http(s) URL, got \"\(raw)\"")
+            }
+            // Every provider URL carries tokens: plain http would send them across the network in
+            // clear, so it is only for a server on this machine (tests, a local proxy).
+            if scheme.lowercased() == "http" && !Loopback.isLoopback(host: u.host ?? "") {
+                throw .invalidValue(path: path, group: group, key: key,
+                                    detail: "plain http is only allowed to this machine (localhost, 127.0.0.1, ::1); use https")
             }
             return u
         }
@@ -282,8 +288,9 @@ public enum ConfigFile {
         for key in file.keys(group) where key.hasPrefix("env.") {
             let name = String(key.dropFirst(4))
             let field = file.string(group, key) ?? ""
-            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
-                throw .invalidValue(path: path, group: group, key: key, detail: "not a valid environment variable name")
+            guard Self.isShellIdentifier(name) else {
+                throw .invalidValue(path: path, group: group, key: key,
+                                    detail: "not a valid environment variable name (an ASCII letter or _, then letters, digits and _)")
             }
             guard ["access_token", "id_token", "account_id"].contains(field) else {
                 throw .invalidValue(path: path, group: group, key: key, detail: "expected access_token, id_token or account_id")
@@ -314,5 +321,13 @@ public enum ConfigFile {
             provider.kubeToken = kind
         }
         return provider
+    }
+
+    /// Whether `name` can name a shell variable (`env.NAME`): an ASCII letter or `_`, then ASCII
+    /// letters, digits and `_`, as every shell `lanyard env` writes for accepts.
+    static func isShellIdentifier(_ name: String) -> Bool {
+        func letter(_ b: UInt8) -> Bool { (0x61...0x7A).contains(b) || (0x41...0x5A).contains(b) || b == 0x5F }
+        guard let first = name.utf8.first, letter(first) else { return false }
+        return name.utf8.allSatisfy { letter($0) || (0x30...0x39).contains($0) }
     }
 }

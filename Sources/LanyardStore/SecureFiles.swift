@@ -62,6 +62,46 @@ public enum SecureFiles {
         }
     }
 
+    /// Reads a file the user edits (config.ini), which may be a symbolic link into a dotfiles
+    /// folder: a link is followed when the link itself is owned by this user and the file it leads
+    /// to is a regular file owned by this user and writable by no one else (group or others).
+    /// Anything else is read by ``read(_:mapped:)``'s rules. Nil when the file does not exist.
+    public static func readUserFile(_ path: String) throws(StoreError) -> Data? {
+        var link = stat()
+        guard lstat(path, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK else { return try read(path) }
+        guard link.st_uid == geteuid() else {
+            throw .unsafePath(path: path, reason: "it is a symbolic link owned by uid \(link.st_uid), not by you (uid \(geteuid()))")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw .unsafePath(path: path, reason: "it is a symbolic link to a file that does not exist") }
+            throw .io(path: path, detail: String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        var target = stat()
+        guard fstat(fd, &target) == 0 else { throw .io(path: path, detail: String(cString: strerror(errno))) }
+        guard (target.st_mode & S_IFMT) == S_IFREG else {
+            throw .unsafePath(path: path, reason: "it is a symbolic link to something that is not a regular file")
+        }
+        guard target.st_uid == geteuid() else {
+            throw .unsafePath(path: path, reason: "it links to a file owned by uid \(target.st_uid), not by you (uid \(geteuid()))")
+        }
+        guard target.st_mode & 0o022 == 0 else {
+            throw .unsafePath(path: path, reason: "it links to a file that others can write (chmod go-w it)")
+        }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n == 0 { return data }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, detail: "cannot read: \(String(cString: strerror(errno)))")
+            }
+            data.append(contentsOf: chunk[..<n])
+        }
+    }
+
     /// Replaces `path` with `data` durably: temp file in the same folder, fsync, rename, fsync of
     /// the folder (GLib's `g_file_set_contents_full` with CONSISTENT|DURABLE, through LanyardGLib's
     /// `DurableFile`), mode 0600.

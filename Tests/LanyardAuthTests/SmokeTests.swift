@@ -16,7 +16,7 @@ import LanyardTestSupport
         #expect(try await provider.poll(auth).isPending)
         try await server.hook("/_test/approve", ["user_code": auth.userCode, "email": "alice@example.com", "plan": "pro", "account_id": "acct-1"])
         guard case .approved(let tokens) = try await provider.poll(auth) else { Issue.record("not approved"); return }
-        let info = provider.accountInfo(for: tokens)
+        let info = try provider.accountInfo(for: tokens)
         #expect(info.email == "alice@example.com" && info.plan?.kind == .pro && info.accountID == "acct-1")
         let refreshed = try await provider.refresh(refreshToken: tokens.refreshToken!)
         #expect(refreshed.refreshToken != tokens.refreshToken)

@@ -49,6 +49,18 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
         #expect(ConfigFile.gitPattern("https://github.com") == nil)
     }
 
+    /// `bobcorp/../x.git` is `x.git` at the server, so it must not get bob's token.
+    @Test func dotSegmentsCannotReachAnotherAccountsPath() throws {
+        let m: [String: Slot] = ["example.com": try Slot("work"), "example.com/bobcorp": try Slot("bob")]
+        #expect(GitCredential.slot(host: "example.com", path: "bobcorp/../x.git", in: m)?.slot.name == "work")
+        #expect(GitCredential.slot(host: "example.com", path: "bobcorp/%2e%2e/x.git", in: m)?.slot.name == "work")
+        #expect(GitCredential.slot(host: "example.com", path: "bobcorp/.%2E/x.git", in: m)?.slot.name == "work")
+        #expect(GitCredential.slot(host: "example.com", path: "./bobcorp/./repo.git", in: m)?.slot.name == "bob")
+        #expect(GitCredential.slot(host: "example.com", path: "x/../bobcorp/repo.git", in: m)?.slot.name == "bob")
+        #expect(GitCredential.slot(host: "example.com", path: "../../bobcorp/repo", in: m)?.slot.name == "bob", "`..` above the root stays there")
+        #expect(GitCredential.slot(host: "example.com", path: "bob%63orp/repo", in: m)?.slot.name == "bob")
+    }
+
     @Test func configGroupAndProviderUsername() throws {
         let text = mapping + "[provider.openai]\ngit-username = oauth2\n"
         let loaded = try ConfigFile.parse(Data(text.utf8), path: "config.ini")

@@ -13,6 +13,54 @@ import Testing
         #expect(loaded.config.providers["openai"]?.clientID == "app_EMoamEEZ73f0CkXaXp7hrann")
     }
 
+    /// Provider URLs carry tokens: plain http only to this machine.
+    @Test func plainHTTPIsOnlyForLoopback() throws {
+        for host in ["127.0.0.1:8080", "localhost", "[::1]:9000", "127.1.2.3"] {
+            #expect(try parse("[provider.openai]\nissuer = http://\(host)\n").config.providers["openai"]?.issuer.host != nil)
+        }
+        for key in ["issuer", "token-endpoint", "device-authorization-endpoint", "revocation-endpoint", "usage-base-url"] {
+            let text = "[provider.corp]\ntype = device-code\nissuer = https://id.example\nclient-id = c\n\(key) = http://id.example/x\n"
+            #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "provider.corp", key: key,
+                                                     detail: "plain http is only allowed to this machine (localhost, 127.0.0.1, ::1); use https")) {
+                try parse(text)
+            }
+        }
+        #expect(throws: ConfigError.self) { try parse("[provider.openai]\nissuer = http://127.0.0.1.evil.example\n") }
+    }
+
+    /// `env.NAME` must be a name every shell `lanyard env` writes for accepts.
+    @Test func envNamesAreShellIdentifiers() throws {
+        for bad in ["1BAD", "É", "A-B", "A B", "a.b", "ÅX"] {
+            #expect(throws: ConfigError.self, "\(bad)") { try parse("[provider.openai]\nenv.\(bad) = access_token\n") }
+        }
+        for good in ["GH_TOKEN", "_x", "a1"] {
+            #expect(try parse("[provider.openai]\nenv.\(good) = access_token\n").config.providers["openai"]?.environment[good] == "access_token")
+        }
+    }
+
+    /// Dotfile managers make config.ini a link: followed when the link and its file are yours and
+    /// no one else can write the file.
+    @Test func aConfigSymlinkIsFollowedWhenItIsSafe() throws {
+        let dir = TempDirectory()
+        let target = dir.path + "/dotfiles-config.ini"
+        let link = dir.path + "/config.ini"
+        try "[refresh]\nlead = 42\n".write(toFile: target, atomically: true, encoding: .utf8)
+        chmod(target, 0o644)
+        #expect(symlink(target, link) == 0)
+        #expect(try ConfigFile.load(path: link).config.refreshLead == 42)
+        chmod(target, 0o664)
+        #expect(throws: StoreError.self) { try ConfigFile.load(path: link) }
+        chmod(target, 0o646)
+        #expect(throws: StoreError.self) { try ConfigFile.load(path: link) }
+        chmod(target, 0o600)
+        unlink(link)
+        #expect(symlink(dir.path + "/missing.ini", link) == 0)
+        #expect(throws: StoreError.self) { try ConfigFile.load(path: link) }
+        unlink(link)
+        #expect(symlink(dir.path, link) == 0)
+        #expect(throws: StoreError.self, "a link to a folder") { try ConfigFile.load(path: link) }
+    }
+
     @Test func readsEverySetting() throws {
         let loaded = try parse("""
         # comment

@@ -86,7 +86,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
         do { endpoints = try await self.endpoints() } catch { throw .transient(error.userFacingDescription) }
         return try await ProviderSupport.refreshResult(transport, .form(endpoints.token, [
             ("grant_type", "refresh_token"), ("refresh_token", refreshToken), ("client_id", config.clientID),
-        ]))
+        ]), refreshToken: refreshToken)
     }
 
     public func revoke(refreshToken: String) async throws(AuthError) -> Bool {
@@ -99,11 +99,16 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
         return true
     }
 
-    public nonisolated func accountInfo(for tokens: TokenResponse) -> AccountInfo {
+    public nonisolated func accountInfo(for tokens: TokenResponse) throws(AuthError) -> AccountInfo {
         guard let claims = [tokens.idToken, tokens.accessToken].compactMap({ $0 }).lazy.compactMap({ try? JWTClaims(token: $0) }).first else {
             return AccountInfo()
         }
-        return AccountInfo(oidcClaims: claims, planClaim: config.planClaim, accountClaim: config.accountClaim)
+        do {
+            return try AccountInfo(oidcClaims: claims, planClaim: config.planClaim, accountClaim: config.accountClaim)
+                .checkedOutsideText(place: "the token's claims")
+        } catch {
+            throw .invalidResponse("token exchange: \(error.userFacingDescription)")
+        }
     }
 }
 

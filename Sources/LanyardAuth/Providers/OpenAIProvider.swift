@@ -67,7 +67,7 @@ public struct OpenAIProvider: DeviceCodeProvider {
         ])
         let response = try await ProviderSupport.send(transport, request, step: step)
         guard response.isSuccess else {
-            let detail = ServerErrorDetail(body: response.body)
+            let detail = ServerErrorDetail(body: response.body, redacting: [code, verifier])
             if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
             throw .tokenExchangeFailed(status: response.status, detail: detail)
         }
@@ -79,17 +79,21 @@ public struct OpenAIProvider: DeviceCodeProvider {
     public func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
         try await ProviderSupport.refreshResult(transport, .json(url("/oauth/token"), .object([
             "client_id": .string(config.clientID), "grant_type": .string("refresh_token"), "refresh_token": .string(refreshToken),
-        ])))
+        ])), refreshToken: refreshToken)
     }
 
     /// ChatGPT sign-in has no public revocation endpoint; signing out is local.
     public func revoke(refreshToken: String) async throws(AuthError) -> Bool { false }
 
-    public func accountInfo(for tokens: TokenResponse) -> AccountInfo {
+    public func accountInfo(for tokens: TokenResponse) throws(AuthError) -> AccountInfo {
         for token in [tokens.idToken, tokens.accessToken].compactMap({ $0 }) {
             if let claims = try? JWTClaims(token: token) {
                 let info = AccountInfo(openAIClaims: claims)
-                if info.email != nil || info.accountID != nil { return info }
+                if info.email != nil || info.accountID != nil {
+                    do { return try info.checkedOutsideText(place: "the token's claims") } catch {
+                        throw .invalidResponse("token exchange: \(error.userFacingDescription)")
+                    }
+                }
             }
         }
         return AccountInfo()

@@ -85,7 +85,7 @@ enum AgentCommands {
 
     static func print(_ event: JSONValue, _ inv: Invocation) {
         if inv.json {
-            inv.stdout.line(event.serialized(pretty: false))
+            inv.stdout.rawLine(event.serialized(pretty: false))
             return
         }
         let s = inv.style
@@ -103,10 +103,13 @@ enum AgentCommands {
             if let message = event["message"]?.string { detail.append(message) }
         default: break
         }
-        let coloured = kind == "error" ? s.red(kind) : kind == "transition" ? s.yellow(kind) : s.green(kind)
+        // The log is a file anyone with the user's rights can write: every field is escaped.
+        let name = HumanText(kind)
+        let coloured = kind == "error" ? s.red(name) : kind == "transition" ? s.yellow(name) : s.green(name)
         let source = event["source"]?.string.map { "by \($0)" } ?? ""
-        inv.stdout.line([event["time"]?.string ?? "-", coloured, event["slot"]?.string ?? "-", source, detail.joined(separator: " ")]
-            .filter { !$0.isEmpty }.joined(separator: "  "))
+        let fields = [HumanText(event["time"]?.string ?? "-"), coloured, HumanText(event["slot"]?.string ?? "-"), HumanText(source),
+                      HumanText(detail.joined(separator: " "))]
+        inv.stdout.line(HumanText.joined(fields.filter { !$0.isEmpty }, separator: "  "))
     }
 
     /// The bytes of `path` from `offset` to its end, or nil when it cannot be opened.

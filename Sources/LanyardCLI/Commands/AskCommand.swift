@@ -47,7 +47,7 @@ enum AskCommand {
             // One line, like the events before it, so a JSON-lines reader sees the whole error.
             var body: [String: JSONValue] = ["code": .string(error.code), "message": .string(error.userFacingDescription)]
             if case ClientError.streamingTransportReplayDiverged(let partial) = error { body["partial_text"] = .string(partial) }
-            inv.stdout.line(JSONValue.object(["error": .object(body)]).serialized())
+            inv.stdout.rawLine(JSONValue.object(["error": .object(body)]).serialized())
             return error.exitStatus
         } catch {
             renderer.endLine()
@@ -73,11 +73,11 @@ enum AskCommand {
         init(inv: Invocation) { self.inv = inv }
 
         func show(_ event: StreamEvent) {
-            if inv.json { inv.stdout.line(json(event).serialized()); return }
+            if inv.json { inv.stdout.rawLine(json(event).serialized()); return }
             switch event {
             case .textDelta(let text):
                 // Model output may hold control characters; a terminal must not act on them.
-                inv.stdout.write(TerminalText.escaped(text, keepLineBreaks: true))
+                inv.stdout.write(HumanText(text))
                 atLineStart.withLock { $0 = text.hasSuffix("\n") }
             case .connected(let transport, let reconnection) where reconnection > 0:
                 endLine()

@@ -124,16 +124,16 @@ final class SignInProgress: Sendable {
                 if let complete = auth.completeVerificationURL { err.line("  (or \(complete.absoluteString), with the code filled in)") }
                 err.line("and enter the code:\n\n    \(s.bold(auth.userCode))\n")
                 if inv.args.has("qr"), let qr = QRCode.render((auth.completeVerificationURL ?? auth.verificationURL).absoluteString) {
-                    err.write(qr)
+                    err.raw(qr)  // block characters drawn here, from the URL's bits
                 }
-                if inv.args.has("open") { Self.open(auth.completeVerificationURL ?? auth.verificationURL, err: err) }
+                if inv.args.has("open") { Self.open(auth.completeVerificationURL ?? auth.verificationURL, err: err, environment: inv.context.environment) }
             case .waiting(let remaining):
                 let text = "Waiting for approval… \(RelativeTime.span(remaining)) left (Ctrl-C cancels)"
                 if inv.context.stderrIsTTY {
-                    err.write("\r\u{1B}[2K" + text)
+                    err.write(.control(.eraseLine) + "\(text)")
                     shown.countdown = true
                 } else if inv.now.timeIntervalSince(shown.lastPlainLine) >= 30 {
-                    err.line(text)
+                    err.line("\(text)")
                     shown.lastPlainLine = inv.now
                 }
             case .slowedDown(let interval):
@@ -145,14 +145,25 @@ final class SignInProgress: Sendable {
 
     func finish() {
         shown.withLock { shown in
-            if shown.countdown { inv.stderr.write("\r\u{1B}[2K") }
+            if shown.countdown { inv.stderr.write(.control(.eraseLine)) }
             shown.countdown = false
         }
     }
 
-    static func open(_ url: URL, err: TextSink) {
+    /// Hands the verification page to xdg-open: only an `https://` URL (or `http://` to this
+    /// machine), so a server cannot make it open a file, run `javascript:` or pass an option
+    /// (xdg-open refuses `--`, so the URL's scheme is what keeps it from looking like one).
+    static func open(_ url: URL, err: TextSink, environment: [String: String]) {
+        guard Loopback.isSecureOrLocal(url), !url.absoluteString.hasPrefix("-") else {
+            err.line("lanyard: not opening the verification page: the server gave a URL that is not https; open it yourself if you trust it")
+            return
+        }
+        guard let xdgOpen = ChildProcess.searchPath("xdg-open", environment["PATH"] ?? "/usr/bin:/bin") else {
+            err.line("lanyard: could not open a browser (xdg-open is not installed); open the URL above yourself")
+            return
+        }
         do {
-            try Subprocess.run("/usr/bin/env", ["xdg-open", url.absoluteString], stdout: .discard, stderr: .discard, wait: false)
-        } catch { err.line("lanyard: could not run xdg-open; open the URL yourself") }
+            try Subprocess.run(xdgOpen, [url.absoluteString], stdout: .discard, stderr: .discard, wait: false)
+        } catch { err.line("lanyard: could not open a browser (\(error.userFacingDescription)); open the URL above yourself") }
     }
 }

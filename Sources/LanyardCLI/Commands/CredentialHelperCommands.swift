@@ -28,7 +28,7 @@ enum CredentialHelperCommands {
             return try dockerAction(inv)
         } catch let error as any LanyardError {
             // The protocol's clients read a helper's error from its stdout.
-            inv.stdout.line(TerminalText.escaped(error.userFacingDescription))
+            inv.stdout.rawLine(TerminalText.escaped(error.userFacingDescription))
             return error.exitStatus
         }
     }
@@ -41,20 +41,20 @@ enum CredentialHelperCommands {
             let config = try inv.config()
             // A token never goes to a registry over plain http.
             guard !serverURL.lowercased().hasPrefix("http://"), let slot = config.dockerCredentials[host] else {
-                inv.stdout.line(DockerCredential.notFoundMessage)
+                inv.stdout.rawLine(DockerCredential.notFoundMessage)
                 return .failure
             }
             let manager = try inv.accounts()
             let credential = try inv.freshCredential(manager, slot: slot)
             let username = config.providers[credential.provider]?.gitUsername ?? "x-access-token"
-            inv.stdout.line(DockerCredential.getAnswer(serverURL: serverURL, username: username, secret: credential.tokens.accessToken))
+            inv.stdout.rawLine(DockerCredential.getAnswer(serverURL: serverURL, username: username, secret: credential.tokens.accessToken))
         case "list":
             let config = try inv.config()
             let document = try inv.registry.load()
             let entries = config.dockerCredentials.sorted { $0.key < $1.key }.map { host, slot in
                 (host, document.slots[slot].flatMap { config.providers[$0.provider]?.gitUsername } ?? "x-access-token")
             }
-            inv.stdout.line(DockerCredential.listAnswer(entries))
+            inv.stdout.rawLine(DockerCredential.listAnswer(entries))
         case "store":
             try DockerCredential.checkStoreInput(Data(readAll(inv).utf8))
         case "erase":
@@ -98,7 +98,7 @@ enum CredentialHelperCommands {
             token = idToken
             expiresAt = (try? JWTClaims(token: idToken))?.expiresAt
         }
-        inv.stdout.line(KubeExecCredential.render(apiVersion: apiVersion, token: token, expiresAt: expiresAt))
+        inv.stdout.rawLine(KubeExecCredential.render(apiVersion: apiVersion, token: token, expiresAt: expiresAt))
         return .ok
     }
 
@@ -129,11 +129,11 @@ enum CredentialHelperCommands {
                 let credential = try credentials[slot] ?? inv.freshCredential(manager, slot: slot)
                 credentials[slot] = credential
                 let login = config.providers[credential.provider]?.gitUsername ?? "x-access-token"
-                inv.stdout.line(try Netrc.line(host: host, login: login, password: credential.tokens.accessToken))
+                inv.stdout.rawLine(try Netrc.line(host: host, login: login, password: credential.tokens.accessToken))
             }
         }
         for name in unmapped {
-            inv.stderr.line("lanyard: no [netrc] mapping for \(TerminalText.escaped(name)) in \(inv.paths.configFile) (no line printed)")
+            inv.stderr.line("lanyard: no [netrc] mapping for \(name) in \(inv.paths.configFile) (no line printed)")
         }
         return unmapped.isEmpty ? .ok : .failure
     }

@@ -61,7 +61,7 @@ enum GitCredentialCommand {
             throw StoreError.corrupt(source: "slot \(slot.name)", detail: "the access token cannot be passed to git")
         }
         let username = config.providers[credential.provider]?.gitUsername ?? "x-access-token"
-        inv.stdout.write(GitCredential.answer(username: username, password: token, expiresAt: credential.tokens.expiresAt))
+        inv.stdout.raw(GitCredential.answer(username: username, password: token, expiresAt: credential.tokens.expiresAt))
         return .ok
     }
 

@@ -89,16 +89,14 @@ enum IntegrationCommands {
         let credential = try inv.freshCredential(manager, slot: slot)
         let variables = Environment.variables(slot: slot, credential: credential, provider: manager.config.providers[record.provider])
         let shell = inv.args.value("shell") ?? "bash"
-        switch shell {
-        case "bash", "zsh", "sh":
-            for (k, v) in variables.sorted(by: { $0.key < $1.key }) { inv.stdout.line("export \(k)=\(Environment.quote(v))") }
-        case "fish":
-            for (k, v) in variables.sorted(by: { $0.key < $1.key }) { inv.stdout.line("set -gx \(k) \(Environment.quote(v))") }
-        case "json":
-            inv.stdout.line(JSONValue.object(variables.mapValues(JSONValue.string)).serialized(pretty: true))
-        default:
-            throw UsageError(message: "unknown shell \"\(shell)\" (bash, zsh, fish or json)", command: "env")
+        if shell == "json" {
+            inv.stdout.rawLine(JSONValue.object(variables.mapValues(JSONValue.string)).serialized(pretty: true))
+            return .ok
         }
+        guard let syntax = ShellQuoting.Shell(rawValue: shell) else {
+            throw UsageError(message: "unknown shell \"\(shell)\" (bash, zsh, sh, fish or json)", command: "env")
+        }
+        for line in try ShellQuoting.exports(variables, for: syntax) { inv.stdout.rawLine(line) }
         return .ok
     }
 
@@ -159,9 +157,6 @@ enum Environment {
         }
         return result
     }
-
-    /// Single-quoted for POSIX shells and fish.
-    static func quote(_ value: String) -> String { "'" + value.replacing("'", with: "'\\''") + "'" }
 
     /// A new 0700 folder under `$XDG_RUNTIME_DIR/lanyard/exec/`.
     static func privateDirectory(paths: Paths, slot: Slot) throws -> String {

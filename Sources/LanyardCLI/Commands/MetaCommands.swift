@@ -18,18 +18,18 @@ enum MetaCommands {
             guard inv.args.positionals.isEmpty else {
                 throw UsageError(message: "--man prints the whole manual; give no COMMAND", command: "help")
             }
-            inv.stdout.write(ManPage.render())
+            inv.stdout.raw(ManPage.render())
             return .ok
         }
         guard let name = inv.args.positionals.first else {
-            inv.stdout.write(overview())
+            inv.stdout.write(HumanText(overview()))
             return .ok
         }
         guard let spec = Lanyard.commands.first(where: { $0.name == name }) else {
             let hint = Suggest.closest(to: name, in: Lanyard.commands.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
             throw UsageError(message: "unknown command \"\(name)\"\(hint)", command: nil)
         }
-        inv.stdout.write(help(for: spec))
+        inv.stdout.write(HumanText(help(for: spec)))
         return .ok
     }
 
@@ -42,7 +42,7 @@ enum MetaCommands {
         zsh: `lanyard completion zsh > ~/.zfunc/_lanyard` with ~/.zfunc on $fpath before compinit; \
         fish: `lanyard completion fish > ~/.config/fish/completions/lanyard.fish`.
         """, subcommands: Completion.shells) { inv in
-        inv.stdout.write(Completion.script(for: inv.args.positionals[0]))
+        inv.stdout.raw(Completion.script(for: inv.args.positionals[0]))
         return .ok
     }
 

@@ -64,13 +64,13 @@ enum SlotCommands {
             } else if inv.context.stdoutIsTTY || document != last {
                 let s = inv.style
                 let now = inv.now
-                let rows = document.sortedSlots.map { slot, record -> [String] in
+                let rows = document.sortedSlots.map { slot, record -> [HumanText] in
                     let active = slot == document.active
-                    return [active ? s.green("*") : " ", active ? s.bold(slot.name) : slot.name, record.account.email ?? "-",
-                            s.state(record.state), record.expiresAt.map { RelativeTime.describe($0, now: now) } ?? "-",
-                            record.lastRefresh.map { RelativeTime.describe($0, now: now) } ?? "-", record.lastErrorCode ?? "-"]
+                    return [active ? s.green("*") : " ", active ? s.bold(slot.name) : "\(slot.name)", "\(record.account.email ?? "-")",
+                            s.state(record.state), "\(record.expiresAt.map { RelativeTime.describe($0, now: now) } ?? "-")",
+                            "\(record.lastRefresh.map { RelativeTime.describe($0, now: now) } ?? "-")", "\(record.lastErrorCode ?? "-")"]
                 }
-                var screen = inv.context.stdoutIsTTY ? "\u{1B}[H\u{1B}[2J" : ""
+                var screen: HumanText = inv.context.stdoutIsTTY ? .control(.clearScreen) : ""
                 screen += "lanyard status --watch  \(RFC3339.string(from: now))\n\n"
                 screen += rows.isEmpty ? "No slots yet.\n"
                     : Table.render(header: [" ", "SLOT", "ACCOUNT", "STATE", "EXPIRES", "REFRESHED", "LAST ERROR"], rows: rows, style: s)
@@ -88,7 +88,7 @@ enum SlotCommands {
         details: "Reads only the registry: no keyring or store is unlocked.") { inv in
         let document = try inv.registry.load()
         if inv.args.has("names") && !inv.json {
-            for (slot, _) in document.sortedSlots { inv.stdout.line(slot.name) }
+            for (slot, _) in document.sortedSlots { inv.stdout.line("\(slot.name)") }
             return .ok
         }
         if inv.json {
@@ -99,11 +99,11 @@ enum SlotCommands {
             inv.stdout.line("No slots yet. Sign an account in with `lanyard login`.")
         } else {
             let s = inv.style
-            let rows = document.sortedSlots.map { slot, record -> [String] in
+            let rows = document.sortedSlots.map { slot, record -> [HumanText] in
                 let active = slot == document.active
-                return [active ? s.green("*") : " ", active ? s.bold(slot.name) : slot.name, record.provider,
-                        record.account.email ?? "-", record.account.plan?.displayName ?? "-", s.state(record.state),
-                        record.expiresAt.map { RelativeTime.describe($0, now: inv.now) } ?? "-", record.backend.rawValue]
+                return [active ? s.green("*") : " ", active ? s.bold(slot.name) : "\(slot.name)", "\(record.provider)",
+                        "\(record.account.email ?? "-")", "\(record.account.plan?.displayName ?? "-")", s.state(record.state),
+                        "\(record.expiresAt.map { RelativeTime.describe($0, now: inv.now) } ?? "-")", "\(record.backend.rawValue)"]
             }
             inv.stdout.write(Table.render(header: [" ", "SLOT", "PROVIDER", "ACCOUNT", "PLAN", "STATE", "EXPIRES", "BACKEND"],
                                           rows: rows, style: s))
@@ -132,21 +132,21 @@ enum SlotCommands {
             func time(_ d: Date?) -> String {
                 d.map { "\(RelativeTime.describe($0, now: inv.now)) (\(RFC3339.string(from: $0)))" } ?? "-"
             }
-            var lines: [(String, String)] = [
-                ("provider", record.provider),
-                ("account", record.account.email ?? "-"),
-                ("plan", record.account.plan?.displayName ?? "-"),
-                ("account id", record.account.accountID ?? "-"),
+            var lines: [(String, HumanText)] = [
+                ("provider", "\(record.provider)"),
+                ("account", "\(record.account.email ?? "-")"),
+                ("plan", "\(record.account.plan?.displayName ?? "-")"),
+                ("account id", "\(record.account.accountID ?? "-")"),
                 ("state", s.state(record.state)),
-                ("expires", time(record.expiresAt)),
-                ("last refresh", time(record.lastRefresh)),
-                ("last error", record.lastErrorCode ?? "-"),
-                ("backend", record.backend.displayName),
+                ("expires", "\(time(record.expiresAt))"),
+                ("last refresh", "\(time(record.lastRefresh))"),
+                ("last error", "\(record.lastErrorCode ?? "-")"),
+                ("backend", "\(record.backend.displayName)"),
             ]
             if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
-            if let rule { lines.append(("chosen by", rule.explanation)) }
+            if let rule { lines.append(("chosen by", "\(rule.explanation)")) }
             inv.stdout.line(s.bold(slot.name) + (slot == active ? " (active)" : ""))
-            for (key, value) in lines { inv.stdout.line("  " + key.padded(toWidth: 13) + value) }
+            for (key, value) in lines { inv.stdout.line("  \(key.padded(toWidth: 13))\(value)") }
         }
         switch record.state {
         case .signedOut: return .notSignedIn

@@ -19,7 +19,7 @@ enum StoreCommands {
         let credential = try inv.freshCredential(manager, slot: slot)
         inv.emit(JSONValue.object(["slot": .string(slot.name), "access_token": .string(credential.tokens.accessToken),
                                    "expires_at": .date(credential.tokens.expiresAt)]).droppingNulls) {
-            inv.stdout.line(credential.tokens.accessToken)
+            inv.stdout.rawLine(credential.tokens.accessToken)  // checked at the door: visible ASCII only
         }
         StartupTrace.mark("output")
         return .ok
@@ -76,7 +76,7 @@ enum DoctorView {
                     .joined(separator: ", ") + (health.location.map { " (\($0))" } ?? "")
             out.line("  \(column(backend.kind.displayName))\(words)")
             if let provider = health.provider {
-                out.line("  \(column(""))provided by \(TerminalText.escaped(provider))")
+                out.line("  \(column(""))provided by \(provider)")
                 for note in health.notes ?? [] { out.line("  \(column(""))- \(note)") }
             }
         }
@@ -87,12 +87,12 @@ enum DoctorView {
         let hardened = !ProcessHardening.isDumpable && ProcessHardening.coreLimit == 0
         out.line(s.bold("Process") + "   " + (hardened ? "no core dumps, not traceable by other processes"
                                                        : "may be dumped or traced: prctl(PR_SET_DUMPABLE) or setrlimit(RLIMIT_CORE) was refused"))
-        for repair in report.repairs { out.line(s.green("repaired: ") + repair.description) }
+        for repair in report.repairs { out.line(s.green("repaired: ") + "\(repair.description)") }
         let problems = report.problems
         if problems.isEmpty {
             out.line(s.green("No problems found."))
         } else {
-            for p in problems { out.line(s.yellow("problem: ") + p) }
+            for p in problems { out.line(s.yellow("problem: ") + "\(p)") }
             if report.needsRepair { out.line("Run `lanyard doctor --repair` to rebuild the registry from the backends.") }
         }
     }

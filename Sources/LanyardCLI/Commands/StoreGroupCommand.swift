@@ -81,14 +81,14 @@ enum StoreGroupCommand {
             }
             // Progress goes out as each slot lands, so an interrupted migration shows how far it got.
             let steps = try inv.accounts().migrate(to: target, slots: slots, dryRun: inv.args.has("dry-run")) { step in
-                if !inv.json { inv.stdout.line(describe(step)) }
+                if !inv.json { inv.stdout.line("\(describe(step))") }
             }
             inv.emit(.object(["steps": .array(steps.map {
                 .object(["slot": .string($0.slot.name), "from": .string($0.from.rawValue), "to": .string($0.to.rawValue),
                          "outcome": .string($0.outcome)])
             })])) {
                 if steps.isEmpty { inv.stdout.line("No slots to migrate.") }
-                for step in steps where step.outcome == "already-there" || step.outcome == "would-move" { inv.stdout.line(describe(step)) }
+                for step in steps where step.outcome == "already-there" || step.outcome == "would-move" { inv.stdout.line("\(describe(step))") }
             }
         }
         return .ok

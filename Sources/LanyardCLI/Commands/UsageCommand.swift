@@ -38,7 +38,7 @@ enum UsageCommand {
                     entry["resets_at"] = .date(limit.resetsAt)
                 }
                 results.append(.object(entry))
-                if !inv.json { inv.stdout.line("\(inv.style.bold(slot.name))  \(inv.style.yellow(error.userFacingDescription))") }
+                if !inv.json { inv.stdout.line("\(inv.style.bold(slot.name))  \(inv.style.yellow(HumanText(error.userFacingDescription)))") }
                 if worst == .ok { worst = error.exitStatus }
             }
         }
@@ -59,14 +59,15 @@ enum UsageCommand {
     static func render(_ slot: Slot, _ record: SlotRecord?, _ report: UsageReport, _ inv: Invocation) {
         let s = inv.style
         let who = record?.account.email.map { "  \($0)" } ?? ""
-        inv.stdout.line(s.bold(slot.name) + who + "  " + (report.plan?.displayName ?? "-") + (report.limitReached ? s.red("  at limit") : ""))
+        let limit: HumanText = report.limitReached ? s.red("  at limit") : ""
+        inv.stdout.line("\(s.bold(slot.name))\(who)  \(report.plan?.displayName ?? "-")\(limit)")
         for (fallback, window) in [("primary", report.primary), ("secondary", report.secondary)] {
             guard let window else { continue }
             let name = window.windowMinutes.map(windowName) ?? fallback
             let resets = window.resetsAt.map { "resets " + RelativeTime.describe($0, now: inv.now) } ?? ""
             let whole = "\(window.usedPercent.rounded().saturatingInt)%"
             let percent = String(repeating: " ", count: max(0, 4 - whole.count)) + whole
-            inv.stdout.line("  " + name.padded(toWidth: 12) + bar(window.usedPercent, s) + "  \(percent)  \(resets)")
+            inv.stdout.line("  \(name.padded(toWidth: 12))\(bar(window.usedPercent, s))  \(percent)  \(resets)")
         }
     }
 
@@ -76,10 +77,10 @@ enum UsageCommand {
         return "\(minutes) min window"
     }
 
-    static func bar(_ percent: Double, _ s: Style) -> String {
+    static func bar(_ percent: Double, _ s: Style) -> HumanText {
         let width = 20
         let filled = Int((min(max(percent, 0), 100) / 100 * Double(width)).rounded())
-        let text = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+        let text = HumanText(String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled))
         return percent >= 90 ? s.red(text) : percent >= 70 ? s.yellow(text) : s.green(text)
     }
 }

@@ -161,7 +161,7 @@ public struct ResponseStreamer: Sendable {
     }
 
     /// Hands one backend event to the caller; true when it completed the response.
-    func deliver(_ event: BackendEvent, progress: inout Progress, headers: [String: String],
+    func deliver(_ event: BackendEvent, progress: inout Progress, headers: [String: String], secrets: [String],
                  emit: (StreamEvent) -> Void) throws -> (completed: Bool, interruption: Interruption?) {
         switch event {
         case .created(let id):
@@ -180,7 +180,7 @@ public struct ResponseStreamer: Sendable {
         case .terminalFailure(let response):
             throw ClientError.responseTerminalFailure(response)
         case .error(let status, let body):
-            return (false, try interruption(status: status ?? 500, body: body, headers: headers))
+            return (false, try interruption(status: status ?? 500, body: body, headers: headers, secrets: secrets))
         case .ignored:
             break
         }
@@ -188,23 +188,22 @@ public struct ResponseStreamer: Sendable {
     }
 
     /// The interruption an error status stands for, or the error it ends the stream with.
-    func interruption(status: Int, body: Data, headers: [String: String]) throws -> Interruption {
-        if let limit = UsageParser.limit(status: status, body: body, headers: headers, now: manager.clock.now()) {
+    /// `secrets` (the tokens the request carried) are removed from the server's error text.
+    func interruption(status: Int, body: Data, headers: [String: String], secrets: [String]) throws -> Interruption {
+        if let limit = UsageParser.limit(status: status, body: body, headers: headers, now: manager.clock.now(), redacting: secrets) {
             throw ClientError.usageLimitReached(limit)
         }
         switch status {
         case 401: return .unauthorized
         case 429:
             let retryAfter = headers["retry-after"].flatMap { BackoffPolicy.retryAfterSeconds($0, now: manager.clock.now()) }
-            return .rateLimited(retryAfter: retryAfter, detail: ServerErrorDetail(body: body))
-        default: throw ClientError.httpError(status: status, detail: ServerErrorDetail(body: body))
+            return .rateLimited(retryAfter: retryAfter, detail: ServerErrorDetail(body: body, redacting: secrets))
+        default: throw ClientError.httpError(status: status, detail: ServerErrorDetail(body: body, redacting: secrets))
         }
     }
 
-    func headers(_ credential: Credential) -> [(String, String)] {
-        var headers = [("Authorization", "Bearer \(credential.tokens.accessToken)"), ("User-Agent", "lanyard/\(LanyardAuth.version)")]
-        if let account = credential.account.accountID { headers.append(("ChatGPT-Account-Id", account)) }
-        return headers
+    func headers(_ credential: Credential) throws(ClientError) -> [(String, String)] {
+        try credential.authorizationHeaders() + [("User-Agent", "lanyard/\(LanyardAuth.version)")]
     }
 
     // MARK: - WebSocket
@@ -214,7 +213,7 @@ public struct ResponseStreamer: Sendable {
         var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false)!
         components.scheme = endpoint.scheme == "https" ? "wss" : "ws"
         let options = WebSocketChannel.Options(
-            url: components.url!, headers: headers(credential), firstMessage: request.body(for: .webSocket),
+            url: components.url!, headers: try headers(credential), firstMessage: request.body(for: .webSocket),
             maxMessageBytes: maxEventBytes, timeout: timeout, caFile: webSocketCAFile)
         var index = 0
         for await event in WebSocketChannel.open(options) {
@@ -228,7 +227,7 @@ public struct ResponseStreamer: Sendable {
                     throw ClientError.invalidResponse("WebSocket message \(index) is binary; the backend sends JSON text")
                 }
                 let decoded = try BackendEvent.decode(bytes, place: "WebSocket message \(index)")
-                let (completed, interruption) = try deliver(decoded, progress: &progress, headers: [:], emit: emit)
+                let (completed, interruption) = try deliver(decoded, progress: &progress, headers: [:], secrets: credential.tokens.secrets, emit: emit)
                 if completed { return nil }
                 if let interruption { return interruption }
             case .refused(let status):
@@ -264,8 +263,11 @@ public struct ResponseStreamer: Sendable {
         urlRequest.httpBody = Data(request.body(for: .httpSSE))
         urlRequest.setValue("application/json", forHTTPHeaderField: "Content-Type")
         urlRequest.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-        for (name, value) in headers(credential) { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        if let id = progress.lastEventID { urlRequest.setValue(id, forHTTPHeaderField: "Last-Event-ID") }
+        for (name, value) in try headers(credential) { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        if let id = progress.lastEventID {
+            try HTTPHeaderRules.check("Last-Event-ID", id)
+            urlRequest.setValue(id, forHTTPHeaderField: "Last-Event-ID")
+        }
 
         var parser = ServerSentEventParser(maxEventBytes: maxEventBytes)
         var status = 0, responseHeaders: [String: String] = [:]
@@ -289,20 +291,20 @@ public struct ResponseStreamer: Sendable {
                     index += 1
                     progress.lastEventID = sse.lastEventID
                     let decoded = try BackendEvent.decode(sse.data, place: "event \(index) (\(TerminalText.escaped(String(sse.type.prefix(64)))))")
-                    let (completed, interruption) = try deliver(decoded, progress: &progress, headers: responseHeaders, emit: emit)
+                    let (completed, interruption) = try deliver(decoded, progress: &progress, headers: responseHeaders, secrets: credential.tokens.secrets, emit: emit)
                     if completed { return nil }
                     if let interruption { return interruption }
                 }
                 progress.retryMilliseconds = parser.retryMilliseconds
             case .finished:
                 guard (200..<300).contains(status) else {
-                    return try interruption(status: status, body: errorBody, headers: responseHeaders)
+                    return try interruption(status: status, body: errorBody, headers: responseHeaders, secrets: credential.tokens.secrets)
                 }
                 return .dropped("the event stream ended before response.completed")
             case .failed(let error):
                 try Task.checkCancellation()
                 if status != 0, !(200..<300).contains(status) {
-                    return try interruption(status: status, body: errorBody, headers: responseHeaders)
+                    return try interruption(status: status, body: errorBody, headers: responseHeaders, secrets: credential.tokens.secrets)
                 }
                 return .dropped(error.message)
             }
