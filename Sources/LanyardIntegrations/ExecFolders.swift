@@ -65,6 +65,15 @@ public final class ExecFolder: Sendable {
 
     /// Removes the folder (auth.json first, the lock file last), still holding the lock.
     public func remove() { ExecFolders.removeContents(of: home.directory) }
+
+    /// What `exec` does when its command exits: copies back the tokens the command rotated and
+    /// removes the folder, as ``LanyardAuth/AccountManager/recoverAbandonedExecFolders()`` does
+    /// for a killed one.
+    /// - Returns: the slot that took newer tokens, if any.
+    /// - Throws: when copying back failed; the folder then stays, with its tokens.
+    public func finish(_ manager: AccountManager) async throws -> Slot? {
+        try await manager.settleExecFolder(home.directory, slot: slot)
+    }
 }
 
 /// What happened to a folder a killed `lanyard exec` left (see
@@ -73,8 +82,8 @@ public struct ExecFolderRecovery: Sendable, Equatable {
     public enum Outcome: Sendable, Equatable {
         /// Tokens the command had rotated went back into this slot; the folder was removed.
         case copiedBack(into: Slot)
-        /// Nothing in it was newer than the slot's tokens (or it held no auth.json, or an account
-        /// no slot holds any more); the folder was removed.
+        /// Nothing in it was newer than the slot's tokens (or it held no auth.json, or its slot
+        /// was signed out, or no slot holds its account any more); the folder was removed.
         case removed
         /// Copying back failed (the message says why); the folder and its tokens stay, for the
         /// next `doctor` or `exec` to try again.
@@ -118,8 +127,9 @@ extension AccountManager {
     /// left: those whose lock nobody holds (neither `exec` nor the command it ran is alive). For
     /// each, the tokens its command rotated are copied back into the slot the folder is named
     /// after — or, when that slot holds another account or is gone, into the slot holding the
-    /// account — exactly as `exec` does when its command exits, and the folder is removed. A
-    /// folder whose copy-back fails stays, with its tokens, and is reported.
+    /// account — exactly as `exec` does when its command exits (``ExecFolder/finish(_:)``), and
+    /// the folder is removed. A folder whose copy-back fails stays, with its tokens, and is
+    /// reported.
     ///
     /// A folder without a lock file (made before `exec` took one) counts as abandoned once it is
     /// more than ``ExecFolders/unlockedGrace`` seconds old and no process of this user has it as
@@ -154,22 +164,35 @@ extension AccountManager {
 
     /// Copies back and removes one abandoned folder (its lock, if it has one, held by the caller).
     private func recover(_ path: String, slot: Slot) async -> ExecFolderRecovery {
-        let home = CodexHome(directory: path)
-        let sync = CodexSync(manager: self)
         do {
-            var copiedInto: Slot?
-            if let live = try home.read() {
-                if try await sync.copyBack(from: home, into: slot) {
-                    copiedInto = slot
-                } else if let owner = try sync.ownerSlot(of: live), owner != slot, try await sync.copyBack(from: home, into: owner) {
-                    copiedInto = owner
-                }
-            }
-            ExecFolders.removeContents(of: path)
+            let copiedInto = try await settleExecFolder(path, slot: slot)
             return ExecFolderRecovery(path: path, slot: slot, outcome: copiedInto.map { .copiedBack(into: $0) } ?? .removed)
         } catch {
             return ExecFolderRecovery(path: path, slot: slot, outcome: .kept(problem: error.userFacingDescription))
         }
+    }
+
+    /// Copies the tokens rotated in the exec folder at `path` back into `slot` — or, when that
+    /// slot holds another account or is gone (renamed meanwhile), into the slot holding the
+    /// account — then removes the folder. A slot without a stored credential (signed out
+    /// meanwhile) takes nothing. Throws, leaving the folder, when copying back fails.
+    /// - Returns: the slot that took newer tokens, if any.
+    func settleExecFolder(_ path: String, slot: Slot) async throws -> Slot? {
+        let home = CodexHome(directory: path)
+        let sync = CodexSync(manager: self)
+        func copyBack(into target: Slot) async throws -> Bool {
+            do { return try await sync.copyBack(from: home, into: target) } catch StoreError.notFound { return false }
+        }
+        var copiedInto: Slot?
+        if let live = try home.read() {
+            if try await copyBack(into: slot) {
+                copiedInto = slot
+            } else if let owner = try sync.ownerSlot(of: live), owner != slot, try await copyBack(into: owner) {
+                copiedInto = owner
+            }
+        }
+        ExecFolders.removeContents(of: path)
+        return copiedInto
     }
 }
 

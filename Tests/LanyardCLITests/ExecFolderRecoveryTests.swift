@@ -201,6 +201,34 @@ import LanyardTestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent).sorted() == ["Not A Slot.abcdef", "notes.txt"], "what is not Lanyard's stays")
     }
 
+    /// The slot a folder is named after may have changed since: renamed, the tokens follow the
+    /// account; signed out, there is nothing to take them and the folder goes.
+    @Test func tokensFollowARenamedSlotAndASignedOutSlotTakesNothing() async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("a", email: "a@example.com")
+        try await env.signIn("b", email: "b@example.com")
+        var folders: [String: String] = [:], rotated: [String: String] = [:]
+        for slot in ["a", "b"] {
+            let folder = try ExecFolder.create(for: try Slot(slot), paths: env.paths)
+            folders[slot] = folder.home.directory
+            rotated[slot] = try await Self.writeRotatedAuthJSON(env, slot: slot, in: folder.home.directory)
+            withExtendedLifetime(folder) {}  // its owner is gone once this loop turns
+        }
+        #expect(try env.run("rename", "a", "c").status == 0)
+        #expect(try env.run("logout", "b").status == 0)
+
+        let r = try Self.doctorJSON(env)
+        #expect(r.status == 0, "\(r.json)")
+        let a = PathText.lastComponent(of: folders["a"] ?? ""), b = PathText.lastComponent(of: folders["b"] ?? "")
+        #expect(r.json["repaired"] as? [String] == [
+            "copied the tokens a killed `lanyard exec` left in \(a) back into c, and removed the folder",
+            "removed \(b), left by a killed `lanyard exec` (nothing newer to copy back)",
+        ], "in the folders' name order")
+        let followed = try env.stored("c").tokens.refreshToken == rotated["a"]
+        #expect(followed, "the renamed slot took the rotated tokens")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: env.home.root + "/run/lanyard/exec").isEmpty)
+    }
+
     /// A folder whose tokens cannot be copied back stays, and doctor says so (exit 1) each time.
     @Test func aFolderThatCannotBeRecoveredStaysAndIsReported() async throws {
         let env = try await IntegrationHome()

@@ -142,10 +142,9 @@ enum IntegrationCommands {
         }
         if let folder {
             do {
-                if try inv.runAsync({ try await CodexSync(manager: manager).copyBack(from: folder.home, into: slot) }) {
-                    inv.stderr.line("lanyard: stored the tokens the command rotated in \(slot.name)")
+                if let into = try inv.runAsync({ try await folder.finish(manager) }) {
+                    inv.stderr.line("lanyard: stored the tokens the command rotated in \(into.name)")
                 }
-                folder.remove()
             } catch {
                 // The folder stays (its lock is released when this process ends): the tokens in it
                 // may be the only live ones.
