@@ -54,7 +54,7 @@ enum IntegrationCommands {
         flags: [FlagSpec("codex-home", value: "DIR", "Codex's home (default $CODEX_HOME, else ~/.codex)")],
         prints: true, takesAccount: true,
         details: """
-        export writes auth.json (atomically, 0600) for the slot (the resolved one by default); import adopts the sign-in \\
+        export writes auth.json (atomically, 0600) for the slot (the resolved one by default); import adopts the sign-in \
         in auth.json into SLOT (default: named after its email) without revoking anything.
         """, subcommands: ["export", "import"]) { inv in
         let sub = inv.args.positionals[0]
