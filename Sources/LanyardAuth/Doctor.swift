@@ -25,15 +25,18 @@ public struct DoctorReport: Sendable, Equatable {
     /// A private folder of a killed `lanyard exec` whose tokens could not be copied back: it
     /// stays, with them, until a later `doctor` or `exec` succeeds.
     public struct UnrecoveredExecFolder: Sendable, Equatable, CustomStringConvertible {
+        /// The folder.
         public let path: String
         /// Why the copy-back failed.
         public let problem: String
 
+        /// A folder and why its tokens could not be copied back.
         public init(path: String, problem: String) {
             self.path = path
             self.problem = problem
         }
 
+        /// The problem, as `doctor` reports it.
         public var description: String {
             "a killed `lanyard exec` left tokens in \(TerminalText.escaped(path)) that could not be copied back "
                 + "(\(TerminalText.escaped(problem))); the folder stays until this succeeds"

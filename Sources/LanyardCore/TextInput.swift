@@ -109,6 +109,7 @@ public final class TextInput: Sendable {
 
 /// Byte counts in words (`64 KiB`, `1 MiB`) for limits named in messages.
 public enum ByteCount {
+    /// `bytes` in MiB or KiB when it is a whole number of them, else in bytes.
     public static func describe(_ bytes: Int) -> String {
         if bytes >= 1_048_576 && bytes % 1_048_576 == 0 { return "\(bytes / 1_048_576) MiB" }
         if bytes >= 1024 && bytes % 1024 == 0 { return "\(bytes / 1024) KiB" }

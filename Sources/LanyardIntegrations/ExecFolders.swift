@@ -79,6 +79,7 @@ public final class ExecFolder: Sendable {
 /// What happened to a folder a killed `lanyard exec` left (see
 /// ``LanyardAuth/AccountManager/recoverAbandonedExecFolders()``).
 public struct ExecFolderRecovery: Sendable, Equatable {
+    /// What became of the folder and its tokens.
     public enum Outcome: Sendable, Equatable {
         /// Tokens the command had rotated went back into this slot; the folder was removed.
         case copiedBack(into: Slot)
@@ -94,6 +95,7 @@ public struct ExecFolderRecovery: Sendable, Equatable {
     public let path: String
     /// The slot it was made for (from its name).
     public let slot: Slot
+    /// What became of it.
     public let outcome: Outcome
 }
 
