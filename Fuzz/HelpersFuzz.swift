@@ -2,9 +2,9 @@
 // credential protocol, Docker's server URLs and store input, KUBERNETES_EXEC_INFO, netrc fields and
 // JWT claims. Built by scripts/fuzz.sh with Sources/LanyardCore/*.swift and the protocol files of
 // Sources/LanyardIntegrations (their `import LanyardCore` removed).
-// Beyond "does not crash": a git request's attributes never contain a NUL or a newline, a
-// Docker host has no scheme, slash or space, and a netrc line that is written splits back into
-// exactly its six words.
+// Beyond "does not crash": a git request's attributes never contain a NUL or a newline, nor
+// does Docker's input, a Docker host has no scheme, slash or space, and a netrc line that is
+// written splits back into exactly its six words.
 
 import Foundation
 
@@ -13,9 +13,8 @@ public func fuzzHelpers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Data(UnsafeRawBufferPointer(start: data, count: size))
     let text = String(decoding: bytes, as: UTF8.self)
 
-    // As readLine gives them: split at every LF byte ("\r\n" is one Character, so not at Characters).
-    var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }[...]
-    if let request = try? GitCredential.read({ lines.popFirst() }) {
+    // As the helper reads its standard input: bytes, split at every LF byte by TextInput.
+    if let request = try? GitCredential.read(TextInput(bytes)) {
         for (key, value) in request.attributes where key.unicodeScalars.contains("\0") || value.unicodeScalars.contains("\0") || value.unicodeScalars.contains("\n") {
             fatalError("git attribute \(key) kept a NUL or newline")
         }
@@ -26,6 +25,9 @@ public func fuzzHelpers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         if host.isEmpty || host.contains("/") || host.contains(" ") || host.contains("://") { fatalError("bad docker host \(host)") }
     }
     try? DockerCredential.checkStoreInput(bytes)
+    if let input = try? DockerCredential.readInput(TextInput(bytes)), input.unicodeScalars.contains("\0") {
+        fatalError("docker input kept a NUL")
+    }
     _ = try? KubeExecCredential.apiVersion(execInfo: text)
 
     let words = text.split(separator: " ", maxSplits: 2).map(String.init)

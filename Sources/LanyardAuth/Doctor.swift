@@ -22,6 +22,27 @@ public struct DoctorReport: Sendable, Equatable {
         case unchecked = "unchecked (backend unavailable)"
     }
 
+    /// A private folder of a killed `lanyard exec` whose tokens could not be copied back: it
+    /// stays, with them, until a later `doctor` or `exec` succeeds.
+    public struct UnrecoveredExecFolder: Sendable, Equatable, CustomStringConvertible {
+        /// The folder.
+        public let path: String
+        /// Why the copy-back failed.
+        public let problem: String
+
+        /// A folder and why its tokens could not be copied back.
+        public init(path: String, problem: String) {
+            self.path = path
+            self.problem = problem
+        }
+
+        /// The problem, as `doctor` reports it.
+        public var description: String {
+            "a killed `lanyard exec` left tokens in \(TerminalText.escaped(path)) that could not be copied back "
+                + "(\(TerminalText.escaped(problem))); the folder stays until this succeeds"
+        }
+    }
+
     /// One registered slot's check.
     public struct SlotCheck: Sendable, Equatable {
         public let slot: Slot
@@ -51,6 +72,10 @@ public struct DoctorReport: Sendable, Equatable {
         case removedLeftoverTemporary(String)
         /// The active slot, lost with the registry, was taken from what was left of it.
         case restoredActive(Slot)
+        /// A private folder of a killed `lanyard exec` (nobody holds its lock any more) was
+        /// removed, after the tokens its command rotated there went back into a slot (nil: it
+        /// held nothing newer than the slot's).
+        case recoveredExecFolder(String, copiedBackInto: Slot?)
 
         public var description: String {
             switch self {
@@ -63,6 +88,11 @@ public struct DoctorReport: Sendable, Equatable {
                 return "removed \(slot.name) from \(kind.displayName): a stray copy of \(listed.name)'s session"
             case .removedLeftoverTemporary(let path):
                 return "removed \(TerminalText.escaped(PathText.lastComponent(of: path))), left by an interrupted write"
+            case .recoveredExecFolder(let path, let slot?):
+                return "copied the tokens a killed `lanyard exec` left in \(TerminalText.escaped(PathText.lastComponent(of: path))) back into \(slot.name), "
+                    + "and removed the folder"
+            case .recoveredExecFolder(let path, nil):
+                return "removed \(TerminalText.escaped(PathText.lastComponent(of: path))), left by a killed `lanyard exec` (nothing newer to copy back)"
             }
         }
     }
@@ -81,12 +111,17 @@ public struct DoctorReport: Sendable, Equatable {
     public internal(set) var missingItems: [Slot]
     /// Temporary files that killed writes left in the data folder (empty once repaired).
     public internal(set) var leftoverTemporaries: [String] = []
+    /// Folders of killed `lanyard exec` runs whose tokens could not be copied back (recovering
+    /// them is not a repair: it happens whenever they are found, see LanyardIntegrations'
+    /// `recoverAbandonedExecFolders`).
+    public package(set) var unrecoveredExecFolders: [UnrecoveredExecFolder] = []
     /// Why the event log cannot be written, when it cannot (events are then lost).
     public internal(set) var eventLogProblem: String?
     /// Whether the registry ↔ backend mismatches were repaired.
     public internal(set) var mismatchesRepaired = false
-    /// What ``AccountManager/repair(_:)`` did (empty before a repair).
-    public internal(set) var repairs: [Repair] = []
+    /// What ``AccountManager/repair(_:)`` did (empty before a repair), and the folders of killed
+    /// `lanyard exec` runs that were recovered.
+    public package(set) var repairs: [Repair] = []
 
     /// Backends that some slot uses but that are not reachable or are locked.
     public var backendProblems: [String] {
@@ -115,6 +150,7 @@ public struct DoctorReport: Sendable, Equatable {
             let names = leftoverTemporaries.map { TerminalText.escaped(PathText.lastComponent(of: $0)) }
             problems.append("interrupted writes left temporary files: \(names.joined(separator: ", "))")
         }
+        for folder in unrecoveredExecFolders { problems.append(folder.description) }
         return problems + mismatches
     }
 

@@ -61,8 +61,9 @@ public typealias ResponseStreamFactory = @Sendable (_ manager: AccountManager, _
 public struct CommandContext: Sendable {
     public var stdout: TextSink
     public var stderr: TextSink
-    /// Reads one line of input (for confirmations); nil at end of input.
-    public var readLine: @Sendable () -> String?
+    /// Standard input, read a line at a time within limits (helper protocols, prompts,
+    /// confirmations).
+    public var input: TextInput
     public var environment: [String: String]
     public var workingDirectory: String
     public var clock: any WallClock
@@ -82,7 +83,7 @@ public struct CommandContext: Sendable {
     /// Whether Ctrl-C cancels long operations (true for the real process only).
     public var handlesSignals: Bool
 
-    public init(stdout: TextSink, stderr: TextSink, readLine: @escaping @Sendable () -> String? = { nil },
+    public init(stdout: TextSink, stderr: TextSink, input: TextInput = .empty,
                 environment: [String: String], workingDirectory: String, clock: any WallClock = SystemClock(),
                 stdoutIsTTY: Bool = false, stderrIsTTY: Bool = false, stdinIsTTY: Bool = false,
                 openStore: @escaping ConfiguredStoreOpener = StoreOpeners.unavailable,
@@ -92,7 +93,7 @@ public struct CommandContext: Sendable {
                 handlesSignals: Bool = false) {
         self.stdout = stdout
         self.stderr = stderr
-        self.readLine = readLine
+        self.input = input
         self.environment = environment
         self.workingDirectory = workingDirectory
         self.clock = clock
@@ -111,7 +112,7 @@ public struct CommandContext: Sendable {
     public static func process(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
                                streamFactory: ResponseStreamFactory? = nil) -> CommandContext {
         CommandContext(
-            stdout: TextSink(fd: 1), stderr: TextSink(fd: 2), readLine: { Swift.readLine() },
+            stdout: TextSink(fd: 1), stderr: TextSink(fd: 2), input: standardInput(),
             environment: processEnvironment(),
             workingDirectory: currentDirectory(),
             stdoutIsTTY: isatty(1) == 1, stderrIsTTY: isatty(2) == 1, stdinIsTTY: isatty(0) == 1,
@@ -134,6 +135,25 @@ public enum StoreOpeners {
             for name in CredentialStores.passphraseVariables { variables[name] = getenv(name).map { String(cString: $0) } }
         }
         return CredentialStores.open(kind, config: config, paths: paths, interactive: interactive, passphraseEnvironment: variables)
+    }
+}
+
+/// Standard input (descriptor 0), retrying reads a signal interrupted and waiting when it was
+/// opened non-blocking.
+func standardInput() -> TextInput {
+    TextInput { buffer in
+        while true {
+            let count = read(0, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            let code = errno
+            if code == EINTR { continue }
+            if code == EAGAIN || code == EWOULDBLOCK {
+                var waiting = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+                _ = poll(&waiting, 1, -1)
+                continue
+            }
+            return -Int(code)
+        }
     }
 }
 

@@ -144,7 +144,8 @@ public final class Invocation: Sendable {
     /// Asks a yes/no question on a terminal; false at end of input.
     func confirm(_ question: String) -> Bool {
         stderr.write("\(question) [y/N] ")
-        guard let answer = context.readLine() else { return false }
+        // An answer that is not a short line of text (or no answer) is a no.
+        guard let answer = (try? context.input.line(maxBytes: 1024)) ?? nil else { return false }
         return ["y", "yes"].contains(answer.trimmingSpaces().lowercased())
     }
 }

@@ -2,6 +2,16 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 
+/// How much a credential helper (`git-credential`, `docker-credential`) reads from the program
+/// that runs it. Real requests are a few hundred bytes; the limits only stop input that never
+/// ends (`</dev/zero`, a runaway pipe) from growing the process without bound.
+public enum HelperInputLimits {
+    /// The longest line: 64 KiB.
+    public static let lineBytes = 65_536
+    /// The most a whole request may hold, line ends included: 1 MiB.
+    public static let requestBytes = 1_048_576
+}
+
 /// Docker's credential-helper protocol (docker-credential-helpers): the action is the first
 /// argument; `get` and `erase` read a server URL on stdin, `store` reads
 /// `{"ServerURL", "Username", "Secret"}`; `get` answers the same object and `list` answers
@@ -17,6 +27,31 @@ public enum DockerCredential {
         public var code: String { "docker_credential_input" }
         public var exitStatus: ExitStatus { .usage }
         public var errorDescription: String? { "docker-credential-lanyard: \(problem)" }
+    }
+
+    /// Everything the program sent on `input` (a server URL, or `store`'s JSON), lines joined
+    /// with `\n`, within ``HelperInputLimits``: a NUL byte, or a line or the whole past its limit,
+    /// fails at once without reading further.
+    public static func readInput(_ input: TextInput) throws(InputError) -> String {
+        var lines: [String] = []
+        var total = 0
+        while true {
+            let next: String?
+            do { next = try input.line(maxBytes: HelperInputLimits.lineBytes) } catch {
+                switch error {
+                case .nulByte: throw InputError(problem: "the input on stdin \(error.problem)")
+                case .lineTooLong: throw InputError(problem: "a line on stdin \(error.problem)")
+                case .unreadable: throw InputError(problem: "stdin \(error.problem)")
+                }
+            }
+            guard let line = next else { break }
+            total += line.utf8.count + 1
+            guard total <= HelperInputLimits.requestBytes else {
+                throw InputError(problem: "the input on stdin is longer than \(ByteCount.describe(HelperInputLimits.requestBytes))")
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// The `[docker]` key a server URL stands for: `ghcr.io`, `https://ghcr.io`, `ghcr.io/v2/…`

@@ -41,12 +41,22 @@ public enum GitCredential {
         public var errorDescription: String? { "git-credential: input line \(line) \(problem)" }
     }
 
-    /// Reads lines from `next` until a blank line or end of input.
-    public static func read(_ next: () -> String?) throws(InputError) -> Request {
+    /// Reads a request from `input`: lines until a blank line or the end of input, each at most
+    /// ``HelperInputLimits/lineBytes`` long, the whole at most ``HelperInputLimits/requestBytes``.
+    /// A NUL byte or a line or request past its limit fails at once, without reading further.
+    public static func read(_ input: TextInput) throws(InputError) -> Request {
         var request = Request()
         var number = 0
-        while var line = next() {
+        var total = 0
+        while true {
             number += 1
+            let next: String?
+            do { next = try input.line(maxBytes: HelperInputLimits.lineBytes) } catch { throw InputError(line: number, problem: error.problem) }
+            guard var line = next else { break }
+            total += line.utf8.count + 1
+            guard total <= HelperInputLimits.requestBytes else {
+                throw InputError(line: number, problem: "takes the request past \(ByteCount.describe(HelperInputLimits.requestBytes)), the most it may hold")
+            }
             if line.hasSuffix("\r") { line.removeLast() }
             if line.isEmpty { break }
             guard let eq = line.firstIndex(of: "=") else { throw InputError(line: number, problem: "is not key=value") }
@@ -54,8 +64,9 @@ public enum GitCredential {
             guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-[].".contains($0)) }) else {
                 throw InputError(line: number, problem: "has an invalid key")
             }
-            // On scalars: a NUL followed by a combining mark is one Character that is not "\0".
-            guard !line.unicodeScalars.contains("\0") else { throw InputError(line: number, problem: "contains a NUL byte") }
+            // TextInput refuses NUL bytes; checked again on scalars for callers' own Strings (a NUL
+            // followed by a combining mark is one Character that is not "\0").
+            guard !line.unicodeScalars.contains("\0") else { throw InputError(line: number, problem: TextInput.Failure.nulByte.problem) }
             request.attributes.append((key, String(line[line.index(after: eq)...])))
         }
         return request

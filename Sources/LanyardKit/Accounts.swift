@@ -5,7 +5,8 @@ import LanyardStore
 
 /// Every account operation of the `lanyard` command, for programs: list and resolve slots, switch
 /// the active one (Codex's auth.json follows when configured), rename, remove, pin to a folder,
-/// sign out, refresh, move between backends, and diagnose and repair. The CLI runs the same
+/// sign out, refresh, move between backends, diagnose and repair, and recover what killed
+/// `lanyard exec` runs left. The CLI runs the same
 /// library functions, so a program and the command always agree on the order of writes, the
 /// recovery paths and the events logged. Sign-in is ``AuthSession``; requests are ``Client``.
 public struct Accounts: Sendable {
@@ -81,4 +82,10 @@ public struct Accounts: Sendable {
 
     /// Fixes what `report` found; returns it with its `repairs` filled in.
     public func repair(_ report: DoctorReport) throws -> DoctorReport { try manager.repair(report) }
+
+    /// Recovers the private Codex homes that killed `lanyard exec` runs left (those whose lock
+    /// neither `exec` nor its command holds any more): tokens rotated there go back into their
+    /// slot and the folder is removed; a folder whose copy-back fails stays. `doctor` and `exec`
+    /// run this first; fold the result into a report with `DoctorReport.include(_:)`.
+    public func recoverAbandonedExecFolders() async -> [ExecFolderRecovery] { await manager.recoverAbandonedExecFolders() }
 }

@@ -30,3 +30,4 @@
 @_exported import struct LanyardIntegrations.BestSlotChoice
 @_exported import struct LanyardIntegrations.SlotCandidate
 @_exported import enum LanyardIntegrations.IntegrationError
+@_exported import struct LanyardIntegrations.ExecFolderRecovery

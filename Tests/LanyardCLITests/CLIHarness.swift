@@ -45,6 +45,7 @@ final class CLIHarness: @unchecked Sendable {
     var extraEnvironment: [String: String] = [:]
     var workingDirectory: String
     var tty = false
+    /// Lines on standard input.
     var input: [String] = []
     /// Use the real Secret Service and file backends instead of the in-memory store.
     var realStores = false
@@ -84,16 +85,10 @@ final class CLIHarness: @unchecked Sendable {
 
     func run(_ args: [String]) -> Result {
         let out = TextSink(), err = TextSink()
-        final class Lines: @unchecked Sendable {
-            let lock = NSLock()
-            var items: [String]
-            init(_ items: [String]) { self.items = items }
-            func next() -> String? { lock.withLock { items.isEmpty ? nil : items.removeFirst() } }
-        }
-        let lines = Lines(input)
+        // Each line of `input` ended by a newline, as a program would send them.
         let context = CommandContext(
             stdout: out, stderr: err,
-            readLine: { lines.next() },
+            input: TextInput(Data(input.map { $0 + "\n" }.joined().utf8)),
             environment: environment, workingDirectory: workingDirectory, clock: clock,
             stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
             openStore: opener, transportFactory: { URLSessionTransport(timeout: $0) })

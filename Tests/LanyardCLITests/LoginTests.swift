@@ -19,7 +19,7 @@ extension CLIHarness {
             let thread = Thread { [self] in
                 let out = TextSink(), err = TextSink()
                 let context = CommandContext(
-                    stdout: out, stderr: err, readLine: { nil },
+                    stdout: out, stderr: err,
                     environment: environment, workingDirectory: workingDirectory, clock: clock,
                     stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
                     openStore: opener, transport: URLSessionTransport(), sleeper: sleeper)

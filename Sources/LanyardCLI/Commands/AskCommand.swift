@@ -56,11 +56,27 @@ enum AskCommand {
         return .ok
     }
 
+    /// The most `ask -` reads from standard input: 8 MiB, far above a real prompt; it only stops
+    /// input that never ends (`lanyard ask - </dev/zero`) from growing the process without bound.
+    static let maxPromptBytes = 8 * 1_048_576
+
     static func readPrompt(_ inv: Invocation) throws -> String {
         let words = inv.args.positionals
         guard words == ["-"] else { return words.joined(separator: " ") }
         var text = ""
-        while let line = inv.context.readLine() { text += (text.isEmpty ? "" : "\n") + line }
+        var first = true
+        while true {
+            // The whole prompt is bounded, not each line (a prompt may be one long line of JSON).
+            let budget = maxPromptBytes - text.utf8.count - (first ? 0 : 1)
+            let next: String?
+            do { next = try inv.context.input.line(maxBytes: max(budget, 0)) } catch {
+                let problem = if case .lineTooLong = error { "is longer than \(ByteCount.describe(maxPromptBytes))" } else { error.problem }
+                throw UsageError(message: "the prompt on standard input \(problem)", command: "ask")
+            }
+            guard let line = next else { break }
+            text += (first ? "" : "\n") + line
+            first = false
+        }
         guard !text.trimmingSpaces().isEmpty else { throw UsageError(message: "the prompt on standard input is empty", command: "ask") }
         return text
     }

@@ -22,6 +22,7 @@ enum CredentialHelperCommands {
         due) and the provider's git-username (default x-access-token); for any other registry it prints "credentials \
         not found in native keychain" and exits 1, so Docker falls back to its own store. list prints the mapped \
         registries and usernames. store and erase read their input and change nothing: Lanyard owns the tokens. \
+        Input that is not text (a NUL byte), a line over 64 KiB or more than 1 MiB is refused at once (exit 2). \
         Errors are printed on stdout, where Docker reads them.
         """, subcommands: ["get", "store", "erase", "list", "version"]) { inv in
         do {
@@ -36,7 +37,7 @@ enum CredentialHelperCommands {
     static func dockerAction(_ inv: Invocation) throws -> ExitStatus {
         switch inv.args.positionals[0] {
         case "get":
-            let serverURL = readAll(inv).trimmingSpaces()
+            let serverURL = try DockerCredential.readInput(inv.context.input).trimmingSpaces()
             let host = try DockerCredential.host(ofServerURL: serverURL)
             let config = try inv.config()
             // A token never goes to a registry over plain http.
@@ -56,21 +57,15 @@ enum CredentialHelperCommands {
             }
             inv.stdout.rawLine(DockerCredential.listAnswer(entries))
         case "store":
-            try DockerCredential.checkStoreInput(Data(readAll(inv).utf8))
+            try DockerCredential.checkStoreInput(Data(DockerCredential.readInput(inv.context.input).utf8))
         case "erase":
-            _ = try DockerCredential.host(ofServerURL: readAll(inv))
+            _ = try DockerCredential.host(ofServerURL: DockerCredential.readInput(inv.context.input))
         case "version":
             inv.stdout.line("\(dockerHelperName) (lanyard \(Lanyard.version))")
         default:
             preconditionFailure("the parser admits only the table's subcommands")
         }
         return .ok
-    }
-
-    static func readAll(_ inv: Invocation) -> String {
-        var lines: [String] = []
-        while let line = inv.context.readLine() { lines.append(line) }
-        return lines.joined(separator: "\n")
     }
 
     static let kube = CommandSpec(

@@ -19,7 +19,8 @@ enum GitCredentialCommand {
         get answers for hosts mapped in the [git] config group (longest path prefix wins): username (the provider's \
         git-username, else x-access-token), password (the slot's access token, refreshed when due) and password_expiry_utc; \
         for unmapped hosts it prints nothing, so git asks its other helpers. store and erase do nothing: Lanyard owns \
-        the tokens. setup prints (or with --apply runs) the git config that makes git use this helper for https://HOST.
+        the tokens. Input that is not text (a NUL byte), a line over 64 KiB or a request over 1 MiB is refused at once \
+        (exit 2). setup prints (or with --apply runs) the git config that makes git use this helper for https://HOST.
         """, subcommands: ["get", "store", "erase", "setup"]) { inv in
         let sub = inv.args.positionals[0]
         switch sub {
@@ -30,7 +31,7 @@ enum GitCredentialCommand {
             guard inv.args.positionals.count == 1 else { throw extra(inv) }
             // Lanyard owns these tokens (it refreshes and rotates them): what git would store is a
             // copy of ours, and erasing after a rejected push must not delete the slot's session.
-            _ = try GitCredential.read(inv.context.readLine)
+            _ = try GitCredential.read(inv.context.input)
             return .ok
         case "setup":
             guard inv.args.positionals.count == 2 else {
@@ -47,7 +48,7 @@ enum GitCredentialCommand {
     }
 
     static func get(_ inv: Invocation) throws -> ExitStatus {
-        let request = try GitCredential.read(inv.context.readLine)
+        let request = try GitCredential.read(inv.context.input)
         let config = try inv.config()
         // Only https: a token must never go out over plain http.
         guard request.protocol?.lowercased() == "https", let host = request.host,

@@ -54,7 +54,7 @@ enum IntegrationCommands {
         flags: [FlagSpec("codex-home", value: "DIR", "Codex's home (default $CODEX_HOME, else ~/.codex)")],
         prints: true, takesAccount: true,
         details: """
-        export writes auth.json (atomically, 0600) for the slot (the resolved one by default); import adopts the sign-in \\
+        export writes auth.json (atomically, 0600) for the slot (the resolved one by default); import adopts the sign-in \
         in auth.json into SLOT (default: named after its email) without revoking anything.
         """, subcommands: ["export", "import"]) { inv in
         let sub = inv.args.positionals[0]
@@ -104,33 +104,50 @@ enum IntegrationCommands {
         name: "exec", summary: "run a command with a slot's credentials (a private CODEX_HOME for openai)", arguments: "-- CMD [ARG…]",
         minArguments: 1, maxArguments: 10_000, flags: [], prints: false, takesAccount: true,
         details: """
-        CMD gets LANYARD_ACCOUNT, the provider's env.NAME variables and, for openai slots, CODEX_HOME pointing at a private \\
-        0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. When CMD exits, tokens it rotated are copied back \\
-        and the folder removed. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded.
+        CMD gets LANYARD_ACCOUNT, the provider's env.NAME variables and, for openai slots, CODEX_HOME pointing at a private \
+        0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. When CMD exits, tokens it rotated are copied back \
+        and the folder removed; CMD inherits the folder's lock, so a folder whose exec was killed is recovered (by the next \
+        exec or doctor) only once CMD is gone too. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded.
         """) { inv in
         let (slot, record, _) = try inv.targetSlot(positional: nil)
         let manager = try inv.accounts()
+        // First what killed execs left: the slot's stored refresh token may be one their command
+        // has since rotated away, the live one waiting in its folder.
+        for recovery in try inv.runAsync({ await manager.recoverAbandonedExecFolders() }) {
+            let kept = if case .kept = recovery.outcome { true } else { false }
+            inv.stderr.line("lanyard: \(kept ? "warning: " : "")\(recovery.description)")
+        }
         let credential = try inv.freshCredential(manager, slot: slot)
         let provider = manager.config.providers[record.provider]
         var environment = inv.context.environment
         for (k, v) in Environment.variables(slot: slot, credential: credential, provider: provider) { environment[k] = v }
-        var privateHome: CodexHome?
+        var folder: ExecFolder?
         if provider?.kind == .openai {
-            let dir = try Environment.privateDirectory(paths: inv.paths, slot: slot)
-            let home = CodexHome(directory: dir)
-            try home.write(try CodexAuthFile(credential: credential, slot: slot))
-            environment["CODEX_HOME"] = dir
-            privateHome = home
+            let made = try ExecFolder.create(for: slot, paths: inv.paths)
+            do { try made.home.write(try CodexAuthFile(credential: credential, slot: slot)) } catch {
+                made.remove()
+                throw error
+            }
+            environment["CODEX_HOME"] = made.home.directory
+            folder = made
         }
-        defer { if let privateHome { try? FileManager.default.removeItem(atPath: privateHome.directory) } }
-        let status = try ChildProcess.run(inv.args.positionals, environment: environment)
-        if let privateHome {
+        let status: Int32
+        do {
+            status = try ChildProcess.run(inv.args.positionals, environment: environment, inheriting: folder.map { [$0.lockDescriptor] } ?? [])
+        } catch {
+            folder?.remove()
+            throw error
+        }
+        if let folder {
             do {
-                if try inv.runAsync({ try await CodexSync(manager: manager).copyBack(from: privateHome, into: slot) }) {
-                    inv.stderr.line("lanyard: stored the tokens the command rotated in \(slot.name)")
+                if let into = try inv.runAsync({ try await folder.finish(manager) }) {
+                    inv.stderr.line("lanyard: stored the tokens the command rotated in \(into.name)")
                 }
             } catch {
-                inv.stderr.line("lanyard: could not copy rotated tokens back into \(slot.name): \(error.userFacingDescription)")
+                // The folder stays (its lock is released when this process ends): the tokens in it
+                // may be the only live ones.
+                inv.stderr.line("lanyard: could not copy rotated tokens back into \(slot.name): \(error.userFacingDescription); "
+                                + "they stay in \(folder.home.directory) until `lanyard doctor` (or the next exec) recovers them")
             }
         }
         if status == 0 { return .ok }
@@ -157,23 +174,13 @@ enum Environment {
         }
         return result
     }
-
-    /// A new 0700 folder under `$XDG_RUNTIME_DIR/lanyard/exec/`.
-    static func privateDirectory(paths: Paths, slot: Slot) throws -> String {
-        try SecureFiles.ensureDirectory(paths.runtimeDirectory)
-        try SecureFiles.ensureDirectory(paths.runtimeDirectory + "/exec")
-        var template = Array((paths.runtimeDirectory + "/exec/\(slot.name).XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw StoreError.io(path: paths.runtimeDirectory + "/exec", detail: String(cString: strerror(errno)))
-        }
-        return String(cString: made)
-    }
 }
 
 /// Runs a child in the same process group (so it keeps the terminal), forwarding SIGTERM and
-/// SIGHUP; Ctrl-C already reaches it through the terminal.
+/// SIGHUP; Ctrl-C already reaches it through the terminal. The descriptors in `inheriting`
+/// (close-on-exec here) stay open in the child, at the same numbers.
 enum ChildProcess {
-    static func run(_ argv: [String], environment: [String: String]) throws -> Int32 {
+    static func run(_ argv: [String], environment: [String: String], inheriting: [Int32] = []) throws -> Int32 {
         let path = argv[0].contains("/") ? argv[0] : searchPath(argv[0], environment["PATH"] ?? "/usr/bin:/bin")
         guard let path else { throw UsageError(message: "command not found: \(argv[0])", command: "exec") }
         let args = argv.map { strdup($0) } + [nil]
@@ -200,7 +207,12 @@ enum ChildProcess {
         var pid: pid_t = 0
         var attributes = ChildSignals.attributes()
         defer { posix_spawnattr_destroy(&attributes) }
-        let spawned = ProcessHardening.withInheritedCoreLimit { posix_spawn(&pid, path, nil, &attributes, args, env) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // dup2 of a descriptor onto itself clears its close-on-exec flag in the child only.
+        for fd in inheriting { posix_spawn_file_actions_adddup2(&actions, fd, fd) }
+        let spawned = ProcessHardening.withInheritedCoreLimit { posix_spawn(&pid, path, &actions, &attributes, args, env) }
         guard spawned == 0 else {
             throw UsageError(message: "cannot run \(argv[0]): \(String(cString: strerror(spawned)))", command: "exec")
         }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardIntegrations
 import LanyardStore
 
 enum StoreCommands {
@@ -29,9 +30,17 @@ enum StoreCommands {
         name: "doctor", summary: "check backends and registry ↔ store consistency", arguments: "",
         minArguments: 0, maxArguments: 0, flags: [FlagSpec("repair", "rebuild the registry from what the backends hold")],
         prints: true, takesAccount: false,
-        details: "Exit status 0 when everything is consistent (or was repaired), 1 when problems remain.") { inv in
+        details: """
+        Whether or not --repair is given, the private folders a killed `lanyard exec` left are recovered: tokens its \
+        command rotated are copied back into the slot and the folder removed. \
+        Exit status 0 when everything is consistent (or was repaired), 1 when problems remain.
+        """) { inv in
         let manager = try inv.accounts()
+        // Not a repair to ask for: a live refresh token sits in a file there, and the slot's own
+        // may be one the command rotated away (refreshing with it would end the sign-in).
+        let recovered = try inv.runAsync { await manager.recoverAbandonedExecFolders() }
         var report = try manager.diagnose()
+        report.include(recovered)
         if inv.args.has("repair") { report = try manager.repair(report) }
         inv.emit(DoctorView.json(report)) { DoctorView.text(report, inv) }
         return report.problems.isEmpty ? .ok : .failure
