@@ -179,8 +179,9 @@ extension AccountManager {
     }
 
     /// Writes bundle entries into slots (the keys: already renamed as wanted). Existing slots keep
-    /// their backend; new ones go to the backend new sign-ins use. Every target store is opened
-    /// and checked first, so an unusable backend stops the import before any write.
+    /// their backend; new ones go to the backend new sign-ins use. The entries are checked
+    /// (``ExportBundle/check(_:knownProviders:source:)``) and every target store is opened and
+    /// checked first, so a bad entry or an unusable backend stops the import before any write.
     ///
     /// Linear in the number of slots: each store is written once for all of them and the registry
     /// once. Into the file store the import lands with the registry change in one
@@ -190,7 +191,8 @@ extension AccountManager {
     /// lists a partial import; a process killed during the keyring writes leaves the items written
     /// so far, which the registry does not list (or, for slots it lists, a newer credential than
     /// its record describes) until `lanyard doctor --repair` adds them as slots.
-    public func importSlots(_ incoming: [Slot: ExportBundle.Entry]) throws -> [ImportedSlot] {
+    public func importSlots(_ incoming: [Slot: ExportBundle.Entry], source: String = "the bundle") throws -> [ImportedSlot] {
+        try ExportBundle.check(incoming, knownProviders: Set(config.providers.keys), source: source)
         let document = try registry.load()
         let newBackend = incoming.keys.contains { document.slots[$0] == nil } ? backendForNewSlot() : nil
         var stores: [BackendKind: any CredentialStore] = [:]

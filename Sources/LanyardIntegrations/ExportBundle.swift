@@ -73,13 +73,50 @@ public struct ExportBundle: JSONDocument, Equatable, Sendable {
     }
 }
 
+extension ExportBundle {
+    /// Refuses entries that cannot be imported as they are, before anything is written: none at
+    /// all (`bundle_empty`), a record whose provider is not its credential's
+    /// (`bundle_provider_mismatch`), or a provider config.ini does not configure
+    /// (`bundle_unknown_provider`). The error names the first slot at fault, in name order.
+    /// - Parameters:
+    ///   - entries: by the slot name to report (the bundle's own, or the name it is imported as).
+    ///   - source: the bundle, as the user named it.
+    public static func check(_ entries: [Slot: Entry], knownProviders: Set<String>, source: String) throws(BundleError) {
+        let bundle = TerminalText.escaped(source)
+        guard !entries.isEmpty else {
+            throw BundleError(code: "bundle_empty", message: "\(bundle) holds no slots; nothing was imported")
+        }
+        for (slot, entry) in entries.sorted(by: { $0.key < $1.key }) {
+            let recordProvider = entry.record.provider, provider = entry.credential.provider
+            guard recordProvider == provider else {
+                throw BundleError(code: "bundle_provider_mismatch", message: "slot \(slot.name) of \(bundle): its record names provider "
+                    + "\(quoted(recordProvider)) but its credential is for \(quoted(provider)); nothing was imported", slot: slot.name)
+            }
+            guard knownProviders.contains(provider) else {
+                throw BundleError(code: "bundle_unknown_provider", message: "slot \(slot.name) of \(bundle) is for provider \(quoted(provider)), "
+                    + "which config.ini does not configure (configured: \(knownProviders.sorted().joined(separator: ", "))); nothing was imported",
+                    slot: slot.name)
+            }
+        }
+    }
+
+    /// Text from the bundle, quoted and escaped for a message (at most 64 characters of it).
+    private static func quoted(_ text: String) -> String {
+        let shown = text.count > 64 ? String(text.prefix(64)) + "…" : text
+        return "\"" + TerminalText.escaped(shown) + "\""
+    }
+}
+
 /// A bundle problem (exit 1). Messages never contain secrets.
 public struct BundleError: LanyardError, Equatable {
     public let code: String
     public let message: String
-    public init(code: String, message: String) {
+    /// The slot at fault, when the problem is one slot's.
+    public let slot: String?
+    public init(code: String, message: String, slot: String? = nil) {
         self.code = code
         self.message = message
+        self.slot = slot
     }
     public var exitStatus: ExitStatus { .failure }
     public var errorDescription: String? { message }

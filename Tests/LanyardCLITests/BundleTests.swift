@@ -363,6 +363,61 @@ import Testing
         for slot in bundled.keys { #expect(try keyring.get(slot) == bundled[slot]?.credential) }
         #expect(h.run("doctor").status == 0)
     }
+
+    // MARK: What an import refuses
+
+    @Test func importRefusesARecordWhoseProviderIsNotItsCredentials() throws {
+        let h = try fileStoreHarness()
+        try seedFileSlot(h, "keep")
+        let (identity, recipient) = try keygen(h.root)
+        let bundle = h.root + "/mismatch.age"
+        try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot("beta"): entry("beta", provider: "openai", recordProvider: "github")],
+                         to: recipient, at: bundle)
+        let before = snapshot(h)
+        let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+        #expect(r.status == 1)
+        let error = r.json["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "bundle_provider_mismatch")
+        let message = error?["message"] as? String ?? ""
+        #expect(message.contains("slot beta") && message.contains("\"github\"") && message.contains("\"openai\"") && message.contains("nothing was imported"), "\(message)")
+        #expect(snapshot(h) == before)
+        #expect(try h.registry.load().slots.keys.map(\.name) == ["keep"])
+    }
+
+    @Test func importRefusesAProviderConfigDoesNotKnow() throws {
+        let h = try fileStoreHarness()
+        let (identity, recipient) = try keygen(h.root)
+        let bundle = h.root + "/unknown.age"
+        try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot("gamma"): entry("gamma", provider: "acme\u{1B}[31m")], to: recipient, at: bundle)
+        let before = snapshot(h)
+        let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+        #expect(r.status == 1)
+        let error = r.json["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "bundle_unknown_provider")
+        let message = error?["message"] as? String ?? ""
+        #expect(message.contains("slot gamma") && message.contains("acme\\u{1B}[31m") && message.contains("configured: github, openai"), "\(message)")
+        #expect(!message.contains("\u{1B}"), "text from the bundle is escaped")
+        #expect(snapshot(h) == before)
+        #expect(try h.registry.load().slots.isEmpty)
+        // In text mode too.
+        let text = h.run("import", bundle, "--identity", identity, "--yes")
+        #expect(text.status == 1 && text.stderr.contains("gamma") && !text.stderr.contains("\u{1B}"))
+    }
+
+    @Test func importOfAnEmptyBundleSaysSo() throws {
+        let h = try fileStoreHarness()
+        let (identity, recipient) = try keygen(h.root)
+        let bundle = h.root + "/empty.age"
+        try sealedBundle([:], to: recipient, at: bundle)
+        let before = snapshot(h)
+        let r = h.run("import", bundle, "--identity", identity, "--json")
+        #expect(r.status == 1)
+        let error = r.json["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "bundle_empty")
+        let message = error?["message"] as? String ?? ""
+        #expect(message.contains("holds no slots"), "\(message)")
+        #expect(snapshot(h) == before)
+    }
 }
 
 /// A store that counts the calls an import makes, over another store; `failOnPut` makes the Nth
