@@ -56,19 +56,28 @@ public struct ExportBundle: JSONDocument, Equatable, Sendable {
     }
 
     /// Decrypts and decodes a bundle; anything short of a whole, authentic, well-formed bundle throws.
-    public static func open(_ file: Data, with identities: [any Identity], source: String) throws -> ExportBundle {
+    /// - Parameter identityFile: the `--identity` file `identities` came from, when they did
+    ///   (for the message when none of them opens the bundle); nil for a passphrase.
+    public static func open(_ file: Data, with identities: [any Identity], source: String, identityFile: String? = nil) throws -> ExportBundle {
         let plain: Data
         do { plain = try Age.decrypt(file, with: identities) } catch .incorrectPassphrase {
-            throw BundleError(code: "wrong_passphrase", message: "wrong passphrase for \(source)")
+            throw BundleError(code: "wrong_passphrase", message: "wrong passphrase for \(TerminalText.escaped(source))")
         } catch .noIdentityMatched(let types) {
-            let hint = types.contains("X25519") ? " (it is encrypted to X25519 recipients: pass --identity FILE)"
-                : types.contains("scrypt") ? " (it is passphrase-encrypted: leave out --identity)" : ""
-            throw BundleError(code: "bundle_no_identity", message: "no identity opens \(source)\(hint)")
+            let bundle = TerminalText.escaped(source)
+            if types.contains("scrypt") {
+                throw BundleError(code: "bundle_no_identity", message: "\(bundle) is passphrase-encrypted: leave out --identity")
+            }
+            if let identityFile {
+                throw BundleError(code: "bundle_no_identity", message: "the identity in \(TerminalText.escaped(identityFile)) does not open \(bundle)"
+                    + (types.contains("X25519") ? " (it is encrypted to other X25519 recipients)" : ""))
+            }
+            let hint = types.contains("X25519") ? " (it is encrypted to X25519 recipients: pass --identity FILE)" : ""
+            throw BundleError(code: "bundle_no_identity", message: "no identity opens \(bundle)\(hint)")
         } catch {
-            throw BundleError(code: "bundle_corrupt", message: "\(source) is damaged, truncated or was tampered with (\(error.userFacingDescription)); nothing was imported")
+            throw BundleError(code: "bundle_corrupt", message: "\(TerminalText.escaped(source)) is damaged, truncated or was tampered with (\(error.userFacingDescription)); nothing was imported")
         }
         do { return try decode(plain, source: source) } catch {
-            throw BundleError(code: "bundle_corrupt", message: "\(source) is not a valid Lanyard bundle: \(error.detail); nothing was imported")
+            throw BundleError(code: "bundle_corrupt", message: "\(TerminalText.escaped(source)) is not a valid Lanyard bundle: \(error.detail); nothing was imported")
         }
     }
 }

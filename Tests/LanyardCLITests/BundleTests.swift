@@ -418,6 +418,32 @@ import Testing
         #expect(message.contains("holds no slots"), "\(message)")
         #expect(snapshot(h) == before)
     }
+
+    @Test func aWrongIdentityIsNamedNotAskedFor() throws {
+        let h = try fileStoreHarness()
+        try seedFileSlot(h, "alpha")
+        let (_, recipient) = try keygen(h.root)
+        let bundle = h.root + "/x.age"
+        #expect(h.run("export", "--to", bundle, "--recipient", recipient).status == 0)
+        try FileManager.default.createDirectory(atPath: h.root + "/other", withIntermediateDirectories: true)
+        let (otherIdentity, _) = try keygen(h.root + "/other")
+        let wrong = h.run("import", bundle, "--identity", otherIdentity, "--json")
+        let error = wrong.json["error"] as? [String: Any]
+        #expect(wrong.status == 1 && error?["code"] as? String == "bundle_no_identity")
+        let message = error?["message"] as? String ?? ""
+        #expect(message.contains("the identity in \(otherIdentity) does not open"), "\(message)")
+        #expect(!message.contains("pass --identity"), "\(message)")
+
+        // A passphrase bundle given an identity: leave the identity out.
+        let passFile = h.root + "/pass"
+        try "bundle passphrase\n".write(toFile: passFile, atomically: true, encoding: .utf8)
+        h.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = passFile
+        let passBundle = h.root + "/p.age"
+        #expect(h.run("export", "--to", passBundle).status == 0)
+        let scrypt = h.run("import", passBundle, "--identity", otherIdentity, "--json")
+        let scryptMessage = (scrypt.json["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(scrypt.status == 1 && scryptMessage.contains("passphrase-encrypted: leave out --identity"), "\(scryptMessage)")
+    }
 }
 
 /// A store that counts the calls an import makes, over another store; `failOnPut` makes the Nth

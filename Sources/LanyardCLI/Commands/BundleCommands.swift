@@ -104,7 +104,7 @@ enum BundleCommands {
                 throw BundleError(code: "wrong_passphrase", message: "cannot use that passphrase: \(error.userFacingDescription)")
             }
         }
-        let bundle = try ExportBundle.open(file, with: identities, source: source)
+        let bundle = try ExportBundle.open(file, with: identities, source: source, identityFile: inv.args.value("identity"))
 
         // Everything is checked before anything is written.
         try ExportBundle.check(bundle.slots, knownProviders: Set(try inv.config().providers.keys), source: source)
