@@ -179,9 +179,20 @@ extension AccountManager {
     }
 
     /// Writes bundle entries into slots (the keys: already renamed as wanted). Existing slots keep
-    /// their backend; new ones go to the backend new sign-ins use. Every target store is opened
-    /// and checked first, so an unusable backend stops the import before any write.
-    public func importSlots(_ incoming: [Slot: ExportBundle.Entry]) throws -> [ImportedSlot] {
+    /// their backend; new ones go to the backend new sign-ins use. The entries are checked
+    /// (``ExportBundle/check(_:knownProviders:source:)``) and every target store is opened and
+    /// checked first, so a bad entry or an unusable backend stops the import before any write.
+    ///
+    /// Linear in the number of slots: each store is written once for all of them and the registry
+    /// once. Into the file store the import lands with the registry change in one
+    /// ``Registry/transaction(_:)``: all of it or nothing, even when the process is killed. The
+    /// keyring writes item by item (it has no transactions): a failure puts back what the import
+    /// replaced and removes what it added before the registry is touched, so the registry never
+    /// lists a partial import; a process killed during the keyring writes leaves the items written
+    /// so far, which the registry does not list (or, for slots it lists, a newer credential than
+    /// its record describes) until `lanyard doctor --repair` adds them as slots.
+    public func importSlots(_ incoming: [Slot: ExportBundle.Entry], source: String = "the bundle") throws -> [ImportedSlot] {
+        try ExportBundle.check(incoming, knownProviders: Set(config.providers.keys), source: source)
         let document = try registry.load()
         let newBackend = incoming.keys.contains { document.slots[$0] == nil } ? backendForNewSlot() : nil
         var stores: [BackendKind: any CredentialStore] = [:]
@@ -193,18 +204,25 @@ extension AccountManager {
             }
             stores[kind] = store
         }
-        return try registry.update { doc in
+        return try registry.transaction { doc, transaction in
             var done: [ImportedSlot] = []
+            var batches: [BackendKind: [Slot: Credential]] = [:]
             for (slot, entry) in incoming.sorted(by: { $0.key < $1.key }) {
                 let kind = doc.slots[slot]?.backend ?? document.slots[slot]?.backend ?? newBackend ?? backendForNewSlot()
-                let store = try stores[kind] ?? openStore(kind, true)
-                try store.put(entry.credential, for: slot)
+                batches[kind, default: [:]][slot] = entry.credential
                 var record = entry.record
                 record.backend = kind
-                let replaced = doc.slots[slot] != nil
+                done.append(ImportedSlot(slot: slot, backend: kind, replaced: doc.slots[slot] != nil))
                 doc.slots[slot] = record
-                done.append(ImportedSlot(slot: slot, backend: kind, replaced: replaced))
             }
+            // Stores that stage first: what they staged lands only with the registry, so a failing
+            // item-by-item store after them (there is one: the keyring) leaves nothing of theirs behind.
+            var itemByItem: [(any CredentialStore, [Slot: Credential])] = []
+            for (kind, batch) in batches.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                let store = try stores[kind] ?? openStore(kind, true)
+                if try !store.stage(batch, in: transaction) { itemByItem.append((store, batch)) }
+            }
+            for (store, batch) in itemByItem { try store.putAll(batch) }
             return done
         }
     }

@@ -56,20 +56,63 @@ public struct ExportBundle: JSONDocument, Equatable, Sendable {
     }
 
     /// Decrypts and decodes a bundle; anything short of a whole, authentic, well-formed bundle throws.
-    public static func open(_ file: Data, with identities: [any Identity], source: String) throws -> ExportBundle {
+    /// - Parameter identityFile: the `--identity` file `identities` came from, when they did
+    ///   (for the message when none of them opens the bundle); nil for a passphrase.
+    public static func open(_ file: Data, with identities: [any Identity], source: String, identityFile: String? = nil) throws -> ExportBundle {
         let plain: Data
         do { plain = try Age.decrypt(file, with: identities) } catch .incorrectPassphrase {
-            throw BundleError(code: "wrong_passphrase", message: "wrong passphrase for \(source)")
+            throw BundleError(code: "wrong_passphrase", message: "wrong passphrase for \(TerminalText.escaped(source))")
         } catch .noIdentityMatched(let types) {
-            let hint = types.contains("X25519") ? " (it is encrypted to X25519 recipients: pass --identity FILE)"
-                : types.contains("scrypt") ? " (it is passphrase-encrypted: leave out --identity)" : ""
-            throw BundleError(code: "bundle_no_identity", message: "no identity opens \(source)\(hint)")
+            let bundle = TerminalText.escaped(source)
+            if types.contains("scrypt") {
+                throw BundleError(code: "bundle_no_identity", message: "\(bundle) is passphrase-encrypted: leave out --identity")
+            }
+            if let identityFile {
+                throw BundleError(code: "bundle_no_identity", message: "the identity in \(TerminalText.escaped(identityFile)) does not open \(bundle)"
+                    + (types.contains("X25519") ? " (it is encrypted to other X25519 recipients)" : ""))
+            }
+            let hint = types.contains("X25519") ? " (it is encrypted to X25519 recipients: pass --identity FILE)" : ""
+            throw BundleError(code: "bundle_no_identity", message: "no identity opens \(bundle)\(hint)")
         } catch {
-            throw BundleError(code: "bundle_corrupt", message: "\(source) is damaged, truncated or was tampered with (\(error.userFacingDescription)); nothing was imported")
+            throw BundleError(code: "bundle_corrupt", message: "\(TerminalText.escaped(source)) is damaged, truncated or was tampered with (\(error.userFacingDescription)); nothing was imported")
         }
         do { return try decode(plain, source: source) } catch {
-            throw BundleError(code: "bundle_corrupt", message: "\(source) is not a valid Lanyard bundle: \(error.detail); nothing was imported")
+            throw BundleError(code: "bundle_corrupt", message: "\(TerminalText.escaped(source)) is not a valid Lanyard bundle: \(error.detail); nothing was imported")
         }
+    }
+}
+
+extension ExportBundle {
+    /// Refuses entries that cannot be imported as they are, before anything is written: none at
+    /// all (`bundle_empty`), a record whose provider is not its credential's
+    /// (`bundle_provider_mismatch`), or a provider config.ini does not configure
+    /// (`bundle_unknown_provider`). The error names the first slot at fault, in name order.
+    /// - Parameters:
+    ///   - entries: by the slot name to report (the bundle's own, or the name it is imported as).
+    ///   - source: the bundle, as the user named it.
+    public static func check(_ entries: [Slot: Entry], knownProviders: Set<String>, source: String) throws(BundleError) {
+        let bundle = TerminalText.escaped(source)
+        guard !entries.isEmpty else {
+            throw BundleError(code: "bundle_empty", message: "\(bundle) holds no slots; nothing was imported")
+        }
+        for (slot, entry) in entries.sorted(by: { $0.key < $1.key }) {
+            let recordProvider = entry.record.provider, provider = entry.credential.provider
+            guard recordProvider == provider else {
+                throw BundleError(code: "bundle_provider_mismatch", message: "slot \(slot.name) of \(bundle): its record names provider "
+                    + "\(quoted(recordProvider)) but its credential is for \(quoted(provider)); nothing was imported", slot: slot.name)
+            }
+            guard knownProviders.contains(provider) else {
+                throw BundleError(code: "bundle_unknown_provider", message: "slot \(slot.name) of \(bundle) is for provider \(quoted(provider)), "
+                    + "which config.ini does not configure (configured: \(knownProviders.sorted().joined(separator: ", "))); nothing was imported",
+                    slot: slot.name)
+            }
+        }
+    }
+
+    /// Text from the bundle, quoted and escaped for a message (at most 64 characters of it).
+    private static func quoted(_ text: String) -> String {
+        let shown = text.count > 64 ? String(text.prefix(64)) + "…" : text
+        return "\"" + TerminalText.escaped(shown) + "\""
     }
 }
 
@@ -77,9 +120,12 @@ public struct ExportBundle: JSONDocument, Equatable, Sendable {
 public struct BundleError: LanyardError, Equatable {
     public let code: String
     public let message: String
-    public init(code: String, message: String) {
+    /// The slot at fault, when the problem is one slot's.
+    public let slot: String?
+    public init(code: String, message: String, slot: String? = nil) {
         self.code = code
         self.message = message
+        self.slot = slot
     }
     public var exitStatus: ExitStatus { .failure }
     public var errorDescription: String? { message }

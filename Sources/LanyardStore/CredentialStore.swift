@@ -30,12 +30,56 @@ public protocol CredentialStore: Sendable {
     func get(_ slot: Slot) throws -> Credential
     /// Stores `credential` for `slot`, replacing any earlier one.
     func put(_ credential: Credential, for slot: Slot) throws
+    /// Stores every credential of `credentials` (a bundle import), replacing earlier ones: all of
+    /// them or, when it throws, none. The file store does it as one write of its file (atomic even
+    /// across a `kill -9`); the default, for stores that write item by item (the keyring has no
+    /// transactions), puts each slot and on a failure puts back what it replaced, so only a
+    /// process killed midway leaves some written (see ``CredentialStore/putAllItemByItem(_:)``).
+    func putAll(_ credentials: [Slot: Credential]) throws
+    /// Makes ``putAll(_:)`` ready without making it visible, to land together with `transaction`'s
+    /// registry change (both or neither, even across a `kill -9`; see
+    /// ``Registry/transaction(_:)``). Returns false, writing nothing, when this store cannot
+    /// (it writes item by item: call ``putAll(_:)`` instead).
+    func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool
     /// Removes the credential of `slot`; `StoreError.notFound` when there is none.
     func delete(_ slot: Slot) throws
     /// Every slot with a stored credential.
     func list() throws -> [Slot]
     /// Whether the backend answers, is locked, and keeps data across reboots.
     func health() -> StoreHealth
+}
+
+extension CredentialStore {
+    public func putAll(_ credentials: [Slot: Credential]) throws { try putAllItemByItem(credentials) }
+
+    public func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool { false }
+
+    /// ``putAll(_:)`` one slot at a time, in slot order: each slot's current credential is read
+    /// first, and when a put fails the slots written so far get back what they held (or, where
+    /// they held nothing, are deleted) before the error is rethrown. A slot whose earlier item
+    /// could not be read (it did not decode) cannot be put back and keeps the new credential.
+    /// A process killed midway has no chance to undo: the slots written by then stay written.
+    public func putAllItemByItem(_ credentials: [Slot: Credential]) throws {
+        var written: [(slot: Slot, previous: Credential?, restorable: Bool)] = []
+        do {
+            for (slot, credential) in credentials.sorted(by: { $0.key < $1.key }) {
+                var previous: Credential?
+                var restorable = true
+                do { previous = try get(slot) } catch StoreError.notFound {
+                    previous = nil
+                } catch StoreError.corrupt {
+                    restorable = false
+                }
+                try put(credential, for: slot)
+                written.append((slot, previous, restorable))
+            }
+        } catch {
+            for item in written.reversed() where item.restorable {
+                if let previous = item.previous { try? put(previous, for: item.slot) } else { try? delete(item.slot) }
+            }
+            throw error
+        }
+    }
 }
 
 /// What `lanyard doctor` reports about a backend.

@@ -171,11 +171,14 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
     }
 
     func write(_ document: StoreDocument, identity: X25519Identity) throws {
-        let sealed: Data
-        do { sealed = try Age.encrypt(document.jsonData(), to: [identity.recipient]) } catch {
+        try SecureFiles.atomicWrite(try seal(document, identity: identity), to: storePath, keepPrevious: true)
+    }
+
+    /// `document` encrypted to the store's recipient: the bytes of `store.age`.
+    func seal(_ document: StoreDocument, identity: X25519Identity) throws -> Data {
+        do { return try Age.encrypt(document.jsonData(), to: [identity.recipient]) } catch {
             throw StoreError.io(path: storePath, detail: "cannot encrypt: \(error.userFacingDescription)")
         }
-        try SecureFiles.atomicWrite(sealed, to: storePath, keepPrevious: true)
     }
 
     /// Read-modify-write under the store's exclusive lock.
@@ -200,6 +203,29 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
 
     public func put(_ credential: Credential, for slot: Slot) throws {
         try modify { $0.slots[slot] = credential }
+    }
+
+    /// Every credential in one write of the file: one decryption, one encryption, one durable
+    /// replacement, so all of them land or none (even across a `kill -9`).
+    public func putAll(_ credentials: [Slot: Credential]) throws {
+        try modify { doc in
+            for (slot, credential) in credentials { doc.slots[slot] = credential }
+        }
+    }
+
+    /// Writes the store with `credentials` added to `store.age.incoming`, holding the store's lock
+    /// until `transaction` renames it over `store.age` together with the registry change (or
+    /// removes it). One decryption, one encryption, one durable write.
+    public func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool {
+        let identity = try identity()
+        try SecureFiles.ensureDirectory(directory)
+        let lock = try FileLock(path: storePath + ".lock")
+        var document = try read(identity: identity)
+        for (slot, credential) in credentials { document.slots[slot] = credential }
+        let staged = storePath + ".incoming"
+        try SecureFiles.writeNew(try seal(document, identity: identity), to: staged)
+        try transaction.adopt(StagedStoreWrite(stagedPath: staged, targetPath: storePath, lock: lock))
+        return true
     }
 
     public func delete(_ slot: Slot) throws {

@@ -45,4 +45,10 @@ public struct Paths: Hashable, Sendable {
     public var configFile: String { configDirectory + "/config.ini" }
     public var registryFile: String { dataDirectory + "/registry.json" }
     public var encryptedStoreFile: String { dataDirectory + "/store.age" }
+    /// The next registry, written before the file-store write it must land with and renamed into
+    /// place after it (``RegistryTransaction``). Its name must never look like a GLib temporary
+    /// (six letters or digits after the dot) to ``LeftoverTemporaries``.
+    public var incomingRegistryFile: String { registryFile + ".incoming" }
+    /// The next file store, staged by a ``RegistryTransaction`` until the store is replaced by it.
+    public var incomingStoreFile: String { encryptedStoreFile + ".incoming" }
 }

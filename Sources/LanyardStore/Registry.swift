@@ -5,8 +5,10 @@ import LanyardCore
 /// The list of slots on disk (`$XDG_DATA_HOME/lanyard/registry.json`).
 ///
 /// Reads need no lock (writes replace the file atomically, so a reader sees the old or the new
-/// document). Changes go through ``update(_:)``, which holds an exclusive `flock` across
-/// read-modify-write so concurrent processes never lose each other's changes. A file that does not
+/// document). Changes go through ``update(_:)`` (or ``transaction(_:)``, when a file-store write
+/// must land with them), which holds an exclusive `flock` across read-modify-write so concurrent
+/// processes never lose each other's changes, after settling what a killed transaction left (as
+/// readers do when the lock is free). A file that does not
 /// parse is moved aside and reported, never treated as empty.
 public struct Registry: Sendable {
     public let path: String
@@ -23,6 +25,7 @@ public struct Registry: Sendable {
     /// The current document; an empty one when no registry exists yet.
     public func load() throws -> RegistryDocument {
         try SecureFiles.ensureDirectory(directory)
+        settleForReaders(staged: true)
         return try read()
     }
 
@@ -32,6 +35,7 @@ public struct Registry: Sendable {
     /// falls back to the full, strict ``load()``.
     public func view() throws -> RegistryView {
         try SecureFiles.ensureDirectory(directory)
+        settleForReaders(staged: false)
         // Mapped: the registry is only ever replaced by rename, and a lookup touches few pages.
         return RegistryView(data: try SecureFiles.read(path, mapped: true), registry: self)
     }
@@ -43,6 +47,7 @@ public struct Registry: Sendable {
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: path + ".lock")
         defer { withExtendedLifetime(lock) {} }
+        try settle()
         var document = try read()
         let original = document
         let result = try body(&document)
@@ -62,6 +67,7 @@ public struct Registry: Sendable {
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: path + ".lock")
         defer { withExtendedLifetime(lock) {} }
+        try settle()
         if let data = try SecureFiles.read(path, mapped: true) {
             let view = RegistryView(data: data, registry: self)
             if let (previous, _) = view.fastActive(data), let record = view.fastRecord(of: slot, in: data) {
@@ -113,7 +119,7 @@ public struct Registry: Sendable {
         return previousGeneration()?.active
     }
 
-    private func read() throws -> RegistryDocument {
+    func read() throws -> RegistryDocument {
         // Mapped, not copied: the file is only ever replaced by rename.
         guard let data = try SecureFiles.read(path, mapped: true) else { return RegistryDocument() }
         return try decode(data)

@@ -109,19 +109,85 @@ public enum SecureFiles {
     ///   write can always be undone by hand.
     public static func atomicWrite(_ data: Data, to path: String, keepPrevious: Bool = false) throws(StoreError) {
         let exists = try checkFile(path)
-        if keepPrevious && exists {
-            let prev = path + ".prev"
-            let tmp = prev + ".tmp"
-            unlink(tmp)
-            if link(path, tmp) == 0 {
-                // rename(2) does nothing when both names are links to one file (the previous write
-                // failed after linking it), leaving tmp behind: it goes either way.
-                _ = rename(tmp, prev)
-                unlink(tmp)
-            }
-        }
+        if keepPrevious && exists { linkPrevious(path) }
         do { try DurableFile.replace(path, with: data, mode: 0o600) } catch {
             throw .io(path: path, detail: error.message(or: "write failed"))
+        }
+    }
+
+    /// Replaces `path` with the complete file `source` (already written durably beside it):
+    /// rename, then fsync of the folder. A reader sees the old or the new file.
+    /// - Parameter keepPrevious: hard-link the current generation to `path.prev` first.
+    /// - Throws: when the rename fails (nothing changed then). Once renamed, a failing folder fsync
+    ///   is not reported: the new file is in place, only its durability across a power cut is not
+    ///   known, exactly as after a crash just before that fsync.
+    public static func replace(_ path: String, withFile source: String, keepPrevious: Bool = false) throws(StoreError) {
+        guard try checkFile(source) else { throw .io(path: source, detail: "cannot move into place: it does not exist") }
+        let exists = try checkFile(path)
+        if keepPrevious && exists { linkPrevious(path) }
+        guard rename(source, path) == 0 else {
+            throw .io(path: path, detail: "cannot move \(PathText.lastComponent(of: source)) into place: \(String(cString: strerror(errno)))")
+        }
+        syncDirectory(PathText.parent(of: path))
+    }
+
+    /// Creates `path`, which must not exist, with `data` in place (no temporary file; mode 0600),
+    /// fsyncs it and its folder. For files whose existence and completeness are told apart by
+    /// other means (a ``RegistryTransaction``'s `.incoming` files); a failure removes it again.
+    public static func writeNew(_ data: Data, to path: String) throws(StoreError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .io(path: path, detail: "cannot create: \(String(cString: strerror(errno)))") }
+        let failure: String? = data.withUnsafeBytes { raw -> String? in
+            var offset = 0
+            while offset < raw.count, let base = raw.baseAddress {
+                let n = write(fd, base + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return "cannot write: \(String(cString: strerror(errno)))"
+                }
+                offset += n
+            }
+            while fsync(fd) != 0 {
+                if errno != EINTR { return "cannot fsync: \(String(cString: strerror(errno)))" }
+            }
+            return nil
+        }
+        close(fd)
+        if let failure {
+            unlink(path)
+            throw .io(path: path, detail: failure)
+        }
+        syncDirectory(PathText.parent(of: path))
+    }
+
+    /// Removes `path` (absent is fine) and makes the removal durable (fsync of its folder).
+    public static func removeDurably(_ path: String) throws(StoreError) {
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw .io(path: path, detail: "cannot remove: \(String(cString: strerror(errno)))")
+        }
+        syncDirectory(PathText.parent(of: path))
+    }
+
+    /// fsync(2) of a folder, so the names created, renamed or removed in it survive a power cut.
+    /// Best effort: a folder that cannot be opened or synced is left as it is.
+    public static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        while fsync(fd) != 0 && errno == EINTR {}
+        close(fd)
+    }
+
+    /// Hard-links `path` to `path.prev` (through `path.prev.tmp`), keeping the generation about to
+    /// be replaced.
+    private static func linkPrevious(_ path: String) {
+        let prev = path + ".prev"
+        let tmp = prev + ".tmp"
+        unlink(tmp)
+        if link(path, tmp) == 0 {
+            // rename(2) does nothing when both names are links to one file (the previous write
+            // failed after linking it), leaving tmp behind: it goes either way.
+            _ = rename(tmp, prev)
+            unlink(tmp)
         }
     }
 

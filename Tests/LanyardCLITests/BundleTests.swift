@@ -1,4 +1,7 @@
 import Foundation
+import LanyardAuth
+import LanyardIntegrations
+import LanyardNetwork
 import LanyardTestSupport
 import Testing
 @testable import LanyardCLI
@@ -181,4 +184,304 @@ import Testing
         #expect(h.run("export", "alpha").status == 2, "--to is required")
         #expect(!FileManager.default.fileExists(atPath: h.root + "/ghost.age"))
     }
+
+    // MARK: Imports of many slots: linear, and all or nothing
+
+    /// A bundle entry for `name` (`provider` for the credential; the record's may differ).
+    func entry(_ name: String, provider: String = "openai", recordProvider: String? = nil) -> ExportBundle.Entry {
+        let account = AccountInfo(email: "\(name)@example.com", accountID: "acct-\(name)")
+        let credential = Credential(provider: provider, tokens: TokenSet(accessToken: "AT-\(name)-SECRET", refreshToken: "RT-\(name)-SECRET",
+                                                                         expiresAt: Date(timeIntervalSince1970: 4_000_000_000)),
+                                    lastRefresh: Date(timeIntervalSince1970: 1_799_000_000), account: account)
+        let record = SlotRecord(provider: recordProvider ?? provider, backend: .file, account: account,
+                                state: .signedIn(expiresAt: credential.tokens.expiresAt), createdAt: Date(timeIntervalSince1970: 1_799_000_000))
+        return ExportBundle.Entry(credential: credential, record: record)
+    }
+
+    /// Entries named s-00000, s-00001, ….
+    func entries(_ count: Int) throws -> [Slot: ExportBundle.Entry] {
+        var entries: [Slot: ExportBundle.Entry] = [:]
+        for i in 0..<count {
+            let name = "s-" + String(repeating: "0", count: 5 - String(i).count) + String(i)
+            entries[try Slot(name)] = entry(name)
+        }
+        return entries
+    }
+
+    /// Seals `entries` as a bundle with stock age (the plaintext on its stdin) to `recipient`.
+    func sealedBundle(_ entries: [Slot: ExportBundle.Entry], to recipient: String, at path: String) throws {
+        let plain = ExportBundle(exportedAt: Date(timeIntervalSince1970: 1_800_000_000), slots: entries).jsonData(pretty: true)
+        let (status, _, err) = try runProcess("/usr/bin/age", ["-r", recipient, "-o", path], stdin: plain)
+        try #require(status == 0, "\(err)")
+    }
+
+    @Test func importCallsEachStoreOnceAndWritesTheRegistryOnce() throws {
+        let h = CLIHarness()
+        try h.addSlot("s-00003")  // one slot the import replaces
+        let registryBefore = FileManager.default.contents(atPath: h.paths.registryFile)
+        let counting = CountingStore(h.store)
+        let manager = AccountManager(paths: h.paths, config: LanyardConfig(), openStore: { _, _ in counting }, transport: URLSessionTransport())
+        let imported = try manager.importSlots(try entries(60))
+        #expect(imported.count == 60 && imported.filter(\.replaced).map(\.slot.name) == ["s-00003"])
+        #expect(counting.putAlls == 1 && counting.puts == 0, "one batch write, no slot-by-slot puts (\(counting.puts))")
+        #expect(counting.stages == 1, "asked once whether it can stage (the in-memory store cannot)")
+        // The registry's previous generation is the one from before: it was written once.
+        #expect(FileManager.default.contents(atPath: h.paths.registryFile + ".prev") == registryBefore)
+        #expect(try h.registry.load().slots.count == 60)
+        #expect(try h.store.list().count == 60)
+    }
+
+    @Test func aFailedItemByItemImportLeavesTheRegistryAndTheStoreAsTheyWere() throws {
+        let h = CLIHarness()
+        try h.addSlot("s-00003")
+        let registryBefore = FileManager.default.contents(atPath: h.paths.registryFile)
+        let counting = CountingStore(h.store)
+        counting.failOnPut = 10  // the keyring fails in the middle of the import
+        let manager = AccountManager(paths: h.paths, config: LanyardConfig(), openStore: { _, _ in counting }, transport: URLSessionTransport())
+        #expect(throws: StoreError.self) { try manager.importSlots(try entries(20)) }
+        #expect(FileManager.default.contents(atPath: h.paths.registryFile) == registryBefore)
+        #expect(try h.store.list().map(\.name) == ["s-00003"], "the items the import added are removed again")
+        #expect(try h.store.get(try Slot("s-00003")).tokens.accessToken == "AT-s-00003-SECRET", "and the one it replaced is put back")
+    }
+
+    @Test func importIntoTheFileStoreWritesTheStoreOnceAndTheRegistryOnce() throws {
+        let h = try fileStoreHarness()
+        try seedFileSlot(h, "keep")
+        try seedFileSlot(h, "s-00002", token: "AT-OLD")
+        let (identity, recipient) = try keygen(h.root)
+        let bundle = h.root + "/many.age"
+        try sealedBundle(try entries(200), to: recipient, at: bundle)
+        let storePath = h.paths.dataDirectory + "/store.age"
+        let storeBefore = FileManager.default.contents(atPath: storePath)
+        let registryBefore = FileManager.default.contents(atPath: h.paths.registryFile)
+
+        let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        // Each file's previous generation is the one from before the import: one write each.
+        #expect(FileManager.default.contents(atPath: storePath + ".prev") == storeBefore)
+        #expect(FileManager.default.contents(atPath: h.paths.registryFile + ".prev") == registryBefore)
+        #expect(try h.registry.load().slots.count == 201)
+        #expect(token(h, "s-00002") == "AT-s-00002-SECRET\n" && token(h, "s-00199") == "AT-s-00199-SECRET\n")
+        #expect(token(h, "keep") == "AT-keep-SECRET\n")
+        #expect(!FileManager.default.fileExists(atPath: h.paths.incomingRegistryFile))
+        #expect(!FileManager.default.fileExists(atPath: h.paths.incomingStoreFile))
+    }
+
+    /// The real binary importing a large bundle into the file store, killed: on entering each of
+    /// its rename(2) calls in turn (strace), which covers every step between two durable writes,
+    /// then at random moments. After each kill the registry lists every slot of the bundle or
+    /// none, and `lanyard doctor` finds the registry and the store in agreement.
+    @Test func killedFileStoreImportLeavesAllSlotsOrNone() throws {
+        let count = 1500
+        let setup = try fileStoreHarness()
+        let (identity, recipient) = try keygen(setup.root)
+        let bundle = setup.root + "/big.age"
+        let bundled = try entries(count)
+        try sealedBundle(bundled, to: recipient, at: bundle)
+        let names = Set(bundled.keys)
+
+        /// A home with one slot of its own; the environment a separate lanyard runs with (no
+        /// session bus: only the file store counts, not the test keyring other suites share).
+        func home() throws -> (CLIHarness, [String: String]) {
+            let h = try fileStoreHarness()
+            try seedFileSlot(h, "keep")
+            var environment = h.environment
+            environment["DBUS_SESSION_BUS_ADDRESS"] = nil
+            environment["PATH"] = "/usr/bin:/bin"
+            return (h, environment)
+        }
+        let importArgs = ["import", bundle, "--identity", identity, "--yes"]
+
+        /// Whatever the kill left: all or nothing, and doctor agrees.
+        func check(_ h: CLIHarness, _ environment: [String: String], _ round: String) throws -> Int {
+            let (status, out, _) = try runProcess(lanyardBinary(), ["doctor", "--json"], environment: environment)
+            let problems = ((try? JSONSerialization.jsonObject(with: Data(out.utf8))) as? [String: Any])?["problems"] as? [String] ?? ["?"]
+            #expect(status == 0, "\(round): doctor exit \(status), \(problems.count) problems, first: \(problems.first ?? "")")
+            let listed = try h.registry.load().slots.keys.filter { names.contains($0) }.count
+            #expect(listed == 0 || listed == count, "\(round): \(listed) of \(count) slots listed")
+            if listed == count { #expect(token(h, "s-01234") == "AT-s-01234-SECRET\n", "\(round)") }
+            #expect(token(h, "keep") == "AT-keep-SECRET\n", "\(round)")
+            return listed
+        }
+
+        var outcomes: [Int] = []
+        var completed = false
+        for n in 1...30 where !completed {
+            let (h, environment) = try home()
+            let (status, _, _) = try runProcess("/usr/bin/strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=rename",
+                                                                 "-e", "inject=rename:signal=KILL:when=\(n)", lanyardBinary()] + importArgs,
+                                                environment: environment)
+            completed = status == 0
+            outcomes.append(try check(h, environment, completed ? "not killed (rename #\(n) never came)" : "killed at rename #\(n)"))
+        }
+        #expect(completed, "the import finished once strace ran out of renames to kill it at")
+        #expect(outcomes.contains(0) && outcomes.contains(count), "kills before and after the commit: \(outcomes)")
+
+        // Random moments within how long one import takes here.
+        let (timing, timingEnvironment) = try home()
+        let started = Date()
+        let (status, _, err) = try runProcess(lanyardBinary(), importArgs, environment: timingEnvironment)
+        #expect(status == 0, "\(err.prefix(300))")
+        let duration = Date().timeIntervalSince(started)
+        _ = try check(timing, timingEnvironment, "unkilled")
+        for round in 0..<4 {
+            let (h, environment) = try home()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: lanyardBinary())
+            process.arguments = importArgs
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(UInt32(Double.random(in: 0...duration) * 1_000_000))  // where to kill it, not a wait for anything
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            _ = try check(h, environment, "random kill \(round)")
+        }
+    }
+
+    @Test func importIntoTheKeyringRegistersEverySlotInOneRegistryWrite() throws {
+        try requireTestKeyring()
+        let h = CLIHarness()
+        h.realStores = true
+        try FileManager.default.createDirectory(atPath: h.paths.configDirectory, withIntermediateDirectories: true)
+        try "[store]\nbackend = secret-service\n".write(toFile: h.paths.configFile, atomically: true, encoding: .utf8)
+        let p = uniquePrefix()
+        var bundled: [Slot: ExportBundle.Entry] = [:]
+        for i in 0..<25 { bundled[try Slot("\(p)-\(i)")] = entry("\(p)-\(i)") }
+        let keyring = SecretServiceStore(timeout: 5)
+        defer { for slot in bundled.keys { try? keyring.delete(slot) } }
+        let (identity, recipient) = try keygen(h.root)
+        let bundle = h.root + "/keyring.age"
+        try sealedBundle(bundled, to: recipient, at: bundle)
+
+        let r = h.run("import", bundle, "--identity", identity, "--json")
+        #expect(r.status == 0, "\(r.stderr)")
+        let doc = try h.registry.load()
+        #expect(doc.slots.count == 25 && doc.slots.values.allSatisfy { $0.backend == .secretService })
+        #expect(!FileManager.default.fileExists(atPath: h.paths.registryFile + ".prev"), "the registry was written once")
+        for slot in bundled.keys { #expect(try keyring.get(slot) == bundled[slot]?.credential) }
+        #expect(h.run("doctor").status == 0)
+    }
+
+    // MARK: What an import refuses
+
+    @Test func importRefusesARecordWhoseProviderIsNotItsCredentials() throws {
+        let h = try fileStoreHarness()
+        try seedFileSlot(h, "keep")
+        let (identity, recipient) = try keygen(h.root)
+        let bundle = h.root + "/mismatch.age"
+        try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot("beta"): entry("beta", provider: "openai", recordProvider: "github")],
+                         to: recipient, at: bundle)
+        let before = snapshot(h)
+        let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+        #expect(r.status == 1)
+        let error = r.json["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "bundle_provider_mismatch")
+        let message = error?["message"] as? String ?? ""
+        #expect(message.contains("slot beta") && message.contains("\"github\"") && message.contains("\"openai\"") && message.contains("nothing was imported"), "\(message)")
+        #expect(snapshot(h) == before)
+        #expect(try h.registry.load().slots.keys.map(\.name) == ["keep"])
+    }
+
+    @Test func importRefusesAProviderConfigDoesNotKnow() throws {
+        let h = try fileStoreHarness()
+        let (identity, recipient) = try keygen(h.root)
+        let bundle = h.root + "/unknown.age"
+        try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot("gamma"): entry("gamma", provider: "acme\u{1B}[31m")], to: recipient, at: bundle)
+        let before = snapshot(h)
+        let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+        #expect(r.status == 1)
+        let error = r.json["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "bundle_unknown_provider")
+        let message = error?["message"] as? String ?? ""
+        #expect(message.contains("slot gamma") && message.contains("acme\\u{1B}[31m") && message.contains("configured: github, openai"), "\(message)")
+        #expect(!message.contains("\u{1B}"), "text from the bundle is escaped")
+        #expect(snapshot(h) == before)
+        #expect(try h.registry.load().slots.isEmpty)
+        // In text mode too.
+        let text = h.run("import", bundle, "--identity", identity, "--yes")
+        #expect(text.status == 1 && text.stderr.contains("gamma") && !text.stderr.contains("\u{1B}"))
+    }
+
+    @Test func importOfAnEmptyBundleSaysSo() throws {
+        let h = try fileStoreHarness()
+        let (identity, recipient) = try keygen(h.root)
+        let bundle = h.root + "/empty.age"
+        try sealedBundle([:], to: recipient, at: bundle)
+        let before = snapshot(h)
+        let r = h.run("import", bundle, "--identity", identity, "--json")
+        #expect(r.status == 1)
+        let error = r.json["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "bundle_empty")
+        let message = error?["message"] as? String ?? ""
+        #expect(message.contains("holds no slots"), "\(message)")
+        #expect(snapshot(h) == before)
+    }
+
+    @Test func aWrongIdentityIsNamedNotAskedFor() throws {
+        let h = try fileStoreHarness()
+        try seedFileSlot(h, "alpha")
+        let (_, recipient) = try keygen(h.root)
+        let bundle = h.root + "/x.age"
+        #expect(h.run("export", "--to", bundle, "--recipient", recipient).status == 0)
+        try FileManager.default.createDirectory(atPath: h.root + "/other", withIntermediateDirectories: true)
+        let (otherIdentity, _) = try keygen(h.root + "/other")
+        let wrong = h.run("import", bundle, "--identity", otherIdentity, "--json")
+        let error = wrong.json["error"] as? [String: Any]
+        #expect(wrong.status == 1 && error?["code"] as? String == "bundle_no_identity")
+        let message = error?["message"] as? String ?? ""
+        #expect(message.contains("the identity in \(otherIdentity) does not open"), "\(message)")
+        #expect(!message.contains("pass --identity"), "\(message)")
+
+        // A passphrase bundle given an identity: leave the identity out.
+        let passFile = h.root + "/pass"
+        try "bundle passphrase\n".write(toFile: passFile, atomically: true, encoding: .utf8)
+        h.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = passFile
+        let passBundle = h.root + "/p.age"
+        #expect(h.run("export", "--to", passBundle).status == 0)
+        let scrypt = h.run("import", passBundle, "--identity", otherIdentity, "--json")
+        let scryptMessage = (scrypt.json["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(scrypt.status == 1 && scryptMessage.contains("passphrase-encrypted: leave out --identity"), "\(scryptMessage)")
+    }
+}
+
+/// A store that counts the calls an import makes, over another store; `failOnPut` makes the Nth
+/// put (slot by slot, or inside putAll, which goes item by item) fail.
+final class CountingStore: CredentialStore, @unchecked Sendable {
+    let inner: any CredentialStore
+    private let lock = NSLock()
+    private var _puts = 0, _putAlls = 0, _stages = 0, batchPuts = 0, inBatch = false
+    var failOnPut: Int?
+    var puts: Int { lock.withLock { _puts } }
+    var putAlls: Int { lock.withLock { _putAlls } }
+    var stages: Int { lock.withLock { _stages } }
+
+    init(_ inner: any CredentialStore) { self.inner = inner }
+
+    var kind: BackendKind { inner.kind }
+    func get(_ slot: Slot) throws -> Credential { try inner.get(slot) }
+    func put(_ credential: Credential, for slot: Slot) throws {
+        let fail = lock.withLock { () -> Bool in
+            if inBatch { batchPuts += 1 } else { _puts += 1 }
+            return failOnPut == (inBatch ? batchPuts : _puts)
+        }
+        if fail { throw StoreError.timedOut(backend: "test", operation: "put", seconds: 1) }
+        try inner.put(credential, for: slot)
+    }
+    func putAll(_ credentials: [Slot: Credential]) throws {
+        lock.withLock {
+            _putAlls += 1
+            inBatch = true
+        }
+        defer { lock.withLock { inBatch = false } }
+        try putAllItemByItem(credentials)
+    }
+    func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool {
+        lock.withLock { _stages += 1 }
+        return try inner.stage(credentials, in: transaction)
+    }
+    func delete(_ slot: Slot) throws { try inner.delete(slot) }
+    func list() throws -> [Slot] { try inner.list() }
+    func health() -> StoreHealth { inner.health() }
 }

@@ -260,6 +260,25 @@ struct SecretServiceStoreTests {
         for slot in slots { #expect(try SecretTool.search(slot: slot).count == 1) }
     }
 
+    @Test("putAll writes item by item; a failure midway puts back what it replaced and removes what it added")
+    func putAllIsUndoneOnAFailure() throws {
+        try requireTestKeyring()
+        let slots = (0..<6).map { _ in uniqueSlot("batch") }.sorted()
+        defer { for slot in slots { try? store.delete(slot) } }
+        try store.put(sampleCredential("old"), for: slots[2])
+        var batch: [Slot: Credential] = [:]
+        for (i, slot) in slots.enumerated() { batch[slot] = sampleCredential("new-\(i)") }
+
+        let failing = FailingPuts(store, failOn: 5)  // slots[4]'s put fails
+        #expect(throws: StoreError.self) { try failing.putAll(batch) }
+        #expect(try store.get(slots[2]) == sampleCredential("old"), "the item it replaced holds its old secret again")
+        #expect(Set(try store.list()).intersection(slots) == [slots[2]], "the items it added are gone")
+        #expect(try SecretTool.search(slot: slots[2]).count == 1)
+
+        try store.putAll(batch)
+        for (i, slot) in slots.enumerated() { #expect(try store.get(slot) == sampleCredential("new-\(i)")) }
+    }
+
     @Test("get latency in a fresh process: first call and 100 more")
     func latency() throws {
         try requireTestKeyring()
@@ -273,6 +292,27 @@ struct SecretServiceStoreTests {
         print(report.joined(separator: "\n"))
         #expect(result.status == 0 && result.text.contains(childDoneMarker("latency")), "\(result.text)\n\(result.stderr)")
     }
+}
+
+/// Another store whose Nth put fails (the protocol's default putAll goes through it slot by slot).
+final class FailingPuts: CredentialStore, @unchecked Sendable {
+    let inner: any CredentialStore
+    let failOn: Int
+    private var puts = 0
+    init(_ inner: any CredentialStore, failOn: Int) {
+        self.inner = inner
+        self.failOn = failOn
+    }
+    var kind: BackendKind { inner.kind }
+    func get(_ slot: Slot) throws -> Credential { try inner.get(slot) }
+    func put(_ credential: Credential, for slot: Slot) throws {
+        puts += 1
+        if puts == failOn { throw StoreError.timedOut(backend: "test", operation: "put", seconds: 1) }
+        try inner.put(credential, for: slot)
+    }
+    func delete(_ slot: Slot) throws { try inner.delete(slot) }
+    func list() throws -> [Slot] { try inner.list() }
+    func health() -> StoreHealth { inner.health() }
 }
 
 /// Collects failure messages from several threads.

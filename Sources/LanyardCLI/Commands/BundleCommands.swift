@@ -104,9 +104,10 @@ enum BundleCommands {
                 throw BundleError(code: "wrong_passphrase", message: "cannot use that passphrase: \(error.userFacingDescription)")
             }
         }
-        let bundle = try ExportBundle.open(file, with: identities, source: source)
+        let bundle = try ExportBundle.open(file, with: identities, source: source, identityFile: inv.args.value("identity"))
 
         // Everything is checked before anything is written.
+        try ExportBundle.check(bundle.slots, knownProviders: Set(try inv.config().providers.keys), source: source)
         for old in renames.keys where bundle.slots[old] == nil {
             throw UsageError(message: "--rename \(old.name)=…: the bundle has no slot \(old.name) (it has \(bundle.slots.keys.sorted().map(\.name).joined(separator: ", ")))", command: "import")
         }
@@ -130,7 +131,7 @@ enum BundleCommands {
                 return .cancelled
             }
         }
-        let imported = try inv.accounts().importSlots(incoming)
+        let imported = try inv.accounts().importSlots(incoming, source: source)
         inv.emit(.object(["file": .string(path), "exported_at": .date(bundle.exportedAt), "slots": .array(imported.map {
             .object(["slot": .string($0.slot.name), "backend": .string($0.backend.rawValue), "replaced": .bool($0.replaced)])
         })])) {
