@@ -37,8 +37,12 @@ public struct ExportBundle: JSONDocument, Equatable, Sendable {
         for (name, value) in try json.object("slots").object {
             guard let slot = try? Slot(name) else { throw JSONShapeError(path: ".slots", problem: "has an invalid slot name") }
             let entry = try JSONFields(value, path: ".slots." + name)
-            slots[slot] = Entry(credential: try Credential(json: try entry.object("credential")),
-                                record: try SlotRecord(json: try entry.object("record")))
+            let credential = try Credential(json: try entry.object("credential"))
+            let record = try SlotRecord(json: try entry.object("record"))
+            // A bundle is a file from outside: its account names must be text a terminal can show.
+            _ = try credential.account.checkedOutsideText(place: ".slots." + name + ".credential.account")
+            _ = try record.account.checkedOutsideText(place: ".slots." + name + ".record.account")
+            slots[slot] = Entry(credential: credential, record: record)
         }
     }
 

@@ -404,6 +404,27 @@ import Testing
         #expect(text.status == 1 && text.stderr.contains("gamma") && !text.stderr.contains("\u{1B}"))
     }
 
+    /// A bundle is a file from outside: a token with a control character, or an account name a
+    /// terminal would act on, refuses the whole import before anything is written.
+    @Test func importRefusesHostileTokensAndNames() throws {
+        let h = try fileStoreHarness()
+        let (identity, recipient) = try keygen(h.root)
+        var badToken = entry("beta")
+        badToken.credential.tokens.refreshToken = "RT\u{1B}]52;c;x\u{07}"
+        var badName = entry("gamma")
+        badName.record.account.email = "g\u{1B}[2J@example.com"
+        for (index, bad) in [("beta", badToken), ("gamma", badName)].enumerated() {
+            let bundle = h.root + "/hostile-\(index).age"
+            try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot(bad.0): bad.1], to: recipient, at: bundle)
+            let before = snapshot(h)
+            let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+            #expect(r.status == 1, "\(r.stdout)")
+            #expect(!r.stdout.contains("\u{1B}") && !r.stdout.contains("RT"), "\(r.stdout)")
+            #expect(snapshot(h) == before)
+            #expect(try h.registry.load().slots.isEmpty)
+        }
+    }
+
     @Test func importOfAnEmptyBundleSaysSo() throws {
         let h = try fileStoreHarness()
         let (identity, recipient) = try keygen(h.root)
