@@ -1,16 +1,34 @@
 #!/bin/sh
 # The fast loop (make test): every Swift test, inside a private D-Bus session with an unlocked
-# gnome-keyring, in parallel except the suites that lock the shared test keyring (they run first,
-# one at a time). make check runs the same tests one at a time, then everything else.
+# gnome-keyring. Most of the suite's time is tests waiting on real servers and timers, so three
+# test processes run side by side (the test binary itself: `swift test` processes wait for each
+# other's lock on .build), each one test at a time (in one process, tests that block
+# threads starve the two-thread pool a 2-core machine gives Swift's concurrency); the suite that
+# locks the shared test keyring runs first, alone. make check runs everything in one process.
 set -eu
 cd "$(dirname "$0")/.."
 started=$(date +%s)
 ${SWIFT:-swift} build --build-tests --quiet
+built=$(date +%s)
+logs=.build/test-logs
+mkdir -p "$logs"
 # Suites that lock the test keyring's collection: nothing else may use the keyring meanwhile.
 serial='SecretServiceStoreTests'
-scripts/with-keyring.sh sh -c "
-  swift test --skip-build --no-parallel --filter '$serial' > .build/test-serial.log 2>&1 || { tail -60 .build/test-serial.log; exit 1; }
-  grep -E 'Test run with' .build/test-serial.log
-  swift test --skip-build --parallel --skip '$serial' > .build/test.log 2>&1 || { grep -E '✘' .build/test.log | head -40; tail -5 .build/test.log; exit 1; }
-  grep -E 'Test run with' .build/test.log"
-echo "make test: $(( $(date +%s) - started )) s"
+scripts/with-keyring.sh sh -c '
+  serial=$1 logs=$2 bin=$3
+  run() { # NAME SWIFT-TEST-ARGS…: one test process, its log in $logs/NAME.log
+    name=$1; shift
+    NO_COLOR=1 "$bin" --testing-library swift-testing --no-parallel "$@" > "$logs/$name.log" 2>&1
+  }
+  run keyring-lock --filter "$serial" || { tail -40 "$logs/keyring-lock.log"; exit 1; }
+  run cli --filter "^LanyardCLITests\." --skip "$serial" & cli=$!
+  run kit --filter "^(LanyardKitTests|LanyardAgentTests|AgeTests)\." --skip "$serial" & kit=$!
+  run rest --filter "^(LanyardAuthTests|LanyardStoreTests|LanyardCoreTests)\." --skip "$serial" & rest=$!
+  status=0
+  for job in "cli $cli" "kit $kit" "rest $rest"; do
+    set -- $job
+    if ! wait "$2"; then status=1; grep -E "✘" "$logs/$1.log" | head -30; tail -3 "$logs/$1.log"; fi
+  done
+  for name in keyring-lock cli kit rest; do printf "%-13s %s\n" "$name" "$(grep -E "Test run with" "$logs/$name.log" | tail -1)"; done
+  exit $status' test "$serial" "$logs" "$(${SWIFT:-swift} build --show-bin-path)/LanyardPackageTests.xctest"
+echo "make test: $(( $(date +%s) - built )) s of tests ($(( built - started )) s to build)"
