@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs a command inside a private D-Bus session with an unlocked gnome-keyring and throwaway
-# HOME / XDG folders, so tests never touch the user's real keyring (DESIGN §8).
+# HOME / XDG folders (DISPLAY and WAYLAND_DISPLAY unset, so no unlock prompt can appear), so tests
+# never touch the user's real keyring.
 # Fails (exit 97) when the keyring cannot start: tests that need it must not silently skip.
 #   scripts/with-keyring.sh CMD [ARGS…]
 set -eu

@@ -124,7 +124,7 @@ public struct TaskSleeper: Sleeper {
     }
 }
 
-/// Retries `429 Too Many Requests` by a ``BackoffPolicy``: the seed's 2 retries, 1 s initial,
+/// Retries `429 Too Many Requests` by a ``BackoffPolicy``: the Chappie SDK's 2 retries, 1 s initial,
 /// 30 s cap, jitter, `Retry-After` honoured. After the last retry the 429 is returned as is.
 public struct BackoffTransport: HTTPTransport {
     public let base: any HTTPTransport

@@ -16,7 +16,8 @@ public struct UsageReport: Sendable, Hashable {
     public var highestUsedPercent: Double { max(primary?.usedPercent ?? 0, secondary?.usedPercent ?? 0) }
 }
 
-/// Parses usage answers and `usage_limit_reached` bodies (DESIGN §4 item 7).
+/// Parses the ChatGPT usage endpoint's answers (`plan_type`, `rate_limit.primary_window` and
+/// `secondary_window`, `credits`) and 429 `usage_limit_reached` bodies.
 public enum UsageParser {
     /// A usage endpoint's 200 body.
     public static func report(_ body: Data, now: Date) throws(ClientError) -> UsageReport {

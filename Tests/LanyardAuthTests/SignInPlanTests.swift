@@ -6,7 +6,8 @@ import LanyardTestSupport
 @testable import LanyardStore
 
 /// Plan, email, account id and FedRAMP flag of a ChatGPT sign-in, from the emulator's tokens
-/// (DESIGN §4 item 5), as the credential and the registry record carry them.
+/// (`email`, and `chatgpt_plan_type`, `chatgpt_account_id`, `chatgpt_account_is_fedramp` in the
+/// `https://api.openai.com/auth` claim), as the credential and the registry record carry them.
 @Suite struct SignInPlanTests {
     /// One emulator for every case: each case approves its own code by user code.
     static let server: OAuthTestServer = {

@@ -5,7 +5,7 @@ import LanyardTestSupport
 @testable import LanyardCore
 @testable import LanyardStore
 
-/// The documented AuthState sequence of a sign-in (seed 002), through the event callback and
+/// The documented AuthState sequence of a sign-in (signingIn → awaitingDeviceCode → signedIn, or failed), through the event callback and
 /// through `SignInFlow.states()`, and cancellation.
 @Suite struct SignInStateTests {
     /// signingIn → awaitingDeviceCode(userCode, verificationURL) → signedIn(expiresAt).

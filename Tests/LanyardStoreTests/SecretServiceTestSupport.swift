@@ -168,7 +168,8 @@ enum SecretTool {
 // MARK: - Locking the shared test keyring
 
 enum TestKeyring {
-    /// Locks the login collection the way DESIGN §8 says (`secret-tool lock` crashes here).
+    /// Locks the login collection with the Secret Service's own Lock call over gdbus
+/// (`secret-tool lock` crashes in Debian 12's version).
     /// KeePassXC answers Lock with a prompt that does the locking when it is run (no dialog).
     static func lockLogin() throws {
         let result = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets",
