@@ -169,6 +169,5 @@ public struct UsageErrorText: LanyardError {
     public let message: String
     public init(_ message: String) { self.message = message }
     public var code: String { "usage" }
-    public var exitStatus: ExitStatus { .usage }
     public var errorDescription: String? { message }
 }

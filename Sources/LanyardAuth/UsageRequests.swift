@@ -2,6 +2,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardStore
 
 extension AccountManager {
     /// Sends a request with the slot's credential: a fresh bearer token and `ChatGPT-Account-Id`,

@@ -105,7 +105,6 @@ public struct UsageError: LanyardError, Equatable {
     public let message: String
     public let command: String?
     public var code: String { "usage" }
-    public var exitStatus: ExitStatus { .usage }
     public var errorDescription: String? { message }
 }
 

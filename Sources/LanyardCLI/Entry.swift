@@ -77,19 +77,12 @@ public enum Lanyard {
 
     /// Prints an error (as `{"error": {"code", "message"}}` on stdout with --json) and returns its status.
     static func report(_ error: Error, json: Bool, context: CommandContext) -> Int32 {
-        let code: String
-        let status: ExitStatus
         let message = error.userFacingDescription
-        switch error {
-        case let e as any LanyardError:
-            code = e.code
-            status = e.exitStatus
-        case is CancellationError:
-            code = "cancelled"
-            status = .cancelled
-        default:
-            code = "error"
-            status = .failure
+        let status = ExitStatus(for: error)
+        let code = switch error {
+        case let e as any LanyardError: e.code
+        case is CancellationError: "cancelled"
+        default: "error"
         }
         if json {
             let body = JSONValue.object(["error": .object(["code": .string(code), "message": .string(message)])])

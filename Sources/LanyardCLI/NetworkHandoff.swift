@@ -41,6 +41,5 @@ struct NoNetwork: HTTPTransport {
 struct NetworkUnavailable: LanyardError {
     let detail: String
     var code: String { "network_unavailable" }
-    var exitStatus: ExitStatus { .network }
     var errorDescription: String? { detail }
 }

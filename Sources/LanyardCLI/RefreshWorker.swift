@@ -133,6 +133,5 @@ struct WorkerError: LanyardError {
     }
 
     var code: String { reportedCode }
-    var exitStatus: ExitStatus { ExitStatus(rawValue: status) ?? .failure }
     var errorDescription: String? { message }
 }

@@ -72,7 +72,6 @@ public struct AccountResolutionError: LanyardError, Equatable {
     public let reason: SlotNameError
 
     public var code: String { "invalid_slot_name" }
-    public var exitStatus: ExitStatus { .usage }
     public var errorDescription: String? {
         "\(reason.userFacingDescription) (\(rule.explanation))"
     }

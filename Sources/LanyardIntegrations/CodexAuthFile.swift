@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import LanyardAuth
 import LanyardCore
 import LanyardStore
 
@@ -80,7 +81,6 @@ public struct CodexAuthFile: Equatable, Sendable {
 public enum IntegrationError: LanyardError, Equatable {
     case unsupported(String)
     public var code: String { "integration_unsupported" }
-    public var exitStatus: ExitStatus { .failure }
     public var errorDescription: String? {
         switch self { case .unsupported(let m): return m }
     }

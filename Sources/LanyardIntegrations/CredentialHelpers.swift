@@ -25,7 +25,6 @@ public enum DockerCredential {
     public struct InputError: LanyardError, Equatable {
         public let problem: String
         public var code: String { "docker_credential_input" }
-        public var exitStatus: ExitStatus { .usage }
         public var errorDescription: String? { "docker-credential-lanyard: \(problem)" }
     }
 
@@ -102,7 +101,6 @@ public enum KubeExecCredential {
     public struct InputError: LanyardError, Equatable {
         public let problem: String
         public var code: String { "kube_exec_info" }
-        public var exitStatus: ExitStatus { .usage }
         public var errorDescription: String? { "kube-credential: \(problem)" }
     }
 
@@ -134,7 +132,6 @@ public enum Netrc {
     public struct FieldError: LanyardError, Equatable {
         public let field: String
         public var code: String { "netrc_field" }
-        public var exitStatus: ExitStatus { .failure }
         public var errorDescription: String? { "the \(field) cannot be written to a netrc file (it is empty or has spaces or control characters)" }
     }
 

@@ -131,6 +131,5 @@ public struct BundleError: LanyardError, Equatable {
         self.message = message
         self.slot = slot
     }
-    public var exitStatus: ExitStatus { .failure }
     public var errorDescription: String? { message }
 }

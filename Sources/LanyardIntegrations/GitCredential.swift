@@ -37,7 +37,6 @@ public enum GitCredential {
         public let line: Int
         public let problem: String
         public var code: String { "git_credential_input" }
-        public var exitStatus: ExitStatus { .usage }
         public var errorDescription: String? { "git-credential: input line \(line) \(problem)" }
     }
 

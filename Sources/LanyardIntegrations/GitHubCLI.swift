@@ -22,7 +22,6 @@ public struct GitHubCLI: Sendable {
         public let line: Int
         public let problem: String
         public var code: String { "gh_hosts_corrupt" }
-        public var exitStatus: ExitStatus { .failure }
         public var errorDescription: String? { "\(path) line \(line) \(problem) (left untouched)" }
     }
 

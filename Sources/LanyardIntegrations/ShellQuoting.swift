@@ -13,7 +13,6 @@ public enum ShellQuoting {
     public struct UnrepresentableValue: LanyardError, Equatable {
         public let variable: String
         public var code: String { "invalid_value" }
-        public var exitStatus: ExitStatus { .failure }
         public var errorDescription: String? {
             "\(TerminalText.escaped(variable)) holds a NUL byte, which no environment variable can carry"
         }

@@ -1,3 +1,4 @@
+import LanyardStore
 import Foundation
 import LanyardAuth
 import LanyardNetwork

@@ -1,5 +1,5 @@
 // What a program gets from `import LanyardKit` alone. Foundation (URL, Date, Data in the API) and
-// LanyardCore, the shared vocabulary (slots, states, account info, plans, errors, policies), are
+// LanyardCore, the shared vocabulary (slots, states, account info, plans, policies), are
 // re-exported whole; LanyardNetwork brings URLRequest and URLSession on Linux. From the lower layers only the types that LanyardKit's API
 // hands out or throws are re-exported, one by one; `PublicSurfaceTests` fails when a public
 // signature here names a type that is not on this list.
@@ -7,12 +7,17 @@
 @_exported import LanyardCore
 @_exported import LanyardNetwork
 
+@_exported import enum LanyardStore.StoreError
+@_exported import enum LanyardStore.RegistryError
+@_exported import enum LanyardStore.ConfigError
 @_exported import enum LanyardStore.BackendKind
 @_exported import struct LanyardStore.StoreHealth
 @_exported import struct LanyardStore.SlotRecord
 @_exported import struct LanyardStore.RegistryDocument
 @_exported import struct LanyardStore.MigrationStep
 
+@_exported import enum LanyardAuth.ClientError
+@_exported import enum LanyardAuth.AuthError
 @_exported import protocol LanyardAuth.HTTPTransport
 @_exported import struct LanyardAuth.HTTPRequest
 @_exported import struct LanyardAuth.HTTPResponse

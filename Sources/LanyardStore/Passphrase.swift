@@ -86,7 +86,6 @@ public struct PassphraseError: LanyardError {
     public let message: String
     public init(_ message: String) { self.message = message }
     public var code: String { "passphrase_unavailable" }
-    public var exitStatus: ExitStatus { .failure }
     public var errorDescription: String? { message }
 }
 

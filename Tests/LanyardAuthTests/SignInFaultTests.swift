@@ -102,7 +102,7 @@ import LanyardNetwork
         #expect(c.fault.matches(error), "got \(String(describing: error))")
         let message = error?.localizedDescription ?? ""
         #expect(message.contains(Self.stepName(c.step, c.kind)), "\(message)")
-        #expect(error?.exitStatus == .network)
+        #expect(error?.code == "network_failure" || error?.code == "invalid_response")
 
         // Nothing stored; the old credential and the registry are byte-for-byte as they were.
         #expect(try rig.home.snapshot() == before)
@@ -159,7 +159,7 @@ import LanyardNetwork
         }
         #expect(error == .tokenExchangeFailed(status: status, detail: ServerErrorDetail(code: "invalid_grant", message: "the grant was refused")))
         #expect(error?.requiresReauthentication == true)
-        #expect(error?.exitStatus == .reauthenticationRequired)
+        #expect(error?.code == "token_exchange_refused" && error?.requiresReauthentication == true)
         #expect(log.states.first == .signingIn)
         #expect(log.states.last == .reauthenticationRequired)
         #expect(log.states.count == 3)

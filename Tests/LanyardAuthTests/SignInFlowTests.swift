@@ -204,7 +204,7 @@ import LanyardTestSupport
             _ = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: log.record)
         }
         guard case .authorizationDenied? = error else { Issue.record("expected authorizationDenied, got \(String(describing: error))"); return }
-        #expect(error?.exitStatus == .failure)
+        #expect(error?.code == "authorization_denied")
         #expect(try rig.home.snapshot() == before)
         #expect(log.states.last == .failed(error!.localizedDescription))
         #expect(try await rig.polls() == 2)
@@ -220,7 +220,7 @@ import LanyardTestSupport
             _ = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: { _ in })
         }
         #expect(error == .expiredDeviceCode)
-        #expect(error?.exitStatus == .failure)
+        #expect(error?.code == "expired_device_code")
         #expect(try rig.home.snapshot() == before)
         #expect(try await rig.polls() == 3)
     }

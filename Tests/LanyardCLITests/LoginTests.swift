@@ -180,7 +180,7 @@ struct LoginRig {
         Failure(name: "expire", status: 1, code: "expired_device_code", message: "the device code expired"),
         Failure(name: "usercode 500", status: 6, code: "network_failure", message: "network failure during sign-in: device code request"),
         Failure(name: "poll reset", status: 6, code: "network_failure", message: "network failure during sign-in: device code poll"),
-        Failure(name: "exchange 401", status: 4, code: "token_exchange_failed", message: "token endpoint answered HTTP 401"),
+        Failure(name: "exchange 401", status: 4, code: "token_exchange_refused", message: "token endpoint answered HTTP 401"),
         Failure(name: "cancel", status: 130, code: "cancelled_sign_in", message: "sign-in cancelled; nothing was stored"),
     ]
 

@@ -100,17 +100,4 @@ import Testing
         #expect(ServerErrorDetail(body: Data()).code == "UNKNOWN")
         #expect(ServerErrorDetail(body: Data("[1]".utf8)).code == "UNKNOWN")
     }
-
-    @Test func everyErrorHasACodeAndAStatus() {
-        let errors: [any LanyardError] = [
-            StoreError.locked(backend: "k", hint: "h"), StoreError.notFound(slot: "w"),
-            ClientError.reauthenticationRequired(slot: "w", reason: "r"), ClientError.usageLimitReached(UsageLimit()),
-            AuthError.cancelledSignIn, AuthError.tokenExchangeFailed(status: 401, detail: ServerErrorDetail()),
-        ]
-        #expect(errors.map(\.exitStatus) == [.storeUnavailable, .notSignedIn, .reauthenticationRequired, .usageLimit, .cancelled,
-                                             .reauthenticationRequired])
-        #expect(errors.allSatisfy { !$0.code.isEmpty && !($0.errorDescription ?? "").isEmpty })
-        #expect(AuthError.tokenExchangeFailed(status: 500, detail: ServerErrorDetail()).requiresReauthentication == false)
-        #expect(AuthError.tokenExchangeFailed(status: 403, detail: ServerErrorDetail()).requiresReauthentication)
-    }
 }

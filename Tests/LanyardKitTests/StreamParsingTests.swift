@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LanyardAuth
 @testable import LanyardCore
 @testable import LanyardNetwork
 

@@ -9,7 +9,6 @@ import LanyardStore
 struct AgentRunningError: LanyardError {
     let lockPath: String
     var code: String { "agent_running" }
-    var exitStatus: ExitStatus { .failure }
     var errorDescription: String? { "another lanyard agent is already running (it holds \(lockPath))" }
 }
 

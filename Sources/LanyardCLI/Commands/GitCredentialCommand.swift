@@ -112,6 +112,5 @@ enum GitCredentialCommand {
 struct GitSetupError: LanyardError {
     let message: String
     var code: String { "git_config_failed" }
-    var exitStatus: ExitStatus { .failure }
     var errorDescription: String? { message }
 }

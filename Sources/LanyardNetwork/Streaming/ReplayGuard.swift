@@ -1,3 +1,4 @@
+import LanyardAuth
 import LanyardCore
 
 /// Keeps a stream's text exactly-once across reconnections. After a reconnect the server sends the

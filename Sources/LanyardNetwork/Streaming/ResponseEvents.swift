@@ -1,4 +1,5 @@
 import Foundation
+import LanyardAuth
 import LanyardCore
 
 /// One event from the backend, as the stream engine acts on it.

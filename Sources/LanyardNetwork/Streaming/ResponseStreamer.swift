@@ -83,7 +83,7 @@ public struct ResponseStreamer: Sendable {
     }
 
     func run(_ request: ResponseRequest, emit: @escaping @Sendable (StreamEvent) -> Void) async throws {
-        guard let record = try manager.registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        let record = try manager.record(of: slot)
         guard let base = manager.config.providers[record.provider]?.usageBaseURL else {
             throw ClientError.invalidResponse("\(slot.name)'s provider \(record.provider) has no ChatGPT backend to stream from "
                 + "(set usage-base-url in [provider.\(record.provider)])")

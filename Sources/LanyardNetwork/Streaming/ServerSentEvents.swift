@@ -1,4 +1,5 @@
 import Foundation
+import LanyardAuth
 import LanyardCore
 
 /// One server-sent event.

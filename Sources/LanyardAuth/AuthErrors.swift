@@ -1,0 +1,126 @@
+import FoundationEssentials
+import LanyardCore
+
+/// Failures of requests made with a slot's credential (the Chappie `ClientError`).
+public enum ClientError: LanyardError, Equatable {
+    case missingCredential(slot: String)
+    case missingRefreshToken(slot: String)
+    case missingAccountID(slot: String)
+    case reauthenticationRequired(slot: String, reason: String)
+    case usageLimitReached(UsageLimit)
+    /// The server answered with an error status that maps to nothing more specific.
+    case httpError(status: Int, detail: ServerErrorDetail)
+    /// The body of a successful answer did not have the expected shape.
+    case invalidResponse(String)
+    case networkFailure(String)
+    /// After a reconnect the server replayed text that contradicts what was already delivered; the
+    /// value is the text delivered before the contradiction.
+    case streamingTransportReplayDiverged(String)
+    /// The stream ended with `response.failed` or `response.incomplete` instead of completing.
+    case responseTerminalFailure(StreamResponse)
+    /// A request header would carry a control character (a CR or LF would add headers): the
+    /// request is refused, not sent with the value dropped.
+    case invalidHeader(name: String, problem: String)
+
+    public var code: String {
+        switch self {
+        case .streamingTransportReplayDiverged: return "streaming_replay_diverged"
+        case .responseTerminalFailure: return "response_failed"
+        case .missingCredential: return "missing_credential"
+        case .missingRefreshToken: return "missing_refresh_token"
+        case .missingAccountID: return "missing_account_id"
+        case .reauthenticationRequired: return "reauthentication_required"
+        case .usageLimitReached: return "usage_limit_reached"
+        case .httpError: return "http_error"
+        case .invalidResponse: return "invalid_response"
+        case .networkFailure: return "network_failure"
+        case .invalidHeader: return "invalid_header"
+        }
+    }
+
+    public var errorDescription: String? {
+        switch self {
+        case .missingCredential(let s): return "slot \(s) is not signed in; run `lanyard login \(s)`"
+        case .missingRefreshToken(let s): return "slot \(s) has no refresh token; run `lanyard login \(s)`"
+        case .missingAccountID(let s): return "slot \(s) has no account id; run `lanyard login \(s)`"
+        case .reauthenticationRequired(let s, let reason): return "slot \(s) must sign in again (\(reason)); run `lanyard login \(s)`"
+        case .usageLimitReached(let limit): return limit.summary
+        case .httpError(let status, let detail):
+            return "server answered HTTP \(status) (\(detail.code))" + (detail.message.map { ": \(Self.clip($0))" } ?? "")
+        case .invalidResponse(let what): return "server response could not be read: \(what)"
+        case .networkFailure(let what): return "network failure: \(what)"
+        case .invalidHeader(let name, let problem): return "refused to send the request: its \(name) header \(problem)"
+        case .streamingTransportReplayDiverged(let partial):
+            return "the stream was stopped: after reconnecting, the server replayed text that differs from the "
+                + "\(partial.utf8.count) bytes already delivered; retry the request"
+        case .responseTerminalFailure(let response):
+            let reason = response.error.map { " (\($0.code))" + ($0.message.map { ": \(Self.clip($0))" } ?? "") } ?? ""
+            return "the response ended with status \(response.status)\(reason)"
+        }
+    }
+
+    static func clip(_ s: String) -> String { s.count > 200 ? String(s.prefix(200)) + "…" : s }
+}
+
+/// Failures of the device-code sign-in and of refreshing (the Chappie `AuthError`).
+public enum AuthError: LanyardError, Equatable {
+    case expiredDeviceCode
+    case cancelledSignIn
+    case networkFailure(String)
+    case pollingTimeout
+    case callbackTimeout
+    case authorizationDenied(String)
+    case tokenExchangeFailed(status: Int, detail: ServerErrorDetail)
+    case missingRefreshToken
+    case secureRandomFailed(status: Int32)
+    case invalidResponse(String)
+    case deviceCodeNotEnabled
+    case unknown(String)
+
+    /// True when the only way forward is a fresh sign-in (400/401/403 from the token endpoint,
+    /// or no refresh token).
+    public var requiresReauthentication: Bool {
+        switch self {
+        case .missingRefreshToken: return true
+        case .tokenExchangeFailed(let status, _): return [400, 401, 403].contains(status)
+        default: return false
+        }
+    }
+
+    public var code: String {
+        switch self {
+        case .expiredDeviceCode: return "expired_device_code"
+        case .cancelledSignIn: return "cancelled_sign_in"
+        case .networkFailure: return "network_failure"
+        case .pollingTimeout: return "polling_timeout"
+        case .callbackTimeout: return "callback_timeout"
+        case .authorizationDenied: return "authorization_denied"
+        case .tokenExchangeFailed where requiresReauthentication: return "token_exchange_refused"
+        case .tokenExchangeFailed: return "token_exchange_failed"
+        case .missingRefreshToken: return "missing_refresh_token"
+        case .secureRandomFailed: return "secure_random_failed"
+        case .invalidResponse: return "invalid_response"
+        case .deviceCodeNotEnabled: return "device_code_not_enabled"
+        case .unknown: return "unknown"
+        }
+    }
+
+    public var errorDescription: String? {
+        switch self {
+        case .expiredDeviceCode: return "the device code expired before it was approved; run the sign-in again"
+        case .cancelledSignIn: return "sign-in cancelled; nothing was stored"
+        case .networkFailure(let m): return "network failure during sign-in: \(m)"
+        case .pollingTimeout: return "gave up waiting for the device code to be approved"
+        case .callbackTimeout: return "the sign-in callback did not arrive in time"
+        case .authorizationDenied(let m): return "authorization denied" + (m.isEmpty ? "" : ": \(m)")
+        case .tokenExchangeFailed(let status, let detail):
+            return "token endpoint answered HTTP \(status) (\(detail.code))"
+                + (detail.message.map { ": \(ClientError.clip($0))" } ?? "")
+        case .missingRefreshToken: return "the server issued no refresh token; sign in again"
+        case .secureRandomFailed(let s): return "secure random generation failed (status \(s))"
+        case .invalidResponse(let m): return "unexpected response from the authorization server: \(m)"
+        case .deviceCodeNotEnabled: return "device-code sign-in is not enabled for this account or server"
+        case .unknown(let m): return m
+        }
+    }
+}

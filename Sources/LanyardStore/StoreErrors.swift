@@ -1,0 +1,103 @@
+import FoundationEssentials
+import LanyardCore
+
+/// Failures of a credential backend. None of them deletes or replaces stored data.
+public enum StoreError: LanyardError, Equatable {
+    /// No backend to talk to (no D-Bus session, no Secret Service, no store file); `hint` says what to do.
+    case unavailable(backend: String, hint: String)
+    /// The keyring collection or encrypted store is locked.
+    case locked(backend: String, hint: String)
+    /// The backend did not answer within the configured time.
+    case timedOut(backend: String, operation: String, seconds: Double)
+    /// Stored data did not decode; it was left as it is.
+    case corrupt(source: String, detail: String)
+    /// The slot has no stored credential.
+    case notFound(slot: String)
+    /// A wrong passphrase or identity.
+    case wrongPassphrase
+    /// A path Lanyard refuses to use (symlink, foreign owner, wrong type).
+    case unsafePath(path: String, reason: String)
+    /// A file or system call failed.
+    case io(path: String, detail: String)
+
+    public var code: String {
+        switch self {
+        case .unavailable: return "store_unavailable"
+        case .locked: return "store_locked"
+        case .timedOut: return "store_timed_out"
+        case .corrupt: return "store_corrupt"
+        case .notFound: return "missing_credential"
+        case .wrongPassphrase: return "wrong_passphrase"
+        case .unsafePath: return "unsafe_path"
+        case .io: return "io_error"
+        }
+    }
+
+    public var errorDescription: String? {
+        switch self {
+        case .unavailable(let backend, let hint): return "\(backend) is unavailable: \(hint)"
+        case .locked(let backend, let hint): return "\(backend) is locked: \(hint)"
+        case .timedOut(let backend, let op, let s):
+            return "\(backend) did not answer \(op) within \(Self.seconds(s)) (is a keyring prompt waiting?)"
+        case .corrupt(let source, let detail): return "\(source) is corrupt (left untouched): \(detail)"
+        case .notFound(let slot): return "slot \(slot) has no stored credential; sign in with `lanyard login \(slot)`"
+        case .wrongPassphrase: return "wrong passphrase: the store was not unlocked and nothing changed"
+        case .unsafePath(let path, let reason): return "refusing to use \(path): \(reason)"
+        case .io(let path, let detail): return "\(path): \(detail)"
+        }
+    }
+
+    static func seconds(_ s: Double) -> String {
+        s == s.rounded() ? "\(s.saturatingInt) s" : "\((s * 10).rounded() / 10) s"
+    }
+}
+
+/// Failures reading or changing the registry of slots.
+public enum RegistryError: LanyardError, Equatable {
+    /// The registry did not parse; it was moved to `movedTo` and is reported, never treated as empty.
+    case corrupt(path: String, movedTo: String, detail: String)
+    case unknownSlot(String)
+    case slotExists(String)
+    case noActiveSlot
+
+    public var code: String {
+        switch self {
+        case .corrupt: return "registry_corrupt"
+        case .unknownSlot: return "unknown_slot"
+        case .slotExists: return "slot_exists"
+        case .noActiveSlot: return "no_active_slot"
+        }
+    }
+
+    public var errorDescription: String? {
+        switch self {
+        case .corrupt(let path, let moved, let detail):
+            return "registry \(path) did not parse (\(detail)); it was moved to \(moved). "
+                + "Run `lanyard doctor --repair` to rebuild it from the credential store."
+        case .unknownSlot(let s): return "no slot named \(s) (see `lanyard list`)"
+        case .slotExists(let s): return "a slot named \(s) already exists"
+        case .noActiveSlot: return "no slot is active; sign in with `lanyard login` or choose one with `lanyard switch SLOT`"
+        }
+    }
+}
+
+/// Failures reading the configuration file.
+public enum ConfigError: LanyardError, Equatable {
+    /// The file does not parse; `line` is 1-based when known.
+    case malformed(path: String, line: Int?, detail: String)
+    /// A key has a value Lanyard cannot use.
+    case invalidValue(path: String, group: String, key: String, detail: String)
+
+    public var code: String { "config_invalid" }
+
+    /// Everything in it comes from the file (group and key names, values quoted in the detail):
+    /// shown with control characters escaped, for every program that prints it.
+    public var errorDescription: String? {
+        switch self {
+        case .malformed(let path, let line, let detail):
+            return TerminalText.escaped("\(path)\(line.map { ":\($0)" } ?? ""): \(detail)")
+        case .invalidValue(let path, let group, let key, let detail):
+            return TerminalText.escaped("\(path): [\(group)] \(key): \(detail)")
+        }
+    }
+}

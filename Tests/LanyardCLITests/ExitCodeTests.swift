@@ -1,0 +1,75 @@
+import Foundation
+import LanyardTestSupport
+import Testing
+import LanyardAuth
+@testable import LanyardCLI
+import LanyardCore
+import LanyardStore
+
+/// Exit statuses are decided in one table in the CLI (`ExitStatus.byCode`); the layers only name
+/// their errors' codes.
+@Suite struct ExitCodeTests {
+    /// Every `| \`code\` | exit | meaning |` row of docs/cli.md's error-code table.
+    static func documented() throws -> [String: Int32] {
+        let text = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/cli.md"), encoding: .utf8)
+        let section = try #require(text.components(separatedBy: "\n## Error codes\n").dropFirst().first)
+        var rows: [String: Int32] = [:]
+        for match in section.matches(of: /\n\| `([a-z_]+)` \| ([0-9]+) \|/) { rows[String(match.output.1)] = Int32(match.output.2) }
+        return rows
+    }
+
+    /// Every code a `var code` getter or a `code:` argument in Sources spells out.
+    static func definedInSources() throws -> Set<String> {
+        var codes: Set<String> = []
+        let root = repositoryRoot.appendingPathComponent("Sources")
+        let files = FileManager.default.enumerator(atPath: root.path)!.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
+        for file in files {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            var rest = Substring(text)
+            while let start = rest.range(of: "var code: String {") {
+                var depth = 1, index = start.upperBound
+                while depth > 0, index < rest.endIndex {
+                    if rest[index] == "{" { depth += 1 } else if rest[index] == "}" { depth -= 1 }
+                    index = rest.index(after: index)
+                }
+                for m in rest[start.upperBound..<index].matches(of: /"([a-z][a-z0-9_]*)"/) { codes.insert(String(m.output.1)) }
+                rest = rest[index...]
+            }
+            for m in text.matches(of: /\bcode: "([a-z][a-z0-9_]*)"/) { codes.insert(String(m.output.1)) }
+        }
+        return codes
+    }
+
+    @Test func theTableAndDocsCliMdAgree() throws {
+        let documented = try Self.documented()
+        let table = LanyardCLI.ExitStatus.byCode.mapValues(\.rawValue)
+        #expect(documented.count >= 50)
+        for (code, status) in table { #expect(documented[code] == status, "docs/cli.md: `\(code)` should exit \(status)") }
+        for code in documented.keys where table[code] == nil { #expect(Bool(false), "docs/cli.md lists `\(code)`, which the CLI does not know") }
+    }
+
+    @Test func everyCodeInTheSourcesHasAnExitStatus() throws {
+        let defined = try Self.definedInSources()
+        #expect(defined.count >= 50, "found \(defined.count) codes")
+        // Codes servers send (in ServerErrorDetail), not errors of Lanyard's own.
+        let serverDetailCodes: Set = ["rate_limited", "websocket_refused"]
+        for code in defined.subtracting(serverDetailCodes).sorted() {
+            #expect(LanyardCLI.ExitStatus.byCode[code] != nil, "`\(code)` has no exit status in ExitStatus.byCode")
+        }
+    }
+
+    @Test func errorsMapToTheirDocumentedStatuses() {
+        let cases: [(any Error, LanyardCLI.ExitStatus)] = [
+            (StoreError.locked(backend: "k", hint: "h"), .storeUnavailable), (StoreError.notFound(slot: "w"), .notSignedIn),
+            (RegistryError.unknownSlot("w"), .notSignedIn), (ClientError.reauthenticationRequired(slot: "w", reason: "r"), .reauthenticationRequired),
+            (ClientError.usageLimitReached(UsageLimit()), .usageLimit), (AuthError.cancelledSignIn, .cancelled),
+            (AuthError.tokenExchangeFailed(status: 401, detail: ServerErrorDetail()), .reauthenticationRequired),
+            (AuthError.tokenExchangeFailed(status: 500, detail: ServerErrorDetail()), .network),
+            (ClientError.invalidHeader(name: "X", problem: "p"), .failure), (UsageError(message: "m", command: nil), .usage),
+            (CancellationError(), .cancelled), (URLError(.badURL), .failure),
+        ]
+        for (error, status) in cases { #expect(LanyardCLI.ExitStatus(for: error) == status, "\(error)") }
+        #expect(AuthError.tokenExchangeFailed(status: 403, detail: ServerErrorDetail()).code == "token_exchange_refused")
+        #expect(AuthError.tokenExchangeFailed(status: 502, detail: ServerErrorDetail()).code == "token_exchange_failed")
+    }
+}
