@@ -5,13 +5,13 @@ import LanyardCore
 
 /// Runs the configured hook (`/bin/sh -c CMD`) with one event as a JSON line on stdin. The hook
 /// runs in the background; ``waitForAll(timeout:)`` lets `--once` wait before exiting.
-public final class EventHook: Sendable {
-    public let command: String
+package final class EventHook: Sendable {
+    package let command: String
     private let group = DispatchGroup()
 
-    public init(command: String) { self.command = command }
+    package init(command: String) { self.command = command }
 
-    public func run(_ event: JSONValue) {
+    package func run(_ event: JSONValue) {
         let input = Array((event.serialized(pretty: false) + "\n").utf8)
         var pipe: [Int32] = [0, 0]
         guard Glibc.pipe(&pipe) == 0 else { return }
@@ -50,7 +50,7 @@ public final class EventHook: Sendable {
     }
 
     /// Waits for running hooks, at most `timeout` seconds.
-    public func waitForAll(timeout: TimeInterval) {
+    package func waitForAll(timeout: TimeInterval) {
         _ = group.wait(timeout: .now() + timeout)
     }
 }

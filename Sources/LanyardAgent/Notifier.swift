@@ -5,15 +5,15 @@ import LanyardGLib
 /// Desktop notifications through `org.freedesktop.Notifications` on the session bus (GDBus).
 /// Every failure (no bus, no notification service, a slow one) is reported, never thrown: the
 /// agent works the same without a desktop.
-public struct DesktopNotifier: Sendable {
-    public var timeoutMilliseconds: Int32 = 2000
+package struct DesktopNotifier: Sendable {
+    package var timeoutMilliseconds: Int32 = 2000
 
-    public init() {}
+    package init() {}
 
     /// Sends one notification.
     /// - Returns: nil when the service took it, else why not.
     @discardableResult
-    public func notify(summary: String, body: String, urgency: UInt8 = 1) -> String? {
+    package func notify(summary: String, body: String, urgency: UInt8 = 1) -> String? {
         if let reason = LazyLibraries.loadFailure() { return reason }
         let bus: GDBusClient
         do { bus = try GDBusClient.sessionBus(nil) } catch {

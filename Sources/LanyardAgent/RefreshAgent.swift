@@ -16,26 +16,26 @@ import LanyardStore
 /// Isolation: the schedule (states seen, jitters, retries) belongs to the thread that calls
 /// ``run()`` or ``runOnce()``, so the agent is deliberately not `Sendable`; other threads (a
 /// signal handler) stop it through its ``stopper``.
-public final class RefreshAgent {
+package final class RefreshAgent {
     /// Stops a running agent from any thread: a write to the agent's stop pipe (signal-safe).
-    public struct Stopper: Sendable {
+    package struct Stopper: Sendable {
         let fd: Int32
 
         /// Makes ``RefreshAgent/run()`` return after the refresh in progress.
-        public func stop() {
+        package func stop() {
             var byte: UInt8 = 1
             _ = write(fd, &byte, 1)
         }
     }
 
-    public struct Options: Sendable {
-        public var jitter: TimeInterval
-        public var notify: Bool
-        public var hook: String?
+    package struct Options: Sendable {
+        package var jitter: TimeInterval
+        package var notify: Bool
+        package var hook: String?
         /// The longest single sleep (wall-clock jumps after a suspend are noticed by then).
-        public var maximumSleep: TimeInterval = 60
+        package var maximumSleep: TimeInterval = 60
 
-        public init(jitter: TimeInterval, notify: Bool, hook: String?) {
+        package init(jitter: TimeInterval, notify: Bool, hook: String?) {
             self.jitter = jitter
             self.notify = notify
             self.hook = hook
@@ -58,7 +58,7 @@ public final class RefreshAgent {
     private var expiries: [Slot: (expiry: Date?, refreshed: BootInstant?)] = [:]
     private let stopPipe: [Int32]
 
-    public init(manager: AccountManager, options: Options, diagnostics: @escaping (String) -> Void) {
+    package init(manager: AccountManager, options: Options, diagnostics: @escaping (String) -> Void) {
         self.manager = manager
         self.options = options
         log = manager.eventLog
@@ -74,13 +74,13 @@ public final class RefreshAgent {
     }
 
     /// Stops this agent from another thread or a signal handler.
-    public var stopper: Stopper { Stopper(fd: stopPipe[1]) }
+    package var stopper: Stopper { Stopper(fd: stopPipe[1]) }
 
     /// Makes ``run()`` return after the refresh in progress (signal-safe).
-    public func stop() { stopper.stop() }
+    package func stop() { stopper.stop() }
 
     /// The agent's lock (`$XDG_DATA_HOME/lanyard/locks/agent.lock`): nil when another agent holds it.
-    public static func lock(paths: Paths) throws -> FileLock? {
+    package static func lock(paths: Paths) throws -> FileLock? {
         try SecureFiles.ensureDirectory(paths.dataDirectory)
         try SecureFiles.ensureDirectory(paths.lockDirectory)
         return try FileLock.tryLock(path: paths.lockDirectory + "/agent.lock")
@@ -212,7 +212,7 @@ public final class RefreshAgent {
     }
 
     /// `--once`: refreshes every slot that is due now (no jitter) and returns how many failed.
-    public func runOnce() throws -> Int {
+    package func runOnce() throws -> Int {
         let document = try manager.registry.load()
         known = [:]
         for (slot, record) in document.slots { known[slot] = record.state.name }
@@ -225,7 +225,7 @@ public final class RefreshAgent {
     }
 
     /// Runs until ``stop()``.
-    public func run() throws {
+    package func run() throws {
         let watch = RegistryWatch(directory: manager.paths.dataDirectory, file: "registry.json")
         defer { watch.close() }
         var first = true
@@ -259,11 +259,11 @@ public final class RefreshAgent {
 }
 
 /// Wakes on changes to one file in a folder (atomic replacement included), by inotify.
-public final class RegistryWatch {
-    public let fd: Int32
+package final class RegistryWatch {
+    package let fd: Int32
     private let file: String
 
-    public init(directory: String, file: String) {
+    package init(directory: String, file: String) {
         self.file = file
         try? SecureFiles.ensureDirectory(directory)
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -279,13 +279,13 @@ public final class RegistryWatch {
     }
 
     /// Empties the queue of events.
-    public func drain() {
+    package func drain() {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while read(fd, &buffer, buffer.count) > 0 {}
     }
 
     /// Waits until the folder changes or `timeout` seconds pass; true on a change.
-    public func wait(timeout: TimeInterval) -> Bool {
+    package func wait(timeout: TimeInterval) -> Bool {
         guard fd >= 0 else { usleep(UInt32(min(timeout, 60) * 1_000_000)); return false }
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
         let n = poll(&fds, 1, Int32(max(1, timeout * 1000)))
@@ -293,5 +293,5 @@ public final class RegistryWatch {
         return false
     }
 
-    public func close() { if fd >= 0 { Glibc.close(fd) } }
+    package func close() { if fd >= 0 { Glibc.close(fd) } }
 }

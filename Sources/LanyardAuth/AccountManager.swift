@@ -4,27 +4,27 @@ import LanyardCore
 import LanyardStore
 
 /// Opens a backend's store; `interactive` selects the longer timeout.
-public typealias StoreOpener = @Sendable (_ kind: BackendKind, _ interactive: Bool) throws -> any CredentialStore
+package typealias StoreOpener = @Sendable (_ kind: BackendKind, _ interactive: Bool) throws -> any CredentialStore
 
 /// Runs a due refresh somewhere else (the CLI: a detached worker process that survives its caller).
 /// `lock` is the slot's refresh lock, held by the caller: the runner hands it to the worker.
-public typealias RefreshRunner = @Sendable (_ slot: Slot, _ force: Bool, _ lock: FileLock) async throws -> Void
+package typealias RefreshRunner = @Sendable (_ slot: Slot, _ force: Bool, _ lock: FileLock) async throws -> Void
 
 /// The operations on slots that involve providers and stores: sign-in, sign-out and (with the
 /// token lifecycle) refresh. The CLI and LanyardKit both go through it, so they behave the same.
-public struct AccountManager: Sendable {
-    public let paths: Paths
-    public let config: LanyardConfig
-    public let openStore: StoreOpener
-    public let transport: any HTTPTransport
-    public let clock: any WallClock
-    public let sleeper: any Sleeper
+package struct AccountManager: Sendable {
+    package let paths: Paths
+    package let config: LanyardConfig
+    package let openStore: StoreOpener
+    package let transport: any HTTPTransport
+    package let clock: any WallClock
+    package let sleeper: any Sleeper
     /// Where due refreshes run; nil runs them in this process (in a task the caller cannot cancel).
-    public var refreshRunner: RefreshRunner?
+    package var refreshRunner: RefreshRunner?
     /// A slot's refresh lock this process was handed already held (the refresh worker).
-    public var inheritedLock: (slot: Slot, lock: FileLock)?
+    package var inheritedLock: (slot: Slot, lock: FileLock)?
 
-    public init(paths: Paths, config: LanyardConfig, openStore: @escaping StoreOpener, transport: any HTTPTransport,
+    package init(paths: Paths, config: LanyardConfig, openStore: @escaping StoreOpener, transport: any HTTPTransport,
                 clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {
         self.paths = paths
         self.config = config
@@ -34,10 +34,10 @@ public struct AccountManager: Sendable {
         self.sleeper = sleeper
     }
 
-    public var registry: Registry { Registry(paths: paths) }
+    package var registry: Registry { Registry(paths: paths) }
 
     /// The configured provider `id`, talking through the backoff policy.
-    public func provider(_ id: String) throws -> any DeviceCodeProvider {
+    package func provider(_ id: String) throws -> any DeviceCodeProvider {
         guard let providerConfig = config.providers[id] else {
             let known = config.providers.keys.sorted().joined(separator: ", ")
             throw ConfigError.invalidValue(path: paths.configFile, group: "provider.\(id)", key: "",
@@ -54,7 +54,7 @@ public struct AccountManager: Sendable {
 
     /// The backend a new slot uses: the configured one, or for `auto` the Secret Service when it
     /// answers, else the encrypted file.
-    public func backendForNewSlot() -> BackendKind {
+    package func backendForNewSlot() -> BackendKind {
         switch config.backend {
         case .secretService: return .secretService
         case .file: return .file
@@ -67,7 +67,7 @@ public struct AccountManager: Sendable {
     /// Signs an account in with the device-code flow and stores it in `slot` (by default the
     /// email's local part). The slot's old credential is replaced only once the new one is in hand;
     /// cancellation or failure leaves everything as it was.
-    public func signIn(slot requested: Slot?, providerID: String, flow configure: (inout SignInFlow) -> Void = { _ in },
+    package func signIn(slot requested: Slot?, providerID: String, flow configure: (inout SignInFlow) -> Void = { _ in },
                        events: @Sendable (SignInEvent) -> Void) async throws -> (Slot, Credential) {
         let provider = try provider(providerID)
         var flow = SignInFlow(provider: provider, clock: clock, sleeper: sleeper)
@@ -118,7 +118,7 @@ public struct AccountManager: Sendable {
     }
 
     /// A slot name from the account's email local part, made unique when another account holds it.
-    public static func defaultSlot(for account: AccountInfo, in document: RegistryDocument) throws -> Slot {
+    package static func defaultSlot(for account: AccountInfo, in document: RegistryDocument) throws -> Slot {
         let local = account.email.map { String($0.split(separator: "@").first ?? "") } ?? ""
         guard let base = Slot.suggested(from: local) ?? Slot.suggested(from: account.accountID ?? "") else {
             throw UsageErrorText("the account has no email to name the slot after; give a slot name: `lanyard login NAME`")
@@ -139,7 +139,7 @@ public struct AccountManager: Sendable {
     /// refresh token at the provider (which ends that session in every tool).
     /// - Returns: whether a revocation happened, and whether the slot was signed out already.
     @discardableResult
-    public func signOut(slot: Slot, revoke: Bool) async throws -> SignOutOutcome {
+    package func signOut(slot: Slot, revoke: Bool) async throws -> SignOutOutcome {
         // A refresh under way finishes first; otherwise it would store the credential again.
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }

@@ -163,7 +163,7 @@ public struct DoctorReport: Sendable, Equatable {
 extension AccountManager {
     /// Checks every backend and the registry against what the backends hold. Reads only; a
     /// backend that cannot be opened or listed is reported, not thrown.
-    public func diagnose() throws -> DoctorReport {
+    package func diagnose() throws -> DoctorReport {
         let document = try registry.load()
         let (backends, itemsByBackend) = checkBackends()
         var missing: [Slot] = []
@@ -216,7 +216,7 @@ extension AccountManager {
     /// or marked for sign-in when they hold no refresh token), slots without a credential are
     /// marked signed out. The only credential it deletes is an unregistered copy of a listed
     /// slot's session (same refresh token), which an interrupted rename or migration leaves.
-    public func repair(_ report: DoctorReport) throws -> DoctorReport {
+    package func repair(_ report: DoctorReport) throws -> DoctorReport {
         var result = report
         if !report.pendingRecoveries.isEmpty {
             for slot in try restoreRecoveryFiles() {

@@ -36,10 +36,10 @@ public struct HTTPRequest: Sendable {
 /// The one check of every header Lanyard sends. Values come from outside (an account id from a
 /// token's claims, an event id a server chose): a CR or LF in one would add headers of the
 /// server's choosing, so such a request is refused, never sent with the value dropped or cut.
-public enum HTTPHeaderRules {
+package enum HTTPHeaderRules {
     /// Refuses a name that is not an RFC 9110 token, or a value with a control character (any
     /// byte below 0x20 but tab, or DEL). The value is never quoted in the error.
-    public static func check(_ name: String, _ value: String) throws(ClientError) {
+    package static func check(_ name: String, _ value: String) throws(ClientError) {
         guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
             throw .invalidHeader(name: TerminalText.escaped(name), problem: "is not a valid header name")
         }
@@ -49,7 +49,7 @@ public enum HTTPHeaderRules {
     }
 
     /// Checks every header of a request.
-    public static func check(_ headers: some Sequence<(String, String)>) throws(ClientError) {
+    package static func check(_ headers: some Sequence<(String, String)>) throws(ClientError) {
         for (name, value) in headers { try check(name, value) }
     }
 
@@ -64,7 +64,7 @@ public enum HTTPHeaderRules {
 extension Credential {
     /// The headers that send this credential: `Authorization: Bearer` and, when the account has
     /// one, `ChatGPT-Account-Id`, checked by ``HTTPHeaderRules``.
-    public func authorizationHeaders() throws(ClientError) -> [(String, String)] {
+    package func authorizationHeaders() throws(ClientError) -> [(String, String)] {
         var headers = [("Authorization", "Bearer \(tokens.accessToken)")]
         if let account = account.accountID { headers.append(("ChatGPT-Account-Id", account)) }
         try HTTPHeaderRules.check(headers)
@@ -110,14 +110,14 @@ public protocol HTTPTransport: Sendable {
 }
 
 /// How the auth layer waits (injected so tests control time instead of sleeping).
-public protocol Sleeper: Sendable {
+package protocol Sleeper: Sendable {
     func sleep(seconds: TimeInterval) async throws
 }
 
 /// Real waiting, cancellable.
-public struct TaskSleeper: Sleeper {
-    public init() {}
-    public func sleep(seconds: TimeInterval) async throws {
+package struct TaskSleeper: Sleeper {
+    package init() {}
+    package func sleep(seconds: TimeInterval) async throws {
         guard seconds > 0 else { return }
         // At most about 30 years: a longer wait is not one, and UInt64 nanoseconds end at 584 years.
         try await Task.sleep(nanoseconds: UInt64(min(seconds, 1e9) * 1_000_000_000))
@@ -126,16 +126,16 @@ public struct TaskSleeper: Sleeper {
 
 /// Retries `429 Too Many Requests` by a ``BackoffPolicy``: the Chappie SDK's 2 retries, 1 s initial,
 /// 30 s cap, jitter, `Retry-After` honoured. After the last retry the 429 is returned as is.
-public struct BackoffTransport: HTTPTransport {
-    public let base: any HTTPTransport
-    public let policy: BackoffPolicy
-    public let clock: any WallClock
-    public let sleeper: any Sleeper
-    public let random: @Sendable () -> Double
+package struct BackoffTransport: HTTPTransport {
+    package let base: any HTTPTransport
+    package let policy: BackoffPolicy
+    package let clock: any WallClock
+    package let sleeper: any Sleeper
+    package let random: @Sendable () -> Double
     /// Called before each wait with the retry number and the delay (for progress and tests).
-    public let onRetry: @Sendable (Int, TimeInterval) -> Void
+    package let onRetry: @Sendable (Int, TimeInterval) -> Void
 
-    public init(base: any HTTPTransport, policy: BackoffPolicy, clock: any WallClock = SystemClock(),
+    package init(base: any HTTPTransport, policy: BackoffPolicy, clock: any WallClock = SystemClock(),
                 sleeper: any Sleeper = TaskSleeper(), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 onRetry: @escaping @Sendable (Int, TimeInterval) -> Void = { _, _ in }) {
         self.base = base
@@ -146,7 +146,7 @@ public struct BackoffTransport: HTTPTransport {
         self.onRetry = onRetry
     }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    package func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         var retry = 0
         while true {
             let response = try await base.send(request)
@@ -161,6 +161,6 @@ public struct BackoffTransport: HTTPTransport {
 }
 
 /// Module facts.
-public enum LanyardAuth {
-    public static let version = "0.1.0"
+package enum LanyardAuth {
+    package static let version = "0.1.0"
 }

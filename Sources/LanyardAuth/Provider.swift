@@ -3,21 +3,21 @@ import Glibc
 import LanyardCore
 
 /// A device code the user approves in a browser.
-public struct DeviceAuthorization: Sendable, Hashable {
+package struct DeviceAuthorization: Sendable, Hashable {
     /// What the user types.
-    public var userCode: String
+    package var userCode: String
     /// Where the user types it.
-    public var verificationURL: URL
+    package var verificationURL: URL
     /// A URL with the code filled in, when the server gives one.
-    public var completeVerificationURL: URL?
+    package var completeVerificationURL: URL?
     /// Seconds between polls (the server's `interval`).
-    public var interval: TimeInterval
+    package var interval: TimeInterval
     /// When the code stops working.
-    public var expiresAt: Date
+    package var expiresAt: Date
     /// The provider's handle for polling (device code / device auth id). Secret-ish: never shown.
-    public var deviceCode: String
+    package var deviceCode: String
 
-    public init(userCode: String, verificationURL: URL, completeVerificationURL: URL? = nil, interval: TimeInterval,
+    package init(userCode: String, verificationURL: URL, completeVerificationURL: URL? = nil, interval: TimeInterval,
                 expiresAt: Date, deviceCode: String) {
         self.userCode = userCode
         self.verificationURL = verificationURL
@@ -29,7 +29,7 @@ public struct DeviceAuthorization: Sendable, Hashable {
 }
 
 /// One poll's outcome.
-public enum PollResult: Sendable {
+package enum PollResult: Sendable {
     case pending
     /// The server asked to poll less often (RFC 8628 `slow_down`).
     case slowDown
@@ -37,13 +37,13 @@ public enum PollResult: Sendable {
 }
 
 /// Tokens from a token endpoint.
-public struct TokenResponse: Sendable, Hashable {
-    public var accessToken: String
-    public var refreshToken: String?
-    public var idToken: String?
-    public var expiresIn: TimeInterval?
+package struct TokenResponse: Sendable, Hashable {
+    package var accessToken: String
+    package var refreshToken: String?
+    package var idToken: String?
+    package var expiresIn: TimeInterval?
 
-    public init(accessToken: String, refreshToken: String? = nil, idToken: String? = nil, expiresIn: TimeInterval? = nil) {
+    package init(accessToken: String, refreshToken: String? = nil, idToken: String? = nil, expiresIn: TimeInterval? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.idToken = idToken
@@ -51,7 +51,7 @@ public struct TokenResponse: Sendable, Hashable {
     }
 
     /// Parses a token endpoint's JSON answer. `access_token` is required.
-    public static func parse(_ body: Data, step: String) throws(AuthError) -> TokenResponse {
+    package static func parse(_ body: Data, step: String) throws(AuthError) -> TokenResponse {
         let json: JSONFields
         do { json = try JSONFields(try JSONValue.parse(body)) } catch {
             throw .invalidResponse("\(step): the body is not a JSON object")
@@ -69,14 +69,14 @@ public struct TokenResponse: Sendable, Hashable {
     }
 
     /// The access token's expiry: `expires_in` from `now`, else the token's own `exp` claim.
-    public func expiresAt(now: Date) -> Date? {
+    package func expiresAt(now: Date) -> Date? {
         if let expiresIn { return now + expiresIn }
         return (try? JWTClaims(token: accessToken))?.expiresAt
     }
 }
 
 /// Why a refresh failed, sorted by what it means for the slot.
-public enum RefreshFailure: Error, Sendable, Equatable {
+package enum RefreshFailure: Error, Sendable, Equatable {
     /// The refresh token is dead (reused, expired, invalidated, revoked): sign in again.
     case permanent(code: String, status: Int)
     /// Try again later; the credential is still good.
@@ -84,7 +84,7 @@ public enum RefreshFailure: Error, Sendable, Equatable {
 }
 
 /// A sign-in provider: device authorization, polling, refresh and revocation.
-public protocol DeviceCodeProvider: Sendable {
+package protocol DeviceCodeProvider: Sendable {
     var config: ProviderConfig { get }
     /// Requests a device code.
     func authorize() async throws(AuthError) -> DeviceAuthorization

@@ -3,7 +3,7 @@ import Glibc
 import LanyardCore
 
 /// What a sign-in reports while it runs.
-public enum SignInEvent: Sendable, Equatable {
+package enum SignInEvent: Sendable, Equatable {
     /// The Chappie auth-state sequence: signingIn → awaitingDeviceCode → signedIn / failed.
     case state(AuthState)
     /// The device code to show (with the URL that has it filled in, when the server gives one).
@@ -17,16 +17,16 @@ public enum SignInEvent: Sendable, Equatable {
 /// The device-code flow: request a code, show it, poll honouring `interval` and `slow_down`, and
 /// return the tokens. Stores nothing: the caller stores the credential once it is in hand, so a
 /// cancelled or failed sign-in leaves the slot as it was.
-public struct SignInFlow: Sendable {
-    public let provider: any DeviceCodeProvider
-    public let clock: any WallClock
-    public let sleeper: any Sleeper
+package struct SignInFlow: Sendable {
+    package let provider: any DeviceCodeProvider
+    package let clock: any WallClock
+    package let sleeper: any Sleeper
     /// Seconds added to the interval on each `slow_down` (RFC 8628 says 5).
-    public var slowDownIncrement: TimeInterval = 5
+    package var slowDownIncrement: TimeInterval = 5
     /// The longest Lanyard waits for approval (the provider's limit by default).
-    public var maximumDuration: TimeInterval
+    package var maximumDuration: TimeInterval
 
-    public init(provider: any DeviceCodeProvider, clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {
+    package init(provider: any DeviceCodeProvider, clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {
         self.provider = provider
         self.clock = clock
         self.sleeper = sleeper
@@ -36,7 +36,7 @@ public struct SignInFlow: Sendable {
     /// Runs the flow; `events` sees every state change. Task cancellation gives `cancelledSignIn`.
     /// `onApproved` receives the tokens (to store them) before `signedIn` is announced; if it
     /// throws, the flow ends in `failed` with that error.
-    public func run(events: @Sendable (SignInEvent) -> Void,
+    package func run(events: @Sendable (SignInEvent) -> Void,
                     onApproved: (TokenResponse, AccountInfo) async throws -> Void = { _, _ in }) async throws -> (TokenResponse, AccountInfo) {
         events(.state(.signingIn))
         let tokens: TokenResponse, account: AccountInfo
@@ -59,7 +59,7 @@ public struct SignInFlow: Sendable {
     /// `signedOut` when cancelled) and the ``AuthError``. `onApproved` receives the tokens (to store
     /// them) before `signedIn` is yielded; if it throws, the stream yields `failed` and throws that
     /// error. Ending the iteration (or cancelling the task that iterates) cancels the sign-in.
-    public func states(onApproved: @escaping @Sendable (TokenResponse, AccountInfo) async throws -> Void = { _, _ in })
+    package func states(onApproved: @escaping @Sendable (TokenResponse, AccountInfo) async throws -> Void = { _, _ in })
         -> AsyncThrowingStream<AuthState, Error> {
         let (stream, continuation) = AsyncThrowingStream<AuthState, Error>.makeStream()
         let task = Task {

@@ -47,7 +47,7 @@ public struct SignOutOutcome: Sendable, Equatable {
 extension AccountManager {
     /// The slot's registry record (only that record is decoded: ``RegistryView``).
     /// - Throws: `RegistryError.unknownSlot` when the registry has no such slot.
-    public func record(of slot: Slot) throws -> SlotRecord {
+    package func record(of slot: Slot) throws -> SlotRecord {
         guard let record = try registry.view().record(of: slot) else { throw RegistryError.unknownSlot(slot.name) }
         return record
     }
@@ -55,7 +55,7 @@ extension AccountManager {
     /// Renames a slot. The credential is copied to the new name and read back before the old
     /// copy is deleted, all under the registry's lock; a failed delete only leaves a stray copy
     /// (reported in `warnings`), never a slot without its credential.
-    public func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome {
+    package func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome {
         var warnings: [String] = []
         var moved = false
         // Both slots' refresh locks, in name order, before the registry's: a refresh of OLD that is
@@ -99,7 +99,7 @@ extension AccountManager {
 
     /// Deletes a slot and its stored credential (never revokes it). The secret goes first: a
     /// registry entry without a secret is repairable, a secret without an entry is invisible.
-    public func remove(_ slot: Slot) throws {
+    package func remove(_ slot: Slot) throws {
         let lock = try FileLock.slot(slot, paths: paths)  // a refresh under way finishes first
         defer { withExtendedLifetime(lock) {} }
         try registry.update { doc in
@@ -114,20 +114,20 @@ extension AccountManager {
     /// Makes `slot` the active slot (the one used when no flag, variable or pin file names one).
     /// Only the registry changes; integrations that follow the active slot (Codex) are
     /// LanyardIntegrations' `switchActive`.
-    public func setActive(_ slot: Slot) throws -> ActiveSlotChange {
+    package func setActive(_ slot: Slot) throws -> ActiveSlotChange {
         let (previous, record) = try registry.setActive(slot)
         return ActiveSlotChange(previous: previous, active: slot, record: record)
     }
 
     /// Pins `slot` to `directory` and the tree below it (writes `directory/.lanyard`).
     /// - Returns: the pin file's path.
-    public func pin(_ slot: Slot, in directory: String) throws -> String {
+    package func pin(_ slot: Slot, in directory: String) throws -> String {
         _ = try record(of: slot)
         return try PinFile.write(slot, in: directory)
     }
 
     /// Removes `directory/.lanyard`, and reports a pin above it that still applies.
-    public func unpin(in directory: String) throws -> UnpinOutcome {
+    package func unpin(in directory: String) throws -> UnpinOutcome {
         let removed = try PinFile.remove(in: directory)
         let inherited = PinFile.nearest(from: directory)
         return UnpinOutcome(removed: removed, stillPinnedByPath: inherited?.path, stillPinnedToName: inherited?.name)
@@ -136,14 +136,14 @@ extension AccountManager {
     /// The slot commands act on in `directory`, by the documented precedence (`flag` >
     /// `LANYARD_ACCOUNT` in `environment` > the nearest `.lanyard` > the active slot); nil when
     /// no rule names one.
-    public func resolveSlot(flag: String?, environment: [String: String], directory: String) throws -> AccountResolution? {
+    package func resolveSlot(flag: String?, environment: [String: String], directory: String) throws -> AccountResolution? {
         try AccountResolution.resolve(flag: flag, environment: environment["LANYARD_ACCOUNT"],
                                       pinFile: { PinFile.nearest(from: directory) }, active: { try registry.view().active() })
     }
 
     /// Moves `slots` (every slot when empty) to the `target` backend: copy, read back and compare,
     /// record the new backend, then delete the source copy. `progress` sees each slot as it lands.
-    public func migrate(to target: BackendKind, slots: [Slot], dryRun: Bool,
+    package func migrate(to target: BackendKind, slots: [Slot], dryRun: Bool,
                         progress: (MigrationStep) -> Void = { _ in }) throws -> [MigrationStep] {
         let open = openStore
         return try Migration(registry: registry, open: { kind in try open(kind, true) })
@@ -151,7 +151,7 @@ extension AccountManager {
     }
 
     /// The signed-in slots, in name order (what `refresh --all` refreshes).
-    public func signedInSlots() throws -> [Slot] {
+    package func signedInSlots() throws -> [Slot] {
         try registry.load().sortedSlots.filter { if case .signedIn = $0.record.state { return true }; return false }.map(\.slot)
     }
 }

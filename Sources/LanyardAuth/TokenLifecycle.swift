@@ -15,32 +15,32 @@ import LanyardStore
 /// The time left is measured on the boot clock when the tokens were obtained during this boot, so
 /// a wall clock set forward does not make fresh tokens look expired (a refresh on every call) and
 /// one set back does not make expired tokens look fresh.
-public struct RefreshRule: Sendable {
-    public var lead: TimeInterval
-    public var leadShare: Double
-    public var maxAge: TimeInterval
+package struct RefreshRule: Sendable {
+    package var lead: TimeInterval
+    package var leadShare: Double
+    package var maxAge: TimeInterval
 
-    public init(lead: TimeInterval, leadShare: Double = 0.5, maxAge: TimeInterval) {
+    package init(lead: TimeInterval, leadShare: Double = 0.5, maxAge: TimeInterval) {
         self.lead = lead
         self.leadShare = leadShare
         self.maxAge = maxAge
     }
 
-    public func needsRefresh(_ credential: Credential, now: Date, boot: BootInstant? = nil) -> Bool {
+    package func needsRefresh(_ credential: Credential, now: Date, boot: BootInstant? = nil) -> Bool {
         guard let due = dueDate(credential, now: now, boot: boot) else { return false }
         return due <= now
     }
 
     /// When the credential will need a refresh, on the wall clock as it reads `now` (nil when it
     /// never will: no expiry and no refresh token).
-    public func dueDate(_ credential: Credential, now: Date, boot: BootInstant? = nil) -> Date? {
+    package func dueDate(_ credential: Credential, now: Date, boot: BootInstant? = nil) -> Date? {
         let expiry = credential.tokens.expiresAt ?? (try? JWTClaims(token: credential.tokens.accessToken))?.expiresAt
         if expiry == nil && credential.tokens.refreshToken?.isEmpty ?? true { return nil }
         return dueDate(expiry: expiry, lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, now: now, boot: boot)
     }
 
     /// The same from a registry record's fields (the agent plans without reading credentials).
-    public func dueDate(expiry: Date?, lastRefresh: Date?, lastRefreshBoot: BootInstant?, now: Date, boot: BootInstant?) -> Date {
+    package func dueDate(expiry: Date?, lastRefresh: Date?, lastRefreshBoot: BootInstant?, now: Date, boot: BootInstant?) -> Date {
         // Time since the last refresh, on the boot clock when both readings are of this boot.
         let elapsedOnBoot = boot.flatMap { b in lastRefreshBoot.flatMap { b.seconds(since: $0) } }
         guard let expiry else {
@@ -56,19 +56,19 @@ public struct RefreshRule: Sendable {
     }
 
     /// The lead for a token that lives `lifetime` seconds.
-    public func lead(forLifetime lifetime: TimeInterval?) -> TimeInterval {
+    package func lead(forLifetime lifetime: TimeInterval?) -> TimeInterval {
         guard let lifetime, lifetime > 0 else { return lead }
         return min(lead, lifetime * leadShare)
     }
 
     /// The lead for a token obtained at `lastRefresh` that expires at `expiry`.
-    public func lead(expiry: Date?, lastRefresh: Date?) -> TimeInterval {
+    package func lead(expiry: Date?, lastRefresh: Date?) -> TimeInterval {
         lead(forLifetime: expiry.flatMap { e in lastRefresh.map { e.timeIntervalSince($0) } })
     }
 }
 
 extension AccountManager {
-    public var refreshRule: RefreshRule { RefreshRule(lead: config.refreshLead, leadShare: config.refreshLeadShare, maxAge: config.refreshMaxAge) }
+    package var refreshRule: RefreshRule { RefreshRule(lead: config.refreshLead, leadShare: config.refreshLeadShare, maxAge: config.refreshMaxAge) }
 
     /// The slot's credential, refreshed first when it is due (or when `force`).
     ///
@@ -76,7 +76,7 @@ extension AccountManager {
     /// credential re-read, and a rotation another process already did is adopted instead of
     /// refreshing again. New tokens are written to a 0600 recovery file before the store, so a
     /// crash or a failed write never loses the only live refresh token.
-    public func freshCredential(slot: Slot, force: Bool = false) async throws -> Credential {
+    package func freshCredential(slot: Slot, force: Bool = false) async throws -> Credential {
         let (record, store, before, due) = try storedCredential(slot: slot, force: force)
         if !due { return before }
         if let refreshRunner {
@@ -98,14 +98,14 @@ extension AccountManager {
 
     /// The slot's refresh lock: the one this process was handed (a refresh worker holds its
     /// caller's lock; opening the lock file again would wait for itself), else acquired.
-    public func lockSlot(_ slot: Slot) async throws -> FileLock {
+    package func lockSlot(_ slot: Slot) async throws -> FileLock {
         if let inherited = inheritedLock, inherited.slot == slot { return inherited.lock }
         return try await SlotLock.acquire(slot: slot, paths: paths)
     }
 
     /// The slot's stored credential when it needs no refresh, or nil when one is due: what
     /// `freshCredential` returns without suspending (commands use it to skip the async machinery).
-    public func credentialIfFresh(slot: Slot) throws -> Credential? {
+    package func credentialIfFresh(slot: Slot) throws -> Credential? {
         let (_, _, credential, due) = try storedCredential(slot: slot, force: false)
         return due ? nil : credential
     }
@@ -238,12 +238,12 @@ extension AccountManager {
     }
 
     /// The event log, capped as configured.
-    public var eventLog: EventLog { EventLog(paths: paths, maxBytes: config.eventsMaxBytes) }
+    package var eventLog: EventLog { EventLog(paths: paths, maxBytes: config.eventsMaxBytes) }
 
     /// Puts credentials left in recovery files (or, when the disk refused those, in the kernel
     /// keyring) back into their stores and removes them.
     /// - Returns: the slots restored.
-    public func restoreRecoveryFiles() throws -> [Slot] {
+    package func restoreRecoveryFiles() throws -> [Slot] {
         var restored: [Slot] = []
         let listed = (try? registry.load().sortedSlots.map(\.0)) ?? []
         for (slot, file) in RecoveryFile.all(paths: paths, slots: listed) {
@@ -265,10 +265,10 @@ extension AccountManager {
 
 /// The per-slot refresh lock (`$XDG_DATA_HOME/lanyard/locks/SLOT.lock`), shared by the CLI, the
 /// library and the agent. Waiting happens off the cooperative thread pool.
-public enum SlotLock {
-    public static func path(slot: Slot, paths: Paths) -> String { FileLock.slotPath(slot, paths: paths) }
+package enum SlotLock {
+    package static func path(slot: Slot, paths: Paths) -> String { FileLock.slotPath(slot, paths: paths) }
 
-    public static func acquire(slot: Slot, paths: Paths) async throws -> FileLock {
+    package static func acquire(slot: Slot, paths: Paths) async throws -> FileLock {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 do { continuation.resume(returning: try FileLock.slot(slot, paths: paths)) } catch { continuation.resume(throwing: error) }
@@ -390,7 +390,7 @@ struct RecoveryFile {
 }
 
 /// What `doctor` needs to know about recovery files.
-public enum RecoveryFiles {
+package enum RecoveryFiles {
     /// Slots whose refreshed tokens wait in a recovery file.
-    public static func pending(paths: Paths, slots: [Slot] = []) -> [Slot] { RecoveryFile.all(paths: paths, slots: slots).map(\.0) }
+    package static func pending(paths: Paths, slots: [Slot] = []) -> [Slot] { RecoveryFile.all(paths: paths, slots: slots).map(\.0) }
 }

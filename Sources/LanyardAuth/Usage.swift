@@ -18,9 +18,9 @@ public struct UsageReport: Sendable, Hashable {
 
 /// Parses the ChatGPT usage endpoint's answers (`plan_type`, `rate_limit.primary_window` and
 /// `secondary_window`, `credits`) and 429 `usage_limit_reached` bodies.
-public enum UsageParser {
+package enum UsageParser {
     /// A usage endpoint's 200 body.
-    public static func report(_ body: Data, now: Date) throws(ClientError) -> UsageReport {
+    package static func report(_ body: Data, now: Date) throws(ClientError) -> UsageReport {
         guard let value = try? JSONValue.parse(body), let object = value.object else {
             throw .invalidResponse("usage: the body is not a JSON object")
         }
@@ -53,7 +53,7 @@ public enum UsageParser {
     /// A 429 body of type `usage_limit_reached` (nil for any other 429), with the rate-limit
     /// headers (`x-codex-primary-used-percent`, `…-window-minutes`, `…-reset-after-seconds`, and the
     /// same for `secondary`) when the server sent them.
-    public static func limit(status: Int, body: Data, headers: [String: String], now: Date, redacting secrets: [String] = []) -> UsageLimit? {
+    package static func limit(status: Int, body: Data, headers: [String: String], now: Date, redacting secrets: [String] = []) -> UsageLimit? {
         guard status == 429, let error = (try? JSONValue.parse(body))?["error"]?.object,
               error["type"]?.string == "usage_limit_reached" else { return nil }
         let resetsIn = error["resets_in_seconds"]?.number?.plausibleSeconds

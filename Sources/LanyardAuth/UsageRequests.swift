@@ -7,7 +7,7 @@ import LanyardStore
 extension AccountManager {
     /// Sends a request with the slot's credential: a fresh bearer token and `ChatGPT-Account-Id`,
     /// one refresh and retry on 401, backoff on 429, and failures mapped to ``ClientError``.
-    public func authorizedSend(_ request: HTTPRequest, slot: Slot) async throws -> HTTPResponse {
+    package func authorizedSend(_ request: HTTPRequest, slot: Slot) async throws -> HTTPResponse {
         let transport = BackoffTransport(base: transport, policy: config.backoff, clock: clock, sleeper: sleeper)
         var credential = try await freshCredential(slot: slot)
         for attempt in 0..<2 {
@@ -37,7 +37,7 @@ extension AccountManager {
     }
 
     /// The slot's usage from the provider's usage endpoint.
-    public func usage(slot: Slot) async throws -> UsageReport {
+    package func usage(slot: Slot) async throws -> UsageReport {
         guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
         guard let base = config.providers[record.provider]?.usageBaseURL else {
             // Not a server failure (exit 6): the slot's provider has no usage endpoint to ask.

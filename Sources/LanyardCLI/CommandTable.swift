@@ -3,14 +3,14 @@ import Glibc
 import LanyardCore
 
 /// One flag of a command.
-public struct FlagSpec: Sendable {
-    public let name: String
-    public let short: Character?
+package struct FlagSpec: Sendable {
+    package let name: String
+    package let short: Character?
     /// The value's placeholder (`SLOT`), or nil for a switch.
-    public let value: String?
-    public let help: String
+    package let value: String?
+    package let help: String
     /// The only values the flag accepts (checked by the parser, offered by completions); empty means any.
-    public let choices: [String]
+    package let choices: [String]
 
     init(_ name: String, short: Character? = nil, value: String? = nil, choices: [String] = [], _ help: String) {
         self.name = name
@@ -21,7 +21,7 @@ public struct FlagSpec: Sendable {
     }
 
     /// What the flag's value is, for completions.
-    public var valueKind: ArgumentKind {
+    package var valueKind: ArgumentKind {
         guard let value else { return .none }
         if !choices.isEmpty { return .choice(choices) }
         return ArgumentKind(placeholder: value)
@@ -29,7 +29,7 @@ public struct FlagSpec: Sendable {
 }
 
 /// What a positional argument or flag value names, so completions can offer the right words.
-public enum ArgumentKind: Sendable, Equatable {
+package enum ArgumentKind: Sendable, Equatable {
     case none
     case slot
     case file
@@ -52,27 +52,27 @@ public enum ArgumentKind: Sendable, Equatable {
 }
 
 /// One command: what `--help`, the man page and completions are generated from, and how it runs.
-public struct CommandSpec: Sendable {
-    public let name: String
-    public let summary: String
+package struct CommandSpec: Sendable {
+    package let name: String
+    package let summary: String
     /// Positional arguments as shown in usage (`SLOT`, `[SLOT]`, `OLD NEW`).
-    public let arguments: String
-    public let minArguments: Int
-    public let maxArguments: Int
-    public let flags: [FlagSpec]
+    package let arguments: String
+    package let minArguments: Int
+    package let maxArguments: Int
+    package let flags: [FlagSpec]
     /// Whether the command prints results (and so takes `--json`).
-    public let prints: Bool
+    package let prints: Bool
     /// Whether it acts on one slot chosen by account resolution (and so takes `--account`).
-    public let takesAccount: Bool
-    public let details: String
+    package let takesAccount: Bool
+    package let details: String
     /// Internal commands left out of help, the man page and completions.
-    public var hidden = false
+    package var hidden = false
     /// Commands that talk to a provider (run by `lanyard-net`, which links HTTP).
-    public var network = false
+    package var network = false
     /// Flags that make the command talk to a provider.
-    public var networkFlags: Set<String> = []
+    package var networkFlags: Set<String> = []
     /// The words its first argument must be one of (`store init|unlock|…`); empty for none.
-    public var subcommands: [String] = []
+    package var subcommands: [String] = []
     let run: @Sendable (Invocation) throws -> ExitStatus
 }
 
@@ -86,40 +86,40 @@ let accountFlag = FlagSpec("account", short: "a", value: "SLOT", "act on SLOT (o
 
 extension CommandSpec {
     /// Every flag the command accepts, its own first.
-    public var allFlags: [FlagSpec] {
+    package var allFlags: [FlagSpec] {
         flags + (prints ? [jsonFlag] : []) + (takesAccount ? [accountFlag] : []) + globalFlags
     }
 
     /// What the arguments after the subcommand (if any) name, for completions.
-    public var argumentKind: ArgumentKind {
+    package var argumentKind: ArgumentKind {
         ArgumentKind(placeholder: arguments)
     }
 
-    public var usage: String {
+    package var usage: String {
         "lanyard \(name)" + (arguments.isEmpty ? "" : " \(arguments)") + (allFlags.count > globalFlags.count ? " [options]" : "")
     }
 }
 
 /// A command line that does not fit the command table (exit 2).
-public struct UsageError: LanyardError, Equatable {
-    public let message: String
-    public let command: String?
-    public var code: String { "usage" }
-    public var errorDescription: String? { message }
+package struct UsageError: LanyardError, Equatable {
+    package let message: String
+    package let command: String?
+    package var code: String { "usage" }
+    package var errorDescription: String? { message }
 }
 
 /// Parsed arguments of one command.
-public struct ParsedArguments: Sendable {
-    public var positionals: [String] = []
-    public var values: [String: String] = [:]
-    public var switches: Set<String> = []
+package struct ParsedArguments: Sendable {
+    package var positionals: [String] = []
+    package var values: [String: String] = [:]
+    package var switches: Set<String> = []
     /// Every value of each flag in command-line order (for repeatable flags); `values` keeps the last.
-    public var allValues: [String: [String]] = [:]
+    package var allValues: [String: [String]] = [:]
 
-    public func has(_ flag: String) -> Bool { switches.contains(flag) }
-    public func value(_ flag: String) -> String? { values[flag] }
+    package func has(_ flag: String) -> Bool { switches.contains(flag) }
+    package func value(_ flag: String) -> String? { values[flag] }
     /// Every value given for a repeatable flag, in order.
-    public func repeated(_ flag: String) -> [String] { allValues[flag] ?? [] }
+    package func repeated(_ flag: String) -> [String] { allValues[flag] ?? [] }
 }
 
 enum ArgumentParser {

@@ -7,14 +7,14 @@ import LanyardStore
 /// Where a command writes text: a file descriptor, or a buffer that tests read back. Text for
 /// people goes in as ``HumanText`` (outside text escaped); machine output (JSON, shell code, a
 /// token, a protocol's answer) through ``raw(_:)`` and ``rawLine(_:)``.
-public final class TextSink: Sendable {
+package final class TextSink: Sendable {
     private let fd: Int32?
     private let buffer = Locked("")
 
     /// Writes to a file descriptor (1 or 2).
-    public init(fd: Int32) { self.fd = fd }
+    package init(fd: Int32) { self.fd = fd }
     /// Collects text in memory.
-    public init() { fd = nil }
+    package init() { fd = nil }
 
     /// Writes text for people.
     func write(_ text: HumanText) { raw(text.rendered) }
@@ -23,15 +23,15 @@ public final class TextSink: Sendable {
     func line(_ text: HumanText = "") { raw(text.rendered + "\n") }
 
     /// Writes machine output as it is: its format does its own escaping.
-    public func raw(_ text: String) {
+    package func raw(_ text: String) {
         if fd != nil { write(bytes: Array(text.utf8)) } else { buffer.withLock { $0 += text } }
     }
 
     /// Writes a line of machine output as it is.
-    public func rawLine(_ text: String) { raw(text + "\n") }
+    package func rawLine(_ text: String) { raw(text + "\n") }
 
     /// Writes UTF-8 bytes as they are (long outputs, without making a String of them first).
-    public func write(bytes: [UInt8]) {
+    package func write(bytes: [UInt8]) {
         if let fd {
             var offset = 0
             while offset < bytes.count {
@@ -45,45 +45,45 @@ public final class TextSink: Sendable {
     }
 
     /// What was written, for buffer sinks.
-    public var text: String { buffer.withLock { $0 } }
+    package var text: String { buffer.withLock { $0 } }
 }
 
 /// Opens the credential store of a backend; injected so tests choose real stores in private places.
-public typealias ConfiguredStoreOpener = @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ paths: Paths, _ interactive: Bool) throws -> any CredentialStore
+package typealias ConfiguredStoreOpener = @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ paths: Paths, _ interactive: Bool) throws -> any CredentialStore
 
 /// Streams a Responses request as a slot's account under a transport policy; LanyardNetwork's
 /// `ResponseStreamer` in `lanyard-net`, nil in `lanyard` (which hands `ask` over).
-public typealias ResponseStreamFactory = @Sendable (_ manager: AccountManager, _ slot: Slot, _ policy: StreamingTransportPolicy,
+package typealias ResponseStreamFactory = @Sendable (_ manager: AccountManager, _ slot: Slot, _ policy: StreamingTransportPolicy,
                                                     _ request: ResponseRequest) -> ResponseStream
 
 /// Everything a command may touch, injected: IO streams, environment, working directory, clock
 /// and the store opener. No command reads global state.
-public struct CommandContext: Sendable {
-    public var stdout: TextSink
-    public var stderr: TextSink
+package struct CommandContext: Sendable {
+    package var stdout: TextSink
+    package var stderr: TextSink
     /// Standard input, read a line at a time within limits (helper protocols, prompts,
     /// confirmations).
-    public var input: TextInput
-    public var environment: [String: String]
-    public var workingDirectory: String
-    public var clock: any WallClock
-    public var stdoutIsTTY: Bool
-    public var stderrIsTTY: Bool
-    public var stdinIsTTY: Bool
-    public var openStore: ConfiguredStoreOpener
+    package var input: TextInput
+    package var environment: [String: String]
+    package var workingDirectory: String
+    package var clock: any WallClock
+    package var stdoutIsTTY: Bool
+    package var stderrIsTTY: Bool
+    package var stdinIsTTY: Bool
+    package var openStore: ConfiguredStoreOpener
     /// HTTP to providers, when injected whole (tests).
-    public var transport: (any HTTPTransport)?
+    package var transport: (any HTTPTransport)?
     /// Makes the HTTP transport for a timeout; nil in the `lanyard` binary, which hands commands
     /// that need the network to `lanyard-net`.
-    public var transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?
+    package var transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?
     /// Streams responses (`ask`); nil in the `lanyard` binary, like `transportFactory`.
-    public var streamFactory: ResponseStreamFactory?
+    package var streamFactory: ResponseStreamFactory?
     /// How waits happen (tests inject a fast or manual one).
-    public var sleeper: any Sleeper
+    package var sleeper: any Sleeper
     /// Whether Ctrl-C cancels long operations (true for the real process only).
-    public var handlesSignals: Bool
+    package var handlesSignals: Bool
 
-    public init(stdout: TextSink, stderr: TextSink, input: TextInput = .empty,
+    package init(stdout: TextSink, stderr: TextSink, input: TextInput = .empty,
                 environment: [String: String], workingDirectory: String, clock: any WallClock = SystemClock(),
                 stdoutIsTTY: Bool = false, stderrIsTTY: Bool = false, stdinIsTTY: Bool = false,
                 openStore: @escaping ConfiguredStoreOpener = StoreOpeners.unavailable,
@@ -109,7 +109,7 @@ public struct CommandContext: Sendable {
     }
 
     /// The process's real streams, environment and working directory.
-    public static func process(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
+    package static func process(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
                                streamFactory: ResponseStreamFactory? = nil) -> CommandContext {
         CommandContext(
             stdout: TextSink(fd: 1), stderr: TextSink(fd: 2), input: standardInput(),
@@ -121,14 +121,14 @@ public struct CommandContext: Sendable {
 }
 
 /// Store openers.
-public enum StoreOpeners {
+package enum StoreOpeners {
     /// Opens no store (for contexts that must not touch any backend).
-    public static let unavailable: ConfiguredStoreOpener = { kind, _, _, _ in
+    package static let unavailable: ConfiguredStoreOpener = { kind, _, _, _ in
         throw StoreError.unavailable(backend: kind.displayName, hint: "no credential store is configured here")
     }
 
     /// The real backends.
-    public static let system: ConfiguredStoreOpener = { kind, config, paths, interactive in
+    package static let system: ConfiguredStoreOpener = { kind, config, paths, interactive in
         // The two variables only: this runs at every store open, and the whole environment is not needed.
         var variables: [String: String] = [:]
         if kind == .file {

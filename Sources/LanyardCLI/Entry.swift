@@ -5,15 +5,15 @@ import LanyardCore
 import LanyardStore
 
 /// The `lanyard` command: its table of commands and the function that runs one command line.
-public enum Lanyard {
+package enum Lanyard {
     /// The version this binary reports.
-    public static let version = "0.1.0"
+    package static let version = "0.1.0"
     /// The date of this version, as the man page shows it.
-    public static let releaseDate = "2026-11-30"
+    package static let releaseDate = "2026-11-30"
 
     /// Every command, in the order `help` lists them. Help, the man page and completions are
     /// generated from this table.
-    public static let commands: [CommandSpec] = [
+    package static let commands: [CommandSpec] = [
         AuthCommands.login, AuthCommands.logout, AuthCommands.refresh, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
         StoreCommands.token, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex,
@@ -24,7 +24,7 @@ public enum Lanyard {
     ]
 
     /// Runs one command line (without the program name) and returns the exit status.
-    public static func run(_ argv: [String], context: CommandContext) -> Int32 {
+    package static func run(_ argv: [String], context: CommandContext) -> Int32 {
         let json = argv.contains("--json")
         let spec: CommandSpec
         let args: ParsedArguments
@@ -57,7 +57,7 @@ public enum Lanyard {
 
     /// Finds the command and parses its arguments without running anything: nil when the line
     /// names no command (only options, or nothing). Tests check the docs' examples with it.
-    public static func parse(_ argv: [String]) throws(UsageError) -> (CommandSpec, ParsedArguments)? {
+    package static func parse(_ argv: [String]) throws(UsageError) -> (CommandSpec, ParsedArguments)? {
         var argv = argv
         // Global options may come before the command: move them after it.
         var leading: [String] = []
@@ -99,7 +99,7 @@ public enum Lanyard {
 
 /// The process entry point. `transportFactory` is nil in `lanyard` (no HTTP linked: commands that
 /// need it continue in `lanyard-net`) and URLSession in `lanyard-net`.
-public func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
+package func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
                         streamFactory: ResponseStreamFactory? = nil) -> Int32 {
     StartupTrace.start()
     // Tokens pass through every command's memory: no core dump, no ptrace by the same user.

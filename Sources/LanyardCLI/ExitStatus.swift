@@ -3,7 +3,7 @@ import LanyardCore
 import LanyardStore
 
 /// The documented exit statuses of the `lanyard` command (docs/cli.md). Stable: scripts rely on them.
-public enum ExitStatus: Int32, Sendable, CaseIterable {
+package enum ExitStatus: Int32, Sendable, CaseIterable {
     case ok = 0
     case failure = 1
     case usage = 2

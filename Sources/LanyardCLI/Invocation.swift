@@ -7,16 +7,16 @@ import LanyardStore
 
 /// One run of one command: its context, parsed arguments, and what it loads on demand
 /// (config, registry), each at most once.
-public final class Invocation: Sendable {
-    public let context: CommandContext
-    public let spec: CommandSpec
-    public let args: ParsedArguments
-    public let paths: Paths
-    public let json: Bool
+package final class Invocation: Sendable {
+    package let context: CommandContext
+    package let spec: CommandSpec
+    package let args: ParsedArguments
+    package let paths: Paths
+    package let json: Bool
     /// Colour on stdout: only on a TTY, never with NO_COLOR or --no-color.
-    public let style: Style
+    package let style: Style
     /// Colour on stderr, by the same rules.
-    public let errorStyle: Style
+    package let errorStyle: Style
     private let loadedConfig = Locked<LanyardConfig?>(nil)
 
     init(context: CommandContext, spec: CommandSpec, args: ParsedArguments) {
@@ -151,8 +151,8 @@ public final class Invocation: Sendable {
 }
 
 /// ANSI styling that turns itself off when colour is not wanted.
-public struct Style: Sendable {
-    public let enabled: Bool
+package struct Style: Sendable {
+    package let enabled: Bool
 
     func wrap(_ s: HumanText, _ code: String) -> HumanText { enabled ? .sgr(code, s) : s }
     func bold(_ s: HumanText) -> HumanText { wrap(s, "1") }

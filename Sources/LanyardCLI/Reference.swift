@@ -5,13 +5,13 @@ import LanyardCore
 /// compares them).
 extension Lanyard {
     /// A name and what it means, as help and the man page list them.
-    public struct ReferenceEntry: Sendable {
-        public let name: String
-        public let meaning: String
+    package struct ReferenceEntry: Sendable {
+        package let name: String
+        package let meaning: String
     }
 
     /// Environment variables Lanyard reads.
-    public static let environment: [ReferenceEntry] = [
+    package static let environment: [ReferenceEntry] = [
         .init(name: "LANYARD_ACCOUNT", meaning: "the slot to act on, unless --account is given"),
         .init(name: "LANYARD_PASSPHRASE_FILE", meaning: "a file whose first line is the passphrase (file store, export and import bundles)"),
         .init(name: "LANYARD_ASKPASS", meaning: "a program that prints the passphrase (called with a prompt argument)"),
@@ -25,7 +25,7 @@ extension Lanyard {
     ]
 
     /// Files Lanyard reads and writes.
-    public static let files: [ReferenceEntry] = [
+    package static let files: [ReferenceEntry] = [
         .init(name: "$XDG_CONFIG_HOME/lanyard/config.ini", meaning: "settings (GLib key-file syntax; see docs/cli.md)"),
         .init(name: "$XDG_DATA_HOME/lanyard/registry.json", meaning: "the slots, the active slot and per-slot metadata (no secrets); registry.json.prev is the previous generation"),
         .init(name: "$XDG_DATA_HOME/lanyard/store.age", meaning: "the encrypted-file backend (age v1), with identity.age or identity.txt beside it"),
@@ -40,7 +40,7 @@ extension Lanyard {
 
 extension ExitStatus {
     /// One line for help, the man page and docs/cli.md.
-    public var meaning: String {
+    package var meaning: String {
         switch self {
         case .ok: return "success"
         case .failure: return "error (corrupt registry or config, I/O failure, …)"

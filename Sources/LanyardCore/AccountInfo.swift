@@ -18,7 +18,7 @@ public struct AccountInfo: Hashable, Sendable, JSONDocument {
         self.isFedRAMPAccount = isFedRAMPAccount
     }
 
-    public init(json: JSONFields) throws(JSONShapeError) {
+    package init(json: JSONFields) throws(JSONShapeError) {
         self.init(email: try json.optionalString("email"), userID: try json.optionalString("user_id"),
                   accountID: try json.optionalString("account_id"), plan: try json.optionalString("plan").map(Plan.init(rawValue:)),
                   isFedRAMPAccount: try json.optionalBool("fedramp") ?? false)
@@ -34,7 +34,7 @@ extension AccountInfo {
     /// Refuses account data read from outside (token claims, imported files) whose names could
     /// rewrite a terminal or break a header: each field must pass
     /// ``TerminalText/lineProblem(_:limit:)``. `place` names where the data came from.
-    public func checkedOutsideText(place: String) throws(JSONShapeError) -> AccountInfo {
+    package func checkedOutsideText(place: String) throws(JSONShapeError) -> AccountInfo {
         for (name, value) in [("email", email), ("user id", userID), ("account id", accountID), ("plan", plan?.rawValue)] {
             if let value, let problem = TerminalText.lineProblem(value) {
                 throw JSONShapeError(path: place, problem: "\(name) \(problem)")
@@ -45,7 +45,7 @@ extension AccountInfo {
 
     /// These fields, with gaps filled from `other` (whose plan, when it has one, wins: it is the
     /// later reading).
-    public func merging(_ other: AccountInfo) -> AccountInfo {
+    package func merging(_ other: AccountInfo) -> AccountInfo {
         AccountInfo(email: email ?? other.email, userID: userID ?? other.userID, accountID: accountID ?? other.accountID,
                     plan: other.plan ?? plan, isFedRAMPAccount: isFedRAMPAccount || other.isFedRAMPAccount)
     }

@@ -38,7 +38,7 @@ public enum AuthState: Hashable, Sendable, JSONDocument, CustomStringConvertible
         }
     }
 
-    public init(json: JSONFields) throws(JSONShapeError) {
+    package init(json: JSONFields) throws(JSONShapeError) {
         let name = try json.string("state")
         switch name {
         case "signed-out": self = .signedOut

@@ -2,12 +2,12 @@ import FoundationEssentials
 
 extension AccountInfo {
     /// The claim object in which ChatGPT id tokens carry plan and account data.
-    public static let openAIAuthClaim = "https://api.openai.com/auth"
+    package static let openAIAuthClaim = "https://api.openai.com/auth"
 
     /// Account data from a ChatGPT id token's claims: `email`, and in the
     /// `https://api.openai.com/auth` object `chatgpt_plan_type`, `chatgpt_user_id` (fallback
     /// `user_id`), `chatgpt_account_id` and `chatgpt_account_is_fedramp`.
-    public init(openAIClaims claims: JWTClaims) {
+    package init(openAIClaims claims: JWTClaims) {
         let auth = claims.payload[AccountInfo.openAIAuthClaim]?.object ?? [:]
         self.init(
             email: claims.email,
@@ -19,7 +19,7 @@ extension AccountInfo {
 
     /// Account data from a generic OIDC id token: `email`, `sub`, and an optional claim path
     /// (from config) that carries a plan name.
-    public init(oidcClaims claims: JWTClaims, planClaim: String?, accountClaim: String? = nil) {
+    package init(oidcClaims claims: JWTClaims, planClaim: String?, accountClaim: String? = nil) {
         self.init(
             email: claims.email,
             userID: claims.subject,

@@ -30,7 +30,7 @@ public struct Credential: Hashable, JSONDocument, Sendable, CustomStringConverti
         self.account = account
     }
 
-    public init(json: JSONFields) throws(JSONShapeError) {
+    package init(json: JSONFields) throws(JSONShapeError) {
         version = try json.int("version")
         guard (1...Credential.currentVersion).contains(version) else {
             throw JSONShapeError(path: ".version", problem: "is \(version), newer than this Lanyard reads (\(Credential.currentVersion))")

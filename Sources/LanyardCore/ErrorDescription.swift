@@ -11,7 +11,7 @@ extension Error {
     /// millisecond at every start, see docs/performance.md), where `localizedDescription` does not
     /// exist and file-system errors (`CocoaError`) carry no text; those are described here as
     /// "PATH: strerror", the way the C library's tools say it.
-    public var userFacingDescription: String {
+    package var userFacingDescription: String {
         if let described = (self as? LocalizedError)?.errorDescription { return described }
         if let cocoa = self as? CocoaError {
             let path = cocoa.userInfo["NSFilePath"] as? String ?? (cocoa.userInfo["NSURL"] as? URL)?.path

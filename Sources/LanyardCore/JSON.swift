@@ -3,14 +3,14 @@ import FoundationEssentials
 /// RFC 3339 timestamps, with or without fractional seconds and with `Z` or a numeric offset on
 /// input; whole seconds in UTC on output. Hand-written because Foundation's ISO 8601 styles cost
 /// tens of microseconds a date, which dominates reading a registry of a thousand slots.
-public enum RFC3339 {
+package enum RFC3339 {
     /// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, the ends of what four-digit years spell.
-    public static let earliestUnixTime: Double = -62_135_596_800
-    public static let latestUnixTime: Double = 253_402_300_799
+    package static let earliestUnixTime: Double = -62_135_596_800
+    package static let latestUnixTime: Double = 253_402_300_799
 
     /// The date in whole seconds; a date outside years 0001–9999 (or not finite) is written as
     /// the nearest end of that range, so the text always parses back.
-    public static func string(from date: Date) -> String {
+    package static func string(from date: Date) -> String {
         let seconds = date.timeIntervalSince1970
         let clamped = seconds.isNaN ? 0 : min(max(seconds, earliestUnixTime), latestUnixTime)
         let total = Int64(clamped.rounded(.down))
@@ -37,7 +37,7 @@ public enum RFC3339 {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    public static func date(from string: String) -> Date? {
+    package static func date(from string: String) -> Date? {
         // In place for native strings: every stored date is parsed on every registry read.
         string.utf8.withContiguousStorageIfAvailable(date(bytes:)) ?? date(bytes: Array(string.utf8))
     }

@@ -2,12 +2,12 @@ import FoundationEssentials
 
 /// Typed access to the fields of a JSON object, with errors that name the JSON path
 /// (`.slots.work.state`) and never quote a value.
-public struct JSONFields {
-    public let object: [String: JSONValue]
+package struct JSONFields {
+    package let object: [String: JSONValue]
     /// Where this object sits in its document, for error messages.
-    public let path: String
+    package let path: String
 
-    public init(_ value: JSONValue, path: String = "") throws(JSONShapeError) {
+    package init(_ value: JSONValue, path: String = "") throws(JSONShapeError) {
         guard case .object(let o) = value else { throw JSONShapeError(path: path.isEmpty ? "top level" : path, problem: "is not an object") }
         object = o
         self.path = path
@@ -15,7 +15,7 @@ public struct JSONFields {
 
     func fail(_ key: String, _ problem: String) -> JSONShapeError { JSONShapeError(path: path + "." + key, problem: problem) }
 
-    public func optionalString(_ key: String) throws(JSONShapeError) -> String? {
+    package func optionalString(_ key: String) throws(JSONShapeError) -> String? {
         switch object[key] {
         case nil, .null?: return nil
         case .string(let s)?: return s
@@ -23,32 +23,32 @@ public struct JSONFields {
         }
     }
 
-    public func string(_ key: String) throws(JSONShapeError) -> String {
+    package func string(_ key: String) throws(JSONShapeError) -> String {
         guard let s = try optionalString(key) else { throw fail(key, "is missing") }
         return s
     }
 
     /// A token field: visible ASCII without spaces (``TokenText``), nil when absent.
-    public func optionalToken(_ key: String) throws(JSONShapeError) -> String? {
+    package func optionalToken(_ key: String) throws(JSONShapeError) -> String? {
         guard let s = try optionalString(key) else { return nil }
         if let problem = TokenText.problem(s) { throw fail(key, problem) }
         return s
     }
 
-    public func token(_ key: String) throws(JSONShapeError) -> String {
+    package func token(_ key: String) throws(JSONShapeError) -> String {
         guard let s = try optionalToken(key) else { throw fail(key, "is missing") }
         return s
     }
 
     /// A one-line name from outside (an email, a plan, an id): no control characters
     /// (``TerminalText/lineProblem(_:limit:)``), nil when absent.
-    public func optionalLine(_ key: String) throws(JSONShapeError) -> String? {
+    package func optionalLine(_ key: String) throws(JSONShapeError) -> String? {
         guard let s = try optionalString(key) else { return nil }
         if let problem = TerminalText.lineProblem(s) { throw fail(key, problem) }
         return s
     }
 
-    public func optionalNumber(_ key: String) throws(JSONShapeError) -> Double? {
+    package func optionalNumber(_ key: String) throws(JSONShapeError) -> Double? {
         switch object[key] {
         case nil, .null?: return nil
         case .number(let n)?: return n
@@ -56,13 +56,13 @@ public struct JSONFields {
         }
     }
 
-    public func int(_ key: String) throws(JSONShapeError) -> Int {
+    package func int(_ key: String) throws(JSONShapeError) -> Int {
         guard let n = try optionalNumber(key) else { throw fail(key, "is missing") }
         guard n.rounded() == n, abs(n) < 1e15 else { throw fail(key, "is not a whole number") }
         return Int(n)
     }
 
-    public func optionalBool(_ key: String) throws(JSONShapeError) -> Bool? {
+    package func optionalBool(_ key: String) throws(JSONShapeError) -> Bool? {
         switch object[key] {
         case nil, .null?: return nil
         case .bool(let b)?: return b
@@ -73,14 +73,14 @@ public struct JSONFields {
     /// A date field, in whole seconds: documents are written in whole seconds, so a fraction
     /// (Codex writes milliseconds) would not survive the next write and a value read back would
     /// differ from the one stored (a fuzzer found this).
-    public func optionalDate(_ key: String) throws(JSONShapeError) -> Date? {
+    package func optionalDate(_ key: String) throws(JSONShapeError) -> Date? {
         guard let s = try optionalString(key) else { return nil }
         guard let d = RFC3339.date(from: s) else { throw fail(key, "is not an RFC 3339 date") }
         return Date(timeIntervalSince1970: d.timeIntervalSince1970.rounded(.down))
     }
 
     /// An array of strings.
-    public func optionalStrings(_ key: String) throws(JSONShapeError) -> [String]? {
+    package func optionalStrings(_ key: String) throws(JSONShapeError) -> [String]? {
         switch object[key] {
         case nil, .null?: return nil
         case .array(let items)?:
@@ -95,62 +95,62 @@ public struct JSONFields {
     }
 
     /// A boot clock reading ("BOOT-ID SECONDS", see ``BootInstant``).
-    public func optionalBootInstant(_ key: String) throws(JSONShapeError) -> BootInstant? {
+    package func optionalBootInstant(_ key: String) throws(JSONShapeError) -> BootInstant? {
         guard let s = try optionalString(key) else { return nil }
         guard let instant = BootInstant(text: s) else { throw fail(key, "is not a boot id and a number of seconds") }
         return instant
     }
 
-    public func optionalObject(_ key: String) throws(JSONShapeError) -> JSONFields? {
+    package func optionalObject(_ key: String) throws(JSONShapeError) -> JSONFields? {
         switch object[key] {
         case nil, .null?: return nil
         case let v?: return try JSONFields(v, path: path + "." + key)
         }
     }
 
-    public func object(_ key: String) throws(JSONShapeError) -> JSONFields {
+    package func object(_ key: String) throws(JSONShapeError) -> JSONFields {
         guard let o = try optionalObject(key) else { throw fail(key, "is missing") }
         return o
     }
 }
 
 /// A JSON document of the wrong shape: which field, and what is wrong with it.
-public struct JSONShapeError: Error, Equatable, Sendable, LocalizedError {
-    public let path: String
-    public let problem: String
-    public init(path: String, problem: String) {
+package struct JSONShapeError: Error, Equatable, Sendable, LocalizedError {
+    package let path: String
+    package let problem: String
+    package init(path: String, problem: String) {
         self.path = path
         self.problem = problem
     }
-    public var errorDescription: String? { "\(path) \(problem)" }
+    package var errorDescription: String? { "\(path) \(problem)" }
 }
 
 extension JSONValue {
     /// A string, or null when nil.
-    public static func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+    package static func optional(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
     /// An RFC 3339 date, or null when nil.
-    public static func date(_ d: Date?) -> JSONValue { d.map { .string(RFC3339.string(from: $0)) } ?? .null }
+    package static func date(_ d: Date?) -> JSONValue { d.map { .string(RFC3339.string(from: $0)) } ?? .null }
     /// The object without its null members (for compact stored documents).
-    public var droppingNulls: JSONValue {
+    package var droppingNulls: JSONValue {
         guard case .object(let o) = self else { return self }
         return .object(o.filter { $0.value != .null })
     }
 }
 
 /// Documents Lanyard stores: each reads and writes itself through ``JSONValue``.
-public protocol JSONDocument {
+package protocol JSONDocument {
     init(json: JSONFields) throws(JSONShapeError)
     var json: JSONValue { get }
 }
 
 extension JSONDocument {
     /// Decodes a stored document, or throws a ``DecodeError`` that names `source` and the field.
-    public static func decode(_ data: Data, source: String) throws(DecodeError) -> Self {
+    package static func decode(_ data: Data, source: String) throws(DecodeError) -> Self {
         let value: JSONValue
         do { value = try JSONValue.parse(data) } catch { throw DecodeError(source: source, detail: "not valid JSON (\(error.userFacingDescription))") }
         do { return try Self(json: try JSONFields(value)) } catch { throw DecodeError(source: source, detail: error.userFacingDescription) }
     }
 
     /// The document as compact UTF-8 JSON with sorted keys.
-    public func jsonData(pretty: Bool = false) -> Data { Data(json.serialized(pretty: pretty).utf8) }
+    package func jsonData(pretty: Bool = false) -> Data { Data(json.serialized(pretty: pretty).utf8) }
 }

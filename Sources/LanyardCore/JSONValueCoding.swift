@@ -6,13 +6,13 @@ import FoundationEssentials
 /// what is wrong and at which line and column, and never quote the document.
 extension JSONValue {
     /// Parses one JSON document.
-    public static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ data: Data) throws(JSONSyntaxError) -> JSONValue {
         try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in try parser.document() }
     }
 
     /// Parses the one JSON value that starts at byte `offset` of `data`, ignoring what follows it
     /// (for reading one part of a large document without parsing the rest).
-    public static func parseValue(in data: Data, at offset: Int) throws(JSONSyntaxError) -> JSONValue {
+    package static func parseValue(in data: Data, at offset: Int) throws(JSONSyntaxError) -> JSONValue {
         try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in
             parser.i = offset
             return try parser.value()
@@ -24,7 +24,7 @@ extension JSONValue {
     /// to `element` (and `member` gets an empty object in its place); every other top-level member
     /// goes to `member`. For large maps (the registry's slots), peak memory is one element's tree.
     /// - Returns: nil for an object; any other document whole (for the caller's shape check).
-    public static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
+    package static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
                                       element: (String, JSONValue) -> Void) throws(JSONSyntaxError) -> JSONValue? {
         try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in
             try parser.streamedDocument(streamed: streamed, member: member) { name, reader throws(JSONSyntaxError) in
@@ -36,7 +36,7 @@ extension JSONValue {
     /// ``parseStreaming(_:streamed:member:element:)`` where `element` reads each element's value
     /// itself from a ``JSONReader`` positioned at it (and must read exactly that value): a decoder
     /// that knows the shape it expects builds its result without the intermediate tree.
-    public static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
+    package static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
                                       reader element: (String, inout JSONReader) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) -> JSONValue? {
         try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in
             try parser.streamedDocument(streamed: streamed, member: member, element: element)
@@ -44,7 +44,7 @@ extension JSONValue {
     }
 
     /// The document as UTF-8 text: keys sorted; `pretty` indents by two spaces.
-    public func serialized(pretty: Bool = false) -> String {
+    package func serialized(pretty: Bool = false) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         write(to: &out, pretty: pretty, indent: 0)
@@ -131,26 +131,26 @@ extension JSONValue {
 /// Writes one JSON document piece by piece, byte for byte as ``JSONValue/serialized(pretty:)``
 /// writes the same document, for long outputs whose keys the caller already has in order:
 /// no dictionary is built and no keys are sorted. Keys must be given in sorted order.
-public struct JSONWriter {
-    public private(set) var bytes: [UInt8] = []
+package struct JSONWriter {
+    package private(set) var bytes: [UInt8] = []
     let pretty: Bool
     /// Members written so far at each open level.
     var counts: [Int] = []
 
-    public init(pretty: Bool, capacity: Int = 256) {
+    package init(pretty: Bool, capacity: Int = 256) {
         self.pretty = pretty
         bytes.reserveCapacity(capacity)
     }
 
     /// Opens an object (as a value: after ``key(_:)``, in an array, or at the top).
-    public mutating func beginObject() { open(0x7b) }
-    public mutating func endObject() { close(0x7d) }
+    package mutating func beginObject() { open(0x7b) }
+    package mutating func endObject() { close(0x7d) }
     /// Opens an array.
-    public mutating func beginArray() { open(0x5b) }
-    public mutating func endArray() { close(0x5d) }
+    package mutating func beginArray() { open(0x5b) }
+    package mutating func endArray() { close(0x5d) }
 
     /// The next member's key; its value follows.
-    public mutating func key(_ key: String) {
+    package mutating func key(_ key: String) {
         member()
         JSONValue.writeString(key, to: &bytes)
         bytes.append(0x3a)
@@ -159,7 +159,7 @@ public struct JSONWriter {
 
     /// The next member's key, a literal that needs no escaping (copied as it is: the cheap path
     /// for the fixed keys of long outputs).
-    public mutating func key(_ key: StaticString) {
+    package mutating func key(_ key: StaticString) {
         member()
         bytes.append(0x22)
         bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
@@ -169,24 +169,24 @@ public struct JSONWriter {
     }
 
     /// A whole value: after ``key(_:)``, or as the next array element.
-    public mutating func value(_ value: JSONValue) {
+    package mutating func value(_ value: JSONValue) {
         if !afterKey { member() }
         afterKey = false
         value.write(to: &bytes, pretty: pretty, indent: counts.count)
     }
 
     /// The document as text.
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    package var text: String { String(decoding: bytes, as: UTF8.self) }
 
     /// Hands the bytes written so far to `sink` and forgets them (keeping the buffer), so a long
     /// document goes out in pieces instead of being held whole.
-    public mutating func flush(to sink: ([UInt8]) -> Void) {
+    package mutating func flush(to sink: ([UInt8]) -> Void) {
         sink(bytes)
         bytes.removeAll(keepingCapacity: true)
     }
 
     /// Ends the output with a newline (as a line of output).
-    public mutating func newline() { bytes.append(0x0a) }
+    package mutating func newline() { bytes.append(0x0a) }
 
     private var afterKey = false
 
@@ -214,23 +214,23 @@ public struct JSONWriter {
 
 /// Reads one JSON value piece by piece, with the parser's checks and error positions. A copy
 /// remembers the position: assigning it back rewinds (to read the same value another way).
-public struct JSONReader {
+package struct JSONReader {
     fileprivate var parser: JSONParser
 
     /// The next byte of the value here (after white space), or nil at the end.
-    public mutating func peek() -> UInt8? {
+    package mutating func peek() -> UInt8? {
         parser.skipSpace()
         return parser.i < parser.bytes.count ? parser.bytes[parser.i] : nil
     }
 
     /// The whole value here, as a tree.
-    public mutating func value() throws(JSONSyntaxError) -> JSONValue { try parser.value() }
+    package mutating func value() throws(JSONSyntaxError) -> JSONValue { try parser.value() }
 
     /// The string here (the caller checked `peek() == "\""`).
-    public mutating func string() throws(JSONSyntaxError) -> String { try parser.string() }
+    package mutating func string() throws(JSONSyntaxError) -> String { try parser.string() }
 
     /// `true` or `false` here, or nil (nothing read) when it is something else.
-    public mutating func bool() throws(JSONSyntaxError) -> Bool? {
+    package mutating func bool() throws(JSONSyntaxError) -> Bool? {
         switch peek() {
         case 0x74: try parser.literal("true"); return true
         case 0x66: try parser.literal("false"); return false
@@ -239,7 +239,7 @@ public struct JSONReader {
     }
 
     /// Reads `null` when it is here; false (nothing read) otherwise.
-    public mutating func null() throws(JSONSyntaxError) -> Bool {
+    package mutating func null() throws(JSONSyntaxError) -> Bool {
         guard peek() == 0x6e else { return false }
         try parser.literal("null")
         return true
@@ -247,7 +247,7 @@ public struct JSONReader {
 
     /// Walks the object here (the caller checked `peek() == "{"`), handing each key to `body`,
     /// which reads the member's value and says whether the key was new (false: "duplicate key").
-    public mutating func members(_ body: (String, inout JSONReader) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) {
+    package mutating func members(_ body: (String, inout JSONReader) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) {
         try parser.members { key, inner throws(JSONSyntaxError) in
             var reader = JSONReader(parser: inner)
             defer { inner = reader.parser }
@@ -257,11 +257,11 @@ public struct JSONReader {
 }
 
 /// A JSON document that is not well-formed: what was wrong and where.
-public struct JSONSyntaxError: Error, Equatable, Sendable, LocalizedError {
-    public let line: Int
-    public let column: Int
-    public let problem: String
-    public var errorDescription: String? { "line \(line), column \(column): \(problem)" }
+package struct JSONSyntaxError: Error, Equatable, Sendable, LocalizedError {
+    package let line: Int
+    package let column: Int
+    package let problem: String
+    package var errorDescription: String? { "line \(line), column \(column): \(problem)" }
 }
 
 fileprivate struct JSONParser {

@@ -74,8 +74,8 @@ public enum JWTError: Error, Equatable, Sendable, LocalizedError {
 }
 
 /// base64url without padding (RFC 4648 §5), as JWTs use it. Padding is accepted on input.
-public enum Base64URL {
-    public static func decode(_ text: String) -> Data? {
+package enum Base64URL {
+    package static func decode(_ text: String) -> Data? {
         var s = text
         while s.hasSuffix("=") { s.removeLast() }
         guard s.utf8.allSatisfy({ b in
@@ -87,7 +87,7 @@ public enum Base64URL {
         return Data(base64Encoded: s)
     }
 
-    public static func encode(_ data: Data) -> String {
+    package static func encode(_ data: Data) -> String {
         String(data.base64EncodedString().compactMap { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 == "=" ? nil : $0 })
     }
 }

@@ -11,14 +11,14 @@ import Glibc
 /// which is in full Foundation, not linked by the command-line binary). This is the one
 /// `@unchecked Sendable` that the lock itself justifies: every access to `value` goes through
 /// ``withLock(_:)``.
-public final class Locked<Value: Sendable>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let mutex = PthreadMutex()
     private var value: Value
 
-    public init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
     /// Runs `body` with the value, holding the lock.
-    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         mutex.lock()
         defer { mutex.unlock() }
         return try body(&value)
@@ -27,15 +27,15 @@ public final class Locked<Value: Sendable>: @unchecked Sendable {
 
 /// A pthread mutex that can give up waiting: for callers that hold it across blocking calls with a
 /// deadline (the Secret Service connection), where NSLock's `lock(before:)` was used.
-public final class TimedLock: @unchecked Sendable {
+package final class TimedLock: @unchecked Sendable {
     private let mutex = PthreadMutex()
 
-    public init() {}
+    package init() {}
 
     /// Takes the lock, waiting at most `seconds`; false when the time ran out first.
-    public func lock(within seconds: Double) -> Bool { mutex.lock(within: seconds) }
+    package func lock(within seconds: Double) -> Bool { mutex.lock(within: seconds) }
 
-    public func unlock() { mutex.unlock() }
+    package func unlock() { mutex.unlock() }
 }
 
 /// One heap-allocated pthread mutex (its address must not move), shared by the two locks above.

@@ -1,9 +1,9 @@
 import FoundationEssentials
 
 /// Which URLs may go without TLS: only those to this machine, where nothing crosses a network.
-public enum Loopback {
+package enum Loopback {
     /// Whether `host` is this machine: `localhost`, 127.0.0.0/8 or `::1` (with or without brackets).
-    public static func isLoopback(host: String) -> Bool {
+    package static func isLoopback(host: String) -> Bool {
         var h = host.lowercased()
         if h.hasPrefix("[") && h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
         if h == "localhost" || h == "::1" || h == "0:0:0:0:0:0:0:1" { return true }
@@ -13,7 +13,7 @@ public enum Loopback {
 
     /// Whether `url` is `https://`, or `http://` to this machine: the only URLs Lanyard sends
     /// tokens to or hands to a browser.
-    public static func isSecureOrLocal(_ url: URL) -> Bool {
+    package static func isSecureOrLocal(_ url: URL) -> Bool {
         guard let host = url.host, !host.isEmpty else { return false }
         switch url.scheme?.lowercased() {
         case "https": return true

@@ -8,15 +8,15 @@ import FoundationEssentials
 extension Double {
     /// This value as a number of seconds to wait for, add to a date or show: finite and at most
     /// about 100 years either way; nil otherwise.
-    public var plausibleSeconds: Double? { isFinite && abs(self) <= 3.2e9 ? self : nil }
+    package var plausibleSeconds: Double? { isFinite && abs(self) <= 3.2e9 ? self : nil }
 
     /// This value as Unix time that an RFC 3339 date can spell (years 0001 to 9999); nil otherwise.
-    public var plausibleUnixTime: Double? {
+    package var plausibleUnixTime: Double? {
         isFinite && self >= RFC3339.earliestUnixTime && self <= RFC3339.latestUnixTime ? self : nil
     }
 
     /// Rounded toward zero, saturating at the ends of Int (0 for NaN): for showing a number.
-    public var saturatingInt: Int {
+    package var saturatingInt: Int {
         if isNaN { return 0 }
         if self >= 9.2e18 { return .max }
         if self <= -9.2e18 { return .min }

@@ -5,10 +5,10 @@ import Glibc
 /// File-path string operations that NSString offered (`deletingLastPathComponent`,
 /// `lastPathComponent`) and the user's home folder that `NSHomeDirectory` gave, for code that
 /// links FoundationEssentials only.
-public enum PathText {
+package enum PathText {
     /// `path` without its last component, as NSString's `deletingLastPathComponent`:
     /// "/a/b/c" → "/a/b", "/a" → "/", "a" → "", "/a/b/" → "/a".
-    public static func parent(of path: String) -> String {
+    package static func parent(of path: String) -> String {
         var trimmed = Substring(path)
         while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
         guard let slash = trimmed.lastIndex(of: "/") else { return "" }
@@ -19,7 +19,7 @@ public enum PathText {
     }
 
     /// The last component of `path`, as NSString's `lastPathComponent`: "/a/b/" → "b", "/" → "/".
-    public static func lastComponent(of path: String) -> String {
+    package static func lastComponent(of path: String) -> String {
         var trimmed = Substring(path)
         while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
         if trimmed == "/" { return "/" }
@@ -29,7 +29,7 @@ public enum PathText {
 
     /// The home folder of the user running the process from the password database (for when
     /// `HOME` is unset or empty), or "/" when there is none.
-    public static func passwordDatabaseHome() -> String {
+    package static func passwordDatabaseHome() -> String {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)

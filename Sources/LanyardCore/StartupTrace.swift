@@ -10,9 +10,9 @@ import Synchronization
 /// process had used when the first mark was taken (exec, dynamic loading and relocation, static
 /// initialisers). When tracing is off a mark costs one check of a flag read once with `getenv`.
 /// Phase names are static strings: nothing a user typed and never a secret.
-public enum StartupTrace {
+package enum StartupTrace {
     /// Whether tracing is on for this process (`LANYARD_TRACE_STARTUP=1`), read once.
-    public static let isEnabled: Bool = {
+    package static let isEnabled: Bool = {
         guard let value = getenv("LANYARD_TRACE_STARTUP") else { return false }
         return value[0] == 0x31 && value[1] == 0  // exactly "1"
     }()
@@ -22,13 +22,13 @@ public enum StartupTrace {
 
     /// Records the end of `phase`; does nothing unless tracing is on.
     @inline(__always)
-    public static func mark(_ phase: StaticString) {
+    package static func mark(_ phase: StaticString) {
         guard isEnabled else { return }
         record(phase)
     }
 
     /// Starts the trace (call first thing in `main`); does nothing unless tracing is on.
-    public static func start() {
+    package static func start() {
         guard isEnabled else { return }
         preMainCPU.withLock { $0 = $0 ?? now(CLOCK_PROCESS_CPUTIME_ID) }
         record("start")
@@ -47,7 +47,7 @@ public enum StartupTrace {
 
     /// One line, `startup: pre-main=0.912 parse=0.010 … total=3.456` (milliseconds; `total` is
     /// pre-main plus every phase), or nil when tracing is off or nothing was marked.
-    public static func report() -> String? {
+    package static func report() -> String? {
         guard isEnabled else { return nil }
         let recorded = marks.withLock { $0 }
         guard let first = recorded.first else { return nil }

@@ -2,7 +2,7 @@
 
 extension String {
     /// Without leading and trailing white space and line breaks (as Unicode defines them).
-    public func trimmingWhitespaceAndNewlines() -> String {
+    package func trimmingWhitespaceAndNewlines() -> String {
         let scalars = unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
               let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
@@ -11,13 +11,13 @@ extension String {
 
     /// Padded with spaces to `width` Characters; a longer string keeps all of it and gets one space,
     /// so a column never runs into the next one and nothing is cut off.
-    public func padded(toWidth width: Int) -> String {
+    package func padded(toWidth width: Int) -> String {
         count < width ? self + String(repeating: " ", count: width - count) : self + " "
     }
 
     /// Percent-encoded for an `application/x-www-form-urlencoded` body or a URL query value: the
     /// UTF-8 bytes of everything but ASCII letters, digits and `-._~` as `%XX` (RFC 3986 §2.3).
-    public func percentEncodedUnreserved() -> String {
+    package func percentEncodedUnreserved() -> String {
         let hex = Array("0123456789ABCDEF".unicodeScalars)
         var out = ""
         out.reserveCapacity(utf8.count)

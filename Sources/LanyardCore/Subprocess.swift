@@ -5,9 +5,9 @@ import Glibc
 
 /// Runs a program with posix_spawn and collects what it prints: what `Process` and `Pipe` did, for
 /// code that links FoundationEssentials only. Standard input is always /dev/null.
-public enum Subprocess {
+package enum Subprocess {
     /// Where a child's standard output or error goes.
-    public enum Output: Sendable {
+    package enum Output: Sendable {
         /// The parent's own stream.
         case inherit
         /// /dev/null.
@@ -16,25 +16,25 @@ public enum Subprocess {
         case capture
     }
 
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The exit status, or 128 + the signal that ended the child.
-        public var status: Int32
-        public var stdout: [UInt8]
-        public var stderr: [UInt8]
+        package var status: Int32
+        package var stdout: [UInt8]
+        package var stderr: [UInt8]
     }
 
     /// The program could not be started; the message names it and the system's reason.
-    public struct LaunchError: LocalizedError {
-        public let program: String
-        public let code: Int32
-        public var errorDescription: String? { "cannot run \(program): \(String(cString: strerror(code)))" }
+    package struct LaunchError: LocalizedError {
+        package let program: String
+        package let code: Int32
+        package var errorDescription: String? { "cannot run \(program): \(String(cString: strerror(code)))" }
     }
 
     /// Runs `executable` (an absolute path, not looked up in PATH) with `arguments` after argv[0],
     /// waits for it when `wait` is true and returns its status and captured output. `environment`
     /// nil passes the parent's environment on.
     @discardableResult
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+    package static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                            stdout: Output = .inherit, stderr: Output = .inherit, wait: Bool = true) throws(LaunchError) -> Result {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

@@ -11,13 +11,13 @@ import Glibc
 ///
 /// The bytes come from a ``Source`` (the process's standard input in the CLI, `Data` in tests and
 /// programs), asked for in chunks of at most ``chunkSize`` bytes.
-public final class TextInput: Sendable {
+package final class TextInput: Sendable {
     /// Fills the buffer with the next bytes: the count read, 0 at the end of input, or a negative
     /// `errno` when reading failed. Called only while a line is incomplete.
-    public typealias Source = @Sendable (UnsafeMutableRawBufferPointer) -> Int
+    package typealias Source = @Sendable (UnsafeMutableRawBufferPointer) -> Int
 
     /// Why a line could not be read. Never carries the input itself (it may hold a secret).
-    public enum Failure: Error, Equatable, Sendable {
+    package enum Failure: Error, Equatable, Sendable {
         /// A NUL byte: the input is not text (`/dev/zero`, a binary file).
         case nulByte
         /// The line is longer than `maxBytes` bytes without ending.
@@ -26,7 +26,7 @@ public final class TextInput: Sendable {
         case unreadable(errno: Int32)
 
         /// Says what is wrong, in words that fit after "input line N" or "the input".
-        public var problem: String {
+        package var problem: String {
             switch self {
             case .nulByte: return "contains a NUL byte (it is not text)"
             case .lineTooLong(let maxBytes): return "is longer than \(ByteCount.describe(maxBytes))"
@@ -36,7 +36,7 @@ public final class TextInput: Sendable {
     }
 
     /// The most bytes asked of the source at once.
-    public static let chunkSize = 16_384
+    package static let chunkSize = 16_384
 
     private struct State {
         var buffer: [UInt8] = []
@@ -48,10 +48,10 @@ public final class TextInput: Sendable {
     private let state = Locked(State())
 
     /// Input read from `source`.
-    public init(source: @escaping Source) { self.source = source }
+    package init(source: @escaping Source) { self.source = source }
 
     /// Input that is `data`, then the end.
-    public convenience init(_ data: Data) {
+    package convenience init(_ data: Data) {
         let remaining = Locked(data[...])
         self.init { buffer in
             remaining.withLock { rest in
@@ -64,12 +64,12 @@ public final class TextInput: Sendable {
     }
 
     /// Input that has already ended.
-    public static var empty: TextInput { TextInput(Data()) }
+    package static var empty: TextInput { TextInput(Data()) }
 
     /// The next line, without its `\n`; the text after the last `\n` counts as a line; nil at the
     /// end of input. Fails on a NUL byte or a line longer than `maxBytes`, and keeps failing the
     /// same way afterwards (the input is not read any further).
-    public func line(maxBytes: Int) throws(Failure) -> String? {
+    package func line(maxBytes: Int) throws(Failure) -> String? {
         try state.withLock { (state: inout State) throws(Failure) -> String? in
             if let failure = state.failure { throw failure }
             var scanned = 0
@@ -108,9 +108,9 @@ public final class TextInput: Sendable {
 }
 
 /// Byte counts in words (`64 KiB`, `1 MiB`) for limits named in messages.
-public enum ByteCount {
+package enum ByteCount {
     /// `bytes` in MiB or KiB when it is a whole number of them, else in bytes.
-    public static func describe(_ bytes: Int) -> String {
+    package static func describe(_ bytes: Int) -> String {
         if bytes >= 1_048_576 && bytes % 1_048_576 == 0 { return "\(bytes / 1_048_576) MiB" }
         if bytes >= 1024 && bytes % 1024 == 0 { return "\(bytes / 1024) KiB" }
         return "\(bytes) bytes"

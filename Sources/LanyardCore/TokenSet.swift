@@ -17,7 +17,7 @@ public struct TokenSet: Hashable, JSONDocument, Sendable, CustomStringConvertibl
         self.expiresAt = expiresAt
     }
 
-    public init(json: JSONFields) throws(JSONShapeError) {
+    package init(json: JSONFields) throws(JSONShapeError) {
         self.init(accessToken: try json.token("access_token"), refreshToken: try json.optionalToken("refresh_token"),
                   idToken: try json.optionalToken("id_token"), expiresAt: try json.optionalDate("expires_at"))
     }

@@ -67,25 +67,25 @@ public struct BestSlotChoice: Sendable, Equatable {
 }
 
 /// A slot written by ``AccountManager/importSlots(_:)``.
-public struct ImportedSlot: Sendable, Equatable {
-    public let slot: Slot
-    public let backend: BackendKind
+package struct ImportedSlot: Sendable, Equatable {
+    package let slot: Slot
+    package let backend: BackendKind
     /// Whether an existing slot was overwritten.
-    public let replaced: Bool
+    package let replaced: Bool
 }
 
 /// A slot written by ``AccountManager/adoptCodexSignIn(from:into:)``.
-public struct AdoptedSignIn: Sendable, Equatable {
-    public let slot: Slot
-    public let backend: BackendKind
-    public let account: AccountInfo
+package struct AdoptedSignIn: Sendable, Equatable {
+    package let slot: Slot
+    package let backend: BackendKind
+    package let account: AccountInfo
 }
 
 extension AccountManager {
     /// Makes `slot` the active slot. With `[integrations] codex = true`, Codex's auth.json (in the
     /// Codex home `environment` names) follows: tokens Codex rotated are first copied back into
     /// the previously active slot, then the new slot is written there.
-    public func switchActive(to slot: Slot, environment: [String: String]) async throws -> SwitchOutcome {
+    package func switchActive(to slot: Slot, environment: [String: String]) async throws -> SwitchOutcome {
         let change = try setActive(slot)
         guard config.codexIntegration else { return SwitchOutcome(change: change, codex: nil) }
         let sync = CodexSync(manager: self)
@@ -99,7 +99,7 @@ extension AccountManager {
 
     /// Weighs every slot of the active slot's provider (`openai` when none is active) by the usage
     /// endpoint and picks the one whose busiest window is least used.
-    public func bestSlot() async throws -> BestSlotChoice {
+    package func bestSlot() async throws -> BestSlotChoice {
         let document = try registry.load()
         let provider = document.active.flatMap { document.slots[$0]?.provider } ?? "openai"
         var candidates: [SlotCandidate] = []
@@ -130,7 +130,7 @@ extension AccountManager {
 
     /// Adopts the sign-in in `home`'s auth.json into `requested` (by default a slot named after
     /// its email), without revoking anything. A slot holding another account is refused.
-    public func adoptCodexSignIn(from home: CodexHome, into requested: Slot?) throws -> AdoptedSignIn {
+    package func adoptCodexSignIn(from home: CodexHome, into requested: Slot?) throws -> AdoptedSignIn {
         guard let live = try home.read() else {
             throw StoreError.notFound(slot: "Codex (\(home.authPath) does not exist)")
         }
@@ -160,7 +160,7 @@ extension AccountManager {
     /// The stored credentials of `named` slots (every slot with a stored credential when empty),
     /// with their registry metadata, for an export bundle; `skipped` lists the slots that hold no
     /// credential (only when exporting every slot: a named slot without one is an error).
-    public func exportEntries(named: [Slot]) throws -> (entries: [Slot: ExportBundle.Entry], skipped: [Slot]) {
+    package func exportEntries(named: [Slot]) throws -> (entries: [Slot: ExportBundle.Entry], skipped: [Slot]) {
         let document = try registry.load()
         for slot in named where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot.name) }
         var entries: [Slot: ExportBundle.Entry] = [:]
@@ -191,7 +191,7 @@ extension AccountManager {
     /// lists a partial import; a process killed during the keyring writes leaves the items written
     /// so far, which the registry does not list (or, for slots it lists, a newer credential than
     /// its record describes) until `lanyard doctor --repair` adds them as slots.
-    public func importSlots(_ incoming: [Slot: ExportBundle.Entry], source: String = "the bundle") throws -> [ImportedSlot] {
+    package func importSlots(_ incoming: [Slot: ExportBundle.Entry], source: String = "the bundle") throws -> [ImportedSlot] {
         try ExportBundle.check(incoming, knownProviders: Set(config.providers.keys), source: source)
         let document = try registry.load()
         let newBackend = incoming.keys.contains { document.slots[$0] == nil } ? backendForNewSlot() : nil

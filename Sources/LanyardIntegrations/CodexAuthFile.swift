@@ -8,14 +8,14 @@ import LanyardStore
 /// `{"auth_mode":"chatgpt","OPENAI_API_KEY":null,"tokens":{"id_token","access_token",
 /// "refresh_token","account_id"},"last_refresh":"<RFC 3339>"}`. Codex rewrites it in place when
 /// it refreshes, so it may hold newer tokens than the slot it came from.
-public struct CodexAuthFile: Equatable, Sendable {
-    public var idToken: String
-    public var accessToken: String
-    public var refreshToken: String
-    public var accountID: String?
-    public var lastRefresh: Date
+package struct CodexAuthFile: Equatable, Sendable {
+    package var idToken: String
+    package var accessToken: String
+    package var refreshToken: String
+    package var accountID: String?
+    package var lastRefresh: Date
 
-    public init(idToken: String, accessToken: String, refreshToken: String, accountID: String?, lastRefresh: Date) {
+    package init(idToken: String, accessToken: String, refreshToken: String, accountID: String?, lastRefresh: Date) {
         self.idToken = idToken
         self.accessToken = accessToken
         self.refreshToken = refreshToken
@@ -24,7 +24,7 @@ public struct CodexAuthFile: Equatable, Sendable {
     }
 
     /// The auth.json for a slot's credential; Codex needs an id token and a refresh token.
-    public init(credential: Credential, slot: Slot) throws {
+    package init(credential: Credential, slot: Slot) throws {
         guard let id = credential.tokens.idToken else {
             throw IntegrationError.unsupported("slot \(slot.name) has no id token, which Codex requires")
         }
@@ -34,7 +34,7 @@ public struct CodexAuthFile: Equatable, Sendable {
     }
 
     /// Parses auth.json strictly: `auth_mode` must be `chatgpt`, every token present.
-    public static func parse(_ data: Data, path: String) throws -> CodexAuthFile {
+    package static func parse(_ data: Data, path: String) throws -> CodexAuthFile {
         do {
             let json = try JSONFields(try JSONValue.parse(data))
             let mode = try json.optionalString("auth_mode") ?? "chatgpt"
@@ -57,7 +57,7 @@ public struct CodexAuthFile: Equatable, Sendable {
         }
     }
 
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object([
             "auth_mode": .string("chatgpt"), "OPENAI_API_KEY": .null,
             "tokens": .object(["id_token": .string(idToken), "access_token": .string(accessToken),
@@ -67,7 +67,7 @@ public struct CodexAuthFile: Equatable, Sendable {
     }
 
     /// The credential these tokens make for `provider`, with account data from the id token.
-    public func credential(provider: String, expiresAt: Date?) -> Credential {
+    package func credential(provider: String, expiresAt: Date?) -> Credential {
         var account = (try? JWTClaims(token: idToken)).map(AccountInfo.init(openAIClaims:)) ?? AccountInfo()
         if account.accountID == nil { account.accountID = accountID }
         let expiry = expiresAt ?? (try? JWTClaims(token: accessToken))?.expiresAt

@@ -5,16 +5,16 @@ import LanyardCore
 import LanyardStore
 
 /// Keeps slots and Codex homes in step without ever presenting a refresh token twice.
-public struct CodexSync: Sendable {
-    public let manager: AccountManager
+package struct CodexSync: Sendable {
+    package let manager: AccountManager
 
-    public init(manager: AccountManager) { self.manager = manager }
+    package init(manager: AccountManager) { self.manager = manager }
 
     /// Copies tokens Codex rotated in `home` back into `slot` when they belong to its account
     /// (matched by account id) and are newer than the slot's. Runs under the slot's refresh lock.
     /// - Returns: true when the slot took the newer tokens.
     @discardableResult
-    public func copyBack(from home: CodexHome, into slot: Slot) async throws -> Bool {
+    package func copyBack(from home: CodexHome, into slot: Slot) async throws -> Bool {
         guard let live = try home.read() else { return false }
         guard let record = try manager.registry.load().slots[slot], record.provider == "openai" || manager.config.providers[record.provider]?.kind == .openai else {
             return false
@@ -47,7 +47,7 @@ public struct CodexSync: Sendable {
     /// Writes `slot`'s credential (refreshed first when due) as `home`'s auth.json. Tokens Codex
     /// rotated in the auth.json being replaced are first copied back into the slot that holds
     /// that account, so overwriting it never loses the only live refresh token.
-    public func export(slot: Slot, to home: CodexHome) async throws -> CodexAuthFile {
+    package func export(slot: Slot, to home: CodexHome) async throws -> CodexAuthFile {
         if let live = try home.read(), let owner = try ownerSlot(of: live) {
             try await copyBack(from: home, into: owner)
         }
@@ -62,7 +62,7 @@ public struct CodexSync: Sendable {
     /// present a spent refresh token. An auth.json of another account is left alone.
     /// - Returns: true when auth.json was rewritten.
     @discardableResult
-    public func mirror(_ credential: Credential, of slot: Slot, to home: CodexHome) throws -> Bool {
+    package func mirror(_ credential: Credential, of slot: Slot, to home: CodexHome) throws -> Bool {
         guard let live = try home.read(), let account = credential.account.accountID, live.accountID == account,
               live.refreshToken != credential.tokens.refreshToken else { return false }
         // Only ever move auth.json forward: over a token this credential has spent, or one no

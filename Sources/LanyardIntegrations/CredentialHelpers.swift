@@ -5,33 +5,33 @@ import LanyardCore
 /// How much a credential helper (`git-credential`, `docker-credential`) reads from the program
 /// that runs it. Real requests are a few hundred bytes; the limits only stop input that never
 /// ends (`</dev/zero`, a runaway pipe) from growing the process without bound.
-public enum HelperInputLimits {
+package enum HelperInputLimits {
     /// The longest line: 64 KiB.
-    public static let lineBytes = 65_536
+    package static let lineBytes = 65_536
     /// The most a whole request may hold, line ends included: 1 MiB.
-    public static let requestBytes = 1_048_576
+    package static let requestBytes = 1_048_576
 }
 
 /// Docker's credential-helper protocol (docker-credential-helpers): the action is the first
 /// argument; `get` and `erase` read a server URL on stdin, `store` reads
 /// `{"ServerURL", "Username", "Secret"}`; `get` answers the same object and `list` answers
 /// `{"URL": "username"}`.
-public enum DockerCredential {
+package enum DockerCredential {
     /// What `get` prints (on stdout, with exit 1) for a server Lanyard does not map: the text
     /// Docker's clients look for to tell "not found" from a failure.
-    public static let notFoundMessage = "credentials not found in native keychain"
+    package static let notFoundMessage = "credentials not found in native keychain"
 
     /// Input that is not the protocol's. Names what is wrong, never the text (it may hold a secret).
-    public struct InputError: LanyardError, Equatable {
-        public let problem: String
-        public var code: String { "docker_credential_input" }
-        public var errorDescription: String? { "docker-credential-lanyard: \(problem)" }
+    package struct InputError: LanyardError, Equatable {
+        package let problem: String
+        package var code: String { "docker_credential_input" }
+        package var errorDescription: String? { "docker-credential-lanyard: \(problem)" }
     }
 
     /// Everything the program sent on `input` (a server URL, or `store`'s JSON), lines joined
     /// with `\n`, within ``HelperInputLimits``: a NUL byte, or a line or the whole past its limit,
     /// fails at once without reading further.
-    public static func readInput(_ input: TextInput) throws(InputError) -> String {
+    package static func readInput(_ input: TextInput) throws(InputError) -> String {
         var lines: [String] = []
         var total = 0
         while true {
@@ -55,7 +55,7 @@ public enum DockerCredential {
 
     /// The `[docker]` key a server URL stands for: `ghcr.io`, `https://ghcr.io`, `ghcr.io/v2/…`
     /// all give `ghcr.io`; a port other than 443 stays (`registry.local:5000`).
-    public static func host(ofServerURL serverURL: String) throws(InputError) -> String {
+    package static func host(ofServerURL serverURL: String) throws(InputError) -> String {
         var text = serverURL.trimmingSpaces()
         guard !text.isEmpty else { throw InputError(problem: "the server URL on stdin is empty") }
         guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == " " }) else {
@@ -73,18 +73,18 @@ public enum DockerCredential {
     }
 
     /// The answer to `get`.
-    public static func getAnswer(serverURL: String, username: String, secret: String) -> String {
+    package static func getAnswer(serverURL: String, username: String, secret: String) -> String {
         JSONValue.object(["ServerURL": .string(serverURL), "Username": .string(username), "Secret": .string(secret)]).serialized()
     }
 
     /// The answer to `list`: each mapped registry (as `https://HOST`) and the username it answers.
-    public static func listAnswer(_ entries: [(host: String, username: String)]) -> String {
+    package static func listAnswer(_ entries: [(host: String, username: String)]) -> String {
         JSONValue.object(Dictionary(entries.map { ("https://\($0.host)", JSONValue.string($0.username)) }, uniquingKeysWith: { a, _ in a }))
             .serialized()
     }
 
     /// Checks what `store` sent (it is not kept: Lanyard owns these tokens).
-    public static func checkStoreInput(_ data: Data) throws(InputError) {
+    package static func checkStoreInput(_ data: Data) throws(InputError) {
         guard let object = (try? JSONValue.parse(data))?.object else {
             throw InputError(problem: "store expects a JSON object on stdin")
         }
@@ -94,18 +94,18 @@ public enum DockerCredential {
 
 /// Kubernetes' exec credential plugins (client.authentication.k8s.io): kubectl runs the plugin
 /// and reads an `ExecCredential` with a bearer token and its expiry, asking again only after it.
-public enum KubeExecCredential {
-    public static let v1 = "client.authentication.k8s.io/v1"
-    public static let v1beta1 = "client.authentication.k8s.io/v1beta1"
+package enum KubeExecCredential {
+    package static let v1 = "client.authentication.k8s.io/v1"
+    package static let v1beta1 = "client.authentication.k8s.io/v1beta1"
 
-    public struct InputError: LanyardError, Equatable {
-        public let problem: String
-        public var code: String { "kube_exec_info" }
-        public var errorDescription: String? { "kube-credential: \(problem)" }
+    package struct InputError: LanyardError, Equatable {
+        package let problem: String
+        package var code: String { "kube_exec_info" }
+        package var errorDescription: String? { "kube-credential: \(problem)" }
     }
 
     /// The API version to answer with: the one `KUBERNETES_EXEC_INFO` asks for, v1 without it.
-    public static func apiVersion(execInfo: String?) throws(InputError) -> String {
+    package static func apiVersion(execInfo: String?) throws(InputError) -> String {
         guard let execInfo, !execInfo.trimmingSpaces().isEmpty else { return v1 }
         guard let object = (try? JSONValue.parse(Data(execInfo.utf8)))?.object else {
             throw InputError(problem: "KUBERNETES_EXEC_INFO is not a JSON object")
@@ -119,7 +119,7 @@ public enum KubeExecCredential {
     }
 
     /// The `ExecCredential` document.
-    public static func render(apiVersion: String, token: String, expiresAt: Date?) -> String {
+    package static func render(apiVersion: String, token: String, expiresAt: Date?) -> String {
         var status: [String: JSONValue] = ["token": .string(token)]
         if let expiresAt { status["expirationTimestamp"] = .string(RFC3339.string(from: expiresAt)) }
         return JSONValue.object(["apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status)])
@@ -128,16 +128,16 @@ public enum KubeExecCredential {
 }
 
 /// `.netrc` lines (curl, wget, Python's netrc and others read them).
-public enum Netrc {
-    public struct FieldError: LanyardError, Equatable {
-        public let field: String
-        public var code: String { "netrc_field" }
-        public var errorDescription: String? { "the \(field) cannot be written to a netrc file (it is empty or has spaces or control characters)" }
+package enum Netrc {
+    package struct FieldError: LanyardError, Equatable {
+        package let field: String
+        package var code: String { "netrc_field" }
+        package var errorDescription: String? { "the \(field) cannot be written to a netrc file (it is empty or has spaces or control characters)" }
     }
 
     /// `machine HOST login LOGIN password PASSWORD`. netrc has no quoting, so a field with white
     /// space or control characters is refused rather than written in a way readers split.
-    public static func line(host: String, login: String, password: String) throws(FieldError) -> String {
+    package static func line(host: String, login: String, password: String) throws(FieldError) -> String {
         for (name, value) in [("host", host), ("login", login), ("token", password)] {
             guard !value.isEmpty, !value.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "\"" }) else {
                 throw FieldError(field: name)

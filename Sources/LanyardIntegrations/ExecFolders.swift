@@ -17,14 +17,14 @@ import LanyardStore
 // both while holding its lock.
 
 /// One private Codex home made by `lanyard exec` for a slot, held (locked) by this process.
-public final class ExecFolder: Sendable {
+package final class ExecFolder: Sendable {
     /// The name of the lock file in each folder.
-    public static let lockName = ".lanyard-exec.lock"
+    package static let lockName = ".lanyard-exec.lock"
 
     /// The slot whose auth.json the folder holds.
-    public let slot: Slot
+    package let slot: Slot
     /// The folder, as a Codex home (`CODEX_HOME`).
-    public let home: CodexHome
+    package let home: CodexHome
     private let lock: FileLock
 
     private init(slot: Slot, home: CodexHome, lock: FileLock) {
@@ -35,13 +35,13 @@ public final class ExecFolder: Sendable {
 
     /// The descriptor of the held lock (close-on-exec here): the command `exec` runs must inherit
     /// it, so the folder counts as in use while the command lives.
-    public var lockDescriptor: Int32 { lock.descriptor }
+    package var lockDescriptor: Int32 { lock.descriptor }
 
     /// Where the folders are: `$XDG_RUNTIME_DIR/lanyard/exec`.
-    public static func parent(_ paths: Paths) -> String { paths.runtimeDirectory + "/exec" }
+    package static func parent(_ paths: Paths) -> String { paths.runtimeDirectory + "/exec" }
 
     /// Makes a new 0700 folder `SLOT.XXXXXX` and takes its lock.
-    public static func create(for slot: Slot, paths: Paths) throws -> ExecFolder {
+    package static func create(for slot: Slot, paths: Paths) throws -> ExecFolder {
         try SecureFiles.ensureDirectory(paths.runtimeDirectory)
         try SecureFiles.ensureDirectory(parent(paths))
         var template = Array((parent(paths) + "/\(slot.name).XXXXXX").utf8CString)
@@ -64,14 +64,14 @@ public final class ExecFolder: Sendable {
     }
 
     /// Removes the folder (auth.json first, the lock file last), still holding the lock.
-    public func remove() { ExecFolders.removeContents(of: home.directory) }
+    package func remove() { ExecFolders.removeContents(of: home.directory) }
 
     /// What `exec` does when its command exits: copies back the tokens the command rotated and
     /// removes the folder, as ``LanyardAuth/AccountManager/recoverAbandonedExecFolders()`` does
     /// for a killed one.
     /// - Returns: the slot that took newer tokens, if any.
     /// - Throws: when copying back failed; the folder then stays, with its tokens.
-    public func finish(_ manager: AccountManager) async throws -> Slot? {
+    package func finish(_ manager: AccountManager) async throws -> Slot? {
         try await manager.settleExecFolder(home.directory, slot: slot)
     }
 }
@@ -113,7 +113,7 @@ extension ExecFolderRecovery: CustomStringConvertible {
 extension DoctorReport {
     /// Adds what ``LanyardAuth/AccountManager/recoverAbandonedExecFolders()`` did: the folders
     /// recovered as repairs, those kept (copying back failed) as problems.
-    public mutating func include(_ recoveries: [ExecFolderRecovery]) {
+    package mutating func include(_ recoveries: [ExecFolderRecovery]) {
         for recovery in recoveries {
             switch recovery.outcome {
             case .copiedBack(let slot): repairs.append(.recoveredExecFolder(recovery.path, copiedBackInto: slot))
@@ -139,7 +139,7 @@ extension AccountManager {
     ///
     /// Call it before handing out a slot's tokens: a killed command may have rotated the slot's
     /// stored refresh token away, and only its folder holds the live one.
-    public func recoverAbandonedExecFolders() async -> [ExecFolderRecovery] {
+    package func recoverAbandonedExecFolders() async -> [ExecFolderRecovery] {
         var results: [ExecFolderRecovery] = []
         let parent = ExecFolder.parent(paths)
         var inUse: Set<ExecFolders.FileID>?
@@ -199,10 +199,10 @@ extension AccountManager {
 }
 
 /// Finding `exec`'s folders and telling those in use from those abandoned.
-public enum ExecFolders {
+package enum ExecFolders {
     /// How old a folder without a lock file must be before it can count as abandoned: the time
     /// between making a folder and starting its command, with room to spare.
-    public static let unlockedGrace: TimeInterval = 60
+    package static let unlockedGrace: TimeInterval = 60
 
     /// The folders named `SLOT.XXXXXX` (a valid slot name, six characters after the last dot)
     /// that are real folders of this user; anything else there is not Lanyard's and is left alone.

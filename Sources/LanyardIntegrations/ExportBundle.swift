@@ -6,27 +6,27 @@ import LanyardStore
 
 /// The plaintext of an export bundle (layout in docs/store-format.md, "Export bundles"):
 /// `{"version": 1, "exported_at": RFC3339, "slots": {SLOT: {"credential": CREDENTIAL, "record": SLOT_RECORD}}}`.
-public struct ExportBundle: JSONDocument, Equatable, Sendable {
-    public static let currentVersion = 1
+package struct ExportBundle: JSONDocument, Equatable, Sendable {
+    package static let currentVersion = 1
 
-    public struct Entry: Equatable, Sendable {
-        public var credential: Credential
-        public var record: SlotRecord
-        public init(credential: Credential, record: SlotRecord) {
+    package struct Entry: Equatable, Sendable {
+        package var credential: Credential
+        package var record: SlotRecord
+        package init(credential: Credential, record: SlotRecord) {
             self.credential = credential
             self.record = record
         }
     }
 
-    public var exportedAt: Date
-    public var slots: [Slot: Entry]
+    package var exportedAt: Date
+    package var slots: [Slot: Entry]
 
-    public init(exportedAt: Date, slots: [Slot: Entry]) {
+    package init(exportedAt: Date, slots: [Slot: Entry]) {
         self.exportedAt = exportedAt
         self.slots = slots
     }
 
-    public init(json: JSONFields) throws(JSONShapeError) {
+    package init(json: JSONFields) throws(JSONShapeError) {
         let version = try json.int("version")
         guard version == Self.currentVersion else {
             throw JSONShapeError(path: ".version", problem: "is \(version): not supported (this Lanyard reads version \(Self.currentVersion))")
@@ -46,14 +46,14 @@ public struct ExportBundle: JSONDocument, Equatable, Sendable {
         }
     }
 
-    public var json: JSONValue {
+    package var json: JSONValue {
         var object: [String: JSONValue] = [:]
         for (slot, entry) in slots { object[slot.name] = .object(["credential": entry.credential.json, "record": entry.record.json]) }
         return .object(["version": .number(Double(Self.currentVersion)), "exported_at": .date(exportedAt), "slots": .object(object)])
     }
 
     /// Encrypts the bundle to `recipients` (one scrypt recipient, or X25519 recipients).
-    public func seal(to recipients: [any Recipient]) throws -> Data {
+    package func seal(to recipients: [any Recipient]) throws -> Data {
         do { return try Age.encrypt(jsonData(pretty: true), to: recipients) } catch {
             throw BundleError(code: "bundle_encrypt", message: "cannot encrypt the bundle: \(error.userFacingDescription)")
         }
@@ -62,7 +62,7 @@ public struct ExportBundle: JSONDocument, Equatable, Sendable {
     /// Decrypts and decodes a bundle; anything short of a whole, authentic, well-formed bundle throws.
     /// - Parameter identityFile: the `--identity` file `identities` came from, when they did
     ///   (for the message when none of them opens the bundle); nil for a passphrase.
-    public static func open(_ file: Data, with identities: [any Identity], source: String, identityFile: String? = nil) throws -> ExportBundle {
+    package static func open(_ file: Data, with identities: [any Identity], source: String, identityFile: String? = nil) throws -> ExportBundle {
         let plain: Data
         do { plain = try Age.decrypt(file, with: identities) } catch .incorrectPassphrase {
             throw BundleError(code: "wrong_passphrase", message: "wrong passphrase for \(TerminalText.escaped(source))")
@@ -94,7 +94,7 @@ extension ExportBundle {
     /// - Parameters:
     ///   - entries: by the slot name to report (the bundle's own, or the name it is imported as).
     ///   - source: the bundle, as the user named it.
-    public static func check(_ entries: [Slot: Entry], knownProviders: Set<String>, source: String) throws(BundleError) {
+    package static func check(_ entries: [Slot: Entry], knownProviders: Set<String>, source: String) throws(BundleError) {
         let bundle = TerminalText.escaped(source)
         guard !entries.isEmpty else {
             throw BundleError(code: "bundle_empty", message: "\(bundle) holds no slots; nothing was imported")
@@ -121,15 +121,15 @@ extension ExportBundle {
 }
 
 /// A bundle problem (exit 1). Messages never contain secrets.
-public struct BundleError: LanyardError, Equatable {
-    public let code: String
-    public let message: String
+package struct BundleError: LanyardError, Equatable {
+    package let code: String
+    package let message: String
     /// The slot at fault, when the problem is one slot's.
-    public let slot: String?
-    public init(code: String, message: String, slot: String? = nil) {
+    package let slot: String?
+    package init(code: String, message: String, slot: String? = nil) {
         self.code = code
         self.message = message
         self.slot = slot
     }
-    public var errorDescription: String? { message }
+    package var errorDescription: String? { message }
 }

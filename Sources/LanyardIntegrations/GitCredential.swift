@@ -4,46 +4,46 @@ import LanyardCore
 
 /// git's credential-helper protocol (gitcredentials(7), git-credential(1)): `key=value` lines on
 /// stdin, ended by a blank line or end of input; the answer is `key=value` lines on stdout.
-public enum GitCredential {
+package enum GitCredential {
     /// One request from git.
-    public struct Request: Equatable, Sendable {
+    package struct Request: Equatable, Sendable {
         /// Every attribute in order (`capability[]`, `wwwauth[]` may repeat).
-        public var attributes: [(key: String, value: String)] = []
+        package var attributes: [(key: String, value: String)] = []
 
-        public init() {}
+        package init() {}
 
-        public func value(_ key: String) -> String? { attributes.last { $0.key == key }?.value }
+        package func value(_ key: String) -> String? { attributes.last { $0.key == key }?.value }
 
-        public var `protocol`: String? { value("protocol") ?? url?.scheme?.lowercased() }
-        public var host: String? {
+        package var `protocol`: String? { value("protocol") ?? url?.scheme?.lowercased() }
+        package var host: String? {
             if let host = value("host") { return host }
             guard let url, let host = url.host else { return nil }
             return url.port.map { "\(host):\($0)" } ?? host
         }
-        public var path: String? {
+        package var path: String? {
             if let path = value("path") { return path }
             guard let url, !url.path.isEmpty, url.path != "/" else { return nil }
             return String(url.path.drop { $0 == "/" })
         }
         var url: URLComponents? { value("url").flatMap(URLComponents.init(string:)) }
 
-        public static func == (a: Request, b: Request) -> Bool {
+        package static func == (a: Request, b: Request) -> Bool {
             a.attributes.map(\.key) == b.attributes.map(\.key) && a.attributes.map(\.value) == b.attributes.map(\.value)
         }
     }
 
     /// Input that is not git's protocol. The message names the line, never its text (it may hold a secret).
-    public struct InputError: LanyardError, Equatable {
-        public let line: Int
-        public let problem: String
-        public var code: String { "git_credential_input" }
-        public var errorDescription: String? { "git-credential: input line \(line) \(problem)" }
+    package struct InputError: LanyardError, Equatable {
+        package let line: Int
+        package let problem: String
+        package var code: String { "git_credential_input" }
+        package var errorDescription: String? { "git-credential: input line \(line) \(problem)" }
     }
 
     /// Reads a request from `input`: lines until a blank line or the end of input, each at most
     /// ``HelperInputLimits/lineBytes`` long, the whole at most ``HelperInputLimits/requestBytes``.
     /// A NUL byte or a line or request past its limit fails at once, without reading further.
-    public static func read(_ input: TextInput) throws(InputError) -> Request {
+    package static func read(_ input: TextInput) throws(InputError) -> Request {
         var request = Request()
         var number = 0
         var total = 0
@@ -76,7 +76,7 @@ public enum GitCredential {
     /// last segment `repo` also matches `repo.git`. The path is normalised first, as the server
     /// will read it: percent-escapes decoded, `.` segments dropped and `..` segments applied, so
     /// `bobcorp/../x.git` is `x.git`, not a path under `bobcorp`.
-    public static func slot(host: String, path: String?, in mappings: [String: Slot]) -> (pattern: String, slot: Slot)? {
+    package static func slot(host: String, path: String?, in mappings: [String: Slot]) -> (pattern: String, slot: Slot)? {
         let host = host.lowercased()
         let segments = normalizedSegments(path ?? "")
         var best: (pattern: String, slot: Slot, length: Int)?
@@ -138,12 +138,12 @@ public enum GitCredential {
     }
 
     /// Whether any `[git]` pattern for `host` has a path (git must then send paths: `useHttpPath`).
-    public static func hostUsesPaths(_ host: String, in mappings: [String: Slot]) -> Bool {
+    package static func hostUsesPaths(_ host: String, in mappings: [String: Slot]) -> Bool {
         mappings.keys.contains { $0.split(separator: "/").first.map(String.init) == host.lowercased() && $0.contains("/") }
     }
 
     /// The answer to `get`: username, password and (when known) its expiry in Unix seconds.
-    public static func answer(username: String, password: String, expiresAt: Date?) -> String {
+    package static func answer(username: String, password: String, expiresAt: Date?) -> String {
         var text = "username=\(username)\npassword=\(password)\n"
         if let expiresAt { text += "password_expiry_utc=\(Int64(expiresAt.timeIntervalSince1970.rounded(.down)))\n" }
         return text

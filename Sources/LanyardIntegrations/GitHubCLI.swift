@@ -7,32 +7,32 @@ import LanyardStore
 /// The accounts the GitHub CLI (`gh`) holds: its `hosts.yml` names the hosts and users, and
 /// `gh auth token --hostname HOST` hands out each token wherever gh keeps it (the file or the
 /// system keyring).
-public struct GitHubCLI: Sendable {
+package struct GitHubCLI: Sendable {
     /// One account gh is signed in to.
-    public struct Account: Equatable, Sendable {
-        public var host: String
-        public var user: String?
+    package struct Account: Equatable, Sendable {
+        package var host: String
+        package var user: String?
         /// The token when hosts.yml holds it (gh keeps it in the keyring otherwise).
-        public var fileToken: String?
+        package var fileToken: String?
     }
 
     /// A hosts.yml that is not gh's format. Names the line, never its text (it may hold a token).
-    public struct HostsFileError: LanyardError, Equatable {
-        public let path: String
-        public let line: Int
-        public let problem: String
-        public var code: String { "gh_hosts_corrupt" }
-        public var errorDescription: String? { "\(path) line \(line) \(problem) (left untouched)" }
+    package struct HostsFileError: LanyardError, Equatable {
+        package let path: String
+        package let line: Int
+        package let problem: String
+        package var code: String { "gh_hosts_corrupt" }
+        package var errorDescription: String? { "\(path) line \(line) \(problem) (left untouched)" }
     }
 
     /// The folder gh reads its configuration from.
-    public let configDirectory: String
+    package let configDirectory: String
     /// The `gh` program, or nil to read hosts.yml alone.
-    public let executable: String?
+    package let executable: String?
     let environment: [String: String]
 
     /// gh's folder as gh finds it: `GH_CONFIG_DIR`, else `$XDG_CONFIG_HOME/gh`, else `~/.config/gh`.
-    public init(environment: [String: String], executable: String? = nil) {
+    package init(environment: [String: String], executable: String? = nil) {
         self.environment = environment
         if let dir = environment["GH_CONFIG_DIR"], !dir.isEmpty {
             configDirectory = dir
@@ -44,7 +44,7 @@ public struct GitHubCLI: Sendable {
         self.executable = executable ?? Self.findExecutable(path: environment["PATH"])
     }
 
-    public var hostsFile: String { configDirectory + "/hosts.yml" }
+    package var hostsFile: String { configDirectory + "/hosts.yml" }
 
     static func findExecutable(path: String?) -> String? {
         for dir in (path ?? "/usr/bin:/bin").split(separator: ":") where access("\(dir)/gh", X_OK) == 0 { return "\(dir)/gh" }
@@ -52,7 +52,7 @@ public struct GitHubCLI: Sendable {
     }
 
     /// The accounts in hosts.yml, in file order (none when gh was never signed in).
-    public func accounts() throws -> [Account] {
+    package func accounts() throws -> [Account] {
         guard let data = FileManager.default.contents(atPath: hostsFile) else { return [] }
         return try Self.parseHosts(String(decoding: data, as: UTF8.self), path: hostsFile)
     }
@@ -97,7 +97,7 @@ public struct GitHubCLI: Sendable {
     /// The token gh hands out for `host` (`gh auth token --hostname HOST`), or hosts.yml's when gh
     /// is not installed. Tokens in the environment (`GH_TOKEN`, …) are not what gh holds, so they
     /// are hidden from it.
-    public func token(for account: Account) throws -> String? {
+    package func token(for account: Account) throws -> String? {
         guard let executable else { return account.fileToken }
         var env = environment.filter { !["GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GH_HOST"].contains($0.key) }
         env["GH_CONFIG_DIR"] = configDirectory
@@ -111,13 +111,13 @@ public struct GitHubCLI: Sendable {
 }
 
 /// What `gh import` did for one account.
-public struct AdoptedGitHubAccount: Equatable, Sendable {
-    public var slot: Slot
-    public var host: String
-    public var user: String?
-    public var backend: BackendKind
+package struct AdoptedGitHubAccount: Equatable, Sendable {
+    package var slot: Slot
+    package var host: String
+    package var user: String?
+    package var backend: BackendKind
     /// False when the slot already held this exact token.
-    public var changed: Bool
+    package var changed: Bool
 }
 
 extension AccountManager {
@@ -125,7 +125,7 @@ extension AccountManager {
     /// no expiry or refresh token: gh's tokens do not expire). `hosts` limits it to those hosts;
     /// `requested` names the slot when one account is adopted. An existing slot is overwritten only
     /// when it is a slot of the same host and user.
-    public func adoptGitHubCLIAccounts(from gh: GitHubCLI, hosts: [String] = [], into requested: Slot? = nil,
+    package func adoptGitHubCLIAccounts(from gh: GitHubCLI, hosts: [String] = [], into requested: Slot? = nil,
                                        provider: String = "github") throws -> [AdoptedGitHubAccount] {
         var accounts = try gh.accounts()
         if !hosts.isEmpty {

@@ -11,7 +11,7 @@ import LanyardCore
 extension HTTPRequest {
     /// The same request as Lanyard's transport value.
     /// - Throws: `ClientError.invalidResponse` when the request has no URL.
-    public init(_ request: URLRequest) throws {
+    package init(_ request: URLRequest) throws {
         guard let url = request.url else { throw ClientError.invalidResponse("the request has no URL") }
         var headers: [String: String] = [:]
         for (k, v) in request.allHTTPHeaderFields ?? [:] { headers[k] = v }
@@ -21,7 +21,7 @@ extension HTTPRequest {
 
 extension HTTPResponse {
     /// The answer as Foundation's response type, for the request to `url`.
-    public func urlResponse(for url: URL) throws -> HTTPURLResponse {
+    package func urlResponse(for url: URL) throws -> HTTPURLResponse {
         guard let http = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers) else {
             throw ClientError.invalidResponse("could not build the HTTP response")
         }

@@ -10,15 +10,15 @@ import LanyardCore
 // provider to `lanyard-net`, which links it.
 
 /// HTTP over URLSession, with a timeout and a cap on the body size.
-public final class URLSessionTransport: HTTPTransport, Sendable {
+package final class URLSessionTransport: HTTPTransport, Sendable {
     /// Answers longer than this are refused (no provider answer is anywhere near it).
-    public let maxBodyBytes: Int
-    public let timeout: TimeInterval
+    package let maxBodyBytes: Int
+    package let timeout: TimeInterval
     /// No request outlives this, whatever URLSession does: its resource timeout and a grace period.
     let hardLimit: TimeInterval
     private let created = Locked<URLSession?>(nil)
 
-    public convenience init(timeout: TimeInterval = 30, maxBodyBytes: Int = 1 << 20) {
+    package convenience init(timeout: TimeInterval = 30, maxBodyBytes: Int = 1 << 20) {
         self.init(timeout: timeout, maxBodyBytes: maxBodyBytes, hardLimit: timeout * 2 + 5)
     }
 
@@ -45,7 +45,7 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
         }
     }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    package func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         try HTTPHeaderRules.check(request.headers.map { ($0.key, $0.value) })
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method

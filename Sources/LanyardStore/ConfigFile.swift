@@ -6,22 +6,22 @@ import LanyardGLib
 /// Reads config.ini, a GLib key file (through LanyardGLib's `KeyFile`). Unknown groups and keys give
 /// warnings; a file that does not parse or a value that makes no sense gives a ``ConfigError``
 /// naming the line or the key.
-public enum ConfigFile {
+package enum ConfigFile {
     /// The result of loading: settings plus warnings for people.
-    public struct Loaded: Sendable {
-        public var config: LanyardConfig
-        public var warnings: [String]
+    package struct Loaded: Sendable {
+        package var config: LanyardConfig
+        package var warnings: [String]
     }
 
     /// Loads `path`; a missing file gives the defaults.
-    public static func load(path: String) throws -> Loaded {
+    package static func load(path: String) throws -> Loaded {
         guard let data = try SecureFiles.readUserFile(path) else { return Loaded(config: LanyardConfig(), warnings: []) }
         return try parse(data, path: path)
     }
 
     /// Parses config text (no I/O). Groups are checked first (unknown keys and groups are warnings;
     /// `[git]` and `[provider.*]` are read there), then each known section in turn.
-    public static func parse(_ data: Data, path: String) throws(ConfigError) -> Loaded {
+    package static func parse(_ data: Data, path: String) throws(ConfigError) -> Loaded {
         let text = String(decoding: data, as: UTF8.self)
         let file = KeyFile()
         do { try file.load(text) } catch {
@@ -147,7 +147,7 @@ public enum ConfigFile {
 
     /// A `[docker]`/`[netrc]` key in canonical form: the lowercased host with `:PORT`; nil when it
     /// has a scheme, a path or spaces.
-    public static func hostKey(_ key: String) -> String? {
+    package static func hostKey(_ key: String) -> String? {
         let host = key.trimmingSpaces().lowercased()
         guard !host.isEmpty, !host.contains("/"), !host.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
             return nil
@@ -258,7 +258,7 @@ public enum ConfigFile {
 
     /// A `[git]` key in canonical form: lowercased host, path segments without empty ones; nil when
     /// there is no host or it contains a scheme.
-    public static func gitPattern(_ key: String) -> String? {
+    package static func gitPattern(_ key: String) -> String? {
         let parts = key.trimmingSpaces().split(separator: "/", omittingEmptySubsequences: true)
         guard !key.contains("://"), let host = parts.first, !host.contains(where: { $0.isWhitespace }) else { return nil }
         return ([host.lowercased()] + parts.dropFirst().map(String.init)).joined(separator: "/")

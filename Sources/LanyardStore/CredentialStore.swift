@@ -23,7 +23,7 @@ public enum BackendKind: String, Codable, Sendable, CaseIterable {
 /// Every call is bounded by the store's timeout and fails with a ``StoreError``: `unavailable`,
 /// `locked`, `timedOut`, `corrupt` or `notFound`. No failure deletes or replaces stored data, and a
 /// store never writes to another backend instead of itself.
-public protocol CredentialStore: Sendable {
+package protocol CredentialStore: Sendable {
     /// Which backend this is.
     var kind: BackendKind { get }
     /// The stored credential of `slot`; `StoreError.notFound` when there is none.
@@ -50,16 +50,16 @@ public protocol CredentialStore: Sendable {
 }
 
 extension CredentialStore {
-    public func putAll(_ credentials: [Slot: Credential]) throws { try putAllItemByItem(credentials) }
+    package func putAll(_ credentials: [Slot: Credential]) throws { try putAllItemByItem(credentials) }
 
-    public func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool { false }
+    package func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool { false }
 
     /// ``putAll(_:)`` one slot at a time, in slot order: each slot's current credential is read
     /// first, and when a put fails the slots written so far get back what they held (or, where
     /// they held nothing, are deleted) before the error is rethrown. A slot whose earlier item
     /// could not be read (it did not decode) cannot be put back and keeps the new credential.
     /// A process killed midway has no chance to undo: the slots written by then stay written.
-    public func putAllItemByItem(_ credentials: [Slot: Credential]) throws {
+    package func putAllItemByItem(_ credentials: [Slot: Credential]) throws {
         var written: [(slot: Slot, previous: Credential?, restorable: Bool)] = []
         do {
             for (slot, credential) in credentials.sorted(by: { $0.key < $1.key }) {

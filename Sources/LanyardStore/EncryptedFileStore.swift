@@ -12,21 +12,21 @@ import LanyardCore
 /// timeout. Writes take an exclusive lock, replace the file durably and keep the previous
 /// generation as `store.age.prev`. A file that fails to decrypt is reported as `corrupt` and never
 /// touched.
-public final class EncryptedFileStore: CredentialStore, Sendable {
-    public let kind = BackendKind.file
-    public static let backendName = "encrypted file"
-    public let directory: String
-    public var storePath: String { directory + "/store.age" }
-    public var protectedIdentityPath: String { directory + "/identity.age" }
-    public var plainIdentityPath: String { directory + "/identity.txt" }
+package final class EncryptedFileStore: CredentialStore, Sendable {
+    package let kind = BackendKind.file
+    package static let backendName = "encrypted file"
+    package let directory: String
+    package var storePath: String { directory + "/store.age" }
+    package var protectedIdentityPath: String { directory + "/identity.age" }
+    package var plainIdentityPath: String { directory + "/identity.txt" }
     /// How long an unlocked identity stays cached, in seconds.
-    public let unlockCacheSeconds: TimeInterval
+    package let unlockCacheSeconds: TimeInterval
     /// Where a passphrase comes from without asking (LANYARD_PASSPHRASE_FILE, LANYARD_ASKPASS); nil
     /// when nothing is configured. A locked store opens with it (and is cached when the kernel keyring works), so
     /// unattended hosts and containers without a kernel keyring can use a passphrase-protected store.
-    public let passphraseSource: (@Sendable () throws -> String)?
+    package let passphraseSource: (@Sendable () throws -> String)?
 
-    public init(paths: Paths, unlockCacheSeconds: TimeInterval = 900, passphraseSource: (@Sendable () throws -> String)? = nil) {
+    package init(paths: Paths, unlockCacheSeconds: TimeInterval = 900, passphraseSource: (@Sendable () throws -> String)? = nil) {
         directory = paths.dataDirectory
         self.unlockCacheSeconds = unlockCacheSeconds
         self.passphraseSource = passphraseSource
@@ -43,23 +43,23 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
     }
 
     /// Why unlocked identities cannot be cached here (no kernel keyring), or nil when they can.
-    public static var cacheUnavailableReason: String? { KernelKeyring.unavailableReason() }
+    package static var cacheUnavailableReason: String? { KernelKeyring.unavailableReason() }
 
     /// Whether `store init` has run.
-    public var isInitialized: Bool {
+    package var isInitialized: Bool {
         (try? SecureFiles.checkFile(storePath)) == true
             && ((try? SecureFiles.checkFile(protectedIdentityPath)) == true || (try? SecureFiles.checkFile(plainIdentityPath)) == true)
     }
 
     /// Whether the identity is protected by a passphrase (false for `--no-passphrase` stores).
-    public var isPassphraseProtected: Bool { (try? SecureFiles.checkFile(protectedIdentityPath)) == true }
+    package var isPassphraseProtected: Bool { (try? SecureFiles.checkFile(protectedIdentityPath)) == true }
 
     /// Creates the identity and an empty store, and caches the unlocked identity.
     /// - Parameter passphrase: protects the identity; nil stores it unprotected at 0600.
     /// - Returns: false when the unlocked identity could not be cached (no kernel keyring here):
     ///   the store exists but stays locked.
     @discardableResult
-    public func initialize(passphrase: String?, workFactor: Int = 18) throws -> Bool {
+    package func initialize(passphrase: String?, workFactor: Int = 18) throws -> Bool {
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: storePath + ".lock")
         defer { withExtendedLifetime(lock) {} }
@@ -68,7 +68,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
         }
         let identity = X25519Identity.generate()
         let identityText = "# Lanyard file-store identity, created \(RFC3339.string(from: Date()))\n"
-            + "# public key: \(identity.recipient.string)\n\(identity.secretKeyString)\n"
+            + "# package key: \(identity.recipient.string)\n\(identity.secretKeyString)\n"
         let identityFile: Data
         let identityPath: String
         if let passphrase {
@@ -94,7 +94,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
 
     /// Checks `passphrase` against the protected identity and caches the unlocked identity.
     /// A wrong passphrase changes nothing.
-    public func unlock(passphrase: String) throws {
+    package func unlock(passphrase: String) throws {
         guard try SecureFiles.checkFile(protectedIdentityPath) else {
             if try SecureFiles.checkFile(plainIdentityPath) { return }  // nothing to unlock
             throw Self.notSetUp
@@ -119,7 +119,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
 
     /// Forgets the cached identity; returns false when it was not cached.
     @discardableResult
-    public func lock() -> Bool { KernelKeyring.remove(name: cacheName) }
+    package func lock() -> Bool { KernelKeyring.remove(name: cacheName) }
 
     /// The identity that opens the store: unprotected file, else the cached unlocked one.
     func identity() throws -> X25519Identity {
@@ -193,7 +193,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
         return result
     }
 
-    public func get(_ slot: Slot) throws -> Credential {
+    package func get(_ slot: Slot) throws -> Credential {
         let identity = try identity()
         StartupTrace.mark("identity")
         defer { StartupTrace.mark("decrypt") }
@@ -201,13 +201,13 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
         return credential
     }
 
-    public func put(_ credential: Credential, for slot: Slot) throws {
+    package func put(_ credential: Credential, for slot: Slot) throws {
         try modify { $0.slots[slot] = credential }
     }
 
     /// Every credential in one write of the file: one decryption, one encryption, one durable
     /// replacement, so all of them land or none (even across a `kill -9`).
-    public func putAll(_ credentials: [Slot: Credential]) throws {
+    package func putAll(_ credentials: [Slot: Credential]) throws {
         try modify { doc in
             for (slot, credential) in credentials { doc.slots[slot] = credential }
         }
@@ -216,7 +216,7 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
     /// Writes the store with `credentials` added to `store.age.incoming`, holding the store's lock
     /// until `transaction` renames it over `store.age` together with the registry change (or
     /// removes it). One decryption, one encryption, one durable write.
-    public func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool {
+    package func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool {
         let identity = try identity()
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: storePath + ".lock")
@@ -228,15 +228,15 @@ public final class EncryptedFileStore: CredentialStore, Sendable {
         return true
     }
 
-    public func delete(_ slot: Slot) throws {
+    package func delete(_ slot: Slot) throws {
         try modify { doc in
             guard doc.slots.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot.name) }
         }
     }
 
-    public func list() throws -> [Slot] { try read(identity: try identity()).slots.keys.sorted() }
+    package func list() throws -> [Slot] { try read(identity: try identity()).slots.keys.sorted() }
 
-    public func health() -> StoreHealth {
+    package func health() -> StoreHealth {
         guard isInitialized else {
             return StoreHealth(backend: .file, reachable: false, locked: false, persistent: true, location: storePath,
                                problem: "not set up (run `lanyard store init`)")

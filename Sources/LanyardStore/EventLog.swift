@@ -9,27 +9,27 @@ import LanyardCore
 /// wrote it: `agent`, `cli`, … from `LANYARD_EVENT_SOURCE`), `pid`, and, for slot events, `slot`.
 /// Appends go under `events.jsonl.lock`; when a line would take the file past `maxBytes` the file
 /// is first renamed to `events.jsonl.1` (one old generation is kept).
-public struct EventLog: Sendable {
-    public let path: String
-    public let maxBytes: Int
+package struct EventLog: Sendable {
+    package let path: String
+    package let maxBytes: Int
     private let directory: String
 
-    public init(paths: Paths, maxBytes: Int = 1 << 20) {
+    package init(paths: Paths, maxBytes: Int = 1 << 20) {
         directory = paths.stateDirectory
         path = paths.stateDirectory + "/events.jsonl"
         self.maxBytes = max(4096, maxBytes)
     }
 
-    public var rotatedPath: String { path + ".1" }
+    package var rotatedPath: String { path + ".1" }
 
     /// Who this process is in the log.
-    public static var source: String {
+    package static var source: String {
         if let s = getenv("LANYARD_EVENT_SOURCE"), let v = String(validatingCString: s), !v.isEmpty { return v }
         return "cli"
     }
 
     /// The line written for an event (exposed for hooks, which receive the same object).
-    public static func record(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:], now: Date = Date()) -> JSONValue {
+    package static func record(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:], now: Date = Date()) -> JSONValue {
         var object = fields
         object["time"] = .string(RFC3339.string(from: now))
         object["ts"] = .number((now.timeIntervalSince1970 * 1000).rounded() / 1000)
@@ -42,7 +42,7 @@ public struct EventLog: Sendable {
 
     /// Told, once per process, the first time an event cannot be written (the CLI prints it as a
     /// warning), so a log that stopped working does not go unnoticed.
-    public static func reportFailures(to reporter: @escaping @Sendable (String) -> Void) {
+    package static func reportFailures(to reporter: @escaping @Sendable (String) -> Void) {
         failures.withLock { $0.reporter = reporter }
     }
 
@@ -58,7 +58,7 @@ public struct EventLog: Sendable {
     }
 
     /// Why events cannot be appended now, or nil when they can (for `doctor`).
-    public func problem() -> String? {
+    package func problem() -> String? {
         var st = stat()
         guard lstat(directory, &st) == 0 else { return nil }  // made on the first write
         guard (st.st_mode & S_IFMT) == S_IFDIR else { return "\(TerminalText.escaped(directory)) is not a folder" }
@@ -75,13 +75,13 @@ public struct EventLog: Sendable {
     /// Appends an event. Best effort: a log that cannot be written never fails the operation
     /// (the first failure of a process goes to ``reportFailures(to:)``'s reporter).
     @discardableResult
-    public func append(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:]) -> JSONValue {
+    package func append(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:]) -> JSONValue {
         let record = Self.record(event, slot: slot, fields: fields)
         append(record)
         return record
     }
 
-    public func append(_ record: JSONValue) {
+    package func append(_ record: JSONValue) {
         do { try SecureFiles.ensureDirectory(directory) } catch { return failed(error.userFacingDescription) }
         let line = Array((record.serialized(pretty: false) + "\n").utf8)
         let lock: FileLock
@@ -106,7 +106,7 @@ public struct EventLog: Sendable {
     }
 
     /// Every event still on disk, oldest first (the rotated generation, then the current file).
-    public func read() -> [JSONValue] {
+    package func read() -> [JSONValue] {
         var out: [JSONValue] = []
         for file in [rotatedPath, path] {
             guard let data = try? SecureFiles.read(file) else { continue }
@@ -116,7 +116,7 @@ public struct EventLog: Sendable {
     }
 
     /// Parses complete JSON lines, skipping any that do not parse.
-    public static func parseLines(_ data: Data) -> [JSONValue] {
+    package static func parseLines(_ data: Data) -> [JSONValue] {
         data.split(separator: 0x0a).compactMap { try? JSONValue.parse(Data($0)) }
     }
 }

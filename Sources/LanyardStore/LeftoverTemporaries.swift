@@ -7,7 +7,7 @@ import LanyardCore
 /// keep the previous generation (`FILE.prev.tmp`). Every write of these files holds the file's
 /// lock from before the temporary is made until after it is renamed into place, so a temporary
 /// found while that lock is free belongs to a write that was killed: nothing will ever rename it.
-public enum LeftoverTemporaries {
+package enum LeftoverTemporaries {
     /// The files of the data folder that are replaced durably, each with the lock its writers hold.
     static func guarded(_ paths: Paths) -> [(file: String, lock: String)] {
         let fileStore = EncryptedFileStore(paths: paths)
@@ -18,7 +18,7 @@ public enum LeftoverTemporaries {
 
     /// The leftovers in the data folder now, by path: temporaries of the guarded files whose lock
     /// nobody holds. Reads only (a lock file that does not exist is free: writers create it).
-    public static func find(_ paths: Paths) -> [String] {
+    package static func find(_ paths: Paths) -> [String] {
         var found: [String] = []
         for (lockPath, group) in Dictionary(grouping: candidates(paths), by: \.lock) {
             // Checked again while holding the lock: a write that was running when the folder was
@@ -31,7 +31,7 @@ public enum LeftoverTemporaries {
     /// Removes the leftovers, each while holding its file's lock (so a write that starts meanwhile
     /// waits); a temporary whose lock is held is a write in progress and stays. Returns the paths
     /// removed.
-    public static func remove(_ paths: Paths) -> [String] {
+    package static func remove(_ paths: Paths) -> [String] {
         var removed: [String] = []
         for (lockPath, group) in Dictionary(grouping: candidates(paths), by: \.lock) {
             guard let held = (try? FileLock.tryLock(path: lockPath)) ?? nil else { continue }

@@ -14,19 +14,19 @@ public struct MigrationStep: Sendable, Equatable {
 /// Moves slots between backends: copy, read back and compare, record the new backend, then delete
 /// from the source. A `kill -9` at any point leaves every slot readable from at least one backend
 /// (the registry switches only after the copy is verified, and the source copy goes last).
-public struct Migration: Sendable {
-    public let registry: Registry
-    public let open: @Sendable (BackendKind) throws -> any CredentialStore
+package struct Migration: Sendable {
+    package let registry: Registry
+    package let open: @Sendable (BackendKind) throws -> any CredentialStore
 
-    public init(registry: Registry, open: @escaping @Sendable (BackendKind) throws -> any CredentialStore) {
+    package init(registry: Registry, open: @escaping @Sendable (BackendKind) throws -> any CredentialStore) {
         self.registry = registry
         self.open = open
     }
 
-    public typealias Step = MigrationStep
+    package typealias Step = MigrationStep
 
     /// Migrates `slots` (every slot when empty) to `target`.
-    public func run(to target: BackendKind, slots requested: [Slot], dryRun: Bool,
+    package func run(to target: BackendKind, slots requested: [Slot], dryRun: Bool,
                     progress: (Step) -> Void = { _ in }) throws -> [Step] {
         let document = try registry.load()
         for slot in requested where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot.name) }

@@ -4,14 +4,14 @@ import LanyardCore
 
 /// Where passphrases come from — never argv: a file named by `LANYARD_PASSPHRASE_FILE`, the
 /// output of the `LANYARD_ASKPASS` program, or the terminal with echo off.
-public struct PassphraseReader: Sendable {
+package struct PassphraseReader: Sendable {
     /// Read for `LANYARD_PASSPHRASE_FILE` and `LANYARD_ASKPASS`.
-    public let environment: [String: String]
+    package let environment: [String: String]
 
-    public init(environment: [String: String]) { self.environment = environment }
+    package init(environment: [String: String]) { self.environment = environment }
 
     /// Reads one passphrase; `confirm` asks twice on a terminal (for new passphrases).
-    public func read(prompt: String, confirm: Bool = false) throws -> String {
+    package func read(prompt: String, confirm: Bool = false) throws -> String {
         if let file = environment["LANYARD_PASSPHRASE_FILE"], !file.isEmpty {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw PassphraseError("cannot read LANYARD_PASSPHRASE_FILE (\(file))")
@@ -30,7 +30,7 @@ public struct PassphraseReader: Sendable {
 
     /// Whether LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS is set, so `read` never asks on the
     /// terminal (commands may then open a locked store on their own).
-    public var hasUnattendedSource: Bool {
+    package var hasUnattendedSource: Bool {
         ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"].contains { environment[$0].map { !$0.isEmpty } == true }
     }
 
@@ -82,22 +82,22 @@ public struct PassphraseReader: Sendable {
 }
 
 /// No usable passphrase (exit 1); never contains the passphrase.
-public struct PassphraseError: LanyardError {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var code: String { "passphrase_unavailable" }
-    public var errorDescription: String? { message }
+package struct PassphraseError: LanyardError {
+    package let message: String
+    package init(_ message: String) { self.message = message }
+    package var code: String { "passphrase_unavailable" }
+    package var errorDescription: String? { message }
 }
 
 /// Opens the credential store of a backend as config.ini says, the same way for the CLI and
 /// LanyardKit.
-public enum CredentialStores {
+package enum CredentialStores {
     /// The variables that name an unattended passphrase source.
-    public static let passphraseVariables = ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"]
+    package static let passphraseVariables = ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"]
 
     /// The store of `kind`; `interactive` selects the longer timeout. A file store opens a locked
     /// store on its own when `passphraseEnvironment` names an unattended passphrase source.
-    public static func open(_ kind: BackendKind, config: LanyardConfig, paths: Paths, interactive: Bool,
+    package static func open(_ kind: BackendKind, config: LanyardConfig, paths: Paths, interactive: Bool,
                             passphraseEnvironment: [String: String]) -> any CredentialStore {
         switch kind {
         case .secretService:

@@ -4,21 +4,21 @@ import LanyardCore
 
 /// Where Lanyard keeps its files, from the XDG base-directory variables (with their documented
 /// defaults under `$HOME`). Built from an injected environment so tests never touch real folders.
-public struct Paths: Hashable, Sendable {
+package struct Paths: Hashable, Sendable {
     /// `$XDG_CONFIG_HOME/lanyard`: config.ini.
-    public var configDirectory: String
+    package var configDirectory: String
     /// `$XDG_DATA_HOME/lanyard`: the registry and the encrypted store.
-    public var dataDirectory: String
+    package var dataDirectory: String
     /// `$XDG_STATE_HOME/lanyard`: the event log and recovery files.
-    public var stateDirectory: String
+    package var stateDirectory: String
     /// `$XDG_RUNTIME_DIR/lanyard`: per-process homes (`exec`).
-    public var runtimeDirectory: String
+    package var runtimeDirectory: String
     /// `$XDG_DATA_HOME/lanyard/locks`: the per-slot refresh locks and the agent's lock. They live
     /// beside the data they guard, so every process that shares the data shares the locks, whether
     /// or not it has `XDG_RUNTIME_DIR` (cron jobs and units often differ from desktop shells).
-    public var lockDirectory: String { dataDirectory + "/locks" }
+    package var lockDirectory: String { dataDirectory + "/locks" }
 
-    public init(configDirectory: String, dataDirectory: String, stateDirectory: String, runtimeDirectory: String) {
+    package init(configDirectory: String, dataDirectory: String, stateDirectory: String, runtimeDirectory: String) {
         self.configDirectory = configDirectory
         self.dataDirectory = dataDirectory
         self.stateDirectory = stateDirectory
@@ -26,7 +26,7 @@ public struct Paths: Hashable, Sendable {
     }
 
     /// Paths from an environment; relative XDG values are ignored, as the spec requires.
-    public init(environment env: [String: String]) {
+    package init(environment env: [String: String]) {
         let home = env["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? PathText.passwordDatabaseHome()
         func base(_ name: String, _ fallback: String) -> String {
             if let v = env[name], v.hasPrefix("/") { return v }
@@ -42,13 +42,13 @@ public struct Paths: Hashable, Sendable {
         }
     }
 
-    public var configFile: String { configDirectory + "/config.ini" }
-    public var registryFile: String { dataDirectory + "/registry.json" }
-    public var encryptedStoreFile: String { dataDirectory + "/store.age" }
+    package var configFile: String { configDirectory + "/config.ini" }
+    package var registryFile: String { dataDirectory + "/registry.json" }
+    package var encryptedStoreFile: String { dataDirectory + "/store.age" }
     /// The next registry, written before the file-store write it must land with and renamed into
     /// place after it (``RegistryTransaction``). Its name must never look like a GLib temporary
     /// (six letters or digits after the dot) to ``LeftoverTemporaries``.
-    public var incomingRegistryFile: String { registryFile + ".incoming" }
+    package var incomingRegistryFile: String { registryFile + ".incoming" }
     /// The next file store, staged by a ``RegistryTransaction`` until the store is replaced by it.
-    public var incomingStoreFile: String { encryptedStoreFile + ".incoming" }
+    package var incomingStoreFile: String { encryptedStoreFile + ".incoming" }
 }

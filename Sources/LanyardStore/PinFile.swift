@@ -4,28 +4,28 @@ import LanyardCore
 
 /// `.lanyard` files pin a slot to a directory tree: the nearest one walking up from the working
 /// directory wins. The file holds the slot name on its first non-comment line.
-public enum PinFile {
-    public static let name = ".lanyard"
+package enum PinFile {
+    package static let name = ".lanyard"
 
     /// The largest pin file read; a pin holds one slot name and comments.
-    public static let maxBytes = 64 * 1024
+    package static let maxBytes = 64 * 1024
 
     /// The outcome of looking for a pin: the one that applies, and the pins passed over on the way
     /// up because they could have been planted by someone else (each with the reason).
-    public struct Lookup: Sendable {
-        public var pin: (path: String, name: String)?
-        public var ignored: [(path: String, reason: String)] = []
+    package struct Lookup: Sendable {
+        package var pin: (path: String, name: String)?
+        package var ignored: [(path: String, reason: String)] = []
     }
 
     /// The nearest pin at or above `directory`: its path and the raw slot name it holds.
-    public static func nearest(from directory: String) -> (path: String, name: String)? { find(from: directory).pin }
+    package static func nearest(from directory: String) -> (path: String, name: String)? { find(from: directory).pin }
 
     /// The nearest trustworthy pin at or above `directory`. A pin is passed over (and reported in
     /// `ignored`) when it is not a regular file (a FIFO would block, `/dev/zero` never ends), is
     /// larger than ``maxBytes``, is owned by someone other than `uid` or root, or sits in a folder
     /// anyone may write to without the sticky bit: any of these lets another user choose which of
     /// your accounts a command uses. Only the first 4 KiB are read.
-    public static func find(from directory: String, uid: uid_t = getuid()) -> Lookup {
+    package static func find(from directory: String, uid: uid_t = getuid()) -> Lookup {
         var lookup = Lookup()
         var dir = URL(fileURLWithPath: directory).standardizedFileURL.path
         while true {
@@ -45,7 +45,7 @@ public enum PinFile {
 
     /// The raw slot name a pin's text holds: its first line that is neither blank nor a comment,
     /// trimmed ("" when there is none). Checking it is ``Slot``'s job.
-    public static func slotName(in text: String) -> String {
+    package static func slotName(in text: String) -> String {
         text.split(whereSeparator: \.isNewline).map { $0.trimmingSpaces() }.first { !$0.isEmpty && !$0.hasPrefix("#") } ?? ""
     }
 
@@ -79,7 +79,7 @@ public enum PinFile {
     }
 
     /// Writes `directory/.lanyard` naming `slot` (mode 0644: it is not secret and may be committed).
-    public static func write(_ slot: Slot, in directory: String) throws(StoreError) -> String {
+    package static func write(_ slot: Slot, in directory: String) throws(StoreError) -> String {
         let path = directory + "/" + name
         let text = "# Lanyard account for this directory tree (see `lanyard which`)\n\(slot.name)\n"
         guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o644]) else {
@@ -89,7 +89,7 @@ public enum PinFile {
     }
 
     /// Removes `directory/.lanyard`; false when there was none.
-    public static func remove(in directory: String) throws(StoreError) -> Bool {
+    package static func remove(in directory: String) throws(StoreError) -> Bool {
         let path = directory + "/" + name
         if unlink(path) == 0 { return true }
         if errno == ENOENT { return false }

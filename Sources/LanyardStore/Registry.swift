@@ -10,20 +10,20 @@ import LanyardCore
 /// processes never lose each other's changes, after settling what a killed transaction left (as
 /// readers do when the lock is free). A file that does not
 /// parse is moved aside and reported, never treated as empty.
-public struct Registry: Sendable {
-    public let path: String
+package struct Registry: Sendable {
+    package let path: String
     private let directory: String
     /// The folders this registry belongs to (its slots' locks live there too).
-    public let paths: Paths
+    package let paths: Paths
 
-    public init(paths: Paths) {
+    package init(paths: Paths) {
         self.paths = paths
         directory = paths.dataDirectory
         path = paths.registryFile
     }
 
     /// The current document; an empty one when no registry exists yet.
-    public func load() throws -> RegistryDocument {
+    package func load() throws -> RegistryDocument {
         try SecureFiles.ensureDirectory(directory)
         settleForReaders(staged: true)
         return try read()
@@ -33,7 +33,7 @@ public struct Registry: Sendable {
     /// the layout Lanyard writes, each is found without decoding the other slots, so `token`,
     /// `which` and `status` cost the same with ten slots or ten thousand. Anything unexpected
     /// falls back to the full, strict ``load()``.
-    public func view() throws -> RegistryView {
+    package func view() throws -> RegistryView {
         try SecureFiles.ensureDirectory(directory)
         settleForReaders(staged: false)
         // Mapped: the registry is only ever replaced by rename, and a lookup touches few pages.
@@ -43,7 +43,7 @@ public struct Registry: Sendable {
     /// Runs `body` on the current document under the registry lock and writes the result
     /// durably when `body` returns (nothing is written when it throws).
     @discardableResult
-    public func update<T>(_ body: (inout RegistryDocument) throws -> T) throws -> T {
+    package func update<T>(_ body: (inout RegistryDocument) throws -> T) throws -> T {
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: path + ".lock")
         defer { withExtendedLifetime(lock) {} }
@@ -63,7 +63,7 @@ public struct Registry: Sendable {
     /// anything else goes through ``update(_:)``.
     /// - Returns: the slot active before, and the new active slot's record.
     /// - Throws: `RegistryError.unknownSlot` when there is no such slot.
-    public func setActive(_ slot: Slot) throws -> (previous: Slot?, record: SlotRecord) {
+    package func setActive(_ slot: Slot) throws -> (previous: Slot?, record: SlotRecord) {
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: path + ".lock")
         defer { withExtendedLifetime(lock) {} }
@@ -97,7 +97,7 @@ public struct Registry: Sendable {
 
     /// The generation before the last write (`registry.json.prev`), when it is there and parses:
     /// what a repair recovers the active slot and slot details from after the registry was lost.
-    public func previousGeneration() -> RegistryDocument? {
+    package func previousGeneration() -> RegistryDocument? {
         guard let data = try? SecureFiles.read(path + ".prev") else { return nil }
         return try? RegistryDocument.decodeStreaming(data, source: path + ".prev")
     }
@@ -105,7 +105,7 @@ public struct Registry: Sendable {
     /// The active slot the registry last named, when the registry was lost: from the newest
     /// quarantined copy (`registry.json.corrupt-*`, whose first line usually survives whatever
     /// broke the rest), else from the previous generation.
-    public func lastKnownActive() -> Slot? {
+    package func lastKnownActive() -> Slot? {
         let folder = PathText.parent(of: path), base = PathText.lastComponent(of: path) + ".corrupt-"
         var newest: (path: String, modified: Int)?
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(base) {
@@ -146,24 +146,24 @@ public struct Registry: Sendable {
 /// (sorted keys, two-space indentation: `"active"` first, each slot a key at depth two, `"version"`
 /// last) and check it; a file in any other layout (edited by hand, or damaged) is decoded whole,
 /// with the full checks and error reporting of ``Registry/load()``.
-public struct RegistryView {
+package struct RegistryView {
     let data: Data?
     let registry: Registry
 
     /// The whole document (decoded now).
-    public func document() throws -> RegistryDocument {
+    package func document() throws -> RegistryDocument {
         guard let data else { return RegistryDocument() }
         return try registry.decode(data)
     }
 
     /// The active slot.
-    public func active() throws -> Slot? {
+    package func active() throws -> Slot? {
         if let data, let (slot, _) = fastActive(data) { return slot }
         return try document().active
     }
 
     /// A slot's record, or nil when the registry has no such slot.
-    public func record(of slot: Slot) throws -> SlotRecord? {
+    package func record(of slot: Slot) throws -> SlotRecord? {
         if let data, let record = fastRecord(of: slot, in: data) { return record }
         return try document().slots[slot]
     }

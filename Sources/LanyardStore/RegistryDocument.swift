@@ -34,7 +34,7 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
         return nil
     }
 
-    public init(json: JSONFields) throws(JSONShapeError) {
+    package init(json: JSONFields) throws(JSONShapeError) {
         provider = try json.string("provider")
         let backendName = try json.string("backend")
         guard let backend = BackendKind(rawValue: backendName) else {
@@ -128,7 +128,7 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
         }
     }
 
-    public init(json: JSONFields) throws(JSONShapeError) {
+    package init(json: JSONFields) throws(JSONShapeError) {
         version = try json.int("version")
         guard version == RegistryDocument.currentVersion else {
             throw JSONShapeError(path: ".version", problem: "is \(version): not supported (this Lanyard reads version \(RegistryDocument.currentVersion))")

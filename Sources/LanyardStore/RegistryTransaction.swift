@@ -35,7 +35,7 @@ import LanyardCore
 /// A registry change in progress under the registry lock (``Registry/transaction(_:)``). A store
 /// that can stage its write (``CredentialStore/stage(_:in:)``: the file store) hands it over here,
 /// and it lands together with the registry change.
-public final class RegistryTransaction {
+package final class RegistryTransaction {
     let paths: Paths
     var staged: StagedStoreWrite?
 
@@ -53,7 +53,7 @@ public final class RegistryTransaction {
 
 /// The next file store, written durably beside the store (`store.age.incoming`) while the store's
 /// lock is held, waiting to replace it. Holds that lock until ``commit()`` or ``discard()``.
-public final class StagedStoreWrite {
+package final class StagedStoreWrite {
     let stagedPath: String
     let targetPath: String
     private var lock: FileLock?
@@ -87,7 +87,7 @@ extension Registry {
     /// (the order is described at the top of this file). When `body` throws, nothing staged lands.
     /// Writes made in `body` through stores that do not stage (the keyring) are not undone here.
     @discardableResult
-    public func transaction<T>(_ body: (inout RegistryDocument, RegistryTransaction) throws -> T) throws -> T {
+    package func transaction<T>(_ body: (inout RegistryDocument, RegistryTransaction) throws -> T) throws -> T {
         try SecureFiles.ensureDirectory(paths.dataDirectory)
         let lock = try FileLock(path: path + ".lock")
         defer { withExtendedLifetime(lock) {} }

@@ -3,9 +3,9 @@ import Glibc
 
 /// The programs that implement the Secret Service, told apart by the process that owns the bus
 /// name, and what about each matters to Lanyard (shown by `lanyard doctor`).
-public enum SecretServiceProvider {
+package enum SecretServiceProvider {
     /// The provider's display name and its notes, for the owner's process name (`/proc/PID/comm`).
-    public static func identify(processName: String) -> (name: String, notes: [String]) {
+    package static func identify(processName: String) -> (name: String, notes: [String]) {
         switch processName {
         case let p where p.hasPrefix("gnome-keyring"):
             return ("gnome-keyring", [

@@ -21,29 +21,29 @@ import LanyardGLib
 /// left alone), or `.notFound`.
 ///
 /// The store is safe to use from several threads at once; writes from one store are serialized.
-public final class SecretServiceStore: CredentialStore {
+package final class SecretServiceStore: CredentialStore {
     /// The item schema name (`xdg:schema` attribute). Part of every item's identity: it must never
     /// change, or existing items would no longer be found.
-    public static let schemaName = "dev.lanyard.Credential"
+    package static let schemaName = "dev.lanyard.Credential"
     /// The MIME type stored with each secret.
-    public static let contentType = "application/json"
+    package static let contentType = "application/json"
     /// The backend name used in errors.
-    public static let backendName = "Secret Service"
+    package static let backendName = "Secret Service"
 
     /// Always ``BackendKind/secretService``.
-    public let kind: BackendKind = .secretService
+    package let kind: BackendKind = .secretService
     /// The limit for each call, in seconds.
-    public let timeout: TimeInterval
+    package let timeout: TimeInterval
     /// Where `put` stores new items: an alias (`default`, `login`, `session`) or a collection's
     /// D-Bus object path. nil means the `default` alias.
-    public let collection: String?
+    package let collection: String?
 
     // Serializes this store's writes so two threads cannot both create an item for one slot.
     private let writeLock = TimedLock()
 
     /// A store whose calls each give up after `timeout` seconds.
     /// - Parameter collection: an alias or object path for new items; nil uses the `default` alias.
-    public init(timeout: TimeInterval, collection: String? = nil) {
+    package init(timeout: TimeInterval, collection: String? = nil) {
         self.timeout = timeout
         self.collection = collection
     }
@@ -52,7 +52,7 @@ public final class SecretServiceStore: CredentialStore {
 
     /// The credential of `slot`. `.locked` when its item (or, with no item found, the collection) is
     /// locked; `.corrupt` when the item's secret is not a credential document.
-    public func get(_ slot: Slot) throws -> Credential {
+    package func get(_ slot: Slot) throws -> Credential {
         try run("get \(slot)") { service, deadline in
             let source = "keyring item for slot \(slot)"
             // The common case the way secret-tool does it: one SearchItems, one GetSecret.
@@ -96,7 +96,7 @@ public final class SecretServiceStore: CredentialStore {
     /// Stores `credential` as the only item of `slot`. An item of the slot in the target collection
     /// is updated in place; items of the slot elsewhere are removed once the new secret is stored.
     /// A failure before the secret is stored changes nothing.
-    public func put(_ credential: Credential, for slot: Slot) throws {
+    package func put(_ credential: Credential, for slot: Slot) throws {
         var secret = credential.jsonData()
         defer { secret.resetBytes(in: 0..<secret.count) }
         let attributes = Self.attributes(slot: slot, credential: credential)
@@ -137,7 +137,7 @@ public final class SecretServiceStore: CredentialStore {
     }
 
     /// Removes every item of `slot`.
-    public func delete(_ slot: Slot) throws {
+    package func delete(_ slot: Slot) throws {
         try run("delete \(slot)", exclusive: true) { service, deadline in
             let items = try service.search(["slot": slot.name], deadline: deadline)
             if items.isEmpty {
@@ -152,7 +152,7 @@ public final class SecretServiceStore: CredentialStore {
     /// The slots that have an item, sorted. `.locked` when the target collection or any matching
     /// item is locked, since a locked collection may hide items. Items whose `slot` attribute is
     /// not a valid slot name (made by hand) are left out.
-    public func list() throws -> [Slot] {
+    package func list() throws -> [Slot] {
         try run("list") { service, deadline in
             // A missing collection lists nothing, which doctor would take for lost credentials.
             try self.requireOpenCollection(service, deadline)
@@ -165,7 +165,7 @@ public final class SecretServiceStore: CredentialStore {
 
     /// Whether the service answers, whether the target collection is locked, whether it is kept on
     /// disk (any collection but the in-memory `session` one), and its object path.
-    public func health() -> StoreHealth {
+    package func health() -> StoreHealth {
         guard let deadline = try? Deadline(seconds: timeout) else {
             return StoreHealth(backend: kind, reachable: false, locked: false, persistent: false,
                                problem: "could not set up a time limit")
@@ -197,13 +197,13 @@ public final class SecretServiceStore: CredentialStore {
     // MARK: Layout
 
     /// The attributes of a slot's item: `slot`, `provider`, and `account-id` (empty when unknown).
-    public static func attributes(slot: Slot, credential: Credential) -> [String: String] {
+    package static func attributes(slot: Slot, credential: Credential) -> [String: String] {
         ["slot": slot.name, "provider": credential.provider, "account-id": credential.account.accountID ?? ""]
     }
 
     /// The item label people see in Seahorse: `Lanyard: work (alice@example.com)`, or
     /// `Lanyard: work` without an email.
-    public static func label(slot: Slot, email: String?) -> String {
+    package static func label(slot: Slot, email: String?) -> String {
         guard let email, !email.isEmpty else { return "Lanyard: \(slot)" }
         return "Lanyard: \(slot) (\(email))"
     }

@@ -5,10 +5,10 @@ import LanyardGLib
 
 /// File-system rules for everything Lanyard writes: folders 0700, files 0600, no symlinks, nothing
 /// owned by another user, and durable atomic replacement.
-public enum SecureFiles {
+package enum SecureFiles {
     /// Creates `path` (and missing parents) and checks it is a real folder owned by this user,
     /// tightening its mode to 0700.
-    public static func ensureDirectory(_ path: String) throws(StoreError) {
+    package static func ensureDirectory(_ path: String) throws(StoreError) {
         var st = stat()
         if lstat(path, &st) != 0 {
             guard errno == ENOENT else { throw .io(path: path, detail: String(cString: strerror(errno))) }
@@ -32,7 +32,7 @@ public enum SecureFiles {
     /// Checks an existing path is a regular file owned by this user and not a symlink.
     /// - Returns: false when the file does not exist.
     @discardableResult
-    public static func checkFile(_ path: String) throws(StoreError) -> Bool {
+    package static func checkFile(_ path: String) throws(StoreError) -> Bool {
         var st = stat()
         if lstat(path, &st) != 0 {
             if errno == ENOENT { return false }
@@ -55,7 +55,7 @@ public enum SecureFiles {
     /// Reads a file after checking it; nil when it does not exist.
     /// - Parameter mapped: map the file instead of copying it, so only the pages a reader touches
     ///   are read (safe for files that are only ever replaced by rename, never rewritten in place).
-    public static func read(_ path: String, mapped: Bool = false) throws(StoreError) -> Data? {
+    package static func read(_ path: String, mapped: Bool = false) throws(StoreError) -> Data? {
         guard try checkFile(path) else { return nil }
         do { return try Data(contentsOf: URL(fileURLWithPath: path), options: mapped ? .alwaysMapped : []) } catch {
             throw .io(path: path, detail: "cannot read: \(error.userFacingDescription)")
@@ -66,7 +66,7 @@ public enum SecureFiles {
     /// folder: a link is followed when the link itself is owned by this user and the file it leads
     /// to is a regular file owned by this user and writable by no one else (group or others).
     /// Anything else is read by ``read(_:mapped:)``'s rules. Nil when the file does not exist.
-    public static func readUserFile(_ path: String) throws(StoreError) -> Data? {
+    package static func readUserFile(_ path: String) throws(StoreError) -> Data? {
         var link = stat()
         guard lstat(path, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK else { return try read(path) }
         guard link.st_uid == geteuid() else {
@@ -107,7 +107,7 @@ public enum SecureFiles {
     /// `DurableFile`), mode 0600.
     /// - Parameter keepPrevious: hard-link the current generation to `path.prev` first, so one bad
     ///   write can always be undone by hand.
-    public static func atomicWrite(_ data: Data, to path: String, keepPrevious: Bool = false) throws(StoreError) {
+    package static func atomicWrite(_ data: Data, to path: String, keepPrevious: Bool = false) throws(StoreError) {
         let exists = try checkFile(path)
         if keepPrevious && exists { linkPrevious(path) }
         do { try DurableFile.replace(path, with: data, mode: 0o600) } catch {
@@ -121,7 +121,7 @@ public enum SecureFiles {
     /// - Throws: when the rename fails (nothing changed then). Once renamed, a failing folder fsync
     ///   is not reported: the new file is in place, only its durability across a power cut is not
     ///   known, exactly as after a crash just before that fsync.
-    public static func replace(_ path: String, withFile source: String, keepPrevious: Bool = false) throws(StoreError) {
+    package static func replace(_ path: String, withFile source: String, keepPrevious: Bool = false) throws(StoreError) {
         guard try checkFile(source) else { throw .io(path: source, detail: "cannot move into place: it does not exist") }
         let exists = try checkFile(path)
         if keepPrevious && exists { linkPrevious(path) }
@@ -134,7 +134,7 @@ public enum SecureFiles {
     /// Creates `path`, which must not exist, with `data` in place (no temporary file; mode 0600),
     /// fsyncs it and its folder. For files whose existence and completeness are told apart by
     /// other means (a ``RegistryTransaction``'s `.incoming` files); a failure removes it again.
-    public static func writeNew(_ data: Data, to path: String) throws(StoreError) {
+    package static func writeNew(_ data: Data, to path: String) throws(StoreError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io(path: path, detail: "cannot create: \(String(cString: strerror(errno)))") }
         let failure: String? = data.withUnsafeBytes { raw -> String? in
@@ -161,7 +161,7 @@ public enum SecureFiles {
     }
 
     /// Removes `path` (absent is fine) and makes the removal durable (fsync of its folder).
-    public static func removeDurably(_ path: String) throws(StoreError) {
+    package static func removeDurably(_ path: String) throws(StoreError) {
         guard unlink(path) == 0 || errno == ENOENT else {
             throw .io(path: path, detail: "cannot remove: \(String(cString: strerror(errno)))")
         }
@@ -170,7 +170,7 @@ public enum SecureFiles {
 
     /// fsync(2) of a folder, so the names created, renamed or removed in it survive a power cut.
     /// Best effort: a folder that cannot be opened or synced is left as it is.
-    public static func syncDirectory(_ path: String) {
+    package static func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         while fsync(fd) != 0 && errno == EINTR {}
@@ -192,7 +192,7 @@ public enum SecureFiles {
     }
 
     /// Moves a file that failed to parse aside, next to itself, and returns where it went.
-    public static func moveAside(_ path: String, suffix: String) -> String {
+    package static func moveAside(_ path: String, suffix: String) -> String {
         var target = path + "." + suffix
         var n = 1
         while access(target, F_OK) == 0 {
@@ -205,11 +205,11 @@ public enum SecureFiles {
 
 /// An advisory lock (`flock`) on a lock file, held until released or the process dies — so a
 /// `kill -9` never leaves a stale lock behind.
-public final class FileLock: Sendable {
+package final class FileLock: Sendable {
     private let fd: Int32
 
     /// Blocks until the exclusive lock on `path` is held. The file is created 0600.
-    public init(path: String) throws(StoreError) {
+    package init(path: String) throws(StoreError) {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(String(cString: strerror(errno)))") }
         while flock(fd, LOCK_EX) != 0 {
@@ -222,7 +222,7 @@ public final class FileLock: Sendable {
     }
 
     /// Takes the lock only if nobody holds it; nil when it is taken.
-    public static func tryLock(path: String) throws(StoreError) -> FileLock? {
+    package static func tryLock(path: String) throws(StoreError) -> FileLock? {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(String(cString: strerror(errno)))") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -234,7 +234,7 @@ public final class FileLock: Sendable {
 
     /// Takes over `fd`, a lock another process holds and handed down (flock locks belong to the
     /// open file description, which parent and child share): the lock is already held.
-    public init(inheritedLockedFD fd: Int32) throws(StoreError) {
+    package init(inheritedLockedFD fd: Int32) throws(StoreError) {
         // Same description: this returns at once when the lock really is ours, and fails on a
         // descriptor that is not open.
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -248,7 +248,7 @@ public final class FileLock: Sendable {
     private init(fd: Int32) { self.fd = fd }
 
     /// The descriptor, to hand the held lock to a child process.
-    public var descriptor: Int32 { fd }
+    package var descriptor: Int32 { fd }
 
     deinit { close(fd) }  // closing the last descriptor of the description releases the flock
 }
@@ -257,12 +257,12 @@ extension FileLock {
     /// The slot's refresh lock (`$XDG_DATA_HOME/lanyard/locks/SLOT.lock`), waited for here. Every
     /// operation that reads a slot's credential and writes it back, or moves or deletes it, holds
     /// it: a refresh, rename, removal, sign-out or migration of the same slot never interleave.
-    public static func slot(_ slot: Slot, paths: Paths) throws -> FileLock {
+    package static func slot(_ slot: Slot, paths: Paths) throws -> FileLock {
         try SecureFiles.ensureDirectory(paths.dataDirectory)
         try SecureFiles.ensureDirectory(paths.lockDirectory)
         return try FileLock(path: slotPath(slot, paths: paths))
     }
 
     /// Where the slot's lock file is.
-    public static func slotPath(_ slot: Slot, paths: Paths) -> String { paths.lockDirectory + "/" + slot.name + ".lock" }
+    package static func slotPath(_ slot: Slot, paths: Paths) -> String { paths.lockDirectory + "/" + slot.name + ".lock" }
 }

@@ -3,8 +3,8 @@ import LanyardCore
 
 /// A refresh token's fingerprint: the first 16 bytes of its SHA-256, in hex. Enough to recognise
 /// a token again; reveals nothing of it.
-public enum TokenFingerprint {
-    public static func of(_ token: String) -> String {
+package enum TokenFingerprint {
+    package static func of(_ token: String) -> String {
         let digest = SHA256.digest(Array(token.utf8))
         let hex: [UInt8] = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
@@ -19,13 +19,13 @@ public enum TokenFingerprint {
 
 extension Credential {
     /// Whether `refreshToken` is one this credential rotated away from.
-    public func hasSpent(refreshToken: String) -> Bool {
+    package func hasSpent(refreshToken: String) -> Bool {
         !spentRefreshTokens.isEmpty && spentRefreshTokens.contains(TokenFingerprint.of(refreshToken))
     }
 
     /// Takes over `previous`'s spent list, adding `previous`'s refresh token when this credential
     /// replaced it (a refresh, or tokens Codex rotated).
-    public mutating func recordRotation(from previous: Credential) {
+    package mutating func recordRotation(from previous: Credential) {
         spentRefreshTokens = previous.spentRefreshTokens
         guard let spent = previous.tokens.refreshToken, !spent.isEmpty, spent != tokens.refreshToken else { return }
         let fingerprint = TokenFingerprint.of(spent)

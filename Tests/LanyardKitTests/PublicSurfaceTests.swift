@@ -18,6 +18,26 @@ import Testing
         let topLevelType: String
         let path: String
         let types: [(spelling: String, usr: String)]
+        /// The declaration as the symbol graph spells it (`func token(slot: Slot) async throws -> String`).
+        var declaration = ""
+    }
+
+    /// The public API of the library products (LanyardKit with what it re-exports, and Age), one
+    /// line a symbol, must equal Tests/LanyardKitTests/PublicAPI.txt: a new or changed public symbol
+    /// shows up as a reviewed diff of that file. `LANYARD_UPDATE_PUBLIC_API=1` rewrites it.
+    @Test func thePublicAPIIsTheCheckedInList() throws {
+        let (symbols, _) = try Self.symbolGraphs(modules: Self.libraryModules + ["Age"])
+        let lines = Set(symbols.values.map { "\($0.module) \($0.path): \($0.declaration)" }).sorted()
+        let file = repositoryRoot.appendingPathComponent("Tests/LanyardKitTests/PublicAPI.txt")
+        let text = lines.joined(separator: "\n") + "\n"
+        if ProcessInfo.processInfo.environment["LANYARD_UPDATE_PUBLIC_API"] == "1" {
+            try text.write(to: file, atomically: true, encoding: .utf8)
+        }
+        let reviewed = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        let expected = Set(reviewed.split(separator: "\n").map(String.init))
+        for line in lines where !expected.contains(line) { Issue.record("not in PublicAPI.txt (new or changed public API): \(line)") }
+        for line in expected.subtracting(lines).sorted() { Issue.record("in PublicAPI.txt but no longer public: \(line)") }
+        #expect(lines.count > 100)
     }
 
     @Test func everyTypeInLanyardKitsAPICanBeNamedByItsUsers() throws {
@@ -57,7 +77,7 @@ import Testing
     }
 
     /// Every public symbol of the library modules by USR, and each type's members.
-    static func symbolGraphs() throws -> (symbols: [String: Symbol], members: [String: [String]]) {
+    static func symbolGraphs(modules: [String] = libraryModules) throws -> (symbols: [String: Symbol], members: [String: [String]]) {
         let build = repositoryRoot.appendingPathComponent(".build/debug")
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("lanyard-symbols-\(getpid())")
         try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
@@ -78,7 +98,7 @@ import Testing
             flags += ["-Xcc", include]
         }
         let extractor = try Self.toolPath("swift-symbolgraph-extract")
-        for module in libraryModules {
+        for module in modules {
             let (status, _, err) = try runProcess(extractor, ["-module-name", module] + flags)
             guard status == 0 else { throw SurfaceError(description: "swift-symbolgraph-extract \(module) failed: \(err)") }
         }
@@ -100,7 +120,8 @@ import Testing
                 }
                 // An extension's members keep the extended type's module: the USR's own graph wins.
                 if symbols[usr] == nil || !file.contains("@") {
-                    symbols[usr] = Symbol(module: module, topLevelType: components.first ?? "", path: path, types: types)
+                    symbols[usr] = Symbol(module: module, topLevelType: components.first ?? "", path: path, types: types,
+                                          declaration: fragments.map { $0["spelling"] as? String ?? "" }.joined())
                 }
             }
             for case let relation as [String: Any] in graph["relationships"] as? [Any] ?? [] {

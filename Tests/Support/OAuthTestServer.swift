@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 /// The repository root (for fixtures, the venv and built binaries).
-public let repositoryRoot: URL = {
+package let repositoryRoot: URL = {
     var url = URL(fileURLWithPath: #filePath)
     while url.lastPathComponent != "Tests" { url.deleteLastPathComponent() }
     return url.deletingLastPathComponent()
@@ -12,16 +12,16 @@ public let repositoryRoot: URL = {
 
 /// One of the OAuth test servers in Tests/Fixtures/oauth, started on 127.0.0.1 with port 0 and
 /// stopped when released. Starting fails loudly (never skips) when the server cannot start.
-public final class OAuthTestServer: @unchecked Sendable {
-    public enum Kind: String, Sendable {
+package final class OAuthTestServer: @unchecked Sendable {
+    package enum Kind: String, Sendable {
         case deviceServer = "device_server.py"
         case chatgptEmulator = "chatgpt_emulator.py"
     }
 
-    public let baseURL: URL
+    package let baseURL: URL
     private let process: Process
 
-    public init(_ kind: Kind, arguments: [String] = []) throws {
+    package init(_ kind: Kind, arguments: [String] = []) throws {
         let python = repositoryRoot.appendingPathComponent(".venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw ServerError("no test venv at \(python): run `make check` (scripts/venv.sh)")
@@ -54,7 +54,7 @@ public final class OAuthTestServer: @unchecked Sendable {
 
     /// Calls a test hook (`/_test/...`) with a JSON body and returns the JSON answer.
     @discardableResult
-    public func hook(_ path: String, _ body: [String: Any] = [:]) async throws -> [String: Any] {
+    package func hook(_ path: String, _ body: [String: Any] = [:]) async throws -> [String: Any] {
         var request = URLRequest(url: baseURL.appendingPathComponent(path))
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -63,15 +63,15 @@ public final class OAuthTestServer: @unchecked Sendable {
     }
 
     /// GETs a JSON document from the server.
-    public func get(_ path: String) async throws -> [String: Any] {
+    package func get(_ path: String) async throws -> [String: Any] {
         try await send(URLRequest(url: baseURL.appendingPathComponent(path)))
     }
 
     /// `/_test/stats`.
-    public func stats() async throws -> [String: Any] { try await get("/_test/stats") }
+    package func stats() async throws -> [String: Any] { try await get("/_test/stats") }
 
     /// A counter from `/_test/stats` (dotted path for nested ones).
-    public func stat(_ path: String) async throws -> Int {
+    package func stat(_ path: String) async throws -> Int {
         var value: Any? = try await stats()
         for key in path.split(separator: ".") { value = (value as? [String: Any])?[String(key)] }
         return (value as? Int) ?? (value as? NSNumber)?.intValue ?? 0
@@ -87,7 +87,7 @@ public final class OAuthTestServer: @unchecked Sendable {
     }
 }
 
-public struct ServerError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+package struct ServerError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }

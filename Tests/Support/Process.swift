@@ -3,7 +3,7 @@ import Foundation
 /// Runs a process to completion; returns its status, stdout and stderr. `environment` nil
 /// inherits this process's; stdin is `stdin`, then end of input.
 @discardableResult
-public func runProcess(_ path: String, _ args: [String], environment: [String: String]? = nil, stdin: Data? = nil,
+package func runProcess(_ path: String, _ args: [String], environment: [String: String]? = nil, stdin: Data? = nil,
                        workingDirectory: String? = nil) throws -> (Int32, String, String) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
@@ -25,7 +25,7 @@ public func runProcess(_ path: String, _ args: [String], environment: [String: S
 
 /// A self-signed certificate for `subjectAltName` (`IP:127.0.0.1`, `DNS:wrong.example`) made with
 /// openssl in `folder`: (certificate, key) paths.
-public func selfSignedCertificate(_ subjectAltName: String, in folder: String) throws -> (String, String) {
+package func selfSignedCertificate(_ subjectAltName: String, in folder: String) throws -> (String, String) {
     let cert = folder + "/\(subjectAltName.replacingOccurrences(of: ":", with: "-")).pem", key = cert + ".key"
     let (status, _, err) = try runProcess("/usr/bin/openssl", [
         "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=lanyard-test",

@@ -2,10 +2,10 @@ import Foundation
 
 /// A private HOME with XDG folders for one test, removed when released, and a way to run the
 /// built `lanyard` binary in it as a separate process.
-public final class TestHome: @unchecked Sendable {
-    public let root: String
+package final class TestHome: @unchecked Sendable {
+    package let root: String
 
-    public init() {
+    package init() {
         let base = (NSTemporaryDirectory() as NSString).standardizingPath
         var template = Array((base + "/lanyard-home.XXXXXX").utf8CString)
         root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
@@ -18,7 +18,7 @@ public final class TestHome: @unchecked Sendable {
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
     /// The XDG environment, plus the test keyring's bus when there is one.
-    public var environment: [String: String] {
+    package var environment: [String: String] {
         var env = ProcessInfo.processInfo.environment.filter { ["DBUS_SESSION_BUS_ADDRESS", "PATH", "LANG"].contains($0.key) }
         env.merge(["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
                    "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run"]) { $1 }
@@ -26,18 +26,18 @@ public final class TestHome: @unchecked Sendable {
     }
 
     /// Writes `config.ini`.
-    public func writeConfig(_ text: String) throws {
+    package func writeConfig(_ text: String) throws {
         try text.write(toFile: root + "/config/lanyard/config.ini", atomically: true, encoding: .utf8)
     }
 
-    public struct Output: Sendable {
-        public let status: Int32
-        public let stdout: String
-        public let stderr: String
+    package struct Output: Sendable {
+        package let status: Int32
+        package let stdout: String
+        package let stderr: String
     }
 
     /// Starts `lanyard ARGS` without waiting; `launcher` (like `strace …`) runs it when given.
-    public func start(_ args: [String], extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> (Process, Pipe, Pipe) {
+    package func start(_ args: [String], extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> (Process, Pipe, Pipe) {
         let p = Process()
         let binary = repositoryRoot.appendingPathComponent(".build/debug/lanyard")
         if let program = launcher.first {
@@ -58,13 +58,13 @@ public final class TestHome: @unchecked Sendable {
 
     /// Runs `lanyard ARGS` to completion.
     @discardableResult
-    public func run(_ args: String..., extraEnvironment: [String: String] = [:]) throws -> Output {
+    package func run(_ args: String..., extraEnvironment: [String: String] = [:]) throws -> Output {
         try run(args, extraEnvironment: extraEnvironment)
     }
 
     /// Runs `lanyard ARGS` to completion.
     @discardableResult
-    public func run(_ args: [String], extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> Output {
+    package func run(_ args: [String], extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> Output {
         let (p, out, err) = try start(args, extraEnvironment: extraEnvironment, launcher: launcher)
         let o = out.fileHandleForReading.readDataToEndOfFile()
         let e = err.fileHandleForReading.readDataToEndOfFile()
@@ -76,7 +76,7 @@ public final class TestHome: @unchecked Sendable {
 extension TestHome {
     /// Points the openai provider at `server` (the ChatGPT emulator), keeps credentials in a file
     /// store without a passphrase, and appends `extraConfig` to config.ini.
-    public func useEmulator(_ server: OAuthTestServer, extraConfig: String = "") throws {
+    package func useEmulator(_ server: OAuthTestServer, extraConfig: String = "") throws {
         try writeConfig("""
         [store]
         backend = file
@@ -91,7 +91,7 @@ extension TestHome {
 }
 
 /// A file's permission bits.
-public func permissionBits(_ path: String) -> mode_t {
+package func permissionBits(_ path: String) -> mode_t {
     var st = stat()
     lstat(path, &st)
     return st.st_mode & 0o777

@@ -4,11 +4,11 @@ import LanyardCore
 
 /// Any OAuth provider with RFC 8628 device authorization: endpoints from config or from OIDC
 /// discovery (`/.well-known/openid-configuration`), form-encoded requests, refresh with rotation.
-public actor GenericDeviceProvider: DeviceCodeProvider {
-    public nonisolated let config: ProviderConfig
+package actor GenericDeviceProvider: DeviceCodeProvider {
+    package nonisolated let config: ProviderConfig
     let transport: any HTTPTransport
     let clock: any WallClock
-    public nonisolated var maximumPollingDuration: TimeInterval { 30 * 60 }
+    package nonisolated var maximumPollingDuration: TimeInterval { 30 * 60 }
     private var discovered: Endpoints?
 
     struct Endpoints {
@@ -17,7 +17,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
         var revocation: URL?
     }
 
-    public init(config: ProviderConfig, transport: any HTTPTransport, clock: any WallClock = SystemClock()) {
+    package init(config: ProviderConfig, transport: any HTTPTransport, clock: any WallClock = SystemClock()) {
         self.config = config
         self.transport = transport
         self.clock = clock
@@ -43,7 +43,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
         return discovered!
     }
 
-    public func authorize() async throws(AuthError) -> DeviceAuthorization {
+    package func authorize() async throws(AuthError) -> DeviceAuthorization {
         let step = "device authorization"
         let endpoints = try await endpoints()
         var fields = [("client_id", config.clientID)]
@@ -57,7 +57,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
         return try DeviceAuthorizationAnswer.rfc8628(response.json, step: step, now: clock.now())
     }
 
-    public func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> PollResult {
+    package func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> PollResult {
         let step = "device token poll"
         let endpoints = try await endpoints()
         let response = try await ProviderSupport.send(transport, .form(endpoints.token, [
@@ -81,7 +81,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
         }
     }
 
-    public func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
+    package func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
         let endpoints: Endpoints
         do { endpoints = try await self.endpoints() } catch { throw .transient(error.userFacingDescription) }
         return try await ProviderSupport.refreshResult(transport, .form(endpoints.token, [
@@ -89,7 +89,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
         ]), refreshToken: refreshToken)
     }
 
-    public func revoke(refreshToken: String) async throws(AuthError) -> Bool {
+    package func revoke(refreshToken: String) async throws(AuthError) -> Bool {
         let endpoints = try await endpoints()
         guard let revocation = endpoints.revocation else { return false }
         let response = try await ProviderSupport.send(transport, .form(revocation, [
@@ -99,7 +99,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
         return true
     }
 
-    public nonisolated func accountInfo(for tokens: TokenResponse) throws(AuthError) -> AccountInfo {
+    package nonisolated func accountInfo(for tokens: TokenResponse) throws(AuthError) -> AccountInfo {
         guard let claims = [tokens.idToken, tokens.accessToken].compactMap({ $0 }).lazy.compactMap({ try? JWTClaims(token: $0) }).first else {
             return AccountInfo()
         }
@@ -113,7 +113,7 @@ public actor GenericDeviceProvider: DeviceCodeProvider {
 }
 
 /// Builds the provider for a config entry.
-public func makeProvider(_ config: ProviderConfig, transport: any HTTPTransport, clock: any WallClock = SystemClock()) -> any DeviceCodeProvider {
+package func makeProvider(_ config: ProviderConfig, transport: any HTTPTransport, clock: any WallClock = SystemClock()) -> any DeviceCodeProvider {
     switch config.kind {
     case .openai: return OpenAIProvider(config: config, transport: transport, clock: clock)
     case .deviceCode: return GenericDeviceProvider(config: config, transport: transport, clock: clock)

@@ -6,14 +6,14 @@ import LanyardCore
 /// `/api/accounts/deviceauth/usercode`, polling `/api/accounts/deviceauth/token` (403/404 = pending)
 /// for a server-made PKCE pair, then an authorization-code exchange at `/oauth/token` (form), and
 /// refresh at `/oauth/token` (JSON) with rotating refresh tokens.
-public struct OpenAIProvider: DeviceCodeProvider {
-    public let config: ProviderConfig
+package struct OpenAIProvider: DeviceCodeProvider {
+    package let config: ProviderConfig
     let transport: any HTTPTransport
     let clock: any WallClock
     /// Codex gives up after 15 minutes.
-    public var maximumPollingDuration: TimeInterval = 15 * 60
+    package var maximumPollingDuration: TimeInterval = 15 * 60
 
-    public init(config: ProviderConfig, transport: any HTTPTransport, clock: any WallClock = SystemClock()) {
+    package init(config: ProviderConfig, transport: any HTTPTransport, clock: any WallClock = SystemClock()) {
         self.config = config
         self.transport = transport
         self.clock = clock
@@ -21,7 +21,7 @@ public struct OpenAIProvider: DeviceCodeProvider {
 
     func url(_ path: String) -> URL { ProviderSupport.endpoint(config.issuer, path) }
 
-    public func authorize() async throws(AuthError) -> DeviceAuthorization {
+    package func authorize() async throws(AuthError) -> DeviceAuthorization {
         let step = "device code request"
         let response = try await ProviderSupport.send(
             transport, .json(url("/api/accounts/deviceauth/usercode"), .object(["client_id": .string(config.clientID)])), step: step)
@@ -33,7 +33,7 @@ public struct OpenAIProvider: DeviceCodeProvider {
                                                      expiresAt: clock.now() + maximumPollingDuration)
     }
 
-    public func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> PollResult {
+    package func poll(_ authorization: DeviceAuthorization) async throws(AuthError) -> PollResult {
         let step = "device code poll"
         let response = try await ProviderSupport.send(
             transport, .json(url("/api/accounts/deviceauth/token"),
@@ -76,16 +76,16 @@ public struct OpenAIProvider: DeviceCodeProvider {
         return tokens
     }
 
-    public func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
+    package func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
         try await ProviderSupport.refreshResult(transport, .json(url("/oauth/token"), .object([
             "client_id": .string(config.clientID), "grant_type": .string("refresh_token"), "refresh_token": .string(refreshToken),
         ])), refreshToken: refreshToken)
     }
 
-    /// ChatGPT sign-in has no public revocation endpoint; signing out is local.
-    public func revoke(refreshToken: String) async throws(AuthError) -> Bool { false }
+    /// ChatGPT sign-in has no package revocation endpoint; signing out is local.
+    package func revoke(refreshToken: String) async throws(AuthError) -> Bool { false }
 
-    public func accountInfo(for tokens: TokenResponse) throws(AuthError) -> AccountInfo {
+    package func accountInfo(for tokens: TokenResponse) throws(AuthError) -> AccountInfo {
         for token in [tokens.idToken, tokens.accessToken].compactMap({ $0 }) {
             if let claims = try? JWTClaims(token: token) {
                 let info = AccountInfo(openAIClaims: claims)

@@ -5,29 +5,29 @@ import LanyardCore
 /// response again from the start, cut into deltas that need not match the first delivery's; the
 /// guard compares that replay byte for byte with what was already delivered, emits only what is
 /// new, and stops the stream when the replay contradicts it.
-public struct ReplayGuard: Sendable {
+package struct ReplayGuard: Sendable {
     /// Every byte of text delivered so far.
-    public private(set) var delivered: [UInt8] = []
+    package private(set) var delivered: [UInt8] = []
     /// While replaying: how many delivered bytes the replay has matched.
     private var matched: Int?
 
-    public init() {}
+    package init() {}
 
     /// The text delivered so far.
-    public var deliveredText: String { String(decoding: delivered, as: UTF8.self) }
+    package var deliveredText: String { String(decoding: delivered, as: UTF8.self) }
 
     /// Call when a new connection starts sending the response from its beginning.
-    public mutating func beginReplay() {
+    package mutating func beginReplay() {
         matched = delivered.isEmpty ? nil : 0
     }
 
     /// True while the current connection is still re-sending delivered text.
-    public var isReplaying: Bool { matched != nil }
+    package var isReplaying: Bool { matched != nil }
 
     /// The part of `delta` to deliver (nil when all of it was delivered before).
     /// - Throws: ``ClientError/streamingTransportReplayDiverged(_:)`` when `delta` contradicts the
     ///   delivered text.
-    public mutating func accept(_ delta: String) throws(ClientError) -> String? {
+    package mutating func accept(_ delta: String) throws(ClientError) -> String? {
         let bytes = Array(delta.utf8)
         guard let offset = matched else {
             delivered.append(contentsOf: bytes)
@@ -52,7 +52,7 @@ public struct ReplayGuard: Sendable {
 
     /// Call when the response completes: a replay that ended before catching up contradicts the
     /// delivered text.
-    public func finish() throws(ClientError) {
+    package func finish() throws(ClientError) {
         if matched != nil { throw .streamingTransportReplayDiverged(deliveredText) }
     }
 }

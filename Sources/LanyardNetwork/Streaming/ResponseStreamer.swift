@@ -7,13 +7,13 @@ import LanyardCore
 
 /// What a client remembers between its streams: once WebSocket has failed for good (every
 /// reconnection used, or the server refused the upgrade), later streams go straight to SSE.
-public final class StreamingSession: Sendable {
+package final class StreamingSession: Sendable {
     private let fellBack = Locked(false)
 
-    public init() {}
+    package init() {}
 
     /// True once this session has given up on WebSocket.
-    public var hasFallenBackToHTTPSSE: Bool { fellBack.withLock { $0 } }
+    package var hasFallenBackToHTTPSSE: Bool { fellBack.withLock { $0 } }
 
     func fallBack() { fellBack.withLock { $0 = true } }
 }
@@ -22,21 +22,21 @@ public final class StreamingSession: Sendable {
 /// ``StreamingTransportPolicy``: a fresh bearer token (one refresh and retry after a 401), the
 /// usage-limit error for a 429 `usage_limit_reached`, backoff for other 429s, WebSocket
 /// reconnections and the fallback to SSE, and replayed text delivered exactly once.
-public struct ResponseStreamer: Sendable {
-    public let manager: AccountManager
-    public let slot: Slot
-    public let session: StreamingSession
-    public let policy: StreamingTransportPolicy
+package struct ResponseStreamer: Sendable {
+    package let manager: AccountManager
+    package let slot: Slot
+    package let session: StreamingSession
+    package let policy: StreamingTransportPolicy
     /// The longest wait for a connection, and between two events.
-    public var timeout: TimeInterval
+    package var timeout: TimeInterval
     /// The cap on one event or WebSocket message.
-    public var maxEventBytes = ServerSentEventParser.defaultMaxEventBytes
+    package var maxEventBytes = ServerSentEventParser.defaultMaxEventBytes
     /// A PEM file of extra trusted certificates for WebSocket TLS (tests); nil uses the system's.
-    public var webSocketCAFile: String?
+    package var webSocketCAFile: String?
     /// SSE streams that end early are resumed this many times (the server's `retry:` apart).
-    public static let sseReconnectionAttempts = 3
+    package static let sseReconnectionAttempts = 3
 
-    public init(manager: AccountManager, slot: Slot, session: StreamingSession, policy: StreamingTransportPolicy,
+    package init(manager: AccountManager, slot: Slot, session: StreamingSession, policy: StreamingTransportPolicy,
                 timeout: TimeInterval? = nil) {
         self.manager = manager
         self.slot = slot
@@ -47,7 +47,7 @@ public struct ResponseStreamer: Sendable {
 
     /// The events of `request`'s response. Cancelling the consuming task (or ending its loop)
     /// closes the connection; the iteration then throws `CancellationError`.
-    public func stream(_ request: ResponseRequest) -> ResponseStream {
+    package func stream(_ request: ResponseRequest) -> ResponseStream {
         let (events, continuation) = AsyncThrowingStream<StreamEvent, Error>.makeStream()
         let task = Task {
             do {

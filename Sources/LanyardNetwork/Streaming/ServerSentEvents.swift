@@ -3,15 +3,15 @@ import LanyardAuth
 import LanyardCore
 
 /// One server-sent event.
-public struct ServerSentEvent: Hashable, Sendable {
+package struct ServerSentEvent: Hashable, Sendable {
     /// The `event:` field; `message` when the server sent none.
-    public var type: String
+    package var type: String
     /// The `data:` lines, joined with newlines.
-    public var data: [UInt8]
+    package var data: [UInt8]
     /// The last `id:` seen in the stream up to this event.
-    public var lastEventID: String?
+    package var lastEventID: String?
 
-    public init(type: String = "message", data: [UInt8], lastEventID: String? = nil) {
+    package init(type: String = "message", data: [UInt8], lastEventID: String? = nil) {
         self.type = type
         self.data = data
         self.lastEventID = lastEventID
@@ -22,15 +22,15 @@ public struct ServerSentEvent: Hashable, Sendable {
 /// they arrive, in pieces of any size, and it returns the events they complete. Lines end with CR,
 /// LF or CRLF (also when CR and LF arrive in different pieces); comments are skipped; `retry:` and
 /// `id:` are kept for reconnecting; one event may hold at most `maxEventBytes`.
-public struct ServerSentEventParser: Sendable {
+package struct ServerSentEventParser: Sendable {
     /// The cap on one event (its lines and data) unless the caller sets another.
-    public static let defaultMaxEventBytes = 10 << 20
+    package static let defaultMaxEventBytes = 10 << 20
 
-    public let maxEventBytes: Int
+    package let maxEventBytes: Int
     /// The reconnection delay the server asked for with `retry:`, in milliseconds.
-    public private(set) var retryMilliseconds: Int?
+    package private(set) var retryMilliseconds: Int?
     /// The last `id:` the server sent, for `Last-Event-ID` when reconnecting.
-    public private(set) var lastEventID: String?
+    package private(set) var lastEventID: String?
 
     private var line: [UInt8] = []
     private var data: [UInt8] = []
@@ -39,13 +39,13 @@ public struct ServerSentEventParser: Sendable {
     private var sawCR = false
     private var firstLine = true
 
-    public init(maxEventBytes: Int = ServerSentEventParser.defaultMaxEventBytes) {
+    package init(maxEventBytes: Int = ServerSentEventParser.defaultMaxEventBytes) {
         self.maxEventBytes = maxEventBytes
     }
 
     /// Parses `bytes` and returns the events they complete, in order.
     /// - Throws: ``ClientError/invalidResponse(_:)`` when an event grows past `maxEventBytes`.
-    public mutating func feed(_ bytes: some Collection<UInt8>) throws(ClientError) -> [ServerSentEvent] {
+    package mutating func feed(_ bytes: some Collection<UInt8>) throws(ClientError) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
         var index = bytes.startIndex
         while index != bytes.endIndex {
