@@ -62,7 +62,7 @@ let package = Package(
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
         .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore"]),
 
-        .target(name: "LanyardTestSupport", dependencies: ["LanyardAuth", "LanyardCore"], path: "Tests/Support"),
+        .target(name: "LanyardTestSupport", dependencies: ["LanyardAuth", "LanyardStore", "LanyardCore"], path: "Tests/Support"),
         .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore"]),
         .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),

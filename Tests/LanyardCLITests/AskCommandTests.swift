@@ -51,7 +51,7 @@ import LanyardTestSupport
 
     @Test func promptFromStandardInput() async throws {
         let env = try await home()
-        let lanyard = repositoryRoot.appendingPathComponent(".build/debug/lanyard").path
+        let lanyard = builtBinary("lanyard")
         let (status, stdout, stderr) = try runProcess(lanyard, ["ask", "-"], environment: env.home.environment,
                                                       stdin: Data("line one\nline two\n".utf8))
         #expect(status == 0, "\(stderr)")
@@ -89,12 +89,12 @@ import LanyardTestSupport
 
     @Test func theLanyardBinaryLinksNoWebSocketOrHTTPLibrary() throws {
         // `ask` runs in lanyard-net; `lanyard` itself must start as fast as before.
-        let lanyard = repositoryRoot.appendingPathComponent(".build/debug/lanyard").path
+        let lanyard = builtBinary("lanyard")
         let (status, maps, _) = try runProcess("/usr/bin/env", ["LD_TRACE_LOADED_OBJECTS=1", lanyard])
         #expect(status == 0)
         #expect(!maps.contains("libwebsockets"))
         #expect(!maps.contains("libcurl"))
-        let net = repositoryRoot.appendingPathComponent(".build/debug/lanyard-net").path
+        let net = builtBinary("lanyard-net")
         let (_, netMaps, _) = try runProcess("/usr/bin/env", ["LD_TRACE_LOADED_OBJECTS=1", net])
         #expect(!netMaps.contains("libwebsockets"))  // loaded with dlopen when a stream first opens a socket
     }

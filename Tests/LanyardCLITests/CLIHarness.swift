@@ -6,38 +6,6 @@ import LanyardCore
 import LanyardStore
 import LanyardTestSupport
 
-/// An in-memory credential store for unit tests of command logic (backends have their own tests
-/// against real services).
-final class MemoryStore: CredentialStore, @unchecked Sendable {
-    let kind: BackendKind
-    private let lock = NSLock()
-    private var items: [Slot: Credential] = [:]
-    var failWith: StoreError?
-
-    init(kind: BackendKind = .secretService) { self.kind = kind }
-
-    func get(_ slot: Slot) throws -> Credential {
-        try lock.withLock {
-            if let failWith { throw failWith }
-            guard let c = items[slot] else { throw StoreError.notFound(slot: slot.name) }
-            return c
-        }
-    }
-    func put(_ credential: Credential, for slot: Slot) throws {
-        try lock.withLock { if let failWith { throw failWith }; items[slot] = credential }
-    }
-    func delete(_ slot: Slot) throws {
-        try lock.withLock {
-            if let failWith { throw failWith }
-            guard items.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot.name) }
-        }
-    }
-    func list() throws -> [Slot] { try lock.withLock { if let failWith { throw failWith }; return items.keys.sorted() } }
-    /// What health() reports as the collection's lock state (the real keyring's is tested in LanyardStoreTests).
-    var reportsLocked = false
-    func health() -> StoreHealth { StoreHealth(backend: kind, reachable: true, locked: reportsLocked, persistent: false) }
-}
-
 /// Runs `lanyard` in-process against a private HOME.
 final class CLIHarness: @unchecked Sendable {
     let root: String
@@ -118,11 +86,7 @@ final class CLIHarness: @unchecked Sendable {
     }
 }
 
-/// The built `lanyard` binary, for tests that need real separate processes.
-func lanyardBinary() -> String {
-    if let env = ProcessInfo.processInfo.environment["LANYARD_BIN"], !env.isEmpty { return env }
-    return repositoryRoot.appendingPathComponent(".build/debug/lanyard").path
-}
+func lanyardBinary() -> String { builtBinary("lanyard") }
 
 /// Fails (never skips) when the private test keyring from scripts/with-keyring.sh is not there.
 /// True under scripts/with-keepassxc.sh: KeePassXC is the Secret Service.

@@ -20,7 +20,7 @@ struct HelperHome {
         token = try await env.signIn("work", email: "helper@example.com").tokens.accessToken
     }
 
-    var lanyard: String { repositoryRoot.appendingPathComponent(".build/debug/lanyard").path }
+    var lanyard: String { builtBinary("lanyard") }
 
     /// A PATH whose first folder holds `docker-credential-lanyard`, a link to the built binary.
     func pathWithDockerHelper() throws -> String {

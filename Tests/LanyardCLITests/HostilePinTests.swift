@@ -18,7 +18,7 @@ import LanyardTestSupport
     }
 
     func which(_ home: TestHome, in directory: String) throws -> (Int32, String, String) {
-        try runProcess(repositoryRoot.appendingPathComponent(".build/debug/lanyard").path, ["which"],
+        try runProcess(builtBinary("lanyard"), ["which"],
                        environment: home.environment.merging(["PWD": directory]) { $1 }, workingDirectory: directory)
     }
 

@@ -35,7 +35,7 @@ import Testing
         let env = try KitHome()
         try await env.server.hook("/_test/config", ["interval": 0])
         let process = Process()
-        process.executableURL = repositoryRoot.appendingPathComponent(".build/debug/lanyard-example")
+        process.executableURL = URL(fileURLWithPath: builtBinary("lanyard-example"))
         process.arguments = ["work", "job"]
         process.environment = env.home.environment
         process.currentDirectoryURL = URL(fileURLWithPath: env.home.root)
@@ -83,7 +83,7 @@ import Testing
 /// Runs Examples/lanyard-ask-example (LanyardKit alone) against the emulator's streaming endpoint.
 @Suite struct AskExampleProgramTests {
     func run(_ arguments: [String], _ env: KitHome) throws -> (Int32, String) {
-        let (status, out, _) = try runProcess(repositoryRoot.appendingPathComponent(".build/debug/lanyard-ask-example").path,
+        let (status, out, _) = try runProcess(builtBinary("lanyard-ask-example"),
                                               arguments, environment: env.home.environment)
         return (status, out)
     }

@@ -78,7 +78,7 @@ import Testing
 
     /// Every public symbol of the library modules by USR, and each type's members.
     static func symbolGraphs(modules: [String] = libraryModules) throws -> (symbols: [String: Symbol], members: [String: [String]]) {
-        let build = repositoryRoot.appendingPathComponent(".build/debug")
+        let build = buildFolder
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("lanyard-symbols-\(getpid())")
         try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: output) }

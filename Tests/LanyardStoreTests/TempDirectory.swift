@@ -29,10 +29,3 @@ func fileMode(_ path: String) -> mode_t {
     return st.st_mode & 0o777
 }
 
-/// A binary built by this package (`lanyard`, `lanyard-test-tool`), for tests that need real
-/// separate processes.
-func builtBinary(_ name: String) -> String {
-    var url = URL(fileURLWithPath: #filePath)
-    while url.lastPathComponent != "Tests" { url.deleteLastPathComponent() }
-    return url.deletingLastPathComponent().appendingPathComponent(".build/debug/" + name).path
-}

@@ -39,7 +39,7 @@ package final class TestHome: @unchecked Sendable {
     /// Starts `lanyard ARGS` without waiting; `launcher` (like `strace …`) runs it when given.
     package func start(_ args: [String], extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> (Process, Pipe, Pipe) {
         let p = Process()
-        let binary = repositoryRoot.appendingPathComponent(".build/debug/lanyard")
+        let binary = URL(fileURLWithPath: builtBinary("lanyard"))
         if let program = launcher.first {
             p.executableURL = URL(fileURLWithPath: program)
             p.arguments = Array(launcher.dropFirst()) + [binary.path] + args
