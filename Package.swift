@@ -41,16 +41,20 @@ let package = Package(
         // prctl(2), which Swift cannot call (variadic): ProcessHardening's one call.
         .target(name: "CProcessControl"),
 
-        .target(name: "LanyardCore", dependencies: ["CProcessControl"]),
+        // OS plumbing, package-only: spawning processes, process hardening, inotify, errno errors
+        // and EINTR-safe calls, so the layers above do not each wrap them again.
+        .target(name: "LanyardSystem", dependencies: ["CProcessControl"]),
+
+        .target(name: "LanyardCore"),
         .target(name: "Age", dependencies: ["CSodium", "CLazyLibraries"]),
-        .target(name: "LanyardStore", dependencies: ["LanyardCore", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
+        .target(name: "LanyardStore", dependencies: ["LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
-        .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "Age"]),
-        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardGLib"]),
+        .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
+        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardGLib"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth", "CWebSocket"]),
         .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
-            "LanyardCore", "Age", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
+            "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
         ]),
         // `lanyard` starts fast without FoundationNetworking; commands that talk to a provider
         // continue in `lanyard-net` (installed in lib/lanyard/), the same CLI with HTTP.

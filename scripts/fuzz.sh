@@ -30,9 +30,8 @@ module_files() { # MODULE FILE…   (for the harness in $name)
     mkdir -p "$out/src/$name"
     for f in "$@"; do sed -e '/^import Lanyard/d' -e '/^import Age$/d' "$root/Sources/$module/$f.swift" > "$out/src/$name/${f##*/}.swift"; done
 }
-# LanyardCore without its one C call (ProcessHardening: prctl through CProcessControl).
-core=()
-for f in "$root"/Sources/LanyardCore/*.swift; do [[ $f == */ProcessHardening.swift ]] || core+=("$f"); done
+# LanyardCore: pure Swift (the OS plumbing and its C call live in LanyardSystem).
+core=("$root"/Sources/LanyardCore/*.swift)
 # build_harness NAME: compiles NAME's harness with the sources it needs (whole-module, two threads:
 # half the time of file-by-file) into $out/NAME-fuzzer; its compiler output goes to $out/NAME.build.log.
 build_harness() {

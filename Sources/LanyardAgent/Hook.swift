@@ -2,6 +2,7 @@ import FoundationEssentials
 import Dispatch
 import Glibc
 import LanyardCore
+import LanyardSystem
 
 /// Runs the configured hook (`/bin/sh -c CMD`) with one event as a JSON line on stdin. The hook
 /// runs in the background; ``waitForAll(timeout:)`` lets `--once` wait before exiting.
@@ -36,15 +37,10 @@ package final class EventHook: Sendable {
         let child = pid
         group.enter()
         DispatchQueue.global().async { [group] in
-            var offset = 0
-            while offset < input.count {
-                let n = input.withUnsafeBytes { write(writeEnd, $0.baseAddress! + offset, $0.count - offset) }
-                if n < 0 { if errno == EINTR { continue }; break }
-                offset += n
-            }
+            // A hook that does not read its input (EPIPE) is not an error of the agent's.
+            try? writeAll(writeEnd, Array(input))
             close(writeEnd)
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+            _ = try? waitForExit(child)
             group.leave()
         }
     }

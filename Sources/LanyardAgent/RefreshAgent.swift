@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSystem
 import LanyardStore
 
 /// The refresh agent: refreshes each signed-in slot shortly after it falls due (the refresh
@@ -226,7 +227,8 @@ package final class RefreshAgent {
 
     /// Runs until ``stop()``.
     package func run() throws {
-        let watch = RegistryWatch(directory: manager.paths.dataDirectory, file: "registry.json")
+        try? SecureFiles.ensureDirectory(manager.paths.dataDirectory)
+        let watch = FolderWatch(directory: manager.paths.dataDirectory)
         defer { watch.close() }
         var first = true
         while true {
@@ -246,7 +248,7 @@ package final class RefreshAgent {
             let timeout = Int32(max(1, (sleep * 1000).rounded(.up) + 1))
             var fds = [pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0)]
             let n = poll(&fds, watch.fd >= 0 ? 2 : 1, timeout)
-            if n < 0 && errno != EINTR { throw StoreError.io(path: "poll", detail: String(cString: strerror(errno))) }
+            if n < 0 && errno != EINTR { throw StoreError.io(path: "poll", detail: SystemCallError("poll").reason) }
             if fds[0].revents != 0 { return }
             if fds[1].revents != 0 { watch.drain() }
         }
@@ -256,42 +258,4 @@ package final class RefreshAgent {
         var fds = [pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0)]
         return poll(&fds, 1, 0) > 0
     }
-}
-
-/// Wakes on changes to one file in a folder (atomic replacement included), by inotify.
-package final class RegistryWatch {
-    package let fd: Int32
-    private let file: String
-
-    package init(directory: String, file: String) {
-        self.file = file
-        try? SecureFiles.ensureDirectory(directory)
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        if fd >= 0 {
-            let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
-            if inotify_add_watch(fd, directory, mask) < 0 {
-                Glibc.close(fd)
-                self.fd = -1
-                return
-            }
-        }
-        self.fd = fd
-    }
-
-    /// Empties the queue of events.
-    package func drain() {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while read(fd, &buffer, buffer.count) > 0 {}
-    }
-
-    /// Waits until the folder changes or `timeout` seconds pass; true on a change.
-    package func wait(timeout: TimeInterval) -> Bool {
-        guard fd >= 0 else { usleep(UInt32(min(timeout, 60) * 1_000_000)); return false }
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-        let n = poll(&fds, 1, Int32(max(1, timeout * 1000)))
-        if n > 0 { drain(); return true }
-        return false
-    }
-
-    package func close() { if fd >= 0 { Glibc.close(fd) } }
 }

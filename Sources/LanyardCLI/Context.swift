@@ -3,6 +3,7 @@ import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSystem
 
 /// Where a command writes text: a file descriptor, or a buffer that tests read back. Text for
 /// people goes in as ``HumanText`` (outside text escaped); machine output (JSON, shell code, a
@@ -33,12 +34,8 @@ package final class TextSink: Sendable {
     /// Writes UTF-8 bytes as they are (long outputs, without making a String of them first).
     package func write(bytes: [UInt8]) {
         if let fd {
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-                if n < 0 { if errno == EINTR { continue }; return }
-                offset += n
-            }
+            // A closed reader (EPIPE; SIGPIPE is ignored) ends the output, as it did the reader.
+            try? writeAll(fd, bytes)
         } else {
             buffer.withLock { $0 += String(decoding: bytes, as: UTF8.self) }
         }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSystem
 import LanyardStore
 
 /// The `lanyard` command: its table of commands and the function that runs one command line.

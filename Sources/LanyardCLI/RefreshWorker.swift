@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSystem
 import LanyardIntegrations
 import LanyardStore
 
@@ -97,18 +98,9 @@ enum RefreshWorker {
             close(pipe[0])
             throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(String(cString: strerror(spawned)))")
         }
-        var output = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(pipe[0], &buffer, buffer.count)
-            if n > 0 { output.append(contentsOf: buffer[0..<n]); continue }
-            if n < 0 && errno == EINTR { continue }
-            break
-        }
+        let output = Data(readToEnd(pipe[0]))
         close(pipe[0])
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let exit = exitCode(ofWaitStatus: (try? waitForExit(pid)) ?? 0)
         return (exit, output)
     }
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSystem
 import LanyardStore
 
 /// The accounts the GitHub CLI (`gh`) holds: its `hosts.yml` names the hosts and users, and

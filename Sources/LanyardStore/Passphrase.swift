@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSystem
 
 /// Where passphrases come from — never argv: a file named by `LANYARD_PASSPHRASE_FILE`, the
 /// output of the `LANYARD_ASKPASS` program, or the terminal with echo off.

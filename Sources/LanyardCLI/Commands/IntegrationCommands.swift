@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSystem
 import LanyardIntegrations
 import LanyardStore
 
@@ -218,10 +219,9 @@ enum ChildProcess {
         }
         forwardPID = pid
         if forwardPending != 0 { kill(pid, forwardPending) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let status = (try? waitForExit(pid)) ?? 0
         forwardPID = 0
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return exitCode(ofWaitStatus: status)
     }
 
     static func searchPath(_ name: String, _ path: String) -> String? {

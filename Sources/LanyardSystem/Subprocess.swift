@@ -98,13 +98,7 @@ package enum Subprocess {
             }
         }
         guard wait else { return result }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { break }
-        }
-        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import as macros.
-        let signal = status & 0x7f
-        result.status = signal == 0 ? (status >> 8) & 0xff : 128 + signal
+        result.status = exitCode(ofWaitStatus: (try? waitForExit(pid)) ?? 0)
         return result
     }
 }
