@@ -55,6 +55,10 @@ package final class KeyFile {
     package func string(_ group: String, _ key: String) -> String? { entries[group]?.last { $0.0 == key }?.1 }
 }
 
+/// CredentialStore.swift names the registry's transactions (for staged writes), which the
+/// documents never use.
+package final class RegistryTransaction {}
+
 /// ConfigFile.load's one use of the file layer.
 enum SecureFiles {
     static func read(_ path: String, mapped: Bool = false) throws -> Data? { nil }

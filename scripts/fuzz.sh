@@ -40,16 +40,22 @@ build_harness() {
         store) sources=("${core[@]}") ;;   # pure Swift: the JSON reader and documents
         stream)   # the pure streaming parsers
             module_files LanyardNetwork Streaming/ServerSentEvents Streaming/ReplayGuard Streaming/ResponseEvents
+            module_files LanyardAuth AuthErrors
             sources=("${core[@]}" "$out"/src/stream/*.swift) ;;
         helpers)  # the protocols other programs speak to Lanyard (git, Docker, Kubernetes, netrc)
             module_files LanyardIntegrations GitCredential CredentialHelpers
+            module_files LanyardStore StoreErrors
+            module_files LanyardAuth AuthErrors
             sources=("${core[@]}" "$out"/src/helpers/*.swift) ;;
         responses)  # what servers answer: the parsing files of LanyardAuth
-            module_files LanyardAuth Provider Usage HTTP Providers/DeviceAuthorizationAnswers
+            module_files LanyardAuth Provider Usage HTTP Providers/DeviceAuthorizationAnswers AuthErrors
+            module_files LanyardStore StoreErrors
             sources=("${core[@]}" "$out"/src/responses/*.swift) ;;
         documents)  # files other hands write: config.ini, auth.json, bundles, the registry
             module_files LanyardStore ConfigFile RegistryDocument SlotRecordReader CredentialStore PinFile
             module_files LanyardIntegrations CodexAuthFile ExportBundle
+            module_files LanyardAuth AuthErrors
+            module_files LanyardStore StoreErrors
             sources=("${core[@]}" "$root"/Sources/Age/*.swift "$out"/src/documents/*.swift) ;;
         *) sources=("$root"/Sources/Age/*.swift) ;;
     esac
