@@ -17,10 +17,10 @@ package enum Lanyard {
     package static let commands: [CommandSpec] = [
         AuthCommands.login, AuthCommands.logout, AuthCommands.refresh, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
         ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
-        StoreCommands.token, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex,
+        TokenCommand.command, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex,
         GitCredentialCommand.command, CredentialHelperCommands.docker, CredentialHelperCommands.kube,
-        CredentialHelperCommands.netrc, CredentialHelperCommands.gh, BundleCommands.export, BundleCommands.import, UsageCommand.usage, AskCommand.ask,
-        StoreCommands.doctor, StoreGroupCommand.store, AgentCommands.agent, AgentCommands.events,
+        CredentialHelperCommands.netrc, GhCommand.command, BundleCommands.export, BundleCommands.import, UsageCommand.usage, AskCommand.ask,
+        DoctorCommand.command, StoreGroupCommand.store, AgentCommands.agent, AgentCommands.events,
         RefreshWorker.command, MetaCommands.completion, MetaCommands.version, MetaCommands.help,
     ]
 

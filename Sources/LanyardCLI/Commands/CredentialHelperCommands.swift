@@ -132,32 +132,4 @@ enum CredentialHelperCommands {
         }
         return unmapped.isEmpty ? .ok : .failure
     }
-
-    static let gh = CommandSpec(
-        name: "gh", summary: "adopt the accounts the GitHub CLI holds into slots", arguments: "import [SLOT]",
-        minArguments: 1, maxArguments: 2,
-        flags: [FlagSpec("hostname", value: "HOST", "only gh's account for HOST (repeatable; default: every host in gh's hosts.yml)")],
-        prints: true, takesAccount: false,
-        details: """
-        import reads the hosts gh is signed in to from its hosts.yml ($GH_CONFIG_DIR, else $XDG_CONFIG_HOME/gh, else \
-        ~/.config/gh) and asks `gh auth token --hostname HOST` for each token (or reads hosts.yml when gh is not \
-        installed), then stores each in a slot of provider github: gh-USER for github.com, gh-USER-HOST otherwise, or \
-        SLOT when one account is imported. GitHub CLI tokens do not expire, so Lanyard never refreshes them. The slots \
-        then work with exec and env (GH_TOKEN), git-credential and docker-credential ([git] and [docker] mappings).
-        """, subcommands: ["import"]) { inv in
-        let requested = try inv.args.positionals.dropFirst().first.map { try SlotCommands.parseSlot($0, inv) }
-        let manager = try inv.accounts()
-        let adopted = try manager.adoptGitHubCLIAccounts(from: GitHubCLI(environment: inv.context.environment),
-                                                        hosts: inv.args.repeated("hostname"), into: requested)
-        inv.emit(.object(["slots": .array(adopted.map {
-            .object(["slot": .string($0.slot.name), "host": .string($0.host), "user": .optional($0.user),
-                     "backend": .string($0.backend.rawValue), "changed": .bool($0.changed)])
-        })])) {
-            for a in adopted {
-                let who = a.user.map { "\($0) on \(a.host)" } ?? a.host
-                inv.stdout.line(a.changed ? "Adopted gh's \(who) into slot \(a.slot.name)." : "Slot \(a.slot.name) already holds gh's \(who).")
-            }
-        }
-        return .ok
-    }
 }

@@ -1,0 +1,28 @@
+import FoundationEssentials
+import Glibc
+import LanyardAuth
+import LanyardCore
+import LanyardStore
+
+/// `lanyard token`: the slot's access token, for scripts.
+enum TokenCommand {
+    static let command = CommandSpec(
+        name: "token", summary: "print the slot's access token (for scripts)", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1, flags: [], prints: true, takesAccount: true,
+        details: """
+        Refreshes first when the token expires within the refresh lead (one refresh per slot across processes). \
+        Prints only the token and a newline, so `$(lanyard token)` works. Exit 3 when the slot has none, 4 when it must sign in again.
+        """) { inv in
+        let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.first)
+        StartupTrace.mark("resolve")
+        let manager = try inv.accounts()
+        StartupTrace.mark("config")
+        let credential = try inv.freshCredential(manager, slot: slot)
+        inv.emit(JSONValue.object(["slot": .string(slot.name), "access_token": .string(credential.tokens.accessToken),
+                                   "expires_at": .date(credential.tokens.expiresAt)]).droppingNulls) {
+            inv.stdout.rawLine(credential.tokens.accessToken)  // checked at the door: visible ASCII only
+        }
+        StartupTrace.mark("output")
+        return .ok
+    }
+}
