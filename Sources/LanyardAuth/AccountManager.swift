@@ -67,7 +67,8 @@ package struct AccountManager: Sendable {
     /// Signs an account in with the device-code flow and stores it in `slot` (by default the
     /// email's local part). The slot's old credential is replaced only once the new one is in hand;
     /// cancellation or failure leaves everything as it was.
-    package func signIn(slot requested: Slot?, providerID: String, flow configure: (inout SignInFlow) -> Void = { _ in },
+    package func signIn(slot requested: Slot?, providerID: String, replacingAnotherAccount: Bool = false,
+                       flow configure: (inout SignInFlow) -> Void = { _ in },
                        events: @Sendable (SignInEvent) -> Void) async throws -> (Slot, Credential) {
         let provider = try provider(providerID)
         var flow = SignInFlow(provider: provider, clock: clock, sleeper: sleeper)
@@ -97,6 +98,11 @@ package struct AccountManager: Sendable {
                 lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
             let current = try registry.load()
             let slot = try requested ?? Self.defaultSlot(for: account, in: current)
+            // Every pin and script that names the slot would silently get another person's
+            // tokens: a slot keeps its account unless the caller said to replace it.
+            if let held = current.slots[slot], !replacingAnotherAccount, let other = Self.otherAccount(held.account, account) {
+                throw RegistryError.slotHoldsAnotherAccount(slot.name, holds: other.holds, signedIn: other.signedIn)
+            }
             let backend = current.slots[slot]?.backend ?? plannedBackend
             let store = backend == plannedBackend ? plannedStore : try openStore(backend, true)
             try registry.update { doc in
@@ -137,6 +143,24 @@ package struct AccountManager: Sendable {
 
     /// Removes a slot's credential and marks it signed out; with `revoke`, first revokes the
     /// refresh token at the provider (which ends that session in every tool).
+    /// When `held` (a slot's account) and `signedIn` (a new sign-in's) are different accounts: the
+    /// names to show for each. Accounts differ when both name an email, a user id or an account id
+    /// (a workspace) and those differ; a slot that knows nothing of its account takes any.
+    static func otherAccount(_ held: AccountInfo, _ signedIn: AccountInfo) -> (holds: String, signedIn: String)? {
+        func differ(_ a: String?, _ b: String?) -> Bool {
+            guard let a, let b else { return false }
+            return a.lowercased() != b.lowercased()
+        }
+        guard differ(held.email, signedIn.email) || differ(held.userID, signedIn.userID) || differ(held.accountID, signedIn.accountID) else {
+            return nil
+        }
+        func name(_ a: AccountInfo) -> String {
+            let parts = [a.email, a.accountID.map { "account \($0)" }].compactMap { $0 }
+            return parts.isEmpty ? (a.userID ?? "an unnamed account") : parts.joined(separator: ", ")
+        }
+        return (name(held), name(signedIn))
+    }
+
     /// - Returns: whether a revocation happened, and whether the slot was signed out already.
     @discardableResult
     package func signOut(slot: Slot, revoke: Bool) async throws -> SignOutOutcome {

@@ -58,6 +58,8 @@ public enum RegistryError: LanyardError, Equatable {
     case corrupt(path: String, movedTo: String, detail: String)
     case unknownSlot(String)
     case slotExists(String)
+    /// A sign-in into a slot came back as another account than the one the slot holds.
+    case slotHoldsAnotherAccount(String, holds: String, signedIn: String)
     case noActiveSlot
 
     public var code: String {
@@ -66,6 +68,7 @@ public enum RegistryError: LanyardError, Equatable {
         case .unknownSlot: return "unknown_slot"
         case .slotExists: return "slot_exists"
         case .noActiveSlot: return "no_active_slot"
+        case .slotHoldsAnotherAccount: return "slot_holds_another_account"
         }
     }
 
@@ -76,6 +79,9 @@ public enum RegistryError: LanyardError, Equatable {
                 + "Run `lanyard doctor --repair` to rebuild it from the credential store."
         case .unknownSlot(let s): return "no slot named \(s) (see `lanyard list`)"
         case .slotExists(let s): return "a slot named \(s) already exists"
+        case .slotHoldsAnotherAccount(let s, let holds, let signedIn):
+            return "slot \(s) holds \(holds), but the sign-in was approved as \(signedIn); nothing was stored. "
+                + "Sign in to another slot (`lanyard login SLOT`), or replace \(s)'s account with `lanyard login \(s) --replace`"
         case .noActiveSlot: return "no slot is active; sign in with `lanyard login` or choose one with `lanyard switch SLOT`"
         }
     }

@@ -168,7 +168,8 @@ import LanyardTestSupport
         #expect(try rig.home.store(.file).list().map(\.name) == ["sam", "sam-2"])
     }
 
-    /// Signing in again to an existing slot replaces its credential (once the new one is in hand).
+    /// Signing in again to an existing slot, as the same account, replaces its credential (once the
+    /// new one is in hand).
     @Test(arguments: SignInRig.Kind.allCases)
     func reSigningInReplacesTheOldCredential(_ kind: SignInRig.Kind) async throws {
         let rig = try SignInRig.start(kind)
@@ -179,12 +180,16 @@ import LanyardTestSupport
             doc.slots[slot]?.lastErrorCode = "refresh_token_reused"
         }
         let createdAt = try rig.home.registry.load().slots[slot]?.createdAt
-        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve(["email": "new@example.com"]) } }
+        // The seeded account (work@old.example, user-old, acct-old), as each server names it.
+        nonisolated(unsafe) let sameAccount: [String: Any] = kind == .openai
+            ? ["email": "work@old.example", "user_id": "user-old", "account_id": "acct-old", "plan": "plus"]
+            : ["email": "work@old.example", "sub": "user-old", "plan": "plus"]
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve(sameAccount) } }
         let (_, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: { _ in })
         #expect(credential != old)
         #expect(try rig.home.store(.file).get(slot) == credential)
         let record = try #require(try rig.home.registry.load().slots[slot])
-        #expect(record.account.email == "new@example.com")
+        #expect(record.account.email == "work@old.example" && record.account.plan?.rawValue == "plus")
         #expect(record.state == .signedIn(expiresAt: credential.tokens.expiresAt))
         #expect(record.createdAt == createdAt)  // the slot is the same slot
         #expect(record.lastErrorCode == nil)

@@ -127,6 +127,41 @@ struct LoginRig {
         }
     }
 
+    /// A sign-in into a slot that comes back as another account stores nothing (every pin naming
+    /// the slot would hand out that account's tokens) unless --replace is given; the same account
+    /// signs in again freely.
+    @Test func loginNeverPutsAnotherAccountIntoASlotUnasked() async throws {
+        let rig = try LoginRig()
+        let h = rig.h
+        let alice: [String: Any] = ["email": "alice@example.com", "plan": "pro", "account_id": "acct-a"]
+        #expect(await h.run(["login", "alice"], sleeper: rig.approving(alice)).status == 0)
+        let slot = try Slot("alice")
+        let before = try h.fileStore.get(slot)
+
+        let bob: [String: Any] = ["email": "bob@work.example", "plan": "pro", "account_id": "acct-b"]
+        let refused = await h.run(["login", "alice"], sleeper: rig.approving(bob))
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("slot alice holds alice@example.com, account acct-a, but the sign-in was approved as bob@work.example, account acct-b"),
+                "\(refused.stderr)")
+        #expect(refused.stderr.contains("lanyard login alice --replace"))
+        #expect(!refused.stdout.contains("Signed"))
+        #expect(try h.fileStore.get(slot) == before, "alice's credential is untouched")
+        #expect(try h.registry.load().slots[slot]?.account.email == "alice@example.com")
+
+        let json = await h.run(["login", "alice", "--json"], sleeper: rig.approving(bob))
+        #expect(json.status == 1 && (json.json["error"] as? [String: Any])?["code"] as? String == "slot_holds_another_account")
+
+        // The same account again: a fresh credential, no question asked.
+        let again = await h.run(["login", "alice"], sleeper: rig.approving(alice))
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try h.fileStore.get(slot).tokens.refreshToken != before.tokens.refreshToken)
+
+        let replaced = await h.run(["login", "alice", "--replace"], sleeper: rig.approving(bob))
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(replaced.stdout == "Signed bob@work.example (Pro) into slot alice.\n")
+        #expect(try h.fileStore.get(slot).account.email == "bob@work.example")
+    }
+
     /// --json; without SLOT the slot is named after the email's local part.
     @Test func loginJSONDefaultsTheSlotToTheEmail() async throws {
         let rig = try LoginRig()

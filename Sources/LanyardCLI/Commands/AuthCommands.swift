@@ -13,11 +13,13 @@ enum AuthCommands {
             FlagSpec("provider", short: "p", value: "NAME", "the provider from config (default: the slot's, else openai)"),
             FlagSpec("open", "open the verification page with xdg-open"),
             FlagSpec("qr", "draw a QR code of the verification URL"),
+            FlagSpec("replace", "let the sign-in put another account into an existing SLOT"),
         ],
         prints: true, takesAccount: false,
         details: """
         Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
-        its credential only once the new one is in hand. Ctrl-C cancels (exit 130) and stores nothing.
+        its credential only once the new one is in hand, and only with the same account: approved as another \
+        account, nothing is stored (exit 1) unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing.
         """, network: true) { inv in
         let manager = try inv.accounts()
         let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
@@ -28,7 +30,7 @@ enum AuthCommands {
         // Clear the countdown line however the sign-in ends, so an error starts on a clean line.
         defer { progress.finish() }
         let (slot, credential) = try inv.runAsync {
-            try await manager.signIn(slot: requested, providerID: providerID, flow: { flow in
+            try await manager.signIn(slot: requested, providerID: providerID, replacingAnotherAccount: inv.args.has("replace"), flow: { flow in
                 flow.slowDownIncrement = config.slowDownIncrement
                 if let timeout = config.loginTimeout { flow.maximumDuration = timeout }
             }, events: { progress.handle($0) })
