@@ -73,6 +73,10 @@ package struct AccountManager: Sendable {
         let provider = try provider(providerID)
         var flow = SignInFlow(provider: provider, clock: clock, sleeper: sleeper)
         configure(&flow)
+        // One sign-in per named slot at a time: a second would show a code whose approval could
+        // only race the first one's.
+        let signInLock = try requested.map { try FileLock.signIn($0, paths: paths) }
+        defer { withExtendedLifetime(signInLock) {} }
         let existing = try registry.load()
         // Refuse before anyone approves a code in a browser when the credential could not be
         // stored afterwards (a file store not set up or locked, a locked keyring collection: Lanyard

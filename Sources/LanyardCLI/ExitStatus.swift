@@ -38,7 +38,7 @@ extension ExitStatus {
         "cancelled_sign_in": .cancelled, "cancelled": .cancelled,
         // everything else that went wrong
         "store_corrupt": .failure, "wrong_passphrase": .failure, "unsafe_path": .failure, "io_error": .failure,
-        "registry_corrupt": .failure, "slot_exists": .failure, "slot_holds_another_account": .failure, "config_invalid": .failure, "passphrase_unavailable": .failure,
+        "registry_corrupt": .failure, "slot_exists": .failure, "slot_holds_another_account": .failure, "sign_in_in_progress": .failure, "config_invalid": .failure, "passphrase_unavailable": .failure,
         "expired_device_code": .failure, "polling_timeout": .failure, "callback_timeout": .failure,
         "authorization_denied": .failure, "secure_random_failed": .failure, "device_code_not_enabled": .failure,
         "unknown": .failure, "invalid_header": .failure, "invalid_value": .failure, "integration_unsupported": .failure,

@@ -265,4 +265,20 @@ extension FileLock {
 
     /// Where the slot's lock file is.
     package static func slotPath(_ slot: Slot, paths: Paths) -> String { paths.lockDirectory + "/" + slot.name + ".lock" }
+
+    /// The slot's sign-in lock (`locks/SLOT.signin.lock`), held for the whole of one sign-in so a
+    /// second one into the same slot is refused instead of racing it; the holder's pid is written
+    /// in the file. Throws `RegistryError.signInInProgress` naming that pid when it is taken.
+    package static func signIn(_ slot: Slot, paths: Paths) throws -> FileLock {
+        try SecureFiles.ensureDirectory(paths.dataDirectory)
+        try SecureFiles.ensureDirectory(paths.lockDirectory)
+        let path = paths.lockDirectory + "/" + slot.name + ".signin.lock"
+        guard let lock = try FileLock.tryLock(path: path) else {
+            let text = (try? SecureFiles.read(path)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            throw RegistryError.signInInProgress(slot.name, pid: Int32(text.trimmingWhitespaceAndNewlines()))
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        if ftruncate(lock.descriptor, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(lock.descriptor, $0.baseAddress, $0.count, 0) } }
+        return lock
+    }
 }

@@ -60,6 +60,8 @@ public enum RegistryError: LanyardError, Equatable {
     case slotExists(String)
     /// A sign-in into a slot came back as another account than the one the slot holds.
     case slotHoldsAnotherAccount(String, holds: String, signedIn: String)
+    /// Another process is signing an account into the slot (its pid, when it wrote one).
+    case signInInProgress(String, pid: Int32?)
     case noActiveSlot
 
     public var code: String {
@@ -69,6 +71,7 @@ public enum RegistryError: LanyardError, Equatable {
         case .slotExists: return "slot_exists"
         case .noActiveSlot: return "no_active_slot"
         case .slotHoldsAnotherAccount: return "slot_holds_another_account"
+        case .signInInProgress: return "sign_in_in_progress"
         }
     }
 
@@ -79,6 +82,8 @@ public enum RegistryError: LanyardError, Equatable {
                 + "Run `lanyard doctor --repair` to rebuild it from the credential store."
         case .unknownSlot(let s): return "no slot named \(s) (see `lanyard list`)"
         case .slotExists(let s): return "a slot named \(s) already exists"
+        case .signInInProgress(let s, let pid):
+            return "a sign-in for \(s) is already in progress" + (pid.map { " (pid \($0))" } ?? "") + "; finish or cancel it first"
         case .slotHoldsAnotherAccount(let s, let holds, let signedIn):
             return "slot \(s) holds \(holds), but the sign-in was approved as \(signedIn); nothing was stored. "
                 + "Sign in to another slot (`lanyard login SLOT`), or replace \(s)'s account with `lanyard login \(s) --replace`"

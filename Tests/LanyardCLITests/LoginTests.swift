@@ -162,6 +162,23 @@ struct LoginRig {
         #expect(try h.fileStore.get(slot).account.email == "bob@work.example")
     }
 
+    /// While one sign-in into a slot waits for approval, a second is refused before it shows a
+    /// code (the first one's lock names its pid); once the first ends, a sign-in goes ahead.
+    @Test func oneSignInPerSlotAtATime() async throws {
+        let rig = try LoginRig()
+        let h = rig.h
+        var first: FileLock? = try FileLock.signIn(try Slot("work"), paths: h.paths)
+        let second = await h.run(["login", "work"], sleeper: rig.approving(["email": "bob@example.com"]))
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("a sign-in for work is already in progress (pid \(getpid()))"), "\(second.stderr)")
+        #expect(!second.stderr.contains("To sign in"), "no code was shown")
+        #expect(try h.registry.load().slots.isEmpty)
+        withExtendedLifetime(first) {}
+        first = nil
+        let after = await h.run(["login", "work"], sleeper: rig.approving(["email": "bob@example.com"]))
+        #expect(after.status == 0, "\(after.stderr)")
+    }
+
     /// --json; without SLOT the slot is named after the email's local part.
     @Test func loginJSONDefaultsTheSlotToTheEmail() async throws {
         let rig = try LoginRig()
