@@ -58,6 +58,21 @@ import LanyardStore
         }
     }
 
+    /// `exec` of a command that is not on PATH exits 127, as a shell does, and leaves no folder.
+    @Test func execOfAMissingCommandExits127() throws {
+        let cli = CLIHarness()
+        try cli.addSlot("work", active: true)
+        var credential = try cli.store.get(try Slot("work"))
+        credential.tokens.idToken = "e30.e30.c2ln"  // Codex's auth.json needs one
+        try cli.store.put(credential, for: try Slot("work"))
+        let r = cli.run("exec", "--", "lanyard-no-such-command")
+        #expect(r.status == 127)
+        #expect(r.stderr == "lanyard: command not found: lanyard-no-such-command\n", "\(r.stderr)")
+        #expect(CommandNotFound(name: "x").code == "command_not_found")
+        let folders = (try? FileManager.default.contentsOfDirectory(atPath: cli.paths.runtimeDirectory + "/exec")) ?? []
+        #expect(folders.isEmpty, "\(folders)")
+    }
+
     @Test func errorsMapToTheirDocumentedStatuses() {
         let cases: [(any Error, LanyardCLI.ExitStatus)] = [
             (StoreError.locked(backend: "k", hint: "h"), .storeUnavailable), (StoreError.notFound(slot: "w"), .notSignedIn),

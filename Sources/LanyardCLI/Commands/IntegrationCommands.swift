@@ -156,6 +156,13 @@ enum IntegrationCommands {
     }
 }
 
+/// `exec`'s command is not on PATH (or not executable): exit 127, as a shell.
+struct CommandNotFound: LanyardError {
+    let name: String
+    var code: String { "command_not_found" }
+    var errorDescription: String? { "command not found: \(name)" }
+}
+
 /// The exit status of `exec`'s command, passed through as lanyard's own.
 struct ChildExit: Error {
     let status: Int32
@@ -183,7 +190,7 @@ enum Environment {
 enum ChildProcess {
     static func run(_ argv: [String], environment: [String: String], inheriting: [Int32] = []) throws -> Int32 {
         let path = argv[0].contains("/") ? argv[0] : searchPath(argv[0], environment["PATH"] ?? "/usr/bin:/bin")
-        guard let path else { throw UsageError(message: "command not found: \(argv[0])", command: "exec") }
+        guard let path else { throw CommandNotFound(name: argv[0]) }
         let args = argv.map { strdup($0) } + [nil]
         let env = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { args.forEach { free($0) }; env.forEach { free($0) } }
