@@ -115,6 +115,8 @@ package struct ParsedArguments: Sendable {
     package var switches: Set<String> = []
     /// Every value of each flag in command-line order (for repeatable flags); `values` keeps the last.
     package var allValues: [String: [String]] = [:]
+    /// How many positionals came before `--`, when there was one (`exec SLOT -- CMD`).
+    package var positionalsBeforeDashDash: Int?
 
     package func has(_ flag: String) -> Bool { switches.contains(flag) }
     package func value(_ flag: String) -> String? { values[flag] }
@@ -136,7 +138,11 @@ enum ArgumentParser {
                 parsed.positionals.append(arg)
                 continue
             }
-            if arg == "--" { optionsEnded = true; continue }
+            if arg == "--" {
+                optionsEnded = true
+                parsed.positionalsBeforeDashDash = parsed.positionals.count
+                continue
+            }
             var name: String
             var inline: String?
             let flag: FlagSpec?

@@ -73,6 +73,30 @@ import LanyardStore
         #expect(folders.isEmpty, "\(folders)")
     }
 
+    /// `exec SLOT -- CMD` names the slot like every other command, and `--account` still works.
+    @Test func execTakesTheSlotBeforeDashDash() throws {
+        let cli = CLIHarness()
+        try cli.addSlot("home", active: true)
+        try cli.addSlot("work")
+        for name in ["home", "work"] {
+            var credential = try cli.store.get(try Slot(name))
+            credential.tokens.idToken = "e30.e30.c2ln"
+            try cli.store.put(credential, for: try Slot(name))
+        }
+        let out = cli.root + "/account"
+        func ran(_ args: [String]) throws -> String {
+            let r = cli.run(args)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            return try String(contentsOfFile: out, encoding: .utf8)
+        }
+        let script = ["/bin/sh", "-c", "printf %s \"$LANYARD_ACCOUNT\" > '\(out)'"]
+        #expect(try ran(["exec", "work", "--"] + script) == "work")
+        #expect(try ran(["exec", "--account", "work", "--"] + script) == "work")
+        #expect(try ran(["exec", "--"] + script) == "home")
+        #expect(cli.run(["exec", "work", "home", "--"] + script).status == 2)
+        #expect(cli.run(["exec", "nobody", "--"] + script).status == 3)
+    }
+
     @Test func errorsMapToTheirDocumentedStatuses() {
         let cases: [(any Error, LanyardCLI.ExitStatus)] = [
             (StoreError.locked(backend: "k", hint: "h"), .storeUnavailable), (StoreError.notFound(slot: "w"), .notSignedIn),

@@ -102,15 +102,23 @@ enum IntegrationCommands {
     }
 
     static let exec = CommandSpec(
-        name: "exec", summary: "run a command with a slot's credentials (a private CODEX_HOME for openai)", arguments: "-- CMD [ARG…]",
+        name: "exec", summary: "run a command with a slot's credentials (a private CODEX_HOME for openai)", arguments: "[SLOT] -- CMD [ARG…]",
         minArguments: 1, maxArguments: 10_000, flags: [], prints: false, takesAccount: true,
         details: """
+        The slot is SLOT before `--` (like every other command), else --account and the usual rules. \
         CMD gets LANYARD_ACCOUNT, the provider's env.NAME variables and, for openai slots, CODEX_HOME pointing at a private \
         0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. When CMD exits, tokens it rotated are copied back \
         and the folder removed; CMD inherits the folder's lock, so a folder whose exec was killed is recovered (by the next \
         exec or doctor) only once CMD is gone too. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded.
         """) { inv in
-        let (slot, record, _) = try inv.targetSlot(positional: nil)
+        // `exec SLOT -- CMD`: at most one word before `--`, the slot; without `--`, all is CMD.
+        let before = inv.args.positionalsBeforeDashDash ?? 0
+        guard before <= 1 else {
+            throw UsageError(message: "exec takes one SLOT before `--` (then CMD and its arguments)", command: "exec")
+        }
+        let command = Array(inv.args.positionals.dropFirst(before))
+        guard !command.isEmpty else { throw UsageError(message: "exec needs a command after `--`", command: "exec") }
+        let (slot, record, _) = try inv.targetSlot(positional: before == 1 ? inv.args.positionals.first : nil)
         let manager = try inv.accounts()
         // First what killed execs left: the slot's stored refresh token may be one their command
         // has since rotated away, the live one waiting in its folder.
@@ -134,7 +142,7 @@ enum IntegrationCommands {
         }
         let status: Int32
         do {
-            status = try ChildProcess.run(inv.args.positionals, environment: environment, inheriting: folder.map { [$0.lockDescriptor] } ?? [])
+            status = try ChildProcess.run(command, environment: environment, inheriting: folder.map { [$0.lockDescriptor] } ?? [])
         } catch {
             folder?.remove()
             throw error
