@@ -48,7 +48,7 @@ fi
 
 # --- version: Lanyard.version (the source of truth) must match the changelog -----------------
 changelog=Packaging/debian/changelog
-version=$(sed -n 's/^ *public static let version = "\([^"]*\)".*/\1/p' Sources/LanyardCLI/Entry.swift)
+version=$(sed -n 's/^ *[a-z]* static let version = "\([^"]*\)".*/\1/p' Sources/LanyardCLI/Entry.swift)
 [ -n "$version" ] || fail "cannot read Lanyard.version from Sources/LanyardCLI/Entry.swift"
 debversion=$(dpkg-parsechangelog -l "$changelog" -SVersion)
 [ "${debversion%-*}" = "$version" ] ||

@@ -17,7 +17,7 @@ if [ $# -gt 1 ]; then die "usage: scripts/test-deb.sh [DEB]"; fi
 if [ $# = 1 ]; then
     deb=$1
 else
-    version=$(sed -n 's/^ *public static let version = "\([^"]*\)".*/\1/p' Sources/LanyardCLI/Entry.swift)
+    version=$(sed -n 's/^ *[a-z]* static let version = "\([^"]*\)".*/\1/p' Sources/LanyardCLI/Entry.swift)
     set -- dist/lanyard_"$version"-*_"$(dpkg --print-architecture)".deb
     [ $# = 1 ] && [ -f "$1" ] || die "expected one dist/lanyard_$version-*.deb, found: $* (run make deb, or name the .deb)"
     deb=$1
