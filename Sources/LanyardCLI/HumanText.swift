@@ -58,6 +58,5 @@ struct HumanText: ExpressibleByStringInterpolation, Sendable, Equatable {
         mutating func appendInterpolation(_ text: Substring) { appendInterpolation(String(text)) }
         mutating func appendInterpolation(_ value: some BinaryInteger) { rendered += String(value) }
         mutating func appendInterpolation(_ value: some CustomStringConvertible) { appendInterpolation(value.description) }
-        mutating func appendInterpolation(_ text: String?) { appendInterpolation(text ?? "nil") }
     }
 }
