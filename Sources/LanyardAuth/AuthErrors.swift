@@ -119,7 +119,9 @@ public enum AuthError: LanyardError, Equatable {
         case .missingRefreshToken: return "the server issued no refresh token; sign in again"
         case .secureRandomFailed(let s): return "secure random generation failed (status \(s))"
         case .invalidResponse(let m): return "unexpected response from the authorization server: \(m)"
-        case .deviceCodeNotEnabled: return "device-code sign-in is not enabled for this account or server"
+        case .deviceCodeNotEnabled:
+            return "device-code sign-in is not enabled for this account or server; for ChatGPT, turn on device code "
+                + "sign-in for Codex in ChatGPT's security settings (in a workspace, an admin may have to allow it), then run the sign-in again"
         case .unknown(let m): return m
         }
     }

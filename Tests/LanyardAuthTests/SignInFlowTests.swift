@@ -302,6 +302,7 @@ import LanyardTestSupport
             _ = try await rig.manager(sleeper: TestSleeper()).signIn(slot: nil, providerID: "openai", events: { _ in })
         }
         #expect(error == .deviceCodeNotEnabled)
+        #expect(error?.localizedDescription.contains("ChatGPT's security settings") == true, "the message says where to turn it on")
         #expect(try rig.home.snapshot() == before)
     }
 }
