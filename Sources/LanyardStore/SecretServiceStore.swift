@@ -233,6 +233,11 @@ package final class SecretServiceStore: CredentialStore {
         }
     }
 
+    /// The way out when the keyring cannot be reached: new slots can go to the file store, but
+    /// slots already in the keyring stay there until migrated, which needs the keyring once more.
+    static let fileStoreAdvice = "or use the encrypted-file backend (`lanyard store init`, then `backend = file` in config.ini "
+        + "for new slots); slots already in the keyring move with `lanyard store migrate --to file` once it answers again"
+
     private func storeError(_ error: any Error, operation: String, deadline: Deadline) -> StoreError {
         let backend = Self.backendName
         if let error = error as? StoreError { return error }
@@ -243,14 +248,14 @@ package final class SecretServiceStore: CredentialStore {
         case .noBus(let reason):
             return .unavailable(backend: backend, hint: "there is no D-Bus session bus (\(reason)). "
                 + "Run Lanyard inside a desktop session, or start a Secret Service provider such as gnome-keyring "
-                + "in a D-Bus session, or use the encrypted-file backend: set `backend = file` in config.ini")
+                + "in a D-Bus session, " + Self.fileStoreAdvice)
         case .noLibrary(let reason):
             return .unavailable(backend: backend, hint: "\(reason). Install libsecret-1-0, "
-                + "or use the encrypted-file backend: set `backend = file` in config.ini")
+                + Self.fileStoreAdvice)
         case .noService(let reason):
             return .unavailable(backend: backend, hint: "no Secret Service is running on the session bus (\(reason)). "
                 + "Start gnome-keyring-daemon (or KeePassXC / KWallet with Secret Service integration), "
-                + "or use the encrypted-file backend: set `backend = file` in config.ini")
+                + Self.fileStoreAdvice)
         case .timedOut:
             return .timedOut(backend: backend, operation: operation, seconds: timeout)
         case .refused(let what):
@@ -260,7 +265,7 @@ package final class SecretServiceStore: CredentialStore {
             if e.isServiceGone {
                 return .unavailable(backend: backend, hint: "the Secret Service stopped answering during \(operation) "
                     + "(\(e)). Check that gnome-keyring (or your Secret Service provider) is running, "
-                    + "or use the encrypted-file backend: set `backend = file` in config.ini")
+                    + Self.fileStoreAdvice)
             }
             if e.isLocked { return lockedError(nil) }
             return .io(path: backend, detail: "\(operation): \(e)")
