@@ -76,9 +76,20 @@ package enum Lanyard {
         return (spec, try ArgumentParser.parse(leading + Array(argv.dropFirst()), for: spec))
     }
 
+    /// The slot whose name is closest to a mistyped one (as commands and options get "did you
+    /// mean"), read from the registry only on this error path; nil when none is close.
+    static func closestSlot(to named: String, context: CommandContext) -> String? {
+        let word = String(named.prefix { $0 != " " })
+        guard let names = try? Registry(paths: Paths(environment: context.environment)).load().slots.keys.map(\.name) else { return nil }
+        return Suggest.closest(to: word, in: names.sorted()).flatMap { $0 == word ? nil : $0 }
+    }
+
     /// Prints an error (as `{"error": {"code", "message"}}` on stdout with --json) and returns its status.
     static func report(_ error: Error, json: Bool, context: CommandContext) -> Int32 {
-        let message = error.userFacingDescription
+        var message = error.userFacingDescription
+        if case RegistryError.unknownSlot(let named) = error, let near = closestSlot(to: named, context: context) {
+            message = "no slot named \(named); did you mean \(near)? (see `lanyard list`)"
+        }
         let status = ExitStatus(for: error)
         let code = switch error {
         case let e as any LanyardError: e.code

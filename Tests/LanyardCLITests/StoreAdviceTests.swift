@@ -6,6 +6,20 @@ import LanyardStore
 
 /// Error advice that leads somewhere.
 @Suite struct StoreAdviceTests {
+    /// A mistyped slot gets "did you mean", as mistyped commands and options do.
+    @Test func aMistypedSlotSuggestsTheClosestOne() throws {
+        let cli = CLIHarness()
+        try cli.addSlot("alice", active: true)
+        try cli.addSlot("work-laptop")
+        let r = cli.run("status", "alcie")
+        #expect(r.status == 3)
+        #expect(r.stderr == "lanyard: no slot named alcie; did you mean alice? (see `lanyard list`)\n", "\(r.stderr)")
+        #expect(cli.run("token", "work-laptpo").stderr.contains("did you mean work-laptop?"))
+        #expect(cli.run("switch", "zzzzzz").stderr == "lanyard: no slot named zzzzzz (see `lanyard list`)\n")
+        let json = cli.run("status", "alcie", "--json")
+        #expect((json.json["error"] as? [String: Any])?["message"] as? String == "no slot named alcie; did you mean alice? (see `lanyard list`)")
+    }
+
     /// A slot kept in the keyring, with no keyring to reach: `backend = file` alone changes nothing
     /// for it, so the advice names `lanyard store migrate` too.
     @Test func aKeyringSlotWithoutAKeyringPointsAtStoreMigrate() throws {
