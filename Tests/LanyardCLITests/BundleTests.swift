@@ -89,7 +89,7 @@ import Testing
         target.tty = true
         target.input = ["n"]
         let declined = target.run("import", bundle, "--identity", identity)
-        #expect(declined.status == 130 && declined.stderr.contains("Overwrite the existing slots"))
+        #expect(declined.status == 1 && declined.stderr.contains("Overwrite the existing slots"))
         target.tty = false
 
         // Bad renames and a wrong identity are refused before anything is written.

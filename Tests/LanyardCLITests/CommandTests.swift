@@ -159,7 +159,7 @@ import Testing
         #expect(refused.stderr.contains("--yes"))
         h.tty = true
         h.input = ["n"]
-        #expect(h.run("remove", "work").status == 130)
+        #expect(h.run("remove", "work").status == 1, "declining is an answer, not a cancellation")
         #expect(try h.registry.load().slots.count == 1)
         h.input = ["y"]
         let r = h.run("remove", "work")

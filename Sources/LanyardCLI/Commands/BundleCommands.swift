@@ -128,7 +128,7 @@ enum BundleCommands {
             }
             guard inv.confirm("Overwrite the existing slot\(existing.count == 1 ? "" : "s") \(list) with the bundle's credentials?") else {
                 inv.stderr.line("Nothing imported.")
-                return .cancelled
+                return .failure  // a "no" is an answer, not an interruption (130 is for Ctrl-C)
             }
         }
         let imported = try inv.accounts().importSlots(incoming, source: source)

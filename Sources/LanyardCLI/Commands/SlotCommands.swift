@@ -217,7 +217,7 @@ enum SlotCommands {
             let who = record.account.email.map { " (\($0))" } ?? ""
             guard inv.confirm("Remove slot \(slot.name)\(who) and its stored credential?") else {
                 inv.stderr.line("Nothing removed.")
-                return .cancelled
+                return .failure  // a "no" is an answer, not an interruption (130 is for Ctrl-C)
             }
         }
         try manager.remove(slot)
