@@ -6,6 +6,17 @@ import LanyardStore
 
 /// Error advice that leads somewhere.
 @Suite struct StoreAdviceTests {
+    /// `list --names --json` prints the names as JSON (it printed the whole list before).
+    @Test func listNamesJSON() throws {
+        let cli = CLIHarness()
+        try cli.addSlot("bob")
+        try cli.addSlot("alice", active: true)
+        let r = cli.run("list", "--names", "--json")
+        #expect(r.status == 0)
+        #expect(try JSONValue.parse(Data(r.stdout.utf8)) == .object(["names": .array([.string("alice"), .string("bob")])]))
+        #expect(cli.run("list", "--names").stdout == "alice\nbob\n")
+    }
+
     /// A mistyped slot gets "did you mean", as mistyped commands and options do.
     @Test func aMistypedSlotSuggestsTheClosestOne() throws {
         let cli = CLIHarness()

@@ -89,8 +89,10 @@ enum SlotCommands {
         prints: true, takesAccount: false,
         details: "Reads only the registry: no keyring or store is unlocked.") { inv in
         let document = try inv.registry.load()
-        if inv.args.has("names") && !inv.json {
-            for (slot, _) in document.sortedSlots { inv.stdout.line("\(slot.name)") }
+        if inv.args.has("names") {
+            inv.emit(.object(["names": .array(document.sortedSlots.map { .string($0.0.name) })])) {
+                for (slot, _) in document.sortedSlots { inv.stdout.line("\(slot.name)") }
+            }
             return .ok
         }
         if inv.json {
