@@ -12,6 +12,10 @@ public struct SwitchOutcome: Sendable, Equatable {
     public let change: ActiveSlotChange
     /// What happened to Codex's auth.json, when `[integrations] codex = true`.
     public let codex: CodexFollow?
+    /// Without the Codex integration: the account Codex's auth.json still holds when it is not
+    /// the new active slot's (its email, else its account id), so the user can be told that
+    /// Codex did not follow the switch.
+    public var codexStillUses: String? = nil
 }
 
 /// Codex's auth.json following a switch.
@@ -87,7 +91,9 @@ extension AccountManager {
     /// the previously active slot, then the new slot is written there.
     package func switchActive(to slot: Slot, environment: [String: String]) async throws -> SwitchOutcome {
         let change = try setActive(slot)
-        guard config.codexIntegration else { return SwitchOutcome(change: change, codex: nil) }
+        guard config.codexIntegration else {
+            return SwitchOutcome(change: change, codex: nil, codexStillUses: Self.codexAccount(notOf: change.record, environment: environment))
+        }
         let sync = CodexSync(manager: self)
         let home = CodexHome(explicit: nil, environment: environment)
         var copiedBack = false
@@ -95,6 +101,17 @@ extension AccountManager {
         _ = try await sync.export(slot: slot, to: home)
         return SwitchOutcome(change: change, codex: CodexFollow(authPath: home.authPath, copiedBack: copiedBack,
                                                                 runningCodexPIDs: CodexHome.runningProcesses()))
+    }
+
+    /// The account in Codex's auth.json when it is another than `record`'s (an openai slot's):
+    /// its email, else its account id; nil when they match, or there is no readable auth.json.
+    static func codexAccount(notOf record: SlotRecord, environment: [String: String]) -> String? {
+        guard record.provider == "openai",
+              let file = try? CodexHome(explicit: nil, environment: environment).read() else { return nil }
+        let codex = file.credential(provider: "openai", expiresAt: nil).account
+        let sameAccount = (codex.accountID != nil && codex.accountID == record.account.accountID)
+            && (codex.email == nil || record.account.email == nil || codex.email?.lowercased() == record.account.email?.lowercased())
+        return sameAccount ? nil : (codex.email ?? codex.accountID)
     }
 
     /// Weighs every slot of the active slot's provider (`openai` when none is active) by the usage

@@ -42,6 +42,23 @@ struct IntegrationHome {
 }
 
 @Suite struct CodexIntegrationTests {
+    /// Without `[integrations] codex = true`, a switch away from the account in Codex's auth.json
+    /// says that Codex did not follow, and how to make it.
+    @Test func switchSaysWhenCodexStillUsesAnotherAccount() async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("alice", email: "alice@example.com")
+        try await env.signIn("work", email: "work@example.com")
+        #expect(try env.run("codex", "export", "alice").status == 0)
+        let away = try env.run("switch", "work")
+        #expect(away.status == 0)
+        #expect(away.stderr.contains("Codex still uses alice@example.com: set `[integrations] codex = true` in config.ini, or run `lanyard codex export`"),
+                "\(away.stderr)")
+        let json = try env.run("switch", "work", "--json")
+        #expect((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["codex_still_uses"] as? String == "alice@example.com")
+        let back = try env.run("switch", "alice")
+        #expect(back.status == 0 && !back.stderr.contains("Codex still uses"), "\(back.stderr)")
+    }
+
     @Test func exportWritesAuthJSONInCodexSchema() async throws {
         let env = try await IntegrationHome()
         let credential = try await env.signIn("work", email: "w@example.com")

@@ -185,6 +185,13 @@ enum SlotCommands {
         var output: [String: JSONValue] = ["active": .string(slot.name), "previous": .optional(previous?.name)]
         if !reasons.isEmpty { output["candidates"] = .array(reasons) }
         if let codex = outcome.codex { output["codex"] = CodexFollowView.render(codex, previous: previous, inv) }
+        if let other = outcome.codexStillUses {
+            output["codex_still_uses"] = .string(other)
+            if !inv.json {
+                inv.stderr.line("lanyard: Codex still uses \(other): set `[integrations] codex = true` in config.ini, "
+                                + "or run `lanyard codex export` (Codex does not follow `switch` otherwise)")
+            }
+        }
         inv.emit(.object(output)) {
             let who = outcome.change.record.account.email.map { " (\($0))" } ?? ""
             inv.stdout.line(previous == slot ? "\(slot.name)\(who) is already active." : "Switched to \(slot.name)\(who).")
