@@ -151,7 +151,7 @@ allowed = {
     "state/lanyard", "state/lanyard/events.jsonl", "state/lanyard/events.jsonl.lock", "state/lanyard/events.jsonl.1",
     "state/lanyard/recovery",
     "run/lanyard", "run/lanyard/exec",
-} | {f"data/lanyard/locks/{s}.lock" for s in slot_names}
+} | {f"data/lanyard/locks/{s}.lock" for s in slot_names} | {f"data/lanyard/locks/{s}.signin.lock" for s in slot_names}
 files = lines("files.txt")
 # Only Lanyard's own folders are checked; other entries in the XDG folders are reported as a note
 # (lanyard-net's Foundation makes $XDG_DATA_HOME/<folder of the binary>, e.g. data/debug).
