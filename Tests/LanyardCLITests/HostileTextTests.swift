@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import LanyardAuth
-import LanyardCLI
+@testable import LanyardCLI
 import LanyardCore
 @testable import LanyardIntegrations
 import LanyardNetwork
@@ -239,6 +239,17 @@ let hostileValues: [String] = [
 
 /// `login --open` hands xdg-open only https URLs (or http to this machine).
 @Suite struct BrowserOpenTests {
+    /// A URL that is not https is shown, not opened; with no xdg-open, the user is told to open
+    /// the URL on screen themselves (nothing is run either way: PATH has no xdg-open).
+    @Test func openSaysWhatItCouldNotDo() {
+        let err = TextSink()
+        SignInProgress.open(URL(string: "file:///etc/passwd")!, err: err, environment: ["PATH": "/nonexistent"])
+        #expect(err.text.contains("not opening the verification page: the server gave a URL that is not https"))
+        let missing = TextSink()
+        SignInProgress.open(URL(string: "https://auth.example.com/codex/device")!, err: missing, environment: ["PATH": "/nonexistent"])
+        #expect(missing.text == "lanyard: could not open a browser (xdg-open is not installed); open the URL above yourself\n")
+    }
+
     @Test func onlySecureOrLocalURLsAreOpened() {
         for good in ["https://auth.openai.com/codex/device", "http://127.0.0.1:8080/x", "http://localhost/x", "http://[::1]:9/x"] {
             #expect(Loopback.isSecureOrLocal(URL(string: good)!), "\(good)")
