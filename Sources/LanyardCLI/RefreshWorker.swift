@@ -98,7 +98,8 @@ enum RefreshWorker {
             close(pipe[0])
             throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(String(cString: strerror(spawned)))")
         }
-        let output = Data(readToEnd(pipe[0]))
+        // A pipe that cannot be read (never seen) reads as nothing: the worker's exit status says the rest.
+        let output = Data((try? readToEnd(pipe[0])) ?? [])
         close(pipe[0])
         let exit = exitCode(ofWaitStatus: (try? waitForExit(pid)) ?? 0)
         return (exit, output)

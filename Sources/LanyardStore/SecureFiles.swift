@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardGLib
+import LanyardSystem
 
 /// File-system rules for everything Lanyard writes: folders 0700, files 0600, no symlinks, nothing
 /// owned by another user, and durable atomic replacement.
@@ -89,16 +90,8 @@ package enum SecureFiles {
         guard target.st_mode & 0o022 == 0 else {
             throw .unsafePath(path: path, reason: "it links to a file that others can write (chmod go-w it)")
         }
-        var data = Data()
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n == 0 { return data }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, detail: "cannot read: \(String(cString: strerror(errno)))")
-            }
-            data.append(contentsOf: chunk[..<n])
+        do { return Data(try readToEnd(fd)) } catch {
+            throw .io(path: path, detail: "cannot read: \(error.reason)")
         }
     }
 

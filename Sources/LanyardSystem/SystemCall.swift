@@ -52,13 +52,14 @@ package func exitCode(ofWaitStatus status: Int32) -> Int32 {
     (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
 }
 
-/// Reads `fd` to its end, across interruptions (a read error ends it as end of file would).
-package func readToEnd(_ fd: Int32) -> [UInt8] {
+/// Reads `fd` to its end, across interruptions.
+package func readToEnd(_ fd: Int32) throws(SystemCallError) -> [UInt8] {
     var output: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
+    var buffer = [UInt8](repeating: 0, count: 16_384)
     while true {
         let n = retryingOnInterrupt { read(fd, &buffer, buffer.count) }
-        if n <= 0 { return output }
+        if n == 0 { return output }
+        if n < 0 { throw SystemCallError("read") }
         output.append(contentsOf: buffer[0..<n])
     }
 }
