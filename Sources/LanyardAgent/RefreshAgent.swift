@@ -227,8 +227,7 @@ package final class RefreshAgent {
 
     /// Runs until ``stop()``.
     package func run() throws {
-        try? SecureFiles.ensureDirectory(manager.paths.dataDirectory)
-        let watch = FolderWatch(directory: manager.paths.dataDirectory)
+        let watch = manager.registry.watch()
         defer { watch.close() }
         var first = true
         while true {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSystem
 
 /// The list of slots on disk (`$XDG_DATA_HOME/lanyard/registry.json`).
 ///
@@ -216,5 +217,14 @@ package struct RegistryView {
         let trimmed = data.last == 0x0a ? data.dropLast() : data[...]
         return trimmed.count > suffix.count && trimmed.suffix(suffix.count).elementsEqual(suffix)
             && trimmed.dropLast(suffix.count).last == 0x0a
+    }
+}
+
+extension Registry {
+    /// Wakes on every change of the registry (inotify on its folder, created first if need be),
+    /// for the agent and `status --watch`.
+    package func watch() -> FolderWatch {
+        try? SecureFiles.ensureDirectory(directory)
+        return FolderWatch(directory: directory)
     }
 }

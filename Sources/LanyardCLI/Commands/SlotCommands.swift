@@ -2,7 +2,6 @@ import FoundationEssentials
 import Glibc
 import LanyardAgent
 import LanyardCore
-import LanyardSystem
 import LanyardStore
 
 /// A slot as `list`, `status` and `--json` show it: registry data, never a secret. In key order.
@@ -55,8 +54,7 @@ func writeListDocument(_ document: RegistryDocument, pretty: Bool, to sink: ([UI
 enum SlotCommands {
     /// `status --watch`: redraws on registry changes (inotify), never polls the store.
     static func watch(_ inv: Invocation) throws -> ExitStatus {
-        try? SecureFiles.ensureDirectory(inv.paths.dataDirectory)
-        let watcher = FolderWatch(directory: inv.paths.dataDirectory)
+        let watcher = inv.registry.watch()
         defer { watcher.close() }
         var last: RegistryDocument?
         while true {
