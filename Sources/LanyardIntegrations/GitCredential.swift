@@ -110,22 +110,19 @@ package enum GitCredential {
 
     private static func percentDecoded(_ s: String) -> String {
         guard s.contains("%") else { return s }
-        var bytes: [UInt8] = []
-        var i = s.utf8.startIndex
-        let utf8 = s.utf8
-        while i < utf8.endIndex {
-            let b = utf8[i]
-            if b == UInt8(ascii: "%"), let h1 = utf8.index(i, offsetBy: 1, limitedBy: utf8.endIndex), h1 < utf8.endIndex,
-               let h2 = utf8.index(i, offsetBy: 2, limitedBy: utf8.endIndex), h2 < utf8.endIndex,
-               let hi = hexValue(utf8[h1]), let lo = hexValue(utf8[h2]) {
-                bytes.append(hi << 4 | lo)
-                i = utf8.index(after: h2)
+        let bytes = Array(s.utf8)
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2]) {
+                out.append(hi << 4 | lo)
+                i += 3
             } else {
-                bytes.append(b)
-                i = utf8.index(after: i)
+                out.append(bytes[i])
+                i += 1
             }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: out, as: UTF8.self)
     }
 
     private static func hexValue(_ b: UInt8) -> UInt8? {
