@@ -103,6 +103,16 @@ extension AccountManager {
                                                                 runningCodexPIDs: CodexHome.runningProcesses()))
     }
 
+    /// Where `switch` goes when given no slot: the only slot when there is one; with exactly two,
+    /// one of them active, the other one (as `gh auth switch` does); nil otherwise (the caller
+    /// lists the slots and asks).
+    package func impliedSwitchTarget() throws -> Slot? {
+        let document = try registry.load()
+        if document.slots.count == 1 { return document.slots.keys.first }
+        guard document.slots.count == 2, let active = document.active, document.slots[active] != nil else { return nil }
+        return document.slots.keys.first { $0 != active }
+    }
+
     /// The account in Codex's auth.json when it is another than `record`'s (an openai slot's):
     /// its email, else its account id; nil when they match, or there is no readable auth.json.
     static func codexAccount(notOf record: SlotRecord, environment: [String: String]) -> String? {

@@ -35,6 +35,10 @@ public struct Accounts: Sendable {
         try await manager.switchActive(to: slot, environment: configuration.environment)
     }
 
+    /// The slot `lanyard switch` goes to when given none: the only slot; with exactly two, one of
+    /// them active, the other one; nil otherwise.
+    public func impliedSwitchTarget() throws -> Slot? { try manager.impliedSwitchTarget() }
+
     /// Weighs the active provider's slots by their usage windows (see ``BestSlotChoice``).
     public func bestSlot() async throws -> BestSlotChoice { try await manager.bestSlot() }
 

@@ -118,7 +118,52 @@ import Testing
         #expect(r.status == 3)
         #expect(r.stderr.contains("no slot named wrok"))
         #expect(try h.registry.load().active?.name == "work")
-        #expect(h.run("switch").status == 2)
+    }
+
+    @Test func withNoSlotTheOnlySlotOrTheOtherOfTwo() throws {
+        let h = CLIHarness()
+        #expect(h.run("switch").status == 3)  // no slot at all: not signed in
+        try h.addSlot("work", email: "w@example.com")
+        #expect(h.run("switch").stdout == "Switched to work (w@example.com).\n")
+        try h.addSlot("home", email: "h@example.com")
+        #expect(h.run("switch").stdout == "Switched to home (h@example.com).\n")
+        let back = h.run("switch", "--json")
+        #expect(back.json["active"] as? String == "work" && back.json["previous"] as? String == "home")
+    }
+
+    @Test func withNoSlotAndThreeItAsksOnATerminalAndRefusesWithoutOne() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", email: "w@example.com", active: true)
+        try h.addSlot("home", email: "h@example.com")
+        try h.addSlot("ci", email: "c@example.com")
+        let offTerminal = h.run("switch")
+        #expect(offTerminal.status == 2)
+        #expect(offTerminal.stderr.contains("switch needs a SLOT: one of ci, home, work"))
+        #expect(try h.registry.load().active?.name == "work")
+
+        h.tty = true
+        h.input = ["2"]
+        let byNumber = h.run("switch")
+        #expect(byNumber.status == 0)
+        #expect(byNumber.stderr.contains("  1) ci (c@example.com)\n  2) home (h@example.com)\n  3) work (w@example.com)  [active]\n"))
+        #expect(byNumber.stderr.contains("Switch to which slot? [1-3 or a name]"))
+        #expect(try h.registry.load().active?.name == "home")
+
+        h.input = ["ci"]
+        #expect(h.run("switch").status == 0)
+        #expect(try h.registry.load().active?.name == "ci")
+
+        h.input = [""]
+        let declined = h.run("switch")
+        #expect(declined.status == 1)
+        #expect(declined.stderr.hasSuffix("Nothing switched.\n"))
+        #expect(try h.registry.load().active?.name == "ci")
+
+        h.input = ["hmoe"]
+        let typo = h.run("switch")
+        #expect(typo.status == 2)
+        #expect(typo.stderr.contains("did you mean home?"))
+        #expect(try h.registry.load().active?.name == "ci")
     }
 }
 

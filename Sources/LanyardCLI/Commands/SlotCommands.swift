@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardAgent
+import LanyardAuth
 import LanyardCore
 import LanyardStore
 
@@ -165,7 +166,9 @@ enum SlotCommands {
         prints: true, takesAccount: false,
         details: """
         The active slot is used when no --account, LANYARD_ACCOUNT or .lanyard file chooses one. With `[integrations] codex = true` \
-        Codex's auth.json follows: tokens Codex rotated are first copied back into the slot that was active.
+        Codex's auth.json follows: tokens Codex rotated are first copied back into the slot that was active. \
+        With no SLOT: the only slot, or of two slots the one that is not active; otherwise it lists the slots \
+        and asks on a terminal (exit 2 without one).
         """, networkFlags: ["best"]) { inv in
         var reasons: [JSONValue] = []
         let slot: Slot
@@ -174,8 +177,16 @@ enum SlotCommands {
             guard inv.args.positionals.isEmpty else { throw UsageError(message: "give a SLOT or --best, not both", command: "switch") }
             (slot, reasons) = try BestSlotView.choose(inv, manager)
         } else {
-            guard let name = inv.args.positionals.first else { throw UsageError(message: "missing argument: usage: \(inv.spec.usage)", command: "switch") }
-            slot = try parseSlot(name, inv)
+            if let name = inv.args.positionals.first {
+                slot = try parseSlot(name, inv)
+            } else if let implied = try manager.impliedSwitchTarget() {
+                slot = implied
+            } else if let chosen = try askWhichSlot(inv, manager) {
+                slot = chosen
+            } else {
+                inv.stderr.line("Nothing switched.")
+                return .failure  // a "no" is an answer, not an interruption
+            }
         }
         let environment = inv.context.environment
         let outcome = try inv.runAsync { try await manager.switchActive(to: slot, environment: environment) }
@@ -195,6 +206,29 @@ enum SlotCommands {
             inv.stdout.line(previous == slot ? "\(slot.name)\(who) is already active." : "Switched to \(slot.name)\(who).")
         }
         return .ok
+    }
+
+    /// `switch` with no slot and no implied one: lists the slots and asks on a terminal (nil
+    /// for no answer); off a terminal, a usage error that lists them.
+    static func askWhichSlot(_ inv: Invocation, _ manager: AccountManager) throws -> Slot? {
+        let document = try manager.registry.load()
+        let slots = document.sortedSlots
+        guard !slots.isEmpty else { throw RegistryError.noActiveSlot }
+        guard inv.context.stdinIsTTY && !inv.json else {
+            let names = slots.map(\.slot.name).joined(separator: ", ")
+            throw UsageError(message: "switch needs a SLOT: one of \(names)", command: "switch")
+        }
+        for (index, entry) in slots.enumerated() {
+            let who = entry.record.account.email.map { " (\($0))" } ?? ""
+            let mark = entry.slot == document.active ? "  [active]" : ""
+            inv.stderr.line("  \(index + 1)) \(entry.slot.name)\(who)\(mark)")
+        }
+        inv.stderr.write("Switch to which slot? [1-\(slots.count) or a name] ")
+        guard let answer = ((try? inv.context.input.line(maxBytes: 1024)) ?? nil)?.trimmingSpaces(), !answer.isEmpty else { return nil }
+        if let number = Int(answer), (1...slots.count).contains(number) { return slots[number - 1].slot }
+        if let match = slots.first(where: { $0.slot.name == answer }) { return match.slot }
+        let hint = Suggest.closest(to: answer, in: slots.map(\.slot.name)).map { " (did you mean \($0)?)" } ?? ""
+        throw UsageError(message: "no slot \"\(answer)\" among the \(slots.count) listed\(hint)", command: "switch")
     }
 
     static let rename = CommandSpec(
