@@ -115,6 +115,16 @@ public struct DoctorReport: Sendable, Equatable {
     /// them is not a repair: it happens whenever they are found, see LanyardIntegrations'
     /// `recoverAbandonedExecFolders`).
     public package(set) var unrecoveredExecFolders: [UnrecoveredExecFolder] = []
+    /// A `.lanyard` pin that names no slot: commands run below it fail.
+    public struct StrayPin: Sendable, Equatable {
+        public let path: String
+        /// The name it holds, as written.
+        public let name: String
+    }
+
+    /// Pins found near the working directory and under the home folder that name no slot
+    /// (empty when the diagnosis was not asked to look).
+    public package(set) var strayPins: [StrayPin] = []
     /// Why the event log cannot be written, when it cannot (events are then lost).
     public internal(set) var eventLogProblem: String?
     /// Whether the registry ↔ backend mismatches were repaired.
@@ -151,6 +161,10 @@ public struct DoctorReport: Sendable, Equatable {
             problems.append("interrupted writes left temporary files: \(names.joined(separator: ", "))")
         }
         for folder in unrecoveredExecFolders { problems.append(folder.description) }
+        for pin in strayPins {
+            let named = pin.name.isEmpty ? "no slot at all" : "\(TerminalText.escaped(pin.name)), which is no slot"
+            problems.append("\(TerminalText.escaped(pin.path)) names \(named): run `lanyard pin SLOT` or `lanyard unpin` in that folder")
+        }
         return problems + mismatches
     }
 
@@ -163,7 +177,8 @@ public struct DoctorReport: Sendable, Equatable {
 extension AccountManager {
     /// Checks every backend and the registry against what the backends hold. Reads only; a
     /// backend that cannot be opened or listed is reported, not thrown.
-    package func diagnose() throws -> DoctorReport {
+    /// With `pins`, the report lists the pins found there that name no slot.
+    package func diagnose(pins: PinSearch? = nil) throws -> DoctorReport {
         let document = try registry.load()
         let (backends, itemsByBackend) = checkBackends()
         var missing: [Slot] = []
@@ -190,6 +205,10 @@ extension AccountManager {
                                   missingItems: missing)
         report.leftoverTemporaries = LeftoverTemporaries.find(paths)
         report.eventLogProblem = eventLog.problem()
+        if let pins {
+            report.strayPins = pins.pins().filter { (try? Slot($0.name)).flatMap { document.slots[$0] } == nil }
+                .map { DoctorReport.StrayPin(path: $0.path, name: $0.name) }
+        }
         return report
     }
 

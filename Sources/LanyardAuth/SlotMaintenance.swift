@@ -15,6 +15,31 @@ public struct RenameOutcome: Sendable, Equatable {
     public let movedCredential: Bool
     /// Non-fatal problems (the old credential could not be deleted), for the caller to show.
     public let warnings: [String]
+    /// `.lanyard` pins that still name the old slot (a rename does not rewrite files in other
+    /// people's trees), when the caller asked for a search.
+    public var stalePins: [String] = []
+}
+
+/// Where to look for `.lanyard` pins: the pin in effect at a working directory (found walking
+/// up), and the folders below it and below the home folder (a bounded walk; see
+/// `PinFile.scan`).
+package struct PinSearch: Sendable {
+    package let workingDirectory: String
+    package let home: String?
+
+    package init(workingDirectory: String, home: String?) {
+        self.workingDirectory = workingDirectory
+        self.home = home
+    }
+
+    /// Every trustworthy pin found, in path order, each once.
+    package func pins() -> [(path: String, name: String)] {
+        var pins = PinFile.scan(under: [workingDirectory] + (home.map { [$0] } ?? [])).pins
+        if let inEffect = PinFile.find(from: workingDirectory).pin, !pins.contains(where: { $0.path == inEffect.path }) {
+            pins.append(inEffect)
+        }
+        return pins.sorted { $0.path < $1.path }
+    }
 }
 
 /// The result of ``AccountManager/setActive(_:)``.
@@ -55,7 +80,8 @@ extension AccountManager {
     /// Renames a slot. The credential is copied to the new name and read back before the old
     /// copy is deleted, all under the registry's lock; a failed delete only leaves a stray copy
     /// (reported in `warnings`), never a slot without its credential.
-    package func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome {
+    /// With `pins`, the outcome lists the pins found there that still name `old`.
+    package func rename(_ old: Slot, to new: Slot, pins: PinSearch? = nil) throws -> RenameOutcome {
         var warnings: [String] = []
         var moved = false
         // Both slots' refresh locks, in name order, before the registry's: a refresh of OLD that is
@@ -94,7 +120,9 @@ extension AccountManager {
                 warnings.append("could not delete the old credential of \(old.name): \(error.userFacingDescription)")
             }
         }
-        return RenameOutcome(from: old, to: new, movedCredential: moved, warnings: warnings)
+        var outcome = RenameOutcome(from: old, to: new, movedCredential: moved, warnings: warnings)
+        if let pins, old != new { outcome.stalePins = pins.pins().filter { $0.name == old.name }.map(\.path) }
+        return outcome
     }
 
     /// Deletes a slot and its stored credential (never revokes it). The secret goes first: a

@@ -67,6 +67,11 @@ package final class Invocation: Sendable {
         return manager
     }
 
+    /// Where `rename` and `doctor` look for `.lanyard` pins: here and below, and under HOME.
+    var pinSearch: PinSearch {
+        PinSearch(workingDirectory: context.workingDirectory, home: context.environment["HOME"])
+    }
+
     /// The slot's credential, refreshed first when due. When none is due (the common case) it is
     /// read without starting the async machinery (a task, worker threads, signal sources).
     func freshCredential(_ manager: AccountManager, slot: Slot) throws -> Credential {

@@ -43,7 +43,14 @@ public struct Accounts: Sendable {
     public func bestSlot() async throws -> BestSlotChoice { try await manager.bestSlot() }
 
     /// Renames a slot, moving its stored credential (copied and read back before the old copy goes).
-    public func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome { try manager.rename(old, to: new) }
+    /// The outcome lists `.lanyard` pins near the working directory and under the home folder
+    /// that still name the old slot (they are not rewritten).
+    public func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome { try manager.rename(old, to: new, pins: pinSearch) }
+
+    /// Pins are looked for at and below the working directory and under the home folder.
+    var pinSearch: PinSearch {
+        PinSearch(workingDirectory: configuration.workingDirectory, home: configuration.environment["HOME"])
+    }
 
     /// Deletes a slot and its stored credential locally (never revokes).
     public func remove(_ slot: Slot) throws { try manager.remove(slot) }
@@ -81,8 +88,9 @@ public struct Accounts: Sendable {
         try manager.migrate(to: target, slots: slots, dryRun: dryRun)
     }
 
-    /// Checks the backends and the registry against each other (reads only).
-    public func diagnose() throws -> DoctorReport { try manager.diagnose() }
+    /// Checks the backends and the registry against each other, and looks for `.lanyard` pins
+    /// (at and below the working directory, under the home folder) that name no slot. Reads only.
+    public func diagnose() throws -> DoctorReport { try manager.diagnose(pins: pinSearch) }
 
     /// Fixes what `report` found; returns it with its `repairs` filled in.
     public func repair(_ report: DoctorReport) throws -> DoctorReport { try manager.repair(report) }

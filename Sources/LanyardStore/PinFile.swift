@@ -43,6 +43,62 @@ package enum PinFile {
         }
     }
 
+    /// Pins found by ``scan(under:uid:maxDepth:maxFolders:)``.
+    package struct Scan: Sendable {
+        /// Each trustworthy pin found (path, raw slot name), in path order.
+        package var pins: [(path: String, name: String)] = []
+        /// Whether the walk stopped at its folder budget before seeing every folder.
+        package var stoppedEarly = false
+    }
+
+    /// Folder names the scan never enters: build output and dependency trees hold no pins of
+    /// their own and can hold many thousands of folders.
+    static let unscannedFolders: Set<String> = ["node_modules", "target", "vendor", "__pycache__"]
+
+    /// Looks for pins in `roots` and the folders below them, down to `maxDepth` levels, visiting
+    /// at most `maxFolders` folders in all (breadth first, so the shallow ones are seen first).
+    /// Hidden folders, symbolic links and ``unscannedFolders`` are not entered; pins that
+    /// ``find(from:uid:)`` would pass over are left out.
+    package static func scan(under roots: [String], uid: uid_t = getuid(), maxDepth: Int = 4, maxFolders: Int = 4000) -> Scan {
+        var result = Scan()
+        var seen = Set<String>()
+        var queue: [(path: String, depth: Int)] = []
+        for root in roots {
+            let path = URL(fileURLWithPath: root).standardizedFileURL.path
+            if seen.insert(path).inserted { queue.append((path, 0)) }
+        }
+        var next = 0
+        while next < queue.count {
+            if next == maxFolders {
+                result.stoppedEarly = true
+                break
+            }
+            let (folder, depth) = queue[next]
+            next += 1
+            guard let dir = opendir(folder) else { continue }
+            defer { closedir(dir) }
+            let prefix = folder == "/" ? "" : folder
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                let path = prefix + "/" + name
+                var type = entry.pointee.d_type
+                if type == UInt8(DT_UNKNOWN) {
+                    var info = stat()
+                    guard lstat(path, &info) == 0 else { continue }
+                    type = info.st_mode & S_IFMT == S_IFDIR ? UInt8(DT_DIR) : info.st_mode & S_IFMT == S_IFREG ? UInt8(DT_REG) : UInt8(DT_UNKNOWN)
+                }
+                if name == Self.name, type == UInt8(DT_REG), case .success(let text)? = read(path, folder: folder, uid: uid) {
+                    result.pins.append((path, slotName(in: text)))
+                } else if type == UInt8(DT_DIR), depth < maxDepth, !name.hasPrefix("."), !unscannedFolders.contains(name),
+                          seen.insert(path).inserted {
+                    queue.append((path, depth + 1))
+                }
+            }
+        }
+        result.pins.sort { $0.path < $1.path }
+        return result
+    }
+
     /// The raw slot name a pin's text holds: its first line that is neither blank nor a comment,
     /// trimmed ("" when there is none). Checking it is ``Slot``'s job.
     package static func slotName(in text: String) -> String {

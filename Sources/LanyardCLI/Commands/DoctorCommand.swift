@@ -15,13 +15,15 @@ enum DoctorCommand {
         details: """
         Whether or not --repair is given, the private folders a killed `lanyard exec` left are recovered: tokens its \
         command rotated are copied back into the slot and the folder removed. \
+        `.lanyard` pins that name no slot (the one in effect here, those below the working directory and under \
+        the home folder) are problems: commands run below them fail. \
         Exit status 0 when everything is consistent (or was repaired), 1 when problems remain.
         """) { inv in
         let manager = try inv.accounts()
         // Not a repair to ask for: a live refresh token sits in a file there, and the slot's own
         // may be one the command rotated away (refreshing with it would end the sign-in).
         let recovered = try inv.runAsync { await manager.recoverAbandonedExecFolders() }
-        var report = try manager.diagnose()
+        var report = try manager.diagnose(pins: inv.pinSearch)
         report.include(recovered)
         if inv.args.has("repair") { report = try manager.repair(report) }
         inv.emit(DoctorView.json(report)) { DoctorView.text(report, inv) }
@@ -48,6 +50,7 @@ enum DoctorView {
             "unregistered_items": .array(report.unregisteredItems.map {
                 .object(["slot": .string($0.slot.name), "backend": .string($0.backend.rawValue)])
             }),
+            "stray_pins": .array(report.strayPins.map { .object(["path": .string($0.path), "name": .string($0.name)]) }),
             "problems": .array(report.problems.map(JSONValue.string)),
             "repaired": .array(report.repairs.map { .string($0.description) }),
             "process": .object(["dumpable": .bool(ProcessHardening.isDumpable),
