@@ -90,6 +90,11 @@ package enum Lanyard {
         if case RegistryError.unknownSlot(let named) = error, let near = closestSlot(to: named, context: context) {
             message = "no slot named \(named); did you mean \(near)? (see `lanyard list`)"
         }
+        // People read the reset time as every human output writes times; JSON keeps RFC 3339.
+        if !json, case ClientError.usageLimitReached(var limit) = error, let resetsAt = limit.resetsAt {
+            limit.resetsAt = nil
+            message = limit.summary + "; resets " + RelativeTime.describe(resetsAt, now: context.clock.now())
+        }
         let status = ExitStatus(for: error)
         let code = switch error {
         case let e as any LanyardError: e.code

@@ -209,14 +209,35 @@ enum Table {
     }
 }
 
-/// Human durations: "in 2 h 10 min", "3 min ago".
+/// Times in human output, one format everywhere: how far away, then the local clock time, with
+/// the date when it is not today ("in 49 min (14:05)", "3 min ago (Jan 14 09:12)").
 enum RelativeTime {
     static func describe(_ date: Date, now: Date) -> String {
         let delta = date.timeIntervalSince(now)
         let span = span(abs(delta))
-        return delta >= 0 ? "in \(span)" : "\(span) ago"
+        return (delta >= 0 ? "in \(span)" : "\(span) ago") + " (\(clockTime(date, now: now)))"
     }
 
+    /// Local time of day, preceded by the date when `date` falls on another day than `now`
+    /// ("14:05", "Jan 16 14:05"), and written in full in another year ("2028-01-16 14:05").
+    static func clockTime(_ date: Date, now: Date) -> String {
+        func local(_ d: Date) -> tm {
+            var seconds = time_t(d.timeIntervalSince1970.rounded(.down))
+            var parts = tm()
+            localtime_r(&seconds, &parts)
+            return parts
+        }
+        let t = local(date), n = local(now)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let clock = "\(two(t.tm_hour)):\(two(t.tm_min))"
+        if t.tm_year == n.tm_year && t.tm_yday == n.tm_yday { return clock }
+        if t.tm_year == n.tm_year { return "\(months[Int(t.tm_mon)]) \(t.tm_mday) \(clock)" }
+        return "\(t.tm_year + 1900)-\(two(t.tm_mon + 1))-\(two(t.tm_mday)) \(clock)"
+    }
+
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// A length of time: "45 s", "49 min", "2 h 10 min", "3 d".
     static func span(_ seconds: TimeInterval) -> String {
         let s = seconds.rounded().saturatingInt
         if s < 60 { return "\(s) s" }

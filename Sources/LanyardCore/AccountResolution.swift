@@ -25,7 +25,7 @@ public struct AccountResolution: Hashable, Sendable {
             case .flag: return "chosen by --account"
             case .environment: return "chosen by LANYARD_ACCOUNT"
             case .pinFile(let path): return "pinned by \(path)"
-            case .activeSlot: return "the active slot (lanyard switch)"
+            case .activeSlot: return "the active slot, set by `lanyard switch`"
             }
         }
     }

@@ -24,7 +24,7 @@ import LanyardTestSupport
         #expect(human.status == 0, "\(human.stderr)")
         #expect(human.stdout.contains("work  w@example.com  Pro"))
         #expect(human.stdout.contains("5 h window"))
-        #expect(human.stdout.contains(" 42%  resets in 2 h 10 min"))
+        #expect(human.stdout.contains(" 42%  resets in 2 h 10 min ("))
         #expect(human.stdout.contains("weekly"))
         let json = try env.home.run("usage", "--all", "--json")
         let slots = (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]]

@@ -35,7 +35,7 @@ enum BestSlotView {
                 used = .number(percent)
                 reason = "\(percent.rounded().saturatingInt)% used in its busiest window"
             case .atLimit(let resetsAt):
-                reason = "at its usage limit" + (resetsAt.map { " until \(RelativeTime.describe($0, now: inv.now))" } ?? "")
+                reason = "at its usage limit" + (resetsAt.map { ", resets \(RelativeTime.describe($0, now: inv.now))" } ?? "")
             case .failed(let code): reason = "skipped: \(code)"
             case .notSignedIn(let state): reason = "skipped: \(state.description)"
             }

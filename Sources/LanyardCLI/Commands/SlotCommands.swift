@@ -133,7 +133,7 @@ enum SlotCommands {
         inv.emit(.object(summary)) {
             let s = inv.style
             func time(_ d: Date?) -> String {
-                d.map { "\(RelativeTime.describe($0, now: inv.now)) (\(RFC3339.string(from: $0)))" } ?? "-"
+                d.map { RelativeTime.describe($0, now: inv.now) } ?? "-"
             }
             var lines: [(String, HumanText)] = [
                 ("provider", "\(record.provider)"),
