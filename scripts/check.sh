@@ -46,7 +46,10 @@ scripts/with-keyring.sh swift test --skip-build --sanitize=thread --scratch-path
   --filter 'LanyardKitTests|LifecycleTests' > .build/tsan.log 2>&1 || { tail -80 .build/tsan.log; exit 1; }
 grep -E 'Test run with' .build/tsan.log
 phase "fuzz smoke run (make fuzz for longer runs)"
-scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > .build/fuzz-smoke.log 2>&1 || { tail -40 .build/fuzz-smoke.log; exit 1; }
+scripts/fuzz.sh "${FUZZ_SECONDS:-60}" > .build/fuzz-smoke.log 2>&1 || {
+  # The failing harness is not always the last one: show each failure with its sanitizer report.
+  grep -E -B2 -A40 '^FAIL|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|deadly signal' .build/fuzz-smoke.log | head -200
+  tail -5 .build/fuzz-smoke.log; exit 1; }
 grep -E '^Done' .build/fuzz-smoke.log
 phase "Debian package (make deb, then install, smoke test and remove)"
 scripts/build-deb.sh
