@@ -148,6 +148,13 @@ struct HelperHome {
         #expect(other.status == 1)
         #expect(other.stdout.isEmpty)
         #expect(other.stderr.contains("no [netrc] mapping for other.example.com"))
+        let json = try home.env.home.run(["netrc", "api.example.com", "other.example.com", "--json"])
+        #expect(json.status == 1)
+        #expect(json.stderr.isEmpty)
+        let document = try JSONValue.parse(Data(json.stdout.utf8))
+        #expect(document["machines"] == .array([.object(["machine": .string("api.example.com"), "login": .string("x-access-token"),
+                                                         "password": .string(home.token), "slot": .string("work")])]))
+        #expect(document["unmapped"] == .array([.string("other.example.com")]))
     }
 }
 
@@ -189,6 +196,11 @@ struct HelperHome {
         ]))
         #expect(try env.home.run("token", "gh-alice").stdout == "gho_aliceToken0001\n")
         #expect(try env.home.run("env", "gh-alice").stdout.contains("export GH_TOKEN='gho_aliceToken0001'"))
+        let envJSON = try env.home.run("env", "gh-alice", "--json")
+        #expect(try JSONValue.parse(Data(envJSON.stdout.utf8))["GH_TOKEN"] == .string("gho_aliceToken0001"))
+        #expect(envJSON.stdout == (try env.home.run("env", "gh-alice", "--shell", "json")).stdout)
+        let both = try env.home.run("env", "gh-alice", "--json", "--shell", "fish")
+        #expect(both.status == 2 && both.stdout.contains(#""code": "usage""#))
         // Never refreshed: a gh token has no expiry and no refresh token.
         #expect(try env.home.run("status", "gh-alice", "--json").stdout.contains(#""state": "signed-in""#))
         // Again: nothing changes.
