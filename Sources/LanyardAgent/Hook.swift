@@ -14,26 +14,17 @@ package final class EventHook: Sendable {
 
     package func run(_ event: JSONValue) {
         let input = Array((event.serialized(pretty: false) + "\n").utf8)
-        var pipe: [Int32] = [0, 0]
-        guard Glibc.pipe(&pipe) == 0 else { return }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipe[0], 0)
-        posix_spawn_file_actions_addclose(&actions, pipe[1])
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        let args = ["/bin/sh", "-c", command]
+        guard let pipe = try? closeOnExecPipe() else { return }
         var env = ProcessInfo.processInfo.environment
         env["LANYARD_EVENT"] = event["event"]?.string
         env["LANYARD_SLOT"] = event["slot"]?.string
-        var pid: pid_t = 0
-        let cArgs = args.map { strdup($0) } + [nil]
-        let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { cArgs.forEach { free($0) }; cEnv.forEach { free($0) } }
-        let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, cArgs, cEnv)
-        close(pipe[0])
-        guard spawned == 0 else { close(pipe[1]); return }
-        let writeEnd = pipe[1]
+        var spawn = Spawn("/bin/sh", arguments: ["-c", command], environment: env)
+        spawn.stdin = .descriptor(pipe.read)
+        spawn.stdout = .null
+        let started = try? spawn.start()
+        close(pipe.read)
+        guard let pid = started else { close(pipe.write); return }
+        let writeEnd = pipe.write
         let child = pid
         group.enter()
         DispatchQueue.global().async { [group] in

@@ -12,6 +12,8 @@ package enum ExitStatus: Int32, Sendable, CaseIterable {
     case storeUnavailable = 5
     case network = 6
     case usageLimit = 7
+    /// `exec`'s command exists but cannot be run, as a shell says.
+    case commandNotRunnable = 126
     /// `exec`'s command does not exist, as a shell says.
     case commandNotFound = 127
     case cancelled = 130
@@ -38,6 +40,7 @@ extension ExitStatus {
         "usage": .usage, "invalid_slot_name": .usage, "git_credential_input": .usage, "docker_credential_input": .usage,
         "kube_exec_info": .usage,
         "cancelled_sign_in": .cancelled, "cancelled": .cancelled, "command_not_found": .commandNotFound,
+        "command_not_runnable": .commandNotRunnable,
         // everything else that went wrong
         "store_corrupt": .failure, "wrong_passphrase": .failure, "unsafe_path": .failure, "io_error": .failure,
         "registry_corrupt": .failure, "slot_exists": .failure, "slot_holds_another_account": .failure, "sign_in_in_progress": .failure, "config_invalid": .failure, "passphrase_unavailable": .failure,

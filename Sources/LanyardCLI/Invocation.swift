@@ -78,8 +78,9 @@ package final class Invocation: Sendable {
         try manager.credentialIfFresh(slot: slot) ?? runAsync { try await manager.freshCredential(slot: slot) }
     }
 
-    /// Runs async work to completion; with signal handling on, Ctrl-C (SIGINT) or SIGTERM cancels it.
-    func runAsync<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    /// Runs async work to completion; with signal handling on and `interruptible`, Ctrl-C (SIGINT)
+    /// or SIGTERM cancels it.
+    func runAsync<T: Sendable>(interruptible: Bool = true, _ work: @escaping @Sendable () async throws -> T) throws -> T {
         let box = Locked<Result<T, Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let task = Task {
@@ -88,7 +89,7 @@ package final class Invocation: Sendable {
             box.withLock { $0 = result }
             done.signal()
         }
-        let sources = onInterrupt { task.cancel() }
+        let sources = interruptible ? onInterrupt { task.cancel() } : []
         done.wait()
         for source in sources { source.cancel() }
         return try box.withLock { $0 }!.get()

@@ -50,6 +50,7 @@ extension ExitStatus {
         case .storeUnavailable: return "credential store locked, unavailable or not answering"
         case .network: return "network or server failure"
         case .usageLimit: return "usage limit reached"
+        case .commandNotRunnable: return "exec: the command was found but could not be run (as a shell)"
         case .commandNotFound: return "exec: the command was not found (as a shell)"
         case .cancelled: return "cancelled"
         }

@@ -67,48 +67,32 @@ enum RefreshWorker {
     static func spawnAndWait(slot: Slot, force: Bool, lockFD: Int32, environment: [String: String], executable: String?) throws -> (Int32, Data) {
         // A copy above 9: dup2 onto the descriptor it already is would keep close-on-exec.
         let handoff = fcntl(lockFD, F_DUPFD_CLOEXEC, 10)
-        guard handoff >= 0 else { throw StoreError.io(path: "lock", detail: "cannot hand the lock over: \(String(cString: strerror(errno)))") }
+        guard handoff >= 0 else { throw StoreError.io(path: "lock", detail: "cannot hand the lock over: \(SystemCallError("fcntl").reason)") }
         defer { close(handoff) }
-        var pipe: [Int32] = [0, 0]
-        guard Glibc.pipe(&pipe) == 0 else { throw StoreError.io(path: "pipe", detail: String(cString: strerror(errno))) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
+        let pipe: (read: Int32, write: Int32)
+        do { pipe = try closeOnExecPipe() } catch { throw StoreError.io(path: "pipe", detail: error.reason) }
+        let executable = executable ?? NetworkHandoff.currentExecutable()
+        var spawn = Spawn(executable, arguments: ["refresh-worker", slot.name, "--json", "--lock-fd", String(inheritedLockFD)] + (force ? ["--force"] : []),
+                          environment: environment)
+        spawn.stdout = .descriptor(pipe.write)
         // stderr stays the caller's: the worker's result and errors come as JSON on the pipe, so
         // what it prints there is warnings only (Codex's auth.json, an event log that fails).
-        posix_spawn_file_actions_addclose(&actions, pipe[0])
-        // dup2 makes a descriptor without close-on-exec for the same open file description, so
-        // the worker holds the very lock this process holds (and keeps it if this one is killed).
-        posix_spawn_file_actions_adddup2(&actions, handoff, inheritedLockFD)
-        var attributes = ChildSignals.attributes()
-        defer { posix_spawnattr_destroy(&attributes) }
-        // POSIX_SPAWN_SETSID (glibc): a session of its own, out of reach of the terminal's Ctrl-C.
-        posix_spawnattr_setflags(&attributes, Int16(0x80 | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let executable = executable ?? NetworkHandoff.currentExecutable()
-        let args = [executable, "refresh-worker", slot.name, "--json", "--lock-fd", String(inheritedLockFD)] + (force ? ["--force"] : [])
-        let env = environment.map { "\($0.key)=\($0.value)" }
-        var pid: pid_t = 0
-        let spawned = withCStrings(args) { argv in
-            withCStrings(env) { envp in posix_spawn(&pid, executable, &actions, &attributes, argv, envp) }
+        // The worker holds the very lock this process holds (and keeps it if this one is killed).
+        spawn.handOff = [(handoff, inheritedLockFD)]
+        // A session of its own: out of reach of the terminal's Ctrl-C.
+        spawn.newSession = true
+        let pid: pid_t
+        do { pid = try spawn.start() } catch {
+            close(pipe.write)
+            close(pipe.read)
+            throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(error.reason)")
         }
-        close(pipe[1])
-        guard spawned == 0 else {
-            close(pipe[0])
-            throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(String(cString: strerror(spawned)))")
-        }
+        close(pipe.write)
         // A pipe that cannot be read (never seen) reads as nothing: the worker's exit status says the rest.
-        let output = Data((try? readToEnd(pipe[0])) ?? [])
-        close(pipe[0])
+        let output = Data((try? readToEnd(pipe.read)) ?? [])
+        close(pipe.read)
         let exit = exitCode(ofWaitStatus: (try? waitForExit(pid)) ?? 0)
         return (exit, output)
-    }
-
-    static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
-        let pointers = strings.map { strdup($0) } + [nil]
-        defer { pointers.forEach { free($0) } }
-        return body(pointers)
     }
 }
 

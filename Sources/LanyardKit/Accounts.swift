@@ -88,6 +88,18 @@ public struct Accounts: Sendable {
         try manager.migrate(to: target, slots: slots, dryRun: dryRun)
     }
 
+    /// Runs `command` with `slot`'s credentials, as `lanyard exec` does: the slot's variables
+    /// (`LANYARD_ACCOUNT`, the provider's `env.NAME`) added to the configuration's environment,
+    /// and for an openai slot a private `CODEX_HOME` whose rotated tokens are copied back when the
+    /// command exits. The command runs in the foreground of this process (SIGTERM and SIGHUP
+    /// sent to this process are forwarded to it; SIGINT and SIGQUIT are ignored meanwhile), and a
+    /// thread is blocked until it exits.
+    /// - Throws: ``ExecError`` when the command cannot be found or started (nothing is refreshed
+    ///   or written for a command that is not found).
+    public func exec(_ command: [String], slot: Slot) async throws -> ExecOutcome {
+        try await manager.exec(command, slot: slot, environment: configuration.environment)
+    }
+
     /// Checks the backends and the registry against each other, and looks for `.lanyard` pins
     /// (at and below the working directory, under the home folder) that name no slot. Reads only.
     public func diagnose() throws -> DoctorReport { try manager.diagnose(pins: pinSearch) }

@@ -38,3 +38,5 @@
 @_exported import struct LanyardIntegrations.SlotCandidate
 @_exported import enum LanyardIntegrations.IntegrationError
 @_exported import struct LanyardIntegrations.ExecFolderRecovery
+@_exported import struct LanyardIntegrations.ExecOutcome
+@_exported import enum LanyardIntegrations.ExecError

@@ -36,46 +36,34 @@ package enum Subprocess {
     @discardableResult
     package static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                            stdout: Output = .inherit, stderr: Output = .inherit, wait: Bool = true) throws(LaunchError) -> Result {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-
+        var spawn = Spawn(executable, arguments: arguments, environment: environment)
         // Read ends stay with the parent; write ends go to the child and are closed after the spawn.
         var pipes: [(fd: Int32, readEnd: Int32)] = []
         var writeEnds: [Int32] = []
         defer { for p in pipes { close(p.readEnd) } }
         for (fd, output) in [(Int32(1), stdout), (Int32(2), stderr)] {
+            let stream: Spawn.Stream
             switch output {
-            case .inherit: break
-            case .discard: posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_WRONLY, 0)
+            case .inherit: stream = .inherit
+            case .discard: stream = .null
             case .capture:
-                var ends: [Int32] = [-1, -1]
-                // Close-on-exec so other children spawned meanwhile do not inherit them (pipe2 is not
-                // in the Glibc module).
-                guard pipe(&ends) == 0 else {
+                let ends: (read: Int32, write: Int32)
+                do { ends = try closeOnExecPipe() } catch {
                     writeEnds.forEach { close($0) }
-                    throw LaunchError(program: executable, code: errno)
+                    throw LaunchError(program: executable, code: error.errno)
                 }
-                _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
-                _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
-                posix_spawn_file_actions_adddup2(&actions, ends[1], fd)
-                pipes.append((fd, ends[0]))
-                writeEnds.append(ends[1])
+                pipes.append((fd, ends.read))
+                writeEnds.append(ends.write)
+                stream = .descriptor(ends.write)
             }
+            if fd == 1 { spawn.stdout = stream } else { spawn.stderr = stream }
         }
-
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-        defer {
-            argv.forEach { free($0) }
-            envp?.forEach { free($0) }
+        let pid: pid_t
+        do { pid = try spawn.start() } catch {
+            writeEnds.forEach { close($0) }
+            throw LaunchError(program: executable, code: error.errno)
         }
-        var pid: pid_t = 0
-        let spawned = envp.map { envp in posix_spawn(&pid, executable, &actions, nil, argv, envp) }
-            ?? posix_spawn(&pid, executable, &actions, nil, argv, environ)
         writeEnds.forEach { close($0) }
-        guard spawned == 0 else { throw LaunchError(program: executable, code: spawned) }
 
         var result = Result(status: 0, stdout: [], stderr: [])
         // Both pipes are drained together so a child that fills one while we wait on the other

@@ -4,6 +4,7 @@ import Testing
 import LanyardAuth
 @testable import LanyardCLI
 import LanyardCore
+import LanyardIntegrations
 import LanyardStore
 
 /// Exit statuses are decided in one table in the CLI (`ExitStatus.byCode`); the layers only name
@@ -68,9 +69,18 @@ import LanyardStore
         let r = cli.run("exec", "--", "lanyard-no-such-command")
         #expect(r.status == 127)
         #expect(r.stderr == "lanyard: command not found: lanyard-no-such-command\n", "\(r.stderr)")
-        #expect(CommandNotFound(name: "x").code == "command_not_found")
+        #expect(ExecError.commandNotFound("x").code == "command_not_found")
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: cli.paths.runtimeDirectory + "/exec")) ?? []
         #expect(folders.isEmpty, "\(folders)")
+        // A path that does not exist is not found either; one that exists but cannot run exits 126.
+        #expect(cli.run("exec", "--", cli.root + "/no-such-file").status == 127)
+        let notExecutable = cli.root + "/plain.txt"
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: notExecutable))
+        let refused = cli.run("exec", "--", notExecutable)
+        #expect(refused.status == 126)
+        #expect(refused.stderr.hasPrefix("lanyard: cannot run \(notExecutable): Permission denied"), "\(refused.stderr)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: cli.paths.runtimeDirectory + "/exec")) ?? []
+        #expect(left.isEmpty, "\(left)")
     }
 
     /// `exec SLOT -- CMD` names the slot like every other command, and `--account` still works.

@@ -161,3 +161,33 @@ struct KitHome {
         await #expect(throws: ClientError.invalidResponse("usage: the body is not a JSON object")) { _ = try await client.usage() }
     }
 }
+
+@Suite struct AccountsExecTests {
+    /// A program does what `lanyard exec` does: the command sees the slot's variables and a private
+    /// CODEX_HOME holding the slot's auth.json; tokens it rotates there come back into the slot.
+    @Test func runsACommandWithTheSlotsCredentialsAndCopiesRotatedTokensBack() async throws {
+        let env = try KitHome()
+        try await ClientTests().signedIn(env, slot: "kit")
+        let accounts = try Accounts(configuration: env.configuration())
+        let seen = env.home.root + "/seen"
+        // The command reports what it got, then plays Codex rotating the refresh token.
+        let script = """
+        printf '%s\\n' "$LANYARD_ACCOUNT" "$CODEX_HOME" > \(seen)
+        test -s "$CODEX_HOME/auth.json" || exit 9
+        sed -i 's/"refresh_token" *: *"[^"]*"/"refresh_token": "rotated-by-the-command"/' "$CODEX_HOME/auth.json"
+        sed -i 's/"last_refresh" *: *"[^"]*"/"last_refresh": "2099-01-01T00:00:00Z"/' "$CODEX_HOME/auth.json"
+        exit 3
+        """
+        let outcome = try await accounts.exec(["/bin/sh", "-c", script], slot: try Slot("kit"))
+        #expect(outcome.status == 3)
+        #expect(outcome.rotatedTokensStoredIn?.name == "kit")
+        #expect(outcome.copyBackFailure == nil)
+        let lines = try String(contentsOfFile: seen, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(lines.first == "kit")
+        #expect(lines.count == 2 && !FileManager.default.fileExists(atPath: lines[1]), "the private folder is removed")
+
+        await #expect(throws: ExecError.commandNotFound("lanyard-no-such-command")) {
+            try await accounts.exec(["lanyard-no-such-command"], slot: try Slot("kit"))
+        }
+    }
+}

@@ -161,7 +161,7 @@ final class SignInProgress: Sendable {
             err.line("lanyard: not opening the verification page: the server gave a URL that is not https; open it yourself if you trust it")
             return
         }
-        guard let xdgOpen = ChildProcess.searchPath("xdg-open", environment["PATH"] ?? "/usr/bin:/bin") else {
+        guard let xdgOpen = Spawn.searchPath("xdg-open", environment["PATH"] ?? "/usr/bin:/bin") else {
             err.line("lanyard: could not open a browser (xdg-open is not installed); open the URL above yourself")
             return
         }

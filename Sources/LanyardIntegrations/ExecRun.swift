@@ -1,0 +1,125 @@
+import FoundationEssentials
+import Glibc
+import LanyardAuth
+import LanyardCore
+import LanyardStore
+import LanyardSystem
+
+/// Why ``AccountManager/exec(_:slot:environment:)`` could not run its command.
+public enum ExecError: LanyardError, Equatable {
+    /// Not on PATH, or not executable there (a shell's exit 127).
+    case commandNotFound(String)
+    /// Found but could not be started (the system's reason; a shell's exit 126).
+    case cannotRun(String, reason: String)
+
+    public var code: String {
+        switch self {
+        case .commandNotFound: return "command_not_found"
+        case .cannotRun: return "command_not_runnable"
+        }
+    }
+
+    public var errorDescription: String? {
+        switch self {
+        case .commandNotFound(let name): return "command not found: \(TerminalText.escaped(name))"
+        case .cannotRun(let name, let reason): return "cannot run \(TerminalText.escaped(name)): \(reason)"
+        }
+    }
+}
+
+/// What ``AccountManager/exec(_:slot:environment:)`` did.
+public struct ExecOutcome: Sendable, Equatable {
+    /// The copy-back of rotated tokens that failed after the command exited.
+    public struct CopyBackFailure: Sendable, Equatable {
+        /// Why (a ``LanyardError``'s description).
+        public let reason: String
+        /// The private Codex home where the tokens stay until `doctor` or the next exec recovers them.
+        public let folder: String
+    }
+
+    /// The command's exit status, or 128 + the signal that ended it.
+    public let status: Int32
+    /// Folders earlier, killed runs left, recovered before the command started.
+    public let recoveries: [ExecFolderRecovery]
+    /// The slot that took tokens the command rotated (nil when it rotated none).
+    public let rotatedTokensStoredIn: Slot?
+    /// Set when the rotated tokens could not be copied back.
+    public let copyBackFailure: CopyBackFailure?
+}
+
+/// The environment variables a slot gives a program: `LANYARD_ACCOUNT` and those the provider's
+/// `env.NAME` keys name (`access_token`, `id_token` or `account_id`).
+package enum SlotEnvironment {
+    package static func variables(slot: Slot, credential: Credential, provider: ProviderConfig?) -> [String: String] {
+        var result = ["LANYARD_ACCOUNT": slot.name]
+        for (name, field) in provider?.environment ?? [:] {
+            switch field {
+            case "access_token": result[name] = credential.tokens.accessToken
+            case "id_token": credential.tokens.idToken.map { result[name] = $0 }
+            case "account_id": credential.account.accountID.map { result[name] = $0 }
+            default: break
+            }
+        }
+        return result
+    }
+}
+
+extension AccountManager {
+    /// Runs `command` with `slot`'s credentials, as `lanyard exec` does. First the folders killed
+    /// runs left are recovered (the slot's stored refresh token may be one their command rotated
+    /// away); then the credential is refreshed when due and the command gets `environment` plus
+    /// the slot's variables (``SlotEnvironment``) and, for an openai slot, `CODEX_HOME` pointing at
+    /// a private 0700 folder holding the slot's auth.json. The command runs in the foreground
+    /// (``ForegroundChild``: it keeps the terminal; SIGTERM and SIGHUP are forwarded) and inherits
+    /// the folder's lock, so a folder whose exec was killed is recovered only once the command is
+    /// gone too. When it exits, tokens it rotated are copied back and the folder removed; a failed
+    /// copy-back leaves the folder (reported in the outcome, never thrown: the command ran).
+    /// Blocks a thread while the command runs. `recovered` hears of the recovered folders before
+    /// the command starts (they are in the outcome too).
+    package func exec(_ command: [String], slot: Slot, environment: [String: String],
+                      recovered: @Sendable ([ExecFolderRecovery]) -> Void = { _ in }) async throws -> ExecOutcome {
+        guard let name = command.first else { throw ExecError.commandNotFound("") }
+        // Checked before anything is refreshed or written, as a shell would report it.
+        let path = name.contains("/") ? (access(name, F_OK) == 0 ? name : nil)
+            : Spawn.searchPath(name, environment["PATH"] ?? "/usr/bin:/bin")
+        guard let path else { throw ExecError.commandNotFound(name) }
+        guard access(path, X_OK) == 0 else { throw ExecError.cannotRun(name, reason: SystemCallError("access").reason) }
+        let record = try record(of: slot)
+        let recoveries = await recoverAbandonedExecFolders()
+        recovered(recoveries)
+        let credential = try await freshCredential(slot: slot)
+        let provider = config.providers[record.provider]
+        var childEnvironment = environment
+        for (key, value) in SlotEnvironment.variables(slot: slot, credential: credential, provider: provider) { childEnvironment[key] = value }
+        var folder: ExecFolder?
+        if provider?.kind == .openai {
+            let made = try ExecFolder.create(for: slot, paths: paths)
+            do { try made.home.write(try CodexAuthFile(credential: credential, slot: slot)) } catch {
+                made.remove()
+                throw error
+            }
+            childEnvironment["CODEX_HOME"] = made.home.directory
+            folder = made
+        }
+        var spawn = Spawn(path, environment: childEnvironment)
+        spawn.argv = command
+        spawn.stdin = .inherit
+        spawn.userCoreLimit = true
+        spawn.handOff = folder.map { [($0.lockDescriptor, $0.lockDescriptor)] } ?? []
+        let status: Int32
+        do { status = try ForegroundChild.run(spawn) } catch {
+            folder?.remove()
+            throw ExecError.cannotRun(name, reason: error.reason)
+        }
+        var storedIn: Slot?
+        var failure: ExecOutcome.CopyBackFailure?
+        if let folder {
+            // On failure the folder stays (its lock is released when this process ends): the
+            // tokens in it may be the only live ones.
+            do { storedIn = try await folder.finish(self) } catch {
+                failure = ExecOutcome.CopyBackFailure(reason: error.userFacingDescription, folder: folder.home.directory)
+            }
+        }
+        return ExecOutcome(status: status, recoveries: recoveries, rotatedTokensStoredIn: storedIn, copyBackFailure: failure)
+    }
+}
