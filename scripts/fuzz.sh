@@ -53,6 +53,7 @@ build_harness() {
             sources=("${core[@]}" "$out"/src/responses/*.swift) ;;
         documents)  # files other hands write: config.ini, auth.json, bundles, the registry
             module_files LanyardStore ConfigFile RegistryDocument SlotRecordReader CredentialStore PinFile
+            module_files LanyardSystem SystemCall
             module_files LanyardIntegrations CodexAuthFile ExportBundle
             module_files LanyardAuth AuthErrors
             module_files LanyardStore StoreErrors

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSystem
 
 /// `lanyard` links no HTTP stack (FoundationNetworking costs ~10 ms at every start); commands that
 /// talk to a provider replace the process with `lanyard-net`, the same CLI with URLSession. The
@@ -25,7 +26,7 @@ enum NetworkHandoff {
         let args = [path] + argv
         let pointers = args.map { strdup($0) } + [nil]
         execv(path, pointers)
-        let reason = String(cString: strerror(errno))
+        let reason = SystemCallError.reason()
         pointers.forEach { free($0) }
         throw NetworkUnavailable(detail: "cannot run \(path): \(reason) (is Lanyard fully installed?)")
     }

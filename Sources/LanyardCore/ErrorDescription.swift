@@ -17,18 +17,20 @@ extension Error {
             let path = cocoa.userInfo["NSFilePath"] as? String ?? (cocoa.userInfo["NSURL"] as? URL)?.path
             let reason: String
             if let posix = cocoa.userInfo["NSUnderlyingError"] as? POSIXError {
-                reason = Self.systemMessage(posix.code.rawValue)
+                reason = systemMessage(posix.code.rawValue)
             } else {
                 reason = "file operation failed (code \(cocoa.code.rawValue))"
             }
             return path.map { "\(TerminalText.escaped($0)): \(reason)" } ?? reason
         }
-        if let posix = self as? POSIXError { return Self.systemMessage(posix.code.rawValue) }
+        if let posix = self as? POSIXError { return systemMessage(posix.code.rawValue) }
         return String(describing: self)
     }
+}
 
-    private static func systemMessage(_ code: Int32) -> String {
-        guard let text = strerror(code) else { return "system error \(code)" }
-        return String(cString: text)
-    }
+/// The C library's text for an errno value (LanyardSystem's `SystemCallError` gives the same for
+/// the modules above it).
+package func systemMessage(_ code: Int32) -> String {
+    guard let text = strerror(code) else { return "system error \(code)" }
+    return String(cString: text)
 }

@@ -30,7 +30,7 @@ package final class TextInput: Sendable {
             switch self {
             case .nulByte: return "contains a NUL byte (it is not text)"
             case .lineTooLong(let maxBytes): return "is longer than \(ByteCount.describe(maxBytes))"
-            case .unreadable(let code): return "cannot be read: \(String(cString: strerror(code)))"
+            case .unreadable(let code): return "cannot be read: \(systemMessage(code))"
             }
         }
     }

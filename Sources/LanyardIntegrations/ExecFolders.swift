@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSystem
 import LanyardStore
 
 // The private Codex homes of `lanyard exec`: `$XDG_RUNTIME_DIR/lanyard/exec/SLOT.XXXXXX`, each
@@ -46,7 +47,7 @@ package final class ExecFolder: Sendable {
         try SecureFiles.ensureDirectory(parent(paths))
         var template = Array((parent(paths) + "/\(slot.name).XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ $0.baseAddress.flatMap { mkdtemp($0) } }) else {
-            throw StoreError.io(path: parent(paths), detail: String(cString: strerror(errno)))
+            throw StoreError.io(path: parent(paths), detail: SystemCallError.reason())
         }
         let directory = String(cString: made)
         // Locked under a name scanners ignore, then renamed: the lock file is never seen unlocked.
@@ -54,7 +55,7 @@ package final class ExecFolder: Sendable {
         do {
             lock = try FileLock(path: directory + "/" + lockName + ".new")
             guard rename(directory + "/" + lockName + ".new", directory + "/" + lockName) == 0 else {
-                throw StoreError.io(path: directory + "/" + lockName, detail: String(cString: strerror(errno)))
+                throw StoreError.io(path: directory + "/" + lockName, detail: SystemCallError.reason())
             }
         } catch {
             ExecFolders.removeContents(of: directory)

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSystem
 
 /// The event log (`$XDG_STATE_HOME/lanyard/events.jsonl`): one JSON object a line for refreshes,
 /// state transitions and errors, written by every Lanyard process. Never holds a token.
@@ -63,11 +64,11 @@ package struct EventLog: Sendable {
         guard lstat(directory, &st) == 0 else { return nil }  // made on the first write
         guard (st.st_mode & S_IFMT) == S_IFDIR else { return "\(TerminalText.escaped(directory)) is not a folder" }
         if lstat(path, &st) != 0 {
-            return access(directory, W_OK) == 0 ? nil : "\(TerminalText.escaped(directory)): \(String(cString: strerror(errno)))"
+            return access(directory, W_OK) == 0 ? nil : "\(TerminalText.escaped(directory)): \(SystemCallError.reason())"
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else { return "\(TerminalText.escaped(path)) is not a regular file" }
         let fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return "\(TerminalText.escaped(path)): \(String(cString: strerror(errno)))" }
+        guard fd >= 0 else { return "\(TerminalText.escaped(path)): \(SystemCallError.reason())" }
         close(fd)
         return nil
     }
@@ -93,14 +94,14 @@ package struct EventLog: Sendable {
         }
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
-            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            let reason = errno == ELOOP ? "it is a symbolic link" : SystemCallError.reason()
             return failed(reason)
         }
         defer { close(fd) }
         var offset = 0
         while offset < line.count {
             let n = line.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 { if errno == EINTR { continue }; return failed(String(cString: strerror(errno))) }
+            if n < 0 { if errno == EINTR { continue }; return failed(SystemCallError.reason()) }
             offset += n
         }
     }

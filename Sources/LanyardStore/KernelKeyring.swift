@@ -2,6 +2,7 @@ import CKeyutils
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSystem
 
 /// The kernel user keyring (keyutils): where an unlocked file-store identity waits, with a timeout,
 /// so a session pays for one scrypt. The only file that touches libkeyutils.
@@ -9,14 +10,14 @@ enum KernelKeyring {
     /// Why the user keyring cannot be used here (containers whose seccomp profile blocks keyctl,
     /// kernels without keys support), or nil when it can.
     static func unavailableReason() -> String? {
-        keyctl_get_keyring_ID(KEY_SPEC_USER_KEYRING, 0) >= 0 ? nil : String(cString: strerror(errno))
+        keyctl_get_keyring_ID(KEY_SPEC_USER_KEYRING, 0) >= 0 ? nil : SystemCallError.reason()
     }
 
     /// Stores `secret` under `name` in the user keyring, replacing an older key of that name.
     static func store(name: String, secret: [UInt8], timeout: TimeInterval) throws(StoreError) {
         let serial = secret.withUnsafeBytes { add_key("user", name, $0.baseAddress, $0.count, KEY_SPEC_USER_KEYRING) }
         guard serial >= 0 else {
-            throw .unavailable(backend: "kernel keyring", hint: "cannot cache the unlocked store (\(String(cString: strerror(errno)))); "
+            throw .unavailable(backend: "kernel keyring", hint: "cannot cache the unlocked store (\(SystemCallError.reason())); "
                 + "set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS so each command can open it, or use a store made with `lanyard store init --no-passphrase`")
         }
         if timeout > 0 { _ = keyctl_set_timeout(serial, UInt32(min(timeout, Double(UInt32.max)))) }

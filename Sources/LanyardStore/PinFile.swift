@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSystem
 
 /// `.lanyard` files pin a slot to a directory tree: the nearest one walking up from the working
 /// directory wins. The file holds the slot name on its first non-comment line.
@@ -112,7 +113,7 @@ package enum PinFile {
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
-            return .failure(Refusal(reason: "cannot be read (\(String(cString: strerror(errno))))"))
+            return .failure(Refusal(reason: "cannot be read (\(SystemCallError.reason()))"))
         }
         defer { close(fd) }
         var info = stat()
@@ -130,7 +131,7 @@ package enum PinFile {
         }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        guard n >= 0 else { return .failure(Refusal(reason: "cannot be read (\(String(cString: strerror(errno))))")) }
+        guard n >= 0 else { return .failure(Refusal(reason: "cannot be read (\(SystemCallError.reason()))")) }
         return .success(String(decoding: buffer[0..<n], as: UTF8.self))
     }
 
@@ -149,6 +150,6 @@ package enum PinFile {
         let path = directory + "/" + name
         if unlink(path) == 0 { return true }
         if errno == ENOENT { return false }
-        throw .io(path: path, detail: String(cString: strerror(errno)))
+        throw .io(path: path, detail: SystemCallError.reason())
     }
 }

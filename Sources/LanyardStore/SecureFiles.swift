@@ -12,7 +12,7 @@ package enum SecureFiles {
     package static func ensureDirectory(_ path: String) throws(StoreError) {
         var st = stat()
         if lstat(path, &st) != 0 {
-            guard errno == ENOENT else { throw .io(path: path, detail: String(cString: strerror(errno))) }
+            guard errno == ENOENT else { throw .io(path: path, detail: SystemCallError.reason()) }
             let parent = PathText.parent(of: path)
             if !parent.isEmpty, parent != path, access(parent, F_OK) != 0 {
                 // Parents follow the XDG convention (0700 is right for them too).
@@ -22,9 +22,9 @@ package enum SecureFiles {
                 }
             }
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
-                throw .io(path: path, detail: "cannot create folder: \(String(cString: strerror(errno)))")
+                throw .io(path: path, detail: "cannot create folder: \(SystemCallError.reason())")
             }
-            guard lstat(path, &st) == 0 else { throw .io(path: path, detail: String(cString: strerror(errno))) }
+            guard lstat(path, &st) == 0 else { throw .io(path: path, detail: SystemCallError.reason()) }
         }
         try checkOwnership(path, st, expectDirectory: true)
         if st.st_mode & 0o077 != 0 { chmod(path, 0o700) }
@@ -37,7 +37,7 @@ package enum SecureFiles {
         var st = stat()
         if lstat(path, &st) != 0 {
             if errno == ENOENT { return false }
-            throw .io(path: path, detail: String(cString: strerror(errno)))
+            throw .io(path: path, detail: SystemCallError.reason())
         }
         try checkOwnership(path, st, expectDirectory: false)
         return true
@@ -76,11 +76,11 @@ package enum SecureFiles {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { throw .unsafePath(path: path, reason: "it is a symbolic link to a file that does not exist") }
-            throw .io(path: path, detail: String(cString: strerror(errno)))
+            throw .io(path: path, detail: SystemCallError.reason())
         }
         defer { close(fd) }
         var target = stat()
-        guard fstat(fd, &target) == 0 else { throw .io(path: path, detail: String(cString: strerror(errno))) }
+        guard fstat(fd, &target) == 0 else { throw .io(path: path, detail: SystemCallError.reason()) }
         guard (target.st_mode & S_IFMT) == S_IFREG else {
             throw .unsafePath(path: path, reason: "it is a symbolic link to something that is not a regular file")
         }
@@ -119,7 +119,7 @@ package enum SecureFiles {
         let exists = try checkFile(path)
         if keepPrevious && exists { linkPrevious(path) }
         guard rename(source, path) == 0 else {
-            throw .io(path: path, detail: "cannot move \(PathText.lastComponent(of: source)) into place: \(String(cString: strerror(errno)))")
+            throw .io(path: path, detail: "cannot move \(PathText.lastComponent(of: source)) into place: \(SystemCallError.reason())")
         }
         syncDirectory(PathText.parent(of: path))
     }
@@ -129,19 +129,19 @@ package enum SecureFiles {
     /// other means (a ``RegistryTransaction``'s `.incoming` files); a failure removes it again.
     package static func writeNew(_ data: Data, to path: String) throws(StoreError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: path, detail: "cannot create: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .io(path: path, detail: "cannot create: \(SystemCallError.reason())") }
         let failure: String? = data.withUnsafeBytes { raw -> String? in
             var offset = 0
             while offset < raw.count, let base = raw.baseAddress {
                 let n = write(fd, base + offset, raw.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    return "cannot write: \(String(cString: strerror(errno)))"
+                    return "cannot write: \(SystemCallError.reason())"
                 }
                 offset += n
             }
             while fsync(fd) != 0 {
-                if errno != EINTR { return "cannot fsync: \(String(cString: strerror(errno)))" }
+                if errno != EINTR { return "cannot fsync: \(SystemCallError.reason())" }
             }
             return nil
         }
@@ -156,7 +156,7 @@ package enum SecureFiles {
     /// Removes `path` (absent is fine) and makes the removal durable (fsync of its folder).
     package static func removeDurably(_ path: String) throws(StoreError) {
         guard unlink(path) == 0 || errno == ENOENT else {
-            throw .io(path: path, detail: "cannot remove: \(String(cString: strerror(errno)))")
+            throw .io(path: path, detail: "cannot remove: \(SystemCallError.reason())")
         }
         syncDirectory(PathText.parent(of: path))
     }
@@ -204,10 +204,10 @@ package final class FileLock: Sendable {
     /// Blocks until the exclusive lock on `path` is held. The file is created 0600.
     package init(path: String) throws(StoreError) {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(SystemCallError.reason())") }
         while flock(fd, LOCK_EX) != 0 {
             if errno == EINTR { continue }
-            let message = String(cString: strerror(errno))
+            let message = SystemCallError.reason()
             close(fd)
             throw .io(path: path, detail: "cannot lock: \(message)")
         }
@@ -217,7 +217,7 @@ package final class FileLock: Sendable {
     /// Takes the lock only if nobody holds it; nil when it is taken.
     package static func tryLock(path: String) throws(StoreError) -> FileLock? {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(SystemCallError.reason())") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             close(fd)
             return nil
@@ -232,7 +232,7 @@ package final class FileLock: Sendable {
         // descriptor that is not open.
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
-            throw .io(path: "fd \(fd)", detail: "not a held lock: \(String(cString: strerror(errno)))")
+            throw .io(path: "fd \(fd)", detail: "not a held lock: \(SystemCallError.reason())")
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         self.fd = fd

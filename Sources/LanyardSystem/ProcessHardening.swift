@@ -13,12 +13,12 @@ package enum ProcessHardening {
     @discardableResult
     package static func apply() -> String? {
         var problems: [String] = []
-        if lanyard_set_not_dumpable() != 0 { problems.append("PR_SET_DUMPABLE: " + String(cString: strerror(errno))) }
+        if lanyard_set_not_dumpable() != 0 { problems.append("PR_SET_DUMPABLE: " + SystemCallError.reason()) }
         var limit = rlimit()
         if getrlimit(coreResource, &limit) == 0 {
             inheritedCoreLimit = limit.rlim_cur
             limit.rlim_cur = 0
-            if setrlimit(coreResource, &limit) != 0 { problems.append("RLIMIT_CORE: " + String(cString: strerror(errno))) }
+            if setrlimit(coreResource, &limit) != 0 { problems.append("RLIMIT_CORE: " + SystemCallError.reason()) }
         }
         return problems.isEmpty ? nil : problems.joined(separator: "; ")
     }

@@ -27,7 +27,7 @@ package enum Subprocess {
     package struct LaunchError: LocalizedError {
         package let program: String
         package let code: Int32
-        package var errorDescription: String? { "cannot run \(program): \(String(cString: strerror(code)))" }
+        package var errorDescription: String? { "cannot run \(program): \(SystemCallError.reason(code))" }
     }
 
     /// Runs `executable` (an absolute path, not looked up in PATH) with `arguments` after argv[0],

@@ -14,9 +14,13 @@ package struct SystemCallError: Error, Equatable, Sendable, CustomStringConverti
     }
 
     /// The C library's text for the errno (`No such file or directory`).
-    package var reason: String { String(cString: strerror(errno)) }
+    package var reason: String { Self.reason(errno) }
 
     package var description: String { "\(call)\(target.map { " \($0)" } ?? ""): \(reason)" }
+
+    /// The C library's text for `code` (by default the errno just set), for messages that say
+    /// the call in their own words.
+    package static func reason(_ code: Int32 = Glibc.errno) -> String { String(cString: strerror(code)) }
 }
 
 /// Runs `call` again while it fails with EINTR (a signal arrived), for the calls that return -1
