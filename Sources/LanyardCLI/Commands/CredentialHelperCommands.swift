@@ -13,58 +13,95 @@ enum CredentialHelperCommands {
     static let dockerHelperName = "docker-credential-lanyard"
 
     static let docker = CommandSpec(
-        name: "docker-credential", summary: "Docker credential helper (installed as docker-credential-lanyard)",
-        arguments: "get|store|erase|list|version", minArguments: 1, maxArguments: 1, flags: [], prints: false, takesAccount: false,
+        group: "docker-credential", summary: "Docker credential helper (installed as docker-credential-lanyard)",
         details: """
-        Speaks the docker-credential-helpers protocol; Docker runs it as docker-credential-lanyard (set "credHelpers": \
-        {"ghcr.io": "lanyard"} in ~/.docker/config.json). get reads a server URL on stdin and, for a registry mapped in \
-        [docker] (HOST = SLOT), prints {"ServerURL", "Username", "Secret"} with the slot's access token (refreshed when \
-        due) and the provider's git-username (default x-access-token); for any other registry it prints "credentials \
-        not found in native keychain" and exits 1, so Docker falls back to its own store. list prints the mapped \
-        registries and usernames. store and erase read their input and change nothing: Lanyard owns the tokens. \
-        Input that is not text (a NUL byte), a line over 64 KiB or more than 1 MiB is refused at once (exit 2). \
-        Errors are printed on stdout, where Docker reads them.
-        """, subcommands: ["get", "store", "erase", "list", "version"]) { inv in
-        do {
-            return try dockerAction(inv)
-        } catch let error as any LanyardError {
-            // The protocol's clients read a helper's error from its stdout.
-            inv.stdout.rawLine(TerminalText.escaped(error.userFacingDescription))
-            return error.exitStatus
+        Speaks the docker-credential-helpers protocol; Docker runs it as docker-credential-lanyard ACTION (a link \
+        to lanyard) for the registries ~/.docker/config.json hands it ("credHelpers": {"ghcr.io": "lanyard"}). \
+        Which slot's token a registry gets is set in the [docker] group of config.ini (HOST = SLOT). Input that is \
+        not text (a NUL byte), a line over 64 KiB or more than 1 MiB is refused at once (exit 2). Errors are \
+        printed on stdout, where Docker reads them.
+        """,
+        examples: [
+            CommandExample("echo ghcr.io | docker-credential-lanyard get", "what Docker gets for ghcr.io"),
+            CommandExample("lanyard docker-credential list", "the registries Lanyard answers for"),
+        ],
+        subcommands: [dockerGet, dockerStore, dockerErase, dockerList, dockerVersion])
+
+    /// One action of the Docker helper; its errors go to stdout, where the protocol's clients read them.
+    static func dockerAction(_ word: String, summary: String, details: String, examples: [CommandExample],
+                             _ action: @escaping @Sendable (Invocation) throws -> ExitStatus) -> CommandSpec {
+        CommandSpec(name: "docker-credential \(word)", summary: summary, arguments: "", minArguments: 0, maxArguments: 0,
+                    flags: [], prints: false, takesAccount: false, details: details, examples: examples) { inv in
+            do {
+                return try action(inv)
+            } catch let error as any LanyardError {
+                inv.stdout.rawLine(TerminalText.escaped(error.userFacingDescription))
+                return error.exitStatus
+            }
         }
     }
 
-    static func dockerAction(_ inv: Invocation) throws -> ExitStatus {
-        switch inv.args.positionals[0] {
-        case "get":
-            let serverURL = try DockerCredential.readInput(inv.context.input).trimmingSpaces()
-            let host = try DockerCredential.host(ofServerURL: serverURL)
-            let config = try inv.config()
-            // A token never goes to a registry over plain http.
-            guard !serverURL.lowercased().hasPrefix("http://"), let slot = config.dockerCredentials[host] else {
-                inv.stdout.rawLine(DockerCredential.notFoundMessage)
-                return .failure
-            }
-            let manager = try inv.accounts()
-            let credential = try inv.freshCredential(manager, slot: slot)
-            let username = config.providers[credential.provider]?.gitUsername ?? "x-access-token"
-            inv.stdout.rawLine(DockerCredential.getAnswer(serverURL: serverURL, username: username, secret: credential.tokens.accessToken))
-        case "list":
-            let config = try inv.config()
-            let document = try inv.registry.load()
-            let entries = config.dockerCredentials.sorted { $0.key < $1.key }.map { host, slot in
-                (host, document.slots[slot].flatMap { config.providers[$0.provider]?.gitUsername } ?? "x-access-token")
-            }
-            inv.stdout.rawLine(DockerCredential.listAnswer(entries))
-        case "store":
-            try DockerCredential.checkStoreInput(Data(DockerCredential.readInput(inv.context.input).utf8))
-        case "erase":
-            _ = try DockerCredential.host(ofServerURL: DockerCredential.readInput(inv.context.input))
-        case "version":
-            inv.stdout.line("\(dockerHelperName) (lanyard \(Lanyard.version))")
-        default:
-            preconditionFailure("the parser admits only the table's subcommands")
+    static let dockerGet = dockerAction(
+        "get", summary: "print the mapped slot's credentials for the server URL on stdin",
+        details: """
+        Reads a server URL on stdin (ghcr.io, https://ghcr.io, https://ghcr.io/v2/) and, for a registry mapped in \
+        [docker], prints {"ServerURL", "Username", "Secret"} with the slot's access token (refreshed when due) and \
+        the provider's git-username (default x-access-token). For any other registry, or an http:// URL, it prints \
+        "credentials not found in native keychain" and exits 1, so Docker falls back to its own store.
+        """,
+        examples: [
+            CommandExample("echo https://ghcr.io | lanyard docker-credential get", "the credentials Docker gets for ghcr.io"),
+        ]) { inv in
+        let serverURL = try DockerCredential.readInput(inv.context.input).trimmingSpaces()
+        let host = try DockerCredential.host(ofServerURL: serverURL)
+        let config = try inv.config()
+        // A token never goes to a registry over plain http.
+        guard !serverURL.lowercased().hasPrefix("http://"), let slot = config.dockerCredentials[host] else {
+            inv.stdout.rawLine(DockerCredential.notFoundMessage)
+            return .failure
         }
+        let manager = try inv.accounts()
+        let credential = try inv.freshCredential(manager, slot: slot)
+        let username = config.providers[credential.provider]?.gitUsername ?? "x-access-token"
+        inv.stdout.rawLine(DockerCredential.getAnswer(serverURL: serverURL, username: username, secret: credential.tokens.accessToken))
+        return .ok
+    }
+
+    static let dockerList = dockerAction(
+        "list", summary: "print the mapped registries and their usernames",
+        details: "Prints {\"https://HOST\": \"USERNAME\"} for each registry the [docker] group of config.ini maps; no token.",
+        examples: [CommandExample("lanyard docker-credential list", "which registries Docker can get tokens for")]) { inv in
+        let config = try inv.config()
+        let document = try inv.registry.load()
+        let entries = config.dockerCredentials.sorted { $0.key < $1.key }.map { host, slot in
+            (host, document.slots[slot].flatMap { config.providers[$0.provider]?.gitUsername } ?? "x-access-token")
+        }
+        inv.stdout.rawLine(DockerCredential.listAnswer(entries))
+        return .ok
+    }
+
+    static let dockerStore = dockerAction(
+        "store", summary: "read Docker's credentials and keep nothing (Lanyard owns the tokens)",
+        details: "Reads the credentials `docker login` hands over and changes nothing: a stored copy would go stale at the next refresh.",
+        examples: [CommandExample("echo '{\"ServerURL\":\"ghcr.io\",\"Username\":\"x\",\"Secret\":\"s\"}' | lanyard docker-credential store",
+                                  "what docker login runs: exits 0, stores nothing")]) { inv in
+        try DockerCredential.checkStoreInput(Data(DockerCredential.readInput(inv.context.input).utf8))
+        return .ok
+    }
+
+    static let dockerErase = dockerAction(
+        "erase", summary: "read a server URL and delete nothing (the slot stays signed in)",
+        details: "Reads the server URL `docker logout` hands over and changes nothing: the slot keeps its session.",
+        examples: [CommandExample("echo ghcr.io | lanyard docker-credential erase", "what docker logout runs: exits 0, deletes nothing")]) { inv in
+        _ = try DockerCredential.host(ofServerURL: DockerCredential.readInput(inv.context.input))
+        return .ok
+    }
+
+    static let dockerVersion = dockerAction(
+        "version", summary: "print the helper's version",
+        details: "",
+        examples: [CommandExample("docker-credential-lanyard version", "check the helper Docker finds on PATH")]) { inv in
+        inv.stdout.line("\(dockerHelperName) (lanyard \(Lanyard.version))")
         return .ok
     }
 

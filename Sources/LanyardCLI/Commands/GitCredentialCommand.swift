@@ -8,44 +8,79 @@ import LanyardStore
 
 enum GitCredentialCommand {
     static let command = CommandSpec(
-        name: "git-credential", summary: "git credential helper: hand git a slot's fresh access token",
-        arguments: "get|store|erase | setup HOST[/PATH]", minArguments: 1, maxArguments: 2,
+        group: "git-credential", summary: "git credential helper: hand git a slot's fresh access token",
+        details: """
+        get, store and erase speak git's credential-helper protocol on stdin and stdout (key=value lines ended by \
+        a blank line); git runs them once `lanyard git-credential setup HOST` has configured it. Which slot's \
+        token git gets for a host is set in the [git] group of config.ini (HOST = SLOT or HOST/PATH = SLOT).
+        """,
+        examples: [
+            CommandExample("lanyard git-credential setup github.com --apply", "make git ask Lanyard for https://github.com"),
+            CommandExample("printf 'protocol=https\\nhost=github.com\\n\\n' | lanyard git-credential get", "what git would get"),
+        ],
+        subcommands: [get, store, erase, setup])
+
+    /// What `get`, `store` and `erase` refuse before reading further.
+    static let inputLimits = """
+        Input that is not text (a NUL byte), a line over 64 KiB or a request over 1 MiB is refused at once (exit 2).
+        """
+
+    static let get = CommandSpec(
+        name: "git-credential get", summary: "answer git's request with the mapped slot's token", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [], prints: false, takesAccount: false,
+        details: """
+        For a request (protocol=https) whose host, and path when git sends one, is mapped in the [git] group \
+        (longest path prefix wins), prints username (the provider's git-username, else x-access-token), password \
+        (the slot's access token, refreshed when due) and password_expiry_utc. For an unmapped host, or plain \
+        http, it prints nothing, so git asks its other helpers. \(inputLimits)
+        """,
+        examples: [
+            CommandExample("printf 'protocol=https\\nhost=github.com\\n\\n' | lanyard git-credential get", "see what git gets for github.com"),
+            CommandExample("git credential fill <<< $'protocol=https\\nhost=github.com\\n'", "the same through git, with every helper it has"),
+        ]) { inv in
+        try get(inv)
+    }
+
+    // Lanyard owns these tokens (it refreshes and rotates them): what git would store is a copy of
+    // ours, and erasing after a rejected push must not delete the slot's session.
+    static let store = CommandSpec(
+        name: "git-credential store", summary: "read git's request and keep nothing (Lanyard owns the tokens)", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [], prints: false, takesAccount: false,
+        details: "Reads the request and changes nothing: a copy stored by git would go stale at the next refresh. \(inputLimits)",
+        examples: [CommandExample("printf 'protocol=https\\nhost=github.com\\nusername=x\\npassword=p\\n\\n' | lanyard git-credential store",
+                                  "what git runs after a successful push: exits 0, stores nothing")]) { inv in
+        _ = try GitCredential.read(inv.context.input)
+        return .ok
+    }
+
+    static let erase = CommandSpec(
+        name: "git-credential erase", summary: "read git's request and delete nothing (the slot stays signed in)", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [], prints: false, takesAccount: false,
+        details: "Reads the request and changes nothing: a rejected push must not delete the slot's session. \(inputLimits)",
+        examples: [CommandExample("printf 'protocol=https\\nhost=github.com\\n\\n' | lanyard git-credential erase",
+                                  "what git runs after a rejected password: exits 0, the slot keeps its session")]) { inv in
+        _ = try GitCredential.read(inv.context.input)
+        return .ok
+    }
+
+    static let setup = CommandSpec(
+        name: "git-credential setup", summary: "configure git to use this helper for https://HOST", arguments: "HOST[/PATH]",
+        minArguments: 1, maxArguments: 1,
         flags: [
-            FlagSpec("slot", value: "SLOT", "setup: also show the [git] config line mapping HOST to SLOT"),
-            FlagSpec("apply", "setup: run `git config --global` instead of printing the commands"),
+            FlagSpec("slot", value: "SLOT", "also show the [git] config line mapping HOST to SLOT"),
+            FlagSpec("apply", "run `git config --global` instead of printing the commands"),
         ],
         prints: false, takesAccount: false,
         details: """
-        get/store/erase speak git's credential-helper protocol on stdin/stdout (key=value lines ended by a blank line). \
-        get answers for hosts mapped in the [git] config group (longest path prefix wins): username (the provider's \
-        git-username, else x-access-token), password (the slot's access token, refreshed when due) and password_expiry_utc; \
-        for unmapped hosts it prints nothing, so git asks its other helpers. store and erase do nothing: Lanyard owns \
-        the tokens. Input that is not text (a NUL byte), a line over 64 KiB or a request over 1 MiB is refused at once \
-        (exit 2). setup prints (or with --apply runs) the git config that makes git use this helper for https://HOST.
-        """, subcommands: ["get", "store", "erase", "setup"]) { inv in
-        let sub = inv.args.positionals[0]
-        switch sub {
-        case "get":
-            guard inv.args.positionals.count == 1 else { throw extra(inv) }
-            return try get(inv)
-        case "store", "erase":
-            guard inv.args.positionals.count == 1 else { throw extra(inv) }
-            // Lanyard owns these tokens (it refreshes and rotates them): what git would store is a
-            // copy of ours, and erasing after a rejected push must not delete the slot's session.
-            _ = try GitCredential.read(inv.context.input)
-            return .ok
-        case "setup":
-            guard inv.args.positionals.count == 2 else {
-                throw UsageError(message: "setup needs HOST (like github.com or github.com/org)", command: inv.spec.name)
-            }
-            return try setup(inv, target: inv.args.positionals[1])
-        default:
-            preconditionFailure("the parser admits only the table's subcommands")
-        }
-    }
-
-    static func extra(_ inv: Invocation) -> UsageError {
-        UsageError(message: "unexpected argument \"\(inv.args.positionals[1])\": usage: \(inv.spec.usage)", command: inv.spec.name)
+        Prints (or with --apply runs) the git config that makes git use this helper for https://HOST, plus \
+        useHttpPath when the argument has a path or [git] maps a path of that host. setup never edits config.ini: \
+        with --slot it prints the [git] line to add when it is not there yet.
+        """,
+        examples: [
+            CommandExample("lanyard git-credential setup github.com --slot work", "show the git config and the [git] line for github.com"),
+            CommandExample("lanyard git-credential setup github.com/acme --apply", "configure git for repositories under github.com/acme"),
+        ]) { inv in
+        try setup(inv, target: inv.args.positionals[0])
     }
 
     static func get(_ inv: Invocation) throws -> ExitStatus {

@@ -50,32 +50,61 @@ enum BestSlotView {
 
 enum IntegrationCommands {
     static let codex = CommandSpec(
-        name: "codex", summary: "write a slot into Codex's auth.json, or adopt Codex's sign-in into a slot",
-        arguments: "export|import [SLOT]", minArguments: 1, maxArguments: 2,
-        flags: [FlagSpec("codex-home", value: "DIR", "Codex's home (default $CODEX_HOME, else ~/.codex)")],
-        prints: true, takesAccount: true,
+        group: "codex", summary: "write a slot into Codex's auth.json, or adopt Codex's sign-in into a slot",
         details: """
-        export writes auth.json (atomically, 0600) for the slot (the resolved one by default); import adopts the sign-in \
-        in auth.json into SLOT (default: named after its email) without revoking anything.
-        """, subcommands: ["export", "import"]) { inv in
-        let sub = inv.args.positionals[0]
+        Codex keeps one account in auth.json under its home ($CODEX_HOME, else ~/.codex). export writes a slot \
+        there; import adopts the sign-in Codex holds. To make auth.json follow `lanyard switch` and every refresh, \
+        set [integrations] codex = true in config.ini; `lanyard exec SLOT -- codex` gives one Codex run its own \
+        account instead.
+        """,
+        examples: [
+            CommandExample("lanyard codex import", "adopt the account Codex is signed in to (no second sign-in)"),
+            CommandExample("lanyard codex export work", "make Codex use the slot work"),
+        ],
+        subcommands: [codexExport, codexImport])
+
+    static let codexHomeFlag = FlagSpec("codex-home", value: "DIR", "Codex's home (default $CODEX_HOME, else ~/.codex)")
+
+    static let codexExport = CommandSpec(
+        name: "codex export", summary: "write a slot into Codex's auth.json", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1, flags: [codexHomeFlag], prints: true, takesAccount: true,
+        details: """
+        Writes the slot (the resolved one by default), refreshed first when due, to DIR/auth.json in Codex's \
+        schema, atomically and with mode 0600. Tokens Codex rotated in the auth.json being replaced are first \
+        copied back into the slot holding that account.
+        """,
+        examples: [
+            CommandExample("lanyard codex export work", "Codex now runs as the slot work"),
+            CommandExample("lanyard codex export --codex-home ~/.codex-ci ci", "write another Codex home"),
+        ]) { inv in
         let home = CodexHome(explicit: inv.args.value("codex-home"), environment: inv.context.environment)
         let manager = try inv.accounts()
-        switch sub {
-        case "export":
-            let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.dropFirst().first)
-            let file = try inv.runAsync { try await CodexSync(manager: manager).export(slot: slot, to: home) }
-            inv.emit(.object(["slot": .string(slot.name), "auth_json": .string(home.authPath), "account_id": .optional(file.accountID)])) {
-                inv.stdout.line("Wrote \(slot.name) to \(home.authPath).")
-            }
-        case "import":
-            let requested = try inv.args.positionals.dropFirst().first.map { try SlotCommands.parseSlot($0, inv) }
-            let adopted = try manager.adoptCodexSignIn(from: home, into: requested)
-            inv.emit(.object(["slot": .string(adopted.slot.name), "email": .optional(adopted.account.email), "backend": .string(adopted.backend.rawValue)])) {
-                inv.stdout.line("Adopted Codex's sign-in (\(adopted.account.email ?? "unknown account")) into slot \(adopted.slot.name).")
-            }
-        default:
-            throw UsageError(message: "unknown codex command \"\(sub)\" (export or import)", command: "codex")
+        let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.first)
+        let file = try inv.runAsync { try await CodexSync(manager: manager).export(slot: slot, to: home) }
+        inv.emit(.object(["slot": .string(slot.name), "auth_json": .string(home.authPath), "account_id": .optional(file.accountID)])) {
+            inv.stdout.line("Wrote \(slot.name) to \(home.authPath).")
+        }
+        return .ok
+    }
+
+    static let codexImport = CommandSpec(
+        name: "codex import", summary: "adopt the sign-in in Codex's auth.json into a slot", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1, flags: [codexHomeFlag], prints: true, takesAccount: false,
+        details: """
+        Adopts the sign-in in auth.json into SLOT (default: named after its email) without revoking anything, so \
+        Codex and Lanyard share the session. A slot that holds another account is refused (exit 1); a malformed \
+        auth.json is refused with the field named.
+        """,
+        examples: [
+            CommandExample("lanyard codex import", "adopt Codex's account into a slot named after its email"),
+            CommandExample("lanyard codex import work", "adopt it into the slot work"),
+        ]) { inv in
+        let home = CodexHome(explicit: inv.args.value("codex-home"), environment: inv.context.environment)
+        let manager = try inv.accounts()
+        let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
+        let adopted = try manager.adoptCodexSignIn(from: home, into: requested)
+        inv.emit(.object(["slot": .string(adopted.slot.name), "email": .optional(adopted.account.email), "backend": .string(adopted.backend.rawValue)])) {
+            inv.stdout.line("Adopted Codex's sign-in (\(adopted.account.email ?? "unknown account")) into slot \(adopted.slot.name).")
         }
         return .ok
     }

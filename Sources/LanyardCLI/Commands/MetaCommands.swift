@@ -5,15 +5,28 @@ import LanyardCore
 enum MetaCommands {
     static let version = CommandSpec(
         name: "version", summary: "print Lanyard's version", arguments: "",
-        minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false, details: "") { inv in
+        minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false, details: "",
+        examples: [
+            CommandExample("lanyard --version", "print the version"),
+            CommandExample("lanyard version --json", "the version as JSON"),
+        ]) { inv in
         inv.emit(.object(["version": .string(Lanyard.version)])) { inv.stdout.line("lanyard \(Lanyard.version)") }
         return .ok
     }
 
     static let help = CommandSpec(
-        name: "help", summary: "show help for all commands or one", arguments: "[COMMAND]",
-        minArguments: 0, maxArguments: 1, flags: [FlagSpec("man", "print the lanyard(1) manual page (roff), generated from the command table")],
-        prints: false, takesAccount: false, details: "") { inv in
+        name: "help", summary: "show help for all commands or one", arguments: "[COMMAND [SUBCOMMAND]]",
+        minArguments: 0, maxArguments: 2, flags: [FlagSpec("man", "print the lanyard(1) manual page (roff), generated from the command table")],
+        prints: false, takesAccount: false,
+        details: """
+        Without COMMAND, lists the commands by group. With one, shows its usage, options and examples; a group \
+        (store, codex, gh, …) lists its subcommands, and `lanyard help store init` shows one of them, the same as \
+        `lanyard store init --help`.
+        """,
+        examples: [
+            CommandExample("lanyard help store migrate", "usage, options and examples of one subcommand"),
+            CommandExample("lanyard help --man | man -l -", "read the whole manual from a build folder"),
+        ]) { inv in
         if inv.args.has("man") {
             guard inv.args.positionals.isEmpty else {
                 throw UsageError(message: "--man prints the whole manual; give no COMMAND", command: "help")
@@ -25,43 +38,75 @@ enum MetaCommands {
             inv.stdout.write(HumanText(overview()))
             return .ok
         }
-        guard let spec = Lanyard.commands.first(where: { $0.name == name }) else {
-            let hint = Suggest.closest(to: name, in: Lanyard.commands.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
+        guard var spec = Lanyard.commands.first(where: { $0.name == name }) else {
+            let hint = Suggest.closest(to: name, in: Lanyard.commands.filter { !$0.hidden }.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
             throw UsageError(message: "unknown command \"\(name)\"\(hint)", command: nil)
+        }
+        for word in inv.args.positionals.dropFirst() {
+            guard spec.isGroup else {
+                throw UsageError(message: "`lanyard \(spec.name)` has no subcommands", command: "help")
+            }
+            spec = try ArgumentParser.subcommand(word, of: spec)
         }
         inv.stdout.write(HumanText(help(for: spec)))
         return .ok
     }
 
     static let completion = CommandSpec(
-        name: "completion", summary: "print a shell completion script (bash, zsh or fish)", arguments: "bash|zsh|fish",
-        minArguments: 1, maxArguments: 1, flags: [], prints: false, takesAccount: false,
+        group: "completion", summary: "print a shell completion script (bash, zsh or fish)",
         details: """
-        Generated from the command table, so it always matches this binary; slot names complete from the registry. \
-        bash: `lanyard completion bash > ~/.local/share/bash-completion/completions/lanyard`; \
-        zsh: `lanyard completion zsh > ~/.zfunc/_lanyard` with ~/.zfunc on $fpath before compinit; \
-        fish: `lanyard completion fish > ~/.config/fish/completions/lanyard.fish`.
-        """, subcommands: Completion.shells) { inv in
-        inv.stdout.raw(Completion.script(for: inv.args.positionals[0]))
-        return .ok
+        Generated from the command table, so it always matches this binary: commands, subcommands, each one's \
+        flags and flag values, files, and slot names from the registry (through `lanyard list --names`, which \
+        unlocks nothing). Packages install all three.
+        """,
+        examples: [
+            CommandExample("lanyard completion bash > ~/.local/share/bash-completion/completions/lanyard", "install for bash"),
+            CommandExample("source <(lanyard completion bash)", "try it in the current bash"),
+        ],
+        subcommands: Completion.shells.map(completionScript))
+
+    static func completionScript(_ shell: Completion.Shell) -> CommandSpec {
+        let details: String, examples: [CommandExample]
+        switch shell {
+        case .bash:
+            details = "Install it as ~/.local/share/bash-completion/completions/lanyard: bash-completion loads it on first use."
+            examples = [CommandExample("lanyard completion bash > ~/.local/share/bash-completion/completions/lanyard", "install for your user"),
+                        CommandExample("source <(lanyard completion bash)", "load it into the current shell only")]
+        case .zsh:
+            details = "Install it as _lanyard in a folder on $fpath, added to $fpath before compinit runs in ~/.zshrc."
+            examples = [CommandExample("lanyard completion zsh > ~/.zfunc/_lanyard",
+                                       "install, with fpath=(~/.zfunc $fpath) before compinit in ~/.zshrc")]
+        case .fish:
+            details = "Install it as ~/.config/fish/completions/lanyard.fish: fish loads it on first use."
+            examples = [CommandExample("lanyard completion fish > ~/.config/fish/completions/lanyard.fish", "install for your user")]
+        }
+        return CommandSpec(name: "completion \(shell.rawValue)", summary: "print the \(shell.rawValue) completion script", arguments: "",
+                           minArguments: 0, maxArguments: 0, flags: [], prints: false, takesAccount: false,
+                           details: details, examples: examples) { inv in
+            inv.stdout.raw(Completion.script(for: shell))
+            return .ok
+        }
     }
 
+    /// What `lanyard help` (and `lanyard` alone) prints: the commands by group, and examples.
     static func overview() -> String {
-        let width = Lanyard.commands.map(\.name.count).max() ?? 0
+        let width = Lanyard.commands.filter { !$0.hidden }.map(\.name.count).max() ?? 0
         var out = """
         lanyard \(Lanyard.version): sign several accounts into the same tools, keep their tokens fresh, switch between them.
 
         Usage: lanyard <command> [options]
 
-        Commands:
-
         """
-        for c in Lanyard.commands where !c.hidden {
-            out += "  " + c.name.padded(toWidth: width + 2) + c.summary + "\n"
+        for group in Lanyard.groups {
+            out += "\n\(group.title):\n"
+            for c in group.commands where !c.hidden {
+                out += "  " + c.name.padded(toWidth: width + 2) + c.summary + "\n"
+            }
         }
+        out += "\n" + examples(Lanyard.examples)
         out += """
 
-        Every command takes --help; commands that print take --json.
+        Every command takes --help (`lanyard help store init` for a subcommand); commands that print take --json.
         Environment: LANYARD_ACCOUNT chooses the slot; NO_COLOR turns colour off.
         Exit status: 0 ok, 1 error, 2 usage, 3 not signed in, 4 sign-in required,
         5 store locked or unavailable, 6 network or server, 7 usage limit, 130 cancelled.
@@ -71,9 +116,20 @@ enum MetaCommands {
         return out
     }
 
+    /// The width help text is wrapped to.
+    static let helpWidth = 80
+
+    /// `lanyard COMMAND --help`: usage, what it does, its subcommands (for a group), options and examples.
     static func help(for spec: CommandSpec) -> String {
-        var out = "Usage: \(spec.usage)\n\n\(spec.summary.prefix(1).uppercased() + spec.summary.dropFirst()).\n"
-        if !spec.details.isEmpty { out += "\(spec.details)\n" }
+        var out = "Usage: \(spec.usage)\n\n"
+        out += wrap(capitalized(spec.summary) + ".", width: helpWidth)
+        if !spec.details.isEmpty { out += "\n" + wrap(spec.details, width: helpWidth) }
+        let subcommands = spec.visibleSubcommands
+        if !subcommands.isEmpty {
+            out += "\nCommands:\n"
+            let width = subcommands.map(\.word.count).max() ?? 0
+            for sub in subcommands { out += "  " + sub.word.padded(toWidth: width + 2) + sub.summary + "\n" }
+        }
         out += "\nOptions:\n"
         let rendered = spec.allFlags.map { f -> (String, String) in
             let short = f.short.map { "-\($0), " } ?? "    "
@@ -81,6 +137,36 @@ enum MetaCommands {
         }
         let width = rendered.map(\.0.count).max() ?? 0
         for (left, right) in rendered { out += "  " + left.padded(toWidth: width + 2) + right + "\n" }
+        if !spec.examples.isEmpty { out += "\n" + examples(spec.examples) }
+        if !subcommands.isEmpty {
+            out += "\nRun `lanyard \(spec.name) <command> --help` (or `lanyard help \(spec.name) <command>`) for a command's options.\n"
+        }
+        return out
+    }
+
+    /// An "Examples:" section: each example's explanation as a comment, then its command line.
+    static func examples(_ examples: [CommandExample]) -> String {
+        "Examples:\n" + examples.map { "  # \(capitalized($0.explanation))\n  $ \($0.command)\n" }.joined(separator: "\n")
+    }
+
+    static func capitalized(_ s: String) -> String { s.prefix(1).uppercased() + s.dropFirst() }
+
+    /// Text broken at spaces into lines of at most `width` columns (a longer word gets a line of
+    /// its own); line breaks in `text` are kept.
+    static func wrap(_ text: String, width: Int) -> String {
+        var out = ""
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            var current = ""
+            for word in line.split(separator: " ") {
+                if !current.isEmpty && current.count + 1 + word.count > width {
+                    out += current + "\n"
+                    current = String(word)
+                } else {
+                    current += current.isEmpty ? String(word) : " " + word
+                }
+            }
+            out += current + "\n"
+        }
         return out
     }
 }
