@@ -146,6 +146,32 @@ import Testing
         #expect(try lanyard(["help", "token", "extra"]).0 == 2, "token has no subcommands")
     }
 
+    @Test func everyHelpHasExamplesThatTheParserAccepts() throws {
+        for spec in documented {
+            #expect(!spec.examples.isEmpty, "`\(spec.name)` has no examples")
+            let (_, help, _) = try lanyard(spec.name.split(separator: " ").map(String.init) + ["--help"])
+            let section = help.components(separatedBy: "\nExamples:\n").dropFirst().first ?? ""
+            for example in spec.examples {
+                #expect(section.contains("  $ \(example.command)\n"), "`\(spec.name) --help` does not show \(example.command)")
+            }
+        }
+        var invokesItself = Set<String>()
+        for (owner, example) in documented.flatMap({ spec in spec.examples.map { (spec.name, $0) } }) + Lanyard.examples.map({ ("", $0) }) {
+            // Docker runs the helper under its own name.
+            let line = example.command.replacingOccurrences(of: "docker-credential-lanyard ", with: "lanyard docker-credential ")
+            for words in DocExamples.commands(in: line) {
+                if let problem = DocExamples.check(words) { Issue.record("example of `\(owner)`: \(example.command): \(problem)") }
+                if (words.filter { !$0.hasPrefix("-") }.prefix(owner.split(separator: " ").count)).joined(separator: " ") == owner {
+                    invokesItself.insert(owner)
+                }
+            }
+        }
+        let without = documented.map(\.name).filter { !invokesItself.contains($0) }
+        #expect(without.isEmpty, "no example runs \(without)")
+        let (_, overview, _) = try lanyard(["--help"])
+        for example in Lanyard.examples { #expect(overview.contains("  $ \(example.command)\n")) }
+    }
+
     @Test func topLevelHelpListsTheCommandsByGroup() throws {
         let (status, overview, _) = try lanyard(["--help"])
         #expect(status == 0)
@@ -162,5 +188,37 @@ import Testing
         }
         #expect(listed.sorted() == Lanyard.commands.filter { !$0.hidden }.map(\.name).sorted(), "each command in exactly one group")
         #expect(overview.contains("\nExamples:\n"))
+    }
+
+    /// A `\` at the end of a line in a Swift multi-line literal continues the line; `\\` there
+    /// prints a backslash and breaks it. A plain line break inside a sentence breaks it too.
+    @Test func noHelpLineEndsWithABackslashOrBreaksInsideASentence() throws {
+        var texts: [(String, String)] = [("--help", try lanyard(["--help"]).1)]
+        for spec in Lanyard.allCommands {
+            let (status, help, _) = try lanyard(["help"] + spec.name.split(separator: " ").map(String.init))
+            #expect(status == 0)
+            texts.append((spec.name, help))
+            for (i, piece) in spec.details.components(separatedBy: "\n").enumerated().dropLast() {
+                let next = spec.details.components(separatedBy: "\n")[i + 1]
+                #expect(piece.isEmpty || ".:!?".contains(piece.last!) || next.hasPrefix("- "),
+                        "`\(spec.name)`'s text breaks a line inside a sentence: \"…\(piece.suffix(30))\" / \"\(next.prefix(30))…\"")
+            }
+        }
+        let page = try lanyard(["help", "--man"]).1
+        let man = try runProcess("/usr/bin/env", ["man", "-l", "-P", "cat", "-"], environment: ["MANWIDTH": "80", "PATH": "/usr/bin:/bin"],
+                                 stdin: Data(page.utf8))
+        texts.append(("the man page", man.1))
+        for (name, text) in texts {
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                #expect(!line.hasSuffix("\\"), "\(name): a line ends with a backslash: \(line)")
+                #expect(!line.hasSuffix(" "), "\(name): a line ends with a space: \"\(line)\"")
+            }
+            let description = text.components(separatedBy: "\nOptions:\n").first ?? ""
+            if name != "--help" && name != "the man page" {
+                for line in description.split(separator: "\n").dropFirst() {
+                    #expect(line.count <= MetaCommands.helpWidth, "\(name): \(line.count) columns: \(line)")
+                }
+            }
+        }
     }
 }

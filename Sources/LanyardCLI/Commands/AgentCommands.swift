@@ -19,13 +19,18 @@ enum AgentCommands {
         flags: [FlagSpec("once", "refresh the slots that are due now, then exit (for a systemd timer)")],
         prints: false, takesAccount: false,
         details: """
-        Runs in the foreground until SIGTERM or Ctrl-C. Each signed-in slot is refreshed once it is within
-        [refresh] lead of expiry, plus a random delay of up to [agent] jitter seconds (at most half the lead)
-        so slots do not refresh together. Transient failures are retried with exponential backoff. The
-        agent sleeps until the next due time and wakes early when another process changes the registry.
-        A slot whose session ends raises a desktop notification and runs the [agent] hook. One agent runs
+        Runs in the foreground until SIGTERM or Ctrl-C. Each signed-in slot is refreshed once it is within \
+        [refresh] lead of expiry, plus a random delay of up to [agent] jitter seconds (at most half the lead) \
+        so slots do not refresh together. Transient failures are retried with exponential backoff. The \
+        agent sleeps until the next due time and wakes early when another process changes the registry. \
+        A slot whose session ends raises a desktop notification and runs the [agent] hook. One agent runs \
         per user; it shares the per-slot refresh lock with every other Lanyard command.
-        """, network: true) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard agent", "keep every slot fresh, in the foreground until Ctrl-C"),
+            CommandExample("systemctl --user enable --now lanyard-agent.service", "run it as a user service (the unit ships with the package)"),
+            CommandExample("lanyard agent --once", "refresh what is due and exit (for lanyard-refresh.timer or cron)"),
+        ], network: true) { inv in
         let once = inv.args.has("once")
         let config = try inv.config()
         let paths = inv.paths
@@ -66,9 +71,14 @@ enum AgentCommands {
                 FlagSpec("lines", short: "n", value: "N", "show only the last N events")],
         prints: true, takesAccount: false,
         details: """
-        The log is $XDG_STATE_HOME/lanyard/events.jsonl (one JSON object a line; never a token), capped at
+        The log is $XDG_STATE_HOME/lanyard/events.jsonl (one JSON object a line; never a token), capped at \
         [events] max-bytes and rotated to events.jsonl.1. With --json each event is printed as one JSON line.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard events -n 20", "the last 20 refreshes, transitions and errors"),
+            CommandExample("lanyard events --follow", "keep printing events as the agent and other commands log them"),
+            CommandExample("lanyard events --json | jq 'select(.event == \"error\")'", "only the errors, as JSON"),
+        ]) { inv in
         let config = try inv.config()
         let log = EventLog(paths: inv.paths, maxBytes: config.eventsMaxBytes)
         var lines = log.read()

@@ -20,7 +20,13 @@ enum AuthCommands {
         Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
         its credential only once the new one is in hand, and only with the same account: approved as another \
         account, nothing is stored (exit 1) unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing.
-        """, network: true) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard login", "sign in; the slot is named after the account's email"),
+            CommandExample("lanyard login work --qr", "sign into the slot work, with a QR code of the page for a phone"),
+            CommandExample("lanyard login lab --provider example", "sign in with a provider of your own ([provider.example] in config.ini)"),
+            CommandExample("lanyard login work --replace", "put another account into work, replacing the one it holds"),
+        ], network: true) { inv in
         let manager = try inv.accounts()
         let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
         let existing = try requested.flatMap { try inv.registry.load().slots[$0] }
@@ -57,7 +63,11 @@ enum AuthCommands {
         details: """
         A refresh another process is already doing is waited for and adopted, never repeated. A permanent failure \
         marks the slot for sign-in again (exit 4); a transient one changes nothing (exit 6).
-        """, network: true) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard refresh", "refresh the resolved slot now, whether due or not"),
+            CommandExample("lanyard refresh --all --json", "refresh every signed-in slot, one result each"),
+        ], network: true) { inv in
         let manager = try inv.accounts()
         let slots: [Slot]
         if inv.args.has("all") {
@@ -92,7 +102,11 @@ enum AuthCommands {
         minArguments: 1, maxArguments: 1,
         flags: [FlagSpec("revoke", "also revoke the refresh token at the provider (ends that session everywhere)")],
         prints: true, takesAccount: false,
-        details: "Revocation is never the default: it would sign the account out of other tools that share the session.", network: true) { inv in
+        details: "Revocation is never the default: it would sign the account out of other tools that share the session.",
+        examples: [
+            CommandExample("lanyard logout work", "forget work's credential here; the account stays signed in elsewhere"),
+            CommandExample("lanyard logout work --revoke", "also end the session at the provider (every tool sharing it is signed out)"),
+        ], network: true) { inv in
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         let manager = try inv.accounts()
         let revoke = inv.args.has("revoke")

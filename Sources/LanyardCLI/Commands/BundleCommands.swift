@@ -20,7 +20,11 @@ enum BundleCommands {
         Exports the named slots (every slot with a stored credential by default) with their registry metadata. \
         Without --recipient the bundle is encrypted with a passphrase (asked twice on the terminal, or from \
         LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS). Stock `age -d` opens it; layout in docs/store-format.md.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard export --to slots.age", "every slot with a credential, protected by a passphrase"),
+            CommandExample("lanyard export work --to work.age -r age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p", "one slot, encrypted to another machine's age key"),
+        ]) { inv in
         guard let target = inv.args.value("to"), !target.isEmpty else {
             throw UsageError(message: "export needs --to FILE", command: "export")
         }
@@ -83,7 +87,11 @@ enum BundleCommands {
         Decrypts and checks the whole bundle before writing anything; a damaged or tampered bundle changes nothing. \
         Existing slots keep their backend; new slots go to the backend new sign-ins use. Overwriting an existing slot \
         asks on a terminal and, without a terminal, needs --yes.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard import slots.age", "restore every slot in the bundle (asks before overwriting)"),
+            CommandExample("lanyard import work.age --identity ~/.config/age/key.txt --rename work=work-laptop", "open with an age identity and import under another name"),
+        ]) { inv in
         let source = inv.args.positionals[0]
         let path = source.hasPrefix("/") ? source : inv.context.workingDirectory + "/" + source
         let renames = try parseRenames(inv)

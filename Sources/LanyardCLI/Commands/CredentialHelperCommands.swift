@@ -113,7 +113,10 @@ enum CredentialHelperCommands {
         v1beta1) whose status holds the slot's access token (or its id token when the provider sets kube-token = \
         id-token), refreshed when due, and its expirationTimestamp, so kubectl runs the plugin again only when the \
         token is due. Exit 3 when the slot has no credential, 4 when it must sign in again.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard kube-credential work", "what kubectl runs (users.user.exec in kubeconfig): an ExecCredential for work"),
+        ]) { inv in
         let apiVersion = try KubeExecCredential.apiVersion(execInfo: inv.context.environment["KUBERNETES_EXEC_INFO"])
         let (slot, record, _) = try inv.targetSlot(positional: inv.args.positionals.first)
         let manager = try inv.accounts()
@@ -142,7 +145,11 @@ enum CredentialHelperCommands {
         with the slot's access token refreshed when due and the provider's git-username (default x-access-token): \
         curl --netrc-file <(lanyard netrc api.example.com) URL. A named host that is not mapped gets no line and a \
         warning (exit 1); nothing is printed for hosts config.ini does not map.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("curl --netrc-file <(lanyard netrc api.example.com) https://api.example.com/v1/me", "curl with a fresh token for a host mapped in [netrc]"),
+            CommandExample("lanyard netrc", "lines for every host mapped in [netrc]"),
+        ]) { inv in
         let config = try inv.config()
         var hosts = config.netrcCredentials.keys.sorted()
         var unmapped: [String] = []

@@ -16,7 +16,11 @@ enum DoctorCommand {
         Whether or not --repair is given, the private folders a killed `lanyard exec` left are recovered: tokens its \
         command rotated are copied back into the slot and the folder removed. \
         Exit status 0 when everything is consistent (or was repaired), 1 when problems remain.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard doctor", "check the backends and that the registry and the stores agree"),
+            CommandExample("lanyard doctor --repair", "rebuild the registry from what the backends hold"),
+        ]) { inv in
         let manager = try inv.accounts()
         // Not a repair to ask for: a live refresh token sits in a file there, and the slot's own
         // may be one the command rotated away (refreshing with it would end the sign-in).

@@ -113,7 +113,11 @@ enum IntegrationCommands {
         name: "env", summary: "print shell lines that export the slot's credentials", arguments: "[SLOT]",
         minArguments: 0, maxArguments: 1, flags: [FlagSpec("shell", value: "SHELL", choices: ["bash", "zsh", "fish", "sh", "json"], "bash, zsh, fish or json (default bash)")],
         prints: false, takesAccount: true,
-        details: "For `eval \"$(lanyard env)\"`. Sets LANYARD_ACCOUNT and the variables the provider's env.NAME keys name.") { inv in
+        details: "For `eval \"$(lanyard env)\"`. Sets LANYARD_ACCOUNT and the variables the provider's env.NAME keys name.",
+        examples: [
+            CommandExample("eval \"$(lanyard env work)\"", "export work's variables into this shell"),
+            CommandExample("lanyard env --shell fish | source", "the same in fish"),
+        ]) { inv in
         let (slot, record, _) = try inv.targetSlot(positional: inv.args.positionals.first)
         let manager = try inv.accounts()
         let credential = try inv.freshCredential(manager, slot: slot)
@@ -139,7 +143,11 @@ enum IntegrationCommands {
         0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. When CMD exits, tokens it rotated are copied back \
         and the folder removed; CMD inherits the folder's lock, so a folder whose exec was killed is recovered (by the next \
         exec or doctor) only once CMD is gone too. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard exec work -- codex", "run Codex as work, in a private CODEX_HOME"),
+            CommandExample("lanyard exec gh-octocat -- gh pr list", "run gh with GH_TOKEN from the slot gh-octocat"),
+        ]) { inv in
         // `exec SLOT -- CMD`: at most one word before `--`, the slot; without `--`, all is CMD.
         let before = inv.args.positionalsBeforeDashDash ?? 0
         guard before <= 1 else {

@@ -85,7 +85,12 @@ enum SlotCommands {
         name: "list", summary: "list every slot with its account, plan and state", arguments: "",
         minArguments: 0, maxArguments: 0, flags: [FlagSpec("names", "print only the slot names, one per line (for scripts and completions)")],
         prints: true, takesAccount: false,
-        details: "Reads only the registry: no keyring or store is unlocked.") { inv in
+        details: "Reads only the registry: no keyring or store is unlocked.",
+        examples: [
+            CommandExample("lanyard list", "every slot, its account, plan, state and expiry"),
+            CommandExample("lanyard list --names", "only the names, one a line (for scripts)"),
+            CommandExample("lanyard list --json | jq -r '.slots[] | select(.state != \"signed-in\") | .slot'", "the slots that need attention"),
+        ]) { inv in
         let document = try inv.registry.load()
         if inv.args.has("names") {
             inv.emit(.object(["names": .array(document.sortedSlots.map { .string($0.0.name) })])) {
@@ -119,10 +124,15 @@ enum SlotCommands {
         flags: [FlagSpec("watch", short: "w", "show every slot live, redrawn whenever the registry changes (until Ctrl-C)")],
         prints: true, takesAccount: true,
         details: """
-        Exit status: 0 signed in, 3 signed out, 4 sign-in required, 1 failed.
-        With --watch: a table of every slot, redrawn on each change (and every 15 s for the times);
+        Exit status: 0 signed in, 3 signed out, 4 sign-in required, 1 failed. \
+        With --watch: a table of every slot, redrawn on each change (and every 15 s for the times); \
         with --json, one `list` document a line on each change.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard status", "the slot commands act on here, in detail, and the rule that chose it"),
+            CommandExample("lanyard status work --json", "one slot for scripts (exit 3 signed out, 4 sign-in required)"),
+            CommandExample("lanyard status --watch", "a live table of every slot, until Ctrl-C"),
+        ]) { inv in
         if inv.args.has("watch") { return try watch(inv) }
         let view = try inv.registry.view()
         let (slot, record, rule) = try inv.targetSlot(positional: inv.args.positionals.first, in: view)
@@ -166,7 +176,11 @@ enum SlotCommands {
         details: """
         The active slot is used when no --account, LANYARD_ACCOUNT or .lanyard file chooses one. With `[integrations] codex = true` \
         Codex's auth.json follows: tokens Codex rotated are first copied back into the slot that was active.
-        """, networkFlags: ["best"]) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard switch personal", "make personal the slot used when nothing else chooses one"),
+            CommandExample("lanyard switch --best", "switch to the slot with the most usage headroom, and say why"),
+        ], networkFlags: ["best"]) { inv in
         var reasons: [JSONValue] = []
         let slot: Slot
         let manager = try inv.accounts()
@@ -200,7 +214,10 @@ enum SlotCommands {
     static let rename = CommandSpec(
         name: "rename", summary: "rename a slot, moving its stored credential", arguments: "OLD NEW",
         minArguments: 2, maxArguments: 2, flags: [], prints: true, takesAccount: false,
-        details: "The credential is copied to the new name and read back before the old one is deleted.") { inv in
+        details: "The credential is copied to the new name and read back before the old one is deleted.",
+        examples: [
+            CommandExample("lanyard rename alice-example-com alice", "give a slot named after an email a shorter name"),
+        ]) { inv in
         let old = try parseSlot(inv.args.positionals[0], inv)
         let new = try parseSlot(inv.args.positionals[1], inv)
         let outcome = try inv.accounts().rename(old, to: new)
@@ -213,7 +230,11 @@ enum SlotCommands {
         name: "remove", summary: "delete a slot and its stored credential (never revokes it)", arguments: "SLOT",
         minArguments: 1, maxArguments: 1, flags: [FlagSpec("yes", short: "y", "do not ask for confirmation")],
         prints: true, takesAccount: false,
-        details: "Without --yes it asks on a terminal and refuses when there is no terminal.") { inv in
+        details: "Without --yes it asks on a terminal and refuses when there is no terminal.",
+        examples: [
+            CommandExample("lanyard remove old", "delete the slot old and its stored credential (asks first)"),
+            CommandExample("lanyard remove old --yes", "the same without asking (scripts)"),
+        ]) { inv in
         let slot = try parseSlot(inv.args.positionals[0], inv)
         let manager = try inv.accounts()
         let record = try manager.record(of: slot)
