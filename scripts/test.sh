@@ -12,8 +12,9 @@ ${SWIFT:-swift} build --build-tests --quiet
 built=$(date +%s)
 logs=.build/test-logs
 mkdir -p "$logs"
-# Suites that lock the test keyring's collection: nothing else may use the keyring meanwhile.
-serial='SecretServiceStoreTests'
+# Suites that lock the test keyring's collection, and the example program whose doctor must see
+# only its own items: nothing else may use the keyring meanwhile.
+serial='SecretServiceStoreTests|ExampleProgramTests'
 scripts/with-keyring.sh sh -c '
   serial=$1 logs=$2 bin=$3
   run() { # NAME SWIFT-TEST-ARGS…: one test process, its log in $logs/NAME.log

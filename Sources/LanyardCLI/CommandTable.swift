@@ -51,8 +51,25 @@ package enum ArgumentKind: Sendable, Equatable {
     }
 }
 
+/// One worked example in a command's help and the man page: a shell line and what it does.
+package struct CommandExample: Sendable {
+    /// A shell command line using lanyard (the parser must accept each `lanyard …` in it).
+    package let command: String
+    /// What it does, as a phrase.
+    package let explanation: String
+
+    init(_ command: String, _ explanation: String) {
+        self.command = command
+        self.explanation = explanation
+    }
+}
+
 /// One command: what `--help`, the man page and completions are generated from, and how it runs.
+/// A command either runs (`run`) or groups subcommands (`store init`, `store migrate`, …), each a
+/// `CommandSpec` of its own with its own flags, help, examples and attributes, as
+/// swift-argument-parser's `CommandConfiguration(subcommands:)`.
 package struct CommandSpec: Sendable {
+    /// The command as typed after `lanyard`: `token`, or `store init` for a subcommand.
     package let name: String
     package let summary: String
     /// Positional arguments as shown in usage (`SLOT`, `[SLOT]`, `OLD NEW`).
@@ -65,15 +82,49 @@ package struct CommandSpec: Sendable {
     /// Whether it acts on one slot chosen by account resolution (and so takes `--account`).
     package let takesAccount: Bool
     package let details: String
+    /// Worked examples, shown under "Examples:" in help and in the man page.
+    package var examples: [CommandExample] = []
     /// Internal commands left out of help, the man page and completions.
     package var hidden = false
     /// Commands that talk to a provider (run by `lanyard-net`, which links HTTP).
     package var network = false
     /// Flags that make the command talk to a provider.
     package var networkFlags: Set<String> = []
-    /// The words its first argument must be one of (`store init|unlock|…`); empty for none.
-    package var subcommands: [String] = []
+    /// The commands this one groups (`store` → `store init`, …); empty for a command that runs.
+    package private(set) var subcommands: [CommandSpec] = []
     let run: @Sendable (Invocation) throws -> ExitStatus
+
+    init(name: String, summary: String, arguments: String, minArguments: Int, maxArguments: Int, flags: [FlagSpec],
+         prints: Bool, takesAccount: Bool, details: String, examples: [CommandExample] = [], hidden: Bool = false,
+         network: Bool = false, networkFlags: Set<String> = [], run: @escaping @Sendable (Invocation) throws -> ExitStatus) {
+        self.name = name
+        self.summary = summary
+        self.arguments = arguments
+        self.minArguments = minArguments
+        self.maxArguments = maxArguments
+        self.flags = flags
+        self.prints = prints
+        self.takesAccount = takesAccount
+        self.details = details
+        self.examples = examples
+        self.hidden = hidden
+        self.network = network
+        self.networkFlags = networkFlags
+        self.run = run
+    }
+
+    /// A command that groups subcommands, each named `NAME WORD`. The parser dispatches
+    /// `lanyard NAME WORD …` to the subcommand; `lanyard NAME` alone is a usage error.
+    init(group name: String, summary: String, details: String, examples: [CommandExample] = [], subcommands: [CommandSpec]) {
+        for sub in subcommands {
+            precondition(sub.name.hasPrefix(name + " ") && !sub.word.isEmpty, "subcommand \(sub.name) is not named `\(name) WORD`")
+        }
+        self.init(name: name, summary: summary, arguments: "<command>", minArguments: 0, maxArguments: 0, flags: [],
+                  prints: false, takesAccount: false, details: details, examples: examples) { inv in
+            throw UsageError(message: "missing \(inv.spec.name) command", command: inv.spec.name)
+        }
+        self.subcommands = subcommands
+    }
 }
 
 /// Flags every command accepts.
@@ -90,13 +141,37 @@ extension CommandSpec {
         flags + (prints ? [jsonFlag] : []) + (takesAccount ? [accountFlag] : []) + globalFlags
     }
 
-    /// What the arguments after the subcommand (if any) name, for completions.
+    /// The last word of the name: what is typed to choose this command (`init` of `store init`).
+    package var word: String { String(name.split(separator: " ").last ?? "") }
+
+    /// Whether the command groups subcommands rather than running itself.
+    package var isGroup: Bool { !subcommands.isEmpty }
+
+    /// The subcommand named `word`, if any.
+    package func subcommand(_ word: String) -> CommandSpec? {
+        subcommands.first { $0.word == word }
+    }
+
+    /// The subcommands shown in help, the man page and completions.
+    package var visibleSubcommands: [CommandSpec] { subcommands.filter { !$0.hidden } }
+
+    /// This command and every command below it, depth first (the group before its subcommands).
+    package var withDescendants: [CommandSpec] {
+        [self] + subcommands.flatMap(\.withDescendants)
+    }
+
+    /// What the arguments name, for completions.
     package var argumentKind: ArgumentKind {
         ArgumentKind(placeholder: arguments)
     }
 
     package var usage: String {
         "lanyard \(name)" + (arguments.isEmpty ? "" : " \(arguments)") + (allFlags.count > globalFlags.count ? " [options]" : "")
+    }
+
+    /// Whether this run of the command talks to a provider (and so runs in `lanyard-net`).
+    package func needsNetwork(_ args: ParsedArguments) -> Bool {
+        network || !networkFlags.isDisjoint(with: args.switches.union(args.values.keys))
     }
 }
 
@@ -125,8 +200,48 @@ package struct ParsedArguments: Sendable {
 }
 
 enum ArgumentParser {
-    /// Splits `args` (after the command name) by `spec`; `--` ends options.
-    static func parse(_ args: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
+    /// Finds the command `args` (after `spec`'s name) names, going down through subcommands, and
+    /// parses the rest by it. Options written before a subcommand's word belong to the subcommand
+    /// (`store --json status` is `store status --json`), as global options before a command do.
+    static func dispatch(_ args: [String], from spec: CommandSpec, parent: CommandSpec? = nil) throws(UsageError) -> (CommandSpec, ParsedArguments) {
+        guard spec.isGroup else { return (spec, try parse(args, for: spec, parent: parent)) }
+        let valueFlags = Set(spec.withDescendants.flatMap(\.allFlags).filter { $0.value != nil }.flatMap(\.spellings))
+        var leading: [String] = []
+        var i = 0
+        while i < args.count, args[i].hasPrefix("-"), args[i] != "-", args[i] != "--" {
+            let arg = args[i]
+            leading.append(arg)
+            i += 1
+            if valueFlags.contains(arg), i < args.count {
+                leading.append(args[i])
+                i += 1
+            }
+        }
+        let words = spec.visibleSubcommands.map(\.word)
+        guard i < args.count, args[i] != "--" else {
+            // No subcommand: only --help (the group's own help) makes sense here.
+            if leading.contains("--help") || leading.contains("-h") {
+                var parsed = ParsedArguments()
+                parsed.switches = ["help"]
+                return (spec, parsed)
+            }
+            throw UsageError(message: "missing \(spec.name) command: one of \(words.joined(separator: ", "))", command: spec.name)
+        }
+        return try dispatch(leading + args[(i + 1)...], from: try subcommand(args[i], of: spec), parent: spec)
+    }
+
+    /// The subcommand of `spec` named `word`, or a usage error with the closest name.
+    static func subcommand(_ word: String, of spec: CommandSpec) throws(UsageError) -> CommandSpec {
+        if let child = spec.subcommand(word) { return child }
+        let words = spec.visibleSubcommands.map(\.word)
+        let hint = Suggest.closest(to: word, in: words).map { " (did you mean `\($0)`?)" } ?? ""
+        throw UsageError(message: "unknown \(spec.name) command \"\(word)\"\(hint); one of \(words.joined(separator: ", "))",
+                         command: spec.name)
+    }
+
+    /// Splits `args` (after the command name) by `spec`; `--` ends options. `parent` is the group
+    /// `spec` belongs to, whose other subcommands an unknown option is looked up in.
+    static func parse(_ args: [String], for spec: CommandSpec, parent: CommandSpec? = nil) throws(UsageError) -> ParsedArguments {
         var parsed = ParsedArguments()
         let flags = spec.allFlags
         var i = 0
@@ -155,12 +270,12 @@ enum ArgumentParser {
                 flag = flags.first { $0.name == name }
             } else {
                 guard arg.count == 2, let c = arg.last else {
-                    throw unknownFlag(arg, spec: spec)
+                    throw unknownFlag(arg, spec: spec, parent: parent)
                 }
                 flag = flags.first { $0.short == c }
                 name = flag?.name ?? arg
             }
-            guard let flag else { throw unknownFlag(arg, spec: spec) }
+            guard let flag else { throw unknownFlag(arg, spec: spec, parent: parent) }
             if let placeholder = flag.value {
                 let value: String
                 if let inline { value = inline } else {
@@ -186,11 +301,6 @@ enum ArgumentParser {
         if parsed.positionals.count < spec.minArguments {
             throw UsageError(message: "missing argument: usage: \(spec.usage)", command: spec.name)
         }
-        if let sub = parsed.positionals.first, !spec.subcommands.isEmpty, !spec.subcommands.contains(sub) {
-            let hint = Suggest.closest(to: sub, in: spec.subcommands).map { " (did you mean `\($0)`?)" } ?? ""
-            throw UsageError(message: "unknown \(spec.name) command \"\(sub)\"\(hint); one of \(spec.subcommands.joined(separator: ", "))",
-                             command: spec.name)
-        }
         if parsed.positionals.count > spec.maxArguments {
             let extra = parsed.positionals[spec.maxArguments]
             throw UsageError(message: "unexpected argument \"\(extra)\": usage: \(spec.usage)", command: spec.name)
@@ -198,10 +308,14 @@ enum ArgumentParser {
         return parsed
     }
 
-    private static func unknownFlag(_ arg: String, spec: CommandSpec) -> UsageError {
+    private static func unknownFlag(_ arg: String, spec: CommandSpec, parent: CommandSpec?) -> UsageError {
+        let spelling = arg.split(separator: "=").first.map(String.init) ?? arg
         let candidates = spec.allFlags.map { "--" + $0.name }
-        let hint = Suggest.closest(to: arg.split(separator: "=").first.map(String.init) ?? arg, in: candidates)
-            .map { " (did you mean \($0)?)" } ?? ""
+        var hint = Suggest.closest(to: spelling, in: candidates).map { " (did you mean \($0)?)" } ?? ""
+        // An option of another subcommand of the same group: name the one that takes it.
+        if hint.isEmpty, let sibling = parent?.visibleSubcommands.first(where: { $0.flags.contains { $0.spellings.contains(spelling) } }) {
+            hint = " (did you mean `lanyard \(sibling.name) \(spelling)`?)"
+        }
         return UsageError(message: "unknown option \(arg) for `lanyard \(spec.name)`\(hint)", command: spec.name)
     }
 }

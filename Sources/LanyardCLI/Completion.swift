@@ -1,24 +1,38 @@
 /// Shell completion scripts for bash, zsh and fish, generated from the command table so they never
 /// drift from `--help`. Slot names come from `lanyard list --names`, which reads only the registry.
+///
+/// Each script finds the command being completed the same way: the first word that is not an
+/// option is the command; while that command groups subcommands (`store`), the next such word
+/// extends it (`store migrate`). Flag values are skipped, so `lanyard store --to file migrate`
+/// still completes `store migrate`'s arguments.
 enum Completion {
-    static let shells = ["bash", "zsh", "fish"]
+    enum Shell: String, CaseIterable, Sendable {
+        case bash, zsh, fish
+    }
 
-    static func script(for shell: String) -> String {
+    static let shells = Shell.allCases
+
+    static func script(for shell: Shell) -> String {
         switch shell {
-        case "bash": return bash()
-        case "zsh": return zsh()
-        default: return fish()
+        case .bash: return bash()
+        case .zsh: return zsh()
+        case .fish: return fish()
         }
     }
 
     private static var visible: [CommandSpec] { Lanyard.commands.filter { !$0.hidden } }
+
+    private static var visibleAll: [CommandSpec] { Lanyard.documentedCommands }
+
+    /// The commands whose next word names a subcommand.
+    private static var groups: [CommandSpec] { visibleAll.filter(\.isGroup) }
 
     /// Every spelling (`--to`, `-r`) of the flags that take a value, across all commands. One set
     /// serves every command because no flag takes a value in one command and not in another.
     static var valueFlagSpellings: [String] {
         var seen = Set<String>()
         var out: [String] = []
-        for spec in visible {
+        for spec in visibleAll {
             for flag in spec.allFlags where flag.value != nil {
                 for spelling in flag.spellings where seen.insert(spelling).inserted {
                     out.append(spelling)
@@ -40,6 +54,7 @@ enum Completion {
         _lanyard() {
             local cur=${COMP_WORDS[COMP_CWORD]} prev=""
             (( COMP_CWORD > 0 )) && prev=${COMP_WORDS[COMP_CWORD-1]}
+            # cmd: the command so far, subcommands included ("store migrate"); npos: arguments after it.
             local cmd="" w i npos=0 skip=0 dashdash=0
             for (( i = 1; i < COMP_CWORD; i++ )); do
                 w=${COMP_WORDS[i]}
@@ -49,7 +64,14 @@ enum Completion {
                     --) dashdash=1; npos=0 ;;
                     \(valueFlagSpellings.joined(separator: "|"))) skip=1 ;;
                     -*) ;;
-                    *) if [[ -z $cmd ]]; then cmd=$w; else (( npos++ )); fi ;;
+                    *)
+                        if [[ -z $cmd ]]; then cmd=$w
+                        else
+                            case $cmd in
+                                \(groups.map { bashPattern($0.name) }.joined(separator: "|"))) cmd="$cmd $w" ;;
+                                *) (( npos++ )) ;;
+                            esac
+                        fi ;;
                 esac
             done
             COMPREPLY=()
@@ -100,10 +122,15 @@ enum Completion {
         return out
     }
 
+    /// A command name as a bash `case` pattern (quoted when it has a space).
+    private static func bashPattern(_ name: String) -> String {
+        name.contains(" ") ? "\"\(name)\"" : name
+    }
+
     /// `case "$cmd $prev"` arms: what the value after each value-taking flag completes to.
     private static func bashFlagValueCases() -> String {
         var out = ""
-        for spec in visible {
+        for spec in visibleAll {
             for flag in spec.allFlags where flag.value != nil {
                 let pattern = flag.spellings.map { "\"\(spec.name) \($0)\"" }.joined(separator: "|")
                 out += "                \(pattern)) kind=\(bashKind(flag.valueKind)) ;;\n"
@@ -114,21 +141,28 @@ enum Completion {
 
     /// `case $cmd` arms: each command's flags, offered after a `-`.
     private static func bashFlagWordCases() -> String {
-        visible.map { "                \($0.name)) words=\"\(flagWords($0))\" ;;\n" }.joined()
+        visibleAll.map { "                \(bashPattern($0.name))) words=\"\(flagWords($0))\" ;;\n" }.joined()
     }
 
-    /// `case $cmd` arms: what each command's arguments complete to (its subcommands first).
+    /// `case $cmd` arms: what each command's arguments complete to (a group's: its subcommands).
     private static func bashArgumentCases() -> String {
-        visible.map { spec in
+        visibleAll.map { spec in
             let action: String
-            if spec.argumentKind == .program {
+            if spec.isGroup {
+                action = "kind=\"words:\(subcommandWords(spec))\""
+            } else if spec.argumentKind == .program {
                 action = "if (( dashdash )); then (( npos == 0 )) && kind=program || kind=file; else kind=none; fi"
-            } else if !spec.subcommands.isEmpty {
-                action = "(( npos == 0 )) && kind=\"words:\(spec.subcommands.joined(separator: " "))\" || kind=\(bashKind(spec.argumentKind))"
+            } else if spec.argumentKind == .lanyardCommand {
+                // `help COMMAND SUBCOMMAND`: the second word is a subcommand of the first.
+                let arms = groups.filter { !$0.name.contains(" ") }.map { "\(bashPattern($0.name))) kind=\"words:\(subcommandWords($0))\" ;;" }
+                action = "if (( npos == 0 )); then kind=\(bashKind(spec.argumentKind)); elif (( npos == 1 )); then case $prev in "
+                    + arms.joined(separator: " ") + " esac; fi"
+            } else if spec.maxArguments == 0 {
+                action = "kind=none"
             } else {
                 action = "kind=\(bashKind(spec.argumentKind))"
             }
-            return "                    \(spec.name)) \(action) ;;\n"
+            return "                    \(bashPattern(spec.name))) \(action) ;;\n"
         }.joined()
     }
 
@@ -150,6 +184,10 @@ enum Completion {
 
     private static func visibleNames() -> String { visible.map(\.name).joined(separator: " ") }
 
+    private static func subcommandWords(_ spec: CommandSpec) -> String {
+        spec.visibleSubcommands.map(\.word).joined(separator: " ")
+    }
+
     // MARK: zsh
 
     private static func zsh() -> String {
@@ -165,30 +203,20 @@ enum Completion {
         }
 
         _lanyard() {
-          local -a commands
-          commands=(
+        \(zshDispatch(title: "lanyard", commands: visible))
+        }
 
         """
-        for spec in visible { out += "    \(zshQuote("\(spec.name):\(spec.summary)"))\n" }
-        out += """
-          )
-          if (( CURRENT == 2 )); then
-            _describe -t commands 'lanyard command' commands
-            return
-          fi
-          local cmd=${words[2]}
-          shift words
-          (( CURRENT-- ))
-          curcontext="${curcontext%:*:*}:lanyard-$cmd:"
-          case $cmd in
-
-        """
-        for spec in visible {
-            out += "    \(spec.name))\n      _arguments -s \\\n        " + zshArgumentSpecs(spec).joined(separator: " \\\n        ") + " ;;\n"
+        for spec in visibleAll {
+            out += "\n\(zshFunction(spec))() {\n"
+            if spec.isGroup {
+                out += zshDispatch(title: "lanyard \(spec.name)", commands: spec.visibleSubcommands, flags: spec.allFlags) + "\n"
+            } else {
+                out += "  _arguments -s \\\n    " + zshArgumentSpecs(spec).joined(separator: " \\\n    ") + "\n"
+            }
+            out += "}\n"
         }
         out += """
-          esac
-        }
 
         _lanyard "$@"
 
@@ -196,12 +224,48 @@ enum Completion {
         return out
     }
 
-    /// `_arguments` specs for a command: its flags, then its subcommands and arguments.
+    /// The function that completes one command's words (`_lanyard_cmd_store_migrate`).
+    private static func zshFunction(_ spec: CommandSpec) -> String {
+        "_lanyard_cmd_" + spec.name.replacingAll([" ": "_"])
+    }
+
+    /// The body that completes a command word from `commands` (words[2] once `words` starts at
+    /// the parent), or one of `flags` where an option is begun, then hands the rest of the line to
+    /// the chosen command's function.
+    private static func zshDispatch(title: String, commands: [CommandSpec], flags: [FlagSpec] = []) -> String {
+        var out = """
+          local -a commands
+          commands=(
+
+        """
+        for spec in commands { out += "    \(zshQuote("\(spec.word.replacingAll([":": "\\:"])):\(spec.summary)"))\n" }
+        out += """
+          )
+          if (( CURRENT == 2 )); then
+        \(flags.isEmpty ? "" : "    [[ $words[CURRENT] == -* ]] && { _arguments -s " + flags.map(zshFlag).joined(separator: " ") + "; return }\n")\
+            _describe -t commands \(zshQuote(title + " command")) commands
+            return
+          fi
+          local cmd=${words[2]}
+          shift words
+          (( CURRENT-- ))
+          curcontext="${curcontext%:*}-$cmd:"
+          case $cmd in
+
+        """
+        for spec in commands { out += "    \(spec.word)) \(zshFunction(spec)) ;;\n" }
+        out += "  esac"
+        return out
+    }
+
+    /// `_arguments` specs for a command: its flags, then its arguments.
     private static func zshArgumentSpecs(_ spec: CommandSpec) -> [String] {
         var specs = spec.allFlags.map(zshFlag)
-        if !spec.subcommands.isEmpty {
-            specs.append(zshQuote("1:command:(\(spec.subcommands.joined(separator: " ")))"))
-            if spec.maxArguments > 1 { specs.append(zshQuote("*::argument:\(zshAction(spec.argumentKind))")) }
+        if spec.argumentKind == .lanyardCommand {
+            // `help COMMAND SUBCOMMAND`: the second word is a subcommand of the first.
+            let arms = groups.filter { !$0.name.contains(" ") }.map { "\($0.name)) compadd \(subcommandWords($0)) ;;" }
+            specs.append(zshQuote("1:command:\(zshAction(spec.argumentKind))"))
+            specs.append(zshQuote("2:subcommand:{ case $words[2] in \(arms.joined(separator: " ")) esac }"))
         } else if spec.argumentKind == .program {
             specs.append(zshQuote("*::command:_normal"))
         } else if spec.maxArguments > 0 {
@@ -244,7 +308,8 @@ enum Completion {
             command -q lanyard; and command lanyard list --names 2>/dev/null
         end
 
-        # The command word and the number of arguments after it (flag values not counted).
+        # Three lines: the command so far, subcommands included ("store migrate"), the number of
+        # arguments after it (flag values not counted), and whether `--` was seen.
         function __lanyard_state
             set -l words (commandline -opc)
             set -l cmd
@@ -259,21 +324,23 @@ enum Completion {
                     case \(valueFlagSpellings.joined(separator: " ")); set skip 1
                     case '-*'
                     case '*'
-                        if test -z "$cmd"; set cmd $w; else; set npos (math $npos + 1); end
+                        if test -z "$cmd"; set cmd $w
+                        else if contains -- "$cmd" \(groups.map { fishQuote($0.name) }.joined(separator: " ")); set cmd "$cmd $w"
+                        else; set npos (math $npos + 1); end
                 end
             end
-            echo "$cmd" $npos $dashdash
+            printf '%s\\n' "$cmd" $npos $dashdash
         end
 
         function __lanyard_needs_command
-            set -l state (string split ' ' (__lanyard_state))
+            set -l state (__lanyard_state)
             test -z "$state[1]"
         end
 
-        # __lanyard_at COMMAND [NPOS]: the command is COMMAND (and NPOS arguments follow it).
+        # __lanyard_at COMMAND [NPOS]: the command is COMMAND ("store migrate") and NPOS arguments follow it.
         function __lanyard_at
-            set -l state (string split ' ' (__lanyard_state))
-            test "$state[1]" = $argv[1]; or return 1
+            set -l state (__lanyard_state)
+            test "$state[1]" = "$argv[1]"; or return 1
             test (count $argv) -lt 2; or test "$state[2]" = $argv[2]
         end
 
@@ -284,15 +351,21 @@ enum Completion {
         for spec in visible {
             out += "complete -c lanyard -n __lanyard_needs_command -a \(spec.name) -d \(fishQuote(spec.summary))\n"
         }
-        for spec in visible {
+        for spec in visibleAll {
             out += spec.allFlags.map { fishFlagLine($0, of: spec) }.joined() + fishArgumentLines(spec)
         }
         return out
     }
 
+    /// The `-n` condition that holds while the command being completed is `spec` (with `npos`
+    /// arguments after it, when given).
+    private static func fishAt(_ spec: CommandSpec, _ npos: Int? = nil) -> String {
+        fishQuote("__lanyard_at \"\(spec.name)\"" + (npos.map { " \($0)" } ?? ""))
+    }
+
     /// One `complete` line for a command's flag (and what its value completes to).
     private static func fishFlagLine(_ flag: FlagSpec, of spec: CommandSpec) -> String {
-        var line = "complete -c lanyard -n '__lanyard_at \(spec.name)' -l \(flag.name)"
+        var line = "complete -c lanyard -n \(fishAt(spec)) -l \(flag.name)"
         if let short = flag.short { line += " -s \(short)" }
         if flag.value != nil {
             // -x: the value is exclusive (no file names), -r -F: the value is a path.
@@ -307,25 +380,33 @@ enum Completion {
         return line + " -d \(fishQuote(flag.help))\n"
     }
 
-    /// The `complete` lines for a command's subcommands and arguments.
+    /// The `complete` lines for a command's arguments: a group's subcommands (each with its
+    /// summary), else what its arguments name.
     private static func fishArgumentLines(_ spec: CommandSpec) -> String {
-        var positional = ""
+        if spec.isGroup {
+            return spec.visibleSubcommands.map {
+                "complete -c lanyard -n \(fishAt(spec)) -a \($0.word) -d \(fishQuote($0.summary))\n"
+            }.joined()
+        }
+        guard spec.maxArguments > 0 else { return "" }
+        if spec.argumentKind == .lanyardCommand {
+            // `help COMMAND SUBCOMMAND`: the second word is a subcommand of the first.
+            return "complete -c lanyard -n \(fishAt(spec, 0)) -a \(fishQuote(visibleNames()))\n"
+                + groups.filter { !$0.name.contains(" ") }.map { group in
+                    "complete -c lanyard -n \(fishQuote("__lanyard_at \"\(spec.name)\" 1; and __fish_seen_subcommand_from \(group.name)")) "
+                        + "-a \(fishQuote(subcommandWords(group)))\n"
+                }.joined()
+        }
+        let positional: String
         switch spec.argumentKind {
         case .slot: positional = "-a '(__lanyard_slots)'"
         case .file, .directory: positional = "-F"
         case .lanyardCommand: positional = "-a \(fishQuote(visibleNames()))"
         case .program: positional = "-a '(__fish_complete_subcommand)'"
         case .choice(let words): positional = "-a \(fishQuote(words.joined(separator: " ")))"
-        case .none: break
+        case .none: return ""
         }
-        if !spec.subcommands.isEmpty {
-            var out = "complete -c lanyard -n '__lanyard_at \(spec.name) 0' -a \(fishQuote(spec.subcommands.joined(separator: " ")))\n"
-            if !positional.isEmpty && spec.maxArguments > 1 {
-                out += "complete -c lanyard -n '__lanyard_at \(spec.name); and not __lanyard_at \(spec.name) 0' \(positional)\n"
-            }
-            return out
-        }
-        return positional.isEmpty ? "" : "complete -c lanyard -n '__lanyard_at \(spec.name)' \(positional)\n"
+        return "complete -c lanyard -n \(fishAt(spec)) \(positional)\n"
     }
 
     private static func fishQuote(_ s: String) -> String { "'" + s.replacingAll(["\\": "\\\\", "'": "\\'"]) + "'" }

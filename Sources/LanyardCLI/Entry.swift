@@ -12,16 +12,51 @@ package enum Lanyard {
     /// The date of this version, as the man page shows it.
     package static let releaseDate = "2026-11-30"
 
-    /// Every command, in the order `help` lists them. Help, the man page and completions are
-    /// generated from this table.
-    package static let commands: [CommandSpec] = [
-        AuthCommands.login, AuthCommands.logout, AuthCommands.refresh, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot, ResolutionCommands.which,
-        ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
-        TokenCommand.command, IntegrationCommands.env, IntegrationCommands.exec, IntegrationCommands.codex,
-        GitCredentialCommand.command, CredentialHelperCommands.docker, CredentialHelperCommands.kube,
-        CredentialHelperCommands.netrc, GhCommand.command, BundleCommands.export, BundleCommands.import, UsageCommand.usage, AskCommand.ask,
-        DoctorCommand.command, StoreGroupCommand.store, AgentCommands.agent, AgentCommands.events,
-        RefreshWorker.command, MetaCommands.completion, MetaCommands.version, MetaCommands.help,
+    /// The commands as `lanyard help` groups them, in the order it lists them.
+    package struct CommandGroup: Sendable {
+        package let title: String
+        package let commands: [CommandSpec]
+    }
+
+    package static let groups: [CommandGroup] = [
+        CommandGroup(title: "Accounts", commands: [
+            AuthCommands.login, AuthCommands.logout, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot,
+            ResolutionCommands.which, ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
+            UsageCommand.usage,
+        ]),
+        CommandGroup(title: "Tokens", commands: [
+            TokenCommand.command, AuthCommands.refresh, IntegrationCommands.env, IntegrationCommands.exec, AskCommand.ask,
+        ]),
+        CommandGroup(title: "Tools", commands: [
+            IntegrationCommands.codex, GhCommand.command, GitCredentialCommand.command, CredentialHelperCommands.docker,
+            CredentialHelperCommands.kube, CredentialHelperCommands.netrc,
+        ]),
+        CommandGroup(title: "Store", commands: [StoreGroupCommand.store, DoctorCommand.command, BundleCommands.export, BundleCommands.import]),
+        CommandGroup(title: "Agent", commands: [AgentCommands.agent, AgentCommands.events]),
+        CommandGroup(title: "Other", commands: [MetaCommands.completion, MetaCommands.version, MetaCommands.help]),
+    ]
+
+    /// Every top-level command (groups of subcommands included), in the order `help` lists them,
+    /// then the hidden ones. Help, the man page and completions are generated from this table.
+    package static let commands: [CommandSpec] = groups.flatMap(\.commands) + [RefreshWorker.command]
+
+    /// Every command and subcommand, depth first.
+    package static var allCommands: [CommandSpec] { commands.flatMap(\.withDescendants) }
+
+    /// Every command and subcommand help, the man page and completions show (hidden ones left
+    /// out), each group before its subcommands.
+    package static var documentedCommands: [CommandSpec] {
+        func walk(_ spec: CommandSpec) -> [CommandSpec] { [spec] + spec.visibleSubcommands.flatMap(walk) }
+        return commands.filter { !$0.hidden }.flatMap(walk)
+    }
+
+    /// The examples `lanyard help` and the man page start with.
+    package static let examples: [CommandExample] = [
+        CommandExample("lanyard login work", "sign an account into the slot work (a device code to approve in a browser)"),
+        CommandExample("lanyard switch personal", "make personal the slot commands use by default"),
+        CommandExample("curl -H \"Authorization: Bearer $(lanyard token)\" https://api.example.com/", "hand the slot's fresh token to a script"),
+        CommandExample("lanyard exec work -- codex", "run Codex as work while another Codex runs as personal"),
+        CommandExample("lanyard store init", "on a server without a desktop keyring, create the encrypted file store first"),
     ]
 
     /// Runs one command line (without the program name) and returns the exit status.
@@ -44,8 +79,7 @@ package enum Lanyard {
             return ExitStatus.ok.rawValue
         }
         do {
-            let needsNetwork = spec.network || !spec.networkFlags.isDisjoint(with: args.switches.union(args.values.keys))
-            if needsNetwork && context.transport == nil && context.transportFactory == nil {
+            if spec.needsNetwork(args) && context.transport == nil && context.transportFactory == nil {
                 try NetworkHandoff.exec(argv)  // returns only on failure
             }
             return try spec.run(Invocation(context: context, spec: spec, args: args)).rawValue
@@ -56,8 +90,9 @@ package enum Lanyard {
         }
     }
 
-    /// Finds the command and parses its arguments without running anything: nil when the line
-    /// names no command (only options, or nothing). Tests check the docs' examples with it.
+    /// Finds the command (down to a subcommand: `store init`) and parses its arguments without
+    /// running anything: nil when the line names no command (only options, or nothing). Tests
+    /// check the docs' examples with it.
     package static func parse(_ argv: [String]) throws(UsageError) -> (CommandSpec, ParsedArguments)? {
         var argv = argv
         // Global options may come before the command: move them after it.
@@ -73,7 +108,7 @@ package enum Lanyard {
             let hint = Suggest.closest(to: name, in: commands.filter { !$0.hidden }.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
             throw UsageError(message: "unknown command \"\(name)\"\(hint); see `lanyard help`", command: nil)
         }
-        return (spec, try ArgumentParser.parse(leading + Array(argv.dropFirst()), for: spec))
+        return try ArgumentParser.dispatch(leading + Array(argv.dropFirst()), from: spec)
     }
 
     /// The slot whose name is closest to a mistyped one (as commands and options get "did you

@@ -41,15 +41,21 @@ enum ManPage {
         .SH COMMANDS
 
         """
-        for spec in Lanyard.commands where !spec.hidden {
+        for spec in Lanyard.documentedCommands {
             out += ".SS \"\(escape(spec.usage))\"\n"
             out += text(capitalized(spec.summary) + ".") + "\n"
             if !spec.details.isEmpty { out += ".PP\n" + text(spec.details) + "\n" }
+            if spec.isGroup {
+                out += ".PP\nCommands: " + spec.visibleSubcommands.map { "\\fB\(escape($0.word))\\fR" }.joined(separator: ", ") + ".\n"
+            }
             let own = spec.allFlags.filter { flag in !globalFlags.contains { $0.name == flag.name } }
             for flag in own { out += option(flag) }
+            if !spec.examples.isEmpty { out += ".PP\nExamples:\n.RS\n" + examples(spec.examples) + ".RE\n" }
         }
         out += ".SH OPTIONS\nEvery command takes these:\n"
         for flag in globalFlags { out += option(flag) }
+        out += ".SH EXAMPLES\n" + examples(Lanyard.examples)
+        out += ".PP\n" + text("Every command's entry above ends with examples of its own, as `lanyard help COMMAND` shows them.") + "\n"
         out += ".SH ENVIRONMENT\n"
         for entry in Lanyard.environment { out += ".TP\n.B \(entry.name)\n\(text(entry.meaning))\n" }
         out += ".SH FILES\n"
@@ -69,6 +75,19 @@ enum ManPage {
 
         """
         return out
+    }
+
+    /// Each example's explanation, then its command line set as code, a paragraph each.
+    private static func examples(_ examples: [CommandExample]) -> String {
+        examples.map { example in
+            text(capitalized(example.explanation) + ":") + "\n.RS 4\n.EX\n" + code(example.command) + "\n.EE\n.RE\n"
+        }.joined(separator: ".PP\n")
+    }
+
+    /// A line of code in an `.EX` block: escaped, never starting with a control character.
+    private static func code(_ line: String) -> String {
+        let escaped = escape(line)
+        return escaped.hasPrefix(".") || escaped.hasPrefix("'") ? "\\&" + escaped : escaped
     }
 
     private static func option(_ flag: FlagSpec) -> String {

@@ -12,14 +12,18 @@ import Testing
     /// Command name → its long flags, as one surface shows them.
     typealias Surface = [String: Set<String>]
 
+    /// Subcommands are keys of their own (`store migrate`), each with its own flags.
     @Test func helpManPageAndCompletionsListTheSameCommandsAndFlags() throws {
         let help = try helpSurface()
-        #expect(help.count >= 25, "help lists \(help.count) commands")
+        #expect(help.count >= 50, "help lists \(help.count) commands and subcommands")
         #expect(help["refresh-worker"] == nil, "hidden commands stay out of help")
+        #expect(help["store migrate"] == ["to", "dry-run", "json", "help", "no-color"])
+        #expect(help["store init"] == ["no-passphrase", "json", "help", "no-color"])
+        let groups = help.keys.filter { name in help.keys.contains { $0.hasPrefix(name + " ") } }
         let surfaces: [(String, Surface)] = [
             ("man page", try manPageSurface()),
-            ("bash completion", try bashSurface()),
-            ("fish completion", try fishSurface()),
+            ("bash completion", try bashSurface(groups: groups)),
+            ("fish completion", try fishSurface(groups: groups)),
             ("zsh completion", try zshSurface()),
         ]
         for (name, surface) in surfaces {
@@ -34,7 +38,7 @@ import Testing
     /// only while each spelling takes a value everywhere or nowhere.
     @Test func eachFlagSpellingTakesAValueEverywhereOrNowhere() {
         var takesValue: [String: (Bool, String)] = [:]
-        for spec in Lanyard.commands where !spec.hidden {
+        for spec in Lanyard.documentedCommands {
             for flag in spec.allFlags {
                 for spelling in flag.spellings {
                     if let (seen, first) = takesValue[spelling] {
@@ -70,6 +74,76 @@ import Testing
         #expect(candidates.sorted() == ["personal", "work", "work"], "\(fishOut)")
     }
 
+    /// Each shell completes a group's subcommands (with options before them skipped), and then
+    /// that subcommand's own flags, flag values and arguments.
+    @Test func completionsOfferSubcommandsAndTheirOwnFlags() throws {
+        let h = CLIHarness()
+        try h.addSlot("work", active: true)
+        let env = h.environment.merging(["PATH": binDirectory() + ":/usr/bin:/bin"]) { $1 }
+        let bashOut = try runShell(["bash", "-c", """
+            source \(try writeScript("bash"))
+            t() { COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _lanyard; echo "$*|${COMPREPLY[*]}"; }
+            t lanyard store ""
+            t lanyard --json store s
+            t lanyard store init --
+            t lanyard store --to file migrate --d
+            t lanyard store migrate --to ""
+            t lanyard store migrate ""
+            t lanyard codex export ""
+            t lanyard git-credential setup --
+            t lanyard completion ""
+            t lanyard help store ""
+            t lanyard help ""
+            """], environment: env)
+        let bash = Dictionary(uniqueKeysWithValues: bashOut.split(separator: "\n").map {
+            let parts = $0.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            return (parts[0], parts.count > 1 ? parts[1] : "")
+        })
+        #expect(bash["lanyard store "] == "init unlock lock status migrate")
+        #expect(bash["lanyard --json store s"] == "status")
+        #expect(bash["lanyard store init --"] == "--no-passphrase --json --help --no-color", "init's own flags, not migrate's")
+        #expect(bash["lanyard store --to file migrate --d"] == "--dry-run")
+        #expect(bash["lanyard store migrate --to "] == "secret-service file")
+        #expect(bash["lanyard store migrate "] == "work")
+        #expect(bash["lanyard codex export "] == "work")
+        #expect(bash["lanyard git-credential setup --"] == "--slot --apply --help --no-color")
+        #expect(bash["lanyard completion "] == "bash zsh fish")
+        #expect(bash["lanyard help store "] == "init unlock lock status migrate")
+        #expect(bash["lanyard help "]?.hasPrefix("login logout ") == true)
+
+        let fishOut = try runShell(["fish", "--no-config", "-c", """
+            source \(try writeScript("fish"))
+            for line in 'lanyard store ' 'lanyard --json store s' 'lanyard store init --' 'lanyard store migrate --to ' 'lanyard codex export ' 'lanyard help codex '
+                echo "$line|"(complete -C $line | string replace -r '\\t.*' '' | string join ' ')
+            end
+            """], environment: env)
+        #expect(fishOut.contains("lanyard store |init lock migrate status unlock\n"), "\(fishOut)")
+        #expect(fishOut.contains("lanyard --json store s|status\n"), "\(fishOut)")
+        #expect(fishOut.contains("lanyard store init --|--help --json --no-color --no-passphrase\n"), "\(fishOut)")
+        #expect(fishOut.contains("lanyard store migrate --to |file secret-service\n"), "\(fishOut)")
+        #expect(fishOut.contains("lanyard codex export |work\n"), "\(fishOut)")
+        #expect(fishOut.contains("lanyard help codex |export import\n"), "\(fishOut)")
+
+        // zsh's completion system needs an interactive shell; its helpers are stood in for by
+        // functions that print what they were asked to offer, and the script's own functions run.
+        let zshOut = try runShell(["zsh", "-f", "-c", """
+            _describe() { local name=${@[-1]}; print -r -- "describe ${(j: :)${(@)${(P)name}%%:*}}"; }
+            _arguments() { print -r -- "arguments ${(j: :)${(@M)@:#*--*}}"; }
+            source <(sed '$d' \(try writeScript("zsh")))
+            t() { words=("$@"); CURRENT=$#; curcontext=":complete:lanyard:"; _lanyard; }
+            t lanyard store ""
+            t lanyard store init --
+            t lanyard store migrate --
+            t lanyard completion ""
+            """], environment: env)
+        let zsh = zshOut.split(separator: "\n").map(String.init)
+        #expect(zsh.count == 4, "\(zshOut)")
+        #expect(zsh.first == "describe init unlock lock status migrate")
+        #expect(zsh.dropFirst().first.map { $0.contains("--no-passphrase[") && !$0.contains("--to[") } == true, "\(zshOut)")
+        #expect(zsh.dropFirst(2).first.map { $0.contains("--to[") && $0.contains("--dry-run[") && !$0.contains("--no-passphrase") } == true)
+        #expect(zsh.last == "describe bash zsh fish")
+    }
+
     @Test func listNamesPrintsOnlySlotNames() throws {
         let h = CLIHarness()
         try h.addSlot("work", active: true)
@@ -83,10 +157,18 @@ import Testing
         let page = try writeTemp(CLIHarness().run("help", "--man").stdout, name: "lanyard.1")
         let lint = try runShell(["mandoc", "-T", "lint", "-W", "warning", page], environment: [:], allowFailure: true)
         #expect(lint.isEmpty, "mandoc -T lint: \(lint)")
-        let rendered = try runShell(["man", "-l", "-P", "cat", page], environment: ["MANWIDTH": "80", "PATH": "/usr/bin:/bin"])
-        for section in ["NAME", "SYNOPSIS", "COMMANDS", "ENVIRONMENT", "FILES", "EXIT STATUS"] {
+        let rendered = try runShell(["man", "-l", "-P", "cat", page], environment: ["MANWIDTH": "80", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"])
+        for section in ["NAME", "SYNOPSIS", "COMMANDS", "OPTIONS", "EXAMPLES", "ENVIRONMENT", "FILES", "EXIT STATUS"] {
             #expect(rendered.contains("\n\(section)\n"), "man page has no \(section) section")
         }
+        // Every command and subcommand has an entry, ending with its examples set as code.
+        for spec in Lanyard.documentedCommands {
+            let entry = try #require(rendered.components(separatedBy: "\n   \(spec.usage)\n").dropFirst().first, "no entry for \(spec.name)")
+            for example in spec.examples {
+                #expect(entry.contains("\n                  \(example.command)\n"), "\(spec.name)'s entry lacks \(example.command)")
+            }
+        }
+        for example in Lanyard.examples { #expect(rendered.contains("\n           \(example.command)\n")) }
         for status in ExitStatus.allCases { #expect(rendered.contains("       \(status.rawValue) "), "exit status \(status.rawValue) missing") }
         for entry in Lanyard.environment { #expect(rendered.contains(entry.name)) }
     }
@@ -99,6 +181,30 @@ import Testing
         #expect(missingStatuses.isEmpty, "docs/cli.md's exit table differs for \(missingStatuses)")
         let missingCommands = Lanyard.commands.filter { !$0.hidden && !cli.contains("### `lanyard \($0.name)") }.map(\.name)
         #expect(missingCommands.isEmpty, "docs/cli.md has no section for \(missingCommands)")
+    }
+
+    /// Every command and subcommand has a heading in docs/cli.md (`#### \`lanyard store migrate …\``,
+    /// or alternatives: `lanyard completion bash|zsh|fish`), and the section under it names each of
+    /// its flags (`--json` for those that print, `--account` for those that resolve a slot).
+    @Test func cliReferenceDocumentsEveryCommandAndSubcommandWithItsFlags() throws {
+        let cli = try String(contentsOfFile: repositoryRoot.path + "/docs/cli.md", encoding: .utf8)
+        let lines = cli.components(separatedBy: "\n")
+        // The section each command's most specific heading opens: up to the next heading of the same or a higher level.
+        var sections: [String: String] = [:]
+        for (index, line) in lines.enumerated() where line.hasPrefix("### ") || line.hasPrefix("#### ") {
+            let level = line.prefix { $0 == "#" }.count
+            let end = lines[(index + 1)...].firstIndex { $0.hasPrefix("#") && $0.prefix { $0 == "#" }.count <= level } ?? lines.count
+            let body = lines[index..<end].joined(separator: "\n")
+            for name in DocExamples.commandsNamed(byHeading: line) { sections[name] = body }
+        }
+        var problems: [String] = []
+        for spec in Lanyard.documentedCommands {
+            guard let section = sections[spec.name] else { problems.append("no heading for `lanyard \(spec.name)`"); continue }
+            for flag in spec.allFlags where !globalFlags.contains(where: { $0.name == flag.name }) {
+                if !section.contains("--\(flag.name)") { problems.append("`lanyard \(spec.name)`'s section does not mention --\(flag.name)") }
+            }
+        }
+        #expect(problems.isEmpty, "docs/cli.md:\n\(problems.joined(separator: "\n"))")
     }
 
     @Test func everyLanyardExampleInTheDocsIsAcceptedByTheParser() throws {
@@ -154,6 +260,13 @@ import Testing
         #expect(DocExamples.check(["login", "--qrcode"]) != nil)
         #expect(DocExamples.check(["store", "unlok"]) != nil)
         #expect(DocExamples.check(["store", "init|unlock|lockk"]) != nil, "synopsis alternatives are checked one by one")
+        #expect(DocExamples.check(["store", "init", "[--dry-run]"]) != nil, "a synopsis's flags are its subcommand's")
+        #expect(DocExamples.check(["store", "migrate", "--to", "secret-service|file", "[--dry-run]", "[SLOT…]"]) == nil)
+        #expect(DocExamples.check(["store", "init|migrate", "[--dry-run]"]) == nil, "a flag of one of the alternatives")
+        #expect(DocExamples.commandsNamed(byHeading: "### `lanyard completion bash|zsh|fish`")
+                == ["completion", "completion bash", "completion zsh", "completion fish"])
+        #expect(DocExamples.commandsNamed(byHeading: "#### `lanyard store migrate --to secret-service|file [SLOT…]`, `lanyard version`")
+                == ["store", "store migrate", "version"])
         #expect(DocExamples.check(["refresh", "[SLOT", "|", "--every]"]) != nil)
         #expect(DocExamples.check(["env", "--shell", "tcsh"]) != nil)
         #expect(DocExamples.check(["refresh", "[SLOT", "|", "--all]", "[--json]"]) == nil)
@@ -168,14 +281,19 @@ import Testing
     private func helpSurface() throws -> Surface {
         let h = CLIHarness()
         let overview = h.run("help").stdout
-        let names = overview.split(separator: "\n", omittingEmptySubsequences: false).drop { $0 != "Commands:" }.dropFirst()
-            .prefix { !$0.isEmpty }.compactMap { $0.split(separator: " ").first.map(String.init) }
+        // The command lines of the grouped list: two spaces, a name, two or more spaces.
+        let list = overview.components(separatedBy: "\nExamples:\n").first ?? ""
+        let names = matches(of: #"(?m)^  ([a-z-]+)  +\S"#, in: list)
         var surface: Surface = [:]
-        for name in names {
-            let text = h.run(name, "--help").stdout
+        func read(_ words: [String]) {
+            let text = h.run(words + ["--help"]).stdout
+            let name = words.joined(separator: " ")
             surface[name] = Set(matches(of: #"(?m)^  (?:-\w, |    )--([a-z-]+)"#, in: text))
             #expect(!surface[name]!.isEmpty, "`\(name) --help` lists no options")
+            let commands = text.components(separatedBy: "\nCommands:\n").dropFirst().first?.components(separatedBy: "\n\n").first ?? ""
+            for sub in matches(of: #"(?m)^  ([a-z-]+)  +\S"#, in: commands) { read(words + [sub]) }
         }
+        for name in names { read([name]) }
         return surface
     }
 
@@ -187,51 +305,70 @@ import Testing
         let global = Set(matches(of: #"\\fB--([a-z-]+)\\fR"#, in: options))
         var surface: Surface = [:]
         for block in commands.components(separatedBy: "\n.SS ").dropFirst() {
-            let name = try #require(matches(of: #"^"lanyard ([a-z-]+)"#, in: block).first)
+            let name = try #require(matches(of: #"^"lanyard ([a-z-]+(?: [a-z][a-z-]*)*)"#, in: block).first)
             let flags = block.components(separatedBy: "\n.TP\n").dropFirst().compactMap { matches(of: #"^(?:\\fB-\w\\fR, )?\\fB--([a-z-]+)\\fR"#, in: $0).first }
             surface[name] = Set(flags).union(global)
         }
         return surface
     }
 
-    private func bashSurface() throws -> Surface {
+    /// What bash completes: the commands, each one's flags after `--`, and for a group its
+    /// subcommands and theirs.
+    private func bashSurface(groups: [String]) throws -> Surface {
         let script = try writeScript("bash")
         let out = try runShell(["bash", "-c", """
             source \(script)
+            groups=" \(groups.joined(separator: " ")) "
             COMP_WORDS=(lanyard ""); COMP_CWORD=1; _lanyard
             for cmd in "${COMPREPLY[@]}"; do
                 COMP_WORDS=(lanyard "$cmd" --); COMP_CWORD=2; _lanyard
                 echo "$cmd ${COMPREPLY[*]}"
+                if [[ $groups == *" $cmd "* ]]; then
+                    COMP_WORDS=(lanyard "$cmd" ""); COMP_CWORD=2; _lanyard
+                    for sub in "${COMPREPLY[@]}"; do
+                        COMP_WORDS=(lanyard "$cmd" "$sub" --); COMP_CWORD=3; _lanyard
+                        echo "$cmd/$sub ${COMPREPLY[*]}"
+                    done
+                fi
             done
             """], environment: ["PATH": "/usr/bin:/bin"])
         return surface(lines: out)
     }
 
-    private func fishSurface() throws -> Surface {
+    private func fishSurface(groups: [String]) throws -> Surface {
         let script = try writeScript("fish")
         let out = try runShell(["fish", "--no-config", "-c", """
             source \(script)
             for cmd in (complete -C 'lanyard ' | string replace -r '\\t.*' '')
                 echo $cmd (complete -C "lanyard $cmd --" | string replace -r '\\t.*' '')
+                if contains -- $cmd \(groups.joined(separator: " "))
+                    for sub in (complete -C "lanyard $cmd " | string replace -r '\\t.*' '')
+                        echo $cmd/$sub (complete -C "lanyard $cmd $sub --" | string replace -r '\\t.*' '')
+                    end
+                end
             end
             """], environment: ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()])
         return surface(lines: out)
     }
 
     /// zsh completion needs an interactive shell to run; the script is syntax-checked by zsh and
-    /// read for its command list and `_arguments` specs.
+    /// read for its functions: a group's lists its subcommands, a command's its `_arguments` specs.
     private func zshSurface() throws -> Surface {
         let text = CLIHarness().run("completion", "zsh").stdout
         _ = try runShell(["zsh", "-n", try writeScript("zsh")], environment: [:])
-        let commandList = try #require(text.components(separatedBy: "commands=(\n").dropFirst().first?.components(separatedBy: "\n  )").first)
-        let names = matches(of: #"(?m)^    '([a-z-]+):"#, in: commandList)
+        let regex = try NSRegularExpression(pattern: #"(?ms)^(_lanyard|_lanyard_cmd_[a-z_-]+)\(\) \{\n(.*?)\n\}$"#)
         var surface: Surface = [:]
-        let cases = "\n" + (try #require(text.components(separatedBy: "case $cmd in\n").dropFirst().first))
-        for name in names {
-            let branch = try #require(cases.components(separatedBy: "\n    \(name))\n").dropFirst().first?.components(separatedBy: " ;;").first,
-                                      "no case for \(name)")
-            surface[name] = Set(matches(of: #"(?:'|,)--([a-z-]+)(?:\[|\})"#, in: branch))
+        var listed: [String] = []
+        for match in regex.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+            let function = String(text[Range(match.range(at: 1), in: text)!])
+            let body = String(text[Range(match.range(at: 2), in: text)!])
+            let name = function == "_lanyard" ? "" : String(function.dropFirst("_lanyard_cmd_".count)).replacingOccurrences(of: "_", with: " ")
+            if let list = body.components(separatedBy: "commands=(\n").dropFirst().first?.components(separatedBy: "\n  )").first {
+                listed += matches(of: #"(?m)^    '([a-z-]+):"#, in: list).map { name.isEmpty ? $0 : "\(name) \($0)" }
+            }
+            if !name.isEmpty { surface[name] = Set(matches(of: #"(?:'|,)--([a-z-]+)(?:\[|\})"#, in: body)) }
         }
+        #expect(listed.sorted() == surface.keys.sorted(), "zsh: the commands listed and those with a function differ")
         return surface
     }
 
@@ -239,7 +376,7 @@ import Testing
         var surface: Surface = [:]
         for line in lines.split(separator: "\n") {
             let words = line.split(separator: " ").map(String.init)
-            guard let name = words.first else { continue }
+            guard let name = words.first?.replacingOccurrences(of: "/", with: " ") else { continue }
             surface[name] = Set(words.dropFirst().filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2)) })
         }
         return surface
@@ -366,7 +503,8 @@ enum DocExamples {
     }
 
     /// nil when the command line is accepted. Usage synopses (`[SLOT]`, `a|b`, `…`) are checked
-    /// word by word: each flag must exist and each subcommand alternative must be a subcommand.
+    /// word by word: each subcommand alternative must be a subcommand, and each flag a flag of
+    /// (one of) the command(s) the synopsis names.
     static func check(_ words: [String]) -> String? {
         let isSynopsis = words.contains { $0.contains("[") || $0.contains("]") || $0.contains("|") || $0.contains("…") || $0.contains("<") }
         if !isSynopsis {
@@ -374,27 +512,52 @@ enum DocExamples {
                 _ = try Lanyard.parse(words)
                 return nil
             } catch {
-                // Prose names a command without its arguments (`lanyard logout`, `lanyard exec`).
-                return error.message.hasPrefix("missing argument") ? nil : error.message
+                // Prose names a command without its arguments (`lanyard logout`, `lanyard exec`) or
+                // a group without its subcommand (`lanyard git-credential`).
+                return error.message.hasPrefix("missing ") ? nil : error.message
             }
         }
         guard let name = words.first(where: { !$0.hasPrefix("-") }) else { return "no command" }
         if name.hasPrefix("<") { return nil }  // `lanyard <command> …`: the general form
         guard let spec = Lanyard.commands.first(where: { $0.name == name }) else { return "unknown command \(name)" }
-        var positional = 0
+        var specs = [spec]
         for word in words.drop(while: { $0 != name }).dropFirst() {
             let bare = word.trimmingCharacters(in: CharacterSet(charactersIn: "[]…,"))
-            for alternative in bare.split(separator: "|").map(String.init) where !alternative.isEmpty {
-                if alternative.hasPrefix("-") {
-                    let flag = alternative.split(separator: "=").first.map(String.init) ?? alternative
-                    let known = spec.allFlags.contains { "--" + $0.name == flag || $0.short.map { "-\($0)" } == flag }
-                    if !known && flag != "--" { return "`\(spec.name)` has no option \(flag)" }
-                } else if positional == 0, !spec.subcommands.isEmpty, alternative.lowercased() == alternative {
-                    if !spec.subcommands.contains(alternative) { return "`\(spec.name)` has no subcommand \(alternative)" }
+            let alternatives = bare.split(separator: "|").map(String.init).filter { !$0.isEmpty }
+            if specs.count == 1, specs[0].isGroup, !bare.hasPrefix("-"), !word.hasPrefix("[") {
+                // The word after a group names its subcommand(s).
+                if bare.isEmpty || bare.hasPrefix("<") { return nil }
+                var named: [CommandSpec] = []
+                for alternative in alternatives {
+                    guard let sub = specs[0].subcommand(alternative) else { return "`\(specs[0].name)` has no subcommand \(alternative)" }
+                    named.append(sub)
                 }
+                specs = named
+                continue
             }
-            if !bare.hasPrefix("-") && !word.hasPrefix("[-") && !bare.isEmpty { positional += 1 }
+            for alternative in alternatives where alternative.hasPrefix("-") {
+                let flag = alternative.split(separator: "=").first.map(String.init) ?? alternative
+                let known = specs.contains { $0.allFlags.contains { "--" + $0.name == flag || $0.short.map { "-\($0)" } == flag } }
+                if !known && flag != "--" { return "`\(specs.map(\.name).joined(separator: "|"))` has no option \(flag)" }
+            }
         }
         return nil
+    }
+
+    /// The commands a docs/cli.md heading documents: each `lanyard …` synopsis in it names a
+    /// command and, through its subcommand alternatives (`init|unlock`), those subcommands.
+    static func commandsNamed(byHeading heading: String) -> [String] {
+        var names: [String] = []
+        let parts = heading.components(separatedBy: "`")
+        for code in stride(from: 1, to: parts.count - 1, by: 2).map({ parts[$0] }) where code.hasPrefix("lanyard ") {
+            let words = code.split(separator: " ").dropFirst().map(String.init)
+            guard let first = words.first, let spec = Lanyard.commands.first(where: { $0.name == first }) else { continue }
+            if !names.contains(spec.name) { names.append(spec.name) }
+            guard spec.isGroup, let next = words.dropFirst().first else { continue }
+            for word in next.split(separator: "|").map(String.init) {
+                if let sub = spec.subcommand(word), !names.contains(sub.name) { names.append(sub.name) }
+            }
+        }
+        return names
     }
 }

@@ -23,7 +23,11 @@ enum AskCommand {
         text_delta, text_done, completed). Exit 7 at the usage limit, 4 when the slot must sign in again, \
         6 for network, server and stream errors (streaming_replay_diverged when a reconnection replayed \
         different text), 130 when interrupted.
-        """, network: true) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard ask --account work say hello", "check that work can use the model, end to end"),
+            CommandExample("git diff | lanyard ask --instructions 'review this diff' -", "send standard input as the prompt"),
+        ], network: true) { inv in
         guard let streamFactory = inv.context.streamFactory else {
             throw NetworkUnavailable(detail: "this binary cannot stream; run the command through lanyard")
         }

@@ -18,7 +18,11 @@ enum DoctorCommand {
         `.lanyard` pins that name no slot (the one in effect here, those below the working directory and under \
         the home folder) are problems: commands run below them fail. \
         Exit status 0 when everything is consistent (or was repaired), 1 when problems remain.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard doctor", "check the backends and that the registry and the stores agree"),
+            CommandExample("lanyard doctor --repair", "rebuild the registry from what the backends hold"),
+        ]) { inv in
         let manager = try inv.accounts()
         // Not a repair to ask for: a live refresh token sits in a file there, and the slot's own
         // may be one the command rotated away (refreshing with it would end the sign-in).

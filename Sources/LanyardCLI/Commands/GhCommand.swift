@@ -8,18 +8,32 @@ import LanyardStore
 /// `lanyard gh import`: adopts the accounts the GitHub CLI holds.
 enum GhCommand {
     static let command = CommandSpec(
-        name: "gh", summary: "adopt the accounts the GitHub CLI holds into slots", arguments: "import [SLOT]",
-        minArguments: 1, maxArguments: 2,
+        group: "gh", summary: "adopt the accounts the GitHub CLI holds into slots",
+        details: """
+        GitHub CLI tokens do not expire, so Lanyard never refreshes them. The adopted slots work with exec and env \
+        (GH_TOKEN), git-credential and docker-credential ([git] and [docker] mappings).
+        """,
+        examples: [CommandExample("lanyard gh import", "one slot per account gh is signed in to")],
+        subcommands: [importAccounts])
+
+    static let importAccounts = CommandSpec(
+        name: "gh import", summary: "adopt gh's accounts (one slot each)", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1,
         flags: [FlagSpec("hostname", value: "HOST", "only gh's account for HOST (repeatable; default: every host in gh's hosts.yml)")],
         prints: true, takesAccount: false,
         details: """
-        import reads the hosts gh is signed in to from its hosts.yml ($GH_CONFIG_DIR, else $XDG_CONFIG_HOME/gh, else \
+        Reads the hosts gh is signed in to from its hosts.yml ($GH_CONFIG_DIR, else $XDG_CONFIG_HOME/gh, else \
         ~/.config/gh) and asks `gh auth token --hostname HOST` for each token (or reads hosts.yml when gh is not \
-        installed), then stores each in a slot of provider github: gh-USER for github.com, gh-USER-HOST otherwise, or \
-        SLOT when one account is imported. GitHub CLI tokens do not expire, so Lanyard never refreshes them. The slots \
-        then work with exec and env (GH_TOKEN), git-credential and docker-credential ([git] and [docker] mappings).
-        """, subcommands: ["import"]) { inv in
-        let requested = try inv.args.positionals.dropFirst().first.map { try SlotCommands.parseSlot($0, inv) }
+        installed), then stores each in a slot of provider github: gh-USER for github.com, gh-USER-HOST otherwise, \
+        or SLOT when one account is imported. A slot that holds another account is not overwritten (exit 1); \
+        importing the same account again updates its token.
+        """,
+        examples: [
+            CommandExample("lanyard gh import", "adopt every account gh holds"),
+            CommandExample("lanyard gh import --hostname github.example.com work", "adopt the GitHub Enterprise account into the slot work"),
+            CommandExample("lanyard exec gh-octocat -- gh repo list", "then run gh (or anything reading GH_TOKEN) as that account"),
+        ]) { inv in
+        let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
         let manager = try inv.accounts()
         let adopted = try manager.adoptGitHubCLIAccounts(from: GitHubCLI(environment: inv.context.environment),
                                                         hosts: inv.args.repeated("hostname"), into: requested)

@@ -12,7 +12,11 @@ enum TokenCommand {
         details: """
         Refreshes first when the token expires within the refresh lead (one refresh per slot across processes). \
         Prints only the token and a newline, so `$(lanyard token)` works. Exit 3 when the slot has none, 4 when it must sign in again.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("curl -H \"Authorization: Bearer $(lanyard token work)\" https://api.example.com/", "call an API as work with a fresh token"),
+            CommandExample("lanyard token --json", "the token with its expiry and slot, as JSON"),
+        ]) { inv in
         let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.first)
         StartupTrace.mark("resolve")
         let manager = try inv.accounts()

@@ -9,7 +9,11 @@ enum UsageCommand {
         name: "usage", summary: "show plan and usage windows (with reset times) from the provider", arguments: "[SLOT]",
         minArguments: 0, maxArguments: 1, flags: [FlagSpec("all", "every signed-in slot of a provider with a usage endpoint")],
         prints: true, takesAccount: true,
-        details: "Exit 7 when the slot is at its usage limit (one slot), 6 when the server cannot be reached.", network: true) { inv in
+        details: "Exit 7 when the slot is at its usage limit (one slot), 6 when the server cannot be reached.",
+        examples: [
+            CommandExample("lanyard usage", "plan and usage windows of the resolved slot, with reset times"),
+            CommandExample("lanyard usage --all", "every signed-in slot whose provider reports usage"),
+        ], network: true) { inv in
         let document = try inv.registry.load()
         let manager = try inv.accounts()
         let slots: [Slot]

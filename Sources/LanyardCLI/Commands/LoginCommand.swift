@@ -5,7 +5,7 @@ import LanyardCore
 import LanyardSystem
 import LanyardStore
 
-enum AuthCommands {
+extension AuthCommands {
     static let login = CommandSpec(
         name: "login", summary: "sign an account into a slot with the device-code flow", arguments: "[SLOT]",
         minArguments: 0, maxArguments: 1,
@@ -20,7 +20,13 @@ enum AuthCommands {
         Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
         its credential only once the new one is in hand, and only with the same account: approved as another \
         account, nothing is stored (exit 1) unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing.
-        """, network: true) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard login", "sign in; the slot is named after the account's email"),
+            CommandExample("lanyard login work --qr", "sign into the slot work, with a QR code of the page for a phone"),
+            CommandExample("lanyard login lab --provider example", "sign in with a provider of your own ([provider.example] in config.ini)"),
+            CommandExample("lanyard login work --replace", "put another account into work, replacing the one it holds"),
+        ], network: true) { inv in
         let manager = try inv.accounts()
         let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
         let existing = try requested.flatMap { try inv.registry.load().slots[$0] }
@@ -46,63 +52,6 @@ enum AuthCommands {
             let who = account.email ?? "the account"
             let plan = account.plan.map { " (\($0.displayName))" } ?? ""
             inv.stdout.line("Signed \(who)\(plan) into slot \(inv.style.bold(slot.name)).")
-        }
-        return .ok
-    }
-
-    static let refresh = CommandSpec(
-        name: "refresh", summary: "refresh a slot's tokens now (or every slot with --all)", arguments: "[SLOT]",
-        minArguments: 0, maxArguments: 1, flags: [FlagSpec("all", "refresh every signed-in slot")],
-        prints: true, takesAccount: true,
-        details: """
-        A refresh another process is already doing is waited for and adopted, never repeated. A permanent failure \
-        marks the slot for sign-in again (exit 4); a transient one changes nothing (exit 6).
-        """, network: true) { inv in
-        let manager = try inv.accounts()
-        let slots: [Slot]
-        if inv.args.has("all") {
-            guard inv.args.positionals.isEmpty else { throw UsageError(message: "give a SLOT or --all, not both", command: "refresh") }
-            slots = try manager.signedInSlots()
-        } else {
-            slots = [try inv.targetSlot(positional: inv.args.positionals.first).0]
-        }
-        var results: [JSONValue] = []
-        var worst: ExitStatus = .ok
-        for slot in slots {
-            do {
-                let credential = try inv.runAsync { try await manager.freshCredential(slot: slot, force: true) }
-                results.append(.object(["slot": .string(slot.name), "ok": .bool(true), "expires_at": .date(credential.tokens.expiresAt)]))
-                if !inv.json {
-                    let expiry = credential.tokens.expiresAt.map { ", expires \(RelativeTime.describe($0, now: inv.now))" } ?? ""
-                    inv.stdout.line("Refreshed \(slot.name)\(expiry).")
-                }
-            } catch let error as any LanyardError where slots.count > 1 {
-                results.append(.object(["slot": .string(slot.name), "ok": .bool(false),
-                                        "error": .object(["code": .string(error.code), "message": .string(error.userFacingDescription)])]))
-                if !inv.json { inv.stderr.line("lanyard: \(slot.name): \(error.userFacingDescription)") }
-                if worst == .ok { worst = error.exitStatus }
-            }
-        }
-        if inv.json { inv.emit(.object(["results": .array(results)])) {} }
-        return worst
-    }
-
-    static let logout = CommandSpec(
-        name: "logout", summary: "remove a slot's credential locally (the slot is kept, signed out)", arguments: "SLOT",
-        minArguments: 1, maxArguments: 1,
-        flags: [FlagSpec("revoke", "also revoke the refresh token at the provider (ends that session everywhere)")],
-        prints: true, takesAccount: false,
-        details: "Revocation is never the default: it would sign the account out of other tools that share the session.", network: true) { inv in
-        let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
-        let manager = try inv.accounts()
-        let revoke = inv.args.has("revoke")
-        let outcome = try inv.runAsync { try await manager.signOut(slot: slot, revoke: revoke) }
-        inv.emit(.object(["slot": .string(slot.name), "state": .string("signed-out"), "revoked": .bool(outcome.revoked)])) {
-            inv.stdout.line("Signed out of \(slot.name). `lanyard login \(slot.name)` signs it in again.")
-            if revoke && !outcome.revoked {
-                inv.stdout.line(outcome.wasSignedOut ? "The slot was already signed out; nothing was revoked."
-                                             : "The provider has no revocation endpoint; nothing was revoked.")
-            }
         }
         return .ok
     }

@@ -5,60 +5,7 @@ import LanyardAuth
 import LanyardCore
 import LanyardStore
 
-/// A second agent for the same user.
-struct AgentRunningError: LanyardError {
-    let lockPath: String
-    var code: String { "agent_running" }
-    var errorDescription: String? { "another lanyard agent is already running (it holds \(lockPath))" }
-}
-
-enum AgentCommands {
-    static let agent = CommandSpec(
-        name: "agent", summary: "keep every slot's tokens fresh in the background", arguments: "",
-        minArguments: 0, maxArguments: 0,
-        flags: [FlagSpec("once", "refresh the slots that are due now, then exit (for a systemd timer)")],
-        prints: false, takesAccount: false,
-        details: """
-        Runs in the foreground until SIGTERM or Ctrl-C. Each signed-in slot is refreshed once it is within
-        [refresh] lead of expiry, plus a random delay of up to [agent] jitter seconds (at most half the lead)
-        so slots do not refresh together. Transient failures are retried with exponential backoff. The
-        agent sleeps until the next due time and wakes early when another process changes the registry.
-        A slot whose session ends raises a desktop notification and runs the [agent] hook. One agent runs
-        per user; it shares the per-slot refresh lock with every other Lanyard command.
-        """, network: true) { inv in
-        let once = inv.args.has("once")
-        let config = try inv.config()
-        let paths = inv.paths
-        setenv("LANYARD_EVENT_SOURCE", "agent", 1)
-        var environment = inv.context.environment
-        environment["LANYARD_EVENT_SOURCE"] = "agent"
-        var manager = try inv.accounts()
-        if manager.refreshRunner != nil {
-            manager.refreshRunner = RefreshWorker.runner(environment: environment, executable: nil)
-        }
-        guard let lock = try RefreshAgent.lock(paths: paths) else {
-            if once {
-                inv.stderr.line("lanyard: the agent is running; nothing to do")
-                return .ok
-            }
-            throw AgentRunningError(lockPath: paths.lockDirectory + "/agent.lock")
-        }
-        defer { withExtendedLifetime(lock) {} }
-        let stderr = inv.stderr
-        let agent = RefreshAgent(manager: manager, options: .init(jitter: config.agentJitter, notify: config.agentNotify, hook: config.agentHook),
-                                 diagnostics: { stderr.line("lanyard agent: \($0)") })
-        if once {
-            return try agent.runOnce() == 0 ? .ok : .network
-        }
-        let stopper = agent.stopper
-        let sources = inv.onInterrupt { stopper.stop() }
-        defer { sources.forEach { $0.cancel() } }
-        stderr.line("lanyard agent: started (pid \(getpid()))")
-        try agent.run()
-        stderr.line("lanyard agent: stopped")
-        return .ok
-    }
-
+extension AgentCommands {
     static let events = CommandSpec(
         name: "events", summary: "show the event log (refreshes, transitions, errors)", arguments: "",
         minArguments: 0, maxArguments: 0,
@@ -66,9 +13,14 @@ enum AgentCommands {
                 FlagSpec("lines", short: "n", value: "N", "show only the last N events")],
         prints: true, takesAccount: false,
         details: """
-        The log is $XDG_STATE_HOME/lanyard/events.jsonl (one JSON object a line; never a token), capped at
+        The log is $XDG_STATE_HOME/lanyard/events.jsonl (one JSON object a line; never a token), capped at \
         [events] max-bytes and rotated to events.jsonl.1. With --json each event is printed as one JSON line.
-        """) { inv in
+        """,
+        examples: [
+            CommandExample("lanyard events -n 20", "the last 20 refreshes, transitions and errors"),
+            CommandExample("lanyard events --follow", "keep printing events as the agent and other commands log them"),
+            CommandExample("lanyard events --json | jq 'select(.event == \"error\")'", "only the errors, as JSON"),
+        ]) { inv in
         let config = try inv.config()
         let log = EventLog(paths: inv.paths, maxBytes: config.eventsMaxBytes)
         var lines = log.read()

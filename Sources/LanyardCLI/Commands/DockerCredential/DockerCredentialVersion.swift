@@ -1,0 +1,16 @@
+import FoundationEssentials
+import Glibc
+import LanyardAuth
+import LanyardCore
+import LanyardIntegrations
+import LanyardStore
+
+extension CredentialHelperCommands {
+    static let dockerVersion = dockerAction(
+        "version", summary: "print the helper's version",
+        details: "",
+        examples: [CommandExample("docker-credential-lanyard version", "check the helper Docker finds on PATH")]) { inv in
+        inv.stdout.line("\(dockerHelperName) (lanyard \(Lanyard.version))")
+        return .ok
+    }
+}

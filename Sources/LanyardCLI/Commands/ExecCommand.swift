@@ -1,0 +1,61 @@
+import FoundationEssentials
+import Glibc
+import LanyardAuth
+import LanyardCore
+import LanyardSystem
+import LanyardIntegrations
+import LanyardStore
+
+extension IntegrationCommands {
+    static let exec = CommandSpec(
+        name: "exec", summary: "run a command with a slot's credentials (a private CODEX_HOME for openai)", arguments: "[SLOT] -- CMD [ARG…]",
+        minArguments: 1, maxArguments: 10_000, flags: [], prints: false, takesAccount: true,
+        details: """
+        The slot is SLOT before `--` (like every other command), else --account and the usual rules. \
+        CMD gets LANYARD_ACCOUNT, the provider's env.NAME variables and, for openai slots, CODEX_HOME pointing at a private \
+        0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. When CMD exits, tokens it rotated are copied back \
+        and the folder removed; CMD inherits the folder's lock, so a folder whose exec was killed is recovered (by the next \
+        exec or doctor) only once CMD is gone too. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded.
+        """,
+        examples: [
+            CommandExample("lanyard exec work -- codex", "run Codex as work, in a private CODEX_HOME"),
+            CommandExample("lanyard exec gh-octocat -- gh pr list", "run gh with GH_TOKEN from the slot gh-octocat"),
+        ]) { inv in
+        // `exec SLOT -- CMD`: at most one word before `--`, the slot; without `--`, all is CMD.
+        let before = inv.args.positionalsBeforeDashDash ?? 0
+        guard before <= 1 else {
+            throw UsageError(message: "exec takes one SLOT before `--` (then CMD and its arguments)", command: "exec")
+        }
+        let command = Array(inv.args.positionals.dropFirst(before))
+        guard !command.isEmpty else { throw UsageError(message: "exec needs a command after `--`", command: "exec") }
+        let (slot, _, _) = try inv.targetSlot(positional: before == 1 ? inv.args.positionals.first : nil)
+        let manager = try inv.accounts()
+        let environment = inv.context.environment
+        let stderr = inv.stderr
+        // No Ctrl-C handler of lanyard's own: the command gets the terminal's signals and SIGTERM
+        // is forwarded to it. A refresh before it starts runs in a worker of its own session,
+        // which finishes it even if lanyard is interrupted.
+        let outcome = try inv.runAsync(interruptible: false) {
+            try await manager.exec(command, slot: slot, environment: environment) { recoveries in
+                for recovery in recoveries {
+                    let kept = if case .kept = recovery.outcome { true } else { false }
+                    stderr.line("lanyard: \(kept ? "warning: " : "")\(recovery.description)")
+                }
+            }
+        }
+        if let into = outcome.rotatedTokensStoredIn {
+            inv.stderr.line("lanyard: stored the tokens the command rotated in \(into.name)")
+        }
+        if let failure = outcome.copyBackFailure {
+            inv.stderr.line("lanyard: could not copy rotated tokens back into \(slot.name): \(failure.reason); "
+                            + "they stay in \(failure.folder) until `lanyard doctor` (or the next exec) recovers them")
+        }
+        if outcome.status == 0 { return .ok }
+        throw ChildExit(status: outcome.status)
+    }
+}
+
+/// The exit status of `exec`'s command, passed through as lanyard's own.
+struct ChildExit: Error {
+    let status: Int32
+}

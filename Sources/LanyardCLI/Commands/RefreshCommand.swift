@@ -1,0 +1,49 @@
+import FoundationEssentials
+import Glibc
+import LanyardAuth
+import LanyardCore
+import LanyardSystem
+import LanyardStore
+
+extension AuthCommands {
+    static let refresh = CommandSpec(
+        name: "refresh", summary: "refresh a slot's tokens now (or every slot with --all)", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1, flags: [FlagSpec("all", "refresh every signed-in slot")],
+        prints: true, takesAccount: true,
+        details: """
+        A refresh another process is already doing is waited for and adopted, never repeated. A permanent failure \
+        marks the slot for sign-in again (exit 4); a transient one changes nothing (exit 6).
+        """,
+        examples: [
+            CommandExample("lanyard refresh", "refresh the resolved slot now, whether due or not"),
+            CommandExample("lanyard refresh --all --json", "refresh every signed-in slot, one result each"),
+        ], network: true) { inv in
+        let manager = try inv.accounts()
+        let slots: [Slot]
+        if inv.args.has("all") {
+            guard inv.args.positionals.isEmpty else { throw UsageError(message: "give a SLOT or --all, not both", command: "refresh") }
+            slots = try manager.signedInSlots()
+        } else {
+            slots = [try inv.targetSlot(positional: inv.args.positionals.first).0]
+        }
+        var results: [JSONValue] = []
+        var worst: ExitStatus = .ok
+        for slot in slots {
+            do {
+                let credential = try inv.runAsync { try await manager.freshCredential(slot: slot, force: true) }
+                results.append(.object(["slot": .string(slot.name), "ok": .bool(true), "expires_at": .date(credential.tokens.expiresAt)]))
+                if !inv.json {
+                    let expiry = credential.tokens.expiresAt.map { ", expires \(RelativeTime.describe($0, now: inv.now))" } ?? ""
+                    inv.stdout.line("Refreshed \(slot.name)\(expiry).")
+                }
+            } catch let error as any LanyardError where slots.count > 1 {
+                results.append(.object(["slot": .string(slot.name), "ok": .bool(false),
+                                        "error": .object(["code": .string(error.code), "message": .string(error.userFacingDescription)])]))
+                if !inv.json { inv.stderr.line("lanyard: \(slot.name): \(error.userFacingDescription)") }
+                if worst == .ok { worst = error.exitStatus }
+            }
+        }
+        if inv.json { inv.emit(.object(["results": .array(results)])) {} }
+        return worst
+    }
+}

@@ -1,0 +1,86 @@
+import FoundationEssentials
+import Glibc
+import LanyardAgent
+import LanyardCore
+import LanyardStore
+
+extension SlotCommands {
+    static let status = CommandSpec(
+        name: "status", summary: "show one slot in detail (the resolved slot by default)", arguments: "[SLOT]",
+        minArguments: 0, maxArguments: 1,
+        flags: [FlagSpec("watch", short: "w", "show every slot live, redrawn whenever the registry changes (until Ctrl-C)")],
+        prints: true, takesAccount: true,
+        details: """
+        Exit status: 0 signed in, 3 signed out, 4 sign-in required, 1 failed. \
+        With --watch: a table of every slot, redrawn on each change (and every 15 s for the times); \
+        with --json, one `list` document a line on each change.
+        """,
+        examples: [
+            CommandExample("lanyard status", "the slot commands act on here, in detail, and the rule that chose it"),
+            CommandExample("lanyard status work --json", "one slot for scripts (exit 3 signed out, 4 sign-in required)"),
+            CommandExample("lanyard status --watch", "a live table of every slot, until Ctrl-C"),
+        ]) { inv in
+        if inv.args.has("watch") { return try watch(inv) }
+        let view = try inv.registry.view()
+        let (slot, record, rule) = try inv.targetSlot(positional: inv.args.positionals.first, in: view)
+        let active = try view.active()
+        var summary = slotSummary(slot, record, active: slot == active)
+        summary["chosen_by"] = .optional(rule?.name)
+        inv.emit(.object(summary)) {
+            let s = inv.style
+            func time(_ d: Date?) -> String {
+                d.map { RelativeTime.describe($0, now: inv.now) } ?? "-"
+            }
+            var lines: [(String, HumanText)] = [
+                ("provider", "\(record.provider)"),
+                ("account", "\(record.account.email ?? "-")"),
+                ("plan", "\(record.account.plan?.displayName ?? "-")"),
+                ("account id", "\(record.account.accountID ?? "-")"),
+                ("state", s.state(record.state)),
+                ("expires", "\(time(record.expiresAt))"),
+                ("last refresh", "\(time(record.lastRefresh))"),
+                ("last error", "\(record.lastErrorCode ?? "-")"),
+                ("backend", "\(record.backend.displayName)"),
+            ]
+            if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
+            if let rule { lines.append(("chosen by", "\(rule.explanation)")) }
+            inv.stdout.line(s.bold(slot.name) + (slot == active ? " (active)" : ""))
+            for (key, value) in lines { inv.stdout.line("  \(key.padded(toWidth: 13))\(value)") }
+        }
+        switch record.state {
+        case .signedOut: return .notSignedIn
+        case .reauthenticationRequired: return .reauthenticationRequired
+        case .failed: return .failure
+        default: return .ok
+        }
+    }
+
+    /// `status --watch`: redraws on registry changes (inotify), never polls the store.
+    static func watch(_ inv: Invocation) throws -> ExitStatus {
+        let watcher = inv.registry.watch()
+        defer { watcher.close() }
+        var last: RegistryDocument?
+        while true {
+            let document = try inv.registry.load()
+            if inv.json {
+                if document != last { writeListDocument(document, pretty: false) { inv.stdout.write(bytes: $0) } }
+            } else if inv.context.stdoutIsTTY || document != last {
+                let s = inv.style
+                let now = inv.now
+                let rows = document.sortedSlots.map { slot, record -> [HumanText] in
+                    let active = slot == document.active
+                    return [active ? s.green("*") : " ", active ? s.bold(slot.name) : "\(slot.name)", "\(record.account.email ?? "-")",
+                            s.state(record.state), "\(record.expiresAt.map { RelativeTime.describe($0, now: now) } ?? "-")",
+                            "\(record.lastRefresh.map { RelativeTime.describe($0, now: now) } ?? "-")", "\(record.lastErrorCode ?? "-")"]
+                }
+                var screen: HumanText = inv.context.stdoutIsTTY ? .control(.clearScreen) : ""
+                screen += "lanyard status --watch  \(RFC3339.string(from: now))\n\n"
+                screen += rows.isEmpty ? "No slots yet.\n"
+                    : Table.render(header: [" ", "SLOT", "ACCOUNT", "STATE", "EXPIRES", "REFRESHED", "LAST ERROR"], rows: rows, style: s)
+                inv.stdout.write(screen + (inv.context.stdoutIsTTY ? "" : "\n"))
+            }
+            last = document
+            _ = watcher.wait(timeout: inv.json ? 3600 : 15)
+        }
+    }
+}

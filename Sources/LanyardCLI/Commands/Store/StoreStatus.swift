@@ -1,0 +1,27 @@
+import FoundationEssentials
+import Glibc
+import LanyardCore
+import LanyardStore
+
+extension StoreGroupCommand {
+    static let status = CommandSpec(
+        name: "store status", summary: "say whether a file store exists and whether it is locked", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false,
+        details: "Reads the store's files and the kernel keyring only: it never asks for a passphrase.",
+        examples: [
+            CommandExample("lanyard store status", "is there a store here, and is it unlocked?"),
+            CommandExample("lanyard store status --json", "the same for scripts: {\"store\", \"initialized\", \"passphrase\", \"locked\"}"),
+        ]) { inv in
+        let (file, _) = try fileStore(inv)
+        let health = file.health()
+        inv.emit(JSONValue.object([
+            "store": .string(file.storePath), "initialized": .bool(file.isInitialized), "passphrase": .bool(file.isPassphraseProtected),
+            "locked": .bool(health.locked), "problem": .optional(health.problem),
+        ]).droppingNulls) {
+            if !file.isInitialized { inv.stdout.line("No file store (create one with `lanyard store init`).") } else {
+                inv.stdout.line("\(file.storePath): \(health.locked ? "locked" : "unlocked")\(file.isPassphraseProtected ? "" : " (no passphrase)")")
+            }
+        }
+        return .ok
+    }
+}

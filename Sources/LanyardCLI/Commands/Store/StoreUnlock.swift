@@ -1,0 +1,32 @@
+import FoundationEssentials
+import Glibc
+import LanyardCore
+import LanyardStore
+
+extension StoreGroupCommand {
+    static let unlock = CommandSpec(
+        name: "store unlock", summary: "unlock the file store for [store] unlock-cache seconds", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: false,
+        details: """
+        Asks for the passphrase, runs scrypt once and caches the unlocked identity in the kernel keyring for \
+        [store] unlock-cache seconds, so the commands that follow need no passphrase. A wrong passphrase changes \
+        nothing (exit 1).
+        """,
+        examples: [
+            CommandExample("lanyard store unlock", "unlock before a session of work"),
+            CommandExample("LANYARD_ASKPASS=/usr/bin/ssh-askpass lanyard store unlock", "ask through a graphical prompt"),
+        ]) { inv in
+        let (file, config) = try fileStore(inv)
+        guard file.isPassphraseProtected else {
+            if !file.isInitialized { throw StoreError.unavailable(backend: EncryptedFileStore.backendName, hint: "create one with `lanyard store init`") }
+            inv.emit(.object(["unlocked": .bool(true), "passphrase": .bool(false)])) { inv.stdout.line("This store has no passphrase; nothing to unlock.") }
+            return .ok
+        }
+        let passphrase = try PassphraseReader(environment: inv.context.environment).read(prompt: "Passphrase for the Lanyard file store: ")
+        try file.unlock(passphrase: passphrase)
+        inv.emit(.object(["unlocked": .bool(true), "cache_seconds": .number(config.unlockCacheSeconds)])) {
+            inv.stdout.line("Unlocked for \(RelativeTime.span(config.unlockCacheSeconds)) (`lanyard store lock` locks it now).")
+        }
+        return .ok
+    }
+}

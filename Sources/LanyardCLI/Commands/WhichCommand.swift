@@ -1,0 +1,30 @@
+import FoundationEssentials
+import Glibc
+import LanyardCore
+import LanyardStore
+
+extension ResolutionCommands {
+    static let which = CommandSpec(
+        name: "which", summary: "print the slot commands act on here, and the rule that chose it", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [], prints: true, takesAccount: true,
+        details: "Precedence: --account > LANYARD_ACCOUNT > nearest .lanyard file > the active slot.",
+        examples: [
+            CommandExample("lanyard which", "the slot commands act on here, and the rule that chose it"),
+            CommandExample("LANYARD_ACCOUNT=work lanyard which", "check that the variable wins over a .lanyard pin"),
+        ]) { inv in
+        let view = try inv.registry.view()
+        guard let resolution = try inv.resolveAccount(active: { try view.active() }) else { throw RegistryError.noActiveSlot }
+        let exists = try view.record(of: resolution.slot) != nil
+        var path: String?
+        if case .pinFile(let p) = resolution.rule { path = p }
+        inv.emit(JSONValue.object(["slot": .string(resolution.slot.name), "rule": .string(resolution.rule.name),
+                                   "path": .optional(path), "exists": .bool(exists)]).droppingNulls) {
+            inv.stdout.line("\(inv.style.bold(resolution.slot.name))  \(inv.style.dim("(\(resolution.rule.explanation))"))")
+        }
+        if !exists {
+            inv.stderr.line("lanyard: slot \(resolution.slot.name) does not exist (see `lanyard list`)")
+            return .notSignedIn
+        }
+        return .ok
+    }
+}
