@@ -30,7 +30,8 @@ enum AuthCommands {
         // Clear the countdown line however the sign-in ends, so an error starts on a clean line.
         defer { progress.finish() }
         let (slot, credential) = try inv.runAsync {
-            try await manager.signIn(slot: requested, providerID: providerID, replacingAnotherAccount: inv.args.has("replace"), flow: { flow in
+            try await manager.signIn(slot: requested, providerID: providerID, replacingAnotherAccount: inv.args.has("replace"),
+                                     unlockFileStore: inv.mayAskForPassphrase ? { try inv.unlockFileStoreOnTerminal() } : nil, flow: { flow in
                 flow.slowDownIncrement = config.slowDownIncrement
                 if let timeout = config.loginTimeout { flow.maximumDuration = timeout }
             }, events: { progress.handle($0) })
