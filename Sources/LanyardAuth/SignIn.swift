@@ -108,11 +108,11 @@ package struct SignInFlow: Sendable {
         // The last poll's failure while polls keep failing: what ends the sign-in if the code runs out first.
         var failing: String?
         func stopped() -> AuthError {
-            let timedOut = giveUpAt <= authorization.expiresAt
             if let failing {
-                return .networkFailure("\(failing) (still failing when \(timedOut ? "Lanyard stopped waiting" : "the device code expired"))")
+                let end = giveUpAt < authorization.expiresAt ? "Lanyard stopped waiting" : "the device code expired"
+                return .networkFailure("\(failing) (still failing when \(end))")
             }
-            return timedOut ? .pollingTimeout : .expiredDeviceCode
+            return giveUpAt <= authorization.expiresAt ? .pollingTimeout : .expiredDeviceCode
         }
         while true {
             let now = clock.now()

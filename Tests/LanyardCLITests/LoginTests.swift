@@ -278,7 +278,8 @@ struct LoginRig {
 
     /// One 502 (or a dropped connection) while polling does not end the sign-in: the code stays
     /// valid, so login says so, polls again after a backoff and stores the approval (it used to
-    /// exit 6 and lose it). On a terminal the retry shows on the countdown line.
+    /// exit 6 and lose it). On a terminal the retry replaces the countdown line, which is drawn
+    /// again below it.
     @Test(arguments: [false, true])
     func aPassingServerErrorDoesNotEndTheSignIn(tty: Bool) async throws {
         let rig = try LoginRig()
@@ -294,7 +295,8 @@ struct LoginRig {
         #expect(try h.fileStore.get(try Slot("work")).account.email == "alice@example.com")
         let retry = "device code poll: server answered HTTP 502 (injected_fault); retrying in 10 s"
         if tty {
-            #expect(r.stderr.contains("\r\u{1B}[2K\(retry) · Waiting for approval… 14 min left (Ctrl-C cancels)"), "\(r.stderr.debugDescription)")
+            #expect(r.stderr.contains("Waiting for approval… 15 min left (Ctrl-C cancels)\r\u{1B}[2K\(retry)\n\r\u{1B}[2KWaiting for approval… 14 min left"),
+                    "\(r.stderr.debugDescription)")
         } else {
             #expect(r.stderr.contains("\n\(retry)\n"), "\(r.stderr)")
             #expect(r.stderr.contains("; retrying in 20 s\n"), "the reset after the 502: \(r.stderr)")

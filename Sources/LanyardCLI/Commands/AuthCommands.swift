@@ -112,9 +112,8 @@ enum AuthCommands {
 /// Shows the device code and a countdown on stderr while `login` polls.
 final class SignInProgress: Sendable {
     let inv: Invocation
-    /// When the last plain (non-TTY) countdown line went out, whether a TTY countdown is shown, and
-    /// the failed poll to show on the countdown line until the next poll.
-    private let shown = Locked((lastPlainLine: Date.distantPast, countdown: false, retry: HumanText?.none))
+    /// When the last plain (non-TTY) countdown line went out, and whether a TTY countdown is shown.
+    private let shown = Locked((lastPlainLine: Date.distantPast, countdown: false))
 
     init(inv: Invocation) { self.inv = inv }
 
@@ -133,20 +132,19 @@ final class SignInProgress: Sendable {
                 }
                 if inv.args.has("open") { Self.open(auth.completeVerificationURL ?? auth.verificationURL, err: err, environment: inv.context.environment) }
             case .waiting(let remaining):
-                let text: HumanText = "Waiting for approval… \(RelativeTime.span(remaining)) left (Ctrl-C cancels)"
+                let text = "Waiting for approval… \(RelativeTime.span(remaining)) left (Ctrl-C cancels)"
                 if inv.context.stderrIsTTY {
-                    // Until the retry, the line says why the next poll waits longer.
-                    let retry = shown.retry.map { $0 + " · " } ?? ""
-                    shown.retry = nil
-                    err.write(.control(.eraseLine) + retry + text)
+                    err.write(.control(.eraseLine) + "\(text)")
                     shown.countdown = true
                 } else if inv.now.timeIntervalSince(shown.lastPlainLine) >= 30 {
                     err.line("\(text)")
                     shown.lastPlainLine = inv.now
                 }
             case .retrying(let reason, let delay):
-                let text: HumanText = "\(reason); retrying in \(RelativeTime.span(delay))"
-                if inv.context.stderrIsTTY { shown.retry = text } else { err.line(text) }
+                // A line of its own, above the countdown, which is redrawn below it: a reason that
+                // wrapped on the countdown line would leave its first rows behind at each redraw.
+                if inv.context.stderrIsTTY { err.write(.control(.eraseLine)) }
+                err.line("\(reason); retrying in \(RelativeTime.span(delay))")
             case .slowedDown(let interval):
                 if !inv.context.stderrIsTTY { err.line("The server asked to poll less often; now every \(Int(interval)) s.") }
             case .state: break
