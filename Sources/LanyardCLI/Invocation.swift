@@ -91,12 +91,13 @@ package final class Invocation: Sendable {
     /// The number of passphrases a terminal user may get wrong before a command gives up.
     static let passphraseTries = 3
 
-    /// Asks for the file store's passphrase (on the terminal: up to ``passphraseTries`` times) and
-    /// unlocks it for `[store] unlock-cache` seconds, as `lanyard store unlock` does.
+    /// Asks for the file store's passphrase on the terminal (up to ``passphraseTries`` times; only
+    /// when ``mayAskForPassphrase``) and unlocks it for `[store] unlock-cache` seconds, as `lanyard
+    /// store unlock` does.
     func unlockFileStoreOnTerminal() throws {
         let file = EncryptedFileStore(paths: paths, unlockCacheSeconds: try config().unlockCacheSeconds)
         let reader = PassphraseReader(environment: context.environment)
-        try file.unlock(tries: mayAskForPassphrase ? Self.passphraseTries : 1) { attempt in
+        try file.unlock(tries: Self.passphraseTries) { attempt in
             try reader.read(prompt: attempt == 1 ? "The file store is locked. Passphrase for the Lanyard file store: "
                                                  : "Wrong passphrase; try again: ")
         }
