@@ -53,21 +53,82 @@ package struct AccountManager: Sendable {
     }
 
     /// The backend a new slot uses: the configured one, or for `auto` the Secret Service when it
-    /// answers, else the encrypted file.
-    package func backendForNewSlot() -> BackendKind {
+    /// answers and has its collection, else the encrypted file.
+    package func backendForNewSlot() -> BackendKind { newSlotChoice().kind }
+
+    /// Where a new slot goes and, when `auto` passed the Secret Service over for the file store,
+    /// the keyring's health (to say why when the file store cannot take it either).
+    private func newSlotChoice() -> (kind: BackendKind, passedOver: StoreHealth?) {
         switch config.backend {
-        case .secretService: return .secretService
-        case .file: return .file
+        case .secretService: return (.secretService, nil)
+        case .file: return (.file, nil)
         case .auto:
-            if let store = try? openStore(.secretService, false), store.health().reachable { return .secretService }
-            return .file
+            let keyring: StoreHealth
+            do { keyring = try openStore(.secretService, false).health() } catch {
+                keyring = StoreHealth(backend: .secretService, reachable: false, locked: false, persistent: false, problem: error.userFacingDescription)
+            }
+            return Self.newSlotChoice(.auto, keyring: keyring)
         }
+    }
+
+    /// `auto`'s choice from the keyring's health: the Secret Service when it answers with its
+    /// collection there (locked or not: a locked collection is the user's to unlock, not a
+    /// reason to put credentials elsewhere), else the file store.
+    static func newSlotChoice(_ setting: LanyardConfig.BackendChoice, keyring: StoreHealth?) -> (kind: BackendKind, passedOver: StoreHealth?) {
+        switch setting {
+        case .secretService: return (.secretService, nil)
+        case .file: return (.file, nil)
+        case .auto:
+            if let keyring, keyring.reachable && keyring.problem == nil { return (.secretService, nil) }
+            return (.file, keyring)
+        }
+    }
+
+    /// Why a store of `kind` with `health` could not take a credential now, or nil when it could:
+    /// it does not answer, its keyring collection is missing, or it is locked. `passedOver`: the
+    /// keyring's health when `auto` chose the file store instead (then both are named).
+    package static func storeProblem(_ kind: BackendKind, _ health: StoreHealth, passedOver keyring: StoreHealth? = nil) -> StoreError? {
+        if !health.reachable || health.problem != nil {
+            if kind == .file, let keyring, !health.reachable {
+                return .unavailable(backend: kind.displayName, hint: "there is no file store yet, and the Secret Service cannot keep credentials "
+                    + "either. Create the file store with `lanyard store init` (new sign-ins then go there), or make the keyring usable: "
+                    + (keyring.problem ?? "it did not answer"))
+            }
+            return .unavailable(backend: kind.displayName, hint: health.problem ?? "it did not answer")
+        }
+        if health.locked {
+            return .locked(backend: kind.displayName, hint: kind == .file
+                ? "run `lanyard store unlock` first"
+                : "unlock the keyring collection first (log in to the desktop session, or unlock it in Seahorse)")
+        }
+        return nil
+    }
+
+    /// The store a sign-in into `slot` writes (the slot's backend, else where new slots go),
+    /// checked before anyone approves a code in a browser: it must answer, its keyring collection
+    /// must exist and be unlocked (Lanyard never raises the keyring's unlock prompt), or the file
+    /// store must be set up and unlocked. A locked file store is handed to `unlockFileStore` when
+    /// given (the CLI asks for the passphrase on a terminal) and checked again.
+    package func storeForSignIn(into slot: Slot?, unlockFileStore: (() throws -> Void)? = nil) throws -> (BackendKind, any CredentialStore) {
+        let existing = try slot.flatMap { try registry.load().slots[$0]?.backend }
+        let (kind, passedOver) = existing.map { ($0, nil) } ?? newSlotChoice()
+        let store = try openStore(kind, true)
+        var health = store.health()
+        if kind == .file, health.reachable, health.locked, let unlockFileStore {
+            try unlockFileStore()
+            health = store.health()
+        }
+        if let problem = Self.storeProblem(kind, health, passedOver: passedOver) { throw problem }
+        return (kind, store)
     }
 
     /// Signs an account in with the device-code flow and stores it in `slot` (by default the
     /// email's local part). The slot's old credential is replaced only once the new one is in hand;
     /// cancellation or failure leaves everything as it was.
+    /// `unlockFileStore` may open a locked file store before the code is requested (see
+    /// ``storeForSignIn(into:unlockFileStore:)``).
     package func signIn(slot requested: Slot?, providerID: String, replacingAnotherAccount: Bool = false,
+                       unlockFileStore: (() throws -> Void)? = nil,
                        flow configure: (inout SignInFlow) -> Void = { _ in },
                        events: @Sendable (SignInEvent) -> Void) async throws -> (Slot, Credential) {
         let provider = try provider(providerID)
@@ -77,21 +138,9 @@ package struct AccountManager: Sendable {
         // only race the first one's.
         let signInLock = try requested.map { try FileLock.signIn($0, paths: paths) }
         defer { withExtendedLifetime(signInLock) {} }
-        let existing = try registry.load()
         // Refuse before anyone approves a code in a browser when the credential could not be
-        // stored afterwards (a file store not set up or locked, a locked keyring collection: Lanyard
-        // never raises the keyring's unlock prompt, so the collection must be unlocked first).
-        let plannedBackend = requested.flatMap { existing.slots[$0]?.backend } ?? backendForNewSlot()
-        let plannedStore = try openStore(plannedBackend, true)
-        let health = plannedStore.health()
-        if !health.reachable {
-            throw StoreError.unavailable(backend: plannedBackend.displayName, hint: health.problem ?? "it did not answer")
-        }
-        if health.locked {
-            throw StoreError.locked(backend: plannedBackend.displayName, hint: plannedBackend == .file
-                ? "run `lanyard store unlock` first"
-                : "unlock the keyring collection first (log in to the desktop session, or unlock it in Seahorse)")
-        }
+        // stored afterwards.
+        let (plannedBackend, plannedStore) = try storeForSignIn(into: requested, unlockFileStore: unlockFileStore)
         let outcome = Locked<(Slot, Credential)?>(nil)
         _ = try await flow.run(events: events) { tokens, account in
             let now = clock.now()

@@ -125,6 +125,10 @@ public struct DoctorReport: Sendable, Equatable {
     /// Pins found near the working directory and under the home folder that name no slot
     /// (empty when the diagnosis was not asked to look).
     public package(set) var strayPins: [StrayPin] = []
+    /// What keeps the backends from taking credentials although no slot uses them yet: no store
+    /// can keep a new sign-in (none answers, the file store is not set up), or the keyring has no
+    /// collection where Lanyard would write (`[store] collection`, the default alias by default).
+    public internal(set) var storeSetupProblems: [String] = []
     /// Why the event log cannot be written, when it cannot (events are then lost).
     public internal(set) var eventLogProblem: String?
     /// Whether the registry ↔ backend mismatches were repaired.
@@ -137,7 +141,8 @@ public struct DoctorReport: Sendable, Equatable {
     public var backendProblems: [String] {
         backends.compactMap { backend in
             let health = backend.health
-            guard !health.reachable || health.locked, usedBackends.contains(backend.kind) else { return nil }
+            guard !health.reachable || health.locked || health.problem != nil, usedBackends.contains(backend.kind) else { return nil }
+            if health.reachable, let problem = health.problem { return "\(backend.kind.displayName): \(problem)" }
             return "\(backend.kind.displayName) is \(health.reachable ? "locked" : "not reachable")"
         }
     }
@@ -151,7 +156,7 @@ public struct DoctorReport: Sendable, Equatable {
 
     /// Every problem left, in the order doctor reports them.
     public var problems: [String] {
-        var problems = backendProblems
+        var problems = backendProblems + storeSetupProblems
         if !pendingRecoveries.isEmpty {
             problems.append("refreshed tokens wait in recovery files for: \(pendingRecoveries.map(\.name).joined(separator: ", "))")
         }
@@ -209,7 +214,28 @@ extension AccountManager {
             report.strayPins = pins.pins().filter { (try? Slot($0.name)).flatMap { document.slots[$0] } == nil }
                 .map { DoctorReport.StrayPin(path: $0.path, name: $0.name) }
         }
+        report.storeSetupProblems = storeSetupProblems(backends, usedBackends: Set(checks.map(\.backend)))
         return report
+    }
+
+    /// Whether a new sign-in could be stored (a locked store is fine: it is unlocked when
+    /// needed), and whether the keyring has the collection Lanyard writes to; backends some slot
+    /// uses are reported with the slots.
+    private func storeSetupProblems(_ backends: [DoctorReport.Backend], usedBackends: Set<BackendKind>) -> [String] {
+        func health(_ kind: BackendKind) -> StoreHealth? { backends.first { $0.kind == kind }?.health }
+        var problems: [String] = []
+        let (kind, passedOver) = Self.newSlotChoice(config.backend, keyring: health(.secretService))
+        if let target = health(kind), !usedBackends.contains(kind),
+           let problem = Self.storeProblem(kind, target, passedOver: passedOver), case .unavailable = problem {
+            problems.append("new sign-ins cannot be stored: \(problem.userFacingDescription)")
+        }
+        // A keyring that answers without the collection Lanyard would write to: `auto` passes it
+        // over for the file store, which is rarely what its owner expects.
+        if config.backend != .file, kind != .secretService, !usedBackends.contains(.secretService), problems.isEmpty,
+           let keyring = health(.secretService), keyring.reachable, let problem = keyring.problem {
+            problems.append("Secret Service: \(problem) (new sign-ins go to the encrypted file meanwhile)")
+        }
+        return problems
     }
 
     /// Each backend's health, and the slots it holds when it can be listed.
@@ -221,7 +247,8 @@ extension AccountManager {
             do {
                 let store = try openStore(kind, false)
                 health = store.health()
-                if health.reachable && !health.locked { items[kind] = Set(try store.list()) }
+                // A keyring without its collection answers but has nothing to list.
+                if health.reachable && !health.locked && health.problem == nil { items[kind] = Set(try store.list()) }
             } catch {
                 health.problem = error.userFacingDescription
             }

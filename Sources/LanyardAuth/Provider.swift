@@ -132,6 +132,14 @@ enum ProviderSupport {
         throw .transient("token endpoint answered HTTP \(response.status) (\(detail.code))")
     }
 
+    /// A sign-in poll's error answer that passes: a server error, 408 or 429 (after the backoff
+    /// transport's own retries). It says nothing about the device code, so the sign-in polls again
+    /// (``SignInFlow``); nil for answers that end the sign-in.
+    static func passingFailure(_ step: String, status: Int, _ detail: ServerErrorDetail) -> AuthError? {
+        guard status >= 500 || status == 408 || status == 429 else { return nil }
+        return .networkFailure("\(step): server answered HTTP \(status)" + (detail.code == ServerErrorDetail().code ? "" : " (\(detail.code))"))
+    }
+
     static func endpoint(_ base: URL, _ path: String) -> URL {
         var s = base.absoluteString
         while s.hasSuffix("/") { s.removeLast() }

@@ -12,6 +12,9 @@ package enum SignInEvent: Sendable, Equatable {
     case waiting(remaining: TimeInterval)
     /// The server asked to poll less often; the new interval.
     case slowedDown(interval: TimeInterval)
+    /// A poll failed in a way that passes (a server error, a dropped connection, no answer in
+    /// time): the code is still good, so the next poll comes `after` seconds from now.
+    case retrying(reason: String, after: TimeInterval)
 }
 
 /// The device-code flow: request a code, show it, poll honouring `interval` and `slow_down`, and
@@ -25,6 +28,9 @@ package struct SignInFlow: Sendable {
     package var slowDownIncrement: TimeInterval = 5
     /// The longest Lanyard waits for approval (the provider's limit by default).
     package var maximumDuration: TimeInterval
+    /// The longest wait before the next poll after polls that failed in passing (each failure in a
+    /// row doubles the wait, from twice the polling interval).
+    package var maximumRetryDelay: TimeInterval = 60
 
     package init(provider: any DeviceCodeProvider, clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {
         self.provider = provider
@@ -96,25 +102,59 @@ package struct SignInFlow: Sendable {
                                           verificationURL: authorization.completeVerificationURL ?? authorization.verificationURL)))
         let giveUpAt = start + maximumDuration
         var interval = authorization.interval
+        // The wait before the next poll: the interval, or after failed polls the backoff.
+        var wait = interval
+        var failures = 0
+        // The last poll's failure while polls keep failing: what ends the sign-in if the code runs out first.
+        var failing: String?
+        func stopped() -> AuthError {
+            if let failing {
+                let end = giveUpAt < authorization.expiresAt ? "Lanyard stopped waiting" : "the device code expired"
+                return .networkFailure("\(failing) (still failing when \(end))")
+            }
+            return giveUpAt <= authorization.expiresAt ? .pollingTimeout : .expiredDeviceCode
+        }
         while true {
             let now = clock.now()
-            if now >= giveUpAt { throw .pollingTimeout }
-            if now >= authorization.expiresAt { throw .expiredDeviceCode }
+            if now >= min(giveUpAt, authorization.expiresAt) { throw stopped() }
             let remaining = min(giveUpAt, authorization.expiresAt).timeIntervalSince(now)
             events(.waiting(remaining: remaining))
             // Never wait (or poll) past the code's expiry or the time limit: when the next poll
             // would come after it, wait only until it and stop there.
-            do { try await sleeper.sleep(seconds: min(interval, remaining)) } catch { throw .cancelledSignIn }
+            do { try await sleeper.sleep(seconds: min(wait, remaining)) } catch { throw .cancelledSignIn }
             if Task.isCancelled { throw .cancelledSignIn }
-            if interval >= remaining { throw giveUpAt <= authorization.expiresAt ? .pollingTimeout : .expiredDeviceCode }
-            switch try await provider.poll(authorization) {
+            if wait >= remaining { throw stopped() }
+            let result: PollResult
+            do {
+                result = try await provider.poll(authorization)
+            } catch .networkFailure(let message) {
+                // A 5xx, a reset or a timeout says nothing about the code, which stays valid until
+                // it expires: poll again, backing off, rather than lose an approval to one bad answer.
+                failures += 1
+                failing = message
+                wait = Self.retryDelay(failures: failures, interval: interval, maximum: maximumRetryDelay)
+                events(.retrying(reason: message, after: wait))
+                continue
+            }
+            failures = 0
+            failing = nil
+            wait = interval
+            switch result {
             case .pending: continue
             case .slowDown:
                 interval += slowDownIncrement
+                wait = interval
                 events(.slowedDown(interval: interval))
             case .approved(let tokens):
                 return (tokens, try provider.accountInfo(for: tokens))
             }
         }
+    }
+
+    /// The wait before the next poll after `failures` failed polls in a row: twice the interval
+    /// (at least 1 s), doubling with each further failure, at most `maximum`.
+    static func retryDelay(failures: Int, interval: TimeInterval, maximum: TimeInterval) -> TimeInterval {
+        let doubled = max(interval, 1) * Double(sign: .plus, exponent: min(max(failures, 1), 30), significand: 1)
+        return min(max(maximum, interval), doubled)
     }
 }

@@ -73,9 +73,39 @@ package final class Invocation: Sendable {
     }
 
     /// The slot's credential, refreshed first when due. When none is due (the common case) it is
-    /// read without starting the async machinery (a task, worker threads, signal sources).
+    /// read without starting the async machinery (a task, worker threads, signal sources). A
+    /// locked file store is offered to be unlocked on a terminal.
     func freshCredential(_ manager: AccountManager, slot: Slot) throws -> Credential {
-        try manager.credentialIfFresh(slot: slot) ?? runAsync { try await manager.freshCredential(slot: slot) }
+        func read() throws -> Credential {
+            try manager.credentialIfFresh(slot: slot) ?? runAsync { try await manager.freshCredential(slot: slot) }
+        }
+        do { return try read() } catch StoreError.locked(let backend, _) where backend == EncryptedFileStore.backendName && mayAskForPassphrase {
+            try unlockFileStoreOnTerminal()
+            return try read()
+        }
+    }
+
+    /// Whether a locked file store may be unlocked by asking for its passphrase: on a terminal,
+    /// with no LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS (which open it without asking) and a
+    /// kernel keyring to keep it unlocked for the processes the command starts (refresh workers).
+    var mayAskForPassphrase: Bool {
+        context.stdinIsTTY && !PassphraseReader(environment: context.environment).hasUnattendedSource
+            && EncryptedFileStore.cacheUnavailableReason == nil
+    }
+
+    /// The number of passphrases a terminal user may get wrong before a command gives up.
+    static let passphraseTries = 3
+
+    /// Asks for the file store's passphrase on the terminal (up to ``passphraseTries`` times; only
+    /// when ``mayAskForPassphrase``) and unlocks it for `[store] unlock-cache` seconds, as `lanyard
+    /// store unlock` does.
+    func unlockFileStoreOnTerminal() throws {
+        let file = EncryptedFileStore(paths: paths, unlockCacheSeconds: try config().unlockCacheSeconds)
+        let reader = PassphraseReader(environment: context.environment)
+        try file.unlock(tries: Self.passphraseTries) { attempt in
+            try reader.read(prompt: attempt == 1 ? "The file store is locked. Passphrase for the Lanyard file store: "
+                                                 : "Wrong passphrase; try again: ")
+        }
     }
 
     /// Runs async work to completion; with signal handling on and `interruptible`, Ctrl-C (SIGINT)

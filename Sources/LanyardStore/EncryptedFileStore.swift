@@ -103,6 +103,17 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
         try cache(identity)
     }
 
+    /// Unlocks with passphrases from `ask` (given the attempt number, from 1), asking again after a
+    /// wrong one until `tries` were wrong (then `wrongPassphrase`). Nothing changes until one opens
+    /// the store.
+    package func unlock(tries: Int, ask: (_ attempt: Int) throws -> String) throws {
+        let tries = max(tries, 1)
+        for attempt in 1..<tries {
+            do { return try unlock(passphrase: try ask(attempt)) } catch StoreError.wrongPassphrase {}
+        }
+        try unlock(passphrase: try ask(tries))
+    }
+
     /// Decrypts identity.age with `passphrase` (one scrypt).
     func openProtectedIdentity(passphrase: String) throws -> X25519Identity {
         guard let sealed = try SecureFiles.read(protectedIdentityPath) else {

@@ -11,8 +11,9 @@ package struct PassphraseReader: Sendable {
 
     package init(environment: [String: String]) { self.environment = environment }
 
-    /// Reads one passphrase; `confirm` asks twice on a terminal (for new passphrases).
-    package func read(prompt: String, confirm: Bool = false) throws -> String {
+    /// Reads one passphrase; `confirm` asks twice on a terminal (for new passphrases), and again
+    /// from the start when the two differ, up to `tries` times.
+    package func read(prompt: String, confirm: Bool = false, tries: Int = 3) throws -> String {
         if let file = environment["LANYARD_PASSPHRASE_FILE"], !file.isEmpty {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw PassphraseError("cannot read LANYARD_PASSPHRASE_FILE (\(file))")
@@ -22,11 +23,12 @@ package struct PassphraseReader: Sendable {
         if let program = environment["LANYARD_ASKPASS"], !program.isEmpty {
             return try askpass(program, prompt: prompt)
         }
-        let first = try terminal(prompt: prompt)
-        if confirm {
-            guard try terminal(prompt: "Repeat to confirm: ") == first else { throw PassphraseError("the passphrases did not match") }
+        guard confirm else { return try terminal(prompt: prompt) }
+        for attempt in 1...max(tries, 1) {
+            let first = try terminal(prompt: attempt == 1 ? prompt : "The passphrases did not match; try again. " + prompt)
+            if try terminal(prompt: "Repeat to confirm: ") == first { return first }
         }
-        return first
+        throw PassphraseError("the passphrases did not match")
     }
 
     /// Whether LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS is set, so `read` never asks on the
@@ -64,8 +66,10 @@ package struct PassphraseReader: Sendable {
         var silent = original
         silent.c_lflag &= ~tcflag_t(ECHO)
         silent.c_lflag |= tcflag_t(ICANON)
-        _ = prompt.withCString { Glibc.write(fd, $0, strlen($0)) }
+        // Echo off before the prompt shows: TCSAFLUSH drops input typed so far, which must not
+        // include an answer typed as soon as the prompt appeared.
         tcsetattr(fd, TCSAFLUSH, &silent)
+        _ = prompt.withCString { Glibc.write(fd, $0, strlen($0)) }
         defer {
             tcsetattr(fd, TCSAFLUSH, &original)
             _ = Glibc.write(fd, "\n", 1)

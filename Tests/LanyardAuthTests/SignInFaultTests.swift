@@ -54,7 +54,7 @@ import LanyardNetwork
         var testDescription: String { "\(kind.rawValue) \(step.rawValue) \(fault.rawValue)" }
     }
 
-    static let cases: [Case] = {
+    static let allCases: [Case] = {
         var all: [Case] = []
         for fault in Fault.allCases {
             for step in [Step.deviceCode, .poll, .exchange] { all.append(Case(kind: .openai, step: step, fault: fault)) }
@@ -62,6 +62,14 @@ import LanyardNetwork
         }
         return all
     }()
+
+    /// Faults a poll (and ChatGPT's exchange, which is part of it) gets over: the code is still
+    /// good, so the sign-in polls again.
+    static let passing = allCases.filter { [.poll, .exchange].contains($0.step) && [.status500, .reset].contains($0.fault) }
+
+    /// Faults that end the sign-in: everything before the code is shown, and answers that are
+    /// not a passing failure (malformed, too large).
+    static let cases = allCases.filter { c in !passing.contains { $0.testDescription == c.testDescription } }
 
     static func endpoint(_ step: Step, _ kind: SignInRig.Kind) -> String {
         switch (step, kind) {
@@ -127,17 +135,66 @@ import LanyardNetwork
         #expect(try await rig.server.stat("faults_injected.\(Self.endpoint(c.step, c.kind))") >= 1)
     }
 
+    /// A poll that fails in passing (a server error, a dropped connection) does not end the
+    /// sign-in: it polls again after a backoff (twice the interval, doubling, shown as a
+    /// `retrying` event) and the approval is stored.
+    @Test(arguments: passing)
+    func aPassingPollFailureIsRetried(_ c: Case) async throws {
+        let rig = try SignInRig.start(c.kind)
+        try await rig.fault(["endpoint": Self.endpoint(c.step, c.kind)].merging(c.fault.spec) { $1 })
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
+        let log = EventLog()
+        let (slot, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: log.record)
+        #expect(try rig.home.store(.file).get(slot) == credential)
+        #expect(log.states.last == .signedIn(expiresAt: credential.tokens.expiresAt))
+
+        let retries = log.events.compactMap { event -> (reason: String, after: TimeInterval)? in
+            if case .retrying(let reason, let after) = event { return (reason, after) }
+            return nil
+        }
+        // A reset may also be retried by the HTTP stack itself (each such retry takes one of the five).
+        let injected = try await rig.server.stat("faults_injected.\(Self.endpoint(c.step, c.kind))")
+        #expect(c.fault == .reset ? (1...5).contains(retries.count) : retries.count == 1, "\(retries)")
+        #expect(injected >= retries.count)
+        for retry in retries {
+            #expect(retry.reason.contains(Self.stepName(c.step, c.kind)), "\(retry.reason)")
+            if c.fault == .status500 { #expect(retry.reason.hasSuffix("server answered HTTP 500 (injected_fault)"), "\(retry.reason)") }
+        }
+        let interval = try #require(log.deviceCode?.interval)
+        let backoff = (1...retries.count).map { min(60, max(interval, 1) * pow(2, Double($0))) }
+        #expect(retries.map(\.after) == backoff)
+        // Each wait is the interval, or the backoff after a failed poll.
+        #expect(sleeper.requested == [interval] + backoff, "\(sleeper.requested)")
+    }
+
+    /// A server that keeps failing: the sign-in polls (backing off, at most a minute apart) until
+    /// the code's time is up, then fails with the server's error, not "the code expired".
+    @Test func aServerThatKeepsFailingEndsTheSignInWhenTheCodeRunsOut() async throws {
+        let rig = try SignInRig.start(.openai)
+        try await rig.fault(["endpoint": rig.pollEndpoint, "type": "status", "status": 503, "count": 1000])
+        let sleeper = TestSleeper(clock: rig.home.clock)
+        let error = await authError {
+            _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: { _ in })
+        }
+        guard case .networkFailure(let message)? = error else { Issue.record("got \(String(describing: error))"); return }
+        #expect(message == "device code poll: server answered HTTP 503 (injected_fault) (still failing when the device code expired)", "\(message)")
+        #expect(sleeper.requested.reduce(0, +) <= 15 * 60)
+        #expect(sleeper.requested.max() == 60)
+        #expect(try await rig.server.stat("faults_injected.deviceauth_token") == sleeper.requested.count - 1)
+        #expect(try rig.home.registry.load().slots.isEmpty)
+    }
+
     /// A sign-in into a new slot that fails creates no slot and stores nothing.
     @Test(arguments: SignInRig.Kind.allCases)
     func failedSignInCreatesNoSlot(_ kind: SignInRig.Kind) async throws {
         let rig = try SignInRig.start(kind)
         let before = try rig.home.snapshot()
-        try await rig.fault(["endpoint": rig.pollEndpoint, "type": "status", "status": 502])
+        try await rig.fault(["endpoint": rig.pollEndpoint, "type": "non_json"])
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
         let error = await authError {
             _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: { _ in })
         }
-        guard case .networkFailure? = error else { Issue.record("got \(String(describing: error))"); return }
+        guard case .invalidResponse? = error else { Issue.record("got \(String(describing: error))"); return }
         #expect(try rig.home.snapshot() == before)
         #expect(try rig.home.registry.load().slots.isEmpty)
         #expect(try rig.home.store(.file).list().isEmpty)

@@ -28,6 +28,7 @@ import LanyardTestSupport
             case .deviceCode: return "code"
             case .waiting: return "waiting"
             case .slowedDown: return "slowed"
+            case .retrying: return "retrying"
             }
         }
         #expect(names == ["signing-in", "code", "awaiting-device-code", "waiting", "waiting", "signed-in"])

@@ -231,7 +231,6 @@ struct LoginRig {
         Failure(name: "deny", status: 1, code: "authorization_denied", message: "authorization denied"),
         Failure(name: "expire", status: 1, code: "expired_device_code", message: "the device code expired"),
         Failure(name: "usercode 500", status: 6, code: "network_failure", message: "network failure during sign-in: device code request"),
-        Failure(name: "poll reset", status: 6, code: "network_failure", message: "network failure during sign-in: device code poll"),
         Failure(name: "exchange 401", status: 4, code: "token_exchange_refused", message: "token endpoint answered HTTP 401"),
         Failure(name: "cancel", status: 130, code: "cancelled_sign_in", message: "sign-in cancelled; nothing was stored"),
     ]
@@ -252,9 +251,6 @@ struct LoginRig {
         case "expire": sleeper = rig.hooking("/_test/expire", at: 2)
         case "usercode 500":
             try await rig.emulator.hook("/_test/fault", ["endpoint": "usercode", "type": "status", "status": 500])
-            sleeper = TestSleeper(clock: h.clock)
-        case "poll reset":
-            try await rig.emulator.hook("/_test/fault", ["endpoint": "deviceauth_token", "type": "reset"])
             sleeper = TestSleeper(clock: h.clock)
         case "exchange 401":
             try await rig.emulator.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": 401,
@@ -278,6 +274,34 @@ struct LoginRig {
         for token in [old.tokens.accessToken, old.tokens.refreshToken ?? "-"] {
             #expect(!r.stdout.contains(token) && !r.stderr.contains(token))
         }
+    }
+
+    /// One 502 (or a dropped connection) while polling does not end the sign-in: the code stays
+    /// valid, so login says so, polls again after a backoff and stores the approval (it used to
+    /// exit 6 and lose it). On a terminal the retry replaces the countdown line, which is drawn
+    /// again below it.
+    @Test(arguments: [false, true])
+    func aPassingServerErrorDoesNotEndTheSignIn(tty: Bool) async throws {
+        let rig = try LoginRig()
+        let h = rig.h
+        h.tty = tty
+        h.extraEnvironment["NO_COLOR"] = "1"
+        try await rig.emulator.hook("/_test/fault", ["endpoint": "deviceauth_token", "type": "status", "status": 502])
+        try await rig.emulator.hook("/_test/fault", ["endpoint": "deviceauth_token", "type": "reset", "count": 5])
+        // Approved while the retries wait; the polls after them bring the tokens.
+        let r = await h.run(["login", "work"], sleeper: rig.approving(at: 2, ["email": "alice@example.com", "plan": "pro"]))
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout == "Signed alice@example.com (Pro) into slot work.\n")
+        #expect(try h.fileStore.get(try Slot("work")).account.email == "alice@example.com")
+        let retry = "device code poll: server answered HTTP 502 (injected_fault); retrying in 10 s"
+        if tty {
+            #expect(r.stderr.contains("Waiting for approval… 15 min left (Ctrl-C cancels)\r\u{1B}[2K\(retry)\n\r\u{1B}[2KWaiting for approval… 14 min left"),
+                    "\(r.stderr.debugDescription)")
+        } else {
+            #expect(r.stderr.contains("\n\(retry)\n"), "\(r.stderr)")
+            #expect(r.stderr.contains("; retrying in 20 s\n"), "the reset after the 502: \(r.stderr)")
+        }
+        #expect(try await rig.emulator.stat("faults_injected.deviceauth_token") >= 2)
     }
 
     /// On a terminal the countdown line is cleared before the error is printed.

@@ -76,7 +76,7 @@ package actor GenericDeviceProvider: DeviceCodeProvider {
         case "access_denied": throw .authorizationDenied(detail.message ?? "")
         case "expired_token": throw .expiredDeviceCode
         default:
-            if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
+            if let passing = ProviderSupport.passingFailure(step, status: response.status, detail) { throw passing }
             throw .tokenExchangeFailed(status: response.status, detail: detail)
         }
     }

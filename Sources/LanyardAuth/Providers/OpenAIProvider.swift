@@ -47,7 +47,7 @@ package struct OpenAIProvider: DeviceCodeProvider {
             case "expired_token", "expired", "device_code_expired": throw .expiredDeviceCode
             default:
                 if response.status == 410 { throw .expiredDeviceCode }
-                if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
+                if let passing = ProviderSupport.passingFailure(step, status: response.status, detail) { throw passing }
                 throw .tokenExchangeFailed(status: response.status, detail: detail)
             }
         }
@@ -68,7 +68,7 @@ package struct OpenAIProvider: DeviceCodeProvider {
         let response = try await ProviderSupport.send(transport, request, step: step)
         guard response.isSuccess else {
             let detail = ServerErrorDetail(body: response.body, redacting: [code, verifier])
-            if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
+            if let passing = ProviderSupport.passingFailure(step, status: response.status, detail) { throw passing }
             throw .tokenExchangeFailed(status: response.status, detail: detail)
         }
         let tokens = try TokenResponse.parse(response.body, step: step)

@@ -69,9 +69,15 @@ enum DoctorView {
         out.line(s.bold("Backends"))
         for backend in report.backends {
             let health = backend.health
-            let words = !health.reachable ? "not reachable" + (health.problem.map { ": \($0)" } ?? "")
-                : [health.locked ? "locked" : "unlocked", health.persistent ? "survives reboot" : "lost at logout or reboot"]
+            let words: String
+            if !health.reachable {
+                words = "not reachable" + (health.problem.map { ": \($0)" } ?? "")
+            } else if let problem = health.problem {
+                words = "answers, but \(problem)"  // the keyring has no collection where Lanyard writes
+            } else {
+                words = [health.locked ? "locked" : "unlocked", health.persistent ? "survives reboot" : "lost at logout or reboot"]
                     .joined(separator: ", ") + (health.location.map { " (\($0))" } ?? "")
+            }
             out.line("  \(column(backend.kind.displayName))\(words)")
             if let provider = health.provider {
                 out.line("  \(column(""))provided by \(provider)")

@@ -36,7 +36,8 @@ extension AuthCommands {
         // Clear the countdown line however the sign-in ends, so an error starts on a clean line.
         defer { progress.finish() }
         let (slot, credential) = try inv.runAsync {
-            try await manager.signIn(slot: requested, providerID: providerID, replacingAnotherAccount: inv.args.has("replace"), flow: { flow in
+            try await manager.signIn(slot: requested, providerID: providerID, replacingAnotherAccount: inv.args.has("replace"),
+                                     unlockFileStore: inv.mayAskForPassphrase ? { try inv.unlockFileStoreOnTerminal() } : nil, flow: { flow in
                 flow.slowDownIncrement = config.slowDownIncrement
                 if let timeout = config.loginTimeout { flow.maximumDuration = timeout }
             }, events: { progress.handle($0) })
@@ -88,6 +89,11 @@ final class SignInProgress: Sendable {
                     err.line("\(text)")
                     shown.lastPlainLine = inv.now
                 }
+            case .retrying(let reason, let delay):
+                // A line of its own, above the countdown, which is redrawn below it: a reason that
+                // wrapped on the countdown line would leave its first rows behind at each redraw.
+                if inv.context.stderrIsTTY { err.write(.control(.eraseLine)) }
+                err.line("\(reason); retrying in \(RelativeTime.span(delay))")
             case .slowedDown(let interval):
                 if !inv.context.stderrIsTTY { err.line("The server asked to poll less often; now every \(Int(interval)) s.") }
             case .state: break

@@ -22,8 +22,11 @@ extension StoreGroupCommand {
             inv.emit(.object(["unlocked": .bool(true), "passphrase": .bool(false)])) { inv.stdout.line("This store has no passphrase; nothing to unlock.") }
             return .ok
         }
-        let passphrase = try PassphraseReader(environment: inv.context.environment).read(prompt: "Passphrase for the Lanyard file store: ")
-        try file.unlock(passphrase: passphrase)
+        let reader = PassphraseReader(environment: inv.context.environment)
+        // On a terminal a mistyped passphrase gets two more tries; a file or askpass gives the same one again.
+        try file.unlock(tries: inv.mayAskForPassphrase ? Invocation.passphraseTries : 1) { attempt in
+            try reader.read(prompt: attempt == 1 ? "Passphrase for the Lanyard file store: " : "Wrong passphrase; try again: ")
+        }
         inv.emit(.object(["unlocked": .bool(true), "cache_seconds": .number(config.unlockCacheSeconds)])) {
             inv.stdout.line("Unlocked for \(RelativeTime.span(config.unlockCacheSeconds)) (`lanyard store lock` locks it now).")
         }
