@@ -154,7 +154,7 @@ package struct AccountManager: Sendable {
             // Every pin and script that names the slot would silently get another person's
             // tokens: a slot keeps its account unless the caller said to replace it.
             if let held = current.slots[slot], !replacingAnotherAccount, let other = Self.otherAccount(held.account, account) {
-                throw RegistryError.slotHoldsAnotherAccount(slot.name, holds: other.holds, signedIn: other.signedIn)
+                throw RegistryError.slotHoldsAnotherAccount(slot, holds: other.holds, signedIn: other.signedIn)
             }
             let backend = current.slots[slot]?.backend ?? plannedBackend
             let store = backend == plannedBackend ? plannedStore : try openStore(backend, true)
@@ -221,7 +221,7 @@ package struct AccountManager: Sendable {
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
         let document = try registry.load()
-        guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot) }
         let wasSignedOut = record.state == .signedOut
         let store = try openStore(record.backend, false)
         // The tokens a killed refresh left are the live ones: revoke those, and leave no file

@@ -73,7 +73,7 @@ extension AccountManager {
     /// The slot's registry record (only that record is decoded: ``RegistryView``).
     /// - Throws: `RegistryError.unknownSlot` when the registry has no such slot.
     package func record(of slot: Slot) throws -> SlotRecord {
-        guard let record = try registry.view().record(of: slot) else { throw RegistryError.unknownSlot(slot.name) }
+        guard let record = try registry.view().record(of: slot) else { throw RegistryError.unknownSlot(slot) }
         return record
     }
 
@@ -90,8 +90,8 @@ extension AccountManager {
         defer { withExtendedLifetime(locks) {} }
         var oldStore: (any CredentialStore)?
         try registry.update { doc in
-            guard let record = doc.slots[old] else { throw RegistryError.unknownSlot(old.name) }
-            guard doc.slots[new] == nil else { throw RegistryError.slotExists(new.name) }
+            guard let record = doc.slots[old] else { throw RegistryError.unknownSlot(old) }
+            guard doc.slots[new] == nil else { throw RegistryError.slotExists(new) }
             if old == new { return }
             let store = try openStore(record.backend, false)
             // Tokens a killed refresh left in a recovery file are the current ones: they move.
@@ -131,7 +131,7 @@ extension AccountManager {
         let lock = try FileLock.slot(slot, paths: paths)  // a refresh under way finishes first
         defer { withExtendedLifetime(lock) {} }
         try registry.update { doc in
-            guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+            guard let record = doc.slots[slot] else { throw RegistryError.unknownSlot(slot) }
             do { try openStore(record.backend, false).delete(slot) } catch StoreError.notFound {}
             RecoveryFile(paths: paths, slot: slot).remove()
             doc.slots[slot] = nil

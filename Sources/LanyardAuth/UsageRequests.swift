@@ -38,7 +38,7 @@ extension AccountManager {
 
     /// The slot's usage from the provider's usage endpoint.
     package func usage(slot: Slot) async throws -> UsageReport {
-        guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot) }
         guard let base = config.providers[record.provider]?.usageBaseURL else {
             // Not a server failure (exit 6): the slot's provider has no usage endpoint to ask.
             throw UsageErrorText("\(slot.name)'s provider \(record.provider) has no usage endpoint "

@@ -113,8 +113,7 @@ package enum Lanyard {
 
     /// The slot whose name is closest to a mistyped one (as commands and options get "did you
     /// mean"), read from the registry only on this error path; nil when none is close.
-    static func closestSlot(to named: String, context: CommandContext) -> String? {
-        let word = String(named.prefix { $0 != " " })
+    static func closestSlot(to word: String, context: CommandContext) -> String? {
         guard let names = try? Registry(paths: Paths(environment: context.environment)).load().slots.keys.map(\.name) else { return nil }
         return Suggest.closest(to: word, in: names.sorted()).flatMap { $0 == word ? nil : $0 }
     }
@@ -122,8 +121,8 @@ package enum Lanyard {
     /// Prints an error (as `{"error": {"code", "message"}}` on stdout with --json) and returns its status.
     static func report(_ error: Error, json: Bool, context: CommandContext) -> Int32 {
         var message = error.userFacingDescription
-        if case RegistryError.unknownSlot(let named) = error, let near = closestSlot(to: named, context: context) {
-            message = "no slot named \(named); did you mean \(near)? (see `lanyard list`)"
+        if case RegistryError.unknownSlot(let named, let rule) = error, let near = closestSlot(to: named.name, context: context) {
+            message = "no slot named \(named.name); did you mean \(near)? (\(rule.map { "\($0); " } ?? "")see `lanyard list`)"
         }
         // People read the reset time as every human output writes times; JSON keeps RFC 3339.
         if !json, case ClientError.usageLimitReached(var limit) = error, let resetsAt = limit.resetsAt {

@@ -158,12 +158,12 @@ package final class Invocation: Sendable {
         if let positional {
             let slot: Slot
             do { slot = try Slot(positional) } catch { throw UsageError(message: error.userFacingDescription, command: spec.name) }
-            guard let record = try view.record(of: slot) else { throw RegistryError.unknownSlot(slot.name) }
+            guard let record = try view.record(of: slot) else { throw RegistryError.unknownSlot(slot) }
             return (slot, record, nil)
         }
         guard let resolution = try resolveAccount(active: { try view.active() }) else { throw RegistryError.noActiveSlot }
         guard let record = try view.record(of: resolution.slot) else {
-            throw RegistryError.unknownSlot("\(resolution.slot.name) (\(resolution.rule.explanation))")
+            throw RegistryError.unknownSlot(resolution.slot, chosenBy: resolution.rule.explanation)
         }
         return (resolution.slot, record, resolution.rule)
     }

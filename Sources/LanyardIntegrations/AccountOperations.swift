@@ -159,13 +159,13 @@ extension AccountManager {
     /// its email), without revoking anything. A slot holding another account is refused.
     package func adoptCodexSignIn(from home: CodexHome, into requested: Slot?) throws -> AdoptedSignIn {
         guard let live = try home.read() else {
-            throw StoreError.notFound(slot: "Codex (\(home.authPath) does not exist)")
+            throw IntegrationError.noCodexSignIn(authPath: home.authPath)
         }
         let credential = live.credential(provider: "openai", expiresAt: nil)
         let document = try registry.load()
         let slot = try requested ?? AccountManager.defaultSlot(for: credential.account, in: document)
         if let existing = document.slots[slot], existing.account.accountID != nil, existing.account.accountID != credential.account.accountID {
-            throw RegistryError.slotExists("\(slot.name) (it holds another account; give another SLOT)")
+            throw RegistryError.slotExists(slot, holdsAnotherAccount: true)
         }
         let backend = document.slots[slot]?.backend ?? backendForNewSlot()
         let store = try openStore(backend, false)
@@ -189,7 +189,7 @@ extension AccountManager {
     /// credential (only when exporting every slot: a named slot without one is an error).
     package func exportEntries(named: [Slot]) throws -> (entries: [Slot: ExportBundle.Entry], skipped: [Slot]) {
         let document = try registry.load()
-        for slot in named where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot.name) }
+        for slot in named where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot) }
         var entries: [Slot: ExportBundle.Entry] = [:]
         var skipped: [Slot] = []
         for (slot, record) in document.sortedSlots where named.isEmpty || named.contains(slot) {

@@ -80,8 +80,20 @@ package struct CodexAuthFile: Equatable, Sendable {
 /// Integration failures.
 public enum IntegrationError: LanyardError, Equatable {
     case unsupported(String)
-    public var code: String { "integration_unsupported" }
+    /// `codex import` found no auth.json to adopt (not signed in, as a missing credential is).
+    case noCodexSignIn(authPath: String)
+
+    public var code: String {
+        switch self {
+        case .unsupported: return "integration_unsupported"
+        case .noCodexSignIn: return "missing_credential"
+        }
+    }
+
     public var errorDescription: String? {
-        switch self { case .unsupported(let m): return m }
+        switch self {
+        case .unsupported(let m): return m
+        case .noCodexSignIn(let path): return "Codex is not signed in here: \(TerminalText.escaped(path)) does not exist"
+        }
     }
 }

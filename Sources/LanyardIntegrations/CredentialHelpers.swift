@@ -12,6 +12,13 @@ package enum HelperInputLimits {
     package static let requestBytes = 1_048_576
 }
 
+/// Input that is not the protocol's. Names what is wrong, never the text (it may hold a secret).
+package struct DockerCredentialInputError: LanyardError, Equatable {
+    package let problem: String
+    package var code: String { "docker_credential_input" }
+    package var errorDescription: String? { "docker-credential-lanyard: \(problem)" }
+}
+
 /// Docker's credential-helper protocol (docker-credential-helpers): the action is the first
 /// argument; `get` and `erase` read a server URL on stdin, `store` reads
 /// `{"ServerURL", "Username", "Secret"}`; `get` answers the same object and `list` answers
@@ -21,32 +28,25 @@ package enum DockerCredential {
     /// Docker's clients look for to tell "not found" from a failure.
     package static let notFoundMessage = "credentials not found in native keychain"
 
-    /// Input that is not the protocol's. Names what is wrong, never the text (it may hold a secret).
-    package struct InputError: LanyardError, Equatable {
-        package let problem: String
-        package var code: String { "docker_credential_input" }
-        package var errorDescription: String? { "docker-credential-lanyard: \(problem)" }
-    }
-
     /// Everything the program sent on `input` (a server URL, or `store`'s JSON), lines joined
     /// with `\n`, within ``HelperInputLimits``: a NUL byte, or a line or the whole past its limit,
     /// fails at once without reading further.
-    package static func readInput(_ input: TextInput) throws(InputError) -> String {
+    package static func readInput(_ input: TextInput) throws(DockerCredentialInputError) -> String {
         var lines: [String] = []
         var total = 0
         while true {
             let next: String?
             do { next = try input.line(maxBytes: HelperInputLimits.lineBytes) } catch {
                 switch error {
-                case .nulByte: throw InputError(problem: "the input on stdin \(error.problem)")
-                case .lineTooLong: throw InputError(problem: "a line on stdin \(error.problem)")
-                case .unreadable: throw InputError(problem: "stdin \(error.problem)")
+                case .nulByte: throw DockerCredentialInputError(problem: "the input on stdin \(error.problem)")
+                case .lineTooLong: throw DockerCredentialInputError(problem: "a line on stdin \(error.problem)")
+                case .unreadable: throw DockerCredentialInputError(problem: "stdin \(error.problem)")
                 }
             }
             guard let line = next else { break }
             total += line.utf8.count + 1
             guard total <= HelperInputLimits.requestBytes else {
-                throw InputError(problem: "the input on stdin is longer than \(ByteCount.describe(HelperInputLimits.requestBytes))")
+                throw DockerCredentialInputError(problem: "the input on stdin is longer than \(ByteCount.describe(HelperInputLimits.requestBytes))")
             }
             lines.append(line)
         }
@@ -55,20 +55,20 @@ package enum DockerCredential {
 
     /// The `[docker]` key a server URL stands for: `ghcr.io`, `https://ghcr.io`, `ghcr.io/v2/…`
     /// all give `ghcr.io`; a port other than 443 stays (`registry.local:5000`).
-    package static func host(ofServerURL serverURL: String) throws(InputError) -> String {
+    package static func host(ofServerURL serverURL: String) throws(DockerCredentialInputError) -> String {
         var text = serverURL.trimmingSpaces()
-        guard !text.isEmpty else { throw InputError(problem: "the server URL on stdin is empty") }
+        guard !text.isEmpty else { throw DockerCredentialInputError(problem: "the server URL on stdin is empty") }
         guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == " " }) else {
-            throw InputError(problem: "the server URL contains spaces or control characters")
+            throw DockerCredentialInputError(problem: "the server URL contains spaces or control characters")
         }
         if let scheme = text.firstRange(of: "://") {
             let name = text[..<scheme.lowerBound].lowercased()
-            guard name == "https" || name == "http" else { throw InputError(problem: "the server URL's scheme is not http(s)") }
+            guard name == "https" || name == "http" else { throw DockerCredentialInputError(problem: "the server URL's scheme is not http(s)") }
             text = String(text[scheme.upperBound...])
         }
         var host = String(text.prefix { $0 != "/" }).lowercased()
         if host.hasSuffix(":443") { host.removeLast(4) }
-        guard !host.isEmpty else { throw InputError(problem: "the server URL has no host") }
+        guard !host.isEmpty else { throw DockerCredentialInputError(problem: "the server URL has no host") }
         return host
     }
 
@@ -84,12 +84,19 @@ package enum DockerCredential {
     }
 
     /// Checks what `store` sent (it is not kept: Lanyard owns these tokens).
-    package static func checkStoreInput(_ data: Data) throws(InputError) {
+    package static func checkStoreInput(_ data: Data) throws(DockerCredentialInputError) {
         guard let object = (try? JSONValue.parse(data))?.object else {
-            throw InputError(problem: "store expects a JSON object on stdin")
+            throw DockerCredentialInputError(problem: "store expects a JSON object on stdin")
         }
-        guard object["ServerURL"]?.string != nil else { throw InputError(problem: "store's input has no ServerURL") }
+        guard object["ServerURL"]?.string != nil else { throw DockerCredentialInputError(problem: "store's input has no ServerURL") }
     }
+}
+
+/// A `KUBERNETES_EXEC_INFO` that kubectl would not send. Names what is wrong.
+package struct KubeExecInfoError: LanyardError, Equatable {
+    package let problem: String
+    package var code: String { "kube_exec_info" }
+    package var errorDescription: String? { "kube-credential: \(problem)" }
 }
 
 /// Kubernetes' exec credential plugins (client.authentication.k8s.io): kubectl runs the plugin
@@ -98,21 +105,15 @@ package enum KubeExecCredential {
     package static let v1 = "client.authentication.k8s.io/v1"
     package static let v1beta1 = "client.authentication.k8s.io/v1beta1"
 
-    package struct InputError: LanyardError, Equatable {
-        package let problem: String
-        package var code: String { "kube_exec_info" }
-        package var errorDescription: String? { "kube-credential: \(problem)" }
-    }
-
     /// The API version to answer with: the one `KUBERNETES_EXEC_INFO` asks for, v1 without it.
-    package static func apiVersion(execInfo: String?) throws(InputError) -> String {
+    package static func apiVersion(execInfo: String?) throws(KubeExecInfoError) -> String {
         guard let execInfo, !execInfo.trimmingSpaces().isEmpty else { return v1 }
         guard let object = (try? JSONValue.parse(Data(execInfo.utf8)))?.object else {
-            throw InputError(problem: "KUBERNETES_EXEC_INFO is not a JSON object")
+            throw KubeExecInfoError(problem: "KUBERNETES_EXEC_INFO is not a JSON object")
         }
-        guard let version = object["apiVersion"]?.string else { throw InputError(problem: "KUBERNETES_EXEC_INFO has no apiVersion") }
+        guard let version = object["apiVersion"]?.string else { throw KubeExecInfoError(problem: "KUBERNETES_EXEC_INFO has no apiVersion") }
         guard version == v1 || version == v1beta1 else {
-            throw InputError(problem: "KUBERNETES_EXEC_INFO asks for \(TerminalText.escaped(String(version.prefix(80)))); "
+            throw KubeExecInfoError(problem: "KUBERNETES_EXEC_INFO asks for \(TerminalText.escaped(String(version.prefix(80)))); "
                 + "supported: \(v1), \(v1beta1)")
         }
         return version

@@ -2,6 +2,14 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 
+/// Input that is not git's protocol. The message names the line, never its text (it may hold a secret).
+package struct GitCredentialInputError: LanyardError, Equatable {
+    package let line: Int
+    package let problem: String
+    package var code: String { "git_credential_input" }
+    package var errorDescription: String? { "git-credential: input line \(line) \(problem)" }
+}
+
 /// git's credential-helper protocol (gitcredentials(7), git-credential(1)): `key=value` lines on
 /// stdin, ended by a blank line or end of input; the answer is `key=value` lines on stdout.
 package enum GitCredential {
@@ -32,40 +40,32 @@ package enum GitCredential {
         }
     }
 
-    /// Input that is not git's protocol. The message names the line, never its text (it may hold a secret).
-    package struct InputError: LanyardError, Equatable {
-        package let line: Int
-        package let problem: String
-        package var code: String { "git_credential_input" }
-        package var errorDescription: String? { "git-credential: input line \(line) \(problem)" }
-    }
-
     /// Reads a request from `input`: lines until a blank line or the end of input, each at most
     /// ``HelperInputLimits/lineBytes`` long, the whole at most ``HelperInputLimits/requestBytes``.
     /// A NUL byte or a line or request past its limit fails at once, without reading further.
-    package static func read(_ input: TextInput) throws(InputError) -> Request {
+    package static func read(_ input: TextInput) throws(GitCredentialInputError) -> Request {
         var request = Request()
         var number = 0
         var total = 0
         while true {
             number += 1
             let next: String?
-            do { next = try input.line(maxBytes: HelperInputLimits.lineBytes) } catch { throw InputError(line: number, problem: error.problem) }
+            do { next = try input.line(maxBytes: HelperInputLimits.lineBytes) } catch { throw GitCredentialInputError(line: number, problem: error.problem) }
             guard var line = next else { break }
             total += line.utf8.count + 1
             guard total <= HelperInputLimits.requestBytes else {
-                throw InputError(line: number, problem: "takes the request past \(ByteCount.describe(HelperInputLimits.requestBytes)), the most it may hold")
+                throw GitCredentialInputError(line: number, problem: "takes the request past \(ByteCount.describe(HelperInputLimits.requestBytes)), the most it may hold")
             }
             if line.hasSuffix("\r") { line.removeLast() }
             if line.isEmpty { break }
-            guard let eq = line.firstIndex(of: "=") else { throw InputError(line: number, problem: "is not key=value") }
+            guard let eq = line.firstIndex(of: "=") else { throw GitCredentialInputError(line: number, problem: "is not key=value") }
             let key = String(line[..<eq])
             guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-[].".contains($0)) }) else {
-                throw InputError(line: number, problem: "has an invalid key")
+                throw GitCredentialInputError(line: number, problem: "has an invalid key")
             }
             // TextInput refuses NUL bytes; checked again on scalars for callers' own Strings (a NUL
             // followed by a combining mark is one Character that is not "\0").
-            guard !line.unicodeScalars.contains("\0") else { throw InputError(line: number, problem: TextInput.Failure.nulByte.problem) }
+            guard !line.unicodeScalars.contains("\0") else { throw GitCredentialInputError(line: number, problem: TextInput.Failure.nulByte.problem) }
             request.attributes.append((key, String(line[line.index(after: eq)...])))
         }
         return request

@@ -149,7 +149,7 @@ extension AccountManager {
             let document = try registry.load()
             if let existing = document.slots[slot],
                existing.provider != provider || (existing.account.email != nil && existing.account.email != account.user) {
-                throw RegistryError.slotExists("\(slot.name) (it holds another account; give another SLOT)")
+                throw RegistryError.slotExists(slot, holdsAnotherAccount: true)
             }
             let backend = document.slots[slot]?.backend ?? backendForNewSlot()
             let store = try openStore(backend, false)

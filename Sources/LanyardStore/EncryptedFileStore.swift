@@ -208,7 +208,7 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
         let identity = try identity()
         StartupTrace.mark("identity")
         defer { StartupTrace.mark("decrypt") }
-        guard let credential = try read(identity: identity).slots[slot] else { throw StoreError.notFound(slot: slot.name) }
+        guard let credential = try read(identity: identity).slots[slot] else { throw StoreError.notFound(slot: slot) }
         return credential
     }
 
@@ -241,7 +241,7 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
 
     package func delete(_ slot: Slot) throws {
         try modify { doc in
-            guard doc.slots.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot.name) }
+            guard doc.slots.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot) }
         }
     }
 

@@ -7,8 +7,19 @@ public struct MigrationStep: Sendable, Equatable {
     public let slot: Slot
     public let from: BackendKind
     public let to: BackendKind
-    /// `moved`, `already-there`, `registry-only` (no stored credential), or `would-move`.
-    public let outcome: String
+    public let outcome: Outcome
+
+    /// What became of the slot; the raw values are what `--json` prints.
+    public enum Outcome: String, Sendable, Equatable {
+        /// Copied, verified, recorded, and deleted from the source.
+        case moved
+        /// Already in the target backend.
+        case alreadyThere = "already-there"
+        /// Recorded in the target backend; there was no stored credential to copy.
+        case registryOnly = "registry-only"
+        /// A dry run: it would move.
+        case wouldMove = "would-move"
+    }
 }
 
 /// Moves slots between backends: copy, read back and compare, record the new backend, then delete
@@ -29,7 +40,7 @@ package struct Migration: Sendable {
     package func run(to target: BackendKind, slots requested: [Slot], dryRun: Bool,
                     progress: (Step) -> Void = { _ in }) throws -> [Step] {
         let document = try registry.load()
-        for slot in requested where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot.name) }
+        for slot in requested where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot) }
         let slots = requested.isEmpty ? document.sortedSlots.map(\.slot) : requested
         var steps: [Step] = []
         for slot in slots {
@@ -40,11 +51,11 @@ package struct Migration: Sendable {
             defer { withExtendedLifetime(lock) {} }
             guard let record = dryRun ? document.slots[slot] : try registry.load().slots[slot] else { continue }
             if record.backend == target {
-                steps.append(Step(slot: slot, from: record.backend, to: target, outcome: "already-there"))
+                steps.append(Step(slot: slot, from: record.backend, to: target, outcome: .alreadyThere))
                 continue
             }
             if dryRun {
-                steps.append(Step(slot: slot, from: record.backend, to: target, outcome: "would-move"))
+                steps.append(Step(slot: slot, from: record.backend, to: target, outcome: .wouldMove))
                 continue
             }
             let source = try open(record.backend)
@@ -62,7 +73,7 @@ package struct Migration: Sendable {
             if credential != nil {
                 do { try source.delete(slot) } catch StoreError.notFound {}
             }
-            steps.append(Step(slot: slot, from: record.backend, to: target, outcome: credential == nil ? "registry-only" : "moved"))
+            steps.append(Step(slot: slot, from: record.backend, to: target, outcome: credential == nil ? .registryOnly : .moved))
             progress(steps[steps.count - 1])
         }
         return steps

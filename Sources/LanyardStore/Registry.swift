@@ -87,7 +87,7 @@ package struct Registry: Sendable {
         }
         // Any other layout: the full read-modify-write, still under the lock held here.
         var document = try read()
-        guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot.name) }
+        guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot) }
         let previous = document.active
         if previous != slot {
             document.active = slot

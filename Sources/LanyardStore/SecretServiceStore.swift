@@ -70,7 +70,7 @@ package final class SecretServiceStore: CredentialStore {
                 // holds none: "nothing found" only means "not stored" when the collection is there
                 // and open (else the slot would look signed out when the keyring is what changed).
                 try self.requireOpenCollection(service, deadline)
-                throw StoreError.notFound(slot: slot.name)
+                throw StoreError.notFound(slot: slot)
             }
             if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
             // More than one item only after an interrupted put or a hand-made item: the newest wins
@@ -142,7 +142,7 @@ package final class SecretServiceStore: CredentialStore {
             let items = try service.search(["slot": slot.name], deadline: deadline)
             if items.isEmpty {
                 if let path = try self.lockedCollection(service, deadline) { throw self.lockedError(path) }
-                throw StoreError.notFound(slot: slot.name)
+                throw StoreError.notFound(slot: slot)
             }
             if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
             for item in items { try Self.deleteIgnoringGone(item, deadline) }

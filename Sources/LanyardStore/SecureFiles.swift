@@ -268,7 +268,7 @@ extension FileLock {
         let path = paths.lockDirectory + "/" + slot.name + ".signin.lock"
         guard let lock = try FileLock.tryLock(path: path) else {
             let text = (try? SecureFiles.read(path)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) } ?? ""
-            throw RegistryError.signInInProgress(slot.name, pid: Int32(text.trimmingWhitespaceAndNewlines()))
+            throw RegistryError.signInInProgress(slot, pid: Int32(text.trimmingWhitespaceAndNewlines()))
         }
         let pid = Array("\(getpid())\n".utf8)
         if ftruncate(lock.descriptor, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(lock.descriptor, $0.baseAddress, $0.count, 0) } }

@@ -12,7 +12,7 @@ public enum StoreError: LanyardError, Equatable {
     /// Stored data did not decode; it was left as it is.
     case corrupt(source: String, detail: String)
     /// The slot has no stored credential.
-    case notFound(slot: String)
+    case notFound(slot: Slot)
     /// A wrong passphrase or identity.
     case wrongPassphrase
     /// A path Lanyard refuses to use (symlink, foreign owner, wrong type).
@@ -40,7 +40,7 @@ public enum StoreError: LanyardError, Equatable {
         case .timedOut(let backend, let op, let s):
             return "\(backend) did not answer \(op) within \(Self.seconds(s)) (is a keyring prompt waiting?)"
         case .corrupt(let source, let detail): return "\(source) is corrupt (left untouched): \(detail)"
-        case .notFound(let slot): return "slot \(slot) has no stored credential; sign in with `lanyard login \(slot)`"
+        case .notFound(let slot): return "slot \(slot.name) has no stored credential; sign in with `lanyard login \(slot.name)`"
         case .wrongPassphrase: return "wrong passphrase: the store was not unlocked and nothing changed"
         case .unsafePath(let path, let reason): return "refusing to use \(path): \(reason)"
         case .io(let path, let detail): return "\(path): \(detail)"
@@ -56,12 +56,15 @@ public enum StoreError: LanyardError, Equatable {
 public enum RegistryError: LanyardError, Equatable {
     /// The registry did not parse; it was moved to `movedTo` and is reported, never treated as empty.
     case corrupt(path: String, movedTo: String, detail: String)
-    case unknownSlot(String)
-    case slotExists(String)
+    /// No such slot; `chosenBy` says which rule named it, when one did (`pinned by ./.lanyard`).
+    case unknownSlot(Slot, chosenBy: String? = nil)
+    /// The name is taken; `holdsAnotherAccount` when an import was refused because the slot
+    /// holds another account than the one imported.
+    case slotExists(Slot, holdsAnotherAccount: Bool = false)
     /// A sign-in into a slot came back as another account than the one the slot holds.
-    case slotHoldsAnotherAccount(String, holds: String, signedIn: String)
+    case slotHoldsAnotherAccount(Slot, holds: String, signedIn: String)
     /// Another process is signing an account into the slot (its pid, when it wrote one).
-    case signInInProgress(String, pid: Int32?)
+    case signInInProgress(Slot, pid: Int32?)
     case noActiveSlot
 
     public var code: String {
@@ -80,11 +83,13 @@ public enum RegistryError: LanyardError, Equatable {
         case .corrupt(let path, let moved, let detail):
             return "registry \(path) did not parse (\(detail)); it was moved to \(moved). "
                 + "Run `lanyard doctor --repair` to rebuild it from the credential store."
-        case .unknownSlot(let s): return "no slot named \(s) (see `lanyard list`)"
-        case .slotExists(let s): return "a slot named \(s) already exists"
+        case .unknownSlot(let s, let rule): return "no slot named \(s.name) (\(rule.map { "\($0); " } ?? "")see `lanyard list`)"
+        case .slotExists(let s, let another):
+            return "a slot named \(s.name) already exists" + (another ? " and holds another account; give another SLOT" : "")
         case .signInInProgress(let s, let pid):
-            return "a sign-in for \(s) is already in progress" + (pid.map { " (pid \($0))" } ?? "") + "; finish or cancel it first"
-        case .slotHoldsAnotherAccount(let s, let holds, let signedIn):
+            return "a sign-in for \(s.name) is already in progress" + (pid.map { " (pid \($0))" } ?? "") + "; finish or cancel it first"
+        case .slotHoldsAnotherAccount(let slot, let holds, let signedIn):
+            let s = slot.name
             return "slot \(s) holds \(holds), but the sign-in was approved as \(signedIn); nothing was stored. "
                 + "Sign in to another slot (`lanyard login SLOT`), or replace \(s)'s account with `lanyard login \(s) --replace`"
         case .noActiveSlot: return "no slot is active; sign in with `lanyard login` or choose one with `lanyard switch SLOT`"

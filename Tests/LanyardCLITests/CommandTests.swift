@@ -178,7 +178,7 @@ import Testing
         let work = try Slot("work")
         #expect(doc.active?.name == "job" && doc.slots[work] == nil)
         #expect(try h.store.get(try Slot("job")).tokens.accessToken == "AT-work-SECRET")
-        #expect(throws: StoreError.notFound(slot: "work")) { try h.store.get(try Slot("work")) }
+        #expect(throws: StoreError.notFound(slot: work)) { try h.store.get(work) }
     }
 
     @Test func renameRefusesClashesAndStoreFailuresChangeNothing() throws {

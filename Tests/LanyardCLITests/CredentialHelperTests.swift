@@ -243,10 +243,10 @@ struct HelperHome {
         #expect(try DockerCredential.host(ofServerURL: "https://index.docker.io/v1/") == "index.docker.io")
         #expect(try DockerCredential.host(ofServerURL: "registry.local:5000") == "registry.local:5000")
         #expect(try DockerCredential.host(ofServerURL: "https://ghcr.io:443") == "ghcr.io")
-        #expect(throws: DockerCredential.InputError.self) { try DockerCredential.host(ofServerURL: "") }
-        #expect(throws: DockerCredential.InputError.self) { try DockerCredential.host(ofServerURL: "ftp://ghcr.io") }
-        #expect(throws: DockerCredential.InputError.self) { try DockerCredential.host(ofServerURL: "ghcr.io\u{1B}[2J") }
-        #expect(throws: DockerCredential.InputError.self) { try DockerCredential.checkStoreInput(Data("[]".utf8)) }
+        #expect(throws: DockerCredentialInputError.self) { try DockerCredential.host(ofServerURL: "") }
+        #expect(throws: DockerCredentialInputError.self) { try DockerCredential.host(ofServerURL: "ftp://ghcr.io") }
+        #expect(throws: DockerCredentialInputError.self) { try DockerCredential.host(ofServerURL: "ghcr.io\u{1B}[2J") }
+        #expect(throws: DockerCredentialInputError.self) { try DockerCredential.checkStoreInput(Data("[]".utf8)) }
     }
 
     @Test func netrcRefusesFieldsItCannotHold() throws {
@@ -259,8 +259,8 @@ struct HelperHome {
     @Test func kubeExecInfoChoosesTheVersion() throws {
         #expect(try KubeExecCredential.apiVersion(execInfo: nil) == KubeExecCredential.v1)
         #expect(try KubeExecCredential.apiVersion(execInfo: #"{"apiVersion":"client.authentication.k8s.io/v1beta1"}"#) == KubeExecCredential.v1beta1)
-        #expect(throws: KubeExecCredential.InputError.self) { try KubeExecCredential.apiVersion(execInfo: "not json") }
-        #expect(throws: KubeExecCredential.InputError.self) { try KubeExecCredential.apiVersion(execInfo: #"{"kind":"ExecCredential"}"#) }
+        #expect(throws: KubeExecInfoError.self) { try KubeExecCredential.apiVersion(execInfo: "not json") }
+        #expect(throws: KubeExecInfoError.self) { try KubeExecCredential.apiVersion(execInfo: #"{"kind":"ExecCredential"}"#) }
         let rendered = try JSONValue.parse(Data(KubeExecCredential.render(apiVersion: KubeExecCredential.v1, token: "t",
                                                                            expiresAt: Date(timeIntervalSince1970: 1_800_000_000)).utf8))
         #expect(rendered["status"]?["expirationTimestamp"]?.string == "2027-01-15T08:00:00Z")

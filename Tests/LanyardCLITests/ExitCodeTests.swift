@@ -107,10 +107,10 @@ import LanyardStore
         #expect(cli.run(["exec", "nobody", "--"] + script).status == 3)
     }
 
-    @Test func errorsMapToTheirDocumentedStatuses() {
+    @Test func errorsMapToTheirDocumentedStatuses() throws {
         let cases: [(any Error, LanyardCLI.ExitStatus)] = [
-            (StoreError.locked(backend: "k", hint: "h"), .storeUnavailable), (StoreError.notFound(slot: "w"), .notSignedIn),
-            (RegistryError.unknownSlot("w"), .notSignedIn), (ClientError.reauthenticationRequired(slot: "w", reason: "r"), .reauthenticationRequired),
+            (StoreError.locked(backend: "k", hint: "h"), .storeUnavailable), (StoreError.notFound(slot: try Slot("w")), .notSignedIn),
+            (RegistryError.unknownSlot(try Slot("w")), .notSignedIn), (ClientError.reauthenticationRequired(slot: "w", reason: "r"), .reauthenticationRequired),
             (ClientError.usageLimitReached(UsageLimit()), .usageLimit), (AuthError.cancelledSignIn, .cancelled),
             (AuthError.tokenExchangeFailed(status: 401, detail: ServerErrorDetail()), .reauthenticationRequired),
             (AuthError.tokenExchangeFailed(status: 500, detail: ServerErrorDetail()), .network),

@@ -120,7 +120,7 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
     /// Found by the helpers fuzzer: a NUL followed by a combining mark is a single Character that
     /// is not "\0", so a Character-level check let it through into the attributes.
     @Test func nulGluedToACombiningMarkIsRejected() throws {
-        #expect(throws: GitCredential.InputError(line: 2, problem: "contains a NUL byte (it is not text)")) {
+        #expect(throws: GitCredentialInputError(line: 2, problem: "contains a NUL byte (it is not text)")) {
             try GitCredential.read(TextInput(Data("host=example.com\npassword=ab\u{0}\u{487}cd\n\n".utf8)))
         }
         // The same shape in a [docker]/[netrc] host key: a control byte glued to a combining mark.

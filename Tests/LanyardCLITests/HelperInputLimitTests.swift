@@ -68,13 +68,13 @@ import LanyardTestSupport
 
     @Test func gitAndDockerRequestsAreBoundedWhole() {
         // Short lines that never end: the request limit stops them.
-        #expect(throws: GitCredential.InputError(line: 1_048_576 / 4 + 1, problem: "takes the request past 1 MiB, the most it may hold")) {
+        #expect(throws: GitCredentialInputError(line: 1_048_576 / 4 + 1, problem: "takes the request past 1 MiB, the most it may hold")) {
             try GitCredential.read(Endless("a=b\n").input)
         }
-        #expect(throws: DockerCredential.InputError(problem: "the input on stdin is longer than 1 MiB")) {
+        #expect(throws: DockerCredentialInputError(problem: "the input on stdin is longer than 1 MiB")) {
             try DockerCredential.readInput(Endless("ghcr.io\n").input)
         }
-        #expect(throws: DockerCredential.InputError(problem: "a line on stdin is longer than 64 KiB")) {
+        #expect(throws: DockerCredentialInputError(problem: "a line on stdin is longer than 64 KiB")) {
             try DockerCredential.readInput(Endless("x").input)
         }
     }

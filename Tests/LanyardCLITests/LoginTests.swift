@@ -369,7 +369,7 @@ struct LoginRig {
         #expect(r.stdout == "Signed out of work. `lanyard login work` signs it in again.\n")
         let slot = try Slot("work")
         #expect(try h.registry.load().slots[slot]?.state == .signedOut)
-        #expect(throws: StoreError.notFound(slot: "work")) { try h.fileStore.get(slot) }
+        #expect(throws: StoreError.notFound(slot: slot)) { try h.fileStore.get(slot) }
         let j = await h.runDetached("logout", "work", "--json")  // again: still fine, nothing to delete
         #expect(j.status == 0)
         #expect(j.json["slot"] as? String == "work" && j.json["state"] as? String == "signed-out" && j.json["revoked"] as? Bool == false)
@@ -404,7 +404,7 @@ struct LoginRig {
             #expect(error == .permanent(code: "invalid_grant", status: 400))
         }
         #expect(try h.registry.load().slots[slot]?.state == .signedOut)
-        #expect(throws: StoreError.notFound(slot: "lab")) { try h.fileStore.get(slot) }
+        #expect(throws: StoreError.notFound(slot: slot)) { try h.fileStore.get(slot) }
         #expect(!r.stdout.contains(credential.tokens.refreshToken ?? "-"))
 
         // Again: nothing left to revoke, and the message does not blame the provider.

@@ -143,7 +143,7 @@ import Testing
         let file = try StoreOpeners.system(.file, LanyardConfig(), h.paths, false)
         for slot in slots {
             #expect(try file.get(slot).tokens.accessToken == "AT-\(slot.name)")
-            #expect(throws: StoreError.notFound(slot: slot.name)) { try ss.get(slot) }
+            #expect(throws: StoreError.notFound(slot: slot)) { try ss.get(slot) }
             #expect(try h.registry.load().slots[slot]?.backend == .file)
         }
         let back = h.run("store", "migrate", "--to", "secret-service", slots[0].name, "--json")

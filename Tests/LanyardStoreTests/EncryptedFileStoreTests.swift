@@ -29,8 +29,8 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
         #expect(try store.get(work).tokens.accessToken == "three")
         #expect(try store.list() == [home, work])
         try store.delete(work)
-        #expect(throws: StoreError.notFound(slot: "work")) { try store.get(work) }
-        #expect(throws: StoreError.notFound(slot: "work")) { try store.delete(work) }
+        #expect(throws: StoreError.notFound(slot: work)) { try store.get(work) }
+        #expect(throws: StoreError.notFound(slot: work)) { try store.delete(work) }
         #expect(try store.list() == [home])
     }
 

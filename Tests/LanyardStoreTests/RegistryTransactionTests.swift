@@ -161,7 +161,7 @@ final class FlakyStore: CredentialStore, @unchecked Sendable {
     }
 
     func get(_ slot: Slot) throws -> Credential {
-        guard let credential = items[slot] else { throw StoreError.notFound(slot: slot.name) }
+        guard let credential = items[slot] else { throw StoreError.notFound(slot: slot) }
         return credential
     }
     func put(_ credential: Credential, for slot: Slot) throws {
@@ -170,7 +170,7 @@ final class FlakyStore: CredentialStore, @unchecked Sendable {
         items[slot] = credential
     }
     func delete(_ slot: Slot) throws {
-        guard items.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot.name) }
+        guard items.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot) }
     }
     func list() throws -> [Slot] { items.keys.sorted() }
     func health() -> StoreHealth { StoreHealth(backend: kind, reachable: true, locked: false, persistent: false) }

@@ -87,7 +87,8 @@ import Testing
     @Test func setActiveRefusesAnUnknownSlotAndChangesNothing() throws {
         let registry = try populated()
         let before = try Data(contentsOf: URL(fileURLWithPath: registry.path))
-        #expect(throws: RegistryError.unknownSlot("nobody")) { try registry.setActive(try Slot("nobody")) }
+        let nobody = try Slot("nobody")
+        #expect(throws: RegistryError.unknownSlot(nobody)) { try registry.setActive(nobody) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: registry.path)) == before)
     }
 

@@ -33,9 +33,9 @@ struct SecretServiceStoreTests {
         #expect(Set(try store.list()).isDisjoint(with: slots))
         for slot in slots.prefix(5) {
             let (error, _) = storeError { try store.get(slot) }
-            #expect(error == .notFound(slot: slot.name))
+            #expect(error == .notFound(slot: slot))
             let (again, _) = storeError { try store.delete(slot) }
-            #expect(again == .notFound(slot: slot.name))
+            #expect(again == .notFound(slot: slot))
         }
     }
 

@@ -15,7 +15,7 @@ package final class MemoryStore: CredentialStore, @unchecked Sendable {
     package func get(_ slot: Slot) throws -> Credential {
         try lock.withLock {
             if let failWith { throw failWith }
-            guard let c = items[slot] else { throw StoreError.notFound(slot: slot.name) }
+            guard let c = items[slot] else { throw StoreError.notFound(slot: slot) }
             return c
         }
     }
@@ -25,7 +25,7 @@ package final class MemoryStore: CredentialStore, @unchecked Sendable {
     package func delete(_ slot: Slot) throws {
         try lock.withLock {
             if let failWith { throw failWith }
-            guard items.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot.name) }
+            guard items.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot) }
         }
     }
     package func list() throws -> [Slot] { try lock.withLock { if let failWith { throw failWith }; return items.keys.sorted() } }

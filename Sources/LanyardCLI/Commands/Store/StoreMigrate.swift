@@ -28,9 +28,13 @@ extension StoreGroupCommand {
         }
         let slots = try inv.args.positionals.map { try SlotCommands.parseSlot($0, inv) }
         func describe(_ step: MigrationStep) -> String {
-            let verb = ["moved": "moved", "already-there": "already in", "registry-only": "moved (no stored credential)",
-                        "would-move": "would move"][step.outcome] ?? step.outcome
-            return "\(step.slot.name): \(verb) \(step.outcome == "already-there" ? "" : "\(step.from.displayName) → ")\(step.to.displayName)"
+            let verb = switch step.outcome {
+            case .moved: "moved"
+            case .alreadyThere: "already in"
+            case .registryOnly: "moved (no stored credential)"
+            case .wouldMove: "would move"
+            }
+            return "\(step.slot.name): \(verb) \(step.outcome == .alreadyThere ? "" : "\(step.from.displayName) → ")\(step.to.displayName)"
         }
         // Progress goes out as each slot lands, so an interrupted migration shows how far it got.
         let steps = try inv.accounts().migrate(to: target, slots: slots, dryRun: inv.args.has("dry-run")) { step in
@@ -38,10 +42,10 @@ extension StoreGroupCommand {
         }
         inv.emit(.object(["steps": .array(steps.map {
             .object(["slot": .string($0.slot.name), "from": .string($0.from.rawValue), "to": .string($0.to.rawValue),
-                     "outcome": .string($0.outcome)])
+                     "outcome": .string($0.outcome.rawValue)])
         })])) {
             if steps.isEmpty { inv.stdout.line("No slots to migrate.") }
-            for step in steps where step.outcome == "already-there" || step.outcome == "would-move" { inv.stdout.line("\(describe(step))") }
+            for step in steps where step.outcome == .alreadyThere || step.outcome == .wouldMove { inv.stdout.line("\(describe(step))") }
         }
         return .ok
     }
