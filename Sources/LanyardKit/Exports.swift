@@ -1,6 +1,6 @@
 // What a program gets from `import LanyardKit` alone. The modules below declare `package` access
 // for everything but the types listed here and LanyardCore's vocabulary, so this file and
-// Tests/LanyardKitTests/PublicAPI.txt (checked by PublicSurfaceTests) are the whole public surface. Foundation (URL, Date, Data in the API) and
+// Tests/RepositoryChecks/PublicAPI.txt (checked by PublicSurfaceTests) are the whole public surface. Foundation (URL, Date, Data in the API) and
 // LanyardCore, the shared vocabulary (slots, states, account info, plans, policies), are
 // re-exported whole; LanyardNetwork brings URLRequest and URLSession on Linux. From the lower layers only the types that LanyardKit's API
 // hands out or throws are re-exported, one by one; `PublicSurfaceTests` fails when a public

@@ -23,12 +23,12 @@ import Testing
     }
 
     /// The public API of the library products (LanyardKit with what it re-exports, and Age), one
-    /// line a symbol, must equal Tests/LanyardKitTests/PublicAPI.txt: a new or changed public symbol
+    /// line a symbol, must equal Tests/RepositoryChecks/PublicAPI.txt: a new or changed public symbol
     /// shows up as a reviewed diff of that file. `LANYARD_UPDATE_PUBLIC_API=1` rewrites it.
     @Test func thePublicAPIIsTheCheckedInList() throws {
         let (symbols, _) = try Self.symbolGraphs(modules: Self.libraryModules + ["Age"])
         let lines = Set(symbols.values.map { "\($0.module) \($0.path): \($0.declaration)" }).sorted()
-        let file = repositoryRoot.appendingPathComponent("Tests/LanyardKitTests/PublicAPI.txt")
+        let file = repositoryRoot.appendingPathComponent("Tests/RepositoryChecks/PublicAPI.txt")
         let text = lines.joined(separator: "\n") + "\n"
         if ProcessInfo.processInfo.environment["LANYARD_UPDATE_PUBLIC_API"] == "1" {
             try text.write(to: file, atomically: true, encoding: .utf8)
