@@ -185,24 +185,20 @@ extension AccountManager {
         }
 
         // The other slots of the provider, weighed as `switch --best` weighs them.
-        var best: (slot: Slot, used: Double)?
+        var weighed: [(slot: Slot, verdict: SlotCandidate.Verdict)] = []
         var earliest = shortfall.resetsAt
         for (slot, other) in document.sortedSlots where other.provider == record.provider && slot != active {
-            let weighed = await weigh(slot, other)
-            switch weighed.verdict {
-            case .headroom(let used):
-                if used < threshold {
-                    if best.map({ used < $0.used }) ?? true { best = (slot, used) }
-                } else if let reset = weighed.report.flatMap({ UsageShortfall.busiest($0.primary, $0.secondary)?.window.resetsAt }) {
-                    earliest = min(earliest ?? reset, reset)
-                }
-            case .atLimit(let reset):
-                if let reset = reset ?? weighed.report.flatMap({ UsageShortfall.busiest($0.primary, $0.secondary)?.window.resetsAt }) {
-                    earliest = min(earliest ?? reset, reset)
-                }
-            case .failed, .notSignedIn: break
+            let (verdict, report, _) = await weigh(slot, other)
+            weighed.append((slot, verdict))
+            var reset: Date?
+            switch verdict {
+            case .headroom(let used) where used >= threshold: reset = report.flatMap { UsageShortfall.busiest($0.primary, $0.secondary)?.window.resetsAt }
+            case .atLimit(let resetsAt): reset = resetsAt ?? report.flatMap { UsageShortfall.busiest($0.primary, $0.secondary)?.window.resetsAt }
+            default: break
             }
+            if let reset { earliest = min(earliest ?? reset, reset) }
         }
+        let best = Self.autoSwitchTarget(weighed, active: active, threshold: threshold)
 
         let now = clock.now()
         guard let best else {
@@ -234,6 +230,18 @@ extension AccountManager {
         state.allAtLimit = nil
         try state.save(paths)
         return .switched(AutoSwitchDone(from: active, to: best.slot, reason: shortfall, toUsedPercent: best.used, outcome: outcome, event: event))
+    }
+
+    /// Where auto-switching goes from `active`, among slots weighed as ``bestSlot()`` weighs them:
+    /// the least used (the first listed on a tie) of those with headroom under `threshold`; never
+    /// `active`, a slot that must sign in again, or one at its limit. `lanyard usage --all` marks it.
+    package static func autoSwitchTarget(_ weighed: [(slot: Slot, verdict: SlotCandidate.Verdict)], active: Slot?,
+                                         threshold: Double) -> (slot: Slot, used: Double)? {
+        var best: (slot: Slot, used: Double)?
+        for (slot, verdict) in weighed where slot != active {
+            if case .headroom(let used) = verdict, used < threshold, best.map({ used < $0.used }) ?? true { best = (slot, used) }
+        }
+        return best
     }
 
     /// One slot weighed by its usage: the verdict ``bestSlot()`` gives it, with the usage report
