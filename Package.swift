@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "LanyardStore", dependencies: ["LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
-        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardGLib"]),
+        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardGLib"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth", "CWebSocket"]),
         .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [

@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardIntegrations
 import LanyardSystem
 import LanyardStore
 
@@ -35,6 +36,13 @@ package final class RefreshAgent {
         package var hook: String?
         /// The longest single sleep (wall-clock jumps after a suspend are noticed by then).
         package var maximumSleep: TimeInterval = 60
+        /// `[switch] auto = usage`: check the active slot's usage every `[switch] poll` seconds and
+        /// on a `usage_limit_reached` in the event log, and switch away when it ran out.
+        package var autoSwitch = false
+        /// The environment switches run in (where Codex's home is).
+        package var environment: [String: String] = [:]
+        /// A time of day in notifications, as the CLI writes it ("14:05", "Jan 16 14:05").
+        package var clockTime: @Sendable (Date) -> String = { RFC3339.string(from: $0) }
 
         package init(jitter: TimeInterval, notify: Bool, hook: String?) {
             self.jitter = jitter
@@ -58,6 +66,10 @@ package final class RefreshAgent {
     /// Each signed-in slot's expiry as the registry last said (to tell a refresh from a no-op).
     private var expiries: [Slot: (expiry: Date?, refreshed: BootInstant?)] = [:]
     private let stopPipe: [Int32]
+    /// When the active slot's usage is next checked (auto-switching).
+    private var nextUsageCheck: Date?
+    /// How far the event log has been read: its inode and offset (auto-switching).
+    private var eventsRead: (inode: UInt64, offset: Int)?
 
     package init(manager: AccountManager, options: Options, diagnostics: @escaping (String) -> Void) {
         self.manager = manager
@@ -212,13 +224,15 @@ package final class RefreshAgent {
         return failures
     }
 
-    /// `--once`: refreshes every slot that is due now (no jitter) and returns how many failed.
+    /// `--once`: refreshes every slot that is due now (no jitter), checks the active slot's usage
+    /// when auto-switching, and returns how many refreshes failed.
     package func runOnce() throws -> Int {
         let document = try manager.registry.load()
         known = [:]
         for (slot, record) in document.slots { known[slot] = record.state.name }
         let plan = plan(document, now: manager.clock.now(), ignoreJitter: true)
         let failures = refresh(plan.due)
+        if options.autoSwitch { _ = checkUsage() }
         // Report transitions the refreshes caused.
         _ = self.plan(try manager.registry.load(), now: manager.clock.now(), ignoreJitter: true)
         hook?.waitForAll(timeout: 10)
@@ -229,6 +243,15 @@ package final class RefreshAgent {
     package func run() throws {
         let watch = manager.registry.watch()
         defer { watch.close() }
+        // Auto-switching also wakes on the event log (a `usage_limit_reached` another process saw).
+        var events: FolderWatch?
+        if options.autoSwitch {
+            try SecureFiles.ensureDirectory(manager.paths.stateDirectory)
+            events = FolderWatch(directory: manager.paths.stateDirectory)
+            eventsRead = Self.logPosition(log.path)
+            nextUsageCheck = manager.clock.now()
+        }
+        defer { events?.close() }
         var first = true
         while true {
             let document = try manager.registry.load()
@@ -236,21 +259,163 @@ package final class RefreshAgent {
                 for (slot, record) in document.slots { known[slot] = record.state.name }
                 first = false
             }
-            let now = manager.clock.now()
+            var now = manager.clock.now()
+            if options.autoSwitch {
+                if let limit = newUsageLimit(active: document.active) {
+                    _ = checkUsage(reported: limit)
+                    continue
+                }
+                if let next = nextUsageCheck, next <= now {
+                    _ = checkUsage()
+                    now = manager.clock.now()
+                    nextUsageCheck = now + usageCheckInterval(document)
+                    continue
+                }
+            }
             let plan = plan(document, now: now, ignoreJitter: false)
             if !plan.due.isEmpty {
                 _ = refresh(plan.due)
                 if stopRequested() { return }
                 continue
             }
-            let sleep = min(options.maximumSleep, plan.nextWake.map { $0.timeIntervalSince(now) } ?? options.maximumSleep)
+            let wake = [plan.nextWake, nextUsageCheck].compactMap { $0 }.min()
+            let sleep = min(options.maximumSleep, wake.map { $0.timeIntervalSince(now) } ?? options.maximumSleep)
             let timeout = Int32(max(1, (sleep * 1000).rounded(.up) + 1))
-            var fds = [pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0)]
-            let n = poll(&fds, watch.fd >= 0 ? 2 : 1, timeout)
+            var fds = [pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: events?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+            let n = poll(&fds, watch.fd >= 0 ? 3 : 1, timeout)
             if n < 0 && errno != EINTR { throw StoreError.io(path: "poll", detail: SystemCallError("poll").reason) }
             if fds[0].revents != 0 { return }
             if fds[1].revents != 0 { watch.drain() }
+            if fds[2].revents != 0 { events?.drain() }
+            if stopRequested() { return }
         }
+    }
+
+    // MARK: - Auto-switching
+
+    /// The seconds between usage checks of the active slot: `[switch] poll` (at least 60 s
+    /// unless the provider's usage endpoint is on this machine).
+    func usageCheckInterval(_ document: RegistryDocument) -> TimeInterval {
+        let provider = document.active.flatMap { document.slots[$0]?.provider }
+        return manager.config.autoSwitch.pollInterval(usageBaseURL: provider.flatMap { manager.config.providers[$0]?.usageBaseURL })
+    }
+
+    /// Checks the active slot's usage (or takes `reported` as its limit) and switches away when
+    /// it ran out; notifies, runs the hook and reports what happened.
+    @discardableResult
+    package func checkUsage(reported: (slot: Slot, limit: UsageLimit)? = nil) -> AutoSwitchOutcome? {
+        let manager = self.manager
+        let environment = options.environment
+        let result = Locked<Result<AutoSwitchOutcome, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            let outcome: Result<AutoSwitchOutcome, any Error>
+            do { outcome = .success(try await manager.autoSwitchIfNeeded(reportedLimit: reported, environment: environment)) } catch {
+                outcome = .failure(error)
+            }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        switch result.withLock({ $0 })! {
+        case .failure(let error):
+            diagnostics("auto-switch: \(error.userFacingDescription)")
+            return nil
+        case .success(let outcome):
+            report(outcome)
+            return outcome
+        }
+    }
+
+    private func report(_ outcome: AutoSwitchOutcome) {
+        let document = try? manager.registry.load()
+        func provider(_ slot: Slot) -> String {
+            let id = document?.slots[slot]?.provider ?? "openai"
+            return id == "openai" ? "Codex" : id
+        }
+        func percent(_ value: Double) -> String { "\(value.rounded().saturatingInt) %" }
+        switch outcome {
+        case .switched(let done):
+            let until = done.reason.resetsAt.map { " until \(options.clockTime($0))" } ?? ""
+            let summary = "Switched \(provider(done.to)) from \(done.from.name) to \(done.to.name)"
+            let body = "\(done.from.name) is at \(percent(done.reason.usedPercent))\(until)"
+            diagnostics("\(summary): \(body)")
+            notify(summary: summary, body: body, urgency: 1)
+            hook?.run(done.event)
+        case .allAtLimit(let slot, let reason, let earliest, let first, let event):
+            guard first else { return }
+            let summary = "Every \(provider(slot)) slot is at its usage limit"
+            let body = "\(slot.name) is at \(percent(reason.usedPercent)) and no other slot has headroom"
+                + (earliest.map { "; the first resets at \(options.clockTime($0))" } ?? "")
+            diagnostics("\(summary): \(body)")
+            notify(summary: summary, body: body, urgency: 2)
+            if let event { hook?.run(event) }
+        case .usageUnavailable(let slot, let code):
+            diagnostics("auto-switch: the usage of \(slot.name) could not be read (\(code))")
+        case .underThreshold, .noActiveSlot, .noUsageEndpoint, .notActive:
+            break
+        }
+    }
+
+    private func notify(summary: String, body: String, urgency: UInt8) {
+        guard options.notify else { return }
+        if let problem = notifier.notify(summary: summary, body: body, urgency: urgency) {
+            diagnostics("notification not shown: \(problem)")
+        }
+    }
+
+    /// The log file's inode and size now.
+    static func logPosition(_ path: String) -> (inode: UInt64, offset: Int)? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return (UInt64(st.st_ino), Int(st.st_size))
+    }
+
+    /// The newest `usage_limit_reached` another process logged for the active slot since the
+    /// last look, read from where the last look ended (following a rotation).
+    func newUsageLimit(active: Slot?) -> (slot: Slot, limit: UsageLimit)? {
+        var lines: [JSONValue] = []
+        let current = Self.logPosition(log.path)
+        if let read = eventsRead, let current, current.inode != read.inode {
+            // Rotated since: the rest of the old generation, then the new file from its start.
+            if let rotated = Self.logPosition(log.rotatedPath), rotated.inode == read.inode {
+                lines += Self.readLines(log.rotatedPath, from: read.offset).lines
+            }
+            eventsRead = (current.inode, 0)
+        }
+        if let current {
+            let start = eventsRead?.inode == current.inode ? eventsRead!.offset : 0
+            let (more, end) = Self.readLines(log.path, from: start)
+            lines += more
+            eventsRead = (current.inode, end)
+        }
+        guard let active else { return nil }
+        let me = Double(getpid())
+        for event in lines.reversed() where event["event"]?.string == "error" && event["code"]?.string == "usage_limit_reached"
+            && event["slot"]?.string == active.name && event["pid"]?.number != me {
+            return (active, UsageLimit(message: event["message"]?.string, resetsAt: event["resets_at"]?.string.flatMap(RFC3339.date(from:))))
+        }
+        return nil
+    }
+
+    /// The complete lines of `path` from byte `offset`, and the offset after the last of them.
+    static func readLines(_ path: String, from offset: Int) -> (lines: [JSONValue], end: Int) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return ([], offset) }
+        defer { close(fd) }
+        guard lseek(fd, off_t(offset), SEEK_SET) >= 0 else { return ([], offset) }
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            data += buffer[0..<n]
+        }
+        // A line still being written waits for the next look.
+        guard let last = data.lastIndex(of: 0x0a) else { return ([], offset) }
+        return (EventLog.parseLines(Data(data[...last])), offset + last + 1)
     }
 
     private func stopRequested() -> Bool {

@@ -26,6 +26,7 @@ extension AccountManager {
             }
             if let limit = UsageParser.limit(status: response.status, body: response.body, headers: response.headers, now: clock.now(),
                                                  redacting: credential.tokens.secrets) {
+                recordUsageLimit(limit, slot: slot)
                 throw ClientError.usageLimitReached(limit)
             }
             guard response.isSuccess else {
@@ -34,6 +35,13 @@ extension AccountManager {
             return response
         }
         throw ClientError.invalidResponse("unreachable")
+    }
+
+    /// Logs a `usage_limit_reached` a request of `slot` got (an `error` event with the reset time),
+    /// so the agent's auto-switch (`[switch] auto = usage`) reacts without waiting for its next poll.
+    package func recordUsageLimit(_ limit: UsageLimit, slot: Slot) {
+        eventLog.append("error", slot: slot, fields: ["code": .string("usage_limit_reached"), "message": .string(limit.summary),
+                                                      "resets_at": .date(limit.resetsAt)])
     }
 
     /// The slot's usage from the provider's usage endpoint.

@@ -45,6 +45,8 @@ public struct LanyardConfig: Hashable, Sendable {
     public var agentNotify = true
     /// The event log's size cap in bytes; beyond it the log rotates to `events.jsonl.1`.
     public var eventsMaxBytes: Int = 1 << 20
+    /// `[switch]`: whether the agent switches away from an active slot that runs out of usage.
+    public var autoSwitch = AutoSwitchPolicy()
     /// How streams reach the backend (`[stream]`).
     public var streaming: StreamingTransportPolicy = .default
     /// The model `lanyard ask` asks when no `--model` is given.
@@ -61,6 +63,40 @@ public struct LanyardConfig: Hashable, Sendable {
     public var netrcCredentials: [String: Slot] = [:]
 
     public init() {}
+}
+
+/// `[switch]`: the agent's usage-aware switching of the active slot.
+public struct AutoSwitchPolicy: Hashable, Sendable {
+    /// What makes the agent switch.
+    public enum Mode: String, Hashable, Sendable, CaseIterable {
+        /// Never (the default).
+        case off
+        /// When the active slot's busiest usage window reaches ``AutoSwitchPolicy/threshold`` or
+        /// it hits its usage limit.
+        case usage
+    }
+
+    public var mode: Mode = .off
+    /// The busiest window's used percentage at which the active slot counts as run out.
+    public var threshold: Double = 95
+    /// Seconds between checks of the active slot's usage (see ``pollInterval(usageBaseURL:)``).
+    public var poll: TimeInterval = 300
+
+    /// The shortest interval between usage checks against a provider on another machine.
+    public static let minimumPoll: TimeInterval = 60
+
+    public init(mode: Mode = .off, threshold: Double = 95, poll: TimeInterval = 300) {
+        self.mode = mode
+        self.threshold = threshold
+        self.poll = poll
+    }
+
+    /// The seconds between usage checks against a usage endpoint at `usageBaseURL`: ``poll``, but
+    /// at least ``minimumPoll`` unless the endpoint is on this machine (a test server, a local proxy).
+    public func pollInterval(usageBaseURL: URL?) -> TimeInterval {
+        if let host = usageBaseURL?.host, Loopback.isLoopback(host: host) { return poll }
+        return max(poll, Self.minimumPoll)
+    }
 }
 
 /// One sign-in provider.

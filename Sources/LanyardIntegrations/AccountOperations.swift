@@ -132,19 +132,7 @@ extension AccountManager {
         var candidates: [SlotCandidate] = []
         var best: SlotCandidate?
         for (slot, record) in document.sortedSlots where record.provider == provider {
-            let verdict: SlotCandidate.Verdict
-            if case .signedIn = record.state {
-                do {
-                    let report = try await usage(slot: slot)
-                    verdict = report.limitReached ? .atLimit(resetsAt: nil) : .headroom(usedPercent: report.highestUsedPercent)
-                } catch ClientError.usageLimitReached(let limit) {
-                    verdict = .atLimit(resetsAt: limit.resetsAt)
-                } catch let error as any LanyardError {
-                    verdict = .failed(code: error.code)
-                }
-            } else {
-                verdict = .notSignedIn(record.state)
-            }
+            let verdict = await weigh(slot, record).verdict
             let candidate = SlotCandidate(slot: slot, verdict: verdict)
             if let used = candidate.usedPercent,
                best.flatMap(\.usedPercent).map({ used < $0 || (used == $0 && slot == document.active) }) ?? true {

@@ -42,6 +42,17 @@ public struct Accounts: Sendable {
     /// Weighs the active provider's slots by their usage windows (see ``BestSlotChoice``).
     public func bestSlot() async throws -> BestSlotChoice { try await manager.bestSlot() }
 
+    /// Switches away from an active slot that ran out of usage, as the agent does with
+    /// `[switch] auto = usage` (whatever that setting says: calling this is asking): when the
+    /// active slot's busiest window is at or over `[switch] threshold` (or it is at its limit), the
+    /// slot of the same provider with the most headroom under the threshold becomes active, and a
+    /// `switch` event is logged. When every slot is out, nothing switches and one `switch_blocked`
+    /// event is logged (not again until a switch or a check under the threshold). Pins and
+    /// `LANYARD_ACCOUNT` are never overridden: only the active slot changes.
+    public func autoSwitchIfNeeded() async throws -> AutoSwitchOutcome {
+        try await manager.autoSwitchIfNeeded(environment: configuration.environment)
+    }
+
     /// Renames a slot, moving its stored credential (copied and read back before the old copy goes).
     /// The outcome lists `.lanyard` pins near the working directory and under the home folder
     /// that still name the old slot (they are not rewritten).

@@ -36,6 +36,7 @@ package enum ConfigFile {
         try readLoginHTTPAndIntegrations(reader, into: &config)
         try readAgentAndEvents(reader, into: &config)
         try readStream(reader, into: &config)
+        try readSwitch(reader, into: &config)
         return Loaded(config: config, warnings: warnings)
     }
 
@@ -50,6 +51,7 @@ package enum ConfigFile {
         "agent": ["jitter", "hook", "notify"],
         "events": ["max-bytes"],
         "stream": ["transport", "reconnect-attempts", "fallback", "model"],
+        "switch": ["auto", "threshold", "poll"],
     ]
 
     /// The keys of a `[provider.ID]` section (besides `env.NAME`).
@@ -241,6 +243,19 @@ package enum ConfigFile {
             }
             config.streamModel = v
         }
+    }
+
+    /// `[switch]`: the agent's usage-aware switching (`auto`, `threshold`, `poll`).
+    private static func readSwitch(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        if let raw = r.string("switch", "auto") {
+            guard let mode = AutoSwitchPolicy.Mode(rawValue: raw.trimmingSpaces().lowercased()) else {
+                throw r.invalid("switch", "auto", "expected off or usage, got \"\(raw)\"")
+            }
+            config.autoSwitch.mode = mode
+        }
+        if let v = try r.number("switch", "threshold", min: 1, max: 100) { config.autoSwitch.threshold = v }
+        // Below 60 s only counts against a usage endpoint on this machine (pollInterval(usageBaseURL:)).
+        if let v = try r.number("switch", "poll", min: 1, max: 86_400) { config.autoSwitch.poll = v }
     }
 
     /// GLib quotes the offending line's text but not its number; find it.

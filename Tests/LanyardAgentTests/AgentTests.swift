@@ -61,8 +61,8 @@ private final class AgentHome: @unchecked Sendable {
     func refreshEvents() -> [JSONValue] { events.filter { $0["event"]?.string == "refresh" } }
 
     /// Starts `lanyard agent` and waits (bounded) for its start line on stderr.
-    func startAgent(_ extra: [String] = []) throws -> Process {
-        let (p, _, err) = try home.start(["agent"] + extra)
+    func startAgent(_ extra: [String] = [], environment: [String: String] = [:]) throws -> Process {
+        let (p, _, err) = try home.start(["agent"] + extra, extraEnvironment: environment)
         let deadline = Date() + 20
         var text = ""
         while Date() < deadline, !text.contains("started") {
@@ -463,3 +463,248 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         #expect(human.stdout.contains("s0"), Comment(rawValue: human.stdout))
     }
 }
+
+/// Notifications sent on the private session bus, as dbus-monitor sees them.
+private final class NotificationMonitor: @unchecked Sendable {
+    private let process = Process()
+    private let lock = NSLock()
+    private var captured = ""
+
+    init() throws {
+        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
+            throw ServerError("no session bus: run the tests under scripts/with-keyring.sh")
+        }
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        process.arguments = ["--session", "interface='org.freedesktop.Notifications',member='Notify'"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self else { return }
+            self.lock.withLock { self.captured += String(decoding: data, as: UTF8.self) }
+        }
+        // dbus-monitor prints the NameAcquired/NameLost signals once it is a monitor.
+        let deadline = Date() + 10
+        while Date() < deadline, !text.contains("NameLost") { usleep(50_000) }
+        guard text.contains("NameLost") else { throw ServerError("dbus-monitor did not start") }
+    }
+
+    var text: String { lock.withLock { captured } }
+
+    func count(_ needle: String) -> Int { text.components(separatedBy: needle).count - 1 }
+
+    func waitFor(_ needle: String, timeout: TimeInterval = 10) throws {
+        let deadline = Date() + timeout
+        while Date() < deadline {
+            if text.contains(needle) { return }
+            usleep(50_000)
+        }
+        throw ServerError("no notification containing \(needle) within \(timeout) s; saw: \(text)")
+    }
+
+    deinit { process.terminate() }
+}
+
+/// `[switch] auto = usage`: the agent switches away from an active slot that ran out, against the
+/// ChatGPT emulator's usage endpoint (`/_test/usage`, `/_test/usage_limit`).
+@Suite(.serialized) struct AutoSwitchTests {
+    /// Slots a, b and c signed in (a active), with a's, b's and c's busiest windows at these percentages.
+    private func home(_ percents: [String: Double], extraConfig: String = "", poll: Int = 1) async throws -> AgentHome {
+        let env = try AgentHome(extraConfig: """
+        \(extraConfig)
+        [switch]
+        auto = usage
+        poll = \(poll)
+        """)
+        try await env.signIn(["a", "b", "c"], lifetime: 3600)
+        for (slot, percent) in percents { try await setUsage(env, slot, percent) }
+        return env
+    }
+
+    private func accountID(_ env: AgentHome, _ slot: String) throws -> String {
+        try #require(try Registry(paths: env.paths).load().slots[try Slot(slot)]?.account.accountID)
+    }
+
+    /// The slot's 5-hour window at `percent`, resetting in `resetIn` seconds.
+    private func setUsage(_ env: AgentHome, _ slot: String, _ percent: Double, resetIn: Int = 7200) async throws {
+        try await env.server.hook("/_test/usage", ["account_id": try accountID(env, slot),
+                                                   "primary_window": ["used_percent": percent, "limit_window_seconds": 18000,
+                                                                      "reset_after_seconds": resetIn]])
+    }
+
+    /// Waits (at most 30 s) until the server has answered `count` usage requests.
+    private func waitForRequests(_ env: AgentHome, atLeast count: Int, _ what: String) async throws {
+        let deadline = Date() + 30
+        while Date() < deadline {
+            if try await env.server.stat("usage_requests") >= count { return }
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        throw ServerError("timed out waiting for \(what)")
+    }
+
+    private func active(_ env: AgentHome) throws -> String? { try Registry(paths: env.paths).load().active?.name }
+
+    private func events(_ env: AgentHome, _ kind: String) -> [JSONValue] { env.events.filter { $0["event"]?.string == kind } }
+
+    /// The active slot at 96 %: within one poll the agent switches to the slot with the most
+    /// headroom, logs a `switch` event, shows a notification, runs the hook and rewrites Codex's
+    /// auth.json; a pinned folder keeps its slot; later polls (counted on the server) switch
+    /// nothing more, not even back to a once it has reset.
+    @Test func agentSwitchesAtTheThresholdWithinOnePoll() async throws {
+        let hookFile = NSTemporaryDirectory() + "lanyard-hook-\(UUID().uuidString).jsonl"
+        defer { unlink(hookFile) }
+        let env = try await home(["a": 96, "b": 50, "c": 20], extraConfig: "hook = cat >> '\(hookFile)'\n[integrations]\ncodex = true")
+        let codexHome = env.home.root + "/codex"
+        try FileManager.default.createDirectory(atPath: codexHome, withIntermediateDirectories: true)
+        let pinned = env.home.root + "/project"
+        try FileManager.default.createDirectory(atPath: pinned, withIntermediateDirectories: true)
+        try "a\n".write(toFile: pinned + "/.lanyard", atomically: true, encoding: .utf8)
+        #expect(try active(env) == "a")
+        let monitor = try NotificationMonitor()
+        let agent = try env.startAgent(environment: ["CODEX_HOME": codexHome])
+        defer { env.stop(agent) }
+        try env.waitFor("the switch", timeout: 20) { !events(env, "switch").isEmpty }
+        #expect(try active(env) == "c")
+        let event = try #require(events(env, "switch").first)
+        #expect(event["from"]?.string == "a" && event["to"]?.string == "c" && event["slot"]?.string == "c")
+        #expect(event["reason"]?.string == "usage" && event["trigger"]?.string == "poll")
+        #expect(event["window"]?.string == "primary" && event["window_minutes"]?.number == 300)
+        #expect(event["used_percent"]?.number == 96 && event["to_used_percent"]?.number == 20)
+        #expect(event["resets_at"]?.string != nil)
+        #expect(event["source"]?.string == "agent")
+        try monitor.waitFor("Switched Codex from a to c")
+        #expect(monitor.text.contains("a is at 96 % until "))
+        try env.waitFor("the hook", timeout: 10) {
+            ((try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? "").contains("\"switch\"")
+        }
+        let auth = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: codexHome + "/auth.json")))
+        #expect(auth["tokens"]?["account_id"]?.string == (try accountID(env, "c")), "Codex's auth.json follows the switch")
+        let (status, which, _) = try runProcess(builtBinary("lanyard"), ["which"], environment: env.home.environment, workingDirectory: pinned)
+        #expect(status == 0 && which.hasPrefix("a"), "the pinned folder keeps its slot: \(which)")
+
+        // a resets; c stays under the threshold: five more polls, no second switch.
+        try await setUsage(env, "a", 0)
+        let requests = try await env.server.stat("usage_requests")
+        try await waitForRequests(env, atLeast: requests + 5, "five more polls")
+        #expect(events(env, "switch").count == 1)
+        #expect(try active(env) == "c")
+        #expect(monitor.count("Switched Codex") == 1)
+        let status2 = try env.home.run("status", "--json")
+        let json = try JSONValue.parse(Data(status2.stdout.utf8))
+        #expect(json["auto_switch"]?["auto"]?.string == "usage")
+        #expect(json["auto_switch"]?["last_switch"]?["to"]?.string == "c")
+        let human = try env.home.run("status")
+        #expect(human.stdout.contains("a → c"), Comment(rawValue: human.stdout))
+    }
+
+    /// A `usage_limit_reached` that `lanyard ask` got for the active slot switches at once: the
+    /// agent's poll is an hour, and it has made its one check at start.
+    @Test func aUsageLimitSeenByAskSwitchesWithoutWaitingForAPoll() async throws {
+        let env = try await home(["a": 10, "b": 30, "c": 60], poll: 3600)
+        let agent = try env.startAgent()
+        defer { env.stop(agent) }
+        try await waitForRequests(env, atLeast: 1, "the agent's first check")
+        try await env.server.hook("/_test/usage_limit", ["account_id": try accountID(env, "a"), "resets_in_seconds": 1800])
+        let ask = try env.home.run("ask", "hello")
+        #expect(ask.status == 7, Comment(rawValue: ask.stderr))
+        let logged = env.events.first { $0["code"]?.string == "usage_limit_reached" }
+        #expect(logged?["slot"]?.string == "a" && logged?["resets_at"]?.string != nil)
+        try env.waitFor("the switch", timeout: 20) { !events(env, "switch").isEmpty }
+        let event = try #require(events(env, "switch").first)
+        #expect(event["trigger"]?.string == "usage_limit_reached" && event["from"]?.string == "a" && event["to"]?.string == "b")
+        #expect(event["used_percent"]?.number == 100)
+        #expect(try active(env) == "b")
+    }
+
+    /// Thirty checks in a row with nothing changing: one switch; a resetting afterwards does not
+    /// bring it back (bounded by the number of checks, not by time).
+    @Test func noSecondSwitchOverRepeatedChecks() async throws {
+        let env = try await home(["a": 97, "b": 40, "c": 45])
+        var options = RefreshAgent.Options(jitter: 0, notify: false, hook: nil)
+        options.autoSwitch = true
+        let agent = RefreshAgent(manager: try env.manager(), options: options, diagnostics: { _ in })
+        var switched = 0
+        for _ in 0..<30 {
+            if case .switched? = agent.checkUsage() { switched += 1 }
+        }
+        try await setUsage(env, "a", 0)
+        for _ in 0..<10 {
+            if case .switched? = agent.checkUsage() { switched += 1 }
+        }
+        #expect(switched == 1)
+        #expect(events(env, "switch").count == 1)
+        #expect(try active(env) == "b")
+        #expect(try await env.server.stat("usage_requests") >= 40, "each check asked the usage endpoint")
+    }
+
+    /// Every slot out (two over the threshold, one refused with usage_limit_reached): no switch,
+    /// one `switch_blocked` event naming the earliest reset, and exactly one notification over
+    /// repeated checks.
+    @Test func allSlotsAtTheirLimitNotifyOnceAndSwitchNothing() async throws {
+        let env = try await home(["a": 99, "b": 97])
+        try await setUsage(env, "a", 99, resetIn: 7200)
+        try await setUsage(env, "b", 97, resetIn: 3600)
+        try await env.server.hook("/_test/usage_limit", ["account_id": try accountID(env, "c"), "resets_in_seconds": 600])
+        let monitor = try NotificationMonitor()
+        var options = RefreshAgent.Options(jitter: 0, notify: true, hook: nil)
+        options.autoSwitch = true
+        let agent = RefreshAgent(manager: try env.manager(), options: options, diagnostics: { _ in })
+        var firsts = 0
+        var earliest: Date?
+        for _ in 0..<5 {
+            guard case .allAtLimit(_, _, let reset, let first, _)? = agent.checkUsage() else {
+                Issue.record("expected no slot with headroom")
+                return
+            }
+            if first { firsts += 1 }
+            earliest = reset
+        }
+        #expect(firsts == 1)
+        let resetIn = (earliest ?? .distantFuture).timeIntervalSinceNow
+        #expect(resetIn > 500 && resetIn <= 600, "the earliest reset is c's")
+        #expect(try active(env) == "a")
+        #expect(events(env, "switch").isEmpty)
+        let blocked = events(env, "switch_blocked")
+        #expect(blocked.count == 1)
+        #expect(blocked.first?["slot"]?.string == "a" && blocked.first?["earliest_reset"]?.string != nil)
+        // A last notification of our own: once it is seen, every earlier one has been too.
+        DesktopNotifier().notify(summary: "sentinel", body: "end of test")
+        try monitor.waitFor("sentinel")
+        #expect(monitor.count("is at its usage limit") == 1, Comment(rawValue: monitor.text))
+    }
+
+    /// `exec --best` runs the command as the slot with the most headroom; the active slot stays.
+    @Test func execBestRunsTheHeadroomSlot() async throws {
+        let env = try await home(["a": 80, "b": 10, "c": 50])
+        let out = try env.home.run("exec", "--best", "--", "sh", "-c", "echo $LANYARD_ACCOUNT")
+        #expect(out.status == 0, Comment(rawValue: out.stderr))
+        #expect(out.stdout == "b\n")
+        #expect(try active(env) == "a")
+        let usage = try env.home.run("usage", "--all", "--json")
+        let slots = try JSONValue.parse(Data(usage.stdout.utf8))["slots"]
+        if case .array(let list)? = slots {
+            #expect(list.filter { $0["next"]?.bool == true }.compactMap { $0["slot"]?.string } == ["b"])
+        } else {
+            Issue.record("no slots: \(usage.stdout)")
+        }
+        let both = try env.home.run("exec", "a", "--best", "--", "true")
+        #expect(both.status == 2)
+    }
+
+    /// `[switch]`'s keys: defaults, bounds, and the 60 s floor against a provider on another machine.
+    @Test func switchConfigKeys() throws {
+        let defaults = try ConfigFile.parse(Data(), path: "config.ini").config.autoSwitch
+        #expect(defaults.mode == .off && defaults.threshold == 95 && defaults.poll == 300)
+        let loaded = try ConfigFile.parse(Data("[switch]\nauto = usage\nthreshold = 90\npoll = 5\n".utf8), path: "config.ini")
+        #expect(loaded.warnings.isEmpty)
+        #expect(loaded.config.autoSwitch == AutoSwitchPolicy(mode: .usage, threshold: 90, poll: 5))
+        #expect(loaded.config.autoSwitch.pollInterval(usageBaseURL: URL(string: "https://chatgpt.com")) == 60)
+        #expect(loaded.config.autoSwitch.pollInterval(usageBaseURL: URL(string: "http://127.0.0.1:8080")) == 5)
+        for bad in ["auto = always", "threshold = 0", "threshold = 101", "poll = 0", "poll = soon"] {
+            #expect(throws: ConfigError.self, "\(bad)") { try ConfigFile.parse(Data("[switch]\n\(bad)\n".utf8), path: "config.ini") }
+        }
+    }
+}
+

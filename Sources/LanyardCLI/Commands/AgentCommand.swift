@@ -23,7 +23,10 @@ extension AgentCommands {
         [refresh] lead of expiry, plus a random delay of up to [agent] jitter seconds (at most half the lead) \
         so slots do not refresh together. Transient failures are retried with exponential backoff. The \
         agent sleeps until the next due time and wakes early when another process changes the registry. \
-        A slot whose session ends raises a desktop notification and runs the [agent] hook. One agent runs \
+        A slot whose session ends raises a desktop notification and runs the [agent] hook. With [switch] auto = usage \
+        it also checks the active slot's usage every [switch] poll seconds, and at once when a Lanyard command logs a \
+        usage_limit_reached for it, and switches to the slot with the most headroom once the active one reaches \
+        [switch] threshold (a notification, the hook and a switch event say so). One agent runs \
         per user; it shares the per-slot refresh lock with every other Lanyard command.
         """,
         examples: [
@@ -50,8 +53,11 @@ extension AgentCommands {
         }
         defer { withExtendedLifetime(lock) {} }
         let stderr = inv.stderr
-        let agent = RefreshAgent(manager: manager, options: .init(jitter: config.agentJitter, notify: config.agentNotify, hook: config.agentHook),
-                                 diagnostics: { stderr.line("lanyard agent: \($0)") })
+        var options = RefreshAgent.Options(jitter: config.agentJitter, notify: config.agentNotify, hook: config.agentHook)
+        options.autoSwitch = config.autoSwitch.mode == .usage
+        options.environment = environment
+        options.clockTime = { RelativeTime.clockTime($0, now: Date()) }
+        let agent = RefreshAgent(manager: manager, options: options, diagnostics: { stderr.line("lanyard agent: \($0)") })
         if once {
             return try agent.runOnce() == 0 ? .ok : .network
         }

@@ -9,18 +9,22 @@ import LanyardStore
 extension IntegrationCommands {
     static let exec = CommandSpec(
         name: "exec", summary: "run a command with a slot's credentials (a private CODEX_HOME for openai)", arguments: "[SLOT] -- CMD [ARG…]",
-        minArguments: 1, maxArguments: 10_000, flags: [], prints: false, takesAccount: true,
+        minArguments: 1, maxArguments: 10_000,
+        flags: [FlagSpec("best", "run CMD as the slot `switch --best` would choose (the most usage headroom), without switching")],
+        prints: false, takesAccount: true,
         details: """
         The slot is SLOT before `--` (like every other command), else --account and the usual rules. \
         CMD gets LANYARD_ACCOUNT, the provider's env.NAME variables and, for openai slots, CODEX_HOME pointing at a private \
         0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. When CMD exits, tokens it rotated are copied back \
         and the folder removed; CMD inherits the folder's lock, so a folder whose exec was killed is recovered (by the next \
-        exec or doctor) only once CMD is gone too. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded.
+        exec or doctor) only once CMD is gone too. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded. \
+        With --best, the slot is the one `switch --best` would choose (asking the usage endpoint); the active slot does not change.
         """,
         examples: [
             CommandExample("lanyard exec work -- codex", "run Codex as work, in a private CODEX_HOME"),
             CommandExample("lanyard exec gh-octocat -- gh pr list", "run gh with GH_TOKEN from the slot gh-octocat"),
-        ]) { inv in
+            CommandExample("lanyard exec --best -- codex", "run Codex as the slot with the most usage headroom; the active slot stays"),
+        ], networkFlags: ["best"]) { inv in
         // `exec SLOT -- CMD`: at most one word before `--`, the slot; without `--`, all is CMD.
         let before = inv.args.positionalsBeforeDashDash ?? 0
         guard before <= 1 else {
@@ -28,8 +32,19 @@ extension IntegrationCommands {
         }
         let command = Array(inv.args.positionals.dropFirst(before))
         guard !command.isEmpty else { throw UsageError(message: "exec needs a command after `--`", command: "exec") }
-        let (slot, _, _) = try inv.targetSlot(positional: before == 1 ? inv.args.positionals.first : nil)
         let manager = try inv.accounts()
+        let slot: Slot
+        if inv.args.has("best") {
+            guard before == 0, inv.args.value("account") == nil else {
+                throw UsageError(message: "give a SLOT or --best, not both", command: "exec")
+            }
+            let chosen = try inv.runAsync { try await manager.bestSlot() }.chosen()
+            slot = chosen.slot
+            inv.stderr.line("lanyard: running as \(slot.name), the slot with the most headroom "
+                            + "(\((chosen.usedPercent ?? 0).rounded().saturatingInt)% used)")
+        } else {
+            slot = try inv.targetSlot(positional: before == 1 ? inv.args.positionals.first : nil).0
+        }
         let environment = inv.context.environment
         let stderr = inv.stderr
         // No Ctrl-C handler of lanyard's own: the command gets the terminal's signals and SIGTERM

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAgent
 import LanyardCore
+import LanyardIntegrations
 import LanyardStore
 
 extension SlotCommands {
@@ -26,6 +27,10 @@ extension SlotCommands {
         let active = try view.active()
         var summary = slotSummary(slot, record, active: slot == active)
         summary["chosen_by"] = .optional(rule?.name)
+        let autoSwitch = try inv.config().autoSwitch
+        let lastSwitch = AutoSwitchState.load(inv.paths).lastSwitch
+        summary["auto_switch"] = .object(["auto": .string(autoSwitch.mode.rawValue), "threshold": .number(autoSwitch.threshold),
+                                          "poll": .number(autoSwitch.poll), "last_switch": lastSwitch ?? .null])
         inv.emit(.object(summary)) {
             let s = inv.style
             func time(_ d: Date?) -> String {
@@ -44,6 +49,13 @@ extension SlotCommands {
             ]
             if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
             if let rule { lines.append(("chosen by", "\(rule.explanation)")) }
+            lines.append(("auto-switch", autoSwitch.mode == .off ? "off"
+                          : "at \(autoSwitch.threshold.rounded().saturatingInt) % usage, checked every \(RelativeTime.span(autoSwitch.poll))"))
+            if let last = lastSwitch, let from = last["from"]?.string, let to = last["to"]?.string {
+                let when = last["time"]?.string.flatMap(RFC3339.date(from:)).map { RelativeTime.describe($0, now: inv.now) } ?? "-"
+                let used = last["used_percent"]?.number.map { ": \(from) at \($0.rounded().saturatingInt) %" } ?? ""
+                lines.append(("last switch", "\(from) → \(to) \(when)\(used)"))
+            }
             inv.stdout.line(s.bold(slot.name) + (slot == active ? " (active)" : ""))
             for (key, value) in lines { inv.stdout.line("  \(key.padded(toWidth: 13))\(value)") }
         }

@@ -2,14 +2,22 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardIntegrations
 import LanyardStore
 
 enum UsageCommand {
+    /// One slot's answer.
+    enum UsageOutcome {
+        case report(UsageReport)
+        case failed(any LanyardError)
+    }
+
     static let usage = CommandSpec(
         name: "usage", summary: "show plan and usage windows (with reset times) from the provider", arguments: "[SLOT]",
         minArguments: 0, maxArguments: 1, flags: [FlagSpec("all", "every signed-in slot of a provider with a usage endpoint")],
         prints: true, takesAccount: true,
-        details: "Exit 7 when the slot is at its usage limit (one slot), 6 when the server cannot be reached.",
+        details: "Exit 7 when the slot is at its usage limit (one slot), 6 when the server cannot be reached. "
+            + "With --all, `next` marks the slot auto-switching ([switch] auto = usage) would switch to from the active slot.",
         examples: [
             CommandExample("lanyard usage", "plan and usage windows of the resolved slot, with reset times"),
             CommandExample("lanyard usage --all", "every signed-in slot whose provider reports usage"),
@@ -25,29 +33,57 @@ enum UsageCommand {
         } else {
             slots = [try inv.targetSlot(positional: inv.args.positionals.first).0]
         }
-        var results: [JSONValue] = []
+        // Each slot's result, shown once the slot auto-switching would choose next is known.
+        var outcomes: [(slot: Slot, result: UsageOutcome)] = []
         var worst: ExitStatus = .ok
         for slot in slots {
-            let record = document.slots[slot]
             do {
-                let report = try inv.runAsync { try await manager.usage(slot: slot) }
-                results.append(json(slot, report))
-                if !inv.json { render(slot, record, report, inv) }
+                outcomes.append((slot, .report(try inv.runAsync { try await manager.usage(slot: slot) })))
             } catch let error as any LanyardError {
                 guard slots.count > 1 || inv.json else { throw error }
+                outcomes.append((slot, .failed(error)))
+                if worst == .ok { worst = error.exitStatus }
+            }
+        }
+        let next = inv.args.has("all") ? autoSwitchNext(outcomes, document: document, threshold: manager.config.autoSwitch.threshold) : nil
+        var results: [JSONValue] = []
+        for (slot, result) in outcomes {
+            let record = document.slots[slot]
+            switch result {
+            case .report(let report):
+                var entry = json(slot, report)
+                if inv.args.has("all"), case .object(var fields) = entry {
+                    fields["next"] = .bool(slot == next)
+                    entry = .object(fields)
+                }
+                results.append(entry)
+                if !inv.json { render(slot, record, report, next: slot == next, inv) }
+            case .failed(let error):
                 var entry: [String: JSONValue] = ["slot": .string(slot.name),
                                                   "error": .object(["code": .string(error.code), "message": .string(error.userFacingDescription)])]
                 if case ClientError.usageLimitReached(let limit) = error {
                     entry["limit_reached"] = .bool(true)
                     entry["resets_at"] = .date(limit.resetsAt)
                 }
+                if inv.args.has("all") { entry["next"] = .bool(false) }
                 results.append(.object(entry))
                 if !inv.json { inv.stdout.line("\(inv.style.bold(slot.name))  \(inv.style.yellow(HumanText(error.userFacingDescription)))") }
-                if worst == .ok { worst = error.exitStatus }
             }
         }
         if inv.json { inv.emit(.object(["slots": .array(results)])) {} }
         return worst
+    }
+
+    /// The slot auto-switching would go to from the active slot, among the slots of its provider
+    /// shown: as `AccountManager.autoSwitchTarget` chooses, from the reports already in hand.
+    static func autoSwitchNext(_ outcomes: [(slot: Slot, result: UsageOutcome)], document: RegistryDocument,
+                               threshold: Double) -> Slot? {
+        let provider = document.active.flatMap { document.slots[$0]?.provider } ?? "openai"
+        let weighed: [(slot: Slot, verdict: SlotCandidate.Verdict)] = outcomes.compactMap { slot, result in
+            guard document.slots[slot]?.provider == provider, case .report(let report) = result, !report.limitReached else { return nil }
+            return (slot, .headroom(usedPercent: report.highestUsedPercent))
+        }
+        return AccountManager.autoSwitchTarget(weighed, active: document.active, threshold: threshold)?.slot
     }
 
     static func json(_ slot: Slot, _ report: UsageReport) -> JSONValue {
@@ -60,11 +96,12 @@ enum UsageCommand {
                         "primary": window(report.primary), "secondary": window(report.secondary), "limit_reached": .bool(report.limitReached)])
     }
 
-    static func render(_ slot: Slot, _ record: SlotRecord?, _ report: UsageReport, _ inv: Invocation) {
+    static func render(_ slot: Slot, _ record: SlotRecord?, _ report: UsageReport, next: Bool = false, _ inv: Invocation) {
         let s = inv.style
         let who = record?.account.email.map { "  \($0)" } ?? ""
         let limit: HumanText = report.limitReached ? s.red("  at limit") : ""
-        inv.stdout.line("\(s.bold(slot.name))\(who)  \(report.plan?.displayName ?? "-")\(limit)")
+        let mark: HumanText = next ? s.green("  (next: auto-switch goes here)") : ""
+        inv.stdout.line("\(s.bold(slot.name))\(who)  \(report.plan?.displayName ?? "-")\(limit)\(mark)")
         for (fallback, window) in [("primary", report.primary), ("secondary", report.secondary)] {
             guard let window else { continue }
             let name = window.windowMinutes.map(windowName) ?? fallback

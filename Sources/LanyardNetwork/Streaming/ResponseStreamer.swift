@@ -191,6 +191,7 @@ package struct ResponseStreamer: Sendable {
     /// `secrets` (the tokens the request carried) are removed from the server's error text.
     func interruption(status: Int, body: Data, headers: [String: String], secrets: [String]) throws -> Interruption {
         if let limit = UsageParser.limit(status: status, body: body, headers: headers, now: manager.clock.now(), redacting: secrets) {
+            manager.recordUsageLimit(limit, slot: slot)
             throw ClientError.usageLimitReached(limit)
         }
         switch status {
