@@ -33,6 +33,8 @@ import uuid
 from flask import Flask, Response, jsonify, request
 
 from fixture_common import (
+    hook,
+    register_common_hooks,
     FaultBook,
     FaultMiddleware,
     HS256Signer,
@@ -41,7 +43,6 @@ from fixture_common import (
     hook_body,
     serve,
     setup_logging,
-    validate_fault,
     want_bool,
     want_number,
     want_str,
@@ -500,16 +501,6 @@ def usage_body(st: State, acct: dict) -> dict:
 def create_app(st: State):
     app = Flask("chatgpt_emulator")
 
-    def hook(fn):
-        def wrapper(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            except HookError as e:
-                return jsonify(error=e.message), e.status
-
-        wrapper.__name__ = fn.__name__
-        return wrapper
-
     def oauth_error(status: int, error: str, description: str):
         return jsonify(error=error, error_description=description), status
 
@@ -711,6 +702,8 @@ def create_app(st: State):
 
     # -- test hooks ------------------------------------------------------------------------------
 
+    register_common_hooks(app, st, ENDPOINT_NAMES)
+
     @app.post("/_test/approve")
     @hook
     def t_approve():
@@ -718,26 +711,6 @@ def create_app(st: State):
         user_code = want_str(body, "user_code")
         fields = check_account({k: v for k, v in body.items() if k != "user_code"}, "approve")
         return jsonify(st.decide(user_code, True, fields))
-
-    @app.post("/_test/deny")
-    @hook
-    def t_deny():
-        body = hook_body(request)
-        return jsonify(st.decide(want_str(body, "user_code"), False))
-
-    @app.post("/_test/expire")
-    @hook
-    def t_expire():
-        body = hook_body(request)
-        with st.lock:
-            dev = st.find_device(want_str(body, "user_code"))
-            dev["expires_at"] = time.time() - 1
-            return jsonify(st.device_view(dev))
-
-    @app.get("/_test/devices")
-    def t_devices():
-        with st.lock:
-            return jsonify(devices=[st.device_view(d) for d in st.devices.values()])
 
     @app.route("/_test/accounts", methods=["GET", "POST"])
     @hook
@@ -789,11 +762,6 @@ def create_app(st: State):
                 else:
                     raise HookError(f"unknown setting '{key}'")
             st.config = new
-            return jsonify(st.config)
-
-    @app.get("/_test/config")
-    def t_config_get():
-        with st.lock:
             return jsonify(st.config)
 
     @app.post("/_test/expire_refresh")
@@ -927,34 +895,6 @@ def create_app(st: State):
             }
             st.usage_limits[key] = limit
             return jsonify(account_id=None if key == "*" else key, limit=limit)
-
-    @app.post("/_test/fault")
-    @hook
-    def t_fault():
-        endpoint, spec, count = validate_fault(hook_body(request), ENDPOINT_NAMES)
-        st.faults.add(endpoint, spec, count)
-        return jsonify(endpoint=endpoint, count=count, fault=spec)
-
-    @app.get("/_test/faults")
-    def t_faults():
-        return jsonify(st.faults.pending())
-
-    @app.post("/_test/faults/clear")
-    @hook
-    def t_faults_clear():
-        body = hook_body(request)
-        st.faults.clear(want_str(body, "endpoint"))
-        return jsonify(st.faults.pending())
-
-    @app.get("/_test/stats")
-    def t_stats():
-        with st.lock:
-            return jsonify(copy.deepcopy(st.stats))
-
-    @app.post("/_test/reset")
-    def t_reset():
-        st.reset()
-        return jsonify(ok=True)
 
     streaming.register(app, st)  # /backend-api/codex/responses (WebSocket + SSE), /_test/stream
 

@@ -41,6 +41,8 @@ from flask import Flask, Response, jsonify, request
 from joserfc.jwk import RSAKey
 
 from fixture_common import (
+    hook,
+    register_common_hooks,
     FaultBook,
     FaultMiddleware,
     HookError,
@@ -48,7 +50,6 @@ from fixture_common import (
     hook_body,
     serve,
     setup_logging,
-    validate_fault,
     want_number,
     want_str,
 )
@@ -482,16 +483,6 @@ def create_app(st: State):
     app = Flask("device_server")
     server = build_authorization_server(app, st)
 
-    def hook(fn):
-        def wrapper(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            except HookError as e:
-                return jsonify(error=e.message), e.status
-
-        wrapper.__name__ = fn.__name__
-        return wrapper
-
     # -- public endpoints --------------------------------------------------------------------
 
     @app.get("/.well-known/openid-configuration")
@@ -591,32 +582,14 @@ def create_app(st: State):
 
     # -- test hooks --------------------------------------------------------------------------
 
+    register_common_hooks(app, st, ENDPOINT_NAMES)
+
     @app.post("/_test/approve")
     @hook
     def t_approve():
         body = hook_body(request)
         identity = {k: want_str(body, k) for k in ("email", "plan", "sub", "name")}
         return jsonify(st.decide(want_str(body, "user_code"), True, identity))
-
-    @app.post("/_test/deny")
-    @hook
-    def t_deny():
-        body = hook_body(request)
-        return jsonify(st.decide(want_str(body, "user_code"), False))
-
-    @app.post("/_test/expire")
-    @hook
-    def t_expire():
-        body = hook_body(request)
-        with st.lock:
-            cred = st.find_device(want_str(body, "user_code"))
-            cred["expires_at"] = time.time() - 1
-            return jsonify(st.device_view(cred))
-
-    @app.get("/_test/devices")
-    def t_devices():
-        with st.lock:
-            return jsonify(devices=[st.device_view(d) for d in st.devices.values()])
 
     @app.post("/_test/config")
     @hook
@@ -642,29 +615,6 @@ def create_app(st: State):
                     raise HookError(f"unknown setting '{key}'")
             st.config = new
             return jsonify(st.config)
-
-    @app.get("/_test/config")
-    def t_config_get():
-        with st.lock:
-            return jsonify(st.config)
-
-    @app.post("/_test/fault")
-    @hook
-    def t_fault():
-        endpoint, spec, count = validate_fault(hook_body(request), ENDPOINT_NAMES)
-        st.faults.add(endpoint, spec, count)
-        return jsonify(endpoint=endpoint, count=count, fault=spec)
-
-    @app.get("/_test/faults")
-    def t_faults():
-        return jsonify(st.faults.pending())
-
-    @app.post("/_test/faults/clear")
-    @hook
-    def t_faults_clear():
-        body = hook_body(request)
-        st.faults.clear(want_str(body, "endpoint"))
-        return jsonify(st.faults.pending())
 
     @app.post("/_test/revoke")
     @hook
@@ -697,16 +647,6 @@ def create_app(st: State):
             n = sum(1 for r in records if st.revoke_record(r, access_only=access_only))
             st.stats["revocations"] += n
             return jsonify(revoked=n)
-
-    @app.get("/_test/stats")
-    def t_stats():
-        with st.lock:
-            return jsonify(copy.deepcopy(st.stats))
-
-    @app.post("/_test/reset")
-    def t_reset():
-        st.reset()
-        return jsonify(ok=True)
 
     def route(path, method):
         return ENDPOINTS.get(path)

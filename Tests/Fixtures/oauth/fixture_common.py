@@ -491,3 +491,80 @@ def serve(app, host: str, port: int, on_bound: Callable[[str], None], exit_with_
     server.server_close()
     log.info("stopped")
     return 0
+
+
+def hook(fn):
+    """A /_test/ hook: a HookError becomes a JSON error answer with its status."""
+    from flask import jsonify
+
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except HookError as e:
+            return jsonify(error=e.message), e.status
+
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+
+def register_common_hooks(app, st, endpoint_names: tuple[str, ...]) -> None:
+    """The /_test/ hooks both OAuth servers share: deny and expire a device code, list the device
+    codes, read the settings, inject and clear faults, read the counters, reset. `st` provides
+    `lock`, `decide`, `find_device`, `device_view`, `devices`, `config`, `faults`, `stats` and
+    `reset()`. Each server adds its own (approve, config changes, token tricks)."""
+    import copy
+
+    from flask import jsonify, request
+
+    @app.post("/_test/deny")
+    @hook
+    def t_deny():
+        body = hook_body(request)
+        return jsonify(st.decide(want_str(body, "user_code"), False))
+
+    @app.post("/_test/expire")
+    @hook
+    def t_expire():
+        body = hook_body(request)
+        with st.lock:
+            device = st.find_device(want_str(body, "user_code"))
+            device["expires_at"] = time.time() - 1
+            return jsonify(st.device_view(device))
+
+    @app.get("/_test/devices")
+    def t_devices():
+        with st.lock:
+            return jsonify(devices=[st.device_view(d) for d in st.devices.values()])
+
+    @app.get("/_test/config")
+    def t_config_get():
+        with st.lock:
+            return jsonify(st.config)
+
+    @app.post("/_test/fault")
+    @hook
+    def t_fault():
+        endpoint, spec, count = validate_fault(hook_body(request), endpoint_names)
+        st.faults.add(endpoint, spec, count)
+        return jsonify(endpoint=endpoint, count=count, fault=spec)
+
+    @app.get("/_test/faults")
+    def t_faults():
+        return jsonify(st.faults.pending())
+
+    @app.post("/_test/faults/clear")
+    @hook
+    def t_faults_clear():
+        body = hook_body(request)
+        st.faults.clear(want_str(body, "endpoint"))
+        return jsonify(st.faults.pending())
+
+    @app.get("/_test/stats")
+    def t_stats():
+        with st.lock:
+            return jsonify(copy.deepcopy(st.stats))
+
+    @app.post("/_test/reset")
+    def t_reset():
+        st.reset()
+        return jsonify(ok=True)
