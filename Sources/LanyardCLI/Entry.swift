@@ -136,8 +136,7 @@ package enum Lanyard {
         default: "error"
         }
         if json {
-            let body = JSONValue.object(["error": .object(["code": .string(code), "message": .string(message)])])
-            context.stdout.rawLine(body.serialized(pretty: true))
+            context.stdout.rawLine(ErrorView(code: code, message: message).json.serialized(pretty: true))
         } else {
             context.stderr.line("lanyard: \(message)")
             if let usage = error as? UsageError, let command = usage.command {

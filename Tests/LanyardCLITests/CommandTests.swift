@@ -341,7 +341,7 @@ import Testing
     func listDocument(_ document: RegistryDocument, pretty: Bool) -> (text: String, pieces: Int) {
         var bytes: [UInt8] = []
         var pieces = 0
-        writeListDocument(document, pretty: pretty) { bytes += $0; pieces += 1 }
+        ListView(document: document).write(pretty: pretty) { bytes += $0; pieces += 1 }
         return (String(decoding: bytes, as: UTF8.self), pieces)
     }
 
@@ -355,7 +355,7 @@ import Testing
         #expect(pieces > 1)
         let expected = JSONValue.object([
             "active": .null,
-            "slots": .array(document.sortedSlots.map { .object(slotSummary($0.slot, $0.record, active: false)) }),
+            "slots": .array(document.sortedSlots.map { SlotSummaryView(slot: $0.slot, record: $0.record, active: false).json }),
         ]).serialized(pretty: true)
         #expect(text == expected + "\n")
     }
@@ -377,7 +377,7 @@ import Testing
         document.active = try Slot("slot-2")
         let expected = JSONValue.object([
             "active": .string("slot-2"),
-            "slots": .array(document.sortedSlots.map { .object(slotSummary($0.slot, $0.record, active: $0.slot == document.active)) }),
+            "slots": .array(document.sortedSlots.map { SlotSummaryView(slot: $0.slot, record: $0.record, active: $0.slot == document.active).json }),
         ]).serialized(pretty: pretty)
         #expect(listDocument(document, pretty: pretty).text == expected + "\n")
     }

@@ -30,14 +30,17 @@ enum DoctorCommand {
         var report = try manager.diagnose(pins: inv.pinSearch)
         report.include(recovered)
         if inv.args.has("repair") { report = try manager.repair(report) }
-        inv.emit(DoctorView.json(report)) { DoctorView.text(report, inv) }
+        inv.emit(DoctorView(report: report)) { DoctorView.text(report, inv) }
         return report.problems.isEmpty ? .ok : .failure
     }
 }
 
-/// `doctor`'s two renderings of a ``DoctorReport``.
-enum DoctorView {
-    static func json(_ report: DoctorReport) -> JSONValue {
+/// `doctor`'s two renderings of a ``DoctorReport``: `--json` and ``text(_:_:)``.
+struct DoctorView: JSONView {
+    static let keys = ["registry", "backends", "slots", "unregistered_items", "stray_pins", "problems", "repaired", "process"]
+    let report: DoctorReport
+
+    var json: JSONValue {
         .object([
             "registry": .string(report.registryPath),
             "backends": .array(report.backends.map { backend in

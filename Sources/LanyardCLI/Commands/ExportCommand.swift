@@ -63,11 +63,7 @@ extension BundleCommands {
         }
         try SecureFiles.atomicWrite(sealed, to: path)
         let names = entries.keys.sorted().map(\.name)
-        inv.emit(.object([
-            "file": .string(path), "slots": .array(names.map(JSONValue.string)),
-            "skipped": .array(skipped.map { .string($0.name) }),
-            "encryption": .string(recipients.isEmpty ? "passphrase" : "x25519"),
-        ])) {
+        inv.emit(ExportView(file: path, slots: names, skipped: skipped, encryption: recipients.isEmpty ? "passphrase" : "x25519")) {
             for slot in skipped { inv.stderr.line("lanyard: skipped \(slot.name) (no stored credential)") }
             inv.stdout.line("Exported \(names.count) slot\(names.count == 1 ? "" : "s") (\(names.joined(separator: ", "))) to \(target).")
         }
@@ -77,5 +73,23 @@ extension BundleCommands {
     static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0
+    }
+}
+
+/// `export --json`.
+struct ExportView: JSONView {
+    static let keys = ["file", "slots", "skipped", "encryption"]
+    let file: String
+    /// The slots written, by name.
+    let slots: [String]
+    /// The slots left out (no stored credential).
+    let skipped: [Slot]
+    /// `passphrase` or `x25519`.
+    let encryption: String
+    var json: JSONValue {
+        .object([
+            "file": .string(file), "slots": .array(slots.map(JSONValue.string)),
+            "skipped": .array(skipped.map { .string($0.name) }), "encryption": .string(encryption),
+        ])
     }
 }

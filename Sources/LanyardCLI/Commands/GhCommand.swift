@@ -37,15 +37,24 @@ enum GhCommand {
         let manager = try inv.accounts()
         let adopted = try manager.adoptGitHubCLIAccounts(from: GitHubCLI(environment: inv.context.environment),
                                                         hosts: inv.args.repeated("hostname"), into: requested)
-        inv.emit(.object(["slots": .array(adopted.map {
-            .object(["slot": .string($0.slot.name), "host": .string($0.host), "user": .optional($0.user),
-                     "backend": .string($0.backend.rawValue), "changed": .bool($0.changed)])
-        })])) {
+        inv.emit(GhImportView(slots: adopted)) {
             for a in adopted {
                 let who = a.user.map { "\($0) on \(a.host)" } ?? a.host
                 inv.stdout.line(a.changed ? "Adopted gh's \(who) into slot \(a.slot.name)." : "Slot \(a.slot.name) already holds gh's \(who).")
             }
         }
         return .ok
+    }
+}
+
+/// `gh import --json`.
+struct GhImportView: JSONView {
+    static let keys = ["slots"]
+    let slots: [AdoptedGitHubAccount]
+    var json: JSONValue {
+        .object(["slots": .array(slots.map {
+            .object(["slot": .string($0.slot.name), "host": .string($0.host), "user": .optional($0.user),
+                     "backend": .string($0.backend.rawValue), "changed": .bool($0.changed)])
+        })])
     }
 }

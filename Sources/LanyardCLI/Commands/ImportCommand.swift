@@ -73,9 +73,7 @@ extension BundleCommands {
             }
         }
         let imported = try inv.accounts().importSlots(incoming, source: source)
-        inv.emit(.object(["file": .string(path), "exported_at": .date(bundle.exportedAt), "slots": .array(imported.map {
-            .object(["slot": .string($0.slot.name), "backend": .string($0.backend.rawValue), "replaced": .bool($0.replaced)])
-        })])) {
+        inv.emit(ImportView(file: path, exportedAt: bundle.exportedAt, slots: imported)) {
             for item in imported {
                 inv.stdout.line("\(item.replaced ? "Replaced" : "Imported") \(item.slot.name) (\(item.backend.displayName)).")
             }
@@ -93,5 +91,18 @@ extension BundleCommands {
             renames[old] = new
         }
         return renames
+    }
+}
+
+/// `import --json`.
+struct ImportView: JSONView {
+    static let keys = ["file", "exported_at", "slots"]
+    let file: String
+    let exportedAt: Date?
+    let slots: [ImportedSlot]
+    var json: JSONValue {
+        .object(["file": .string(file), "exported_at": .date(exportedAt), "slots": .array(slots.map {
+            .object(["slot": .string($0.slot.name), "backend": .string($0.backend.rawValue), "replaced": .bool($0.replaced)])
+        })])
     }
 }

@@ -17,13 +17,13 @@ extension SlotCommands {
         ]) { inv in
         let document = try inv.registry.load()
         if inv.args.has("names") {
-            inv.emit(.object(["names": .array(document.sortedSlots.map { .string($0.0.name) })])) {
+            inv.emit(ListNamesView(names: document.sortedSlots.map(\.0))) {
                 for (slot, _) in document.sortedSlots { inv.stdout.line("\(slot.name)") }
             }
             return .ok
         }
         if inv.json {
-            writeListDocument(document, pretty: true) { inv.stdout.write(bytes: $0) }
+            ListView(document: document).write(pretty: true) { inv.stdout.write(bytes: $0) }
             return .ok
         }
         if document.slots.isEmpty {

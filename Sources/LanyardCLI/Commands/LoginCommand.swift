@@ -44,12 +44,7 @@ extension AuthCommands {
         }
         progress.finish()
         let account = credential.account
-        inv.emit(JSONValue.object([
-            "slot": .string(slot.name), "provider": .string(providerID), "email": .optional(account.email),
-            "plan": .optional(account.plan?.rawValue), "plan_name": .optional(account.plan?.displayName),
-            "account_id": .optional(account.accountID), "fedramp": .bool(account.isFedRAMPAccount),
-            "expires_at": .date(credential.tokens.expiresAt),
-        ]).droppingNulls) {
+        inv.emit(LoginView(slot: slot, provider: providerID, account: account, expiresAt: credential.tokens.expiresAt)) {
             let who = account.email ?? "the account"
             let plan = account.plan.map { " (\($0.displayName))" } ?? ""
             inv.stdout.line("Signed \(who)\(plan) into slot \(inv.style.bold(slot.name)).")
@@ -123,5 +118,23 @@ final class SignInProgress: Sendable {
         do {
             try Subprocess.run(xdgOpen, [url.absoluteString], stdout: .discard, stderr: .discard, wait: false)
         } catch { err.line("lanyard: could not open a browser (\(error.userFacingDescription)); open the URL above yourself") }
+    }
+}
+
+/// `login --json`: the account signed in; unknown values are left out.
+struct LoginView: JSONView {
+    static let keys = ["slot", "provider", "email", "plan", "plan_name", "account_id", "fedramp", "expires_at"]
+    static let optionalKeys: Set<String> = ["email", "plan", "plan_name", "account_id", "expires_at"]
+    let slot: Slot
+    let provider: String
+    let account: AccountInfo
+    let expiresAt: Date?
+    var json: JSONValue {
+        JSONValue.object([
+            "slot": .string(slot.name), "provider": .string(provider), "email": .optional(account.email),
+            "plan": .optional(account.plan?.rawValue), "plan_name": .optional(account.plan?.displayName),
+            "account_id": .optional(account.accountID), "fedramp": .bool(account.isFedRAMPAccount),
+            "expires_at": .date(expiresAt),
+        ]).droppingNulls
     }
 }

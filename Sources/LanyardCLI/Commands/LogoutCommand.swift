@@ -20,7 +20,7 @@ extension AuthCommands {
         let manager = try inv.accounts()
         let revoke = inv.args.has("revoke")
         let outcome = try inv.runAsync { try await manager.signOut(slot: slot, revoke: revoke) }
-        inv.emit(.object(["slot": .string(slot.name), "state": .string("signed-out"), "revoked": .bool(outcome.revoked)])) {
+        inv.emit(LogoutView(slot: slot, revoked: outcome.revoked)) {
             inv.stdout.line("Signed out of \(slot.name). `lanyard login \(slot.name)` signs it in again.")
             if revoke && !outcome.revoked {
                 inv.stdout.line(outcome.wasSignedOut ? "The slot was already signed out; nothing was revoked."
@@ -29,4 +29,12 @@ extension AuthCommands {
         }
         return .ok
     }
+}
+
+/// `logout --json`: the slot is always signed out afterwards.
+struct LogoutView: JSONView {
+    static let keys = ["slot", "state", "revoked"]
+    let slot: Slot
+    let revoked: Bool
+    var json: JSONValue { .object(["slot": .string(slot.name), "state": .string("signed-out"), "revoked": .bool(revoked)]) }
 }

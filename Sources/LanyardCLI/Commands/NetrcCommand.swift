@@ -30,7 +30,7 @@ extension CredentialHelperCommands {
                 hosts.append(host)
             }
         }
-        var machines: [JSONValue] = []
+        var machines: [NetrcView.Machine] = []
         if !hosts.isEmpty {
             let manager = try inv.accounts()
             var credentials: [Slot: Credential] = [:]
@@ -41,21 +41,39 @@ extension CredentialHelperCommands {
                 let login = config.providers[credential.provider]?.gitUsername ?? "x-access-token"
                 let line = try Netrc.line(host: host, login: login, password: credential.tokens.accessToken)
                 if inv.json {
-                    machines.append(.object(["machine": .string(host), "login": .string(login),
-                                             "password": .string(credential.tokens.accessToken), "slot": .string(slot.name)]))
+                    machines.append(NetrcView.Machine(machine: host, login: login, password: credential.tokens.accessToken, slot: slot))
                 } else {
                     inv.stdout.rawLine(line)
                 }
             }
         }
         if inv.json {
-            inv.stdout.rawLine(JSONValue.object(["machines": .array(machines), "unmapped": .array(unmapped.map(JSONValue.string))])
-                .serialized(pretty: true))
+            inv.stdout.rawLine(NetrcView(machines: machines, unmapped: unmapped).json.serialized(pretty: true))
         } else {
             for name in unmapped {
                 inv.stderr.line("lanyard: no [netrc] mapping for \(name) in \(inv.paths.configFile) (no line printed)")
             }
         }
         return unmapped.isEmpty ? .ok : .failure
+    }
+}
+
+/// `netrc --json`: it carries the tokens, as the lines do.
+struct NetrcView: JSONView {
+    struct Machine {
+        let machine: String
+        let login: String
+        let password: String
+        let slot: Slot
+    }
+
+    static let keys = ["machines", "unmapped"]
+    let machines: [Machine]
+    /// Hosts named on the command line with no `[netrc]` mapping.
+    let unmapped: [String]
+    var json: JSONValue {
+        .object(["machines": .array(machines.map {
+            .object(["machine": .string($0.machine), "login": .string($0.login), "password": .string($0.password), "slot": .string($0.slot.name)])
+        }), "unmapped": .array(unmapped.map(JSONValue.string))])
     }
 }

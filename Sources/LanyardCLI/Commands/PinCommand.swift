@@ -13,7 +13,16 @@ extension ResolutionCommands {
         ]) { inv in
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         let path = try inv.accounts().pin(slot, in: inv.context.workingDirectory)
-        inv.emit(.object(["slot": .string(slot.name), "path": .string(path)])) { inv.stdout.line("Pinned \(slot.name) to \(inv.context.workingDirectory).") }
+        inv.emit(PinView(slot: slot, path: path)) { inv.stdout.line("Pinned \(slot.name) to \(inv.context.workingDirectory).") }
         return .ok
     }
+}
+
+/// `pin --json`.
+struct PinView: JSONView {
+    static let keys = ["slot", "path"]
+    let slot: Slot
+    /// The pin file written.
+    let path: String
+    var json: JSONValue { .object(["slot": .string(slot.name), "path": .string(path)]) }
 }

@@ -26,24 +26,42 @@ extension AuthCommands {
         } else {
             slots = [try inv.targetSlot(positional: inv.args.positionals.first).0]
         }
-        var results: [JSONValue] = []
+        var results: [RefreshView.Result] = []
         var worst: ExitStatus = .ok
         for slot in slots {
             do {
                 let credential = try inv.runAsync { try await manager.freshCredential(slot: slot, force: true) }
-                results.append(.object(["slot": .string(slot.name), "ok": .bool(true), "expires_at": .date(credential.tokens.expiresAt)]))
+                results.append(.refreshed(slot, expiresAt: credential.tokens.expiresAt))
                 if !inv.json {
                     let expiry = credential.tokens.expiresAt.map { ", expires \(RelativeTime.describe($0, now: inv.now))" } ?? ""
                     inv.stdout.line("Refreshed \(slot.name)\(expiry).")
                 }
             } catch let error as any LanyardError where slots.count > 1 {
-                results.append(.object(["slot": .string(slot.name), "ok": .bool(false),
-                                        "error": .object(["code": .string(error.code), "message": .string(error.userFacingDescription)])]))
+                results.append(.failed(slot, ErrorView(code: error.code, message: error.userFacingDescription)))
                 if !inv.json { inv.stderr.line("lanyard: \(slot.name): \(error.userFacingDescription)") }
                 if worst == .ok { worst = error.exitStatus }
             }
         }
-        if inv.json { inv.emit(.object(["results": .array(results)])) {} }
+        if inv.json { inv.emit(RefreshView(results: results)) {} }
         return worst
     }
+}
+
+/// `refresh --json`: one result per slot, in order.
+struct RefreshView: JSONView {
+    enum Result {
+        case refreshed(Slot, expiresAt: Date?)
+        case failed(Slot, ErrorView)
+
+        var json: JSONValue {
+            switch self {
+            case .refreshed(let slot, let expiresAt): .object(["slot": .string(slot.name), "ok": .bool(true), "expires_at": .date(expiresAt)])
+            case .failed(let slot, let error): .object(["slot": .string(slot.name), "ok": .bool(false), "error": error.json["error"] ?? .null])
+            }
+        }
+    }
+
+    static let keys = ["results"]
+    let results: [Result]
+    var json: JSONValue { .object(["results": .array(results.map(\.json))]) }
 }

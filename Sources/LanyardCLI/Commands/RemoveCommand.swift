@@ -28,7 +28,14 @@ extension SlotCommands {
             }
         }
         try manager.remove(slot)
-        inv.emit(.object(["removed": .string(slot.name)])) { inv.stdout.line("Removed \(slot.name).") }
+        inv.emit(RemoveView(removed: slot)) { inv.stdout.line("Removed \(slot.name).") }
         return .ok
     }
+}
+
+/// `remove --json`.
+struct RemoveView: JSONView {
+    static let keys = ["removed"]
+    let removed: Slot
+    var json: JSONValue { .object(["removed": .string(removed.name)]) }
 }

@@ -23,9 +23,19 @@ extension SlotCommands {
         for pin in outcome.stalePins {
             inv.stderr.line("lanyard: warning: \(pin) still names \(old.name): run `lanyard pin \(new.name)` in that folder")
         }
-        inv.emit(.object(["from": .string(old.name), "to": .string(new.name), "stale_pins": .array(outcome.stalePins.map(JSONValue.string))])) {
+        inv.emit(RenameView(from: old, to: new, stalePins: outcome.stalePins)) {
             inv.stdout.line("Renamed \(old.name) to \(new.name).")
         }
         return .ok
     }
+}
+
+/// `rename --json`.
+struct RenameView: JSONView {
+    static let keys = ["from", "to", "stale_pins"]
+    let from: Slot
+    let to: Slot
+    /// Pin files that still name the old slot.
+    let stalePins: [String]
+    var json: JSONValue { .object(["from": .string(from.name), "to": .string(to.name), "stale_pins": .array(stalePins.map(JSONValue.string))]) }
 }

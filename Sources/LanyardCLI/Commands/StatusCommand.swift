@@ -25,13 +25,10 @@ extension SlotCommands {
         let view = try inv.registry.view()
         let (slot, record, rule) = try inv.targetSlot(positional: inv.args.positionals.first, in: view)
         let active = try view.active()
-        var summary = slotSummary(slot, record, active: slot == active)
-        summary["chosen_by"] = .optional(rule?.name)
         let autoSwitch = try inv.config().autoSwitch
         let lastSwitch = AutoSwitchState.load(inv.paths).lastSwitch
-        summary["auto_switch"] = .object(["auto": .string(autoSwitch.mode.rawValue), "threshold": .number(autoSwitch.threshold),
-                                          "poll": .number(autoSwitch.poll), "last_switch": lastSwitch ?? .null])
-        inv.emit(.object(summary)) {
+        let summary = SlotSummaryView(slot: slot, record: record, active: slot == active)
+        inv.emit(StatusView(summary: summary, chosenBy: rule?.name, autoSwitch: autoSwitch, lastSwitch: lastSwitch)) {
             let s = inv.style
             func time(_ d: Date?) -> String {
                 d.map { RelativeTime.describe($0, now: inv.now) } ?? "-"
@@ -75,7 +72,7 @@ extension SlotCommands {
         while true {
             let document = try inv.registry.load()
             if inv.json {
-                if document != last { writeListDocument(document, pretty: false) { inv.stdout.write(bytes: $0) } }
+                if document != last { ListView(document: document).write(pretty: false) { inv.stdout.write(bytes: $0) } }
             } else if inv.context.stdoutIsTTY || document != last {
                 let s = inv.style
                 let now = inv.now
@@ -94,5 +91,23 @@ extension SlotCommands {
             last = document
             _ = watcher.wait(timeout: inv.json ? 3600 : 15)
         }
+    }
+}
+
+/// `status --json`: the slot's summary, the rule that chose it and the auto-switch settings.
+struct StatusView: JSONView {
+    static let keys = SlotSummaryView.keys + ["chosen_by", "auto_switch"]
+    let summary: SlotSummaryView
+    /// The rule's name; nil when SLOT was given.
+    let chosenBy: String?
+    let autoSwitch: AutoSwitchPolicy
+    /// The last `switch` event auto-switching logged.
+    let lastSwitch: JSONValue?
+    var json: JSONValue {
+        var object = summary.object
+        object["chosen_by"] = .optional(chosenBy)
+        object["auto_switch"] = .object(["auto": .string(autoSwitch.mode.rawValue), "threshold": .number(autoSwitch.threshold),
+                                         "poll": .number(autoSwitch.poll), "last_switch": lastSwitch ?? .null])
+        return .object(object)
     }
 }

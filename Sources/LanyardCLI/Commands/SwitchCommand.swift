@@ -9,14 +9,39 @@ import LanyardAgent
 
 /// How `switch` reports Codex's auth.json following it (`[integrations] codex = true`).
 enum CodexFollowView {
-    static func render(_ codex: CodexFollow, previous: Slot?, _ inv: Invocation) -> JSONValue {
+    /// Says on stderr (without `--json`) what Codex does about the switch.
+    static func report(_ codex: CodexFollow, previous: Slot?, _ inv: Invocation) {
         if !codex.runningCodexPIDs.isEmpty && !inv.json {
             inv.stderr.line("lanyard: Codex is running (pid \(codex.runningCodexPIDs.map(String.init).joined(separator: ", "))); "
                             + "it keeps its old account until restarted.")
         }
         if codex.copiedBack, let previous, !inv.json { inv.stderr.line("Copied the tokens Codex rotated back into \(previous.name).") }
-        return .object(["auth_json": .string(codex.authPath), "copied_back": .bool(codex.copiedBack),
+    }
+
+    static func json(_ codex: CodexFollow) -> JSONValue {
+        .object(["auth_json": .string(codex.authPath), "copied_back": .bool(codex.copiedBack),
                         "running_codex_pids": .array(codex.runningCodexPIDs.map { .number(Double($0)) })])
+    }
+}
+
+/// `switch --json`.
+struct SwitchView: JSONView {
+    static let keys = ["active", "previous", "candidates", "codex", "codex_still_uses"]
+    static let optionalKeys: Set<String> = ["candidates", "codex", "codex_still_uses"]
+    let active: Slot
+    let previous: Slot?
+    /// `switch --best`: how each slot was weighed (left out when empty).
+    let candidates: [JSONValue]
+    /// Codex's auth.json following the switch (`[integrations] codex = true`).
+    let codex: CodexFollow?
+    /// The slot Codex's auth.json still holds when it does not follow.
+    let codexStillUses: String?
+    var json: JSONValue {
+        var output: [String: JSONValue] = ["active": .string(active.name), "previous": .optional(previous?.name)]
+        if !candidates.isEmpty { output["candidates"] = .array(candidates) }
+        if let codex { output["codex"] = CodexFollowView.json(codex) }
+        if let codexStillUses { output["codex_still_uses"] = .string(codexStillUses) }
+        return .object(output)
     }
 }
 
@@ -87,17 +112,14 @@ extension SlotCommands {
         let environment = inv.context.environment
         let outcome = try inv.runAsync { try await manager.switchActive(to: slot, environment: environment) }
         let previous = outcome.change.previous
-        var output: [String: JSONValue] = ["active": .string(slot.name), "previous": .optional(previous?.name)]
-        if !reasons.isEmpty { output["candidates"] = .array(reasons) }
-        if let codex = outcome.codex { output["codex"] = CodexFollowView.render(codex, previous: previous, inv) }
+        if let codex = outcome.codex { CodexFollowView.report(codex, previous: previous, inv) }
         if let other = outcome.codexStillUses {
-            output["codex_still_uses"] = .string(other)
             if !inv.json {
                 inv.stderr.line("lanyard: Codex still uses \(other): set `[integrations] codex = true` in config.ini, "
                                 + "or run `lanyard codex export` (Codex does not follow `switch` otherwise)")
             }
         }
-        inv.emit(.object(output)) {
+        inv.emit(SwitchView(active: slot, previous: previous, candidates: reasons, codex: outcome.codex, codexStillUses: outcome.codexStillUses)) {
             let who = outcome.change.record.account.email.map { " (\($0))" } ?? ""
             inv.stdout.line(previous == slot ? "\(slot.name)\(who) is already active." : "Switched to \(slot.name)\(who).")
         }

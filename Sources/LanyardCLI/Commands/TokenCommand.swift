@@ -22,11 +22,22 @@ enum TokenCommand {
         let manager = try inv.accounts()
         StartupTrace.mark("config")
         let credential = try inv.freshCredential(manager, slot: slot)
-        inv.emit(JSONValue.object(["slot": .string(slot.name), "access_token": .string(credential.tokens.accessToken),
-                                   "expires_at": .date(credential.tokens.expiresAt)]).droppingNulls) {
+        inv.emit(TokenView(slot: slot, accessToken: credential.tokens.accessToken, expiresAt: credential.tokens.expiresAt)) {
             inv.stdout.rawLine(credential.tokens.accessToken)  // checked at the door: visible ASCII only
         }
         StartupTrace.mark("output")
         return .ok
+    }
+}
+
+/// `token --json`: the one document that carries a token.
+struct TokenView: JSONView {
+    static let keys = ["slot", "access_token", "expires_at"]
+    static let optionalKeys: Set<String> = ["expires_at"]
+    let slot: Slot
+    let accessToken: String
+    let expiresAt: Date?
+    var json: JSONValue {
+        JSONValue.object(["slot": .string(slot.name), "access_token": .string(accessToken), "expires_at": .date(expiresAt)]).droppingNulls
     }
 }

@@ -12,10 +12,20 @@ extension ResolutionCommands {
             CommandExample("lanyard unpin", "remove this folder's pin (a parent's pin may still apply)"),
         ]) { inv in
         let outcome = try inv.accounts().unpin(in: inv.context.workingDirectory)
-        inv.emit(JSONValue.object(["removed": .bool(outcome.removed), "still_pinned_by": .optional(outcome.stillPinnedByPath)]).droppingNulls) {
+        inv.emit(UnpinView(removed: outcome.removed, stillPinnedBy: outcome.stillPinnedByPath)) {
             inv.stdout.line(outcome.removed ? "Unpinned \(inv.context.workingDirectory)." : "No .lanyard file in \(inv.context.workingDirectory).")
             if let path = outcome.stillPinnedByPath { inv.stdout.line("Still pinned to \(outcome.stillPinnedToName ?? "") by \(path).") }
         }
         return outcome.removed ? .ok : .failure
     }
+}
+
+/// `unpin --json`.
+struct UnpinView: JSONView {
+    static let keys = ["removed", "still_pinned_by"]
+    static let optionalKeys: Set<String> = ["still_pinned_by"]
+    let removed: Bool
+    /// The parent's pin file that still applies here.
+    let stillPinnedBy: String?
+    var json: JSONValue { JSONValue.object(["removed": .bool(removed), "still_pinned_by": .optional(stillPinnedBy)]).droppingNulls }
 }

@@ -46,31 +46,23 @@ enum UsageCommand {
             }
         }
         let next = inv.args.has("all") ? autoSwitchNext(outcomes, document: document, threshold: manager.config.autoSwitch.threshold) : nil
-        var results: [JSONValue] = []
+        var results: [UsageView.Entry] = []
+        let all = inv.args.has("all")
         for (slot, result) in outcomes {
             let record = document.slots[slot]
             switch result {
             case .report(let report):
-                var entry = json(slot, report)
-                if inv.args.has("all"), case .object(var fields) = entry {
-                    fields["next"] = .bool(slot == next)
-                    entry = .object(fields)
-                }
-                results.append(entry)
+                results.append(.report(slot, report, next: all ? slot == next : nil))
                 if !inv.json { render(slot, record, report, next: slot == next, inv) }
             case .failed(let error):
-                var entry: [String: JSONValue] = ["slot": .string(slot.name),
-                                                  "error": .object(["code": .string(error.code), "message": .string(error.userFacingDescription)])]
-                if case ClientError.usageLimitReached(let limit) = error {
-                    entry["limit_reached"] = .bool(true)
-                    entry["resets_at"] = .date(limit.resetsAt)
-                }
-                if inv.args.has("all") { entry["next"] = .bool(false) }
-                results.append(.object(entry))
+                var limitResetsAt: Date?? = nil
+                if case ClientError.usageLimitReached(let limit) = error { limitResetsAt = .some(limit.resetsAt) }
+                results.append(.failed(slot, ErrorView(code: error.code, message: error.userFacingDescription),
+                                       limitResetsAt: limitResetsAt, next: all ? false : nil))
                 if !inv.json { inv.stdout.line("\(inv.style.bold(slot.name))  \(inv.style.yellow(HumanText(error.userFacingDescription)))") }
             }
         }
-        if inv.json { inv.emit(.object(["slots": .array(results)])) {} }
+        if inv.json { inv.emit(UsageView(slots: results)) {} }
         return worst
     }
 
@@ -84,16 +76,6 @@ enum UsageCommand {
             return (slot, .headroom(usedPercent: report.highestUsedPercent))
         }
         return AccountManager.autoSwitchTarget(weighed, active: document.active, threshold: threshold)?.slot
-    }
-
-    static func json(_ slot: Slot, _ report: UsageReport) -> JSONValue {
-        func window(_ w: UsageWindow?) -> JSONValue {
-            guard let w else { return .null }
-            return JSONValue.object(["used_percent": .number(w.usedPercent), "window_minutes": w.windowMinutes.map { .number(Double($0)) } ?? .null,
-                                     "resets_at": .date(w.resetsAt)]).droppingNulls
-        }
-        return .object(["slot": .string(slot.name), "plan": .optional(report.plan?.rawValue), "plan_name": .optional(report.plan?.displayName),
-                        "primary": window(report.primary), "secondary": window(report.secondary), "limit_reached": .bool(report.limitReached)])
     }
 
     static func render(_ slot: Slot, _ record: SlotRecord?, _ report: UsageReport, next: Bool = false, _ inv: Invocation) {
@@ -124,4 +106,42 @@ enum UsageCommand {
         let text = HumanText(String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled))
         return percent >= 90 ? s.red(text) : percent >= 70 ? s.yellow(text) : s.green(text)
     }
+}
+
+/// `usage --json`: one entry per slot; `next` only with `--all`.
+struct UsageView: JSONView {
+    enum Entry {
+        case report(Slot, UsageReport, next: Bool?)
+        /// `limitResetsAt` is set (to the reset time, if known) when the error is `usage_limit_reached`.
+        case failed(Slot, ErrorView, limitResetsAt: Date??, next: Bool?)
+
+        var json: JSONValue {
+            switch self {
+            case .report(let slot, let report, let next):
+                func window(_ w: UsageWindow?) -> JSONValue {
+                    guard let w else { return .null }
+                    return JSONValue.object(["used_percent": .number(w.usedPercent), "window_minutes": w.windowMinutes.map { .number(Double($0)) } ?? .null,
+                                             "resets_at": .date(w.resetsAt)]).droppingNulls
+                }
+                var fields: [String: JSONValue] = [
+                    "slot": .string(slot.name), "plan": .optional(report.plan?.rawValue), "plan_name": .optional(report.plan?.displayName),
+                    "primary": window(report.primary), "secondary": window(report.secondary), "limit_reached": .bool(report.limitReached),
+                ]
+                if let next { fields["next"] = .bool(next) }
+                return .object(fields)
+            case .failed(let slot, let error, let limitResetsAt, let next):
+                var fields: [String: JSONValue] = ["slot": .string(slot.name), "error": error.json["error"] ?? .null]
+                if let resetsAt = limitResetsAt {
+                    fields["limit_reached"] = .bool(true)
+                    fields["resets_at"] = .date(resetsAt)
+                }
+                if let next { fields["next"] = .bool(next) }
+                return .object(fields)
+            }
+        }
+    }
+
+    static let keys = ["slots"]
+    let slots: [Entry]
+    var json: JSONValue { .object(["slots": .array(slots.map(\.json))]) }
 }

@@ -10,7 +10,14 @@ extension MetaCommands {
             CommandExample("lanyard --version", "print the version"),
             CommandExample("lanyard version --json", "the version as JSON"),
         ]) { inv in
-        inv.emit(.object(["version": .string(Lanyard.version)])) { inv.stdout.line("lanyard \(Lanyard.version)") }
+        inv.emit(VersionView(version: Lanyard.version)) { inv.stdout.line("lanyard \(Lanyard.version)") }
         return .ok
     }
+}
+
+/// `version --json`.
+struct VersionView: JSONView {
+    static let keys = ["version"]
+    let version: String
+    var json: JSONValue { .object(["version": .string(version)]) }
 }

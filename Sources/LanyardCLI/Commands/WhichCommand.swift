@@ -17,8 +17,7 @@ extension ResolutionCommands {
         let exists = try view.record(of: resolution.slot) != nil
         var path: String?
         if case .pinFile(let p) = resolution.rule { path = p }
-        inv.emit(JSONValue.object(["slot": .string(resolution.slot.name), "rule": .string(resolution.rule.name),
-                                   "path": .optional(path), "exists": .bool(exists)]).droppingNulls) {
+        inv.emit(WhichView(slot: resolution.slot, rule: resolution.rule.name, path: path, exists: exists)) {
             inv.stdout.line("\(inv.style.bold(resolution.slot.name))  \(inv.style.dim("(\(resolution.rule.explanation))"))")
         }
         if !exists {
@@ -26,5 +25,20 @@ extension ResolutionCommands {
             return .notSignedIn
         }
         return .ok
+    }
+}
+
+/// `which --json`.
+struct WhichView: JSONView {
+    static let keys = ["slot", "rule", "path", "exists"]
+    static let optionalKeys: Set<String> = ["path"]
+    let slot: Slot
+    /// The rule's name (`flag`, `environment`, `pin-file`, `active`).
+    let rule: String
+    /// The pin file, when one chose the slot.
+    let path: String?
+    let exists: Bool
+    var json: JSONValue {
+        JSONValue.object(["slot": .string(slot.name), "rule": .string(rule), "path": .optional(path), "exists": .bool(exists)]).droppingNulls
     }
 }

@@ -23,9 +23,18 @@ extension IntegrationCommands {
         let manager = try inv.accounts()
         let (slot, _, _) = try inv.targetSlot(positional: inv.args.positionals.first)
         let file = try inv.runAsync { try await CodexSync(manager: manager).export(slot: slot, to: home) }
-        inv.emit(.object(["slot": .string(slot.name), "auth_json": .string(home.authPath), "account_id": .optional(file.accountID)])) {
+        inv.emit(CodexExportView(slot: slot, authJSON: home.authPath, accountID: file.accountID)) {
             inv.stdout.line("Wrote \(slot.name) to \(home.authPath).")
         }
         return .ok
     }
+}
+
+/// `codex export --json`.
+struct CodexExportView: JSONView {
+    static let keys = ["slot", "auth_json", "account_id"]
+    let slot: Slot
+    let authJSON: String
+    let accountID: String?
+    var json: JSONValue { .object(["slot": .string(slot.name), "auth_json": .string(authJSON), "account_id": .optional(accountID)]) }
 }

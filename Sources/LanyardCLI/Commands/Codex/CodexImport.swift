@@ -23,9 +23,18 @@ extension IntegrationCommands {
         let manager = try inv.accounts()
         let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
         let adopted = try manager.adoptCodexSignIn(from: home, into: requested)
-        inv.emit(.object(["slot": .string(adopted.slot.name), "email": .optional(adopted.account.email), "backend": .string(adopted.backend.rawValue)])) {
+        inv.emit(CodexImportView(slot: adopted.slot, email: adopted.account.email, backend: adopted.backend)) {
             inv.stdout.line("Adopted Codex's sign-in (\(adopted.account.email ?? "unknown account")) into slot \(adopted.slot.name).")
         }
         return .ok
     }
+}
+
+/// `codex import --json`.
+struct CodexImportView: JSONView {
+    static let keys = ["slot", "email", "backend"]
+    let slot: Slot
+    let email: String?
+    let backend: BackendKind
+    var json: JSONValue { .object(["slot": .string(slot.name), "email": .optional(email), "backend": .string(backend.rawValue)]) }
 }

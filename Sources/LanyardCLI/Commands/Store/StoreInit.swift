@@ -26,7 +26,7 @@ extension StoreGroupCommand {
         let passphrase = protect ? try PassphraseReader(environment: inv.context.environment)
             .read(prompt: "New passphrase for the Lanyard file store: ", confirm: true) : nil
         let unlocked = try file.initialize(passphrase: passphrase)
-        inv.emit(.object(["store": .string(file.storePath), "passphrase": .bool(protect), "unlocked": .bool(unlocked)])) {
+        inv.emit(StoreInitView(store: file.storePath, passphrase: protect, unlocked: unlocked)) {
             inv.stdout.line("Created the encrypted file store at \(file.storePath).")
             if !unlocked, let reason = EncryptedFileStore.cacheUnavailableReason {
                 inv.stderr.line(inv.errorStyle.yellow("warning: ") + "the kernel keyring is unavailable here (\(reason)), so the store "
@@ -39,4 +39,14 @@ extension StoreGroupCommand {
         }
         return .ok
     }
+}
+
+/// `store init --json`.
+struct StoreInitView: JSONView {
+    static let keys = ["store", "passphrase", "unlocked"]
+    let store: String
+    let passphrase: Bool
+    /// Whether the new store stays unlocked (the kernel keyring holds its identity).
+    let unlocked: Bool
+    var json: JSONValue { .object(["store": .string(store), "passphrase": .bool(passphrase), "unlocked": .bool(unlocked)]) }
 }

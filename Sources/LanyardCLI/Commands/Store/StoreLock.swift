@@ -11,9 +11,16 @@ extension StoreGroupCommand {
         examples: [CommandExample("lanyard store lock", "lock the store before leaving the machine")]) { inv in
         let (file, _) = try fileStore(inv)
         let was = file.lock()
-        inv.emit(.object(["locked": .bool(true), "was_unlocked": .bool(was)])) {
+        inv.emit(StoreLockView(wasUnlocked: was)) {
             inv.stdout.line(was ? "Locked the file store." : "The file store was not unlocked.")
         }
         return .ok
     }
+}
+
+/// `store lock --json`: the store is always locked afterwards.
+struct StoreLockView: JSONView {
+    static let keys = ["locked", "was_unlocked"]
+    let wasUnlocked: Bool
+    var json: JSONValue { .object(["locked": .bool(true), "was_unlocked": .bool(wasUnlocked)]) }
 }

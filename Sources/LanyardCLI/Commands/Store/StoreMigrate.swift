@@ -40,13 +40,22 @@ extension StoreGroupCommand {
         let steps = try inv.accounts().migrate(to: target, slots: slots, dryRun: inv.args.has("dry-run")) { step in
             if !inv.json { inv.stdout.line("\(describe(step))") }
         }
-        inv.emit(.object(["steps": .array(steps.map {
-            .object(["slot": .string($0.slot.name), "from": .string($0.from.rawValue), "to": .string($0.to.rawValue),
-                     "outcome": .string($0.outcome.rawValue)])
-        })])) {
+        inv.emit(StoreMigrateView(steps: steps)) {
             if steps.isEmpty { inv.stdout.line("No slots to migrate.") }
             for step in steps where step.outcome == .alreadyThere || step.outcome == .wouldMove { inv.stdout.line("\(describe(step))") }
         }
         return .ok
+    }
+}
+
+/// `store migrate --json`.
+struct StoreMigrateView: JSONView {
+    static let keys = ["steps"]
+    let steps: [MigrationStep]
+    var json: JSONValue {
+        .object(["steps": .array(steps.map {
+            .object(["slot": .string($0.slot.name), "from": .string($0.from.rawValue), "to": .string($0.to.rawValue),
+                     "outcome": .string($0.outcome.rawValue)])
+        })])
     }
 }

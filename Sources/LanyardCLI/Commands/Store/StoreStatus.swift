@@ -14,14 +14,29 @@ extension StoreGroupCommand {
         ]) { inv in
         let (file, _) = try fileStore(inv)
         let health = file.health()
-        inv.emit(JSONValue.object([
-            "store": .string(file.storePath), "initialized": .bool(file.isInitialized), "passphrase": .bool(file.isPassphraseProtected),
-            "locked": .bool(health.locked), "problem": .optional(health.problem),
-        ]).droppingNulls) {
+        inv.emit(StoreStatusView(store: file.storePath, initialized: file.isInitialized, passphrase: file.isPassphraseProtected,
+                                 locked: health.locked, problem: health.problem)) {
             if !file.isInitialized { inv.stdout.line("No file store (create one with `lanyard store init`).") } else {
                 inv.stdout.line("\(file.storePath): \(health.locked ? "locked" : "unlocked")\(file.isPassphraseProtected ? "" : " (no passphrase)")")
             }
         }
         return .ok
+    }
+}
+
+/// `store status --json`.
+struct StoreStatusView: JSONView {
+    static let keys = ["store", "initialized", "passphrase", "locked", "problem"]
+    static let optionalKeys: Set<String> = ["problem"]
+    let store: String
+    let initialized: Bool
+    let passphrase: Bool
+    let locked: Bool
+    let problem: String?
+    var json: JSONValue {
+        JSONValue.object([
+            "store": .string(store), "initialized": .bool(initialized), "passphrase": .bool(passphrase),
+            "locked": .bool(locked), "problem": .optional(problem),
+        ]).droppingNulls
     }
 }

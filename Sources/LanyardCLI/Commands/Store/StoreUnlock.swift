@@ -19,7 +19,7 @@ extension StoreGroupCommand {
         let (file, config) = try fileStore(inv)
         guard file.isPassphraseProtected else {
             if !file.isInitialized { throw StoreError.unavailable(backend: EncryptedFileStore.backendName, hint: "create one with `lanyard store init`") }
-            inv.emit(.object(["unlocked": .bool(true), "passphrase": .bool(false)])) { inv.stdout.line("This store has no passphrase; nothing to unlock.") }
+            inv.emit(StoreUnlockView.noPassphrase) { inv.stdout.line("This store has no passphrase; nothing to unlock.") }
             return .ok
         }
         let reader = PassphraseReader(environment: inv.context.environment)
@@ -27,9 +27,25 @@ extension StoreGroupCommand {
         try file.unlock(tries: inv.mayAskForPassphrase ? Invocation.passphraseTries : 1) { attempt in
             try reader.read(prompt: attempt == 1 ? "Passphrase for the Lanyard file store: " : "Wrong passphrase; try again: ")
         }
-        inv.emit(.object(["unlocked": .bool(true), "cache_seconds": .number(config.unlockCacheSeconds)])) {
+        inv.emit(StoreUnlockView.unlocked(cacheSeconds: config.unlockCacheSeconds)) {
             inv.stdout.line("Unlocked for \(RelativeTime.span(config.unlockCacheSeconds)) (`lanyard store lock` locks it now).")
         }
         return .ok
+    }
+}
+
+/// `store unlock --json`: `{"unlocked", "cache_seconds"}`, or `{"unlocked", "passphrase": false}`
+/// for a store without a passphrase.
+enum StoreUnlockView: JSONView {
+    case unlocked(cacheSeconds: Double)
+    case noPassphrase
+
+    static let keys = ["unlocked", "cache_seconds", "passphrase"]
+    static let optionalKeys: Set<String> = ["cache_seconds", "passphrase"]
+    var json: JSONValue {
+        switch self {
+        case .unlocked(let seconds): .object(["unlocked": .bool(true), "cache_seconds": .number(seconds)])
+        case .noPassphrase: .object(["unlocked": .bool(true), "passphrase": .bool(false)])
+        }
     }
 }
