@@ -68,8 +68,8 @@ package final class RefreshAgent {
     private let stopPipe: [Int32]
     /// When the active slot's usage is next checked (auto-switching).
     private var nextUsageCheck: Date?
-    /// How far the event log has been read: its inode and offset (auto-switching).
-    private var eventsRead: (inode: UInt64, offset: Int)?
+    /// Where the event log has been read up to (auto-switching).
+    private var eventsRead: EventLogCursor?
 
     package init(manager: AccountManager, options: Options, diagnostics: @escaping (String) -> Void) {
         self.manager = manager
@@ -248,7 +248,7 @@ package final class RefreshAgent {
         if options.autoSwitch {
             try SecureFiles.ensureDirectory(manager.paths.stateDirectory)
             events = FolderWatch(directory: manager.paths.stateDirectory)
-            eventsRead = Self.logPosition(log.path)
+            eventsRead = EventLogCursor(log)
             nextUsageCheck = manager.clock.now()
         }
         defer { events?.close() }
@@ -365,31 +365,10 @@ package final class RefreshAgent {
         }
     }
 
-    /// The log file's inode and size now.
-    static func logPosition(_ path: String) -> (inode: UInt64, offset: Int)? {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        return (UInt64(st.st_ino), Int(st.st_size))
-    }
-
     /// The newest `usage_limit_reached` another process logged for the active slot since the
     /// last look, read from where the last look ended (following a rotation).
     func newUsageLimit(active: Slot?) -> (slot: Slot, limit: UsageLimit)? {
-        var lines: [JSONValue] = []
-        let current = Self.logPosition(log.path)
-        if let read = eventsRead, let current, current.inode != read.inode {
-            // Rotated since: the rest of the old generation, then the new file from its start.
-            if let rotated = Self.logPosition(log.rotatedPath), rotated.inode == read.inode {
-                lines += Self.readLines(log.rotatedPath, from: read.offset).lines
-            }
-            eventsRead = (current.inode, 0)
-        }
-        if let current {
-            let start = eventsRead?.inode == current.inode ? eventsRead!.offset : 0
-            let (more, end) = Self.readLines(log.path, from: start)
-            lines += more
-            eventsRead = (current.inode, end)
-        }
+        guard let lines = eventsRead?.newEvents() else { return nil }
         guard let active else { return nil }
         let me = Double(getpid())
         for event in lines.reversed() where event["event"]?.string == "error" && event["code"]?.string == "usage_limit_reached"
@@ -397,25 +376,6 @@ package final class RefreshAgent {
             return (active, UsageLimit(message: event["message"]?.string, resetsAt: event["resets_at"]?.string.flatMap(RFC3339.date(from:))))
         }
         return nil
-    }
-
-    /// The complete lines of `path` from byte `offset`, and the offset after the last of them.
-    static func readLines(_ path: String, from offset: Int) -> (lines: [JSONValue], end: Int) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return ([], offset) }
-        defer { close(fd) }
-        guard lseek(fd, off_t(offset), SEEK_SET) >= 0 else { return ([], offset) }
-        var data = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            data += buffer[0..<n]
-        }
-        // A line still being written waits for the next look.
-        guard let last = data.lastIndex(of: 0x0a) else { return ([], offset) }
-        return (EventLog.parseLines(Data(data[...last])), offset + last + 1)
     }
 
     private func stopRequested() -> Bool {

@@ -98,12 +98,7 @@ package struct EventLog: Sendable {
             return failed(reason)
         }
         defer { close(fd) }
-        var offset = 0
-        while offset < line.count {
-            let n = line.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 { if errno == EINTR { continue }; return failed(SystemCallError.reason()) }
-            offset += n
-        }
+        do { try writeAll(fd, line) } catch { return failed(error.reason) }
     }
 
     /// Every event still on disk, oldest first (the rotated generation, then the current file).
@@ -119,5 +114,54 @@ package struct EventLog: Sendable {
     /// Parses complete JSON lines, skipping any that do not parse.
     package static func parseLines(_ data: Data) -> [JSONValue] {
         data.split(separator: 0x0a).compactMap { try? JSONValue.parse(Data($0)) }
+    }
+}
+
+/// Reads what is appended to an event log after a point, across its rotation: `events --follow`
+/// and the agent (a `usage_limit_reached` another process logged) both follow the log with it.
+package struct EventLogCursor {
+    package let log: EventLog
+    /// The file read last (its inode) and the offset after its last complete line.
+    private var position: (inode: UInt64, offset: Int)?
+
+    /// A cursor at the log's current end: only events appended from now on are read.
+    package init(_ log: EventLog) {
+        self.log = log
+        position = Self.end(of: log.path)
+    }
+
+    /// The complete lines appended since the last call, oldest first. After a rotation the rest of
+    /// the previous generation comes first, then the new file from its start; a line still being
+    /// written waits for the next call.
+    package mutating func newEvents() -> [JSONValue] {
+        guard let current = Self.end(of: log.path) else { return [] }
+        var events: [JSONValue] = []
+        if let read = position, current.inode != read.inode {
+            if let rotated = Self.end(of: log.rotatedPath), rotated.inode == read.inode {
+                events += Self.completeLines(log.rotatedPath, from: read.offset).events
+            }
+            position = (current.inode, 0)
+        }
+        let start = position?.inode == current.inode ? position!.offset : 0
+        let (more, end) = Self.completeLines(log.path, from: start)
+        position = (current.inode, end)
+        return events + more
+    }
+
+    /// A file's inode and size, or nil when it does not exist.
+    static func end(of path: String) -> (inode: UInt64, offset: Int)? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return (UInt64(st.st_ino), Int(st.st_size))
+    }
+
+    /// The complete lines of `path` from byte `offset`, and the offset after the last of them.
+    static func completeLines(_ path: String, from offset: Int) -> (events: [JSONValue], end: Int) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return ([], offset) }
+        defer { close(fd) }
+        guard lseek(fd, off_t(offset), SEEK_SET) >= 0, let data = try? readToEnd(fd),
+              let last = data.lastIndex(of: 0x0a) else { return ([], offset) }
+        return (EventLog.parseLines(Data(data[...last])), offset + last + 1)
     }
 }

@@ -63,58 +63,17 @@ extension AgentCommands {
         inv.stdout.line(HumanText.joined(fields.filter { !$0.isEmpty }, separator: "  "))
     }
 
-    /// The bytes of `path` from `offset` to its end, or nil when it cannot be opened.
-    static func bytes(of path: String, from offset: Int) -> Data? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var data = Data()
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        var position = off_t(offset)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, position) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return data }
-            data.append(contentsOf: chunk[..<n])
-            position += off_t(n)
-        }
-    }
-
     /// Prints lines appended to the log until killed, following rotation (inotify on the folder).
     static func follow(_ log: EventLog, _ inv: Invocation) {
         try? SecureFiles.ensureDirectory(inv.paths.stateDirectory)
         let fd = inotify_init1(Int32(IN_CLOEXEC))
         if fd >= 0 { inotify_add_watch(fd, inv.paths.stateDirectory, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM)) }
-        var offset = fileSize(log.path)
-        var inode = fileInode(log.path)
-        var pending = Data()
+        var cursor = EventLogCursor(log)
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            if fileInode(log.path) != inode {  // rotated: read the new file from its start
-                inode = fileInode(log.path)
-                offset = 0
-                pending = Data()
-            }
-            if let data = bytes(of: log.path, from: offset) {
-                offset += data.count
-                pending += data
-                if let last = pending.lastIndex(of: 0x0a) {
-                    for event in EventLog.parseLines(pending[..<last]) { print(event, inv) }
-                    pending = Data(pending[(last + 1)...])
-                }
-            }
+            for event in cursor.newEvents() { print(event, inv) }
             if fd < 0 { return }
             _ = read(fd, &buffer, buffer.count)  // blocks until the folder changes
         }
-    }
-
-    static func fileSize(_ path: String) -> Int {
-        var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_size) : 0
-    }
-
-    static func fileInode(_ path: String) -> UInt {
-        var st = stat()
-        return stat(path, &st) == 0 ? UInt(st.st_ino) : 0
     }
 }
