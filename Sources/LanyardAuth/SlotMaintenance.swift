@@ -27,9 +27,10 @@ package struct PinSearch: Sendable {
     package let workingDirectory: String
     package let home: String?
 
-    package init(workingDirectory: String, home: String?) {
+    /// The search for a process working in `workingDirectory` whose `HOME` is `environment`'s.
+    package init(workingDirectory: String, environment: [String: String]) {
         self.workingDirectory = workingDirectory
-        self.home = home
+        home = environment["HOME"]
     }
 
     /// Every trustworthy pin found, in path order, each once.

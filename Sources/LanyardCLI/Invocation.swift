@@ -69,7 +69,7 @@ package final class Invocation: Sendable {
 
     /// Where `rename` and `doctor` look for `.lanyard` pins: here and below, and under HOME.
     var pinSearch: PinSearch {
-        PinSearch(workingDirectory: context.workingDirectory, home: context.environment["HOME"])
+        PinSearch(workingDirectory: context.workingDirectory, environment: context.environment)
     }
 
     /// The slot's credential, refreshed first when due. When none is due (the common case) it is

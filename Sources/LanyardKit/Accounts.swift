@@ -60,7 +60,7 @@ public struct Accounts: Sendable {
 
     /// Pins are looked for at and below the working directory and under the home folder.
     var pinSearch: PinSearch {
-        PinSearch(workingDirectory: configuration.workingDirectory, home: configuration.environment["HOME"])
+        PinSearch(workingDirectory: configuration.workingDirectory, environment: configuration.environment)
     }
 
     /// Deletes a slot and its stored credential locally (never revokes).

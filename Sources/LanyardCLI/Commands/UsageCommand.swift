@@ -24,8 +24,9 @@ enum UsageCommand {
         ], network: true) { inv in
         let document = try inv.registry.load()
         let manager = try inv.accounts()
+        let all = inv.args.has("all")
         let slots: [Slot]
-        if inv.args.has("all") {
+        if all {
             slots = document.sortedSlots.filter { slot, record in
                 if case .signedIn = record.state { return manager.config.providers[record.provider]?.usageBaseURL != nil }
                 return false
@@ -45,9 +46,8 @@ enum UsageCommand {
                 if worst == .ok { worst = error.exitStatus }
             }
         }
-        let next = inv.args.has("all") ? autoSwitchNext(outcomes, document: document, threshold: manager.config.autoSwitch.threshold) : nil
+        let next = all ? autoSwitchNext(outcomes, document: document, threshold: manager.config.autoSwitch.threshold) : nil
         var results: [UsageView.Entry] = []
-        let all = inv.args.has("all")
         for (slot, result) in outcomes {
             let record = document.slots[slot]
             switch result {
