@@ -152,9 +152,11 @@ package struct SignInFlow: Sendable {
     }
 
     /// The wait before the next poll after `failures` failed polls in a row: twice the interval
-    /// (at least 1 s), doubling with each further failure, at most `maximum`.
+    /// (at least 1 s), doubling with each further failure, at most `maximum` (never less than the
+    /// interval): the shared exponential ``BackoffPolicy``, without jitter or `Retry-After`.
     static func retryDelay(failures: Int, interval: TimeInterval, maximum: TimeInterval) -> TimeInterval {
-        let doubled = max(interval, 1) * Double(sign: .plus, exponent: min(max(failures, 1), 30), significand: 1)
-        return min(max(maximum, interval), doubled)
+        let policy = BackoffPolicy(maxRetries: .max, initialDelay: 2 * max(interval, 1), maximumDelay: max(maximum, interval),
+                                   respectsRetryAfterHeader: false, jitter: 0)
+        return policy.delay(beforeRetry: max(failures, 1) - 1, unitRandom: 0)!
     }
 }
