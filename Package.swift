@@ -48,7 +48,9 @@ let package = Package(
         .target(name: "LanyardCore"),
         .target(name: "Age", dependencies: ["CSodium", "CLazyLibraries"]),
         .target(name: "LanyardStore", dependencies: ["LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
-        .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore"]),
+        // A fleet of machines sharing slots through etcd (the v3 JSON gateway over libcurl).
+        .target(name: "LanyardFleet", dependencies: ["LanyardCore", "LanyardStore", "Age"]),
+        .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore", "LanyardFleet"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardGLib"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth", "CWebSocket"]),

@@ -23,6 +23,8 @@ package struct AccountManager: Sendable {
     package var refreshRunner: RefreshRunner?
     /// A slot's refresh lock this process was handed already held (the refresh worker).
     package var inheritedLock: (slot: Slot, lock: FileLock)?
+    /// How the fleet's etcd is reached; nil: the v3 JSON gateway client.
+    package var etcdConnector: EtcdConnector?
 
     package init(paths: Paths, config: LanyardConfig, openStore: @escaping StoreOpener, transport: any HTTPTransport,
                 clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {

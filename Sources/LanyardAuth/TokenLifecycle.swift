@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import LanyardCore
 import LanyardStore
+import LanyardFleet
 
 /// When a credential needs refreshing: its access token has less than the lead left, or, when
 /// the expiry is unreadable, its last refresh is older than `maxAge`. A token with neither an
@@ -139,7 +140,19 @@ extension AccountManager {
             recovery.remove()
         }
         let current = try read(slot, store)
+        if let shared = try SharedSlotState.load(slot, paths: paths) {
+            return try await refreshShared(slot: slot, force: force, record: record, store: store, before: before, current: current, state: shared)
+        }
         if !stillDue(current, before: before, force: force) { return current }
+        let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+        try keepRefreshed(slot: slot, refreshed, previous: current, store: store)
+        return refreshed
+    }
+
+    /// Spends `current`'s refresh token at the provider and returns the credential it gave. A
+    /// refusal marks the slot for sign-in (and drops the dead token); a network failure changes
+    /// nothing.
+    func exchangeRefreshToken(slot: Slot, current: Credential, record: SlotRecord, store: any CredentialStore) async throws -> Credential {
         guard let refreshToken = current.tokens.refreshToken, !refreshToken.isEmpty else {
             try markReauthentication(slot, code: "missing_refresh_token")
             throw ClientError.missingRefreshToken(slot: slot.name)
@@ -170,11 +183,19 @@ extension AccountManager {
                              idToken: tokens.idToken ?? current.tokens.idToken, expiresAt: tokens.expiresAt(now: now)),
             lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
         refreshed.recordRotation(from: current)
-        // The server has rotated the refresh token: from here on, losing `refreshed` loses the
-        // session. The recovery file comes first (a crash before the store write leaves it); when
-        // it cannot be written (a full or failing disk), the store may still take the tokens.
+        return refreshed
+    }
+
+    /// Keeps tokens the server just issued: first in the recovery file, then (`share`, for a
+    /// shared slot: in the fleet), then in the store; then the registry and the event log. The
+    /// server has rotated the refresh token by now, so losing `refreshed` loses the session: when
+    /// the recovery file cannot be written (a full or failing disk) the store may still take it.
+    func keepRefreshed(slot: Slot, _ refreshed: Credential, previous current: Credential, store: any CredentialStore,
+                       share: (() -> Void)? = nil) throws {
+        let recovery = RecoveryFile(paths: paths, slot: slot)
         let kept: Result<RecoveryFile.Place, any Error>
         do { kept = .success(try recovery.write(refreshed)) } catch { kept = .failure(error) }
+        share?()
         do {
             try store.put(refreshed, for: slot)
         } catch {
@@ -196,17 +217,21 @@ extension AccountManager {
             throw failure
         }
         recovery.remove()
-        try registry.update { doc in
-            doc.slots[slot]?.state = .signedIn(expiresAt: refreshed.tokens.expiresAt)
-            doc.slots[slot]?.lastRefresh = now
-            doc.slots[slot]?.lastRefreshBoot = refreshed.lastRefreshBoot
-            doc.slots[slot]?.lastErrorCode = nil
-            doc.slots[slot]?.account = account
-        }
+        try recordStored(slot: slot, refreshed)
         func seconds(_ d: Date?) -> JSONValue { d.map { .number(($0.timeIntervalSince1970 * 1000).rounded() / 1000) } ?? .null }
         eventLog.append("refresh", slot: slot, fields: ["expires_at": .date(refreshed.tokens.expiresAt), "expires_ts": seconds(refreshed.tokens.expiresAt),
                                                         "previous_expires_ts": seconds(current.tokens.expiresAt)])
-        return refreshed
+    }
+
+    /// The registry's view of a slot whose store now holds `credential`.
+    func recordStored(slot: Slot, _ credential: Credential) throws {
+        try registry.update { doc in
+            doc.slots[slot]?.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+            doc.slots[slot]?.lastRefresh = credential.lastRefresh
+            doc.slots[slot]?.lastRefreshBoot = credential.lastRefreshBoot
+            doc.slots[slot]?.lastErrorCode = nil
+            doc.slots[slot]?.account = credential.account
+        }
     }
 
     func storeOf(_ slot: Slot) throws -> (SlotRecord, any CredentialStore) {

@@ -61,8 +61,42 @@ public struct LanyardConfig: Hashable, Sendable {
     public var dockerCredentials: [String: Slot] = [:]
     /// `[netrc]` mappings for `lanyard netrc`: host to slot.
     public var netrcCredentials: [String: Slot] = [:]
+    /// `[fleet]`: the etcd cluster this machine shares slots through; nil when not configured.
+    package var fleet: FleetSettings?
 
     public init() {}
+}
+
+/// `[fleet]`: how this machine reaches the fleet's etcd cluster, and its name there.
+package struct FleetSettings: Hashable, Sendable {
+    /// The fleet's name: its keys live under `/lanyard/NAME/`.
+    package var name: String
+    /// This machine's name in the fleet (default: the host name).
+    package var machine: String
+    /// etcd client URLs, tried in order: `https://` unless one says `http://`.
+    package var endpoints: [String]
+    /// The CA that signed etcd's server certificates (default: the system's).
+    package var caFile: String?
+    /// This machine's TLS client certificate and key.
+    package var certFile: String?
+    package var keyFile: String?
+    /// etcd user (with `password-file`), when etcd's authentication is on.
+    package var user: String?
+    package var passwordFile: String?
+    /// The fleet lock's lease in seconds; nil: derived from the HTTP timeout (a refresh request's
+    /// hard limit) so a live request never outlasts its lock.
+    package var lockTTL: TimeInterval?
+    /// Seconds each request to etcd may take.
+    package var requestTimeout: TimeInterval = 5
+
+    package init(name: String, machine: String, endpoints: [String]) {
+        self.name = name
+        self.machine = machine
+        self.endpoints = endpoints
+    }
+
+    /// Where the fleet's keys live.
+    package var prefix: String { "/lanyard/\(name)/" }
 }
 
 /// `[switch]`: the agent's usage-aware switching of the active slot.

@@ -37,6 +37,7 @@ package enum ConfigFile {
         try readAgentAndEvents(reader, into: &config)
         try readStream(reader, into: &config)
         try readSwitch(reader, into: &config)
+        try readFleet(reader, into: &config)
         return Loaded(config: config, warnings: warnings)
     }
 
@@ -52,6 +53,7 @@ package enum ConfigFile {
         "events": ["max-bytes"],
         "stream": ["transport", "reconnect-attempts", "fallback", "model"],
         "switch": ["auto", "threshold", "poll"],
+        "fleet": ["name", "machine", "endpoints", "ca", "cert", "key", "user", "password-file", "lock-ttl", "timeout"],
     ]
 
     /// The keys of a `[provider.ID]` section (besides `env.NAME`).
@@ -258,6 +260,53 @@ package enum ConfigFile {
         if let v = try r.number("switch", "poll", min: 1, max: 86_400) { config.autoSwitch.poll = v }
     }
 
+    /// `[fleet]`: the etcd cluster slots are shared through. `name` and `endpoints` are required
+    /// once the group exists; an endpoint without a scheme is https, and plain http must be written.
+    private static func readFleet(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        guard r.file.groups().contains("fleet") else { return }
+        func slotLike(_ key: String, _ raw: String) throws(ConfigError) -> String {
+            let v = raw.trimmingSpaces()
+            guard (try? Slot(v)) != nil else { throw r.invalid("fleet", key, "expected a name of a-z, 0-9, . _ - (at most 64), got \"\(raw)\"") }
+            return v
+        }
+        guard let rawName = r.string("fleet", "name") else { throw r.invalid("fleet", "name", "missing (the fleet's name, shared by its machines)") }
+        let name = try slotLike("name", rawName)
+        let machine = try r.string("fleet", "machine").map { raw throws(ConfigError) in try slotLike("machine", raw) } ?? FleetMachineName.fromHost()
+        guard let rawEndpoints = r.string("fleet", "endpoints") else {
+            throw r.invalid("fleet", "endpoints", "missing (etcd client URLs, comma-separated: https://host:2379)")
+        }
+        var endpoints: [String] = []
+        for part in rawEndpoints.split(separator: ",") {
+            var e = String(part).trimmingSpaces()
+            if e.isEmpty { continue }
+            if !e.contains("://") { e = "https://" + e }
+            guard let u = URL(string: e), let scheme = u.scheme?.lowercased(), ["http", "https"].contains(scheme), u.host != nil,
+                  e.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+                throw r.invalid("fleet", "endpoints", "expected https://HOST:PORT URLs, got \"\(part)\"")
+            }
+            while e.hasSuffix("/") { e.removeLast() }
+            endpoints.append(e)
+        }
+        guard !endpoints.isEmpty else { throw r.invalid("fleet", "endpoints", "no endpoint given") }
+        var fleet = FleetSettings(name: name, machine: machine, endpoints: endpoints)
+        func file(_ key: String) -> String? {
+            guard let v = r.string("fleet", key)?.trimmingSpaces(), !v.isEmpty else { return nil }
+            return v.hasPrefix("~/") ? (ProcessInfo.processInfo.environment["HOME"] ?? "") + v.dropFirst(1) : v
+        }
+        fleet.caFile = file("ca")
+        fleet.certFile = file("cert")
+        fleet.keyFile = file("key")
+        guard (fleet.certFile == nil) == (fleet.keyFile == nil) else {
+            throw r.invalid("fleet", fleet.certFile == nil ? "cert" : "key", "cert and key go together (the TLS client certificate and its key)")
+        }
+        fleet.user = r.string("fleet", "user")?.trimmingSpaces()
+        fleet.passwordFile = file("password-file")
+        if fleet.user != nil && fleet.passwordFile == nil { throw r.invalid("fleet", "password-file", "missing: user needs a password file") }
+        if let v = try r.number("fleet", "lock-ttl", min: 5, max: 3600) { fleet.lockTTL = v }
+        if let v = try r.number("fleet", "timeout", min: 0.5, max: 600) { fleet.requestTimeout = v }
+        config.fleet = fleet
+    }
+
     /// GLib quotes the offending line's text but not its number; find it.
     private static func line(of message: String, in text: String) -> Int? {
         guard let open = message.firstIndex(of: "“"), let close = message[message.index(after: open)...].firstIndex(of: "”") else {
@@ -344,5 +393,15 @@ package enum ConfigFile {
         func letter(_ b: UInt8) -> Bool { (0x61...0x7A).contains(b) || (0x41...0x5A).contains(b) || b == 0x5F }
         guard let first = name.utf8.first, letter(first) else { return false }
         return name.utf8.allSatisfy { letter($0) || (0x30...0x39).contains($0) }
+    }
+}
+
+/// This machine's default name in a fleet: its host name, as a slot-like name.
+package enum FleetMachineName {
+    package static func fromHost() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "machine" }
+        let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return Slot.suggested(from: host.split(separator: ".").first.map(String.init) ?? host)?.name ?? "machine"
     }
 }

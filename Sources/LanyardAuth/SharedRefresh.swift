@@ -1,0 +1,149 @@
+import FoundationEssentials
+import Dispatch
+import LanyardCore
+import LanyardStore
+import LanyardFleet
+
+/// Connects to a fleet's etcd cluster (injected in tests; the gateway client otherwise).
+package typealias EtcdConnector = @Sendable (FleetSettings) throws -> any EtcdKV
+
+extension AccountManager {
+    /// This machine's fleet, from `[fleet]` in config.ini.
+    package func openFleet() throws -> Fleet {
+        guard let settings = config.fleet else { throw FleetError.notConfigured(configFile: paths.configFile) }
+        let kv = try (etcdConnector ?? FleetConnection.gateway)(settings)
+        let backend = IdentityBackend.load(paths) ?? backendForNewSlot()
+        let store = try openStore(backend, false)
+        if IdentityBackend.load(paths) == nil { try IdentityBackend.save(backend, paths: paths) }
+        let clock = self.clock
+        return Fleet(settings: settings, kv: kv, paths: paths, identityStore: store, clock: { clock.now() })
+    }
+
+    /// A due refresh of a shared slot, under the slot's local lock: adopt what another machine
+    /// already refreshed; otherwise take the fleet lock, read the fleet's copy again, refresh, and
+    /// write the new credential to the fleet (fenced by the lock and the revision read) before the
+    /// local store. Without the fleet, a token that has not expired is served as it is; an expired
+    /// one is an error: refreshing it blind could spend a refresh token another machine spent.
+    func refreshShared(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential,
+                       current local: Credential, state initial: SharedSlotState) async throws -> Credential {
+        let fleet: Fleet
+        let identity: MachineIdentity
+        do {
+            fleet = try openFleet()
+            guard let id = try fleet.identity() else { throw FleetError.identityUnavailable(detail: "this machine has none: run `lanyard fleet join`") }
+            identity = id
+        } catch let error as FleetError {
+            return try servedWithoutFleet(slot, local, error)
+        }
+        var current = local
+        var state = initial
+        do {
+            guard let (newest, revision) = try fleet.newest(slot, identity: identity, account: record.account, provider: record.provider) else {
+                // Unshared elsewhere: the slot is this machine's own again.
+                try SharedSlotState.remove(slot, paths: paths)
+                eventLog.append("fleet", slot: slot, fields: ["action": .string("unshared"), "fleet": .string(fleet.name)])
+                if !stillDue(current, before: before, force: force) { return current }
+                let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+                try keepRefreshed(slot: slot, refreshed, previous: current, store: store)
+                return refreshed
+            }
+            if revision != state.revision && !state.uploadPending {
+                current = try adopt(slot, newest, revision: revision, store: store, state: &state)
+                if !stillDue(current, before: before, force: force) && !force { return current }
+            }
+        } catch let error as FleetError {
+            return try servedWithoutFleet(slot, current, error)
+        }
+
+        let lock: FleetLock
+        do {
+            lock = try await Self.blocking { try fleet.lock(slot, httpTimeout: self.config.httpTimeout) }
+        } catch let error as FleetError {
+            return try servedWithoutFleet(slot, current, error)
+        }
+        defer { lock.release() }
+        do {
+            guard let (latest, revision) = try fleet.newest(slot, identity: identity, account: record.account, provider: record.provider) else {
+                throw FleetError.notShared(slot: slot, fleet: fleet.name)
+            }
+            if revision != state.revision && !state.uploadPending {
+                // Another machine refreshed while we waited for the lock: use its tokens.
+                current = try adopt(slot, latest, revision: revision, store: store, state: &state)
+                if !refreshRule.needsRefresh(current, now: clock.now(), boot: clock.bootInstant()) { return current }
+            } else if state.uploadPending && revision == state.revision {
+                // Our last refresh could not be written to the fleet: write it now.
+                if let written = try fleet.write(slot, credential: current, replacing: revision, under: lock) {
+                    state.revision = written
+                    state.uploadPending = false
+                    try state.save(slot, paths: paths)
+                }
+                if !stillDue(current, before: before, force: force) { return current }
+            } else if !stillDue(current, before: before, force: force) {
+                return current
+            }
+        } catch let error as FleetError {
+            if case .notShared = error { throw error }
+            return try servedWithoutFleet(slot, current, error)
+        }
+        // The request must finish well inside the lease: never start it on a lease about to end.
+        guard lock.held(margin: config.httpTimeout + 5) else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
+        let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+        var next = state
+        try keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
+            do {
+                if let written = try fleet.write(slot, credential: refreshed, replacing: state.revision, under: lock) {
+                    next.revision = written
+                    next.uploadPending = false
+                } else {
+                    next.uploadPending = true
+                }
+            } catch {
+                next.uploadPending = true
+            }
+        })
+        try next.save(slot, paths: paths)
+        if next.uploadPending {
+            eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
+                                                          "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])
+        }
+        return refreshed
+    }
+
+    /// Puts the fleet's newer credential into the local store and records its revision.
+    func adopt(_ slot: Slot, _ credential: Credential, revision: Int64, store: any CredentialStore, state: inout SharedSlotState) throws -> Credential {
+        var adopted = credential
+        adopted.lastRefreshBoot = nil  // measured on another machine's boot clock
+        try store.put(adopted, for: slot)
+        try recordStored(slot: slot, adopted)
+        state.revision = revision
+        state.uploadPending = false
+        try state.save(slot, paths: paths)
+        eventLog.append("adopt", slot: slot, fields: ["revision": .string(String(revision)),
+                                                      "expires_at": .date(adopted.tokens.expiresAt)])
+        return adopted
+    }
+
+    /// Without the fleet: the local token when it has not expired (logged, once per call), else
+    /// the fleet's error as one that says the token expired.
+    func servedWithoutFleet(_ slot: Slot, _ current: Credential, _ error: FleetError) throws -> Credential {
+        let expiry = current.tokens.expiresAt ?? (try? JWTClaims(token: current.tokens.accessToken))?.expiresAt
+        if case .unavailable(let fleet, let endpoints, let detail) = error {
+            guard let expiry, expiry > clock.now() else {
+                throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail)
+            }
+            eventLog.append("error", slot: slot, fields: ["code": .string(error.code), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
+            return current
+        }
+        if case .lockTimeout = error, let expiry, expiry > clock.now() { return current }
+        throw error
+    }
+
+    /// Runs blocking etcd work off the cooperative thread pool.
+    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import FoundationEssentials
+import Glibc
+import LanyardCore
+import LanyardStore
+
+/// What this machine knows of one shared slot, in `$XDG_DATA_HOME/lanyard/fleet/SLOT.json`
+/// (0600): the fleet it is shared in, the etcd revision its local copy came from (a newer
+/// revision in etcd means another machine refreshed), and whether the local copy is newer than
+/// etcd's (a refresh whose fleet write failed) and waits to be written there.
+///
+/// Changed only under the slot's refresh lock, so each slot's file has one writer at a time.
+package struct SharedSlotState: Equatable, Sendable, JSONDocument {
+    package var fleet: String
+    package var revision: Int64
+    package var uploadPending: Bool
+
+    package init(fleet: String, revision: Int64, uploadPending: Bool = false) {
+        self.fleet = fleet
+        self.revision = revision
+        self.uploadPending = uploadPending
+    }
+
+    package init(json: JSONFields) throws(JSONShapeError) {
+        fleet = try json.string("fleet")
+        guard let r = Int64(try json.string("revision")), r >= 0 else { throw JSONShapeError(path: json.path + ".revision", problem: "is not a revision") }
+        revision = r
+        uploadPending = try json.optionalBool("upload_pending") ?? false
+    }
+
+    package var json: JSONValue {
+        .object(["fleet": .string(fleet), "revision": .string(String(revision)), "upload_pending": .bool(uploadPending)])
+    }
+
+    package static func folder(_ paths: Paths) -> String { paths.dataDirectory + "/fleet" }
+    static func path(_ slot: Slot, _ paths: Paths) -> String { folder(paths) + "/" + slot.name + ".json" }
+
+    /// The slot's state, nil when it is not shared. A file that does not decode is an error (the
+    /// slot stays shared: treating it as local could burn the fleet's refresh token).
+    package static func load(_ slot: Slot, paths: Paths) throws -> SharedSlotState? {
+        let path = path(slot, paths)
+        guard let data = try SecureFiles.read(path) else { return nil }
+        do { return try decode(data, source: path) } catch { throw StoreError.corrupt(source: path, detail: error.detail) }
+    }
+
+    package func save(_ slot: Slot, paths: Paths) throws {
+        try SecureFiles.ensureDirectory(paths.dataDirectory)
+        try SecureFiles.ensureDirectory(Self.folder(paths))
+        try SecureFiles.atomicWrite(jsonData(), to: Self.path(slot, paths))
+    }
+
+    package static func remove(_ slot: Slot, paths: Paths) throws {
+        let path = path(slot, paths)
+        if access(path, F_OK) == 0 { try SecureFiles.removeDurably(path) }
+    }
+
+    /// Every shared slot this machine knows of.
+    package static func all(paths: Paths) -> [(Slot, SharedSlotState)] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder(paths))) ?? []
+        return names.sorted().compactMap { name -> (Slot, SharedSlotState)? in
+            guard name.hasSuffix(".json"), let slot = try? Slot(String(name.dropLast(5))),
+                  let state = try? load(slot, paths: paths) else { return nil }
+            return (slot, state)
+        }
+    }
+}
+
+extension SharedSlotState {
+    /// The slot's state, nil when it is not shared or its file does not decode (for reports).
+    package static func loadIfReadable(_ slot: Slot, paths: Paths) -> SharedSlotState? { (try? load(slot, paths: paths)) ?? nil }
+}
