@@ -52,11 +52,11 @@ let package = Package(
         .target(name: "LanyardFleet", dependencies: ["LanyardCore", "LanyardStore", "Age"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore", "LanyardFleet"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
-        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardGLib"]),
+        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardGLib"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth", "CWebSocket"]),
         .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
-            "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
+            "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardAgent", "CQrencode",
         ]),
         // `lanyard` starts fast without FoundationNetworking; commands that talk to a provider
         // continue in `lanyard-net` (installed in lib/lanyard/), the same CLI with HTTP.

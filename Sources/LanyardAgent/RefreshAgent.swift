@@ -2,6 +2,7 @@ import FoundationEssentials
 import Dispatch
 import Glibc
 import LanyardAuth
+import LanyardFleet
 import LanyardCore
 import LanyardIntegrations
 import LanyardSystem
@@ -70,6 +71,8 @@ package final class RefreshAgent {
     private var nextUsageCheck: Date?
     /// Where the event log has been read up to (auto-switching).
     private var eventsRead: EventLogCursor?
+    /// The fleet's watch and leader election, when `[fleet]` is configured.
+    private var fleet: FleetFollower?
 
     package init(manager: AccountManager, options: Options, diagnostics: @escaping (String) -> Void) {
         self.manager = manager
@@ -111,6 +114,10 @@ package final class RefreshAgent {
         var plan = Plan()
         let rule = manager.refreshRule
         let boot = manager.clock.bootInstant()
+        // Shared slots are refreshed ahead of expiry by the fleet's leading agent only; the
+        // others adopt its tokens through the watch, and step in only once a token has expired.
+        let shared = fleet == nil ? [] : Set(SharedSlotState.all(paths: manager.paths).map(\.0))
+        let leads = shared.isEmpty ? true : fleet?.leads() ?? true
         for (slot, record) in document.sortedSlots {
             let state = record.state.name
             if let before = known[slot], before != state { transition(slot, from: before, to: record) }
@@ -130,6 +137,7 @@ package final class RefreshAgent {
                 let jitterCap = max(0, min(options.jitter, rule.lead(expiry: expiry, lastRefresh: record.lastRefresh) / 2))
                 if jitters[slot]?.expiry != expiry { jitters[slot] = (expiry, Double.random(in: 0...jitterCap)) }
                 wake = due + (ignoreJitter ? 0 : jitters[slot]!.offset)
+                if !leads && shared.contains(slot), let expiry { wake = max(wake, expiry) }
             }
             if wake <= now { plan.due.append(slot) } else { plan.nextWake = min(plan.nextWake ?? wake, wake) }
         }
@@ -243,6 +251,16 @@ package final class RefreshAgent {
     package func run() throws {
         let watch = manager.registry.watch()
         defer { watch.close() }
+        if manager.config.fleet != nil {
+            do {
+                let follower = try FleetFollower(manager: manager, diagnostics: diagnostics)
+                follower.start()
+                fleet = follower
+            } catch {
+                diagnostics("fleet: \(error.userFacingDescription); shared slots are refreshed without the fleet's leader")
+            }
+        }
+        defer { fleet?.stop() }
         // Auto-switching also wakes on the event log (a `usage_limit_reached` another process saw).
         var events: FolderWatch?
         if options.autoSwitch {

@@ -31,7 +31,7 @@ package enum Lanyard {
             IntegrationCommands.codex, GhCommand.command, GitCredentialCommand.command, CredentialHelperCommands.docker,
             CredentialHelperCommands.kube, CredentialHelperCommands.netrc,
         ]),
-        CommandGroup(title: "Store", commands: [StoreGroupCommand.store, DoctorCommand.command, BundleCommands.export, BundleCommands.import]),
+        CommandGroup(title: "Store", commands: [StoreGroupCommand.store, FleetCommands.fleet, DoctorCommand.command, BundleCommands.export, BundleCommands.import]),
         CommandGroup(title: "Agent", commands: [AgentCommands.agent, AgentCommands.events]),
         CommandGroup(title: "Other", commands: [MetaCommands.completion, MetaCommands.version, MetaCommands.help]),
     ]

@@ -1,0 +1,91 @@
+import FoundationEssentials
+import Dispatch
+import LanyardCore
+import LanyardStore
+import LanyardAuth
+import LanyardFleet
+
+/// The agent's part in a fleet: it watches the fleet's shared slots and brings this machine's
+/// copies up to date within moments of a refresh anywhere, and it stands for leader so that one
+/// agent refreshes shared slots ahead of expiry (the others leave them to it).
+final class FleetFollower: @unchecked Sendable {
+    private let manager: AccountManager
+    private let fleet: Fleet
+    private let campaign: FleetCampaign
+    private let diagnostics: (String) -> Void
+    private let handle = Locked<(any EtcdWatchHandle)?>(nil)
+    private let stopped = Locked(false)
+    private let done = DispatchSemaphore(value: 0)
+    private let wake = DispatchSemaphore(value: 0)
+
+    init(manager: AccountManager, diagnostics: @escaping (String) -> Void) throws {
+        self.manager = manager
+        fleet = try manager.openFleet()
+        campaign = FleetCampaign(kv: fleet.kv, keys: fleet.keys, machine: fleet.machine)
+        self.diagnostics = diagnostics
+    }
+
+    /// Whether this agent should refresh shared slots ahead of expiry.
+    func leads() -> Bool { campaign.leads() }
+
+    /// Starts following on a thread of its own.
+    func start() {
+        DispatchQueue.global(qos: .utility).async { [self] in
+            follow()
+            done.signal()
+        }
+    }
+
+    func stop() {
+        stopped.withLock { $0 = true }
+        handle.withLock { $0 }?.cancel()
+        wake.signal()
+        campaign.resign()
+        _ = done.wait(timeout: .now() + 5)
+    }
+
+    private func follow() {
+        var failures = 0
+        while !stopped.withLock({ $0 }) {
+            do {
+                // Catch up first, then watch from the revision that read saw.
+                let start = try fleet.kv.range(fleet.keys.slots, EtcdRangeOptions(prefix: true, keysOnly: true)).revision
+                sync(nil)
+                let watch = fleet.kv.makeWatchHandle()
+                handle.withLock { $0 = watch }
+                if stopped.withLock({ $0 }) { return }
+                failures = 0
+                try fleet.kv.watch(prefix: fleet.keys.slots, startRevision: start + 1, handle: watch) { events, _ in
+                    for slot in Set(events.compactMap({ self.fleet.keys.name(of: $0.kv.key, in: self.fleet.keys.slots) }).compactMap({ try? Slot($0) })) {
+                        self.sync(slot)
+                    }
+                    return !self.stopped.withLock { $0 }
+                }
+            } catch EtcdError.cancelled {
+                return
+            } catch {
+                failures += 1
+                diagnostics("fleet \(fleet.name): \(error.userFacingDescription); watching again in a moment")
+                // Back off (up to 10 s) while etcd is away; stop() ends the wait.
+                _ = wake.wait(timeout: .now() + min(10, 0.5 * Double(failures)))
+            }
+        }
+    }
+
+    private func sync(_ slot: Slot?) {
+        let manager = self.manager
+        let finished = DispatchSemaphore(value: 0)
+        let result = Locked<String?>(nil)
+        Task.detached {
+            do {
+                let outcomes = try await manager.fleetSync(only: slot)
+                result.withLock { $0 = outcomes.filter { $0.1 != .current }.map { "\($0.0.name): \($0.1.rawValue)" }.joined(separator: ", ") }
+            } catch {
+                result.withLock { $0 = "sync failed: \(error.userFacingDescription)" }
+            }
+            finished.signal()
+        }
+        finished.wait()
+        if let text = result.withLock({ $0 }), !text.isEmpty { diagnostics("fleet \(fleet.name): \(text)") }
+    }
+}
