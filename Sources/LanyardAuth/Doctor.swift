@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardStore
+import LanyardFleet
 
 /// What ``AccountManager/diagnose()`` found: each backend's health, each slot checked against
 /// the backend that should hold it, stored items the registry does not list, and refreshed tokens
@@ -201,7 +202,8 @@ extension AccountManager {
         }
         var unregistered: [DoctorReport.UnregisteredItem] = []
         for kind in BackendKind.allCases {
-            for slot in (itemsByBackend[kind] ?? []).sorted() where document.slots[slot]?.backend != kind {
+            // The fleet identity is kept in a store under a reserved entry the registry never lists.
+            for slot in (itemsByBackend[kind] ?? []).sorted() where document.slots[slot]?.backend != kind && slot != MachineIdentity.storeSlot {
                 unregistered.append(DoctorReport.UnregisteredItem(slot: slot, backend: kind))
             }
         }

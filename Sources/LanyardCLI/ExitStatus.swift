@@ -31,6 +31,7 @@ extension ExitStatus {
         "missing_account_id": .reauthenticationRequired, "token_exchange_refused": .reauthenticationRequired,
         // the credential store
         "store_unavailable": .storeUnavailable, "store_locked": .storeUnavailable, "store_timed_out": .storeUnavailable,
+        "fleet_unavailable": .storeUnavailable, "fleet_lock_timeout": .storeUnavailable,
         // network and servers
         "network_failure": .network, "network_unavailable": .network, "invalid_response": .network, "http_error": .network,
         "token_exchange_failed": .network, "streaming_replay_diverged": .network, "response_failed": .network,
@@ -51,6 +52,10 @@ extension ExitStatus {
         "bundle_encrypt": .failure, "bundle_missing": .failure, "bundle_no_identity": .failure,
         "bundle_provider_mismatch": .failure, "bundle_unknown_provider": .failure, "nothing_to_export": .failure,
         "agent_running": .failure, "git_config_failed": .failure, "error": .failure,
+        "fleet_not_configured": .failure, "fleet_exists": .failure, "fleet_missing": .failure, "fleet_not_member": .failure,
+        "fleet_unknown_machine": .failure, "fleet_fingerprint_mismatch": .failure, "fleet_slot_shared": .failure,
+        "fleet_slot_not_shared": .failure, "fleet_credential_refused": .failure, "fleet_identity_unavailable": .failure,
+        "fleet_lock_lost": .failure, "fleet_data_corrupt": .failure,
     ]
 
     /// The exit status for `error`: by its code, except a refresh worker's failure, which passes

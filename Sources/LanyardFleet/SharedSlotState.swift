@@ -68,3 +68,12 @@ extension SharedSlotState {
     /// The slot's state, nil when it is not shared or its file does not decode (for reports).
     package static func loadIfReadable(_ slot: Slot, paths: Paths) -> SharedSlotState? { (try? load(slot, paths: paths)) ?? nil }
 }
+
+extension SharedSlotState {
+    /// Each shared slot's fleet, read only when the fleet folder exists (`list` pays nothing
+    /// without a fleet).
+    package static func fleets(paths: Paths) -> [Slot: String] {
+        guard access(folder(paths), F_OK) == 0 else { return [:] }
+        return Dictionary(all(paths: paths).map { ($0.0, $0.1.fleet) }, uniquingKeysWith: { a, _ in a })
+    }
+}

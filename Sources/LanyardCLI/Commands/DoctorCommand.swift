@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardFleet
 import LanyardSystem
 import LanyardIntegrations
 import LanyardStore
@@ -30,15 +31,31 @@ enum DoctorCommand {
         var report = try manager.diagnose(pins: inv.pinSearch)
         report.include(recovered)
         if inv.args.has("repair") { report = try manager.repair(report) }
-        inv.emit(DoctorView(report: report)) { DoctorView.text(report, inv) }
-        return report.problems.isEmpty ? .ok : .failure
+        let fleet = manager.config.fleet == nil ? nil : manager.fleetStatus()
+        let view = DoctorView(report: report, fleet: fleet)
+        inv.emit(view) { view.text(inv) }
+        return view.problems.isEmpty ? .ok : .failure
     }
 }
 
 /// `doctor`'s two renderings of a ``DoctorReport``: `--json` and ``text(_:_:)``.
 struct DoctorView: JSONView {
-    static let keys = ["registry", "backends", "slots", "unregistered_items", "stray_pins", "problems", "repaired", "process"]
+    static let keys = ["registry", "backends", "slots", "unregistered_items", "stray_pins", "problems", "repaired", "process", "fleet"]
+    static let optionalKeys: Set<String> = ["fleet"]
     let report: DoctorReport
+    /// The fleet's health, when `[fleet]` is configured.
+    var fleet: FleetStatusReport? = nil
+
+    /// The report's problems and the fleet's: etcd out of reach, or this machine not a member.
+    var problems: [String] {
+        guard let fleet else { return report.problems }
+        var fleetProblems: [String] = []
+        if let problem = fleet.problem { fleetProblems.append("fleet \(fleet.fleet): \(problem)") }
+        else if fleet.standing != "member" {
+            fleetProblems.append("fleet \(fleet.fleet): this machine (\(fleet.machine)) is \(fleet.standing == "pending" ? "waiting for approval" : "not a member"): see `lanyard fleet status`")
+        }
+        return report.problems + fleetProblems
+    }
 
     var json: JSONValue {
         .object([
@@ -58,14 +75,18 @@ struct DoctorView: JSONView {
                 .object(["slot": .string($0.slot.name), "backend": .string($0.backend.rawValue)])
             }),
             "stray_pins": .array(report.strayPins.map { .object(["path": .string($0.path), "name": .string($0.name)]) }),
-            "problems": .array(report.problems.map(JSONValue.string)),
+            "problems": .array(problems.map(JSONValue.string)),
             "repaired": .array(report.repairs.map { .string($0.description) }),
             "process": .object(["dumpable": .bool(ProcessHardening.isDumpable),
                                 "core_limit": ProcessHardening.coreLimit.map { .number(Double($0)) } ?? .null]),
-        ])
+            "fleet": fleet.map { f in
+                JSONValue.object(["name": .string(f.fleet), "machine": .string(f.machine), "standing": .string(f.standing), "healthy": .bool(f.healthy),
+                                  "shared_slots": .array(f.slots.map { .string($0.slot.name) }), "problem": .optional(f.problem)]).droppingNulls
+            } ?? .null,
+        ]).droppingNulls
     }
 
-    static func text(_ report: DoctorReport, _ inv: Invocation) {
+    func text(_ inv: Invocation) {
         let s = inv.style
         let out = inv.stdout
         out.line(s.bold("Registry") + "  \(report.registryPath) (\(report.slotCount) slot\(report.slotCount == 1 ? "" : "s"))")
@@ -94,8 +115,13 @@ struct DoctorView: JSONView {
         let hardened = !ProcessHardening.isDumpable && ProcessHardening.coreLimit == 0
         out.line(s.bold("Process") + "   " + (hardened ? "no core dumps, not traceable by other processes"
                                                        : "may be dumped or traced: prctl(PR_SET_DUMPABLE) or setrlimit(RLIMIT_CORE) was refused"))
+        if let fleet {
+            let health = fleet.problem == nil ? "\(fleet.standing), \(fleet.slots.count) shared slot\(fleet.slots.count == 1 ? "" : "s"), "
+                + "\(fleet.endpoints.filter { $0.problem == nil }.count) of \(fleet.endpoints.count) etcd endpoints answer" : "unreachable"
+            out.line(s.bold("Fleet") + "     \(fleet.fleet) as \(fleet.machine): \(health)")
+        }
         for repair in report.repairs { out.line(s.green("repaired: ") + "\(repair.description)") }
-        let problems = report.problems
+        let problems = self.problems
         if problems.isEmpty {
             out.line(s.green("No problems found."))
         } else {
@@ -104,5 +130,5 @@ struct DoctorView: JSONView {
         }
     }
 
-    private static func column(_ text: String) -> String { text.padded(toWidth: 16) }
+    private func column(_ text: String) -> String { text.padded(toWidth: 16) }
 }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAgent
 import LanyardCore
+import LanyardFleet
 import LanyardStore
 
 extension SlotCommands {
@@ -22,8 +23,9 @@ extension SlotCommands {
             }
             return .ok
         }
+        let shared = SharedSlotState.fleets(paths: inv.paths)
         if inv.json {
-            ListView(document: document).write(pretty: true) { inv.stdout.write(bytes: $0) }
+            ListView(document: document, shared: shared).write(pretty: true) { inv.stdout.write(bytes: $0) }
             return .ok
         }
         if document.slots.isEmpty {
@@ -34,7 +36,8 @@ extension SlotCommands {
                 let active = slot == document.active
                 return [active ? s.green("*") : " ", active ? s.bold(slot.name) : "\(slot.name)", "\(record.provider)",
                         "\(record.account.email ?? "-")", "\(record.account.plan?.displayName ?? "-")", s.state(record.state),
-                        "\(record.expiresAt.map { RelativeTime.describe($0, now: inv.now) } ?? "-")", "\(record.backend.rawValue)"]
+                        "\(record.expiresAt.map { RelativeTime.describe($0, now: inv.now) } ?? "-")",
+                        "\(record.backend.rawValue)\(shared[slot].map { ", fleet " + $0 } ?? "")"]
             }
             inv.stdout.write(Table.render(header: [" ", "SLOT", "PROVIDER", "ACCOUNT", "PLAN", "STATE", "EXPIRES", "BACKEND"],
                                           rows: rows, style: s))

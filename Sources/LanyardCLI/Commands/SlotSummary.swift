@@ -7,10 +7,12 @@ import LanyardStore
 /// A slot as `list`, `status` and `--json` show it: registry data, never a secret.
 struct SlotSummaryView: JSONView {
     static let keys = ["slot", "active", "provider", "backend", "email", "plan", "plan_name", "account_id", "fedramp",
-                       "state", "state_message", "expires_at", "last_refresh", "last_error"]
+                       "state", "state_message", "expires_at", "last_refresh", "last_error", "shared"]
     let slot: Slot
     let record: SlotRecord
     let active: Bool
+    /// The fleet the slot is shared in, if any.
+    var shared: String? = nil
 
     /// The fields in key order, for ``ListView/write(pretty:to:)``.
     var fields: [(key: StaticString, value: JSONValue)] {
@@ -22,7 +24,7 @@ struct SlotSummaryView: JSONView {
             ("fedramp", .bool(record.account.isFedRAMPAccount)), ("last_error", .optional(record.lastErrorCode)),
             ("last_refresh", .date(record.lastRefresh)), ("plan", .optional(record.account.plan?.rawValue)),
             ("plan_name", .optional(record.account.plan?.displayName)), ("provider", .string(record.provider)),
-            ("slot", .string(slot.name)), ("state", .string(record.state.name)), ("state_message", .optional(stateMessage)),
+            ("shared", .optional(shared)), ("slot", .string(slot.name)), ("state", .string(record.state.name)), ("state_message", .optional(stateMessage)),
         ]
     }
 
@@ -34,10 +36,12 @@ struct SlotSummaryView: JSONView {
 struct ListView: JSONView {
     static let keys = ["active", "slots"]
     let document: RegistryDocument
+    /// Shared slots and their fleet.
+    var shared: [Slot: String] = [:]
 
     var json: JSONValue {
         .object(["active": .optional(document.active?.name),
-                 "slots": .array(document.sortedSlots.map { SlotSummaryView(slot: $0.slot, record: $0.record, active: $0.slot == document.active).json })])
+                 "slots": .array(document.sortedSlots.map { SlotSummaryView(slot: $0.slot, record: $0.record, active: $0.slot == document.active, shared: shared[$0.slot]).json })])
     }
 
     /// The document written field by field (no dictionary per slot) and handed to `sink` in
@@ -55,7 +59,7 @@ struct ListView: JSONView {
         for slot in document.slots.keys.sorted() {
             guard let record = document.slots[slot] else { continue }
             writer.beginObject()
-            for field in SlotSummaryView(slot: slot, record: record, active: slot == document.active).fields {
+            for field in SlotSummaryView(slot: slot, record: record, active: slot == document.active, shared: shared[slot]).fields {
                 writer.key(field.key)
                 writer.value(field.value)
             }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAgent
 import LanyardCore
+import LanyardFleet
 import LanyardIntegrations
 import LanyardStore
 
@@ -27,7 +28,8 @@ extension SlotCommands {
         let active = try view.active()
         let autoSwitch = try inv.config().autoSwitch
         let lastSwitch = AutoSwitchState.load(inv.paths).lastSwitch
-        let summary = SlotSummaryView(slot: slot, record: record, active: slot == active)
+        let shared = SharedSlotState.loadIfReadable(slot, paths: inv.paths)?.fleet
+        let summary = SlotSummaryView(slot: slot, record: record, active: slot == active, shared: shared)
         inv.emit(StatusView(summary: summary, chosenBy: rule?.name, autoSwitch: autoSwitch, lastSwitch: lastSwitch)) {
             let s = inv.style
             func time(_ d: Date?) -> String {
@@ -44,6 +46,7 @@ extension SlotCommands {
                 ("last error", "\(record.lastErrorCode ?? "-")"),
                 ("backend", "\(record.backend.displayName)"),
             ]
+            if let shared { lines.append(("shared", "in fleet \(shared) (`lanyard fleet status`)")) }
             if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
             if let rule { lines.append(("chosen by", "\(rule.explanation)")) }
             lines.append(("auto-switch", autoSwitch.mode == .off ? "off"
@@ -72,7 +75,7 @@ extension SlotCommands {
         while true {
             let document = try inv.registry.load()
             if inv.json {
-                if document != last { ListView(document: document).write(pretty: false) { inv.stdout.write(bytes: $0) } }
+                if document != last { ListView(document: document, shared: SharedSlotState.fleets(paths: inv.paths)).write(pretty: false) { inv.stdout.write(bytes: $0) } }
             } else if inv.context.stdoutIsTTY || document != last {
                 let s = inv.style
                 let now = inv.now
