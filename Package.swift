@@ -35,6 +35,9 @@ let package = Package(
         // A blocking WebSocket client over libwebsockets (headers from libwebsockets-dev), loaded with
         // dlopen when a stream first opens a WebSocket, so no binary links it.
         .target(name: "CWebSocket"),
+        // One blocking HTTP POST over libcurl (headers from libcurl4-openssl-dev), loaded with dlopen
+        // when LanyardFleet first talks to etcd, so no binary links it.
+        .target(name: "CCurl"),
 
         .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries"]),
 
@@ -52,6 +55,9 @@ let package = Package(
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardGLib"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth", "CWebSocket"]),
+        // A fleet of machines sharing accounts through etcd (package access only): the etcd v3
+        // client over its JSON gateway, on CCurl.
+        .target(name: "LanyardFleet", dependencies: ["LanyardCore", "CCurl"]),
         .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
             "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardAgent", "CQrencode",
