@@ -81,6 +81,7 @@ let package = Package(
         .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardCore"]),
+        .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "LanyardCore"]),
         .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardTestSupport"]),
         // Checks of the repository as a whole: layering, the public API list, the GLib boundary.
         .testTarget(name: "RepositoryChecks", dependencies: ["LanyardCore", "LanyardTestSupport"], exclude: ["PublicAPI.txt"]),
