@@ -35,6 +35,9 @@ let package = Package(
         // A blocking WebSocket client over libwebsockets (headers from libwebsockets-dev), loaded with
         // dlopen when a stream first opens a WebSocket, so no binary links it.
         .target(name: "CWebSocket"),
+        // One blocking HTTP POST over libcurl (headers from libcurl4-openssl-dev), loaded with dlopen
+        // when LanyardFleet first talks to etcd, so no binary links it.
+        .target(name: "CCurl"),
 
         .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries"]),
 
@@ -49,7 +52,7 @@ let package = Package(
         .target(name: "Age", dependencies: ["CSodium", "CLazyLibraries"]),
         .target(name: "LanyardStore", dependencies: ["LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
         // A fleet of machines sharing slots through etcd (the v3 JSON gateway over libcurl).
-        .target(name: "LanyardFleet", dependencies: ["LanyardCore", "LanyardStore", "Age"]),
+        .target(name: "LanyardFleet", dependencies: ["LanyardCore", "LanyardStore", "Age", "CCurl"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore", "LanyardFleet"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardGLib"]),
@@ -77,6 +80,7 @@ let package = Package(
         .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardCore"]),
+        .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardTestSupport"]),
         // Checks of the repository as a whole: layering, the public API list, the GLib boundary.
         .testTarget(name: "RepositoryChecks", dependencies: ["LanyardCore", "LanyardTestSupport"], exclude: ["PublicAPI.txt"]),

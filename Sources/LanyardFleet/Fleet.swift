@@ -80,7 +80,7 @@ package struct Fleet: Sendable {
             return existing
         }
         let request = FleetMember(machine: machine, recipient: identity.recipient, addedAt: clock(), approvedBy: nil)
-        try etcd { try kv.put(keys.pending(machine), value: Array(request.jsonData()), lease: 0) }
+        _ = try etcd { try kv.put(keys.pending(machine), value: Array(request.jsonData()), lease: 0) }
         return request
     }
 
