@@ -43,7 +43,7 @@ package struct FleetStatusReport: Sendable {
     package var slots: [SharedSlot]
     /// The agent that leads refreshes (nil: none running).
     package var leader: String?
-    /// This machine's standing: `member`, `pending` or `outsider`.
+    /// This machine's standing: `member`, `pending`, `outsider`, or `unknown` (etcd did not answer).
     package var standing: String
 }
 
@@ -161,7 +161,7 @@ extension AccountManager {
                                      members: [], pending: [], slots: [], leader: nil, standing: "outsider")
         }
         var report = FleetStatusReport(fleet: settings.name, machine: settings.machine, endpoints: [], healthy: false, problem: nil,
-                                       members: [], pending: [], slots: [], leader: nil, standing: "outsider")
+                                       members: [], pending: [], slots: [], leader: nil, standing: "unknown")
         let fleet: Fleet
         do { fleet = try openFleet() } catch {
             report.problem = error.userFacingDescription
@@ -172,6 +172,7 @@ extension AccountManager {
             report.members = try fleet.members()
             report.pending = try fleet.pendingMembers()
             report.healthy = true
+            report.standing = "outsider"
             let recipient = try? fleet.identity()?.recipient
             if report.members.contains(where: { $0.machine == settings.machine && $0.recipient == recipient }) {
                 report.standing = "member"

@@ -33,7 +33,7 @@ extension AccountManager {
             guard let id = try fleet.identity() else { throw FleetError.identityUnavailable(detail: "this machine has none: run `lanyard fleet join`") }
             identity = id
         } catch let error as FleetError {
-            return try servedWithoutFleet(slot, local, error)
+            return try servedWithoutFleet(slot, local, error, force: force)
         }
         var current = local
         var state = initial
@@ -52,14 +52,14 @@ extension AccountManager {
                 if !stillDue(current, before: before, force: force) && !force { return current }
             }
         } catch let error as FleetError {
-            return try servedWithoutFleet(slot, current, error)
+            return try servedWithoutFleet(slot, current, error, force: force)
         }
 
         let lock: FleetLock
         do {
             lock = try await Self.blocking { try fleet.lock(slot, httpTimeout: self.config.httpTimeout) }
         } catch let error as FleetError {
-            return try servedWithoutFleet(slot, current, error)
+            return try servedWithoutFleet(slot, current, error, force: force)
         }
         defer { lock.release() }
         do {
@@ -83,7 +83,7 @@ extension AccountManager {
             }
         } catch let error as FleetError {
             if case .notShared = error { throw error }
-            return try servedWithoutFleet(slot, current, error)
+            return try servedWithoutFleet(slot, current, error, force: force)
         }
         // The request must finish well inside the lease: never start it on a lease about to end.
         guard lock.held(margin: config.httpTimeout + 5) else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
@@ -124,8 +124,11 @@ extension AccountManager {
     }
 
     /// Without the fleet: the local token when it has not expired (logged, once per call), else
-    /// the fleet's error as one that says the token expired.
-    func servedWithoutFleet(_ slot: Slot, _ current: Credential, _ error: FleetError) throws -> Credential {
+    /// the fleet's error as one that says the token expired. A forced refresh (`lanyard refresh`)
+    /// fails with the fleet's error instead.
+    func servedWithoutFleet(_ slot: Slot, _ current: Credential, _ error: FleetError, force: Bool = false) throws -> Credential {
+        // A refresh asked for explicitly is not done: say so rather than hand back the old token.
+        if force { throw error }
         let expiry = current.tokens.expiresAt ?? (try? JWTClaims(token: current.tokens.accessToken))?.expiresAt
         if case .unavailable(let fleet, let endpoints, let detail) = error {
             guard let expiry, expiry > clock.now() else {

@@ -58,15 +58,18 @@ package enum FleetError: LanyardError, Equatable {
     }
 
     package var errorDescription: String? {
-        func tried(_ e: [String]) -> String { e.joined(separator: ", ") }
+        // The etcd error names each endpoint it tried; the list is added only when it does not.
+        func tried(_ e: [String], _ detail: String) -> String {
+            e.allSatisfy({ detail.contains($0) }) ? detail : "tried \(e.joined(separator: ", ")): \(detail)"
+        }
         switch self {
         case .notConfigured(let file):
             return "no fleet is configured: add a [fleet] group (name, endpoints, ca, cert, key) to \(file); see docs/fleet.md"
         case .unavailable(let fleet, let endpoints, let detail):
-            return "fleet \(fleet) is unreachable (tried \(tried(endpoints))): \(detail)"
+            return "fleet \(fleet) is unreachable: \(tried(endpoints, detail))"
         case .expiredWhileUnavailable(let slot, let fleet, let endpoints, let detail):
             return "slot \(slot.name)'s token has expired and fleet \(fleet) cannot be reached to refresh it safely "
-                + "(tried \(tried(endpoints)): \(detail)); it will be refreshed once etcd answers again"
+                + "(\(tried(endpoints, detail))); it will be refreshed once etcd answers again"
         case .alreadyExists(let fleet): return "fleet \(fleet) already exists: join it with `lanyard fleet join` instead"
         case .noSuchFleet(let fleet): return "fleet \(fleet) does not exist yet: run `lanyard fleet init` on its first machine"
         case .notMember(let fleet, let machine, let pending):

@@ -50,7 +50,7 @@ struct DoctorView: JSONView {
     var problems: [String] {
         guard let fleet else { return report.problems }
         var fleetProblems: [String] = []
-        if let problem = fleet.problem { fleetProblems.append("fleet \(fleet.fleet): \(problem)") }
+        if let problem = fleet.problem { fleetProblems.append(problem) }
         else if fleet.standing != "member" {
             fleetProblems.append("fleet \(fleet.fleet): this machine (\(fleet.machine)) is \(fleet.standing == "pending" ? "waiting for approval" : "not a member"): see `lanyard fleet status`")
         }
