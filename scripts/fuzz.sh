@@ -30,8 +30,12 @@ module_files() { # MODULE FILE…   (for the harness in $name)
     mkdir -p "$out/src/$name"
     for f in "$@"; do sed -e '/^import Lanyard/d' -e '/^import Age$/d' "$root/Sources/$module/$f.swift" > "$out/src/$name/${f##*/}.swift"; done
 }
-# LanyardCore: pure Swift (the OS plumbing and its C call live in LanyardSystem).
-core=("$root"/Sources/LanyardCore/*.swift)
+# LanyardSupport and LanyardCore: pure Swift (the OS plumbing and its C call live in LanyardSystem).
+mkdir -p "$out/src/core"
+for f in "$root"/Sources/LanyardSupport/*.swift "$root"/Sources/LanyardCore/*.swift; do
+    sed -e '/^import Lanyard/d' "$f" > "$out/src/core/${f##*/}"
+done
+core=("$out"/src/core/*.swift)
 # build_harness NAME: compiles NAME's harness with the sources it needs (whole-module, two threads:
 # half the time of file-by-file) into $out/NAME-fuzzer; its compiler output goes to $out/NAME.build.log.
 build_harness() {

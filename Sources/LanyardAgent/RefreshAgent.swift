@@ -4,6 +4,7 @@ import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
+import LanyardSupport
 import LanyardSystem
 import LanyardStore
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 /// What ``AccountManager/diagnose()`` found: each backend's health, each slot checked against
 /// the backend that should hold it, stored items the registry does not list, and refreshed tokens

@@ -4,6 +4,7 @@ import LanyardAgent
 import LanyardCore
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
 
 extension SlotCommands {
     static let status = CommandSpec(
