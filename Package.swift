@@ -48,18 +48,21 @@ let package = Package(
         // and EINTR-safe calls, so the layers above do not each wrap them again.
         .target(name: "LanyardSystem", dependencies: ["CProcessControl"]),
 
-        .target(name: "LanyardCore"),
+        // Support code, package-only: the JSON reader and writer, text rules and helpers, the
+        // start-up trace, locks. LanyardCore's vocabulary is written with it.
+        .target(name: "LanyardSupport"),
+        .target(name: "LanyardCore", dependencies: ["LanyardSupport"]),
         .target(name: "Age", dependencies: ["CSodium", "CLazyLibraries"]),
-        .target(name: "LanyardStore", dependencies: ["LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
+        .target(name: "LanyardStore", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
         // A fleet of machines sharing slots through etcd (the v3 JSON gateway over libcurl).
-        .target(name: "LanyardFleet", dependencies: ["LanyardCore", "LanyardStore", "Age", "CCurl"]),
-        .target(name: "LanyardAuth", dependencies: ["LanyardCore", "LanyardStore", "LanyardFleet"]),
-        .target(name: "LanyardIntegrations", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
-        .target(name: "LanyardAgent", dependencies: ["LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardGLib"]),
-        .target(name: "LanyardNetwork", dependencies: ["LanyardCore", "LanyardAuth", "CWebSocket"]),
-        .target(name: "LanyardKit", dependencies: ["LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]),
+        .target(name: "LanyardFleet", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "Age", "CCurl"]),
+        .target(name: "LanyardAuth", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardFleet"]),
+        .target(name: "LanyardIntegrations", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
+        .target(name: "LanyardAgent", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardGLib"]),
+        .target(name: "LanyardNetwork", dependencies: ["LanyardSupport", "LanyardCore", "LanyardAuth", "CWebSocket"]),
+        .target(name: "LanyardKit", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
-            "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardAgent", "CQrencode",
+            "LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardAgent", "CQrencode",
         ]),
         // `lanyard` starts fast without FoundationNetworking; commands that talk to a provider
         // continue in `lanyard-net` (installed in lib/lanyard/), the same CLI with HTTP.
@@ -71,17 +74,18 @@ let package = Package(
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
         .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore"]),
 
-        .target(name: "LanyardTestSupport", dependencies: ["LanyardAuth", "LanyardStore", "LanyardCore"], path: "Tests/Support"),
-        .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore"]),
-        .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
+        .target(name: "LanyardTestSupport", dependencies: ["LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"], path: "Tests/Support"),
+        .testTarget(name: "LanyardSupportTests", dependencies: ["LanyardSupport"]),
+        .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore", "LanyardSupport"]),
+        .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
-        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "Age", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardCore"]),
-        .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "LanyardSupport", "Age", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardCore", "LanyardSupport"]),
+        .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         // Checks of the repository as a whole: layering, the public API list, the GLib boundary.
         .testTarget(name: "RepositoryChecks", dependencies: ["LanyardCore", "LanyardTestSupport"], exclude: ["PublicAPI.txt"]),
     ],

@@ -1,9 +1,10 @@
-// libFuzzer harness for the ASCII armor decoder. Built by scripts/fuzz.sh with
-// Sources/Age/*.swift as one module. Beyond "does not crash" it checks that the
-// decoder is strict: anything it accepts must be the canonical encoding of what
-// it decoded, up to the tolerated CRLF line ends and surrounding whitespace.
+// libFuzzer harness for the ASCII armor decoder. Built by scripts/fuzz.sh against the Age
+// module. Beyond "does not crash" it checks that the decoder is strict: anything it accepts must
+// be the canonical encoding of what it decoded, up to the tolerated CRLF line ends and
+// surrounding whitespace.
 
 import Foundation
+import Age
 
 private func isSpace(_ c: UInt8) -> Bool { c == 0x20 || (0x09...0x0D).contains(c) }
 

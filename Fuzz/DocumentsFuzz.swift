@@ -1,69 +1,18 @@
 // libFuzzer harness for the files Lanyard reads that other hands may have written: config.ini
-// (the values Lanyard interprets; the key-file syntax is GLib's, so a small stand-in KeyFile below
-// splits groups and keys), `.lanyard` pins, Codex's auth.json, the plaintext of an export bundle,
-// and the registry.
-// Built by scripts/fuzz.sh with Sources/LanyardCore, Sources/Age and the parsing files of
-// LanyardStore and LanyardIntegrations. Every input is tried as each of them.
+// (read by GLib's key-file parser, as in Lanyard, then interpreted), `.lanyard` pins, Codex's
+// auth.json, the plaintext of an export bundle, and the registry.
+// Built by scripts/fuzz.sh against LanyardStore and LanyardIntegrations (and the modules below
+// them). Every input is tried as each of them.
 // Beyond "does not crash": what parses round-trips through Lanyard's own encoding unchanged (an
 // auth.json, the credential made from it, a bundle, a registry whether read streaming or whole),
 // a config's numbers are finite and in their documented ranges, and no message about the input
 // (error or warning) carries a raw control character to the terminal.
 
 import Foundation
-
-/// The stand-in for LanyardGLib's KeyFile: `[group]` and `key = value` lines, `#` comments, GLib's
-/// escapes in values. Stricter than GLib is not the point; what Lanyard makes of the values is.
-package final class KeyFile {
-    package struct ParseError: Error { package var message: String }
-    private var order: [String] = []
-    private var entries: [String: [(String, String)]] = [:]
-
-    package init() {}
-
-    package func load(_ text: String) throws(ParseError) {
-        var group: String?
-        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            if line.hasPrefix("[") {
-                guard line.hasSuffix("]"), line.count > 2 else { throw ParseError(message: "line \(number + 1): invalid group") }
-                let name = String(line.dropFirst().dropLast())
-                if entries[name] == nil { order.append(name); entries[name] = [] }
-                group = name
-                continue
-            }
-            guard let group, let eq = line.firstIndex(of: "=") else { throw ParseError(message: "line \(number + 1): not a key") }
-            let key = line[..<eq].trimmingCharacters(in: .whitespaces)
-            guard !key.isEmpty else { throw ParseError(message: "line \(number + 1): empty key") }
-            entries[group]!.append((key, unescape(line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces))))
-        }
-    }
-
-    private func unescape(_ s: String) -> String {
-        var out = "", escaped = false
-        for c in s {
-            if escaped {
-                out.append(["n": "\n", "t": "\t", "r": "\r", "s": " ", "\\": "\\"][c] ?? c)
-                escaped = false
-            } else if c == "\\" { escaped = true } else { out.append(c) }
-        }
-        return out
-    }
-
-    package func groups() -> [String] { order }
-    package func keys(_ group: String) -> [String] { (entries[group] ?? []).map(\.0) }
-    package func string(_ group: String, _ key: String) -> String? { entries[group]?.last { $0.0 == key }?.1 }
-}
-
-/// CredentialStore.swift names the registry's transactions (for staged writes), which the
-/// documents never use.
-package final class RegistryTransaction {}
-
-/// ConfigFile.load's one use of the file layer.
-enum SecureFiles {
-    static func read(_ path: String, mapped: Bool = false) throws -> Data? { nil }
-    static func readUserFile(_ path: String) throws -> Data? { nil }
-}
+import LanyardCore
+import LanyardIntegrations
+import LanyardStore
+import LanyardSupport
 
 /// No raw C0/C1 control character (or DEL) except a line break: what reaches a terminal.
 func assertPrintable(_ text: String, _ what: String) {

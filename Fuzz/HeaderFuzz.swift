@@ -1,11 +1,12 @@
 // libFuzzer harness for the age header parser (and the decrypt path behind it).
-// Built by scripts/fuzz.sh together with Sources/Age/*.swift as one module, so
+// Built by scripts/fuzz.sh against the Age module, built for testing so that its
 // internal API is reachable. Properties checked beyond "does not crash":
 //   * a header that parses re-encodes to exactly the bytes it was parsed from
 //     (the parser is canonical, which the MAC-over-raw-bytes check relies on);
 //   * decryption never returns plaintext together with an error it should not.
 
 import Foundation
+@testable import Age
 
 private let identities: [any Identity] = {
     var ids: [any Identity] = [X25519Identity.generate()]

@@ -1,12 +1,14 @@
 // libFuzzer harness for the credential-helper protocols Lanyard reads from other programs: git's
 // credential protocol, Docker's server URLs and store input, KUBERNETES_EXEC_INFO, netrc fields and
-// JWT claims. Built by scripts/fuzz.sh with Sources/LanyardCore/*.swift and the protocol files of
-// Sources/LanyardIntegrations (their `import LanyardCore` removed).
+// JWT claims. Built by scripts/fuzz.sh against LanyardIntegrations and the modules below it.
 // Beyond "does not crash": a git request's attributes never contain a NUL or a newline, nor
 // does Docker's input, a Docker host has no scheme, slash or space, and a netrc line that is
 // written splits back into exactly its six words.
 
 import Foundation
+import LanyardCore
+import LanyardIntegrations
+import LanyardSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHelpers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

@@ -1,7 +1,7 @@
 // libFuzzer harness for what servers answer: device authorization answers (ChatGPT's and RFC
 // 8628's), token endpoint bodies, usage reports and `usage_limit_reached` bodies, and the claims
-// of the tokens they hand out. Built by scripts/fuzz.sh
-// with Sources/LanyardCore/*.swift and the parsing files of Sources/LanyardAuth.
+// of the tokens they hand out. Built by scripts/fuzz.sh against LanyardAuth (built for testing:
+// its answer parsers are internal) and the modules below it.
 // Beyond "does not crash": every date Lanyard would store or show from an answer (a token's
 // expiry, a usage window's reset) is written as RFC 3339 text that parses back to the same text,
 // and every number it would show fits an Int; a user code Lanyard would print has no control
@@ -10,6 +10,9 @@
 // reads back unchanged.
 
 import Foundation
+@testable import LanyardAuth
+import LanyardCore
+import LanyardSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

@@ -1,9 +1,11 @@
 // libFuzzer harness for the store JSON (the document inside store.age, the registry's JSON
-// reader, and the versioned credential). Built by scripts/fuzz.sh with Sources/LanyardCore/*.swift.
+// reader, and the versioned credential). Built by scripts/fuzz.sh against LanyardCore.
 // Beyond "does not crash": a document that parses re-serializes to JSON that parses to the same
 // value, and a credential that decodes round-trips through its own encoding.
 
 import Foundation
+import LanyardCore
+import LanyardSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzStore(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

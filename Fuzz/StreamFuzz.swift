@@ -1,10 +1,13 @@
 // libFuzzer harness for the streaming parsers: the server-sent-events parser, the backend event
-// decoder and the replay guard. Built by scripts/fuzz.sh with Sources/LanyardCore/*.swift and the
-// pure files of Sources/LanyardNetwork/Streaming/ (their `import LanyardCore` removed).
+// decoder and the replay guard. Built by scripts/fuzz.sh against LanyardNetwork
+// (built for testing: the decoder is internal) and the modules below it.
 // Beyond "does not crash": the events do not depend on how the bytes are cut into reads, and a
 // replay of the delivered text, cut differently, delivers nothing twice and loses nothing.
 
 import Foundation
+import LanyardCore
+@testable import LanyardNetwork
+import LanyardSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzStream(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

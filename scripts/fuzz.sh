@@ -5,9 +5,10 @@
 #
 #   scripts/fuzz.sh [SECONDS]    # total time, split evenly across harnesses (default 60)
 #
-# Each harness in Fuzz/ is compiled together with the sources it tests by swiftc
-# (libFuzzer and ASan come with the Swift toolchain), then run from the seeds in
-# Fuzz/seeds/<name> with a working corpus under .build/fuzz (never committed).
+# SwiftPM builds the modules once from Package.swift, whole, with libFuzzer's coverage
+# instrumentation and ASan (both come with the Swift toolchain) in .build/fuzz/spm; each harness
+# in Fuzz/ imports the modules it tests and is linked with their objects, then runs from the seeds
+# in Fuzz/seeds/<name> with a working corpus under .build/fuzz (never committed).
 # Exits non-zero if any harness crashes; the reproducer is in .build/fuzz/artifacts.
 set -euo pipefail
 
@@ -17,55 +18,57 @@ out="$root/.build/fuzz"
 harnesses=(header armor store stream helpers responses documents)
 per=$(( total / ${#harnesses[@]} ))
 (( per >= 1 )) || per=1
+swift=${SWIFT:-swift}
 swiftc=${SWIFTC:-swiftc}
 
 mkdir -p "$out/artifacts"
 # Let ASan/libFuzzer report crashes; the Swift backtracer can hang under ASan.
 export SWIFT_BACKTRACE=enable=no
 status=0
-# Sources of other modules are compiled into a harness's module with their `import Lanyard…` lines
-# removed (copies under .build/fuzz/src/HARNESS).
-module_files() { # MODULE FILE…   (for the harness in $name)
-    local module=$1; shift
-    mkdir -p "$out/src/$name"
-    for f in "$@"; do sed -e '/^import Lanyard/d' -e '/^import Age$/d' "$root/Sources/$module/$f.swift" > "$out/src/$name/${f##*/}.swift"; done
-}
-# LanyardCore: pure Swift (the OS plumbing and its C call live in LanyardSystem).
-core=("$root"/Sources/LanyardCore/*.swift)
-# build_harness NAME: compiles NAME's harness with the sources it needs (whole-module, two threads:
-# half the time of file-by-file) into $out/NAME-fuzzer; its compiler output goes to $out/NAME.build.log.
+
+# The harnesses' modules and every module below them. -enable-testing lets the Age harnesses reach
+# Age's internal API (`@testable import Age`); the others use package API.
+spm=(-c release --build-path "$out/spm" --sanitize fuzzer --sanitize address -Xswiftc -enable-testing -Xswiftc -g)
+echo "== building the modules"
+for target in LanyardIntegrations LanyardNetwork; do
+    if ! "$swift" build "${spm[@]}" --target "$target" > "$out/modules.build.log" 2>&1; then
+        grep -E 'error:' -A3 "$out/modules.build.log" >&2 || tail -20 "$out/modules.build.log" >&2
+        echo "FAIL: $target did not build for fuzzing" >&2
+        exit 1
+    fi
+done
+products=$("$swift" build "${spm[@]}" --show-bin-path)
+# The objects SwiftPM would link into a binary: each target's File.swift.o and file.c.o, leaving
+# out those of sources removed since they were built.
+objects=()
+for folder in "$products"/*.build; do
+    target=${folder##*/}; target=${target%.build}
+    [[ -d "$root/Sources/$target" ]] || continue
+    for object in "$folder"/*.o; do
+        [[ -e $object ]] || continue
+        source=${object##*/}
+        if [[ -n $(find "$root/Sources/$target" -name "${source%.o}" -print -quit) ]]; then objects+=("$object"); fi
+    done
+done
+# The harnesses use package API, so they are compiled into the package: with the package name
+# SwiftPM passed its modules (the package identity, which comes from the checkout's folder name).
+package=$(grep -m1 -A1 '"-package-name"' "$products/description.json" | tail -1 | tr -d ' ",')
+[[ -n $package ]] || { echo "FAIL: no -package-name in $products/description.json" >&2; exit 1; }
+# Where the compiler finds the modules and the C modules below them: the module maps in Sources/C*/
+# and those SwiftPM wrote for the C targets, and GLib's headers.
+flags=(-I "$products/Modules")
+for map in "$products"/*.build/module.modulemap; do flags+=(-Xcc -fmodule-map-file="$map"); done
+for folder in "$root"/Sources/C*; do [[ -f "$folder/module.modulemap" ]] && flags+=(-I "$folder"); done
+for include in $(pkg-config --cflags-only-I glib-2.0); do flags+=(-Xcc "$include"); done
+
+# build_harness NAME: compiles Fuzz/NAMEFuzz.swift against the modules and links it with their
+# objects into $out/NAME-fuzzer; its compiler output goes to $out/NAME.build.log.
 build_harness() {
-    local name=$1 src="$root/Fuzz/${1^}Fuzz.swift" sources
-    case $name in
-        store) sources=("${core[@]}") ;;   # pure Swift: the JSON reader and documents
-        stream)   # the pure streaming parsers
-            module_files LanyardNetwork Streaming/ServerSentEvents Streaming/ReplayGuard Streaming/ResponseEvents
-            module_files LanyardAuth AuthErrors
-            sources=("${core[@]}" "$out"/src/stream/*.swift) ;;
-        helpers)  # the protocols other programs speak to Lanyard (git, Docker, Kubernetes, netrc)
-            module_files LanyardIntegrations GitCredential CredentialHelpers
-            module_files LanyardStore StoreErrors
-            module_files LanyardAuth AuthErrors
-            sources=("${core[@]}" "$out"/src/helpers/*.swift) ;;
-        responses)  # what servers answer: the parsing files of LanyardAuth
-            module_files LanyardAuth Provider Usage HTTP Providers/DeviceAuthorizationAnswers AuthErrors
-            module_files LanyardStore StoreErrors
-            sources=("${core[@]}" "$out"/src/responses/*.swift) ;;
-        documents)  # files other hands write: config.ini, auth.json, bundles, the registry
-            module_files LanyardStore ConfigFile RegistryDocument SlotRecordReader CredentialStore PinFile
-            module_files LanyardSystem SystemCall
-            module_files LanyardIntegrations CodexAuthFile ExportBundle
-            module_files LanyardAuth AuthErrors
-            module_files LanyardStore StoreErrors
-            sources=("${core[@]}" "$root"/Sources/Age/*.swift "$out"/src/documents/*.swift) ;;
-        *) sources=("$root"/Sources/Age/*.swift) ;;
-    esac
-    # In a folder of its own: a whole-module build leaves the module's files where it runs.
+    local name=$1
     mkdir -p "$out/build/$name"
     (cd "$out/build/$name" &&
-     "$swiftc" -O -g -wmo -num-threads 2 -sanitize=fuzzer,address -parse-as-library -module-name AgeFuzz \
-        -package-name LanyardFuzz -I "$root/Sources/CSodium" -lsodium \
-        "${sources[@]}" "$src" -o "$out/$name-fuzzer") > "$out/$name.build.log" 2>&1
+     "$swiftc" -O -g -sanitize=fuzzer,address -parse-as-library -module-name "${name^}Fuzz" -package-name "$package" \
+        "${flags[@]}" "$root/Fuzz/${name^}Fuzz.swift" "${objects[@]}" -o "$out/$name-fuzzer") > "$out/$name.build.log" 2>&1
 }
 
 # Each harness is built while the one before it runs (a fuzzer uses one core).

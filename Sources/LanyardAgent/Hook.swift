@@ -2,6 +2,7 @@ import FoundationEssentials
 import Dispatch
 import Glibc
 import LanyardCore
+import LanyardSupport
 import LanyardSystem
 
 /// Runs the configured hook (`/bin/sh -c CMD`) with one event as a JSON line on stdin. The hook

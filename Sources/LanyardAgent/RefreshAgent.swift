@@ -5,6 +5,7 @@ import LanyardAuth
 import LanyardFleet
 import LanyardCore
 import LanyardIntegrations
+import LanyardSupport
 import LanyardSystem
 import LanyardStore
 

@@ -3,6 +3,7 @@ import Glibc
 import LanyardCore
 import LanyardStore
 import LanyardFleet
+import LanyardSupport
 
 /// What ``AccountManager/diagnose()`` found: each backend's health, each slot checked against
 /// the backend that should hold it, stored items the registry does not list, and refreshed tokens

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// One HTTP request to a provider.
 public struct HTTPRequest: Sendable {

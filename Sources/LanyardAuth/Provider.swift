@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// A device code the user approves in a browser.
 package struct DeviceAuthorization: Sendable, Hashable {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Dispatch
 import LanyardCore
+import LanyardSupport
 import LanyardStore
 import LanyardFleet
 

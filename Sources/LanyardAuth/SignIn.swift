@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// What a sign-in reports while it runs.
 package enum SignInEvent: Sendable, Equatable {

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 // Account operations on slots that change the registry or a store: rename, remove, switch, pin,
 // migrate. Each decides here, once, the order in which the store and the registry are written, so

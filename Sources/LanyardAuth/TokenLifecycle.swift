@@ -4,6 +4,7 @@ import Glibc
 import LanyardCore
 import LanyardStore
 import LanyardFleet
+import LanyardSupport
 
 /// When a credential needs refreshing: its access token has less than the lead left, or, when
 /// the expiry is unreadable, its last refresh is older than `maxAge`. A token with neither an

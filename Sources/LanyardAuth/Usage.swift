@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// An account's usage as the ChatGPT backend reports it (`/backend-api/wham/usage`).
 public struct UsageReport: Sendable, Hashable {

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 extension AccountManager {
     /// Sends a request with the slot's credential: a fresh bearer token and `ChatGPT-Account-Id`,

@@ -3,6 +3,7 @@ import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 import LanyardSystem
 
 /// Where a command writes text: a file descriptor, or a buffer that tests read back. Text for

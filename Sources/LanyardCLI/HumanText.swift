@@ -1,4 +1,5 @@
 import LanyardCore
+import LanyardSupport
 
 /// Text for people, on its way to a terminal: the one place where outside text (emails and plans
 /// from token claims, server messages, names from imported files) is made safe to print.

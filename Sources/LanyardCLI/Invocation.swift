@@ -4,6 +4,7 @@ import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 /// One run of one command: its context, parsed arguments, and what it loads on demand
 /// (config, registry), each at most once.

@@ -1,4 +1,5 @@
 import LanyardCore
+import LanyardSupport
 
 /// One command's `--json` document: its schema (a public contract) written in one place. A view
 /// holds the values it shows and builds the `JSONValue` that `JSONWriter` serialises (keys sorted),

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
 import LanyardSystem
 
 /// `lanyard` links no HTTP stack (FoundationNetworking costs ~10 ms at every start); commands that

@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
 import LanyardSystem
 import LanyardIntegrations
 import LanyardStore

@@ -1,3 +1,5 @@
+import LanyardSupport
+
 /// Which slot a command acts on, and which rule chose it.
 ///
 /// Precedence: `--account` flag > `LANYARD_ACCOUNT` > the nearest `.lanyard` file walking up from

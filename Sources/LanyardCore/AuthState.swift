@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanyardSupport
 
 /// Where a slot is in its sign-in lifecycle (the six states of the Chappie auth session).
 public enum AuthState: Hashable, Sendable, JSONDocument, CustomStringConvertible {

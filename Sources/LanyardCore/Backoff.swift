@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanyardSupport
 
 /// How requests back off after a `429 Too Many Requests` (the Chappie rate-limit policy).
 ///

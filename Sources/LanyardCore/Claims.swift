@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanyardSupport
 
 extension AccountInfo {
     /// The claim object in which ChatGPT id tokens carry plan and account data.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import LanyardSupport
 
 /// The time source of time-dependent logic (expiry, schedules, backoff), injected so tests control
 /// time instead of sleeping.
@@ -69,4 +70,15 @@ public struct BootInstant: Hashable, Sendable {
 public struct SystemClock: WallClock {
     public init() {}
     public func now() -> Date { Date() }
+}
+
+extension JSONFields {
+    /// A boot clock reading ("BOOT-ID SECONDS", see ``BootInstant``).
+    package func optionalBootInstant(_ key: String) throws(JSONShapeError) -> BootInstant? {
+        guard let s = try optionalString(key) else { return nil }
+        guard let instant = BootInstant(text: s) else {
+            throw JSONShapeError(path: path + "." + key, problem: "is not a boot id and a number of seconds")
+        }
+        return instant
+    }
 }

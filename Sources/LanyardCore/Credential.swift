@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanyardSupport
 
 /// What a backend stores for one slot: one versioned JSON document holding the tokens and the
 /// account they belong to. The layout is documented in docs/store-format.md; keep it stable.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanyardSupport
 
 /// An error Lanyard reports to people and scripts: a stable machine code and a description that
 /// names the slot and the failing step but never a token. What a code means to a program (the

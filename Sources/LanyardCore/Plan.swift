@@ -1,3 +1,5 @@
+import LanyardSupport
+
 /// A subscription plan, as a provider names it, with a display name for people.
 ///
 /// Parsing is case-insensitive; a value Lanyard does not know keeps its raw string (and shows it).
@@ -52,18 +54,5 @@ public struct Plan: Hashable, Sendable, Codable, CustomStringConvertible {
     public func encode(to encoder: Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(rawValue)
-    }
-}
-
-import FoundationEssentials
-
-extension StringProtocol {
-    /// Without leading and trailing spaces and tabs. Pure Swift: Foundation's
-    /// `trimmingCharacters(in:)` goes through NSString, whose first use costs more than the
-    /// whole of reading a config file or a registry slot.
-    package func trimmingSpaces() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\u{A0}" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return String(self[first...last])
     }
 }

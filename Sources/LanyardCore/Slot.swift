@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanyardSupport
 
 /// A user-chosen name for one signed-in account of one provider, such as `work` or `personal`.
 ///

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanyardSupport
 
 /// How a streaming request reaches the backend (the Chappie `StreamingTransportPolicy`): WebSocket
 /// first, reconnecting after a dropped connection, then HTTP with server-sent events for the rest

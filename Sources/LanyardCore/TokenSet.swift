@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanyardSupport
 
 /// The secret part of a sign-in: access, refresh and id tokens with the access token's expiry.
 ///

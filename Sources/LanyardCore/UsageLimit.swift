@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanyardSupport
 
 /// A usage cap the provider reported (the Chappie `UsageLimit`): from a 429 `usage_limit_reached`
 /// body or the usage endpoint.

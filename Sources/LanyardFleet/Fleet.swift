@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanyardCore
+import LanyardSupport
 import LanyardStore
 
 /// One machine's view of its fleet: the etcd cluster, this machine's name and identity, and the

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Dispatch
 import LanyardCore
+import LanyardSupport
 
 /// One agent's candidacy for leading the fleet's refreshes, the way etcd's own election does it:
 /// a key `leader/LEASE` (value: the machine's name) put with a lease kept alive; the oldest key

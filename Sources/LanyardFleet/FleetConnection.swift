@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanyardCore
+import LanyardSupport
 import LanyardStore
 
 /// How a fleet reaches etcd by default.

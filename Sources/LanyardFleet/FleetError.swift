@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanyardCore
+import LanyardSupport
 
 /// What went wrong with a fleet. Descriptions name the fleet, machines and slots, never a token,
 /// a key or a value read from etcd.

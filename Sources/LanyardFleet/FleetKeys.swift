@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanyardCore
+import LanyardSupport
 
 /// Where a fleet's data lives in etcd, under `/lanyard/FLEET/`:
 ///

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Dispatch
 import LanyardCore
+import LanyardSupport
 
 /// A slot's refresh mutex across machines, the way etcd's own `concurrency.Mutex` does it: a key
 /// `locks/SLOT/LEASE` put with a lease this process keeps alive; the key with the lowest create

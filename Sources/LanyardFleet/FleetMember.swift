@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Age
 import LanyardCore
+import LanyardSupport
 
 /// A machine of the fleet (or one asking to join), as `members/NAME` and `pending/NAME` hold it:
 /// public data only.

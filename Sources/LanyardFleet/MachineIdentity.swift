@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Age
 import LanyardCore
+import LanyardSupport
 import LanyardStore
 
 /// This machine's X25519 age identity for its fleet: created on `fleet init` or `fleet join`,

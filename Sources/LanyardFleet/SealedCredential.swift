@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Age
 import LanyardCore
+import LanyardSupport
 
 /// A shared slot's credential as etcd holds it: an age file, encrypted to every member's
 /// recipient, of the credential bound to its slot name (so ciphertext copied to another slot's

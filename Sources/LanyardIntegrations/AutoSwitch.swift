@@ -3,6 +3,7 @@ import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 import LanyardSystem
 
 // Usage-aware switching of the active slot (`[switch] auto = usage`): the agent calls

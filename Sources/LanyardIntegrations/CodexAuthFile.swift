@@ -3,6 +3,7 @@ import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 /// Codex's `auth.json` (`$CODEX_HOME/auth.json`, default `~/.codex`), as the Codex CLI reads it:
 /// `{"auth_mode":"chatgpt","OPENAI_API_KEY":null,"tokens":{"id_token","access_token",

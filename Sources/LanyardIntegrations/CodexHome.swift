@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 /// Reading and writing a Codex home.
 package struct CodexHome: Sendable {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// How much a credential helper (`git-credential`, `docker-credential`) reads from the program
 /// that runs it. Real requests are a few hundred bytes; the limits only stop input that never

@@ -3,6 +3,7 @@ import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 import LanyardSystem
 
 /// Why ``AccountManager/exec(_:slot:environment:)`` could not run its command.

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 /// The plaintext of an export bundle (layout in docs/store-format.md, "Export bundles"):
 /// `{"version": 1, "exported_at": RFC3339, "slots": {SLOT: {"credential": CREDENTIAL, "record": SLOT_RECORD}}}`.

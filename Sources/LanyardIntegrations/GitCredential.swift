@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// Input that is not git's protocol. The message names the line, never its text (it may hold a secret).
 package struct GitCredentialInputError: LanyardError, Equatable {

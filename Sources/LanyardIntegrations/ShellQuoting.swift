@@ -1,4 +1,5 @@
 import LanyardCore
+import LanyardSupport
 
 /// Shell code that sets environment variables, quoted by each shell's own rules so that any value
 /// (quotes, backslashes, `$()`, backticks, newlines, escape sequences, any Unicode) arrives byte

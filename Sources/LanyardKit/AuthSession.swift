@@ -1,5 +1,6 @@
 import Foundation
 import LanyardAuth
+import LanyardSupport
 import Observation
 
 /// Fine-grained progress through the device-code exchange.

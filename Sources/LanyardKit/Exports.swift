@@ -9,6 +9,9 @@
 @_exported import LanyardCore
 @_exported import LanyardNetwork
 
+@_exported import enum LanyardSupport.JSONValue
+@_exported import struct LanyardSupport.DecodeError
+
 @_exported import enum LanyardStore.StoreError
 @_exported import enum LanyardStore.RegistryError
 @_exported import enum LanyardStore.ConfigError

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
 
 // FoundationNetworking (with libcurl and ICU) adds about 10 ms to every process start, so it lives
 // in this module alone: the `lanyard` binary leaves it out and hands commands that talk to a

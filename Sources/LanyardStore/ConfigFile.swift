@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardGLib
+import LanyardSupport
 
 /// Reads config.ini, a GLib key file (through LanyardGLib's `KeyFile`). Unknown groups and keys give
 /// warnings; a file that does not parse or a value that makes no sense gives a ``ConfigError``

@@ -2,6 +2,7 @@ import Age
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// Every slot's credential in one age v1 file, `$XDG_DATA_HOME/lanyard/store.age`, encrypted to
 /// the store's own X25519 identity. The identity lives beside it in `identity.age` (itself age

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 import LanyardSystem
 
 /// The event log (`$XDG_STATE_HOME/lanyard/events.jsonl`): one JSON object a line for refreshes,

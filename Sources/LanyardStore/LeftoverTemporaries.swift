@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// What an interrupted durable write leaves next to the file it was replacing: GLib's temporary
 /// (`FILE.` and six letters or digits, from `g_file_set_contents_full`), or the hard link made to

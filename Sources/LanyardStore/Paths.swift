@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// Where Lanyard keeps its files, from the XDG base-directory variables (with their documented
 /// defaults under `$HOME`). Built from an injected environment so tests never touch real folders.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 import LanyardSystem
 
 /// `.lanyard` files pin a slot to a directory tree: the nearest one walking up from the working

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 import LanyardSystem
 
 /// The list of slots on disk (`$XDG_DATA_HOME/lanyard/registry.json`).

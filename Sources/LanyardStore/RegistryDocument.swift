@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanyardCore
+import LanyardSupport
 
 /// What the registry knows about one slot: everything `list` and `status` show, nothing secret.
 public struct SlotRecord: Hashable, Sendable, JSONDocument {

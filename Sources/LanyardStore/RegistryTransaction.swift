@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 // A registry change that lands together with a write of the file store: both or neither, even
 // when the process is killed at any point (a bundle import of many slots).

@@ -7,6 +7,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardGLib
+import LanyardSupport
 
 /// Why a keyring call failed, before SecretServiceStore turns it into a StoreError.
 enum KeyringFailure: Error {

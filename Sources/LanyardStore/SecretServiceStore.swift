@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardGLib
+import LanyardSupport
 
 /// Credentials in the desktop keyring (gnome-keyring, KWallet, KeePassXC) through libsecret and
 /// the freedesktop Secret Service API.

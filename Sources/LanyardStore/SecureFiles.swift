@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardGLib
+import LanyardSupport
 import LanyardSystem
 
 /// File-system rules for everything Lanyard writes: folders 0700, files 0600, no symlinks, nothing

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanyardCore
+import LanyardSupport
 
 /// Reads a slot record straight from the registry's bytes, without the dictionaries of a JSON
 /// tree (hashing each key of each record was the largest cost of `list --json` over many slots).

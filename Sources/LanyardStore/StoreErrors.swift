@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanyardCore
+import LanyardSupport
 
 /// Failures of a credential backend. None of them deletes or replaces stored data.
 public enum StoreError: LanyardError, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import LanyardNetwork
+import LanyardSupport
 import LanyardTestSupport
 import Testing
 @testable import LanyardAgent

@@ -1,5 +1,6 @@
 import Foundation
 import LanyardNetwork
+import LanyardSupport
 import Testing
 import LanyardTestSupport
 @testable import LanyardAuth

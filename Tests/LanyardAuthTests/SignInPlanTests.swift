@@ -1,4 +1,5 @@
 import Foundation
+import LanyardSupport
 import Testing
 import LanyardTestSupport
 @testable import LanyardAuth

@@ -2,6 +2,7 @@ import Foundation
 import LanyardAuth
 import LanyardIntegrations
 import LanyardNetwork
+import LanyardSupport
 import LanyardTestSupport
 import Testing
 @testable import LanyardCLI

@@ -1,4 +1,5 @@
 import Foundation
+import LanyardSupport
 import Testing
 import LanyardNetwork
 import LanyardTestSupport

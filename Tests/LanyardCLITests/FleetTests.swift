@@ -1,7 +1,9 @@
 import Foundation
+import Glibc
 import Testing
 @testable import LanyardAuth
 @testable import LanyardCore
+@testable import LanyardSupport
 @testable import LanyardFleet
 @testable import LanyardStore
 import LanyardNetwork

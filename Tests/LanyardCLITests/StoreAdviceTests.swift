@@ -1,4 +1,5 @@
 import Foundation
+import LanyardSupport
 import LanyardTestSupport
 import Testing
 import LanyardCore

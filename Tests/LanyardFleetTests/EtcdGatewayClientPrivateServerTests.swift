@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import LanyardCore
+import LanyardSupport
 @testable import LanyardFleet
 
 /// An etcd member of the test's own (plain HTTP on loopback, a fresh data folder), for what must

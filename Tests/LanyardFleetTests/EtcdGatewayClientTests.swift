@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import LanyardCore
+import LanyardSupport
 @testable import LanyardFleet
 
 /// The TLS test cluster from LANYARD_TEST_ETCD_* (scripts/with-etcd.sh starts one and sets them):

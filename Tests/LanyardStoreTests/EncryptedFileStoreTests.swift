@@ -1,5 +1,6 @@
 import Age
 import Foundation
+import LanyardSupport
 import LanyardTestSupport
 import Testing
 @testable import LanyardCore

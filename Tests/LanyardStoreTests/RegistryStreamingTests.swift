@@ -1,4 +1,5 @@
 import Foundation
+import LanyardSupport
 import Testing
 @testable import LanyardCore
 @testable import LanyardStore

@@ -4,6 +4,7 @@
 import Foundation
 import LanyardCore
 import LanyardGLib
+import LanyardSupport
 import Testing
 
 @testable import LanyardStore

@@ -65,7 +65,7 @@ import Testing
     /// use of it links swift-corelibs-Foundation with CoreFoundation's start-up and ICU's data
     /// (docs/performance.md). The library `LanyardKit`, `LanyardNetwork` and `lanyard-net` may.
     @Test func theCommandLineBinaryLinksNoFullFoundation() throws {
-        let modules = ["Age", "LanyardCore", "LanyardGLib", "LanyardStore", "LanyardAuth", "LanyardIntegrations",
+        let modules = ["Age", "LanyardSupport", "LanyardCore", "LanyardGLib", "LanyardStore", "LanyardAuth", "LanyardIntegrations",
                        "LanyardAgent", "LanyardCLI", "lanyard"]
         let fullFoundation = try Regex(#"^\s*(@[A-Za-z_]+\s+)*import\s+(Foundation|FoundationNetworking|FoundationXML|CoreFoundation)\s*$"#)
             .anchorsMatchLineEndings()

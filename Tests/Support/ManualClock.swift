@@ -1,5 +1,6 @@
 import Foundation
 import LanyardCore
+import LanyardSupport
 
 /// A clock tests set by hand. `advance` moves time on; `jump` moves only the wall clock, as
 /// `date -s` or an NTP step does, leaving the boot clock where it was.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanyardCore
+import LanyardSupport
 
 /// The answers that start a device-code sign-in, parsed apart from the requests that fetch them
 /// (so the fuzzer reaches them). Anything short of a usable answer is `.invalidResponse` naming

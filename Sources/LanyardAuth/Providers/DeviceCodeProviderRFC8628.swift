@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// Any OAuth provider with RFC 8628 device authorization: endpoints from config or from OIDC
 /// discovery (`/.well-known/openid-configuration`), form-encoded requests, refresh with rotation.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// ChatGPT sign-in as the Codex CLI speaks it: a device code from
 /// `/api/accounts/deviceauth/usercode`, polling `/api/accounts/deviceauth/token` (403/404 = pending)

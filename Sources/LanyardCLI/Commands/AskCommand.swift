@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
 
 /// `lanyard ask`: streams a reply as one slot's account, to check an account end to end from the
 /// shell. The streaming itself (transports, reconnection, replay) is the library's

@@ -3,6 +3,7 @@ import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardFleet
+import LanyardSupport
 import LanyardSystem
 import LanyardIntegrations
 import LanyardStore

@@ -4,6 +4,7 @@ import LanyardAgent
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 extension AgentCommands {
     static let events = CommandSpec(

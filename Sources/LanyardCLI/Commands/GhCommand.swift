@@ -4,6 +4,7 @@ import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
 
 /// `lanyard gh import`: adopts the accounts the GitHub CLI holds.
 enum GhCommand {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 extension MetaCommands {
     static let help = CommandSpec(

@@ -5,6 +5,7 @@ import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
 
 extension BundleCommands {
     static let `import` = CommandSpec(

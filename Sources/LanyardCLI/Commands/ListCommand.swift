@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardAgent
 import LanyardCore
+import LanyardSupport
 import LanyardFleet
 import LanyardStore
 

@@ -3,6 +3,7 @@ import Glibc
 import LanyardAgent
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 extension SlotCommands {
     static let remove = CommandSpec(

@@ -3,6 +3,7 @@ import Glibc
 import LanyardAgent
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 /// A slot as `list`, `status` and `--json` show it: registry data, never a secret.
 struct SlotSummaryView: JSONView {

@@ -5,6 +5,7 @@ import LanyardCore
 import LanyardFleet
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
 
 extension SlotCommands {
     static let status = CommandSpec(

@@ -3,6 +3,7 @@ import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 /// `lanyard token`: the slot's access token, for scripts.
 enum TokenCommand {

@@ -4,6 +4,7 @@ import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
 
 enum UsageCommand {
     /// One slot's answer.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanyardCore
+import LanyardSupport
 
 extension EtcdError: LanyardError {
     package var code: String {

@@ -1,6 +1,7 @@
 import Foundation
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
 
 /// One event from the backend, as the stream engine acts on it.
 enum BackendEvent {

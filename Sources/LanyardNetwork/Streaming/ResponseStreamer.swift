@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
 
 /// What a client remembers between its streams: once WebSocket has failed for good (every
 /// reconnection used, or the server refused the upgrade), later streams go straight to SSE.

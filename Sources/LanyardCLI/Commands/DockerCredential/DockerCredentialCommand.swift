@@ -4,6 +4,7 @@ import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
 
 extension CredentialHelperCommands {
     /// The name `docker-credential-lanyard` (a link to `lanyard`) runs as.

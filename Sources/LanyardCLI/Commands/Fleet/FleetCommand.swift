@@ -1,6 +1,7 @@
 import FoundationEssentials
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
 import LanyardFleet
 
 /// `lanyard fleet init|join|approve|share|unshare|sync|status|remove`: sharing slots between a

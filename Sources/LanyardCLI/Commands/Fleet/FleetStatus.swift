@@ -1,6 +1,7 @@
 import FoundationEssentials
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
 import LanyardFleet
 
 extension FleetCommands {

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 extension StoreGroupCommand {
     static let migrate = CommandSpec(

@@ -35,3 +35,14 @@ extension String {
         return out
     }
 }
+
+extension StringProtocol {
+    /// Without leading and trailing spaces and tabs. Pure Swift: Foundation's
+    /// `trimmingCharacters(in:)` goes through NSString, whose first use costs more than the
+    /// whole of reading a config file or a registry slot.
+    package func trimmingSpaces() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\u{A0}" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}

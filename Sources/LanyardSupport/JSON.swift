@@ -81,7 +81,8 @@ package enum RFC3339 {
     }
 
     // Howard Hinnant's civil-calendar algorithms (proleptic Gregorian).
-    static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+    /// Days from 1970-01-01 to the given date (proleptic Gregorian; HTTP dates use it too).
+    package static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
         let y = m <= 2 ? y0 - 1 : y0
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400

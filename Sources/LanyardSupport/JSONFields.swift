@@ -94,13 +94,6 @@ package struct JSONFields {
         }
     }
 
-    /// A boot clock reading ("BOOT-ID SECONDS", see ``BootInstant``).
-    package func optionalBootInstant(_ key: String) throws(JSONShapeError) -> BootInstant? {
-        guard let s = try optionalString(key) else { return nil }
-        guard let instant = BootInstant(text: s) else { throw fail(key, "is not a boot id and a number of seconds") }
-        return instant
-    }
-
     package func optionalObject(_ key: String) throws(JSONShapeError) -> JSONFields? {
         switch object[key] {
         case nil, .null?: return nil
