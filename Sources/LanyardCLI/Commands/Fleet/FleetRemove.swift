@@ -20,7 +20,7 @@ extension FleetCommands {
             inv.stdout.line("Removed \(machine) from the fleet.")
             if !slots.isEmpty {
                 inv.stdout.line("It could read \(slots.map(\.name).joined(separator: ", ")): refresh them now so its copies stop working:")
-                for slot in slots { inv.stdout.line("  lanyard refresh --force \(slot.name)") }
+                for slot in slots { inv.stdout.line("  lanyard refresh \(slot.name)") }
             }
         }
         return .ok
