@@ -72,7 +72,7 @@ let package = Package(
         .executableTarget(name: "lanyard-example", dependencies: ["LanyardKit"], path: "Examples/lanyard-example"),
         .executableTarget(name: "lanyard-ask-example", dependencies: ["LanyardKit"], path: "Examples/lanyard-ask-example"),
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
-        .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore"]),
+        .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore", "LanyardFleet"]),
 
         .target(name: "LanyardTestSupport", dependencies: ["LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"], path: "Tests/Support"),
         .testTarget(name: "LanyardSupportTests", dependencies: ["LanyardSupport"]),

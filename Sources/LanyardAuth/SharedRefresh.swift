@@ -92,7 +92,7 @@ extension AccountManager {
         var next = state
         try keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
             do {
-                if let written = try fleet.write(slot, credential: refreshed, replacing: state.revision, under: lock) {
+                if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: state.revision, under: lock, identity: identity) {
                     next.revision = written
                     next.uploadPending = false
                 } else {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import LanyardCore
 import LanyardSupport
 import LanyardStore
@@ -194,6 +195,33 @@ package struct Fleet: Sendable {
                                failure: [])
         }
         return result.succeeded ? result.revision : nil
+    }
+
+    /// ``write(_:credential:replacing:under:)`` for tokens the server just issued, which must
+    /// not be lost: while etcd cannot answer (its leader was killed, an election is under way) it
+    /// tries again for up to `patience` seconds as long as the lock is held; a write whose answer
+    /// was lost but that landed is recognised by reading the fleet's copy back.
+    /// - Returns: the revision written, or nil when the fence or the revision failed.
+    package func writeRefreshed(_ slot: Slot, credential: Credential, replacing revision: Int64, under lock: FleetLock,
+                                identity: MachineIdentity, patience: TimeInterval = 15) throws -> Int64? {
+        let deadline = Date().addingTimeInterval(patience)
+        var attempt = 0
+        while true {
+            do {
+                if let written = try write(slot, credential: credential, replacing: revision, under: lock) { return written }
+                // The comparison failed: an earlier attempt of ours may have landed.
+                if let current = try etcd({ try kv.get(keys.slot(slot)) }),
+                   let opened = try? SealedCredential.open(current.value, slot: slot, fleet: name, identity: identity),
+                   opened.tokens.refreshToken == credential.tokens.refreshToken, opened.tokens.accessToken == credential.tokens.accessToken {
+                    return current.modRevision
+                }
+                return nil
+            } catch let error as FleetError {
+                guard case .unavailable = error, Date() < deadline, lock.held() else { throw error }
+                attempt += 1
+                usleep(useconds_t(min(2, 0.2 * Double(attempt)) * 1_000_000))
+            }
+        }
     }
 
     /// `refreshed/SLOT`: who wrote the slot last, and when (no secret).

@@ -1,0 +1,100 @@
+import Foundation
+import Glibc
+import Testing
+@testable import LanyardAuth
+@testable import LanyardCore
+@testable import LanyardFleet
+@testable import LanyardStore
+@testable import LanyardSupport
+import LanyardTestSupport
+
+/// The fleet when things fail: no quorum, a lock holder killed, and the agent's watch. The
+/// tests that stop etcd members use a private cluster, so other test processes keep theirs.
+@Suite(.serialized) struct FleetFaultTests {
+    /// Two of three members stopped: a token still valid is served, an expired one is exit 5
+    /// naming the fleet and the endpoints; once etcd is back, one refresh serves both machines.
+    @Test func withoutQuorumValidTokensAreServedExpiredOnesFailAndTheFleetCatchesUp() async throws {
+        try await EtcdCluster.withPrivateCluster { cluster in
+            // Sign-in tokens live 4 s and are due at once (the lead covers the whole lifetime).
+            let h = try await FleetHarness(machines: 2, refresh: "[refresh]\nlead = 300\nlead-share = 1", lifetime: 4, cluster: cluster)
+            let m1 = h.machines[0], m2 = h.machines[1]
+            let before = try m2.stored("work")
+            try await cluster.kill(member: cluster.memberNames[1])
+            try await cluster.kill(member: cluster.memberNames[2])
+            let served = try m2.run("token", "work")
+            #expect(served.status == 0, "\(served.stderr)")
+            #expect(served.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == before.tokens.accessToken)
+
+            // Once the token has expired, nothing is refreshed blind: exit 5, naming fleet and endpoints.
+            let expiry = try #require(before.tokens.expiresAt)
+            while Date() <= expiry.addingTimeInterval(0.5) { try await Task.sleep(for: .milliseconds(100)) }
+            let failed = try m2.run("token", "work", "--json")
+            #expect(failed.status == 5, "\(failed.stdout) \(failed.stderr)")
+            #expect(failed.stdout.contains("fleet_unavailable") && failed.stdout.contains(h.fleet) && failed.stdout.contains("127.0.0.1"), "\(failed.stdout)")
+            #expect(try await h.server.stat("refreshes_succeeded") == 0)
+
+            try await cluster.restart(member: cluster.memberNames[1])
+            try await cluster.restart(member: cluster.memberNames[2])
+            try await cluster.waitHealthy()
+            try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
+            let recovered = Date()
+            let first = try m2.run("token", "work"), second = try m1.run("token", "work")
+            #expect(first.status == 0 && second.status == 0, "\(first.stderr) \(second.stderr)")
+            #expect(first.stdout == second.stdout && first.stdout != served.stdout)
+            #expect(Date().timeIntervalSince(recovered) < 5, "the machines took \(Date().timeIntervalSince(recovered)) s to converge")
+            #expect(try await h.server.stat("refreshes_succeeded") == 1)
+            #expect(try await h.server.stat("refresh_reused") == 0)
+        }
+    }
+
+    /// A process killed -9 while it holds a slot's fleet lock: its lease is no longer kept alive,
+    /// the lock frees itself after the lease's TTL, and the next machine refreshes once.
+    @Test func aProcessKilledHoldingTheFleetLockDelaysButBurnsNothing() async throws {
+        let h = try await FleetHarness(machines: 2, refresh: "[refresh]\nlead = 300\nlead-share = 1", lifetime: 100)
+        try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: builtBinary("lanyard-test-tool"))
+        holder.arguments = ["fleet-lock", "work", "5"]
+        holder.environment = h.machines[0].home.environment
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        #expect(line.hasPrefix("locked "), "\(line)")
+        Glibc.kill(holder.processIdentifier, SIGKILL)
+        holder.waitUntilExit()
+        let started = Date()
+        let token = try h.machines[1].run("token", "work")
+        let waited = Date().timeIntervalSince(started)
+        #expect(token.status == 0, "\(token.stderr)")
+        #expect(waited < 30, "waited \(waited) s for a 5-second lease")
+        #expect(try await h.server.stat("refreshes_succeeded") == 1)
+        #expect(try await h.server.stat("refresh_reused") == 0)
+        #expect(try h.machines[0].run("token", "work").stdout == token.stdout)
+    }
+
+    /// Agents elect one leader, and an agent adopts a refresh made on another machine through its
+    /// watch, without any command run on its machine.
+    @Test func theAgentFollowsRefreshesElsewhereAndOneAgentLeads() async throws {
+        let h = try await FleetHarness(machines: 2)
+        let m1 = h.machines[0], m2 = h.machines[1]
+        let agent = try m2.home.start(["agent"])
+        defer { agent.0.terminate(); agent.0.waitUntilExit() }
+        // It stands for leader once running: wait for the election key.
+        var leader: String?
+        let deadline = Date() + 20
+        while leader == nil && Date() < deadline {
+            let status = try m1.run("fleet", "status", "--json")
+            leader = (try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["leader"] as? String
+            if leader == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(leader == "m2")
+        let refreshed = try m1.run("refresh", "work")
+        #expect(refreshed.status == 0, "\(refreshed.stderr)")
+        let fresh = try m1.stored("work").tokens.accessToken
+        let changed = Date()
+        while try m2.stored("work").tokens.accessToken != fresh && Date() < changed + 20 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try m2.stored("work").tokens.accessToken == fresh)
+        #expect(Date().timeIntervalSince(changed) < 10)
+    }
+}
