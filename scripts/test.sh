@@ -1,8 +1,10 @@
 #!/bin/sh
 # The fast loop (make test): every Swift test, inside a private D-Bus session with an unlocked
-# gnome-keyring. Most of the suite's time is tests waiting on real servers and timers, so three
-# test processes run side by side (the test binary itself: `swift test` processes wait for each
-# other's lock on .build), each one test at a time (in one process, tests that block
+# gnome-keyring and beside a throwaway 3-member etcd cluster (scripts/with-etcd.sh; the three
+# test processes share it, so a test that kills members starts a cluster of its own). Most of the
+# suite's time is tests waiting on real servers and timers, so three test processes run side by
+# side (the test binary itself: `swift test` processes wait for each other's lock on .build),
+# each one test at a time (in one process, tests that block
 # threads starve the two-thread pool a 2-core machine gives Swift's concurrency); the suite that
 # locks the shared test keyring runs first, alone. make check runs everything in one process.
 set -eu
@@ -15,7 +17,7 @@ mkdir -p "$logs"
 # Suites that lock the test keyring's collection, and the example program whose doctor must see
 # only its own items: nothing else may use the keyring meanwhile.
 serial='SecretServiceStoreTests|ExampleProgramTests'
-scripts/with-keyring.sh sh -c '
+scripts/with-etcd.sh scripts/with-keyring.sh sh -c '
   serial=$1 logs=$2 bin=$3
   run() { # NAME SWIFT-TEST-ARGS…: one test process, its log in $logs/NAME.log
     name=$1; shift
