@@ -25,7 +25,7 @@ scripts/with-etcd.sh scripts/with-keyring.sh sh -c '
   }
   run keyring-lock --filter "$serial" || { tail -40 "$logs/keyring-lock.log"; exit 1; }
   run cli --filter "^LanyardCLITests\." --skip "$serial" & cli=$!
-  run kit --filter "^(LanyardKitTests|LanyardAgentTests|AgeTests)\." --skip "$serial" & kit=$!
+  run kit --filter "^(LanyardKitTests|LanyardAgentTests|LanyardFleetTests|AgeTests)\." --skip "$serial" & kit=$!
   run rest --filter "^(LanyardAuthTests|LanyardStoreTests|LanyardSupportTests|LanyardCoreTests|LanyardIntegrationsTests|LanyardNetworkTests|RepositoryChecks)\." --skip "$serial" & rest=$!
   status=0
   for job in "cli $cli" "kit $kit" "rest $rest"; do

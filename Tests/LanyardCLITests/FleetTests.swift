@@ -102,7 +102,8 @@ struct FleetHarness {
     @Test func joinApproveShareAndAnOutsiderThatCannotRead() async throws {
         var h = try await FleetHarness(machines: 2)
         let first = h.machines[0], second = h.machines[1]
-        #expect(try second.stored("work").tokens.accessToken == first.stored("work").tokens.accessToken)
+        let same = try second.stored("work").tokens.accessToken == first.stored("work").tokens.accessToken
+        #expect(same, "m2 does not hold m1's tokens")
         let list = try second.run("fleet", "status", "--json")
         #expect(list.status == 0, "\(list.stderr)")
         let status = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])
@@ -177,7 +178,8 @@ struct FleetHarness {
         let before = try m2.stored("work")
         let sync = try m2.run("fleet", "sync", "--json")
         #expect(sync.status == 1 && sync.stdout.contains("refused"), "\(sync.stdout)")
-        #expect(try m2.stored("work") == before)
+        let kept = try m2.stored("work") == before
+        #expect(kept, "the local copy changed")
     }
 
     /// etcd holds no token: every key and value under the fleet's prefix, and every file of every
