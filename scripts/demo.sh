@@ -7,7 +7,11 @@ cd "$(dirname "$0")/.."
 bin=$(swift build --show-bin-path)/lanyard
 demo=$(mktemp -d "${TMPDIR:-/tmp}/lanyard-demo.XXXXXX")
 server_pid=""
-cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$demo"; }
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+  [ -f "$demo/etcd/env" ] && scripts/etcd-cluster.sh stop "$demo/etcd" >/dev/null 2>&1
+  rm -rf "$demo"
+}
 trap cleanup EXIT INT TERM
 
 export HOME="$demo/home" XDG_CONFIG_HOME="$demo/config" XDG_DATA_HOME="$demo/data" XDG_STATE_HOME="$demo/state" \
@@ -87,4 +91,36 @@ run refresh --all
 run status personal --json
 say "Health check"
 run doctor
+
+say "A second machine shares the work account through etcd (docs/fleet.md)"
+echo "Starting a 3-member etcd cluster on 127.0.0.1 with TLS and client certificates (scripts/etcd-cluster.sh)"
+scripts/etcd-cluster.sh start "$demo/etcd" >/dev/null
+. "$demo/etcd/env"
+fleet_config() { # MACHINE
+  printf '[fleet]\nname = demo\nmachine = %s\nendpoints = %s\nca = %s\ncert = %s\nkey = %s\n' \
+    "$1" "$LANYARD_TEST_ETCD_ENDPOINTS" "$LANYARD_TEST_ETCD_CA" "$LANYARD_TEST_ETCD_CERT" "$LANYARD_TEST_ETCD_KEY"
+}
+fleet_config laptop >> "$XDG_CONFIG_HOME/lanyard/config.ini"
+run fleet init
+run fleet share work
+# The second machine: its own HOME and XDG folders, store and identity.
+second() { env HOME="$demo/ci/home" XDG_CONFIG_HOME="$demo/ci/config" XDG_DATA_HOME="$demo/ci/data" \
+  XDG_STATE_HOME="$demo/ci/state" XDG_RUNTIME_DIR="$demo/ci/run" "$bin" "$@"; }
+mkdir -p "$demo/ci/home" "$demo/ci/config/lanyard" "$demo/ci/run" && chmod 700 "$demo/ci/run"
+{ printf '[store]\nbackend = file\n[provider.openai]\nissuer = %s\nusage-base-url = %s\n' "$base" "$base"; fleet_config ci; } \
+  > "$demo/ci/config/lanyard/config.ini"
+on_ci() { printf '%s(ci)$ lanyard %s%s\n' "$dim" "$*" "$off"; second "$@"; }
+second store init --no-passphrase >/dev/null 2>&1
+on_ci fleet join
+fingerprint=$(second fleet join --json | sed -n 's/.*"fingerprint": "\(.*\)".*/\1/p')
+run fleet approve ci --fingerprint "$fingerprint"
+on_ci fleet sync
+on_ci list
+say "The laptop refreshes the shared slot once; the CI machine adopts the new tokens instead of refreshing again"
+run refresh work
+on_ci fleet sync
+printf '%s$ lanyard token work | cut -c1-24   (laptop, then ci: the same token)%s\n' "$dim" "$off"
+"$bin" token work | cut -c1-24
+second token work | cut -c1-24
+run fleet status
 say "Done. Everything above lived in $demo, which is now removed."

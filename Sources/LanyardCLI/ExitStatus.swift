@@ -32,6 +32,8 @@ extension ExitStatus {
         // the credential store
         "store_unavailable": .storeUnavailable, "store_locked": .storeUnavailable, "store_timed_out": .storeUnavailable,
         "fleet_unavailable": .storeUnavailable, "fleet_lock_timeout": .storeUnavailable,
+        "etcd_unreachable": .storeUnavailable, "etcd_unavailable": .storeUnavailable, "etcd_tls": .storeUnavailable,
+        "etcd_permission_denied": .storeUnavailable,
         // network and servers
         "network_failure": .network, "network_unavailable": .network, "invalid_response": .network, "http_error": .network,
         "token_exchange_failed": .network, "streaming_replay_diverged": .network, "response_failed": .network,
@@ -55,7 +57,8 @@ extension ExitStatus {
         "fleet_not_configured": .failure, "fleet_exists": .failure, "fleet_missing": .failure, "fleet_not_member": .failure,
         "fleet_unknown_machine": .failure, "fleet_fingerprint_mismatch": .failure, "fleet_slot_shared": .failure,
         "fleet_slot_not_shared": .failure, "fleet_credential_refused": .failure, "fleet_identity_unavailable": .failure,
-        "fleet_lock_lost": .failure, "fleet_data_corrupt": .failure,
+        "fleet_lock_lost": .failure, "fleet_data_corrupt": .failure, "etcd_malformed_answer": .failure, "etcd_compacted": .failure,
+        "etcd_error": .failure, "etcd_cancelled": .cancelled,
     ]
 
     /// The exit status for `error`: by its code, except a refresh worker's failure, which passes

@@ -4,6 +4,7 @@ import LanyardTestSupport
 import Testing
 @testable import LanyardAuth
 @testable import LanyardCLI
+@testable import LanyardFleet
 @testable import LanyardCore
 @testable import LanyardIntegrations
 @testable import LanyardStore
@@ -45,6 +46,9 @@ import Testing
         let full = AccountInfo(email: "u@example.com", accountID: "acct", plan: Plan(rawValue: "pro"), isFedRAMPAccount: false)
         let doctor = DoctorReport(registryPath: "/r", slotCount: 0, backends: [], slots: [], unregisteredItems: [],
                                   pendingRecoveries: [], missingItems: [])
+        let member = FleetMember(machine: "m1", recipient: "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p", addedAt: date, approvedBy: "m1")
+        let fleetReport = FleetStatusReport(fleet: "home", machine: "m1", endpoints: [], healthy: false, problem: "p", members: [member],
+                                            pending: [], slots: [], leader: "m1", standing: "unknown")
         let codex = CodexFollow(authPath: "/c/auth.json", copiedBack: false, runningCodexPIDs: [])
         return [
             Documented(section: "Output", marker: "Errors are printed", view: ErrorView.self, samples: [ErrorView(code: "c", message: "m")]),
@@ -62,7 +66,15 @@ import Testing
             Documented(section: "export", view: ExportView.self, samples: [ExportView(file: "/f", slots: ["work"], skipped: [], encryption: "x25519")]),
             Documented(section: "import", view: ImportView.self, samples: [ImportView(file: "/f", exportedAt: date, slots: [])]),
             Documented(section: "usage", view: UsageView.self, samples: [UsageView(slots: [])]),
-            Documented(section: "doctor", view: DoctorView.self, samples: [DoctorView(report: doctor)]),
+            Documented(section: "doctor", view: DoctorView.self, samples: [DoctorView(report: doctor), DoctorView(report: doctor, fleet: fleetReport)]),
+            Documented(section: "fleet init", view: FleetMemberView.self, samples: [FleetMemberView(member: member)]),
+            Documented(section: "fleet join", view: FleetMemberView.self, samples: [FleetMemberView(member: member)]),
+            Documented(section: "fleet approve", view: FleetApproveView.self, samples: [FleetApproveView(member: member, slots: [slot])]),
+            Documented(section: "fleet share", view: FleetSlotView.self, samples: [FleetSlotView(slot: slot, shared: true)]),
+            Documented(section: "fleet unshare", view: FleetSlotView.self, samples: [FleetSlotView(slot: slot, shared: false)]),
+            Documented(section: "fleet sync", view: FleetSyncView.self, samples: [FleetSyncView(results: [(slot, .adopted, nil)])]),
+            Documented(section: "fleet status", view: FleetStatusView.self, samples: [FleetStatusView(report: fleetReport)]),
+            Documented(section: "fleet remove", view: FleetRemoveView.self, samples: [FleetRemoveView(machine: "m2", slots: [slot])]),
             Documented(section: "store init", view: StoreInitView.self, samples: [StoreInitView(store: "/s", passphrase: true, unlocked: true)]),
             Documented(section: "store unlock", view: StoreUnlockView.self, samples: [StoreUnlockView.unlocked(cacheSeconds: 60), .noPassphrase]),
             Documented(section: "store lock", view: StoreLockView.self, samples: [StoreLockView(wasUnlocked: true)]),

@@ -113,7 +113,7 @@ import Testing
             }
         }
         let groups = Lanyard.allCommands.filter(\.isGroup).map(\.name)
-        #expect(groups == ["codex", "gh", "git-credential", "docker-credential", "store", "completion"])
+        #expect(groups == ["codex", "gh", "git-credential", "docker-credential", "store", "fleet", "completion"])
     }
 }
 

@@ -8,7 +8,7 @@ extension FleetCommands {
     static let fingerprintFlag = FlagSpec("fingerprint", value: "FINGERPRINT", "the fingerprint `fleet join` printed on the machine")
 
     static let approve = CommandSpec(
-        name: "fleet approve", summary: "admit a machine that asked to join, re-encrypting every shared slot to it",
+        name: "fleet approve", summary: "admit a machine that asked to join",
         arguments: "MACHINE", minArguments: 1, maxArguments: 1, flags: [fingerprintFlag], prints: true, takesAccount: false,
         details: """
         The fingerprint must be the one `lanyard fleet join` printed on that machine (compare it through a \

@@ -8,7 +8,7 @@ import LanyardFleet
 /// user's machines through etcd.
 enum FleetCommands {
     static let fleet = CommandSpec(
-        group: "fleet", summary: "share slots between machines through etcd, refreshed exactly once",
+        group: "fleet", summary: "share slots between machines through etcd",
         details: """
         A fleet keeps shared slots in etcd (configured under [fleet] in config.ini), encrypted to the age \
         recipient of every member machine: etcd never sees a token. A due shared slot is refreshed by one \

@@ -1,0 +1,134 @@
+#!/bin/sh
+# The fleet (docs/fleet.md) against a local 3-member etcd cluster with TLS (scripts/etcd-cluster.sh)
+# and the ChatGPT emulator, two simulated machines:
+#   - `lanyard token` on a fresh shared slot against the same on a local slot (hyperfine, one
+#     run; target <= 1.1: a fresh shared token makes no network call);
+#   - `lanyard refresh` of a shared slot against a local one (the added latency of the fleet:
+#     read, lock, fenced write, unlock);
+#   - watch propagation: the time from a refresh on machine 1 to machine 2's agent adopting it
+#     (event-log timestamps on one clock; target p95 <= 1 s).
+# Prints a table; exits 1 when a target is missed.
+set -eu
+cd "$(dirname "$0")/.."
+bin=${LANYARD_BIN:-.build/release/lanyard}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/lanyard-bench-fleet.XXXXXX")
+cleanup() {
+  [ -n "${agent_pid:-}" ] && kill "$agent_pid" 2>/dev/null
+  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null
+  scripts/etcd-cluster.sh stop "$tmp/etcd" >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+scripts/etcd-cluster.sh start "$tmp/etcd" >/dev/null
+. "$tmp/etcd/env"
+.venv/bin/python Tests/Fixtures/oauth/chatgpt_emulator.py --port 0 --exit-with-parent --log-level WARNING > "$tmp/server.out" &
+server_pid=$!
+while ! grep -q '^READY ' "$tmp/server.out" 2>/dev/null; do kill -0 "$server_pid" || exit 1; sleep 0.1; done
+base=$(sed -n 's/^READY //p' "$tmp/server.out")
+curl -fsS -H 'content-type: application/json' -d '{"interval":0}' "$base/_test/config" >/dev/null
+export BENCH_TMP="$tmp" BENCH_BASE="$base" BENCH_BIN="$bin"
+exec .venv/bin/python - <<'PY'
+import json, os, re, statistics, subprocess, sys, time, urllib.request
+tmp, base, binary = os.environ["BENCH_TMP"], os.environ["BENCH_BASE"], os.environ["BENCH_BIN"]
+
+def machine(name):
+    root = f"{tmp}/{name}"
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
+    env.update(HOME=f"{root}/home", XDG_CONFIG_HOME=f"{root}/config", XDG_DATA_HOME=f"{root}/data",
+               XDG_STATE_HOME=f"{root}/state", XDG_RUNTIME_DIR=f"{root}/run")
+    for d in ("home", "config/lanyard", "data", "state", "run"):
+        os.makedirs(f"{root}/{d}", mode=0o700, exist_ok=True)
+    with open(f"{root}/config/lanyard/config.ini", "w") as f:
+        f.write(f"""[store]
+backend = file
+[provider.openai]
+issuer = {base}
+usage-base-url = {base}
+[fleet]
+name = bench
+machine = {name}
+endpoints = {os.environ['LANYARD_TEST_ETCD_ENDPOINTS']}
+ca = {os.environ['LANYARD_TEST_ETCD_CA']}
+cert = {os.environ['LANYARD_TEST_ETCD_CERT']}
+key = {os.environ['LANYARD_TEST_ETCD_KEY']}
+""")
+    return env
+
+def run(env, *args):
+    done = subprocess.run([binary, *args], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"bench/fleet.sh: lanyard {' '.join(args)} failed: {done.stderr}")
+    return done.stdout
+
+def sign_in(env, slot, email):
+    login = subprocess.Popen([binary, "login", slot], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    for line in login.stderr:
+        m = re.match(r"^    ([A-Z0-9-]+)$", line)
+        if m:
+            urllib.request.urlopen(urllib.request.Request(f"{base}/_test/approve", method="POST",
+                data=json.dumps({"user_code": m.group(1), "email": email}).encode(), headers={"content-type": "application/json"}))
+            break
+    login.wait()
+
+m1, m2 = machine("m1"), machine("m2")
+for env in (m1, m2):
+    run(env, "store", "init", "--no-passphrase")
+sign_in(m1, "work", "shared@example.com")
+sign_in(m1, "solo", "solo@example.com")
+run(m1, "fleet", "init")
+run(m1, "fleet", "share", "work")
+fingerprint = json.loads(run(m2, "fleet", "join", "--json"))["fingerprint"]
+run(m1, "fleet", "approve", "m2", "--fingerprint", fingerprint)
+run(m2, "fleet", "sync")
+
+# token: shared against local, one hyperfine run.
+out = f"{tmp}/token.json"
+subprocess.run(["hyperfine", "-N", "--warmup", "20", "--runs", "200", "--export-json", out,
+                "-n", "shared", f"{binary} token work", "-n", "local", f"{binary} token solo"],
+               env=m1, check=True, capture_output=True)
+r = json.load(open(out))["results"]
+shared_ms, local_ms = r[0]["median"] * 1000, r[1]["median"] * 1000
+
+# refresh: shared against local.
+out = f"{tmp}/refresh.json"
+subprocess.run(["hyperfine", "-N", "--warmup", "2", "--runs", "30", "--export-json", out,
+                "-n", "shared", f"{binary} refresh work", "-n", "local", f"{binary} refresh solo"],
+               env=m1, check=True, capture_output=True)
+r = json.load(open(out))["results"]
+refresh_shared, refresh_local = r[0]["median"] * 1000, r[1]["median"] * 1000
+
+# Watch propagation: m2's agent adopts each refresh m1 makes.
+agent = subprocess.Popen([binary, "agent"], env=m2, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def events(env, name):
+    try:
+        lines = open(f"{env['XDG_STATE_HOME']}/lanyard/events.jsonl").read().splitlines()
+    except FileNotFoundError:
+        return []
+    return [e for e in map(json.loads, lines) if e.get("event") == name and e.get("slot") == "work"]
+delays = []
+try:
+    for i in range(30):
+        adopted = len(events(m2, "adopt"))
+        run(m1, "refresh", "work")
+        refreshed = events(m1, "refresh")[-1]["ts"]
+        deadline = time.time() + 10
+        while len(events(m2, "adopt")) == adopted:
+            if time.time() > deadline:
+                sys.exit("bench/fleet.sh: m2's agent did not adopt a refresh within 10 s")
+            time.sleep(0.01)
+        delays.append(max(0.0, events(m2, "adopt")[-1]["ts"] - refreshed) * 1000)
+finally:
+    agent.terminate()
+    agent.wait()
+delays.sort()
+p50 = statistics.median(delays)
+p95 = delays[int(round(0.95 * (len(delays) - 1)))]
+ratio = shared_ms / local_ms
+ok = ratio <= 1.1 and p95 <= 1000
+print("| measure | shared slot | local slot | ratio / target |")
+print("| --- | --- | --- | --- |")
+print(f"| `lanyard token` (fresh), median of 200 | {shared_ms:.2f} ms | {local_ms:.2f} ms | {ratio:.2f} (<= 1.1){'' if ratio <= 1.1 else ' MISSED'} |")
+print(f"| `lanyard refresh`, median of 30 | {refresh_shared:.1f} ms | {refresh_local:.1f} ms | +{refresh_shared - refresh_local:.1f} ms for the fleet |")
+print(f"| refresh on m1 -> m2's agent adopts it ({len(delays)} refreshes) | p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {delays[-1]:.0f} ms | | p95 <= 1000 ms{'' if p95 <= 1000 else ' MISSED'} |")
+sys.exit(0 if ok else 1)
+PY
