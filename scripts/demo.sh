@@ -119,8 +119,8 @@ on_ci list
 say "The laptop refreshes the shared slot once; the CI machine adopts the new tokens instead of refreshing again"
 run refresh work
 on_ci fleet sync
-printf '%s$ lanyard token work | cut -c1-24   (laptop, then ci: the same token)%s\n' "$dim" "$off"
-"$bin" token work | cut -c1-24
-second token work | cut -c1-24
+printf '%s$ lanyard token work | sha256sum | cut -c1-16   (laptop, then ci: the same token)%s\n' "$dim" "$off"
+"$bin" token work | sha256sum | cut -c1-16
+second token work | sha256sum | cut -c1-16
 run fleet status
 say "Done. Everything above lived in $demo, which is now removed."

@@ -26,7 +26,7 @@ extension FleetCommands {
             }
             inv.stdout.line("Refresh leader: \(report.leader ?? "none (no agent running)")")
             for s in report.slots {
-                let by = s.refreshedBy.map { " last written by \($0)" } ?? ""
+                let by = s.refreshedBy.map { ", last written by \($0)" } ?? ""
                 let here = !s.local ? "not on this machine (run `lanyard fleet sync`)" : s.uploadPending ? "newer here, waiting to be written" : s.localCurrent ? "local copy current" : "local copy behind"
                 inv.stdout.line("  \(s.slot.name.padded(toWidth: 20)) \(here)\(by)")
             }
