@@ -220,6 +220,7 @@ package struct AccountManager: Sendable {
     /// - Returns: whether a revocation happened, and whether the slot was signed out already.
     @discardableResult
     package func signOut(slot: Slot, revoke: Bool) async throws -> SignOutOutcome {
+        try refuseIfShared(slot, "sign it out here")
         // A refresh under way finishes first; otherwise it would store the credential again.
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }

@@ -50,7 +50,7 @@ extension AccountManager {
             }
             if revision != state.revision && !state.uploadPending {
                 current = try adopt(slot, newest, revision: revision, store: store, state: &state)
-                if !stillDue(current, before: before, force: force) && !force { return current }
+                if !stillDue(current, before: before, force: force) { return current }
             }
         } catch let error as FleetError {
             return try servedWithoutFleet(slot, current, error, force: force)
@@ -108,6 +108,14 @@ extension AccountManager {
                                                           "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])
         }
         return refreshed
+    }
+
+    /// A shared slot belongs to every machine of its fleet: signing it out (which may revoke the
+    /// session at the provider), renaming or removing it on one machine would pull it from under
+    /// the others. `fleet unshare` first.
+    func refuseIfShared(_ slot: Slot, _ action: String) throws {
+        guard let state = SharedSlotState.loadIfReadable(slot, paths: paths) else { return }
+        throw FleetError.sharedSlotRefused(slot: slot, fleet: state.fleet, action: action)
     }
 
     /// Puts the fleet's newer credential into the local store and records its revision.

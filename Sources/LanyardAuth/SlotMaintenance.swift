@@ -84,6 +84,7 @@ extension AccountManager {
     /// (reported in `warnings`), never a slot without its credential.
     /// With `pins`, the outcome lists the pins found there that still name `old`.
     package func rename(_ old: Slot, to new: Slot, pins: PinSearch? = nil) throws -> RenameOutcome {
+        try refuseIfShared(old, "rename it")
         var warnings: [String] = []
         var moved = false
         // Both slots' refresh locks, in name order, before the registry's: a refresh of OLD that is
@@ -130,6 +131,7 @@ extension AccountManager {
     /// Deletes a slot and its stored credential (never revokes it). The secret goes first: a
     /// registry entry without a secret is repairable, a secret without an entry is invisible.
     package func remove(_ slot: Slot) throws {
+        try refuseIfShared(slot, "remove it")
         let lock = try FileLock.slot(slot, paths: paths)  // a refresh under way finishes first
         defer { withExtendedLifetime(lock) {} }
         try registry.update { doc in

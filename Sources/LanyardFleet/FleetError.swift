@@ -35,6 +35,8 @@ package enum FleetError: LanyardError, Equatable {
     /// The fleet lock was lost (its lease expired) before the refreshed credential was written:
     /// the new tokens were kept on this machine only.
     case lockLost(slot: Slot, fleet: String)
+    /// An operation for one machine's slots asked of a shared slot (sign-out, rename, remove).
+    case sharedSlotRefused(slot: Slot, fleet: String, action: String)
     /// A key of the fleet holds data that does not decode (left as it is).
     case corrupt(key: String, detail: String)
 
@@ -55,6 +57,7 @@ package enum FleetError: LanyardError, Equatable {
         case .lockTimeout: return "fleet_lock_timeout"
         case .lockLost: return "fleet_lock_lost"
         case .corrupt: return "fleet_data_corrupt"
+        case .sharedSlotRefused: return "fleet_slot_shared"
         }
     }
 
@@ -90,6 +93,9 @@ package enum FleetError: LanyardError, Equatable {
         case .lockLost(let slot, let fleet):
             return "slot \(slot.name)'s fleet lock in \(fleet) expired during the refresh: the new tokens are kept on this machine "
                 + "and written to the fleet on the next sync"
+        case .sharedSlotRefused(let slot, let fleet, let action):
+            return "slot \(slot.name) is shared in fleet \(fleet), so this machine cannot \(action) alone: "
+                + "run `lanyard fleet unshare \(slot.name)` first (every machine keeps its copy)"
         case .corrupt(let key, let detail): return "etcd key \(TerminalText.escaped(key)) does not decode (left as it is): \(detail)"
         }
     }

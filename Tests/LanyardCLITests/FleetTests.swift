@@ -41,6 +41,8 @@ struct FleetMachine {
 
     @discardableResult
     func run(_ args: String...) throws -> TestHome.Output { try home.run(args) }
+    @discardableResult
+    func run(_ args: [String]) throws -> TestHome.Output { try home.run(args) }
 
     func stored(_ slot: String) throws -> Credential { try EncryptedFileStore(paths: paths).get(try Slot(slot)) }
 
@@ -109,6 +111,11 @@ struct FleetHarness {
         let status = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])
         #expect((status["members"] as? [[String: Any]])?.compactMap { $0["machine"] as? String } == ["m1", "m2"])
         #expect(status["standing"] as? String == "member")
+        // One machine cannot sign out, rename or remove what every machine shares.
+        for args in [["logout", "work"], ["rename", "work", "mine"], ["remove", "work", "--yes"]] {
+            let refused = try second.run(args + ["--json"])
+            #expect(refused.status == 1 && refused.stdout.contains("fleet_slot_shared"), "\(args): \(refused.stdout)")
+        }
 
         let outsider = try FleetMachine("m9", fleet: h.fleet, cluster: h.cluster, server: h.server)
         h.machines.append(outsider)
