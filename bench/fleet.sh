@@ -5,8 +5,9 @@
 #     run; target <= 1.1: a fresh shared token makes no network call);
 #   - `lanyard refresh` of a shared slot against a local one (the added latency of the fleet:
 #     read, lock, fenced write, unlock);
-#   - watch propagation: the time from a refresh on machine 1 to machine 2's agent adopting it
-#     (event-log timestamps on one clock; target p95 <= 1 s).
+#   - watch propagation: the time from the start of a refresh on machine 1 to machine 2's agent
+#     having adopted it (includes the refresh itself; event-log timestamps on one clock; target
+#     p95 <= 1 s).
 # Prints a table; exits 1 when a target is missed.
 set -eu
 cd "$(dirname "$0")/.."
@@ -109,14 +110,16 @@ delays = []
 try:
     for i in range(30):
         adopted = len(events(m2, "adopt"))
+        started = time.time()
         run(m1, "refresh", "work")
-        refreshed = events(m1, "refresh")[-1]["ts"]
         deadline = time.time() + 10
         while len(events(m2, "adopt")) == adopted:
             if time.time() > deadline:
                 sys.exit("bench/fleet.sh: m2's agent did not adopt a refresh within 10 s")
             time.sleep(0.01)
-        delays.append(max(0.0, events(m2, "adopt")[-1]["ts"] - refreshed) * 1000)
+        # From the start of m1's `lanyard refresh` (so the refresh at the provider and the fleet
+        # write count too: an upper bound of the watch's own delay) to m2's adoption.
+        delays.append((events(m2, "adopt")[-1]["ts"] - started) * 1000)
 finally:
     agent.terminate()
     agent.wait()
@@ -129,6 +132,6 @@ print("| measure | shared slot | local slot | ratio / target |")
 print("| --- | --- | --- | --- |")
 print(f"| `lanyard token` (fresh), median of 200 | {shared_ms:.2f} ms | {local_ms:.2f} ms | {ratio:.2f} (<= 1.1){'' if ratio <= 1.1 else ' MISSED'} |")
 print(f"| `lanyard refresh`, median of 30 | {refresh_shared:.1f} ms | {refresh_local:.1f} ms | +{refresh_shared - refresh_local:.1f} ms for the fleet |")
-print(f"| refresh on m1 -> m2's agent adopts it ({len(delays)} refreshes) | p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {delays[-1]:.0f} ms | | p95 <= 1000 ms{'' if p95 <= 1000 else ' MISSED'} |")
+print(f"| `lanyard refresh` starts on m1 -> m2's agent has adopted the new tokens ({len(delays)} refreshes) | p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {delays[-1]:.0f} ms | | p95 <= 1000 ms{'' if p95 <= 1000 else ' MISSED'} |")
 sys.exit(0 if ok else 1)
 PY
