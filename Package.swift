@@ -74,7 +74,7 @@ let package = Package(
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
         .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore", "LanyardFleet"]),
 
-        .target(name: "LanyardTestSupport", dependencies: ["LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"], path: "Tests/Support"),
+        .target(name: "LanyardTestSupport", dependencies: ["LanyardFleet", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"], path: "Tests/Support"),
         .testTarget(name: "LanyardSupportTests", dependencies: ["LanyardSupport"]),
         .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore", "LanyardSupport"]),
         .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardCore", "LanyardSupport"]),
-        .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "Age", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         // Checks of the repository as a whole: layering, the public API list, the GLib boundary.
         .testTarget(name: "RepositoryChecks", dependencies: ["LanyardCore", "LanyardTestSupport"], exclude: ["PublicAPI.txt"]),
