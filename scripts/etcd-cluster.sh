@@ -86,6 +86,10 @@ log_tails() {
 # a certificate for one day signed by the CA. An empty CN gives a subject without a Common Name.
 # A random serial rather than a serial file, and files named after NAME, so that tests may make
 # certificates side by side.
+# Certificates start an hour in the past (through faketime, when installed), so a simulated machine
+# whose clock lags by minutes still accepts them.
+ossl() { if command -v faketime > /dev/null 2>&1; then faketime -f -1h openssl "$@"; else openssl "$@"; fi; }
+
 openssl_cert() {
   c="$1/certs"; name=$2; cn=$3; eku=$4; san=${5:-}; err="$c/$name.err"
   subject="/O=lanyard-test"; [ -z "$cn" ] || subject="$subject/CN=$cn"
@@ -94,11 +98,11 @@ openssl_cert() {
     echo "keyUsage=critical,digitalSignature,keyEncipherment"
     echo "extendedKeyUsage=$eku"
     [ -z "$san" ] || echo "subjectAltName=$san"; } > "$ext"
-  (umask 077; openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+  (umask 077; ossl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
     -subj "$subject" -keyout "$c/$name.key" -out "$c/$name.csr" 2> "$err") ||
     { cat "$err" >&2; die "openssl could not make the key for $name"; }
   serial=0x$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
-  openssl x509 -req -in "$c/$name.csr" -CA "$c/ca.pem" -CAkey "$c/ca.key" -set_serial "$serial" -days 1 \
+  ossl x509 -req -in "$c/$name.csr" -CA "$c/ca.pem" -CAkey "$c/ca.key" -set_serial "$serial" -days 1 \
     -extfile "$ext" -out "$c/$name.pem" 2> "$err" ||
     { cat "$err" >&2; die "openssl could not sign the certificate for $name"; }
   rm -f "$c/$name.csr" "$ext" "$err"
@@ -107,7 +111,7 @@ openssl_cert() {
 make_certs() { # DIR
   c="$1/certs"
   mkdir -p "$c"; chmod 700 "$c"
-  (umask 077; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+  (umask 077; ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
     -subj "/O=lanyard-test/CN=lanyard-test etcd CA" -addext "basicConstraints=critical,CA:TRUE" \
     -addext "keyUsage=critical,keyCertSign,cRLSign" -keyout "$c/ca.key" -out "$c/ca.pem" 2> "$c/openssl.err") ||
     { cat "$c/openssl.err" >&2; die "openssl could not make the CA"; }

@@ -131,4 +131,35 @@ import LanyardTestSupport
             #expect(try await h.server.stat("refresh_reused") == 0)
         }
     }
+
+    /// Machines whose clocks are off by ten minutes either way (libfaketime): the fast one finds
+    /// the token due early and refreshes it once under the lock; the slow one never sees it due;
+    /// nothing is refreshed twice and every machine converges.
+    @Test func clocksOffByMinutesBurnNothing() async throws {
+        // 15-minute tokens, due 5 minutes before expiry: the fast machine (+10 min) sees the
+        // token as due at once, the others do not.
+        let h = try await FleetHarness(machines: 3, lifetime: 900)
+        let fast = ["/usr/bin/faketime", "-f", "+10m"], slow = ["/usr/bin/faketime", "-f", "-10m"]
+        let before = try await h.server.stat("refreshes_succeeded")
+        var outputs: [String] = []
+        for (machine, launcher) in zip(h.machines, [[], fast, slow]) {
+            for _ in 0..<3 {
+                let (p, out, err) = try machine.home.start(["token", "work"], launcher: launcher)
+                let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let problem = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                p.waitUntilExit()
+                #expect(p.terminationStatus == 0, "\(machine.name): \(problem)")
+                outputs.append(text)
+            }
+        }
+        #expect(try await h.server.stat("refreshes_succeeded") - before == 1)
+        #expect(try await h.server.stat("refresh_reused") == 0)
+        for (machine, launcher) in zip(h.machines, [[], fast, slow]) {
+            let (p, _, err) = try machine.home.start(["fleet", "sync"], launcher: launcher)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 0, "\(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+        }
+        let tokens = try Set(h.machines.map { try $0.stored("work").tokens.accessToken })
+        #expect(tokens.count == 1, "the machines hold \(tokens.count) different tokens after a sync")
+    }
 }
