@@ -139,14 +139,27 @@ extension AccountManager {
             return .added
         }
         let store = try openStore(record.backend, false)
-        if known.uploadPending && revision == known.revision {
+        // Tokens a killed refresh left in the recovery file are this machine's newest: in place first.
+        _ = try RecoveryFile(paths: paths, slot: slot).settle(into: store, slot: slot)
+        let local = try read(slot, store)
+        let relation = Self.relation(local: local, fleet: credential)
+        if relation == .fleetOlder || (known.uploadPending && revision == known.revision) {
+            // This machine refreshed last and the fleet does not have it yet: write it there.
             let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
             defer { lock.release() }
-            if let written = try fleet.write(slot, credential: try read(slot, store), replacing: revision, under: lock) {
+            if let written = try fleet.write(slot, credential: local, replacing: revision, under: lock) {
                 known.revision = written
                 known.uploadPending = false
                 try known.save(slot, paths: paths)
                 return .uploaded
+            }
+            return .current
+        }
+        if relation == .same {
+            if revision != known.revision || known.uploadPending {
+                known.revision = revision
+                known.uploadPending = false
+                try known.save(slot, paths: paths)
             }
             return .current
         }

@@ -48,7 +48,9 @@ extension AccountManager {
                 try keepRefreshed(slot: slot, refreshed, previous: current, store: store)
                 return refreshed
             }
-            if revision != state.revision && !state.uploadPending {
+            // A fleet copy older than ours (ours replaced its refresh token) is never adopted: it is
+            // written over under the lock below.
+            if revision != state.revision && !state.uploadPending && Self.relation(local: current, fleet: newest) != .fleetOlder {
                 current = try adopt(slot, newest, revision: revision, store: store, state: &state)
                 if !stillDue(current, before: before, force: force) { return current }
             }
@@ -67,11 +69,29 @@ extension AccountManager {
             guard let (latest, revision) = try fleet.newest(slot, identity: identity, account: record.account, provider: record.provider) else {
                 throw FleetError.notShared(slot: slot, fleet: fleet.name)
             }
-            if revision != state.revision && !state.uploadPending {
-                // Another machine refreshed while we waited for the lock: use its tokens.
+            switch Self.relation(local: current, fleet: latest) {
+            case .fleetOlder:
+                // This machine's tokens replaced the fleet's (a refresh whose fleet write never
+                // landed: its process was killed after the recovery file, or etcd failed): write
+                // them, or the next machine to refresh would spend the fleet's dead token.
+                if let written = try fleet.write(slot, credential: current, replacing: revision, under: lock) {
+                    state.revision = written
+                    state.uploadPending = false
+                    try state.save(slot, paths: paths)
+                }
+                if !stillDue(current, before: before, force: force) { return current }
+            case .same where revision != state.revision || state.uploadPending:
+                // Our own write landed though its answer was lost, or the same tokens re-sealed.
+                state.revision = revision
+                state.uploadPending = false
+                try state.save(slot, paths: paths)
+                if !stillDue(current, before: before, force: force) { return current }
+            case _ where revision != state.revision:
+                // Another machine refreshed while we waited for the lock (or after our write
+                // landed): use its tokens.
                 current = try adopt(slot, latest, revision: revision, store: store, state: &state)
                 if !refreshRule.needsRefresh(current, now: clock.now(), boot: clock.bootInstant()) { return current }
-            } else if state.uploadPending && revision == state.revision {
+            case _ where state.uploadPending:
                 // Our last refresh could not be written to the fleet: write it now.
                 if let written = try fleet.write(slot, credential: current, replacing: revision, under: lock) {
                     state.revision = written
@@ -79,8 +99,8 @@ extension AccountManager {
                     try state.save(slot, paths: paths)
                 }
                 if !stillDue(current, before: before, force: force) { return current }
-            } else if !stillDue(current, before: before, force: force) {
-                return current
+            default:
+                if !stillDue(current, before: before, force: force) { return current }
             }
         } catch let error as FleetError {
             if case .notShared = error { throw error }
@@ -116,6 +136,22 @@ extension AccountManager {
     func refuseIfShared(_ slot: Slot, _ action: String) throws {
         guard let state = SharedSlotState.loadIfReadable(slot, paths: paths) else { return }
         throw FleetError.sharedSlotRefused(slot: slot, fleet: state.fleet, action: action)
+    }
+
+    /// How the fleet's copy of a shared slot stands to this machine's, by their refresh tokens.
+    enum FleetCopy: Equatable {
+        /// The same refresh token.
+        case same
+        /// This machine's copy replaced the fleet's refresh token: the fleet's is spent.
+        case fleetOlder
+        /// Anything else: the fleet's is newer (another machine refreshed), or unrelated.
+        case other
+    }
+
+    static func relation(local: Credential, fleet: Credential) -> FleetCopy {
+        guard let mine = local.tokens.refreshToken, let theirs = fleet.tokens.refreshToken else { return .other }
+        if mine == theirs { return .same }
+        return local.hasSpent(refreshToken: theirs) ? .fleetOlder : .other
     }
 
     /// Puts the fleet's newer credential into the local store and records its revision.

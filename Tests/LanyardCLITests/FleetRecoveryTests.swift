@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+@testable import LanyardAuth
+@testable import LanyardCore
+@testable import LanyardFleet
+@testable import LanyardStore
+import LanyardTestSupport
+
+/// A machine whose own refresh never reached the fleet (found by the fleet soak,
+/// scripts/soak/fleet.sh): its tokens must reach the fleet before any other machine spends the
+/// token they replaced, and a copy it believes newer must not hide later refreshes.
+@Suite(.serialized) struct FleetRecoveryTests {
+    /// A refresh killed after writing its recovery file and before its fleet write: the server has
+    /// rotated the token and the fleet still holds the spent one. The machine's next command puts
+    /// the recovered tokens in place and writes them to the fleet, so the next machine to refresh
+    /// adopts them instead of presenting the spent token (`refresh_token_reused`, the sign-in lost).
+    @Test func tokensLeftInARecoveryFileReachTheFleet() async throws {
+        let h = try await FleetHarness(machines: 2)
+        let m1 = h.machines[0], m2 = h.machines[1]
+        let slot = try Slot("work")
+        // What the killed worker had done: the refresh at the server, then the recovery file.
+        let manager = try m1.manager()
+        let (record, store) = try manager.storeOf(slot)
+        let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
+        _ = try RecoveryFile(paths: m1.paths, slot: slot).write(refreshed)
+
+        let token = try m1.run("token", "work")
+        #expect(token.status == 0, "\(token.stderr)")
+        // m2's first forced refresh adopts m1's tokens; its second refreshes them at the server.
+        for _ in 0..<2 {
+            let forced = try m2.run("refresh", "work")
+            #expect(forced.status == 0, "\(forced.stderr)")
+        }
+        #expect(try await h.server.stat("refresh_reused") == 0)
+        #expect(try await h.server.stat("refreshes_succeeded") == 2)
+        let synced = try m1.run("fleet", "sync")
+        #expect(synced.status == 0, "\(synced.stderr)")
+        let same = try m1.stored("work").tokens.refreshToken == m2.stored("work").tokens.refreshToken
+        #expect(same, "m1 did not take m2's refresh")
+    }
+
+    /// A machine marked upload-pending although its fleet write landed (the answer was lost):
+    /// once another machine refreshed after it, it adopts that refresh rather than spending its
+    /// own token, which the other machine already spent.
+    @Test func anUploadPendingWhoseWriteLandedFollowsLaterRefreshes() async throws {
+        let h = try await FleetHarness(machines: 2)
+        let m1 = h.machines[0], m2 = h.machines[1]
+        let slot = try Slot("work")
+        let before = try #require(try SharedSlotState.load(slot, paths: m1.paths))
+        let first = try m1.run("refresh", "work")
+        #expect(first.status == 0, "\(first.stderr)")
+        try SharedSlotState(fleet: before.fleet, revision: before.revision, uploadPending: true).save(slot, paths: m1.paths)
+
+        for _ in 0..<2 {
+            let forced = try m2.run("refresh", "work")
+            #expect(forced.status == 0, "\(forced.stderr)")
+        }
+        let again = try m1.run("refresh", "work")
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try await h.server.stat("refresh_reused") == 0)
+        let same = try m1.stored("work").tokens.refreshToken == m2.stored("work").tokens.refreshToken
+        #expect(same, "m1 does not hold m2's refresh")
+    }
+}
