@@ -1,7 +1,8 @@
 #!/bin/sh
 # The test suite: every Swift test inside a private keyring session and beside a throwaway
 # 3-member etcd cluster (one at a time: some suites lock the shared test keyring), the Secret
-# Service suites again with KeePassXC as the provider, a 60 s concurrency soak and 60 + 20 random
+# Service suites again with KeePassXC as the provider, a 60 s concurrency soak, a 60 s fleet soak
+# (4 machines sharing a slot through etcd while processes and etcd members are killed), 60 + 20 random
 # kill -9 crashes (slots in the file store, then in the keyring) of the real binaries with
 # invariant checks, the crash cases replayed at chosen system calls, disk faults at every write (scripts/soak/),
 # the kit and lifecycle suites again under Thread Sanitizer, a short
@@ -26,6 +27,9 @@ grep -E 'Test run with' .build/keepassxc.log
 phase "concurrency soak: 16 processes, the agent, renames and sign-outs against 3-second tokens (60 s)"
 scripts/soak/concurrency.sh "${SOAK_SECONDS:-60}" > .build/soak.log 2>&1 || { tail -60 .build/soak.log; exit 1; }
 grep -E '^(server|invariants):' .build/soak.log
+phase "fleet soak: 4 machines share a slot through etcd; Lanyard processes and etcd members killed, quorum lost, a machine cut off (60 s)"
+scripts/soak/fleet.sh "${SOAK_FLEET_SECONDS:-60}" > .build/fleet-soak.log 2>&1 || { tail -60 .build/fleet-soak.log; exit 1; }
+grep -E '^(server|convergence|invariants):' .build/fleet-soak.log
 phase "crash consistency: operations killed with SIGKILL at random points, invariants after each (60 kills, file store)"
 scripts/soak/crash.sh "${CRASH_KILLS:-60}" > .build/crash.log 2>&1 || { tail -60 .build/crash.log; exit 1; }
 grep -E '^(invariant failures|repairs needed):' .build/crash.log

@@ -5,7 +5,9 @@
 #   kill -9 crashes, slots in the file store       (scripts/soak/crash.sh 500)
 #   kill -9 crashes, slots in the keyring          (CRASH_BACKEND=secret-service scripts/soak/crash.sh 200)
 #   disk faults at every write of six operations   (scripts/soak/io-faults.sh 60)
-# SOAK_SECONDS, SOAK_FILE_KILLS, SOAK_KEYRING_KILLS change the lengths; LANYARD_BIN the binary
+#   a fleet of 4 machines sharing a slot through etcd, Lanyard processes and etcd members killed,
+#   for 10 minutes                                 (scripts/soak/fleet.sh 600)
+# SOAK_SECONDS, SOAK_FILE_KILLS, SOAK_KEYRING_KILLS, SOAK_FLEET_SECONDS change the lengths; LANYARD_BIN the binary
 # (default .build/release/lanyard, built by `make soak`). Each run's whole output is kept in
 # SOAK_LOGS (default a new folder under /tmp, named at the end). Exits 1 when any run failed.
 set -uo pipefail
@@ -13,6 +15,7 @@ cd "$(dirname "$0")/../.." || exit 1
 export LANYARD_BIN=${LANYARD_BIN:-$PWD/.build/release/lanyard}
 [ -x "$LANYARD_BIN" ] || { echo "soak: no $LANYARD_BIN (make release)" >&2; exit 1; }
 seconds=${SOAK_SECONDS:-600} file_kills=${SOAK_FILE_KILLS:-500} keyring_kills=${SOAK_KEYRING_KILLS:-200}
+fleet_seconds=${SOAK_FLEET_SECONDS:-600}
 logs=${SOAK_LOGS:-$(mktemp -d /tmp/lanyard-soak.XXXXXX)}
 mkdir -p "$logs"
 t_all=$(date +%s)
@@ -48,6 +51,12 @@ done
 run "disk faults" "$logs/io-faults.log" scripts/soak/io-faults.sh 60
 f=$logs/io-faults.log
 rows+=("ENOSPC/EIO at every write|$(pick "$f" 's/^runs: \([0-9]*\), with an injected fault: \([0-9]*\),.*/\1 runs, \2 with a fault/p')|refresh, switch, rename, logout, login, agent --once|invariant failures: $(pick "$f" 's/.*invariant failures: \([0-9]*\).*/\1/p')")
+
+if [ "$fleet_seconds" -gt 0 ]; then
+  run "fleet" "$logs/fleet.log" scripts/soak/fleet.sh "$fleet_seconds"
+  l=$logs/fleet.log
+  rows+=("fleet of 4 machines, one shared slot, ${fleet_seconds} s|$(pick "$l" 's/^calls: token \([0-9]*\) .*/\1 `token` calls/p'), $(pick "$l" 's/^faults: \(.*\)$/\1/p'); $(pick "$l" 's/^no quorum: \([0-9]*\) s.*cut off: \(m[0-9]\) for \([0-9]*\) s.*/\1 s without quorum, a machine cut off \3 s/p')|$(pick "$l" 's/^server: refreshes_succeeded \([0-9]*\), refresh_reused \([0-9]*\) (lost-ok \([0-9]*\), unexplained \([0-9]*\)).*/\1 refreshes, \2 reused (\3 lost in flight, \4 unexplained)/p'); $(pick "$l" 's/^convergence: \([0-9.]*\) s after.*/converged \1 s after etcd was whole/p')|$(pick "$l" 's/^invariants: //p')")
+fi
 
 echo
 echo "Reliability soak: $(( ($(date +%s) - t_all) / 60 )) min $(( ($(date +%s) - t_all) % 60 )) s, logs in $logs"

@@ -1,0 +1,1211 @@
+#!/usr/bin/env python3
+"""The fleet soak's driver: scripts/soak/fleet.sh runs it (under reaper.py, with the venv's python)
+and its header says what it does and checks. Tokens are never printed: they are compared by
+SHA-256 digest, and only digests are kept in memory.
+
+  fleet.py SECONDS      # environment: FLEET_TMP, LANYARD_BIN, SOAK_REAPER_PID, SOAK_ORPHANS_LOG,
+                        # FLEET_SEED, FLEET_CALLERS
+"""
+import base64
+import collections
+import hashlib
+import json
+import os
+import random
+import re
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+SECS = int(sys.argv[1])
+TMP = os.environ["FLEET_TMP"]
+BIN = os.environ["LANYARD_BIN"]
+REAPER = int(os.environ.get("SOAK_REAPER_PID") or os.getpid())
+ORPHANS = os.environ.get("SOAK_ORPHANS_LOG")
+SEED = int(os.environ.get("FLEET_SEED") or random.randrange(1 << 30))
+CALLERS = int(os.environ.get("FLEET_CALLERS") or 2)  # token loops per machine
+MACHINES = ["m1", "m2", "m3", "m4"]
+FLEET, SLOT, EMAIL = "soak", "work", "fleet-soak@example.com"
+LIFETIME = 60           # seconds an access token lives
+CALL_TIMEOUT = 150      # a command still running after this is hung (a killed lock holder's lease is 70 s)
+CUT_SECONDS = 30
+# [http] timeout: the fleet lock's lease is twice this plus 10 s, 20 s here, in proportion to the
+# 60-second tokens (the default, 70 s, outlasts a token: one killed lock holder would stop every
+# refresh for longer than a token lives).
+HTTP_TIMEOUT = 5
+CONVERGE_LIMIT = 30     # seconds allowed for convergence (10 s asked, with margin for a loaded machine)
+ETCD = f"{TMP}/etcd"
+rng = random.Random(SEED)
+
+START = time.time()
+LOAD_START = START  # set when the load starts; times printed are relative to it
+DEADLINE = START + SECS
+print_lock = threading.Lock()
+fault_log = open(f"{TMP}/faults.log", "a")
+
+
+def now():
+    return time.time()
+
+
+def rel(t):
+    return t - LOAD_START
+
+
+def note(text):
+    with print_lock:
+        line = f"[{rel(now()):6.1f} s] {text}"
+        print(line, flush=True)
+        fault_log.write(line + "\n")
+        fault_log.flush()
+
+
+def digest(text):
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()[:16]
+
+
+def first_line(text, limit=240):
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:limit]
+    return ""
+
+
+# --- the emulator ---------------------------------------------------------------------------------
+BASE = None
+
+
+def http(path, body=None, timeout=10):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(BASE + path, data=data, method="GET" if body is None else "POST",
+                                 headers={"Content-Type": "application/json"})
+    for attempt in range(3):
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return json.loads(r.read() or b"null")
+        except OSError:
+            if attempt == 2:
+                raise
+            time.sleep(1)
+
+
+def stats():
+    return http("/_test/stats")
+
+
+# --- etcd: the cluster script and a reader through the JSON gateway ------------------------------
+def cluster(*args, timeout=120):
+    return subprocess.run(["scripts/etcd-cluster.sh", args[0], ETCD, *args[1:]], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+ENV_ETCD = {}
+
+
+def load_etcd_env():
+    with open(f"{ETCD}/env") as f:
+        for line in f:
+            m = re.match(r"^(LANYARD_TEST_ETCD_\w+)='(.*)'$", line.strip())
+            if m:
+                ENV_ETCD[m.group(1)] = m.group(2)
+
+
+def etcd_range(key, prefix=False, keys_only=False):
+    """A serializable range read (answers without a quorum too) from the first member that answers;
+    None when none does."""
+    ctx = ssl.create_default_context(cafile=ENV_ETCD["LANYARD_TEST_ETCD_CA"])
+    ctx.load_cert_chain(ENV_ETCD["LANYARD_TEST_ETCD_CERT"], ENV_ETCD["LANYARD_TEST_ETCD_KEY"])
+    body = {"key": base64.b64encode(key.encode()).decode(), "serializable": True, "keys_only": keys_only}
+    if prefix:
+        end = key[:-1] + chr(ord(key[-1]) + 1)
+        body["range_end"] = base64.b64encode(end.encode()).decode()
+    for url in ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"].split(","):
+        try:
+            req = urllib.request.Request(url + "/v3/kv/range", data=json.dumps(body).encode(), method="POST")
+            with urllib.request.urlopen(req, timeout=3, context=ctx) as r:
+                answer = json.loads(r.read())
+            return [(base64.b64decode(kv["key"]).decode(), base64.b64decode(kv.get("value", "")), int(kv.get("create_revision", 0)))
+                    for kv in answer.get("kvs", [])]
+        except (OSError, ValueError, KeyError):
+            continue
+    return None
+
+
+# --- age decryption (X25519 recipients), to read the stores and etcd's copy without a process each --
+BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+
+
+def age_identity(text):
+    data = text.strip().lower().rsplit("1", 1)[1][:-6]
+    acc = bits = 0
+    out = bytearray()
+    for c in data:
+        acc = (acc << 5) | BECH32.index(c)
+        bits += 5
+        while bits >= 8:
+            bits -= 8
+            out.append((acc >> bits) & 0xFF)
+    return bytes(out[:32])
+
+
+def b64raw(s):
+    return base64.b64decode(s + b"=" * (-len(s) % 4))
+
+
+def hkdf(ikm, salt, info):
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=salt, info=info).derive(ikm)
+
+
+def age_decrypt(data, identity):
+    end = data.index(b"\n---")
+    payload = data[data.index(b"\n", end + 1) + 1:]
+    lines = data[:end].split(b"\n")
+    if lines[0] != b"age-encryption.org/v1":
+        raise ValueError("not an age file")
+    key = X25519PrivateKey.from_private_bytes(identity)
+    mine = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    i, file_key = 1, None
+    while i < len(lines) and file_key is None:
+        args = lines[i].split(b" ")
+        i += 1
+        body = b""
+        while i < len(lines) and not lines[i].startswith(b"->"):
+            body += lines[i]
+            i += 1
+        if len(args) < 3 or args[1] != b"X25519":
+            continue
+        share = b64raw(args[2])
+        wrap = hkdf(key.exchange(X25519PublicKey.from_public_bytes(share)), share + mine, b"age-encryption.org/v1/X25519")
+        try:
+            file_key = ChaCha20Poly1305(wrap).decrypt(b"\0" * 12, b64raw(body), None)
+        except InvalidTag:
+            continue
+    if file_key is None:
+        raise ValueError("no stanza for this identity")
+    aead = ChaCha20Poly1305(hkdf(file_key, payload[:16], b"payload"))
+    rest, out, counter = payload[16:], b"", 0
+    while True:
+        chunk, rest = rest[:65536 + 16], rest[65536 + 16:]
+        out += aead.decrypt(counter.to_bytes(11, "big") + (b"\x00" if rest else b"\x01"), chunk, None)
+        counter += 1
+        if not rest:
+            return out
+
+
+# --- machines -------------------------------------------------------------------------------------
+class Machine:
+    def __init__(self, name):
+        self.name = name
+        self.root = f"{TMP}/{name}"
+        self.env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
+        self.env.update(HOME=f"{self.root}/home", XDG_CONFIG_HOME=f"{self.root}/config", XDG_DATA_HOME=f"{self.root}/data",
+                        XDG_STATE_HOME=f"{self.root}/state", XDG_RUNTIME_DIR=f"{self.root}/run", XDG_CACHE_HOME=f"{self.root}/cache")
+        for d in ("home", "config/lanyard", "data", "state", "run", "cache"):
+            os.makedirs(f"{self.root}/{d}", mode=0o700, exist_ok=True)
+        self.agent = None
+        self.agent_lock = threading.Lock()
+        self.running = {}     # pid -> (Popen, kind): commands of the loops, for the caller kills
+        self.cut = False
+
+    def write_config(self, endpoints):
+        text = (f"[store]\nbackend = file\n[provider.openai]\nissuer = {BASE}\nusage-base-url = {BASE}\n"
+                f"[http]\ntimeout = {HTTP_TIMEOUT}\n[agent]\nnotify = false\n[events]\nmax-bytes = 1073741824\n"
+                f"[fleet]\nname = {FLEET}\nmachine = {self.name}\nendpoints = {endpoints}\n"
+                f"ca = {ENV_ETCD['LANYARD_TEST_ETCD_CA']}\ncert = {ENV_ETCD['LANYARD_TEST_ETCD_CERT']}\n"
+                f"key = {ENV_ETCD['LANYARD_TEST_ETCD_KEY']}\n")
+        path = f"{self.root}/config/lanyard/config.ini"
+        with open(path + ".new", "w") as f:
+            f.write(text)
+        os.replace(path + ".new", path)  # commands starting meanwhile read the old file or the new one
+
+    def run(self, *args, timeout=CALL_TIMEOUT):
+        t0 = now()
+        try:
+            p = subprocess.run([BIN, *args], env=self.env, cwd=self.root, capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL, timeout=timeout)
+            return p.returncode, p.stdout, p.stderr, now() - t0
+        except subprocess.TimeoutExpired as e:
+            return None, e.stdout or "", e.stderr or "", now() - t0
+
+    def must(self, *args):
+        rc, out, err, _ = self.run(*args)
+        if rc != 0:
+            raise SystemExit(f"fleet: set-up: {self.name}: lanyard {' '.join(args)} exited {rc}: {first_line(err)}")
+        return out
+
+    def start_agent(self):
+        with self.agent_lock:
+            out = open(f"{self.root}/agent.log", "a")
+            out.write(f"--- started at {rel(now()):.1f} s\n")
+            out.flush()
+            self.agent = subprocess.Popen([BIN, "agent"], env=self.env, cwd=self.root, stdin=subprocess.DEVNULL,
+                                          stdout=out, stderr=out)
+            out.close()
+
+    def stop_agent(self, timeout=15):
+        """SIGTERM, then SIGKILL after `timeout` s. Returns the exit status (None: it had to be killed)."""
+        with self.agent_lock:
+            p, self.agent = self.agent, None
+        if p is None:
+            return 0
+        p.terminate()
+        try:
+            return p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            return None
+
+    # What this machine holds: every refresh token in its store and recovery files (digests).
+    def held(self):
+        found, identity = [], None
+        try:
+            with open(f"{self.root}/data/lanyard/identity.txt") as f:
+                key = age_identity(next(l for l in f if l.startswith("AGE-SECRET-KEY-")))
+            with open(f"{self.root}/data/lanyard/store.age", "rb") as f:
+                slots = json.loads(age_decrypt(f.read(), key))["slots"]
+            rt = ((slots.get(SLOT) or {}).get("tokens") or {}).get("refresh_token")
+            if rt:
+                found.append(("store", digest(rt)))
+            identity = ((slots.get("lanyard-fleet-identity") or {}).get("tokens") or {}).get("access_token")
+        except (OSError, ValueError, KeyError, StopIteration, InvalidTag):
+            pass  # mid-write or not there yet: the next sample sees it
+        rec = f"{self.root}/state/lanyard/recovery"
+        for name in (os.listdir(rec) if os.path.isdir(rec) else []):
+            try:
+                with open(f"{rec}/{name}") as f:
+                    rt = (json.load(f).get("tokens") or {}).get("refresh_token")
+                if rt:
+                    found.append(("recovery", digest(rt)))
+            except (OSError, ValueError):
+                pass
+        return found, identity
+
+
+machines = {n: Machine(n) for n in MACHINES}
+
+
+# --- processes of this run --------------------------------------------------------------------------
+def parent(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("PPid:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+
+
+def ours(pid):
+    """Whether `pid` descends from this run's subreaper (Lanyard's processes are not dumpable, so
+    their environment cannot tell)."""
+    hops = 0
+    while pid and pid > 1 and hops < 64:
+        if pid == REAPER:
+            return True
+        pid = parent(pid)
+        hops += 1
+    return False
+
+
+def proc_info(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            comm = f.read().strip()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return comm, cmd, state
+    except OSError:
+        return None
+
+
+def machine_of(pid):
+    """The machine a process works for: its working folder (each machine's commands start in its own)."""
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return "?"
+    for n, m in machines.items():
+        if cwd == m.root or cwd.startswith(m.root + "/"):
+            return n
+    return "?"
+
+
+def lanyard_procs():
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        info = proc_info(pid)
+        if info and info[0].startswith("lanyard") and ours(pid):
+            out.append((pid, *info))
+    return out
+
+
+class WorkerWatch:
+    """Finds `lanyard-net refresh-worker` processes quickly: only new pids are read."""
+
+    def __init__(self):
+        self.known = {}
+
+    def workers(self):
+        found = []
+        pids = {int(e) for e in os.listdir("/proc") if e.isdigit()}
+        for pid in list(self.known):
+            if pid not in pids:
+                del self.known[pid]
+        for pid in pids:
+            if pid not in self.known:
+                info = proc_info(pid)
+                self.known[pid] = bool(info and info[0].startswith("lanyard") and "refresh-worker" in info[1] and ours(pid))
+            if self.known[pid]:
+                found.append(pid)
+        return found
+
+
+# --- bookkeeping ------------------------------------------------------------------------------------
+calls = []              # one dict per command of the loops
+killed_pids = set()     # processes this run sent SIGKILL
+kills = collections.Counter()
+worker_kills = []       # (time, machine)
+windows = collections.defaultdict(list)   # kind -> [(start, end, machine or None)]
+members_down = set()
+etcd_lock = threading.Lock()
+reuses = []             # one dict per reuse the server saw
+failures = []           # (invariant, text)
+stop_load = threading.Event()
+stop_faults = threading.Event()
+stop_watch = threading.Event()    # the sampler and the reuse monitor run until convergence is checked
+recovering = threading.Event()    # set while m1 signs the slot in again after a reuse
+held_seen = collections.defaultdict(set)  # refresh-token digest -> where it was seen
+cutoff = {}
+
+
+def fail(invariant, text):
+    failures.append((invariant, text))
+    note(f"FAILURE ({invariant}): {text}")
+
+
+def jwt_exp(token):
+    try:
+        part = token.strip().split(".")[1]
+        return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))["exp"]
+    except (IndexError, ValueError, KeyError):
+        return None
+
+
+def command(m, kind, args):
+    """Runs one command of a loop, killable by the fault thread, and records it."""
+    t0 = now()
+    p = subprocess.Popen([BIN, *args], env=m.env, cwd=m.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    m.running[p.pid] = (p, kind)
+    hung = False
+    try:
+        out, err = p.communicate(timeout=CALL_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        hung = True
+        p.kill()
+        out, err = p.communicate()
+    finally:
+        m.running.pop(p.pid, None)
+    t1 = now()
+    rec = {"m": m.name, "kind": kind, "t0": t0, "t1": t1, "rc": p.returncode, "hung": hung,
+           "killed": p.pid in killed_pids, "err": first_line(err)}
+    if p.returncode == 0 and kind == "token":
+        tok = out.strip()
+        rec["ok_output"] = bool(tok) and tok.isprintable() and "\n" not in tok
+        rec["digest"] = digest(tok)
+        rec["exp"] = jwt_exp(tok)
+    calls.append(rec)
+    return rec
+
+
+def token_loop(m):
+    while now() < DEADLINE and not stop_load.is_set():
+        command(m, "token", ["token", SLOT])
+        stop_load.wait(rng.uniform(0.2, 1.0))
+
+
+def refresh_loop():
+    while True:
+        if stop_load.wait(rng.uniform(4, 12)) or now() >= DEADLINE:
+            return
+        command(machines[rng.choice(MACHINES)], "refresh", ["refresh", SLOT])
+
+
+# --- faults ---------------------------------------------------------------------------------------
+watch = WorkerWatch()
+
+
+def kill_pid(pid):
+    killed_pids.add(pid)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def fault_caller():
+    running = [(m, pid, p, kind) for m in machines.values() for pid, (p, kind) in list(m.running.items())]
+    if not running:
+        return False
+    m, pid, p, kind = rng.choice(running)
+    if p.returncode is None:
+        killed_pids.add(pid)
+        p.send_signal(signal.SIGKILL)  # does nothing once the loop's thread has reaped it
+        kills[f"{kind} caller"] += 1
+        note(f"kill -9 `lanyard {kind}` on {m.name}")
+        return True
+    return False
+
+
+def fault_worker():
+    """Waits (up to 20 s) for a refresh worker, then kills it 0-250 ms after it appeared, so the kill
+    lands before, during or after its request to the server."""
+    end = now() + 20
+    while now() < end and not stop_faults.is_set():
+        found = watch.workers()
+        if found:
+            pid = rng.choice(found)
+            time.sleep(rng.uniform(0, 0.25))
+            where = machine_of(pid)
+            info = proc_info(pid)
+            if info and info[2] != "Z" and kill_pid(pid):
+                kills["refresh worker"] += 1
+                worker_kills.append((now(), where))
+                note(f"kill -9 refresh worker on {where}")
+                return True
+            continue
+        time.sleep(0.01)
+    return False
+
+
+def fault_agent():
+    m = machines[rng.choice(MACHINES)]
+    with m.agent_lock:
+        p = m.agent
+        if p is None or p.poll() is not None:
+            return False
+        kill_pid(p.pid)
+        m.agent = None
+    p.wait()
+    kills["agent"] += 1
+    delay = rng.uniform(0.5, 3)
+    note(f"kill -9 agent on {m.name} (restarted in {delay:.1f} s)")
+    time.sleep(delay)
+    if m.agent is None:
+        m.start_agent()
+    return True
+
+
+def leader():
+    r = cluster("leader", "3", timeout=60)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def kill_member(name, why):
+    r = cluster("kill", name)
+    if r.returncode != 0:
+        fail("harness", f"etcd-cluster.sh kill {name}: {first_line(r.stderr)}")
+        return False
+    with etcd_lock:
+        members_down.add(name)
+    kills["etcd member"] += 1
+    note(f"kill -9 etcd {name}{why}")
+    return True
+
+
+def restart_member(name):
+    for attempt in range(3):
+        r = cluster("restart", name, timeout=180)
+        if r.returncode != 0:
+            with open(f"{TMP}/etcd-restart-failures.log", "a") as f:
+                f.write(f"--- {name} at {rel(now()):.1f} s:\n{r.stderr}\n")
+            # The script can give up on a member that is in fact up (it checks from outside):
+            # a healthy cluster says it is.
+            if cluster("health", "20", timeout=60).returncode == 0:
+                note(f"etcd {name}: restart said {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}, "
+                     "but every member is healthy")
+                r = None
+        if r is None or r.returncode == 0:
+            with etcd_lock:
+                members_down.discard(name)
+            note(f"etcd {name} restarted")
+            return True
+        note(f"etcd {name} did not restart (try {attempt + 1}): {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
+        time.sleep(2)
+    fail("harness", f"etcd member {name} could not be restarted")
+    return False
+
+
+def fault_member():
+    with etcd_lock:
+        if members_down:
+            return False
+    lead = leader()
+    name = rng.choice(["m1", "m2", "m3"])
+    t = now()
+    if not kill_member(name, " (the leader)" if name == lead else ""):
+        return False
+    if name == lead:
+        kills["etcd leader"] += 1
+        windows["election"].append((t, t + 10, None))
+    else:
+        windows["member down"].append((t, None, None))
+    down = rng.uniform(2, 8)
+
+    def later():
+        time.sleep(down)
+        restart_member(name)
+        if name != lead:
+            windows["member down"][-1] = (t, now(), None)
+
+    threading.Thread(target=later, daemon=True).start()
+    return True
+
+
+def fault_quorum():
+    with etcd_lock:
+        if members_down:
+            return False
+    # Never more than a fifth of the run without a quorum.
+    if sum(e - s for s, e, _ in windows["no quorum"]) > 0.2 * max(1, now() - (DEADLINE - SECS)):
+        return False
+    hold = min(rng.uniform(5, 15), DEADLINE - now() - 2)
+    if hold < 3:
+        return False
+    pair = rng.sample(["m1", "m2", "m3"], 2)
+    if not kill_member(pair[0], " (1 of 2: no quorum)"):
+        return False
+    t = now()
+    if not kill_member(pair[1], f" (2 of 2: no quorum for {hold:.0f} s)"):
+        restart_member(pair[0])
+        return False
+    kills["quorum loss"] += 1
+    time.sleep(hold)
+    restart_member(pair[0])
+    windows["no quorum"].append((t, now(), None))
+    note(f"quorum back after {now() - t:.1f} s")
+    restart_member(pair[1])
+    return True
+
+
+def dead_endpoints():
+    ports = []
+    socks = []
+    for _ in range(3):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        ports.append(s.getsockname()[1])
+        socks.append(s)
+    for s in socks:
+        s.close()
+    return ",".join(f"https://127.0.0.1:{p}" for p in ports)
+
+
+def restart_agent(m):
+    rc = m.stop_agent()
+    if rc not in (0, None):
+        fail("agents", f"{m.name}'s agent exited {rc} after SIGTERM")
+    m.start_agent()
+
+
+def cut_off(at, length):
+    if stop_faults.wait(max(0, at - now())):
+        return
+    m = machines[rng.choice(MACHINES)]
+    m.write_config(dead_endpoints())
+    m.cut = True
+    t = now()
+    note(f"{m.name} cut off from etcd for {length:.0f} s (config.ini endpoints -> dead ports, agent restarted)")
+    restart_agent(m)
+    time.sleep(max(0, length - (now() - t)))
+    m.write_config(ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"])
+    m.cut = False
+    restart_agent(m)
+    cutoff.update(machine=m.name, start=t, end=now())
+    windows["cut off"].append((t, now(), m.name))
+    note(f"{m.name} reconnected after {now() - t:.1f} s")
+
+
+def fault_loop():
+    kinds = [(fault_caller, 3), (fault_worker, 2), (fault_agent, 1), (fault_member, 1.5), (fault_quorum, 0.5)]
+    while not stop_faults.wait(rng.uniform(2, 6)):
+        if now() >= DEADLINE - 1:
+            return
+        fn = rng.choices([k for k, _ in kinds], weights=[w for _, w in kinds])[0]
+        try:
+            fn()
+        except Exception as e:  # a fault that could not be made is noted, not fatal
+            note(f"fault {fn.__name__} failed: {e!r}")
+
+
+# --- what the machines hold, and refresh-token reuse at the server ---------------------------------
+identity_key = {}
+
+
+def sample():
+    """Every refresh-token digest held now: in each machine's store and recovery files, and etcd's copy."""
+    now_held = collections.defaultdict(set)
+    for m in machines.values():
+        found, ident = m.held()
+        for where, d in found:
+            now_held[d].add(f"{m.name} {where}")
+        if ident and "key" not in identity_key:
+            identity_key["key"] = age_identity(ident)
+    if "key" in identity_key:
+        kvs = etcd_range(f"/lanyard/{FLEET}/slots/{SLOT}")
+        for _, value, _ in kvs or []:
+            try:
+                doc = json.loads(age_decrypt(value, identity_key["key"]))
+                rt = doc["credential"]["tokens"].get("refresh_token")
+                if rt:
+                    now_held[digest(rt)].add("etcd")
+            except (ValueError, KeyError, InvalidTag):
+                pass
+    for d, where in now_held.items():
+        held_seen[d] |= where
+    return now_held
+
+
+lock_heads = []   # [key, first seen, last seen]: which key owned the fleet lock, over time
+
+
+def sample_lock():
+    kvs = etcd_range(f"/lanyard/{FLEET}/locks/{SLOT}/", prefix=True, keys_only=True)
+    if kvs is None:
+        return
+    t = now()
+    head = min(kvs, key=lambda kv: kv[2])[0] if kvs else None
+    if lock_heads and lock_heads[-1][0] == head:
+        lock_heads[-1][2] = t
+    else:
+        lock_heads.append([head, t, t])
+
+
+def sampler():
+    while not stop_watch.wait(1.0):
+        try:
+            sample()
+            sample_lock()
+        except Exception as e:
+            note(f"sampler: {e!r}")
+
+
+def killed_worker_before(rec, window=90):
+    """Whether a refresh worker was killed while the call waited or up to `window` s before: its
+    lock key (held, or queued for the lock) outlives it by the lease's 20 s, and by more when
+    etcd elects a leader meanwhile (every lease's time to live starts again then)."""
+    return any(rec["t0"] - window <= t <= rec["t1"] for t, _ in worker_kills)
+
+
+def examine_reuse(known_families):
+    """Called when the server's refresh_reused went up: finds the revoked family and decides whether
+    the reuse is the accepted loss ("lost-ok")."""
+    held_now = sample()
+    t = now()
+    families = http("/_test/tokens")["families"]
+    found = []
+    for fam in families:
+        if not fam["revoked"] or fam["family"] in known_families:
+            continue
+        known_families.add(fam["family"])
+        last = fam["refresh_tokens"][-1]
+        d = digest(last["refresh_token"])
+        seen = sorted(held_seen.get(d, set()) | held_now.get(d, set()))
+        killed_before = [w for w in worker_kills if w[0] <= t]
+        rec = {"t": t, "family": fam["family"], "successor_state": last["state"], "seen": seen,
+               "worker_kills": len(killed_before), "last_worker_kill": killed_before[-1] if killed_before else None}
+        # The successor of the token presented twice is the family's newest refresh token: no
+        # refresh spent it (it was active when the reuse revoked the family). Lost in flight when
+        # nothing ever held it and a refresh worker had been killed.
+        rec["lost_ok"] = last["state"] == "invalidated" and not seen and bool(killed_before)
+        found.append(rec)
+    return found
+
+
+def recover():
+    """Signs the slot in again on m1 and writes it to the fleet (a forced refresh under the lock)."""
+    m1 = machines["m1"]
+    end = now() + 240
+    while now() < end:
+        if m1.cut:
+            time.sleep(1)
+            continue
+        m1.run("fleet", "sync")  # so m1's copy is the fleet's newest revision before it signs in
+        rc, err = login(m1)
+        if rc != 0:
+            note(f"recovery: login on m1 exited {rc}: {err}")
+            time.sleep(2)
+            continue
+        for _ in range(60):
+            rc, _, err, _ = m1.run("refresh", SLOT)
+            if rc == 0:
+                return True
+            note(f"recovery: refresh on m1 exited {rc}: {first_line(err)}")
+            if rc == 4:
+                break  # signed out again meanwhile: sign in again
+            time.sleep(2)
+    return False
+
+
+def reuse_monitor():
+    handled = 0
+    known_families = set()
+    while not stop_watch.wait(0.5):
+        try:
+            n = stats()["refresh_reused"]
+        except Exception:
+            continue
+        if n <= handled:
+            continue
+        handled = n
+        recovering.set()  # until examined and signed in again (convergence waits for it)
+        found = examine_reuse(known_families)
+        if not found:
+            recovering.clear()
+            note(f"the server counted a reuse ({n} in all) but no newly revoked family")
+        for rec in found:
+            reuses.append(rec)
+            if rec["lost_ok"]:
+                note(f"refresh token reused ({rec['family']}): lost in flight (its successor was never held anywhere; "
+                     f"{rec['worker_kills']} worker kills so far); signing in again on m1")
+            else:
+                fail("reuse", f"refresh token reused ({rec['family']}) although its successor ({rec['successor_state']}) "
+                              f"was held: {', '.join(rec['seen']) or 'nowhere, but no refresh worker had been killed'}")
+            recovering.set()
+            try:
+                ok = recover()
+            finally:
+                recovering.clear()
+            rec["recovered"] = now()
+            windows["signed out"].append((rec["t"] - 5, now(), None))
+            note("recovery: " + ("m1 signed in again and wrote the slot to the fleet" if ok else "FAILED"))
+            if not ok:
+                fail("reuse", "the slot could not be signed in again after a reuse")
+
+
+def login(m):
+    p = subprocess.Popen([BIN, "login", SLOT], env=m.env, cwd=m.root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    err = []
+    approved = False
+    for line in p.stderr:
+        err.append(line)
+        code = re.match(r"^    ([A-Z0-9-]+)$", line)
+        if code and not approved:
+            http("/_test/approve", {"user_code": code.group(1), "email": EMAIL})
+            approved = True
+    try:
+        p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    return p.returncode, first_line("".join(err[-3:]))
+
+
+# --- the run ----------------------------------------------------------------------------------------
+def setup():
+    global BASE
+    r = cluster("start")
+    if r.returncode != 0:
+        raise SystemExit(f"fleet: the etcd cluster did not start: {r.stderr[-2000:]}")
+    load_etcd_env()
+    out = open(f"{TMP}/server.out", "w")
+    server = subprocess.Popen([".venv/bin/python", "Tests/Fixtures/oauth/chatgpt_emulator.py", "--port", "0", "--exit-with-parent",
+                               "--log-level", "WARNING"], stdout=out, stderr=open(f"{TMP}/server.err", "w"))
+    end = now() + 60
+    while True:
+        with open(f"{TMP}/server.out") as f:
+            m = re.search(r"^READY (\S+)", f.read(), re.M)
+        if m:
+            BASE = m.group(1)
+            break
+        if server.poll() is not None or now() > end:
+            raise SystemExit("fleet: the emulator did not start: " + open(f"{TMP}/server.err").read()[-2000:])
+        time.sleep(0.05)
+    http("/_test/config", {"interval": 0, "access_token_lifetime": LIFETIME})
+    for m in machines.values():
+        m.write_config(ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"])
+        m.must("store", "init", "--no-passphrase")
+    m1 = machines["m1"]
+    rc, err = login(m1)
+    if rc != 0:
+        raise SystemExit(f"fleet: set-up: login on m1 exited {rc}: {err}")
+    m1.must("fleet", "init")
+    m1.must("fleet", "share", SLOT)
+    for name in MACHINES[1:]:
+        m = machines[name]
+        fingerprint = json.loads(m.must("fleet", "join", "--json"))["fingerprint"]
+        m1.must("fleet", "approve", name, "--fingerprint", fingerprint)
+        m.must("fleet", "sync")
+    return server
+
+
+def percentile(values, q):
+    if not values:
+        return 0
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def overlaps(rec, kind, slack, machine=None):
+    for s, e, who in windows[kind]:
+        e = (e or now()) + slack
+        if (machine is None or who is None or who == machine) and rec["t0"] <= e and rec["t1"] >= s:
+            return True
+    return False
+
+
+def classify(rec):
+    """Why a command's exit status is allowed, or None when it is not."""
+    rc = rec["rc"]
+    if rec["hung"]:
+        return None
+    if rec["killed"]:
+        return "killed"
+    if rc == 0:
+        if rec["kind"] == "token" and not rec.get("ok_output"):
+            return None
+        return "ok"
+    # The refresh worker it started was killed under it (a caller waits for its own worker).
+    if "refresh worker" in rec["err"] and any(w == rec["m"] and rec["t0"] <= t <= rec["t1"] for t, w in worker_kills):
+        return "its refresh worker killed"
+    if rc == 5 and "fleet lock" in rec["err"] and "was not free" in rec["err"] and killed_worker_before(rec):
+        return "fleet lock left by a killed refresh worker"
+    if rc == 5:
+        if rec["kind"] == "token" and "has expired" not in rec["err"]:
+            return None  # a token that has not expired is served without the fleet
+        if overlaps(rec, "no quorum", 10):
+            return "no quorum"
+        if overlaps(rec, "cut off", 5, rec["m"]):
+            return "cut off"
+        if overlaps(rec, "election", 0):
+            return "leader election"
+        return None
+    if rc == 4 and overlaps(rec, "signed out", 60):
+        return "signed out after a lost-ok reuse"
+    return None
+
+
+def converge(t_whole):
+    """`fleet sync` then `token` on every machine until all four print the same token."""
+    t_start = now()
+    tries = 0
+    last = ""
+    while now() < t_start + CONVERGE_LIMIT + 60:
+        if recovering.is_set():
+            # A reuse found meanwhile (a worker killed in the last seconds): the clock starts again
+            # once the slot is signed in again.
+            note("convergence waits for the sign-in after a reuse")
+            end = now() + 300
+            while recovering.is_set() and now() < end:
+                time.sleep(0.5)
+            t_whole = t_start = now()
+        tries += 1
+        digests, problems = {}, []
+        for m in machines.values():
+            rc, _, err, _ = m.run("fleet", "sync", timeout=60)
+            if rc != 0:
+                problems.append(f"{m.name} fleet sync exit {rc}: {first_line(err)}")
+        for m in machines.values():
+            rc, out, err, _ = m.run("token", SLOT, timeout=CALL_TIMEOUT)
+            if rc == 0 and out.strip():
+                digests[m.name] = digest(out.strip())
+            else:
+                problems.append(f"{m.name} token exit {rc}: {first_line(err)}")
+        if not problems and len(set(digests.values())) == 1:
+            return now() - t_whole, tries, ""
+        last = "; ".join(problems) or "different tokens: " + ", ".join(f"{k}={v[:6]}" for k, v in sorted(digests.items()))
+        time.sleep(0.5)
+    return None, tries, last
+
+
+def stale_locks_gone(limit=100):
+    """Waits until no fleet lock key is left (a killed holder's lease ends within its TTL, 70 s);
+    returns when it saw none, or None after `limit` s."""
+    end = now() + limit
+    while now() < end:
+        kvs = etcd_range(f"/lanyard/{FLEET}/locks/", prefix=True, keys_only=True)
+        if kvs == []:
+            return now()
+        time.sleep(0.5)
+    return None
+
+
+def main():
+    global DEADLINE, LOAD_START
+    print(f"fleet: {SECS} s, 4 machines x {CALLERS} token loops + a refresh loop + agents, {LIFETIME}-second tokens, "
+          f"3-member etcd with TLS (seed {SEED}; binary {BIN})", flush=True)
+    server = setup()
+    LOAD_START = now()
+    DEADLINE = LOAD_START + SECS
+    for m in machines.values():
+        m.start_agent()
+    note(f"set up in {LOAD_START - START:.1f} s: m1 signed in, fleet {FLEET} created, {SLOT} shared, m2..m4 joined and synced")
+    loops = [threading.Thread(target=token_loop, args=(m,), daemon=True) for m in machines.values() for _ in range(CALLERS)]
+    loops.append(threading.Thread(target=refresh_loop, daemon=True))
+    watchers = [threading.Thread(target=sampler, daemon=True), threading.Thread(target=reuse_monitor, daemon=True)]
+    faults = threading.Thread(target=fault_loop, daemon=True)
+    cut_len = CUT_SECONDS if SECS >= 50 else SECS / 3
+    cut_at = LOAD_START + rng.uniform(0.2 * SECS, max(0.2 * SECS, SECS - cut_len - 3))
+    cutter = threading.Thread(target=cut_off, args=(cut_at, cut_len), daemon=True)
+    for t in loops + watchers + [faults, cutter]:
+        t.start()
+
+    # Agents that die without being killed are a failure; they are started again.
+    while now() < DEADLINE:
+        time.sleep(0.5)
+        for m in machines.values():
+            with m.agent_lock:
+                p = m.agent
+                died = p is not None and p.poll() is not None and p.pid not in killed_pids
+                if died:
+                    m.agent = None
+            if died:
+                fail("agents", f"{m.name}'s agent exited {p.returncode} by itself (see {m.root}/agent.log)")
+                m.start_agent()
+
+    note("load and faults end: the loops finish their commands, etcd is made whole")
+    stop_faults.set()
+    stop_load.set()
+    faults.join(timeout=300)
+    cutter.join(timeout=120)
+    with etcd_lock:
+        down = sorted(members_down)
+    for name in down:
+        # A restart scheduled by a fault may be under way: wait for it, else restart here.
+        end = now() + 60
+        while name in members_down and now() < end:
+            time.sleep(0.5)
+        if name in members_down:
+            restart_member(name)
+    for m in machines.values():
+        if m.agent is None:
+            m.start_agent()
+    r = cluster("health", "60", timeout=120)
+    t_whole = now()
+    if r.returncode != 0:
+        fail("convergence", f"etcd is not healthy after the faults: {first_line(r.stderr)}")
+    note("etcd whole and healthy")
+    for t in loops:
+        t.join(timeout=CALL_TIMEOUT + 30)
+        if t.is_alive():
+            fail("exits", "a command loop did not end")
+    t_loops = now()
+    t_locks = stale_locks_gone()
+    if t_locks is None:
+        fail("convergence", "a fleet lock key was still there 100 s after the end")
+        t_locks = now()
+    note(f"loops ended {t_loops - t_whole:.1f} s and the last fleet lock was gone {t_locks - t_whole:.1f} s after etcd was whole")
+
+    # Convergence, with the agents running.
+    t_from = max(t_whole, t_locks)
+    took, tries, why = converge(t_from)
+    if took is None:
+        fail("convergence", f"the machines did not converge: {why}")
+    elif took > CONVERGE_LIMIT:
+        fail("convergence", f"the machines converged only {took:.1f} s after etcd was whole (limit {CONVERGE_LIMIT} s)")
+    stop_watch.set()
+    for t in watchers:
+        t.join(timeout=300)
+    status = {}
+    rc, out, _, _ = machines["m1"].run("fleet", "status", "--json")
+    if rc == 0:
+        status = json.loads(out)
+
+    # Stop the agents, then doctor everywhere.
+    for m in machines.values():
+        rc = m.stop_agent()
+        if rc != 0:
+            fail("processes", f"{m.name}'s agent exited {rc} after SIGTERM" if rc is not None else f"{m.name}'s agent ignored SIGTERM for 15 s")
+    for m in machines.values():
+        rc, out, err, _ = m.run("doctor", "--json", timeout=120)
+        if rc != 0:
+            try:
+                problems = json.loads(out).get("problems")
+            except ValueError:
+                problems = first_line(err)
+            fail("doctor", f"{m.name}: doctor exited {rc}: {problems}")
+
+    # Lanyard processes left (3 s grace for a worker finishing).
+    end = now() + 3
+    while True:
+        left = lanyard_procs()
+        if not left or now() > end:
+            break
+        time.sleep(0.1)
+    if ORPHANS:
+        with open(ORPHANS) as f:
+            at_check = len(f.readlines())
+        with open(f"{TMP}/orphans-at-check", "w") as f:
+            f.write(str(at_check))
+    for pid, comm, cmd, state in left:
+        fail("processes", f"{'zombie' if state == 'Z' else 'still running'}: {pid} {cmd or comm}")
+        if state != "Z":
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    with open(f"{TMP}/calls.jsonl", "w") as f:
+        for rec in calls:
+            f.write(json.dumps({**rec, "t0": round(rel(rec["t0"]), 3), "t1": round(rel(rec["t1"]), 3)}) + "\n")
+    final = stats()
+    if final["refresh_reused"] > sum(1 for _ in reuses):
+        for rec in examine_reuse({r["family"] for r in reuses}):
+            reuses.append(rec)
+            if not rec["lost_ok"]:
+                fail("reuse", f"refresh token reused ({rec['family']}) at the end; its successor was held: {', '.join(rec['seen']) or 'nowhere'}")
+    families = http("/_test/tokens")["families"]
+    report(final, families, took, tries, status, t_whole, t_locks)
+    return 0 if not failures else 1
+
+
+def events_of(m):
+    try:
+        with open(f"{m.root}/state/lanyard/events.jsonl") as f:
+            return [json.loads(l) for l in f if l.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def report(final, families, took, tries, status, t_whole, t_locks):
+    # Exit statuses.
+    by_kind = collections.defaultdict(collections.Counter)
+    reasons = collections.Counter()
+    bad = []
+    expired_served = 0
+    for rec in calls:
+        why = classify(rec)
+        by_kind[rec["kind"]]["killed" if rec["killed"] else ("hung" if rec["hung"] else rec["rc"])] += 1
+        if why is None:
+            bad.append(rec)
+        elif why not in ("ok", "killed"):
+            reasons[f"{rec['kind']} {rec['rc']}: {why}"] += 1
+        if rec.get("exp") is not None and rec["exp"] < rec["t0"] - 1:
+            expired_served += 1
+    for rec in bad[:20]:
+        fail("exits", f"{rec['m']} {rec['kind']} at {rel(rec['t0']):.1f} s: "
+                      f"{'hung' if rec['hung'] else 'exit ' + str(rec['rc'])} after {rec['t1'] - rec['t0']:.1f} s: {rec['err']}")
+    if len(bad) > 20:
+        fail("exits", f"... and {len(bad) - 20} more")
+    if expired_served:
+        fail("exits", f"{expired_served} `token` calls printed an access token that had expired before the call began")
+
+    tokens = [r for r in calls if r["kind"] == "token"]
+    served = [r for r in tokens if r["rc"] == 0]
+    durations = [r["t1"] - r["t0"] for r in tokens if not r["killed"]]
+    def counts(kind):
+        c = by_kind[kind]
+        keys = sorted((k for k in c if isinstance(k, int)), key=lambda k: (k != 0, k)) + [k for k in ("killed", "hung") if k in c]
+        return ", ".join(f"{k}: {c[k]}" for k in keys) or "none"
+
+    no_quorum = sum(e - s for s, e, _ in windows["no quorum"])
+    lost_ok = [r for r in reuses if r["lost_ok"]]
+    unexplained = [r for r in reuses if not r["lost_ok"]]
+    events = collections.Counter()
+    for m in machines.values():
+        for e in events_of(m):
+            if e.get("slot") == SLOT:
+                events[e.get("event")] += 1
+                if e.get("event") == "error":
+                    events["error " + str(e.get("code"))] += 1
+    print()
+    print(f"calls: token {len(tokens)} ({counts('token')}), refresh {by_kind['refresh'].total()} ({counts('refresh')})")
+    print(f"tokens served: {len(served)}; `token` p50 {statistics.median(durations) * 1000 if durations else 0:.0f} ms, "
+          f"p95 {percentile(durations, 0.95) * 1000:.0f} ms, max {max(durations or [0]):.1f} s")
+    if reasons:
+        print("allowed failures: " + "; ".join(f"{k} x{v}" for k, v in sorted(reasons.items())))
+    print(f"faults: {sum(v for k, v in kills.items() if k not in ('etcd leader', 'quorum loss'))} kills: "
+          f"{kills['token caller']} token callers, {kills['refresh caller']} refresh callers, {kills['refresh worker']} refresh workers, "
+          f"{kills['agent']} agents, {kills['etcd member']} etcd members ({kills['etcd leader']} leaders, "
+          f"{kills['quorum loss']} quorum losses)")
+    longest = max([last - first for key, first, last in lock_heads if key] or [0])
+    print(f"fleet lock: the longest any one key owned it: {longest:.0f} s (a killed holder's lease outlives it by up to "
+          f"its 20 s, and each leader election starts that again)")
+    print(f"no quorum: {no_quorum:.0f} s in {len(windows['no quorum'])} spells; cut off: "
+          + (f"{cutoff['machine']} for {cutoff['end'] - cutoff['start']:.0f} s" if cutoff else "none"))
+    unlogged = final["refreshes_succeeded"] - events["refresh"]
+    print(f"refreshes at the server not logged by any machine: {unlogged} (a worker killed after the server's answer "
+          f"and before it finished; at least as many as the lost-ok reuses)")
+    if unlogged < len(lost_ok):
+        fail("reuse", f"{len(lost_ok)} reuses counted lost-ok, but only {unlogged} refreshes were left unfinished")
+    print(f"events: {events['refresh']} refreshes and {events['adopt']} adoptions logged on the machines, "
+          f"{events['error']} errors ({', '.join(f'{k[6:]} {v}' for k, v in sorted(events.items()) if k.startswith('error '))})")
+    print(f"leader at the end: {status.get('leader')}; families at the server: {len(families)}")
+    print(f"server: refreshes_succeeded {final['refreshes_succeeded']}, refresh_reused {final['refresh_reused']} "
+          f"(lost-ok {len(lost_ok)}, unexplained {len(unexplained)}), refresh_invalidated {final['refresh_invalidated']}")
+    if lost_ok:
+        print(f"lost-ok: {len(lost_ok)} reuses of a token whose successor the server issued but no machine ever held "
+              "(not in any store, recovery file or etcd): the refresh worker was killed between the server's answer and "
+              "its recovery file; the slot was signed in again")
+    if took is not None:
+        print(f"convergence: {took:.1f} s after etcd was whole and no fleet lock was held ({tries} rounds of `fleet sync` + "
+              f"`token` on the 4 machines; limit {CONVERGE_LIMIT} s); the last lock was gone {t_locks - t_whole:.1f} s after etcd was whole")
+    else:
+        print(f"convergence: none within the limit ({CONVERGE_LIMIT} s)")
+
+    checks = [
+        ("reuse", f"{len(unexplained)} unexplained reuses, {len(lost_ok)} lost-ok"),
+        ("exits", f"{len(bad)} unexpected exit statuses in {len(calls)} commands, {expired_served} expired tokens served"),
+        ("convergence", f"{took:.1f} s" if took is not None else "did not converge"),
+        ("doctor", "exit 0 on m1..m4"),
+        ("processes", "none left"),
+        ("agents", "none died by itself"),
+        ("harness", "every fault made and undone"),
+    ]
+    print()
+    failed = {inv for inv, _ in failures}
+    for inv, ok_text in checks:
+        texts = [t for i, t in failures if i == inv]
+        print(f"invariant {inv}: " + ("ok, " + ok_text if not texts else f"FAILED ({len(texts)}): {texts[0]}"))
+    print("invariants: " + ("all held" if not failed else "FAILED: " + ", ".join(sorted(failed))))
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
+    server = None
+    status = 1
+    try:
+        status = main()
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            status = 1
+        else:
+            status = e.code if isinstance(e.code, int) else 1
+    finally:
+        stop_faults.set()
+        stop_load.set()
+        stop_watch.set()
+        for m in machines.values():
+            try:
+                m.stop_agent(timeout=5)
+            except Exception:
+                pass
+            for pid, (p, _) in list(m.running.items()):
+                try:
+                    p.kill()
+                except OSError:
+                    pass
+        cluster("stop", timeout=60)
+    sys.exit(status)
