@@ -18,6 +18,13 @@ final class FleetFollower: @unchecked Sendable {
     private let stopped = Locked(false)
     private let done = DispatchSemaphore(value: 0)
     private let wake = DispatchSemaphore(value: 0)
+    private let recoveryDone = DispatchSemaphore(value: 0)
+    private let recoveryWake = DispatchSemaphore(value: 0)
+
+    /// How often the agent looks for tokens a killed refresh left in a recovery file: they replaced
+    /// the fleet's, and until they are written there another machine may spend the token they
+    /// replaced (a dead refresh's lock holds the others off only until its lease runs out).
+    static let recoveryCheckInterval: TimeInterval = 5
 
     init(manager: AccountManager, diagnostics: @escaping (String) -> Void) throws {
         self.manager = manager
@@ -35,14 +42,34 @@ final class FleetFollower: @unchecked Sendable {
             follow()
             done.signal()
         }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            settleRecoveryFiles()
+            recoveryDone.signal()
+        }
     }
 
     func stop() {
         stopped.withLock { $0 = true }
         handle.withLock { $0 }?.cancel()
         wake.signal()
+        recoveryWake.signal()
         campaign.resign()
         _ = done.wait(timeout: .now() + 5)
+        _ = recoveryDone.wait(timeout: .now() + 5)
+    }
+
+    /// Syncs each shared slot whose refreshed tokens wait in a recovery file (fleet sync puts them
+    /// in place and writes them to the fleet), so they reach it even when no command runs here.
+    private func settleRecoveryFiles() {
+        while !stopped.withLock({ $0 }) {
+            if recoveryWake.wait(timeout: .now() + Self.recoveryCheckInterval) == .success { return }
+            let shared = SharedSlotState.all(paths: manager.paths).map(\.0)
+            guard !shared.isEmpty else { continue }
+            for slot in RecoveryFiles.pending(paths: manager.paths, slots: shared) where shared.contains(slot) {
+                if stopped.withLock({ $0 }) { return }
+                sync(slot)
+            }
+        }
     }
 
     private func follow() {

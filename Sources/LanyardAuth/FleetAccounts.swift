@@ -143,7 +143,18 @@ extension AccountManager {
         _ = try RecoveryFile(paths: paths, slot: slot).settle(into: store, slot: slot)
         let local = try read(slot, store)
         let relation = Self.relation(local: local, fleet: credential)
-        if relation == .fleetOlder || (known.uploadPending && revision == known.revision) {
+        if relation == .fleetOlder {
+            // This machine refreshed last and the fleet holds the token it spent: write it there at
+            // once (see Fleet.writeSuccessor).
+            if let written = try fleet.writeSuccessor(slot, credential: local, replacing: revision) {
+                known.revision = written
+                known.uploadPending = false
+                try known.save(slot, paths: paths)
+                return .uploaded
+            }
+            return .current
+        }
+        if known.uploadPending && revision == known.revision {
             // This machine refreshed last and the fleet does not have it yet: write it there.
             let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
             defer { lock.release() }

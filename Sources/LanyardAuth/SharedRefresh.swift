@@ -48,9 +48,17 @@ extension AccountManager {
                 try keepRefreshed(slot: slot, refreshed, previous: current, store: store)
                 return refreshed
             }
-            // A fleet copy older than ours (ours replaced its refresh token) is never adopted: it is
-            // written over under the lock below.
-            if revision != state.revision && !state.uploadPending && Self.relation(local: current, fleet: newest) != .fleetOlder {
+            if Self.relation(local: current, fleet: newest) == .fleetOlder {
+                // Our tokens replaced the fleet's (a refresh whose fleet write never landed): its
+                // refresh token is spent, so they go to the fleet now, not after waiting for the
+                // lock, which a killed holder's lease can keep for a while.
+                if let written = try fleet.writeSuccessor(slot, credential: current, replacing: revision) {
+                    state.revision = written
+                    state.uploadPending = false
+                    try state.save(slot, paths: paths)
+                    if !stillDue(current, before: before, force: force) && !force { return current }
+                }
+            } else if revision != state.revision && !state.uploadPending {
                 current = try adopt(slot, newest, revision: revision, store: store, state: &state)
                 if !stillDue(current, before: before, force: force) { return current }
             }

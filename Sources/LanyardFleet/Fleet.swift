@@ -197,6 +197,21 @@ package struct Fleet: Sendable {
         return result.succeeded ? result.revision : nil
     }
 
+    /// Writes tokens that replaced the fleet's copy (their credential rotated away from its refresh
+    /// token: a refresh whose fleet write never landed) without waiting for the lock: only the copy
+    /// read at `revision` is replaced, and its refresh token is already spent at the provider, so
+    /// nothing newer can be lost, while every moment it stays in the fleet another machine may
+    /// present it. - Returns: the new revision, or nil when the fleet's copy changed meanwhile.
+    package func writeSuccessor(_ slot: Slot, credential: Credential, replacing revision: Int64) throws -> Int64? {
+        let sealed = try SealedCredential.seal(credential, slot: slot, to: try members().map(\.recipient))
+        let result = try etcd {
+            try kv.transaction(compare: [.modRevision(keys.slot(slot), equals: revision)],
+                               success: [.put(keys.slot(slot), value: sealed), .put(keys.refreshed(slot), value: refreshedNote())],
+                               failure: [])
+        }
+        return result.succeeded ? result.revision : nil
+    }
+
     /// ``write(_:credential:replacing:under:)`` for tokens the server just issued, which must
     /// not be lost: while etcd cannot answer (its leader was killed, an election is under way) it
     /// tries again for up to `patience` seconds as long as the lock is held; a write whose answer

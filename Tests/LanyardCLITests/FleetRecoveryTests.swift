@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 @testable import LanyardAuth
 @testable import LanyardCore
@@ -37,6 +38,72 @@ import LanyardTestSupport
         #expect(synced.status == 0, "\(synced.stderr)")
         let same = try m1.stored("work").tokens.refreshToken == m2.stored("work").tokens.refreshToken
         #expect(same, "m1 did not take m2's refresh")
+    }
+
+    /// The same while another process holds the fleet lock (in the fleet soak, a killed holder
+    /// whose lease had not run out, while the other machines queued for the lock to refresh the
+    /// spent token): the recovered tokens reach the fleet at once, not after the lock is free.
+    @Test func tokensLeftInARecoveryFileReachTheFleetWhileTheLockIsHeld() async throws {
+        let h = try await FleetHarness(machines: 2)
+        let m1 = h.machines[0], m2 = h.machines[1]
+        let slot = try Slot("work")
+        let manager = try m1.manager()
+        let (record, store) = try manager.storeOf(slot)
+        let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
+        _ = try RecoveryFile(paths: m1.paths, slot: slot).write(refreshed)
+
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: builtBinary("lanyard-test-tool"))
+        holder.arguments = ["fleet-lock", "work", "60"]
+        holder.environment = m2.home.environment
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        defer { Glibc.kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
+        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        #expect(line.hasPrefix("locked "), "\(line)")
+
+        let token = try m1.run("token", "work")
+        #expect(token.status == 0, "\(token.stderr)")
+        let synced = try m2.run("fleet", "sync")
+        #expect(synced.status == 0, "\(synced.stderr)")
+        let same = try m2.stored("work").tokens.refreshToken == refreshed.tokens.refreshToken
+        #expect(same, "the fleet does not hold m1's recovered tokens")
+        #expect(try await h.server.stat("refresh_reused") == 0)
+    }
+
+    /// Tokens left in a recovery file with no command run on that machine afterwards: its agent
+    /// writes them to the fleet (before the dead refresh's lock lease would let another machine
+    /// spend the token they replaced).
+    @Test func theAgentWritesTokensLeftInARecoveryFileToTheFleet() async throws {
+        let h = try await FleetHarness(machines: 2)
+        let m1 = h.machines[0], m2 = h.machines[1]
+        let slot = try Slot("work")
+        let agent = try m1.home.start(["agent"])
+        defer { agent.0.terminate(); agent.0.waitUntilExit() }
+        // The agent follows the fleet once it adopts a refresh made on m2.
+        let forced = try m2.run("refresh", "work")
+        #expect(forced.status == 0, "\(forced.stderr)")
+        let fresh = try m2.stored("work").tokens.refreshToken
+        let adopting = Date() + 30
+        while try m1.stored("work").tokens.refreshToken != fresh && Date() < adopting { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(try m1.stored("work").tokens.refreshToken == fresh, "m1's agent did not adopt m2's refresh")
+
+        let manager = try m1.manager()
+        let (record, store) = try manager.storeOf(slot)
+        let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
+        _ = try RecoveryFile(paths: m1.paths, slot: slot).write(refreshed)
+
+        var same = false
+        let deadline = Date() + 60
+        while !same && Date() < deadline {
+            #expect(try m2.run("fleet", "sync").status == 0)
+            same = try m2.stored("work").tokens.refreshToken == refreshed.tokens.refreshToken
+            if !same { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(same, "m1's agent did not write the recovered tokens to the fleet")
+        #expect(!RecoveryFile(paths: m1.paths, slot: slot).exists)
+        #expect(try await h.server.stat("refresh_reused") == 0)
     }
 
     /// A machine marked upload-pending although its fleet write landed (the answer was lost):

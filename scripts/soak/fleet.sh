@@ -36,14 +36,16 @@
 #                between the server's answer and its recovery file, so the new refresh token
 #                existed only in the answer nobody read. Such a reuse is told apart by the token
 #                that was current when the reuse revoked the family: no refresh ever spent it and
-#                no store, recovery file or etcd ever held it, and a worker had been killed. After
+#                no store, recovery file or etcd ever held it; and by a worker killed after the
+#                server counted a refresh (between a second before the worker was seen and 1.5 s
+#                after the kill), each such kill explaining one reuse at most. After
 #                each reuse m1 signs in again (`fleet sync`, `login`, `refresh`: written to the
 #                fleet). Any other reuse fails the run, and so do more lost-ok reuses than
 #                refreshes the server made that no machine's event log recorded.
 #   exits        every `token` and `refresh` exited 0 (a token printed, not expired when the call
 #                began), or was killed, or: 5 with "has expired" (any 5 for `refresh`) while the
 #                fleet had no quorum (+10 s), its machine was cut off (+5 s) or etcd elected a new
-#                leader (10 s after the leader was killed); 5 `fleet_lock_timeout` when a refresh
+#                leader (15 s after the leader was killed); 5 `fleet_lock_timeout` when a refresh
 #                worker had been killed during the call or up to 90 s before (its lock key outlives
 #                it by the lease's 20 s, and etcd starts every lease's time to live again at each
 #                leader election); a non-zero exit saying its refresh worker was killed, for a call
@@ -53,7 +55,9 @@
 #                digest) within 30 s of etcd being whole and the last fleet lock key gone (a
 #                killed holder's lasts up to 20 s; 10 s is the aim, the margin is for a loaded
 #                machine), the agents running.
-#   doctor       `lanyard doctor` exits 0 on every machine, after the agents stopped (SIGTERM: exit 0).
+#   doctor       `lanyard doctor` exits 0 on every machine, after the agents stopped (SIGTERM: exit 0);
+#                when all it reports is a killed write's temporary file (what kill -9 leaves),
+#                after `doctor --repair` (counted).
 #   processes    no `lanyard*` process of the run is left or a zombie (3 s grace), and none ended
 #                after that check (the subreaper's log).
 #   agents       no agent ended by itself.
