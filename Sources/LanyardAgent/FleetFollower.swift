@@ -59,13 +59,18 @@ final class FleetFollower: @unchecked Sendable {
     }
 
     /// Syncs each shared slot whose refreshed tokens wait in a recovery file (fleet sync puts them
-    /// in place and writes them to the fleet), so they reach it even when no command runs here.
+    /// in place and writes them to the fleet), or that the fleet has yet to take (a refresh or a
+    /// sign-in made while it was unreachable), so they reach it even when no command runs here.
     private func settleRecoveryFiles() {
         while !stopped.withLock({ $0 }) {
             if recoveryWake.wait(timeout: .now() + Self.recoveryCheckInterval) == .success { return }
-            let shared = SharedSlotState.all(paths: manager.paths).map(\.0)
-            guard !shared.isEmpty else { continue }
-            for slot in RecoveryFiles.pending(paths: manager.paths, slots: shared) where shared.contains(slot) {
+            let states = SharedSlotState.all(paths: manager.paths)
+            guard !states.isEmpty else { continue }
+            let shared = states.map(\.0)
+            // Also those whose last refresh or sign-in the fleet did not take (upload pending).
+            let waiting = Set(RecoveryFiles.pending(paths: manager.paths, slots: shared)).intersection(shared)
+                .union(states.filter(\.1.uploadPending).map(\.0))
+            for slot in waiting.sorted(by: { $0.name < $1.name }) {
                 if stopped.withLock({ $0 }) { return }
                 sync(slot)
             }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardFleet
 import LanyardStore
 import LanyardSupport
 
@@ -141,6 +142,8 @@ package struct AccountManager: Sendable {
         // only race the first one's.
         let signInLock = try requested.map { try FileLock.signIn($0, paths: paths) }
         defer { withExtendedLifetime(signInLock) {} }
+        // Every machine of a fleet would refuse another account's tokens in a shared slot.
+        if replacingAnotherAccount, let requested { try refuseIfShared(requested, "sign another account into it") }
         // Refuse before anyone approves a code in a browser when the credential could not be
         // stored afterwards.
         let (plannedBackend, plannedStore) = try storeForSignIn(into: requested, unlockFileStore: unlockFileStore)
@@ -176,6 +179,9 @@ package struct AccountManager: Sendable {
             outcome.withLock { $0 = (slot, credential) }
         }
         guard let (slot, credential) = outcome.withLock({ $0 }) else { throw AuthError.unknown("sign-in finished without a credential") }
+        if let shared = SharedSlotState.loadIfReadable(slot, paths: paths) {
+            events(.shared(await shareSignIn(slot, credential, state: shared)))
+        }
         return (slot, credential)
     }
 

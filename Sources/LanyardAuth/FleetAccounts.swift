@@ -20,6 +20,17 @@ package enum FleetSyncOutcome: String, Sendable, Equatable {
     case refused
 }
 
+/// What became of a new sign-in of a shared slot.
+package enum SharedSignIn: Sendable, Equatable {
+    /// Written to the fleet: every member machine uses it from now on.
+    case written(fleet: String)
+    /// The fleet could not take it (the reason); it is kept here and written by the next
+    /// refresh, `fleet sync` or the agent.
+    case pending(fleet: String, reason: String)
+    /// The slot was no longer shared in the fleet: it is this machine's own again.
+    case unshared(fleet: String)
+}
+
 /// `fleet status`: the fleet as this machine sees it.
 package struct FleetStatusReport: Sendable {
     package struct SharedSlot: Sendable {
@@ -89,6 +100,52 @@ extension AccountManager {
         eventLog.append("fleet", slot: slot, fields: ["action": .string("unshared"), "fleet": .string(fleet.name)])
     }
 
+    /// A new sign-in of a shared slot becomes the slot's credential for the whole fleet, in place
+    /// of whatever the fleet holds: this is how a fleet recovers from a session that died on every
+    /// machine. Written under the fleet lock; when the fleet cannot take it, it stays here marked
+    /// `upload_pending`, and the next refresh, `fleet sync` or the agent writes it (unless another
+    /// machine writes the slot first, whose copy is then adopted).
+    func shareSignIn(_ slot: Slot, _ credential: Credential, state initial: SharedSlotState) async -> SharedSignIn {
+        var state = initial
+        state.uploadPending = true
+        state.signInPending = true
+        do {
+            let fleet = try openFleet()
+            let pending = state
+            guard try await Self.blocking({ try self.writeSignIn(slot, credential, fleet: fleet, state: pending) }) != nil else {
+                return .unshared(fleet: fleet.name)
+            }
+            return .written(fleet: fleet.name)
+        } catch {
+            try? state.save(slot, paths: paths)
+            let reason = error.userFacingDescription
+            eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
+                                                          "message": .string("the new sign-in is kept here and will be written to fleet \(state.fleet) on the next sync: \(reason)")])
+            return .pending(fleet: state.fleet, reason: reason)
+        }
+    }
+
+    /// Writes a sign-in made on this machine to the fleet, in place of whatever it holds, under
+    /// the fleet lock. - Returns: the state after the write; nil when the slot is no longer shared
+    /// (its state removed: the slot is this machine's own again).
+    func writeSignIn(_ slot: Slot, _ credential: Credential, fleet: Fleet, state: SharedSlotState) throws -> SharedSlotState? {
+        let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
+        defer { lock.release() }
+        guard let written = try fleet.replace(slot, credential: credential, under: lock) else {
+            try SharedSlotState.remove(slot, paths: paths)
+            eventLog.append("fleet", slot: slot, fields: ["action": .string("unshared"), "fleet": .string(fleet.name)])
+            return nil
+        }
+        var next = state
+        next.revision = written
+        next.uploadPending = false
+        next.signInPending = false
+        try next.save(slot, paths: paths)
+        eventLog.append("fleet", slot: slot, fields: ["action": .string("signed-in"), "fleet": .string(fleet.name),
+                                                      "revision": .string(String(written))])
+        return next
+    }
+
     /// `fleet sync` (and the agent, on each change it sees): brings every shared slot's local
     /// copy up to the fleet's, creating slots this machine does not have yet.
     package func fleetSync(only: Slot? = nil) async throws -> [(Slot, FleetSyncOutcome, String?)] {
@@ -142,6 +199,9 @@ extension AccountManager {
         // Tokens a killed refresh left in the recovery file are this machine's newest: in place first.
         _ = try RecoveryFile(paths: paths, slot: slot).settle(into: store, slot: slot)
         let local = try read(slot, store)
+        if known.signInPending {
+            return try writeSignIn(slot, local, fleet: fleet, state: known) == nil ? .current : .uploaded
+        }
         let relation = Self.relation(local: local, fleet: credential)
         if relation == .fleetOlder {
             // This machine refreshed last and the fleet holds the token it spent: write it there at

@@ -38,6 +38,18 @@ extension AccountManager {
         }
         var current = local
         var state = initial
+        if state.signInPending {
+            // A sign-in made here while the fleet was unreachable: it replaces what the fleet holds.
+            do {
+                let (pending, signedIn) = (state, current)
+                if let written = try await Self.blocking({ try self.writeSignIn(slot, signedIn, fleet: fleet, state: pending) }) {
+                    state = written
+                    if !stillDue(current, before: before, force: force) { return current }
+                }
+            } catch let error as FleetError {
+                return try servedWithoutFleet(slot, current, error, force: force)
+            }
+        }
         do {
             guard let (newest, revision) = try fleet.newest(slot, identity: identity, account: record.account, provider: record.provider) else {
                 // Unshared elsewhere: the slot is this machine's own again.
@@ -136,6 +148,21 @@ extension AccountManager {
                                                           "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])
         }
         return refreshed
+    }
+
+    /// A shared slot this machine found dead (its refresh token refused): a sign-in on another
+    /// machine may have put a live credential in the fleet since. Adopted when the fleet's copy is
+    /// newer than the one that died here; otherwise, or without the fleet, the slot still needs a
+    /// sign-in. Under the slot's local lock.
+    func reviveShared(_ slot: Slot, store: any CredentialStore, state initial: SharedSlotState) throws -> Credential {
+        let record = try record(of: slot)  // another process may have revived it while we waited
+        if record.state != .reauthenticationRequired { return try read(slot, store) }
+        let dead = ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
+        var state = initial
+        guard let fleet = try? openFleet(), let identity = try? fleet.identity(),
+              let (newest, revision) = try? fleet.newest(slot, identity: identity, account: record.account, provider: record.provider),
+              revision != state.revision else { throw dead }
+        return try adopt(slot, newest, revision: revision, store: store, state: &state)
     }
 
     /// A shared slot belongs to every machine of its fleet: signing it out (which may revoke the

@@ -87,7 +87,8 @@ extension AccountManager {
             // starting workers of their own.
             let lock = try await SlotLock.acquire(slot: slot, paths: paths)
             let current = try read(slot, store)
-            if !stillDue(current, before: before, force: force) && !RecoveryFile(paths: paths, slot: slot).exists { return current }
+            if record.state != .reauthenticationRequired && !stillDue(current, before: before, force: force)
+                && !RecoveryFile(paths: paths, slot: slot).exists { return current }
             try await refreshRunner(slot, force, lock)
             withExtendedLifetime(lock) {}
             return try read(slot, store)
@@ -116,7 +117,12 @@ extension AccountManager {
     func storedCredential(slot: Slot, force: Bool) throws -> (SlotRecord, any CredentialStore, Credential, due: Bool) {
         let (record, store) = try storeOf(slot)
         if record.state == .reauthenticationRequired {
-            throw ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
+            // A shared slot may have been signed in again on another machine: the refresh path
+            // looks in the fleet (and serves nothing from here).
+            guard SharedSlotState.loadIfReadable(slot, paths: paths) != nil else {
+                throw ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
+            }
+            return (record, store, try read(slot, store), true)
         }
         let credential = try read(slot, store)
         let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant()) || RecoveryFile(paths: paths, slot: slot).exists
@@ -142,6 +148,7 @@ extension AccountManager {
         }
         let current = try read(slot, store)
         if let shared = try SharedSlotState.load(slot, paths: paths) {
+            if record.state == .reauthenticationRequired { return try reviveShared(slot, store: store, state: shared) }
             return try await refreshShared(slot: slot, force: force, record: record, store: store, before: before, current: current, state: shared)
         }
         if !stillDue(current, before: before, force: force) { return current }

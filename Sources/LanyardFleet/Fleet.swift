@@ -212,6 +212,19 @@ package struct Fleet: Sendable {
         return result.succeeded ? result.revision : nil
     }
 
+    /// Puts a new sign-in in place of whatever the fleet holds for `slot` (its session may have
+    /// died everywhere), under `lock`. Another writer can slip in between the read and the write
+    /// only without the lock (``writeSuccessor(_:credential:replacing:)``): then it reads again.
+    /// - Returns: the revision written; nil when the slot is no longer shared.
+    package func replace(_ slot: Slot, credential: Credential, under lock: FleetLock) throws -> Int64? {
+        for _ in 0..<3 {
+            guard let current = try etcd({ try kv.get(keys.slot(slot)) }) else { return nil }
+            if let written = try write(slot, credential: credential, replacing: current.modRevision, under: lock) { return written }
+            guard lock.held() else { throw FleetError.lockLost(slot: slot, fleet: name) }
+        }
+        throw FleetError.lockLost(slot: slot, fleet: name)
+    }
+
     /// ``write(_:credential:replacing:under:)`` for tokens the server just issued, which must
     /// not be lost: while etcd cannot answer (its leader was killed, an election is under way) it
     /// tries again for up to `patience` seconds as long as the lock is held; a write whose answer

@@ -7,18 +7,23 @@ import LanyardStore
 /// What this machine knows of one shared slot, in `$XDG_DATA_HOME/lanyard/fleet/SLOT.json`
 /// (0600): the fleet it is shared in, the etcd revision its local copy came from (a newer
 /// revision in etcd means another machine refreshed), and whether the local copy is newer than
-/// etcd's (a refresh whose fleet write failed) and waits to be written there.
+/// etcd's (a refresh whose fleet write failed, or a sign-in made while the fleet was unreachable)
+/// and waits to be written there.
 ///
 /// Changed only under the slot's refresh lock, so each slot's file has one writer at a time.
 package struct SharedSlotState: Equatable, Sendable, JSONDocument {
     package var fleet: String
     package var revision: Int64
     package var uploadPending: Bool
+    /// The local copy waiting to be written is a new sign-in: it replaces whatever the fleet holds
+    /// (the fleet's copy may be a session that died), not only the revision it came from.
+    package var signInPending: Bool
 
-    package init(fleet: String, revision: Int64, uploadPending: Bool = false) {
+    package init(fleet: String, revision: Int64, uploadPending: Bool = false, signInPending: Bool = false) {
         self.fleet = fleet
         self.revision = revision
         self.uploadPending = uploadPending
+        self.signInPending = signInPending
     }
 
     package init(json: JSONFields) throws(JSONShapeError) {
@@ -26,10 +31,12 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
         guard let r = Int64(try json.string("revision")), r >= 0 else { throw JSONShapeError(path: json.path + ".revision", problem: "is not a revision") }
         revision = r
         uploadPending = try json.optionalBool("upload_pending") ?? false
+        signInPending = try json.optionalBool("sign_in_pending") ?? false
     }
 
     package var json: JSONValue {
-        .object(["fleet": .string(fleet), "revision": .string(String(revision)), "upload_pending": .bool(uploadPending)])
+        .object(["fleet": .string(fleet), "revision": .string(String(revision)), "upload_pending": .bool(uploadPending),
+                 "sign_in_pending": .bool(signInPending)])
     }
 
     package static func folder(_ paths: Paths) -> String { paths.dataDirectory + "/fleet" }

@@ -29,6 +29,7 @@ import LanyardTestSupport
             case .waiting: return "waiting"
             case .slowedDown: return "slowed"
             case .retrying: return "retrying"
+            case .shared: return "shared"
             }
         }
         #expect(names == ["signing-in", "code", "awaiting-device-code", "waiting", "waiting", "signed-in"])

@@ -52,6 +52,45 @@ import LanyardTestSupport
         }
     }
 
+    /// A sign-in made while the fleet has no quorum is kept on its machine (nothing lost, the
+    /// person told) and reaches the fleet with the next sync once etcd is back; the other machine,
+    /// whose session had died, then hands out the new sign-in.
+    @Test func aSignInWithoutQuorumIsKeptAndReachesTheFleetLater() async throws {
+        try await EtcdCluster.withPrivateCluster { cluster in
+            let h = try await FleetHarness(machines: 2, cluster: cluster)
+            let m1 = h.machines[0], m2 = h.machines[1]
+            _ = try await h.server.hook("/_test/revoke_family", ["refresh_token": try #require(m1.stored("work").tokens.refreshToken)])
+            try await h.server.hook("/_test/config", ["access_token_lifetime": 1])
+            #expect(try m2.run("refresh", "work").status == 4)  // the dead session, seen on m2
+            try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
+            try await cluster.kill(member: cluster.memberNames[1])
+            try await cluster.kill(member: cluster.memberNames[2])
+            let events = Locked<[SignInEvent]>([])
+            let (_, signedIn) = try await m1.manager().signIn(slot: try Slot("work"), providerID: "openai") { event in
+                if case .deviceCode(let auth) = event {
+                    Task { _ = try await h.server.hook("/_test/approve", ["user_code": auth.userCode, "email": "fleet@example.com", "plan": "plus"]) }
+                }
+                if case .shared = event { events.withLock { $0.append(event) } }
+            }
+            let pending = events.withLock { $0 }.contains { if case .shared(.pending(h.fleet, _)) = $0 { true } else { false } }
+            #expect(pending, "\(events.withLock { $0 })")
+            let kept = try m1.stored("work").tokens.accessToken == signedIn.tokens.accessToken
+            #expect(kept, "the sign-in was not kept on m1")
+            #expect(try m2.run("token", "work").status == 4)
+
+            try await cluster.restart(member: cluster.memberNames[1])
+            try await cluster.restart(member: cluster.memberNames[2])
+            try await cluster.waitHealthy()
+            let synced = try m1.run("fleet", "sync", "--json")
+            #expect(synced.status == 0 && synced.stdout.contains("uploaded"), "\(synced.stdout) \(synced.stderr)")
+            let served = try m2.run("token", "work")
+            #expect(served.status == 0, "\(served.stderr)")
+            let same = served.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == signedIn.tokens.accessToken
+            #expect(same, "m2 does not hand out m1's new sign-in")
+            #expect(try await h.server.stat("refresh_reused") == 0)
+        }
+    }
+
     /// A process killed -9 while it holds a slot's fleet lock: its lease is no longer kept alive,
     /// the lock frees itself after the lease's TTL, and the next machine refreshes once.
     @Test func aProcessKilledHoldingTheFleetLockDelaysButBurnsNothing() async throws {

@@ -189,6 +189,37 @@ struct FleetHarness {
         #expect(kept, "the local copy changed")
     }
 
+    /// A session that died on every machine (the server revoked it) comes back with one sign-in:
+    /// `login` on one machine writes the new credential to the fleet, and the other machine's
+    /// next command uses it, with no refresh and no sign-in of its own. Another account cannot be
+    /// signed into a shared slot.
+    @Test func aNewSignInOnOneMachineRevivesTheSlotEverywhere() async throws {
+        let h = try await FleetHarness(machines: 2, refresh: "[refresh]\nlead = 300\nlead-share = 1", lifetime: 100)
+        let m1 = h.machines[0], m2 = h.machines[1]
+        _ = try await h.server.hook("/_test/revoke_family", ["refresh_token": try #require(m1.stored("work").tokens.refreshToken)])
+        let dead = try m2.run("token", "work", "--json")
+        #expect(dead.status != 0, "a revoked session still handed out a token")
+        try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
+        let refreshesBefore = try await h.server.stat("refreshes_succeeded")
+        let events = Locked<[SignInEvent]>([])
+        let (_, signedIn) = try await m1.manager().signIn(slot: try Slot("work"), providerID: "openai") { event in
+            if case .deviceCode(let auth) = event {
+                Task { _ = try await h.server.hook("/_test/approve", ["user_code": auth.userCode, "email": "fleet@example.com", "plan": "plus"]) }
+            }
+            if case .shared = event { events.withLock { $0.append(event) } }
+        }
+        #expect(events.withLock { $0 } == [.shared(.written(fleet: h.fleet))])
+        let served = try m2.run("token", "work")
+        #expect(served.status == 0, "\(served.stderr)")
+        let same = served.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == signedIn.tokens.accessToken
+        #expect(same, "m2 does not hand out m1's new sign-in")
+        #expect(try await h.server.stat("refreshes_succeeded") == refreshesBefore)
+        #expect(try await h.server.stat("refresh_reused") == 0)
+
+        let replaced = try m2.run("login", "work", "--replace", "--json")
+        #expect(replaced.status == 1 && replaced.stdout.contains("fleet_slot_shared"), "\(replaced.stdout)")
+    }
+
     /// etcd holds no token: every key and value under the fleet's prefix, and every file of every
     /// member's data folder (WAL and snapshots), is searched for every token the server issued.
     @Test func etcdNeverSeesAToken() async throws {

@@ -92,6 +92,17 @@ final class SignInProgress: Sendable {
                 err.line("\(reason); retrying in \(RelativeTime.span(delay))")
             case .slowedDown(let interval):
                 if !inv.context.stderrIsTTY { err.line("The server asked to poll less often; now every \(Int(interval)) s.") }
+            case .shared(let outcome):
+                if inv.context.stderrIsTTY { err.write(.control(.eraseLine)) }
+                switch outcome {
+                case .written(let fleet):
+                    err.line("Written to fleet \(fleet): every member machine uses this sign-in from now on.")
+                case .pending(let fleet, let reason):
+                    err.line("lanyard: fleet \(fleet) did not take the new sign-in (\(reason)); it is kept here and written "
+                             + "on the next refresh, `lanyard fleet sync` or by the agent")
+                case .unshared(let fleet):
+                    err.line("The slot is no longer shared in fleet \(fleet): this sign-in is this machine's own.")
+                }
             case .state: break
             }
         }
