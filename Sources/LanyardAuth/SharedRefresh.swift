@@ -80,7 +80,12 @@ extension AccountManager {
 
         let lock: FleetLock
         do {
-            lock = try await Self.blocking { try fleet.lock(slot, httpTimeout: self.config.httpTimeout) }
+            // A live holder's refresh ends within the request's hard limit, and then its tokens
+            // are adopted here. Longer means a holder killed with the lock, whose lease can keep
+            // it for a minute: a token that is still valid is served meanwhile, not held back.
+            let expiry = current.tokens.expiresAt ?? (try? JWTClaims(token: current.tokens.accessToken))?.expiresAt
+            let patience = !force && (expiry.map { $0 > clock.now() } ?? false) ? config.httpTimeout + 5 : nil
+            lock = try await Self.blocking { try fleet.lock(slot, httpTimeout: self.config.httpTimeout, patience: patience) }
         } catch let error as FleetError {
             return try servedWithoutFleet(slot, current, error, force: force)
         }
@@ -217,7 +222,10 @@ extension AccountManager {
             eventLog.append("error", slot: slot, fields: ["code": .string(error.code), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
             return current
         }
-        if case .lockTimeout = error, let expiry, expiry > clock.now() { return current }
+        if case .lockTimeout = error, let expiry, expiry > clock.now() {
+            eventLog.append("error", slot: slot, fields: ["code": .string(error.code), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
+            return current
+        }
         throw error
     }
 

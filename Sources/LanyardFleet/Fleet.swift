@@ -264,11 +264,13 @@ package struct Fleet: Sendable {
         Int64((settings.lockTTL ?? (2 * httpTimeout + 10)).rounded(.up))
     }
 
-    /// Takes `slot`'s fleet lock, waiting as long as a holder may keep it.
-    package func lock(_ slot: Slot, httpTimeout: TimeInterval = 30) throws -> FleetLock {
+    /// Takes `slot`'s fleet lock, waiting as long as a holder may keep it (its lease's TTL), or at
+    /// most `patience` seconds.
+    package func lock(_ slot: Slot, httpTimeout: TimeInterval = 30, patience: TimeInterval? = nil) throws -> FleetLock {
         let ttl = Self.lockTTL(settings: settings, httpTimeout: httpTimeout)
+        let longest = TimeInterval(ttl) + 15
         do {
-            return try FleetLock.acquire(kv, folder: keys.locks(slot), ttl: ttl, timeout: TimeInterval(ttl) + 15)
+            return try FleetLock.acquire(kv, folder: keys.locks(slot), ttl: ttl, timeout: min(longest, patience ?? longest))
         } catch let timeout as FleetLockTimeout {
             throw FleetError.lockTimeout(slot: slot, fleet: name, seconds: timeout.seconds)
         } catch let error as EtcdError {

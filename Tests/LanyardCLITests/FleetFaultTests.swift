@@ -118,6 +118,35 @@ import LanyardTestSupport
         #expect(same, "m1 did not adopt m2's refresh")
     }
 
+    /// A holder killed with the lock keeps it until its lease runs out (60 s here). A machine
+    /// whose token is due but still valid waits only as long as a live refresh could take
+    /// (`[http] timeout` + 5 s, 7 s here), then serves that token instead of waiting out the lease.
+    @Test func aValidTokenIsServedWhileAKilledHolderKeepsTheLock() async throws {
+        let h = try await FleetHarness(machines: 2, refresh: "[http]\ntimeout = 2\n[refresh]\nlead = 300\nlead-share = 1", lifetime: 100)
+        let m2 = h.machines[1]
+        let before = try m2.stored("work")
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: builtBinary("lanyard-test-tool"))
+        holder.arguments = ["fleet-lock", "work", "60"]
+        holder.environment = h.machines[0].home.environment
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        #expect(line.hasPrefix("locked "), "\(line)")
+        Glibc.kill(holder.processIdentifier, SIGKILL)
+        holder.waitUntilExit()
+        let started = Date()
+        let token = try m2.run("token", "work")
+        let waited = Date().timeIntervalSince(started)
+        #expect(token.status == 0, "\(token.stderr)")
+        let servedStored = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == before.tokens.accessToken
+        #expect(servedStored, "the valid stored token was not served")
+        // Waiting out the lease would take 60 s: well above this bound even on a loaded machine.
+        #expect(waited < 45, "waited \(waited) s: the whole lease, not the refresh's limit")
+        #expect(try await h.server.stat("refreshes_succeeded") == 0)
+    }
+
     /// Agents elect one leader, and an agent adopts a refresh made on another machine through its
     /// watch, without any command run on its machine.
     @Test func theAgentFollowsRefreshesElsewhereAndOneAgentLeads() async throws {
