@@ -44,9 +44,9 @@ done
 phase "disk faults: ENOSPC or EIO at each write, fsync, rename and link of refresh, switch, rename, logout, login and agent --once"
 IO_FAULTS_KEEP=.build scripts/soak/io-faults.sh > .build/io-faults.log 2>&1 || { tail -60 .build/io-faults.log; exit 1; }
 tail -1 .build/io-faults.log
-phase "Thread Sanitizer: the LanyardKit and token-lifecycle suites (a data race fails the run)"
+phase "Thread Sanitizer: the LanyardKit (its fleet included) and token-lifecycle suites (a data race fails the run)"
 swift build --build-tests --sanitize=thread --scratch-path .build/tsan --quiet
-scripts/with-keyring.sh swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \
+scripts/with-etcd.sh scripts/with-keyring.sh swift test --skip-build --sanitize=thread --scratch-path .build/tsan --no-parallel \
   --filter 'LanyardKitTests|LifecycleTests' > .build/tsan.log 2>&1 || { tail -80 .build/tsan.log; exit 1; }
 grep -E 'Test run with' .build/tsan.log
 phase "fuzz smoke run (make fuzz for longer runs)"

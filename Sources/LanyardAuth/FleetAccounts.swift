@@ -5,7 +5,7 @@ import LanyardStore
 import LanyardFleet
 
 /// What `fleet sync` did with one shared slot.
-package enum FleetSyncOutcome: String, Sendable, Equatable {
+public enum FleetSyncOutcome: String, Sendable, Equatable {
     /// The fleet's copy was newer and replaced the local one.
     case adopted
     /// The slot was not on this machine: created from the fleet's copy.
@@ -32,31 +32,31 @@ package enum SharedSignIn: Sendable, Equatable {
 }
 
 /// `fleet status`: the fleet as this machine sees it.
-package struct FleetStatusReport: Sendable {
-    package struct SharedSlot: Sendable {
-        package var slot: Slot
+public struct FleetStatusReport: Sendable {
+    public struct SharedSlot: Sendable {
+        public var slot: Slot
         /// Which machine last wrote it, and when (nil when unknown).
-        package var refreshedBy: String?
-        package var refreshedAt: Date?
+        public var refreshedBy: String?
+        public var refreshedAt: Date?
         /// Whether this machine has it, and whether its copy is the fleet's newest.
-        package var local: Bool
-        package var localCurrent: Bool
-        package var uploadPending: Bool
+        public var local: Bool
+        public var localCurrent: Bool
+        public var uploadPending: Bool
     }
 
-    package var fleet: String
-    package var machine: String
-    package var endpoints: [EtcdEndpointStatus]
+    public var fleet: String
+    public var machine: String
+    public var endpoints: [EtcdEndpointStatus]
     /// Whether a majority answered a linearizable read.
-    package var healthy: Bool
-    package var problem: String?
-    package var members: [FleetMember]
-    package var pending: [FleetMember]
-    package var slots: [SharedSlot]
+    public var healthy: Bool
+    public var problem: String?
+    public var members: [FleetMember]
+    public var pending: [FleetMember]
+    public var slots: [SharedSlot]
     /// The agent that leads refreshes (nil: none running).
-    package var leader: String?
+    public var leader: String?
     /// This machine's standing: `member`, `pending`, `outsider`, or `unknown` (etcd did not answer).
-    package var standing: String
+    public var standing: String
 }
 
 extension AccountManager {

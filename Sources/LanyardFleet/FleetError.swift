@@ -4,7 +4,7 @@ import LanyardSupport
 
 /// What went wrong with a fleet. Descriptions name the fleet, machines and slots, never a token,
 /// a key or a value read from etcd.
-package enum FleetError: LanyardError, Equatable {
+public enum FleetError: LanyardError, Equatable {
     /// `[fleet]` is missing from config.ini.
     case notConfigured(configFile: String)
     /// etcd could not serve the request (no endpoint answered, no quorum, TLS or permission
@@ -40,7 +40,7 @@ package enum FleetError: LanyardError, Equatable {
     /// A key of the fleet holds data that does not decode (left as it is).
     case corrupt(key: String, detail: String)
 
-    package var code: String {
+    public var code: String {
         switch self {
         case .notConfigured: return "fleet_not_configured"
         case .unavailable: return "fleet_unavailable"
@@ -61,7 +61,7 @@ package enum FleetError: LanyardError, Equatable {
         }
     }
 
-    package var errorDescription: String? {
+    public var errorDescription: String? {
         // The etcd error names each endpoint it tried; the list is added only when it does not.
         func tried(_ e: [String], _ detail: String) -> String {
             e.allSatisfy({ detail.contains($0) }) ? detail : "tried \(e.joined(separator: ", ")): \(detail)"

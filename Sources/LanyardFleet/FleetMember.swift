@@ -5,13 +5,15 @@ import LanyardSupport
 
 /// A machine of the fleet (or one asking to join), as `members/NAME` and `pending/NAME` hold it:
 /// public data only.
-package struct FleetMember: Equatable, Sendable, JSONDocument {
-    package var machine: String
+public struct FleetMember: Equatable, Sendable, JSONDocument {
+    /// The machine's name in the fleet (`[fleet] machine`).
+    public var machine: String
     /// The machine's age recipient (`age1…`): what shared credentials are encrypted to.
-    package var recipient: String
-    package var addedAt: Date?
+    public var recipient: String
+    /// When it was approved (a join request: when it asked).
+    public var addedAt: Date?
     /// The member that approved it (itself for the fleet's first machine).
-    package var approvedBy: String?
+    public var approvedBy: String?
 
     package init(machine: String, recipient: String, addedAt: Date?, approvedBy: String?) {
         self.machine = machine
@@ -20,7 +22,8 @@ package struct FleetMember: Equatable, Sendable, JSONDocument {
         self.approvedBy = approvedBy
     }
 
-    package var fingerprint: String { MachineIdentity.fingerprint(of: recipient) }
+    /// The short fingerprint of its recipient that `join` prints and `approve` checks.
+    public var fingerprint: String { MachineIdentity.fingerprint(of: recipient) }
 
     package init(json: JSONFields) throws(JSONShapeError) {
         machine = try json.string("machine")

@@ -34,6 +34,12 @@
 @_exported import struct LanyardAuth.ActiveSlotChange
 @_exported import struct LanyardAuth.UnpinOutcome
 @_exported import struct LanyardAuth.SignOutOutcome
+@_exported import enum LanyardAuth.FleetSyncOutcome
+@_exported import struct LanyardAuth.FleetStatusReport
+
+@_exported import enum LanyardFleet.FleetError
+@_exported import struct LanyardFleet.FleetMember
+@_exported import struct LanyardFleet.EtcdEndpointStatus
 
 @_exported import struct LanyardIntegrations.SwitchOutcome
 @_exported import struct LanyardIntegrations.CodexFollow

@@ -96,15 +96,7 @@ import LanyardTestSupport
     @Test func aProcessKilledHoldingTheFleetLockDelaysButBurnsNothing() async throws {
         let h = try await FleetHarness(machines: 2, refresh: "[refresh]\nlead = 300\nlead-share = 1", lifetime: 100)
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: builtBinary("lanyard-test-tool"))
-        holder.arguments = ["fleet-lock", "work", "5"]
-        holder.environment = h.machines[0].home.environment
-        let out = Pipe()
-        holder.standardOutput = out
-        try holder.run()
-        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        #expect(line.hasPrefix("locked "), "\(line)")
+        let holder = try h.machines[0].holdFleetLock(ttl: 5)
         Glibc.kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
         let started = Date()
@@ -125,15 +117,7 @@ import LanyardTestSupport
         let h = try await FleetHarness(machines: 2, refresh: "[http]\ntimeout = 2\n[refresh]\nlead = 300\nlead-share = 1", lifetime: 100)
         let m2 = h.machines[1]
         let before = try m2.stored("work")
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: builtBinary("lanyard-test-tool"))
-        holder.arguments = ["fleet-lock", "work", "60"]
-        holder.environment = h.machines[0].home.environment
-        let out = Pipe()
-        holder.standardOutput = out
-        try holder.run()
-        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        #expect(line.hasPrefix("locked "), "\(line)")
+        let holder = try h.machines[0].holdFleetLock(ttl: 60)
         Glibc.kill(holder.processIdentifier, SIGKILL)
         holder.waitUntilExit()
         let started = Date()

@@ -52,16 +52,8 @@ import LanyardTestSupport
         let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
         _ = try RecoveryFile(paths: m1.paths, slot: slot).write(refreshed)
 
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: builtBinary("lanyard-test-tool"))
-        holder.arguments = ["fleet-lock", "work", "60"]
-        holder.environment = m2.home.environment
-        let out = Pipe()
-        holder.standardOutput = out
-        try holder.run()
+        let holder = try m2.holdFleetLock(ttl: 60)
         defer { Glibc.kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
-        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        #expect(line.hasPrefix("locked "), "\(line)")
 
         let token = try m1.run("token", "work")
         #expect(token.status == 0, "\(token.stderr)")

@@ -19,16 +19,7 @@ struct FleetMachine {
     init(_ name: String, fleet: String, cluster: EtcdCluster, server: OAuthTestServer, refresh: String = "") throws {
         self.name = name
         self.server = server
-        try home.useEmulator(server, extraConfig: """
-        \(refresh)
-        [fleet]
-        name = \(fleet)
-        machine = \(name)
-        endpoints = \(cluster.endpoints.map(\.absoluteString).joined(separator: ","))
-        ca = \(cluster.caFile)
-        cert = \(cluster.certFile)
-        key = \(cluster.keyFile)
-        """)
+        try home.useEmulator(server, extraConfig: refresh + "\n" + cluster.fleetSection(fleet: fleet, machine: name))
     }
 
     var paths: Paths { Paths(environment: home.environment) }
@@ -45,6 +36,21 @@ struct FleetMachine {
     func run(_ args: [String]) throws -> TestHome.Output { try home.run(args) }
 
     func stored(_ slot: String) throws -> Credential { try EncryptedFileStore(paths: paths).get(try Slot(slot)) }
+
+    /// Takes slot `work`'s fleet lock here with a `ttl`-second lease, in a process
+    /// (`lanyard-test-tool fleet-lock`) that holds it until it is killed.
+    func holdFleetLock(ttl: Int) throws -> Process {
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: builtBinary("lanyard-test-tool"))
+        holder.arguments = ["fleet-lock", "work", String(ttl)]
+        holder.environment = home.environment
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        #expect(line.hasPrefix("locked "), "\(line)")
+        return holder
+    }
 
     /// `fleet join` here and `fleet approve` on `member`, with the fingerprint join printed.
     func join(through member: FleetMachine) throws {

@@ -8,7 +8,7 @@ import Testing
 /// every type a public signature names: it must come from the standard library, Foundation, a
 /// module LanyardKit re-exports whole, or be re-exported by name in Sources/LanyardKit/Exports.swift.
 @Suite struct PublicSurfaceTests {
-    static let libraryModules = ["LanyardKit", "LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork"]
+    static let libraryModules = ["LanyardKit", "LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork"]
     static let toolchainModules: Set<String> = ["Swift", "Foundation", "FoundationEssentials", "FoundationNetworking", "_Concurrency",
                                                 "Observation", "Synchronization", "Dispatch"]
 

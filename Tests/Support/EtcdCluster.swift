@@ -19,12 +19,26 @@ package struct EtcdCluster: Sendable {
     /// turns authentication on (the script's health checks use it).
     package let adminCertFile: String
     package let adminKeyFile: String
+
     /// The cluster's folder: certificates, `env`, `members/NAME/{pid,url,cmd,data,log}`.
     package let directory: String
     /// The members' names (`m1`, `m2`, `m3`), in the order of `endpoints`.
     package let memberNames: [String]
     /// True for a cluster from `withPrivateCluster`, which stops it.
     private let isPrivate: Bool
+
+    /// config.ini's `[fleet]` section for machine `machine` of fleet `fleet` on this cluster.
+    package func fleetSection(fleet: String, machine: String) -> String {
+        """
+        [fleet]
+        name = \(fleet)
+        machine = \(machine)
+        endpoints = \(endpoints.map(\.absoluteString).joined(separator: ","))
+        ca = \(caFile)
+        cert = \(certFile)
+        key = \(keyFile)
+        """
+    }
 
     private static let variables = ["LANYARD_TEST_ETCD_ENDPOINTS", "LANYARD_TEST_ETCD_CA", "LANYARD_TEST_ETCD_CERT",
                                     "LANYARD_TEST_ETCD_KEY", "LANYARD_TEST_ETCD_DIR"]

@@ -772,7 +772,7 @@ def examine_reuse(known_families):
 
 
 def recover():
-    """Signs the slot in again on m1 and writes it to the fleet (a forced refresh under the lock)."""
+    """Signs the slot in again on m1 (login writes it to the fleet), then refreshes it once under the lock."""
     m1 = machines["m1"]
     end = now() + 240
     while now() < end:

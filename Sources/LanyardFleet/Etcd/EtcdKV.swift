@@ -117,15 +117,15 @@ package struct EtcdWatchEvent: Sendable, Equatable {
 }
 
 /// What one endpoint says of itself (`/v3/maintenance/status`).
-package struct EtcdEndpointStatus: Sendable, Equatable {
-    package var endpoint: String
+public struct EtcdEndpointStatus: Sendable, Equatable {
+    public var endpoint: String
     /// The member's id and the leader's id as etcd reports them (hex-free decimal strings).
-    package var memberID: String?
-    package var leaderID: String?
-    package var version: String?
-    package var raftTerm: Int64
+    public var memberID: String?
+    public var leaderID: String?
+    public var version: String?
+    public var raftTerm: Int64
     /// What went wrong when the endpoint did not answer.
-    package var problem: String?
+    public var problem: String?
 
     package init(endpoint: String, memberID: String? = nil, leaderID: String? = nil, version: String? = nil, raftTerm: Int64 = 0, problem: String? = nil) {
         self.endpoint = endpoint
