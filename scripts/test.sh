@@ -6,7 +6,7 @@
 # side (the test binary itself: `swift test` processes wait for each other's lock on .build),
 # each one test at a time (in one process, tests that block
 # threads starve the two-thread pool a 2-core machine gives Swift's concurrency); the suite that
-# locks the shared test keyring runs first, alone. make check runs everything in one process.
+# locks the shared test keyring runs first, alone. make check runs the tests this way too.
 set -eu
 cd "$(dirname "$0")/.."
 started=$(date +%s)
