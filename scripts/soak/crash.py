@@ -155,17 +155,26 @@ REAPER = os.environ.get("SOAK_REAPER_PID", str(os.getpid()))
 
 def descends_from_reaper(pid):
     """Whether pid is a descendant of this run's subreaper (reaper.py), which adopts every orphan.
-    Lanyard's processes are not dumpable, so their environment cannot tell whose they are."""
-    p = str(pid)
-    for _ in range(64):
-        if p == REAPER:
-            return True
-        try:
-            with open(f"/proc/{p}/status") as f:
-                p = re.search(r"^PPid:\s*(\d+)", f.read(), re.M).group(1)
-        except (OSError, AttributeError):
+    Lanyard's processes are not dumpable, so their environment cannot tell whose they are.
+    An ancestor that exits during the walk (a killed agent reaped while its refresh workers run
+    on) is not the end: the walk starts again from pid, which has been reparented by then. Giving
+    up there let wait_quiet miss a killed agent's workers and check stores they were still
+    writing (a make check under two CPU hogs saw a refresh token "rotated" that way)."""
+    for _ in range(10):
+        p = str(pid)
+        for _ in range(64):
+            if p == REAPER:
+                return True
+            try:
+                with open(f"/proc/{p}/status") as f:
+                    p = re.search(r"^PPid:\s*(\d+)", f.read(), re.M).group(1)
+            except (OSError, AttributeError):
+                break  # pid itself, or an ancestor, has just exited
+            if int(p) <= 1:
+                return False
+        else:
             return False
-        if int(p) <= 1:
+        if not os.path.exists(f"/proc/{pid}"):
             return False
     return False
 
@@ -208,13 +217,16 @@ def kill_workers(slot=None):
 
 
 def wait_quiet(timeout=20.0):
-    """Waits until no process of this run is alive; returns the ones still alive after timeout."""
+    """Waits until no process of this run is alive (seen twice in a row, 50 ms apart); returns the
+    ones still alive after timeout."""
     deadline = time.monotonic() + timeout
+    quiet = 0
     while True:
         alive = [p for p in our_procs() if p["state"] != "Z"]
-        if not alive or time.monotonic() > deadline:
+        quiet = 0 if alive else quiet + 1
+        if quiet >= 2 or time.monotonic() > deadline:
             return alive
-        time.sleep(0.01)
+        time.sleep(0.05 if not alive else 0.01)
 
 
 def spawn_kill(args, window, env=None, workers=False, worker_slot=None):
