@@ -83,8 +83,7 @@ extension AccountManager {
             // A live holder's refresh ends within the request's hard limit, and then its tokens
             // are adopted here. Longer means a holder killed with the lock, whose lease can keep
             // it for a minute: a token that is still valid is served meanwhile, not held back.
-            let expiry = current.tokens.expiresAt ?? (try? JWTClaims(token: current.tokens.accessToken))?.expiresAt
-            let patience = !force && (expiry.map { $0 > clock.now() } ?? false) ? config.httpTimeout + 5 : nil
+            let patience = !force && stillValid(current) ? config.httpTimeout + 5 : nil
             lock = try await Self.blocking { try fleet.lock(slot, httpTimeout: self.config.httpTimeout, patience: patience) }
         } catch let error as FleetError {
             return try servedWithoutFleet(slot, current, error, force: force)
@@ -214,19 +213,21 @@ extension AccountManager {
     func servedWithoutFleet(_ slot: Slot, _ current: Credential, _ error: FleetError, force: Bool = false) throws -> Credential {
         // A refresh asked for explicitly is not done: say so rather than hand back the old token.
         if force { throw error }
-        let expiry = current.tokens.expiresAt ?? (try? JWTClaims(token: current.tokens.accessToken))?.expiresAt
-        if case .unavailable(let fleet, let endpoints, let detail) = error {
-            guard let expiry, expiry > clock.now() else {
-                throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail)
-            }
+        let valid = stillValid(current)
+        switch error {
+        case .unavailable(let fleet, let endpoints, let detail) where !valid:
+            throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail)
+        case .unavailable where valid, .lockTimeout where valid:
             eventLog.append("error", slot: slot, fields: ["code": .string(error.code), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
             return current
+        default:
+            throw error
         }
-        if case .lockTimeout = error, let expiry, expiry > clock.now() {
-            eventLog.append("error", slot: slot, fields: ["code": .string(error.code), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
-            return current
-        }
-        throw error
+    }
+
+    /// Whether the credential's access token has not expired (one with no known expiry has).
+    func stillValid(_ credential: Credential) -> Bool {
+        credential.tokens.expiry.map { $0 > clock.now() } ?? false
     }
 
     /// Runs blocking etcd work off the cooperative thread pool.

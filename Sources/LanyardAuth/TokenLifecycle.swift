@@ -36,7 +36,7 @@ package struct RefreshRule: Sendable {
     /// When the credential will need a refresh, on the wall clock as it reads `now` (nil when it
     /// never will: no expiry and no refresh token).
     package func dueDate(_ credential: Credential, now: Date, boot: BootInstant? = nil) -> Date? {
-        let expiry = credential.tokens.expiresAt ?? (try? JWTClaims(token: credential.tokens.accessToken))?.expiresAt
+        let expiry = credential.tokens.expiry
         if expiry == nil && credential.tokens.refreshToken?.isEmpty ?? true { return nil }
         return dueDate(expiry: expiry, lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, now: now, boot: boot)
     }

@@ -18,6 +18,10 @@ public struct TokenSet: Hashable, JSONDocument, Sendable, CustomStringConvertibl
         self.expiresAt = expiresAt
     }
 
+    /// When the access token expires: `expiresAt`, else the token's own `exp` claim when it is a
+    /// JWT; nil when neither says.
+    package var expiry: Date? { expiresAt ?? (try? JWTClaims(token: accessToken))?.expiresAt }
+
     package init(json: JSONFields) throws(JSONShapeError) {
         self.init(accessToken: try json.token("access_token"), refreshToken: try json.optionalToken("refresh_token"),
                   idToken: try json.optionalToken("id_token"), expiresAt: try json.optionalDate("expires_at"))
