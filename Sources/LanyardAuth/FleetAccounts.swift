@@ -96,8 +96,7 @@ extension AccountManager {
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
         try fleet.unshare(slot)
-        try SharedSlotState.remove(slot, paths: paths)
-        eventLog.append("fleet", slot: slot, fields: ["action": .string("unshared"), "fleet": .string(fleet.name)])
+        try forgetShared(slot, fleet: fleet.name)
     }
 
     /// A new sign-in of a shared slot becomes the slot's credential for the whole fleet, in place
@@ -113,6 +112,7 @@ extension AccountManager {
             let fleet = try openFleet()
             let pending = state
             guard try await Self.blocking({ try self.writeSignIn(slot, credential, fleet: fleet, state: pending) }) != nil else {
+                try forgetShared(slot, fleet: fleet.name)
                 return .unshared(fleet: fleet.name)
             }
             return .written(fleet: fleet.name)
@@ -126,16 +126,12 @@ extension AccountManager {
     }
 
     /// Writes a sign-in made on this machine to the fleet, in place of whatever it holds, under
-    /// the fleet lock. - Returns: the state after the write; nil when the slot is no longer shared
-    /// (its state removed: the slot is this machine's own again).
+    /// the fleet lock. - Returns: the state after the write (saved); nil when the slot is no
+    /// longer shared in the fleet (the caller forgets it: ``forgetShared(_:fleet:)``).
     func writeSignIn(_ slot: Slot, _ credential: Credential, fleet: Fleet, state: SharedSlotState) throws -> SharedSlotState? {
         let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
         defer { lock.release() }
-        guard let written = try fleet.replace(slot, credential: credential, under: lock) else {
-            try SharedSlotState.remove(slot, paths: paths)
-            eventLog.append("fleet", slot: slot, fields: ["action": .string("unshared"), "fleet": .string(fleet.name)])
-            return nil
-        }
+        guard let written = try fleet.replace(slot, credential: credential, under: lock) else { return nil }
         var next = state
         next.revision = written
         next.uploadPending = false
@@ -144,6 +140,12 @@ extension AccountManager {
         eventLog.append("fleet", slot: slot, fields: ["action": .string("signed-in"), "fleet": .string(fleet.name),
                                                       "revision": .string(String(written))])
         return next
+    }
+
+    /// The slot is no longer shared (unshared here or elsewhere): this machine's copy is its own again.
+    func forgetShared(_ slot: Slot, fleet: String) throws {
+        try SharedSlotState.remove(slot, paths: paths)
+        eventLog.append("fleet", slot: slot, fields: ["action": .string("unshared"), "fleet": .string(fleet)])
     }
 
     /// `fleet sync` (and the agent, on each change it sees): brings every shared slot's local
@@ -200,7 +202,9 @@ extension AccountManager {
         _ = try RecoveryFile(paths: paths, slot: slot).settle(into: store, slot: slot)
         let local = try read(slot, store)
         if known.signInPending {
-            return try writeSignIn(slot, local, fleet: fleet, state: known) == nil ? .current : .uploaded
+            if try writeSignIn(slot, local, fleet: fleet, state: known) != nil { return .uploaded }
+            try forgetShared(slot, fleet: fleet.name)
+            return .current
         }
         let relation = Self.relation(local: local, fleet: credential)
         if relation == .fleetOlder {

@@ -40,6 +40,7 @@ extension AccountManager {
         var state = initial
         if state.signInPending {
             // A sign-in made here while the fleet was unreachable: it replaces what the fleet holds.
+            // (Unshared meanwhile: the fleet's copy is gone too, and the next step finds that.)
             do {
                 let (pending, signedIn) = (state, current)
                 if let written = try await Self.blocking({ try self.writeSignIn(slot, signedIn, fleet: fleet, state: pending) }) {
@@ -53,8 +54,7 @@ extension AccountManager {
         do {
             guard let (newest, revision) = try fleet.newest(slot, identity: identity, account: record.account, provider: record.provider) else {
                 // Unshared elsewhere: the slot is this machine's own again.
-                try SharedSlotState.remove(slot, paths: paths)
-                eventLog.append("fleet", slot: slot, fields: ["action": .string("unshared"), "fleet": .string(fleet.name)])
+                try forgetShared(slot, fleet: fleet.name)
                 if !stillDue(current, before: before, force: force) { return current }
                 let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
                 try keepRefreshed(slot: slot, refreshed, previous: current, store: store)
