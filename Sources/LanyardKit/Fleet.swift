@@ -27,8 +27,7 @@ extension Accounts {
     /// Admits a machine whose fingerprint a person checked (`fleet approve`); every shared slot is
     /// encrypted to it. - Returns: the new member and the slots it can now read.
     public func fleetApprove(machine: String, fingerprint: String) throws -> (member: FleetMember, slots: [Slot]) {
-        let (member, slots) = try manager.fleetApprove(machine: machine, fingerprint: fingerprint)
-        return (member, slots)
+        try manager.fleetApprove(machine: machine, fingerprint: fingerprint)
     }
 
     /// Removes a member (`fleet remove`): it cannot read what is written from now on.

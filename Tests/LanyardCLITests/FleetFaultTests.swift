@@ -66,10 +66,7 @@ import LanyardTestSupport
             try await cluster.kill(member: cluster.memberNames[1])
             try await cluster.kill(member: cluster.memberNames[2])
             let events = Locked<[SignInEvent]>([])
-            let (_, signedIn) = try await m1.manager().signIn(slot: try Slot("work"), providerID: "openai") { event in
-                if case .deviceCode(let auth) = event {
-                    Task { _ = try await h.server.hook("/_test/approve", ["user_code": auth.userCode, "email": "fleet@example.com", "plan": "plus"]) }
-                }
+            let signedIn = try await h.server.signIn(m1.manager(), slot: "work", email: "fleet@example.com") { event in
                 if case .shared = event { events.withLock { $0.append(event) } }
             }
             let pending = events.withLock { $0 }.contains { if case .shared(.pending(h.fleet, _)) = $0 { true } else { false } }

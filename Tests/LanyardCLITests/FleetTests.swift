@@ -208,10 +208,7 @@ struct FleetHarness {
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
         let refreshesBefore = try await h.server.stat("refreshes_succeeded")
         let events = Locked<[SignInEvent]>([])
-        let (_, signedIn) = try await m1.manager().signIn(slot: try Slot("work"), providerID: "openai") { event in
-            if case .deviceCode(let auth) = event {
-                Task { _ = try await h.server.hook("/_test/approve", ["user_code": auth.userCode, "email": "fleet@example.com", "plan": "plus"]) }
-            }
+        let signedIn = try await h.server.signIn(m1.manager(), slot: "work", email: "fleet@example.com") { event in
             if case .shared = event { events.withLock { $0.append(event) } }
         }
         #expect(events.withLock { $0 } == [.shared(.written(fleet: h.fleet))])
