@@ -6,7 +6,8 @@
 #   scripts/etcd-cluster.sh kill DIR NAME      SIGKILL one member and wait until it is gone
 #   scripts/etcd-cluster.sh restart DIR NAME   start a member again on its data dir, wait healthy
 #   scripts/etcd-cluster.sh leader DIR [SECS]  print the leader member's name (waits SECS, default 15)
-#   scripts/etcd-cluster.sh health DIR [SECS]  exit 0 when every member is healthy (waits SECS, default 0)
+#   scripts/etcd-cluster.sh health DIR [SECS [NAME…]]  exit 0 when every member (or each NAME) is
+#                                              healthy (waits SECS, default 0)
 #   scripts/etcd-cluster.sh cert DIR NAME [CN] a further client certificate DIR/certs/NAME.{pem,key}
 #                                              signed by the cluster's CA (empty Common Name unless CN)
 # DIR/env is sourceable: LANYARD_TEST_ETCD_ENDPOINTS (comma-separated https URLs), _CA, _CERT and
@@ -27,8 +28,11 @@ heartbeat_ms=${LANYARD_TEST_ETCD_HEARTBEAT_MS:-100}
 election_ms=${LANYARD_TEST_ETCD_ELECTION_MS:-1000}
 start_timeout=${LANYARD_TEST_ETCD_START_TIMEOUT:-60}
 
+# The binary a running member's /proc/PID/exe names.
+etcd_exe=$(readlink -f "$etcd" 2> /dev/null || echo "$etcd")
+
 die() { echo "etcd-cluster: $*" >&2; exit 1; }
-usage() { sed -n '2,12s/^# \{0,1\}//p' "$0" >&2; exit 2; }
+usage() { sed -n '2,13s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 # q WORD: WORD quoted for sh.
 q() { printf "'%s'" "$(printf %s "$1" | sed "s/'/'\\\\''/g")"; }
@@ -159,10 +163,13 @@ launch() {
     < /dev/null >> "$mdir/log" 2>&1 &
   launched=$!
   echo $launched > "$mdir/pid"
-  # Until the forked shell has run perl, /proc shows this script's command line and alive would
-  # call the member dead: wait for the exec (a member that dies at once is for the caller to see).
+  # Until the forked shell has run perl, and perl etcd, /proc shows another command line, and in
+  # the middle of an exec none at all: alive would call the member dead. Wait until the process
+  # is etcd (its exe) with the member's arguments (a member that dies at once is for the caller
+  # to see).
   until_exec=$(deadline 10)
-  until alive "$ldir" "$lname"; do
+  until alive "$ldir" "$lname" && [ "$(readlink "/proc/$launched/exe" 2> /dev/null)" = "$etcd_exe" ] &&
+    alive "$ldir" "$lname"; do
     running "$launched" || return 0
     before "$until_exec" || die "member $lname (pid $launched) did not start etcd within 10 s"
     sleep 0.02
@@ -322,9 +329,12 @@ leader() { # DIR [SECS]: the name of the member the running members report as le
   done
 }
 
-health() { # DIR [SECS]: every member answers a linearizable read, within SECS (default: now)
-  d=$1; end=$(deadline "${2:-0}")
-  until answer=$(ctl "$d" --endpoints="$(endpoints "$d")" endpoint health 2>&1); do
+health() { # DIR [SECS [NAME…]]: every member (or the named ones) answers a linearizable read,
+  # within SECS (default: now)
+  d=$1; end=$(deadline "${2:-0}"); shift; [ $# = 0 ] || shift
+  eps=""
+  for n in ${*:-$members}; do member_dir "$d" "$n"; eps="${eps:+$eps,}$(cat "$d/members/$n/url")"; done
+  until answer=$(ctl "$d" --endpoints="$eps" endpoint health 2>&1); do
     before "$end" || { printf '%s\n' "$answer" >&2; return 1; }
     sleep 0.2
   done
@@ -339,7 +349,7 @@ case $command in
   kill) [ $# = 3 ] || usage; kill_member "$dir" "$3" ;;
   restart) [ $# = 3 ] || usage; restart_member "$dir" "$3" ;;
   leader) [ $# -le 3 ] || usage; leader "$dir" "${3:-15}" ;;
-  health) [ $# -le 3 ] || usage; health "$dir" "${3:-0}" ;;
+  health) shift 2; secs=${1:-0}; [ $# = 0 ] || shift; health "$dir" "$secs" "$@" ;;
   cert) [ $# -ge 3 ] && [ $# -le 4 ] || usage; [ -f "$dir/certs/ca.key" ] || die "no cluster in $dir"
     case $3 in *[!A-Za-z0-9._-]*|"") die "a certificate name is letters, digits, '.', '_' and '-'" ;; esac
     openssl_cert "$dir" "$3" "${4:-}" clientAuth; echo "$dir/certs/$3.pem" ;;

@@ -560,10 +560,10 @@ def restart_member(name):
             with open(f"{TMP}/etcd-restart-failures.log", "a") as f:
                 f.write(f"--- {name} at {rel(now()):.1f} s:\n{r.stderr}\n")
             # The script can give up on a member that is in fact up (it checks from outside):
-            # a healthy cluster says it is.
-            if cluster("health", "20", timeout=60).returncode == 0:
+            # the member answering a linearizable read says it is.
+            if cluster("health", "20", name, timeout=60).returncode == 0:
                 note(f"etcd {name}: restart said {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}, "
-                     "but every member is healthy")
+                     "but it is healthy")
                 r = None
         if r is None or r.returncode == 0:
             with etcd_lock:
