@@ -20,8 +20,8 @@ public enum FleetSyncOutcome: String, Sendable, Equatable {
     case refused
 }
 
-/// What became of a new sign-in of a shared slot.
-package enum SharedSignIn: Sendable, Equatable {
+/// What became of a new sign-in of a shared slot in its fleet.
+public enum FleetSignInOutcome: Sendable, Equatable {
     /// Written to the fleet: every member machine uses it from now on.
     case written(fleet: String)
     /// The fleet could not take it (the reason); it is kept here and written by the next
@@ -104,7 +104,7 @@ extension AccountManager {
     /// machine. Written under the fleet lock; when the fleet cannot take it, it stays here marked
     /// `upload_pending`, and the next refresh, `fleet sync` or the agent writes it (unless another
     /// machine writes the slot first, whose copy is then adopted).
-    func shareSignIn(_ slot: Slot, _ credential: Credential, state initial: SharedSlotState) async -> SharedSignIn {
+    func shareSignIn(_ slot: Slot, _ credential: Credential, state initial: SharedSlotState) async -> FleetSignInOutcome {
         var state = initial
         state.uploadPending = true
         state.signInPending = true

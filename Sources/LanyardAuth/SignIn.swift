@@ -17,7 +17,7 @@ package enum SignInEvent: Sendable, Equatable {
     /// time): the code is still good, so the next poll comes `after` seconds from now.
     case retrying(reason: String, after: TimeInterval)
     /// The slot is shared in a fleet: what became of the new sign-in there (after it was stored).
-    case shared(SharedSignIn)
+    case shared(FleetSignInOutcome)
 }
 
 /// The device-code flow: request a code, show it, poll honouring `interval` and `slow_down`, and

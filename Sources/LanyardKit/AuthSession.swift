@@ -29,6 +29,7 @@ public final class AuthSession: Observable, Sendable {
         var accountInfo: AccountInfo?
         var lastError: AuthError?
         var slot: Slot?
+        var fleetSignIn: FleetSignInOutcome?
         var continuations: [UUID: AsyncStream<AuthState>.Continuation] = [:]
     }
 
@@ -47,6 +48,10 @@ public final class AuthSession: Observable, Sendable {
     public var lastError: AuthError? { read(\.lastError, as: \.lastError) }
     /// The slot this session manages (nil until a sign-in names one).
     public var slot: Slot? { read(\.slot, as: \.slot) }
+    /// When the slot is shared in a fleet: what became of the last sign-in there (written for
+    /// every member, kept here until the fleet can take it, or the slot found unshared). Nil for
+    /// a slot of this machine alone.
+    public var fleetSignIn: FleetSignInOutcome? { read(\.fleetSignIn, as: \.fleetSignIn) }
 
     /// Reads the slot's state from the registry (nothing is unlocked).
     public init(configuration: Configuration = Configuration()) throws {
@@ -107,6 +112,7 @@ public final class AuthSession: Observable, Sendable {
     /// and leaves any stored credential as it was.
     public func startDeviceCodeSignIn() async throws {
         set(\.lastError, nil, as: \.lastError)
+        set(\.fleetSignIn, nil, as: \.fleetSignIn)
         publish(state, link: .requestingCode)
         do {
             let (slot, credential) = try await manager.signIn(slot: slot, providerID: provider) { [weak self] event in
@@ -119,6 +125,8 @@ public final class AuthSession: Observable, Sendable {
                 case .deviceCode(let auth):
                     self?.publish(.awaitingDeviceCode(userCode: auth.userCode, verificationURL: auth.completeVerificationURL ?? auth.verificationURL),
                                   link: .waitingForApproval(userCode: auth.userCode, verificationURL: auth.verificationURL, expiresAt: auth.expiresAt))
+                case .shared(let outcome):
+                    self?.set(\.fleetSignIn, outcome, as: \.fleetSignIn)
                 default: break
                 }
             }

@@ -35,6 +35,7 @@
 @_exported import struct LanyardAuth.UnpinOutcome
 @_exported import struct LanyardAuth.SignOutOutcome
 @_exported import enum LanyardAuth.FleetSyncOutcome
+@_exported import enum LanyardAuth.FleetSignInOutcome
 @_exported import struct LanyardAuth.FleetStatusReport
 
 @_exported import enum LanyardFleet.FleetError

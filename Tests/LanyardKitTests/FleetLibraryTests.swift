@@ -14,6 +14,9 @@ import LanyardTestSupport
             try home.useEmulator(server, extraConfig: cluster.fleetSection(fleet: fleet, machine: name))
         }
         var configuration: Configuration { Configuration(environment: home.environment, workingDirectory: home.root) }
+        func session(_ slot: String) throws -> AuthSession {
+            try AuthSession(configuration: Configuration(slot: slot, environment: home.environment, workingDirectory: home.root))
+        }
         func accounts() throws -> Accounts { try Accounts(configuration: configuration) }
     }
 
@@ -31,6 +34,21 @@ import LanyardTestSupport
         #expect(try a1.fleetCreate().machine == "k1")
         #expect(throws: FleetError.alreadyExists(fleet: fleet)) { try a2.fleetCreate() }
         try await a1.fleetShare(work)
+
+        // Signing the shared slot in again through AuthSession writes it to the fleet, and the
+        // session says so.
+        let session = try first.session("work")
+        let approver = Task {
+            for await state in session.states {
+                if case .awaitingDeviceCode(let code, _) = state {
+                    _ = try await server.hook("/_test/approve", ["user_code": code, "email": "kit-fleet@example.com"])
+                    return
+                }
+            }
+        }
+        try await session.startDeviceCodeSignIn()
+        try await approver.value
+        #expect(session.fleetSignIn == .written(fleet: fleet))
         let asked = try a2.fleetJoin()
         #expect(asked.machine == "k2" && asked.approvedBy == nil && !asked.fingerprint.isEmpty)
         #expect(throws: FleetError.self) { try a1.fleetApprove(machine: "k2", fingerprint: "0000-0000-0000-0000") }

@@ -54,6 +54,7 @@ struct KitHome {
         #expect(session.accountInfo?.email == "kit@example.com" && session.accountInfo?.plan?.kind == .team)
         if case .completed = session.deviceLinkState {} else { Issue.record("deviceLinkState \(session.deviceLinkState)") }
         #expect(session.slot?.name == "work")
+        #expect(session.fleetSignIn == nil)  // a slot of this machine alone
 
         // A revoked session: refreshAuth moves it to reauthenticationRequired.
         try await env.server.hook("/_test/invalidate_refresh", ["all": true])
