@@ -28,7 +28,7 @@ while ! grep -q '^READY ' "$tmp/server.out" 2>/dev/null; do kill -0 "$server_pid
 base=$(sed -n 's/^READY //p' "$tmp/server.out")
 curl -fsS -H 'content-type: application/json' -d '{"interval":0}' "$base/_test/config" >/dev/null
 export BENCH_TMP="$tmp" BENCH_BASE="$base" BENCH_BIN="$bin"
-exec .venv/bin/python - <<'PY'
+.venv/bin/python - <<'PY'  # not exec: the EXIT trap stops the cluster and the server
 import json, os, re, statistics, subprocess, sys, time, urllib.request
 tmp, base, binary = os.environ["BENCH_TMP"], os.environ["BENCH_BASE"], os.environ["BENCH_BIN"]
 
