@@ -9,6 +9,8 @@ import Testing
 /// tests read each of them the way a person or a shell would and check they agree, and that every
 /// `lanyard …` example in README.md and docs/ is a command line the parser accepts.
 @Suite struct DocumentationTests {
+    /// Where a test writes completion scripts and the man page; removed with the test's instance.
+    private let scratch = TestHome()
     /// Command name → its long flags, as one surface shows them.
     typealias Surface = [String: Set<String>]
 
@@ -389,9 +391,7 @@ import Testing
     }
 
     private func writeTemp(_ text: String, name: String) throws -> String {
-        let dir = NSTemporaryDirectory() + "lanyard-docs-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let path = dir + "/" + name
+        let path = scratch.root + "/" + name
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
