@@ -13,8 +13,10 @@ export HOME="$root/home" XDG_CONFIG_HOME="$root/config" XDG_DATA_HOME="$root/dat
        XDG_STATE_HOME="$root/state" XDG_CACHE_HOME="$root/cache" XDG_RUNTIME_DIR="$root/runtime"
 unset DISPLAY WAYLAND_DISPLAY DBUS_SESSION_BUS_ADDRESS GNOME_KEYRING_CONTROL SSH_AUTH_SOCK
 export LANYARD_TEST_KEYRING=1 LANYARD_TEST_KEYRING_PASSWORD="lanyard-test-keyring"
+. "$(dirname "$0")/lib/session-bus.sh"
+session_bus_config "$root/bus.conf" "$root/runtime"
 status=0
-dbus-run-session -- sh -c '
+dbus-run-session --config-file="$root/bus.conf" -- sh -c '
   printf %s "$LANYARD_TEST_KEYRING_PASSWORD" | gnome-keyring-daemon --unlock --components=secrets --daemonize >/dev/null 2>&1
   if ! gdbus wait --session --timeout 10 org.freedesktop.secrets; then
     echo "with-keyring: gnome-keyring did not start on the private session bus" >&2; exit 97

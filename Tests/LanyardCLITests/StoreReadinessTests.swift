@@ -12,12 +12,13 @@ import Testing
     /// collection, as a desktop login does), which is then deleted over D-Bus, leaving the
     /// `default` alias naming nothing, as on a machine where the bus started gnome-keyring without
     /// a login keyring. The bus and the daemon get SIGKILL when the command ends: both inherit the
-    /// test runner's blocked signals, so SIGTERM would not end them. Exit 97/98 when the keyring
-    /// could not be set up.
+    /// test runner's blocked signals, so SIGTERM would not end them. The bus's socket is made in the
+    /// launcher's folder, which goes with them (the session default, /tmp, would keep one stale
+    /// socket a run). Exit 97/98 when the keyring could not be set up.
     static let keyringWithoutDefaultCollection = ["/bin/sh", "-c", """
         dir=$(mktemp -d "${TMPDIR:-/tmp}/lanyard-bus.XXXXXX") || exit 97
         mkfifo "$dir/address"
-        dbus-daemon --session --nofork --nopidfile --print-address=4 4>"$dir/address" >/dev/null 2>&1 &
+        dbus-daemon --session --address="unix:dir=$dir" --nofork --nopidfile --print-address=4 4>"$dir/address" >/dev/null 2>&1 &
         bus=$!
         read -r DBUS_SESSION_BUS_ADDRESS < "$dir/address"
         export DBUS_SESSION_BUS_ADDRESS

@@ -109,7 +109,9 @@ unset DBUS_SESSION_BUS_ADDRESS LANYARD_ACCOUNT LANYARD_PASSPHRASE_FILE LANYARD_A
 if [ "${CRASH_KEYRING:-1}" != 0 ] && command -v dbus-run-session > /dev/null && command -v gnome-keyring-daemon > /dev/null \
    && command -v secret-tool > /dev/null && command -v gdbus > /dev/null; then
   # A private session bus with an unlocked gnome-keyring (like scripts/with-keyring.sh).
-  dbus-run-session -- sh -c '
+  . scripts/lib/session-bus.sh
+  session_bus_config "$tmp/bus.conf" "$XDG_RUNTIME_DIR"
+  dbus-run-session --config-file="$tmp/bus.conf" -- sh -c '
     printf %s crash-soak-keyring | gnome-keyring-daemon --unlock --components=secrets --daemonize > /dev/null 2>&1
     if gdbus wait --session --timeout 10 org.freedesktop.secrets; then export CRASH_KEYRING=1
     else echo "crash: gnome-keyring did not start; store migrate is skipped" >&2; export CRASH_KEYRING=0; fi
