@@ -97,22 +97,8 @@ fi
 # The private session bus starts no services on demand: otherwise the first call to
 # org.freedesktop.secrets, if it comes before KeePassXC owns the name, starts gnome-keyring.
 mkdir "$root/dbus-services"
-cat >"$root/bus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <keep_umask/>
-  <listen>unix:dir=$root/runtime</listen>
-  <auth>EXTERNAL</auth>
-  <servicedir>$root/dbus-services</servicedir>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-EOF
+. "$(dirname "$0")/lib/session-bus.sh"
+session_bus_config "$root/bus.conf" "$root/runtime" "$root/dbus-services"
 status=0
 dbus-run-session --config-file="$root/bus.conf" -- sh -c '
   log="$1"; shift
