@@ -71,9 +71,9 @@ ctl() {
     --dial-timeout=2s --command-timeout=5s "$@"
 }
 
-endpoints() { # DIR: every member's client URL, comma-separated
-  list=""
-  for m in $members; do list="${list:+$list,}$(cat "$1/members/$m/url")"; done
+endpoints() { # DIR [NAME…]: the named members' client URLs (default: every member's), comma-separated
+  ed=$1; shift; list=""
+  for m in ${*:-$members}; do member_dir "$ed" "$m"; list="${list:+$list,}$(cat "$ed/members/$m/url")"; done
   printf '%s\n' "$list"
 }
 
@@ -165,11 +165,10 @@ launch() {
   echo $launched > "$mdir/pid"
   # Until the forked shell has run perl, and perl etcd, /proc shows another command line, and in
   # the middle of an exec none at all: alive would call the member dead. Wait until the process
-  # is etcd (its exe) with the member's arguments (a member that dies at once is for the caller
-  # to see).
+  # is etcd (its exe; the command line read after that is etcd's) with the member's arguments (a
+  # member that dies at once is for the caller to see).
   until_exec=$(deadline 10)
-  until alive "$ldir" "$lname" && [ "$(readlink "/proc/$launched/exe" 2> /dev/null)" = "$etcd_exe" ] &&
-    alive "$ldir" "$lname"; do
+  until [ "$(readlink "/proc/$launched/exe" 2> /dev/null)" = "$etcd_exe" ] && alive "$ldir" "$lname"; do
     running "$launched" || return 0
     before "$until_exec" || die "member $lname (pid $launched) did not start etcd within 10 s"
     sleep 0.02
@@ -332,8 +331,7 @@ leader() { # DIR [SECS]: the name of the member the running members report as le
 health() { # DIR [SECS [NAME…]]: every member (or the named ones) answers a linearizable read,
   # within SECS (default: now)
   d=$1; end=$(deadline "${2:-0}"); shift; [ $# = 0 ] || shift
-  eps=""
-  for n in ${*:-$members}; do member_dir "$d" "$n"; eps="${eps:+$eps,}$(cat "$d/members/$n/url")"; done
+  eps=$(endpoints "$d" "$@")
   until answer=$(ctl "$d" --endpoints="$eps" endpoint health 2>&1); do
     before "$end" || { printf '%s\n' "$answer" >&2; return 1; }
     sleep 0.2

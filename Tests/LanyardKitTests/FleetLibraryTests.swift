@@ -15,7 +15,9 @@ import LanyardTestSupport
         }
         var configuration: Configuration { Configuration(environment: home.environment, workingDirectory: home.root) }
         func session(_ slot: String) throws -> AuthSession {
-            try AuthSession(configuration: Configuration(slot: slot, environment: home.environment, workingDirectory: home.root))
+            var configuration = configuration
+            configuration.slot = slot
+            return try AuthSession(configuration: configuration)
         }
         func accounts() throws -> Accounts { try Accounts(configuration: configuration) }
     }
