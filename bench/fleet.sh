@@ -76,9 +76,9 @@ for env in (m1, m2):
     run(env, "store", "init", "--no-passphrase")
 sign_in(m1, "work", "shared@example.com")
 sign_in(m1, "solo", "solo@example.com")
-run(m1, "fleet", "init")
+fleet_fingerprint = json.loads(run(m1, "fleet", "init", "--json"))["fleet_fingerprint"]
 run(m1, "fleet", "share", "work")
-fingerprint = json.loads(run(m2, "fleet", "join", "--json"))["fingerprint"]
+fingerprint = json.loads(run(m2, "fleet", "join", "--fleet-fingerprint", fleet_fingerprint, "--json"))["fingerprint"]
 run(m1, "fleet", "approve", "m2", "--fingerprint", fingerprint)
 run(m2, "fleet", "sync")
 

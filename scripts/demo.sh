@@ -102,6 +102,7 @@ fleet_config() { # MACHINE
 }
 fleet_config laptop >> "$XDG_CONFIG_HOME/lanyard/config.ini"
 run fleet init
+fleet_fingerprint=$("$bin" fleet status --json | sed -n 's/^  "fingerprint": "\([0-9A-F-]*\)".*/\1/p')
 run fleet share work
 # The second machine: its own HOME and XDG folders, store and identity.
 second() { env HOME="$demo/ci/home" XDG_CONFIG_HOME="$demo/ci/config" XDG_DATA_HOME="$demo/ci/data" \
@@ -111,8 +112,8 @@ mkdir -p "$demo/ci/home" "$demo/ci/config/lanyard" "$demo/ci/run" && chmod 700 "
   > "$demo/ci/config/lanyard/config.ini"
 on_ci() { printf '%s(ci)$ lanyard %s%s\n' "$dim" "$*" "$off"; second "$@"; }
 second store init --no-passphrase >/dev/null 2>&1
-on_ci fleet join
-fingerprint=$(second fleet join --json | sed -n 's/.*"fingerprint": "\(.*\)".*/\1/p')
+on_ci fleet join --fleet-fingerprint "$fleet_fingerprint"
+fingerprint=$(second fleet join --fleet-fingerprint "$fleet_fingerprint" --json | sed -n 's/.*"fingerprint": "\([0-9A-F-]*\)".*/\1/p')
 run fleet approve ci --fingerprint "$fingerprint"
 on_ci fleet sync
 on_ci list

@@ -48,6 +48,7 @@ public struct X25519Recipient: Recipient, Equatable, CustomStringConvertible {
 /// the last reference goes away. Immutable, hence `Sendable`.
 public final class X25519Identity: Identity, Sendable {
     private let secret: SecretBytes
+    var secretBytes: SecretBytes { secret }
     /// The matching recipient (public key).
     public let recipient: X25519Recipient
 

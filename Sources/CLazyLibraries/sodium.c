@@ -30,6 +30,14 @@
       (passwd, passwdlen, salt, saltlen, N, r, p, buf, buflen))                                                      \
     F(int, crypto_scalarmult, (unsigned char *q, const unsigned char *n, const unsigned char *p), (q, n, p))         \
     F(int, crypto_scalarmult_base, (unsigned char *q, const unsigned char *n), (q, n))                               \
+    F(int, crypto_sign_detached,                                                                                     \
+      (unsigned char *sig, unsigned long long *siglen_p, const unsigned char *m, unsigned long long mlen,            \
+       const unsigned char *sk),                                                                                     \
+      (sig, siglen_p, m, mlen, sk))                                                                                  \
+    F(int, crypto_sign_seed_keypair, (unsigned char *pk, unsigned char *sk, const unsigned char *seed), (pk, sk, seed)) \
+    F(int, crypto_sign_verify_detached,                                                                              \
+      (const unsigned char *sig, const unsigned char *m, unsigned long long mlen, const unsigned char *pk),          \
+      (sig, m, mlen, pk))                                                                                            \
     P(void, randombytes_buf, (void *const buf, const size_t size), (buf, size))                                      \
     F(int, sodium_base642bin,                                                                                        \
       (unsigned char *const bin, const size_t bin_maxlen, const char *const b64, const size_t b64_len,               \

@@ -237,8 +237,11 @@ package struct AccountManager: Sendable {
         // The tokens a killed refresh left are the live ones: revoke those, and leave no file
         // that a later repair would sign the slot back in from.
         _ = try? RecoveryFile(paths: paths, slot: slot).settle(into: store, slot: slot)
+        // A copy this machine no longer shares (handed over, or this machine was removed from
+        // its fleet) is forgotten here only: its refresh token is the fleet's, never revoked.
+        let formerlyShared = SharedSlotState.loadIfReadable(slot, paths: paths) != nil
         var revoked = false
-        if revoke, let credential = try? store.get(slot), let refresh = credential.tokens.refreshToken {
+        if revoke, !formerlyShared, let credential = try? store.get(slot), let refresh = credential.tokens.refreshToken {
             revoked = try await provider(record.provider).revoke(refreshToken: refresh)
         }
         try registry.update { doc in
@@ -247,6 +250,7 @@ package struct AccountManager: Sendable {
             doc.slots[slot]?.state = .signedOut
             doc.slots[slot]?.lastErrorCode = nil
         }
+        if formerlyShared { try SharedSlotState.remove(slot, paths: paths) }
         return SignOutOutcome(revoked: revoked, wasSignedOut: wasSignedOut)
     }
 }

@@ -204,7 +204,7 @@ extension AccountManager {
         var unregistered: [DoctorReport.UnregisteredItem] = []
         for kind in BackendKind.allCases {
             // The fleet identity is kept in a store under a reserved entry the registry never lists.
-            for slot in (itemsByBackend[kind] ?? []).sorted() where document.slots[slot]?.backend != kind && slot != MachineIdentity.storeSlot {
+            for slot in (itemsByBackend[kind] ?? []).sorted() where document.slots[slot]?.backend != kind && !slot.isReserved {
                 unregistered.append(DoctorReport.UnregisteredItem(slot: slot, backend: kind))
             }
         }

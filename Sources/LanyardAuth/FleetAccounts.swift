@@ -16,8 +16,13 @@ public enum FleetSyncOutcome: String, Sendable, Equatable {
     case uploaded
     /// A local slot of the same name is not shared: left alone.
     case conflict
-    /// The fleet's copy was refused (see the message).
+    /// The fleet's copy was refused, or is missing (see the message): the local copy was kept.
     case refused
+    /// The slot was unshared on another machine, which kept the live credential: this copy
+    /// needs a sign-in (or a sync once the slot is shared again).
+    case handedOver = "handed-over"
+    /// The slot was unshared from this machine: its copy is its own again.
+    case unshared
 }
 
 /// What became of a new sign-in of a shared slot in its fleet.
@@ -42,6 +47,10 @@ public struct FleetStatusReport: Sendable {
         public var local: Bool
         public var localCurrent: Bool
         public var uploadPending: Bool
+        /// The generation of the fleet's value (0 when it could not be read).
+        public var generation: Int64
+        /// Why the fleet's value cannot be used here (nil: it can).
+        public var problem: String?
     }
 
     public var fleet: String
@@ -50,9 +59,14 @@ public struct FleetStatusReport: Sendable {
     /// Whether a majority answered a linearizable read.
     public var healthy: Bool
     public var problem: String?
+    /// The fleet's fingerprint (its genesis as pinned here); nil before this machine joined.
+    public var fingerprint: String?
     public var members: [FleetMember]
     public var pending: [FleetMember]
     public var slots: [SharedSlot]
+    /// Keys under the fleet's prefix that do not verify: each names the key and what is wrong.
+    /// They are ignored, never trusted, and block nothing.
+    public var damaged: [String]
     /// The agent that leads refreshes (nil: none running).
     public var leader: String?
     /// This machine's standing: `member`, `pending`, `outsider`, or `unknown` (etcd did not answer).
@@ -61,41 +75,57 @@ public struct FleetStatusReport: Sendable {
 
 extension AccountManager {
     /// `fleet init`: creates the fleet in etcd with this machine as its first member.
-    package func fleetCreate() throws -> FleetMember { try openFleet().create() }
+    package func fleetCreate() throws -> FleetMember { try openFleet().create().0 }
 
-    /// `fleet join`: asks to join; a member approves with the fingerprint printed here.
-    package func fleetJoin() throws -> FleetMember { try openFleet().requestJoin() }
+    /// `fleet join`: pins the fleet whose fingerprint the person read on a member's screen, and
+    /// asks to join; a member approves with the fingerprint returned here.
+    package func fleetJoin(fleetFingerprint: String) throws -> FleetMember { try openFleet().requestJoin(fleetFingerprint: fleetFingerprint).0 }
+
+    /// The fleet's fingerprint as this machine pinned it (nil: it has not joined the configured fleet).
+    package func fleetFingerprint() -> String? {
+        guard let name = config.fleet?.name, let pinned = (try? MembershipCache.load(paths)) ?? nil, pinned.fleet == name else { return nil }
+        return pinned.fingerprint
+    }
 
     /// `fleet approve`: admits a machine whose fingerprint the person checked; every shared slot
-    /// is re-encrypted to it. - Returns: the member and the slots re-encrypted.
+    /// is re-sealed to it. - Returns: the member and the slots re-sealed.
     package func fleetApprove(machine: String, fingerprint: String) throws -> (FleetMember, [Slot]) {
         try openFleet().approve(machine: machine, fingerprint: fingerprint)
     }
 
     /// `fleet remove`: the member can no longer read what is written from now on.
-    /// - Returns: the slots it could read (refresh them so its copies stop working).
+    /// - Returns: the slots it could read (its copies hold a refresh token of their sign-in).
     package func fleetRemove(machine: String) throws -> [Slot] { try openFleet().remove(machine: machine) }
 
-    /// `fleet share`: puts the slot's credential in the fleet, encrypted to every member.
+    /// `fleet share`: puts the slot's credential in the fleet, sealed to every member.
+    /// - Returns: the etcd revision written.
     package func fleetShare(_ slot: Slot) async throws -> Int64 {
         let fleet = try openFleet()
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
-        if SharedSlotState.loadIfReadable(slot, paths: paths) != nil { throw FleetError.alreadyShared(slot: slot, fleet: fleet.name) }
+        let known = SharedSlotState.loadIfReadable(slot, paths: paths)
+        if let known, known.handedOverTo == nil { throw FleetError.alreadyShared(slot: slot, fleet: fleet.name) }
         let (_, store) = try storeOf(slot)
         let credential = try read(slot, store)
-        let revision = try fleet.share(slot, credential: credential)
-        try SharedSlotState(fleet: fleet.name, revision: revision).save(slot, paths: paths)
+        let value = try await Self.blocking { try fleet.share(slot, credential: credential) }
+        try SharedSlotState(fleet: fleet.name, revision: value.modRevision, generation: value.generation).save(slot, paths: paths)
         eventLog.append("fleet", slot: slot, fields: ["action": .string("shared"), "fleet": .string(fleet.name)])
-        return revision
+        return value.modRevision
     }
 
-    /// `fleet unshare`: removes the slot from the fleet; this machine keeps its copy as its own.
+    /// `fleet unshare`: under the fleet lock, a signed tombstone replaces the slot's value; this
+    /// machine keeps the live credential as its own, and every other member marks its copy
+    /// handed over (it never spends that refresh token again).
     package func fleetUnshare(_ slot: Slot) async throws {
         let fleet = try openFleet()
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
-        try fleet.unshare(slot)
+        let httpTimeout = config.httpTimeout
+        try await Self.blocking {
+            let fleetLock = try fleet.lock(slot, httpTimeout: httpTimeout)
+            defer { fleetLock.release() }
+            _ = try fleet.unshare(slot, under: fleetLock)
+        }
         try forgetShared(slot, fleet: fleet.name)
     }
 
@@ -105,6 +135,11 @@ extension AccountManager {
     /// `upload_pending`, and the next refresh, `fleet sync` or the agent writes it (unless another
     /// machine writes the slot first, whose copy is then adopted).
     func shareSignIn(_ slot: Slot, _ credential: Credential, state initial: SharedSlotState) async -> FleetSignInOutcome {
+        if initial.handedOverTo != nil {
+            // Handed over: the new sign-in is this machine's own.
+            try? forgetShared(slot, fleet: initial.fleet)
+            return .unshared(fleet: initial.fleet)
+        }
         var state = initial
         state.uploadPending = true
         state.signInPending = true
@@ -126,131 +161,192 @@ extension AccountManager {
     }
 
     /// Writes a sign-in made on this machine to the fleet, in place of whatever it holds, under
-    /// the fleet lock. - Returns: the state after the write (saved); nil when the slot is no
-    /// longer shared in the fleet (the caller forgets it: ``forgetShared(_:fleet:)``).
+    /// the fleet lock. - Returns: the state after the write (saved); nil when the slot was
+    /// unshared in the fleet (the caller forgets it: ``forgetShared(_:fleet:)``).
     func writeSignIn(_ slot: Slot, _ credential: Credential, fleet: Fleet, state: SharedSlotState) throws -> SharedSlotState? {
         let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
         defer { lock.release() }
-        guard let written = try fleet.replace(slot, credential: credential, under: lock) else { return nil }
+        guard let written = try fleet.replace(slot, credential: credential, seen: state.generation, under: lock) else { return nil }
         var next = state
-        next.revision = written
+        next.revision = written.modRevision
+        next.generation = max(next.generation, written.generation)
         next.uploadPending = false
         next.signInPending = false
+        next.handedOverTo = nil
         try next.save(slot, paths: paths)
         eventLog.append("fleet", slot: slot, fields: ["action": .string("signed-in"), "fleet": .string(fleet.name),
-                                                      "revision": .string(String(written))])
+                                                      "revision": .string(String(written.modRevision))])
         return next
     }
 
-    /// The slot is no longer shared (unshared here or elsewhere): this machine's copy is its own again.
+    /// The slot is no longer shared (unshared from here): this machine's copy is its own again.
     func forgetShared(_ slot: Slot, fleet: String) throws {
         try SharedSlotState.remove(slot, paths: paths)
         eventLog.append("fleet", slot: slot, fields: ["action": .string("unshared"), "fleet": .string(fleet)])
+    }
+
+    /// The slot was unshared by `machine`, which kept the live credential: this copy's refresh
+    /// token is dropped (it is the fleet's, and the other machine spends it from now on) and the
+    /// slot needs a sign-in, unless it is shared again (then a sync adopts it).
+    func markHandedOver(_ slot: Slot, to machine: String, generation: Int64, store: any CredentialStore, state: inout SharedSlotState) throws {
+        if var local = try? store.get(slot), local.tokens.refreshToken != nil {
+            local.tokens.refreshToken = nil
+            try store.put(local, for: slot)
+        }
+        try registry.update { doc in
+            doc.slots[slot]?.state = .reauthenticationRequired
+            doc.slots[slot]?.lastErrorCode = FleetError.handedOver(slot: slot, fleet: state.fleet, machine: machine).code
+        }
+        state.handedOverTo = machine
+        state.generation = max(state.generation, generation)
+        state.uploadPending = false
+        state.signInPending = false
+        try state.save(slot, paths: paths)
+        eventLog.append("fleet", slot: slot, fields: ["action": .string("handed-over"), "fleet": .string(state.fleet), "machine": .string(machine)])
+    }
+
+    /// Reads the fleet's value for `slot` as the decision function takes it.
+    func readShared(_ slot: Slot, fleet: Fleet, identity: MachineIdentity, membership: Membership, record: SlotRecord?) -> SharedSlotDecision.Read {
+        do {
+            guard let value = try fleet.newest(slot, identity: identity, membership: membership, account: record?.account, provider: record?.provider) else {
+                return .missing
+            }
+            return .value(value)
+        } catch let error as FleetError {
+            return .failed(error)
+        } catch {
+            return .failed(.corrupt(key: fleet.keys.slot(slot), detail: error.userFacingDescription))
+        }
     }
 
     /// `fleet sync` (and the agent, on each change it sees): brings every shared slot's local
     /// copy up to the fleet's, creating slots this machine does not have yet.
     package func fleetSync(only: Slot? = nil) async throws -> [(Slot, FleetSyncOutcome, String?)] {
         let fleet = try openFleet()
-        let identity = try fleet.memberIdentity()
+        let (identity, membership) = try await Self.blocking { try fleet.memberIdentity() }
         var results: [(Slot, FleetSyncOutcome, String?)] = []
-        for slot in try fleet.sharedSlots() where only == nil || only == slot {
+        let inFleet = try await Self.blocking { try fleet.sharedSlots() }
+        let knownHere = SharedSlotState.all(paths: paths).filter { $0.1.fleet == fleet.name }.map(\.0)
+        for slot in Set(inFleet + knownHere).sorted() where only == nil || only == slot {
             let lock = try await lockSlot(slot)
             defer { withExtendedLifetime(lock) {} }
-            do {
-                results.append((slot, try syncShared(slot, fleet: fleet, identity: identity), nil))
-            } catch let error as FleetError {
-                if case .refusedCredential = error { results.append((slot, .refused, error.userFacingDescription)); continue }
-                throw error
+            if let outcome = try await Self.blocking({ try self.syncShared(slot, fleet: fleet, identity: identity, membership: membership) }) {
+                results.append(outcome)
             }
         }
         return results
     }
 
-    /// One slot of ``fleetSync(only:)``, under the slot's local lock.
-    func syncShared(_ slot: Slot, fleet: Fleet, identity: MachineIdentity) throws -> FleetSyncOutcome {
+    /// One slot of ``fleetSync(only:)``, under the slot's local lock; nil when there is nothing
+    /// to say (a tombstone of a slot this machine never had).
+    func syncShared(_ slot: Slot, fleet: Fleet, identity: MachineIdentity, membership: Membership) throws -> (Slot, FleetSyncOutcome, String?)? {
         let registryDoc = try registry.load()
         let record = registryDoc.slots[slot]
         var state = try SharedSlotState.load(slot, paths: paths)
-        if record != nil && state == nil { return .conflict }
-        guard let (credential, revision) = try fleet.newest(slot, identity: identity, account: record?.account, provider: record?.provider) else {
-            return .current
+        if record != nil && state == nil { return (slot, .conflict, nil) }
+        var local: Credential?
+        var store: (any CredentialStore)?
+        if let record, state != nil {
+            let opened = try openStore(record.backend, false)
+            // Tokens a killed refresh left in the recovery file are this machine's newest: in place first.
+            _ = try RecoveryFile(paths: paths, slot: slot).settle(into: opened, slot: slot)
+            local = try read(slot, opened)
+            store = opened
         }
-        guard let record, var known = state else {
-            // New here: a slot in the store new slots use, with the fleet's credential.
-            let backend = backendForNewSlot()
-            let store = try openStore(backend, false)
-            var adopted = credential
-            adopted.lastRefreshBoot = nil
-            let now = clock.now()
-            try registry.update { doc in
-                try store.put(adopted, for: slot)
-                var made = SlotRecord(provider: adopted.provider, backend: backend, createdAt: now)
-                made.account = adopted.account
-                made.state = .signedIn(expiresAt: adopted.tokens.expiresAt)
-                made.lastRefresh = adopted.lastRefresh
-                doc.slots[slot] = made
-                if doc.active == nil { doc.active = slot }
+        let read = readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record)
+        let step = SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: local, state: state, read: read)
+        guard let local, let store, var known = state else {
+            // Not on this machine: only a live value is brought here.
+            guard step == .adopt, case .value(let value) = read, let credential = value.credential else {
+                if case .refuse(let error) = step, case .value = read { return (slot, .refused, error.userFacingDescription) }
+                if case .failed(let error) = read { return (slot, .refused, error.userFacingDescription) }
+                return nil
             }
-            state = SharedSlotState(fleet: fleet.name, revision: revision)
-            try state?.save(slot, paths: paths)
-            eventLog.append("adopt", slot: slot, fields: ["revision": .string(String(revision)), "expires_at": .date(adopted.tokens.expiresAt)])
-            return .added
+            try addFromFleet(slot, credential, value: value, fleet: fleet.name)
+            return (slot, .added, nil)
         }
-        let store = try openStore(record.backend, false)
-        // Tokens a killed refresh left in the recovery file are this machine's newest: in place first.
-        _ = try RecoveryFile(paths: paths, slot: slot).settle(into: store, slot: slot)
-        let local = try read(slot, store)
-        if known.signInPending {
-            if try writeSignIn(slot, local, fleet: fleet, state: known) != nil { return .uploaded }
+        state = known
+        switch step {
+        case .refuse(let error):
+            return (slot, .refused, error.userFacingDescription)
+        case .keptHere:
             try forgetShared(slot, fleet: fleet.name)
-            return .current
-        }
-        let relation = Self.relation(local: local, fleet: credential)
-        if relation == .fleetOlder {
-            // This machine refreshed last and the fleet holds the token it spent: write it there at
-            // once (see Fleet.writeSuccessor).
-            if let written = try fleet.writeSuccessor(slot, credential: local, replacing: revision) {
-                known.revision = written
+            return (slot, .unshared, nil)
+        case .handedOver(let machine):
+            guard case .value(let value) = read else { return (slot, .handedOver, nil) }
+            if known.handedOverTo == nil { try markHandedOver(slot, to: machine, generation: value.generation, store: store, state: &known) }
+            return (slot, .handedOver, FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine).userFacingDescription)
+        case .adopt:
+            guard case .value(let value) = read, let credential = value.credential else { return (slot, .current, nil) }
+            _ = try adopt(slot, credential, value: value, store: store, state: &known)
+            return (slot, .adopted, nil)
+        case .current:
+            guard case .value(let value) = read else { return (slot, .current, nil) }
+            if value.generation != known.generation || value.modRevision != known.revision || known.uploadPending {
+                known.revision = value.modRevision
+                known.generation = max(known.generation, value.generation)
                 known.uploadPending = false
                 try known.save(slot, paths: paths)
-                return .uploaded
             }
-            return .current
-        }
-        if known.uploadPending && revision == known.revision {
-            // This machine refreshed last and the fleet does not have it yet: write it there.
+            return (slot, .current, nil)
+        case .upload:
+            // This machine refreshed last and the fleet holds the token it spent: write it there
+            // at once, fenced on the value read (no lock: nothing newer can be lost).
+            guard case .value(let value) = read else { return (slot, .current, nil) }
+            if let written = try fleet.write(slot, credential: local, replacing: value, membership: membership, identity: identity, fence: nil) {
+                known.recordWrite(written)
+                try known.save(slot, paths: paths)
+                return (slot, .uploaded, nil)
+            }
+            return (slot, .current, nil)
+        case .uploadPending:
+            if known.signInPending {
+                if try writeSignIn(slot, local, fleet: fleet, state: known) != nil { return (slot, .uploaded, nil) }
+                try forgetShared(slot, fleet: fleet.name)
+                return (slot, .unshared, nil)
+            }
             let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
             defer { lock.release() }
-            if let written = try fleet.write(slot, credential: local, replacing: revision, under: lock) {
-                known.revision = written
-                known.uploadPending = false
-                try known.save(slot, paths: paths)
-                return .uploaded
+            guard case .value(let value) = readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record),
+                  value.generation == known.generation,
+                  let written = try fleet.write(slot, credential: local, replacing: value, membership: membership, identity: identity, fence: lock.fence) else {
+                return (slot, .current, nil)
             }
-            return .current
+            known.recordWrite(written)
+            try known.save(slot, paths: paths)
+            return (slot, .uploaded, nil)
         }
-        if relation == .same {
-            if revision != known.revision || known.uploadPending {
-                known.revision = revision
-                known.uploadPending = false
-                try known.save(slot, paths: paths)
-            }
-            return .current
-        }
-        if revision == known.revision { return .current }
-        _ = try adopt(slot, credential, revision: revision, store: store, state: &known)
-        return .adopted
     }
 
-    /// `fleet status`.
+    /// A slot new here: made in the store new slots use, with the fleet's credential.
+    func addFromFleet(_ slot: Slot, _ credential: Credential, value: SharedValue, fleet: String) throws {
+        let backend = backendForNewSlot()
+        let store = try openStore(backend, false)
+        var adopted = credential
+        adopted.lastRefreshBoot = nil
+        let now = clock.now()
+        try registry.update { doc in
+            try store.put(adopted, for: slot)
+            var made = SlotRecord(provider: adopted.provider, backend: backend, createdAt: now)
+            made.account = adopted.account
+            made.state = .signedIn(expiresAt: adopted.tokens.expiresAt)
+            made.lastRefresh = adopted.lastRefresh
+            doc.slots[slot] = made
+            if doc.active == nil { doc.active = slot }
+        }
+        try SharedSlotState(fleet: fleet, revision: value.modRevision, generation: value.generation).save(slot, paths: paths)
+        eventLog.append("adopt", slot: slot, fields: ["revision": .string(String(value.modRevision)), "generation": .string(String(value.generation)),
+                                                      "expires_at": .date(adopted.tokens.expiresAt)])
+    }
+
+    /// `fleet status`: never fails on what etcd holds; damaged keys are listed.
     package func fleetStatus() -> FleetStatusReport {
         guard let settings = config.fleet else {
             return FleetStatusReport(fleet: "", machine: "", endpoints: [], healthy: false, problem: FleetError.notConfigured(configFile: paths.configFile).userFacingDescription,
-                                     members: [], pending: [], slots: [], leader: nil, standing: "outsider")
+                                     fingerprint: nil, members: [], pending: [], slots: [], damaged: [], leader: nil, standing: "outsider")
         }
         var report = FleetStatusReport(fleet: settings.name, machine: settings.machine, endpoints: [], healthy: false, problem: nil,
-                                       members: [], pending: [], slots: [], leader: nil, standing: "unknown")
+                                       fingerprint: fleetFingerprint(), members: [], pending: [], slots: [], damaged: [], leader: nil, standing: "unknown")
         let fleet: Fleet
         do { fleet = try openFleet() } catch {
             report.problem = error.userFacingDescription
@@ -258,27 +354,46 @@ extension AccountManager {
         }
         report.endpoints = fleet.kv.endpointStatus()
         do {
-            report.members = try fleet.members()
-            report.pending = try fleet.pendingMembers()
+            let (requests, badRequests) = try fleet.pendingRequests()
+            report.pending = requests
+            report.damaged += badRequests.map { "\(TerminalText.escaped($0.key)): \($0.problem)" }
             report.healthy = true
-            report.standing = "outsider"
-            let recipient = try? fleet.identity()?.recipient
-            if report.members.contains(where: { $0.machine == settings.machine && $0.recipient == recipient }) {
-                report.standing = "member"
-            } else if report.pending.contains(where: { $0.machine == settings.machine }) {
-                report.standing = "pending"
-            }
-            report.leader = try fleet.leaderName()
+            report.standing = requests.contains(where: { $0.machine == settings.machine }) ? "pending" : "outsider"
+            let (membership, damaged) = try fleet.membership()
+            report.damaged += damaged.map { "\(TerminalText.escaped($0.key)): \($0.problem)" }
+            report.members = membership.members
+            let identity = try fleet.identity()
+            if let identity, membership.member(holding: identity)?.machine == settings.machine { report.standing = "member" }
+            report.leader = try fleet.leaderName(membership: membership)
             for slot in try fleet.sharedSlots() {
-                let note = try fleet.refreshedNote(slot)
+                let note = try fleet.refreshedNote(slot, membership: membership)
                 let state = SharedSlotState.loadIfReadable(slot, paths: paths)
-                let revision = try fleet.etcd { try fleet.kv.get(fleet.keys.slot(slot))?.modRevision }
-                report.slots.append(.init(slot: slot, refreshedBy: note?.machine, refreshedAt: note?.at, local: state != nil,
-                                          localCurrent: state?.revision == revision, uploadPending: state?.uploadPending ?? false))
+                var entry = FleetStatusReport.SharedSlot(slot: slot, refreshedBy: note?.machine, refreshedAt: note?.at, local: state != nil,
+                                                         localCurrent: false, uploadPending: state?.uploadPending ?? false, generation: 0, problem: nil)
+                if let identity, report.standing == "member" {
+                    switch readShared(slot, fleet: fleet, identity: identity, membership: membership, record: nil) {
+                    case .value(let value):
+                        if value.credential == nil { continue }  // a tombstone: no longer shared
+                        entry.generation = value.generation
+                        entry.localCurrent = state?.generation == value.generation
+                    case .missing: continue
+                    case .failed(let error): entry.problem = error.userFacingDescription
+                    }
+                }
+                report.slots.append(entry)
             }
         } catch {
             report.problem = error.userFacingDescription
         }
         return report
+    }
+}
+
+extension SharedSlotState {
+    /// Remembers a value this machine wrote.
+    mutating func recordWrite(_ written: SharedValue) {
+        revision = written.modRevision
+        generation = max(generation, written.generation)
+        uploadPending = false
     }
 }

@@ -21,18 +21,21 @@ extension AccountManager {
     }
 
     /// A due refresh of a shared slot, under the slot's local lock: adopt what another machine
-    /// already refreshed; otherwise take the fleet lock, read the fleet's copy again, refresh, and
-    /// write the new credential to the fleet (fenced by the lock and the revision read) before the
-    /// local store. Without the fleet, a token that has not expired is served as it is; an expired
-    /// one is an error: refreshing it blind could spend a refresh token another machine spent.
+    /// already refreshed; otherwise take the fleet lock, read the fleet's value again, record the
+    /// intent to present its refresh token, refresh, and write the new credential to the fleet
+    /// (fenced by the lock and the revision read) before the local store. Whenever the fleet
+    /// cannot be trusted or reached, a token that has not expired is served as it is and none is
+    /// refreshed: refreshing blind could spend a refresh token another machine spent.
+    /// The decisions are ``SharedSlotDecision``'s.
     func refreshShared(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential,
                        current local: Credential, state initial: SharedSlotState) async throws -> Credential {
+        if let machine = initial.handedOverTo { throw FleetError.handedOver(slot: slot, fleet: initial.fleet, machine: machine) }
         let fleet: Fleet
         let identity: MachineIdentity
+        let membership: Membership
         do {
             fleet = try openFleet()
-            guard let id = try fleet.identity() else { throw FleetError.identityUnavailable(detail: "this machine has none: run `lanyard fleet join`") }
-            identity = id
+            (identity, membership) = try await Self.blocking { try fleet.memberIdentity() }
         } catch let error as FleetError {
             return try servedWithoutFleet(slot, local, error, force: force)
         }
@@ -40,7 +43,6 @@ extension AccountManager {
         var state = initial
         if state.signInPending {
             // A sign-in made here while the fleet was unreachable: it replaces what the fleet holds.
-            // (Unshared meanwhile: the fleet's copy is gone too, and the next step finds that.)
             do {
                 let (pending, signedIn) = (state, current)
                 if let written = try await Self.blocking({ try self.writeSignIn(slot, signedIn, fleet: fleet, state: pending) }) {
@@ -51,31 +53,36 @@ extension AccountManager {
                 return try servedWithoutFleet(slot, current, error, force: force)
             }
         }
-        do {
-            guard let (newest, revision) = try fleet.newest(slot, identity: identity, account: record.account, provider: record.provider) else {
-                // Unshared elsewhere: the slot is this machine's own again.
-                try forgetShared(slot, fleet: fleet.name)
-                if !stillDue(current, before: before, force: force) { return current }
-                let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
-                try keepRefreshed(slot: slot, refreshed, previous: current, store: store)
-                return refreshed
-            }
-            if Self.relation(local: current, fleet: newest) == .fleetOlder {
-                // Our tokens replaced the fleet's (a refresh whose fleet write never landed): its
-                // refresh token is spent, so they go to the fleet now, not after waiting for the
-                // lock, which a killed holder's lease can keep for a while.
-                if let written = try fleet.writeSuccessor(slot, credential: current, replacing: revision) {
-                    state.revision = written
-                    state.uploadPending = false
-                    try state.save(slot, paths: paths)
-                    if !stillDue(current, before: before, force: force) && !force { return current }
-                }
-            } else if revision != state.revision && !state.uploadPending {
-                current = try adopt(slot, newest, revision: revision, store: store, state: &state)
-                if !stillDue(current, before: before, force: force) { return current }
-            }
-        } catch let error as FleetError {
+
+        // Without the lock first: another machine's refresh is adopted without waiting for it.
+        let unlocked = await readSharedOffPool(slot, fleet: fleet, identity: identity, membership: membership, record: record)
+        switch SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: current, state: state, read: unlocked) {
+        case .refuse(let error):
             return try servedWithoutFleet(slot, current, error, force: force)
+        case .keptHere:
+            return try await refreshUnshared(slot, fleet: fleet, force: force, record: record, store: store, before: before, current: current)
+        case .handedOver(let machine):
+            if case .value(let value) = unlocked { try markHandedOver(slot, to: machine, generation: value.generation, store: store, state: &state) }
+            throw FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine)
+        case .adopt:
+            if case .value(let value) = unlocked, let credential = value.credential {
+                current = try adopt(slot, credential, value: value, store: store, state: &state)
+                if !stillDue(current, before: before, force: force) { return current }
+            }
+        case .upload:
+            // Our tokens replaced the fleet's (a refresh whose fleet write never landed): its
+            // refresh token is spent, so they go to the fleet now, not after waiting for the
+            // lock, which a killed holder's lease can keep for a while.
+            if case .value(let value) = unlocked,
+               let written = try? await Self.blocking({ [current] in
+                   try fleet.write(slot, credential: current, replacing: value, membership: membership, identity: identity, fence: nil)
+               }) {
+                state.recordWrite(written)
+                try state.save(slot, paths: paths)
+                if !stillDue(current, before: before, force: force) && !force { return current }
+            }
+        case .current, .uploadPending:
+            break
         }
 
         let lock: FleetLock
@@ -89,56 +96,77 @@ extension AccountManager {
             return try servedWithoutFleet(slot, current, error, force: force)
         }
         defer { lock.release() }
+
+        let locked = await readSharedOffPool(slot, fleet: fleet, identity: identity, membership: membership, record: record)
+        guard case .value(var base) = locked else {
+            if case .failed(let error) = locked { return try servedWithoutFleet(slot, current, error, force: force) }
+            return try servedWithoutFleet(slot, current, .valueMissing(slot: slot, fleet: fleet.name), force: force)
+        }
         do {
-            guard let (latest, revision) = try fleet.newest(slot, identity: identity, account: record.account, provider: record.provider) else {
-                throw FleetError.notShared(slot: slot, fleet: fleet.name)
-            }
-            switch Self.relation(local: current, fleet: latest) {
-            case .fleetOlder:
-                // This machine's tokens replaced the fleet's (a refresh whose fleet write never
-                // landed: its process was killed after the recovery file, or etcd failed): write
-                // them, or the next machine to refresh would spend the fleet's dead token.
-                if let written = try fleet.write(slot, credential: current, replacing: revision, under: lock) {
-                    state.revision = written
+            switch SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: current, state: state, read: locked) {
+            case .refuse(let error):
+                return try servedWithoutFleet(slot, current, error, force: force)
+            case .keptHere:
+                return try await refreshUnshared(slot, fleet: fleet, force: force, record: record, store: store, before: before, current: current)
+            case .handedOver(let machine):
+                try markHandedOver(slot, to: machine, generation: base.generation, store: store, state: &state)
+                throw FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine)
+            case .adopt:
+                // Another machine refreshed while we waited for the lock: use its tokens.
+                if let credential = base.credential {
+                    current = try adopt(slot, credential, value: base, store: store, state: &state)
+                    if !refreshRule.needsRefresh(current, now: clock.now(), boot: clock.bootInstant()) { return current }
+                }
+            case .upload, .uploadPending:
+                // This machine's tokens are newer than the fleet's (a refresh whose fleet write
+                // never landed): write them, or the next machine would spend the fleet's dead token.
+                if let written = try await Self.blocking({ [current, base] in
+                    try fleet.write(slot, credential: current, replacing: base, membership: membership, identity: identity, fence: lock.fence)
+                }) {
+                    state.recordWrite(written)
+                    try state.save(slot, paths: paths)
+                    base = written
+                }
+                if !stillDue(current, before: before, force: force) { return current }
+            case .current:
+                if base.generation != state.generation || base.modRevision != state.revision || state.uploadPending {
+                    state.revision = base.modRevision
+                    state.generation = max(state.generation, base.generation)
                     state.uploadPending = false
                     try state.save(slot, paths: paths)
                 }
-                if !stillDue(current, before: before, force: force) { return current }
-            case .same where revision != state.revision || state.uploadPending:
-                // Our own write landed though its answer was lost, or the same tokens re-sealed.
-                state.revision = revision
-                state.uploadPending = false
-                try state.save(slot, paths: paths)
-                if !stillDue(current, before: before, force: force) { return current }
-            case _ where revision != state.revision:
-                // Another machine refreshed while we waited for the lock (or after our write
-                // landed): use its tokens.
-                current = try adopt(slot, latest, revision: revision, store: store, state: &state)
-                if !refreshRule.needsRefresh(current, now: clock.now(), boot: clock.bootInstant()) { return current }
-            case _ where state.uploadPending:
-                // Our last refresh could not be written to the fleet: write it now.
-                if let written = try fleet.write(slot, credential: current, replacing: revision, under: lock) {
-                    state.revision = written
-                    state.uploadPending = false
-                    try state.save(slot, paths: paths)
-                }
-                if !stillDue(current, before: before, force: force) { return current }
-            default:
                 if !stillDue(current, before: before, force: force) { return current }
             }
         } catch let error as FleetError {
-            if case .notShared = error { throw error }
+            if case .handedOver = error { throw error }
             return try servedWithoutFleet(slot, current, error, force: force)
+        }
+
+        // Never present a refresh token another machine said it is presenting.
+        let intent = try? await Self.blocking { try fleet.intent(slot, membership: membership) }
+        if let blocked = SharedSlotDecision.refreshBlocked(slot: slot, fleet: fleet.name, machine: fleet.machine,
+                                                           refreshToken: current.tokens.refreshToken, intent: intent ?? nil) {
+            return try servedWithoutFleet(slot, current, blocked, force: force)
         }
         // The request must finish well inside the lease: never start it on a lease about to end.
         guard lock.held(margin: config.httpTimeout + 5) else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
+        if let token = current.tokens.refreshToken {
+            let recorded: Bool
+            do {
+                recorded = try await Self.blocking { [base] in try fleet.writeIntent(slot, current: base, refreshToken: token, identity: identity, under: lock) }
+            } catch let error as FleetError {
+                return try servedWithoutFleet(slot, current, error, force: force)
+            }
+            guard recorded else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
+        }
         let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
         var next = state
+        let replacing = base
         try keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
             do {
-                if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: state.revision, under: lock, identity: identity) {
-                    next.revision = written
-                    next.uploadPending = false
+                if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: replacing, under: lock,
+                                                          identity: identity, membership: membership) {
+                    next.recordWrite(written)
                 } else {
                     next.uploadPending = true
                 }
@@ -154,61 +182,74 @@ extension AccountManager {
         return refreshed
     }
 
-    /// A shared slot this machine found dead (its refresh token refused): a sign-in on another
-    /// machine may have put a live credential in the fleet since. Adopted when the fleet's copy is
-    /// newer than the one that died here; otherwise, or without the fleet, the slot still needs a
-    /// sign-in. Under the slot's local lock.
+    /// The slot was unshared from this machine (a tombstone of its own): its copy is its own again.
+    private func refreshUnshared(_ slot: Slot, fleet: Fleet, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential,
+                                 current: Credential) async throws -> Credential {
+        try forgetShared(slot, fleet: fleet.name)
+        if !stillDue(current, before: before, force: force) { return current }
+        let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+        try keepRefreshed(slot: slot, refreshed, previous: current, store: store)
+        return refreshed
+    }
+
+    private func readSharedOffPool(_ slot: Slot, fleet: Fleet, identity: MachineIdentity, membership: Membership, record: SlotRecord) async -> SharedSlotDecision.Read {
+        (try? await Self.blocking { self.readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record) })
+            ?? .failed(.unavailable(fleet: fleet.name, endpoints: fleet.settings.endpoints, detail: "the read was interrupted"))
+    }
+
+    /// A shared slot this machine found dead (its refresh token refused, or handed over): a
+    /// sign-in on another machine, or the slot shared again, may have put a live credential in the
+    /// fleet since. Adopted when the fleet's value is a newer generation than any seen here;
+    /// otherwise, or without the fleet, the slot still needs a sign-in. Under the slot's local lock.
     func reviveShared(_ slot: Slot, store: any CredentialStore, state initial: SharedSlotState) throws -> Credential {
         let record = try record(of: slot)  // another process may have revived it while we waited
         if record.state != .reauthenticationRequired { return try read(slot, store) }
-        let dead = ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
+        let dead: any Error = initial.handedOverTo.map { FleetError.handedOver(slot: slot, fleet: initial.fleet, machine: $0) }
+            ?? ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
         var state = initial
-        guard let fleet = try? openFleet(), let identity = try? fleet.identity(),
-              let (newest, revision) = try? fleet.newest(slot, identity: identity, account: record.account, provider: record.provider),
-              revision != state.revision else { throw dead }
-        return try adopt(slot, newest, revision: revision, store: store, state: &state)
+        guard let fleet = try? openFleet(), let (identity, membership) = try? fleet.memberIdentity(),
+              let value = try? fleet.newest(slot, identity: identity, membership: membership, account: record.account, provider: record.provider),
+              let credential = value.credential, value.generation > state.generation else { throw dead }
+        return try adopt(slot, credential, value: value, store: store, state: &state)
     }
 
-    /// A shared slot belongs to every machine of its fleet: signing it out (which may revoke the
-    /// session at the provider), renaming or removing it on one machine would pull it from under
-    /// the others. `fleet unshare` first.
+    /// Whether `slot` is shared from this machine's point of view: a slot handed over, or one
+    /// whose fleet removed this machine, is not (it can be signed out here; the fleet is left alone).
+    func sharedHere(_ slot: Slot) -> SharedSlotState? {
+        guard let state = SharedSlotState.loadIfReadable(slot, paths: paths), state.handedOverTo == nil else { return nil }
+        if let fleet = try? openFleet(), let identity = try? fleet.identity(),
+           let (membership, _) = try? fleet.membership(), membership.member(holding: identity) == nil,
+           (try? fleet.kv.get(fleet.keys.pending(fleet.machine))) == nil {
+            return nil  // removed from the fleet (verified): its copy is its own to drop
+        }
+        return state
+    }
+
+    /// A shared slot belongs to every machine of its fleet: signing it out, renaming or removing
+    /// it on one machine would pull it from under the others. `fleet unshare` first.
     func refuseIfShared(_ slot: Slot, _ action: String) throws {
-        guard let state = SharedSlotState.loadIfReadable(slot, paths: paths) else { return }
+        guard let state = sharedHere(slot) else { return }
         throw FleetError.sharedSlotRefused(slot: slot, fleet: state.fleet, action: action)
     }
 
-    /// How the fleet's copy of a shared slot stands to this machine's, by their refresh tokens.
-    enum FleetCopy: Equatable {
-        /// The same refresh token.
-        case same
-        /// This machine's copy replaced the fleet's refresh token: the fleet's is spent.
-        case fleetOlder
-        /// Anything else: the fleet's is newer (another machine refreshed), or unrelated.
-        case other
-    }
-
-    static func relation(local: Credential, fleet: Credential) -> FleetCopy {
-        guard let mine = local.tokens.refreshToken, let theirs = fleet.tokens.refreshToken else { return .other }
-        if mine == theirs { return .same }
-        return local.hasSpent(refreshToken: theirs) ? .fleetOlder : .other
-    }
-
-    /// Puts the fleet's newer credential into the local store and records its revision.
-    func adopt(_ slot: Slot, _ credential: Credential, revision: Int64, store: any CredentialStore, state: inout SharedSlotState) throws -> Credential {
+    /// Puts the fleet's newer credential into the local store and records its revision and generation.
+    func adopt(_ slot: Slot, _ credential: Credential, value: SharedValue, store: any CredentialStore, state: inout SharedSlotState) throws -> Credential {
         var adopted = credential
         adopted.lastRefreshBoot = nil  // measured on another machine's boot clock
         try store.put(adopted, for: slot)
         try recordStored(slot: slot, adopted)
-        state.revision = revision
+        state.revision = value.modRevision
+        state.generation = max(state.generation, value.generation)
         state.uploadPending = false
+        state.handedOverTo = nil
         try state.save(slot, paths: paths)
-        eventLog.append("adopt", slot: slot, fields: ["revision": .string(String(revision)),
+        eventLog.append("adopt", slot: slot, fields: ["revision": .string(String(value.modRevision)), "generation": .string(String(value.generation)),
                                                       "expires_at": .date(adopted.tokens.expiresAt)])
         return adopted
     }
 
-    /// Without the fleet: the local token when it has not expired (logged, once per call), else
-    /// the fleet's error as one that says the token expired. A forced refresh (`lanyard refresh`)
+    /// Without a fleet to trust: the local token when it has not expired (logged, once per call),
+    /// else an error that says why it cannot be refreshed. A forced refresh (`lanyard refresh`)
     /// fails with the fleet's error instead.
     func servedWithoutFleet(_ slot: Slot, _ current: Credential, _ error: FleetError, force: Bool = false) throws -> Credential {
         // A refresh asked for explicitly is not done: say so rather than hand back the old token.
@@ -217,7 +258,9 @@ extension AccountManager {
         switch error {
         case .unavailable(let fleet, let endpoints, let detail) where !valid:
             throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail)
-        case .unavailable where valid, .lockTimeout where valid:
+        case .handedOver:
+            throw error
+        case _ where valid:
             eventLog.append("error", slot: slot, fields: ["code": .string(error.code), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
             return current
         default:

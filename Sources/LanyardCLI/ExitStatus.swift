@@ -57,7 +57,9 @@ extension ExitStatus {
         "fleet_not_configured": .failure, "fleet_exists": .failure, "fleet_missing": .failure, "fleet_not_member": .failure,
         "fleet_unknown_machine": .failure, "fleet_fingerprint_mismatch": .failure, "fleet_slot_shared": .failure,
         "fleet_slot_not_shared": .failure, "fleet_credential_refused": .failure, "fleet_identity_unavailable": .failure,
-        "fleet_lock_lost": .failure, "fleet_data_corrupt": .failure, "etcd_malformed_answer": .failure, "etcd_compacted": .failure,
+        "fleet_lock_lost": .failure, "fleet_data_corrupt": .failure,
+        "fleet_pin_mismatch": .failure, "fleet_not_joined": .failure, "fleet_untrusted": .failure, "fleet_value_missing": .failure,
+        "fleet_refresh_in_flight": .failure, "fleet_handed_over": .reauthenticationRequired, "etcd_malformed_answer": .failure, "etcd_compacted": .failure,
         "etcd_error": .failure, "etcd_cancelled": .cancelled,
     ]
 

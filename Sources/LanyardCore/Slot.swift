@@ -4,7 +4,9 @@ import LanyardSupport
 /// A user-chosen name for one signed-in account of one provider, such as `work` or `personal`.
 ///
 /// Names match `[a-z0-9][a-z0-9._-]{0,63}`: safe in file names, keyring attributes, shell words and
-/// environment variables, and the same on every backend.
+/// environment variables, and the same on every backend. Names that begin with `lanyard-fleet-`
+/// are Lanyard's own (the machine's fleet keys live there, in the same stores): no user, server,
+/// file or fleet value can name one, so every door that makes a `Slot` refuses them.
 public struct Slot: Hashable, Comparable, Sendable, CustomStringConvertible, Codable {
     /// The validated name.
     public let name: String
@@ -15,8 +17,32 @@ public struct Slot: Hashable, Comparable, Sendable, CustomStringConvertible, Cod
         self.name = name
     }
 
+    /// The reserved namespace: entries Lanyard keeps beside slots in a store.
+    package static let reservedPrefix = "lanyard-fleet-"
+
+    /// A store entry in the reserved namespace (``reservedPrefix`` + `suffix`), which ``init(_:)``
+    /// refuses. Only Lanyard's own code makes one.
+    package init(reserved suffix: String) {
+        name = Slot.reservedPrefix + suffix
+    }
+
+    /// A name read back from a store: a slot's, or one in the reserved namespace.
+    package init(stored name: String) throws(SlotNameError) {
+        if name.hasPrefix(Slot.reservedPrefix) {
+            let suffix = String(name.dropFirst(Slot.reservedPrefix.count))
+            try Slot.validate(suffix)
+            self.init(reserved: suffix)
+        } else {
+            try self.init(name)
+        }
+    }
+
+    /// Whether this is a store entry of Lanyard's own rather than a slot.
+    package var isReserved: Bool { name.hasPrefix(Slot.reservedPrefix) }
+
     /// Checks a candidate name without creating a slot.
     public static func validate(_ name: String) throws(SlotNameError) {
+        if name.hasPrefix(reservedPrefix) { throw .reserved(name) }
         // In place for native strings (the registry checks every slot name it reads).
         if let checked = name.utf8.withContiguousStorageIfAvailable({ bytes in
             Result { () throws(SlotNameError) in try validate(bytes: bytes, name: name) }
@@ -74,6 +100,8 @@ public enum SlotNameError: Error, Equatable, Sendable, LocalizedError {
     case tooLong(count: Int)
     case badFirstCharacter(String)
     case badCharacter(String, position: Int)
+    /// The name is in Lanyard's reserved namespace (`lanyard-fleet-…`).
+    case reserved(String)
 
     public var errorDescription: String? {
         switch self {
@@ -84,6 +112,8 @@ public enum SlotNameError: Error, Equatable, Sendable, LocalizedError {
             return "slot name \"\(TerminalText.escaped(s))\" must start with a lowercase letter or digit"
         case .badCharacter(let s, let p):
             return "slot name \"\(TerminalText.escaped(s))\" has a character not allowed at position \(p) (use a-z, 0-9, '.', '_', '-')"
+        case .reserved(let s):
+            return "slot name \"\(TerminalText.escaped(s))\" is reserved: names beginning with \(Slot.reservedPrefix) hold Lanyard's own keys"
         }
     }
 }

@@ -20,8 +20,25 @@ public enum FleetError: LanyardError, Equatable {
     case notMember(fleet: String, machine: String, pending: Bool)
     /// No such member or join request.
     case unknownMachine(fleet: String, machine: String)
-    /// The fingerprint given to `approve` is not the joining machine's.
-    case fingerprintMismatch(machine: String, expected: String, given: String)
+    /// The fingerprint given to `approve` is not the joining machine's (the right one is not
+    /// said: it must be read on the joining machine's screen, not copied from an error).
+    case fingerprintMismatch(machine: String, given: String)
+    /// The fleet fingerprint given to `join` is not the fleet's genesis in etcd.
+    case fleetFingerprintMismatch(fleet: String, given: String)
+    /// This machine has not joined the configured fleet (no membership pinned for it: `[fleet] name`
+    /// may be mistyped).
+    case notJoined(fleet: String, pinned: String?)
+    /// The fleet's membership log does not verify from this machine's pin (rolled back, forked or
+    /// forged): nothing from the fleet is trusted until it does.
+    case untrustedFleet(fleet: String, detail: String)
+    /// A shared slot's value is missing from etcd (deleted): the slot stays shared; a valid token
+    /// is served, none is refreshed.
+    case valueMissing(slot: Slot, fleet: String)
+    /// Another machine is presenting (or presented) this refresh token and has not written its
+    /// successor: spending it here could revoke the sign-in.
+    case refreshInFlight(slot: Slot, fleet: String, machine: String)
+    /// The slot was unshared in the fleet, and the live credential stayed on `machine`.
+    case handedOver(slot: Slot, fleet: String, machine: String)
     /// The slot is (or is not) shared, against what the command needs.
     case alreadyShared(slot: Slot, fleet: String)
     case notShared(slot: Slot, fleet: String)
@@ -50,6 +67,12 @@ public enum FleetError: LanyardError, Equatable {
         case .notMember: return "fleet_not_member"
         case .unknownMachine: return "fleet_unknown_machine"
         case .fingerprintMismatch: return "fleet_fingerprint_mismatch"
+        case .fleetFingerprintMismatch: return "fleet_pin_mismatch"
+        case .notJoined: return "fleet_not_joined"
+        case .untrustedFleet: return "fleet_untrusted"
+        case .valueMissing: return "fleet_value_missing"
+        case .refreshInFlight: return "fleet_refresh_in_flight"
+        case .handedOver: return "fleet_handed_over"
         case .alreadyShared: return "fleet_slot_shared"
         case .notShared: return "fleet_slot_not_shared"
         case .refusedCredential: return "fleet_credential_refused"
@@ -81,8 +104,28 @@ public enum FleetError: LanyardError, Equatable {
                 ? "machine \(machine) has asked to join fleet \(fleet) but is not approved yet: run `lanyard fleet approve \(machine)` on a member"
                 : "machine \(machine) is not a member of fleet \(fleet): run `lanyard fleet join` here, then approve it on a member"
         case .unknownMachine(let fleet, let machine): return "fleet \(fleet) has no member or join request named \(machine)"
-        case .fingerprintMismatch(let machine, let expected, let given):
-            return "the fingerprint given (\(given)) is not \(machine)'s (\(expected)): nothing was approved; check which machine asked to join"
+        case .fingerprintMismatch(let machine, let given):
+            return "the fingerprint given (\(TerminalText.escaped(given))) is not the one \(machine)'s join request carries: nothing was approved; "
+                + "read the fingerprint on \(machine)'s own screen (`lanyard fleet join` printed it), or someone else asked to join under that name"
+        case .fleetFingerprintMismatch(let fleet, let given):
+            return "fleet \(fleet) in etcd does not have the fingerprint given (\(TerminalText.escaped(given))): nothing was pinned or asked; "
+                + "read it on a member's screen (`lanyard fleet status`), and check [fleet] name and endpoints"
+        case .notJoined(let fleet, let pinned):
+            return "this machine has not joined fleet \(fleet)" + (pinned.map { " (it belongs to fleet \($0): check [fleet] name in config.ini)" } ?? ": run `lanyard fleet join`")
+                + "; shared slots keep serving valid tokens and are not refreshed"
+        case .untrustedFleet(let fleet, let detail):
+            return "fleet \(fleet)'s membership in etcd does not verify: \(detail); nothing from etcd is trusted, valid tokens are served "
+                + "and none is refreshed (run `lanyard doctor`)"
+        case .valueMissing(let slot, let fleet):
+            return "slot \(slot.name)'s value is missing from fleet \(fleet): the slot stays shared and its token is not refreshed here; "
+                + "sign in again on a member (`lanyard login \(slot.name)`) to put a live credential back"
+        case .refreshInFlight(let slot, let fleet, let machine):
+            return "machine \(machine) of fleet \(fleet) presented slot \(slot.name)'s refresh token and has not written the new tokens: "
+                + "this machine will not spend the same token; run any lanyard command (or `lanyard fleet sync`) on \(machine), "
+                + "or sign in again (`lanyard login \(slot.name)`) if \(machine) is gone"
+        case .handedOver(let slot, let fleet, let machine):
+            return "slot \(slot.name) was unshared in fleet \(fleet) and its live credential stayed on \(machine): sign in again here "
+                + "(`lanyard login \(slot.name)`), or `lanyard fleet sync` once it is shared again"
         case .alreadyShared(let slot, let fleet): return "slot \(slot.name) is already shared in fleet \(fleet)"
         case .notShared(let slot, let fleet): return "slot \(slot.name) is not shared in fleet \(fleet)"
         case .refusedCredential(let slot, let fleet, let reason):
@@ -98,5 +141,13 @@ public enum FleetError: LanyardError, Equatable {
                 + "run `lanyard fleet unshare \(slot.name)` first (every machine keeps its copy)"
         case .corrupt(let key, let detail): return "etcd key \(TerminalText.escaped(key)) does not decode (left as it is): \(detail)"
         }
+    }
+}
+
+extension FleetError {
+    /// What is wrong, without the key (for lists that name the key themselves).
+    package var detail: String {
+        if case .corrupt(_, let detail) = self { return detail }
+        return userFacingDescription
     }
 }

@@ -2,13 +2,16 @@ import FoundationEssentials
 import LanyardCore
 import LanyardSupport
 
-/// Where a fleet's data lives in etcd, under `/lanyard/FLEET/`:
+/// Where a fleet's data lives in etcd, under `/lanyard/FLEET/`. etcd is only the transport:
+/// every value that carries authority is signed by a member (``SignedDocument``).
 ///
-/// - `created`: the fleet's marker (who created it, when);
-/// - `members/MACHINE`: a member's age recipient and fingerprint (public);
-/// - `pending/MACHINE`: a join request, the same fields, until a member approves it;
-/// - `slots/SLOT`: the shared credential, an age file encrypted to every member's recipient;
-/// - `refreshed/SLOT`: which machine last refreshed the slot and when (no secret);
+/// - `created`: the fleet's marker (who created it, when; informative only);
+/// - `log/0000000001`, …: the membership log (``Membership``), genesis first;
+/// - `pending/MACHINE`: a join request, signed with the keys it asks to be admitted with;
+/// - `slots/SLOT`: the shared value (``SharedValue``): a signed, numbered credential sealed to
+///   every member, or a tombstone;
+/// - `intents/SLOT`: a refresh under way (``RefreshIntent``);
+/// - `refreshed/SLOT`: which machine last wrote the slot and when (informative only);
 /// - `locks/SLOT/LEASE`: the slot's refresh mutex (etcd's own layout: lowest create revision owns);
 /// - `leader/LEASE`: the agents' election, the same way.
 package struct FleetKeys: Sendable {
@@ -17,15 +20,21 @@ package struct FleetKeys: Sendable {
     package init(fleet: String) { prefix = "/lanyard/\(fleet)/" }
 
     package var created: String { prefix + "created" }
-    package var members: String { prefix + "members/" }
+    package var log: String { prefix + "log/" }
     package var pending: String { prefix + "pending/" }
     package var slots: String { prefix + "slots/" }
+    package var intents: String { prefix + "intents/" }
     package var refreshed: String { prefix + "refreshed/" }
     package var leader: String { prefix + "leader/" }
 
-    package func member(_ machine: String) -> String { members + machine }
+    /// Entry `seq` of the membership log (ten digits, so keys sort by number).
+    package func log(_ seq: Int64) -> String {
+        let digits = String(seq)
+        return log + String(repeating: "0", count: max(0, 10 - digits.count)) + digits
+    }
     package func pending(_ machine: String) -> String { pending + machine }
     package func slot(_ slot: Slot) -> String { slots + slot.name }
+    package func intent(_ slot: Slot) -> String { intents + slot.name }
     package func refreshed(_ slot: Slot) -> String { refreshed + slot.name }
     package func locks(_ slot: Slot) -> String { prefix + "locks/" + slot.name + "/" }
 

@@ -4,27 +4,52 @@ import LanyardCore
 import LanyardSupport
 import LanyardStore
 
-/// This machine's X25519 age identity for its fleet: created on `fleet init` or `fleet join`,
-/// kept in the machine's own credential store (keyring or encrypted file) under a reserved slot
-/// that the registry never lists, so it is as protected as the credentials it unlocks.
+/// This machine's keys for its fleet: an X25519 age identity (what shared credentials are
+/// encrypted to) and the Ed25519 signing key derived from it (what membership entries and shared
+/// credentials are signed with). Created on `fleet init` or `fleet join`, kept in the machine's
+/// own credential store (keyring or encrypted file) under an entry of the reserved namespace
+/// (``Slot/init(reserved:)``) that no slot name can reach, so it is as protected as the
+/// credentials it unlocks.
 package struct MachineIdentity: Sendable {
-    /// The reserved store slot that holds the identity.
-    package static let storeSlot = try! Slot("lanyard-fleet-identity")
+    /// The reserved store entry that holds the identity.
+    package static let storeSlot = Slot(reserved: "identity")
+    /// The HKDF label of the signing key's derivation (never change it: members are known by it).
+    static let signingLabel = "lanyard fleet signing key v1"
     /// The provider name the identity's store entry carries.
     static let provider = "lanyard-fleet"
 
     package let identity: X25519Identity
+    package let signing: Ed25519.SigningKey
+
+    package init(identity: X25519Identity) {
+        self.identity = identity
+        signing = Ed25519.SigningKey(derivedFrom: identity, label: Self.signingLabel)
+    }
 
     package var recipient: String { identity.recipient.string }
-    package var fingerprint: String { Self.fingerprint(of: recipient) }
+    /// The public signing key, base64.
+    package var signingKey: String { Data(signing.publicKey).base64EncodedString() }
+    package var fingerprint: String { Self.fingerprint(recipient: recipient, signingKey: signingKey) }
 
-    /// A short, speakable digest of a recipient for people to compare (`3F2A-91BC-0D11-77E4`).
-    package static func fingerprint(of recipient: String) -> String {
-        let hex = TokenFingerprint.of(recipient).uppercased()
+    /// A short, speakable digest of a machine's two public keys for people to compare
+    /// (`3F2A-91BC-0D11-77E4-A0B1`): both keys, so a request cannot pair a real machine's
+    /// recipient with someone else's signing key.
+    package static func fingerprint(recipient: String, signingKey: String) -> String {
+        grouped(hex: SHA256.digest(Array("lanyard-fleet-machine\n\(recipient)\n\(signingKey)".utf8)))
+    }
+
+    /// 80 bits of a digest as five groups of four hex digits.
+    package static func grouped(hex digest: [UInt8]) -> String {
+        let hex = hexString(digest.prefix(10)).uppercased()
         var groups: [String] = []
-        var rest = Substring(hex.prefix(16))
+        var rest = Substring(hex)
         while !rest.isEmpty { groups.append(String(rest.prefix(4))); rest = rest.dropFirst(4) }
         return groups.joined(separator: "-")
+    }
+
+    /// A fingerprint as typed by a person: upper case, without dashes or spaces.
+    package static func normalized(_ fingerprint: String) -> String {
+        fingerprint.uppercased().filter { $0 != "-" && $0 != " " }
     }
 
     /// The identity kept in `store`, or nil when there is none yet.
@@ -48,6 +73,15 @@ package struct MachineIdentity: Sendable {
         try store.put(entry, for: storeSlot)
         return made
     }
+}
+
+/// Lower-case hex of `bytes`.
+package func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0f)]) }
+    return String(decoding: out, as: UTF8.self)
 }
 
 /// Which local backend holds this machine's identity (`$XDG_DATA_HOME/lanyard/fleet/identity-backend`),

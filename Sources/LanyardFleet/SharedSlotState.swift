@@ -5,8 +5,10 @@ import LanyardSupport
 import LanyardStore
 
 /// What this machine knows of one shared slot, in `$XDG_DATA_HOME/lanyard/fleet/SLOT.json`
-/// (0600): the fleet it is shared in, the etcd revision its local copy came from (a newer
-/// revision in etcd means another machine refreshed), and whether the local copy is newer than
+/// (0600): the fleet it is shared in, the etcd revision its local copy came from, the highest
+/// generation it has seen (a value from etcd is adopted only above it: nothing older comes back),
+/// whether the slot was handed over (unshared, its live credential kept by another machine),
+/// and whether the local copy is newer than
 /// etcd's (a refresh whose fleet write failed, or a sign-in made while the fleet was unreachable)
 /// and waits to be written there.
 ///
@@ -18,12 +20,19 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
     /// The local copy waiting to be written is a new sign-in: it replaces whatever the fleet holds
     /// (the fleet's copy may be a session that died), not only the revision it came from.
     package var signInPending: Bool
+    /// The highest generation of the slot's value seen here (0: none yet).
+    package var generation: Int64
+    /// The machine that kept the live credential when the slot was unshared (nil: still shared).
+    package var handedOverTo: String?
 
-    package init(fleet: String, revision: Int64, uploadPending: Bool = false, signInPending: Bool = false) {
+    package init(fleet: String, revision: Int64, generation: Int64, uploadPending: Bool = false, signInPending: Bool = false,
+                 handedOverTo: String? = nil) {
         self.fleet = fleet
         self.revision = revision
+        self.generation = generation
         self.uploadPending = uploadPending
         self.signInPending = signInPending
+        self.handedOverTo = handedOverTo
     }
 
     package init(json: JSONFields) throws(JSONShapeError) {
@@ -32,11 +41,17 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
         revision = r
         uploadPending = try json.optionalBool("upload_pending") ?? false
         signInPending = try json.optionalBool("sign_in_pending") ?? false
+        generation = try json.optionalString("generation").map { text throws(JSONShapeError) in
+            guard let g = Int64(text), g >= 0 else { throw JSONShapeError(path: json.path + ".generation", problem: "is not a generation") }
+            return g
+        } ?? 0
+        handedOverTo = try json.optionalString("handed_over_to")
     }
 
     package var json: JSONValue {
         .object(["fleet": .string(fleet), "revision": .string(String(revision)), "upload_pending": .bool(uploadPending),
-                 "sign_in_pending": .bool(signInPending)])
+                 "sign_in_pending": .bool(signInPending), "generation": .string(String(generation)),
+                 "handed_over_to": .optional(handedOverTo)]).droppingNulls
     }
 
     package static func folder(_ paths: Paths) -> String { paths.dataDirectory + "/fleet" }

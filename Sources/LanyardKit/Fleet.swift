@@ -20,9 +20,14 @@ extension Accounts {
     /// Creates the fleet in etcd with this machine as its first member (`fleet init`).
     public func fleetCreate() throws -> FleetMember { try manager.fleetCreate() }
 
-    /// Asks to join the fleet (`fleet join`): a member approves with the returned
+    /// Asks to join the fleet (`fleet join`). `fleetFingerprint` is the fleet's fingerprint as a
+    /// member shows it (``fleetFingerprint()`` there, `lanyard fleet status`): this machine pins
+    /// that fleet and trusts nothing else etcd serves. A member approves with the returned
     /// ``FleetMember/fingerprint``, checked by a person on both machines.
-    public func fleetJoin() throws -> FleetMember { try manager.fleetJoin() }
+    public func fleetJoin(fleetFingerprint: String) throws -> FleetMember { try manager.fleetJoin(fleetFingerprint: fleetFingerprint) }
+
+    /// The fleet's fingerprint as this machine pinned it (nil before `fleetCreate` or `fleetJoin`).
+    public func fleetFingerprint() -> String? { manager.fleetFingerprint() }
 
     /// Admits a machine whose fingerprint a person checked (`fleet approve`); every shared slot is
     /// encrypted to it. - Returns: the new member and the slots it can now read.
@@ -30,15 +35,17 @@ extension Accounts {
         try manager.fleetApprove(machine: machine, fingerprint: fingerprint)
     }
 
-    /// Removes a member (`fleet remove`): it cannot read what is written from now on.
-    /// - Returns: the slots it could read; refresh them so its copies stop working.
+    /// Removes a member (`fleet remove`): a signed entry in the membership log; it cannot read
+    /// what is written from now on. - Returns: the slots it could read: its copies still hold a
+    /// refresh token of their sign-in, so sign each in again on a member (written to the fleet).
     public func fleetRemove(machine: String) throws -> [Slot] { try manager.fleetRemove(machine: machine) }
 
     /// Shares a slot with every member (`fleet share`). - Returns: the etcd revision written.
     @discardableResult
     public func fleetShare(_ slot: Slot) async throws -> Int64 { try await manager.fleetShare(slot) }
 
-    /// Stops sharing a slot (`fleet unshare`); every machine keeps its copy as its own.
+    /// Stops sharing a slot (`fleet unshare`): this machine keeps the live credential as its own;
+    /// every other member marks its copy handed over (``FleetSyncOutcome/handedOver``).
     public func fleetUnshare(_ slot: Slot) async throws { try await manager.fleetUnshare(slot) }
 
     /// Brings the local copy of every shared slot (or of `only`) up to the fleet's, adding the

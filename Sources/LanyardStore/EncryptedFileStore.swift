@@ -270,7 +270,7 @@ struct StoreDocument: JSONDocument {
         let version = try json.int("version")
         guard version == Self.currentVersion else { throw JSONShapeError(path: ".version", problem: "is \(version): not supported") }
         for (name, value) in try json.object("slots").object {
-            guard let slot = try? Slot(name) else { throw JSONShapeError(path: ".slots", problem: "has an invalid slot name") }
+            guard let slot = try? Slot(stored: name) else { throw JSONShapeError(path: ".slots", problem: "has an invalid slot name") }
             slots[slot] = try Credential(json: try JSONFields(value, path: ".slots." + name))
         }
     }

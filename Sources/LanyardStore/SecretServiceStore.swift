@@ -159,7 +159,7 @@ package final class SecretServiceStore: CredentialStore {
             try self.requireOpenCollection(service, deadline)
             let items = try service.search([:], deadline: deadline)
             if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
-            let slots = items.compactMap { item in item.attributes["slot"].flatMap { try? Slot($0) } }
+            let slots = items.compactMap { item in item.attributes["slot"].flatMap { try? Slot(stored: $0) } }
             return Set(slots).sorted()
         }
     }

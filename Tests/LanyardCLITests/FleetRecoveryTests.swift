@@ -108,7 +108,7 @@ import LanyardTestSupport
         let before = try #require(try SharedSlotState.load(slot, paths: m1.paths))
         let first = try m1.run("refresh", "work")
         #expect(first.status == 0, "\(first.stderr)")
-        try SharedSlotState(fleet: before.fleet, revision: before.revision, uploadPending: true).save(slot, paths: m1.paths)
+        try SharedSlotState(fleet: before.fleet, revision: before.revision, generation: before.generation, uploadPending: true).save(slot, paths: m1.paths)
 
         for _ in 0..<2 {
             let forced = try m2.run("refresh", "work")

@@ -52,9 +52,16 @@ struct FleetMachine {
         return holder
     }
 
-    /// `fleet join` here and `fleet approve` on `member`, with the fingerprint join printed.
+    /// The fleet's fingerprint as `fleet status` shows it here.
+    func fleetFingerprint() throws -> String {
+        let status = try run("fleet", "status", "--json")
+        return try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["fingerprint"] as? String, "\(status.stdout)")
+    }
+
+    /// `fleet join` here with the fleet fingerprint `member` shows, and `fleet approve` on
+    /// `member` with the fingerprint join printed.
     func join(through member: FleetMachine) throws {
-        let joined = try run("fleet", "join", "--json")
+        let joined = try run("fleet", "join", "--fleet-fingerprint", try member.fleetFingerprint(), "--json")
         #expect(joined.status == 0, "\(joined.stderr)")
         let fingerprint = try #require((try JSONSerialization.jsonObject(with: Data(joined.stdout.utf8)) as? [String: Any])?["fingerprint"] as? String)
         let approved = try member.run("fleet", "approve", name, "--fingerprint", fingerprint)
@@ -125,7 +132,7 @@ struct FleetHarness {
 
         let outsider = try FleetMachine("m9", fleet: h.fleet, cluster: h.cluster, server: h.server)
         h.machines.append(outsider)
-        #expect(try outsider.run("fleet", "join").status == 0)
+        #expect(try outsider.run("fleet", "join", "--fleet-fingerprint", try first.fleetFingerprint()).status == 0)
         let wrong = try first.run("fleet", "approve", "m9", "--fingerprint", "0000-0000-0000-0000", "--json")
         #expect(wrong.status == 1 && wrong.stdout.contains("fleet_fingerprint_mismatch"), "\(wrong.stdout)")
         let refused = try outsider.run("fleet", "sync", "--json")
@@ -133,8 +140,9 @@ struct FleetHarness {
         // Its identity cannot open the fleet's copy either.
         let identity = try #require(try MachineIdentity.load(from: EncryptedFileStore(paths: outsider.paths)))
         let sealed = try #require(try h.client().get(FleetKeys(fleet: h.fleet).slot(try Slot("work"))))
+        let membership = try #require(try MembershipCache.load(first.paths))
         #expect(throws: FleetError.self) {
-            try SealedCredential.open(sealed.value, slot: try Slot("work"), fleet: h.fleet, identity: identity)
+            try SealedCredential.open(sealed, slot: try Slot("work"), fleet: h.fleet, membership: membership, identity: identity)
         }
     }
 
@@ -172,21 +180,26 @@ struct FleetHarness {
         #expect(try h.machines[0].run("refresh", "work").status == 0)
         let identity = try #require(try MachineIdentity.load(from: EncryptedFileStore(paths: h.machines[1].paths)))
         let sealed = try #require(try h.client().get(FleetKeys(fleet: h.fleet).slot(try Slot("work"))))
+        let membership = try #require(try MembershipCache.load(h.machines[0].paths))
         #expect(throws: FleetError.self) {
-            try SealedCredential.open(sealed.value, slot: try Slot("work"), fleet: h.fleet, identity: identity)
+            try SealedCredential.open(sealed, slot: try Slot("work"), fleet: h.fleet, membership: membership, identity: identity)
         }
         let sync = try h.machines[1].run("fleet", "sync", "--json")
         #expect(sync.status == 1 && sync.stdout.contains("fleet_not_member"), "\(sync.stdout)")
     }
 
-    /// A credential another account's holder sealed to our recipients (a writer who cannot read)
-    /// is refused, and the local copy stays.
+    /// A credential for another account, even one a member signed as the next generation (a
+    /// member's mistake), is refused, and the local copy stays.
     @Test func aCredentialForAnotherAccountIsRefused() async throws {
         let h = try await FleetHarness(machines: 2)
         let m2 = h.machines[1]
         let other = try await h.server.signIn(h.machines[0].manager(), slot: "other", email: "intruder@example.com")
-        let fleet = try m2.manager().openFleet()
-        let sealed = try SealedCredential.seal(other, slot: try Slot("work"), to: try fleet.members().map(\.recipient))
+        let fleet = try h.machines[0].manager().openFleet()
+        let (identity, membership) = try fleet.memberIdentity()
+        let work = try Slot("work")
+        let current = try #require(try fleet.newest(work, identity: identity, membership: membership))
+        let sealed = try SealedCredential.seal(other, slot: work, fleet: h.fleet, generation: current.generation + 1, membership: membership,
+                                               writer: identity, machine: "m1")
         try h.client().put(FleetKeys(fleet: h.fleet).slot(try Slot("work")), value: sealed, lease: 0)
         let before = try m2.stored("work")
         let sync = try m2.run("fleet", "sync", "--json")

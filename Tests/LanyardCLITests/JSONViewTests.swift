@@ -46,9 +46,10 @@ import Testing
         let full = AccountInfo(email: "u@example.com", accountID: "acct", plan: Plan(rawValue: "pro"), isFedRAMPAccount: false)
         let doctor = DoctorReport(registryPath: "/r", slotCount: 0, backends: [], slots: [], unregisteredItems: [],
                                   pendingRecoveries: [], missingItems: [])
-        let member = FleetMember(machine: "m1", recipient: "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p", addedAt: date, approvedBy: "m1")
-        let fleetReport = FleetStatusReport(fleet: "home", machine: "m1", endpoints: [], healthy: false, problem: "p", members: [member],
-                                            pending: [], slots: [], leader: "m1", standing: "unknown")
+        let member = FleetMember(machine: "m1", recipient: "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
+                                 signingKey: "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=", addedAt: date, approvedBy: "m1")
+        let fleetReport = FleetStatusReport(fleet: "home", machine: "m1", endpoints: [], healthy: false, problem: "p", fingerprint: "9C1E-04B2-7D3A-55F0-E812",
+                                            members: [member], pending: [], slots: [], damaged: [], leader: "m1", standing: "unknown")
         let codex = CodexFollow(authPath: "/c/auth.json", copiedBack: false, runningCodexPIDs: [])
         return [
             Documented(section: "Output", marker: "Errors are printed", view: ErrorView.self, samples: [ErrorView(code: "c", message: "m")]),
@@ -67,8 +68,8 @@ import Testing
             Documented(section: "import", view: ImportView.self, samples: [ImportView(file: "/f", exportedAt: date, slots: [])]),
             Documented(section: "usage", view: UsageView.self, samples: [UsageView(slots: [])]),
             Documented(section: "doctor", view: DoctorView.self, samples: [DoctorView(report: doctor), DoctorView(report: doctor, fleet: fleetReport)]),
-            Documented(section: "fleet init", view: FleetMemberView.self, samples: [FleetMemberView(member: member)]),
-            Documented(section: "fleet join", view: FleetMemberView.self, samples: [FleetMemberView(member: member)]),
+            Documented(section: "fleet init", view: FleetMemberView.self, samples: [FleetMemberView(member: member), FleetMemberView(member: member, fleetFingerprint: "9C1E-04B2-7D3A-55F0-E812")]),
+            Documented(section: "fleet join", view: FleetMemberView.self, samples: [FleetMemberView(member: member), FleetMemberView(member: member, fleetFingerprint: "9C1E-04B2-7D3A-55F0-E812")]),
             Documented(section: "fleet approve", view: FleetApproveView.self, samples: [FleetApproveView(member: member, slots: [slot])]),
             Documented(section: "fleet share", view: FleetSlotView.self, samples: [FleetSlotView(slot: slot, shared: true)]),
             Documented(section: "fleet unshare", view: FleetSlotView.self, samples: [FleetSlotView(slot: slot, shared: false)]),

@@ -20,6 +20,20 @@ import Testing
         #expect(throws: SlotNameError.badCharacter("café", position: 4)) { try Slot("café") }
     }
 
+    /// The machine's fleet keys live in the same stores as slots, under names no door accepts:
+    /// not `login`, a pin, the registry, a server or a fleet value (they all make a `Slot`).
+    @Test func theReservedNamespaceIsRefusedAtTheDoorAndReadBackFromStores() throws {
+        #expect(throws: SlotNameError.reserved("lanyard-fleet-identity")) { try Slot("lanyard-fleet-identity") }
+        #expect(throws: SlotNameError.reserved("lanyard-fleet-x")) { try Slot("lanyard-fleet-x") }
+        #expect(try Slot("lanyard-fleetwood").name == "lanyard-fleetwood")
+        let reserved = Slot(reserved: "identity")
+        #expect(reserved.isReserved && reserved.name == "lanyard-fleet-identity")
+        #expect(try Slot(stored: "lanyard-fleet-identity") == reserved)
+        #expect(try !Slot(stored: "work").isReserved)
+        #expect(throws: SlotNameError.self) { try Slot(stored: "lanyard-fleet-") }
+        #expect(SlotNameError.reserved("lanyard-fleet-identity").localizedDescription.contains("reserved"))
+    }
+
     @Test func errorMessagesSayWhatIsAllowed() {
         let message = SlotNameError.badCharacter("a/b", position: 2).localizedDescription
         #expect(message.contains("position 2") && message.contains("a-z"))

@@ -7,9 +7,9 @@ import Testing
 @testable import LanyardSupport
 import LanyardTestSupport
 
-/// The fleet's logic on an in-memory etcd: sealing and opening shared credentials, membership,
-/// the mutex order and the fenced write. The same paths run against a real etcd cluster in
-/// LanyardCLITests' FleetTests and FleetFaultTests.
+/// The fleet's logic on an in-memory etcd: the signed membership log, sealing and opening shared
+/// values, the mutex order and the fenced write. The same paths run against a real etcd cluster in
+/// LanyardCLITests' FleetTests, FleetAttackTests and FleetFaultTests.
 @Suite struct FleetLogicTests {
     let slot = try! Slot("work")
 
@@ -24,23 +24,58 @@ import LanyardTestSupport
         return Fleet(settings: settings, kv: kv, paths: Paths(environment: home.environment), identityStore: MemoryStore(kind: .file))
     }
 
-    @Test func aSealedCredentialOpensOnlyForItsSlotAccountAndRecipients() throws {
-        let me = MachineIdentity(identity: X25519Identity.generate())
-        let stranger = MachineIdentity(identity: X25519Identity.generate())
-        let sealed = try SealedCredential.seal(credential("a1"), slot: slot, to: [me.recipient])
-        let opened = try SealedCredential.open(sealed, slot: slot, fleet: "home", identity: me, expected: AccountInfo(accountID: "acct-1"))
-        #expect(opened.tokens.accessToken == "a1")
-        #expect(opened.lastRefreshBoot == nil)
-        func refusal(_ body: () throws -> Credential) -> String? {
+    /// Two machines: `a` created the fleet and shared `work`; `b` joined and was approved.
+    func fleetOfTwo() throws -> (MemoryEtcd, Fleet, Fleet, [TestHome]) {
+        let kv = MemoryEtcd()
+        let homes = [TestHome(), TestHome()]
+        let a = machine("a", kv: kv, home: homes[0]), b = machine("b", kv: kv, home: homes[1])
+        let (_, membership) = try a.create()
+        _ = try a.share(slot, credential: credential("a1"))
+        let (request, _) = try b.requestJoin(fleetFingerprint: membership.fingerprint)
+        _ = try a.approve(machine: "b", fingerprint: request.fingerprint)
+        return (kv, a, b, homes)
+    }
+
+    @Test func aSignedValueOpensOnlyForItsFleetSlotAccountMembersAndRecipients() throws {
+        let (_, a, b, homes) = try fleetOfTwo()
+        _ = homes
+        let (identityA, membershipA) = try a.memberIdentity()
+        let (identityB, membershipB) = try b.memberIdentity()
+        let raw = try #require(try a.kv.get(a.keys.slot(slot)))
+        let opened = try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: identityB,
+                                               expected: AccountInfo(accountID: "acct-1"))
+        #expect(opened.credential?.tokens.accessToken == "a1" && opened.writer == "a")
+        #expect(opened.credential?.lastRefreshBoot == nil)
+        func refusal(_ body: () throws -> SharedValue) -> String? {
             do { _ = try body(); return nil } catch let e as FleetError { return e.code } catch { return "other" }
         }
-        #expect(refusal { try SealedCredential.open(sealed, slot: slot, fleet: "home", identity: stranger) } == "fleet_credential_refused")
-        #expect(refusal { try SealedCredential.open(sealed, slot: try Slot("other"), fleet: "home", identity: me) } == "fleet_credential_refused")
-        #expect(refusal { try SealedCredential.open(sealed, slot: slot, fleet: "home", identity: me, expected: AccountInfo(accountID: "acct-2")) }
+        let stranger = MachineIdentity(identity: X25519Identity.generate())
+        #expect(refusal { try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: stranger) } == "fleet_credential_refused")
+        #expect(refusal { try SealedCredential.open(raw, slot: try Slot("other"), fleet: "home", membership: membershipB, identity: identityB) }
                 == "fleet_credential_refused")
-        #expect(refusal { try SealedCredential.open(Array("not age".utf8), slot: slot, fleet: "home", identity: me) } == "fleet_credential_refused")
+        #expect(refusal { try SealedCredential.open(raw, slot: slot, fleet: "work", membership: membershipB, identity: identityB) } == "fleet_credential_refused")
+        #expect(refusal { try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: identityB,
+                                                    expected: AccountInfo(accountID: "acct-2")) } == "fleet_credential_refused")
+        var junk = raw
+        junk.value = Array("not signed".utf8)
+        #expect(refusal { try SealedCredential.open(junk, slot: slot, fleet: "home", membership: membershipB, identity: identityB) } == "fleet_credential_refused")
+        // Sealed to every member's recipient by someone who is not a member: refused.
+        let forged = try SealedCredential.seal(credential("evil"), slot: slot, fleet: "home", generation: 99, membership: membershipA,
+                                               writer: stranger, machine: "a")
+        #expect(refusal { try SealedCredential.open(EtcdKeyValue(key: raw.key, value: forged), slot: slot, fleet: "home", membership: membershipB,
+                                                    identity: identityB) } == "fleet_credential_refused")
+        // The body changed under a member's signature (its generation raised): refused.
+        var envelope = try #require(try JSONSerialization.jsonObject(with: Data(raw.value)) as? [String: Any])
+        let body = try #require(envelope["body"] as? String)
+        envelope["body"] = body.replacingOccurrences(of: "\"generation\":\"2\"", with: "\"generation\":\"9\"")
+        let changed = (envelope["body"] as? String) != body
+        #expect(changed)
+        var tampered = raw
+        tampered.value = Array(try JSONSerialization.data(withJSONObject: envelope))
+        #expect(refusal { try SealedCredential.open(tampered, slot: slot, fleet: "home", membership: membershipB, identity: identityB) } == "fleet_credential_refused")
+        _ = identityA
         // The refusal never quotes what it refused.
-        do { _ = try SealedCredential.open(sealed, slot: slot, fleet: "home", identity: me, expected: AccountInfo(accountID: "acct-2")) } catch {
+        do { _ = try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: identityB, expected: AccountInfo(accountID: "acct-2")) } catch {
             #expect(!error.userFacingDescription.contains("a1"))
         }
     }
@@ -53,24 +88,60 @@ import LanyardTestSupport
         #expect(SealedCredential.sameAccount(AccountInfo(), AccountInfo(email: "any@where")))
     }
 
-    @Test func membersJoinWithTheRightFingerprintAndSharedSlotsFollowThem() throws {
+    @Test func membersJoinWithTheRightFingerprintsAndSharedSlotsFollowThem() throws {
         let kv = MemoryEtcd()
         let homeA = TestHome(), homeB = TestHome()
         let a = machine("a", kv: kv, home: homeA), b = machine("b", kv: kv, home: homeB)
-        _ = try a.create()
+        let (_, founded) = try a.create()
         #expect(throws: FleetError.alreadyExists(fleet: "home")) { try a.create() }
         _ = try a.share(slot, credential: credential("a1"))
-        let request = try b.requestJoin()
-        #expect(throws: FleetError.self) { try a.approve(machine: "b", fingerprint: "0000-0000-0000-0000") }
+        #expect(throws: FleetError.fleetFingerprintMismatch(fleet: "home", given: "0000-0000-0000-0000-0000")) {
+            try b.requestJoin(fleetFingerprint: "0000-0000-0000-0000-0000")
+        }
+        let (request, _) = try b.requestJoin(fleetFingerprint: founded.fingerprint.lowercased())
+        #expect(throws: FleetError.fingerprintMismatch(machine: "b", given: "0000-0000-0000-0000-0000")) {
+            try a.approve(machine: "b", fingerprint: "0000-0000-0000-0000-0000")
+        }
         #expect(try a.members().map(\.machine) == ["a"])
         let (member, resealed) = try a.approve(machine: "b", fingerprint: request.fingerprint.lowercased())
         #expect(member.machine == "b" && resealed == [slot])
-        let identityB = try #require(try b.identity())
-        let (copy, _) = try #require(try b.newest(slot, identity: identityB, account: nil, provider: "openai"))
-        #expect(copy.tokens.accessToken == "a1")
-        // Removed again: what is written afterwards is sealed without it.
+        let (identityB, membershipB) = try b.memberIdentity()
+        #expect(membershipB.members.map(\.machine) == ["a", "b"] && membershipB.pin == founded.pin)
+        let copy = try #require(try b.newest(slot, identity: identityB, membership: membershipB, provider: "openai"))
+        #expect(copy.credential?.tokens.accessToken == "a1" && copy.generation == 2)
+        // Removed again: a signed entry; what is written afterwards is sealed without it.
         #expect(try a.remove(machine: "b") == [slot])
-        #expect(throws: FleetError.self) { try b.newest(slot, identity: identityB, account: nil, provider: nil) }
+        #expect(throws: FleetError.self) { try b.memberIdentity() }
+        #expect(throws: FleetError.self) { try b.newest(slot, identity: identityB, membership: try a.membership().0) }
+    }
+
+    /// The log as etcd serves it is only a transport: an entry no member signed, an entry that
+    /// does not follow its predecessor, a second member of one name, or a log cut back all change
+    /// nothing that a machine verified, and a member's next entry replaces a damaged one.
+    @Test func theMembershipLogAcceptsOnlyEntriesMembersSigned() throws {
+        let (kv, a, b, homes) = try fleetOfTwo()
+        _ = homes
+        let (before, _) = try b.membership()
+        #expect(before.seq == 2)
+        // An outsider's key writes an `add` for itself, signed by itself.
+        let outsider = MachineIdentity(identity: X25519Identity.generate())
+        let impostor = FleetMember(machine: "c", recipient: outsider.recipient, signingKey: outsider.signingKey, addedAt: nil, approvedBy: nil)
+        try kv.put(a.keys.log(3), value: Membership.entry(fleet: "home", seq: 3, prev: before.head, change: .add(impostor), signer: "a",
+                                                          at: Date(), key: outsider.signing), lease: 0)
+        let (after, damaged) = try b.membership()
+        #expect(after == before)
+        #expect(damaged.map(\.key) == [a.keys.log(3)])
+        // A member's next entry goes in its place.
+        let (identityA, _) = try a.memberIdentity()
+        _ = identityA
+        #expect(try a.remove(machine: "b") == [slot])
+        let (_, cleaned) = try a.membership()
+        #expect(cleaned.isEmpty)
+        // b learned of its removal; deleting the entry that removed it does not bring it back.
+        #expect(throws: FleetError.self) { try b.memberIdentity() }
+        try kv.delete(a.keys.log(3), prefix: false)
+        #expect(throws: FleetError.self) { try b.memberIdentity() }
+        #expect(try b.membership().0.seq == 3)
     }
 
     @Test func theLockGoesToTheOldestKeyAndFencesWrites() throws {
@@ -78,16 +149,33 @@ import LanyardTestSupport
         let home = TestHome()
         let a = machine("a", kv: kv, home: home)
         _ = try a.create()
-        let revision = try a.share(slot, credential: credential("a1"))
+        let shared = try a.share(slot, credential: credential("a1"))
+        let (identity, membership) = try a.memberIdentity()
         let first = try a.lock(slot)
         // A second holder would wait for the first: with the in-memory etcd's instant watch, it
         // times out instead (the real cluster's tests show the waiting).
         #expect(throws: (any Error).self) { try FleetLock.acquire(kv, folder: a.keys.locks(slot), ttl: 5, timeout: 0) }
-        let written = try a.write(slot, credential: credential("a2"), replacing: revision, under: first)
-        #expect(written != nil)
+        let written = try a.write(slot, credential: credential("a2"), replacing: shared, membership: membership, identity: identity, fence: first.fence)
+        #expect(written?.generation == 2)
         // The same revision again is stale: the fence refuses it.
-        #expect(try a.write(slot, credential: credential("a3"), replacing: revision, under: first) == nil)
+        #expect(try a.write(slot, credential: credential("a3"), replacing: shared, membership: membership, identity: identity, fence: first.fence) == nil)
         first.release()
         #expect(try kv.range(a.keys.locks(slot), prefix: true).kvs.isEmpty)
+    }
+
+    @Test func signaturesAreEd25519AndKeysDeriveFromTheAgeIdentity() throws {
+        let identity = MachineIdentity(identity: X25519Identity.generate())
+        let again = MachineIdentity(identity: try X25519Identity(identity.identity.secretKeyString))
+        #expect(identity.signingKey == again.signingKey)
+        let message = Array("lanyard".utf8)
+        let signature = identity.signing.sign(message)
+        #expect(Ed25519.verify(signature: signature, message: message, publicKey: identity.signing.publicKey))
+        #expect(!Ed25519.verify(signature: signature, message: Array("lanyarD".utf8), publicKey: identity.signing.publicKey))
+        #expect(!Ed25519.verify(signature: signature, message: message, publicKey: MachineIdentity(identity: X25519Identity.generate()).signing.publicKey))
+        // RFC 8032 section 7.1, TEST 1 (an empty message).
+        func bytes(_ hex: String) -> [UInt8] { hexBytes(hex) }
+        let key = Ed25519.SigningKey(seed: bytes("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"))
+        #expect(key.publicKey == bytes("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"))
+        #expect(key.sign([]) == bytes("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"))
     }
 }

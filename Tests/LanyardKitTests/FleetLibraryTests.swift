@@ -51,7 +51,7 @@ import LanyardTestSupport
         try await session.startDeviceCodeSignIn()
         try await approver.value
         #expect(session.fleetSignIn == .written(fleet: fleet))
-        let asked = try a2.fleetJoin()
+        let asked = try a2.fleetJoin(fleetFingerprint: try #require(a1.fleetFingerprint()))
         #expect(asked.machine == "k2" && asked.approvedBy == nil && !asked.fingerprint.isEmpty)
         #expect(throws: FleetError.self) { try a1.fleetApprove(machine: "k2", fingerprint: "0000-0000-0000-0000") }
         let (member, readable) = try a1.fleetApprove(machine: "k2", fingerprint: asked.fingerprint)

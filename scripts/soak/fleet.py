@@ -882,11 +882,11 @@ def setup():
     rc, err = login(m1)
     if rc != 0:
         raise SystemExit(f"fleet: set-up: login on m1 exited {rc}: {err}")
-    m1.must("fleet", "init")
+    fleet_fingerprint = json.loads(m1.must("fleet", "init", "--json"))["fleet_fingerprint"]
     m1.must("fleet", "share", SLOT)
     for name in MACHINES[1:]:
         m = machines[name]
-        fingerprint = json.loads(m.must("fleet", "join", "--json"))["fingerprint"]
+        fingerprint = json.loads(m.must("fleet", "join", "--fleet-fingerprint", fleet_fingerprint, "--json"))["fingerprint"]
         m1.must("fleet", "approve", name, "--fingerprint", fingerprint)
         m.must("fleet", "sync")
     return server

@@ -31,11 +31,14 @@ enum FleetCommands {
 
 /// A member or join request in `--json` output.
 struct FleetMemberView: JSONView {
-    static let keys = ["machine", "recipient", "fingerprint", "added_at", "approved_by"]
-    static let optionalKeys: Set<String> = ["added_at", "approved_by"]
+    static let keys = ["machine", "recipient", "signing_key", "fingerprint", "added_at", "approved_by", "fleet_fingerprint"]
+    static let optionalKeys: Set<String> = ["added_at", "approved_by", "fleet_fingerprint"]
     let member: FleetMember
+    /// The fleet's fingerprint, where the command shows it (`init`, `join`).
+    var fleetFingerprint: String? = nil
     var json: JSONValue {
-        JSONValue.object(["machine": .string(member.machine), "recipient": .string(member.recipient), "fingerprint": .string(member.fingerprint),
-                          "added_at": .date(member.addedAt), "approved_by": .optional(member.approvedBy)]).droppingNulls
+        JSONValue.object(["machine": .string(member.machine), "recipient": .string(member.recipient), "signing_key": .string(member.signingKey),
+                          "fingerprint": .string(member.fingerprint), "added_at": .date(member.addedAt), "approved_by": .optional(member.approvedBy),
+                          "fleet_fingerprint": .optional(fleetFingerprint)]).droppingNulls
     }
 }

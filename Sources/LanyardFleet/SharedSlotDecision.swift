@@ -1,0 +1,97 @@
+import FoundationEssentials
+import LanyardCore
+import LanyardSupport
+import LanyardStore
+
+/// The fleet protocol's decisions for one shared slot, as one pure function over what this
+/// machine holds (its copy and ``SharedSlotState``) and what it read from etcd (the verified
+/// value, or why there is none, and the refresh intent). Every path that touches a shared slot
+/// (a due refresh before and under the fleet lock, `fleet sync`, the agent) asks it, so the rules
+/// live in one place and are tested as a table (FleetDecisionTests).
+package enum SharedSlotDecision {
+    /// What to do with the slot.
+    package enum Step: Equatable, Sendable {
+        /// The local copy is the fleet's value: nothing to change (but remember its generation).
+        case current
+        /// The fleet's value is newer (another machine refreshed or signed in): take it.
+        case adopt
+        /// This machine's tokens replaced the fleet's (its refresh token is spent at the
+        /// provider): write them as the next generation at once.
+        case upload
+        /// A refresh or sign-in made here is not in the fleet yet and the fleet still holds the
+        /// value it came from: write it (under the lock).
+        case uploadPending
+        /// The slot was unshared by this machine: its copy is its own again.
+        case keptHere
+        /// The slot was unshared by `machine`, which kept the live credential.
+        case handedOver(machine: String)
+        /// Nothing from the fleet can be used (a value deleted, rolled back, refused, or the
+        /// fleet itself untrusted): a valid token is served, none is refreshed.
+        case refuse(FleetError)
+    }
+
+    /// What etcd gave for the slot.
+    package enum Read: Sendable {
+        case value(SharedValue)
+        case missing
+        case failed(FleetError)
+    }
+
+    /// The step for `slot`, given the local copy `local` (nil: not on this machine), its `state`
+    /// (nil: not known as shared here) and what was read.
+    package static func step(slot: Slot, fleet: String, machine: String, local: Credential?, state: SharedSlotState?, read: Read) -> Step {
+        let seen = state?.generation ?? 0
+        let value: SharedValue
+        switch read {
+        case .failed(let error): return .refuse(error)
+        case .missing:
+            // A deleted value never turns a shared slot into a local one: that would let two
+            // machines spend one refresh token.
+            return .refuse(.valueMissing(slot: slot, fleet: fleet))
+        case .value(let v): value = v
+        }
+        if value.generation < seen {
+            return .refuse(.refusedCredential(slot: slot, fleet: fleet,
+                                              reason: "its generation \(value.generation) is older than generation \(seen) seen here (a value put back)"))
+        }
+        guard let fleetCredential = value.credential else {
+            return value.writer == machine ? .keptHere : .handedOver(machine: value.writer)
+        }
+        if let handed = state?.handedOverTo, value.generation == seen { return .handedOver(machine: handed) }
+        guard let local, let state else { return .adopt }
+        if state.signInPending { return .uploadPending }
+        switch relation(local: local, fleet: fleetCredential) {
+        case .same: return .current
+        case .fleetOlder: return .upload
+        case .other:
+            if value.generation > seen { return .adopt }
+            return state.uploadPending ? .uploadPending : .current
+        }
+    }
+
+    /// Why this machine must not present `refreshToken` now, nil when it may: another machine
+    /// recorded that it is presenting the same token and has not written the successor.
+    package static func refreshBlocked(slot: Slot, fleet: String, machine: String, refreshToken: String?, intent: RefreshIntent?) -> FleetError? {
+        guard let intent, let refreshToken, intent.machine != machine, intent.token == TokenFingerprint.of(refreshToken) else { return nil }
+        return .refreshInFlight(slot: slot, fleet: fleet, machine: intent.machine)
+    }
+
+    /// How the fleet's copy of a shared slot stands to this machine's, by their refresh tokens.
+    package enum Relation: Equatable, Sendable {
+        /// The same refresh token.
+        case same
+        /// This machine's copy replaced the fleet's refresh token: the fleet's is spent.
+        case fleetOlder
+        /// Anything else: the fleet's is newer (another machine refreshed), or unrelated.
+        case other
+    }
+
+    package static func relation(local: Credential, fleet: Credential) -> Relation {
+        guard let mine = local.tokens.refreshToken, let theirs = fleet.tokens.refreshToken else {
+            // Tokens that do not rotate (or none): the same access token is the same credential.
+            return local.tokens.accessToken == fleet.tokens.accessToken && local.tokens.refreshToken == fleet.tokens.refreshToken ? .same : .other
+        }
+        if mine == theirs { return .same }
+        return local.hasSpent(refreshToken: theirs) ? .fleetOlder : .other
+    }
+}
