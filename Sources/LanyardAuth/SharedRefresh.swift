@@ -39,6 +39,7 @@ extension AccountManager {
         } catch let error as FleetError {
             return try servedWithoutFleet(slot, local, error, force: force)
         }
+        StartupTrace.mark("fleet membership")
         var current = local
         var state = initial
         if state.signInPending {
@@ -56,6 +57,7 @@ extension AccountManager {
 
         // Without the lock first: another machine's refresh is adopted without waiting for it.
         let unlocked = await readSharedOffPool(slot, fleet: fleet, identity: identity, membership: membership, record: record)
+        StartupTrace.mark("fleet read")
         switch SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: current, state: state, read: unlocked) {
         case .refuse(let error):
             return try servedWithoutFleet(slot, current, error, force: force)
@@ -96,8 +98,10 @@ extension AccountManager {
             return try servedWithoutFleet(slot, current, error, force: force)
         }
         defer { lock.release() }
+        StartupTrace.mark("fleet lock")
 
         let locked = await readSharedOffPool(slot, fleet: fleet, identity: identity, membership: membership, record: record)
+        StartupTrace.mark("fleet read, locked")
         guard case .value(var base) = locked else {
             if case .failed(let error) = locked { return try servedWithoutFleet(slot, current, error, force: force) }
             return try servedWithoutFleet(slot, current, .valueMissing(slot: slot, fleet: fleet.name), force: force)
@@ -159,7 +163,9 @@ extension AccountManager {
             }
             guard recorded else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
         }
+        StartupTrace.mark("fleet intent")
         let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+        StartupTrace.mark("provider refresh")
         var next = state
         let replacing = base
         try keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
@@ -175,6 +181,7 @@ extension AccountManager {
             }
         })
         try next.save(slot, paths: paths)
+        StartupTrace.mark("fleet write, stored")
         if next.uploadPending {
             eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
                                                           "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])

@@ -353,7 +353,7 @@ package struct Fleet: Sendable {
     /// was lost but that landed is recognised by reading the fleet's value back.
     package func writeRefreshed(_ slot: Slot, credential: Credential, replacing: SharedValue, under lock: FleetLock,
                                 identity: MachineIdentity, membership: Membership, patience: TimeInterval = 15) throws -> SharedValue? {
-        let deadline = Date().addingTimeInterval(patience)
+        let deadline = ContinuousClock.now + .seconds(patience)
         var attempt = 0
         while true {
             do {
@@ -367,7 +367,7 @@ package struct Fleet: Sendable {
                 }
                 return nil
             } catch let error as FleetError {
-                guard case .unavailable = error, Date() < deadline, lock.held() else { throw error }
+                guard case .unavailable = error, ContinuousClock.now < deadline, lock.held() else { throw error }
                 attempt += 1
                 usleep(useconds_t(min(2, 0.2 * Double(attempt)) * 1_000_000))
             }

@@ -43,7 +43,7 @@ package final class FleetLock: @unchecked Sendable {
             guard let mine = made.ranges.last??.kvs.first else {
                 throw EtcdError.malformed(endpoint: "", detail: "the lock key vanished right after it was put")
             }
-            let deadline = Date().addingTimeInterval(timeout)
+            let deadline = ContinuousClock.now + .seconds(timeout)
             while true {
                 // The key created just before ours: we own the lock when there is none.
                 let before = try kv.range(folder, EtcdRangeOptions(prefix: true, limit: 1, sortByCreateRevision: true, descending: true,
@@ -51,7 +51,8 @@ package final class FleetLock: @unchecked Sendable {
                 guard let previous = before.kvs.first else {
                     return FleetLock(key: key, lease: lease.id, createRevision: mine.createRevision, kv: kv, keeper: keeper)
                 }
-                let left = deadline.timeIntervalSinceNow
+                let remaining = deadline - .now
+                let left = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18
                 if left <= 0 { throw FleetLockTimeout(seconds: timeout) }
                 // Wait for it to go (released, or its lease expired), at most until the deadline.
                 let handle = kv.makeWatchHandle()
@@ -89,7 +90,8 @@ package struct FleetLockTimeout: Error {
 }
 
 /// Keeps a lease alive from a background thread, every third of its TTL, and remembers until
-/// when the last answer said it lives.
+/// when the last answer said it lives, on the monotonic clock (a wall clock stepped by NTP or by
+/// hand must not stretch or shorten a lease).
 final class LeaseKeeper: @unchecked Sendable {
     private let kv: any EtcdKV
     private let lease: EtcdLease
@@ -97,7 +99,7 @@ final class LeaseKeeper: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
 
     struct State {
-        var aliveUntil: Date
+        var aliveUntil: ContinuousClock.Instant
         var stopped = false
         var lost = false
     }
@@ -105,7 +107,7 @@ final class LeaseKeeper: @unchecked Sendable {
     init(kv: any EtcdKV, lease: EtcdLease) {
         self.kv = kv
         self.lease = lease
-        state = Locked(State(aliveUntil: Date().addingTimeInterval(TimeInterval(lease.ttl))))
+        state = Locked(State(aliveUntil: .now + .seconds(lease.ttl)))
         DispatchQueue.global(qos: .utility).async { [self] in run() }
     }
 
@@ -114,22 +116,22 @@ final class LeaseKeeper: @unchecked Sendable {
         while true {
             if wake.wait(timeout: .now() + interval) == .success { return }
             if state.withLock({ $0.stopped }) { return }
-            let sent = Date()
+            let sent = ContinuousClock.now
             do {
                 let ttl = try kv.keepAlive(lease.id)
                 state.withLock {
-                    if ttl <= 0 { $0.lost = true } else { $0.aliveUntil = sent.addingTimeInterval(TimeInterval(ttl)) }
+                    if ttl <= 0 { $0.lost = true } else { $0.aliveUntil = sent + .seconds(ttl) }
                 }
                 if ttl <= 0 { return }
             } catch {
                 // Keep trying: the lease lives on in etcd until its TTL runs out.
-                if state.withLock({ $0.aliveUntil <= Date() }) { state.withLock { $0.lost = true }; return }
+                if state.withLock({ $0.aliveUntil <= .now }) { state.withLock { $0.lost = true }; return }
             }
         }
     }
 
     func alive(margin: TimeInterval) -> Bool {
-        state.withLock { !$0.lost && $0.aliveUntil.timeIntervalSinceNow > margin }
+        state.withLock { !$0.lost && $0.aliveUntil - .now > .seconds(margin) }
     }
 
     func stop() {

@@ -53,7 +53,14 @@ struct DoctorView: JSONView {
         var fleetProblems: [String] = []
         if let problem = fleet.problem { fleetProblems.append(problem) }
         else if fleet.standing != "member" {
-            fleetProblems.append("fleet \(fleet.fleet): this machine (\(fleet.machine)) is \(fleet.standing == "pending" ? "waiting for approval" : "not a member"): see `lanyard fleet status`")
+            fleetProblems.append("fleet \(fleet.fleet): this machine (\(fleet.machine)) is \(fleet.standing == "pending" ? "waiting for approval" : "not a member"): "
+                                 + "its shared slots serve valid tokens and are not refreshed; see `lanyard fleet status`")
+        }
+        // A shared value this machine refuses: its slot serves a valid token and is not refreshed.
+        for slot in fleet.slots { if let problem = slot.problem { fleetProblems.append(problem) } }
+        if !fleet.damaged.isEmpty {
+            fleetProblems.append("fleet \(fleet.fleet): \(fleet.damaged.count) key\(fleet.damaged.count == 1 ? "" : "s") under its prefix do not verify "
+                                 + "(ignored; someone without a member's key wrote there, or a write was cut): see `lanyard fleet status`")
         }
         return report.problems + fleetProblems
     }

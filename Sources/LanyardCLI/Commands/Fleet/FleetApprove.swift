@@ -21,7 +21,7 @@ extension FleetCommands {
         }
         let (member, slots) = try inv.accounts().fleetApprove(machine: inv.args.positionals[0], fingerprint: fingerprint)
         inv.emit(FleetApproveView(member: member, slots: slots)) {
-            inv.stdout.line("Approved \(member.machine); \(slots.count) shared slot\(slots.count == 1 ? "" : "s") re-encrypted to it.")
+            inv.stdout.line("Approved \(member.machine); \(slots.count) shared slot\(slots.count == 1 ? "" : "s") re-sealed to it.")
             inv.stdout.line("On \(member.machine), run `lanyard fleet sync` (or start the agent) to fetch them.")
         }
         return .ok
