@@ -163,6 +163,51 @@ import LanyardTestSupport
         #expect(try kv.range(a.keys.locks(slot), prefix: true).kvs.isEmpty)
     }
 
+    /// The refresh protocol's etcd steps under faults: the intent a holder writes before calling
+    /// the provider blocks every other machine that holds the same token while the holder's write
+    /// fails (no quorum), and a write whose answer was lost but that landed is recognised, not
+    /// written twice.
+    @Test func anIntentOutlivesAFailedWriteAndALostAnswerIsRecognised() throws {
+        let (kv, a, b, homes) = try fleetOfTwo()
+        _ = homes
+        let (identityA, membershipA) = try a.memberIdentity()
+        let (_, membershipB) = try b.memberIdentity()
+        let current = try #require(try a.newest(slot, identity: identityA, membership: membershipA))
+        let token = try #require(current.credential?.tokens.refreshToken)
+        let lock = try a.lock(slot)
+        #expect(try a.writeIntent(slot, current: current, refreshToken: token, identity: identityA, under: lock))
+        // The provider answered; etcd lost quorum before the write.
+        kv.failTransactions(100)
+        #expect(throws: FleetError.self) {
+            try a.writeRefreshed(slot, credential: credential("a9"), replacing: current, under: lock, identity: identityA,
+                                 membership: membershipA, patience: 0)
+        }
+        lock.release()
+        kv.clearFaults()
+        let intent = try b.intent(slot, membership: membershipB)
+        #expect(SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "b", refreshToken: token, intent: intent)
+                == .refreshInFlight(slot: slot, fleet: "home", machine: "a"))
+        // A forged intent (no member's signature) is no intent.
+        try kv.put(a.keys.intent(slot), value: Array("{\"body\":\"{}\",\"signature\":\"\"}".utf8), lease: 0)
+        #expect(try b.intent(slot, membership: membershipB) == nil)
+    }
+
+    @Test func aWriteWhoseAnswerWasLostIsRecognised() throws {
+        let (kv, a, _, homes) = try fleetOfTwo()
+        _ = homes
+        let (identity, membership) = try a.memberIdentity()
+        let current = try #require(try a.newest(slot, identity: identity, membership: membership))
+        let lock = try a.lock(slot)
+        defer { lock.release() }
+        kv.failTransactions(1, answerLost: true)
+        let written = try #require(try a.writeRefreshed(slot, credential: credential("a9"), replacing: current, under: lock, identity: identity,
+                                                        membership: membership))
+        #expect(written.generation == current.generation + 1 && written.credential?.tokens.accessToken == "a9")
+        #expect(try a.newest(slot, identity: identity, membership: membership)?.generation == current.generation + 1)
+        // Its intent went with it.
+        #expect(try kv.get(a.keys.intent(slot)) == nil)
+    }
+
     @Test func signaturesAreEd25519AndKeysDeriveFromTheAgeIdentity() throws {
         let identity = MachineIdentity(identity: X25519Identity.generate())
         let again = MachineIdentity(identity: try X25519Identity(identity.identity.secretKeyString))

@@ -4,8 +4,31 @@ import LanyardFleet
 /// etcd's key-value semantics in memory (revisions, create/mod revisions, leases, transactions)
 /// for unit tests of the fleet's pure logic. Leases never expire by time (revoke them); a watch
 /// returns at once with nothing. The fleet's real tests run against a real etcd cluster.
+///
+/// Faults: ``failTransactions(_:answerLost:)`` makes the next transactions fail as a cluster
+/// without quorum does, or apply and then lose their answer (the client cannot tell the two apart).
 package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
     private let lock = NSLock()
+    private var transactionFaults: [(answerLost: Bool, remaining: Int)] = []
+
+    /// The next `count` transactions throw ``EtcdError/unavailable``; with `answerLost` they are
+    /// applied first.
+    package func failTransactions(_ count: Int = 1, answerLost: Bool = false) {
+        lock.withLock { transactionFaults.append((answerLost, count)) }
+    }
+
+    /// Transactions succeed again.
+    package func clearFaults() { lock.withLock { transactionFaults.removeAll() } }
+
+    private func takeFault() -> Bool? {
+        lock.withLock {
+            guard !transactionFaults.isEmpty else { return nil }
+            transactionFaults[0].remaining -= 1
+            let lost = transactionFaults[0].answerLost
+            if transactionFaults[0].remaining <= 0 { transactionFaults.removeFirst() }
+            return lost
+        }
+    }
     private var kvs: [String: EtcdKeyValue] = [:]
     private var revision: Int64 = 1
     private var leases: [Int64: Int64] = [:]
@@ -54,6 +77,14 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
     }
 
     package func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation]) throws -> EtcdTransactionResult {
+        let fault = takeFault()
+        if fault == false { throw EtcdError.unavailable(endpoint: "memory", detail: "injected: no quorum") }
+        let result = applyTransaction(compare: compare, success: success, failure: failure)
+        if fault == true { throw EtcdError.unavailable(endpoint: "memory", detail: "injected: the answer was lost") }
+        return result
+    }
+
+    private func applyTransaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation]) -> EtcdTransactionResult {
         lock.withLock {
             let holds = compare.allSatisfy { c in
                 switch c {
