@@ -69,7 +69,7 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
         }
         let identity = X25519Identity.generate()
         let identityText = "# Lanyard file-store identity, created \(RFC3339.string(from: Date()))\n"
-            + "# package key: \(identity.recipient.string)\n\(identity.secretKeyString)\n"
+            + "# public key: \(identity.recipient.string)\n\(identity.secretKeyString)\n"
         let identityFile: Data
         let identityPath: String
         if let passphrase {

@@ -42,6 +42,21 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
         for file in [store.storePath, store.plainIdentityPath, store.storePath + ".prev"] { #expect(fileMode(file) == 0o600, "\(file)") }
     }
 
+    /// The unprotected identity file reads like one age-keygen writes: a `# public key: age1…`
+    /// comment (the same words and the same key age-keygen -y derives) above the secret key.
+    @Test func theIdentityFileCommentsItsPublicKeyAsAgeKeygenDoes() throws {
+        try store.initialize(passphrase: nil)
+        let text = try String(contentsOfFile: store.plainIdentityPath, encoding: .utf8)
+        let comment = text.split(separator: "\n").first { $0.hasPrefix("# public key: ") }.map { String($0.dropFirst("# public key: ".count)) }
+        let (status, derived, _) = try runProcess("/usr/bin/age-keygen", ["-y", store.plainIdentityPath])
+        #expect(status == 0)
+        #expect(comment != nil && comment == derived.trimmingCharacters(in: .whitespacesAndNewlines), "\(text.split(separator: "\n").first ?? "")")
+        // age-keygen's own file carries the same comment.
+        let own = temp.path + "/keygen.txt"
+        #expect(try runProcess("/usr/bin/age-keygen", ["-o", own]).0 == 0)
+        #expect(try String(contentsOfFile: own, encoding: .utf8).contains("\n# public key: age1"))
+    }
+
     @Test func refusesASymlinkedStore() throws {
         try store.initialize(passphrase: nil)
         let real = temp.path + "/elsewhere.age"

@@ -13,7 +13,7 @@ extension BundleCommands {
         minArguments: 0, maxArguments: 1000,
         flags: [
             FlagSpec("to", value: "FILE", "the bundle to write (required; mode 0600)"),
-            FlagSpec("recipient", short: "r", value: "AGE1…", "encrypt to this X25519 package key instead of a passphrase (repeatable)"),
+            FlagSpec("recipient", short: "r", value: "AGE1…", "encrypt to this X25519 public key instead of a passphrase (repeatable)"),
             FlagSpec("force", "replace FILE when it exists"),
         ],
         prints: true, takesAccount: false,
@@ -38,7 +38,7 @@ extension BundleCommands {
         if !x25519.isEmpty {
             recipients = try x25519.map { raw in
                 do { return try X25519Recipient(raw) } catch {
-                    throw UsageError(message: "--recipient \(raw) is not an age X25519 package key: \(error.userFacingDescription)", command: "export")
+                    throw UsageError(message: "--recipient \(raw) is not an age X25519 public key: \(error.userFacingDescription)", command: "export")
                 }
             }
         } else {
