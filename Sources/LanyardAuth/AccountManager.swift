@@ -113,7 +113,7 @@ package struct AccountManager: Sendable {
     /// must exist and be unlocked (Lanyard never raises the keyring's unlock prompt), or the file
     /// store must be set up and unlocked. A locked file store is handed to `unlockFileStore` when
     /// given (the CLI asks for the passphrase on a terminal) and checked again.
-    package func storeForSignIn(into slot: Slot?, unlockFileStore: (() throws -> Void)? = nil) throws -> (BackendKind, any CredentialStore) {
+    package func storeForSignIn(into slot: Slot?, unlockFileStore: (@Sendable () throws -> Void)? = nil) throws -> (BackendKind, any CredentialStore) {
         let existing = try slot.flatMap { try registry.load().slots[$0]?.backend }
         let (kind, passedOver) = existing.map { ($0, nil) } ?? newSlotChoice()
         let store = try openStore(kind, true)
@@ -132,7 +132,7 @@ package struct AccountManager: Sendable {
     /// `unlockFileStore` may open a locked file store before the code is requested (see
     /// ``storeForSignIn(into:unlockFileStore:)``).
     package func signIn(slot requested: Slot?, providerID: String, replacingAnotherAccount: Bool = false,
-                       unlockFileStore: (() throws -> Void)? = nil,
+                       unlockFileStore: (@Sendable () throws -> Void)? = nil,
                        flow configure: (inout SignInFlow) -> Void = { _ in },
                        events: @Sendable (SignInEvent) -> Void) async throws -> (Slot, Credential) {
         let provider = try provider(providerID)
@@ -140,15 +140,19 @@ package struct AccountManager: Sendable {
         configure(&flow)
         // One sign-in per named slot at a time: a second would show a code whose approval could
         // only race the first one's.
-        let signInLock = try requested.map { try FileLock.signIn($0, paths: paths) }
+        // The checks below read files, the keyring and maybe the fleet: on the blocking executor.
+        let (signInLock, plannedBackend, plannedStore) = try await Self.blocking {
+            let signInLock = try requested.map { try FileLock.signIn($0, paths: self.paths) }
+            // Every machine of a fleet would refuse another account's tokens in a shared slot.
+            if replacingAnotherAccount, let requested { try self.refuseIfShared(requested, "sign another account into it") }
+            // Refuse before anyone approves a code in a browser when the credential could not be
+            // stored afterwards.
+            let (plannedBackend, plannedStore) = try self.storeForSignIn(into: requested, unlockFileStore: unlockFileStore)
+            return (signInLock, plannedBackend, plannedStore)
+        }
         defer { withExtendedLifetime(signInLock) {} }
-        // Every machine of a fleet would refuse another account's tokens in a shared slot.
-        if replacingAnotherAccount, let requested { try refuseIfShared(requested, "sign another account into it") }
-        // Refuse before anyone approves a code in a browser when the credential could not be
-        // stored afterwards.
-        let (plannedBackend, plannedStore) = try storeForSignIn(into: requested, unlockFileStore: unlockFileStore)
         let outcome = Locked<(Slot, Credential)?>(nil)
-        _ = try await flow.run(events: events) { tokens, account in
+        _ = try await flow.run(events: events) { tokens, account in try await Self.blocking {
             let now = clock.now()
             let credential = Credential(
                 provider: providerID,
@@ -177,9 +181,9 @@ package struct AccountManager: Sendable {
                 if doc.active == nil { doc.active = slot }
             }
             outcome.withLock { $0 = (slot, credential) }
-        }
+        } }
         guard let (slot, credential) = outcome.withLock({ $0 }) else { throw AuthError.unknown("sign-in finished without a credential") }
-        if let shared = SharedSlotState.loadIfReadable(slot, paths: paths) {
+        if let shared = await BlockingExecutor.shared.run({ SharedSlotState.loadIfReadable(slot, paths: self.paths) }) {
             events(.shared(await shareSignIn(slot, credential, state: shared)))
         }
         return (slot, credential)
@@ -226,31 +230,36 @@ package struct AccountManager: Sendable {
     /// - Returns: whether a revocation happened, and whether the slot was signed out already.
     @discardableResult
     package func signOut(slot: Slot, revoke: Bool) async throws -> SignOutOutcome {
-        try refuseIfShared(slot, "sign it out here")
+        try await Self.blocking { try self.refuseIfShared(slot, "sign it out here") }
         // A refresh under way finishes first; otherwise it would store the credential again.
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
-        let document = try registry.load()
-        guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot) }
+        let (record, store, formerlyShared, liveRefreshToken) = try await Self.blocking {
+            let document = try self.registry.load()
+            guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot) }
+            let store = try self.openStore(record.backend, false)
+            // The tokens a killed refresh left are the live ones: revoke those, and leave no file
+            // that a later repair would sign the slot back in from.
+            _ = try? RecoveryFile(paths: self.paths, slot: slot).settle(into: store, slot: slot)
+            // A copy this machine no longer shares (handed over, or this machine was removed from
+            // its fleet) is forgotten here only: its refresh token is the fleet's, never revoked.
+            let formerlyShared = SharedSlotState.loadIfReadable(slot, paths: self.paths) != nil
+            return (record, store, formerlyShared, (try? store.get(slot))?.tokens.refreshToken)
+        }
         let wasSignedOut = record.state == .signedOut
-        let store = try openStore(record.backend, false)
-        // The tokens a killed refresh left are the live ones: revoke those, and leave no file
-        // that a later repair would sign the slot back in from.
-        _ = try? RecoveryFile(paths: paths, slot: slot).settle(into: store, slot: slot)
-        // A copy this machine no longer shares (handed over, or this machine was removed from
-        // its fleet) is forgotten here only: its refresh token is the fleet's, never revoked.
-        let formerlyShared = SharedSlotState.loadIfReadable(slot, paths: paths) != nil
         var revoked = false
-        if revoke, !formerlyShared, let credential = try? store.get(slot), let refresh = credential.tokens.refreshToken {
+        if revoke, !formerlyShared, let refresh = liveRefreshToken {
             revoked = try await provider(record.provider).revoke(refreshToken: refresh)
         }
-        try registry.update { doc in
-            do { try store.delete(slot) } catch StoreError.notFound {}
-            RecoveryFile(paths: paths, slot: slot).remove()
-            doc.slots[slot]?.state = .signedOut
-            doc.slots[slot]?.lastErrorCode = nil
+        try await Self.blocking {
+            try self.registry.update { doc in
+                do { try store.delete(slot) } catch StoreError.notFound {}
+                RecoveryFile(paths: self.paths, slot: slot).remove()
+                doc.slots[slot]?.state = .signedOut
+                doc.slots[slot]?.lastErrorCode = nil
+            }
+            if formerlyShared { try SharedSlotState.remove(slot, paths: self.paths) }
         }
-        if formerlyShared { try SharedSlotState.remove(slot, paths: paths) }
         return SignOutOutcome(revoked: revoked, wasSignedOut: wasSignedOut)
     }
 }

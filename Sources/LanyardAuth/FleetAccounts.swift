@@ -100,33 +100,35 @@ extension AccountManager {
     /// `fleet share`: puts the slot's credential in the fleet, sealed to every member.
     /// - Returns: the etcd revision written.
     package func fleetShare(_ slot: Slot) async throws -> Int64 {
-        let fleet = try openFleet()
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
-        let known = SharedSlotState.loadIfReadable(slot, paths: paths)
-        if let known, known.handedOverTo == nil { throw FleetError.alreadyShared(slot: slot, fleet: fleet.name) }
-        let (_, store) = try storeOf(slot)
-        let credential = try read(slot, store)
-        let value = try await Self.blocking { try fleet.share(slot, credential: credential) }
-        try SharedSlotState(fleet: fleet.name, revision: value.modRevision, generation: value.generation).save(slot, paths: paths)
-        eventLog.append("fleet", slot: slot, fields: ["action": .string("shared"), "fleet": .string(fleet.name)])
-        return value.modRevision
+        return try await Self.blocking {
+            let fleet = try self.openFleet()
+            let known = SharedSlotState.loadIfReadable(slot, paths: self.paths)
+            if let known, known.handedOverTo == nil { throw FleetError.alreadyShared(slot: slot, fleet: fleet.name) }
+            let (_, store) = try self.storeOf(slot)
+            let credential = try self.read(slot, store)
+            let value = try fleet.share(slot, credential: credential)
+            try SharedSlotState(fleet: fleet.name, revision: value.modRevision, generation: value.generation).save(slot, paths: self.paths)
+            self.eventLog.append("fleet", slot: slot, fields: ["action": .string("shared"), "fleet": .string(fleet.name)])
+            return value.modRevision
+        }
     }
 
     /// `fleet unshare`: under the fleet lock, a signed tombstone replaces the slot's value; this
     /// machine keeps the live credential as its own, and every other member marks its copy
     /// handed over (it never spends that refresh token again).
     package func fleetUnshare(_ slot: Slot) async throws {
-        let fleet = try openFleet()
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
         let httpTimeout = config.httpTimeout
         try await Self.blocking {
+            let fleet = try self.openFleet()
             let fleetLock = try fleet.lock(slot, httpTimeout: httpTimeout)
             defer { fleetLock.release() }
             _ = try fleet.unshare(slot, under: fleetLock)
+            try self.forgetShared(slot, fleet: fleet.name)
         }
-        try forgetShared(slot, fleet: fleet.name)
     }
 
     /// A new sign-in of a shared slot becomes the slot's credential for the whole fleet, in place
@@ -137,26 +139,30 @@ extension AccountManager {
     func shareSignIn(_ slot: Slot, _ credential: Credential, state initial: SharedSlotState) async -> FleetSignInOutcome {
         if initial.handedOverTo != nil {
             // Handed over: the new sign-in is this machine's own.
-            try? forgetShared(slot, fleet: initial.fleet)
+            _ = try? await Self.blocking { try self.forgetShared(slot, fleet: initial.fleet) }
             return .unshared(fleet: initial.fleet)
         }
         var state = initial
         state.uploadPending = true
         state.signInPending = true
+        let pending = state
         do {
-            let fleet = try openFleet()
-            let pending = state
-            guard try await Self.blocking({ try self.writeSignIn(slot, credential, fleet: fleet, state: pending) }) != nil else {
-                try forgetShared(slot, fleet: fleet.name)
-                return .unshared(fleet: fleet.name)
+            return try await Self.blocking {
+                let fleet = try self.openFleet()
+                guard try self.writeSignIn(slot, credential, fleet: fleet, state: pending) != nil else {
+                    try self.forgetShared(slot, fleet: fleet.name)
+                    return .unshared(fleet: fleet.name)
+                }
+                return .written(fleet: fleet.name)
             }
-            return .written(fleet: fleet.name)
         } catch {
-            try? state.save(slot, paths: paths)
             let reason = error.userFacingDescription
-            eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
-                                                          "message": .string("the new sign-in is kept here and will be written to fleet \(state.fleet) on the next sync: \(reason)")])
-            return .pending(fleet: state.fleet, reason: reason)
+            await BlockingExecutor.shared.run {
+                try? pending.save(slot, paths: self.paths)
+                self.eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
+                                                                   "message": .string("the new sign-in is kept here and will be written to fleet \(pending.fleet) on the next sync: \(reason)")])
+            }
+            return .pending(fleet: pending.fleet, reason: reason)
         }
     }
 
@@ -222,11 +228,12 @@ extension AccountManager {
     /// `fleet sync` (and the agent, on each change it sees): brings every shared slot's local
     /// copy up to the fleet's, creating slots this machine does not have yet.
     package func fleetSync(only: Slot? = nil) async throws -> [(Slot, FleetSyncOutcome, String?)] {
-        let fleet = try openFleet()
-        let (identity, membership) = try await Self.blocking { try fleet.memberIdentity() }
+        let (fleet, identity, membership, inFleet, knownHere) = try await Self.blocking {
+            let fleet = try self.openFleet()
+            let (identity, membership) = try fleet.memberIdentity()
+            return (fleet, identity, membership, try fleet.sharedSlots(), SharedSlotState.all(paths: self.paths).filter { $0.1.fleet == fleet.name }.map(\.0))
+        }
         var results: [(Slot, FleetSyncOutcome, String?)] = []
-        let inFleet = try await Self.blocking { try fleet.sharedSlots() }
-        let knownHere = SharedSlotState.all(paths: paths).filter { $0.1.fleet == fleet.name }.map(\.0)
         for slot in Set(inFleet + knownHere).sorted() where only == nil || only == slot {
             let lock = try await lockSlot(slot)
             defer { withExtendedLifetime(lock) {} }

@@ -34,10 +34,13 @@ extension AccountManager {
         let identity: MachineIdentity
         let membership: Membership
         do {
-            fleet = try openFleet()
-            (identity, membership) = try await Self.blocking { try fleet.memberIdentity() }
+            (fleet, identity, membership) = try await Self.blocking {
+                let fleet = try self.openFleet()
+                let (identity, membership) = try fleet.memberIdentity()
+                return (fleet, identity, membership)
+            }
         } catch let error as FleetError {
-            return try servedWithoutFleet(slot, local, error, force: force)
+            return try await servedWithoutFleet(slot, local, error, force: force)
         }
         StartupTrace.mark("fleet membership")
         var current = local
@@ -51,7 +54,7 @@ extension AccountManager {
                     if !stillDue(current, before: before, force: force) { return current }
                 }
             } catch let error as FleetError {
-                return try servedWithoutFleet(slot, current, error, force: force)
+                return try await servedWithoutFleet(slot, current, error, force: force)
             }
         }
 
@@ -60,15 +63,21 @@ extension AccountManager {
         StartupTrace.mark("fleet read")
         switch SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: current, state: state, read: unlocked) {
         case .refuse(let error):
-            return try servedWithoutFleet(slot, current, error, force: force)
+            return try await servedWithoutFleet(slot, current, error, force: force)
         case .keptHere:
             return try await refreshUnshared(slot, fleet: fleet, force: force, record: record, store: store, before: before, current: current)
         case .handedOver(let machine):
-            if case .value(let value) = unlocked { try markHandedOver(slot, to: machine, generation: value.generation, store: store, state: &state) }
+            if case .value(let value) = unlocked {
+                state = try await Self.blocking { [state] in
+                    var handed = state
+                    try self.markHandedOver(slot, to: machine, generation: value.generation, store: store, state: &handed)
+                    return handed
+                }
+            }
             throw FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine)
         case .adopt:
             if case .value(let value) = unlocked, let credential = value.credential {
-                current = try adopt(slot, credential, value: value, store: store, state: &state)
+                (current, state) = try await adoptOffPool(slot, credential, value: value, store: store, state: state)
                 if !stillDue(current, before: before, force: force) { return current }
             }
         case .upload:
@@ -80,7 +89,7 @@ extension AccountManager {
                    try fleet.write(slot, credential: current, replacing: value, membership: membership, identity: identity, fence: nil)
                }) {
                 state.recordWrite(written)
-                try state.save(slot, paths: paths)
+                try await save(state, slot)
                 if !stillDue(current, before: before, force: force) && !force { return current }
             }
         case .current, .uploadPending:
@@ -95,30 +104,50 @@ extension AccountManager {
             let patience = !force && stillValid(current) ? config.httpTimeout + 5 : nil
             lock = try await Self.blocking { try fleet.lock(slot, httpTimeout: self.config.httpTimeout, patience: patience) }
         } catch let error as FleetError {
-            return try servedWithoutFleet(slot, current, error, force: force)
+            return try await servedWithoutFleet(slot, current, error, force: force)
         }
-        defer { lock.release() }
         StartupTrace.mark("fleet lock")
+        // Released on every path, on the blocking executor (an etcd delete and a lease revoke).
+        let outcome: Result<Credential, any Error>
+        do {
+            outcome = .success(try await refreshSharedLocked(slot: slot, force: force, record: record, store: store, before: before, current: current,
+                                                             state: state, fleet: fleet, identity: identity, membership: membership, lock: lock))
+        } catch {
+            outcome = .failure(error)
+        }
+        await BlockingExecutor.shared.run { lock.release() }
+        return try outcome.get()
+    }
+
+    /// The part of ``refreshShared`` made under the fleet lock.
+    private func refreshSharedLocked(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential,
+                                     current initialCurrent: Credential, state initialState: SharedSlotState, fleet: Fleet,
+                                     identity: MachineIdentity, membership: Membership, lock: FleetLock) async throws -> Credential {
+        var current = initialCurrent
+        var state = initialState
 
         let locked = await readSharedOffPool(slot, fleet: fleet, identity: identity, membership: membership, record: record)
         StartupTrace.mark("fleet read, locked")
         guard case .value(var base) = locked else {
-            if case .failed(let error) = locked { return try servedWithoutFleet(slot, current, error, force: force) }
-            return try servedWithoutFleet(slot, current, .valueMissing(slot: slot, fleet: fleet.name), force: force)
+            if case .failed(let error) = locked { return try await servedWithoutFleet(slot, current, error, force: force) }
+            return try await servedWithoutFleet(slot, current, .valueMissing(slot: slot, fleet: fleet.name), force: force)
         }
         do {
             switch SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: current, state: state, read: locked) {
             case .refuse(let error):
-                return try servedWithoutFleet(slot, current, error, force: force)
+                return try await servedWithoutFleet(slot, current, error, force: force)
             case .keptHere:
                 return try await refreshUnshared(slot, fleet: fleet, force: force, record: record, store: store, before: before, current: current)
             case .handedOver(let machine):
-                try markHandedOver(slot, to: machine, generation: base.generation, store: store, state: &state)
+                _ = try await Self.blocking { [state, base] in
+                    var handed = state
+                    try self.markHandedOver(slot, to: machine, generation: base.generation, store: store, state: &handed)
+                }
                 throw FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine)
             case .adopt:
                 // Another machine refreshed while we waited for the lock: use its tokens.
                 if let credential = base.credential {
-                    current = try adopt(slot, credential, value: base, store: store, state: &state)
+                    (current, state) = try await adoptOffPool(slot, credential, value: base, store: store, state: state)
                     if !refreshRule.needsRefresh(current, now: clock.now(), boot: clock.bootInstant()) { return current }
                 }
             case .upload, .uploadPending:
@@ -128,7 +157,7 @@ extension AccountManager {
                     try fleet.write(slot, credential: current, replacing: base, membership: membership, identity: identity, fence: lock.fence)
                 }) {
                     state.recordWrite(written)
-                    try state.save(slot, paths: paths)
+                    try await save(state, slot)
                     base = written
                 }
                 if !stillDue(current, before: before, force: force) { return current }
@@ -137,20 +166,20 @@ extension AccountManager {
                     state.revision = base.modRevision
                     state.generation = max(state.generation, base.generation)
                     state.uploadPending = false
-                    try state.save(slot, paths: paths)
+                    try await save(state, slot)
                 }
                 if !stillDue(current, before: before, force: force) { return current }
             }
         } catch let error as FleetError {
             if case .handedOver = error { throw error }
-            return try servedWithoutFleet(slot, current, error, force: force)
+            return try await servedWithoutFleet(slot, current, error, force: force)
         }
 
         // Never present a refresh token another machine said it is presenting.
         let intent = try? await Self.blocking { try fleet.intent(slot, membership: membership) }
         if let blocked = SharedSlotDecision.refreshBlocked(slot: slot, fleet: fleet.name, machine: fleet.machine,
                                                            refreshToken: current.tokens.refreshToken, intent: intent ?? nil) {
-            return try servedWithoutFleet(slot, current, blocked, force: force)
+            return try await servedWithoutFleet(slot, current, blocked, force: force)
         }
         // The request must finish well inside the lease: never start it on a lease about to end.
         guard lock.held(margin: config.httpTimeout + 5) else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
@@ -159,32 +188,34 @@ extension AccountManager {
             do {
                 recorded = try await Self.blocking { [base] in try fleet.writeIntent(slot, current: base, refreshToken: token, identity: identity, under: lock) }
             } catch let error as FleetError {
-                return try servedWithoutFleet(slot, current, error, force: force)
+                return try await servedWithoutFleet(slot, current, error, force: force)
             }
             guard recorded else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
         }
         StartupTrace.mark("fleet intent")
         let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
         StartupTrace.mark("provider refresh")
-        var next = state
-        let replacing = base
-        try keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
-            do {
-                if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: replacing, under: lock,
-                                                          identity: identity, membership: membership) {
-                    next.recordWrite(written)
-                } else {
+        // The recovery file, the fleet (libcurl) and the store, in that order: all blocking.
+        try await Self.blocking { [state, base, current] in
+            var next = state
+            try self.keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
+                do {
+                    if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: base, under: lock,
+                                                              identity: identity, membership: membership) {
+                        next.recordWrite(written)
+                    } else {
+                        next.uploadPending = true
+                    }
+                } catch {
                     next.uploadPending = true
                 }
-            } catch {
-                next.uploadPending = true
+            })
+            try next.save(slot, paths: self.paths)
+            StartupTrace.mark("fleet write, stored")
+            if next.uploadPending {
+                self.eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
+                                                                   "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])
             }
-        })
-        try next.save(slot, paths: paths)
-        StartupTrace.mark("fleet write, stored")
-        if next.uploadPending {
-            eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
-                                                          "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])
         }
         return refreshed
     }
@@ -192,11 +223,31 @@ extension AccountManager {
     /// The slot was unshared from this machine (a tombstone of its own): its copy is its own again.
     private func refreshUnshared(_ slot: Slot, fleet: Fleet, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential,
                                  current: Credential) async throws -> Credential {
-        try forgetShared(slot, fleet: fleet.name)
+        try await Self.blocking { try self.forgetShared(slot, fleet: fleet.name) }
         if !stillDue(current, before: before, force: force) { return current }
         let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
-        try keepRefreshed(slot: slot, refreshed, previous: current, store: store)
+        try await Self.blocking { try self.keepRefreshed(slot: slot, refreshed, previous: current, store: store) }
         return refreshed
+    }
+
+    /// ``adopt(_:_:value:store:state:)`` on the blocking executor. - Returns: the adopted
+    /// credential and the state after it.
+    private func adoptOffPool(_ slot: Slot, _ credential: Credential, value: SharedValue, store: any CredentialStore,
+                              state: SharedSlotState) async throws -> (Credential, SharedSlotState) {
+        try await Self.blocking {
+            var next = state
+            let adopted = try self.adopt(slot, credential, value: value, store: store, state: &next)
+            return (adopted, next)
+        }
+    }
+
+    private func save(_ state: SharedSlotState, _ slot: Slot) async throws {
+        try await Self.blocking { try state.save(slot, paths: self.paths) }
+    }
+
+    /// ``servedWithoutFleet(_:_:_:force:)``, whose event-log line is written on the blocking executor.
+    func servedWithoutFleet(_ slot: Slot, _ current: Credential, _ error: FleetError, force: Bool = false) async throws -> Credential {
+        try await Self.blocking { try self.servedWithoutFleet(slot, current, error, force: force) }
     }
 
     private func readSharedOffPool(_ slot: Slot, fleet: Fleet, identity: MachineIdentity, membership: Membership, record: SlotRecord) async -> SharedSlotDecision.Read {
@@ -280,12 +331,8 @@ extension AccountManager {
         credential.tokens.expiry.map { $0 > clock.now() } ?? false
     }
 
-    /// Runs blocking etcd work off the cooperative thread pool.
+    /// Runs blocking work (etcd, the stores, files) on the blocking executor, off the cooperative pool.
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
-            }
-        }
+        try await BlockingExecutor.shared.run(body)
     }
 }

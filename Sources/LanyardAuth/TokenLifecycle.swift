@@ -79,19 +79,24 @@ extension AccountManager {
     /// refreshing again. New tokens are written to a 0600 recovery file before the store, so a
     /// crash or a failed write never loses the only live refresh token.
     package func freshCredential(slot: Slot, force: Bool = false) async throws -> Credential {
-        let (record, store, before, due) = try storedCredential(slot: slot, force: force)
+        // Reading a store blocks (D-Bus, a file): on the blocking executor.
+        let (record, store, before, due) = try await Self.blocking { try self.storedCredential(slot: slot, force: force) }
         if !due { return before }
         if let refreshRunner {
             // Wait here, not in a new process, while another refreshes; then hand the held lock
             // to the worker, so callers that arrive meanwhile wait for its result instead of
             // starting workers of their own.
             let lock = try await SlotLock.acquire(slot: slot, paths: paths)
-            let current = try read(slot, store)
-            if record.state != .reauthenticationRequired && !stillDue(current, before: before, force: force)
-                && !RecoveryFile(paths: paths, slot: slot).exists { return current }
+            let ready: Credential? = try await Self.blocking {
+                let current = try self.read(slot, store)
+                let done = record.state != .reauthenticationRequired && !self.stillDue(current, before: before, force: force)
+                    && !RecoveryFile(paths: self.paths, slot: slot).exists
+                return done ? current : nil
+            }
+            if let ready { return ready }
             try await refreshRunner(slot, force, lock)
             withExtendedLifetime(lock) {}
-            return try read(slot, store)
+            return try await Self.blocking { try self.read(slot, store) }
         }
         // Detached: cancelling the caller must never abandon a refresh whose answer is in flight,
         // since the server has rotated the token by then.
@@ -140,20 +145,22 @@ extension AccountManager {
     func refreshUnderLock(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential) async throws -> Credential {
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
-        // A refresh that died after the server rotated the token left the new tokens here.
-        let recovery = RecoveryFile(paths: paths, slot: slot)
-        if recovery.waiting, let recovered = try? recovery.read() {
-            try store.put(recovered, for: slot)
-            recovery.remove()
+        let (current, shared) = try await Self.blocking { () throws -> (Credential, SharedSlotState?) in
+            // A refresh that died after the server rotated the token left the new tokens here.
+            let recovery = RecoveryFile(paths: self.paths, slot: slot)
+            if recovery.waiting, let recovered = try? recovery.read() {
+                try store.put(recovered, for: slot)
+                recovery.remove()
+            }
+            return (try self.read(slot, store), try SharedSlotState.load(slot, paths: self.paths))
         }
-        let current = try read(slot, store)
-        if let shared = try SharedSlotState.load(slot, paths: paths) {
-            if record.state == .reauthenticationRequired { return try reviveShared(slot, store: store, state: shared) }
+        if let shared {
+            if record.state == .reauthenticationRequired { return try await Self.blocking { try self.reviveShared(slot, store: store, state: shared) } }
             return try await refreshShared(slot: slot, force: force, record: record, store: store, before: before, current: current, state: shared)
         }
         if !stillDue(current, before: before, force: force) { return current }
         let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
-        try keepRefreshed(slot: slot, refreshed, previous: current, store: store)
+        try await Self.blocking { try self.keepRefreshed(slot: slot, refreshed, previous: current, store: store) }
         return refreshed
     }
 
@@ -162,7 +169,7 @@ extension AccountManager {
     /// nothing.
     func exchangeRefreshToken(slot: Slot, current: Credential, record: SlotRecord, store: any CredentialStore) async throws -> Credential {
         guard let refreshToken = current.tokens.refreshToken, !refreshToken.isEmpty else {
-            try markReauthentication(slot, code: "missing_refresh_token")
+            try await Self.blocking { try self.markReauthentication(slot, code: "missing_refresh_token") }
             throw ClientError.missingRefreshToken(slot: slot.name)
         }
         let provider = try provider(record.provider)
@@ -170,14 +177,16 @@ extension AccountManager {
         do {
             tokens = try await provider.refresh(refreshToken: refreshToken)
         } catch RefreshFailure.permanent(let code, let status) {
-            var dead = current
-            dead.tokens.refreshToken = nil
-            try? store.put(dead, for: slot)  // drop the dead token; the slot and its metadata stay
-            logRefreshError(slot, code: code, message: "the server refused the refresh token (HTTP \(status), \(code)): sign in again")
-            try markReauthentication(slot, code: code)
+            try await Self.blocking {
+                var dead = current
+                dead.tokens.refreshToken = nil
+                try? store.put(dead, for: slot)  // drop the dead token; the slot and its metadata stay
+                self.logRefreshError(slot, code: code, message: "the server refused the refresh token (HTTP \(status), \(code)): sign in again")
+                try self.markReauthentication(slot, code: code)
+            }
             throw ClientError.reauthenticationRequired(slot: slot.name, reason: code)
         } catch RefreshFailure.transient(let message) {
-            logRefreshError(slot, code: "network_failure", message: message)
+            await BlockingExecutor.shared.run { self.logRefreshError(slot, code: "network_failure", message: message) }
             throw ClientError.networkFailure(message)
         }
         let now = clock.now()
@@ -297,16 +306,12 @@ extension AccountManager {
 }
 
 /// The per-slot refresh lock (`$XDG_DATA_HOME/lanyard/locks/SLOT.lock`), shared by the CLI, the
-/// library and the agent. Waiting happens off the cooperative thread pool.
+/// library and the agent. Waiting happens on the blocking executor, off the cooperative pool.
 package enum SlotLock {
     package static func path(slot: Slot, paths: Paths) -> String { FileLock.slotPath(slot, paths: paths) }
 
     package static func acquire(slot: Slot, paths: Paths) async throws -> FileLock {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                do { continuation.resume(returning: try FileLock.slot(slot, paths: paths)) } catch { continuation.resume(throwing: error) }
-            }
-        }
+        try await BlockingExecutor.shared.run { try FileLock.slot(slot, paths: paths) }
     }
 }
 

@@ -27,7 +27,7 @@ extension AccountManager {
             }
             if let limit = UsageParser.limit(status: response.status, body: response.body, headers: response.headers, now: clock.now(),
                                                  redacting: credential.tokens.secrets) {
-                recordUsageLimit(limit, slot: slot)
+                await BlockingExecutor.shared.run { self.recordUsageLimit(limit, slot: slot) }
                 throw ClientError.usageLimitReached(limit)
             }
             guard response.isSuccess else {
@@ -47,7 +47,7 @@ extension AccountManager {
 
     /// The slot's usage from the provider's usage endpoint.
     package func usage(slot: Slot) async throws -> UsageReport {
-        guard let record = try registry.load().slots[slot] else { throw RegistryError.unknownSlot(slot) }
+        guard let record = try await Self.blocking({ try self.registry.load().slots[slot] }) else { throw RegistryError.unknownSlot(slot) }
         guard let base = config.providers[record.provider]?.usageBaseURL else {
             // Not a server failure (exit 6): the slot's provider has no usage endpoint to ask.
             throw UsageErrorText("\(slot.name)'s provider \(record.provider) has no usage endpoint "

@@ -36,9 +36,10 @@ extension AuthCommands {
         let progress = SignInProgress(inv: inv)
         // Clear the countdown line however the sign-in ends, so an error starts on a clean line.
         defer { progress.finish() }
+        let unlock: (@Sendable () throws -> Void)? = inv.mayAskForPassphrase ? { @Sendable in try inv.unlockFileStoreOnTerminal() } : nil
         let (slot, credential) = try inv.runAsync {
             try await manager.signIn(slot: requested, providerID: providerID, replacingAnotherAccount: inv.args.has("replace"),
-                                     unlockFileStore: inv.mayAskForPassphrase ? { try inv.unlockFileStoreOnTerminal() } : nil, flow: { flow in
+                                     unlockFileStore: unlock, flow: { flow in
                 flow.slowDownIncrement = config.slowDownIncrement
                 if let timeout = config.loginTimeout { flow.maximumDuration = timeout }
             }, events: { progress.handle($0) })

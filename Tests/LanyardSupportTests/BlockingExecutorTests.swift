@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+@testable import LanyardSupport
+
+/// The blocking executor: blocking work runs on threads of its own, never on the cooperative
+/// pool, and work that waits on other work still finishes (the pool grows while work waits).
+@Suite struct BlockingExecutorTests {
+    /// Sixteen pieces of work that each wait until all sixteen have started: they finish only if
+    /// each got a thread of its own, which no two-thread cooperative pool could give.
+    @Test func workThatWaitsOnOtherWorkFinishes() async throws {
+        let executor = BlockingExecutor(maximumThreads: 32, idleSeconds: 1)
+        let count = 16
+        let started = Locked(0)
+        let allStarted = DispatchSemaphore(value: 0)
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 0..<count {
+                group.addTask {
+                    try await executor.run {
+                        if started.withLock({ $0 += 1; return $0 }) == count { for _ in 0..<count { allStarted.signal() } }
+                        allStarted.wait()
+                        return i
+                    }
+                }
+            }
+            var seen = Set<Int>()
+            for try await i in group { seen.insert(i) }
+            #expect(seen == Set(0..<count))
+        }
+        #expect(executor.threadCount <= 32)
+    }
+
+    @Test func errorsAndResultsComeBack() async throws {
+        struct Failure: Error, Equatable {}
+        let executor = BlockingExecutor(maximumThreads: 2, idleSeconds: 1)
+        #expect(try await executor.run { 41 + 1 } == 42)
+        await #expect(throws: Failure()) { try await executor.run { () throws -> Int in throw Failure() } }
+        // Past the bound, work queues and still runs, in order of submission.
+        let order = Locked<[Int]>([])
+        await withTaskGroup(of: Void.self) { group in
+            for i in 0..<20 { group.addTask { await executor.run { order.withLock { $0.append(i) } } } }
+        }
+        #expect(order.withLock { $0 }.sorted() == Array(0..<20))
+    }
+}
