@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "LanyardAuth", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardFleet"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardGLib"]),
-        .target(name: "LanyardNetwork", dependencies: ["LanyardSupport", "LanyardCore", "LanyardAuth", "CWebSocket"]),
+        .target(name: "LanyardNetwork", dependencies: ["LanyardSupport", "LanyardCore", "LanyardAuth", "CWebSocket", "CCurl"]),
         .target(name: "LanyardKit", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
             "LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardAgent", "CQrencode",

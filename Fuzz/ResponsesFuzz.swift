@@ -1,8 +1,9 @@
-// libFuzzer harness for what servers answer: device authorization answers (ChatGPT's and RFC
-// 8628's), token endpoint bodies, usage reports and `usage_limit_reached` bodies, and the claims
-// of the tokens they hand out. Built by scripts/fuzz.sh against LanyardAuth (built for testing:
+// libFuzzer harness for what servers answer: OIDC discovery documents, device authorization
+// answers (ChatGPT's and RFC 8628's), token endpoint bodies, usage reports and
+// `usage_limit_reached` bodies, and the claims of the tokens they hand out. Built by scripts/fuzz.sh against LanyardAuth (built for testing:
 // its answer parsers are internal) and the modules below it.
-// Beyond "does not crash": every date Lanyard would store or show from an answer (a token's
+// Beyond "does not crash": every endpoint a discovery document gives is https or loopback http;
+// every usage percentage accepted is from 0 to 100; every date Lanyard would store or show from an answer (a token's
 // expiry, a usage window's reset) is written as RFC 3339 text that parses back to the same text,
 // and every number it would show fits an Int; a user code Lanyard would print has no control
 // character; a token that is accepted is visible ASCII; account names, plans and error codes that
@@ -29,6 +30,11 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
 
     let json = try? JSONValue.parse(bytes)
+    if let endpoints = try? DiscoveryAnswer.endpoints(json, step: "fuzz") {
+        for url in [endpoints.deviceAuthorization, endpoints.token, endpoints.revocation].compactMap({ $0 }) where !Loopback.isSecureOrLocal(url) {
+            fatalError("a discovered endpoint that is neither https nor http to this machine: \(url)")
+        }
+    }
     let shownAt = URL(string: "https://auth.example.com/codex/device")!
     for authorization in [try? DeviceAuthorizationAnswer.chatGPT(json, step: "fuzz", verificationURL: shownAt, expiresAt: now + 900),
                           try? DeviceAuthorizationAnswer.rfc8628(json, step: "fuzz", now: now)].compactMap({ $0 }) {
@@ -55,6 +61,7 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if let report = try? UsageParser.report(bytes, now: now) {
         noTerminalControls(report.plan?.rawValue, "a usage plan")
         for window in [report.primary, report.secondary].compactMap({ $0 }) {
+            guard (0...100).contains(window.usedPercent) else { fatalError("a usage percentage of \(window.usedPercent)") }
             _ = window.usedPercent.rounded().saturatingInt
             storable(window.resetsAt)
         }
@@ -66,7 +73,10 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if let limit = UsageParser.limit(status: 429, body: bytes, headers: headers, now: now) {
         storable(limit.resetsAt)
         _ = ClientError.usageLimitReached(limit).errorDescription
-        if let window = limit.rateLimit?.primary { storable(window.resetsAt) }
+        if let window = limit.rateLimit?.primary {
+            storable(window.resetsAt)
+            guard (0...100).contains(window.usedPercent) else { fatalError("a usage percentage of \(window.usedPercent) in a header") }
+        }
     }
     // The input as a token's payload: its dates and the account in an id_token's claims.
     if let claims = try? JWTClaims(token: "e30." + Base64URL.encode(bytes) + ".c2ln") {

@@ -1,11 +1,13 @@
-// One blocking HTTP POST over libcurl, for LanyardFleet's etcd client (the v3 JSON gateway).
+// One blocking HTTP request over libcurl, for LanyardFleet's etcd client (the v3 JSON gateway) and
+// LanyardNetwork's provider transport.
 //
 // libcurl is opened with dlopen on first use (like libwebsockets in CWebSocket): the binaries link
-// none of it, so only a process that talks to etcd pays for loading it and OpenSSL. Plain requests
-// run on one easy handle per thread, reset between requests, which keeps its live connections and
-// TLS sessions: a request to the same endpoint skips the TCP and TLS handshakes. A request with a
-// cancel token (a watch) runs on a handle of its own in a multi handle, so that firing the token
-// wakes curl_multi_poll at once instead of at the next progress callback.
+// none of it, so only a process that talks to etcd or a provider pays for loading it and OpenSSL.
+// Plain requests run on one easy handle per thread, reset between requests, which keeps its live
+// connections and TLS sessions: a request to the same endpoint skips the TCP and TLS handshakes. A
+// request with a cancel token (a watch, every provider request) runs on a handle of its own in a
+// multi handle, so that firing the token wakes curl_multi_poll at once instead of at the next
+// progress callback.
 #define CURL_DISABLE_TYPECHECK  // curl_easy_setopt is called through a pointer, not the macro
 #include "lanyard_curl.h"
 
@@ -117,6 +119,16 @@ static size_t write_body(char *bytes, size_t size, size_t count, void *user) {
     return length;
 }
 
+static size_t write_header(char *bytes, size_t size, size_t count, void *user) {
+    transfer *t = user;
+    size_t length = size * count;
+    if (!t->request->on_header((const unsigned char *)bytes, length, t->request->context)) {
+        t->stopped = 1;
+        return 0;  // curl ends the transfer with CURLE_WRITE_ERROR
+    }
+    return length;
+}
+
 static int progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
     (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
     transfer *t = user;
@@ -140,10 +152,26 @@ static int is_tls_failure(CURLcode code, const char *error) {
     }
 }
 
+// The method and body of a request that names its method.
+static void configure_method(CURL *easy, const lanyard_curl_request *r) {
+    const char *body = r->body_length ? (const char *)r->body : "";
+    if (strcmp(r->method, "GET") == 0 && r->body_length == 0) {
+        p_curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(r->method, "HEAD") == 0) {
+        p_curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+    } else {
+        p_curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        p_curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_length);
+        p_curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+        if (strcmp(r->method, "POST") != 0) p_curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, r->method);
+    }
+}
+
 // Sets every option of a request on a fresh or reset handle.
 static struct curl_slist *configure(CURL *easy, const lanyard_curl_request *r, transfer *t, char *error_buffer) {
-    struct curl_slist *headers = p_curl_slist_append(NULL, "Content-Type: application/json");
-    if (headers) headers = p_curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+    // A named method sends only the caller's headers; etcd's requests are JSON.
+    struct curl_slist *headers = p_curl_slist_append(NULL, "Expect:");  // no 100-continue round trip
+    if (headers && !r->method) headers = p_curl_slist_append(headers, "Content-Type: application/json");
     for (int i = 0; headers && i < r->header_count; i++) {
         struct curl_slist *grown = p_curl_slist_append(headers, r->headers[i]);
         if (!grown) { p_curl_slist_free_all(headers); return NULL; }
@@ -153,14 +181,22 @@ static struct curl_slist *configure(CURL *easy, const lanyard_curl_request *r, t
     p_curl_easy_setopt(easy, CURLOPT_URL, r->url);
     p_curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
     p_curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    // etcd routes HTTP/2 with a gRPC content type to gRPC; HTTP/1.1 always reaches the gateway.
-    p_curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    p_curl_easy_setopt(easy, CURLOPT_POST, 1L);
-    p_curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_length);
-    p_curl_easy_setopt(easy, CURLOPT_POSTFIELDS, r->body_length ? (const char *)r->body : "");
+    if (r->method) {
+        configure_method(easy, r);
+    } else {
+        // etcd routes HTTP/2 with a gRPC content type to gRPC; HTTP/1.1 always reaches the gateway.
+        p_curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        p_curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        p_curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_length);
+        p_curl_easy_setopt(easy, CURLOPT_POSTFIELDS, r->body_length ? (const char *)r->body : "");
+    }
     p_curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
     p_curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, r->timeout_ms);
     p_curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, r->connect_timeout_ms);
+    if (r->idle_timeout_s > 0) {
+        p_curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        p_curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, r->idle_timeout_s);
+    }
     // A watch may stay silent for hours: keep-alive probes notice a peer that vanished.
     p_curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     p_curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 15L);
@@ -170,6 +206,10 @@ static struct curl_slist *configure(CURL *easy, const lanyard_curl_request *r, t
     if (r->key_file) p_curl_easy_setopt(easy, CURLOPT_SSLKEY, r->key_file);
     p_curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, write_body);
     p_curl_easy_setopt(easy, CURLOPT_WRITEDATA, t);
+    if (r->on_header) {
+        p_curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, write_header);
+        p_curl_easy_setopt(easy, CURLOPT_HEADERDATA, t);
+    }
     p_curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
     p_curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, progress);
     p_curl_easy_setopt(easy, CURLOPT_XFERINFODATA, t);
@@ -251,6 +291,7 @@ lanyard_curl_result lanyard_curl_post(const lanyard_curl_request *r, lanyard_cur
     // The reused handle must not keep pointers into this call's stack.
     p_curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, NULL);
     p_curl_easy_setopt(easy, CURLOPT_HTTPHEADER, NULL);
+    p_curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, NULL);
     if (r->cancel) p_curl_easy_cleanup(easy);
     if (headers) p_curl_slist_free_all(headers);
 

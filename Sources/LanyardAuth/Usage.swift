@@ -32,7 +32,8 @@ package enum UsageParser {
         }
         return UsageReport(
             plan: planType.map(Plan.init(rawValue:)),
-            primary: window(rate?["primary_window"], now: now), secondary: window(rate?["secondary_window"], now: now),
+            primary: try window(rate?["primary_window"], name: "primary_window", now: now),
+            secondary: try window(rate?["secondary_window"], name: "secondary_window", now: now),
             limitReached: rate?["limit_reached"]?.bool ?? (rate?["allowed"]?.bool == false),
             credits: object["credits"])
     }
@@ -42,9 +43,18 @@ package enum UsageParser {
         TerminalText.lineProblem(raw, limit: 128) == nil ? Plan(rawValue: raw) : nil
     }
 
-    static func window(_ value: JSONValue?, now: Date) -> UsageWindow? {
-        // A window whose numbers make no sense (not finite, centuries away) is left out.
-        guard let o = value?.object, let used = o["used_percent"]?.number, used.isFinite else { return nil }
+    /// One window of `rate_limit`: nil when the server sent none (or one without `used_percent`).
+    /// Its percentage decides which account auto-switching picks, so one that is not a number
+    /// from 0 to 100 (-1e300 would win every comparison) makes the whole answer invalid. Reset
+    /// times and lengths that make no sense (centuries away) are left out.
+    static func window(_ value: JSONValue?, name: String, now: Date) throws(ClientError) -> UsageWindow? {
+        guard let o = value?.object else { return nil }
+        let used: Double
+        switch o["used_percent"] {
+        case nil, .null?: return nil
+        case .number(let n)? where n.isFinite && (0...100).contains(n): used = n
+        default: throw .invalidResponse("usage: .rate_limit.\(name).used_percent is not a percentage from 0 to 100")
+        }
         let resetsAt = o["reset_at"]?.number?.plausibleUnixTime.map { Date(timeIntervalSince1970: $0) }
             ?? o["reset_after_seconds"]?.number?.plausibleSeconds.map { now + $0 }
         let minutes = o["limit_window_seconds"]?.number?.plausibleSeconds.map { Int($0 / 60) }
@@ -60,7 +70,9 @@ package enum UsageParser {
         let resetsIn = error["resets_in_seconds"]?.number?.plausibleSeconds
         let resetsAt = error["resets_at"]?.number?.plausibleUnixTime.map { Date(timeIntervalSince1970: $0) } ?? resetsIn.map { now + $0 }
         func headerWindow(_ name: String) -> UsageWindow? {
-            guard let used = headers["x-codex-\(name)-used-percent"].flatMap(Double.init), used.isFinite else { return nil }
+            // The 429 stands whatever its headers say: a window without a percentage from 0 to
+            // 100 is left out.
+            guard let used = headers["x-codex-\(name)-used-percent"].flatMap(Double.init), used.isFinite, (0...100).contains(used) else { return nil }
             return UsageWindow(usedPercent: used, windowMinutes: headers["x-codex-\(name)-window-minutes"].flatMap(Int.init),
                                resetsAt: headers["x-codex-\(name)-reset-after-seconds"].flatMap(Double.init)?.plausibleSeconds.map { now + $0 })
         }

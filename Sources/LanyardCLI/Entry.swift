@@ -149,7 +149,7 @@ package enum Lanyard {
 }
 
 /// The process entry point. `transportFactory` is nil in `lanyard` (no HTTP linked: commands that
-/// need it continue in `lanyard-net`) and URLSession in `lanyard-net`.
+/// need it continue in `lanyard-net`) and LanyardNetwork's `CurlTransport` in `lanyard-net`.
 package func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
                         streamFactory: ResponseStreamFactory? = nil) -> Int32 {
     StartupTrace.start()

@@ -6,7 +6,7 @@ import LanyardSupport
 import LanyardSystem
 
 /// `lanyard` links no HTTP stack (FoundationNetworking costs ~10 ms at every start); commands that
-/// talk to a provider replace the process with `lanyard-net`, the same CLI with URLSession. The
+/// talk to a provider replace the process with `lanyard-net`, the same CLI with HTTP. The
 /// process id, streams and signals stay the same.
 enum NetworkHandoff {
     static func currentExecutable() -> String {

@@ -73,7 +73,8 @@ package struct FleetSettings: Hashable, Sendable {
     package var name: String
     /// This machine's name in the fleet (default: the host name).
     package var machine: String
-    /// etcd client URLs, tried in order: `https://` unless one says `http://`.
+    /// etcd client URLs, tried in order: `https://` unless one says `http://`, which config.ini
+    /// allows only to this machine (loopback).
     package var endpoints: [String]
     /// The CA that signed etcd's server certificates (default: the system's).
     package var caFile: String?

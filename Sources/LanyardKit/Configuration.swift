@@ -18,7 +18,8 @@ public struct Configuration: Sendable {
     public var environment: [String: String]
     /// Where `.lanyard` pin files are looked for.
     public var workingDirectory: String
-    /// HTTP to providers; nil uses URLSession with config.ini's `[http] timeout`.
+    /// HTTP to providers; nil uses Lanyard's own (libcurl, answers capped at 1 MiB while they
+    /// arrive) with config.ini's `[http] timeout`.
     public var transport: (any HTTPTransport)?
     /// How ``Client/stream(_:model:instructions:policy:)`` reaches the backend; nil uses config.ini's
     /// `[stream]` (WebSocket with 5 reconnections, then SSE, by default).
@@ -60,6 +61,6 @@ public struct Configuration: Sendable {
                 CredentialStores.open(kind, config: storeConfig, paths: paths, interactive: interactive,
                                       passphraseEnvironment: passphraseEnvironment)
             },
-            transport: transport ?? URLSessionTransport(timeout: config.httpTimeout))
+            transport: transport ?? CurlTransport(timeout: config.httpTimeout))
     }
 }

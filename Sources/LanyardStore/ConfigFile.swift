@@ -285,6 +285,17 @@ package enum ConfigFile {
                   e.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
                 throw r.invalid("fleet", "endpoints", "expected https://HOST:PORT URLs, got \"\(part)\"")
             }
+            // etcd's password goes with user and password-file, never in a URL (where it would be
+            // shown in this message and in every other one that names the endpoint).
+            guard u.user == nil, u.password == nil else {
+                throw r.invalid("fleet", "endpoints", "an endpoint holds no user name or password (set user and password-file)")
+            }
+            // The etcd password, the token etcd gives for it and every sealed credential travel to
+            // the endpoint: plain http only to this machine, where nothing crosses a network.
+            if scheme == "http" && !Loopback.isLoopback(host: u.host ?? "") {
+                throw r.invalid("fleet", "endpoints", "\"\(e)\" is plain http, which is only allowed to this machine "
+                    + "(localhost, 127.0.0.1, ::1); use https")
+            }
             while e.hasSuffix("/") { e.removeLast() }
             endpoints.append(e)
         }

@@ -18,7 +18,7 @@ package struct PassphraseReader: Sendable {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw PassphraseError("cannot read LANYARD_PASSPHRASE_FILE (\(file))")
             }
-            return try firstLine(data, source: "LANYARD_PASSPHRASE_FILE")
+            return try Self.firstLine(data, source: "LANYARD_PASSPHRASE_FILE")
         }
         if let program = environment["LANYARD_ASKPASS"], !program.isEmpty {
             return try askpass(program, prompt: prompt)
@@ -37,12 +37,14 @@ package struct PassphraseReader: Sendable {
         ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"].contains { environment[$0].map { !$0.isEmpty } == true }
     }
 
-    func firstLine(_ data: Data, source: String) throws -> String {
-        let text = String(decoding: data, as: UTF8.self)
-        let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        let trimmed = line.hasSuffix("\r") ? String(line.dropLast()) : line
-        guard !trimmed.isEmpty else { throw PassphraseError("\(source) gave an empty passphrase") }
-        return trimmed
+    /// The secret a file or program gives: its first line, without the line's ending (`\n` or
+    /// `\r\n`). Spaces are kept: they may be part of it. `what` names the secret in the error.
+    /// Cut as bytes: in Swift's `String`, `\r\n` is one `Character`, which is not `"\n"`.
+    package static func firstLine(_ data: Data, source: String, what: String = "passphrase") throws(PassphraseError) -> String {
+        var line = Data(data.prefix { $0 != 0x0A })
+        if line.last == 0x0D { line.removeLast() }
+        guard !line.isEmpty else { throw PassphraseError("\(source) gave an empty \(what)") }
+        return String(decoding: line, as: UTF8.self)
     }
 
     func askpass(_ program: String, prompt: String) throws -> String {
@@ -51,7 +53,7 @@ package struct PassphraseReader: Sendable {
             run = try Subprocess.run("/bin/sh", ["-c", "exec \"$0\" \"$1\"", program, prompt], stdout: .capture)
         } catch { throw PassphraseError("cannot run LANYARD_ASKPASS (\(program))") }
         guard run.status == 0 else { throw PassphraseError("LANYARD_ASKPASS exited with status \(run.status)") }
-        return try firstLine(Data(run.stdout), source: "LANYARD_ASKPASS")
+        return try Self.firstLine(Data(run.stdout), source: "LANYARD_ASKPASS")
     }
 
     /// Reads from /dev/tty with echo off, restoring the terminal even on error.

@@ -4,6 +4,10 @@ import Foundation
 import LanyardCLI
 import LanyardNetwork
 
-exit(lanyardMain(transportFactory: { URLSessionTransport(timeout: $0) }, streamFactory: { manager, slot, policy, request in
+// Before anything else (and before any thread): FoundationNetworking's shared stores would
+// otherwise make folders in $XDG_DATA_HOME and $XDG_CACHE_HOME.
+SessionConfiguration.makeFoundationStoresWithoutFolders()
+
+exit(lanyardMain(transportFactory: { CurlTransport(timeout: $0) }, streamFactory: { manager, slot, policy, request in
     ResponseStreamer(manager: manager, slot: slot, session: StreamingSession(), policy: policy).stream(request)
 }))

@@ -51,7 +51,7 @@ import Testing
     @Test func usageWindowsWithImpossibleNumbersAreLeftOutOrTrimmed() throws {
         let body = #"""
         {"plan_type":"pro","rate_limit":{
-          "primary_window":{"used_percent":"lots","limit_window_seconds":18000},
+          "primary_window":{"used_percent":null,"limit_window_seconds":18000},
           "secondary_window":{"used_percent":12,"limit_window_seconds":1e300,"reset_at":1e300,"reset_after_seconds":1e300}}}
         """#
         let report = try UsageParser.report(Data(body.utf8), now: now)
@@ -64,5 +64,23 @@ import Testing
                                                               "x-codex-secondary-reset-after-seconds": "1e300"], now: now))
         #expect(parsed.resetsAt == nil && parsed.resetsInSeconds == nil)
         #expect(parsed.rateLimit?.primary == nil && parsed.rateLimit?.secondary?.usedPercent == 7 && parsed.rateLimit?.secondary?.resetsAt == nil)
+        let outOfRange = UsageParser.limit(status: 429, body: Data(limit.utf8),
+                                           headers: ["x-codex-primary-used-percent": "-1e300", "x-codex-secondary-used-percent": "100.5"], now: now)
+        #expect(outOfRange?.rateLimit == nil)
+    }
+
+    /// A usage percentage decides which slot auto-switching picks: one that is not a number from
+    /// 0 to 100 makes the answer invalid, naming the field (-1e300 used to win every comparison).
+    @Test(arguments: ["-1e300", "1e300", "-1", "100.5", "-0.001", #""lots""#, "true", "[]"])
+    func usagePercentagesOutsideZeroToHundredAreInvalid(_ used: String) {
+        for window in ["primary_window", "secondary_window"] {
+            let body = #"{"plan_type":"pro","rate_limit":{"\#(window)":{"used_percent":\#(used)}}}"#
+            #expect(throws: ClientError.invalidResponse("usage: .rate_limit.\(window).used_percent is not a percentage from 0 to 100")) {
+                _ = try UsageParser.report(Data(body.utf8), now: now)
+            }
+        }
+        for used in ["0", "100", "42.5"] {
+            #expect((try? UsageParser.report(Data(#"{"rate_limit":{"primary_window":{"used_percent":\#(used)}}}"#.utf8), now: now))?.primary != nil)
+        }
     }
 }

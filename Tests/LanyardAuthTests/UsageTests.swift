@@ -50,6 +50,34 @@ import LanyardTestSupport
         #expect(cli.stdout.contains("usage_limit_reached"))
     }
 
+    /// A percentage that is not a number from 0 to 100 (-1e300 used to win auto-switching) makes
+    /// the answer invalid, naming the field: the slot is never the one with most headroom.
+    @Test func aUsagePercentageOutsideZeroToHundredIsAnInvalidResponse() async throws {
+        let env = try await EmulatorHome()
+        let hostile = try #require(try await env.signIn("hostile", email: "h@example.com").account.accountID)
+        let honest = try #require(try await env.signIn("honest", email: "o@example.com").account.accountID)
+        try await env.server.hook("/_test/usage", ["account_id": honest, "primary_window": ["used_percent": 42, "limit_window_seconds": 18000]])
+        let hostileWindows: [(String, Any)] = [("primary_window", -1e300), ("secondary_window", 100.5), ("primary_window", -1), ("secondary_window", "lots")]
+        for (window, used) in hostileWindows {
+            try await env.server.hook("/_test/usage", ["account_id": hostile, window: ["used_percent": used, "limit_window_seconds": 18000]])
+            await #expect(throws: ClientError.invalidResponse("usage: .rate_limit.\(window).used_percent is not a percentage from 0 to 100")) {
+                _ = try await env.manager().usage(slot: try Slot("hostile"))
+            }
+        }
+        try await env.server.hook("/_test/usage", ["account_id": hostile, "primary_window": ["used_percent": -1e300]])
+        let json = try env.home.run("usage", "--all", "--json")
+        let slots = try #require((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]],
+                                 "\(json.stdout) \(json.stderr)")
+        let shown = try #require(slots.first { $0["slot"] as? String == "hostile" })
+        #expect((shown["error"] as? [String: Any])?["code"] as? String == "invalid_response", "\(shown)")
+        #expect(shown["next"] as? Bool != true && shown["primary"] == nil)
+        #expect((slots.first { $0["slot"] as? String == "honest" }?["primary"] as? [String: Any])?["used_percent"] as? Double == 42)
+        // Percentages at the ends of the range are accepted.
+        try await env.server.hook("/_test/usage", ["account_id": hostile, "primary_window": ["used_percent": 0], "secondary_window": ["used_percent": 100]])
+        let ends = try await env.manager().usage(slot: try Slot("hostile"))
+        #expect(ends.primary?.usedPercent == 0 && ends.secondary?.usedPercent == 100)
+    }
+
     @Test func a401RefreshesOnceAndRetries() async throws {
         let env = try await EmulatorHome()
         try await env.signIn("work", email: "w@example.com")

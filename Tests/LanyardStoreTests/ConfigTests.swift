@@ -169,6 +169,32 @@ import Testing
         #expect(throws: ConfigError.self) { try parse("[stream]\nreconnect-attempts = 1000\n") }
         #expect(throws: ConfigError.self) { try parse("[stream]\nmodel = two words\n") }
     }
+
+    /// The etcd password and every sealed credential go to the fleet's endpoints: plain http only
+    /// to this machine, and the error names the key and the endpoint.
+    @Test func fleetEndpointsUsePlainHTTPOnlyToThisMachine() throws {
+        func fleet(_ endpoints: String) throws -> FleetSettings? {
+            try parse("[fleet]\nname = team\nmachine = m1\nendpoints = \(endpoints)\n").config.fleet
+        }
+        let local = try fleet("http://127.0.0.1:2379, http://localhost:2379/, http://[::1]:2379, etcd.example:2379, https://10.0.0.1:2379")
+        #expect(local?.endpoints == ["http://127.0.0.1:2379", "http://localhost:2379", "http://[::1]:2379",
+                                     "https://etcd.example:2379", "https://10.0.0.1:2379"])
+        for remote in ["http://10.0.0.1:2379", "HTTP://etcd.example:2379", "http://127.0.0.1.evil.example:2379"] {
+            #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "fleet", key: "endpoints",
+                                                     detail: "\"\(remote)\" is plain http, which is only allowed to this machine "
+                                                        + "(localhost, 127.0.0.1, ::1); use https")) {
+                try fleet("https://127.0.0.1:2379, \(remote)")
+            }
+        }
+        // A password in an endpoint's URL is refused without being shown.
+        do {
+            _ = try fleet("https://root:hunter2@etcd.example:2379")
+            Issue.record("an endpoint with a password was accepted")
+        } catch let error as ConfigError {
+            guard case .invalidValue(_, "fleet", "endpoints", _) = error else { Issue.record("\(error)"); return }
+            #expect(error.errorDescription?.contains("hunter2") == false)
+        }
+    }
 }
 
 @Suite struct PinFileTests {

@@ -1,7 +1,8 @@
-// One blocking HTTP POST over libcurl, which is loaded with dlopen on first use so that only
-// processes that talk to etcd pay for it (like libwebsockets in CWebSocket). No curl type leaves
-// curl.c. Plain requests reuse one curl handle per thread (its connections and TLS sessions);
-// a request with a cancel token runs on a fresh handle that lanyard_curl_cancel_fire wakes at once.
+// One blocking HTTP request over libcurl, which is loaded with dlopen on first use so that only
+// processes that talk to etcd or a provider pay for it (like libwebsockets in CWebSocket). No curl
+// type leaves curl.c. Plain requests reuse one curl handle per thread (its connections and TLS
+// sessions); a request with a cancel token runs on a fresh handle that lanyard_curl_cancel_fire
+// wakes at once.
 #ifndef LANYARD_CURL_H
 #define LANYARD_CURL_H
 
@@ -21,7 +22,7 @@ typedef enum {
     LANYARD_CURL_TIMED_OUT = 3,
     /// The cancel token fired.
     LANYARD_CURL_CANCELLED = 4,
-    /// on_data returned 0.
+    /// on_data or on_header returned 0.
     LANYARD_CURL_STOPPED = 5,
     /// Any other failure (the connection dropped, a protocol error); see request_sent.
     LANYARD_CURL_FAILED = 6,
@@ -37,7 +38,7 @@ typedef struct lanyard_curl_cancel lanyard_curl_cancel;
 
 typedef struct {
     const char *url;                    ///< http:// or https:// only
-    const unsigned char *body;          ///< sent as is, with Content-Type: application/json
+    const unsigned char *body;          ///< sent as is (with Content-Type: application/json when method is NULL)
     size_t body_length;
     const char *ca_file;                ///< NULL: the system's trust anchors
     const char *cert_file;              ///< NULL, or a PEM client certificate
@@ -49,6 +50,16 @@ typedef struct {
     lanyard_curl_data_fn on_data;       ///< required
     void *context;                      ///< handed to on_data
     lanyard_curl_cancel *cancel;        ///< NULL, or a token made by lanyard_curl_cancel_new
+    /// NULL: a POST of `body` with Content-Type: application/json over HTTP/1.1 (etcd's gateway).
+    /// Otherwise this method ("GET", "POST", "HEAD", or any other), with `headers` as the only
+    /// extra headers and `body` when it is not empty. Redirects are never followed.
+    const char *method;
+    /// NULL, or receives each line of the answer's head as it arrives (status lines included,
+    /// line ends kept); returns 0 to stop the transfer.
+    lanyard_curl_data_fn on_header;
+    /// 0, or the transfer fails as timed out once less than a byte a second has arrived for
+    /// this many seconds.
+    long idle_timeout_s;
 } lanyard_curl_request;
 
 typedef struct {
@@ -61,7 +72,8 @@ typedef struct {
 /// Loads libcurl (once per process). Returns 0, or -1 with the reason in `error`.
 int lanyard_curl_load(char *error, size_t error_size);
 
-/// POSTs the request and blocks until the answer ends, fails, times out, is stopped or cancelled.
+/// Sends the request (a POST unless `method` says otherwise) and blocks until the answer ends,
+/// fails, times out, is stopped or cancelled.
 lanyard_curl_result lanyard_curl_post(const lanyard_curl_request *request, lanyard_curl_outcome *outcome);
 
 /// A cancel token not yet fired; NULL only when memory runs out.

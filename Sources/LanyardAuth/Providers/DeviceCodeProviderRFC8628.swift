@@ -34,13 +34,14 @@ package actor GenericDeviceProvider: DeviceCodeProvider {
         let response = try await ProviderSupport.send(
             transport, HTTPRequest(url: ProviderSupport.endpoint(config.issuer, "/.well-known/openid-configuration")), step: step)
         guard response.isSuccess else { throw .networkFailure("\(step): server answered HTTP \(response.status)") }
-        guard let object = response.json?.object else { throw .invalidResponse("\(step): the body is not a JSON object") }
-        func url(_ key: String) -> URL? { object[key]?.string.flatMap(URL.init(string:)) }
-        guard let device = config.deviceAuthorizationEndpoint ?? url("device_authorization_endpoint") else {
+        // Every endpoint the document names is checked as a configured one is (https, or http
+        // only to this machine), even one that config.ini overrides.
+        let found = try DiscoveryAnswer.endpoints(response.json, step: step)
+        guard let device = config.deviceAuthorizationEndpoint ?? found.deviceAuthorization else {
             throw .invalidResponse("\(step): no device_authorization_endpoint (set device-authorization-endpoint in config)")
         }
-        guard let token = config.tokenEndpoint ?? url("token_endpoint") else { throw .invalidResponse("\(step): no token_endpoint") }
-        discovered = Endpoints(deviceAuthorization: device, token: token, revocation: config.revocationEndpoint ?? url("revocation_endpoint"))
+        guard let token = config.tokenEndpoint ?? found.token else { throw .invalidResponse("\(step): no token_endpoint") }
+        discovered = Endpoints(deviceAuthorization: device, token: token, revocation: config.revocationEndpoint ?? found.revocation)
         return discovered!
     }
 

@@ -19,12 +19,8 @@ enum EventStreamChannel {
     static func open(_ request: URLRequest, timeout: TimeInterval) -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream<Event>.makeStream()
         let receiver = Receiver(continuation: continuation, host: request.url?.host ?? "server")
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout  // between two pieces of the body
-        configuration.timeoutIntervalForResource = 7 * 24 * 3600  // a stream may run long
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.httpCookieStorage = nil  // the shared one makes a folder in $XDG_DATA_HOME
-        configuration.urlCache = nil
+        // `timeout` between two pieces of the body; a stream may run long.
+        let configuration = SessionConfiguration.make(requestTimeout: timeout, resourceTimeout: 7 * 24 * 3600)
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1  // pieces arrive in order
         let session = URLSession(configuration: configuration, delegate: receiver, delegateQueue: queue)

@@ -36,6 +36,8 @@ package struct ResponseStreamer: Sendable {
     package var webSocketCAFile: String?
     /// SSE streams that end early are resumed this many times (the server's `retry:` apart).
     package static let sseReconnectionAttempts = 3
+    /// The most of an error answer's body (a non-2xx status) an SSE request reads.
+    static let maxErrorBodyBytes = 1 << 20
 
     package init(manager: AccountManager, slot: Slot, session: StreamingSession, policy: StreamingTransportPolicy,
                 timeout: TimeInterval? = nil) {
@@ -286,7 +288,13 @@ package struct ResponseStreamer: Sendable {
                 }
             case .bytes(let data):
                 guard (200..<300).contains(status) else {
-                    if errorBody.count < 1 << 20 { errorBody.append(data) }
+                    // An error answer is read up to 1 MiB (all its detail a message uses); past
+                    // that the transfer stops (leaving the loop cancels it) instead of draining
+                    // whatever the server goes on sending.
+                    errorBody.append(data.prefix(Self.maxErrorBodyBytes - errorBody.count))
+                    if errorBody.count >= Self.maxErrorBodyBytes {
+                        return try interruption(status: status, body: errorBody, headers: responseHeaders, secrets: credential.tokens.secrets)
+                    }
                     continue
                 }
                 for sse in try parser.feed(data) {

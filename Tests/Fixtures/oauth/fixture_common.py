@@ -171,6 +171,14 @@ def validate_fault(body: dict, endpoints: tuple[str, ...]) -> tuple[str, dict, i
             want_number(body, "size", minimum=16, integer=True) if "size" in body else HUGE_DEFAULT_SIZE
         )
         spec["json"] = want_bool(body, "json", True)
+        # stream: made and sent 64 KiB at a time (never whole in memory), each piece counted in
+        # /_test/faults/streamed once written; length: false leaves out the Content-Length.
+        spec["stream"] = want_bool(body, "stream", False)
+        spec["length"] = want_bool(body, "length", True)
+        if "status" in body:
+            spec["status"] = want_number(body, "status", minimum=100, integer=True)
+            if spec["status"] > 599:
+                raise HookError("'status' must be 100..599")
     if ftype == "trickle":
         # A 200 whose body arrives one byte every `interval` seconds (a link that barely moves).
         spec["interval"] = want_number(body, "interval", minimum=0.01) if "interval" in body else 1.0
@@ -205,6 +213,22 @@ class FaultBook:
     def __init__(self):
         self._lock = threading.Lock()
         self._queues: dict[str, deque] = {}
+        self._streamed = 0
+        self._streams_ended = 0
+
+    def count_streamed(self, n: int) -> None:
+        """Adds bytes of a streamed `huge` body that the server wrote to a connection."""
+        with self._lock:
+            self._streamed += n
+
+    def count_stream_end(self) -> None:
+        """A streamed `huge` body ended: all written, or a write failed (the client went away)."""
+        with self._lock:
+            self._streams_ended += 1
+
+    def streamed(self) -> dict:
+        with self._lock:
+            return {"bytes": self._streamed, "ended": self._streams_ended}
 
     def add(self, endpoint: str, spec: dict, count: int) -> None:
         with self._lock:
@@ -226,6 +250,8 @@ class FaultBook:
         with self._lock:
             if endpoint is None:
                 self._queues.clear()
+                self._streamed = 0
+                self._streams_ended = 0
             else:
                 self._queues.pop(endpoint, None)
 
@@ -258,6 +284,39 @@ def _huge_body(size: int, as_json: bool) -> bytes:
         return b"x" * size
     head, tail = b'{"padding":"', b'"}'
     return head + b"a" * (size - len(head) - len(tail)) + tail
+
+
+STREAM_PIECE = 64 * 1024
+
+
+def _huge_pieces(size: int, as_json: bool, book: "FaultBook"):
+    """The same body as _huge_body, made 64 KiB at a time. A piece is counted once its write
+    returned (the server asks for the next piece only then): a client that stops reading stops
+    the count, give or take the socket buffers."""
+    head, tail = (b'{"padding":"', b'"}') if as_json else (b"", b"")
+    fill = b"a" if as_json else b"x"
+    middle = size - len(head) - len(tail)
+    full = fill * STREAM_PIECE
+    pieces = [head] if head else []
+
+    def generate():
+        try:
+            for piece in pieces:
+                yield piece
+                book.count_streamed(len(piece))
+            left = middle
+            while left > 0:
+                piece = full if left >= STREAM_PIECE else fill * left
+                left -= len(piece)
+                yield piece
+                book.count_streamed(len(piece))
+            if tail:
+                yield tail
+                book.count_streamed(len(tail))
+        finally:
+            book.count_stream_end()
+
+    return generate()
 
 
 class FaultMiddleware:
@@ -318,6 +377,14 @@ class FaultMiddleware:
 
             return cut()
         extra = list(spec.get("headers", {}).items())
+        if ftype == "huge" and spec.get("stream"):
+            status = spec.get("status", 200)
+            ctype = spec.get("content_type") or ("application/json" if spec["json"] else "text/plain")
+            headers = [("Content-Type", ctype)] + extra
+            if spec.get("length", True):
+                headers.append(("Content-Length", str(spec["size"])))
+            start_response(f"{status} {_REASONS.get(status, 'Injected')}", headers)
+            return _huge_pieces(spec["size"], spec["json"], self.book)
         if ftype == "status":
             data, ctype = _fault_body(spec, {"error": "injected_fault", "status": spec["status"]})
             status = spec["status"]
@@ -331,7 +398,7 @@ class FaultMiddleware:
         elif ftype == "huge":
             data = _huge_body(spec["size"], spec["json"])
             ctype = spec.get("content_type") or ("application/json" if spec["json"] else "text/plain")
-            status = 200
+            status = spec.get("status", 200)
         elif ftype == "rate_limit":
             data, ctype = _fault_body(spec, self.rate_limit_body)
             status = spec.get("status", 429)
@@ -551,6 +618,10 @@ def register_common_hooks(app, st, endpoint_names: tuple[str, ...]) -> None:
     @app.get("/_test/faults")
     def t_faults():
         return jsonify(st.faults.pending())
+
+    @app.get("/_test/faults/streamed")
+    def t_faults_streamed():
+        return jsonify(st.faults.streamed())
 
     @app.post("/_test/faults/clear")
     @hook

@@ -258,9 +258,17 @@ check "injected 2 MiB body" "s == 200 and len(raw) == 2 * 1024 * 1024"
 req GET "$DS/_test/stats"
 check "stats" "d['device_authorizations'] == 3 and d['refreshes_succeeded'] == 2 and d['refresh_reused'] == 32 and d['refresh_invalid'] == 2 and d['revocations'] == 1 and d['poll_results']['slow_down'] == 1 and d['requests']['discovery'] == 3 and d['faults_injected']['token'] == 1"
 
+post_json "$DS/_test/fault" '{"endpoint":"discovery","type":"huge","stream":true,"length":false,"size":3145728}'
+req GET "$DS/.well-known/openid-configuration"
+check "injected 3 MiB body, streamed without a Content-Length" "s == 200 and len(raw) == 3 * 1024 * 1024 and raw.endswith(b'aa\"}')"
+req GET "$DS/_test/faults/streamed"
+check "the streamed bytes are counted" "s == 200 and d == {'bytes': 3 * 1024 * 1024, 'ended': 1}"
+
 post_json "$DS/_test/reset" '{}'
 req GET "$DS/_test/stats"
 check "reset clears stats" "s == 200 and d['token_requests'] == 0"
+req GET "$DS/_test/faults/streamed"
+check "reset clears the streamed count" "s == 200 and d == {'bytes': 0, 'ended': 0}"
 stop device "$DS_PID"
 
 # ============================================================================================
