@@ -169,7 +169,8 @@ package final class RefreshAgent {
         hook?.run(event)
     }
 
-    /// Refreshes the due slots concurrently and records the outcome of each.
+    /// Refreshes the due slots concurrently and records the outcome of each; for ``run()``, on the
+    /// agent's own thread (never a task: it waits).
     /// - Returns: how many failed.
     func refresh(_ slots: [Slot]) -> Int {
         let manager = self.manager
@@ -189,7 +190,25 @@ package final class RefreshAgent {
             }
         }
         done.wait()
-        let results = gathered.withLock { $0 }
+        return record(gathered.withLock { $0 })
+    }
+
+    /// ``refresh(_:)`` for async callers: the refreshes run as detached tasks, awaited one after
+    /// another (no task group, as above), so no thread waits.
+    func refresh(_ slots: [Slot]) async -> Int {
+        let manager = self.manager
+        let tasks = slots.map { slot in
+            (slot, Task.detached { () async throws -> Credential in try await manager.freshCredential(slot: slot) })
+        }
+        var results: [(Slot, Result<Credential, Error>)] = []
+        for (slot, task) in tasks {
+            do { results.append((slot, .success(try await task.value))) } catch { results.append((slot, .failure(error))) }
+        }
+        return record(results)
+    }
+
+    /// Records each refresh's outcome (retries, hooks, events). - Returns: how many failed.
+    private func record(_ results: [(Slot, Result<Credential, Error>)]) -> Int {
         var failures = 0
         let now = manager.clock.now()
         for (slot, result) in results {
@@ -234,14 +253,32 @@ package final class RefreshAgent {
     }
 
     /// `--once`: refreshes every slot that is due now (no jitter), checks the active slot's usage
-    /// when auto-switching, and returns how many refreshes failed.
+    /// when auto-switching, and returns how many refreshes failed. For the CLI's own thread;
+    /// async code calls the async overload.
     package func runOnce() throws -> Int {
+        let plan = try startOnce()
+        let failures = refresh(plan.due)
+        if options.autoSwitch { _ = checkUsage() }
+        return try finishOnce(failures)
+    }
+
+    /// ``runOnce()`` for async callers (a program embedding the agent, the tests): nothing waits
+    /// on a thread; the registry and the hook's wait run on the blocking executor.
+    package func runOnce() async throws -> Int {
+        let plan = try startOnce()
+        let failures = await refresh(plan.due)
+        if options.autoSwitch { _ = await checkUsage() }
+        return try finishOnce(failures)
+    }
+
+    private func startOnce() throws -> Plan {
         let document = try manager.registry.load()
         known = [:]
         for (slot, record) in document.slots { known[slot] = record.state.name }
-        let plan = plan(document, now: manager.clock.now(), ignoreJitter: true)
-        let failures = refresh(plan.due)
-        if options.autoSwitch { _ = checkUsage() }
+        return plan(document, now: manager.clock.now(), ignoreJitter: true)
+    }
+
+    private func finishOnce(_ failures: Int) throws -> Int {
         // Report transitions the refreshes caused.
         _ = self.plan(try manager.registry.load(), now: manager.clock.now(), ignoreJitter: true)
         hook?.waitForAll(timeout: 10)
@@ -321,7 +358,7 @@ package final class RefreshAgent {
     }
 
     /// Checks the active slot's usage (or takes `reported` as its limit) and switches away when
-    /// it ran out; notifies, runs the hook and reports what happened.
+    /// it ran out; notifies, runs the hook and reports what happened. For the agent's own thread.
     @discardableResult
     package func checkUsage(reported: (slot: Slot, limit: UsageLimit)? = nil) -> AutoSwitchOutcome? {
         let manager = self.manager
@@ -337,7 +374,21 @@ package final class RefreshAgent {
             done.signal()
         }
         done.wait()
-        switch result.withLock({ $0 })! {
+        return handle(result.withLock { $0 }!)
+    }
+
+    /// ``checkUsage(reported:)`` for async callers.
+    @discardableResult
+    package func checkUsage(reported: (slot: Slot, limit: UsageLimit)? = nil) async -> AutoSwitchOutcome? {
+        let outcome: Result<AutoSwitchOutcome, any Error>
+        do { outcome = .success(try await manager.autoSwitchIfNeeded(reportedLimit: reported, environment: options.environment)) } catch {
+            outcome = .failure(error)
+        }
+        return handle(outcome)
+    }
+
+    private func handle(_ outcome: Result<AutoSwitchOutcome, any Error>) -> AutoSwitchOutcome? {
+        switch outcome {
         case .failure(let error):
             diagnostics("auto-switch: \(error.userFacingDescription)")
             return nil

@@ -162,16 +162,16 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         try await env.signIn(["a", "b"], lifetime: 3600, clock: clock)
         let agent = RefreshAgent(manager: try env.manager(clock: clock), options: .init(jitter: 0, notify: false, hook: nil), diagnostics: { _ in })
         clock.jump(by: 86_400)
-        #expect(try agent.runOnce() == 0)
+        #expect(try await agent.runOnce() == 0)
         #expect(try await env.refreshesOnServer() == 0, "a day forward on the wall clock is not a day of token life")
         clock.advance(by: 3_599)
-        #expect(try agent.runOnce() == 0)
+        #expect(try await agent.runOnce() == 0)
         #expect(try await env.refreshesOnServer() == 2, "each slot refreshed once when its lead began")
         clock.jump(by: -3_600)
         clock.advance(by: 3_599)
-        #expect(try agent.runOnce() == 0)
+        #expect(try await agent.runOnce() == 0)
         #expect(try await env.refreshesOnServer() == 4, "an hour back on the wall clock does not postpone the next refresh")
-        #expect(try agent.runOnce() == 0)
+        #expect(try await agent.runOnce() == 0)
         #expect(try await env.refreshesOnServer() == 4, "and nothing refreshes twice")
     }
 
@@ -628,11 +628,11 @@ private final class NotificationMonitor: @unchecked Sendable {
         let agent = RefreshAgent(manager: try env.manager(), options: options, diagnostics: { _ in })
         var switched = 0
         for _ in 0..<30 {
-            if case .switched? = agent.checkUsage() { switched += 1 }
+            if case .switched? = await agent.checkUsage() { switched += 1 }
         }
         try await setUsage(env, "a", 0)
         for _ in 0..<10 {
-            if case .switched? = agent.checkUsage() { switched += 1 }
+            if case .switched? = await agent.checkUsage() { switched += 1 }
         }
         #expect(switched == 1)
         #expect(events(env, "switch").count == 1)
@@ -655,7 +655,7 @@ private final class NotificationMonitor: @unchecked Sendable {
         var firsts = 0
         var earliest: Date?
         for _ in 0..<5 {
-            guard case .allAtLimit(_, _, let reset, let first, _)? = agent.checkUsage() else {
+            guard case .allAtLimit(_, _, let reset, let first, _)? = await agent.checkUsage() else {
                 Issue.record("expected no slot with headroom")
                 return
             }
