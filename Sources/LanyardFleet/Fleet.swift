@@ -355,15 +355,24 @@ package struct Fleet: Sendable {
                                 identity: MachineIdentity, membership: Membership, patience: TimeInterval = 15) throws -> SharedValue? {
         let deadline = ContinuousClock.now + .seconds(patience)
         var attempt = 0
+        var base = replacing
         while true {
             do {
-                if let written = try write(slot, credential: credential, replacing: replacing, membership: membership, identity: identity,
+                if let written = try write(slot, credential: credential, replacing: base, membership: membership, identity: identity,
                                            fence: lock.fence) { return written }
                 // The comparison failed: an earlier attempt of ours may have landed.
-                if let current = try? newest(slot, identity: identity, membership: membership), current.writer == machine,
-                   current.credential?.tokens.refreshToken == credential.tokens.refreshToken,
+                guard let current = try? newest(slot, identity: identity, membership: membership) else { return nil }
+                if current.writer == machine, current.credential?.tokens.refreshToken == credential.tokens.refreshToken,
                    current.credential?.tokens.accessToken == credential.tokens.accessToken {
                     return current
+                }
+                // The value changed but still holds the refresh token this refresh just spent (the
+                // same value put again, by anyone who can write to etcd): nothing newer exists,
+                // and leaving it would let another machine present the spent token. Replace it.
+                if let held = current.credential?.tokens.refreshToken, credential.hasSpent(refreshToken: held),
+                   current.generation >= replacing.generation, current.modRevision != base.modRevision, lock.held() {
+                    base = current
+                    continue
                 }
                 return nil
             } catch let error as FleetError {

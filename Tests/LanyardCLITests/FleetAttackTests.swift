@@ -291,6 +291,35 @@ import LanyardTestSupport
         try await h.expectNoReuse()
     }
 
+    /// The value a refresh is replacing, put again while the provider answers (the same bytes at a
+    /// new revision, so the refresh's fenced write fails), then the refresh's intent deleted: the
+    /// refreshing machine still writes its tokens over that value (it holds the token just spent),
+    /// so the other machine adopts them instead of presenting the spent token.
+    @Test func aValuePutAgainDuringARefreshThenTheIntentDeletedSpendsNothingTwice() async throws {
+        let h = try await FleetHarness(machines: 2, refresh: Self.due, lifetime: 100)
+        let attacker = try EtcdAttacker(h)
+        let m1 = h.machines[0], m2 = h.machines[1]
+        try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
+        try await h.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3])
+        let value = try attacker.get(attacker.key("slots/work"))
+        let refresh = try m1.home.start(["refresh", "work"])
+        // The fault is taken (off the queue) when the request reaches the server.
+        while !(try await h.server.get("/_test/faults")).isEmpty {
+            guard refresh.0.isRunning else { Issue.record("the refresh ended before it reached the server"); return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try attacker.put("slots/work", value)
+        refresh.0.waitUntilExit()
+        #expect(refresh.0.terminationStatus == 0)
+        try attacker.delete("intents/work")
+        let other = try m2.run("refresh", "work")
+        #expect(other.status == 0, "\(other.stderr)")
+        let same = try m1.stored("work").tokens.refreshToken == m2.stored("work").tokens.refreshToken
+        #expect(same, "m2 does not hold m1's refreshed tokens")
+        #expect(try await h.server.stat("refreshes_succeeded") == 1)
+        try await h.expectNoReuse()
+    }
+
     /// etcd loses quorum after the provider rotated the token and before the fleet write, and the
     /// refreshing machine has no agent: the other machine finds the intent for the token it holds,
     /// never spends it, and says where the new tokens are; once the first machine runs again its

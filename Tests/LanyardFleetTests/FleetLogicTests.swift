@@ -208,6 +208,31 @@ import LanyardTestSupport
         #expect(try kv.get(a.keys.intent(slot)) == nil)
     }
 
+    /// The value a refresh replaces put again under it (same bytes, a new revision, by anyone who
+    /// can write to etcd): the refreshed tokens still replace it, since it holds the token the
+    /// refresh just spent; a value holding any other token is left alone.
+    @Test func aRefreshReplacesAValueThatStillHoldsTheTokenItSpent() throws {
+        let (kv, a, _, homes) = try fleetOfTwo()
+        _ = homes
+        let (identity, membership) = try a.memberIdentity()
+        let current = try #require(try a.newest(slot, identity: identity, membership: membership))
+        let raw = try #require(try kv.get(a.keys.slot(slot)))
+        let lock = try a.lock(slot)
+        defer { lock.release() }
+        try kv.put(raw.key, value: raw.value, lease: 0)  // the same value, put again
+        var refreshed = credential("a9")
+        refreshed.recordRotation(from: try #require(current.credential))
+        let written = try #require(try a.writeRefreshed(slot, credential: refreshed, replacing: current, under: lock, identity: identity,
+                                                        membership: membership))
+        #expect(written.credential?.tokens.accessToken == "a9" && written.generation == current.generation + 1)
+        // Another machine's refresh in between (another token) is not overwritten.
+        let unrelated = try #require(try a.write(slot, credential: credential("b1"), replacing: written, membership: membership, identity: identity, fence: nil))
+        var late = credential("a10")
+        late.recordRotation(from: refreshed)
+        #expect(try a.writeRefreshed(slot, credential: late, replacing: written, under: lock, identity: identity, membership: membership) == nil)
+        #expect(try a.newest(slot, identity: identity, membership: membership)?.generation == unrelated.generation)
+    }
+
     @Test func signaturesAreEd25519AndKeysDeriveFromTheAgeIdentity() throws {
         let identity = MachineIdentity(identity: X25519Identity.generate())
         let again = MachineIdentity(identity: try X25519Identity(identity.identity.secretKeyString))

@@ -23,8 +23,9 @@ import threading
 import time
 import urllib.request
 
-from cryptography.exceptions import InvalidTag
+from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -780,7 +781,8 @@ def recover():
             time.sleep(1)
             continue
         m1.run("fleet", "sync")  # so m1's copy is the fleet's newest revision before it signs in
-        rc, err = login(m1)
+        with signin_lock:
+            rc, err = login(m1)
         if rc != 0:
             note(f"recovery: login on m1 exited {rc}: {err}")
             time.sleep(2)
@@ -854,6 +856,409 @@ def login(m):
     return p.returncode, first_line("".join(err[-3:]))
 
 
+# --- the attacker (issue 31): writes the prefix with the machines' own TLS client certificate -------
+# It holds an age key of its own (stock `age-keygen`) and an Ed25519 key of its own, never a
+# member's; every operation is made with stock `etcdctl` (and `age` to seal). It must achieve
+# nothing but denial of service: no value under the prefix opens with its key, no machine serves a
+# token that is not the victim's, no refresh token is spent twice.
+ATTACK_QUIET = max(10, min(30, SECS // 4))   # the last seconds of the load run without the attacker
+arng = random.Random(SEED ^ 0x31A77AC)         # its own choices, so the faults' sequence stays the seed's
+ATTACK_ERRORS = ("is missing from fleet", "refused slot work's credential", "expired during the refresh",
+                 "presented slot work's refresh token")
+signin_lock = threading.Lock()    # one sign-in on m1 at a time (after a reuse, or to undo an attack)
+restoring = threading.Event()     # set while the guardian signs the slot in again (convergence waits)
+
+
+class Attacker:
+    def __init__(self):
+        self.dir = f"{TMP}/attacker"
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        self.key = f"{self.dir}/attacker.key"
+        r = subprocess.run(["age-keygen", "-o", self.key], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"fleet: age-keygen: {r.stderr.strip()}")
+        self.recipient = subprocess.run(["age-keygen", "-y", self.key], capture_output=True, text=True, check=True).stdout.strip()
+        self.signing = Ed25519PrivateKey.generate()   # its own signing key: signs, but is no member's
+        self.signing_pub = base64.b64encode(self.signing.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)).decode()
+        self.prefix = f"/lanyard/{FLEET}/"
+        self.victim = None               # the victim's account id (the attacker is assumed to know it)
+        self.ops = collections.Counter()         # kind -> operations etcd accepted
+        self.refused = collections.Counter()     # kind -> operations etcd refused (no quorum, member down)
+        self.targets = collections.Counter()     # "del slots/work", "put intents/work", ...
+        self.history = []                # values of slots/work read, oldest first (for replays)
+        self.own = set()                 # every value it put (its log entries are not members' recipients)
+        self.scans = 0
+        self.tried = 0                   # sealed values `age -d` was run on
+        self.readable = []               # (key, when): values that opened with its key
+        self.tmp_n = 0
+        self.label = None                # the operation under way (ATTACKS)
+        self.members = []                # the members' recipients it read in the log
+
+    def etcdctl(self, *args, stdin=None):
+        base = ["etcdctl", "--endpoints", ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"], "--cacert", ENV_ETCD["LANYARD_TEST_ETCD_CA"],
+                "--cert", ENV_ETCD["LANYARD_TEST_ETCD_CERT"], "--key", ENV_ETCD["LANYARD_TEST_ETCD_KEY"],
+                "--dial-timeout=2s", "--command-timeout=4s"]
+        try:
+            r = subprocess.run(base + list(args), input=stdin, capture_output=True, timeout=20,
+                               env={**os.environ, "ETCDCTL_API": "3"})
+            return r.returncode, r.stdout
+        except subprocess.TimeoutExpired:
+            return None, b""
+
+    def everything(self):
+        """Every key and value under the prefix (a list of (key, value)), None when etcd did not answer."""
+        rc, out = self.etcdctl("get", self.prefix, "--prefix", "-w", "json")
+        if rc != 0:
+            return None
+        try:
+            kvs = json.loads(out).get("kvs") or []
+            return [(base64.b64decode(kv["key"]).decode(errors="replace"), base64.b64decode(kv.get("value", ""))) for kv in kvs]
+        except (ValueError, KeyError):
+            return None
+
+    def put(self, kind, path, value):
+        self.own.add(value)
+        t0 = now()
+        rc, _ = self.etcdctl("put", self.prefix + path, stdin=value)
+        self.record(kind, "put", path, t0, rc)
+
+    def delete(self, path):
+        t0 = now()
+        rc, _ = self.etcdctl("del", self.prefix + path)
+        self.record("delete", "del", path, t0, rc)
+
+    def record(self, kind, verb, path, t0, rc):
+        (self.ops if rc == 0 else self.refused)[self.label or kind] += 1
+        if rc == 0:
+            target = path if path in (f"slots/{SLOT}", f"intents/{SLOT}") or path.split("/")[0] in ("refreshed", "created") \
+                else path.split("/")[0] + "/*"
+            self.targets[f"{verb} {target}"] += 1
+        if path in (f"slots/{SLOT}", f"intents/{SLOT}"):
+            windows["attack"].append((t0, now(), None))
+
+    @staticmethod
+    def body(value):
+        """A signed document's envelope and parsed body (both JSON objects), else (None, None)."""
+        try:
+            doc = json.loads(value)
+            body = json.loads(doc["body"])
+            return (doc, body) if isinstance(doc, dict) and isinstance(body, dict) else (None, None)
+        except (ValueError, KeyError, TypeError):
+            return None, None
+
+    def recipients(self, kvs):
+        """The members' recipients, as anyone reading the log finds them (its own entries left out),
+        remembered: its deletes do not make it forget them."""
+        for k, v in kvs:
+            if k.startswith(self.prefix + "log/") and v not in self.own:
+                _, b = self.body(v)
+                r = (b or {}).get("recipient")
+                if r and r != self.recipient and r not in self.members:
+                    self.members.append(r)
+        return self.members
+
+    def seal(self, plain, recipients):
+        args = ["age", "-e"]
+        for r in recipients:
+            args += ["-r", r]
+        r = subprocess.run(args, input=plain, capture_output=True, timeout=20)
+        return r.stdout if r.returncode == 0 else None
+
+    def opens(self, data):
+        """Whether `age -d -i attacker.key` opens `data`."""
+        self.tmp_n += 1
+        path = f"{self.dir}/candidate-{self.tmp_n % 4}.age"
+        with open(path, "wb") as f:
+            f.write(data)
+        r = subprocess.run(["age", "-d", "-i", self.key, "-o", "/dev/null", path], capture_output=True, timeout=20)
+        return r.returncode == 0
+
+    def scan(self):
+        """Tries its key on every value under the prefix: the value itself when it is an age file, and
+        the sealed credential inside a signed value. Returns the number tried, None when etcd did not answer."""
+        kvs = self.everything()
+        if kvs is None:
+            return None
+        tried = 0
+        for k, v in kvs:
+            candidates = [v]
+            _, b = self.body(v)
+            if isinstance(b, dict) and isinstance(b.get("sealed"), str):
+                try:
+                    candidates.append(base64.b64decode(b["sealed"]))
+                except ValueError:
+                    pass
+            for c in candidates:
+                if c.startswith(b"age-encryption.org"):
+                    tried += 1
+                    if self.opens(c):
+                        self.readable.append((k, now()))
+                        fail("secrecy", f"{k} opens with the attacker's key (age -d -i attacker.key)")
+        self.scans += 1
+        self.tried += tried
+        return tried
+
+    # The operations. Each reads the prefix first, as an attacker would, and remembers slots/work.
+    def junk(self, kvs, on_slot=False):
+        name = arng.choice(["evil", "work2", "lanyard-fleet-identity", "x" * 70, "WORK", "w%d" % arng.randrange(100)])
+        path = f"slots/{SLOT}" if on_slot else arng.choice([
+            f"slots/{name}", f"intents/{SLOT}", f"intents/{SLOT}", f"intents/{name}", f"log/{arng.randrange(1, 12):010d}",
+            f"log/{name}", f"pending/{arng.choice(['evil', 'm2', name])}"])
+        value = arng.choice([
+            arng.randbytes(arng.randrange(1, 300)), b"", b"{}", b"null", b"[1,2,3]",
+            b'{"body": "{}", "signature": "AAAA"}',
+            json.dumps({"body": json.dumps({"type": "lanyard-fleet-credential", "fleet": FLEET, "slot": SLOT,
+                                            "generation": "-1", "sealed": "!!"}), "signature": "x"}).encode(),
+            b"age-encryption.org/v1\n-> X25519 AAAA\nBBBB\n--- CCCC\n" + arng.randbytes(64),
+            b"{" * 5000,
+        ])
+        self.put("junk", path, value)
+
+    def log_forgery(self, kvs):
+        entries = sorted((k, v) for k, v in kvs if k.startswith(self.prefix + "log/") and v not in self.own)
+        if not entries:
+            return self.junk(kvs)
+        src_key, src = next(((k, v) for k, v in entries if k.endswith("/0000000002")), entries[-1])
+        doc, body = self.body(src)
+        if body is None:
+            return self.junk(kvs)
+        numbered = [int(k.rsplit("/", 1)[1]) for k, _ in entries if k.rsplit("/", 1)[1].isdigit()]
+        next_seq = max(numbered or [1]) + 1
+        variant = arng.choice(["new member", "impostor", "rewrite", "remove", "self-signed", "join request"])
+        body = dict(body)
+        signature = doc.get("signature", "")
+        path = f"log/{next_seq:010d}"
+        if variant == "join request":
+            req = {"type": "lanyard-fleet-join", "fleet": FLEET, "machine": arng.choice(["evil", "m1", "m5"]),
+                   "recipient": self.recipient, "signing_key": self.signing_pub, "at": "2026-12-04T00:00:00Z"}
+            text = json.dumps(req)
+            value = json.dumps({"body": text, "signature": base64.b64encode(self.signing.sign(text.encode())).decode()}).encode()
+            return self.put("log forgery", f"pending/{req['machine']}", value)
+        if variant in ("new member", "impostor", "self-signed"):
+            body.update(op="add", seq=str(next_seq), recipient=self.recipient,
+                        machine="evil" if variant != "impostor" else arng.choice(["m1", "m2"]))
+        if variant == "self-signed":
+            body.update(signing_key=self.signing_pub, signer="evil")
+        if variant == "rewrite":   # history rewritten in place: the copied entry now admits the attacker's key
+            body.update(recipient=self.recipient)
+            path = src_key[len(self.prefix):]
+        if variant == "remove":
+            body.update(op="remove", machine="m1", seq=str(next_seq))
+            for k in ("recipient", "signing_key"):
+                body.pop(k, None)
+        text = json.dumps(body)
+        if variant == "self-signed":
+            signature = base64.b64encode(self.signing.sign(text.encode())).decode()
+        self.put("log forgery", path, json.dumps({"body": text, "signature": signature}).encode())
+
+    def forged_credential(self, kvs, on_slot=False):
+        recipients = self.recipients(kvs)
+        current = dict(kvs).get(self.prefix + f"slots/{SLOT}")
+        cdoc, cbody = self.body(current) if current else (None, None)
+        if not recipients:
+            return self.junk(kvs)
+        slot = SLOT if on_slot else arng.choice(["evil", "lanyard-fleet-identity", "work2"])
+        try:
+            generation = int((cbody or {}).get("generation", "1")) + arng.choice([1, 1, 2, 10, 1000000])
+        except ValueError:
+            generation = 2
+        variant = arng.choice(["zero signature", "copied signature", "own signature", "tombstone"])
+        credential = {"version": 1, "provider": "openai",
+                      "tokens": {"access_token": "at-attacker", "refresh_token": "rt-attacker", "token_type": "Bearer"},
+                      "account": {"email": EMAIL, "account_id": self.victim}}
+        body = {"type": "lanyard-fleet-credential", "fleet": FLEET, "slot": slot, "generation": str(generation),
+                "head_seq": (cbody or {}).get("head_seq", "1"), "head": (cbody or {}).get("head", "0" * 64),
+                "writer": "m1"}
+        if variant == "tombstone":
+            body["tombstone"] = True
+        else:
+            plain = json.dumps({"fleet": FLEET, "slot": slot, "generation": str(generation), "credential": credential}).encode()
+            sealed = self.seal(plain, recipients)   # to the members only: its own key cannot open it either
+            if sealed is None:
+                return self.junk(kvs)
+            body["sealed"] = base64.b64encode(sealed).decode()
+            body["digest"] = hashlib.sha256(plain).hexdigest()
+        text = json.dumps(body)
+        signature = {"zero signature": base64.b64encode(bytes(64)).decode(),
+                     "copied signature": (cdoc or {}).get("signature") or base64.b64encode(bytes(64)).decode(),
+                     "own signature": base64.b64encode(self.signing.sign(text.encode())).decode(),
+                     "tombstone": base64.b64encode(bytes(64)).decode()}[variant]
+        self.put("forged credential", f"slots/{slot}", json.dumps({"body": text, "signature": signature}).encode())
+
+    def delete_some(self, kvs, on_slot=False):
+        if on_slot:
+            return self.delete(f"slots/{SLOT}")
+        keys = [k[len(self.prefix):] for k, _ in kvs if k.startswith(self.prefix)]
+        # Never the lock or the leader keys: whoever deletes the lock's key breaks mutual exclusion,
+        # which no signature can restore (docs/reliability.md).
+        keys = [k for k in keys if not k.startswith(("locks/", "leader/")) and k != f"slots/{SLOT}"]
+        weighted = [(k, 5 if k == f"intents/{SLOT}" else 1) for k in keys]
+        if not weighted:
+            return
+        path = arng.choices([k for k, _ in weighted], weights=[w for _, w in weighted])[0]
+        self.delete(path)
+
+    def replay(self, kvs, mode="older"):
+        current = dict(kvs).get(self.prefix + f"slots/{SLOT}")
+        older = [v for v in self.history if v != current]
+        if mode == "current" and current is not None:
+            value, path = current, f"slots/{SLOT}"          # the newest put back: a new revision, same bytes
+        elif mode == "elsewhere" and self.history:
+            value, path = arng.choice(self.history), "slots/evil"   # a member's value under another slot's name
+        elif mode == "older" and older:
+            value, path = arng.choice(older[-5:]), f"slots/{SLOT}"  # one of the last few generations
+        else:
+            return self.junk(kvs)
+        self.put("replay", path, value)
+
+    def remember(self, kvs):
+        v = dict(kvs).get(self.prefix + f"slots/{SLOT}")
+        if v is not None and v not in self.own and v not in self.history:
+            self.history.append(v)
+
+
+attacker = None
+
+
+# What it does, with weights. The operations that leave the shared slot's value of no use to the
+# machines (deleted, junk, forged, an older generation put back) are a fifteenth of them, about
+# one every 12-15 s: each denies refreshes until a sign-in, and more would leave the fleet little
+# to refresh. The rest hit every other key (intents/work above all), or put the slot's newest value
+# back at a new revision, which moves it under a refresh's fenced write.
+ATTACKS = [
+    ("junk elsewhere", lambda a, kvs: a.junk(kvs), 2),
+    ("log forgery", lambda a, kvs: a.log_forgery(kvs), 2),
+    ("forgery elsewhere", lambda a, kvs: a.forged_credential(kvs), 0.5),
+    ("delete elsewhere", lambda a, kvs: a.delete_some(kvs), 1.5),
+    ("replay newest", lambda a, kvs: a.replay(kvs, "current"), 0.7),
+    ("replay elsewhere", lambda a, kvs: a.replay(kvs, "elsewhere"), 0.3),
+    ("delete slot", lambda a, kvs: a.delete_some(kvs, on_slot=True), 0.1),
+    ("junk slot", lambda a, kvs: a.junk(kvs, on_slot=True), 0.1),
+    ("forge slot", lambda a, kvs: a.forged_credential(kvs, on_slot=True), 0.1),
+    ("replay older", lambda a, kvs: a.replay(kvs, "older"), 0.2),
+]
+
+
+def attack_loop(until):
+    last_scan = now()
+    while not stop_faults.wait(arng.uniform(0.2, 1.0)) and now() < until:
+        try:
+            kvs = attacker.everything()
+            if kvs is None:
+                attacker.refused["read"] += 1
+                continue
+            attacker.remember(kvs)
+            label, fn, _ = arng.choices(ATTACKS, weights=[w for _, _, w in ATTACKS])[0]
+            attacker.label = label
+            fn(attacker, kvs)
+            if now() - last_scan >= 5:
+                attacker.scan()
+                last_scan = now()
+        except Exception as e:  # an operation that could not be made is noted, not fatal
+            note(f"attacker: {e!r}")
+    note(f"the attacker stops ({sum(attacker.ops.values())} operations)")
+
+
+# --- the guardian: a person who notices that the slot no longer refreshes and signs in again ----------
+def members_keys():
+    """The members' Ed25519 keys, from m1's verified membership."""
+    try:
+        with open(f"{machines['m1'].root}/data/lanyard/fleet/membership.json") as f:
+            doc = json.load(f)
+        return {m["machine"]: m["signing_key"] for m in doc["members"]}
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def seen_generation():
+    """The highest generation of the slot any machine has seen."""
+    best = 0
+    for m in machines.values():
+        try:
+            with open(f"{m.root}/data/lanyard/fleet/{SLOT}.json") as f:
+                best = max(best, int(json.load(f).get("generation", "0")))
+        except (OSError, ValueError):
+            pass
+    return best
+
+
+def slot_damage():
+    """Why the fleet's value of the slot is no use to the machines (missing, not a member's, older
+    than one a machine has seen), None when it is fine or etcd did not answer."""
+    kvs = etcd_range(f"/lanyard/{FLEET}/slots/{SLOT}")
+    if kvs is None:
+        return None
+    if not kvs:
+        return "missing"
+    doc, body = Attacker.body(kvs[0][1])
+    if body is None or body.get("type") != "lanyard-fleet-credential" or body.get("slot") != SLOT:
+        return "not a credential"
+    key = members_keys().get(body.get("writer"))
+    try:
+        Ed25519PublicKey.from_public_bytes(base64.b64decode(key)).verify(base64.b64decode(doc["signature"]), doc["body"].encode())
+    except (InvalidSignature, ValueError, TypeError, KeyError):
+        return "not signed by a member"
+    try:
+        generation = int(body.get("generation"))
+    except (TypeError, ValueError):
+        return "no generation"
+    if body.get("tombstone"):
+        return "a tombstone"
+    if generation < seen_generation():
+        return f"generation {generation}, older than {seen_generation()}"
+    return None
+
+
+guard_stats = {"damaged": 0, "signins": 0, "longest": 0.0, "total": 0.0, "why": collections.Counter()}
+
+
+def guardian():
+    since = why = None
+    notice = 0
+    while not stop_watch.wait(0.5):
+        try:
+            damage = slot_damage()
+        except Exception as e:
+            note(f"guardian: {e!r}")
+            continue
+        if damage is None:
+            if since is not None:
+                windows["damaged"].append((since, now(), None))
+                guard_stats["total"] += now() - since
+                guard_stats["longest"] = max(guard_stats["longest"], now() - since)
+                since = None
+            continue
+        if since is None:
+            since, why, notice = now(), damage, arng.uniform(1, 4)
+            guard_stats["damaged"] += 1
+            guard_stats["why"]["an older generation" if damage.startswith("generation") else damage] += 1
+        with etcd_lock:
+            no_quorum = len(members_down) >= 2
+        if now() - since < notice or no_quorum:
+            continue  # (without a quorum a sign-in could not reach the fleet: it waits for etcd)
+        restoring.set()
+        try:
+            rc, err = sign_in_again(f"the fleet's {SLOT} is {why} (for {now() - since:.1f} s)")
+            if rc == 0:
+                guard_stats["signins"] += 1
+            else:
+                note(f"guardian: login exited {rc}: {err}")
+        finally:
+            restoring.clear()
+        # Give the sign-in time to land (a machine writes a pending one within 5 s) before another.
+        notice = now() - since + 6
+
+
+def sign_in_again(why):
+    """`fleet sync` then `login` on m1, or on the first machine not cut off (login writes the new
+    sign-in over whatever the fleet holds)."""
+    with signin_lock:
+        m = next((m for m in machines.values() if not m.cut), machines["m1"])
+        note(f"sign-in on {m.name}: {why}")
+        m.run("fleet", "sync", timeout=60)
+        return login(m)
+
+
 # --- the run ----------------------------------------------------------------------------------------
 def setup():
     global BASE
@@ -923,6 +1328,12 @@ def classify(rec):
         return "its refresh worker killed"
     if rc == 5 and "fleet lock" in rec["err"] and "was not free" in rec["err"] and killed_worker_before(rec):
         return "fleet lock left by a killed refresh worker"
+    # The attacker's writes deny service until a sign-in: a value deleted, refused or put back
+    # (a forced refresh fails at once, `token` once its copy has expired), a refresh whose
+    # fenced write found the value changed under it.
+    hit = next((e for e in ATTACK_ERRORS if e in rec["err"]), None)
+    if rc == 1 and hit and (overlaps(rec, "attack", 15) or overlaps(rec, "damaged", 15)):
+        return f"the attacker's writes ({hit})"
     if rc == 5:
         if rec["kind"] == "token" and "has expired" not in rec["err"]:
             return None  # a token that has not expired is served without the fleet
@@ -938,26 +1349,39 @@ def classify(rec):
     return None
 
 
+refused_elsewhere = set()   # slots `fleet sync` refused at the end (the attacker's, under other names)
+
+
 def converge(t_whole):
     """`fleet sync` then `token` on every machine until all four print the same token."""
     t_start = now()
     tries = 0
     last = ""
     while now() < t_start + CONVERGE_LIMIT + 60:
-        if recovering.is_set():
+        if recovering.is_set() or restoring.is_set():
             # A reuse found meanwhile (a worker killed in the last seconds): the clock starts again
             # once the slot is signed in again.
             note("convergence waits for the sign-in after a reuse")
             end = now() + 300
-            while recovering.is_set() and now() < end:
+            while (recovering.is_set() or restoring.is_set()) and now() < end:
                 time.sleep(0.5)
             t_whole = t_start = now()
         tries += 1
         digests, problems = {}, []
         for m in machines.values():
-            rc, _, err, _ = m.run("fleet", "sync", timeout=60)
-            if rc != 0:
-                problems.append(f"{m.name} fleet sync exit {rc}: {first_line(err)}")
+            rc, out, err, _ = m.run("fleet", "sync", "--json", timeout=60)
+            try:
+                outcomes = {s["slot"]: s for s in json.loads(out)["slots"]}
+            except (ValueError, KeyError, TypeError):
+                outcomes = None
+            # The attacker's values under other slot names stay refused (and `fleet sync` exits 1
+            # for them): only the shared slot's outcome counts.
+            if outcomes is None or SLOT not in outcomes or outcomes[SLOT]["outcome"] == "refused" or rc not in (0, 1) \
+                    or (rc == 1 and not any(o["outcome"] == "refused" for o in outcomes.values())):
+                problems.append(f"{m.name} fleet sync exit {rc}: {first_line(err)} "
+                                f"{(outcomes or {}).get(SLOT, {}).get('message') or ''}".strip())
+            else:
+                refused_elsewhere.update(k for k, o in outcomes.items() if o["outcome"] == "refused")
         for m in machines.values():
             rc, out, err, _ = m.run("token", SLOT, timeout=CALL_TIMEOUT)
             if rc == 0 and out.strip():
@@ -972,6 +1396,14 @@ def converge(t_whole):
 
 
 repairs = []   # what doctor --repair fixed at the end, per machine
+doctor_saw_attack = {}   # machine -> how many of the attacker's leftovers its doctor reported
+
+
+def attacker_leftover(problem):
+    """A problem `doctor` reports because of what the attacker left under the prefix: a value
+    refused under a slot name other than the shared slot's, or keys that do not verify."""
+    p = str(problem)
+    return (p.startswith("refused slot ") and not p.startswith(f"refused slot {SLOT}'s")) or "under its prefix do not verify" in p
 
 
 def doctor(m):
@@ -996,10 +1428,12 @@ def stale_locks_gone(limit=100):
 
 
 def main():
-    global DEADLINE, LOAD_START
+    global DEADLINE, LOAD_START, attacker
     print(f"fleet: {SECS} s, 4 machines x {CALLERS} token loops + a refresh loop + agents, {LIFETIME}-second tokens, "
           f"3-member etcd with TLS (seed {SEED}; binary {BIN})", flush=True)
     server = setup()
+    attacker = Attacker()
+    attacker.victim = http("/_test/tokens")["families"][0]["account_id"]
     LOAD_START = now()
     DEADLINE = LOAD_START + SECS
     for m in machines.values():
@@ -1012,7 +1446,11 @@ def main():
     cut_len = CUT_SECONDS if SECS >= 50 else SECS / 3
     cut_at = LOAD_START + rng.uniform(0.2 * SECS, max(0.2 * SECS, SECS - cut_len - 3))
     cutter = threading.Thread(target=cut_off, args=(cut_at, cut_len), daemon=True)
-    for t in loops + watchers + [faults, cutter]:
+    attack = threading.Thread(target=attack_loop, args=(DEADLINE - ATTACK_QUIET,), daemon=True)
+    watchers.append(threading.Thread(target=guardian, daemon=True))
+    note(f"the attacker writes the prefix from now until {SECS - ATTACK_QUIET} s (its own age key {attacker.recipient[:12]}…, "
+         f"the machines' TLS client certificate, stock etcdctl)")
+    for t in loops + watchers + [faults, cutter, attack]:
         t.start()
 
     # Agents that die without being killed are a failure; they are started again.
@@ -1033,6 +1471,7 @@ def main():
     stop_load.set()
     faults.join(timeout=300)
     cutter.join(timeout=120)
+    attack.join(timeout=60)
     with etcd_lock:
         down = sorted(members_down)
     for name in down:
@@ -1061,6 +1500,14 @@ def main():
         t_locks = now()
     note(f"loops ended {t_loops - t_whole:.1f} s and the last fleet lock was gone {t_locks - t_whole:.1f} s after etcd was whole")
 
+    # The attacker stopped ATTACK_QUIET s before the end; what it left in the slot is undone by a
+    # sign-in (the guardian), as a person would once the slot stops refreshing.
+    end = now() + 120
+    while (restoring.is_set() or slot_damage() is not None) and now() < end:
+        time.sleep(0.5)
+    if slot_damage() is not None:
+        fail("convergence", f"the fleet's {SLOT} was still damaged 120 s after the end: {slot_damage()}")
+
     # Convergence, with the agents running.
     t_from = max(t_whole, t_locks)
     took, tries, why = converge(t_from)
@@ -1085,15 +1532,25 @@ def main():
         rc, problems = doctor(m)
         if rc == 0:
             continue
+        # What the attacker left under the prefix is reported (a value under another slot's name
+        # refused, keys that do not verify): that is doctor doing its job, and no member can
+        # remove them (an operator would, with etcdctl). Counted, not a failure.
+        left = [p for p in problems if attacker_leftover(p)]
+        if left:
+            doctor_saw_attack[m.name] = len(left)
+        problems = [p for p in problems if not attacker_leftover(p)]
+        if not problems:
+            continue
         # A write killed midway leaves GLib's temporary file (no secret in the clear): that is
         # what kill -9 does, and `doctor --repair` removes it. Anything else is a failure.
         others = [p for p in problems if not str(p).startswith("interrupted writes left temporary files")]
-        if others or not problems:
+        if others:
             fail("doctor", f"{m.name}: doctor exited {rc}: {problems}")
             continue
         m.run("doctor", "--repair", "--json", timeout=120)
         rc, after = doctor(m)
-        if rc != 0:
+        after = [p for p in after if not attacker_leftover(p)]
+        if after:
             fail("doctor", f"{m.name}: doctor exited {rc} after doctor --repair: {after} (before: {problems})")
         else:
             repairs.append(f"{m.name}: {'; '.join(map(str, problems))}")
@@ -1128,6 +1585,9 @@ def main():
             if not rec["lost_ok"]:
                 fail("reuse", f"refresh token reused ({rec['family']}) at the end; its successor was held: {', '.join(rec['seen']) or 'nowhere'}")
     families = http("/_test/tokens")["families"]
+    # What the attacker could read: its key on every value under the prefix, once more at the end.
+    if attacker.scan() is None:
+        fail("harness", "the attacker's last scan found etcd unanswering")
     report(final, families, took, tries, status, t_whole, t_locks)
     return 0 if not failures else 1
 
@@ -1162,6 +1622,23 @@ def report(final, families, took, tries, status, t_whole, t_locks):
         fail("exits", f"... and {len(bad) - 20} more")
     if expired_served:
         fail("exits", f"{expired_served} `token` calls printed an access token that had expired before the call began")
+
+    # Every token served was issued by the server to the victim's account; the attacker's never.
+    victims = {digest(a["access_token"]) for f in families if f["account_id"] == attacker.victim for a in f["access_tokens"]}
+    others = {digest(a["access_token"]) for f in families if f["account_id"] != attacker.victim for a in f["access_tokens"]}
+    printed = [r for r in calls if r["kind"] == "token" and r["rc"] == 0 and r.get("digest")]
+    forged = digest("at-attacker")
+    not_victims = [r for r in printed if r["digest"] not in victims]
+    for r in not_victims[:5]:
+        what = "the attacker's at-attacker" if r["digest"] == forged else "a token of another account" if r["digest"] in others \
+            else "a token the server never issued"
+        fail("served", f"{r['m']} `token` at {rel(r['t0']):.1f} s printed {what}")
+    if digest("rt-attacker") in held_seen:
+        fail("served", f"rt-attacker was held by {', '.join(sorted(held_seen[digest('rt-attacker')]))}")
+    if attacker.tried == 0:
+        fail("secrecy", "no sealed value was found under the prefix to try the attacker's key on")
+    if sum(attacker.ops.values()) == 0:
+        fail("harness", "the attacker made no operation")
 
     tokens = [r for r in calls if r["kind"] == "token"]
     served = [r for r in tokens if r["rc"] == 0]
@@ -1210,6 +1687,18 @@ def report(final, families, took, tries, status, t_whole, t_locks):
         print(f"lost-ok: {len(lost_ok)} reuses of a token whose successor the server issued but no machine ever held "
               "(not in any store, recovery file or etcd): the refresh worker was killed between the server's answer and "
               "its recovery file; the slot was signed in again")
+    a = attacker
+    print(f"attacker: {sum(a.ops.values())} operations in {SECS - ATTACK_QUIET} s ("
+          + ", ".join(f"{label} {a.ops[label]}" for label, _, _ in ATTACKS if a.ops[label])
+          + f"), {sum(a.refused.values())} refused by etcd (no quorum, a member down); keys: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(a.targets.items())))
+    n = guard_stats["damaged"]
+    print(f"attacker's damage: the slot's value was of no use {n} time{'' if n == 1 else 's'} ("
+          + ", ".join(f"{k} {v}" for k, v in sorted(guard_stats["why"].items())) + f"), {guard_stats['total']:.0f} s in all, "
+          f"the longest {guard_stats['longest']:.1f} s; {guard_stats['signins']} sign-in{'' if guard_stats['signins'] == 1 else 's'} "
+          f"on a member undid it; "
+          f"{a.scans} scans tried its key on {a.tried} sealed values, {len(a.readable)} opened; "
+          f"refused by `fleet sync` at the end: {', '.join(sorted(refused_elsewhere)) or 'nothing'}")
     if took is not None:
         print(f"convergence: {took:.1f} s after etcd was whole and no fleet lock was held ({tries} rounds of `fleet sync` + "
               f"`token` on the 4 machines; limit {CONVERGE_LIMIT} s); the last lock was gone {t_locks - t_whole:.1f} s after etcd was whole")
@@ -1220,8 +1709,13 @@ def report(final, families, took, tries, status, t_whole, t_locks):
         ("reuse", f"{len(unexplained)} unexplained reuses, {len(lost_ok)} lost-ok"),
         ("exits", f"{len(bad)} unexpected exit statuses in {len(calls)} commands, {expired_served} expired tokens served"),
         ("convergence", f"{took:.1f} s" if took is not None else "did not converge"),
+        ("secrecy", f"0 of {attacker.tried} sealed values under the prefix opened with the attacker's key ({attacker.scans} scans)"),
+        ("served", f"all {len(printed)} tokens served were issued to the victim's account; at-attacker never served, "
+                   "rt-attacker never held"),
         ("doctor", "exit 0 on m1..m4" + (f" ({len(repairs)} after `doctor --repair` removed the temporary file of a "
-                                          f"killed write: {'; '.join(repairs)})" if repairs else "")),
+                                          f"killed write: {'; '.join(repairs)})" if repairs else "")
+                   + (f", or 1 reporting only the attacker's leftovers under the prefix ({len(doctor_saw_attack)} machines)"
+                      if doctor_saw_attack else "")),
         ("processes", "none left"),
         ("agents", "none died by itself"),
         ("harness", "every fault made and undone"),

@@ -26,7 +26,28 @@
 #     once (0.5; no quorum for 5-15 s, at most a fifth of the run);
 #   - once, a machine cut off from etcd for 30 s (a third of the run when that is under 50 s):
 #     its config.ini's endpoints point at dead loopback ports and its agent is restarted;
-#     restored afterwards the same way.
+#     restored afterwards the same way;
+#   - an attacker (issue 31), until ATTACK_QUIET seconds before the end (a quarter of the run, 10
+#     to 30 s): someone who can write the prefix with the machines' own TLS client certificate but
+#     holds no member's key. Its own age key (stock `age-keygen`) and Ed25519 key; every operation
+#     with stock `etcdctl` (sealing with stock `age`), one every 0.2-1 s, at random (weights):
+#     junk under slots/ (other names, lanyard-fleet-identity among them), log/, pending/ and
+#     intents/ (2); log forgeries: log/0000000002 copied with its signature kept and the recipient
+#     and machine replaced by the attacker's (a new member, an impostor m1/m2, the entry rewritten
+#     in place, a `remove m1`), an entry signed with its own key, a join request (2); forged
+#     credentials (tokens at-attacker/rt-attacker naming the victim's account id, sealed with
+#     `age -e` to the members' recipients read from the log, writer m1, a zero, copied or its own
+#     signature, or a forged tombstone) under other slot names (0.5); deletes of any key but the
+#     lock and leader keys and slots/work (intents/work weighted 5) (1.5); slots/work's newest
+#     value put back at a new revision (0.7); a member's value of slots/work put under slots/evil
+#     (0.3); and, a fifteenth of the operations, ones that leave slots/work of no use: deleted
+#     (0.1), junk (0.1), a forged credential (0.1), one of its last five earlier values put back
+#     (0.2). Lock and leader keys are never deleted: deleting the lock's key breaks mutual
+#     exclusion, which no signature can give back. A guardian (a person noticing the slot no
+#     longer refreshes) reads slots/work every 0.5 s and, when it has been missing, not signed by
+#     a member or older than a generation some machine has seen for 1-4 s, signs in again on m1
+#     (`fleet sync`, `login`: written over whatever the fleet holds; on m2 while m1 is cut off;
+#     not while etcd has no quorum; again at most every 6 s).
 # Meanwhile every second it notes which refresh tokens (SHA-256 digests; no token is printed or
 # written anywhere) each machine's store and recovery files and etcd's copy hold, and which key
 # owns the fleet lock, and watches the server's `refresh_reused`.
@@ -50,24 +71,37 @@
 #                it by the lease's 20 s, and etcd starts every lease's time to live again at each
 #                leader election); a non-zero exit saying its refresh worker was killed, for a call
 #                whose worker was killed; 4 (signed out) within 60 s of the sign-in after a
-#                lost-ok reuse. Nothing else, and no command ran longer than 150 s.
+#                lost-ok reuse; 1 with the fleet's value missing or refused, a refresh already
+#                presented, or the lock "expired during the refresh" (a fenced write that found the
+#                value changed), within 15 s of an attacker's write to slots/work or intents/work
+#                or of the slot being of no use. Nothing else, and no command ran longer than 150 s.
 #   convergence  `fleet sync` then `token work` on every machine print the same token (compared by
 #                digest) within 30 s of etcd being whole and the last fleet lock key gone (a
 #                killed holder's lasts up to 20 s; 10 s is the aim, the margin is for a loaded
-#                machine), the agents running.
+#                machine), the agents running, once the guardian has undone what the attacker left
+#                in slots/work. `fleet sync` must not refuse `work`; it exits 1 for the attacker's
+#                values under other slot names, which stay (no member can delete them).
+#   secrecy      no value under the prefix, nor the sealed credential inside a signed value, opens
+#                with `age -d -i attacker.key`: tried every 5 s during the attack and at the end.
+#   served       every token a `token` call printed is an access token the server issued to the
+#                victim's account (its /_test/tokens families); at-attacker never printed, and
+#                rt-attacker never in a store or recovery file.
 #   doctor       `lanyard doctor` exits 0 on every machine, after the agents stopped (SIGTERM: exit 0);
 #                when all it reports is a killed write's temporary file (what kill -9 leaves),
-#                after `doctor --repair` (counted).
+#                after `doctor --repair` (counted); or 1 when all it reports besides is what the
+#                attacker left under the prefix (keys that do not verify, a value refused under
+#                another slot name; counted).
 #   processes    no `lanyard*` process of the run is left or a zombie (3 s grace), and none ended
 #                after that check (the subreaper's log).
 #   agents       no agent ended by itself.
 # Summary lines (scripts/soak/all.sh and scripts/check.sh read them): calls, tokens served, faults,
-# fleet lock, no quorum, server, convergence, invariants; work folder: faults.log (what was done
+# fleet lock, no quorum, server, attacker (operations by kind and key), attacker's damage,
+# convergence, invariants; work folder: faults.log (what was done
 # when), calls.jsonl (every command: machine, times, status, error line, token digest), each
-# machine's folder (agent.log, event log), etcd's member logs.
+# machine's folder (agent.log, event log), etcd's member logs, attacker/ (its key).
 # Exit 0 when every invariant held, 1 otherwise. The driver is fleet.py; reaper.py is the child
-# subreaper (as in concurrency.sh). Needs: bash, python3, etcd and etcdctl, openssl, the venv
-# (scripts/venv.sh).
+# subreaper (as in concurrency.sh). Needs: bash, python3, etcd and etcdctl, openssl, age and
+# age-keygen, the venv (scripts/venv.sh).
 set -uo pipefail
 export LC_ALL=C
 
@@ -100,7 +134,7 @@ if [ ! -x "$bin" ]; then
 fi
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 [ -x "$(dirname "$bin")/lanyard-net" ] || { echo "fleet: no lanyard-net beside $bin" >&2; exit 1; }
-for tool in etcd etcdctl openssl; do
+for tool in etcd etcdctl openssl age age-keygen; do
   command -v $tool > /dev/null || { echo "fleet: needs $tool (make deps)" >&2; exit 1; }
 done
 scripts/venv.sh > /dev/null || exit 1
