@@ -326,13 +326,13 @@ import LanyardTestSupport
     /// tokens reach the fleet and both converge.
     @Test func etcdLostMidRefreshNeverLeadsToASecondSpend() async throws {
         try await EtcdCluster.withPrivateCluster { cluster in
-            // A 10 s request limit makes the fleet lock's lease 30 s, so m2 does not wait the default
+            // A 5 s request limit makes the fleet lock's lease 20 s, so m2 does not wait the default
             // 70 s for the lock m1's refresh leaves behind.
-            let h = try await FleetHarness(machines: 2, refresh: Self.due + "\n[http]\ntimeout = 10", lifetime: 100, cluster: cluster)
+            let h = try await FleetHarness(machines: 2, refresh: Self.due + "\n[http]\ntimeout = 5", lifetime: 100, cluster: cluster)
             let m1 = h.machines[0], m2 = h.machines[1]
             try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
             // The refresh request waits at the server until etcd has lost quorum.
-            try await h.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 6])
+            try await h.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3])
             let refresh = try m1.home.start(["refresh", "work"])
             // The fault is taken (off the queue) when the request reaches the server.
             while !(try await h.server.get("/_test/faults")).isEmpty {
