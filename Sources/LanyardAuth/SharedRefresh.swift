@@ -67,14 +67,8 @@ extension AccountManager {
         case .keptHere:
             return try await refreshUnshared(slot, fleet: fleet, force: force, record: record, store: store, before: before, current: current)
         case .handedOver(let machine):
-            if case .value(let value) = unlocked {
-                state = try await Self.blocking { [state] in
-                    var handed = state
-                    try self.markHandedOver(slot, to: machine, generation: value.generation, store: store, state: &handed)
-                    return handed
-                }
-            }
-            throw FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine)
+            guard case .value(let value) = unlocked else { throw FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine) }
+            try await handOver(slot, to: machine, value: value, store: store, state: state)
         case .adopt:
             if case .value(let value) = unlocked, let credential = value.credential {
                 (current, state) = try await adoptOffPool(slot, credential, value: value, store: store, state: state)
@@ -139,11 +133,7 @@ extension AccountManager {
             case .keptHere:
                 return try await refreshUnshared(slot, fleet: fleet, force: force, record: record, store: store, before: before, current: current)
             case .handedOver(let machine):
-                _ = try await Self.blocking { [state, base] in
-                    var handed = state
-                    try self.markHandedOver(slot, to: machine, generation: base.generation, store: store, state: &handed)
-                }
-                throw FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine)
+                try await handOver(slot, to: machine, value: base, store: store, state: state)
             case .adopt:
                 // Another machine refreshed while we waited for the lock: use its tokens.
                 if let credential = base.credential {
@@ -239,6 +229,15 @@ extension AccountManager {
             let adopted = try self.adopt(slot, credential, value: value, store: store, state: &next)
             return (adopted, next)
         }
+    }
+
+    /// Marks the copy handed over (``markHandedOver``, on the blocking executor) and says so.
+    private func handOver(_ slot: Slot, to machine: String, value: SharedValue, store: any CredentialStore, state: SharedSlotState) async throws -> Never {
+        try await Self.blocking {
+            var handed = state
+            try self.markHandedOver(slot, to: machine, generation: value.generation, store: store, state: &handed)
+        }
+        throw FleetError.handedOver(slot: slot, fleet: state.fleet, machine: machine)
     }
 
     private func save(_ state: SharedSlotState, _ slot: Slot) async throws {

@@ -75,15 +75,6 @@ package struct MachineIdentity: Sendable {
     }
 }
 
-/// Lower-case hex of `bytes`.
-package func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0f)]) }
-    return String(decoding: out, as: UTF8.self)
-}
-
 /// Which local backend holds this machine's identity (`$XDG_DATA_HOME/lanyard/fleet/identity-backend`),
 /// chosen once when the identity is made, so later commands look in the same place even when the
 /// keyring is out of reach for a while.

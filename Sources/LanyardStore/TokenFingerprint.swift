@@ -1,19 +1,12 @@
 import Age
+import LanyardSupport
 import LanyardCore
 
 /// A refresh token's fingerprint: the first 16 bytes of its SHA-256, in hex. Enough to recognise
 /// a token again; reveals nothing of it.
 package enum TokenFingerprint {
     package static func of(_ token: String) -> String {
-        let digest = SHA256.digest(Array(token.utf8))
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(32)
-        for byte in digest.prefix(16) {
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        hexString(SHA256.digest(Array(token.utf8)).prefix(16))
     }
 }
 

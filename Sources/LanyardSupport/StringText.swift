@@ -46,3 +46,12 @@ extension StringProtocol {
         return String(self[first...last])
     }
 }
+
+/// Lower-case hex of `bytes` (digests and fingerprints).
+package func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0f)]) }
+    return String(decoding: out, as: UTF8.self)
+}
