@@ -36,13 +36,14 @@ final class FleetFollower: @unchecked Sendable {
     /// Whether this agent should refresh shared slots ahead of expiry.
     func leads() -> Bool { campaign.leads() }
 
-    /// Starts following on a thread of its own.
+    /// Starts following: the watch and the recovery check each hold a thread of the blocking
+    /// executor (they block in etcd's watch stream and in their waits) until ``stop()``.
     func start() {
-        DispatchQueue.global(qos: .utility).async { [self] in
+        BlockingExecutor.shared.submit { [self] in
             follow()
             done.signal()
         }
-        DispatchQueue.global(qos: .utility).async { [self] in
+        BlockingExecutor.shared.submit { [self] in
             settleRecoveryFiles()
             recoveryDone.signal()
         }
@@ -105,20 +106,17 @@ final class FleetFollower: @unchecked Sendable {
         }
     }
 
+    /// Brings `slot` (nil: every shared slot) up to date from the fleet; on the follower's threads.
     private func sync(_ slot: Slot?) {
         let manager = self.manager
-        let finished = DispatchSemaphore(value: 0)
-        let result = Locked<String?>(nil)
-        Task.detached {
+        let text = SyncBridge.value { () -> String in
             do {
                 let outcomes = try await manager.fleetSync(only: slot)
-                result.withLock { $0 = outcomes.filter { $0.1 != .current }.map { "\($0.0.name): \($0.1.rawValue)" }.joined(separator: ", ") }
+                return outcomes.filter { $0.1 != .current }.map { "\($0.0.name): \($0.1.rawValue)" }.joined(separator: ", ")
             } catch {
-                result.withLock { $0 = "sync failed: \(error.userFacingDescription)" }
+                return "sync failed: \(error.userFacingDescription)"
             }
-            finished.signal()
         }
-        finished.wait()
-        if let text = result.withLock({ $0 }), !text.isEmpty { diagnostics("fleet \(fleet.name): \(text)") }
+        if !text.isEmpty { diagnostics("fleet \(fleet.name): \(text)") }
     }
 }

@@ -28,7 +28,7 @@ package final class EventHook: Sendable {
         let writeEnd = pipe.write
         let child = pid
         group.enter()
-        DispatchQueue.global().async { [group] in
+        BlockingExecutor.shared.submit { [group] in
             // A hook that does not read its input (EPIPE) is not an error of the agent's.
             try? writeAll(writeEnd, Array(input))
             close(writeEnd)

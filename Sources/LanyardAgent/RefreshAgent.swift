@@ -12,7 +12,8 @@ import LanyardStore
 /// The refresh agent: refreshes each signed-in slot shortly after it falls due (the refresh
 /// lead, plus a per-slot jitter), retries transient failures with exponential backoff, reports
 /// transitions (desktop notification, hook, event log) and otherwise sleeps until the next due
-/// time or a change to the registry (inotify), whichever comes first. No polling.
+/// time or a change to the registry (inotify), whichever comes first. No polling of its own
+/// (auto-switching checks usage every `[switch] poll`; a fleet's watch streams from etcd).
 ///
 /// Refreshes go through ``AccountManager/freshCredential(slot:force:)``, i.e. under the same
 /// per-slot lock as the CLI, so the agent and the CLI never refresh a slot twice.
@@ -170,33 +171,23 @@ package final class RefreshAgent {
     }
 
     /// Refreshes the due slots concurrently and records the outcome of each; for ``run()``, on the
-    /// agent's own thread (never a task: it waits).
+    /// agent's own thread (never a task: it waits, through ``SyncBridge``).
     /// - Returns: how many failed.
     func refresh(_ slots: [Slot]) -> Int {
         let manager = self.manager
-        // One task per slot, results gathered under a lock, not a task group: the release build
-        // crashed in the runtime's task group (AccumulatingTaskGroup::offer copying a child's
-        // (Slot, Result<Credential, Error>) into the waiting parent) within a minute of the
-        // concurrency soak; this plain fan-out ran it clean.
-        let gathered = Locked<[(Slot, Result<Credential, Error>)]>([])
-        let done = DispatchGroup()
-        for slot in slots {
-            done.enter()
-            Task.detached {
-                let result: Result<Credential, Error>
-                do { result = .success(try await manager.freshCredential(slot: slot)) } catch { result = .failure(error) }
-                gathered.withLock { $0.append((slot, result)) }
-                done.leave()
-            }
-        }
-        done.wait()
-        return record(gathered.withLock { $0 })
+        return record(SyncBridge.value { await Self.refreshEach(slots, manager: manager) })
     }
 
-    /// ``refresh(_:)`` for async callers: the refreshes run as detached tasks, awaited one after
-    /// another (no task group, as above), so no thread waits.
+    /// ``refresh(_:)`` for async callers.
     func refresh(_ slots: [Slot]) async -> Int {
-        let manager = self.manager
+        record(await Self.refreshEach(slots, manager: manager))
+    }
+
+    /// Refreshes `slots` side by side: one detached task per slot, awaited one after another. Not
+    /// a task group: the release build crashed in the runtime's task group
+    /// (AccumulatingTaskGroup::offer copying a child's (Slot, Result<Credential, Error>) into the
+    /// waiting parent) within a minute of the concurrency soak; this plain fan-out ran it clean.
+    private static func refreshEach(_ slots: [Slot], manager: AccountManager) async -> [(Slot, Result<Credential, Error>)] {
         let tasks = slots.map { slot in
             (slot, Task.detached { () async throws -> Credential in try await manager.freshCredential(slot: slot) })
         }
@@ -204,7 +195,7 @@ package final class RefreshAgent {
         for (slot, task) in tasks {
             do { results.append((slot, .success(try await task.value))) } catch { results.append((slot, .failure(error))) }
         }
-        return record(results)
+        return results
     }
 
     /// Records each refresh's outcome (retries, hooks, events). - Returns: how many failed.
@@ -268,7 +259,9 @@ package final class RefreshAgent {
         let plan = try startOnce()
         let failures = await refresh(plan.due)
         if options.autoSwitch { _ = await checkUsage() }
-        return try finishOnce(failures)
+        try noteTransitions()
+        if let hook { await BlockingExecutor.shared.run { hook.waitForAll(timeout: 10) } }
+        return failures
     }
 
     private func startOnce() throws -> Plan {
@@ -279,13 +272,19 @@ package final class RefreshAgent {
     }
 
     private func finishOnce(_ failures: Int) throws -> Int {
-        // Report transitions the refreshes caused.
-        _ = self.plan(try manager.registry.load(), now: manager.clock.now(), ignoreJitter: true)
+        try noteTransitions()
         hook?.waitForAll(timeout: 10)
         return failures
     }
 
-    /// Runs until ``stop()``.
+    /// Reports the transitions the refreshes caused.
+    private func noteTransitions() throws {
+        _ = self.plan(try manager.registry.load(), now: manager.clock.now(), ignoreJitter: true)
+    }
+
+    /// Runs until ``stop()``: takes ``nextStep()`` after step, on this thread (the CLI's agent
+    /// thread: never a task), and sleeps in `poll` until the step's time, a registry change, an
+    /// event (auto-switching) or ``stop()``.
     package func run() throws {
         let watch = manager.registry.watch()
         defer { watch.close() }
@@ -304,47 +303,79 @@ package final class RefreshAgent {
         if options.autoSwitch {
             try SecureFiles.ensureDirectory(manager.paths.stateDirectory)
             events = FolderWatch(directory: manager.paths.stateDirectory)
+        }
+        defer { events?.close() }
+        try start()
+        while true {
+            switch try nextStep() {
+            case .checkUsage(let reported, let nextCheckIn):
+                _ = checkUsage(reported: reported)
+                if let nextCheckIn { nextUsageCheck = manager.clock.now() + nextCheckIn }
+            case .refresh(let due):
+                _ = refresh(due)
+                if stopRequested() { return }
+            case .sleep(let seconds):
+                let timeout = Int32(max(1, (seconds * 1000).rounded(.up) + 1))
+                var fds = [pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: events?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+                let n = poll(&fds, watch.fd >= 0 ? 3 : 1, timeout)
+                if n < 0 && errno != EINTR { throw StoreError.io(path: "poll", detail: SystemCallError("poll").reason) }
+                if fds[0].revents != 0 { return }
+                if fds[1].revents != 0 { watch.drain() }
+                if fds[2].revents != 0 { events?.drain() }
+                if stopRequested() { return }
+            }
+        }
+    }
+
+    /// What the agent does next.
+    package enum Step {
+        /// Check the active slot's usage (`reported`: a limit another process saw), and schedule
+        /// the next check `nextCheckIn` seconds after it (nil: keep the schedule).
+        case checkUsage(reported: (slot: Slot, limit: UsageLimit)?, nextCheckIn: TimeInterval?)
+        /// Refresh these slots, which are due.
+        case refresh([Slot])
+        /// Nothing to do for this long (unless the registry or the event log changes first).
+        case sleep(TimeInterval)
+    }
+
+    /// Prepares a ``run()`` (or a program driving the agent through ``nextStep()``): notes every
+    /// slot's state, and with auto-switching reads the event log from its end and checks usage
+    /// at once.
+    package func start() throws {
+        for (slot, record) in try manager.registry.load().slots { known[slot] = record.state.name }
+        if options.autoSwitch {
             eventsRead = EventLogCursor(log)
             nextUsageCheck = manager.clock.now()
         }
-        defer { events?.close() }
-        var first = true
-        while true {
-            let document = try manager.registry.load()
-            if first {
-                for (slot, record) in document.slots { known[slot] = record.state.name }
-                first = false
-            }
-            var now = manager.clock.now()
-            if options.autoSwitch {
-                if let limit = newUsageLimit(active: document.active) {
-                    _ = checkUsage(reported: limit)
-                    continue
-                }
-                if let next = nextUsageCheck, next <= now {
-                    _ = checkUsage()
-                    now = manager.clock.now()
-                    nextUsageCheck = now + usageCheckInterval(document)
-                    continue
-                }
-            }
-            let plan = plan(document, now: now, ignoreJitter: false)
-            if !plan.due.isEmpty {
-                _ = refresh(plan.due)
-                if stopRequested() { return }
-                continue
-            }
-            let wake = [plan.nextWake, nextUsageCheck].compactMap { $0 }.min()
-            let sleep = min(options.maximumSleep, wake.map { $0.timeIntervalSince(now) } ?? options.maximumSleep)
-            let timeout = Int32(max(1, (sleep * 1000).rounded(.up) + 1))
-            var fds = [pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: events?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
-            let n = poll(&fds, watch.fd >= 0 ? 3 : 1, timeout)
-            if n < 0 && errno != EINTR { throw StoreError.io(path: "poll", detail: SystemCallError("poll").reason) }
-            if fds[0].revents != 0 { return }
-            if fds[1].revents != 0 { watch.drain() }
-            if fds[2].revents != 0 { events?.drain() }
-            if stopRequested() { return }
+    }
+
+    /// Decides the next step from the registry and the manager's clock (and notes transitions).
+    /// ``run()`` takes the steps in turn; async code and tests drive the schedule themselves
+    /// with ``perform(_:)`` and, for a sleep, by advancing their clock.
+    package func nextStep() throws -> Step {
+        let document = try manager.registry.load()
+        let now = manager.clock.now()
+        if options.autoSwitch {
+            if let limit = newUsageLimit(active: document.active) { return .checkUsage(reported: limit, nextCheckIn: nil) }
+            if let next = nextUsageCheck, next <= now { return .checkUsage(reported: nil, nextCheckIn: usageCheckInterval(document)) }
+        }
+        let plan = plan(document, now: now, ignoreJitter: false)
+        if !plan.due.isEmpty { return .refresh(plan.due) }
+        let wake = [plan.nextWake, nextUsageCheck].compactMap { $0 }.min()
+        return .sleep(max(0, min(options.maximumSleep, wake.map { $0.timeIntervalSince(now) } ?? options.maximumSleep)))
+    }
+
+    /// Takes a step that has work (a sleep is the caller's), for async callers.
+    package func perform(_ step: Step) async {
+        switch step {
+        case .checkUsage(let reported, let nextCheckIn):
+            _ = await checkUsage(reported: reported)
+            if let nextCheckIn { nextUsageCheck = manager.clock.now() + nextCheckIn }
+        case .refresh(let due):
+            _ = await refresh(due)
+        case .sleep:
+            break
         }
     }
 
@@ -363,18 +394,11 @@ package final class RefreshAgent {
     package func checkUsage(reported: (slot: Slot, limit: UsageLimit)? = nil) -> AutoSwitchOutcome? {
         let manager = self.manager
         let environment = options.environment
-        let result = Locked<Result<AutoSwitchOutcome, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            let outcome: Result<AutoSwitchOutcome, any Error>
-            do { outcome = .success(try await manager.autoSwitchIfNeeded(reportedLimit: reported, environment: environment)) } catch {
-                outcome = .failure(error)
+        return handle(SyncBridge.value { () -> Result<AutoSwitchOutcome, any Error> in
+            do { return .success(try await manager.autoSwitchIfNeeded(reportedLimit: reported, environment: environment)) } catch {
+                return .failure(error)
             }
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
-        done.wait()
-        return handle(result.withLock { $0 }!)
+        })
     }
 
     /// ``checkUsage(reported:)`` for async callers.

@@ -109,21 +109,15 @@ package final class Invocation: Sendable {
         }
     }
 
-    /// Runs async work to completion; with signal handling on and `interruptible`, Ctrl-C (SIGINT)
-    /// or SIGTERM cancels it.
+    /// Runs async work to completion on the command's thread (through ``SyncBridge``: a command is
+    /// synchronous and never runs inside a task); with signal handling on and `interruptible`,
+    /// Ctrl-C (SIGINT) or SIGTERM cancels it.
     func runAsync<T: Sendable>(interruptible: Bool = true, _ work: @escaping @Sendable () async throws -> T) throws -> T {
-        let box = Locked<Result<T, Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let task = Task {
-            let result: Result<T, Error>
-            do { result = .success(try await work()) } catch { result = .failure(error) }
-            box.withLock { $0 = result }
-            done.signal()
+        var sources: [DispatchSourceSignal] = []
+        defer { for source in sources { source.cancel() } }
+        return try SyncBridge.wait(work) { cancel in
+            if interruptible { sources = onInterrupt(cancel) }
         }
-        let sources = interruptible ? onInterrupt { task.cancel() } : []
-        done.wait()
-        for source in sources { source.cancel() }
-        return try box.withLock { $0 }!.get()
     }
 
     /// With signal handling on, runs `handler` on Ctrl-C (SIGINT) or SIGTERM instead of their

@@ -108,7 +108,8 @@ final class LeaseKeeper: @unchecked Sendable {
         self.kv = kv
         self.lease = lease
         state = Locked(State(aliveUntil: .now + .seconds(lease.ttl)))
-        DispatchQueue.global(qos: .utility).async { [self] in run() }
+        // Blocking (etcd calls, its waits): a thread of the blocking executor until the lock ends.
+        BlockingExecutor.shared.submit { [self] in run() }
     }
 
     private func run() {

@@ -76,6 +76,7 @@ import LanyardTestSupport
     /// when a recovery file was left) holds a refresh token the server accepts.
     @Test func killedRefreshesNeverKillTheSlot() async throws {
         let env = try await EmulatorHome()
+        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         try await env.signIn("work", email: "w@example.com")
         var killed = 0
         for i in 0..<200 {
@@ -244,6 +245,7 @@ import LanyardTestSupport
     /// `doctor --repair` puts them in the store once the disk works again. No token is spent twice.
     @Test func refreshedTokensTheDiskRefusesWaitInTheKernelKeyring() async throws {
         let env = try await EmulatorHome()
+        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         let before = try await env.signIn("work", email: "w@example.com")
         let slot = try Slot("work")
         let state = env.paths.stateDirectory, data = env.paths.dataDirectory

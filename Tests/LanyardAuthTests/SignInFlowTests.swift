@@ -247,22 +247,23 @@ import LanyardTestSupport
     /// slow_down makes the flow wait longer each time (by the configured increment, matching the
     /// server's) and the sign-in still succeeds.
     @Test func slowDownGrowsTheIntervalAndStillSucceeds() async throws {
-        let server = try OAuthTestServer(.deviceServer, arguments: ["--interval", "1", "--slow-down-increment", "1"])
+        let server = try OAuthTestServer(.deviceServer, arguments: ["--interval", "60", "--slow-down-increment", "60"])
         let home = try SignInHome()
-        // Virtual time advances, but real polls come milliseconds apart: from the second poll on,
-        // each is "too fast", so the server answers slow_down until the approval.
+        // Virtual time advances, but real polls come well within a minute of each other, even on a
+        // loaded machine: from the second poll on, each is "too fast", so the server answers
+        // slow_down until the approval.
         let sleeper = TestSleeper(clock: home.clock) { call in if call == 4 { try await server.hook("/_test/approve") } }
         let log = EventLog()
         let (_, credential) = try await home.manager([Providers.device(server)], sleeper: sleeper)
-            .signIn(slot: try Slot("slow"), providerID: "test", flow: { $0.slowDownIncrement = 1 }, events: log.record)
+            .signIn(slot: try Slot("slow"), providerID: "test", flow: { $0.slowDownIncrement = 60 }, events: log.record)
         #expect(credential.tokens.refreshToken != nil)
-        #expect(sleeper.requested == [1, 1, 2, 3])
-        #expect(log.slowDowns == [2, 3])
+        #expect(sleeper.requested == [60, 60, 120, 180])
+        #expect(log.slowDowns == [120, 180])
         #expect(try await server.stat("poll_results.slow_down") == 2)
         #expect(try await server.stat("poll_results.authorization_pending") == 1)
         #expect(try await server.stat("poll_results.success") == 1)
         // The server's idea of the interval grew the same way.
-        #expect(try await server.lastDevice()["interval"] as? Int == 3)
+        #expect(try await server.lastDevice()["interval"] as? Int == 180)
     }
 
     @Test(arguments: SignInRig.Kind.allCases)

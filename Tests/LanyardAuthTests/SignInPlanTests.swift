@@ -10,10 +10,9 @@ import LanyardTestSupport
 /// (`email`, and `chatgpt_plan_type`, `chatgpt_account_id`, `chatgpt_account_is_fedramp` in the
 /// `https://api.openai.com/auth` claim), as the credential and the registry record carry them.
 @Suite struct SignInPlanTests {
-    /// One emulator for every case: each case approves its own code by user code.
-    static let server: OAuthTestServer = {
-        do { return try OAuthTestServer(.chatgptEmulator) } catch { fatalError("\(error)") }
-    }()
+    /// One emulator for every case: each case approves its own code by user code. A server that
+    /// cannot start fails each case that needs it (it must not end the test process).
+    static let sharedServer = Result { try OAuthTestServer(.chatgptEmulator) }
 
     struct PlanCase: Sendable, CustomTestStringConvertible {
         var raw: String
@@ -44,7 +43,7 @@ import LanyardTestSupport
 
     @Test(arguments: plans)
     func planAndAccountMetadata(_ plan: PlanCase) async throws {
-        let server = Self.server
+        let server = try Self.sharedServer.get()
         let home = try SignInHome()
         let email = "\(plan.raw.lowercased())-user@example.com"
         let accountID = UUID().uuidString.lowercased()

@@ -26,22 +26,22 @@ import Testing
         return (file, pub)
     }
 
-    func token(_ h: CLIHarness, _ slot: String) -> String { h.run("token", slot).stdout }
+    func token(_ h: CLIHarness, _ slot: String) async -> String { await h.run("token", slot).stdout }
 
     /// The files an import may change, to show a refused import changed nothing.
     func snapshot(_ h: CLIHarness) -> [Data?] {
         [h.paths.registryFile, h.paths.dataDirectory + "/store.age"].map { FileManager.default.contents(atPath: $0) }
     }
 
-    @Test func x25519ExportOpensWithAgeAndRoundTrips() throws {
-        let source = try fileStoreHarness()
+    @Test func x25519ExportOpensWithAgeAndRoundTrips() async throws {
+        let source = try await fileStoreHarness()
         try seedFileSlot(source, "alpha")
         try seedFileSlot(source, "beta")
         try seedFileSlot(source, "gamma")
         let (identity, recipient) = try keygen(source.root)
         let bundle = source.root + "/out.bundle"
 
-        let r = source.run("export", "alpha", "beta", "--to", bundle, "--recipient", recipient, "--json")
+        let r = await source.run("export", "alpha", "beta", "--to", bundle, "--recipient", recipient, "--json")
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.json["slots"] as? [String] == ["alpha", "beta"] && r.json["encryption"] as? String == "x25519")
         #expect(!r.stdout.contains("SECRET") && !r.stderr.contains("SECRET"))
@@ -60,60 +60,60 @@ import Testing
         #expect((slots["beta"]?["record"] as? [String: Any])?["provider"] as? String == "openai")
 
         // No overwrite without --force; all slots by default.
-        let again = source.run("export", "--to", bundle, "--recipient", recipient)
+        let again = await source.run("export", "--to", bundle, "--recipient", recipient)
         #expect(again.status == 2 && again.stderr.contains("exists; pass --force"))
-        #expect(source.run("export", "--to", bundle, "--recipient", recipient, "--recipient", recipient, "--force").status == 0)
+        #expect(await source.run("export", "--to", bundle, "--recipient", recipient, "--recipient", recipient, "--force").status == 0)
         let (_, all, _) = try sh("age -d -i '\(identity)' '\(bundle)'")
         #expect(all.contains("\"gamma\""))
 
         // Round trip into a fresh home, renaming one slot.
-        let target = try fileStoreHarness()
-        let imported = target.run("import", bundle, "--identity", identity, "--rename", "alpha=work", "--rename", "gamma=other", "--json")
+        let target = try await fileStoreHarness()
+        let imported = await target.run("import", bundle, "--identity", identity, "--rename", "alpha=work", "--rename", "gamma=other", "--json")
         #expect(imported.status == 0, "\(imported.stderr)")
         let doc = try target.registry.load()
         #expect(Set(doc.slots.keys.map(\.name)) == ["work", "beta", "other"])
         #expect(doc.slots[try Slot("work")]?.account.email == "alpha@example.com")
         #expect(doc.slots[try Slot("work")]?.backend == .file)
-        #expect(token(target, "work") == "AT-alpha-SECRET\n")
-        #expect(token(target, "beta") == "AT-beta-SECRET\n")
-        #expect(token(target, "other") == "AT-gamma-SECRET\n")
+        #expect(await token(target, "work") == "AT-alpha-SECRET\n")
+        #expect(await token(target, "beta") == "AT-beta-SECRET\n")
+        #expect(await token(target, "other") == "AT-gamma-SECRET\n")
 
         // A second import would overwrite: refused without a terminal unless --yes.
         let before = snapshot(target)
-        let refused = target.run("import", bundle, "--identity", identity)
+        let refused = await target.run("import", bundle, "--identity", identity)
         #expect(refused.status == 2 && refused.stderr.contains("without --yes"))
         #expect(snapshot(target) == before)
-        let replaced = target.run("import", bundle, "--identity", identity, "--yes")
+        let replaced = await target.run("import", bundle, "--identity", identity, "--yes")
         #expect(replaced.status == 0)
         #expect(replaced.stdout.contains("Replaced beta") && replaced.stdout.contains("Imported alpha"))
         // On a terminal it asks; "n" keeps everything.
         target.tty = true
         target.input = ["n"]
-        let declined = target.run("import", bundle, "--identity", identity)
+        let declined = await target.run("import", bundle, "--identity", identity)
         #expect(declined.status == 1 && declined.stderr.contains("Overwrite the existing slots"))
         target.tty = false
 
         // Bad renames and a wrong identity are refused before anything is written.
         let snap = snapshot(target)
-        #expect(target.run("import", bundle, "--identity", identity, "--rename", "nope=x", "--yes").status == 2)
-        #expect(target.run("import", bundle, "--identity", identity, "--rename", "alpha=beta", "--yes").status == 2)
+        #expect(await target.run("import", bundle, "--identity", identity, "--rename", "nope=x", "--yes").status == 2)
+        #expect(await target.run("import", bundle, "--identity", identity, "--rename", "alpha=beta", "--yes").status == 2)
         let (otherIdentity, _) = try keygen(target.root)
-        let wrong = target.run("import", bundle, "--identity", otherIdentity, "--json")
+        let wrong = await target.run("import", bundle, "--identity", otherIdentity, "--json")
         #expect(wrong.status == 1 && (wrong.json["error"] as? [String: Any])?["code"] as? String == "bundle_no_identity")
-        let noIdentity = target.run("import", bundle, "--json")  // asks for a passphrase: none available
+        let noIdentity = await target.run("import", bundle, "--json")  // asks for a passphrase: none available
         #expect(noIdentity.status == 1)
         #expect(snapshot(target) == snap)
     }
 
-    @Test func tamperedOrTruncatedBundlesChangeNothing() throws {
-        let source = try fileStoreHarness()
+    @Test func tamperedOrTruncatedBundlesChangeNothing() async throws {
+        let source = try await fileStoreHarness()
         try seedFileSlot(source, "alpha")
         let (identity, recipient) = try keygen(source.root)
         let bundle = source.root + "/b.age"
-        #expect(source.run("export", "--to", bundle, "--recipient", recipient).status == 0)
+        #expect(await source.run("export", "--to", bundle, "--recipient", recipient).status == 0)
         let good = try Data(contentsOf: URL(fileURLWithPath: bundle))
 
-        let target = try fileStoreHarness()
+        let target = try await fileStoreHarness()
         try seedFileSlot(target, "alpha", token: "AT-alpha-ORIGINAL")
         let before = snapshot(target)
         var variants: [(String, Data)] = []
@@ -127,25 +127,25 @@ import Testing
         for (name, bytes) in variants {
             let path = target.root + "/bad.age"
             try bytes.write(to: URL(fileURLWithPath: path))
-            let r = target.run("import", path, "--identity", identity, "--yes", "--json")
+            let r = await target.run("import", path, "--identity", identity, "--yes", "--json")
             #expect(r.status != 0, "\(name)")
             let code = (r.json["error"] as? [String: Any])?["code"] as? String
             #expect(code == "bundle_corrupt" || code == "bundle_no_identity", "\(name): \(r.stdout)")
             #expect(!r.stdout.contains("SECRET"))
             #expect(snapshot(target) == before, "\(name) changed nothing")
         }
-        #expect(token(target, "alpha") == "AT-alpha-ORIGINAL\n")
+        #expect(await token(target, "alpha") == "AT-alpha-ORIGINAL\n")
     }
 
-    @Test func passphraseBundleOpensWithStockAgeThroughAPty() throws {
-        let source = try fileStoreHarness()
+    @Test func passphraseBundleOpensWithStockAgeThroughAPty() async throws {
+        let source = try await fileStoreHarness()
         try seedFileSlot(source, "alpha")
         try seedFileSlot(source, "beta")
         let passFile = source.root + "/pass"
         try "bundle passphrase\n".write(toFile: passFile, atomically: true, encoding: .utf8)
         source.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = passFile
         let bundle = source.root + "/pass.age"
-        let r = source.run("export", "--to", bundle)
+        let r = await source.run("export", "--to", bundle)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == "Exported 2 slots (alpha, beta) to \(bundle).\n")
         #expect(!r.stdout.contains("bundle passphrase") && !r.stderr.contains("bundle passphrase"))
@@ -157,32 +157,33 @@ import Testing
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any] ?? [:]
         #expect(Set((json["slots"] as? [String: Any] ?? [:]).keys) == ["alpha", "beta"])
 
-        let target = try fileStoreHarness()
+        let target = try await fileStoreHarness()
         target.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = passFile
-        let imported = target.run("import", bundle, "--rename", "beta=b2")
+        let imported = await target.run("import", bundle, "--rename", "beta=b2")
         #expect(imported.status == 0, "\(imported.stderr)")
-        #expect(token(target, "alpha") == "AT-alpha-SECRET\n" && token(target, "b2") == "AT-beta-SECRET\n")
+        #expect(await token(target, "alpha") == "AT-alpha-SECRET\n")
+        #expect(await token(target, "b2") == "AT-beta-SECRET\n")
 
-        let other = try fileStoreHarness()
+        let other = try await fileStoreHarness()
         try "not the passphrase\n".write(toFile: other.root + "/wrong", atomically: true, encoding: .utf8)
         other.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = other.root + "/wrong"
-        let wrong = other.run("import", bundle, "--json")
+        let wrong = await other.run("import", bundle, "--json")
         #expect(wrong.status == 1 && (wrong.json["error"] as? [String: Any])?["code"] as? String == "wrong_passphrase")
         #expect(try other.registry.load().slots.isEmpty)
     }
 
-    @Test func exportSkipsSlotsWithoutACredential() throws {
-        let h = try fileStoreHarness()
+    @Test func exportSkipsSlotsWithoutACredential() async throws {
+        let h = try await fileStoreHarness()
         try seedFileSlot(h, "alpha")
         try h.registry.update { $0.slots[try Slot("ghost")] = SlotRecord(provider: "openai", backend: .file) }
         let (_, recipient) = try keygen(h.root)
-        let all = h.run("export", "--to", h.root + "/all.age", "--recipient", recipient, "--json")
+        let all = await h.run("export", "--to", h.root + "/all.age", "--recipient", recipient, "--json")
         #expect(all.status == 0 && all.json["slots"] as? [String] == ["alpha"] && all.json["skipped"] as? [String] == ["ghost"])
-        let named = h.run("export", "ghost", "--to", h.root + "/ghost.age", "--recipient", recipient)
+        let named = await h.run("export", "ghost", "--to", h.root + "/ghost.age", "--recipient", recipient)
         #expect(named.status == 3, "a named slot without a credential is an error")
-        #expect(h.run("export", "nobody", "--to", h.root + "/n.age", "--recipient", recipient).status == 3)
-        #expect(h.run("export", "--to", h.root + "/x.age", "--recipient", "age1notakey").status == 2)
-        #expect(h.run("export", "alpha").status == 2, "--to is required")
+        #expect(await h.run("export", "nobody", "--to", h.root + "/n.age", "--recipient", recipient).status == 3)
+        #expect(await h.run("export", "--to", h.root + "/x.age", "--recipient", "age1notakey").status == 2)
+        #expect(await h.run("export", "alpha").status == 2, "--to is required")
         #expect(!FileManager.default.fileExists(atPath: h.root + "/ghost.age"))
     }
 
@@ -216,7 +217,7 @@ import Testing
         try #require(status == 0, "\(err)")
     }
 
-    @Test func importCallsEachStoreOnceAndWritesTheRegistryOnce() throws {
+    @Test func importCallsEachStoreOnceAndWritesTheRegistryOnce() async throws {
         let h = CLIHarness()
         try h.addSlot("s-00003")  // one slot the import replaces
         let registryBefore = FileManager.default.contents(atPath: h.paths.registryFile)
@@ -232,7 +233,7 @@ import Testing
         #expect(try h.store.list().count == 60)
     }
 
-    @Test func aFailedItemByItemImportLeavesTheRegistryAndTheStoreAsTheyWere() throws {
+    @Test func aFailedItemByItemImportLeavesTheRegistryAndTheStoreAsTheyWere() async throws {
         let h = CLIHarness()
         try h.addSlot("s-00003")
         let registryBefore = FileManager.default.contents(atPath: h.paths.registryFile)
@@ -245,8 +246,8 @@ import Testing
         #expect(try h.store.get(try Slot("s-00003")).tokens.accessToken == "AT-s-00003-SECRET", "and the one it replaced is put back")
     }
 
-    @Test func importIntoTheFileStoreWritesTheStoreOnceAndTheRegistryOnce() throws {
-        let h = try fileStoreHarness()
+    @Test func importIntoTheFileStoreWritesTheStoreOnceAndTheRegistryOnce() async throws {
+        let h = try await fileStoreHarness()
         try seedFileSlot(h, "keep")
         try seedFileSlot(h, "s-00002", token: "AT-OLD")
         let (identity, recipient) = try keygen(h.root)
@@ -256,14 +257,15 @@ import Testing
         let storeBefore = FileManager.default.contents(atPath: storePath)
         let registryBefore = FileManager.default.contents(atPath: h.paths.registryFile)
 
-        let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+        let r = await h.run("import", bundle, "--identity", identity, "--yes", "--json")
         #expect(r.status == 0, "\(r.stderr)")
         // Each file's previous generation is the one from before the import: one write each.
         #expect(FileManager.default.contents(atPath: storePath + ".prev") == storeBefore)
         #expect(FileManager.default.contents(atPath: h.paths.registryFile + ".prev") == registryBefore)
         #expect(try h.registry.load().slots.count == 201)
-        #expect(token(h, "s-00002") == "AT-s-00002-SECRET\n" && token(h, "s-00199") == "AT-s-00199-SECRET\n")
-        #expect(token(h, "keep") == "AT-keep-SECRET\n")
+        #expect(await token(h, "s-00002") == "AT-s-00002-SECRET\n")
+        #expect(await token(h, "s-00199") == "AT-s-00199-SECRET\n")
+        #expect(await token(h, "keep") == "AT-keep-SECRET\n")
         #expect(!FileManager.default.fileExists(atPath: h.paths.incomingRegistryFile))
         #expect(!FileManager.default.fileExists(atPath: h.paths.incomingStoreFile))
     }
@@ -272,9 +274,9 @@ import Testing
     /// its rename(2) calls in turn (strace), which covers every step between two durable writes,
     /// then at random moments. After each kill the registry lists every slot of the bundle or
     /// none, and `lanyard doctor` finds the registry and the store in agreement.
-    @Test func killedFileStoreImportLeavesAllSlotsOrNone() throws {
+    @Test func killedFileStoreImportLeavesAllSlotsOrNone() async throws {
         let count = 1500
-        let setup = try fileStoreHarness()
+        let setup = try await fileStoreHarness()
         let (identity, recipient) = try keygen(setup.root)
         let bundle = setup.root + "/big.age"
         let bundled = try entries(count)
@@ -283,8 +285,8 @@ import Testing
 
         /// A home with one slot of its own; the environment a separate lanyard runs with (no
         /// session bus: only the file store counts, not the test keyring other suites share).
-        func home() throws -> (CLIHarness, [String: String]) {
-            let h = try fileStoreHarness()
+        func home() async throws -> (CLIHarness, [String: String]) {
+            let h = try await fileStoreHarness()
             try seedFileSlot(h, "keep")
             var environment = h.environment
             environment["DBUS_SESSION_BUS_ADDRESS"] = nil
@@ -294,39 +296,39 @@ import Testing
         let importArgs = ["import", bundle, "--identity", identity, "--yes"]
 
         /// Whatever the kill left: all or nothing, and doctor agrees.
-        func check(_ h: CLIHarness, _ environment: [String: String], _ round: String) throws -> Int {
+        func check(_ h: CLIHarness, _ environment: [String: String], _ round: String) async throws -> Int {
             let (status, out, _) = try runProcess(lanyardBinary(), ["doctor", "--json"], environment: environment)
             let problems = ((try? JSONSerialization.jsonObject(with: Data(out.utf8))) as? [String: Any])?["problems"] as? [String] ?? ["?"]
             #expect(status == 0, "\(round): doctor exit \(status), \(problems.count) problems, first: \(problems.first ?? "")")
             let listed = try h.registry.load().slots.keys.filter { names.contains($0) }.count
             #expect(listed == 0 || listed == count, "\(round): \(listed) of \(count) slots listed")
-            if listed == count { #expect(token(h, "s-01234") == "AT-s-01234-SECRET\n", "\(round)") }
-            #expect(token(h, "keep") == "AT-keep-SECRET\n", "\(round)")
+            if listed == count { #expect(await token(h, "s-01234") == "AT-s-01234-SECRET\n", "\(round)") }
+            #expect(await token(h, "keep") == "AT-keep-SECRET\n", "\(round)")
             return listed
         }
 
         var outcomes: [Int] = []
         var completed = false
         for n in 1...30 where !completed {
-            let (h, environment) = try home()
+            let (h, environment) = try await home()
             let (status, _, _) = try runProcess("/usr/bin/strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=rename",
                                                                  "-e", "inject=rename:signal=KILL:when=\(n)", lanyardBinary()] + importArgs,
                                                 environment: environment)
             completed = status == 0
-            outcomes.append(try check(h, environment, completed ? "not killed (rename #\(n) never came)" : "killed at rename #\(n)"))
+            outcomes.append(try await check(h, environment, completed ? "not killed (rename #\(n) never came)" : "killed at rename #\(n)"))
         }
         #expect(completed, "the import finished once strace ran out of renames to kill it at")
         #expect(outcomes.contains(0) && outcomes.contains(count), "kills before and after the commit: \(outcomes)")
 
         // Random moments within how long one import takes here.
-        let (timing, timingEnvironment) = try home()
+        let (timing, timingEnvironment) = try await home()
         let started = Date()
         let (status, _, err) = try runProcess(lanyardBinary(), importArgs, environment: timingEnvironment)
         #expect(status == 0, "\(err.prefix(300))")
         let duration = Date().timeIntervalSince(started)
-        _ = try check(timing, timingEnvironment, "unkilled")
+        _ = try await check(timing, timingEnvironment, "unkilled")
         for round in 0..<4 {
-            let (h, environment) = try home()
+            let (h, environment) = try await home()
             let process = Process()
             process.executableURL = URL(fileURLWithPath: lanyardBinary())
             process.arguments = importArgs
@@ -337,11 +339,11 @@ import Testing
             usleep(UInt32(Double.random(in: 0...duration) * 1_000_000))  // where to kill it, not a wait for anything
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            _ = try check(h, environment, "random kill \(round)")
+            _ = try await check(h, environment, "random kill \(round)")
         }
     }
 
-    @Test func importIntoTheKeyringRegistersEverySlotInOneRegistryWrite() throws {
+    @Test func importIntoTheKeyringRegistersEverySlotInOneRegistryWrite() async throws {
         try requireTestKeyring()
         let h = CLIHarness()
         h.realStores = true
@@ -356,26 +358,26 @@ import Testing
         let bundle = h.root + "/keyring.age"
         try sealedBundle(bundled, to: recipient, at: bundle)
 
-        let r = h.run("import", bundle, "--identity", identity, "--json")
+        let r = await h.run("import", bundle, "--identity", identity, "--json")
         #expect(r.status == 0, "\(r.stderr)")
         let doc = try h.registry.load()
         #expect(doc.slots.count == 25 && doc.slots.values.allSatisfy { $0.backend == .secretService })
         #expect(!FileManager.default.fileExists(atPath: h.paths.registryFile + ".prev"), "the registry was written once")
         for slot in bundled.keys { #expect(try keyring.get(slot) == bundled[slot]?.credential) }
-        #expect(h.run("doctor").status == 0)
+        #expect(await h.run("doctor").status == 0)
     }
 
     // MARK: What an import refuses
 
-    @Test func importRefusesARecordWhoseProviderIsNotItsCredentials() throws {
-        let h = try fileStoreHarness()
+    @Test func importRefusesARecordWhoseProviderIsNotItsCredentials() async throws {
+        let h = try await fileStoreHarness()
         try seedFileSlot(h, "keep")
         let (identity, recipient) = try keygen(h.root)
         let bundle = h.root + "/mismatch.age"
         try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot("beta"): entry("beta", provider: "openai", recordProvider: "github")],
                          to: recipient, at: bundle)
         let before = snapshot(h)
-        let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+        let r = await h.run("import", bundle, "--identity", identity, "--yes", "--json")
         #expect(r.status == 1)
         let error = r.json["error"] as? [String: Any]
         #expect(error?["code"] as? String == "bundle_provider_mismatch")
@@ -385,13 +387,13 @@ import Testing
         #expect(try h.registry.load().slots.keys.map(\.name) == ["keep"])
     }
 
-    @Test func importRefusesAProviderConfigDoesNotKnow() throws {
-        let h = try fileStoreHarness()
+    @Test func importRefusesAProviderConfigDoesNotKnow() async throws {
+        let h = try await fileStoreHarness()
         let (identity, recipient) = try keygen(h.root)
         let bundle = h.root + "/unknown.age"
         try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot("gamma"): entry("gamma", provider: "acme\u{1B}[31m")], to: recipient, at: bundle)
         let before = snapshot(h)
-        let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+        let r = await h.run("import", bundle, "--identity", identity, "--yes", "--json")
         #expect(r.status == 1)
         let error = r.json["error"] as? [String: Any]
         #expect(error?["code"] as? String == "bundle_unknown_provider")
@@ -401,14 +403,14 @@ import Testing
         #expect(snapshot(h) == before)
         #expect(try h.registry.load().slots.isEmpty)
         // In text mode too.
-        let text = h.run("import", bundle, "--identity", identity, "--yes")
+        let text = await h.run("import", bundle, "--identity", identity, "--yes")
         #expect(text.status == 1 && text.stderr.contains("gamma") && !text.stderr.contains("\u{1B}"))
     }
 
     /// A bundle is a file from outside: a token with a control character, or an account name a
     /// terminal would act on, refuses the whole import before anything is written.
-    @Test func importRefusesHostileTokensAndNames() throws {
-        let h = try fileStoreHarness()
+    @Test func importRefusesHostileTokensAndNames() async throws {
+        let h = try await fileStoreHarness()
         let (identity, recipient) = try keygen(h.root)
         var badToken = entry("beta")
         badToken.credential.tokens.refreshToken = "RT\u{1B}]52;c;x\u{07}"
@@ -418,7 +420,7 @@ import Testing
             let bundle = h.root + "/hostile-\(index).age"
             try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot(bad.0): bad.1], to: recipient, at: bundle)
             let before = snapshot(h)
-            let r = h.run("import", bundle, "--identity", identity, "--yes", "--json")
+            let r = await h.run("import", bundle, "--identity", identity, "--yes", "--json")
             #expect(r.status == 1, "\(r.stdout)")
             #expect(!r.stdout.contains("\u{1B}") && !r.stdout.contains("RT"), "\(r.stdout)")
             #expect(snapshot(h) == before)
@@ -426,13 +428,13 @@ import Testing
         }
     }
 
-    @Test func importOfAnEmptyBundleSaysSo() throws {
-        let h = try fileStoreHarness()
+    @Test func importOfAnEmptyBundleSaysSo() async throws {
+        let h = try await fileStoreHarness()
         let (identity, recipient) = try keygen(h.root)
         let bundle = h.root + "/empty.age"
         try sealedBundle([:], to: recipient, at: bundle)
         let before = snapshot(h)
-        let r = h.run("import", bundle, "--identity", identity, "--json")
+        let r = await h.run("import", bundle, "--identity", identity, "--json")
         #expect(r.status == 1)
         let error = r.json["error"] as? [String: Any]
         #expect(error?["code"] as? String == "bundle_empty")
@@ -441,15 +443,15 @@ import Testing
         #expect(snapshot(h) == before)
     }
 
-    @Test func aWrongIdentityIsNamedNotAskedFor() throws {
-        let h = try fileStoreHarness()
+    @Test func aWrongIdentityIsNamedNotAskedFor() async throws {
+        let h = try await fileStoreHarness()
         try seedFileSlot(h, "alpha")
         let (_, recipient) = try keygen(h.root)
         let bundle = h.root + "/x.age"
-        #expect(h.run("export", "--to", bundle, "--recipient", recipient).status == 0)
+        #expect(await h.run("export", "--to", bundle, "--recipient", recipient).status == 0)
         try FileManager.default.createDirectory(atPath: h.root + "/other", withIntermediateDirectories: true)
         let (otherIdentity, _) = try keygen(h.root + "/other")
-        let wrong = h.run("import", bundle, "--identity", otherIdentity, "--json")
+        let wrong = await h.run("import", bundle, "--identity", otherIdentity, "--json")
         let error = wrong.json["error"] as? [String: Any]
         #expect(wrong.status == 1 && error?["code"] as? String == "bundle_no_identity")
         let message = error?["message"] as? String ?? ""
@@ -461,8 +463,8 @@ import Testing
         try "bundle passphrase\n".write(toFile: passFile, atomically: true, encoding: .utf8)
         h.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = passFile
         let passBundle = h.root + "/p.age"
-        #expect(h.run("export", "--to", passBundle).status == 0)
-        let scrypt = h.run("import", passBundle, "--identity", otherIdentity, "--json")
+        #expect(await h.run("export", "--to", passBundle).status == 0)
+        let scrypt = await h.run("import", passBundle, "--identity", otherIdentity, "--json")
         let scryptMessage = (scrypt.json["error"] as? [String: Any])?["message"] as? String ?? ""
         #expect(scrypt.status == 1 && scryptMessage.contains("passphrase-encrypted: leave out --identity"), "\(scryptMessage)")
     }

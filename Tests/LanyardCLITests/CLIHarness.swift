@@ -49,20 +49,27 @@ final class CLIHarness: @unchecked Sendable {
         }
     }
 
+    /// Runs `lanyard args` in-process, as `main` would, on a thread of the blocking executor: a
+    /// command is synchronous (it waits for its async work on its own thread), so it must never
+    /// run on a cooperative thread, where that wait could starve the tasks it waits for.
     @discardableResult
-    func run(_ args: String...) -> Result { run(args) }
+    func run(_ args: String...) async -> Result { await run(args) }
 
-    func run(_ args: [String]) -> Result {
-        let out = TextSink(), err = TextSink()
-        // Each line of `input` ended by a newline, as a program would send them.
-        let context = CommandContext(
-            stdout: out, stderr: err,
-            input: TextInput(Data(input.map { $0 + "\n" }.joined().utf8)),
-            environment: environment, workingDirectory: workingDirectory, clock: clock,
-            stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
-            openStore: opener, transportFactory: { URLSessionTransport(timeout: $0) })
-        let status = Lanyard.run(args, context: context)
-        return Result(status: status, stdout: out.text, stderr: err.text)
+    /// ``run(_:)-swift.method`` with an injected `sleeper` (virtual time for the sign-in's polling).
+    func run(_ args: [String], sleeper: (any Sleeper)? = nil) async -> Result {
+        await BlockingExecutor.shared.run { [self] in
+            let out = TextSink(), err = TextSink()
+            // Each line of `input` ended by a newline, as a program would send them.
+            var context = CommandContext(
+                stdout: out, stderr: err,
+                input: TextInput(Data(input.map { $0 + "\n" }.joined().utf8)),
+                environment: environment, workingDirectory: workingDirectory, clock: clock,
+                stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
+                openStore: opener, transportFactory: { URLSessionTransport(timeout: $0) })
+            if let sleeper { context.sleeper = sleeper }
+            let status = Lanyard.run(args, context: context)
+            return Result(status: status, stdout: out.text, stderr: err.text)
+        }
     }
 
     /// The real backends, or the in-memory store.

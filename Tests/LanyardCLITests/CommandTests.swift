@@ -6,21 +6,21 @@ import Testing
 @testable import LanyardStore
 
 @Suite struct ListCommandTests {
-    @Test func emptyRegistry() {
+    @Test func emptyRegistry() async {
         let h = CLIHarness()
-        let r = h.run("list")
+        let r = await h.run("list")
         #expect(r.status == 0)
         #expect(r.stdout == "No slots yet. Sign an account in with `lanyard login`.\n")
-        let j = h.run("list", "--json")
+        let j = await h.run("list", "--json")
         #expect(j.status == 0)
         #expect(j.json["slots"] as? [Any] != nil && (j.json["slots"] as! [Any]).isEmpty)
     }
 
-    @Test func humanTableIsAligned() throws {
+    @Test func humanTableIsAligned() async throws {
         let h = CLIHarness()
         try h.addSlot("work", email: "alice@corp.example", plan: "pro", active: true)
         try h.addSlot("personal", email: "al@home.example", plan: "prolite", state: .reauthenticationRequired)
-        let r = h.run("list")
+        let r = await h.run("list")
         #expect(r.status == 0)
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
@@ -31,21 +31,21 @@ import Testing
         #expect(!r.stdout.contains("SECRET"))
     }
 
-    @Test func colourOnlyOnATTYAndNeverWithNoColor() throws {
+    @Test func colourOnlyOnATTYAndNeverWithNoColor() async throws {
         let h = CLIHarness()
         try h.addSlot("work", active: true)
         h.tty = true
-        #expect(h.run("list").stdout.contains("\u{1B}[32m"))
-        #expect(!h.run("list", "--no-color").stdout.contains("\u{1B}["))
+        #expect(await h.run("list").stdout.contains("\u{1B}[32m"))
+        #expect(await !h.run("list", "--no-color").stdout.contains("\u{1B}["))
         h.extraEnvironment["NO_COLOR"] = "1"
-        #expect(!h.run("list").stdout.contains("\u{1B}["))
+        #expect(await !h.run("list").stdout.contains("\u{1B}["))
     }
 
-    @Test func jsonListsEverySlotWithoutSecrets() throws {
+    @Test func jsonListsEverySlotWithoutSecrets() async throws {
         let h = CLIHarness()
         try h.addSlot("work", plan: "pro", active: true)
         try h.addSlot("home", plan: "mystery_plan")
-        let r = h.run("list", "--json")
+        let r = await h.run("list", "--json")
         #expect(r.status == 0)
         #expect(r.json["active"] as? String == "work")
         let slots = try #require(r.json["slots"] as? [[String: Any]])
@@ -59,109 +59,109 @@ import Testing
 }
 
 @Suite struct StatusCommandTests {
-    @Test func showsTheResolvedSlot() throws {
+    @Test func showsTheResolvedSlot() async throws {
         let h = CLIHarness()
         try h.addSlot("work", email: "alice@corp.example", plan: "team", active: true)
-        let r = h.run("status")
+        let r = await h.run("status")
         #expect(r.status == 0)
         #expect(r.stdout.hasPrefix("work (active)\n"))
         #expect(r.stdout.contains("  plan         Team\n"))
         #expect(r.stdout.contains("  expires      in 2 h 10 min (\(localClock(h.clock.now() + 7800, now: h.clock.now())))\n"))
         #expect(r.stdout.contains("  last refresh 3 min ago (\(localClock(h.clock.now() - 180, now: h.clock.now())))\n"))
         #expect(r.stdout.contains("  chosen by    the active slot, set by `lanyard switch`\n"))
-        let j = h.run("status", "--json")
+        let j = await h.run("status", "--json")
         #expect(j.json["slot"] as? String == "work" && j.json["chosen_by"] as? String == "active")
     }
 
-    @Test func exitStatusFollowsTheState() throws {
+    @Test func exitStatusFollowsTheState() async throws {
         let h = CLIHarness()
         try h.addSlot("a", state: .signedOut)
         try h.addSlot("b", state: .reauthenticationRequired)
         try h.addSlot("c", state: .failed("broken"))
-        #expect(h.run("status", "a").status == 3)
-        #expect(h.run("status", "b").status == 4)
-        let c = h.run("status", "c", "--json")
+        #expect(await h.run("status", "a").status == 3)
+        #expect(await h.run("status", "b").status == 4)
+        let c = await h.run("status", "c", "--json")
         #expect(c.status == 1)
         #expect(c.json["state_message"] as? String == "broken")
     }
 
-    @Test func unknownOrMissingSlots() {
+    @Test func unknownOrMissingSlots() async {
         let h = CLIHarness()
-        let none = h.run("status")
+        let none = await h.run("status")
         #expect(none.status == 3)
         #expect(none.stderr.contains("no slot is active"))
-        let unknown = h.run("status", "ghost", "--json")
+        let unknown = await h.run("status", "ghost", "--json")
         #expect(unknown.status == 3)
         #expect((unknown.json["error"] as? [String: Any])?["code"] as? String == "unknown_slot")
-        let bad = h.run("status", "Bad Name")
+        let bad = await h.run("status", "Bad Name")
         #expect(bad.status == 2)
     }
 }
 
 @Suite struct SwitchCommandTests {
-    @Test func switchesAndReports() throws {
+    @Test func switchesAndReports() async throws {
         let h = CLIHarness()
         try h.addSlot("work", email: "w@example.com", active: true)
         try h.addSlot("home", email: "h@example.com")
-        let r = h.run("switch", "home")
+        let r = await h.run("switch", "home")
         #expect(r.status == 0)
         #expect(r.stdout == "Switched to home (h@example.com).\n")
         #expect(try h.registry.load().active?.name == "home")
-        #expect(h.run("switch", "home").stdout == "home (h@example.com) is already active.\n")
-        let j = h.run("switch", "work", "--json")
+        #expect(await h.run("switch", "home").stdout == "home (h@example.com) is already active.\n")
+        let j = await h.run("switch", "work", "--json")
         #expect(j.json["active"] as? String == "work" && j.json["previous"] as? String == "home")
     }
 
-    @Test func unknownSlotChangesNothing() throws {
+    @Test func unknownSlotChangesNothing() async throws {
         let h = CLIHarness()
         try h.addSlot("work", active: true)
-        let r = h.run("switch", "wrok")
+        let r = await h.run("switch", "wrok")
         #expect(r.status == 3)
         #expect(r.stderr.contains("no slot named wrok"))
         #expect(try h.registry.load().active?.name == "work")
     }
 
-    @Test func withNoSlotTheOnlySlotOrTheOtherOfTwo() throws {
+    @Test func withNoSlotTheOnlySlotOrTheOtherOfTwo() async throws {
         let h = CLIHarness()
-        #expect(h.run("switch").status == 3)  // no slot at all: not signed in
+        #expect(await h.run("switch").status == 3)  // no slot at all: not signed in
         try h.addSlot("work", email: "w@example.com")
-        #expect(h.run("switch").stdout == "Switched to work (w@example.com).\n")
+        #expect(await h.run("switch").stdout == "Switched to work (w@example.com).\n")
         try h.addSlot("home", email: "h@example.com")
-        #expect(h.run("switch").stdout == "Switched to home (h@example.com).\n")
-        let back = h.run("switch", "--json")
+        #expect(await h.run("switch").stdout == "Switched to home (h@example.com).\n")
+        let back = await h.run("switch", "--json")
         #expect(back.json["active"] as? String == "work" && back.json["previous"] as? String == "home")
     }
 
-    @Test func withNoSlotAndThreeItAsksOnATerminalAndRefusesWithoutOne() throws {
+    @Test func withNoSlotAndThreeItAsksOnATerminalAndRefusesWithoutOne() async throws {
         let h = CLIHarness()
         try h.addSlot("work", email: "w@example.com", active: true)
         try h.addSlot("home", email: "h@example.com")
         try h.addSlot("ci", email: "c@example.com")
-        let offTerminal = h.run("switch")
+        let offTerminal = await h.run("switch")
         #expect(offTerminal.status == 2)
         #expect(offTerminal.stderr.contains("switch needs a SLOT: one of ci, home, work"))
         #expect(try h.registry.load().active?.name == "work")
 
         h.tty = true
         h.input = ["2"]
-        let byNumber = h.run("switch")
+        let byNumber = await h.run("switch")
         #expect(byNumber.status == 0)
         #expect(byNumber.stderr.contains("  1) ci (c@example.com)\n  2) home (h@example.com)\n  3) work (w@example.com)  [active]\n"))
         #expect(byNumber.stderr.contains("Switch to which slot? [1-3 or a name]"))
         #expect(try h.registry.load().active?.name == "home")
 
         h.input = ["ci"]
-        #expect(h.run("switch").status == 0)
+        #expect(await h.run("switch").status == 0)
         #expect(try h.registry.load().active?.name == "ci")
 
         h.input = [""]
-        let declined = h.run("switch")
+        let declined = await h.run("switch")
         #expect(declined.status == 1)
         #expect(declined.stderr.hasSuffix("Nothing switched.\n"))
         #expect(try h.registry.load().active?.name == "ci")
 
         h.input = ["hmoe"]
-        let typo = h.run("switch")
+        let typo = await h.run("switch")
         #expect(typo.status == 2)
         #expect(typo.stderr.contains("did you mean home?"))
         #expect(try h.registry.load().active?.name == "ci")
@@ -169,10 +169,10 @@ import Testing
 }
 
 @Suite struct RenameRemoveCommandTests {
-    @Test func renameMovesRegistryEntryCredentialAndActiveMark() throws {
+    @Test func renameMovesRegistryEntryCredentialAndActiveMark() async throws {
         let h = CLIHarness()
         try h.addSlot("work", active: true)
-        let r = h.run("rename", "work", "job")
+        let r = await h.run("rename", "work", "job")
         #expect(r.status == 0)
         #expect(r.stdout == "Renamed work to job.\n")
         let doc = try h.registry.load()
@@ -182,14 +182,14 @@ import Testing
         #expect(throws: StoreError.notFound(slot: work)) { try h.store.get(work) }
     }
 
-    @Test func renameRefusesClashesAndStoreFailuresChangeNothing() throws {
+    @Test func renameRefusesClashesAndStoreFailuresChangeNothing() async throws {
         let h = CLIHarness()
         try h.addSlot("a")
         try h.addSlot("b")
-        #expect(h.run("rename", "a", "b").status == 1)
-        #expect(h.run("rename", "zzz", "c").status == 3)
+        #expect(await h.run("rename", "a", "b").status == 1)
+        #expect(await h.run("rename", "zzz", "c").status == 3)
         h.store.failWith = .locked(backend: "Secret Service", hint: "unlock it")
-        let locked = h.run("rename", "a", "c", "--json")
+        let locked = await h.run("rename", "a", "c", "--json")
         #expect(locked.status == 5)
         #expect((locked.json["error"] as? [String: Any])?["code"] as? String == "store_locked")
         h.store.failWith = nil
@@ -197,140 +197,140 @@ import Testing
         #expect(try h.store.list().map(\.name) == ["a", "b"])
     }
 
-    @Test func removeNeedsConfirmation() throws {
+    @Test func removeNeedsConfirmation() async throws {
         let h = CLIHarness()
         try h.addSlot("work", active: true)
-        let refused = h.run("remove", "work")
+        let refused = await h.run("remove", "work")
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("--yes"))
         h.tty = true
         h.input = ["n"]
-        #expect(h.run("remove", "work").status == 1, "declining is an answer, not a cancellation")
+        #expect(await h.run("remove", "work").status == 1, "declining is an answer, not a cancellation")
         #expect(try h.registry.load().slots.count == 1)
         h.input = ["y"]
-        let r = h.run("remove", "work")
+        let r = await h.run("remove", "work")
         #expect(r.status == 0)
         #expect(r.stdout == "Removed work.\n")
         #expect(try h.registry.load() == RegistryDocument())
         #expect(try h.store.list().isEmpty)
     }
 
-    @Test func removeWithYesAndJSON() throws {
+    @Test func removeWithYesAndJSON() async throws {
         let h = CLIHarness()
         try h.addSlot("work")
-        let r = h.run("remove", "work", "--yes", "--json")
+        let r = await h.run("remove", "work", "--yes", "--json")
         #expect(r.status == 0 && r.json["removed"] as? String == "work")
     }
 
-    @Test func removeKeepsTheEntryWhenTheStoreFails() throws {
+    @Test func removeKeepsTheEntryWhenTheStoreFails() async throws {
         let h = CLIHarness()
         try h.addSlot("work")
         h.store.failWith = .unavailable(backend: "Secret Service", hint: "start a keyring")
-        #expect(h.run("remove", "work", "-y").status == 5)
+        #expect(await h.run("remove", "work", "-y").status == 5)
         #expect(try h.registry.load().slots.count == 1)
     }
 }
 
 @Suite struct ResolutionCommandTests {
-    @Test func whichReportsEachRule() throws {
+    @Test func whichReportsEachRule() async throws {
         let h = CLIHarness()
         try h.addSlot("active", active: true)
         try h.addSlot("pinned")
         try h.addSlot("env")
         try h.addSlot("flag")
-        #expect(h.run("which").stdout == "active  (the active slot, set by `lanyard switch`)\n")
-        #expect(h.run("pin", "pinned").status == 0)
+        #expect(await h.run("which").stdout == "active  (the active slot, set by `lanyard switch`)\n")
+        #expect(await h.run("pin", "pinned").status == 0)
         let sub = h.workingDirectory + "/deeper/still"
         try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true)
         h.workingDirectory = sub
-        let pinned = h.run("which", "--json")
+        let pinned = await h.run("which", "--json")
         #expect(pinned.json["slot"] as? String == "pinned" && pinned.json["rule"] as? String == "pin-file")
         #expect((pinned.json["path"] as? String)?.hasSuffix("/work/.lanyard") == true)
         h.extraEnvironment["LANYARD_ACCOUNT"] = "env"
-        #expect(h.run("which", "--json").json["rule"] as? String == "environment")
-        let flagged = h.run("which", "--account", "flag", "--json")
+        #expect(await h.run("which", "--json").json["rule"] as? String == "environment")
+        let flagged = await h.run("which", "--account", "flag", "--json")
         #expect(flagged.json["slot"] as? String == "flag" && flagged.json["rule"] as? String == "flag")
-        #expect(h.run("--account=flag", "which").stdout.hasPrefix("flag"))
+        #expect(await h.run("--account=flag", "which").stdout.hasPrefix("flag"))
     }
 
-    @Test func whichWithNothingOrAMissingSlot() throws {
+    @Test func whichWithNothingOrAMissingSlot() async throws {
         let h = CLIHarness()
-        #expect(h.run("which").status == 3)
+        #expect(await h.run("which").status == 3)
         h.extraEnvironment["LANYARD_ACCOUNT"] = "ghost"
-        let r = h.run("which")
+        let r = await h.run("which")
         #expect(r.status == 3)
         #expect(r.stdout.hasPrefix("ghost"))
         #expect(r.stderr.contains("does not exist"))
         h.extraEnvironment["LANYARD_ACCOUNT"] = "Not Valid"
-        let bad = h.run("which")
+        let bad = await h.run("which")
         #expect(bad.status == 2)
         #expect(bad.stderr.contains("LANYARD_ACCOUNT"))
     }
 
-    @Test func pinAndUnpin() throws {
+    @Test func pinAndUnpin() async throws {
         let h = CLIHarness()
         try h.addSlot("work")
-        #expect(h.run("pin", "nope").status == 3)
-        let pin = h.run("pin", "work", "--json")
+        #expect(await h.run("pin", "nope").status == 3)
+        let pin = await h.run("pin", "work", "--json")
         #expect(pin.status == 0 && pin.json["path"] as? String == h.workingDirectory + "/.lanyard")
-        let unpin = h.run("unpin")
+        let unpin = await h.run("unpin")
         #expect(unpin.status == 0 && unpin.stdout.hasPrefix("Unpinned"))
-        let again = h.run("unpin", "--json")
+        let again = await h.run("unpin", "--json")
         #expect(again.status == 1 && again.json["removed"] as? Bool == false)
     }
 }
 
 @Suite struct MetaCommandTests {
-    @Test func versionAndHelp() {
+    @Test func versionAndHelp() async {
         let h = CLIHarness()
-        #expect(h.run("version").stdout == "lanyard \(Lanyard.version)\n")
-        #expect(h.run("--version").stdout == "lanyard \(Lanyard.version)\n")
-        #expect(h.run("version", "--json").json["version"] as? String == Lanyard.version)
-        let help = h.run("help")
+        #expect(await h.run("version").stdout == "lanyard \(Lanyard.version)\n")
+        #expect(await h.run("--version").stdout == "lanyard \(Lanyard.version)\n")
+        #expect(await h.run("version", "--json").json["version"] as? String == Lanyard.version)
+        let help = await h.run("help")
         #expect(help.status == 0)
         for command in Lanyard.commands { #expect(help.stdout.contains("  \(command.name) ") == !command.hidden) }
-        #expect(h.run().stdout == help.stdout)
-        #expect(h.run("help", "switch").stdout.hasPrefix("Usage: lanyard switch [SLOT]"))
-        #expect(h.run("switch", "--help").stdout == h.run("help", "switch").stdout)
-        #expect(h.run("help", "swich").status == 2)
+        #expect(await h.run().stdout == help.stdout)
+        #expect(await h.run("help", "switch").stdout.hasPrefix("Usage: lanyard switch [SLOT]"))
+        #expect(await h.run("switch", "--help").stdout == h.run("help", "switch").stdout)
+        #expect(await h.run("help", "swich").status == 2)
     }
 
-    @Test func unknownCommandsAndFlagsSuggest() {
+    @Test func unknownCommandsAndFlagsSuggest() async {
         let h = CLIHarness()
-        let r = h.run("lsit")
+        let r = await h.run("lsit")
         #expect(r.status == 2)
         #expect(r.stderr.contains("did you mean `list`?"))
-        let f = h.run("list", "--jsno")
+        let f = await h.run("list", "--jsno")
         #expect(f.status == 2)
         #expect(f.stderr.contains("did you mean --json?"))
-        let j = h.run("lsit", "--json")
+        let j = await h.run("lsit", "--json")
         #expect((j.json["error"] as? [String: Any])?["code"] as? String == "usage")
-        #expect(h.run("list", "extra").status == 2)
-        #expect(h.run("switch", "--account").status == 2, "switch takes no --account")
-        #expect(h.run("status", "--account").status == 2, "--account needs a value")
+        #expect(await h.run("list", "extra").status == 2)
+        #expect(await h.run("switch", "--account").status == 2, "switch takes no --account")
+        #expect(await h.run("status", "--account").status == 2, "--account needs a value")
     }
 
-    @Test func corruptRegistryIsReportedWithExitStatus1() throws {
+    @Test func corruptRegistryIsReportedWithExitStatus1() async throws {
         let h = CLIHarness()
         try SecureFiles.ensureDirectory(h.paths.dataDirectory)
         _ = FileManager.default.createFile(atPath: h.registry.path, contents: Data("{nope".utf8))
-        let r = h.run("list")
+        let r = await h.run("list")
         #expect(r.status == 1)
         #expect(r.stderr.contains("did not parse") && r.stderr.contains(".corrupt-"))
-        let j = h.run("list", "--json")
+        let j = await h.run("list", "--json")
         #expect(j.status == 0, "after moving it aside the registry is empty, and says so")
     }
 
-    @Test func configWarningsGoToStderr() throws {
+    @Test func configWarningsGoToStderr() async throws {
         let h = CLIHarness()
         try h.addSlot("a")
         try FileManager.default.createDirectory(atPath: h.paths.configDirectory, withIntermediateDirectories: true)
         try "[store]\nbogus = 1\n".write(toFile: h.paths.configFile, atomically: true, encoding: .utf8)
-        let r = h.run("rename", "a", "b")
+        let r = await h.run("rename", "a", "b")
         #expect(r.status == 0)
         #expect(r.stderr.contains("unknown key \"bogus\""))
         try "[store\n".write(toFile: h.paths.configFile, atomically: true, encoding: .utf8)
-        let bad = h.run("rename", "b", "c", "--json")
+        let bad = await h.run("rename", "b", "c", "--json")
         #expect(bad.status == 1)
         #expect((bad.json["error"] as? [String: Any])?["code"] as? String == "config_invalid")
     }
@@ -346,7 +346,7 @@ import Testing
         return (String(decoding: bytes, as: UTF8.self), pieces)
     }
 
-    @Test func aLongListGoesOutInPiecesThatMakeTheSameDocument() throws {
+    @Test func aLongListGoesOutInPiecesThatMakeTheSameDocument() async throws {
         var document = RegistryDocument()
         for n in 0..<400 {
             document.slots[try Slot("slot-\(n)")] = SlotRecord(provider: "openai", backend: .file,
@@ -362,7 +362,7 @@ import Testing
     }
 
     @Test(arguments: [true, false])
-    func isTheSummariesSerialized(pretty: Bool) throws {
+    func isTheSummariesSerialized(pretty: Bool) async throws {
         var document = RegistryDocument()
         #expect(listDocument(document, pretty: pretty).text
                 == JSONValue.object(["active": .null, "slots": .array([])]).serialized(pretty: pretty) + "\n")

@@ -15,14 +15,14 @@ import Testing
     typealias Surface = [String: Set<String>]
 
     /// Subcommands are keys of their own (`store migrate`), each with its own flags.
-    @Test func helpManPageAndCompletionsListTheSameCommandsAndFlags() throws {
-        let help = try helpSurface()
+    @Test func helpManPageAndCompletionsListTheSameCommandsAndFlags() async throws {
+        let help = try await helpSurface()
         #expect(help.count >= 50, "help lists \(help.count) commands and subcommands")
         #expect(help["refresh-worker"] == nil, "hidden commands stay out of help")
         #expect(help["store migrate"] == ["to", "dry-run", "json", "help", "no-color"])
         #expect(help["store init"] == ["no-passphrase", "json", "help", "no-color"])
         let groups = help.keys.filter { name in help.keys.contains { $0.hasPrefix(name + " ") } }
-        let surfaces: [(String, Surface)] = [
+        let surfaces: [(String, Surface)] = await [
             ("man page", try manPageSurface()),
             ("bash completion", try bashSurface(groups: groups)),
             ("fish completion", try fishSurface(groups: groups)),
@@ -38,7 +38,7 @@ import Testing
 
     /// The completion scripts skip flag values with one list for every command, which is right
     /// only while each spelling takes a value everywhere or nowhere.
-    @Test func eachFlagSpellingTakesAValueEverywhereOrNowhere() {
+    @Test func eachFlagSpellingTakesAValueEverywhereOrNowhere() async {
         var takesValue: [String: (Bool, String)] = [:]
         for spec in Lanyard.documentedCommands {
             for flag in spec.allFlags {
@@ -54,12 +54,12 @@ import Testing
         #expect(Set(Completion.valueFlagSpellings) == Set(takesValue.filter { $0.value.0 }.keys))
     }
 
-    @Test func completionsOfferSlotNamesFromTheRegistry() throws {
+    @Test func completionsOfferSlotNamesFromTheRegistry() async throws {
         let h = CLIHarness()
         try h.addSlot("work", active: true)
         try h.addSlot("personal")
         let env = h.environment.merging(["PATH": binDirectory() + ":/usr/bin:/bin"]) { $1 }
-        let bash = try writeScript("bash")
+        let bash = try await writeScript("bash")
         let bashOut = try runShell(["bash", "-c", """
             source \(bash)
             COMP_WORDS=(lanyard status ""); COMP_CWORD=2; _lanyard; echo "status: ${COMPREPLY[*]}"
@@ -69,7 +69,7 @@ import Testing
         #expect(bashOut.contains("status: personal work\n"), "\(bashOut)")
         #expect(bashOut.contains("account: personal\n"), "\(bashOut)")
         #expect(bashOut.contains("migrate: personal work\n"), "\(bashOut)")
-        let fish = try writeScript("fish")
+        let fish = try await writeScript("fish")
         let fishOut = try runShell(["fish", "--no-config", "-c", "source \(fish); complete -C 'lanyard switch '; complete -C 'lanyard status -a w'"],
                                    environment: env)
         let candidates = fishOut.split(separator: "\n").map { $0.split(separator: "\t").first.map(String.init) ?? "" }
@@ -78,12 +78,12 @@ import Testing
 
     /// Each shell completes a group's subcommands (with options before them skipped), and then
     /// that subcommand's own flags, flag values and arguments.
-    @Test func completionsOfferSubcommandsAndTheirOwnFlags() throws {
+    @Test func completionsOfferSubcommandsAndTheirOwnFlags() async throws {
         let h = CLIHarness()
         try h.addSlot("work", active: true)
         let env = h.environment.merging(["PATH": binDirectory() + ":/usr/bin:/bin"]) { $1 }
         let bashOut = try runShell(["bash", "-c", """
-            source \(try writeScript("bash"))
+            source \(try await writeScript("bash"))
             t() { COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _lanyard; echo "$*|${COMPREPLY[*]}"; }
             t lanyard store ""
             t lanyard --json store s
@@ -114,7 +114,7 @@ import Testing
         #expect(bash["lanyard help "]?.hasPrefix("login logout ") == true)
 
         let fishOut = try runShell(["fish", "--no-config", "-c", """
-            source \(try writeScript("fish"))
+            source \(try await writeScript("fish"))
             for line in 'lanyard store ' 'lanyard --json store s' 'lanyard store init --' 'lanyard store migrate --to ' 'lanyard codex export ' 'lanyard help codex '
                 echo "$line|"(complete -C $line | string replace -r '\\t.*' '' | string join ' ')
             end
@@ -131,7 +131,7 @@ import Testing
         let zshOut = try runShell(["zsh", "-f", "-c", """
             _describe() { local name=${@[-1]}; print -r -- "describe ${(j: :)${(@)${(P)name}%%:*}}"; }
             _arguments() { print -r -- "arguments ${(j: :)${(@M)@:#*--*}}"; }
-            source <(sed '$d' \(try writeScript("zsh")))
+            source <(sed '$d' \(try await writeScript("zsh")))
             t() { words=("$@"); CURRENT=$#; curcontext=":complete:lanyard:"; _lanyard; }
             t lanyard store ""
             t lanyard store init --
@@ -146,17 +146,17 @@ import Testing
         #expect(zsh.last == "describe bash zsh fish")
     }
 
-    @Test func listNamesPrintsOnlySlotNames() throws {
+    @Test func listNamesPrintsOnlySlotNames() async throws {
         let h = CLIHarness()
         try h.addSlot("work", active: true)
         try h.addSlot("personal")
-        let r = h.run("list", "--names")
+        let r = await h.run("list", "--names")
         #expect(r.status == 0)
         #expect(r.stdout == "personal\nwork\n")
     }
 
-    @Test func manPageIsValidRoff() throws {
-        let page = try writeTemp(CLIHarness().run("help", "--man").stdout, name: "lanyard.1")
+    @Test func manPageIsValidRoff() async throws {
+        let page = try writeTemp(await CLIHarness().run("help", "--man").stdout, name: "lanyard.1")
         let lint = try runShell(["mandoc", "-T", "lint", "-W", "warning", page], environment: [:], allowFailure: true)
         #expect(lint.isEmpty, "mandoc -T lint: \(lint)")
         let rendered = try runShell(["man", "-l", "-P", "cat", page], environment: ["MANWIDTH": "80", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"])
@@ -175,7 +175,7 @@ import Testing
         for entry in Lanyard.environment { #expect(rendered.contains(entry.name)) }
     }
 
-    @Test func cliReferenceDocumentsEveryEnvironmentVariableAndExitStatus() throws {
+    @Test func cliReferenceDocumentsEveryEnvironmentVariableAndExitStatus() async throws {
         let cli = try String(contentsOfFile: repositoryRoot.path + "/docs/cli.md", encoding: .utf8)
         let missingVariables = Lanyard.environment.map(\.name).filter { !cli.contains("| `\($0)` |") }
         #expect(missingVariables.isEmpty, "docs/cli.md does not document \(missingVariables)")
@@ -188,7 +188,7 @@ import Testing
     /// Every command and subcommand has a heading in docs/cli.md (`#### \`lanyard store migrate …\``,
     /// or alternatives: `lanyard completion bash|zsh|fish`), and the section under it names each of
     /// its flags (`--json` for those that print, `--account` for those that resolve a slot).
-    @Test func cliReferenceDocumentsEveryCommandAndSubcommandWithItsFlags() throws {
+    @Test func cliReferenceDocumentsEveryCommandAndSubcommandWithItsFlags() async throws {
         let cli = try String(contentsOfFile: repositoryRoot.path + "/docs/cli.md", encoding: .utf8)
         let lines = cli.components(separatedBy: "\n")
         // The section each command's most specific heading opens: up to the next heading of the same or a higher level.
@@ -209,7 +209,7 @@ import Testing
         #expect(problems.isEmpty, "docs/cli.md:\n\(problems.joined(separator: "\n"))")
     }
 
-    @Test func everyLanyardExampleInTheDocsIsAcceptedByTheParser() throws {
+    @Test func everyLanyardExampleInTheDocsIsAcceptedByTheParser() async throws {
         var checked = 0
         var failures: [String] = []
         for file in try documentationFiles() {
@@ -224,7 +224,7 @@ import Testing
         print("documentation: \(checked) lanyard command lines accepted")
     }
 
-    @Test func relativeLinksInTheDocsPointAtFiles() throws {
+    @Test func relativeLinksInTheDocsPointAtFiles() async throws {
         var broken: [String] = []
         for file in try documentationFiles() {
             let text = try String(contentsOfFile: file, encoding: .utf8)
@@ -236,7 +236,7 @@ import Testing
         #expect(broken.isEmpty, "links to missing files: \(broken)")
     }
 
-    @Test func configurationExampleInTheCLIReferenceLoadsCleanly() throws {
+    @Test func configurationExampleInTheCLIReferenceLoadsCleanly() async throws {
         let cli = try String(contentsOfFile: repositoryRoot.path + "/docs/cli.md", encoding: .utf8)
         let example = try #require(cli.components(separatedBy: "```ini\n").dropFirst().first?.components(separatedBy: "```").first)
         let h = CLIHarness()
@@ -257,7 +257,7 @@ import Testing
         #expect(loaded.config.streaming == .default)
     }
 
-    @Test func exampleCheckerRejectsWhatTheParserRejects() {
+    @Test func exampleCheckerRejectsWhatTheParserRejects() async {
         #expect(DocExamples.check(["lgin"]) != nil)
         #expect(DocExamples.check(["login", "--qrcode"]) != nil)
         #expect(DocExamples.check(["store", "unlok"]) != nil)
@@ -280,27 +280,27 @@ import Testing
 
     // MARK: surfaces
 
-    private func helpSurface() throws -> Surface {
+    private func helpSurface() async throws -> Surface {
         let h = CLIHarness()
-        let overview = h.run("help").stdout
+        let overview = await h.run("help").stdout
         // The command lines of the grouped list: two spaces, a name, two or more spaces.
         let list = overview.components(separatedBy: "\nExamples:\n").first ?? ""
         let names = matches(of: #"(?m)^  ([a-z-]+)  +\S"#, in: list)
         var surface: Surface = [:]
-        func read(_ words: [String]) {
-            let text = h.run(words + ["--help"]).stdout
+        func read(_ words: [String]) async {
+            let text = await h.run(words + ["--help"]).stdout
             let name = words.joined(separator: " ")
             surface[name] = Set(matches(of: #"(?m)^  (?:-\w, |    )--([a-z-]+)"#, in: text))
             #expect(!surface[name]!.isEmpty, "`\(name) --help` lists no options")
             let commands = text.components(separatedBy: "\nCommands:\n").dropFirst().first?.components(separatedBy: "\n\n").first ?? ""
-            for sub in matches(of: #"(?m)^  ([a-z-]+)  +\S"#, in: commands) { read(words + [sub]) }
+            for sub in matches(of: #"(?m)^  ([a-z-]+)  +\S"#, in: commands) { await read(words + [sub]) }
         }
-        for name in names { read([name]) }
+        for name in names { await read([name]) }
         return surface
     }
 
-    private func manPageSurface() throws -> Surface {
-        let page = CLIHarness().run("help", "--man").stdout.replacingOccurrences(of: "\\-", with: "-")
+    private func manPageSurface() async throws -> Surface {
+        let page = await CLIHarness().run("help", "--man").stdout.replacingOccurrences(of: "\\-", with: "-")
         let sections = page.components(separatedBy: "\n.SH ")
         let commands = try #require(sections.first { $0.hasPrefix("COMMANDS") })
         let options = try #require(sections.first { $0.hasPrefix("OPTIONS") })
@@ -316,8 +316,8 @@ import Testing
 
     /// What bash completes: the commands, each one's flags after `--`, and for a group its
     /// subcommands and theirs.
-    private func bashSurface(groups: [String]) throws -> Surface {
-        let script = try writeScript("bash")
+    private func bashSurface(groups: [String]) async throws -> Surface {
+        let script = try await writeScript("bash")
         let out = try runShell(["bash", "-c", """
             source \(script)
             groups=" \(groups.joined(separator: " ")) "
@@ -337,8 +337,8 @@ import Testing
         return surface(lines: out)
     }
 
-    private func fishSurface(groups: [String]) throws -> Surface {
-        let script = try writeScript("fish")
+    private func fishSurface(groups: [String]) async throws -> Surface {
+        let script = try await writeScript("fish")
         let out = try runShell(["fish", "--no-config", "-c", """
             source \(script)
             for cmd in (complete -C 'lanyard ' | string replace -r '\\t.*' '')
@@ -355,9 +355,9 @@ import Testing
 
     /// zsh completion needs an interactive shell to run; the script is syntax-checked by zsh and
     /// read for its functions: a group's lists its subcommands, a command's its `_arguments` specs.
-    private func zshSurface() throws -> Surface {
-        let text = CLIHarness().run("completion", "zsh").stdout
-        _ = try runShell(["zsh", "-n", try writeScript("zsh")], environment: [:])
+    private func zshSurface() async throws -> Surface {
+        let text = await CLIHarness().run("completion", "zsh").stdout
+        _ = try await runShell(["zsh", "-n", try writeScript("zsh")], environment: [:])
         let regex = try NSRegularExpression(pattern: #"(?ms)^(_lanyard|_lanyard_cmd_[a-z_-]+)\(\) \{\n(.*?)\n\}$"#)
         var surface: Surface = [:]
         var listed: [String] = []
@@ -386,8 +386,8 @@ import Testing
 
     // MARK: helpers
 
-    private func writeScript(_ shell: String) throws -> String {
-        try writeTemp(CLIHarness().run("completion", shell).stdout, name: "lanyard.\(shell)")
+    private func writeScript(_ shell: String) async throws -> String {
+        try writeTemp(await CLIHarness().run("completion", shell).stdout, name: "lanyard.\(shell)")
     }
 
     private func writeTemp(_ text: String, name: String) throws -> String {

@@ -41,7 +41,7 @@ import LanyardStore
         return codes
     }
 
-    @Test func theTableAndDocsCliMdAgree() throws {
+    @Test func theTableAndDocsCliMdAgree() async throws {
         let documented = try Self.documented()
         let table = LanyardCLI.ExitStatus.byCode.mapValues(\.rawValue)
         #expect(documented.count >= 50)
@@ -49,7 +49,7 @@ import LanyardStore
         for code in documented.keys where table[code] == nil { #expect(Bool(false), "docs/cli.md lists `\(code)`, which the CLI does not know") }
     }
 
-    @Test func everyCodeInTheSourcesHasAnExitStatus() throws {
+    @Test func everyCodeInTheSourcesHasAnExitStatus() async throws {
         let defined = try Self.definedInSources()
         #expect(defined.count >= 50, "found \(defined.count) codes")
         // Codes servers send (in ServerErrorDetail), not errors of Lanyard's own.
@@ -60,23 +60,23 @@ import LanyardStore
     }
 
     /// `exec` of a command that is not on PATH exits 127, as a shell does, and leaves no folder.
-    @Test func execOfAMissingCommandExits127() throws {
+    @Test func execOfAMissingCommandExits127() async throws {
         let cli = CLIHarness()
         try cli.addSlot("work", active: true)
         var credential = try cli.store.get(try Slot("work"))
         credential.tokens.idToken = "e30.e30.c2ln"  // Codex's auth.json needs one
         try cli.store.put(credential, for: try Slot("work"))
-        let r = cli.run("exec", "--", "lanyard-no-such-command")
+        let r = await cli.run("exec", "--", "lanyard-no-such-command")
         #expect(r.status == 127)
         #expect(r.stderr == "lanyard: command not found: lanyard-no-such-command\n", "\(r.stderr)")
         #expect(ExecError.commandNotFound("x").code == "command_not_found")
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: cli.paths.runtimeDirectory + "/exec")) ?? []
         #expect(folders.isEmpty, "\(folders)")
         // A path that does not exist is not found either; one that exists but cannot run exits 126.
-        #expect(cli.run("exec", "--", cli.root + "/no-such-file").status == 127)
+        #expect(await cli.run("exec", "--", cli.root + "/no-such-file").status == 127)
         let notExecutable = cli.root + "/plain.txt"
         try Data("hello".utf8).write(to: URL(fileURLWithPath: notExecutable))
-        let refused = cli.run("exec", "--", notExecutable)
+        let refused = await cli.run("exec", "--", notExecutable)
         #expect(refused.status == 126)
         #expect(refused.stderr.hasPrefix("lanyard: cannot run \(notExecutable): Permission denied"), "\(refused.stderr)")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: cli.paths.runtimeDirectory + "/exec")) ?? []
@@ -84,7 +84,7 @@ import LanyardStore
     }
 
     /// `exec SLOT -- CMD` names the slot like every other command, and `--account` still works.
-    @Test func execTakesTheSlotBeforeDashDash() throws {
+    @Test func execTakesTheSlotBeforeDashDash() async throws {
         let cli = CLIHarness()
         try cli.addSlot("home", active: true)
         try cli.addSlot("work")
@@ -94,20 +94,20 @@ import LanyardStore
             try cli.store.put(credential, for: try Slot(name))
         }
         let out = cli.root + "/account"
-        func ran(_ args: [String]) throws -> String {
-            let r = cli.run(args)
+        func ran(_ args: [String]) async throws -> String {
+            let r = await cli.run(args)
             #expect(r.status == 0, "\(args): \(r.stderr)")
             return try String(contentsOfFile: out, encoding: .utf8)
         }
         let script = ["/bin/sh", "-c", "printf %s \"$LANYARD_ACCOUNT\" > '\(out)'"]
-        #expect(try ran(["exec", "work", "--"] + script) == "work")
-        #expect(try ran(["exec", "--account", "work", "--"] + script) == "work")
-        #expect(try ran(["exec", "--"] + script) == "home")
-        #expect(cli.run(["exec", "work", "home", "--"] + script).status == 2)
-        #expect(cli.run(["exec", "nobody", "--"] + script).status == 3)
+        #expect(try await ran(["exec", "work", "--"] + script) == "work")
+        #expect(try await ran(["exec", "--account", "work", "--"] + script) == "work")
+        #expect(try await ran(["exec", "--"] + script) == "home")
+        #expect(await cli.run(["exec", "work", "home", "--"] + script).status == 2)
+        #expect(await cli.run(["exec", "nobody", "--"] + script).status == 3)
     }
 
-    @Test func errorsMapToTheirDocumentedStatuses() throws {
+    @Test func errorsMapToTheirDocumentedStatuses() async throws {
         let cases: [(any Error, LanyardCLI.ExitStatus)] = [
             (StoreError.locked(backend: "k", hint: "h"), .storeUnavailable), (StoreError.notFound(slot: try Slot("w")), .notSignedIn),
             (RegistryError.unknownSlot(try Slot("w")), .notSignedIn), (ClientError.reauthenticationRequired(slot: "w", reason: "r"), .reauthenticationRequired),

@@ -7,12 +7,12 @@ import Testing
 @testable import LanyardStore
 
 /// Seeds slots into the real file store (no keyring needed) for the git and bundle tests.
-func fileStoreHarness(config: String = "") throws -> CLIHarness {
+func fileStoreHarness(config: String = "") async throws -> CLIHarness {
     let h = CLIHarness()
     h.realStores = true
     try FileManager.default.createDirectory(atPath: h.paths.configDirectory, withIntermediateDirectories: true)
     try ("[store]\nbackend = file\n" + config).write(toFile: h.paths.configFile, atomically: true, encoding: .utf8)
-    let created = h.run("store", "init", "--no-passphrase")
+    let created = await h.run("store", "init", "--no-passphrase")
     #expect(created.status == 0, "\(created.stderr)")
     return h
 }
@@ -35,7 +35,7 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
 @Suite(.serialized) struct GitCredentialTests {
     let mapping = "[git]\nexample.com = work\nexample.com/org = personal\nExample.com/org/special = special\n"
 
-    @Test func matchingPicksTheLongestPathPrefix() throws {
+    @Test func matchingPicksTheLongestPathPrefix() async throws {
         let m: [String: Slot] = ["example.com": try Slot("work"), "example.com/org": try Slot("personal"),
                                  "example.com/org/special": try Slot("special"), "other.com/x": try Slot("x")]
         #expect(GitCredential.slot(host: "example.com", path: nil, in: m)?.slot.name == "work")
@@ -51,7 +51,7 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
     }
 
     /// `bobcorp/../x.git` is `x.git` at the server, so it must not get bob's token.
-    @Test func dotSegmentsCannotReachAnotherAccountsPath() throws {
+    @Test func dotSegmentsCannotReachAnotherAccountsPath() async throws {
         let m: [String: Slot] = ["example.com": try Slot("work"), "example.com/bobcorp": try Slot("bob")]
         #expect(GitCredential.slot(host: "example.com", path: "bobcorp/../x.git", in: m)?.slot.name == "work")
         #expect(GitCredential.slot(host: "example.com", path: "bobcorp/%2e%2e/x.git", in: m)?.slot.name == "work")
@@ -62,7 +62,7 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
         #expect(GitCredential.slot(host: "example.com", path: "bob%63orp/repo", in: m)?.slot.name == "bob")
     }
 
-    @Test func configGroupAndProviderUsername() throws {
+    @Test func configGroupAndProviderUsername() async throws {
         let text = mapping + "[provider.openai]\ngit-username = oauth2\n"
         let loaded = try ConfigFile.parse(Data(text.utf8), path: "config.ini")
         #expect(loaded.warnings.isEmpty)
@@ -72,28 +72,28 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
         #expect(throws: ConfigError.self) { try ConfigFile.parse(Data("[git]\nexample.com = Not A Slot!\n".utf8), path: "c") }
     }
 
-    @Test func getAnswersMappedHostsOnly() throws {
-        let h = try fileStoreHarness(config: mapping)
+    @Test func getAnswersMappedHostsOnly() async throws {
+        let h = try await fileStoreHarness(config: mapping)
         try seedFileSlot(h, "work")
         try seedFileSlot(h, "personal")
         h.input = ["protocol=https", "host=example.com", "path=org/repo.git", ""]
-        let r = h.run("git-credential", "get")
+        let r = await h.run("git-credential", "get")
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == "username=x-access-token\npassword=AT-personal-SECRET\npassword_expiry_utc=4000000000\n")
 
         h.input = ["protocol=https", "host=example.com"]  // EOF ends input too
-        #expect(h.run("git-credential", "get").stdout.contains("password=AT-work-SECRET\n"))
+        #expect(await h.run("git-credential", "get").stdout.contains("password=AT-work-SECRET\n"))
 
         h.input = ["protocol=https", "host=unmapped.example", ""]
-        let unmapped = h.run("git-credential", "get")
+        let unmapped = await h.run("git-credential", "get")
         #expect(unmapped.status == 0 && unmapped.stdout.isEmpty && unmapped.stderr.isEmpty)
 
         h.input = ["protocol=http", "host=example.com", ""]
-        #expect(h.run("git-credential", "get").stdout.isEmpty, "never over plain http")
+        #expect(await h.run("git-credential", "get").stdout.isEmpty, "never over plain http")
 
         for sub in ["store", "erase"] {
             h.input = ["protocol=https", "host=example.com", "username=x-access-token", "password=AT-work-SECRET", ""]
-            let r = h.run("git-credential", sub)
+            let r = await h.run("git-credential", sub)
             #expect(r.status == 0 && r.stdout.isEmpty && r.stderr.isEmpty)
         }
         #expect(try StoreOpeners.system(.file, LanyardConfig(), h.paths, false).get(try Slot("work")).tokens.accessToken == "AT-work-SECRET",
@@ -101,26 +101,26 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
 
         try (mapping + "[provider.openai]\ngit-username = oauth2\n").write(toFile: h.paths.configFile, atomically: true, encoding: .utf8)
         h.input = ["protocol=https", "host=example.com", ""]
-        #expect(h.run("git-credential", "get").stdout.hasPrefix("username=oauth2\n"))
+        #expect(await h.run("git-credential", "get").stdout.hasPrefix("username=oauth2\n"))
     }
 
-    @Test func badInputIsAUsageErrorWithoutEchoingIt() throws {
-        let h = try fileStoreHarness(config: mapping)
+    @Test func badInputIsAUsageErrorWithoutEchoingIt() async throws {
+        let h = try await fileStoreHarness(config: mapping)
         try seedFileSlot(h, "work")
         h.input = ["protocol=https", "ghp_NOTKEYVALUE_SECRET", ""]
-        let r = h.run("git-credential", "get")
+        let r = await h.run("git-credential", "get")
         #expect(r.status == 2)
         #expect(r.stderr.contains("input line 2 is not key=value"))
         #expect(r.stdout.isEmpty && !r.stderr.contains("SECRET"))
         h.input = ["host=example.com", "pass word=SECRET-VALUE", ""]
-        let bad = h.run("git-credential", "store")
+        let bad = await h.run("git-credential", "store")
         #expect(bad.status == 2 && bad.stderr.contains("line 2") && !bad.stderr.contains("SECRET"))
-        #expect(h.run("git-credential", "fetch").status == 2)
+        #expect(await h.run("git-credential", "fetch").status == 2)
     }
 
     /// Found by the helpers fuzzer: a NUL followed by a combining mark is a single Character that
     /// is not "\0", so a Character-level check let it through into the attributes.
-    @Test func nulGluedToACombiningMarkIsRejected() throws {
+    @Test func nulGluedToACombiningMarkIsRejected() async throws {
         #expect(throws: GitCredentialInputError(line: 2, problem: "contains a NUL byte (it is not text)")) {
             try GitCredential.read(TextInput(Data("host=example.com\npassword=ab\u{0}\u{487}cd\n\n".utf8)))
         }
@@ -130,31 +130,31 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
         #expect(ConfigFile.hostKey("Registry.Local:5000") == "registry.local:5000")
     }
 
-    @Test func setupPrintsTheGitConfig() throws {
-        let h = try fileStoreHarness(config: mapping)
-        let host = h.run("git-credential", "setup", "example.com")
+    @Test func setupPrintsTheGitConfig() async throws {
+        let h = try await fileStoreHarness(config: mapping)
+        let host = await h.run("git-credential", "setup", "example.com")
         #expect(host.status == 0)
         #expect(host.stdout == """
             git config --global credential.https://example.com.helper '!lanyard git-credential'
             git config --global credential.https://example.com.useHttpPath 'true'
 
             """, "example.com has path mappings, so git must send paths")
-        let other = h.run("git-credential", "setup", "git.example.org", "--slot", "work")
+        let other = await h.run("git-credential", "setup", "git.example.org", "--slot", "work")
         #expect(other.stdout == "git config --global credential.https://git.example.org.helper '!lanyard git-credential'\n")
         #expect(other.stderr.contains("[git]\ngit.example.org = work"))
     }
 
     /// The real thing: `git credential fill` runs the built binary as its helper.
-    @Test func realGitCredentialFill() throws {
-        let h = try fileStoreHarness(config: mapping)
+    @Test func realGitCredentialFill() async throws {
+        let h = try await fileStoreHarness(config: mapping)
         try seedFileSlot(h, "work")
         try seedFileSlot(h, "personal")
         let gitConfig = h.root + "/gitconfig"
         h.extraEnvironment["GIT_CONFIG_GLOBAL"] = gitConfig
         h.extraEnvironment["GIT_CONFIG_NOSYSTEM"] = "1"
-        let applied = h.run("git-credential", "setup", "example.com", "--apply")
+        let applied = await h.run("git-credential", "setup", "example.com", "--apply")
         #expect(applied.status == 0, "\(applied.stderr)")
-        #expect(h.run("git-credential", "setup", "unmapped.example", "--apply").status == 0)
+        #expect(await h.run("git-credential", "setup", "unmapped.example", "--apply").status == 0)
         let written = try String(contentsOfFile: gitConfig, encoding: .utf8)
         #expect(written.contains("helper = !lanyard git-credential") && written.contains("useHttpPath = true"))
 

@@ -45,7 +45,7 @@ let hostileValues: [String] = [
     }
 
     @Test(arguments: ShellQuoting.Shell.allCases)
-    func everyHostileValueRoundTripsAndNothingRuns(_ shell: ShellQuoting.Shell) throws {
+    func everyHostileValueRoundTripsAndNothingRuns(_ shell: ShellQuoting.Shell) async throws {
         let (values, ran) = try roundTrip(shell)
         for (sent, got) in zip(hostileValues, values) {
             #expect(Array(got.utf8) == Array(sent.utf8), "\(shell) changed \(sent.debugDescription) into \(got.debugDescription)")
@@ -53,13 +53,13 @@ let hostileValues: [String] = [
         #expect(!ran, "\(shell) ran a command from a value")
     }
 
-    @Test func fishQuotingEscapesBackslashAndQuote() {
+    @Test func fishQuotingEscapesBackslashAndQuote() async {
         // POSIX quoting (`'\''`) lets fish read `\'` as a quote and end the string early.
         #expect(ShellQuoting.quote("a\\'b", for: .fish) == #"'a\\\'b'"#)
         #expect(ShellQuoting.quote("a\\'b", for: .bash) == #"'a\'\''b'"#)
     }
 
-    @Test func aNulByteIsRefusedNotCut() {
+    @Test func aNulByteIsRefusedNotCut() async {
         #expect(throws: ShellQuoting.UnrepresentableValue(variable: "X")) {
             try ShellQuoting.exports(["X": "before\0after"], for: .bash)
         }
@@ -95,7 +95,7 @@ let hostileValues: [String] = [
 /// Outside text is checked where it comes in (tokens, claims, files) and escaped where it goes out
 /// (every human renderer, JSON, headers).
 @Suite struct HostileTextTests {
-    @Test func tokensMustBeVisibleASCII() {
+    @Test func tokensMustBeVisibleASCII() async {
         for bad in ["", "a b", "tok\u{1B}[2J", "tok\0", "tok\n", "tök", "tok\u{7F}"] {
             #expect(TokenText.problem(bad) != nil, "\(bad.debugDescription) accepted")
         }
@@ -104,7 +104,7 @@ let hostileValues: [String] = [
         }
     }
 
-    @Test func aTokenEndpointAnswerWithAControlCharacterIsAnInvalidResponse() {
+    @Test func aTokenEndpointAnswerWithAControlCharacterIsAnInvalidResponse() async {
         for body in [#"{"access_token":"at\u001b[2J","refresh_token":"rt"}"#, #"{"access_token":"at","refresh_token":"rt\nX"}"#,
                      #"{"access_token":"at","refresh_token":"rt","id_token":"a b"}"#] {
             #expect(throws: AuthError.self) { try TokenResponse.parse(Data(body.utf8), step: "refresh") }
@@ -115,7 +115,7 @@ let hostileValues: [String] = [
         }
     }
 
-    @Test func storedCredentialsAndBundlesRefuseControlCharactersInTokens() throws {
+    @Test func storedCredentialsAndBundlesRefuseControlCharactersInTokens() async throws {
         let json = #"{"version":1,"provider":"openai","tokens":{"access_token":"at\u0000x"}}"#
         #expect(throws: (any Error).self) { try Credential(json: JSONFields(JSONValue.parse(Data(json.utf8)))) }
     }
@@ -138,7 +138,7 @@ let hostileValues: [String] = [
         await #expect(throws: AuthError.self) { try await env.signIn("evil", email: "e@example.com", plan: "pro\u{202E}") }
     }
 
-    @Test func codexAndGhImportsRefuseHostileText() throws {
+    @Test func codexAndGhImportsRefuseHostileText() async throws {
         let codex = Data(#"{"auth_mode":"chatgpt","tokens":{"id_token":"x.y.z","access_token":"at\u001b]52;c;x\u0007","refresh_token":"rt"},"last_refresh":"2026-01-01T00:00:00Z"}"#.utf8)
         #expect(throws: StoreError.self) { try CodexAuthFile.parse(codex, path: "auth.json") }
         let hosts = "github.com:\n    user: \"o\u{1B}[2Jcto\"\n    oauth_token: gho_x\n"
@@ -146,41 +146,41 @@ let hostileValues: [String] = [
     }
 
     /// Registry text written by an older version or by hand reaches the terminal escaped.
-    @Test func humanOutputEscapesWhatTheRegistryHolds() throws {
+    @Test func humanOutputEscapesWhatTheRegistryHolds() async throws {
         let cli = CLIHarness()
         try cli.addSlot("work", email: "w\u{1B}]52;c;cHduZWQ=\u{07}@x\u{202E}", plan: "pro\u{1B}[2J", active: true)
         try cli.registry.update { doc in doc.slots[try Slot("work")]!.lastErrorCode = "bad\u{1B}[31m" }
         for args in [["list"], ["status", "work"], ["which"], ["switch", "work"]] {
-            let result = cli.run(args)
+            let result = await cli.run(args)
             #expect(!result.stdout.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) }, "\(args): \(result.stdout.debugDescription)")
             #expect(!result.stderr.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) }, "\(args): \(result.stderr.debugDescription)")
         }
-        #expect(cli.run("list").stdout.contains(#"w\u{1B}]52;c;cHduZWQ=\u{7}@x\u{202E}"#))
+        #expect(await cli.run("list").stdout.contains(#"w\u{1B}]52;c;cHduZWQ=\u{7}@x\u{202E}"#))
         // JSON keeps the text but escapes what a terminal would act on.
-        let json = cli.run("list", "--json").stdout
+        let json = await cli.run("list", "--json").stdout
         #expect(!json.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) })
         #expect(json.contains(#"\u001b]52;c;cHduZWQ=\u0007@x\u202e"#))
     }
 
-    @Test func eventsFromTheLogAreEscaped() throws {
+    @Test func eventsFromTheLogAreEscaped() async throws {
         let cli = CLIHarness()
         let log = cli.paths.stateDirectory + "/events.jsonl"
         try FileManager.default.createDirectory(atPath: cli.paths.stateDirectory, withIntermediateDirectories: true)
         try #"{"time":"2026-01-01T00:00:00Z","event":"error\u001b[2J","slot":"work","code":"x\u009b31m","message":"m\u2028\u202e"}"#
             .appending("\n").write(toFile: log, atomically: true, encoding: .utf8)
-        let result = cli.run("events")
+        let result = await cli.run("events")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#"error\u{1B}[2J"#))
         #expect(!result.stdout.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) }, "\(result.stdout.debugDescription)")
     }
 
-    @Test func jsonEscapesDelC1BidiAndLineSeparators() throws {
+    @Test func jsonEscapesDelC1BidiAndLineSeparators() async throws {
         let text = JSONValue.string("a\u{7F}b\u{9B}c\u{202E}d\u{2028}e\u{2066}ü✓").serialized()
         #expect(text == #""a\u007fb\u009bc\u202ed\u2028e\u2066ü✓""#)
         #expect(try JSONValue.parse(Data(text.utf8)) == .string("a\u{7F}b\u{9B}c\u{202E}d\u{2028}e\u{2066}ü✓"))
     }
 
-    @Test func headerValuesWithControlCharactersAreRefusedNotDropped() throws {
+    @Test func headerValuesWithControlCharactersAreRefusedNotDropped() async throws {
         var credential = Credential(provider: "openai", tokens: TokenSet(accessToken: "at"), lastRefresh: nil,
                                     account: AccountInfo(accountID: "acct\r\nX-Injected: yes"))
         #expect(throws: ClientError.invalidHeader(name: "ChatGPT-Account-Id", problem: "has a control character (byte 5)")) {
@@ -232,7 +232,7 @@ let hostileValues: [String] = [
         #expect(TokenText.redacted("x SECRET y SECRET", removing: ["SECRET", ""]) == "x <redacted> y <redacted>")
     }
 
-    @Test func anErrorCodeWithControlCharactersIsUnknown() {
+    @Test func anErrorCodeWithControlCharactersIsUnknown() async {
         #expect(ServerErrorDetail(body: Data(#"{"error":"bad\u001b[2J"}"#.utf8)).code == "UNKNOWN")
         #expect(ServerErrorDetail(body: Data(#"{"error":"invalid_grant"}"#.utf8)).code == "invalid_grant")
     }
@@ -242,7 +242,7 @@ let hostileValues: [String] = [
 @Suite struct BrowserOpenTests {
     /// A URL that is not https is shown, not opened; with no xdg-open, the user is told to open
     /// the URL on screen themselves (nothing is run either way: PATH has no xdg-open).
-    @Test func openSaysWhatItCouldNotDo() {
+    @Test func openSaysWhatItCouldNotDo() async {
         let err = TextSink()
         SignInProgress.open(URL(string: "file:///etc/passwd")!, err: err, environment: ["PATH": "/nonexistent"])
         #expect(err.text.contains("not opening the verification page: the server gave a URL that is not https"))
@@ -251,7 +251,7 @@ let hostileValues: [String] = [
         #expect(missing.text == "lanyard: could not open a browser (xdg-open is not installed); open the URL above yourself\n")
     }
 
-    @Test func onlySecureOrLocalURLsAreOpened() {
+    @Test func onlySecureOrLocalURLsAreOpened() async {
         for good in ["https://auth.openai.com/codex/device", "http://127.0.0.1:8080/x", "http://localhost/x", "http://[::1]:9/x"] {
             #expect(Loopback.isSecureOrLocal(URL(string: good)!), "\(good)")
         }

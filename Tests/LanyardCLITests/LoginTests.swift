@@ -13,25 +13,7 @@ import LanyardTestSupport
 // fallback.
 
 extension CLIHarness {
-    /// Runs `lanyard args` in-process with `sleeper`, on a thread of its own: `login` blocks its
-    /// thread while the sign-in task runs, which must not starve the cooperative pool.
-    func run(_ args: [String], sleeper: any Sleeper) async -> Result {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Result, Never>) in
-            let thread = Thread { [self] in
-                let out = TextSink(), err = TextSink()
-                let context = CommandContext(
-                    stdout: out, stderr: err,
-                    environment: environment, workingDirectory: workingDirectory, clock: clock,
-                    stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
-                    openStore: opener, transport: URLSessionTransport(), sleeper: sleeper)
-                let status = Lanyard.run(args, context: context)
-                continuation.resume(returning: Result(status: status, stdout: out.text, stderr: err.text))
-            }
-            thread.start()
-        }
-    }
-
-    /// Runs `lanyard args` in-process off the cooperative pool (for commands that run async work).
+    /// Runs `lanyard args` in-process with the test's virtual-time sleeper.
     func runDetached(_ args: String...) async -> Result { await run(args, sleeper: TestSleeper(clock: clock)) }
 
     /// Writes config.ini.
@@ -65,12 +47,12 @@ struct LoginRig {
     /// The device server (only for rigs made `withDevice`).
     var device: OAuthTestServer { deviceServer! }
 
-    init(backend: String? = "file", withDevice: Bool = false) throws {
+    init(backend: String? = "file", withDevice: Bool = false) async throws {
         emulator = try OAuthTestServer(.chatgptEmulator)
         deviceServer = withDevice ? try OAuthTestServer(.deviceServer, arguments: ["--poll-tolerance", "1000"]) : nil
         h.realStores = true
         try h.writeConfig(Self.config(emulator: emulator, device: deviceServer, backend: backend))
-        let initialised = h.run("store", "init", "--no-passphrase")
+        let initialised = await h.run("store", "init", "--no-passphrase")
         try #require(initialised.status == 0, "\(initialised.stderr)")
     }
 
@@ -107,7 +89,7 @@ struct LoginRig {
 
 @Suite struct LoginCommandTests {
     @Test func loginHuman() async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         let r = await h.run(["login", "work"], sleeper: rig.approving(at: 2, ["email": "alice@example.com", "plan": "pro"]))
         #expect(r.status == 0, "\(r.stderr)")
@@ -132,7 +114,7 @@ struct LoginRig {
     /// the slot would hand out that account's tokens) unless --replace is given; the same account
     /// signs in again freely.
     @Test func loginNeverPutsAnotherAccountIntoASlotUnasked() async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         let alice: [String: Any] = ["email": "alice@example.com", "plan": "pro", "account_id": "acct-a"]
         #expect(await h.run(["login", "alice"], sleeper: rig.approving(alice)).status == 0)
@@ -166,7 +148,7 @@ struct LoginRig {
     /// While one sign-in into a slot waits for approval, a second is refused before it shows a
     /// code (the first one's lock names its pid); once the first ends, a sign-in goes ahead.
     @Test func oneSignInPerSlotAtATime() async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         var first: FileLock? = try FileLock.signIn(try Slot("work"), paths: h.paths)
         let second = await h.run(["login", "work"], sleeper: rig.approving(["email": "bob@example.com"]))
@@ -182,7 +164,7 @@ struct LoginRig {
 
     /// --json; without SLOT the slot is named after the email's local part.
     @Test func loginJSONDefaultsTheSlotToTheEmail() async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         let r = await h.run(["login", "--json"], sleeper: rig.approving(
             ["email": "alice.smith@example.com", "plan": "enterprise", "account_id": "acct-42", "fedramp": true]))
@@ -202,7 +184,7 @@ struct LoginRig {
     }
 
     @Test func loginWithTheGenericProvider() async throws {
-        let rig = try LoginRig(withDevice: true)
+        let rig = try await LoginRig(withDevice: true)
         let h = rig.h
         let r = await h.run(["login", "lab", "--provider", "test"],
                             sleeper: rig.approving(on: rig.device, ["email": "bob@example.com", "plan": "team"]))
@@ -240,7 +222,7 @@ struct LoginRig {
     /// --json, and the slot as it was.
     @Test(arguments: failures, [false, true])
     func loginFailure(_ failure: Failure, json: Bool) async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         #expect(await h.run(["login", "work"], sleeper: rig.approving(["email": "old@example.com"])).status == 0)
         let before = h.storedBytes()
@@ -283,7 +265,7 @@ struct LoginRig {
     /// again below it.
     @Test(arguments: [false, true])
     func aPassingServerErrorDoesNotEndTheSignIn(tty: Bool) async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         h.tty = tty
         h.extraEnvironment["NO_COLOR"] = "1"
@@ -307,7 +289,7 @@ struct LoginRig {
 
     /// On a terminal the countdown line is cleared before the error is printed.
     @Test func failureOnATerminalStartsOnACleanLine() async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         h.tty = true
         h.extraEnvironment["NO_COLOR"] = "1"
@@ -362,7 +344,7 @@ struct LoginRig {
     }
 
     @Test func logoutKeepsTheSlotSignedOut() async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         #expect(await h.run(["login", "work"], sleeper: rig.approving()).status == 0)
         let r = await h.runDetached("logout", "work")
@@ -381,7 +363,7 @@ struct LoginRig {
     /// --revoke against the device server's RFC 7009 endpoint: the refresh token is dead afterwards.
     @Test(arguments: [false, true])
     func logoutRevokeAtTheDeviceServer(json: Bool) async throws {
-        let rig = try LoginRig(withDevice: true)
+        let rig = try await LoginRig(withDevice: true)
         let h = rig.h
         #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
         let slot = try Slot("lab")
@@ -418,7 +400,7 @@ struct LoginRig {
 
     /// When the revocation fails, logout fails (exit 6) and keeps the credential, so it can be retried.
     @Test func logoutRevokeFailureKeepsTheCredential() async throws {
-        let rig = try LoginRig(withDevice: true)
+        let rig = try await LoginRig(withDevice: true)
         let h = rig.h
         #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
         let before = h.storedBytes()
@@ -433,7 +415,7 @@ struct LoginRig {
 
     /// ChatGPT sign-in has no revocation endpoint: logout --revoke says so and signs out locally.
     @Test func logoutRevokeWithTheEmulatorSaysNothingWasRevoked() async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         #expect(await h.run(["login", "work"], sleeper: rig.approving()).status == 0)
         let r = await h.runDetached("logout", "work", "--revoke")
@@ -503,7 +485,7 @@ struct LoginRig {
 
     /// Ctrl-C while polling: exit 130, the old credential and the registry untouched.
     @Test func sigintWhilePollingCancels() async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         #expect(await h.run(["login", "work"], sleeper: rig.approving(["email": "old@example.com"])).status == 0)
         let before = h.storedBytes()
@@ -528,7 +510,7 @@ struct LoginRig {
 
     /// Ctrl-C while a request is in flight (the server is slow to answer a poll) cancels it at once.
     @Test func sigintDuringASlowRequest() async throws {
-        let rig = try LoginRig()
+        let rig = try await LoginRig()
         let h = rig.h
         try await rig.emulator.hook("/_test/config", ["interval": 0])
         try await rig.emulator.hook("/_test/fault", ["endpoint": "deviceauth_token", "type": "delay", "seconds": 30])
@@ -549,7 +531,7 @@ struct LoginRig {
 
     /// `backend = auto` with no Secret Service (no session bus): the slot goes to the file store.
     @Test func autoBackendFallsBackToTheFileStore() async throws {
-        let rig = try LoginRig(backend: nil)
+        let rig = try await LoginRig(backend: nil)
         let h = rig.h
         try await rig.emulator.hook("/_test/config", ["interval": 1])
         var environment = h.environment

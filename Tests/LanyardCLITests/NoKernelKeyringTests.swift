@@ -9,14 +9,14 @@ import Testing
 /// fails with ENOSYS) and check that a passphrase-protected store still works through
 /// LANYARD_PASSPHRASE_FILE, and says what to do without it.
 @Suite struct NoKernelKeyringTests {
-    @Test func passphraseStoreWorksWithoutKernelKeyringThroughThePassphraseFile() throws {
+    @Test func passphraseStoreWorksWithoutKernelKeyringThroughThePassphraseFile() async throws {
         // A bundle with one slot, exported from an in-process harness to a stock age key.
         let source = CLIHarness()
         try source.addSlot("alpha", active: true)
         let keys = BundleTests()
         let (identity, recipient) = try keys.keygen(source.root)
         let bundle = source.root + "/slots.age"
-        #expect(source.run("export", "--to", bundle, "--recipient", recipient).status == 0)
+        #expect(await source.run("export", "--to", bundle, "--recipient", recipient).status == 0)
 
         let home = TestHome()
         try home.writeConfig("[store]\nbackend = file\n")

@@ -36,7 +36,7 @@ import Testing
     /// ways, doctor and logout, each as the command runs it, against the ChatGPT emulator.
     @Test func aSlotsWholeLifeInTheKeyring() async throws {
         try requireTestKeyring()
-        let rig = try LoginRig(backend: "secret-service")
+        let rig = try await LoginRig(backend: "secret-service")
         let h = rig.h
         let login = await h.run(["login", "life", "--json"], sleeper: rig.approving(at: 2, ["email": "life@example.com"]))
         #expect(login.status == 0, "\(login.stderr)")
@@ -72,23 +72,23 @@ import Testing
         #expect(try !SecretServiceStore(timeout: 5).list().contains(renamed))
     }
 
-    @Test func tokenReadsTheKeyringAndFileStore() throws {
+    @Test func tokenReadsTheKeyringAndFileStore() async throws {
         let h = try harness()
         let p = uniquePrefix()
-        #expect(h.run("store", "init", "--no-passphrase").status == 0)
+        #expect(await h.run("store", "init", "--no-passphrase").status == 0)
         let a = try seed(h, p + "-ss", backend: .secretService)
         let b = try seed(h, p + "-file", backend: .file)
-        #expect(h.run("token", a.name).stdout == "AT-\(a.name)\n")
-        #expect(h.run("token", b.name).stdout == "AT-\(b.name)\n")
-        let j = h.run("token", a.name, "--json")
+        #expect(await h.run("token", a.name).stdout == "AT-\(a.name)\n")
+        #expect(await h.run("token", b.name).stdout == "AT-\(b.name)\n")
+        let j = await h.run("token", a.name, "--json")
         #expect(j.json["access_token"] as? String == "AT-\(a.name)")
         _ = try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(a)
-        let missing = h.run("token", a.name)
+        let missing = await h.run("token", a.name)
         #expect(missing.status == 3)
         #expect(missing.stderr.contains("not signed in"))
     }
 
-    @Test func doctorFindsAndRepairsMismatches() throws {
+    @Test func doctorFindsAndRepairsMismatches() async throws {
         let h = try harness()
         let p = uniquePrefix()
         let kept = try seed(h, p + "-ok", backend: .secretService)
@@ -102,7 +102,7 @@ import Testing
         try h.registry.update { $0.slots[orphan] = nil }
         try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(ghost)
 
-        let report = h.run("doctor", "--json")
+        let report = await h.run("doctor", "--json")
         #expect(report.status == 1)
         let problems = report.json["problems"] as? [String] ?? []
         #expect(problems.contains("\(ghost.name) has no stored credential"))
@@ -111,10 +111,10 @@ import Testing
         let ss = backends.first { $0["backend"] as? String == "secret-service" }
         #expect(ss?["reachable"] as? Bool == true && ss?["locked"] as? Bool == false && ss?["persistent"] as? Bool == true)
 
-        let human = h.run("doctor")
+        let human = await h.run("doctor")
         #expect(human.stdout.contains("Run `lanyard doctor --repair`"))
 
-        let repair = h.run("doctor", "--repair")
+        let repair = await h.run("doctor", "--repair")
         #expect(repair.status == 0, "\(repair.stdout)")
         #expect(repair.stdout.contains("repaired: added \(orphan.name) from Secret Service"))
         let doc = try h.registry.load()
@@ -124,20 +124,20 @@ import Testing
         #expect(repair.stdout.contains("repaired: added \(dead.name) from Secret Service (it must sign in again)"))
         #expect(doc.slots[ghost]?.state == .signedOut)
         #expect(doc.slots[kept] != nil)
-        #expect(h.run("doctor").status == 0)
+        #expect(await h.run("doctor").status == 0)
         for slot in [kept, orphan, dead] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(slot) }
     }
 
-    @Test func migrateBothWays() throws {
+    @Test func migrateBothWays() async throws {
         let h = try harness()
         let p = uniquePrefix()
-        #expect(h.run("store", "init", "--no-passphrase").status == 0)
+        #expect(await h.run("store", "init", "--no-passphrase").status == 0)
         let slots = try (0..<3).map { try seed(h, "\(p)-\($0)", backend: .secretService) }
-        let dry = h.run("store", "migrate", "--to", "file", "--dry-run", "--json")
+        let dry = await h.run("store", "migrate", "--to", "file", "--dry-run", "--json")
         #expect((dry.json["steps"] as? [[String: Any]])?.allSatisfy { $0["outcome"] as? String == "would-move" } == true)
         #expect(try h.registry.load().slots.values.allSatisfy { $0.backend == .secretService })
 
-        let toFile = h.run("store", "migrate", "--to", "file")
+        let toFile = await h.run("store", "migrate", "--to", "file")
         #expect(toFile.status == 0, "\(toFile.stderr)")
         let ss = try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false)
         let file = try StoreOpeners.system(.file, LanyardConfig(), h.paths, false)
@@ -146,7 +146,7 @@ import Testing
             #expect(throws: StoreError.notFound(slot: slot)) { try ss.get(slot) }
             #expect(try h.registry.load().slots[slot]?.backend == .file)
         }
-        let back = h.run("store", "migrate", "--to", "secret-service", slots[0].name, "--json")
+        let back = await h.run("store", "migrate", "--to", "secret-service", slots[0].name, "--json")
         #expect(back.status == 0)
         #expect(try ss.get(slots[0]).tokens.accessToken == "AT-\(slots[0].name)")
         #expect(try h.registry.load().slots[slots[0]]?.backend == .secretService)
@@ -156,10 +156,10 @@ import Testing
 
     /// kill -9 at varying points of a migration: every slot stays readable from the backend the
     /// registry names or from the other one.
-    @Test func killedMigrationLosesNothing() throws {
+    @Test func killedMigrationLosesNothing() async throws {
         let h = try harness()
         let p = uniquePrefix()
-        #expect(h.run("store", "init", "--no-passphrase").status == 0)
+        #expect(await h.run("store", "init", "--no-passphrase").status == 0)
         let slots = try (0..<12).map { try seed(h, "\(p)-\($0)", backend: .secretService) }
         let ss = try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false)
         let file = try StoreOpeners.system(.file, LanyardConfig(), h.paths, false)
@@ -189,13 +189,13 @@ import Testing
                 #expect(found?.tokens.accessToken == "AT-\(slot.name)", "round \(round): \(slot.name)")
             }
         }
-        #expect(h.run("store", "migrate", "--to", "file").status == 0)
+        #expect(await h.run("store", "migrate", "--to", "file").status == 0)
         for slot in slots { #expect(try file.get(slot).tokens.accessToken == "AT-\(slot.name)") }
     }
 
     /// (The fallback to the file when no keyring answers is tested with `login` in a process
     /// without a bus, since libsecret reads the process environment.)
-    @Test func autoBackendPrefersTheKeyring() throws {
+    @Test func autoBackendPrefersTheKeyring() async throws {
         let h = try harness()
         #expect(try h.accountManager().backendForNewSlot() == .secretService)
     }

@@ -15,71 +15,71 @@ import Testing
         return h
     }
 
-    @Test func initStatusLockUnlock() throws {
+    @Test func initStatusLockUnlock() async throws {
         let h = try harness(passphrase: "correct horse")
-        #expect(h.run("store", "status").stdout == "No file store (create one with `lanyard store init`).\n")
-        let created = h.run("store", "init", "--json")
+        #expect(await h.run("store", "status").stdout == "No file store (create one with `lanyard store init`).\n")
+        let created = await h.run("store", "init", "--json")
         #expect(created.status == 0)
         #expect(created.json["passphrase"] as? Bool == true)
         #expect(!created.stdout.contains("correct horse") && !created.stderr.contains("correct horse"))
-        #expect(h.run("store", "init").status == 1, "a second init refuses")
+        #expect(await h.run("store", "init").status == 1, "a second init refuses")
 
-        let status = h.run("store", "status", "--json")
+        let status = await h.run("store", "status", "--json")
         #expect(status.json["initialized"] as? Bool == true && status.json["locked"] as? Bool == false)
-        #expect(h.run("store", "lock").stdout == "Locked the file store.\n")
-        #expect(h.run("store", "lock", "--json").json["was_unlocked"] as? Bool == false)
-        #expect(h.run("store", "status").stdout.hasSuffix("store.age: locked\n"))
+        #expect(await h.run("store", "lock").stdout == "Locked the file store.\n")
+        #expect(await h.run("store", "lock", "--json").json["was_unlocked"] as? Bool == false)
+        #expect(await h.run("store", "status").stdout.hasSuffix("store.age: locked\n"))
 
         // Locked: a read says so with exit 5.
         try h.registry.update { doc in
             doc.slots[try Slot("w")] = SlotRecord(provider: "openai", backend: .file, state: .signedIn(expiresAt: nil))
         }
-        let locked = h.run("token", "w", "--json")
+        let locked = await h.run("token", "w", "--json")
         #expect(locked.status == 5)
         #expect((locked.json["error"] as? [String: Any])?["code"] as? String == "store_locked")
 
         try "wrong horse\n".write(toFile: h.root + "/pass", atomically: true, encoding: .utf8)
-        let wrong = h.run("store", "unlock", "--json")
+        let wrong = await h.run("store", "unlock", "--json")
         #expect(wrong.status == 1)
         #expect((wrong.json["error"] as? [String: Any])?["code"] as? String == "wrong_passphrase")
         #expect(!wrong.stdout.contains("wrong horse"))
 
         try "correct horse\n".write(toFile: h.root + "/pass", atomically: true, encoding: .utf8)
-        let unlocked = h.run("store", "unlock")
+        let unlocked = await h.run("store", "unlock")
         #expect(unlocked.status == 0)
         #expect(unlocked.stdout.hasPrefix("Unlocked for 15 min"))
-        #expect(h.run("store", "status", "--json").json["locked"] as? Bool == false)
-        h.run("store", "lock")
+        #expect(await h.run("store", "status", "--json").json["locked"] as? Bool == false)
+        await h.run("store", "lock")
     }
 
-    @Test func askpassAndMissingSources() throws {
+    @Test func askpassAndMissingSources() async throws {
         let h = CLIHarness()
         h.realStores = true
         let askpass = h.root + "/askpass.sh"
         try "#!/bin/sh\necho 'from askpass'\n".write(toFile: askpass, atomically: true, encoding: .utf8)
         chmod(askpass, 0o700)
         h.extraEnvironment["LANYARD_ASKPASS"] = askpass
-        #expect(h.run("store", "init").status == 0)
-        #expect(h.run("store", "lock").status == 0)
-        #expect(h.run("store", "unlock").status == 0)
-        h.run("store", "lock")
+        #expect(await h.run("store", "init").status == 0)
+        #expect(await h.run("store", "lock").status == 0)
+        #expect(await h.run("store", "unlock").status == 0)
+        await h.run("store", "lock")
         h.extraEnvironment["LANYARD_ASKPASS"] = nil
-        let none = h.run("store", "unlock", "--json")  // no terminal in tests
+        let none = await h.run("store", "unlock", "--json")  // no terminal in tests
         #expect(none.status == 1)
         #expect((none.json["error"] as? [String: Any])?["code"] as? String == "passphrase_unavailable")
     }
 
-    @Test func noPassphraseWarnsAndUsageErrors() throws {
+    @Test func noPassphraseWarnsAndUsageErrors() async throws {
         let h = CLIHarness()
         h.realStores = true
-        let r = h.run("store", "init", "--no-passphrase")
+        let r = await h.run("store", "init", "--no-passphrase")
         #expect(r.status == 0)
         #expect(r.stderr.contains("unprotected") && r.stderr.contains("0600"))
-        #expect(h.run("store", "unlock").stdout == "This store has no passphrase; nothing to unlock.\n")
-        let typo = h.run("store", "unlok")
+        #expect(await h.run("store", "unlock").stdout == "This store has no passphrase; nothing to unlock.\n")
+        let typo = await h.run("store", "unlok")
         #expect(typo.status == 2 && typo.stderr.contains("did you mean `unlock`?"))
-        #expect(h.run("store", "migrate").status == 2, "migrate needs --to")
-        #expect(h.run("store", "migrate", "--to", "cloud").status == 2)
-        #expect(h.run("store", "lock", "extra").status == 2)
+        #expect(await h.run("store", "migrate").status == 2, "migrate needs --to")
+        #expect(await h.run("store", "migrate", "--to", "cloud").status == 2)
+        #expect(await h.run("store", "lock", "extra").status == 2)
     }
 }

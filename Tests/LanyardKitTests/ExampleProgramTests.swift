@@ -33,6 +33,7 @@ import Testing
 
     @Test func theExampleSignsInListsSwitchesRenamesTakesATokenAndRunsTheDoctor() async throws {
         let env = try KitHome()
+        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         try await env.server.hook("/_test/config", ["interval": 0])
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtBinary("lanyard-example"))

@@ -164,7 +164,10 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
 
     @Test(arguments: Transport.allCases) func aSlowDripArrivesEventByEvent(_ transport: Transport) async throws {
         let home = try await StreamHome(policy: transport.policy)
-        try await home.script([["transport": transport.rawValue, "delay_ms": 40, "chunk": 10]])
+        // 0.6 s between events (several seconds in all after the first piece): the stat below must
+        // come back before the server finishes even
+        // on a loaded machine (at 40 ms it came too late with the whole suite running beside it).
+        try await home.script([["transport": transport.rawValue, "delay_ms": 600, "chunk": 40]])
         var completedWhenFirstDeltaArrived: Int?
         var text = ""
         for try await event in home.client.stream("drip") {

@@ -17,9 +17,16 @@ package final class TestHome: @unchecked Sendable {
 
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
-    /// The XDG environment, plus the test keyring's bus when there is one.
+    /// Runs commands without the test keyring's session bus: for a home whose slots are in the
+    /// file store and whose `doctor` must not see the keyring items of the tests running beside
+    /// it (`swift test` runs them in parallel, all on one test keyring).
+    package var withoutSessionBus = false
+
+    /// The XDG environment, plus the test keyring's bus when there is one (and not
+    /// ``withoutSessionBus``).
     package var environment: [String: String] {
         var env = ProcessInfo.processInfo.environment.filter { ["DBUS_SESSION_BUS_ADDRESS", "PATH", "LANG"].contains($0.key) }
+        if withoutSessionBus { env["DBUS_SESSION_BUS_ADDRESS"] = "disabled:" }
         env.merge(["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
                    "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run"]) { $1 }
         return env
