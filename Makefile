@@ -32,8 +32,10 @@ release: deps
 check: deps
 	@SWIFT="$(SWIFT)" scripts/check.sh
 
-# The fast loop after each change: every Swift test in the private keyring session, three test
-# processes side by side (about 2 minutes on 2 cores once built). make check is the full gate.
+# The fast loop after each change: every Swift test in the private keyring session and beside a
+# throwaway etcd cluster, with plain `swift test` (in parallel), then the kit, agent and fleet
+# suites on a one-thread cooperative pool (about 6 minutes on 2 cores once built). make check is
+# the full gate.
 test: deps
 	@SWIFT="$(SWIFT)" scripts/test.sh
 

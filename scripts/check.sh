@@ -1,7 +1,7 @@
 #!/bin/sh
 # The test suite: every Swift test inside a private keyring session and beside a throwaway
-# 3-member etcd cluster (scripts/test.sh, as make test: three test processes side by side, the
-# suites that lock the shared test keyring first and alone), the Secret
+# 3-member etcd cluster (scripts/test.sh, as make test: plain `swift test`, tests in parallel,
+# then the LanyardKit, agent and fleet suites on a one-thread cooperative pool), the Secret
 # Service suites again with KeePassXC as the provider, a 60 s concurrency soak, a 60 s fleet soak
 # (4 machines sharing a slot through etcd while processes and etcd members are killed), 60 + 20 random
 # kill -9 crashes (slots in the file store, then in the keyring) of the real binaries with
@@ -19,7 +19,7 @@ phase() { t=$(( $(date +%s) - started )); printf '== [%d:%02d] %s\n' $((t / 60))
 phase "build (debug, with the tests)"
 ${SWIFT:-swift} build --build-tests --quiet
 scripts/verify-units.sh
-phase "the Swift tests, inside a private gnome-keyring session and a 3-member etcd cluster (scripts/test.sh)"
+phase "the Swift tests (swift test, in parallel; then LIBDISPATCH_COOPERATIVE_POOL_STRICT=1), in a private gnome-keyring session and a 3-member etcd cluster (scripts/test.sh)"
 SWIFT="${SWIFT:-swift}" scripts/test.sh
 phase "the Secret Service suites again, against KeePassXC (scripts/with-keepassxc.sh)"
 scripts/with-keepassxc.sh swift test --skip-build --no-parallel --filter 'SecretServiceStoreTests|RealBackendCommandTests' \

@@ -1,12 +1,11 @@
 #!/bin/sh
-# The fast loop (make test): every Swift test, inside a private D-Bus session with an unlocked
-# gnome-keyring and beside a throwaway 3-member etcd cluster (scripts/with-etcd.sh; the three
-# test processes share it, so a test that kills members starts a cluster of its own). Most of the
-# suite's time is tests waiting on real servers and timers, so three test processes run side by
-# side (the test binary itself: `swift test` processes wait for each other's lock on .build),
-# each one test at a time (in one process, tests that block
-# threads starve the two-thread pool a 2-core machine gives Swift's concurrency); the suite that
-# locks the shared test keyring runs first, alone. make check runs the tests this way too.
+# The fast loop (make test), and the first step of make check: every Swift test, run the way a
+# Swift developer runs them, with plain `swift test` (tests in parallel), inside a private D-Bus
+# session with an unlocked gnome-keyring and beside a throwaway 3-member etcd cluster
+# (scripts/with-keyring.sh, scripts/with-etcd.sh). Then the LanyardKit, agent and fleet suites
+# again with LIBDISPATCH_COOPERATIVE_POOL_STRICT=1: a cooperative pool one thread wide, so the run
+# finishes only if nothing blocks a cooperative thread (docs/architecture.md, "Concurrency").
+# Each run has a time limit: a hang fails it, with the log's tail, instead of stalling CI.
 set -eu
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -14,24 +13,25 @@ ${SWIFT:-swift} build --build-tests --quiet
 built=$(date +%s)
 logs=.build/test-logs
 mkdir -p "$logs"
-# Suites that lock the test keyring's collection, and the example program whose doctor must see
-# only its own items: nothing else may use the keyring meanwhile.
-serial='SecretServiceStoreTests|ExampleProgramTests'
-scripts/with-etcd.sh scripts/with-keyring.sh sh -c '
-  serial=$1 logs=$2 bin=$3
-  run() { # NAME SWIFT-TEST-ARGS…: one test process, its log in $logs/NAME.log
-    name=$1; shift
-    NO_COLOR=1 "$bin" --testing-library swift-testing --no-parallel "$@" > "$logs/$name.log" 2>&1
-  }
-  run keyring-lock --filter "$serial" || { tail -40 "$logs/keyring-lock.log"; exit 1; }
-  run cli --filter "^LanyardCLITests\." --skip "$serial" & cli=$!
-  run kit --filter "^(LanyardKitTests|LanyardAgentTests|LanyardFleetTests|AgeTests)\." --skip "$serial" & kit=$!
-  run rest --filter "^(LanyardAuthTests|LanyardStoreTests|LanyardSupportTests|LanyardCoreTests|LanyardIntegrationsTests|LanyardNetworkTests|RepositoryChecks)\." --skip "$serial" & rest=$!
+# run NAME LIMIT [ENV=VALUE…] -- SWIFT-TEST-ARGS…: one `swift test` in the wrappers, its log in $logs/NAME.log.
+run() {
+  name=$1 limit=$2; shift 2
+  envs=""
+  while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+  shift
   status=0
-  for job in "cli $cli" "kit $kit" "rest $rest"; do
-    set -- $job
-    if ! wait "$2"; then status=1; grep -E "✘" "$logs/$1.log" | head -30; tail -3 "$logs/$1.log"; fi
-  done
-  for name in keyring-lock cli kit rest; do printf "%-13s %s\n" "$name" "$(grep -E "Test run with" "$logs/$name.log" | tail -1)"; done
-  exit $status' test "$serial" "$logs" "$(${SWIFT:-swift} build --show-bin-path)/LanyardPackageTests.xctest"
+  # shellcheck disable=SC2086
+  NO_COLOR=1 timeout --kill-after=10 "$limit" env $envs scripts/with-etcd.sh scripts/with-keyring.sh \
+    ${SWIFT:-swift} test --skip-build "$@" > "$logs/$name.log" 2>&1 || status=$?
+  printf "%-16s %s\n" "$name" "$(grep -E "Test run with" "$logs/$name.log" | tail -1)"
+  if [ $status -ne 0 ]; then
+    [ $status -eq 124 ] && echo "$name: still running after $limit s (a hang): stopped" >&2
+    grep -E "✘" "$logs/$name.log" | head -30
+    tail -5 "$logs/$name.log"
+    return 1
+  fi
+}
+run parallel 900 -- 
+run strict-pool 900 LIBDISPATCH_COOPERATIVE_POOL_STRICT=1 -- \
+  --filter '^(LanyardKitTests|LanyardAgentTests|LanyardFleetTests)\.|^LanyardCLITests\.Fleet'
 echo "make test: $(( $(date +%s) - built )) s of tests ($(( built - started )) s to build)"

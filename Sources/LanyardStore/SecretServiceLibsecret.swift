@@ -227,15 +227,25 @@ final class KeyringService: @unchecked Sendable {
         // NULL without an error is an empty result here (attributes are validated first).
         // No SECRET_SEARCH_UNLOCK (it may prompt) and no SECRET_SEARCH_LOAD_SECRETS (libsecret
         // loads those without our cancellable).
-        let list = try withAttributes(attributes) { table, schema throws(KeyringFailure) in
-            try keyring("search") { () throws(GLibCall.Failure) in
-                try GLibCall.optionalPointer {
-                    secret_service_search_sync(service, schema, table, SECRET_SEARCH_ALL, deadline.cancellable, $0)
+        // libsecret makes a proxy for each item the search found: an item another process
+        // deletes in between (a logout, a refresh replacing it) fails the whole search with "no
+        // such object". The search is then made again (a few times: each is one round trip).
+        var attempt = 1
+        while true {
+            do {
+                let list = try withAttributes(attributes) { table, schema throws(KeyringFailure) in
+                    try keyring("search") { () throws(GLibCall.Failure) in
+                        try GLibCall.optionalPointer {
+                            secret_service_search_sync(service, schema, table, SECRET_SEARCH_ALL, deadline.cancellable, $0)
+                        }
+                    }
                 }
+                // The items' references now belong to the KeyringItems.
+                return takeList(list).map { KeyringItem(adopting: $0) }
+            } catch .glib(let error) where error.isNoSuchObject && attempt < 5 {
+                attempt += 1
             }
         }
-        // The items' references now belong to the KeyringItems.
-        return takeList(list).map { KeyringItem(adopting: $0) }
     }
 
     /// Object paths of the items of schema dev.lanyard.Credential matching `attributes` in every

@@ -364,7 +364,7 @@ import Testing
         #expect(doc.slots.count == 25 && doc.slots.values.allSatisfy { $0.backend == .secretService })
         #expect(!FileManager.default.fileExists(atPath: h.paths.registryFile + ".prev"), "the registry was written once")
         for slot in bundled.keys { #expect(try keyring.get(slot) == bundled[slot]?.credential) }
-        #expect(await h.run("doctor").status == 0)
+        #expect(await h.doctorProblemsOfThisHome() == [])
     }
 
     // MARK: What an import refuses

@@ -72,6 +72,15 @@ final class CLIHarness: @unchecked Sendable {
         }
     }
 
+    /// Doctor's problems (`doctor --json`) but for keyring items the registry does not list: with
+    /// ``realStores`` the test keyring is shared with the tests running beside this one, and
+    /// their items are unregistered here, so doctor's exit status says nothing about this home.
+    func doctorProblemsOfThisHome() async -> [String] {
+        let report = await run("doctor", "--json")
+        return (report.json["problems"] as? [String] ?? ["doctor --json printed no report: \(report.stdout) \(report.stderr)"])
+            .filter { !$0.hasSuffix(", which the registry does not list") }
+    }
+
     /// The real backends, or the in-memory store.
     var opener: ConfiguredStoreOpener {
         if realStores { return StoreOpeners.system }

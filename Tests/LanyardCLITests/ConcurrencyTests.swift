@@ -58,7 +58,6 @@ import LanyardTestSupport
 
     @Test func aRenameDuringARefreshMovesTheRotatedTokens() async throws {
         let env = try await IntegrationHome()
-        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         try await env.signIn("r1", email: "race@example.com")
         let (refresh, _, _) = try await refreshInFlight(env, "r1")
         let rename = try env.run("rename", "r1", "r2")
@@ -74,7 +73,6 @@ import LanyardTestSupport
 
     @Test func aLogoutDuringARefreshStaysSignedOut() async throws {
         let env = try await IntegrationHome()
-        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         try await env.signIn("r1", email: "race@example.com")
         let (refresh, _, _) = try await refreshInFlight(env, "r1")
         let logout = try env.run("logout", "r1")

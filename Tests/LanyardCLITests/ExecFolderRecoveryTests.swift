@@ -78,11 +78,9 @@ import LanyardTestSupport
         return lock
     }
 
-    /// Doctor with no session bus: these homes keep their slots in the file store, and the test
-    /// keyring is shared with tests running beside this one (make test), whose items are not
-    /// this home's business.
+    /// Doctor's report (IntegrationHome runs it without the test keyring's bus).
     static func doctorJSON(_ env: IntegrationHome) throws -> (status: Int32, json: [String: Any]) {
-        let r = try env.home.run(["doctor", "--json"], extraEnvironment: ["CODEX_HOME": env.codexHome, "DBUS_SESSION_BUS_ADDRESS": "disabled:"])
+        let r = try env.home.run(["doctor", "--json"], extraEnvironment: ["CODEX_HOME": env.codexHome])
         return (r.status, (try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8))) as? [String: Any] ?? [:])
     }
 

@@ -10,7 +10,8 @@ import LanyardTestSupport
 @testable import LanyardStore
 
 /// A private home whose openai provider is the emulator, a file store, and slots signed in
-/// through the library.
+/// through the library. Its commands run without the test keyring's session bus: the slots are
+/// in the file store, and doctor must not see the keyring items of the tests running beside it.
 struct IntegrationHome {
     let server: OAuthTestServer
     let home = TestHome()
@@ -18,6 +19,7 @@ struct IntegrationHome {
 
     init(extraConfig: String = "") async throws {
         server = try OAuthTestServer(.chatgptEmulator)
+        home.withoutSessionBus = true
         try home.useEmulator(server, extraConfig: extraConfig)
         try await server.hook("/_test/config", ["interval": 0])
         try FileManager.default.createDirectory(atPath: codexHome, withIntermediateDirectories: true)

@@ -13,7 +13,6 @@ import LanyardTestSupport
 
     @Test func aFailedRefreshIsLoggedAsAnError() async throws {
         let env = try await IntegrationHome(extraConfig: "[backoff]\nmax-retries = 0\n")
-        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         try await env.signIn("work", email: "w@example.com")
         try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": 503, "count": 1])
         let transient = try env.run("refresh", "work")
@@ -32,7 +31,6 @@ import LanyardTestSupport
 
     @Test func anEventLogThatCannotBeWrittenIsReportedOnceAndByDoctor() async throws {
         let env = try await IntegrationHome()
-        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         try await env.signIn("work", email: "w@example.com")
         let log = env.paths.stateDirectory + "/events.jsonl"
         try FileManager.default.createDirectory(atPath: env.paths.stateDirectory, withIntermediateDirectories: true)
@@ -53,7 +51,6 @@ import LanyardTestSupport
     @Test(arguments: ["garbage", "truncated"])
     func aCorruptRegistryKeepsItsActiveSlotThroughRepair(_ damage: String) async throws {
         let env = try await IntegrationHome()
-        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         try await env.signIn("work", email: "w@example.com")
         try await env.signIn("home", email: "h@example.com")
         #expect(try env.run("switch", "home").status == 0)

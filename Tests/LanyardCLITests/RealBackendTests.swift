@@ -63,8 +63,8 @@ import Testing
         #expect(await h.runDetached("store", "migrate", "--to", "secret-service", "life2").status == 0)
         #expect(try SecretServiceStore(timeout: 5).get(renamed) == refreshed)
 
-        let doctor = await h.runDetached("doctor", "--json")
-        #expect(doctor.status == 0, "\(doctor.stdout)")
+        #expect(await h.doctorProblemsOfThisHome() == [])
+        let doctor = await h.run("doctor", "--json")
         let provider = testKeyringIsKeePassXC ? "KeePassXC" : "gnome-keyring"
         #expect(doctor.stdout.contains(#""provider" : "\#(provider)""#) || doctor.stdout.contains(#""provider": "\#(provider)""#), "\(doctor.stdout)")
 
@@ -124,7 +124,12 @@ import Testing
         #expect(repair.stdout.contains("repaired: added \(dead.name) from Secret Service (it must sign in again)"))
         #expect(doc.slots[ghost]?.state == .signedOut)
         #expect(doc.slots[kept] != nil)
-        #expect(await h.run("doctor").status == 0)
+        // Nothing of this test's is left to repair. (The test keyring is shared with the tests
+        // running beside this one: their items are unregistered here, so doctor's exit status says
+        // nothing about this home; --repair added those it saw as slots, which is what it is for.)
+        let after = await h.run("doctor", "--json")
+        let left = (after.json["problems"] as? [String] ?? []).filter { $0.contains(p) }
+        #expect(left.isEmpty, "\(left)")
         for slot in [kept, orphan, dead] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(slot) }
     }
 

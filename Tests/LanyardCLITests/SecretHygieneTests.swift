@@ -24,7 +24,6 @@ import LanyardTestSupport
         // Every token due on every use (lead-share 1, a lead longer than any lifetime), so each
         // command below refreshes and starts every process it can (lanyard-net, the worker, hooks).
         let env = try await IntegrationHome(extraConfig: "[refresh]\nlead = 100000000\nlead-share = 1\n[agent]\nnotify = false\nhook = cat > /dev/null\n")
-        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         try await env.signIn("work", email: "w@example.com")
         try await env.signIn("home", email: "h@example.com")
         let trace = env.home.root + "/execve.trace"
@@ -120,7 +119,6 @@ import LanyardTestSupport
     /// core-file limit the user had.
     @Test func lanyardProcessesCannotBeDumpedOrTraced() async throws {
         let env = try await IntegrationHome(extraConfig: "[agent]\nnotify = false\n")
-        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         try await env.signIn("work", email: "w@example.com")
         let (agent, _, err) = try env.home.start(["agent"])
         defer { agent.terminate(); agent.waitUntilExit() }

@@ -40,28 +40,27 @@ struct SecretServiceIsolationTests {
     func deletedCollection() throws {
         try expectChildPassesOnPrivateKeyring("deletedCollection", scratch: "deleted")
     }
+}
 
-    /// Runs child test `name` on a private bus where it starts gnome-keyring daemons of its own.
-    private func expectChildPassesOnPrivateKeyring(_ name: String, scratch prefix: String,
-                                                   sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let scratch = try ScratchDirectory(prefix)
-        let bus = try PrivateBus(in: scratch)
-        var env = try isolatedEnvironment(in: scratch)
-        env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-        env["LANYARD_TEST_KEYRING_PASSWORD"] = "\(name)-test"
-        try expectChildPasses(name, env, sourceLocation: sourceLocation)
-        withExtendedLifetime(bus) {}
-    }
+/// Runs child test `name` on a private bus where it starts gnome-keyring daemons of its own.
+func expectChildPassesOnPrivateKeyring(_ name: String, scratch prefix: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let scratch = try ScratchDirectory(prefix)
+    let bus = try PrivateBus(in: scratch)
+    var env = try isolatedEnvironment(in: scratch)
+    env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+    env["LANYARD_TEST_KEYRING_PASSWORD"] = "\(name)-test"
+    try expectChildPasses(name, env, sourceLocation: sourceLocation)
+    withExtendedLifetime(bus) {}
+}
 
-    private func expectChildPasses(_ name: String, _ env: [String: String],
-                                   sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let result = try runChildTest(name, environment: env)
-        // The child's own measurements, for the log.
-        for line in result.text.split(separator: "\n") where line.hasPrefix("child:") { print(line) }
-        #expect(result.status == 0 && result.text.contains(childDoneMarker(name)),
-                "child test \(name) failed (status \(result.status)):\n\(result.text)\n\(result.stderr)",
-                sourceLocation: sourceLocation)
-    }
+/// Runs child test `name` with `env` and expects it to pass.
+func expectChildPasses(_ name: String, _ env: [String: String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let result = try runChildTest(name, environment: env)
+    // The child's own measurements, for the log.
+    for line in result.text.split(separator: "\n") where line.hasPrefix("child:") { print(line) }
+    #expect(result.status == 0 && result.text.contains(childDoneMarker(name)),
+            "child test \(name) failed (status \(result.status)):\n\(result.text)\n\(result.stderr)",
+            sourceLocation: sourceLocation)
 }
 
 /// Which child test this process runs (set only by runChildTest).
@@ -123,6 +122,15 @@ struct SecretServiceChildTests {
         #expect(error?.hint.contains("org.freedesktop.secrets") == true)
         expectNothingWritten()
         print(childDoneMarker("noService"))
+    }
+
+    @Test(.enabled(if: childTest == "lockedCollection"))
+    func lockedCollection() throws {
+        let env = ProcessInfo.processInfo.environment
+        let daemon = try KeyringDaemon(environment: env, password: env["LANYARD_TEST_KEYRING_PASSWORD"] ?? "")
+        defer { daemon.kill() }
+        try lockedCollectionChangesNothing(SecretServiceStore(timeout: 5))
+        print(childDoneMarker("lockedCollection"))
     }
 
     @Test(.enabled(if: childTest == "deletedCollection"))

@@ -79,7 +79,8 @@ import Testing
     /// Every public symbol of the library modules by USR, and each type's members.
     static func symbolGraphs(modules: [String] = libraryModules) throws -> (symbols: [String: Symbol], members: [String: [String]]) {
         let build = buildFolder
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("lanyard-symbols-\(getpid())")
+        // One folder per call: the suite's tests run side by side and each removes its own.
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("lanyard-symbols-\(getpid())-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: output) }
         var flags = ["-target", "x86_64-unknown-linux-gnu", "-I", build.appendingPathComponent("Modules").path,

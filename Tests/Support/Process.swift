@@ -1,4 +1,6 @@
 import Foundation
+import LanyardSupport
+import Testing
 
 /// Runs a process to completion; returns its status, stdout and stderr. `environment` nil
 /// inherits this process's; stdin is `stdin`, then end of input.
@@ -33,4 +35,27 @@ package func selfSignedCertificate(_ subjectAltName: String, in folder: String) 
     ])
     guard status == 0 else { throw ServerError("openssl: \(err)") }
     return (cert, key)
+}
+
+/// Runs the calling test's `body` in a child process of this test binary of its own (the test
+/// selected by `filter`, as `--filter` takes it): for a test that counts what the whole process
+/// holds (sockets, threads), which the tests running beside it in parallel would change.
+/// In the child (LANYARD_CHILD_TEST = `filter`) it runs `body`; here it waits for the child on
+/// the blocking executor and fails with the child's output unless the child passed.
+package func inProcessOfItsOwn(_ filter: String, sourceLocation: SourceLocation = #_sourceLocation,
+                               _ body: () async throws -> Void) async throws {
+    let marker = "lanyard-child-test-passed: \(filter)"
+    if ProcessInfo.processInfo.environment["LANYARD_CHILD_TEST"] == filter {
+        try await body()
+        print(marker)
+        return
+    }
+    let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    var environment = ProcessInfo.processInfo.environment
+    environment["LANYARD_CHILD_TEST"] = filter
+    let (status, out, err) = try await BlockingExecutor.shared.run { [environment] in
+        try runProcess(executable, ["--testing-library", "swift-testing", "--filter", filter], environment: environment)
+    }
+    #expect(status == 0 && out.contains(marker), "child test \(filter) failed (status \(status)):\n\(out)\n\(err)",
+            sourceLocation: sourceLocation)
 }
