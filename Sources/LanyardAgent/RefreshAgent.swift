@@ -221,10 +221,12 @@ package final class RefreshAgent {
                     hook?.run(EventLog.record("refresh", slot: slot, fields: ["expires_at": .date(credential.tokens.expiresAt)]))
                 }
             case .failure(let error):
-                let code = (error as? any LanyardError)?.code ?? "error"
-                if code == "reauthentication_required" || code == "missing_refresh_token" {
+                let code = (error as? any LanyardError)?.code ?? .error
+                switch code {
+                case .reauthenticationRequired, .missingRefreshToken:
                     retries[slot] = nil
                     continue  // the registry now says so; the transition is reported from there
+                default: break
                 }
                 // Everything else (network, server, a locked or missing store) backs off, so a
                 // slot that keeps failing never makes the agent spin.
@@ -233,10 +235,10 @@ package final class RefreshAgent {
                 let delay = min(300, pow(2, Double(attempt - 1)) * (1 + Double.random(in: 0..<0.25)))
                 retries[slot] = (attempt, now + delay)
                 let event = log.append("error", slot: slot, fields: [
-                    "code": .string(code), "message": .string(error.userFacingDescription), "attempt": .number(Double(attempt)),
+                    "code": .string(code.rawValue), "message": .string(error.userFacingDescription), "attempt": .number(Double(attempt)),
                     "retry_in": .number((delay * 10).rounded() / 10),
                 ])
-                diagnostics("\(slot.name): refresh failed (\(code)): \(error.userFacingDescription); retrying in \(delay.rounded().saturatingInt) s")
+                diagnostics("\(slot.name): refresh failed (\(code.rawValue)): \(error.userFacingDescription); retrying in \(delay.rounded().saturatingInt) s")
                 hook?.run(event)
             }
         }

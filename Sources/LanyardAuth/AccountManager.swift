@@ -268,6 +268,6 @@ package struct AccountManager: Sendable {
 public struct UsageErrorText: LanyardError {
     public let message: String
     public init(_ message: String) { self.message = message }
-    public var code: String { "usage" }
+    public var code: ErrorCode { .usage }
     public var errorDescription: String? { message }
 }

@@ -22,19 +22,19 @@ public enum ClientError: LanyardError, Equatable {
     /// request is refused, not sent with the value dropped.
     case invalidHeader(name: String, problem: String)
 
-    public var code: String {
+    public var code: ErrorCode {
         switch self {
-        case .streamingTransportReplayDiverged: return "streaming_replay_diverged"
-        case .responseTerminalFailure: return "response_failed"
-        case .missingCredential: return "missing_credential"
-        case .missingRefreshToken: return "missing_refresh_token"
-        case .missingAccountID: return "missing_account_id"
-        case .reauthenticationRequired: return "reauthentication_required"
-        case .usageLimitReached: return "usage_limit_reached"
-        case .httpError: return "http_error"
-        case .invalidResponse: return "invalid_response"
-        case .networkFailure: return "network_failure"
-        case .invalidHeader: return "invalid_header"
+        case .streamingTransportReplayDiverged: return .streamingReplayDiverged
+        case .responseTerminalFailure: return .responseFailed
+        case .missingCredential: return .missingCredential
+        case .missingRefreshToken: return .missingRefreshToken
+        case .missingAccountID: return .missingAccountID
+        case .reauthenticationRequired: return .reauthenticationRequired
+        case .usageLimitReached: return .usageLimitReached
+        case .httpError: return .httpError
+        case .invalidResponse: return .invalidResponse
+        case .networkFailure: return .networkFailure
+        case .invalidHeader: return .invalidHeader
         }
     }
 
@@ -87,21 +87,21 @@ public enum AuthError: LanyardError, Equatable {
         }
     }
 
-    public var code: String {
+    public var code: ErrorCode {
         switch self {
-        case .expiredDeviceCode: return "expired_device_code"
-        case .cancelledSignIn: return "cancelled_sign_in"
-        case .networkFailure: return "network_failure"
-        case .pollingTimeout: return "polling_timeout"
-        case .callbackTimeout: return "callback_timeout"
-        case .authorizationDenied: return "authorization_denied"
-        case .tokenExchangeFailed where requiresReauthentication: return "token_exchange_refused"
-        case .tokenExchangeFailed: return "token_exchange_failed"
-        case .missingRefreshToken: return "missing_refresh_token"
-        case .secureRandomFailed: return "secure_random_failed"
-        case .invalidResponse: return "invalid_response"
-        case .deviceCodeNotEnabled: return "device_code_not_enabled"
-        case .unknown: return "unknown"
+        case .expiredDeviceCode: return .expiredDeviceCode
+        case .cancelledSignIn: return .cancelledSignIn
+        case .networkFailure: return .networkFailure
+        case .pollingTimeout: return .pollingTimeout
+        case .callbackTimeout: return .callbackTimeout
+        case .authorizationDenied: return .authorizationDenied
+        case .tokenExchangeFailed where requiresReauthentication: return .tokenExchangeRefused
+        case .tokenExchangeFailed: return .tokenExchangeFailed
+        case .missingRefreshToken: return .missingRefreshToken
+        case .secureRandomFailed: return .secureRandomFailed
+        case .invalidResponse: return .invalidResponse
+        case .deviceCodeNotEnabled: return .deviceCodeNotEnabled
+        case .unknown: return .unknown
         }
     }
 

@@ -201,7 +201,7 @@ extension AccountManager {
         }
         try registry.update { doc in
             doc.slots[slot]?.state = .reauthenticationRequired
-            doc.slots[slot]?.lastErrorCode = FleetError.handedOver(slot: slot, fleet: state.fleet, machine: machine).code
+            doc.slots[slot]?.lastErrorCode = FleetError.handedOver(slot: slot, fleet: state.fleet, machine: machine).code.rawValue
         }
         state.handedOverTo = machine
         state.generation = max(state.generation, generation)

@@ -318,7 +318,7 @@ extension AccountManager {
         case .handedOver:
             throw error
         case _ where valid:
-            eventLog.append("error", slot: slot, fields: ["code": .string(error.code), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
+            eventLog.append("error", slot: slot, fields: ["code": .string(error.code.rawValue), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
             return current
         default:
             throw error

@@ -169,7 +169,7 @@ extension AccountManager {
     /// nothing.
     func exchangeRefreshToken(slot: Slot, current: Credential, record: SlotRecord, store: any CredentialStore) async throws -> Credential {
         guard let refreshToken = current.tokens.refreshToken, !refreshToken.isEmpty else {
-            try await Self.blocking { try self.markReauthentication(slot, code: "missing_refresh_token") }
+            try await Self.blocking { try self.markReauthentication(slot, code: ErrorCode.missingRefreshToken.rawValue) }
             throw ClientError.missingRefreshToken(slot: slot.name)
         }
         let provider = try provider(record.provider)
@@ -186,7 +186,7 @@ extension AccountManager {
             }
             throw ClientError.reauthenticationRequired(slot: slot.name, reason: code)
         } catch RefreshFailure.transient(let message) {
-            await BlockingExecutor.shared.run { self.logRefreshError(slot, code: "network_failure", message: message) }
+            await BlockingExecutor.shared.run { self.logRefreshError(slot, code: ErrorCode.networkFailure.rawValue, message: message) }
             throw ClientError.networkFailure(message)
         }
         let now = clock.now()
@@ -216,21 +216,20 @@ extension AccountManager {
         do {
             try store.put(refreshed, for: slot)
         } catch {
+            // Three outcomes, three codes: scripts and the agent tell tokens that wait (the store
+            // failed: exit 5, `doctor --repair` stores them) from a sign-in that is gone (exit 4).
             let failure: StoreError
+            let storeFailure = error.userFacingDescription
             switch kept {
             case .success(.file):
-                failure = StoreError.io(path: recovery.path, detail: "refreshed tokens could not be stored (\(error.userFacingDescription)); "
-                                    + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works")
+                failure = .refreshedTokensInRecoveryFile(path: recovery.path, storeFailure: storeFailure)
             case .success(.kernelKeyring(let fileError)):
-                failure = StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to the store "
-                                    + "(\(error.userFacingDescription)) nor to this recovery file (\(fileError)); they wait in memory, "
-                                    + "in the kernel keyring: free some disk space and run `lanyard doctor --repair` before this machine restarts")
+                failure = .refreshedTokensInKernelKeyring(path: recovery.path, storeFailure: storeFailure, fileFailure: fileError)
             case .failure(let recoveryError):
-                failure = StoreError.io(path: recovery.path, detail: "refreshed tokens could be written neither to this recovery file "
-                                    + "(\(recoveryError.userFacingDescription)), the kernel keyring, nor the store (\(error.userFacingDescription)); "
-                                    + "the server has already replaced the refresh token, so this sign-in is lost: run `lanyard login \(slot.name)`")
+                failure = .refreshedSignInLost(slot: slot, path: recovery.path, storeFailure: storeFailure,
+                                               fileFailure: recoveryError.userFacingDescription)
             }
-            logRefreshError(slot, code: failure.code, message: failure.userFacingDescription)
+            logRefreshError(slot, code: failure.code.rawValue, message: failure.userFacingDescription)
             throw failure
         }
         recovery.remove()

@@ -179,7 +179,7 @@ extension CommandSpec {
 package struct UsageError: LanyardError, Equatable {
     package let message: String
     package let command: String?
-    package var code: String { "usage" }
+    package var code: ErrorCode { .usage }
     package var errorDescription: String? { message }
 }
 

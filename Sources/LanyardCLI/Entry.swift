@@ -133,8 +133,8 @@ package enum Lanyard {
         let status = ExitStatus(for: error)
         let code = switch error {
         case let e as any LanyardError: e.code
-        case is CancellationError: "cancelled"
-        default: "error"
+        case is CancellationError: ErrorCode.cancelled
+        default: ErrorCode.error
         }
         if json {
             context.stdout.rawLine(ErrorView(code: code, message: message).json.serialized(pretty: true))

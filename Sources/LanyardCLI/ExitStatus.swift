@@ -21,54 +21,69 @@ package enum ExitStatus: Int32, Sendable, CaseIterable {
 
 extension ExitStatus {
     /// What each error code means to the `lanyard` command: the one place where a library
-    /// error becomes an exit status. docs/cli.md's error-code table lists the same pairs
-    /// (`DocumentationTests` checks both ways); a code missing here exits 1.
-    static let byCode: [String: ExitStatus] = [
+    /// error becomes an exit status. The switch is exhaustive, so a new code does not compile
+    /// until its status is chosen here; docs/cli.md's error-code table lists the same pairs
+    /// (`ExitCodeTests` checks both ways).
+    init(code: ErrorCode) {
+        switch code {
         // not signed in
-        "missing_credential": .notSignedIn, "unknown_slot": .notSignedIn, "no_active_slot": .notSignedIn,
+        case .missingCredential, .unknownSlot, .noActiveSlot:
+            self = .notSignedIn
         // the slot must sign in again
-        "reauthentication_required": .reauthenticationRequired, "missing_refresh_token": .reauthenticationRequired,
-        "missing_account_id": .reauthenticationRequired, "token_exchange_refused": .reauthenticationRequired,
+        case .reauthenticationRequired, .missingRefreshToken, .missingAccountID, .tokenExchangeRefused, .fleetHandedOver:
+            self = .reauthenticationRequired
+        // The server replaced the refresh token and the new one was kept nowhere: only a new
+        // sign-in helps, as with a refused refresh token.
+        case .refreshedSignInLost:
+            self = .reauthenticationRequired
         // the credential store
-        "store_unavailable": .storeUnavailable, "store_locked": .storeUnavailable, "store_timed_out": .storeUnavailable,
-        "fleet_unavailable": .storeUnavailable, "fleet_lock_timeout": .storeUnavailable,
-        "etcd_unreachable": .storeUnavailable, "etcd_unavailable": .storeUnavailable, "etcd_tls": .storeUnavailable,
-        "etcd_permission_denied": .storeUnavailable,
+        case .storeUnavailable, .storeLocked, .storeTimedOut, .fleetUnavailable, .fleetLockTimeout,
+             .etcdUnreachable, .etcdUnavailable, .etcdTLS, .etcdPermissionDenied:
+            self = .storeUnavailable
+        // The store refused refreshed tokens, which wait in the recovery file or the kernel
+        // keyring: the sign-in is intact, and what must be fixed is the store (then `doctor
+        // --repair`), as with any store that does not answer.
+        case .refreshedTokensInRecoveryFile, .refreshedTokensInKernelKeyring:
+            self = .storeUnavailable
         // network and servers
-        "network_failure": .network, "network_unavailable": .network, "invalid_response": .network, "http_error": .network,
-        "token_exchange_failed": .network, "streaming_replay_diverged": .network, "response_failed": .network,
+        case .networkFailure, .networkUnavailable, .invalidResponse, .httpError, .tokenExchangeFailed,
+             .streamingReplayDiverged, .responseFailed:
+            self = .network
         // usage
-        "usage_limit_reached": .usageLimit,
+        case .usageLimitReached:
+            self = .usageLimit
         // the command line
-        "usage": .usage, "invalid_slot_name": .usage, "git_credential_input": .usage, "docker_credential_input": .usage,
-        "kube_exec_info": .usage,
-        "cancelled_sign_in": .cancelled, "cancelled": .cancelled, "command_not_found": .commandNotFound,
-        "command_not_runnable": .commandNotRunnable,
+        case .usage, .invalidSlotName, .gitCredentialInput, .dockerCredentialInput, .kubeExecInfo:
+            self = .usage
+        case .cancelledSignIn, .cancelled, .etcdCancelled:
+            self = .cancelled
+        case .commandNotFound:
+            self = .commandNotFound
+        case .commandNotRunnable:
+            self = .commandNotRunnable
         // everything else that went wrong
-        "store_corrupt": .failure, "wrong_passphrase": .failure, "unsafe_path": .failure, "io_error": .failure,
-        "registry_corrupt": .failure, "slot_exists": .failure, "slot_holds_another_account": .failure, "sign_in_in_progress": .failure, "config_invalid": .failure, "passphrase_unavailable": .failure,
-        "expired_device_code": .failure, "polling_timeout": .failure, "callback_timeout": .failure,
-        "authorization_denied": .failure, "secure_random_failed": .failure, "device_code_not_enabled": .failure,
-        "unknown": .failure, "invalid_header": .failure, "invalid_value": .failure, "integration_unsupported": .failure,
-        "netrc_field": .failure, "gh_hosts_corrupt": .failure, "bundle_corrupt": .failure, "bundle_empty": .failure,
-        "bundle_encrypt": .failure, "bundle_missing": .failure, "bundle_no_identity": .failure,
-        "bundle_provider_mismatch": .failure, "bundle_unknown_provider": .failure, "nothing_to_export": .failure,
-        "agent_running": .failure, "git_config_failed": .failure, "error": .failure,
-        "fleet_not_configured": .failure, "fleet_exists": .failure, "fleet_missing": .failure, "fleet_not_member": .failure,
-        "fleet_unknown_machine": .failure, "fleet_fingerprint_mismatch": .failure, "fleet_slot_shared": .failure,
-        "fleet_slot_not_shared": .failure, "fleet_credential_refused": .failure, "fleet_identity_unavailable": .failure,
-        "fleet_lock_lost": .failure, "fleet_data_corrupt": .failure,
-        "fleet_pin_mismatch": .failure, "fleet_not_joined": .failure, "fleet_untrusted": .failure, "fleet_value_missing": .failure,
-        "fleet_refresh_in_flight": .failure, "fleet_handed_over": .reauthenticationRequired, "etcd_malformed_answer": .failure, "etcd_compacted": .failure,
-        "etcd_error": .failure, "etcd_cancelled": .cancelled,
-    ]
+        case .storeCorrupt, .wrongPassphrase, .unsafePath, .ioError, .registryCorrupt, .slotExists, .slotHoldsAnotherAccount,
+             .signInInProgress, .configInvalid, .passphraseUnavailable,
+             .expiredDeviceCode, .pollingTimeout, .callbackTimeout, .authorizationDenied, .secureRandomFailed,
+             .deviceCodeNotEnabled, .unknown, .invalidHeader, .invalidValue, .integrationUnsupported,
+             .netrcField, .ghHostsCorrupt, .bundleCorrupt, .bundleEmpty, .bundleEncrypt, .bundleMissing, .bundleNoIdentity,
+             .bundleProviderMismatch, .bundleUnknownProvider, .nothingToExport, .agentRunning, .gitConfigFailed,
+             .refreshFailed, .error,
+             .fleetNotConfigured, .fleetExists, .fleetMissing, .fleetNotMember, .fleetUnknownMachine,
+             .fleetFingerprintMismatch, .fleetSlotShared, .fleetSlotNotShared, .fleetCredentialRefused,
+             .fleetIdentityUnavailable, .fleetLockLost, .fleetDataCorrupt, .fleetPinMismatch, .fleetNotJoined,
+             .fleetUntrusted, .fleetValueMissing, .fleetRefreshInFlight,
+             .etcdMalformedAnswer, .etcdCompacted, .etcdError:
+            self = .failure
+        }
+    }
 
-    /// The exit status for `error`: by its code, except a refresh worker's failure, which passes
-    /// on the status the worker (this same command) already chose.
+    /// The exit status for `error`: by its code (``init(code:)``), except a refresh worker's
+    /// failure, which passes on the status the worker (this same command) already chose.
     init(for error: any Error) {
         switch error {
         case let worker as WorkerError: self = ExitStatus(rawValue: worker.status) ?? .failure
-        case let e as any LanyardError: self = Self.byCode[e.code] ?? .failure
+        case let e as any LanyardError: self = ExitStatus(code: e.code)
         case is CancellationError: self = .cancelled
         default: self = .failure
         }
@@ -76,6 +91,6 @@ extension ExitStatus {
 }
 
 extension LanyardError {
-    /// The `lanyard` command's exit status for this error (``ExitStatus/byCode``).
+    /// The `lanyard` command's exit status for this error (``ExitStatus/init(code:)``).
     var exitStatus: ExitStatus { ExitStatus(for: self) }
 }

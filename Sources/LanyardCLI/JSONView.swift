@@ -29,7 +29,7 @@ extension Invocation {
 /// An error with `--json`: `{"error": {"code", "message"}}`.
 struct ErrorView: JSONView {
     static let keys = ["error"]
-    let code: String
+    let code: ErrorCode
     let message: String
-    var json: JSONValue { .object(["error": .object(["code": .string(code), "message": .string(message)])]) }
+    var json: JSONValue { .object(["error": .object(["code": .string(code.rawValue), "message": .string(message)])]) }
 }

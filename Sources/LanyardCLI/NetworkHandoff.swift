@@ -42,6 +42,6 @@ struct NoNetwork: HTTPTransport {
 
 struct NetworkUnavailable: LanyardError {
     let detail: String
-    var code: String { "network_unavailable" }
+    var code: ErrorCode { .networkUnavailable }
     var errorDescription: String? { detail }
 }

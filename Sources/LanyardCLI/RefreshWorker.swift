@@ -95,16 +95,18 @@ enum RefreshWorker {
 /// A refresh that failed in the worker: its code, message and exit status, as the worker reported.
 struct WorkerError: LanyardError {
     let status: Int32
-    let reportedCode: String
+    let code: ErrorCode
     let message: String
 
+    /// The worker is this same program, so the code it wrote is one of ours; one that is not
+    /// (another version's, or no readable answer at all) reads as `refresh_failed`, and the
+    /// worker's exit status is passed on either way.
     init(status: Int32, body: Data) {
         self.status = status
         let error = (try? JSONValue.parse(body))?["error"]
-        reportedCode = error?["code"]?.string ?? "refresh_failed"
+        code = error?["code"]?.string.flatMap(ErrorCode.init(rawValue:)) ?? .refreshFailed
         message = error?["message"]?.string ?? "the refresh worker exited with status \(status)"
     }
 
-    var code: String { reportedCode }
     var errorDescription: String? { message }
 }

@@ -73,7 +73,7 @@ public struct AccountResolutionError: LanyardError, Equatable {
     public let rule: AccountResolution.Rule
     public let reason: SlotNameError
 
-    public var code: String { "invalid_slot_name" }
+    public var code: ErrorCode { .invalidSlotName }
     public var errorDescription: String? {
         "\(reason.userFacingDescription) (\(rule.explanation))"
     }

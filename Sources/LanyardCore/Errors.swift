@@ -5,8 +5,16 @@ import LanyardSupport
 /// names the slot and the failing step but never a token. What a code means to a program (the
 /// CLI's exit status) is decided where the error is reported, not here.
 public protocol LanyardError: LocalizedError, Sendable {
-    /// A stable snake_case code for `--json` output and scripts.
-    var code: String { get }
+    /// The stable code for `--json` output and scripts (its raw value is what they see).
+    var code: ErrorCode { get }
+    /// The error this one reports, when it keeps it (a library's or the system's); nil when it
+    /// keeps only its description, which is already part of this error's.
+    var underlying: (any Error)? { get }
+}
+
+extension LanyardError {
+    /// None: most errors keep what went wrong as text in their description.
+    public var underlying: (any Error)? { nil }
 }
 
 /// A server error body in the `{code, message, details}` shape; `code` is "UNKNOWN" when unreadable.

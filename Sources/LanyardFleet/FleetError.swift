@@ -57,30 +57,30 @@ public enum FleetError: LanyardError, Equatable {
     /// A key of the fleet holds data that does not decode (left as it is).
     case corrupt(key: String, detail: String)
 
-    public var code: String {
+    public var code: ErrorCode {
         switch self {
-        case .notConfigured: return "fleet_not_configured"
-        case .unavailable: return "fleet_unavailable"
-        case .expiredWhileUnavailable: return "fleet_unavailable"
-        case .alreadyExists: return "fleet_exists"
-        case .noSuchFleet: return "fleet_missing"
-        case .notMember: return "fleet_not_member"
-        case .unknownMachine: return "fleet_unknown_machine"
-        case .fingerprintMismatch: return "fleet_fingerprint_mismatch"
-        case .fleetFingerprintMismatch: return "fleet_pin_mismatch"
-        case .notJoined: return "fleet_not_joined"
-        case .untrustedFleet: return "fleet_untrusted"
-        case .valueMissing: return "fleet_value_missing"
-        case .refreshInFlight: return "fleet_refresh_in_flight"
-        case .handedOver: return "fleet_handed_over"
-        case .alreadyShared: return "fleet_slot_shared"
-        case .notShared: return "fleet_slot_not_shared"
-        case .refusedCredential: return "fleet_credential_refused"
-        case .identityUnavailable: return "fleet_identity_unavailable"
-        case .lockTimeout: return "fleet_lock_timeout"
-        case .lockLost: return "fleet_lock_lost"
-        case .corrupt: return "fleet_data_corrupt"
-        case .sharedSlotRefused: return "fleet_slot_shared"
+        case .notConfigured: return .fleetNotConfigured
+        case .unavailable: return .fleetUnavailable
+        case .expiredWhileUnavailable: return .fleetUnavailable
+        case .alreadyExists: return .fleetExists
+        case .noSuchFleet: return .fleetMissing
+        case .notMember: return .fleetNotMember
+        case .unknownMachine: return .fleetUnknownMachine
+        case .fingerprintMismatch: return .fleetFingerprintMismatch
+        case .fleetFingerprintMismatch: return .fleetPinMismatch
+        case .notJoined: return .fleetNotJoined
+        case .untrustedFleet: return .fleetUntrusted
+        case .valueMissing: return .fleetValueMissing
+        case .refreshInFlight: return .fleetRefreshInFlight
+        case .handedOver: return .fleetHandedOver
+        case .alreadyShared: return .fleetSlotShared
+        case .notShared: return .fleetSlotNotShared
+        case .refusedCredential: return .fleetCredentialRefused
+        case .identityUnavailable: return .fleetIdentityUnavailable
+        case .lockTimeout: return .fleetLockTimeout
+        case .lockLost: return .fleetLockLost
+        case .corrupt: return .fleetDataCorrupt
+        case .sharedSlotRefused: return .fleetSlotShared
         }
     }
 

@@ -37,7 +37,7 @@ public struct SlotCandidate: Sendable, Equatable {
         /// At its usage limit (until `resetsAt`, when the server said).
         case atLimit(resetsAt: Date?)
         /// The usage endpoint failed with this error code.
-        case failed(code: String)
+        case failed(code: ErrorCode)
         /// Not signed in.
         case notSignedIn(AuthState)
     }
@@ -188,7 +188,7 @@ extension AccountManager {
             }
         }
         guard !entries.isEmpty else {
-            throw BundleError(code: "nothing_to_export", message: "no slot has a stored credential to export")
+            throw BundleError(code: .nothingToExport, message: "no slot has a stored credential to export")
         }
         return (entries, skipped)
     }

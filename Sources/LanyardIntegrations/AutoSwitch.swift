@@ -180,7 +180,7 @@ extension AccountManager {
                 shortfall = UsageShortfall(trigger: .poll, window: busiest?.name, windowMinutes: busiest?.window.windowMinutes,
                                            usedPercent: report.limitReached ? max(used, 100) : used, resetsAt: busiest?.window.resetsAt)
             } else {
-                let code = if case .failed(let code) = weighed.verdict { code } else { "not_signed_in" }
+                let code = if case .failed(let code) = weighed.verdict { code.rawValue } else { "not_signed_in" }
                 return .usageUnavailable(slot: active, code: code)
             }
         }
@@ -257,7 +257,7 @@ extension AccountManager {
         } catch let error as any LanyardError {
             return (.failed(code: error.code), nil, nil)
         } catch {
-            return (.failed(code: "error"), nil, nil)
+            return (.failed(code: .error), nil, nil)
         }
     }
 

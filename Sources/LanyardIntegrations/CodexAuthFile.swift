@@ -84,10 +84,10 @@ public enum IntegrationError: LanyardError, Equatable {
     /// `codex import` found no auth.json to adopt (not signed in, as a missing credential is).
     case noCodexSignIn(authPath: String)
 
-    public var code: String {
+    public var code: ErrorCode {
         switch self {
-        case .unsupported: return "integration_unsupported"
-        case .noCodexSignIn: return "missing_credential"
+        case .unsupported: return .integrationUnsupported
+        case .noCodexSignIn: return .missingCredential
         }
     }
 

@@ -16,7 +16,7 @@ package enum HelperInputLimits {
 /// Input that is not the protocol's. Names what is wrong, never the text (it may hold a secret).
 package struct DockerCredentialInputError: LanyardError, Equatable {
     package let problem: String
-    package var code: String { "docker_credential_input" }
+    package var code: ErrorCode { .dockerCredentialInput }
     package var errorDescription: String? { "docker-credential-lanyard: \(problem)" }
 }
 
@@ -96,7 +96,7 @@ package enum DockerCredential {
 /// A `KUBERNETES_EXEC_INFO` that kubectl would not send. Names what is wrong.
 package struct KubeExecInfoError: LanyardError, Equatable {
     package let problem: String
-    package var code: String { "kube_exec_info" }
+    package var code: ErrorCode { .kubeExecInfo }
     package var errorDescription: String? { "kube-credential: \(problem)" }
 }
 
@@ -133,7 +133,7 @@ package enum KubeExecCredential {
 package enum Netrc {
     package struct FieldError: LanyardError, Equatable {
         package let field: String
-        package var code: String { "netrc_field" }
+        package var code: ErrorCode { .netrcField }
         package var errorDescription: String? { "the \(field) cannot be written to a netrc file (it is empty or has spaces or control characters)" }
     }
 

@@ -13,10 +13,10 @@ public enum ExecError: LanyardError, Equatable {
     /// Found but could not be started (the system's reason; a shell's exit 126).
     case cannotRun(String, reason: String)
 
-    public var code: String {
+    public var code: ErrorCode {
         switch self {
-        case .commandNotFound: return "command_not_found"
-        case .cannotRun: return "command_not_runnable"
+        case .commandNotFound: return .commandNotFound
+        case .cannotRun: return .commandNotRunnable
         }
     }
 

@@ -56,7 +56,7 @@ package struct ExportBundle: JSONDocument, Equatable, Sendable {
     /// Encrypts the bundle to `recipients` (one scrypt recipient, or X25519 recipients).
     package func seal(to recipients: [any Recipient]) throws -> Data {
         do { return try Age.encrypt(jsonData(pretty: true), to: recipients) } catch {
-            throw BundleError(code: "bundle_encrypt", message: "cannot encrypt the bundle: \(error.userFacingDescription)")
+            throw BundleError(code: .bundleEncrypt, message: "cannot encrypt the bundle: \(error.userFacingDescription)")
         }
     }
 
@@ -66,23 +66,23 @@ package struct ExportBundle: JSONDocument, Equatable, Sendable {
     package static func open(_ file: Data, with identities: [any Identity], source: String, identityFile: String? = nil) throws -> ExportBundle {
         let plain: Data
         do { plain = try Age.decrypt(file, with: identities) } catch .incorrectPassphrase {
-            throw BundleError(code: "wrong_passphrase", message: "wrong passphrase for \(TerminalText.escaped(source))")
+            throw BundleError(code: .wrongPassphrase, message: "wrong passphrase for \(TerminalText.escaped(source))")
         } catch .noIdentityMatched(let types) {
             let bundle = TerminalText.escaped(source)
             if types.contains("scrypt") {
-                throw BundleError(code: "bundle_no_identity", message: "\(bundle) is passphrase-encrypted: leave out --identity")
+                throw BundleError(code: .bundleNoIdentity, message: "\(bundle) is passphrase-encrypted: leave out --identity")
             }
             if let identityFile {
-                throw BundleError(code: "bundle_no_identity", message: "the identity in \(TerminalText.escaped(identityFile)) does not open \(bundle)"
+                throw BundleError(code: .bundleNoIdentity, message: "the identity in \(TerminalText.escaped(identityFile)) does not open \(bundle)"
                     + (types.contains("X25519") ? " (it is encrypted to other X25519 recipients)" : ""))
             }
             let hint = types.contains("X25519") ? " (it is encrypted to X25519 recipients: pass --identity FILE)" : ""
-            throw BundleError(code: "bundle_no_identity", message: "no identity opens \(bundle)\(hint)")
+            throw BundleError(code: .bundleNoIdentity, message: "no identity opens \(bundle)\(hint)")
         } catch {
-            throw BundleError(code: "bundle_corrupt", message: "\(TerminalText.escaped(source)) is damaged, truncated or was tampered with (\(error.userFacingDescription)); nothing was imported")
+            throw BundleError(code: .bundleCorrupt, message: "\(TerminalText.escaped(source)) is damaged, truncated or was tampered with (\(error.userFacingDescription)); nothing was imported")
         }
         do { return try decode(plain, source: source) } catch {
-            throw BundleError(code: "bundle_corrupt", message: "\(TerminalText.escaped(source)) is not a valid Lanyard bundle: \(error.detail); nothing was imported")
+            throw BundleError(code: .bundleCorrupt, message: "\(TerminalText.escaped(source)) is not a valid Lanyard bundle: \(error.detail); nothing was imported")
         }
     }
 }
@@ -98,16 +98,16 @@ extension ExportBundle {
     package static func check(_ entries: [Slot: Entry], knownProviders: Set<String>, source: String) throws(BundleError) {
         let bundle = TerminalText.escaped(source)
         guard !entries.isEmpty else {
-            throw BundleError(code: "bundle_empty", message: "\(bundle) holds no slots; nothing was imported")
+            throw BundleError(code: .bundleEmpty, message: "\(bundle) holds no slots; nothing was imported")
         }
         for (slot, entry) in entries.sorted(by: { $0.key < $1.key }) {
             let recordProvider = entry.record.provider, provider = entry.credential.provider
             guard recordProvider == provider else {
-                throw BundleError(code: "bundle_provider_mismatch", message: "slot \(slot.name) of \(bundle): its record names provider "
+                throw BundleError(code: .bundleProviderMismatch, message: "slot \(slot.name) of \(bundle): its record names provider "
                     + "\(quoted(recordProvider)) but its credential is for \(quoted(provider)); nothing was imported", slot: slot.name)
             }
             guard knownProviders.contains(provider) else {
-                throw BundleError(code: "bundle_unknown_provider", message: "slot \(slot.name) of \(bundle) is for provider \(quoted(provider)), "
+                throw BundleError(code: .bundleUnknownProvider, message: "slot \(slot.name) of \(bundle) is for provider \(quoted(provider)), "
                     + "which config.ini does not configure (configured: \(knownProviders.sorted().joined(separator: ", "))); nothing was imported",
                     slot: slot.name)
             }
@@ -123,11 +123,11 @@ extension ExportBundle {
 
 /// A bundle problem (exit 1). Messages never contain secrets.
 package struct BundleError: LanyardError, Equatable {
-    package let code: String
+    package let code: ErrorCode
     package let message: String
     /// The slot at fault, when the problem is one slot's.
     package let slot: String?
-    package init(code: String, message: String, slot: String? = nil) {
+    package init(code: ErrorCode, message: String, slot: String? = nil) {
         self.code = code
         self.message = message
         self.slot = slot

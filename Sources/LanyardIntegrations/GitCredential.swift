@@ -7,7 +7,7 @@ import LanyardSupport
 package struct GitCredentialInputError: LanyardError, Equatable {
     package let line: Int
     package let problem: String
-    package var code: String { "git_credential_input" }
+    package var code: ErrorCode { .gitCredentialInput }
     package var errorDescription: String? { "git-credential: input line \(line) \(problem)" }
 }
 

@@ -23,7 +23,7 @@ package struct GitHubCLI: Sendable {
         package let path: String
         package let line: Int
         package let problem: String
-        package var code: String { "gh_hosts_corrupt" }
+        package var code: ErrorCode { .ghHostsCorrupt }
         package var errorDescription: String? { "\(path) line \(line) \(problem) (left untouched)" }
     }
 

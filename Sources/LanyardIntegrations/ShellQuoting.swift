@@ -13,7 +13,7 @@ package enum ShellQuoting {
     /// A value no shell variable can hold.
     package struct UnrepresentableValue: LanyardError, Equatable {
         package let variable: String
-        package var code: String { "invalid_value" }
+        package var code: ErrorCode { .invalidValue }
         package var errorDescription: String? {
             "\(TerminalText.escaped(variable)) holds a NUL byte, which no environment variable can carry"
         }

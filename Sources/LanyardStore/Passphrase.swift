@@ -92,7 +92,7 @@ package struct PassphraseReader: Sendable {
 package struct PassphraseError: LanyardError {
     package let message: String
     package init(_ message: String) { self.message = message }
-    package var code: String { "passphrase_unavailable" }
+    package var code: ErrorCode { .passphraseUnavailable }
     package var errorDescription: String? { message }
 }
 

@@ -20,17 +20,30 @@ public enum StoreError: LanyardError, Equatable {
     case unsafePath(path: String, reason: String)
     /// A file or system call failed.
     case io(path: String, detail: String)
+    /// Tokens a refresh obtained could not be stored (`storeFailure` says why); they wait in the
+    /// recovery file at `path` until `doctor --repair` or the next refresh stores them.
+    case refreshedTokensInRecoveryFile(path: String, storeFailure: String)
+    /// Tokens a refresh obtained could be written neither to the store nor to the recovery file
+    /// at `path`; they wait in memory, in the kernel keyring, until the machine restarts.
+    case refreshedTokensInKernelKeyring(path: String, storeFailure: String, fileFailure: String)
+    /// Tokens a refresh obtained could be kept nowhere (not the recovery file at `path`, not the
+    /// kernel keyring, not the store), and the server has already replaced the refresh token:
+    /// the slot must sign in again.
+    case refreshedSignInLost(slot: Slot, path: String, storeFailure: String, fileFailure: String)
 
-    public var code: String {
+    public var code: ErrorCode {
         switch self {
-        case .unavailable: return "store_unavailable"
-        case .locked: return "store_locked"
-        case .timedOut: return "store_timed_out"
-        case .corrupt: return "store_corrupt"
-        case .notFound: return "missing_credential"
-        case .wrongPassphrase: return "wrong_passphrase"
-        case .unsafePath: return "unsafe_path"
-        case .io: return "io_error"
+        case .unavailable: return .storeUnavailable
+        case .locked: return .storeLocked
+        case .timedOut: return .storeTimedOut
+        case .corrupt: return .storeCorrupt
+        case .notFound: return .missingCredential
+        case .wrongPassphrase: return .wrongPassphrase
+        case .unsafePath: return .unsafePath
+        case .io: return .ioError
+        case .refreshedTokensInRecoveryFile: return .refreshedTokensInRecoveryFile
+        case .refreshedTokensInKernelKeyring: return .refreshedTokensInKernelKeyring
+        case .refreshedSignInLost: return .refreshedSignInLost
         }
     }
 
@@ -45,6 +58,17 @@ public enum StoreError: LanyardError, Equatable {
         case .wrongPassphrase: return "wrong passphrase: the store was not unlocked and nothing changed"
         case .unsafePath(let path, let reason): return "refusing to use \(path): \(reason)"
         case .io(let path, let detail): return "\(path): \(detail)"
+        case .refreshedTokensInRecoveryFile(let path, let store):
+            return "\(path): refreshed tokens could not be stored (\(store)); "
+                + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works"
+        case .refreshedTokensInKernelKeyring(let path, let store, let file):
+            return "\(path): refreshed tokens could be written neither to the store (\(store)) nor to this recovery file "
+                + "(\(file)); they wait in memory, in the kernel keyring: free some disk space and run `lanyard doctor --repair` "
+                + "before this machine restarts"
+        case .refreshedSignInLost(let slot, let path, let store, let file):
+            return "\(path): refreshed tokens could be written neither to this recovery file (\(file)), the kernel keyring, "
+                + "nor the store (\(store)); the server has already replaced the refresh token, so this sign-in is lost: "
+                + "run `lanyard login \(slot.name)`"
         }
     }
 
@@ -68,14 +92,14 @@ public enum RegistryError: LanyardError, Equatable {
     case signInInProgress(Slot, pid: Int32?)
     case noActiveSlot
 
-    public var code: String {
+    public var code: ErrorCode {
         switch self {
-        case .corrupt: return "registry_corrupt"
-        case .unknownSlot: return "unknown_slot"
-        case .slotExists: return "slot_exists"
-        case .noActiveSlot: return "no_active_slot"
-        case .slotHoldsAnotherAccount: return "slot_holds_another_account"
-        case .signInInProgress: return "sign_in_in_progress"
+        case .corrupt: return .registryCorrupt
+        case .unknownSlot: return .unknownSlot
+        case .slotExists: return .slotExists
+        case .noActiveSlot: return .noActiveSlot
+        case .slotHoldsAnotherAccount: return .slotHoldsAnotherAccount
+        case .signInInProgress: return .signInInProgress
         }
     }
 
@@ -105,7 +129,7 @@ public enum ConfigError: LanyardError, Equatable {
     /// A key has a value Lanyard cannot use.
     case invalidValue(path: String, group: String, key: String, detail: String)
 
-    public var code: String { "config_invalid" }
+    public var code: ErrorCode { .configInvalid }
 
     /// Everything in it comes from the file (group and key names, values quoted in the detail):
     /// shown with control characters escaped, for every program that prints it.

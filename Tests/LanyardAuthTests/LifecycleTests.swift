@@ -240,6 +240,33 @@ import LanyardTestSupport
 }
 
 @Suite struct RefreshDiskFaultTests {
+    /// The store refuses the tokens a refresh obtained and the recovery file takes them: exit 5
+    /// (the store failed; the sign-in is intact) with its own code, and `doctor --repair` stores
+    /// them once the store works. No token is spent twice.
+    @Test func refreshedTokensTheStoreRefusesWaitInTheRecoveryFile() async throws {
+        let env = try await EmulatorHome()
+        env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
+        let before = try await env.signIn("work", email: "w@example.com")
+        // The store's lock taken by a folder: every write fails, reads still work.
+        let data = env.paths.dataDirectory
+        try? FileManager.default.removeItem(atPath: data + "/store.age.lock")
+        try FileManager.default.createDirectory(atPath: data + "/store.age.lock", withIntermediateDirectories: true)
+
+        let failed = try env.home.run("refresh", "work", "--json")
+        #expect(failed.status == 5, "\(failed.stdout) \(failed.stderr)")
+        #expect(failed.stdout.contains(ErrorCode.refreshedTokensInRecoveryFile.rawValue), "\(failed.stdout)")
+        #expect(failed.stdout.contains("they are kept in this recovery file"), "\(failed.stdout)")
+        #expect(try env.stored("work").tokens.refreshToken == before.tokens.refreshToken)
+
+        try FileManager.default.removeItem(atPath: data + "/store.age.lock")
+        let repair = try env.home.run("doctor", "--repair")
+        #expect(repair.status == 0, "\(repair.stdout) \(repair.stderr)")
+        #expect(try env.stored("work").tokens.refreshToken != before.tokens.refreshToken)
+        let again = try env.home.run("refresh", "work")
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try await env.server.stat("refresh_reused") == 0)
+    }
+
     /// The server has rotated the refresh token when the disk refuses both the recovery file and
     /// the store: the new tokens wait in the kernel keyring (memory), doctor names them, and
     /// `doctor --repair` puts them in the store once the disk works again. No token is spent twice.
@@ -258,8 +285,10 @@ import LanyardTestSupport
         defer { RefreshEscrow.remove(slot: slot, paths: env.paths) }
 
         let failed = try env.home.run("refresh", "work")
-        #expect(failed.status != 0)
+        #expect(failed.status == 5, "the store failed; the sign-in is intact: \(failed.stderr)")
         #expect(failed.stderr.contains("they wait in memory, in the kernel keyring"), "\(failed.stderr)")
+        let logged = LanyardStore.EventLog(paths: env.paths).read().filter { $0["event"]?.string == "error" }.map { $0["code"]?.string }
+        #expect(logged == [ErrorCode.refreshedTokensInKernelKeyring.rawValue], "\(logged)")
         let waiting = try #require(RefreshEscrow.get(slot: slot, paths: env.paths))
         let kept = try Credential.decode(waiting, source: "escrow")
         #expect(kept.tokens.refreshToken != before.tokens.refreshToken)

@@ -111,7 +111,7 @@ import LanyardNetwork
         #expect(c.fault.matches(error), "got \(String(describing: error))")
         let message = error?.localizedDescription ?? ""
         #expect(message.contains(Self.stepName(c.step, c.kind)), "\(message)")
-        #expect(error?.code == "network_failure" || error?.code == "invalid_response")
+        #expect(error?.code == .networkFailure || error?.code == .invalidResponse)
 
         // Nothing stored; the old credential and the registry are byte-for-byte as they were.
         #expect(try rig.home.snapshot() == before)
@@ -217,7 +217,7 @@ import LanyardNetwork
         }
         #expect(error == .tokenExchangeFailed(status: status, detail: ServerErrorDetail(code: "invalid_grant", message: "the grant was refused")))
         #expect(error?.requiresReauthentication == true)
-        #expect(error?.code == "token_exchange_refused" && error?.requiresReauthentication == true)
+        #expect(error?.code == .tokenExchangeRefused && error?.requiresReauthentication == true)
         #expect(log.states.first == .signingIn)
         #expect(log.states.last == .reauthenticationRequired)
         #expect(log.states.count == 3)

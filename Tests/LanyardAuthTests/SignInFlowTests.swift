@@ -210,7 +210,7 @@ import LanyardTestSupport
             _ = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: log.record)
         }
         guard case .authorizationDenied? = error else { Issue.record("expected authorizationDenied, got \(String(describing: error))"); return }
-        #expect(error?.code == "authorization_denied")
+        #expect(error?.code == .authorizationDenied)
         #expect(try rig.home.snapshot() == before)
         #expect(log.states.last == .failed(error!.localizedDescription))
         #expect(try await rig.polls() == 2)
@@ -226,7 +226,7 @@ import LanyardTestSupport
             _ = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: { _ in })
         }
         #expect(error == .expiredDeviceCode)
-        #expect(error?.code == "expired_device_code")
+        #expect(error?.code == .expiredDeviceCode)
         #expect(try rig.home.snapshot() == before)
         #expect(try await rig.polls() == 3)
     }

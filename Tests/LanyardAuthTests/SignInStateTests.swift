@@ -70,7 +70,7 @@ import LanyardTestSupport
         task.cancel()
         let error = await authError { _ = try await task.value }
         #expect(error == .cancelledSignIn)
-        #expect(error?.code == "cancelled_sign_in")
+        #expect(error?.code == .cancelledSignIn)
         #expect(log.states.map(\.name) == ["signing-in", "awaiting-device-code", "signed-out"])
         // An approval after the cancellation changes nothing.
         try await rig.approve()

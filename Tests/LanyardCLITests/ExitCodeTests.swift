@@ -7,8 +7,8 @@ import LanyardCore
 import LanyardIntegrations
 import LanyardStore
 
-/// Exit statuses are decided in one table in the CLI (`ExitStatus.byCode`); the layers only name
-/// their errors' codes.
+/// Exit statuses are decided in one exhaustive switch in the CLI (`ExitStatus(code:)`); the layers
+/// only name their errors' codes, which are `ErrorCode` cases.
 @Suite struct ExitCodeTests {
     /// Every `| \`code\` | exit | meaning |` row of docs/cli.md's error-code table.
     static func documented() throws -> [String: Int32] {
@@ -19,23 +19,15 @@ import LanyardStore
         return rows
     }
 
-    /// Every code a `var code` getter or a `code:` argument in Sources spells out.
-    static func definedInSources() throws -> Set<String> {
+    /// Codes an error in Sources spells out as a string instead of an `ErrorCode` case: in a
+    /// `var code: String` getter or a `code: "…"` argument.
+    static func spelledAsStrings() throws -> Set<String> {
         var codes: Set<String> = []
         let root = repositoryRoot.appendingPathComponent("Sources")
         let files = FileManager.default.enumerator(atPath: root.path)!.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
         for file in files {
             let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
-            var rest = Substring(text)
-            while let start = rest.range(of: "var code: String {") {
-                var depth = 1, index = start.upperBound
-                while depth > 0, index < rest.endIndex {
-                    if rest[index] == "{" { depth += 1 } else if rest[index] == "}" { depth -= 1 }
-                    index = rest.index(after: index)
-                }
-                for m in rest[start.upperBound..<index].matches(of: /"([a-z][a-z0-9_]*)"/) { codes.insert(String(m.output.1)) }
-                rest = rest[index...]
-            }
+            if text.contains("var code: String {") { codes.insert("a `var code: String` getter in \(file)") }
             for m in text.matches(of: /\bcode: "([a-z][a-z0-9_]*)"/) { codes.insert(String(m.output.1)) }
         }
         return codes
@@ -43,20 +35,33 @@ import LanyardStore
 
     @Test func theTableAndDocsCliMdAgree() async throws {
         let documented = try Self.documented()
-        let table = LanyardCLI.ExitStatus.byCode.mapValues(\.rawValue)
+        let table = Dictionary(uniqueKeysWithValues: ErrorCode.allCases.map { ($0.rawValue, LanyardCLI.ExitStatus(code: $0).rawValue) })
         #expect(documented.count >= 50)
         for (code, status) in table { #expect(documented[code] == status, "docs/cli.md: `\(code)` should exit \(status)") }
         for code in documented.keys where table[code] == nil { #expect(Bool(false), "docs/cli.md lists `\(code)`, which the CLI does not know") }
     }
 
-    @Test func everyCodeInTheSourcesHasAnExitStatus() async throws {
-        let defined = try Self.definedInSources()
-        #expect(defined.count >= 50, "found \(defined.count) codes")
+    /// Every code is an `ErrorCode` (so the compiler sees that each has an exit status), and every
+    /// raw value is distinct snake_case.
+    @Test func everyCodeInTheSourcesIsAnErrorCase() async throws {
+        #expect(ErrorCode.allCases.count >= 50, "\(ErrorCode.allCases.count) codes")
+        #expect(Set(ErrorCode.allCases.map(\.rawValue)).count == ErrorCode.allCases.count)
+        for code in ErrorCode.allCases { #expect(code.rawValue.wholeMatch(of: /[a-z][a-z0-9_]*/) != nil, "`\(code.rawValue)`") }
         // Codes servers send (in ServerErrorDetail), not errors of Lanyard's own.
         let serverDetailCodes: Set = ["rate_limited", "websocket_refused"]
-        for code in defined.subtracting(serverDetailCodes).sorted() {
-            #expect(LanyardCLI.ExitStatus.byCode[code] != nil, "`\(code)` has no exit status in ExitStatus.byCode")
-        }
+        let strings = try Self.spelledAsStrings().subtracting(serverDetailCodes)
+        #expect(strings.isEmpty, "codes spelled as strings: \(strings.sorted())")
+    }
+
+    /// A refresh worker's code is read back from its output: an unknown one never crashes and
+    /// reads as `refresh_failed`; the worker's status is passed on either way.
+    @Test func aWorkersCodeIsParsedNotTrusted() async throws {
+        let known = WorkerError(status: 4, body: Data(#"{"error": {"code": "reauthentication_required", "message": "m"}}"#.utf8))
+        #expect(known.code == .reauthenticationRequired && LanyardCLI.ExitStatus(for: known) == .reauthenticationRequired)
+        let unknown = WorkerError(status: 5, body: Data(#"{"error": {"code": "from_a_newer_version", "message": "m"}}"#.utf8))
+        #expect(unknown.code == .refreshFailed && LanyardCLI.ExitStatus(for: unknown) == .storeUnavailable)
+        let garbled = WorkerError(status: 1, body: Data("not json".utf8))
+        #expect(garbled.code == .refreshFailed && garbled.errorDescription == "the refresh worker exited with status 1")
     }
 
     /// `exec` of a command that is not on PATH exits 127, as a shell does, and leaves no folder.
@@ -69,7 +74,7 @@ import LanyardStore
         let r = await cli.run("exec", "--", "lanyard-no-such-command")
         #expect(r.status == 127)
         #expect(r.stderr == "lanyard: command not found: lanyard-no-such-command\n", "\(r.stderr)")
-        #expect(ExecError.commandNotFound("x").code == "command_not_found")
+        #expect(ExecError.commandNotFound("x").code == .commandNotFound)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: cli.paths.runtimeDirectory + "/exec")) ?? []
         #expect(folders.isEmpty, "\(folders)")
         // A path that does not exist is not found either; one that exists but cannot run exits 126.
@@ -116,9 +121,13 @@ import LanyardStore
             (AuthError.tokenExchangeFailed(status: 500, detail: ServerErrorDetail()), .network),
             (ClientError.invalidHeader(name: "X", problem: "p"), .failure), (UsageError(message: "m", command: nil), .usage),
             (CancellationError(), .cancelled), (URLError(.badURL), .failure),
+            // Refreshed tokens the store refused: waiting (fix the store) or lost (sign in again).
+            (StoreError.refreshedTokensInRecoveryFile(path: "p", storeFailure: "s"), .storeUnavailable),
+            (StoreError.refreshedTokensInKernelKeyring(path: "p", storeFailure: "s", fileFailure: "f"), .storeUnavailable),
+            (StoreError.refreshedSignInLost(slot: try Slot("w"), path: "p", storeFailure: "s", fileFailure: "f"), .reauthenticationRequired),
         ]
         for (error, status) in cases { #expect(LanyardCLI.ExitStatus(for: error) == status, "\(error)") }
-        #expect(AuthError.tokenExchangeFailed(status: 403, detail: ServerErrorDetail()).code == "token_exchange_refused")
-        #expect(AuthError.tokenExchangeFailed(status: 502, detail: ServerErrorDetail()).code == "token_exchange_failed")
+        #expect(AuthError.tokenExchangeFailed(status: 403, detail: ServerErrorDetail()).code == .tokenExchangeRefused)
+        #expect(AuthError.tokenExchangeFailed(status: 502, detail: ServerErrorDetail()).code == .tokenExchangeFailed)
     }
 }

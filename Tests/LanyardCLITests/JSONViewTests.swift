@@ -52,7 +52,7 @@ import Testing
                                             members: [member], pending: [], slots: [], damaged: [], leader: "m1", standing: "unknown")
         let codex = CodexFollow(authPath: "/c/auth.json", copiedBack: false, runningCodexPIDs: [])
         return [
-            Documented(section: "Output", marker: "Errors are printed", view: ErrorView.self, samples: [ErrorView(code: "c", message: "m")]),
+            Documented(section: "Output", marker: "Errors are printed", view: ErrorView.self, samples: [ErrorView(code: .usage, message: "m")]),
             Documented(section: "login", view: LoginView.self, samples: [
                 LoginView(slot: slot, provider: "openai", account: AccountInfo(), expiresAt: nil),
                 LoginView(slot: slot, provider: "openai", account: full, expiresAt: date),

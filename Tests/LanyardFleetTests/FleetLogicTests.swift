@@ -47,7 +47,7 @@ import LanyardTestSupport
         #expect(opened.credential?.tokens.accessToken == "a1" && opened.writer == "a")
         #expect(opened.credential?.lastRefreshBoot == nil)
         func refusal(_ body: () throws -> SharedValue) -> String? {
-            do { _ = try body(); return nil } catch let e as FleetError { return e.code } catch { return "other" }
+            do { _ = try body(); return nil } catch let e as FleetError { return e.code.rawValue } catch { return "other" }
         }
         let stranger = MachineIdentity(identity: X25519Identity.generate())
         #expect(refusal { try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: stranger) } == "fleet_credential_refused")

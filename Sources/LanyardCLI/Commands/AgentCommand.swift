@@ -8,7 +8,7 @@ import LanyardStore
 /// A second agent for the same user.
 struct AgentRunningError: LanyardError {
     let lockPath: String
-    var code: String { "agent_running" }
+    var code: ErrorCode { .agentRunning }
     var errorDescription: String? { "another lanyard agent is already running (it holds \(lockPath))" }
 }
 

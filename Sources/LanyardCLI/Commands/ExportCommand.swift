@@ -52,7 +52,7 @@ extension BundleCommands {
             let passphrase = try PassphraseReader(environment: inv.context.environment)
                 .read(prompt: "Passphrase for the export bundle: ", confirm: true)
             do { sealRecipients = [try ScryptRecipient(passphrase: passphrase)] } catch {
-                throw BundleError(code: "bundle_encrypt", message: "cannot use that passphrase: \(error.userFacingDescription)")
+                throw BundleError(code: .bundleEncrypt, message: "cannot use that passphrase: \(error.userFacingDescription)")
             }
         } else {
             sealRecipients = recipients

@@ -29,7 +29,7 @@ extension BundleCommands {
         let source = inv.args.positionals[0]
         let path = source.hasPrefix("/") ? source : inv.context.workingDirectory + "/" + source
         let renames = try parseRenames(inv)
-        guard let file = try SecureFiles.read(path) else { throw BundleError(code: "bundle_missing", message: "no bundle at \(source)") }
+        guard let file = try SecureFiles.read(path) else { throw BundleError(code: .bundleMissing, message: "no bundle at \(source)") }
 
         let identities: [any Identity]
         if let identityFile = inv.args.value("identity") {
@@ -43,7 +43,7 @@ extension BundleCommands {
         } else {
             let passphrase = try PassphraseReader(environment: inv.context.environment).read(prompt: "Passphrase for \(source): ")
             do { identities = [try ScryptIdentity(passphrase: passphrase)] } catch {
-                throw BundleError(code: "wrong_passphrase", message: "cannot use that passphrase: \(error.userFacingDescription)")
+                throw BundleError(code: .wrongPassphrase, message: "cannot use that passphrase: \(error.userFacingDescription)")
             }
         }
         let bundle = try ExportBundle.open(file, with: identities, source: source, identityFile: inv.args.value("identity"))

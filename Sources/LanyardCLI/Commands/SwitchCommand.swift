@@ -63,7 +63,7 @@ enum BestSlotView {
                 reason = "\(percent.rounded().saturatingInt)% used in its busiest window"
             case .atLimit(let resetsAt):
                 reason = "at its usage limit" + (resetsAt.map { ", resets \(RelativeTime.describe($0, now: inv.now))" } ?? "")
-            case .failed(let code): reason = "skipped: \(code)"
+            case .failed(let code): reason = "skipped: \(code.rawValue)"
             case .notSignedIn(let state): reason = "skipped: \(state.description)"
             }
             reasons.append(.object(["slot": .string(candidate.slot.name), "used_percent": used, "reason": .string(reason)]))

@@ -3,16 +3,16 @@ import LanyardCore
 import LanyardSupport
 
 extension EtcdError: LanyardError {
-    package var code: String {
+    package var code: ErrorCode {
         switch self {
-        case .unreachable: return "etcd_unreachable"
-        case .unavailable: return "etcd_unavailable"
-        case .tls: return "etcd_tls"
-        case .permissionDenied: return "etcd_permission_denied"
-        case .malformed: return "etcd_malformed_answer"
-        case .compacted: return "etcd_compacted"
-        case .cancelled: return "etcd_cancelled"
-        case .server: return "etcd_error"
+        case .unreachable: return .etcdUnreachable
+        case .unavailable: return .etcdUnavailable
+        case .tls: return .etcdTLS
+        case .permissionDenied: return .etcdPermissionDenied
+        case .malformed: return .etcdMalformedAnswer
+        case .compacted: return .etcdCompacted
+        case .cancelled: return .etcdCancelled
+        case .server: return .etcdError
         }
     }
 

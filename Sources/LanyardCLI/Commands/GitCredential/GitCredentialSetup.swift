@@ -73,6 +73,6 @@ extension GitCredentialCommand {
 
 struct GitSetupError: LanyardError {
     let message: String
-    var code: String { "git_config_failed" }
+    var code: ErrorCode { .gitConfigFailed }
     var errorDescription: String? { message }
 }
