@@ -145,7 +145,7 @@ package enum GValueTree: Sendable, Equatable {
     case bool(Bool)
     /// `u`
     case uint32(UInt32)
-    /// An array or a tuple.
+    /// An array, a tuple or a dictionary entry (key and value).
     case array([GValueTree])
     /// Any other type, by its type string.
     case other(String)
@@ -167,7 +167,7 @@ package enum GValueTree: Sendable, Equatable {
             self = .uint32(g_variant_get_uint32(variant))
         case "v":
             self = GValueTree(g_variant_get_variant(variant))
-        case "a", "(":
+        case "a", "(", "{":  // a dictionary entry is a pair, like a tuple
             self = .array((0..<g_variant_n_children(variant)).map { GValueTree(g_variant_get_child_value(variant, $0)) })
         default:
             self = .other(type)

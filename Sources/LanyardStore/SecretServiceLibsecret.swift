@@ -227,25 +227,15 @@ final class KeyringService: @unchecked Sendable {
         // NULL without an error is an empty result here (attributes are validated first).
         // No SECRET_SEARCH_UNLOCK (it may prompt) and no SECRET_SEARCH_LOAD_SECRETS (libsecret
         // loads those without our cancellable).
-        // libsecret makes a proxy for each item the search found: an item another process
-        // deletes in between (a logout, a refresh replacing it) fails the whole search with "no
-        // such object". The search is then made again (a few times: each is one round trip).
-        var attempt = 1
-        while true {
-            do {
-                let list = try withAttributes(attributes) { table, schema throws(KeyringFailure) in
-                    try keyring("search") { () throws(GLibCall.Failure) in
-                        try GLibCall.optionalPointer {
-                            secret_service_search_sync(service, schema, table, SECRET_SEARCH_ALL, deadline.cancellable, $0)
-                        }
-                    }
+        let list = try withAttributes(attributes) { table, schema throws(KeyringFailure) in
+            try keyring("search") { () throws(GLibCall.Failure) in
+                try GLibCall.optionalPointer {
+                    secret_service_search_sync(service, schema, table, SECRET_SEARCH_ALL, deadline.cancellable, $0)
                 }
-                // The items' references now belong to the KeyringItems.
-                return takeList(list).map { KeyringItem(adopting: $0) }
-            } catch .glib(let error) where error.isNoSuchObject && attempt < 5 {
-                attempt += 1
             }
         }
+        // The items' references now belong to the KeyringItems.
+        return takeList(list).map { KeyringItem(adopting: $0) }
     }
 
     /// Object paths of the items of schema dev.lanyard.Credential matching `attributes` in every
@@ -263,6 +253,25 @@ final class KeyringService: @unchecked Sendable {
             }
         }
         return (strings(unlocked), strings(locked))
+    }
+
+    /// The attributes of the item at `path` (one Properties.Get), or nil when the item no longer
+    /// exists (another process deleted it since it was found).
+    func attributes(ofItem path: String, deadline: Deadline) throws(KeyringFailure) -> [String: String]? {
+        let value: GValueTree?
+        do {
+            value = try bus.property(destination: busName, path: path, interface: "org.freedesktop.Secret.Item",
+                                     name: "Attributes", deadline: deadline)
+        } catch .error(let error) where error.isNoSuchObject {
+            return nil
+        } catch {
+            throw KeyringFailure(error, refused: "Attributes of \(path)")
+        }
+        var attributes: [String: String] = [:]
+        for entry in value?.array ?? [] {
+            if let pair = entry.array, pair.count == 2, let key = pair[0].string, let text = pair[1].string { attributes[key] = text }
+        }
+        return attributes
     }
 
     /// The strings of a NULL-terminated `gchar **` (not freed here).

@@ -157,10 +157,18 @@ package final class SecretServiceStore: CredentialStore {
         try run("list") { service, deadline in
             // A missing collection lists nothing, which doctor would take for lost credentials.
             try self.requireOpenCollection(service, deadline)
-            let items = try service.search([:], deadline: deadline)
-            if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
-            let slots = items.compactMap { item in item.attributes["slot"].flatMap { try? Slot(stored: $0) } }
-            return Set(slots).sorted()
+            // Paths first, then each item's attributes: an item another process deletes in
+            // between (a logout, a refresh replacing it) is gone, not an error. (libsecret's own
+            // search makes a proxy of every item it found and fails whole on one that vanished.)
+            let (unlocked, locked) = try service.searchPaths([:], deadline: deadline)
+            if let path = locked.first { throw self.lockedError(Self.collectionPath(of: path)) }
+            var slots: Set<Slot> = []
+            for path in unlocked {
+                if let name = try service.attributes(ofItem: path, deadline: deadline)?["slot"], let slot = try? Slot(stored: name) {
+                    slots.insert(slot)
+                }
+            }
+            return slots.sorted()
         }
     }
 

@@ -88,49 +88,49 @@ import Testing
         #expect(missing.stderr.contains("not signed in"))
     }
 
+    /// In a keyring of its own (a child process in its own D-Bus session): `--repair` adopts every
+    /// item the registry does not list, and on the shared test keyring those are the items of the
+    /// tests running beside this one, which they delete as it works.
     @Test func doctorFindsAndRepairsMismatches() async throws {
-        let h = try harness()
-        let p = uniquePrefix()
-        let kept = try seed(h, p + "-ok", backend: .secretService)
-        let orphan = try seed(h, p + "-orphan", backend: .secretService)
-        let ghost = try seed(h, p + "-ghost", backend: .secretService)
-        // An orphan whose refresh token was dropped after a permanent refusal.
-        let dead = try Slot(p + "-dead")
-        var deadCredential = credential("AT-\(dead.name)", email: "\(dead.name)@example.com")
-        deadCredential.tokens.refreshToken = nil
-        try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).put(deadCredential, for: dead)
-        try h.registry.update { $0.slots[orphan] = nil }
-        try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(ghost)
+        try await inProcessOfItsOwn("RealBackendCommandTests/doctorFindsAndRepairsMismatches", ownKeyring: true) {
+            let h = try harness()
+            let p = uniquePrefix()
+            let kept = try seed(h, p + "-ok", backend: .secretService)
+            let orphan = try seed(h, p + "-orphan", backend: .secretService)
+            let ghost = try seed(h, p + "-ghost", backend: .secretService)
+            // An orphan whose refresh token was dropped after a permanent refusal.
+            let dead = try Slot(p + "-dead")
+            var deadCredential = credential("AT-\(dead.name)", email: "\(dead.name)@example.com")
+            deadCredential.tokens.refreshToken = nil
+            try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).put(deadCredential, for: dead)
+            try h.registry.update { $0.slots[orphan] = nil }
+            try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(ghost)
 
-        let report = await h.run("doctor", "--json")
-        #expect(report.status == 1)
-        let problems = report.json["problems"] as? [String] ?? []
-        #expect(problems.contains("\(ghost.name) has no stored credential"))
-        #expect(problems.contains("Secret Service holds \(orphan.name), which the registry does not list"))
-        let backends = report.json["backends"] as? [[String: Any]] ?? []
-        let ss = backends.first { $0["backend"] as? String == "secret-service" }
-        #expect(ss?["reachable"] as? Bool == true && ss?["locked"] as? Bool == false && ss?["persistent"] as? Bool == true)
+            let report = await h.run("doctor", "--json")
+            #expect(report.status == 1)
+            let problems = report.json["problems"] as? [String] ?? []
+            #expect(problems.contains("\(ghost.name) has no stored credential"))
+            #expect(problems.contains("Secret Service holds \(orphan.name), which the registry does not list"))
+            let backends = report.json["backends"] as? [[String: Any]] ?? []
+            let ss = backends.first { $0["backend"] as? String == "secret-service" }
+            #expect(ss?["reachable"] as? Bool == true && ss?["locked"] as? Bool == false && ss?["persistent"] as? Bool == true)
 
-        let human = await h.run("doctor")
-        #expect(human.stdout.contains("Run `lanyard doctor --repair`"))
+            let human = await h.run("doctor")
+            #expect(human.stdout.contains("Run `lanyard doctor --repair`"))
 
-        let repair = await h.run("doctor", "--repair")
-        #expect(repair.status == 0, "\(repair.stdout)")
-        #expect(repair.stdout.contains("repaired: added \(orphan.name) from Secret Service"))
-        let doc = try h.registry.load()
-        #expect(doc.slots[orphan]?.account.email == "\(orphan.name)@example.com")
-        if case .signedIn = doc.slots[orphan]?.state {} else { Issue.record("\(orphan.name) should be signed in") }
-        #expect(doc.slots[dead]?.state == .reauthenticationRequired, "a credential without a refresh token must sign in again")
-        #expect(repair.stdout.contains("repaired: added \(dead.name) from Secret Service (it must sign in again)"))
-        #expect(doc.slots[ghost]?.state == .signedOut)
-        #expect(doc.slots[kept] != nil)
-        // Nothing of this test's is left to repair. (The test keyring is shared with the tests
-        // running beside this one: their items are unregistered here, so doctor's exit status says
-        // nothing about this home; --repair added those it saw as slots, which is what it is for.)
-        let after = await h.run("doctor", "--json")
-        let left = (after.json["problems"] as? [String] ?? []).filter { $0.contains(p) }
-        #expect(left.isEmpty, "\(left)")
-        for slot in [kept, orphan, dead] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(slot) }
+            let repair = await h.run("doctor", "--repair")
+            #expect(repair.status == 0, "\(repair.stdout)")
+            #expect(repair.stdout.contains("repaired: added \(orphan.name) from Secret Service"))
+            let doc = try h.registry.load()
+            #expect(doc.slots[orphan]?.account.email == "\(orphan.name)@example.com")
+            if case .signedIn = doc.slots[orphan]?.state {} else { Issue.record("\(orphan.name) should be signed in") }
+            #expect(doc.slots[dead]?.state == .reauthenticationRequired, "a credential without a refresh token must sign in again")
+            #expect(repair.stdout.contains("repaired: added \(dead.name) from Secret Service (it must sign in again)"))
+            #expect(doc.slots[ghost]?.state == .signedOut)
+            #expect(doc.slots[kept] != nil)
+            #expect(await h.run("doctor").status == 0)
+            for slot in [kept, orphan, dead] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(slot) }
+        }
     }
 
     @Test func migrateBothWays() async throws {

@@ -40,9 +40,11 @@ package func selfSignedCertificate(_ subjectAltName: String, in folder: String) 
 /// Runs the calling test's `body` in a child process of this test binary of its own (the test
 /// selected by `filter`, as `--filter` takes it): for a test that counts what the whole process
 /// holds (sockets, threads), which the tests running beside it in parallel would change.
+/// With `ownKeyring`, the child runs in a D-Bus session with a gnome-keyring of its own
+/// (scripts/with-keyring.sh), for a test whose doctor must see only its own keyring items.
 /// In the child (LANYARD_CHILD_TEST = `filter`) it runs `body`; here it waits for the child on
 /// the blocking executor and fails with the child's output unless the child passed.
-package func inProcessOfItsOwn(_ filter: String, sourceLocation: SourceLocation = #_sourceLocation,
+package func inProcessOfItsOwn(_ filter: String, ownKeyring: Bool = false, sourceLocation: SourceLocation = #_sourceLocation,
                                _ body: () async throws -> Void) async throws {
     let marker = "lanyard-child-test-passed: \(filter)"
     if ProcessInfo.processInfo.environment["LANYARD_CHILD_TEST"] == filter {
@@ -53,8 +55,11 @@ package func inProcessOfItsOwn(_ filter: String, sourceLocation: SourceLocation 
     let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
     var environment = ProcessInfo.processInfo.environment
     environment["LANYARD_CHILD_TEST"] = filter
+    let arguments = ["--testing-library", "swift-testing", "--filter", filter]
+    let keyringSession = repositoryRoot.appendingPathComponent("scripts/with-keyring.sh").path
     let (status, out, err) = try await BlockingExecutor.shared.run { [environment] in
-        try runProcess(executable, ["--testing-library", "swift-testing", "--filter", filter], environment: environment)
+        ownKeyring ? try runProcess(keyringSession, [executable] + arguments, environment: environment)
+                   : try runProcess(executable, arguments, environment: environment)
     }
     #expect(status == 0 && out.contains(marker), "child test \(filter) failed (status \(status)):\n\(out)\n\(err)",
             sourceLocation: sourceLocation)
