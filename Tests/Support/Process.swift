@@ -1,6 +1,8 @@
 import Foundation
 import LanyardSupport
+#if canImport(Testing)
 import Testing
+#endif
 
 /// Runs a process to completion; returns its status, stdout and stderr. `environment` nil
 /// inherits this process's; stdin is `stdin`, then end of input.
@@ -37,6 +39,7 @@ package func selfSignedCertificate(_ subjectAltName: String, in folder: String) 
     return (cert, key)
 }
 
+#if canImport(Testing)  // not in the release build (make release builds every target)
 /// Runs the calling test's `body` in a child process of this test binary of its own (the test
 /// selected by `filter`, as `--filter` takes it): for a test that counts what the whole process
 /// holds (sockets, threads), which the tests running beside it in parallel would change.
@@ -64,3 +67,4 @@ package func inProcessOfItsOwn(_ filter: String, ownKeyring: Bool = false, sourc
     #expect(status == 0 && out.contains(marker), "child test \(filter) failed (status \(status)):\n\(out)\n\(err)",
             sourceLocation: sourceLocation)
 }
+#endif
