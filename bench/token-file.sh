@@ -1,7 +1,8 @@
 #!/bin/sh
 # The encrypted-file backend: `lanyard token` on an unlocked store against `age -d -i IDENTITY
 # STORE`, and `lanyard store unlock` against `age -d` of a passphrase file (both scrypt 2^18),
-# each pair in one hyperfine run. Prints the median ratios (target for token <= 1.0; exits 1 when missed).
+# each pair in one hyperfine run. Prints the median ratios; exits 1 when token's misses its target
+# (<= 1.25) or moves more than 10 % from the reference in docs/performance.md (bench/gate.py).
 set -eu
 bin=${LANYARD_BIN:-.build/release/lanyard}
 tool=$(dirname "$bin")/lanyard-test-tool
@@ -32,8 +33,9 @@ import json, sys
 t = json.load(open(sys.argv[1]))["results"]; u = json.load(open(sys.argv[2]))["results"]
 lt, at = t[0]["median"] * 1000, t[1]["median"] * 1000
 lu, au = u[0]["median"] * 1000, u[1]["median"] * 1000
-ok = lt / at <= 1.0
-print(f"lanyard token (file, unlocked): {lt:7.2f} ms   age -d -i: {at:7.2f} ms   ratio {lt/at:.2f} (target <= 1.0){'' if ok else '  MISSED'}")
+print(f"lanyard token (file, unlocked): {lt:7.2f} ms   age -d -i: {at:7.2f} ms   ratio {lt/at:.2f}")
 print(f"lanyard store unlock:           {lu:7.1f} ms   age -d (scrypt, via script): {au:7.1f} ms   ratio {lu/au:.2f}")
-sys.exit(0 if ok else 1)
+sys.path.insert(0, "bench")
+import gate
+sys.exit(0 if gate.check("token-file", lt / at, 1.25) else 1)
 PY

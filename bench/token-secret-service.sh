@@ -1,7 +1,7 @@
 #!/bin/sh
 # `lanyard token` against `secret-tool lookup` of the same keyring item, in one hyperfine run,
-# inside a private D-Bus session with gnome-keyring. Prints the median ratio (target <= 1.0; exits 1
-# when missed).
+# inside a private D-Bus session with gnome-keyring. Prints the median ratio; exits 1 when it misses
+# its target (<= 1.25) or moves more than 10 % from the reference in docs/performance.md (bench/gate.py).
 set -eu
 if [ "${LANYARD_TEST_KEYRING:-}" != 1 ]; then exec scripts/with-keyring.sh sh "$0" "$@"; fi
 bin=${LANYARD_BIN:-.build/release/lanyard}
@@ -20,7 +20,8 @@ r = json.load(open(sys.argv[1]))["results"]
 l, s = r[0]["median"] * 1000, r[1]["median"] * 1000
 print(f"lanyard token (Secret Service): {l:6.2f} ms (median)")
 print(f"secret-tool lookup:             {s:6.2f} ms (median)")
-ok = l / s <= 1.0
-print(f"ratio lanyard/secret-tool: {l/s:.2f} (target <= 1.0){'' if ok else '  MISSED'}")
-sys.exit(0 if ok else 1)
+print(f"ratio lanyard/secret-tool: {l/s:.2f}")
+sys.path.insert(0, "bench")
+import gate
+sys.exit(0 if gate.check("token-secret-service", l / s, 1.25) else 1)
 PY

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LanyardTestSupport
 @testable import LanyardCLI
 @testable import LanyardCore
 @testable import LanyardStore

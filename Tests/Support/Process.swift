@@ -1,6 +1,6 @@
 import Foundation
 import LanyardSupport
-#if canImport(Testing)
+#if DEBUG
 import Testing
 #endif
 
@@ -39,7 +39,7 @@ package func selfSignedCertificate(_ subjectAltName: String, in folder: String) 
     return (cert, key)
 }
 
-#if canImport(Testing)  // not in the release build (make release builds every target)
+#if DEBUG  // Testing is not there in the release build (make release builds every target)
 /// Runs the calling test's `body` in a child process of this test binary of its own (the test
 /// selected by `filter`, as `--filter` takes it): for a test that counts what the whole process
 /// holds (sockets, threads), which the tests running beside it in parallel would change.
