@@ -154,18 +154,22 @@ public enum Age {
     /// Errors carry the line number but never the line's content.
     public static func parseIdentityFile(_ contents: String) throws(AgeError) -> [X25519Identity] {
         var identities: [X25519Identity] = []
+        // age-keygen writes `# public key: age1…` above each key: kept as that key's hint.
+        var publicKey: String?
         // Split on bytes: as Characters, "\r\n" is one grapheme and would not split on "\n".
         for (n, rawLine) in contents.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             var bytes = rawLine
             if bytes.last == 0x0D { bytes = bytes.dropLast() }
             let line = String(decoding: bytes, as: UTF8.self)
+            if line.hasPrefix("# public key: ") { publicKey = String(line.dropFirst("# public key: ".count)) }
             if line.isEmpty || line.hasPrefix("#") { continue }
             if line.hasPrefix("AGE-PLUGIN-") { throw .invalidIdentity(line: n + 1, .unsupportedType("plugin")) }
             do throws(AgeError) {
-                identities.append(try X25519Identity(line))
+                identities.append(try X25519Identity(line, publicKey: publicKey))
             } catch .invalidIdentity(_, let problem) {
                 throw .invalidIdentity(line: n + 1, problem)
             }
+            publicKey = nil
         }
         if identities.isEmpty { throw .invalidIdentity(line: nil, .noIdentities) }
         return identities

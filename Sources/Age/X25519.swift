@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The native X25519 recipient type (`age1…` public keys).
 public struct X25519Recipient: Recipient, Equatable, CustomStringConvertible {
     static let label = "age-encryption.org/v1/X25519"
@@ -49,14 +51,28 @@ public struct X25519Recipient: Recipient, Equatable, CustomStringConvertible {
 public final class X25519Identity: Identity, Sendable {
     private let secret: SecretBytes
     var secretBytes: SecretBytes { secret }
-    /// The matching recipient (public key).
-    public let recipient: X25519Recipient
+    /// The public key its owner kept beside the secret (the `# public key:` line age-keygen
+    /// writes), not checked against it: used only as the salt when unwrapping, where a wrong one
+    /// makes the AEAD fail and the computed key is tried. It spares a scalar multiplication
+    /// (about a fifth of a millisecond) on every decryption; ``recipient`` never uses it.
+    private let publicKeyHint: [UInt8]?
+    private let computedRecipient = Mutex<X25519Recipient?>(nil)
+
+    /// The matching recipient (public key), computed from the secret on first use.
+    public var recipient: X25519Recipient {
+        computedRecipient.withLock { cached in
+            if let cached { return cached }
+            let made = X25519Recipient(publicKey: secret.withBytes { Sodium.scalarmultBase(scalar: $0) })
+            cached = made
+            return made
+        }
+    }
 
     /// Takes a copy of `scalar`; the caller wipes its own.
-    private init(scalar: [UInt8]) {
+    private init(scalar: [UInt8], publicKeyHint: [UInt8]? = nil) {
         Sodium.ensureInitialized()
         secret = scalar.withUnsafeBytes { SecretBytes($0) }
-        recipient = X25519Recipient(publicKey: scalar.withUnsafeBytes { Sodium.scalarmultBase(scalar: $0) })
+        self.publicKeyHint = publicKeyHint
     }
 
     /// A new random identity.
@@ -66,8 +82,19 @@ public final class X25519Identity: Identity, Sendable {
         return X25519Identity(scalar: scalar)
     }
 
+    /// Parses an `AGE-SECRET-KEY-1…` string (uppercase, as age writes it). `publicKey`, the
+    /// `age1…` public key kept with it (by age-keygen's `# public key:` line, or the caller's own
+    /// cache), saves computing it to decrypt; a wrong or unreadable one costs only that saving.
+    public convenience init(_ string: String, publicKey: String?) throws(AgeError) {
+        try self.init(string, hint: publicKey.flatMap { try? X25519Recipient($0).publicKey })
+    }
+
     /// Parses an `AGE-SECRET-KEY-1…` string (uppercase, as age writes it).
     public convenience init(_ string: String) throws(AgeError) {
+        try self.init(string, hint: nil)
+    }
+
+    private convenience init(_ string: String, hint: [UInt8]?) throws(AgeError) {
         Sodium.ensureInitialized()
         var decoded: (hrp: String, data: [UInt8])
         do { decoded = try Bech32.decode(string) } catch { throw .invalidIdentity(line: nil, error.problem) }
@@ -77,7 +104,7 @@ public final class X25519Identity: Identity, Sendable {
             throw .invalidIdentity(line: nil, .wrongPrefix(found: decoded.hrp, expected: "AGE-SECRET-KEY-"))
         }
         guard decoded.data.count == 32 else { throw .invalidIdentity(line: nil, .wrongLength(decoded.data.count)) }
-        self.init(scalar: decoded.data)
+        self.init(scalar: decoded.data, publicKeyHint: hint)
     }
 
     /// The `AGE-SECRET-KEY-1…` encoding. This is the secret key: handle with care.
@@ -103,9 +130,15 @@ public final class X25519Identity: Identity, Sendable {
                 throw fail(.lowOrderShare)
             }
             defer { Sodium.memzero(&shared) }
-            var wrapKey = HKDF.sha256(ikm: shared, salt: share + recipient.publicKey, info: X25519Recipient.label)
-            defer { Sodium.memzero(&wrapKey) }
-            if let fileKey = Sodium.openZeroNonce(key: wrapKey, ciphertext: stanza.body) { return fileKey }
+            // The kept public key first; the computed one when that fails (unless they are equal).
+            var tried: [UInt8]?
+            for publicKey in [publicKeyHint, nil] {
+                guard let salt = publicKey ?? (tried == recipient.publicKey ? nil : recipient.publicKey) else { continue }
+                tried = salt
+                var wrapKey = HKDF.sha256(ikm: shared, salt: share + salt, info: X25519Recipient.label)
+                defer { Sodium.memzero(&wrapKey) }
+                if let fileKey = Sodium.openZeroNonce(key: wrapKey, ciphertext: stanza.body) { return fileKey }
+            }
         }
         return nil
     }

@@ -105,11 +105,30 @@ package enum Lanyard {
             if (leading.last == "--account" || leading.last == "-a"), !argv.isEmpty { leading.append(argv.removeFirst()) }
         }
         guard let name = argv.first else { return nil }
-        guard let spec = commands.first(where: { $0.name == name }) else {
+        guard let spec = command(named: name) else {
             let hint = Suggest.closest(to: name, in: commands.filter { !$0.hidden }.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
             throw UsageError(message: "unknown command \"\(name)\"\(hint); see `lanyard help`", command: nil)
         }
         return try ArgumentParser.dispatch(leading + Array(argv.dropFirst()), from: spec)
+    }
+
+    /// The commands that run in prompts, scripts and other tools' credential hooks, found without
+    /// building the whole table: every command's spec (help text, flags, examples) is a static
+    /// built on first use, and building all of them cost `token` about 0.35 M instructions, a
+    /// twentieth of its run (docs/performance.md). `SubcommandParserTests` checks them against the table.
+    static let quickCommands: [String] = ["token", "which", "env", "exec", "kube-credential", "refresh-worker"]
+
+    /// The top-level command called `name` (nil: no such command).
+    static func command(named name: String) -> CommandSpec? {
+        switch name {
+        case "token": TokenCommand.command
+        case "which": ResolutionCommands.which
+        case "env": IntegrationCommands.env
+        case "exec": IntegrationCommands.exec
+        case "kube-credential": CredentialHelperCommands.kube
+        case "refresh-worker": RefreshWorker.command
+        default: commands.first { $0.name == name }
+        }
     }
 
     /// The slot whose name is closest to a mistyped one (as commands and options get "did you

@@ -34,6 +34,8 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     }
 
     var cacheName: String { "lanyard:file-store:" + storePath }
+    /// The unlocked identity's public key (not a secret; a hint that spares computing it).
+    var publicKeyCacheName: String { "lanyard:file-store-public:" + storePath }
 
     /// No store at this path yet.
     static let notSetUp = StoreError.unavailable(backend: backendName, hint: "no file store here; create one with `lanyard store init`")
@@ -41,6 +43,9 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     /// Keeps the unlocked identity in the kernel keyring for `unlockCacheSeconds`.
     func cache(_ identity: X25519Identity) throws(StoreError) {
         try KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+        // The public key beside it, under a name of its own (the secret's entry keeps the format
+        // every version reads): reading it back spares computing it on every command.
+        try? KernelKeyring.store(name: publicKeyCacheName, secret: Array(identity.recipient.string.utf8), timeout: unlockCacheSeconds)
     }
 
     /// Why unlocked identities cannot be cached here (no kernel keyring), or nil when they can.
@@ -131,7 +136,10 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
 
     /// Forgets the cached identity; returns false when it was not cached.
     @discardableResult
-    package func lock() -> Bool { KernelKeyring.remove(name: cacheName) }
+    package func lock() -> Bool {
+        _ = KernelKeyring.remove(name: publicKeyCacheName)
+        return KernelKeyring.remove(name: cacheName)
+    }
 
     /// The identity that opens the store: unprotected file, else the cached unlocked one.
     func identity() throws -> X25519Identity {
@@ -152,7 +160,8 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
             throw StoreError.locked(backend: Self.backendName, hint: "run `lanyard store unlock`")
         }
         defer { for i in cached.indices { cached[i] = 0 } }
-        do { return try X25519Identity(String(decoding: cached, as: UTF8.self)) } catch {
+        let publicKey = KernelKeyring.load(name: publicKeyCacheName).map { String(decoding: $0, as: UTF8.self) }
+        do { return try X25519Identity(String(decoding: cached, as: UTF8.self), publicKey: publicKey) } catch {
             lock()
             throw StoreError.locked(backend: Self.backendName, hint: "the cached identity was unreadable; run `lanyard store unlock`")
         }

@@ -121,6 +121,27 @@ struct AgeTests {
         }
     }
 
+    /// The public key kept with a secret (age-keygen's `# public key:` line, Lanyard's unlock
+    /// cache) only spares computing it: a wrong or unreadable one still decrypts, and the identity's
+    /// recipient, which encryption uses, is always the one computed from the secret.
+    @Test("a kept public key is a hint: a wrong one still decrypts and never becomes the recipient")
+    func publicKeyHint() throws {
+        let a = X25519Identity.generate(), other = X25519Identity.generate()
+        let sealed = try Age.encrypt(Data("hello".utf8), to: [a.recipient])
+        for hint in [a.recipient.string, other.recipient.string, "age1notakey", nil] as [String?] {
+            let id = try X25519Identity(a.secretKeyString, publicKey: hint)
+            #expect(try Age.decrypt(sealed, with: [id]) == Data("hello".utf8), "\(hint ?? "no hint")")
+            #expect(id.recipient == a.recipient, "\(hint ?? "no hint")")
+        }
+        // A file whose comment names another key (edited by hand): still a's key.
+        let edited = try Age.parseIdentityFile("# public key: \(other.recipient)\n\(a.secretKeyString)\n")
+        #expect(edited.map(\.recipient) == [a.recipient])
+        #expect(try Age.decrypt(sealed, with: edited) == Data("hello".utf8))
+        // Another identity with a's public key as its hint does not open a's file.
+        let impostor = try X25519Identity(other.secretKeyString, publicKey: a.recipient.string)
+        #expect(throws: AgeError.self) { try Age.decrypt(sealed, with: [impostor]) }
+    }
+
     @Test("identity file parsing")
     func identityFile() throws {
         let a = X25519Identity.generate(), b = X25519Identity.generate()

@@ -20,6 +20,18 @@ import Testing
         }
     }
 
+    /// The commands found without building the whole table are the table's own.
+    @Test func theQuickCommandsAreTheTablesOwn() {
+        for name in Lanyard.quickCommands {
+            let quick = Lanyard.command(named: name)
+            let listed = Lanyard.commands.first { $0.name == name }
+            #expect(quick != nil && quick?.name == name, "\(name)")
+            #expect(quick?.summary == listed?.summary && quick?.flags.map(\.name) == listed?.flags.map(\.name), "\(name)")
+        }
+        #expect(Lanyard.command(named: "store")?.name == "store")
+        #expect(Lanyard.command(named: "no-such-command") == nil)
+    }
+
     @Test func theParserDispatchesToTheSubcommand() throws {
         let (spec, args) = try parse("store", "init", "--no-passphrase")
         #expect(spec.name == "store init")
