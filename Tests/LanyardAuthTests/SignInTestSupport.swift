@@ -167,12 +167,6 @@ final class SignInHome: @unchecked Sendable {
     }
 }
 
-/// Fails (never skips) when the private test keyring of scripts/with-keyring.sh is not there.
-func requireTestKeyring() throws {
-    try #require(ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING"] == "1",
-                 "run under scripts/with-keyring.sh: this test needs the private test keyring")
-}
-
 /// Runs `body` and returns the ``AuthError`` it throws (recording an issue when it throws another
 /// error or none).
 func authError(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> AuthError? {

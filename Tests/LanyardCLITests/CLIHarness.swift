@@ -105,15 +105,6 @@ final class CLIHarness: @unchecked Sendable {
 
 func lanyardBinary() -> String { builtBinary("lanyard") }
 
-/// Fails (never skips) when the private test keyring from scripts/with-keyring.sh is not there.
-/// True under scripts/with-keepassxc.sh: KeePassXC is the Secret Service.
-let testKeyringIsKeePassXC = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_PROVIDER"] == "keepassxc"
-
-func requireTestKeyring() throws {
-    try #require(ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING"] == "1",
-                 "run under `make check` (scripts/with-keyring.sh): these tests need the private test keyring")
-}
-
 /// A slot-name prefix unique to one test, since the test keyring is shared by the whole run.
 func uniquePrefix() -> String { "t" + String(UInt32.random(in: 0...UInt32.max), radix: 36) }
 

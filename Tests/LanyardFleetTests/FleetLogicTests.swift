@@ -126,7 +126,7 @@ import LanyardTestSupport
         // An outsider's key writes an `add` for itself, signed by itself.
         let outsider = MachineIdentity(identity: X25519Identity.generate())
         let impostor = FleetMember(machine: "c", recipient: outsider.recipient, signingKey: outsider.signingKey, addedAt: nil, approvedBy: nil)
-        try kv.put(a.keys.log(3), value: Membership.entry(fleet: "home", seq: 3, prev: before.head, change: .add(impostor), signer: "a",
+        _ = try kv.put(a.keys.log(3), value: Membership.entry(fleet: "home", seq: 3, prev: before.head, change: .add(impostor), signer: "a",
                                                           at: Date(), key: outsider.signing), lease: 0)
         let (after, damaged) = try b.membership()
         #expect(after == before)
@@ -139,7 +139,7 @@ import LanyardTestSupport
         #expect(cleaned.isEmpty)
         // b learned of its removal; deleting the entry that removed it does not bring it back.
         #expect(throws: FleetError.self) { try b.memberIdentity() }
-        try kv.delete(a.keys.log(3), prefix: false)
+        _ = try kv.delete(a.keys.log(3), prefix: false)
         #expect(throws: FleetError.self) { try b.memberIdentity() }
         #expect(try b.membership().0.seq == 3)
     }
@@ -188,7 +188,7 @@ import LanyardTestSupport
         #expect(SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "b", refreshToken: token, intent: intent)
                 == .refreshInFlight(slot: slot, fleet: "home", machine: "a"))
         // A forged intent (no member's signature) is no intent.
-        try kv.put(a.keys.intent(slot), value: Array("{\"body\":\"{}\",\"signature\":\"\"}".utf8), lease: 0)
+        _ = try kv.put(a.keys.intent(slot), value: Array("{\"body\":\"{}\",\"signature\":\"\"}".utf8), lease: 0)
         #expect(try b.intent(slot, membership: membershipB) == nil)
     }
 
@@ -219,7 +219,7 @@ import LanyardTestSupport
         let raw = try #require(try kv.get(a.keys.slot(slot)))
         let lock = try a.lock(slot)
         defer { lock.release() }
-        try kv.put(raw.key, value: raw.value, lease: 0)  // the same value, put again
+        _ = try kv.put(raw.key, value: raw.value, lease: 0)  // the same value, put again
         var refreshed = credential("a9")
         refreshed.recordRotation(from: try #require(current.credential))
         let written = try #require(try a.writeRefreshed(slot, credential: refreshed, replacing: current, under: lock, identity: identity,

@@ -6,6 +6,7 @@ import Foundation
 import LanyardCore
 import LanyardGLib
 import LanyardSupport
+import LanyardTestSupport
 import Testing
 
 @testable import LanyardStore

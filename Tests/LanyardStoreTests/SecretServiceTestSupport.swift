@@ -4,35 +4,24 @@
 
 import Foundation
 import LanyardCore
+import LanyardTestSupport
 import Testing
 
 @testable import LanyardStore
 
 enum KeyringTestError: Error, CustomStringConvertible {
-    case noTestKeyring
     case tool(String)
     var description: String {
         switch self {
-        case .noTestKeyring:
-            return "LANYARD_TEST_KEYRING is not 1: this test needs the throwaway keyring of scripts/with-keyring.sh "
-                + "and refuses to touch a real one. Run: scripts/with-keyring.sh swift test --filter LanyardStoreTests"
         case .tool(let s): return s
         }
     }
-}
-
-/// Fails the test (never skips it) unless it runs inside scripts/with-keyring.sh, so these tests
-/// can never write into a user's real keyring.
-func requireTestKeyring() throws {
-    guard ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING"] == "1" else { throw KeyringTestError.noTestKeyring }
 }
 
 /// The collection the test keyring stores into: gnome-keyring's `login`, or the one KeePassXC
 /// serves for its open database (scripts/with-keepassxc.sh says which).
 let loginCollection = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_COLLECTION"] ?? "/org/freedesktop/secrets/collection/login"
 
-/// True under scripts/with-keepassxc.sh: KeePassXC is the Secret Service.
-let testKeyringIsKeePassXC = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_PROVIDER"] == "keepassxc"
 
 /// A slot name no other test uses.
 func uniqueSlot(_ prefix: String) -> Slot {

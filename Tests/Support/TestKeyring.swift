@@ -1,0 +1,17 @@
+import Foundation
+#if DEBUG  // Testing is not there in the release build (make release builds every target)
+import Testing
+#endif
+
+/// True under scripts/with-keepassxc.sh: KeePassXC is the Secret Service.
+package let testKeyringIsKeePassXC = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_PROVIDER"] == "keepassxc"
+
+#if DEBUG
+/// Fails the test (never skips it) unless it runs inside scripts/with-keyring.sh (make test and
+/// make check put every test there), so no test can write into a user's real keyring.
+package func requireTestKeyring(sourceLocation: SourceLocation = #_sourceLocation) throws {
+    try #require(ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING"] == "1",
+                 "run under scripts/with-keyring.sh (make test): this test needs the private test keyring",
+                 sourceLocation: sourceLocation)
+}
+#endif
