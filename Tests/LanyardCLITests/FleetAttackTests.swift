@@ -85,7 +85,7 @@ import LanyardTestSupport
         let m1 = h.machines[0], m2 = h.machines[1]
         #expect(try m1.run("fleet", "remove", "m2").status == 0)
         // m2 is the attacker now, with its own age key.
-        let attacker = try EtcdAttacker(h, identity: try #require(try MachineIdentity.load(from: EncryptedFileStore(paths: m2.paths))))
+        let attacker = try EtcdAttacker(h, identity: try MachineIdentity.load(from: EncryptedFileStore(paths: m2.paths)))
         let added = try attacker.get(attacker.key("log/0000000002"))
         try attacker.delete("log/0000000003")
         try attacker.put("log/0000000003", added)
