@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "LanyardAuth", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardFleet"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardGLib"]),
-        .target(name: "LanyardNetwork", dependencies: ["LanyardSupport", "LanyardCore", "LanyardAuth", "CWebSocket", "CCurl"]),
+        .target(name: "LanyardNetwork", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "CWebSocket", "CCurl"]),
         .target(name: "LanyardKit", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
             "LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardAgent", "CQrencode",
@@ -81,8 +81,8 @@ let package = Package(
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
         .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "LanyardSupport", "Age", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "Age", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardCore", "LanyardSupport"]),
         .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "Age", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
@@ -91,3 +91,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every Swift target imports each module whose members it uses (issue 32): with
+// MemberImportVisibility the compiler rejects a member reached only through another file's import.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("MemberImportVisibility")]
+}

@@ -1,5 +1,3 @@
-import FoundationEssentials
-import Glibc
 import LanyardGLib
 
 /// Desktop notifications through `org.freedesktop.Notifications` on the session bus (GDBus).

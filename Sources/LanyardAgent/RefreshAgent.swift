@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Dispatch
 import Glibc
 import LanyardAuth
 import LanyardFleet

@@ -1,8 +1,5 @@
-import FoundationEssentials
-import Glibc
 import LanyardCore
 import LanyardStore
-import LanyardFleet
 import LanyardSupport
 
 /// What ``AccountManager/diagnose()`` found: each backend's health, each slot checked against

@@ -1,5 +1,3 @@
-import FoundationEssentials
-import Dispatch
 import LanyardCore
 import LanyardSupport
 import LanyardStore

@@ -1,6 +1,4 @@
 // The usage endpoint as a signed-in slot calls it (the parsing of its answers is in Usage.swift).
-import FoundationEssentials
-import Glibc
 import LanyardCore
 import LanyardStore
 import LanyardSupport

@@ -1,6 +1,4 @@
-import LanyardAuth
 import LanyardCore
-import LanyardStore
 
 /// The documented exit statuses of the `lanyard` command (docs/cli.md). Stable: scripts rely on them.
 package enum ExitStatus: Int32, Sendable, CaseIterable {

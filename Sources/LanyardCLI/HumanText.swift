@@ -1,4 +1,3 @@
-import LanyardCore
 import LanyardSupport
 
 /// Text for people, on its way to a terminal: the one place where outside text (emails and plans

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import LanyardSupport
 
 /// Who a slot is signed in as. Not secret: derived from id-token claims and kept in the registry so

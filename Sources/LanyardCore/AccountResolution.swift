@@ -1,3 +1,4 @@
+import FoundationEssentials
 import LanyardSupport
 
 /// Which slot a command acts on, and which rule chose it.

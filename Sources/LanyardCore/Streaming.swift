@@ -1,4 +1,3 @@
-import FoundationEssentials
 import LanyardSupport
 
 /// How a streaming request reaches the backend (the Chappie `StreamingTransportPolicy`): WebSocket

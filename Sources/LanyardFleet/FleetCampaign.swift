@@ -1,6 +1,3 @@
-import FoundationEssentials
-import Dispatch
-import LanyardCore
 import LanyardSupport
 
 /// One agent's candidacy for leading the fleet's refreshes, the way etcd's own election does it:

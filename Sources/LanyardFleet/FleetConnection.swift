@@ -1,4 +1,3 @@
-import FoundationEssentials
 import LanyardCore
 import LanyardSupport
 import LanyardStore

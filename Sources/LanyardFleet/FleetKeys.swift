@@ -1,6 +1,4 @@
-import FoundationEssentials
 import LanyardCore
-import LanyardSupport
 
 /// Where a fleet's data lives in etcd, under `/lanyard/FLEET/`. etcd is only the transport:
 /// every value that carries authority is signed by a member (``SignedDocument``).

@@ -1,6 +1,4 @@
-import FoundationEssentials
 import LanyardCore
-import LanyardSupport
 import LanyardStore
 
 /// The fleet protocol's decisions for one shared slot, as one pure function over what this

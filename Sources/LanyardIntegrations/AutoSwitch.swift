@@ -1,10 +1,8 @@
 import FoundationEssentials
-import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
 import LanyardSupport
-import LanyardSystem
 
 // Usage-aware switching of the active slot (`[switch] auto = usage`): the agent calls
 // ``AccountManager/autoSwitchIfNeeded(reportedLimit:)`` every `[switch] poll` seconds and when a

@@ -1,6 +1,4 @@
 import FoundationEssentials
-import Glibc
-import LanyardCore
 import LanyardStore
 import LanyardSupport
 

@@ -1,7 +1,4 @@
-import LanyardStore
-import Foundation
 import LanyardAuth
-import LanyardNetwork
 
 /// Makes requests as one slot's account: a fresh bearer token (refreshed before expiry, one
 /// refresh per slot across processes), the `ChatGPT-Account-Id` header, one refresh and retry on

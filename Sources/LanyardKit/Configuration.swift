@@ -1,6 +1,4 @@
-import Foundation
 import LanyardAuth
-import LanyardNetwork
 import LanyardStore
 
 /// How an ``AuthSession`` or ``Client`` finds its slot, store and provider. One value serves both.

@@ -1,6 +1,3 @@
-import Foundation
-import LanyardAuth
-import LanyardFleet
 
 /// One slot of ``Accounts/fleetSync(only:)``: what became of it, and why when its fleet copy was
 /// refused.

@@ -1,5 +1,3 @@
-import FoundationEssentials
-import Glibc
 import LanyardCore
 
 /// Where a slot's secret lives.

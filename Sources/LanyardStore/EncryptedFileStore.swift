@@ -1,6 +1,5 @@
 import Age
 import FoundationEssentials
-import Glibc
 import LanyardCore
 import LanyardSupport
 

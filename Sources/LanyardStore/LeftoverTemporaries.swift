@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import LanyardCore
 import LanyardSupport
 
 /// What an interrupted durable write leaves next to the file it was replacing: GLib's temporary

@@ -1,5 +1,3 @@
-import FoundationEssentials
-import Glibc
 import LanyardCore
 
 /// What happened (or, in a dry run, would happen) to one slot in a ``Migration``.

@@ -1,6 +1,3 @@
-import FoundationEssentials
-import Glibc
-import LanyardCore
 import LanyardSupport
 
 /// Where Lanyard keeps its files, from the XDG base-directory variables (with their documented

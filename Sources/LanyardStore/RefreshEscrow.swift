@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Glibc
 import LanyardCore
 
 /// The last place refreshed tokens can wait when no file takes them (a full or failing disk): the

@@ -1,6 +1,4 @@
-import FoundationEssentials
 import Glibc
-import LanyardCore
 import LanyardSupport
 
 // A registry change that lands together with a write of the file store: both or neither, even

@@ -1,5 +1,3 @@
-import FoundationEssentials
-import Glibc
 
 /// The programs that implement the Secret Service, told apart by the process that owns the bus
 /// name, and what about each matters to Lanyard (shown by `lanyard doctor`).

@@ -1,6 +1,5 @@
 import FoundationEssentials
 #if canImport(Glibc)
-import Glibc
 #endif
 
 /// Text arriving from another program (a credential helper's standard input), read a line at a

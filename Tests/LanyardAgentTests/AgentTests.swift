@@ -1,4 +1,5 @@
 import Foundation
+import LanyardIntegrations
 import LanyardNetwork
 import LanyardSupport
 import LanyardTestSupport

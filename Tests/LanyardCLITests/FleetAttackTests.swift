@@ -1,3 +1,4 @@
+import Age
 import Foundation
 import Glibc
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import LanyardSupport
+import LanyardTestSupport
 import Testing
 @testable import LanyardCLI
 import LanyardAuth

@@ -1,4 +1,5 @@
 import Foundation
+import LanyardAuth
 import Testing
 import LanyardTestSupport
 @testable import LanyardCLI

@@ -1,4 +1,5 @@
 import Foundation
+import LanyardStore
 import LanyardSupport
 import Testing
 import LanyardTestSupport

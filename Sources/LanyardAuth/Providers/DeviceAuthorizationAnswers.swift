@@ -1,5 +1,4 @@
 import FoundationEssentials
-import LanyardCore
 import LanyardSupport
 
 /// The answers that start a device-code sign-in, parsed apart from the requests that fetch them

@@ -1,6 +1,3 @@
-import FoundationEssentials
-import Glibc
-import LanyardCore
 
 extension MetaCommands {
     static let completion = CommandSpec(

@@ -1,5 +1,3 @@
-import FoundationEssentials
-import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardFleet

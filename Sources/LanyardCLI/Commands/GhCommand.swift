@@ -1,6 +1,3 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
 import LanyardStore

@@ -1,7 +1,5 @@
 import Age
 import FoundationEssentials
-import Glibc
-import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
 import LanyardStore

@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardIntegrations

@@ -1,8 +1,4 @@
-import FoundationEssentials
-import Glibc
-import LanyardAgent
 import LanyardCore
-import LanyardSupport
 import LanyardFleet
 import LanyardStore
 

@@ -1,10 +1,6 @@
-import FoundationEssentials
-import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardSupport
-import LanyardSystem
-import LanyardStore
 
 extension AuthCommands {
     static let logout = CommandSpec(

@@ -1,7 +1,5 @@
-import FoundationEssentials
-import Glibc
+import LanyardAuth
 import LanyardCore
-import LanyardStore
 import LanyardSupport
 
 extension ResolutionCommands {

@@ -1,6 +1,4 @@
-import FoundationEssentials
-import Glibc
-import LanyardAgent
+import LanyardAuth
 import LanyardCore
 import LanyardStore
 import LanyardSupport

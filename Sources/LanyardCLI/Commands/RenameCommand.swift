@@ -1,8 +1,5 @@
-import FoundationEssentials
-import Glibc
-import LanyardAgent
+import LanyardAuth
 import LanyardCore
-import LanyardStore
 import LanyardSupport
 
 extension SlotCommands {

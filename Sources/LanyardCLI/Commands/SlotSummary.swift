@@ -1,6 +1,3 @@
-import FoundationEssentials
-import Glibc
-import LanyardAgent
 import LanyardCore
 import LanyardStore
 import LanyardSupport

@@ -1,11 +1,10 @@
 import FoundationEssentials
-import Glibc
-import LanyardAgent
 import LanyardCore
 import LanyardFleet
 import LanyardIntegrations
 import LanyardStore
 import LanyardSupport
+import LanyardSystem
 
 extension SlotCommands {
     static let status = CommandSpec(

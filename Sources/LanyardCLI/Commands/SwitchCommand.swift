@@ -1,12 +1,8 @@
-import FoundationEssentials
-import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardSupport
-import LanyardSystem
 import LanyardIntegrations
 import LanyardStore
-import LanyardAgent
 
 /// How `switch` reports Codex's auth.json following it (`[integrations] codex = true`).
 enum CodexFollowView {

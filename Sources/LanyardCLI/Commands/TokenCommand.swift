@@ -1,8 +1,5 @@
 import FoundationEssentials
-import Glibc
-import LanyardAuth
 import LanyardCore
-import LanyardStore
 import LanyardSupport
 
 /// `lanyard token`: the slot's access token, for scripts.

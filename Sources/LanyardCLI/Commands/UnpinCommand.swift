@@ -1,7 +1,4 @@
-import FoundationEssentials
-import Glibc
-import LanyardCore
-import LanyardStore
+import LanyardAuth
 import LanyardSupport
 
 extension ResolutionCommands {

@@ -1,6 +1,3 @@
-import FoundationEssentials
-import Glibc
-import LanyardCore
 import LanyardSupport
 
 extension MetaCommands {

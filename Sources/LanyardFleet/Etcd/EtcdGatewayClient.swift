@@ -1,5 +1,4 @@
 import FoundationEssentials
-import LanyardCore
 import LanyardSupport
 
 /// etcd's v3 API over its JSON gateway (`POST /v3/...` on the client port), on libcurl: TLS with

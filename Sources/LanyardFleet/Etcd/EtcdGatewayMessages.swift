@@ -1,5 +1,4 @@
 import FoundationEssentials
-import LanyardCore
 import LanyardSupport
 
 /// The JSON bodies of etcd's v3 gateway and the reading of its answers, apart from the transport.

@@ -1,5 +1,3 @@
-import FoundationEssentials
-import LanyardSupport
 
 /// One key of etcd with its value and revisions (the gateway's `mvccpb.KeyValue`).
 package struct EtcdKeyValue: Sendable, Equatable {

@@ -1,5 +1,4 @@
 import LanyardAuth
-import LanyardCore
 
 /// Keeps a stream's text exactly-once across reconnections. After a reconnect the server sends the
 /// response again from the start, cut into deltas that need not match the first delivery's; the

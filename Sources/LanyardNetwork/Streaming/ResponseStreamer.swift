@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import LanyardAuth
 import LanyardCore
+import LanyardStore
 import LanyardSupport
 
 /// What a client remembers between its streams: once WebSocket has failed for good (every

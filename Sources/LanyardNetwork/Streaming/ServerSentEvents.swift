@@ -1,6 +1,4 @@
-import Foundation
 import LanyardAuth
-import LanyardCore
 
 /// One server-sent event.
 package struct ServerSentEvent: Hashable, Sendable {

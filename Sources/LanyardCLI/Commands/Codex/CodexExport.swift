@@ -1,11 +1,6 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
 import LanyardCore
 import LanyardSupport
-import LanyardSystem
 import LanyardIntegrations
-import LanyardStore
 
 extension IntegrationCommands {
     static let codexExport = CommandSpec(

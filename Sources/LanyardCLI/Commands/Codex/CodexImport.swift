@@ -1,9 +1,5 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
 import LanyardCore
 import LanyardSupport
-import LanyardSystem
 import LanyardIntegrations
 import LanyardStore
 

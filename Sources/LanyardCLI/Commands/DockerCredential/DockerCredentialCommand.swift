@@ -1,9 +1,4 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
 import LanyardCore
-import LanyardIntegrations
-import LanyardStore
 import LanyardSupport
 
 extension CredentialHelperCommands {

@@ -1,9 +1,4 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
-import LanyardCore
 import LanyardIntegrations
-import LanyardStore
 
 extension CredentialHelperCommands {
     static let dockerErase = dockerAction(

@@ -1,9 +1,5 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
 import LanyardCore
 import LanyardIntegrations
-import LanyardStore
 import LanyardSupport
 
 extension CredentialHelperCommands {

@@ -1,9 +1,5 @@
 import FoundationEssentials
-import Glibc
-import LanyardAuth
-import LanyardCore
 import LanyardIntegrations
-import LanyardStore
 
 extension CredentialHelperCommands {
     static let dockerStore = dockerAction(

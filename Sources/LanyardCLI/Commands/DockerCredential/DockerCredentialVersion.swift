@@ -1,9 +1,3 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
-import LanyardCore
-import LanyardIntegrations
-import LanyardStore
 
 extension CredentialHelperCommands {
     static let dockerVersion = dockerAction(

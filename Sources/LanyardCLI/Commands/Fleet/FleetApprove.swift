@@ -1,4 +1,3 @@
-import FoundationEssentials
 import LanyardAuth
 import LanyardCore
 import LanyardSupport

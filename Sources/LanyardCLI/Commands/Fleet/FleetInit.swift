@@ -1,7 +1,5 @@
-import FoundationEssentials
 import LanyardAuth
 import LanyardCore
-import LanyardSupport
 import LanyardFleet
 
 extension FleetCommands {

@@ -1,8 +1,6 @@
-import FoundationEssentials
 import LanyardAuth
 import LanyardCore
 import LanyardSupport
-import LanyardFleet
 
 extension FleetCommands {
     static let sync = CommandSpec(

@@ -1,10 +1,3 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
-import LanyardCore
-import LanyardSystem
-import LanyardIntegrations
-import LanyardStore
 
 extension GitCredentialCommand {
     static let command = CommandSpec(

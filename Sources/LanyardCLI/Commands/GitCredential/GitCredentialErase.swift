@@ -1,10 +1,4 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
-import LanyardCore
-import LanyardSystem
 import LanyardIntegrations
-import LanyardStore
 
 extension GitCredentialCommand {
     static let erase = CommandSpec(

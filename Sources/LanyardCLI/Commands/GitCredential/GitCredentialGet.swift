@@ -1,8 +1,4 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
 import LanyardCore
-import LanyardSystem
 import LanyardIntegrations
 import LanyardStore
 

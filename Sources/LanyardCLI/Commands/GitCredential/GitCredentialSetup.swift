@@ -1,6 +1,4 @@
 import FoundationEssentials
-import Glibc
-import LanyardAuth
 import LanyardCore
 import LanyardSupport
 import LanyardSystem

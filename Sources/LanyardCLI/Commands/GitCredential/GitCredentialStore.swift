@@ -1,10 +1,4 @@
-import FoundationEssentials
-import Glibc
-import LanyardAuth
-import LanyardCore
-import LanyardSystem
 import LanyardIntegrations
-import LanyardStore
 
 extension GitCredentialCommand {
     // Lanyard owns these tokens (it refreshes and rotates them): what git would store is a copy of

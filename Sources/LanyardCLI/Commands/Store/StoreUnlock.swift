@@ -1,5 +1,3 @@
-import FoundationEssentials
-import Glibc
 import LanyardCore
 import LanyardStore
 import LanyardSupport
