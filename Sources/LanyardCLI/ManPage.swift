@@ -1,4 +1,3 @@
-
 /// lanyard(1) in roff, generated from the command table and the reference tables so it never
 /// drifts from `--help`. `lanyard help --man` prints it; packaging installs it.
 enum ManPage {

@@ -1,4 +1,3 @@
-
 /// The reference facts help and the man page print besides the command table: environment
 /// variables, files, and what each exit status means. docs/cli.md carries the same tables (a test
 /// compares them).

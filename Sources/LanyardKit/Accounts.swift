@@ -1,5 +1,6 @@
 import LanyardAuth
 import LanyardIntegrations
+import LanyardStore
 
 /// Every account operation of the `lanyard` command, for programs: list and resolve slots, switch
 /// the active one (Codex's auth.json follows when configured), rename, remove, pin to a folder,

@@ -1,4 +1,6 @@
 import LanyardAuth
+import LanyardNetwork
+import LanyardStore
 
 /// Makes requests as one slot's account: a fresh bearer token (refreshed before expiry, one
 /// refresh per slot across processes), the `ChatGPT-Account-Id` header, one refresh and retry on

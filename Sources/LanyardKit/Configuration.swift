@@ -1,4 +1,5 @@
 import LanyardAuth
+import LanyardNetwork
 import LanyardStore
 
 /// How an ``AuthSession`` or ``Client`` finds its slot, store and provider. One value serves both.

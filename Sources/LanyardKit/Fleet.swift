@@ -1,3 +1,5 @@
+import LanyardAuth
+import LanyardFleet
 
 /// One slot of ``Accounts/fleetSync(only:)``: what became of it, and why when its fleet copy was
 /// refused.

@@ -1,4 +1,3 @@
-
 /// The programs that implement the Secret Service, told apart by the process that owns the bus
 /// name, and what about each matters to Lanyard (shown by `lanyard doctor`).
 package enum SecretServiceProvider {

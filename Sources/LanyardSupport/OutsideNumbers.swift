@@ -1,4 +1,3 @@
-
 // Numbers from outside (servers, tokens, headers, files) are doubles that may be anything JSON can
 // spell: 1e300, or infinity from 1e400. Swift traps when such a value is turned into an Int or a
 // date is formatted from it, so every number that becomes a duration, a date or a count is checked

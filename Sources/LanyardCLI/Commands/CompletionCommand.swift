@@ -1,4 +1,3 @@
-
 extension MetaCommands {
     static let completion = CommandSpec(
         group: "completion", summary: "print a shell completion script (bash, zsh or fish)",

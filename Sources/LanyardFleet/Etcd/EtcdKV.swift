@@ -1,4 +1,3 @@
-
 /// One key of etcd with its value and revisions (the gateway's `mvccpb.KeyValue`).
 package struct EtcdKeyValue: Sendable, Equatable {
     package var key: String

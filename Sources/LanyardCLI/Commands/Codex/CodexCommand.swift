@@ -1,4 +1,3 @@
-
 extension IntegrationCommands {
     static let codex = CommandSpec(
         group: "codex", summary: "write a slot into Codex's auth.json, or adopt Codex's sign-in into a slot",

@@ -1,4 +1,3 @@
-
 extension CredentialHelperCommands {
     static let dockerVersion = dockerAction(
         "version", summary: "print the helper's version",

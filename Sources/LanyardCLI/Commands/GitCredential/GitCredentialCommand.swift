@@ -1,4 +1,3 @@
-
 extension GitCredentialCommand {
     static let command = CommandSpec(
         group: "git-credential", summary: "git credential helper: hand git a slot's fresh access token",
