@@ -130,15 +130,15 @@ public final class X25519Identity: Identity, Sendable {
                 throw fail(.lowOrderShare)
             }
             defer { Sodium.memzero(&shared) }
-            // The kept public key first; the computed one when that fails (unless they are equal).
-            var tried: [UInt8]?
-            for publicKey in [publicKeyHint, nil] {
-                guard let salt = publicKey ?? (tried == recipient.publicKey ? nil : recipient.publicKey) else { continue }
-                tried = salt
-                var wrapKey = HKDF.sha256(ikm: shared, salt: share + salt, info: X25519Recipient.label)
+            /// The file key, if the stanza opens with `publicKey` as this identity's public key.
+            func open(as publicKey: [UInt8]) -> [UInt8]? {
+                var wrapKey = HKDF.sha256(ikm: shared, salt: share + publicKey, info: X25519Recipient.label)
                 defer { Sodium.memzero(&wrapKey) }
-                if let fileKey = Sodium.openZeroNonce(key: wrapKey, ciphertext: stanza.body) { return fileKey }
+                return Sodium.openZeroNonce(key: wrapKey, ciphertext: stanza.body)
             }
+            // The kept public key first; the computed one when that fails (unless they are equal).
+            if let hint = publicKeyHint, let fileKey = open(as: hint) { return fileKey }
+            if publicKeyHint != recipient.publicKey, let fileKey = open(as: recipient.publicKey) { return fileKey }
         }
         return nil
     }

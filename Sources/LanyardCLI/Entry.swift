@@ -112,23 +112,19 @@ package enum Lanyard {
         return try ArgumentParser.dispatch(leading + Array(argv.dropFirst()), from: spec)
     }
 
-    /// The commands that run in prompts, scripts and other tools' credential hooks, found without
-    /// building the whole table: every command's spec (help text, flags, examples) is a static
-    /// built on first use, and building all of them cost `token` about 0.35 M instructions, a
-    /// twentieth of its run (docs/performance.md). `SubcommandParserTests` checks them against the table.
-    static let quickCommands: [String] = ["token", "which", "env", "exec", "kube-credential", "refresh-worker"]
+    /// The commands that run in prompts, scripts and other tools' credential hooks, found by name
+    /// without building the whole table: every command's spec (help text, flags, examples) is a
+    /// static built on first use, and building all of them cost `token` 0.64 M instructions, a
+    /// tenth of its run (docs/performance.md). `SubcommandParserTests` checks them against the table.
+    static let quickCommands: [(name: String, spec: @Sendable () -> CommandSpec)] = [
+        ("token", { TokenCommand.command }), ("which", { ResolutionCommands.which }), ("env", { IntegrationCommands.env }),
+        ("exec", { IntegrationCommands.exec }), ("kube-credential", { CredentialHelperCommands.kube }),
+        ("refresh-worker", { RefreshWorker.command }),
+    ]
 
     /// The top-level command called `name` (nil: no such command).
     static func command(named name: String) -> CommandSpec? {
-        switch name {
-        case "token": TokenCommand.command
-        case "which": ResolutionCommands.which
-        case "env": IntegrationCommands.env
-        case "exec": IntegrationCommands.exec
-        case "kube-credential": CredentialHelperCommands.kube
-        case "refresh-worker": RefreshWorker.command
-        default: commands.first { $0.name == name }
-        }
+        quickCommands.first { $0.name == name }?.spec() ?? commands.first { $0.name == name }
     }
 
     /// The slot whose name is closest to a mistyped one (as commands and options get "did you

@@ -22,7 +22,7 @@ import Testing
 
     /// The commands found without building the whole table are the table's own.
     @Test func theQuickCommandsAreTheTablesOwn() {
-        for name in Lanyard.quickCommands {
+        for name in Lanyard.quickCommands.map(\.name) {
             let quick = Lanyard.command(named: name)
             let listed = Lanyard.commands.first { $0.name == name }
             #expect(quick != nil && quick?.name == name, "\(name)")
