@@ -711,7 +711,7 @@ private final class NotificationMonitor: @unchecked Sendable {
         let resetIn = (earliest ?? .distantFuture).timeIntervalSinceNow
         #expect(resetIn > 7000 && resetIn <= 7200, "the earliest reset is c's monthly window")
         let status = try env.home.run("status", "b")
-        #expect(status.stdout.contains("auto-switch blocked: every openai slot is at its limit (b at 100 % of its weekly window); until the first reset in "),
+        #expect(status.stdout.contains("switch held  every openai slot is at its limit (b at 100 % of its weekly window); until the first reset in "),
                 "\(status.stdout)")
         let json = try JSONValue.parse(Data(try env.home.run("status", "--json").stdout.utf8))
         #expect(json["auto_switch"]?["blocked"]?["slot"]?.string == "b" && json["auto_switch"]?["blocked"]?["earliest_reset"]?.string != nil)
@@ -719,7 +719,7 @@ private final class NotificationMonitor: @unchecked Sendable {
         // A check that finds room again lifts the block.
         try await weekly("a", 10)
         guard case .switched? = await agent.checkUsage() else { Issue.record("expected a switch once a reset"); return }
-        #expect(!(try env.home.run("status").stdout.contains("auto-switch blocked")))
+        #expect(!(try env.home.run("status").stdout.contains("switch held")))
     }
 
     /// Thirty checks in a row with nothing changing: one switch; a resetting afterwards does not

@@ -197,7 +197,7 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
     /// `switch --best` weighs each slot's busiest window whatever its length: a 5 h window at
     /// 80 %, a weekly-only 50 %, a monthly 60 %, and a 12-day window at 100 % (at its limit,
     /// though the server's `limit_reached` is false) → the weekly-only slot. The switch is logged
-    /// with why, and `events` says it.
+    /// with why, and `events` says it. `exec --best` runs as the same slot.
     @Test func switchBestWeighsTheBusiestWindowAcrossShapes() async throws {
         let env = try await EmulatorHome(extraConfig: "[backoff]\nmax-retries = 0")
         var accounts: [String: String] = [:]
@@ -212,6 +212,10 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
         ]
         for (slot, windows) in scripts { try await env.server.hook("/_test/usage", ["account_id": accounts[slot]!, "windows": windows]) }
         #expect(try env.home.run("switch", "odd").status == 0)
+        // `exec --best` weighs the same way, without switching.
+        let exec = try env.home.run("exec", "--best", "--", "sh", "-c", "echo $LANYARD_ACCOUNT")
+        #expect(exec.status == 0 && exec.stdout == "weekly\n", "\(exec.stdout) \(exec.stderr)")
+        #expect(try Registry(paths: env.paths).load().active?.name == "odd")
         let result = try env.home.run("switch", "--best")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("fiveh           80% used in its busiest window (5 h window)"), "\(result.stdout)")

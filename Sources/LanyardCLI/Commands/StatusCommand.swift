@@ -58,7 +58,7 @@ extension SlotCommands {
                 let used = last["used_percent"]?.number.map { ": \(from) at \($0.rounded().saturatingInt) %" } ?? ""
                 lines.append(("last switch", "\(from) → \(to) \(when)\(used)"))
             }
-            if let blocked { lines.append(("blocked", blockedText(blocked, inv))) }
+            if let blocked { lines.append(("switch held", blockedText(blocked, inv))) }
             inv.stdout.line(s.bold(slot.name) + (slot == active ? " (active)" : ""))
             for (key, value) in lines { inv.stdout.line("  \(key.padded(toWidth: 13))\(value)") }
         }
@@ -80,7 +80,7 @@ extension SlotCommands {
             reset > inv.now ? "until the first reset \(RelativeTime.describe(reset, now: inv.now))"
                 : "the first reset was \(RelativeTime.describe(reset, now: inv.now)): the next check switches"
         } ?? "no reset time known"
-        return "auto-switch blocked: every \(blocked["provider"]?.string ?? "") slot is at its limit (\(slot) at \(used)\(window)); \(until)"
+        return "every \(blocked["provider"]?.string ?? "") slot is at its limit (\(slot) at \(used)\(window)); \(until)"
     }
 
     /// `status --watch`: redraws on registry changes (inotify), never polls the store.
