@@ -60,12 +60,19 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     noTerminalControls(ServerErrorDetail(body: bytes).code, "an error code")
     if let report = try? UsageParser.report(bytes, now: now) {
         noTerminalControls(report.plan?.rawValue, "a usage plan")
-        for window in [report.primary, report.secondary].compactMap({ $0 }) {
+        noTerminalControls(report.credits?.balance, "a credits balance")
+        for extra in report.additionalLimits {
+            noTerminalControls(extra.name, "a limit name")
+            noTerminalControls(extra.feature, "a metered feature")
+        }
+        for window in report.windows + report.additionalLimits.flatMap(\.windows) {
             guard (0...100).contains(window.usedPercent) else { fatalError("a usage percentage of \(window.usedPercent)") }
             _ = window.usedPercent.rounded().saturatingInt
+            _ = window.length?.name  // every length has a name, however long
             storable(window.resetsAt)
         }
         _ = report.highestUsedPercent.rounded().saturatingInt
+        storable(report.limitResetsAt)
     }
     let text = String(decoding: bytes, as: UTF8.self)
     let headers = ["x-codex-primary-used-percent": text, "x-codex-primary-window-minutes": text,
@@ -75,6 +82,7 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         _ = ClientError.usageLimitReached(limit).errorDescription
         if let window = limit.rateLimit?.primary {
             storable(window.resetsAt)
+            _ = window.length?.name
             guard (0...100).contains(window.usedPercent) else { fatalError("a usage percentage of \(window.usedPercent) in a header") }
         }
     }

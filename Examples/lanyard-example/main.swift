@@ -50,7 +50,10 @@ struct Example {
             print("token: \(try await client.accessToken().count) characters")
             do {
                 let usage = try await client.usage()
-                print("primary window used:", usage.primary.map { "\(Int($0.usedPercent))%" } ?? "n/a")
+                // Windows are named by their length (5 h, weekly, monthly…), not by their place.
+                for window in usage.windows {
+                    print("\(window.length?.name ?? "window") used: \(Int(window.usedPercent))%")
+                }
             } catch ClientError.usageLimitReached(let limit) {
                 print("limit reached on", limit.plan?.displayName ?? "your plan", "; resets", limit.resetsAt.map { "\($0)" } ?? "later")
             }

@@ -32,3 +32,18 @@ package struct DesktopNotifier: Sendable {
         return nil
     }
 }
+
+/// Why notifications were not shown, said once per agent run: on a machine without a notification
+/// service every notification fails the same way ("Cannot autolaunch D-Bus without X11 $DISPLAY"),
+/// and saying so at every switch buries the switches. A new reason is said once too.
+package struct NotificationProblems {
+    private var said: Set<String> = []
+
+    package init() {}
+
+    /// The line to print for `problem`, or nil when this run has said it already.
+    package mutating func line(for problem: String) -> String? {
+        guard said.insert(problem).inserted else { return nil }
+        return "notification not shown: \(problem) (said once; later notifications that fail the same way are not reported)"
+    }
+}

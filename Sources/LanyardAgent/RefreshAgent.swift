@@ -58,6 +58,8 @@ package final class RefreshAgent {
     private let log: EventLog
     private let hook: EventHook?
     private let notifier = DesktopNotifier()
+    /// Why notifications failed, said once a run.
+    private var notificationProblems = NotificationProblems()
     private let diagnostics: (String) -> Void
     /// Each slot's last seen state name (transitions are changes of it).
     private var known: [Slot: String] = [:]
@@ -158,14 +160,9 @@ package final class RefreshAgent {
         let event = EventLog.record("transition", slot: slot, fields: [
             "from": .string(from), "to": .string(to), "reason": .optional(record.lastErrorCode), "fix": .string("lanyard login \(slot.name)"),
         ])
-        if options.notify {
-            let who = record.account.email.map { " (\($0))" } ?? ""
-            if let problem = notifier.notify(summary: "Lanyard: sign in again to \(slot.name)",
-                                             body: "The session of slot \(slot.name)\(who) has ended. Run: lanyard login \(slot.name)",
-                                             urgency: 2) {
-                diagnostics("notification not shown: \(problem)")
-            }
-        }
+        let who = record.account.email.map { " (\($0))" } ?? ""
+        notify(summary: "Lanyard: sign in again to \(slot.name)",
+               body: "The session of slot \(slot.name)\(who) has ended. Run: lanyard login \(slot.name)", urgency: 2)
         hook?.run(event)
     }
 
@@ -425,23 +422,24 @@ package final class RefreshAgent {
 
     private func report(_ outcome: AutoSwitchOutcome) {
         let document = try? manager.registry.load()
-        func provider(_ slot: Slot) -> String {
-            let id = document?.slots[slot]?.provider ?? "openai"
-            return id == "openai" ? "Codex" : id
-        }
+        func provider(_ slot: Slot) -> String { document?.slots[slot]?.provider ?? "openai" }
         func percent(_ value: Double) -> String { "\(value.rounded().saturatingInt) %" }
+        func window(_ reason: UsageShortfall) -> String { reason.window?.length.map { " of its \($0.name) window" } ?? "" }
         switch outcome {
         case .switched(let done):
             let until = done.reason.resetsAt.map { " until \(options.clockTime($0))" } ?? ""
-            let summary = "Switched \(provider(done.to)) from \(done.from.name) to \(done.to.name)"
-            let body = "\(done.from.name) is at \(percent(done.reason.usedPercent))\(until)"
+            // Codex is named only when it followed (`[integrations] codex = true`): otherwise
+            // only Lanyard's active slot changed, and a running Codex keeps its account.
+            let what = done.outcome.codex != nil ? "Codex" : "the active account"
+            let summary = "Switched \(what) from \(done.from.name) to \(done.to.name)"
+            let body = "\(done.from.name) is at \(percent(done.reason.usedPercent))\(window(done.reason))\(until)"
             diagnostics("\(summary): \(body)")
             notify(summary: summary, body: body, urgency: 1)
             hook?.run(done.event)
         case .allAtLimit(let slot, let reason, let earliest, let first, let event):
             guard first else { return }
             let summary = "Every \(provider(slot)) slot is at its usage limit"
-            let body = "\(slot.name) is at \(percent(reason.usedPercent)) and no other slot has headroom"
+            let body = "\(slot.name) is at \(percent(reason.usedPercent))\(window(reason)) and no other slot has headroom"
                 + (earliest.map { "; the first resets at \(options.clockTime($0))" } ?? "")
             diagnostics("\(summary): \(body)")
             notify(summary: summary, body: body, urgency: 2)
@@ -455,8 +453,8 @@ package final class RefreshAgent {
 
     private func notify(summary: String, body: String, urgency: UInt8) {
         guard options.notify else { return }
-        if let problem = notifier.notify(summary: summary, body: body, urgency: urgency) {
-            diagnostics("notification not shown: \(problem)")
+        if let problem = notifier.notify(summary: summary, body: body, urgency: urgency), let line = notificationProblems.line(for: problem) {
+            diagnostics(line)
         }
     }
 

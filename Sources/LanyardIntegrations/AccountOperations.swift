@@ -2,6 +2,7 @@ import FoundationEssentials
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 // Account operations that involve an integration (Codex's auth.json, the usage endpoint, export
 // bundles). The CLI and LanyardKit call these; they decide the order of store and registry writes.
@@ -15,6 +16,30 @@ public struct SwitchOutcome: Sendable, Equatable {
     /// the new active slot's (its email, else its account id), so the user can be told that
     /// Codex did not follow the switch.
     public var codexStillUses: String? = nil
+    /// The `switch` event logged (nil when the slot was already active).
+    public var event: JSONValue? = nil
+}
+
+/// Why the active slot changed: logged with the `switch` event (`reason`), so `lanyard events`
+/// tells a user's switch from auto-switching's.
+public enum SwitchReason: Sendable, Equatable {
+    /// `lanyard switch SLOT` (or a program's `switchActive(to:)`): `reason: "user"`.
+    case user
+    /// `lanyard switch --best`: the slot whose busiest window was least used (`reason: "best"`).
+    case best(usedPercent: Double?)
+    /// Auto-switching: the active slot ran out (`reason: "usage"`, with the window and trigger).
+    case usage(UsageShortfall, toUsedPercent: Double)
+
+    var fields: [String: JSONValue] {
+        switch self {
+        case .user: return ["reason": .string("user")]
+        case .best(let used): return ["reason": .string("best"), "to_used_percent": used.map(JSONValue.number) ?? .null]
+        case .usage(let shortfall, let toUsed):
+            var fields = shortfall.fields
+            fields["to_used_percent"] = .number(toUsed)
+            return fields
+        }
+    }
 }
 
 /// Codex's auth.json following a switch.
@@ -43,6 +68,8 @@ public struct SlotCandidate: Sendable, Equatable {
 
     public let slot: Slot
     public let verdict: Verdict
+    /// The busiest window (of any length), when the usage endpoint answered.
+    public var window: UsageWindow? = nil
 
     /// The busiest window's percentage, for usable slots.
     public var usedPercent: Double? {
@@ -88,18 +115,33 @@ extension AccountManager {
     /// Makes `slot` the active slot. With `[integrations] codex = true`, Codex's auth.json (in the
     /// Codex home `environment` names) follows: tokens Codex rotated are first copied back into
     /// the previously active slot, then the new slot is written there.
-    package func switchActive(to slot: Slot, environment: [String: String]) async throws -> SwitchOutcome {
+    ///
+    /// A change of slot logs a `switch` event (`from`, `to`, `provider`, and why: `reason`, see
+    /// ``SwitchReason``); the event's slot is the new active slot.
+    package func switchActive(to slot: Slot, environment: [String: String], reason: SwitchReason = .user) async throws -> SwitchOutcome {
         let change = try setActive(slot)
-        guard config.codexIntegration else {
-            return SwitchOutcome(change: change, codex: nil, codexStillUses: Self.codexAccount(notOf: change.record, environment: environment))
+        var outcome: SwitchOutcome
+        if config.codexIntegration {
+            let sync = CodexSync(manager: self)
+            let home = CodexHome(explicit: nil, environment: environment)
+            var copiedBack = false
+            if let previous = change.previous { copiedBack = try await sync.copyBack(from: home, into: previous) }
+            _ = try await sync.export(slot: slot, to: home)
+            outcome = SwitchOutcome(change: change, codex: CodexFollow(authPath: home.authPath, copiedBack: copiedBack,
+                                                                       runningCodexPIDs: CodexHome.runningProcesses()))
+        } else {
+            outcome = SwitchOutcome(change: change, codex: nil, codexStillUses: Self.codexAccount(notOf: change.record, environment: environment))
         }
-        let sync = CodexSync(manager: self)
-        let home = CodexHome(explicit: nil, environment: environment)
-        var copiedBack = false
-        if let previous = change.previous { copiedBack = try await sync.copyBack(from: home, into: previous) }
-        _ = try await sync.export(slot: slot, to: home)
-        return SwitchOutcome(change: change, codex: CodexFollow(authPath: home.authPath, copiedBack: copiedBack,
-                                                                runningCodexPIDs: CodexHome.runningProcesses()))
+        guard change.previous != slot else { return outcome }
+        var fields = reason.fields
+        fields["from"] = .optional(change.previous?.name)
+        fields["to"] = .string(slot.name)
+        fields["provider"] = .string(change.record.provider)
+        if let codex = outcome.codex { fields["codex_auth_json"] = .string(codex.authPath) }
+        let event = EventLog.record("switch", slot: slot, fields: fields, now: clock.now())
+        eventLog.append(event)
+        outcome.event = event
+        return outcome
     }
 
     /// Where `switch` goes when given no slot: the only slot when there is one; with exactly two,
@@ -124,15 +166,16 @@ extension AccountManager {
     }
 
     /// Weighs every slot of the active slot's provider (`openai` when none is active) by the usage
-    /// endpoint and picks the one whose busiest window is least used.
+    /// endpoint and picks the one whose busiest window (of whatever length) is least used; a slot
+    /// with a window at 100 % is at its limit and never chosen.
     package func bestSlot() async throws -> BestSlotChoice {
         let document = try registry.load()
         let provider = document.active.flatMap { document.slots[$0]?.provider } ?? "openai"
         var candidates: [SlotCandidate] = []
         var best: SlotCandidate?
         for (slot, record) in document.sortedSlots where record.provider == provider {
-            let verdict = await weigh(slot, record).verdict
-            let candidate = SlotCandidate(slot: slot, verdict: verdict)
+            let weighed = await weigh(slot, record)
+            let candidate = SlotCandidate(slot: slot, verdict: weighed.verdict, window: weighed.report?.busiest)
             if let used = candidate.usedPercent,
                best.flatMap(\.usedPercent).map({ used < $0 || (used == $0 && slot == document.active) }) ?? true {
                 best = candidate

@@ -9,7 +9,8 @@ import LanyardSupport
 // `usage_limit_reached` for the active slot reaches the event log; programs call it through
 // `Accounts.autoSwitchIfNeeded()`.
 
-/// Why the active slot counts as run out.
+/// Why the active slot counts as run out. Windows are weighed by their use, whatever their length:
+/// the busiest one decides (a weekly-only account's weekly window, a monthly one's month).
 public struct UsageShortfall: Sendable, Equatable {
     /// What found it.
     public enum Trigger: String, Sendable, Equatable {
@@ -20,48 +21,46 @@ public struct UsageShortfall: Sendable, Equatable {
     }
 
     public let trigger: Trigger
-    /// The busiest window (`primary` or `secondary`), when the server said which.
-    public let window: String?
-    /// That window's length in minutes, when the server said.
-    public let windowMinutes: Int?
+    /// The busiest window (of any length: 5 h, weekly, monthly…), when the server gave one.
+    public let window: UsageWindow?
     /// That window's used percentage (100 at a usage limit the server gave no numbers for).
     public let usedPercent: Double
-    /// When it resets, when the server said.
+    /// When the slot can be used again, when the server said.
     public let resetsAt: Date?
 
-    public init(trigger: Trigger, window: String?, windowMinutes: Int?, usedPercent: Double, resetsAt: Date?) {
+    public init(trigger: Trigger, window: UsageWindow?, usedPercent: Double, resetsAt: Date?) {
         self.trigger = trigger
         self.window = window
-        self.windowMinutes = windowMinutes
         self.usedPercent = usedPercent
         self.resetsAt = resetsAt
     }
 
-    /// The busiest window of `primary` and `secondary` (the earlier listed on a tie), or nil when
-    /// there is none.
-    static func busiest(_ primary: UsageWindow?, _ secondary: UsageWindow?) -> (name: String, window: UsageWindow)? {
-        switch (primary, secondary) {
-        case (let p?, let s?): return s.usedPercent > p.usedPercent ? ("secondary", s) : ("primary", p)
-        case (let p?, nil): return ("primary", p)
-        case (nil, let s?): return ("secondary", s)
-        case (nil, nil): return nil
-        }
+    /// A usage report found at or over the threshold, or at its limit: its busiest window, and
+    /// with a limit the time the account is usable again.
+    static func poll(_ report: UsageReport) -> UsageShortfall {
+        let busiest = report.busiest
+        let used = busiest?.usedPercent ?? 0
+        return UsageShortfall(trigger: .poll, window: busiest, usedPercent: report.isAtLimit ? max(used, 100) : used,
+                              resetsAt: report.isAtLimit ? report.limitResetsAt : busiest?.resetsAt)
     }
 
-    /// A refused request's limit: the window the rate-limit headers name as full, else 100 %
-    /// until the reset the body gives.
+    /// A refused request's limit: the busiest window the rate-limit headers give when it is
+    /// full, else 100 % until the reset the body gives.
     static func limit(_ limit: UsageLimit) -> UsageShortfall {
-        if let (name, window) = busiest(limit.rateLimit?.primary, limit.rateLimit?.secondary), window.usedPercent >= 100 {
-            return UsageShortfall(trigger: .usageLimitReached, window: name, windowMinutes: window.windowMinutes,
-                                  usedPercent: window.usedPercent, resetsAt: window.resetsAt ?? limit.resetsAt)
+        if let window = UsageWindow.busiest(limit.rateLimit?.windows ?? []), window.isAtLimit {
+            return UsageShortfall(trigger: .usageLimitReached, window: window, usedPercent: window.usedPercent,
+                                  resetsAt: window.resetsAt ?? limit.resetsAt)
         }
-        return UsageShortfall(trigger: .usageLimitReached, window: nil, windowMinutes: nil, usedPercent: 100, resetsAt: limit.resetsAt)
+        return UsageShortfall(trigger: .usageLimitReached, window: nil, usedPercent: 100, resetsAt: limit.resetsAt)
     }
 
-    /// The event-log fields that describe it.
+    /// The event-log fields that describe it: `window` is the window's class (`5h`, `daily`,
+    /// `weekly`, `monthly`, `other`), `window_name` its name for people, `limit_window_seconds`
+    /// its length.
     var fields: [String: JSONValue] {
-        ["reason": .string("usage"), "trigger": .string(trigger.rawValue), "window": .optional(window),
-         "window_minutes": windowMinutes.map { .number(Double($0)) } ?? .null,
+        ["reason": .string("usage"), "trigger": .string(trigger.rawValue), "window": .optional(window?.length?.className),
+         "window_name": .optional(window?.length?.name),
+         "limit_window_seconds": window?.windowSeconds.map { .number(Double($0)) } ?? .null,
          "used_percent": .number(usedPercent), "resets_at": .date(resetsAt)]
     }
 }
@@ -123,6 +122,14 @@ package struct AutoSwitchState: Sendable, Equatable {
                                allAtLimit: value["all_at_limit"]?.object.map(JSONValue.object))
     }
 
+    /// Auto-switching blocked now: the `switch_blocked` event of the last check that found every
+    /// slot of the active slot's provider out (its `earliest_reset` is when the first one resets),
+    /// while the slot it was about is still the active one; nil otherwise.
+    package static func blocked(paths: Paths, active: Slot?) -> JSONValue? {
+        guard let blocked = load(paths).allAtLimit, let active, blocked["slot"]?.string == active.name else { return nil }
+        return blocked
+    }
+
     func save(_ paths: Paths) throws {
         try SecureFiles.ensureDirectory(paths.stateDirectory)
         let value = JSONValue.object(["last_switch": lastSwitch ?? .null, "all_at_limit": allAtLimit ?? .null]).droppingNulls
@@ -166,17 +173,15 @@ extension AccountManager {
             if let limit = weighed.limit {
                 shortfall = .limit(limit)
             } else if let report = weighed.report {
-                let busiest = UsageShortfall.busiest(report.primary, report.secondary)
-                let used = busiest?.window.usedPercent ?? 0
-                if !report.limitReached && used < threshold {
+                let used = report.highestUsedPercent
+                if !report.isAtLimit && used < threshold {
                     if state.allAtLimit != nil {
                         state.allAtLimit = nil
                         try state.save(paths)
                     }
                     return .underThreshold(slot: active, usedPercent: used)
                 }
-                shortfall = UsageShortfall(trigger: .poll, window: busiest?.name, windowMinutes: busiest?.window.windowMinutes,
-                                           usedPercent: report.limitReached ? max(used, 100) : used, resetsAt: busiest?.window.resetsAt)
+                shortfall = .poll(report)
             } else {
                 let code = if case .failed(let code) = weighed.verdict { code.rawValue } else { "not_signed_in" }
                 return .usageUnavailable(slot: active, code: code)
@@ -191,8 +196,8 @@ extension AccountManager {
             weighed.append((slot, verdict))
             var reset: Date?
             switch verdict {
-            case .headroom(let used) where used >= threshold: reset = report.flatMap { UsageShortfall.busiest($0.primary, $0.secondary)?.window.resetsAt }
-            case .atLimit(let resetsAt): reset = resetsAt ?? report.flatMap { UsageShortfall.busiest($0.primary, $0.secondary)?.window.resetsAt }
+            case .headroom(let used) where used >= threshold: reset = report?.busiest?.resetsAt
+            case .atLimit(let resetsAt): reset = resetsAt ?? report?.limitResetsAt
             default: break
             }
             if let reset { earliest = min(earliest ?? reset, reset) }
@@ -215,16 +220,9 @@ extension AccountManager {
             return .allAtLimit(slot: active, reason: shortfall, earliestReset: earliest, firstNotice: true, event: event)
         }
 
-        let outcome = try await switchActive(to: best.slot, environment: environment)
-        var fields = shortfall.fields
-        fields["from"] = .string(active.name)
-        fields["to"] = .string(best.slot.name)
-        fields["provider"] = .string(record.provider)
-        fields["to_used_percent"] = .number(best.used)
-        if let codex = outcome.codex { fields["codex_auth_json"] = .string(codex.authPath) }
-        // The event's slot is the new active slot (the one commands now use).
-        let event = EventLog.record("switch", slot: best.slot, fields: fields, now: now)
-        eventLog.append(event)
+        let outcome = try await switchActive(to: best.slot, environment: environment,
+                                             reason: .usage(shortfall, toUsedPercent: best.used))
+        let event = outcome.event ?? .null
         state.lastSwitch = event
         state.allAtLimit = nil
         try state.save(paths)
@@ -249,7 +247,9 @@ extension AccountManager {
         guard case .signedIn = record.state else { return (.notSignedIn(record.state), nil, nil) }
         do {
             let report = try await usage(slot: slot)
-            return (report.limitReached ? .atLimit(resetsAt: nil) : .headroom(usedPercent: report.highestUsedPercent), report, nil)
+            // A window at 100 % is a limit whatever the server's `limit_reached` says: the
+            // account is refused until that window resets.
+            return (report.isAtLimit ? .atLimit(resetsAt: report.limitResetsAt) : .headroom(usedPercent: report.highestUsedPercent), report, nil)
         } catch ClientError.usageLimitReached(let limit) {
             return (.atLimit(resetsAt: limit.resetsAt), nil, limit)
         } catch let error as any LanyardError {

@@ -13,7 +13,7 @@ package struct JSONFields {
         self.path = path
     }
 
-    func fail(_ key: String, _ problem: String) -> JSONShapeError { JSONShapeError(path: path + "." + key, problem: problem) }
+    package func fail(_ key: String, _ problem: String) -> JSONShapeError { JSONShapeError(path: path + "." + key, problem: problem) }
 
     package func optionalString(_ key: String) throws(JSONShapeError) -> String? {
         switch object[key] {

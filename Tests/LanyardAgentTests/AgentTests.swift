@@ -612,12 +612,12 @@ private final class NotificationMonitor: @unchecked Sendable {
         let event = try #require(events(env, "switch").first)
         #expect(event["from"]?.string == "a" && event["to"]?.string == "c" && event["slot"]?.string == "c")
         #expect(event["reason"]?.string == "usage" && event["trigger"]?.string == "poll")
-        #expect(event["window"]?.string == "primary" && event["window_minutes"]?.number == 300)
+        #expect(event["window"]?.string == "5h" && event["window_name"]?.string == "5 h" && event["limit_window_seconds"]?.number == 18000)
         #expect(event["used_percent"]?.number == 96 && event["to_used_percent"]?.number == 20)
         #expect(event["resets_at"]?.string != nil)
         #expect(event["source"]?.string == "agent")
         try monitor.waitFor("Switched Codex from a to c")
-        #expect(monitor.text.contains("a is at 96 % until "))
+        #expect(monitor.text.contains("a is at 96 % of its 5 h window until "))
         try env.waitFor("the hook", timeout: 10) {
             ((try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? "").contains("\"switch\"")
         }
@@ -658,6 +658,68 @@ private final class NotificationMonitor: @unchecked Sendable {
         #expect(event["trigger"]?.string == "usage_limit_reached" && event["from"]?.string == "a" && event["to"]?.string == "b")
         #expect(event["used_percent"]?.number == 100)
         #expect(try active(env) == "b")
+    }
+
+    /// Weekly-only accounts (primary = 7 days, no 5-hour window): a at 100 % of its weekly window
+    /// (the server's `limit_reached` left false) is at its limit; the agent switches to the slot
+    /// whose busiest window is least used (c's monthly window at 30 %, over b's weekly 60 %).
+    /// Without the Codex integration the notice says the active account switched, not Codex; the
+    /// private session bus has no notification service, and the agent says so once, not at each
+    /// switch. `events` and `status` say what happened, and a blocked switch (every slot out)
+    /// is shown with the earliest reset.
+    @Test func aWeeklyOnlyLimitSwitchesAndEveryNoticeSaysWhatHappened() async throws {
+        let env = try await home([:], extraConfig: "[integrations]\ncodex = false")
+        func weekly(_ slot: String, _ used: Double, seconds: Int = 604_800, resetIn: Int = 86400) async throws {
+            try await env.server.hook("/_test/usage", ["account_id": try accountID(env, slot),
+                                                       "windows": [["seconds": seconds, "used_percent": used, "reset_after_seconds": resetIn]]])
+        }
+        try await weekly("a", 100)
+        try await weekly("b", 60)
+        try await weekly("c", 30, seconds: 2_628_000)
+        final class Lines: @unchecked Sendable { let lock = NSLock(); var all: [String] = [] }
+        let lines = Lines()
+        var options = RefreshAgent.Options(jitter: 0, notify: true, hook: nil)
+        options.autoSwitch = true
+        let agent = RefreshAgent(manager: try env.manager(), options: options, diagnostics: { line in lines.lock.withLock { lines.all.append(line) } })
+
+        guard case .switched(let done)? = await agent.checkUsage() else { Issue.record("expected a switch"); return }
+        #expect(done.from.name == "a" && done.to.name == "c")
+        #expect(done.reason.window?.length == .weekly && done.reason.usedPercent == 100)
+        let event = try #require(events(env, "switch").last)
+        #expect(event["window"]?.string == "weekly" && event["limit_window_seconds"]?.number == 604_800 && event["reason"]?.string == "usage")
+        #expect(event["to_used_percent"]?.number == 30)
+        let said = lines.lock.withLock { lines.all }
+        #expect(said.contains { $0.hasPrefix("Switched the active account from a to c: a is at 100 % of its weekly window until ") }, "\(said)")
+        #expect(!said.contains { $0.contains("Switched Codex") })
+
+        // c's monthly window fills: the second switch, to b; the missing notification service is
+        // not reported again.
+        try await weekly("c", 100, seconds: 2_628_000, resetIn: 7200)
+        guard case .switched(let second)? = await agent.checkUsage() else { Issue.record("expected a second switch"); return }
+        #expect(second.from.name == "c" && second.to.name == "b")
+        let all = lines.lock.withLock { lines.all }
+        #expect(all.filter { $0.hasPrefix("Switched the active account from") }.count == 2)
+        #expect(all.filter { $0.hasPrefix("notification not shown: ") }.count == 1, "\(all)")
+
+        let shown = try env.home.run("events")
+        #expect(shown.stdout.contains("a -> c (auto-switch: limit reached on the weekly window, resets in "), "\(shown.stdout)")
+        #expect(shown.stdout.contains("c -> b (auto-switch: limit reached on the monthly window, resets in "), "\(shown.stdout)")
+
+        // Every slot out: no switch, and `status` says what is blocked and until when.
+        try await weekly("b", 100, resetIn: 3 * 3600)
+        guard case .allAtLimit(_, _, let earliest, true, _)? = await agent.checkUsage() else { Issue.record("expected every slot out"); return }
+        let resetIn = (earliest ?? .distantFuture).timeIntervalSinceNow
+        #expect(resetIn > 7000 && resetIn <= 7200, "the earliest reset is c's monthly window")
+        let status = try env.home.run("status", "b")
+        #expect(status.stdout.contains("switch held  every openai slot is at its limit (b at 100 % of its weekly window); until the first reset in "),
+                "\(status.stdout)")
+        let json = try JSONValue.parse(Data(try env.home.run("status", "--json").stdout.utf8))
+        #expect(json["auto_switch"]?["blocked"]?["slot"]?.string == "b" && json["auto_switch"]?["blocked"]?["earliest_reset"]?.string != nil)
+        #expect(try env.home.run("events").stdout.contains("every openai slot is at its limit (auto-switch: limit reached on the weekly window"))
+        // A check that finds room again lifts the block.
+        try await weekly("a", 10)
+        guard case .switched? = await agent.checkUsage() else { Issue.record("expected a switch once a reset"); return }
+        #expect(!(try env.home.run("status").stdout.contains("switch held")))
     }
 
     /// Thirty checks in a row with nothing changing: one switch; a resetting afterwards does not

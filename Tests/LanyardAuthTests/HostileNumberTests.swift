@@ -56,7 +56,7 @@ import Testing
         """#
         let report = try UsageParser.report(Data(body.utf8), now: now)
         #expect(report.primary == nil)
-        #expect(report.secondary?.usedPercent == 12 && report.secondary?.windowMinutes == nil && report.secondary?.resetsAt == nil)
+        #expect(report.secondary?.usedPercent == 12 && report.secondary?.windowSeconds == nil && report.secondary?.resetsAt == nil)
 
         let limit = #"{"error":{"type":"usage_limit_reached","resets_in_seconds":1e300,"resets_at":-1e300}}"#
         let parsed = try #require(UsageParser.limit(status: 429, body: Data(limit.utf8),

@@ -16,9 +16,9 @@ import LanyardTestSupport
                                                    "secondary_window": ["used_percent": 10, "limit_window_seconds": 604800, "reset_after_seconds": 86400 * 5]])
         let report = try await env.manager().usage(slot: try Slot("work"))
         #expect(report.plan?.kind == .pro)
-        #expect(report.primary?.usedPercent == 42 && report.primary?.windowMinutes == 300)
+        #expect(report.primary?.usedPercent == 42 && report.primary?.windowSeconds == 18000 && report.primary?.length == .fiveHours)
         #expect(report.primary?.resetsAt == Date(timeIntervalSince1970: TimeInterval(resetAt)))
-        #expect(report.secondary?.windowMinutes == 7 * 24 * 60)
+        #expect(report.secondary?.windowSeconds == 7 * 86400 && report.secondary?.length == .weekly)
 
         // "2 h 10 min" if the command runs within 30 s; on a loaded machine, whatever whole
         // minutes were left while it ran (the time shown is rounded down).
@@ -28,12 +28,14 @@ import LanyardTestSupport
         let shown = Set([minutesLeft(before), minutesLeft(Date())]).map { " 42%  resets in \($0 / 60) h \($0 % 60) min (" }
         #expect(human.status == 0, "\(human.stderr)")
         #expect(human.stdout.contains("work  w@example.com  Pro"))
-        #expect(human.stdout.contains("5 h window"))
+        #expect(human.stdout.contains("\n  5 h  "), "\(human.stdout)")
         #expect(shown.contains { human.stdout.contains($0) }, "\(human.stdout)")
-        #expect(human.stdout.contains("weekly"))
+        #expect(human.stdout.contains("\n  weekly  "))
         let json = try env.home.run("usage", "--all", "--json")
         let slots = (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]]
-        #expect((slots?.first?["primary"] as? [String: Any])?["used_percent"] as? Double == 42)
+        let windows = slots?.first?["windows"] as? [[String: Any]]
+        #expect(windows?.first?["used_percent"] as? Double == 42 && windows?.first?["limit_window_seconds"] as? Int == 18000)
+        #expect(windows?.first?["window"] as? String == "5h" && windows?.last?["window"] as? String == "weekly")
     }
 
     @Test func aUsageLimitIsTypedWithPlanAndReset() async throws {
@@ -75,8 +77,8 @@ import LanyardTestSupport
                                  "\(json.stdout) \(json.stderr)")
         let shown = try #require(slots.first { $0["slot"] as? String == "hostile" })
         #expect((shown["error"] as? [String: Any])?["code"] as? String == "invalid_response", "\(shown)")
-        #expect(shown["next"] as? Bool != true && shown["primary"] == nil)
-        #expect((slots.first { $0["slot"] as? String == "honest" }?["primary"] as? [String: Any])?["used_percent"] as? Double == 42)
+        #expect(shown["next"] as? Bool != true && shown["windows"] == nil)
+        #expect((slots.first { $0["slot"] as? String == "honest" }?["windows"] as? [[String: Any]])?.first?["used_percent"] as? Double == 42)
         // Percentages at the ends of the range are accepted.
         try await env.server.hook("/_test/usage", ["account_id": hostile, "primary_window": ["used_percent": 0], "secondary_window": ["used_percent": 100]])
         let ends = try await env.manager().usage(slot: try Slot("hostile"))
@@ -99,7 +101,7 @@ import LanyardTestSupport
                                                 "x-codex-primary-reset-after-seconds": "60"], now: now)
         #expect(limit?.plan?.kind == .team)
         #expect(limit?.resetsAt == Date(timeIntervalSince1970: 1_800_003_600))
-        #expect(limit?.rateLimit?.primary == UsageWindow(usedPercent: 100, windowMinutes: 300, resetsAt: now + 60))
+        #expect(limit?.rateLimit?.primary == UsageWindow(usedPercent: 100, windowSeconds: 18000, resetsAt: now + 60))
         #expect(UsageParser.limit(status: 429, body: Data(#"{"error":{"type":"rate_limited"}}"#.utf8), headers: [:], now: now) == nil)
         #expect(throws: ClientError.self) { try UsageParser.report(Data("nope".utf8), now: now) }
     }

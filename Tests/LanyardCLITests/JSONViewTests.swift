@@ -88,7 +88,7 @@ import Testing
             Documented(section: "list", marker: "with `--json`,", view: ListNamesView.self, samples: [ListNamesView(names: [slot])]),
             Documented(section: "status", view: StatusView.self, samples: [
                 StatusView(summary: SlotSummaryView(slot: slot, record: record, active: true), chosenBy: nil,
-                           autoSwitch: AutoSwitchPolicy(), lastSwitch: nil),
+                           autoSwitch: AutoSwitchPolicy(), lastSwitch: nil, blocked: nil),
             ]),
             Documented(section: "switch", view: SwitchView.self, samples: [
                 SwitchView(active: slot, previous: nil, candidates: [], codex: nil, codexStillUses: nil),

@@ -5,7 +5,7 @@ import LanyardSupport
 
 extension AgentCommands {
     static let events = CommandSpec(
-        name: "events", summary: "show the event log (refreshes, transitions, errors)", arguments: "",
+        name: "events", summary: "show the event log (refreshes, transitions, errors, switches)", arguments: "",
         minArguments: 0, maxArguments: 0,
         flags: [FlagSpec("follow", short: "f", "keep printing new events as they are logged"),
                 FlagSpec("lines", short: "n", value: "N", "show only the last N events")],
@@ -50,15 +50,47 @@ extension AgentCommands {
         case "error":
             detail.append(event["code"]?.string ?? "error")
             if let message = event["message"]?.string { detail.append(message) }
+        case "switch":
+            detail.append("\(event["from"]?.string ?? "-") -> \(event["to"]?.string ?? "?")")
+            detail.append("(\(switchReason(event, inv)))")
+        case "switch_blocked":
+            detail.append("every \(event["provider"]?.string ?? "") slot is at its limit (\(switchReason(event, inv)))")
+            if let reset = event["earliest_reset"]?.string.flatMap(RFC3339.date(from:)) {
+                detail.append("first reset \(RelativeTime.describe(reset, now: inv.now))")
+            }
         default: break
         }
         // The log is a file anyone with the user's rights can write: every field is escaped.
         let name = HumanText(kind)
-        let coloured = kind == "error" ? s.red(name) : kind == "transition" ? s.yellow(name) : s.green(name)
+        let coloured = kind == "error" || kind == "switch_blocked" ? s.red(name) : kind == "transition" || kind == "switch" ? s.yellow(name) : s.green(name)
         let source = event["source"]?.string.map { "by \($0)" } ?? ""
         let fields = [HumanText(event["time"]?.string ?? "-"), coloured, HumanText(event["slot"]?.string ?? "-"), HumanText(source),
                       HumanText(detail.joined(separator: " "))]
         inv.stdout.line(HumanText.joined(fields.filter { !$0.isEmpty }, separator: "  "))
+    }
+
+    /// Why a `switch` (or `switch_blocked`) happened, in words: the user's `switch`, `switch
+    /// --best` and its pick's use, or auto-switching's limit with the window (by its length).
+    static func switchReason(_ event: JSONValue, _ inv: Invocation) -> String {
+        func percent(_ key: String) -> String? { event[key]?.number.map { "\($0.rounded().saturatingInt) %" } }
+        switch event["reason"]?.string {
+        case "user": return "switch by the user"
+        case "best": return "switch --best" + (percent("to_used_percent").map { ": the most headroom, \($0) used" } ?? "")
+        case "usage", "all_at_limit":
+            let window = event["window_name"]?.string.map { "the \($0) window" }
+            let refused = event["trigger"]?.string == "usage_limit_reached"
+            let what: String
+            if refused || (event["used_percent"]?.number ?? 0) >= 100 {
+                what = (window.map { "limit reached on \($0)" } ?? "usage limit reached") + (refused ? " (a request was refused)" : "")
+            } else {
+                what = "\(window ?? "the busiest window") at \(percent("used_percent") ?? "?"), over the threshold"
+            }
+            let reset = event["resets_at"]?.string.flatMap(RFC3339.date(from:)).map { ", resets \(RelativeTime.describe($0, now: inv.now))" } ?? ""
+            let to = event["reason"]?.string == "usage" ? percent("to_used_percent").map { "; \(event["to"]?.string ?? "?") at \($0)" } ?? "" : ""
+            return "auto-switch: \(what)\(reset)\(to)"
+        case let other?: return other
+        case nil: return "reason not logged"
+        }
     }
 
     /// Prints lines appended to the log until killed, following rotation (inotify on the folder).

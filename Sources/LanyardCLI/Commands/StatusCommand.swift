@@ -28,9 +28,11 @@ extension SlotCommands {
         let active = try view.active()
         let autoSwitch = try inv.config().autoSwitch
         let lastSwitch = AutoSwitchState.load(inv.paths).lastSwitch
+        // A block left from before `auto = off` is not news: nothing is checking any more.
+        let blocked = autoSwitch.mode == .usage ? AutoSwitchState.blocked(paths: inv.paths, active: active) : nil
         let shared = SharedSlotState.loadIfReadable(slot, paths: inv.paths)?.fleet
         let summary = SlotSummaryView(slot: slot, record: record, active: slot == active, shared: shared)
-        inv.emit(StatusView(summary: summary, chosenBy: rule?.name, autoSwitch: autoSwitch, lastSwitch: lastSwitch)) {
+        inv.emit(StatusView(summary: summary, chosenBy: rule?.name, autoSwitch: autoSwitch, lastSwitch: lastSwitch, blocked: blocked)) {
             let s = inv.style
             func time(_ d: Date?) -> String {
                 d.map { RelativeTime.describe($0, now: inv.now) } ?? "-"
@@ -56,6 +58,7 @@ extension SlotCommands {
                 let used = last["used_percent"]?.number.map { ": \(from) at \($0.rounded().saturatingInt) %" } ?? ""
                 lines.append(("last switch", "\(from) → \(to) \(when)\(used)"))
             }
+            if let blocked { lines.append(("switch held", blockedText(blocked, inv))) }
             inv.stdout.line(s.bold(slot.name) + (slot == active ? " (active)" : ""))
             for (key, value) in lines { inv.stdout.line("  \(key.padded(toWidth: 13))\(value)") }
         }
@@ -65,6 +68,19 @@ extension SlotCommands {
         case .failed: return .failure
         default: return .ok
         }
+    }
+
+    /// A blocked auto-switch in words: what is blocked (every slot of the provider out, the
+    /// active one at which window) and until when (the earliest reset of any of them).
+    static func blockedText(_ blocked: JSONValue, _ inv: Invocation) -> HumanText {
+        let slot = blocked["slot"]?.string ?? "?"
+        let window = blocked["window_name"]?.string.map { " of its \($0) window" } ?? ""
+        let used = blocked["used_percent"]?.number.map { "\($0.rounded().saturatingInt) %" } ?? "its limit"
+        let until = blocked["earliest_reset"]?.string.flatMap(RFC3339.date(from:)).map { reset in
+            reset > inv.now ? "until the first reset \(RelativeTime.describe(reset, now: inv.now))"
+                : "the first reset was \(RelativeTime.describe(reset, now: inv.now)): the next check switches"
+        } ?? "no reset time known"
+        return "every \(blocked["provider"]?.string ?? "") slot is at its limit (\(slot) at \(used)\(window)); \(until)"
     }
 
     /// `status --watch`: redraws on registry changes (inotify), never polls the store.
@@ -106,11 +122,13 @@ struct StatusView: JSONView {
     let autoSwitch: AutoSwitchPolicy
     /// The last `switch` event auto-switching logged.
     let lastSwitch: JSONValue?
+    /// The `switch_blocked` event of an auto-switch blocked now (every slot out).
+    let blocked: JSONValue?
     var json: JSONValue {
         var object = summary.object
         object["chosen_by"] = .optional(chosenBy)
         object["auto_switch"] = .object(["auto": .string(autoSwitch.mode.rawValue), "threshold": .number(autoSwitch.threshold),
-                                         "poll": .number(autoSwitch.poll), "last_switch": lastSwitch ?? .null])
+                                         "poll": .number(autoSwitch.poll), "last_switch": lastSwitch ?? .null, "blocked": blocked ?? .null])
         return .object(object)
     }
 }

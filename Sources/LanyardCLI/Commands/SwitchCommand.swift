@@ -44,7 +44,8 @@ struct SwitchView: JSONView {
 
 /// `switch --best`: shows how each slot of the active provider was weighed, and the choice.
 enum BestSlotView {
-    static func choose(_ inv: Invocation, _ manager: AccountManager) throws -> (Slot, [JSONValue]) {
+    /// - Returns: the chosen slot, its busiest window's percentage, and each slot's reason (JSON).
+    static func choose(_ inv: Invocation, _ manager: AccountManager) throws -> (Slot, Double?, [JSONValue]) {
         let choice = try inv.runAsync { try await manager.bestSlot() }
         var reasons: [JSONValue] = []
         for candidate in choice.candidates {
@@ -53,22 +54,30 @@ enum BestSlotView {
             let verdict = candidate.verdict
             var used: JSONValue = .null
             let reason: String
+            let which = candidate.window.map { " (\(windowName($0)))" } ?? ""
             switch verdict {
             case .headroom(let percent):
                 used = .number(percent)
-                reason = "\(percent.rounded().saturatingInt)% used in its busiest window"
+                reason = "\(percent.rounded().saturatingInt)% used in its busiest window\(which)"
             case .atLimit(let resetsAt):
-                reason = "at its usage limit" + (resetsAt.map { ", resets \(RelativeTime.describe($0, now: inv.now))" } ?? "")
+                reason = "at its usage limit\(which)" + (resetsAt.map { ", resets \(RelativeTime.describe($0, now: inv.now))" } ?? "")
             case .failed(let code): reason = "skipped: \(code.rawValue)"
             case .notSignedIn(let state): reason = "skipped: \(state.description)"
             }
-            reasons.append(.object(["slot": .string(candidate.slot.name), "used_percent": used, "reason": .string(reason)]))
+            reasons.append(JSONValue.object(["slot": .string(candidate.slot.name), "used_percent": used, "reason": .string(reason),
+                                             "window": .optional(candidate.window?.length?.className),
+                                             "limit_window_seconds": candidate.window?.windowSeconds.map { .number(Double($0)) } ?? .null])
+                .droppingNulls)
             if !inv.json { inv.stdout.line("  \(candidate.slot.name.padded(toWidth: 16))\(reason)") }
         }
         let chosen = try choice.chosen()
         if !inv.json { inv.stdout.line("Choosing \(chosen.slot.name): the most headroom (\((chosen.usedPercent ?? 0).rounded().saturatingInt)% used).") }
-        return (chosen.slot, reasons)
+        return (chosen.slot, chosen.usedPercent, reasons)
     }
+
+    /// A window's name for people: its class by length ("5 h", "weekly", "12 days"), else
+    /// "length not given".
+    static func windowName(_ window: UsageWindow) -> String { window.length.map { "\($0.name) window" } ?? "window of unknown length" }
 }
 
 extension SlotCommands {
@@ -90,10 +99,13 @@ extension SlotCommands {
         ], networkFlags: ["best"]) { inv in
         var reasons: [JSONValue] = []
         let slot: Slot
+        var why = SwitchReason.user
         let manager = try inv.accounts()
         if inv.args.has("best") {
             guard inv.args.positionals.isEmpty else { throw UsageError(message: "give a SLOT or --best, not both", command: "switch") }
-            (slot, reasons) = try BestSlotView.choose(inv, manager)
+            let used: Double?
+            (slot, used, reasons) = try BestSlotView.choose(inv, manager)
+            why = .best(usedPercent: used)
         } else {
             if let name = inv.args.positionals.first {
                 slot = try parseSlot(name, inv)
@@ -106,8 +118,8 @@ extension SlotCommands {
                 return .failure  // a "no" is an answer, not an interruption
             }
         }
-        let environment = inv.context.environment
-        let outcome = try inv.runAsync { try await manager.switchActive(to: slot, environment: environment) }
+        let environment = inv.context.environment, reason = why
+        let outcome = try inv.runAsync { try await manager.switchActive(to: slot, environment: environment, reason: reason) }
         let previous = outcome.change.previous
         if let codex = outcome.codex { CodexFollowView.report(codex, previous: previous, inv) }
         if let other = outcome.codexStillUses {

@@ -479,10 +479,9 @@ def usage_body(st: State, acct: dict) -> dict:
     if "raw" in script:
         return script["raw"]
     now = int(time.time())
-    primary = script.get("primary_window", default_window(18000))
-    secondary = script.get("secondary_window", default_window(604800))
+    primary, secondary = scripted_windows(script)
     limit_reached = script.get("limit_reached", False)
-    return {
+    body = {
         "plan_type": script.get("plan_type", acct["plan"]),
         "rate_limit": {
             "allowed": not limit_reached,
@@ -492,6 +491,56 @@ def usage_body(st: State, acct: dict) -> dict:
         },
         "credits": script.get("credits", {"has_credits": False, "unlimited": False, "balance": "0"}),
     }
+    for extra in ("rate_limit_reset_credits", "additional_rate_limits"):
+        if extra in script:
+            body[extra] = script[extra]
+    return body
+
+
+# -- Usage windows by length ------------------------------------------------------------------
+# The server puts an account's windows in `rate_limit.primary_window` and `secondary_window`
+# whatever their lengths: 5 h + weekly (the default), weekly only (primary = 7 days, secondary
+# null), monthly only (primary = 2,628,000 s), or others. A script's `windows` lists them by
+# length, in that order.
+
+USAGE_WINDOW_FIELDS = {"seconds", "used_percent", "reset_after_seconds", "reset_at"}
+
+
+def usage_windows_script(body: dict) -> dict:
+    """The `windows`, `rate_limit_reset_credits` and `additional_rate_limits` fields of a
+    `/_test/usage` body (the last two are sent as given)."""
+    script = {}
+    if "windows" in body:
+        windows = body["windows"]
+        if not isinstance(windows, list) or len(windows) > 2:
+            raise HookError("'windows' must be a list of at most two windows (primary, then secondary)")
+        if "primary_window" in body or "secondary_window" in body:
+            raise HookError("give 'windows' or 'primary_window'/'secondary_window', not both")
+        out = []
+        for index, win in enumerate(windows):
+            where = f"windows[{index}]"
+            if not isinstance(win, dict) or set(win) - USAGE_WINDOW_FIELDS or "seconds" not in win:
+                raise HookError(f"'{where}' must be an object with 'seconds' and any of {sorted(USAGE_WINDOW_FIELDS - {'seconds'})}")
+            seconds = want_number(win, "seconds", minimum=1, integer=True)
+            window = {"used_percent": win.get("used_percent", 0), "limit_window_seconds": seconds}
+            if "reset_at" in win:
+                window["reset_at"] = want_number(win, "reset_at", integer=True)
+            else:
+                window["reset_after_seconds"] = want_number(win, "reset_after_seconds", integer=True) if "reset_after_seconds" in win else seconds
+            out.append(window)
+        script["windows"] = out
+    for extra in ("rate_limit_reset_credits", "additional_rate_limits"):
+        if extra in body:
+            script[extra] = body[extra]
+    return script
+
+
+def scripted_windows(script: dict) -> tuple[dict | None, dict | None]:
+    """The primary and secondary windows a usage script gives (5 h and weekly by default)."""
+    if "windows" in script:
+        windows = script["windows"] + [None, None]
+        return windows[0], windows[1]
+    return script.get("primary_window", default_window(18000)), script.get("secondary_window", default_window(604800))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -861,7 +910,9 @@ def create_app(st: State):
             script["credits"] = body["credits"]
         if "limit_reached" in body:
             script["limit_reached"] = want_bool(body, "limit_reached")
-        unknown = set(body) - {"account_id", "raw", "plan_type", "primary_window", "secondary_window", "credits", "limit_reached", "clear"}
+        script.update(usage_windows_script(body))
+        unknown = set(body) - {"account_id", "raw", "plan_type", "primary_window", "secondary_window", "credits", "limit_reached", "clear",
+                               "windows", "rate_limit_reset_credits", "additional_rate_limits"}
         if unknown:
             raise HookError(f"unknown field(s): {', '.join(sorted(unknown))}")
         with st.lock:
