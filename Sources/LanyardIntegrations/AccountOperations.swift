@@ -2,6 +2,7 @@ import FoundationEssentials
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
 
 // Account operations that involve an integration (Codex's auth.json, the usage endpoint, export
 // bundles). The CLI and LanyardKit call these; they decide the order of store and registry writes.
@@ -91,14 +92,17 @@ extension AccountManager {
     package func switchActive(to slot: Slot, environment: [String: String]) async throws -> SwitchOutcome {
         let change = try setActive(slot)
         guard config.codexIntegration else {
-            return SwitchOutcome(change: change, codex: nil, codexStillUses: Self.codexAccount(notOf: change.record, environment: environment))
+            // Reading Codex's sign-in may ask the keyring (D-Bus): on the blocking executor.
+            let record = change.record
+            let stillUses = await BlockingExecutor.shared.run { Self.codexAccount(notOf: record, environment: environment) }
+            return SwitchOutcome(change: change, codex: nil, codexStillUses: stillUses)
         }
         let sync = CodexSync(manager: self)
         let home = CodexHome(explicit: nil, environment: environment)
         var copiedBack = false
         if let previous = change.previous { copiedBack = try await sync.copyBack(from: home, into: previous) }
-        _ = try await sync.export(slot: slot, to: home)
-        return SwitchOutcome(change: change, codex: CodexFollow(authPath: home.authPath, copiedBack: copiedBack,
+        let exported = try await sync.export(slot: slot, to: home)
+        return SwitchOutcome(change: change, codex: CodexFollow(authPath: exported.place, copiedBack: copiedBack,
                                                                 runningCodexPIDs: CodexHome.runningProcesses()))
     }
 
@@ -145,8 +149,14 @@ extension AccountManager {
     /// Adopts the sign-in in `home`'s auth.json into `requested` (by default a slot named after
     /// its email), without revoking anything. A slot holding another account is refused.
     package func adoptCodexSignIn(from home: CodexHome, into requested: Slot?) throws -> AdoptedSignIn {
-        guard let live = try home.read() else {
-            throw IntegrationError.noCodexSignIn(authPath: home.authPath)
+        guard let signIn = try home.readSignIn() else {
+            throw IntegrationError.noCodexSignIn(authPath: home.signInPlace())
+        }
+        guard let live = signIn.chatGPT else {
+            // Its account is the server's to say (Codex asks it too): `login` does that.
+            throw IntegrationError.unsupported("Codex is signed in with a personal access token, whose account only the server "
+                + "can tell: pipe the token into `lanyard login SLOT --with-access-token` (for example "
+                + "`printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`)")
         }
         let credential = live.credential(provider: "openai", expiresAt: nil)
         let document = try registry.load()
