@@ -244,6 +244,7 @@ extension AccountManager {
     func recordStored(slot: Slot, _ credential: Credential) throws {
         try registry.update { doc in
             doc.slots[slot]?.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+            doc.slots[slot]?.rotates = !credential.isPersonalAccessToken
             doc.slots[slot]?.lastRefresh = credential.lastRefresh
             doc.slots[slot]?.lastRefreshBoot = credential.lastRefreshBoot
             doc.slots[slot]?.lastErrorCode = nil

@@ -18,9 +18,9 @@ public struct SwitchOutcome: Sendable, Equatable {
     public var codexStillUses: String? = nil
 }
 
-/// Codex's auth.json following a switch.
+/// Codex's sign-in following a switch.
 public struct CodexFollow: Sendable, Equatable {
-    /// The auth.json written.
+    /// Where the sign-in was written: auth.json's path, or (Codex's keyring mode) its keyring item.
     public let authPath: String
     /// Whether tokens Codex had rotated were first copied back into the previously active slot.
     public let copiedBack: Bool
@@ -172,6 +172,7 @@ extension AccountManager {
             var record = doc.slots[slot] ?? SlotRecord(provider: "openai", backend: backend, createdAt: now)
             record.account = credential.account
             record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+            record.rotates = true
             record.lastRefresh = credential.lastRefresh
             record.lastRefreshBoot = credential.lastRefreshBoot
             record.lastErrorCode = nil

@@ -38,7 +38,8 @@ extension IntegrationHome {
         #expect(login.status == 0, "\(login.stderr)")
         #expect(login.stdout.contains("does not rotate") && !login.stdout.contains(token) && !login.stderr.contains(token))
         let stored = try env.stored("ci")
-        #expect(stored.tokens.accessToken == token && stored.tokens.refreshToken == nil && stored.isPersonalAccessToken)
+        let storedAsGiven = stored.tokens.accessToken == token  // compared apart: a failed #expect prints its operands
+        #expect(storedAsGiven && stored.tokens.refreshToken == nil && stored.isPersonalAccessToken)
         #expect(stored.account.email == "ci@example.com" && stored.account.accountID != nil)
         let record = try #require(try Registry(paths: env.paths).load().slots[try Slot("ci")])
         #expect(!record.rotates)
@@ -56,7 +57,8 @@ extension IntegrationHome {
         #expect(export.status == 0, "\(export.stderr)")
         let object = try env.authObject()
         #expect(Set(object.keys) == ["OPENAI_API_KEY", "personal_access_token"])
-        #expect(object["personal_access_token"] as? String == token && object["OPENAI_API_KEY"] is NSNull)
+        let exportedAsGiven = object["personal_access_token"] as? String == token
+        #expect(exportedAsGiven && object["OPENAI_API_KEY"] is NSNull)
         #expect(permissionBits(env.codexHome + "/auth.json") == 0o600)
         let switched = try env.run("switch", "ci")
         #expect(switched.status == 0, "\(switched.stderr)")
@@ -124,7 +126,8 @@ extension IntegrationHome {
         object["added_by_a_newer_codex"] = ["kept": true]
         try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: env.codexHome + "/auth.json"))
         #expect(try env.authJSON().legacyOAuthMode)
-        #expect(try env.authJSON().refreshToken == credential.tokens.refreshToken)
+        let sameSession = try env.authJSON().refreshToken == credential.tokens.refreshToken
+        #expect(sameSession)
 
         let export = try env.run("codex", "export", "work")
         #expect(export.status == 0, "\(export.stderr)")
@@ -230,7 +233,8 @@ extension IntegrationHome {
         let lookup = try secretTool(["lookup", "service", "Codex Auth", "username", account])
         #expect(lookup.status == 0)
         let signIn = try CodexSignIn.parse(Data(lookup.stdout.utf8), path: "keyring")
-        #expect(signIn.chatGPT?.refreshToken == a.tokens.refreshToken)
+        let sameSession = signIn.chatGPT?.refreshToken == a.tokens.refreshToken
+        #expect(sameSession)
         // Exactly the attributes the crate sets (and searches by service and username).
         let attributes = try attributeLines(account).filter { $0.hasPrefix("attribute.") }.sorted()
         #expect(attributes == ["attribute.application = rust-keyring", "attribute.service = Codex Auth",

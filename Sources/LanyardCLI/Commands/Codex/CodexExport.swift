@@ -34,11 +34,10 @@ extension IntegrationCommands {
 /// `codex export --json`.
 struct CodexExportView: JSONView {
     static let keys = ["slot", "auth_json", "keyring_item", "account_id"]
-    static let optionalKeys: Set<String> = ["auth_json", "keyring_item", "account_id"]
     let slot: Slot
-    /// auth.json's path, when Codex reads its sign-in there.
+    /// auth.json's path, when Codex reads its sign-in there (else null).
     let authJSON: String?
-    /// Codex's keyring item, when Codex reads its sign-in there (keyring mode).
+    /// Codex's keyring item, when Codex reads its sign-in there (keyring mode; else null).
     let keyringItem: String?
     let accountID: String?
     var json: JSONValue {
