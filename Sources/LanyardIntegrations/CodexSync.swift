@@ -81,6 +81,8 @@ package struct CodexSync: Sendable {
     /// - Returns: true when auth.json was rewritten.
     @discardableResult
     package func mirror(_ credential: Credential, of slot: Slot, to home: CodexHome) throws -> Bool {
+        // A personal access token is never refreshed, so there is nothing to hand on.
+        if credential.isPersonalAccessToken { return false }
         guard let whole = try home.readSignIn(), let live = whole.chatGPT, let account = credential.account.accountID,
               live.accountID == account, live.refreshToken != credential.tokens.refreshToken else { return false }
         // Only ever move auth.json forward: over a token this credential has spent, or one no

@@ -62,6 +62,11 @@ extension IntegrationHome {
         #expect(permissionBits(env.codexHome + "/auth.json") == 0o600)
         let switched = try env.run("switch", "ci")
         #expect(switched.status == 0, "\(switched.stderr)")
+        // exec's private Codex home gets it the same way, and nothing is copied back from it.
+        let exec = try env.run("exec", "ci", "--", "/bin/sh", "-c",
+                               #"grep -q '"personal_access_token"' "$CODEX_HOME/auth.json" && ! grep -q '"tokens"' "$CODEX_HOME/auth.json""#)
+        #expect(exec.status == 0, "\(exec.stderr)")
+        #expect(try env.stored("ci") == stored)
     }
 
     @Test func badTokensStoreNothing() async throws {
