@@ -83,6 +83,9 @@ package struct AdoptedSignIn: Sendable, Equatable {
     package let slot: Slot
     package let backend: BackendKind
     package let account: AccountInfo
+    /// Codex's sign-in said `auth_mode: "oauth"` (written by older Lanyard versions), which
+    /// current Codex refuses: `codex export` of the slot rewrites it as `chatgpt`.
+    package var legacyOAuthMode = false
 }
 
 extension AccountManager {
@@ -179,7 +182,9 @@ extension AccountManager {
             doc.slots[slot] = record
             if doc.active == nil { doc.active = slot }
         }
-        return AdoptedSignIn(slot: slot, backend: backend, account: credential.account)
+        var adopted = AdoptedSignIn(slot: slot, backend: backend, account: credential.account)
+        adopted.legacyOAuthMode = live.legacyOAuthMode
+        return adopted
     }
 
     /// The stored credentials of `named` slots (every slot with a stored credential when empty),

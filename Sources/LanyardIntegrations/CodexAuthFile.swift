@@ -58,6 +58,11 @@ private let knownAuthFields: Set<String> = [
     "bedrock_access_keys",
 ]
 
+/// Fields Codex keeps beside a ChatGPT sign-in that belong to its account: the agent identity it
+/// registered for that account (`agent_identity`, a record). Kept when the same account is
+/// written again, dropped when another account replaces it.
+private let accountBoundFields: Set<String> = ["agent_identity"]
+
 /// A ChatGPT sign-in in Codex's `auth.json` (`$CODEX_HOME/auth.json`, default `~/.codex`, or
 /// Codex's keyring item), as the Codex CLI reads it:
 /// `{"auth_mode":"chatgpt","OPENAI_API_KEY":null,"tokens":{"id_token","access_token",
@@ -141,10 +146,22 @@ package struct CodexSignIn: Equatable, Sendable {
     package var signIn: Kind
     /// Top-level fields of the file Lanyard does not know, kept as they were.
     package var preserved: [String: JSONValue] = [:]
+    /// Fields Codex keeps for this sign-in's account (see `accountBoundFields`): written back
+    /// only for the same account.
+    package var accountBound: [String: JSONValue] = [:]
 
-    package init(_ signIn: Kind, preserved: [String: JSONValue] = [:]) {
+    package init(_ signIn: Kind, preserved: [String: JSONValue] = [:], accountBound: [String: JSONValue] = [:]) {
         self.signIn = signIn
         self.preserved = preserved
+        self.accountBound = accountBound
+    }
+
+    /// Takes over what `live` (the sign-in being replaced) holds that this code does not write
+    /// itself: its unknown fields, and its account's own fields when it is the same account.
+    package mutating func keep(from live: CodexSignIn?) {
+        guard let live else { return }
+        preserved = live.preserved
+        if let account = accountID, account == live.accountID { accountBound = live.accountBound }
     }
 
     /// The sign-in Codex gets for a slot's credential: a personal access token as one, else
@@ -176,9 +193,11 @@ package struct CodexSignIn: Equatable, Sendable {
                     mode: "multi-account", reason: "a store of several accounts, which this Lanyard does not read or write", source: path)
             }
             let preserved = json.object.filter { !knownAuthFields.contains($0.key) }
+            let accountBound = json.object.filter { accountBoundFields.contains($0.key) && $0.value != .null }
             let mode = CodexAuthMode.resolved(json.object)
             if mode == "oauth" {
-                return CodexSignIn(.chatgpt(try CodexAuthFile.parse(json, legacyOAuthMode: true)), preserved: preserved)
+                return CodexSignIn(.chatgpt(try CodexAuthFile.parse(json, legacyOAuthMode: true)), preserved: preserved,
+                                   accountBound: accountBound)
             }
             guard let known = CodexAuthMode(rawValue: mode) else {
                 throw IntegrationError.codexSignInUnsupported(
@@ -192,7 +211,8 @@ package struct CodexSignIn: Equatable, Sendable {
                 }
                 return CodexSignIn(.personalAccessToken(token), preserved: preserved)
             }
-            return CodexSignIn(.chatgpt(try CodexAuthFile.parse(json, legacyOAuthMode: false)), preserved: preserved)
+            return CodexSignIn(.chatgpt(try CodexAuthFile.parse(json, legacyOAuthMode: false)), preserved: preserved,
+                               accountBound: accountBound)
         } catch let error as JSONSyntaxError {
             throw StoreError.corrupt(source: path, detail: "not valid JSON (\(error.userFacingDescription))")
         } catch let error as JSONShapeError {
@@ -207,6 +227,7 @@ package struct CodexSignIn: Equatable, Sendable {
         object["OPENAI_API_KEY"] = .null
         switch signIn {
         case .chatgpt(let file):
+            object.merge(accountBound) { _, bound in bound }
             object["auth_mode"] = .string(CodexAuthMode.chatgpt.rawValue)
             object["tokens"] = .object(["id_token": .string(file.idToken), "access_token": .string(file.accessToken),
                                         "refresh_token": .string(file.refreshToken), "account_id": .optional(file.accountID)])

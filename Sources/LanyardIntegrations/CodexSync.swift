@@ -11,6 +11,9 @@ package struct CodexExport: Sendable {
     package let place: String
     /// The slot's account.
     package let account: AccountInfo
+    /// The sign-in replaced said `auth_mode: "oauth"`, which current Codex refuses (older
+    /// Lanyard versions wrote it); it says `chatgpt` now.
+    package let fixedLegacyOAuthMode: Bool
 }
 
 /// Keeps slots and Codex homes in step without ever presenting a refresh token twice.
@@ -66,13 +69,14 @@ package struct CodexSync: Sendable {
         }
         let credential = try await manager.freshCredential(slot: slot)
         var signIn = try CodexSignIn(credential: credential, slot: slot)
-        signIn.preserved = live?.preserved ?? [:]
+        signIn.keep(from: live)
         let written = signIn
         let place = try await BlockingExecutor.shared.run {
             try home.write(written)
             return home.signInPlace()
         }
-        return CodexExport(signIn: signIn, place: place, account: credential.account)
+        return CodexExport(signIn: signIn, place: place, account: credential.account,
+                           fixedLegacyOAuthMode: live?.chatGPT?.legacyOAuthMode ?? false)
     }
 
     /// After Lanyard refreshed `slot`: when `home`'s auth.json holds the same account with the
@@ -90,7 +94,7 @@ package struct CodexSync: Sendable {
         let ours = ((credential.lastRefresh ?? .distantPast).timeIntervalSince1970).rounded(.down)
         guard credential.hasSpent(refreshToken: live.refreshToken) || ours >= live.lastRefresh.timeIntervalSince1970.rounded(.down) else { return false }
         var signIn = try CodexSignIn(credential: credential, slot: slot)
-        signIn.preserved = whole.preserved
+        signIn.keep(from: whole)
         try home.write(signIn)
         return true
     }

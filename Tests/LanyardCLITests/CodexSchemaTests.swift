@@ -129,16 +129,29 @@ extension IntegrationHome {
         var object = try env.authObject()
         object["auth_mode"] = "oauth"
         object["added_by_a_newer_codex"] = ["kept": true]
+        // The agent identity Codex registers for a ChatGPT account (a record beside the tokens).
+        object["agent_identity"] = ["agent_runtime_id": "rt-1", "agent_private_key": "k", "account_id": credential.account.accountID ?? "",
+                                    "chatgpt_user_id": "u", "email": "w@example.com", "plan_type": "plus",
+                                    "chatgpt_account_is_fedramp": false]
         try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: env.codexHome + "/auth.json"))
         #expect(try env.authJSON().legacyOAuthMode)
         let sameSession = try env.authJSON().refreshToken == credential.tokens.refreshToken
         #expect(sameSession)
+        let imported = try env.run("codex", "import", "work")
+        #expect(imported.status == 0 && imported.stderr.contains("auth_mode \"oauth\""), "\(imported.stderr)")
 
         let export = try env.run("codex", "export", "work")
-        #expect(export.status == 0, "\(export.stderr)")
+        #expect(export.status == 0 && export.stderr.contains("it says \"chatgpt\" now"), "\(export.stderr)")
         let fixed = try env.authObject()
         #expect(fixed["auth_mode"] as? String == "chatgpt")
         #expect((fixed["added_by_a_newer_codex"] as? [String: Any])?["kept"] as? Bool == true)
+        #expect((fixed["agent_identity"] as? [String: Any])?["agent_runtime_id"] as? String == "rt-1", "the same account keeps its agent identity")
+
+        // Another account's sign-in replaces the file: the unknown field stays, the identity goes.
+        try await env.signIn("other", email: "o@example.com")
+        #expect(try env.run("codex", "export", "other").status == 0)
+        let replaced = try env.authObject()
+        #expect(replaced["agent_identity"] == nil && replaced["added_by_a_newer_codex"] != nil)
     }
 
     /// An API-key sign-in in auth.json is not overwritten by a switch or an export.

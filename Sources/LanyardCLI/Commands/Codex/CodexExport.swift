@@ -27,6 +27,9 @@ extension IntegrationCommands {
                                  accountID: exported.account.accountID)) {
             inv.stdout.line("Wrote \(slot.name) to \(exported.place).")
         }
+        if exported.fixedLegacyOAuthMode {
+            inv.stderr.line("lanyard: the sign-in replaced said auth_mode \"oauth\", which current Codex refuses; it says \"chatgpt\" now")
+        }
         return .ok
     }
 }
