@@ -21,7 +21,9 @@ extension AuthCommands {
         details: """
         Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
         its credential only once the new one is in hand, and only with the same account: approved as another \
-        account, nothing is stored (exit 1) unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing.
+        account, nothing is stored (exit 1) unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing. \
+        --with-access-token stores a ChatGPT personal access token (at-…) read from standard input (a pipe, or a \
+        prompt that does not echo it) instead: its account comes from the server, and it is never refreshed.
         """,
         examples: [
             CommandExample("lanyard login", "sign in; the slot is named after the account's email"),
