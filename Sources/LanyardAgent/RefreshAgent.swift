@@ -125,7 +125,8 @@ package final class RefreshAgent {
             let state = record.state.name
             if let before = known[slot], before != state { transition(slot, from: before, to: record) }
             known[slot] = state
-            guard case .signedIn(let expiry) = record.state else {
+            // A slot that does not rotate (a personal access token) has nothing to refresh.
+            guard case .signedIn(let expiry) = record.state, record.rotates else {
                 retries[slot] = nil
                 jitters[slot] = nil
                 expiries[slot] = nil

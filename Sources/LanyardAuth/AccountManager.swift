@@ -174,6 +174,7 @@ package struct AccountManager: Sendable {
                 record.provider = providerID
                 record.account = account
                 record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+                record.rotates = true
                 record.lastRefresh = now
                 record.lastRefreshBoot = credential.lastRefreshBoot
                 record.lastErrorCode = nil

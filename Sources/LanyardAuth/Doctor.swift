@@ -300,13 +300,15 @@ extension AccountManager {
                 // Listed in another backend with another session: which is current cannot be
                 // told here, so both stay and doctor keeps reporting it.
                 guard doc.slots[item.slot] == nil else { continue }
-                // A credential whose refresh token was dropped (refused for good) must sign in again.
-                let mustSignIn = credential.tokens.refreshToken == nil
+                // A credential whose refresh token was dropped (refused for good) must sign in again;
+                // a personal access token never had one.
+                let mustSignIn = credential.tokens.refreshToken == nil && !credential.isPersonalAccessToken
                 let before = previous?.slots[item.slot]
                 doc.slots[item.slot] = SlotRecord(
                     provider: credential.provider, backend: item.backend, account: (before?.account).map { credential.account.merging($0) } ?? credential.account,
                     state: mustSignIn ? .reauthenticationRequired : .signedIn(expiresAt: credential.tokens.expiresAt),
-                    lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, createdAt: before?.createdAt ?? now)
+                    lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, createdAt: before?.createdAt ?? now,
+                    rotates: !credential.isPersonalAccessToken)
                 result.repairs.append(.addedSlot(item.slot, from: item.backend, mustSignIn: mustSignIn))
             }
             if doc.active == nil, let active = registry.lastKnownActive(), doc.slots[active] != nil {

@@ -337,6 +337,7 @@ extension AccountManager {
             var made = SlotRecord(provider: adopted.provider, backend: backend, createdAt: now)
             made.account = adopted.account
             made.state = .signedIn(expiresAt: adopted.tokens.expiresAt)
+            made.rotates = !adopted.isPersonalAccessToken
             made.lastRefresh = adopted.lastRefresh
             doc.slots[slot] = made
             if doc.active == nil { doc.active = slot }

@@ -129,6 +129,8 @@ extension AccountManager {
             return (record, store, try read(slot, store), true)
         }
         let credential = try read(slot, store)
+        // A personal access token has nothing to refresh with: never due, even when forced.
+        if credential.isPersonalAccessToken { return (record, store, credential, false) }
         let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant()) || RecoveryFile(paths: paths, slot: slot).exists
         return (record, store, credential, due)
     }
@@ -242,6 +244,7 @@ extension AccountManager {
     func recordStored(slot: Slot, _ credential: Credential) throws {
         try registry.update { doc in
             doc.slots[slot]?.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+            doc.slots[slot]?.rotates = !credential.isPersonalAccessToken
             doc.slots[slot]?.lastRefresh = credential.lastRefresh
             doc.slots[slot]?.lastRefreshBoot = credential.lastRefreshBoot
             doc.slots[slot]?.lastErrorCode = nil

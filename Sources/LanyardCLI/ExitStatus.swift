@@ -36,7 +36,7 @@ extension ExitStatus {
             self = .reauthenticationRequired
         // the credential store
         case .storeUnavailable, .storeLocked, .storeTimedOut, .fleetUnavailable, .fleetLockTimeout,
-             .etcdUnreachable, .etcdUnavailable, .etcdTLS, .etcdPermissionDenied:
+             .etcdUnreachable, .etcdUnavailable, .etcdTLS, .etcdPermissionDenied, .codexKeyringUnavailable:
             self = .storeUnavailable
         // The store refused refreshed tokens, which wait in the recovery file or the kernel
         // keyring: the sign-in is intact, and what must be fixed is the store (then `doctor
@@ -64,6 +64,7 @@ extension ExitStatus {
              .signInInProgress, .configInvalid, .passphraseUnavailable,
              .expiredDeviceCode, .pollingTimeout, .callbackTimeout, .authorizationDenied, .secureRandomFailed,
              .deviceCodeNotEnabled, .unknown, .invalidHeader, .invalidValue, .integrationUnsupported,
+             .accessTokenRejected, .accessTokenUnsupported,
              .netrcField, .ghHostsCorrupt, .bundleCorrupt, .bundleEmpty, .bundleEncrypt, .bundleMissing, .bundleNoIdentity,
              .bundleProviderMismatch, .bundleUnknownProvider, .nothingToExport, .agentRunning, .gitConfigFailed,
              .refreshFailed, .error,

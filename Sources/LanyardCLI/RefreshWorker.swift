@@ -35,7 +35,7 @@ enum RefreshWorker {
         }
         if let codex {
             do { try CodexSync(manager: manager).mirror(credential, of: slot, to: codex) } catch {
-                inv.stderr.line("lanyard: warning: could not update \(codex.authPath): \(error.userFacingDescription)")
+                inv.stderr.line("lanyard: warning: could not update \(codex.signInPlace()): \(error.userFacingDescription)")
             }
         }
         inv.emit(.object(["slot": .string(slot.name), "ok": .bool(true)])) {}

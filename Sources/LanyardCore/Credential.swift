@@ -58,6 +58,16 @@ public struct Credential: Hashable, JSONDocument, Sendable, CustomStringConverti
                           "account": account.json]).droppingNulls
     }
 
+    /// The prefix Codex tells a ChatGPT personal access token by (`codex login --with-access-token`).
+    public static let personalAccessTokenPrefix = "at-"
+
+    /// A personal access token (`lanyard login --with-access-token`): an access token with no
+    /// refresh token that never rotates, so nothing ever refreshes it. Told apart as Codex tells
+    /// one (`classify_codex_access_token`: the `at-` prefix), so the stored layout is unchanged.
+    public var isPersonalAccessToken: Bool {
+        tokens.refreshToken == nil && tokens.accessToken.hasPrefix(Credential.personalAccessTokenPrefix)
+    }
+
     public var description: String {
         "Credential(provider: \(provider), account: \(account.email ?? "?"), tokens: \(tokens))"
     }

@@ -120,6 +120,14 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case invalidValue = "invalid_value"
     /// The integration cannot do this for the slot.
     case integrationUnsupported = "integration_unsupported"
+    /// Codex keeps its sign-in in the keyring (`cli_auth_credentials_store`), and that keyring
+    /// does not answer or is locked: nothing was written.
+    case codexKeyringUnavailable = "codex_keyring_unavailable"
+    /// `login --with-access-token` was given a token the server refused (HTTP 401 or 403).
+    case accessTokenRejected = "access_token_rejected"
+    /// `login --with-access-token` was given a token of a kind Lanyard does not hold (an agent
+    /// identity), or the provider has no such tokens.
+    case accessTokenUnsupported = "access_token_unsupported"
     /// A netrc value has white space or a control character.
     case netrcField = "netrc_field"
     /// gh's hosts.yml does not parse.

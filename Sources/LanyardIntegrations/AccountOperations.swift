@@ -42,9 +42,9 @@ public enum SwitchReason: Sendable, Equatable {
     }
 }
 
-/// Codex's auth.json following a switch.
+/// Codex's sign-in following a switch.
 public struct CodexFollow: Sendable, Equatable {
-    /// The auth.json written.
+    /// Where the sign-in was written: auth.json's path, or (Codex's keyring mode) its keyring item.
     public let authPath: String
     /// Whether tokens Codex had rotated were first copied back into the previously active slot.
     public let copiedBack: Bool
@@ -109,6 +109,9 @@ package struct AdoptedSignIn: Sendable, Equatable {
     package let slot: Slot
     package let backend: BackendKind
     package let account: AccountInfo
+    /// Codex's sign-in said `auth_mode: "oauth"` (written by older Lanyard versions), which
+    /// current Codex refuses: `codex export` of the slot rewrites it as `chatgpt`.
+    package var legacyOAuthMode = false
 }
 
 extension AccountManager {
@@ -126,11 +129,14 @@ extension AccountManager {
             let home = CodexHome(explicit: nil, environment: environment)
             var copiedBack = false
             if let previous = change.previous { copiedBack = try await sync.copyBack(from: home, into: previous) }
-            _ = try await sync.export(slot: slot, to: home)
-            outcome = SwitchOutcome(change: change, codex: CodexFollow(authPath: home.authPath, copiedBack: copiedBack,
+            let exported = try await sync.export(slot: slot, to: home)
+            outcome = SwitchOutcome(change: change, codex: CodexFollow(authPath: exported.place, copiedBack: copiedBack,
                                                                        runningCodexPIDs: CodexHome.runningProcesses()))
         } else {
-            outcome = SwitchOutcome(change: change, codex: nil, codexStillUses: Self.codexAccount(notOf: change.record, environment: environment))
+            // Reading Codex's sign-in may ask the keyring (D-Bus): on the blocking executor.
+            let record = change.record
+            let stillUses = await BlockingExecutor.shared.run { Self.codexAccount(notOf: record, environment: environment) }
+            outcome = SwitchOutcome(change: change, codex: nil, codexStillUses: stillUses)
         }
         guard change.previous != slot else { return outcome }
         var fields = reason.fields
@@ -188,8 +194,14 @@ extension AccountManager {
     /// Adopts the sign-in in `home`'s auth.json into `requested` (by default a slot named after
     /// its email), without revoking anything. A slot holding another account is refused.
     package func adoptCodexSignIn(from home: CodexHome, into requested: Slot?) throws -> AdoptedSignIn {
-        guard let live = try home.read() else {
-            throw IntegrationError.noCodexSignIn(authPath: home.authPath)
+        guard let signIn = try home.readSignIn() else {
+            throw IntegrationError.noCodexSignIn(authPath: home.signInPlace())
+        }
+        guard let live = signIn.chatGPT else {
+            // Its account is the server's to say (Codex asks it too): `login` does that.
+            throw IntegrationError.unsupported("Codex is signed in with a personal access token, whose account only the server "
+                + "can tell: pipe the token into `lanyard login SLOT --with-access-token` (for example "
+                + "`printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`)")
         }
         let credential = live.credential(provider: "openai", expiresAt: nil)
         let document = try registry.load()
@@ -205,13 +217,16 @@ extension AccountManager {
             var record = doc.slots[slot] ?? SlotRecord(provider: "openai", backend: backend, createdAt: now)
             record.account = credential.account
             record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+            record.rotates = true
             record.lastRefresh = credential.lastRefresh
             record.lastRefreshBoot = credential.lastRefreshBoot
             record.lastErrorCode = nil
             doc.slots[slot] = record
             if doc.active == nil { doc.active = slot }
         }
-        return AdoptedSignIn(slot: slot, backend: backend, account: credential.account)
+        var adopted = AdoptedSignIn(slot: slot, backend: backend, account: credential.account)
+        adopted.legacyOAuthMode = live.legacyOAuthMode
+        return adopted
     }
 
     /// The stored credentials of `named` slots (every slot with a stored credential when empty),

@@ -2,6 +2,19 @@ import FoundationEssentials
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
+
+/// What ``CodexSync/export(slot:to:)`` wrote.
+package struct CodexExport: Sendable {
+    package let signIn: CodexSignIn
+    /// Where: auth.json's path, or Codex's keyring item.
+    package let place: String
+    /// The slot's account.
+    package let account: AccountInfo
+    /// The sign-in replaced said `auth_mode: "oauth"`, which current Codex refuses (older
+    /// Lanyard versions wrote it); it says `chatgpt` now.
+    package let fixedLegacyOAuthMode: Bool
+}
 
 /// Keeps slots and Codex homes in step without ever presenting a refresh token twice.
 package struct CodexSync: Sendable {
@@ -14,7 +27,7 @@ package struct CodexSync: Sendable {
     /// - Returns: true when the slot took the newer tokens.
     @discardableResult
     package func copyBack(from home: CodexHome, into slot: Slot) async throws -> Bool {
-        guard let live = try home.read() else { return false }
+        guard let live = try await BlockingExecutor.shared.run({ try home.read() }) else { return false }
         guard let record = try manager.registry.load().slots[slot], record.provider == "openai" || manager.config.providers[record.provider]?.kind == .openai else {
             return false
         }
@@ -43,17 +56,27 @@ package struct CodexSync: Sendable {
         return true
     }
 
-    /// Writes `slot`'s credential (refreshed first when due) as `home`'s auth.json. Tokens Codex
-    /// rotated in the auth.json being replaced are first copied back into the slot that holds
-    /// that account, so overwriting it never loses the only live refresh token.
-    package func export(slot: Slot, to home: CodexHome) async throws -> CodexAuthFile {
-        if let live = try home.read(), let owner = try ownerSlot(of: live) {
+    /// Writes `slot`'s credential (refreshed first when due) where `home`'s Codex reads its
+    /// sign-in (auth.json, or its keyring item in keyring mode). Tokens Codex rotated in the
+    /// sign-in being replaced are first copied back into the slot that holds that account, so
+    /// overwriting it never loses the only live refresh token. A sign-in Lanyard does not hold
+    /// (an API key, an agent identity) is refused, not overwritten; fields Lanyard does not know
+    /// are kept.
+    package func export(slot: Slot, to home: CodexHome) async throws -> CodexExport {
+        let live = try await BlockingExecutor.shared.run { try home.readSignIn() }
+        if let tokens = live?.chatGPT, let owner = try ownerSlot(of: tokens) {
             try await copyBack(from: home, into: owner)
         }
         let credential = try await manager.freshCredential(slot: slot)
-        let file = try CodexAuthFile(credential: credential, slot: slot)
-        try home.write(file)
-        return file
+        var signIn = try CodexSignIn(credential: credential, slot: slot)
+        signIn.keep(from: live)
+        let written = signIn
+        let place = try await BlockingExecutor.shared.run {
+            try home.write(written)
+            return home.signInPlace()
+        }
+        return CodexExport(signIn: signIn, place: place, account: credential.account,
+                           fixedLegacyOAuthMode: live?.chatGPT?.legacyOAuthMode ?? false)
     }
 
     /// After Lanyard refreshed `slot`: when `home`'s auth.json holds the same account with the
@@ -62,13 +85,17 @@ package struct CodexSync: Sendable {
     /// - Returns: true when auth.json was rewritten.
     @discardableResult
     package func mirror(_ credential: Credential, of slot: Slot, to home: CodexHome) throws -> Bool {
-        guard let live = try home.read(), let account = credential.account.accountID, live.accountID == account,
-              live.refreshToken != credential.tokens.refreshToken else { return false }
+        // A personal access token is never refreshed, so there is nothing to hand on.
+        if credential.isPersonalAccessToken { return false }
+        guard let whole = try home.readSignIn(), let live = whole.chatGPT, let account = credential.account.accountID,
+              live.accountID == account, live.refreshToken != credential.tokens.refreshToken else { return false }
         // Only ever move auth.json forward: over a token this credential has spent, or one no
         // newer than ours (whole seconds, as auth.json keeps them).
         let ours = ((credential.lastRefresh ?? .distantPast).timeIntervalSince1970).rounded(.down)
         guard credential.hasSpent(refreshToken: live.refreshToken) || ours >= live.lastRefresh.timeIntervalSince1970.rounded(.down) else { return false }
-        try home.write(try CodexAuthFile(credential: credential, slot: slot))
+        var signIn = try CodexSignIn(credential: credential, slot: slot)
+        signIn.keep(from: whole)
+        try home.write(signIn)
         return true
     }
 

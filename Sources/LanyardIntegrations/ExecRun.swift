@@ -95,7 +95,7 @@ extension AccountManager {
         var folder: ExecFolder?
         if provider?.kind == .openai {
             let made = try ExecFolder.create(for: slot, paths: paths)
-            do { try made.home.write(try CodexAuthFile(credential: credential, slot: slot)) } catch {
+            do { try made.home.write(try CodexSignIn(credential: credential, slot: slot)) } catch {
                 made.remove()
                 throw error
             }

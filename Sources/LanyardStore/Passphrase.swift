@@ -56,8 +56,9 @@ package struct PassphraseReader: Sendable {
         return try Self.firstLine(Data(run.stdout), source: "LANYARD_ASKPASS")
     }
 
-    /// Reads from /dev/tty with echo off, restoring the terminal even on error.
-    func terminal(prompt: String) throws -> String {
+    /// Reads from /dev/tty with echo off, restoring the terminal even on error (also how
+    /// `login --with-access-token` asks for a token on a terminal).
+    package func terminal(prompt: String) throws -> String {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else {
             throw PassphraseError("no terminal to ask for the passphrase; set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS")

@@ -15,10 +15,13 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
     /// The code of the last error seen for this slot (e.g. `refresh_token_reused`), cleared on success.
     public var lastErrorCode: String?
     public var createdAt: Date?
+    /// False for a slot whose credential never rotates (a personal access token): the agent
+    /// plans no refresh for it. Written only when false (`"rotates": false`).
+    public var rotates: Bool
 
     public init(provider: String, backend: BackendKind, account: AccountInfo = AccountInfo(),
                 state: AuthState = .signedOut, lastRefresh: Date? = nil, lastRefreshBoot: BootInstant? = nil,
-                lastErrorCode: String? = nil, createdAt: Date? = nil) {
+                lastErrorCode: String? = nil, createdAt: Date? = nil, rotates: Bool = true) {
         self.provider = provider
         self.backend = backend
         self.account = account
@@ -27,6 +30,7 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
         self.lastRefreshBoot = lastRefreshBoot
         self.lastErrorCode = lastErrorCode
         self.createdAt = createdAt
+        self.rotates = rotates
     }
 
     /// The access token's expiry when signed in.
@@ -48,12 +52,14 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
         lastRefreshBoot = try json.optionalBootInstant("last_refresh_boot")
         lastErrorCode = try json.optionalString("last_error")
         createdAt = try json.optionalDate("created_at")
+        rotates = try json.optionalBool("rotates") ?? true
     }
 
     public var json: JSONValue {
         JSONValue.object([
             "provider": .string(provider), "backend": .string(backend.rawValue), "account": account.json, "state": state.json,
             "last_refresh": .date(lastRefresh), "last_refresh_boot": .optional(lastRefreshBoot?.text), "last_error": .optional(lastErrorCode), "created_at": .date(createdAt),
+            "rotates": rotates ? .null : .bool(false),
         ]).droppingNulls
     }
 }

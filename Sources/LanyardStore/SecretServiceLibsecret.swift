@@ -238,6 +238,36 @@ final class KeyringService: @unchecked Sendable {
         return takeList(list).map { KeyringItem(adopting: $0) }
     }
 
+    /// Items of any schema (or none) matching `attributes` in every collection, locked ones
+    /// included: another program's items (``RustKeyringEntry``), so no schema checks the names.
+    func searchUnchecked(_ attributes: [String: String], deadline: Deadline) throws(KeyringFailure) -> [KeyringItem] {
+        let list = try withStringTable(attributes) { table throws(KeyringFailure) in
+            try keyring("search") { () throws(GLibCall.Failure) in
+                try GLibCall.optionalPointer {
+                    secret_service_search_sync(service, nil, table, SECRET_SEARCH_ALL, deadline.cancellable, $0)
+                }
+            }
+        } ?? nil
+        return takeList(list).map { KeyringItem(adopting: $0) }
+    }
+
+    /// Stores `secret` as a new item with exactly `attributes` and no schema (no `xdg:schema`
+    /// attribute), replacing an item of that collection with the same attributes.
+    func storeUnchecked(attributes: [String: String], collectionPath: String, label: String, secret: Data, contentType: String,
+                        deadline: Deadline) throws(KeyringFailure) {
+        let value = try makeSecretValue(secret, contentType: contentType)
+        defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+        let stored: Bool? = try withStringTable(attributes) { table throws(KeyringFailure) in
+            try keyring("store an item in \(collectionPath)") { () throws(GLibCall.Failure) in
+                try GLibCall.bool {
+                    secret_service_store_sync(service, nil, table, collectionPath, label, value, deadline.cancellable, $0)
+                }
+            }
+            return true
+        }
+        if stored == nil { throw .refused("allocating an attribute table") }
+    }
+
     /// Object paths of the items of schema dev.lanyard.Credential matching `attributes` in every
     /// collection, unlocked and locked apart: one SearchItems call, and no item proxies made (each
     /// proxy costs a property load and signal subscriptions on the bus).

@@ -437,6 +437,36 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
     }
 }
 
+/// A slot holding a personal access token is never planned, however old its last refresh: the
+/// registry's clock alone (no expiry, last refresh past max-age) would make it due at every turn.
+@Suite struct AgentNonRotatingTests {
+    @Test func aPersonalAccessTokenSlotIsNeverDue() async throws {
+        let env = try AgentHome(extraConfig: "[refresh]\nmax-age = 60")
+        let token = try #require(try await env.server.hook("/_test/personal_access_token", ["email": "ci@example.com"])["token"] as? String)
+        let manager = try env.manager()
+        _ = try await manager.signIn(slot: try Slot("ci"), providerID: "openai", accessToken: token)
+        try await env.signIn(["oauth"], lifetime: 3600)
+        let longAgo = Date().addingTimeInterval(-7200)
+        try manager.registry.update { doc in
+            for slot in doc.slots.keys { doc.slots[slot]?.lastRefresh = longAgo; doc.slots[slot]?.lastRefreshBoot = nil }
+        }
+        let agent = RefreshAgent(manager: manager, options: .init(jitter: 0, notify: false, hook: nil), diagnostics: { _ in })
+        let document = try manager.registry.load()
+        let plan = agent.plan(document, now: Date(), ignoreJitter: true)
+        // Nothing is due: the OAuth slot's token lives an hour, and the token slot is skipped.
+        #expect(plan.due.isEmpty)
+        #expect(plan.nextWake.map { $0 > Date().addingTimeInterval(600) } == true)
+        // Were it planned like any slot, its last refresh alone (past max-age) would make it due.
+        var rotating = document
+        rotating.slots[try Slot("ci")]?.rotates = true
+        #expect(agent.plan(rotating, now: Date(), ignoreJitter: true).due == [try Slot("ci")])
+        let once = try env.home.run("agent", "--once")
+        #expect(once.status == 0, Comment(rawValue: once.stderr))
+        #expect(try await env.server.stat("refresh_requests") == 0)
+        #expect(try manager.registry.load().slots[try Slot("ci")]?.state == .signedIn(expiresAt: nil))
+    }
+}
+
 @Suite struct AgentRetryTests {
     /// A transient failure (HTTP 503 from the token endpoint) is logged as an error and retried
     /// after a backoff delay; the retry succeeds and the slot stays signed in.

@@ -236,6 +236,32 @@ struct FleetHarness {
         #expect(replaced.status == 1 && replaced.stdout.contains("fleet_slot_shared"), "\(replaced.stdout)")
     }
 
+    /// A personal access token stored in a shared slot on one machine is the slot's credential on
+    /// every machine: handed out as it is, never refreshed anywhere.
+    @Test func aPersonalAccessTokenIsSharedLikeAnySignIn() async throws {
+        let h = try await FleetHarness(machines: 2)
+        let m1 = h.machines[0], m2 = h.machines[1]
+        let token = try #require(try await h.server.hook("/_test/personal_access_token", ["email": "fleet@example.com"])["token"] as? String)
+        let (status, _, stderr) = try runProcess(lanyardBinary(), ["login", "work", "--with-access-token"], environment: m1.home.environment,
+                                                 stdin: Data(token.utf8))
+        #expect(status == 0 && stderr.contains("Written to fleet \(h.fleet)"), "\(stderr)")
+        let refreshesBefore = try await h.server.stat("refresh_requests")
+        // m2's copy is still fresh, so it reads the fleet's new value at its next sync (the agent's
+        // watch does the same within seconds).
+        let synced = try m2.run("fleet", "sync")
+        #expect(synced.status == 0, "\(synced.stderr)")
+        let served = try m2.run("token", "work")
+        #expect(served.status == 0, "\(served.stderr)")
+        let same = served.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == token
+        #expect(same, "m2 does not hand out m1's personal access token")
+        #expect(try m2.stored("work").isPersonalAccessToken)
+        #expect(try Registry(paths: m2.paths).load().slots[try Slot("work")]?.rotates == false)
+        let refreshed = try m2.run("refresh", "work")
+        #expect(refreshed.status == 0 && refreshed.stdout.contains("does not rotate"), "\(refreshed.stdout)\(refreshed.stderr)")
+        #expect(try m2.run("fleet", "sync").status == 0)
+        #expect(try await h.server.stat("refresh_requests") == refreshesBefore)
+    }
+
     /// etcd holds no token: every key and value under the fleet's prefix, and every file of every
     /// member's data folder (WAL and snapshots), is searched for every token the server issued.
     @Test func etcdNeverSeesAToken() async throws {

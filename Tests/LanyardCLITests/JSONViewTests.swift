@@ -94,7 +94,10 @@ import Testing
                 SwitchView(active: slot, previous: nil, candidates: [], codex: nil, codexStillUses: nil),
                 SwitchView(active: slot, previous: other, candidates: [.null], codex: codex, codexStillUses: "home"),
             ]),
-            Documented(section: "codex export", view: CodexExportView.self, samples: [CodexExportView(slot: slot, authJSON: "/a", accountID: nil)]),
+            Documented(section: "codex export", view: CodexExportView.self, samples: [
+                CodexExportView(slot: slot, authJSON: "/a", keyringItem: nil, accountID: nil),
+                CodexExportView(slot: slot, authJSON: nil, keyringItem: "Codex's keyring item", accountID: "acct"),
+            ]),
             Documented(section: "codex import", view: CodexImportView.self, samples: [CodexImportView(slot: slot, email: nil, backend: .file)]),
             Documented(section: "which", view: WhichView.self, samples: [
                 WhichView(slot: slot, rule: "active", path: nil, exists: true), WhichView(slot: slot, rule: "pin-file", path: "/p", exists: true),

@@ -15,19 +15,25 @@ extension AuthCommands {
             FlagSpec("open", "open the verification page with xdg-open"),
             FlagSpec("qr", "draw a QR code of the verification URL"),
             FlagSpec("replace", "let the sign-in put another account into an existing SLOT"),
+            FlagSpec("with-access-token", "store a ChatGPT personal access token read from standard input (never refreshed)"),
         ],
         prints: true, takesAccount: false,
         details: """
         Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
         its credential only once the new one is in hand, and only with the same account: approved as another \
-        account, nothing is stored (exit 1) unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing.
+        account, nothing is stored (exit 1) unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing. \
+        --with-access-token stores a ChatGPT personal access token (at-…) read from standard input (a pipe, or a \
+        prompt that does not echo it) instead: its account comes from the server, and it is never refreshed.
         """,
         examples: [
             CommandExample("lanyard login", "sign in; the slot is named after the account's email"),
             CommandExample("lanyard login work --qr", "sign into the slot work, with a QR code of the page for a phone"),
             CommandExample("lanyard login lab --provider example", "sign in with a provider of your own ([provider.example] in config.ini)"),
             CommandExample("lanyard login work --replace", "put another account into work, replacing the one it holds"),
+            CommandExample("printenv CODEX_ACCESS_TOKEN | lanyard login ci --with-access-token",
+                           "store a personal access token (at-…) in the slot ci; it never rotates"),
         ], network: true) { inv in
+        if inv.args.has("with-access-token") { return try loginWithAccessToken(inv) }
         let manager = try inv.accounts()
         let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
         let existing = try requested.flatMap { try inv.registry.load().slots[$0] }
@@ -50,6 +56,44 @@ extension AuthCommands {
             let who = account.email ?? "the account"
             let plan = account.plan.map { " (\($0.displayName))" } ?? ""
             inv.stdout.line("Signed \(who)\(plan) into slot \(inv.style.bold(slot.name)).")
+        }
+        return .ok
+    }
+}
+
+extension AuthCommands {
+    /// `login --with-access-token`: the token from standard input (a pipe, or typed at a prompt
+    /// that does not echo it), never from the command line.
+    static func loginWithAccessToken(_ inv: Invocation) throws -> ExitStatus {
+        for flag in ["open", "qr"] where inv.args.has(flag) {
+            throw UsageError(message: "--\(flag) has no page to show with --with-access-token", command: "login")
+        }
+        let manager = try inv.accounts()
+        let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
+        let existing = try requested.flatMap { try inv.registry.load().slots[$0] }
+        let providerID = inv.args.value("provider") ?? existing?.provider ?? "openai"
+        let token: String
+        if inv.context.stdinIsTTY {
+            // An empty answer is the library's to refuse, with the way to pipe one in.
+            token = (try? PassphraseReader(environment: inv.context.environment).terminal(prompt: "Access token (not shown): ")) ?? ""
+        } else {
+            do { token = try inv.context.input.line(maxBytes: 16_384) ?? "" } catch {
+                throw AccessTokenError.malformed(error.problem)
+            }
+        }
+        let unlock: (@Sendable () throws -> Void)? = inv.mayAskForPassphrase ? { @Sendable in try inv.unlockFileStoreOnTerminal() } : nil
+        let progress = SignInProgress(inv: inv)
+        let (slot, credential) = try inv.runAsync {
+            try await manager.signIn(slot: requested, providerID: providerID, accessToken: token,
+                                     replacingAnotherAccount: inv.args.has("replace"), unlockFileStore: unlock,
+                                     events: { progress.handle($0) })
+        }
+        let account = credential.account
+        inv.emit(LoginView(slot: slot, provider: providerID, account: account, expiresAt: nil)) {
+            let who = account.email ?? account.accountID ?? "the account"
+            let plan = account.plan.map { " (\($0.displayName))" } ?? ""
+            inv.stdout.line("Stored a personal access token of \(who)\(plan) in slot \(inv.style.bold(slot.name)); it does not rotate, "
+                            + "so nothing refreshes it.")
         }
         return .ok
     }

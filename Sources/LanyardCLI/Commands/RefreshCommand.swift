@@ -29,6 +29,12 @@ extension AuthCommands {
         for slot in slots {
             do {
                 let credential = try inv.runAsync { try await manager.freshCredential(slot: slot, force: true) }
+                if credential.isPersonalAccessToken {
+                    // Nothing was sent: a personal access token has no refresh token.
+                    results.append(.doesNotRotate(slot))
+                    if !inv.json { inv.stdout.line("\(slot.name) holds a personal access token, which does not rotate: nothing to refresh.") }
+                    continue
+                }
                 results.append(.refreshed(slot, expiresAt: credential.tokens.expiresAt))
                 if !inv.json {
                     let expiry = credential.tokens.expiresAt.map { ", expires \(RelativeTime.describe($0, now: inv.now))" } ?? ""
@@ -49,11 +55,14 @@ extension AuthCommands {
 struct RefreshView: JSONView {
     enum Result {
         case refreshed(Slot, expiresAt: Date?)
+        /// A personal access token: skipped, nothing to refresh.
+        case doesNotRotate(Slot)
         case failed(Slot, ErrorView)
 
         var json: JSONValue {
             switch self {
             case .refreshed(let slot, let expiresAt): .object(["slot": .string(slot.name), "ok": .bool(true), "expires_at": .date(expiresAt)])
+            case .doesNotRotate(let slot): .object(["slot": .string(slot.name), "ok": .bool(true), "rotates": .bool(false)])
             case .failed(let slot, let error): .object(["slot": .string(slot.name), "ok": .bool(false), "error": error.json["error"] ?? .null])
             }
         }

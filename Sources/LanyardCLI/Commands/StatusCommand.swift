@@ -48,6 +48,10 @@ extension SlotCommands {
                 ("last error", "\(record.lastErrorCode ?? "-")"),
                 ("backend", "\(record.backend.displayName)"),
             ]
+            if !record.rotates {
+                // A personal access token: no expiry Lanyard knows, and nothing refreshes it.
+                lines[5] = ("expires", "never refreshed: a personal access token (it does not rotate)")
+            }
             if let shared { lines.append(("shared", "in fleet \(shared) (`lanyard fleet status`)")) }
             if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
             if let rule { lines.append(("chosen by", "\(rule.explanation)")) }

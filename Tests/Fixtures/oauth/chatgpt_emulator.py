@@ -948,6 +948,7 @@ def create_app(st: State):
             return jsonify(account_id=None if key == "*" else key, limit=limit)
 
     streaming.register(app, st)  # /backend-api/codex/responses (WebSocket + SSE), /_test/stream
+    register_personal_access_tokens(app, st)  # whoami + /_test/personal_access_token
 
     def route(path, method):
         return ENDPOINTS.get(path)
@@ -967,6 +968,70 @@ def create_app(st: State):
                                    "message": "Too many requests. Please slow down."}},
     )
     return app
+
+
+# -- personal access tokens (`codex login --with-access-token`) ----------------------------------
+#
+# Codex asks who an `at-` token belongs to with GET {CODEX_AUTHAPI_BASE_URL, by default
+# https://auth.openai.com/api/accounts}/v1/user-auth-credential/whoami and the token as bearer
+# (codex-rs/login/src/auth/personal_access_token.rs); the answer is {email (nullable),
+# chatgpt_user_id, chatgpt_account_id, chatgpt_plan_type, chatgpt_account_is_fedramp}. The token
+# is then the bearer of backend requests (usage here): it lives in st.access like an access token,
+# with no family (nothing refreshes it) and no expiry of its own.
+
+PAT_EXPIRY = 2**31 - 1
+
+
+def mint_personal_access_token(st: State, account_id: str) -> str:
+    """A new `at-` token of the account (caller holds the lock)."""
+    token = "at-" + b64url(secrets.token_bytes(32))
+    st.access[token] = {"family": None, "account_id": account_id, "exp": PAT_EXPIRY, "revoked": False,
+                        "personal": True}
+    return token
+
+
+def register_personal_access_tokens(app, st: State) -> None:
+    @app.get("/api/accounts/v1/user-auth-credential/whoami")
+    def whoami():
+        with st.lock:
+            auth = request.headers.get("Authorization", "")
+            tok = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+            rec = st.access.get(tok)
+            if rec is None or not rec.get("personal") or rec["revoked"]:
+                return json_error(401, {"error": {"code": "invalid_token", "message": "Unknown or revoked access token."}})
+            acct = st.accounts[rec["account_id"]]
+            return jsonify({
+                "email": acct["email"] if not acct.get("hide_email") else None,
+                "chatgpt_user_id": acct["user_id"],
+                "chatgpt_account_id": acct["account_id"],
+                "chatgpt_plan_type": acct["plan"],
+                "chatgpt_account_is_fedramp": bool(acct.get("fedramp", False)),
+            })
+
+    @app.post("/_test/personal_access_token")
+    @hook
+    def t_personal_access_token():
+        """{"email"} or {"account_id"} (default: the default account) -> {"token", "account_id"};
+        {"revoke": token} revokes one."""
+        body = hook_body(request)
+        with st.lock:
+            if "revoke" in body:
+                rec = st.access.get(want_str(body, "revoke"))
+                if rec is None or not rec.get("personal"):
+                    raise HookError("no such personal access token")
+                rec["revoked"] = True
+                return jsonify(revoked=True)
+            account_id = body.get("account_id")
+            if account_id is None and body.get("email") is not None:
+                account_id = st.upsert_account({"email": want_str(body, "email")})["account_id"]
+            account_id = account_id or st.default_account_id
+            if account_id not in st.accounts:
+                raise HookError("no such account")
+            return jsonify(token=mint_personal_access_token(st, account_id), account_id=account_id)
+
+
+def json_error(status: int, body: dict):
+    return Response(json.dumps(body), status=status, mimetype="application/json")
 
 
 def _page(message: str, user_code: str, st: State) -> str:

@@ -359,6 +359,17 @@ post_json "$CG/_test/fault" '{"endpoint":"oauth_token","type":"delay","seconds":
 post_json "$CG/oauth/token" "{\"client_id\":\"$CCID\",\"grant_type\":\"refresh_token\",\"refresh_token\":\"x\"}"
 check "delayed response still answers normally" "s == 401 and d['code'] == 'refresh_token_invalidated'"
 
+post_json "$CG/_test/personal_access_token" '{"email":"pat@example.com"}'
+check "a personal access token is minted" "s == 200 and d['token'].startswith('at-')"
+PAT=$(get "d['token']")
+req GET "$CG/api/accounts/v1/user-auth-credential/whoami" -H "Authorization: Bearer $PAT"
+check "whoami names the token's account as Codex reads it" "s == 200 and d['email'] == 'pat@example.com' and d['chatgpt_account_id'] and d['chatgpt_user_id'] and d['chatgpt_plan_type'] and d['chatgpt_account_is_fedramp'] is False"
+req GET "$CG/api/accounts/v1/user-auth-credential/whoami" -H "Authorization: Bearer $CAT3"
+check "whoami refuses an OAuth access token" "s == 401 and d['error']['code'] == 'invalid_token'"
+post_json "$CG/_test/personal_access_token" "{\"revoke\":\"$PAT\"}"
+req GET "$CG/api/accounts/v1/user-auth-credential/whoami" -H "Authorization: Bearer $PAT"
+check "whoami refuses a revoked personal access token" "s == 401"
+
 post_json "$CG/_test/config" '{"device_signin_enabled":false}'
 post_json "$CG/api/accounts/deviceauth/usercode" "{\"client_id\":\"$CCID\"}"
 check "device sign-in disabled: 404" "s == 404"

@@ -23,6 +23,10 @@ extension IntegrationCommands {
         inv.emit(CodexImportView(slot: adopted.slot, email: adopted.account.email, backend: adopted.backend)) {
             inv.stdout.line("Adopted Codex's sign-in (\(adopted.account.email ?? "unknown account")) into slot \(adopted.slot.name).")
         }
+        if adopted.legacyOAuthMode {
+            inv.stderr.line("lanyard: Codex's sign-in says auth_mode \"oauth\", which current Codex refuses; "
+                            + "`lanyard codex export \(adopted.slot.name)` rewrites it as \"chatgpt\"")
+        }
         return .ok
     }
 }
