@@ -12,12 +12,13 @@ import LanyardTestSupport
 @Suite struct ExecFollowTests {
     /// The stand-in `codex`. It appends one JSON line a happening to $STANDIN_LOG. Started
     /// without `resume`, it records a session as Codex does (`sessions/…/rollout-…-UUID.jsonl` in
-    /// CODEX_HOME), prints `ready PID` and waits: SIGINT ends it with 130 (STANDIN_MODE=int) or is
-    /// only recorded (STANDIN_MODE=term, or `keep`: Ctrl-C interrupts a turn); SIGTERM ends it
-    /// with 143 (at once, as a signal's default action would: nothing is tidied up); SIGUSR1 ends
-    /// it with $STANDIN_EXIT. In `keep` mode the first SIGINT also puts the terminal in raw mode,
-    /// as a full-screen program does, never to put it back. Started with `resume`, it records
-    /// whether the terminal echoes and exits 7.
+    /// CODEX_HOME; none with STANDIN_NO_SESSION=1), prints `ready PID` and waits. SIGINT ends it
+    /// with 130 (STANDIN_MODE=int) or is only recorded (`term`; `keep`: Ctrl-C interrupts a turn;
+    /// `stubborn`). SIGTERM ends it with 143 at once, as a signal's default action would, nothing
+    /// tidied up (only recorded in `stubborn` mode). SIGUSR1 ends it with $STANDIN_EXIT. In `keep`
+    /// mode the first SIGINT also puts the terminal in raw mode, as a full-screen program does,
+    /// never to put it back. Started with `resume`, it records whether the terminal echoes and
+    /// exits 7.
     static let standIn = """
     #!/usr/bin/python3
     import json, os, sys, signal, uuid
@@ -42,16 +43,18 @@ import LanyardTestSupport
             tty.setraw(0)
     def on_term(sig, frame):
         log(event="signal", signal="TERM")
-        os._exit(143)
+        if mode != "stubborn":
+            os._exit(143)
     signal.signal(signal.SIGINT, on_int)
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGUSR1, lambda sig, frame: sys.exit(int(os.environ.get("STANDIN_EXIT", "0"))))
-    session = str(uuid.uuid4())
-    day = os.path.join(home, "sessions", "2026", "12", "04")
-    os.makedirs(day, exist_ok=True)
-    with open(os.path.join(day, "rollout-2026-12-04T12-00-00-" + session + ".jsonl"), "w") as f:
-        f.write(json.dumps({"type": "session_meta", "payload": {"id": session}}) + "\\n")
-    log(event="session", id=session)
+    if os.environ.get("STANDIN_NO_SESSION") != "1":  # Codex writes none before the first turn
+        session = str(uuid.uuid4())
+        day = os.path.join(home, "sessions", "2026", "12", "04")
+        os.makedirs(day, exist_ok=True)
+        with open(os.path.join(day, "rollout-2026-12-04T12-00-00-" + session + ".jsonl"), "w") as f:
+            f.write(json.dumps({"type": "session_meta", "payload": {"id": session}}) + "\\n")
+        log(event="session", id=session)
     print("ready", os.getpid(), flush=True)
     while True:
         signal.pause()
@@ -142,6 +145,42 @@ import LanyardTestSupport
         #expect(records.last?["slot"] as? String == "b" && records.last?["account"] as? String == setup.accounts["b"])
     }
 
+    @Test func codexThatIgnoresSIGTERMTooIsKilledAfterASecondGrace() async throws {
+        let setup = try await Setup()
+        let run = try setup.start(["--grace", "0.2"], ["STANDIN_MODE": "stubborn"])
+        #expect(try setup.env.run("switch", "b").status == 0)
+        let (status, stderr) = setup.finish(run)
+        #expect(status == 7, "\(stderr)")
+        let records = try setup.records()
+        #expect(records.compactMap { $0["signal"] as? String } == ["INT", "TERM"], "SIGKILL cannot be caught: \(records)")
+        #expect(records.last?["argv"] as? [String] == ["resume", records[1]["id"] as? String ?? "?"] && records.last?["slot"] as? String == "b")
+    }
+
+    /// Codex records a session at its first turn: before that there is nothing to resume, and the
+    /// command starts again as given, as the new slot.
+    @Test func withoutARecordedSessionTheCommandStartsAgainAsGiven() async throws {
+        let setup = try await Setup()
+        let run = try setup.start(["--grace", "600"], ["STANDIN_NO_SESSION": "1"])
+        #expect(try setup.env.run("switch", "b").status == 0)
+        // The second stand-in is not a resume: it waits; end it as Codex would end on /quit.
+        var seen = ""
+        while !seen.contains("ready") {
+            let chunk = run.stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
+        let records = (try? setup.records()) ?? []
+        let second = try #require(seen.split(whereSeparator: \.isWhitespace).last.flatMap { pid_t($0) },
+                                  "\(seen) \(String(decoding: run.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) \(records)")
+        kill(second, SIGUSR1)
+        let (status, stderr) = setup.finish(run)
+        #expect(status == 0, "\(stderr)")
+        let final = try setup.records()
+        #expect(final.map { $0["event"] as? String ?? "" } == ["start", "signal", "start"], "\(final)")
+        #expect(final.last?["argv"] as? [String] == [] && final.last?["slot"] as? String == "b")
+        #expect(stderr.contains("lanyard: moving Codex from a to b (no session recorded yet: starting it again)"), "\(stderr)")
+    }
+
     @Test func codexEndingByItselfEndsExecWithItsStatus() async throws {
         let setup = try await Setup()
         let run = try setup.start([], ["STANDIN_EXIT": "5"])
@@ -203,6 +242,33 @@ import LanyardTestSupport
         #expect(records.compactMap { $0["signal"] as? String } == ["INT", "INT", "TERM"], "Ctrl-C, then lanyard's SIGINT and SIGTERM: \(records)")
         #expect(records.last?["event"] as? String == "terminal" && records.last?["echo"] as? Bool == true,
                 "the resumed Codex finds the terminal as it was before the first one set raw mode: \(records)")
+    }
+}
+
+@Suite struct CodexSessionTests {
+    /// Codex names a session's file `rollout-TIMESTAMP-UUID.jsonl`; the newest by modification
+    /// time is the one a running Codex is writing (a resumed session appends to its old file).
+    @Test func theNewestRolloutFileNamesTheSession() throws {
+        let testHome = TestHome()
+        let home = testHome.root
+        #expect(CodexSessions.newest(in: home) == nil)
+        let older = "5973b6c0-94b8-487b-a530-2aeb6098ae0e", newer = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+        for (day, id, age) in [("2026/12/03", older, 0.0), ("2026/12/04", newer, 100.0)] {
+            let folder = home + "/sessions/" + day
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let file = folder + "/rollout-2026-12-04T12-00-00-\(id).jsonl"
+            try Data("{}\n".utf8).write(to: URL(fileURLWithPath: file))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_800_000_000 + age)], ofItemAtPath: file)
+        }
+        try Data().write(to: URL(fileURLWithPath: home + "/sessions/2026/12/04/rollout-not-a-session.jsonl"))
+        #expect(CodexSessions.newest(in: home) == newer)
+        // Resuming the older one appends to it, which makes it the newest.
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_800_000_200)],
+                                              ofItemAtPath: home + "/sessions/2026/12/03/rollout-2026-12-04T12-00-00-\(older).jsonl")
+        #expect(CodexSessions.newest(in: home) == older)
+        #expect(CodexSessions.sessionID(fromFileName: "rollout-2025-05-07T17-24-21-5973B6C0-94B8-487B-A530-2AEB6098AE0E.jsonl") == older)
+        #expect(CodexSessions.sessionID(fromFileName: "rollout-x5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl") == nil)
+        withExtendedLifetime(testHome) {}
     }
 }
 

@@ -36,6 +36,7 @@ extension IntegrationCommands {
         }
         let command = Array(inv.args.positionals.dropFirst(before))
         guard !command.isEmpty else { throw UsageError(message: "exec needs a command after `--`", command: "exec") }
+        if inv.args.value("grace") != nil && !inv.args.has("follow") { throw UsageError(message: "--grace goes with --follow", command: "exec") }
         let manager = try inv.accounts()
         let slot: Slot
         if inv.args.has("best") {
@@ -52,17 +53,11 @@ extension IntegrationCommands {
         let environment = inv.context.environment
         let stderr = inv.stderr
         if inv.args.has("follow") { return try follow(inv, command: command, slot: slot, manager: manager) }
-        if inv.args.value("grace") != nil { throw UsageError(message: "--grace goes with --follow", command: "exec") }
         // No Ctrl-C handler of lanyard's own: the command gets the terminal's signals and SIGTERM
         // is forwarded to it. A refresh before it starts runs in a worker of its own session,
         // which finishes it even if lanyard is interrupted.
         let outcome = try inv.runAsync(interruptible: false) {
-            try await manager.exec(command, slot: slot, environment: environment) { recoveries in
-                for recovery in recoveries {
-                    let kept = if case .kept = recovery.outcome { true } else { false }
-                    stderr.line("lanyard: \(kept ? "warning: " : "")\(recovery.description)")
-                }
-            }
+            try await manager.exec(command, slot: slot, environment: environment, recovered: reportRecoveries(stderr))
         }
         if let into = outcome.rotatedTokensStoredIn {
             inv.stderr.line("lanyard: stored the tokens the command rotated in \(into.name)")
@@ -89,12 +84,8 @@ extension IntegrationCommands {
         let stderr = inv.stderr
         // As exec: no Ctrl-C handler of lanyard's own; Ctrl-C belongs to Codex.
         let outcome = try inv.runAsync(interruptible: false) {
-            try await manager.execFollowing(command, slot: slot, environment: environment, options: options, recovered: { recoveries in
-                for recovery in recoveries {
-                    let kept = if case .kept = recovery.outcome { true } else { false }
-                    stderr.line("lanyard: \(kept ? "warning: " : "")\(recovery.description)")
-                }
-            }, report: { event in
+            try await manager.execFollowing(command, slot: slot, environment: environment, options: options,
+                                            recovered: reportRecoveries(stderr), report: { event in
                 switch event {
                 case .moving(let move):
                     let how = move.session.map { "resuming session \($0)" } ?? "no session recorded yet: starting it again"
@@ -114,6 +105,16 @@ extension IntegrationCommands {
         if let failure = outcome.notFollowed { throw failure }
         if outcome.status == 0 { return .ok }
         throw ChildExit(status: outcome.status)
+    }
+
+    /// Prints what became of the folders killed runs left (before the command starts).
+    private static func reportRecoveries(_ stderr: TextSink) -> @Sendable ([ExecFolderRecovery]) -> Void {
+        { recoveries in
+            for recovery in recoveries {
+                let kept = if case .kept = recovery.outcome { true } else { false }
+                stderr.line("lanyard: \(kept ? "warning: " : "")\(recovery.description)")
+            }
+        }
     }
 }
 
