@@ -67,8 +67,8 @@ import LanyardTestSupport
         let bin: String
         var accounts: [String: String] = [:]
 
-        init(slots: [String] = ["a", "b"]) async throws {
-            env = try await IntegrationHome()
+        init(slots: [String] = ["a", "b"], extraConfig: String = "") async throws {
+            env = try await IntegrationHome(extraConfig: extraConfig)
             bin = env.home.root + "/bin"
             log = env.home.root + "/standin.log"
             try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
@@ -133,6 +133,29 @@ import LanyardTestSupport
         #expect(setup.leftoverFolders.isEmpty, "the private CODEX_HOME is removed")
     }
 
+    /// The agent's auto-switch moves the active slot like `switch` does: a at its threshold when
+    /// the agent starts, the agent switches to b, and Codex follows.
+    @Test func anAutoSwitchAtALimitMovesCodexToo() async throws {
+        let setup = try await Setup(extraConfig: "[switch]\nauto = usage\npoll = 3600")
+        for (slot, used) in [("a", 96), ("b", 10)] {
+            try await setup.env.server.hook("/_test/usage", ["account_id": try #require(setup.accounts[slot]),
+                                                             "primary_window": ["used_percent": used, "limit_window_seconds": 18000, "reset_after_seconds": 7200]])
+        }
+        let run = try setup.start(["--grace", "600"])
+        let (agent, _, agentErr) = try setup.env.home.start(["agent"])
+        defer {
+            agent.terminate()
+            agent.waitUntilExit()
+        }
+        DispatchQueue.global().async { _ = agentErr.fileHandleForReading.readDataToEndOfFile() }  // never a full pipe
+        let (status, stderr) = setup.finish(run)
+        #expect(status == 7, "\(stderr)")
+        let records = try setup.records()
+        #expect(records.last?["argv"] as? [String] == ["resume", records[1]["id"] as? String ?? "?"], "\(records)")
+        #expect(records.last?["slot"] as? String == "b" && records.last?["account"] as? String == setup.accounts["b"])
+        #expect(stderr.contains("lanyard: moving Codex from a to b"), "\(stderr)")
+    }
+
     @Test func codexThatIgnoresSIGINTGetsSIGTERMAfterTheGrace() async throws {
         let setup = try await Setup()
         let run = try setup.start(["--grace", "0.2"], ["STANDIN_MODE": "term"])
@@ -191,6 +214,27 @@ import LanyardTestSupport
         // Switching afterwards reaches nothing.
         #expect(try setup.env.run("switch", "b").status == 0)
         #expect(try setup.records().count == 2)
+    }
+
+    /// SIGTERM to `exec` is passed on to Codex, and a Codex that ends of it is not started again,
+    /// even when a switch comes meanwhile.
+    @Test func sigtermToExecEndsCodexForGood() async throws {
+        let setup = try await Setup()
+        let run = try setup.start(["--grace", "600"], ["STANDIN_MODE": "stubborn"])
+        kill(run.process.processIdentifier, SIGTERM)
+        // The stand-in's log is the event to wait for (it keeps running: stubborn).
+        var recorded = false
+        let deadline = Date() + 60
+        while !recorded && Date() < deadline {
+            recorded = ((try? setup.records()) ?? []).contains { $0["signal"] as? String == "TERM" }
+            if !recorded { try await Task.sleep(nanoseconds: 10_000_000) }
+        }
+        #expect(recorded, "SIGTERM forwarded")
+        #expect(try setup.env.run("switch", "b").status == 0)
+        kill(run.codexPID, SIGUSR1)
+        let (status, stderr) = setup.finish(run)
+        #expect(status == 0, "\(stderr)")
+        #expect(try setup.records().map { $0["event"] as? String ?? "" } == ["start", "session", "signal"], "no restart")
     }
 
     @Test func aSwitchToASlotThatMustSignInLeavesCodexRunning() async throws {
