@@ -176,7 +176,7 @@ extension AccountManager {
                 status = stopped
                 break
             }
-            let session = CodexSessions.newest(in: folder.home.directory)
+            let session = await BlockingExecutor.shared.run { [home = folder.home.directory] in CodexSessions.newest(in: home) }
             do { _ = try await sync.export(slot: target, to: folder.home) } catch {
                 let failure = SwitchNotFollowed(slot: target, running: current, codexStopped: true, error: error)
                 notFollowed = failure
