@@ -12,10 +12,13 @@ public enum ExecError: LanyardError, Equatable {
     case commandNotFound(String)
     /// Found but could not be started (the system's reason; a shell's exit 126).
     case cannotRun(String, reason: String)
+    /// Not on PATH, and the name is one of the slots: `lanyard exec work ls` meant `work` as the
+    /// slot (the arguments are the rest of the command, for the form that works).
+    case commandIsASlot(String, arguments: [String])
 
     public var code: ErrorCode {
         switch self {
-        case .commandNotFound: return .commandNotFound
+        case .commandNotFound, .commandIsASlot: return .commandNotFound
         case .cannotRun: return .commandNotRunnable
         }
     }
@@ -24,6 +27,14 @@ public enum ExecError: LanyardError, Equatable {
         switch self {
         case .commandNotFound(let name): return "command not found: \(TerminalText.escaped(name))"
         case .cannotRun(let name, let reason): return "cannot run \(TerminalText.escaped(name)): \(reason)"
+        case .commandIsASlot(let name, let arguments):
+            // Plain words as typed; anything a shell would read differently, quoted.
+            let words = ([name, "--"] + (arguments.isEmpty ? ["CMD"] : arguments)).map { word in
+                word.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || "0123456789_-./:=@%+,".unicodeScalars.contains($0) } && !word.isEmpty
+                    ? word : ShellQuoting.quote(word, for: .sh)
+            }
+            return "command not found: \(TerminalText.escaped(name)) (\(TerminalText.escaped(name)) is a slot: "
+                + "`lanyard exec \(TerminalText.escaped(words.joined(separator: " ")))`)"
         }
     }
 }
@@ -79,12 +90,7 @@ extension AccountManager {
     /// the command starts (they are in the outcome too).
     package func exec(_ command: [String], slot: Slot, environment: [String: String],
                       recovered: @Sendable ([ExecFolderRecovery]) -> Void = { _ in }) async throws -> ExecOutcome {
-        guard let name = command.first else { throw ExecError.commandNotFound("") }
-        // Checked before anything is refreshed or written, as a shell would report it.
-        let path = name.contains("/") ? (access(name, F_OK) == 0 ? name : nil)
-            : Spawn.searchPath(name, environment["PATH"] ?? "/usr/bin:/bin")
-        guard let path else { throw ExecError.commandNotFound(name) }
-        guard access(path, X_OK) == 0 else { throw ExecError.cannotRun(name, reason: SystemCallError("access").reason) }
+        let (name, path) = try locateCommand(command, environment: environment)
         let record = try record(of: slot)
         let recoveries = await recoverAbandonedExecFolders()
         recovered(recoveries)
@@ -122,5 +128,23 @@ extension AccountManager {
             }
         }
         return ExecOutcome(status: status, recoveries: recoveries, rotatedTokensStoredIn: storedIn, copyBackFailure: failure)
+    }
+
+    /// The program `exec` would run for `command` (its first word looked up in `environment`'s
+    /// PATH, as a shell does), checked before anything is refreshed or written.
+    /// - Throws: ``ExecError``; ``ExecError/commandIsASlot(_:arguments:)`` when the name that is
+    ///   not on PATH is a slot's.
+    func locateCommand(_ command: [String], environment: [String: String]) throws -> (name: String, path: String) {
+        guard let name = command.first else { throw ExecError.commandNotFound("") }
+        let path = name.contains("/") ? (access(name, F_OK) == 0 ? name : nil)
+            : Spawn.searchPath(name, environment["PATH"] ?? "/usr/bin:/bin")
+        guard let path else {
+            if let slot = try? Slot(name), (try? record(of: slot)) != nil {
+                throw ExecError.commandIsASlot(name, arguments: Array(command.dropFirst()))
+            }
+            throw ExecError.commandNotFound(name)
+        }
+        guard access(path, X_OK) == 0 else { throw ExecError.cannotRun(name, reason: SystemCallError("access").reason) }
+        return (name, path)
     }
 }

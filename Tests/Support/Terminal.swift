@@ -52,6 +52,12 @@ package final class TerminalRun: @unchecked Sendable {
         try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
     }
 
+    /// Types `text` as it is (no Enter): a control character like Ctrl-C (`\u{03}`) reaches the
+    /// terminal's line discipline, which signals the foreground process group.
+    package func type(_ text: String) throws {
+        try input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
+    }
+
     /// Waits for the program to end (at most `timeout` seconds; then it is killed) and returns its
     /// exit status and everything the terminal showed.
     package func finish(timeout: TimeInterval = 60) async throws -> (status: Int32, text: String) {
