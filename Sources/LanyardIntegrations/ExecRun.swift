@@ -86,7 +86,7 @@ extension AccountManager {
     /// the folder's lock, so a folder whose exec was killed is recovered only once the command is
     /// gone too. When it exits, tokens it rotated are copied back and the folder removed; a failed
     /// copy-back leaves the folder (reported in the outcome, never thrown: the command ran).
-    /// Blocks a thread while the command runs. `recovered` hears of the recovered folders before
+    /// The wait runs on the blocking executor. `recovered` hears of the recovered folders before
     /// the command starts (they are in the outcome too).
     package func exec(_ command: [String], slot: Slot, environment: [String: String],
                       recovered: @Sendable ([ExecFolderRecovery]) -> Void = { _ in }) async throws -> ExecOutcome {
@@ -113,8 +113,15 @@ extension AccountManager {
         spawn.stdin = .inherit
         spawn.userCoreLimit = true
         spawn.handOff = folder.map { [($0.lockDescriptor, $0.lockDescriptor)] } ?? []
+        // The wait for the child blocks its thread: on the blocking executor, never a cooperative one.
+        let spawned = spawn
+        let run = await BlockingExecutor.shared.run { () -> Result<Int32, SystemCallError> in
+            do throws(SystemCallError) { return .success(try ForegroundChild.run(spawned)) } catch { return .failure(error) }
+        }
         let status: Int32
-        do { status = try ForegroundChild.run(spawn) } catch {
+        switch run {
+        case .success(let code): status = code
+        case .failure(let error):
             folder?.remove()
             throw ExecError.cannotRun(name, reason: error.reason)
         }
