@@ -227,9 +227,13 @@ package struct AccountManager: Sendable {
         return (name(held), name(signedIn))
     }
 
+    /// When the token cannot be revoked (the provider has no revocation endpoint, the token is a
+    /// fleet's) or the revocation fails, `ifNotRevoked` decides: throw ``NotRevokedError`` with
+    /// nothing changed, or sign out anyway and say why in the outcome. A slot already signed out
+    /// has nothing to revoke and is not a refusal.
     /// - Returns: whether a revocation happened, and whether the slot was signed out already.
     @discardableResult
-    package func signOut(slot: Slot, revoke: Bool) async throws -> SignOutOutcome {
+    package func signOut(slot: Slot, revoke: Bool, ifNotRevoked: WhenNotRevoked = .refuse) async throws -> SignOutOutcome {
         try await Self.blocking { try self.refuseIfShared(slot, "sign it out here") }
         // A refresh under way finishes first; otherwise it would store the credential again.
         let lock = try await lockSlot(slot)
@@ -248,8 +252,19 @@ package struct AccountManager: Sendable {
         }
         let wasSignedOut = record.state == .signedOut
         var revoked = false
-        if revoke, !formerlyShared, let refresh = liveRefreshToken {
-            revoked = try await provider(record.provider).revoke(refreshToken: refresh)
+        var notRevoked: NotRevokedError.Reason?
+        if revoke, let refresh = liveRefreshToken {
+            if formerlyShared {
+                notRevoked = .fleetToken
+            } else {
+                do {
+                    revoked = try await provider(record.provider).revoke(refreshToken: refresh)
+                    if !revoked { notRevoked = .noRevocationEndpoint(provider: record.provider) }
+                } catch let error as AuthError {
+                    notRevoked = .failed(error)
+                }
+            }
+            if let notRevoked, ifNotRevoked == .refuse { throw NotRevokedError(slot: slot, reason: notRevoked) }
         }
         try await Self.blocking {
             try self.registry.update { doc in
@@ -260,7 +275,7 @@ package struct AccountManager: Sendable {
             }
             if formerlyShared { try SharedSlotState.remove(slot, paths: self.paths) }
         }
-        return SignOutOutcome(revoked: revoked, wasSignedOut: wasSignedOut)
+        return SignOutOutcome(revoked: revoked, wasSignedOut: wasSignedOut, notRevoked: notRevoked)
     }
 }
 

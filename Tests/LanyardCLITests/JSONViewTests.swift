@@ -57,7 +57,7 @@ import Testing
                 LoginView(slot: slot, provider: "openai", account: AccountInfo(), expiresAt: nil),
                 LoginView(slot: slot, provider: "openai", account: full, expiresAt: date),
             ]),
-            Documented(section: "logout", view: LogoutView.self, samples: [LogoutView(slot: slot, revoked: false)]),
+            Documented(section: "logout", view: LogoutView.self, samples: [LogoutView(slot: slot, revoked: false), LogoutView(slot: slot, revoked: false, notRevoked: "r")]),
             Documented(section: "token", view: TokenView.self, samples: [
                 TokenView(slot: slot, accessToken: "t", expiresAt: nil), TokenView(slot: slot, accessToken: "t", expiresAt: date),
             ]),
