@@ -56,6 +56,7 @@ import Testing
             Documented(section: "login", view: LoginView.self, samples: [
                 LoginView(slot: slot, provider: "openai", account: AccountInfo(), expiresAt: nil),
                 LoginView(slot: slot, provider: "openai", account: full, expiresAt: date),
+                LoginView(slot: slot, provider: "openai", account: full, expiresAt: date, insteadOf: slot),
             ]),
             Documented(section: "logout", view: LogoutView.self, samples: [LogoutView(slot: slot, revoked: false), LogoutView(slot: slot, revoked: false, notRevoked: "r")]),
             Documented(section: "token", view: TokenView.self, samples: [
