@@ -207,6 +207,25 @@ import LanyardTestSupport
         #expect(try rig.home.store(.file).get(work).account.email == "bob@corp.example")
     }
 
+    /// A sign-out asked to revoke what cannot be revoked (the emulator, as ChatGPT, has no
+    /// revocation endpoint) refuses with nothing changed, or signs out anyway saying why.
+    @Test func signOutThatCannotRevokeRefusesOrSaysWhy() async throws {
+        let rig = try SignInRig.start(.openai)
+        let (work, old) = try rig.home.seed("work")
+        let manager = rig.manager(sleeper: TestSleeper(clock: rig.home.clock))
+        let before = try rig.home.snapshot(slots: [work])
+        await #expect(throws: NotRevokedError(slot: work, reason: .noRevocationEndpoint(provider: "openai"))) {
+            try await manager.signOut(slot: work, revoke: true)
+        }
+        #expect(try rig.home.snapshot(slots: [work]) == before, "nothing changed")
+        #expect(try rig.home.store(.file).get(work) == old)
+        let outcome = try await manager.signOut(slot: work, revoke: true, ifNotRevoked: .signOutAnyway)
+        #expect(outcome == SignOutOutcome(revoked: false, wasSignedOut: false, notRevoked: .noRevocationEndpoint(provider: "openai")))
+        #expect(try rig.home.registry.load().slots[work]?.state == .signedOut)
+        // Signed out already: nothing to revoke, nothing refused.
+        #expect(try await manager.signOut(slot: work, revoke: true) == SignOutOutcome(revoked: false, wasSignedOut: true))
+    }
+
     /// Signing in again to an existing slot, as the same account, replaces its credential (once the
     /// new one is in hand).
     @Test(arguments: SignInRig.Kind.allCases)
