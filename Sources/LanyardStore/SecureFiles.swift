@@ -98,9 +98,10 @@ package enum SecureFiles {
 
     /// Reads a file holding a secret the user put there (LANYARD_PASSPHRASE_FILE, `[fleet]
     /// password-file`), as ssh reads a private key: a symbolic link (systemd credentials, a
-    /// secrets folder) is followed when it is yours, and the file must be a regular file of yours
-    /// that neither group nor others can read or write; anything else is refused (``StoreError/unsafePath(path:reason:)``)
-    /// with the `chmod 600` that fixes it, before a byte is read. Nil when the file does not exist.
+    /// secrets folder) is followed when it is yours, and the file must be a regular file (or a
+    /// pipe: `LANYARD_PASSPHRASE_FILE=<(pass show lanyard)`) of yours that neither group nor others
+    /// can read or write; anything else is refused (``StoreError/unsafePath(path:reason:)``) with
+    /// the `chmod 600` that fixes it, before a byte is read. Nil when the file does not exist.
     package static func readSecretFile(_ path: String) throws(StoreError) -> Data? {
         let shown = TerminalText.escaped(path)
         var link = stat()
@@ -119,7 +120,11 @@ package enum SecureFiles {
         defer { close(fd) }
         var target = stat()
         guard fstat(fd, &target) == 0 else { throw .io(path: shown, detail: SystemCallError.reason()) }
-        guard (target.st_mode & S_IFMT) == S_IFREG else { throw .unsafePath(path: shown, reason: "it is not a regular file") }
+        let type = target.st_mode & S_IFMT
+        guard type == S_IFREG || type == S_IFIFO else { throw .unsafePath(path: shown, reason: "it is not a regular file or a pipe") }
+        // A pipe's writer may not have written yet: wait for it (opened non-blocking only so
+        // that opening a named pipe without a writer does not hang before the checks).
+        if type == S_IFIFO { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
         guard target.st_uid == geteuid() else {
             throw .unsafePath(path: shown, reason: "it is owned by uid \(target.st_uid), not by you (uid \(geteuid()))")
         }

@@ -62,6 +62,17 @@ import Testing
         #expect(try SecureFiles.readSecretFile(temp.path + "/none") == nil)
     }
 
+    /// A pipe of this process (`LANYARD_PASSPHRASE_FILE=<(pass show lanyard)` hands one over as
+    /// /dev/fd/N) is read like a file: it is the user's and mode 0600.
+    @Test func aPipeIsReadLikeAFile() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        _ = "from a pipe\n".withCString { write(ends[1], $0, strlen($0)) }
+        close(ends[1])
+        #expect(try PassphraseReader(environment: ["LANYARD_PASSPHRASE_FILE": "/dev/fd/\(ends[0])"]).read(prompt: "") == "from a pipe")
+    }
+
     /// A wrong passphrase from the file names the file (not what it holds), whether a command
     /// opens the locked store with it or `store unlock` does.
     @Test func aWrongPassphraseFromAFileNamesTheFile() throws {
