@@ -128,7 +128,10 @@ package struct AccountManager: Sendable {
 
     /// Signs an account in with the device-code flow and stores it in `slot` (by default the
     /// email's local part). The slot's old credential is replaced only once the new one is in hand;
-    /// cancellation or failure leaves everything as it was.
+    /// cancellation or failure leaves everything as it was. Approved as another account than the
+    /// one `slot` holds (and not `replacingAnotherAccount`), the sign-in is not thrown away: it is
+    /// stored in a new slot named after its email (``defaultSlot(for:in:)``), announced with
+    /// ``SignInEvent/storedInNewSlot(requested:holds:slot:)`` and a `new_slot` event.
     /// `unlockFileStore` may open a locked file store before the code is requested (see
     /// ``storeForSignIn(into:unlockFileStore:)``).
     package func signIn(slot requested: Slot?, providerID: String, replacingAnotherAccount: Bool = false,
@@ -152,6 +155,7 @@ package struct AccountManager: Sendable {
         }
         defer { withExtendedLifetime(signInLock) {} }
         let outcome = Locked<(Slot, Credential)?>(nil)
+        let keptElsewhere = Locked<(requested: Slot, holds: String)?>(nil)
         _ = try await flow.run(events: events) { tokens, account in try await Self.blocking {
             let now = clock.now()
             let credential = Credential(
@@ -160,11 +164,18 @@ package struct AccountManager: Sendable {
                                  expiresAt: tokens.expiresAt(now: now)),
                 lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
             let current = try registry.load()
-            let slot = try requested ?? Self.defaultSlot(for: account, in: current)
+            var slot = try requested ?? Self.defaultSlot(for: account, in: current)
             // Every pin and script that names the slot would silently get another person's
-            // tokens: a slot keeps its account unless the caller said to replace it.
+            // tokens: a slot keeps its account unless the caller said to replace it. The approved
+            // sign-in is kept all the same, in a slot of its own (one holding this very account,
+            // or a new one); refused only when no such name can be made.
             if let held = current.slots[slot], !replacingAnotherAccount, let other = Self.otherAccount(held.account, account) {
-                throw RegistryError.slotHoldsAnotherAccount(slot, holds: other.holds, signedIn: other.signedIn)
+                guard let elsewhere = try? Self.defaultSlot(for: account, in: current), elsewhere != slot,
+                      current.slots[elsewhere].map({ Self.otherAccount($0.account, account) == nil }) ?? true else {
+                    throw RegistryError.slotHoldsAnotherAccount(slot, holds: other.holds, signedIn: other.signedIn)
+                }
+                keptElsewhere.withLock { $0 = (slot, other.holds) }
+                slot = elsewhere
             }
             let backend = current.slots[slot]?.backend ?? plannedBackend
             let store = backend == plannedBackend ? plannedStore : try openStore(backend, true)
@@ -184,22 +195,36 @@ package struct AccountManager: Sendable {
             outcome.withLock { $0 = (slot, credential) }
         } }
         guard let (slot, credential) = outcome.withLock({ $0 }) else { throw AuthError.unknown("sign-in finished without a credential") }
+        if let (requested, holds) = keptElsewhere.withLock({ $0 }) {
+            await BlockingExecutor.shared.run {
+                _ = self.eventLog.append("new_slot", slot: slot, fields: ["requested": .string(requested.name),
+                                                                          "reason": .string(ErrorCode.slotHoldsAnotherAccount.rawValue)])
+            }
+            events(.storedInNewSlot(requested: requested, holds: holds, slot: slot))
+        }
         if let shared = await BlockingExecutor.shared.run({ SharedSlotState.loadIfReadable(slot, paths: self.paths) }) {
             events(.shared(await shareSignIn(slot, credential, state: shared)))
         }
         return (slot, credential)
     }
 
-    /// A slot name from the account's email local part, made unique when another account holds it.
+    /// A slot name from the account's email local part, made unique when another account holds
+    /// it: then the local part and the domain's first label (`sam-two` for sam@two.example), then
+    /// numbered (`sam-2`). A slot holding this same account is reused.
     package static func defaultSlot(for account: AccountInfo, in document: RegistryDocument) throws -> Slot {
-        let local = account.email.map { String($0.split(separator: "@").first ?? "") } ?? ""
-        guard let base = Slot.suggested(from: local) ?? Slot.suggested(from: account.accountID ?? "") else {
+        let parts = account.email.map { $0.split(separator: "@", maxSplits: 1).map(String.init) } ?? []
+        guard let base = Slot.suggested(from: parts.first ?? "") ?? Slot.suggested(from: account.accountID ?? "") else {
             throw UsageErrorText("the account has no email to name the slot after; give a slot name: `lanyard login NAME`")
         }
         func sameAccount(_ record: SlotRecord) -> Bool {
             record.account.email == account.email && record.account.accountID == account.accountID
         }
         if document.slots[base].map(sameAccount) ?? true { return base }
+        let label = parts.count == 2 ? parts[1].split(separator: ".").first.map(String.init) : nil
+        if let label, let withDomain = Slot.suggested(from: String(base.name.prefix(40)) + "-" + label),
+           document.slots[withDomain].map(sameAccount) ?? true {
+            return withDomain
+        }
         for n in 2...999 {
             if let candidate = try? Slot(String(base.name.prefix(60)) + "-\(n)"), document.slots[candidate].map(sameAccount) ?? true {
                 return candidate
@@ -228,9 +253,13 @@ package struct AccountManager: Sendable {
         return (name(held), name(signedIn))
     }
 
+    /// When the token cannot be revoked (the provider has no revocation endpoint, the token is a
+    /// fleet's) or the revocation fails, `ifNotRevoked` decides: throw ``NotRevokedError`` with
+    /// nothing changed, or sign out anyway and say why in the outcome. A slot already signed out
+    /// has nothing to revoke and is not a refusal.
     /// - Returns: whether a revocation happened, and whether the slot was signed out already.
     @discardableResult
-    package func signOut(slot: Slot, revoke: Bool) async throws -> SignOutOutcome {
+    package func signOut(slot: Slot, revoke: Bool, ifNotRevoked: WhenNotRevoked = .refuse) async throws -> SignOutOutcome {
         try await Self.blocking { try self.refuseIfShared(slot, "sign it out here") }
         // A refresh under way finishes first; otherwise it would store the credential again.
         let lock = try await lockSlot(slot)
@@ -249,8 +278,19 @@ package struct AccountManager: Sendable {
         }
         let wasSignedOut = record.state == .signedOut
         var revoked = false
-        if revoke, !formerlyShared, let refresh = liveRefreshToken {
-            revoked = try await provider(record.provider).revoke(refreshToken: refresh)
+        var notRevoked: NotRevokedError.Reason?
+        if revoke, let refresh = liveRefreshToken {
+            if formerlyShared {
+                notRevoked = .fleetToken
+            } else {
+                do {
+                    revoked = try await provider(record.provider).revoke(refreshToken: refresh)
+                    if !revoked { notRevoked = .noRevocationEndpoint(provider: record.provider) }
+                } catch let error as AuthError {
+                    notRevoked = .failed(error)
+                }
+            }
+            if let notRevoked, ifNotRevoked == .refuse { throw NotRevokedError(slot: slot, reason: notRevoked) }
         }
         try await Self.blocking {
             try self.registry.update { doc in
@@ -261,7 +301,7 @@ package struct AccountManager: Sendable {
             }
             if formerlyShared { try SharedSlotState.remove(slot, paths: self.paths) }
         }
-        return SignOutOutcome(revoked: revoked, wasSignedOut: wasSignedOut)
+        return SignOutOutcome(revoked: revoked, wasSignedOut: wasSignedOut, notRevoked: notRevoked)
     }
 }
 

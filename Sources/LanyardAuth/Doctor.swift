@@ -224,7 +224,9 @@ extension AccountManager {
     private func storeSetupProblems(_ backends: [DoctorReport.Backend], usedBackends: Set<BackendKind>) -> [String] {
         func health(_ kind: BackendKind) -> StoreHealth? { backends.first { $0.kind == kind }?.health }
         var problems: [String] = []
-        let (kind, passedOver) = Self.newSlotChoice(config.backend, keyring: health(.secretService))
+        var (kind, passedOver) = Self.newSlotChoice(config.backend, keyring: health(.secretService))
+        // The keyring's long explanation is in its backend entry already: said once, not again here.
+        if passedOver?.problem != nil { passedOver?.problem = Self.seeTheKeyringEntry }
         if let target = health(kind), !usedBackends.contains(kind),
            let problem = Self.storeProblem(kind, target, passedOver: passedOver), case .unavailable = problem {
             problems.append("new sign-ins cannot be stored: \(problem.userFacingDescription)")
@@ -232,11 +234,17 @@ extension AccountManager {
         // A keyring that answers without the collection Lanyard would write to: `auto` passes it
         // over for the file store, which is rarely what its owner expects.
         if config.backend != .file, kind != .secretService, !usedBackends.contains(.secretService), problems.isEmpty,
-           let keyring = health(.secretService), keyring.reachable, let problem = keyring.problem {
-            problems.append("Secret Service: \(problem) (new sign-ins go to the encrypted file meanwhile)")
+           let keyring = health(.secretService), keyring.reachable, keyring.problem != nil {
+            problems.append("Secret Service answers but cannot keep credentials: \(Self.seeTheKeyringEntry) "
+                            + "(new sign-ins go to the encrypted file meanwhile)")
         }
         return problems
     }
+
+    /// Where a problem that comes from the keyring sends its reader: the keyring's backend entry,
+    /// which holds the one copy of its (long) explanation.
+    static let seeTheKeyringEntry = "see the Secret Service backend entry for why and what to do"
+
 
     /// Each backend's health, and the slots it holds when it can be listed.
     private func checkBackends() -> ([DoctorReport.Backend], [BackendKind: Set<Slot>]) {
@@ -253,6 +261,13 @@ extension AccountManager {
                 health.problem = error.userFacingDescription
             }
             backends.append(DoctorReport.Backend(kind: kind, health: health))
+        }
+        // The keyring's failure advises `lanyard store init`: not once the file store exists.
+        if backends.contains(where: { $0.kind == .file && $0.health.reachable }),
+           let index = backends.firstIndex(where: { $0.kind == .secretService }), let problem = backends[index].health.problem {
+            var health = backends[index].health
+            health.problem = SecretServiceStore.adviceForExistingFileStore(problem)
+            backends[index] = DoctorReport.Backend(kind: .secretService, health: health)
         }
         return (backends, items)
     }

@@ -14,7 +14,7 @@ public enum FleetSyncOutcome: String, Sendable, Equatable {
     case current
     /// This machine's copy was newer (a refresh whose fleet write failed) and was written there.
     case uploaded
-    /// A local slot of the same name is not shared: left alone.
+    /// A local slot of the same name is not shared: left alone (the message says how to fix it).
     case conflict
     /// The fleet's copy was refused, or is missing (see the message): the local copy was kept.
     case refused
@@ -23,6 +23,34 @@ public enum FleetSyncOutcome: String, Sendable, Equatable {
     case handedOver = "handed-over"
     /// The slot was unshared from this machine: its copy is its own again.
     case unshared
+}
+
+/// What ``AccountManager/fetchSharedSlot(_:)`` found for a slot this machine does not have.
+package enum SharedSlotFetch: Sendable, Equatable {
+    /// The fleet shares it: it is here now (its fleet's name).
+    case fetched(fleet: String)
+    /// No fleet is configured, or the fleet shares no slot of that name.
+    case notShared
+    /// The fleet could not be asked, or refused its copy (why, and the fleet's name).
+    case unavailable(fleet: String, reason: String)
+}
+
+/// A slot this machine does not have, which its fleet may share but could not be asked for
+/// (exit 3, like any unknown slot).
+package struct UnsyncedSlotError: LanyardError {
+    package let slot: Slot
+    package let fleet: String
+    package let reason: String
+    package init(slot: Slot, fleet: String, reason: String) {
+        self.slot = slot
+        self.fleet = fleet
+        self.reason = reason
+    }
+    package var code: ErrorCode { .unknownSlot }
+    package var errorDescription: String? {
+        "no slot named \(slot.name) here, and fleet \(fleet) could not be asked for it (\(reason)); "
+            + "`lanyard fleet sync` brings the fleet's shared slots here once it answers"
+    }
 }
 
 /// What became of a new sign-in of a shared slot in its fleet.
@@ -244,13 +272,35 @@ extension AccountManager {
         return results
     }
 
+    /// For a slot this machine does not have (a machine just approved into its fleet has synced
+    /// nothing yet): one sync of that slot when `[fleet]` is configured and the fleet shares it,
+    /// so `lanyard token work` works without a `fleet sync` first. Never throws: what kept the
+    /// slot away is in the answer.
+    package func fetchSharedSlot(_ slot: Slot) async -> SharedSlotFetch {
+        guard let fleet = config.fleet?.name else { return .notShared }
+        do {
+            guard let (_, outcome, message) = try await fleetSync(only: slot).first else { return .notShared }
+            switch outcome {
+            case .added, .adopted, .current, .uploaded: return .fetched(fleet: fleet)
+            default: return .unavailable(fleet: fleet, reason: message ?? outcome.rawValue)
+            }
+        } catch {
+            return .unavailable(fleet: fleet, reason: error.userFacingDescription)
+        }
+    }
+
     /// One slot of ``fleetSync(only:)``, under the slot's local lock; nil when there is nothing
     /// to say (a tombstone of a slot this machine never had).
     func syncShared(_ slot: Slot, fleet: Fleet, identity: MachineIdentity, membership: Membership) throws -> (Slot, FleetSyncOutcome, String?)? {
         let registryDoc = try registry.load()
         let record = registryDoc.slots[slot]
         var state = try SharedSlotState.load(slot, paths: paths)
-        if record != nil && state == nil { return (slot, .conflict, nil) }
+        if record != nil && state == nil {
+            let name = slot.name
+            return (slot, .conflict, "a slot named \(name) exists on this machine and is not shared, so the fleet's \(name) was not "
+                + "brought here: rename this one (`lanyard rename \(name) \(name)-local`) or remove it (`lanyard remove \(name)`), "
+                + "then run `lanyard fleet sync` again")
+        }
         var local: Credential?
         var store: (any CredentialStore)?
         if let record, state != nil {

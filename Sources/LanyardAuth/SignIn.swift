@@ -17,6 +17,9 @@ package enum SignInEvent: Sendable, Equatable {
     case retrying(reason: String, after: TimeInterval)
     /// The slot is shared in a fleet: what became of the new sign-in there (after it was stored).
     case shared(FleetSignInOutcome)
+    /// The slot asked for holds another account (`holds` names it), so the approved sign-in was
+    /// kept in a new slot named after its email instead (after it was stored).
+    case storedInNewSlot(requested: Slot, holds: String, slot: Slot)
 }
 
 /// The device-code flow: request a code, show it, poll honouring `interval` and `slow_down`, and

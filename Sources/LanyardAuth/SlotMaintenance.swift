@@ -1,3 +1,4 @@
+import FoundationEssentials
 import LanyardCore
 import LanyardStore
 import LanyardSupport
@@ -61,12 +62,65 @@ public struct UnpinOutcome: Sendable, Equatable {
     public let stillPinnedToName: String?
 }
 
-/// The result of ``AccountManager/signOut(slot:revoke:)``.
+/// The result of ``AccountManager/signOut(slot:revoke:ifNotRevoked:)``.
 public struct SignOutOutcome: Sendable, Equatable {
     /// Whether the provider revoked the refresh token.
     public let revoked: Bool
     /// Whether the slot was already signed out before (so there was nothing to revoke).
     public let wasSignedOut: Bool
+    /// Why a revocation that was asked for did not happen, when the slot was signed out anyway
+    /// (``WhenNotRevoked/signOutAnyway``).
+    public var notRevoked: NotRevokedError.Reason? = nil
+}
+
+/// What ``AccountManager/signOut(slot:revoke:ifNotRevoked:)`` does when a revocation was asked
+/// for but cannot happen (no revocation endpoint, a fleet's token) or fails.
+package enum WhenNotRevoked: Sendable {
+    /// Throw ``NotRevokedError`` and change nothing: the caller asks its user first.
+    case refuse
+    /// Sign out anyway and say why in ``SignOutOutcome/notRevoked``.
+    case signOutAnyway
+}
+
+/// A sign-out with revocation that did not happen because the refresh token could not be
+/// revoked; nothing was signed out.
+public struct NotRevokedError: LanyardError, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// The provider has no revocation endpoint (ChatGPT sign-in has none).
+        case noRevocationEndpoint(provider: String)
+        /// The slot's refresh token is a fleet's (this machine no longer shares the slot): never
+        /// revoked from one machine.
+        case fleetToken
+        /// The revocation request failed.
+        case failed(AuthError)
+
+        /// The reason in words, for messages and `--json`.
+        public var description: String {
+            switch self {
+            case .noRevocationEndpoint(let provider):
+                return "the provider \(provider) has no revocation endpoint"
+            case .fleetToken:
+                return "its refresh token is its fleet's, which no single machine revokes"
+            case .failed(let error):
+                return "the revocation failed (\(error.userFacingDescription))"
+            }
+        }
+    }
+
+    public let slot: Slot
+    public let reason: Reason
+
+    /// A failed request keeps its own code (a network failure exits 6, and may be retried);
+    /// a revocation that cannot happen is `revocation_unavailable`.
+    public var code: ErrorCode {
+        if case .failed(let error) = reason { return error.code }
+        return .revocationUnavailable
+    }
+
+    public var errorDescription: String? {
+        "could not revoke \(slot.name)'s refresh token: \(reason.description); nothing was signed out "
+            + "(`lanyard logout \(slot.name) --revoke --yes` signs out here without revoking)"
+    }
 }
 
 extension AccountManager {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 
 /// One flag of a command.
 package struct FlagSpec: Sendable {
@@ -317,31 +318,5 @@ enum ArgumentParser {
             hint = " (did you mean `lanyard \(sibling.name) \(spelling)`?)"
         }
         return UsageError(message: "unknown option \(arg) for `lanyard \(spec.name)`\(hint)", command: spec.name)
-    }
-}
-
-/// "Did you mean" suggestions by edit distance.
-enum Suggest {
-    static func closest(to word: String, in candidates: [String]) -> String? {
-        let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
-        guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
-        let limit = max(2, word.count / 3)
-        if best.1 <= limit { return best.0 }
-        return candidates.first { $0.hasPrefix(word) && word.count >= 2 }
-    }
-
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0...b.count)
-        for i in 1...a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
     }
 }

@@ -51,7 +51,8 @@ extension ExitStatus {
         case .usageLimitReached:
             self = .usageLimit
         // the command line
-        case .usage, .invalidSlotName, .gitCredentialInput, .dockerCredentialInput, .kubeExecInfo:
+        // like a missing --yes: the confirmation to sign out without revoking
+        case .usage, .invalidSlotName, .gitCredentialInput, .dockerCredentialInput, .kubeExecInfo, .revocationUnavailable:
             self = .usage
         case .cancelledSignIn, .cancelled, .etcdCancelled:
             self = .cancelled

@@ -153,14 +153,31 @@ package final class Invocation: Sendable {
         if let positional {
             let slot: Slot
             do { slot = try Slot(positional) } catch { throw UsageError(message: error.userFacingDescription, command: spec.name) }
-            guard let record = try view.record(of: slot) else { throw RegistryError.unknownSlot(slot) }
+            guard let record = try view.record(of: slot) else { return (slot, try fetchedFromFleet(slot, chosenBy: nil), nil) }
             return (slot, record, nil)
         }
         guard let resolution = try resolveAccount(active: { try view.active() }) else { throw RegistryError.noActiveSlot }
         guard let record = try view.record(of: resolution.slot) else {
-            throw RegistryError.unknownSlot(resolution.slot, chosenBy: resolution.rule.explanation)
+            return (resolution.slot, try fetchedFromFleet(resolution.slot, chosenBy: resolution.rule.explanation), resolution.rule)
         }
         return (resolution.slot, record, resolution.rule)
+    }
+
+    /// The record of a slot this machine does not have, brought from its fleet when `[fleet]` is
+    /// configured and the fleet shares it (a machine just approved has synced nothing yet);
+    /// otherwise the unknown-slot error, naming `lanyard fleet sync` when the fleet could not be asked.
+    private func fetchedFromFleet(_ slot: Slot, chosenBy: String?) throws -> SlotRecord {
+        guard try config().fleet != nil else { throw RegistryError.unknownSlot(slot, chosenBy: chosenBy) }
+        let manager = try accounts()
+        switch try runAsync({ await manager.fetchSharedSlot(slot) }) {
+        case .fetched(let fleet):
+            guard let record = try registry.view().record(of: slot) else { break }
+            stderr.line("lanyard: \(slot.name) was not on this machine yet: brought it from fleet \(fleet)")
+            return record
+        case .notShared: break
+        case .unavailable(let fleet, let reason): throw UnsyncedSlotError(slot: slot, fleet: fleet, reason: reason)
+        }
+        throw RegistryError.unknownSlot(slot, chosenBy: chosenBy)
     }
 
     /// Prints `value` as JSON with `--json`, else runs `human`.

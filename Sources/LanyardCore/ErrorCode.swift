@@ -52,6 +52,9 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case registryCorrupt = "registry_corrupt"
     /// The slot name is taken.
     case slotExists = "slot_exists"
+    /// `logout --revoke` could not revoke (no revocation endpoint, a fleet's token) and was not
+    /// told to sign out anyway (`--yes`).
+    case revocationUnavailable = "revocation_unavailable"
     /// A sign-in came back as another account than the slot's.
     case slotHoldsAnotherAccount = "slot_holds_another_account"
     /// Another sign-in into the same slot is in progress.

@@ -17,7 +17,8 @@ package enum FleetConnection {
     package static func password(_ settings: FleetSettings) throws -> String? {
         guard let file = settings.passwordFile else { return nil }
         let shown = TerminalText.escaped(file)
-        guard let data = try SecureFiles.readUserFile(file) else {
+        // Refused when group or others can read it, as LANYARD_PASSPHRASE_FILE is.
+        guard let data = try SecureFiles.readSecretFile(file) else {
             throw FleetError.unavailable(fleet: settings.name, endpoints: settings.endpoints, detail: "password file \(shown) does not exist")
         }
         do {

@@ -62,10 +62,14 @@ package struct ExportBundle: JSONDocument, Equatable, Sendable {
     /// Decrypts and decodes a bundle; anything short of a whole, authentic, well-formed bundle throws.
     /// - Parameter identityFile: the `--identity` file `identities` came from, when they did
     ///   (for the message when none of them opens the bundle); nil for a passphrase.
-    package static func open(_ file: Data, with identities: [any Identity], source: String, identityFile: String? = nil) throws -> ExportBundle {
+    /// - Parameter passphraseSource: where the passphrase came from when not the terminal
+    ///   (`LANYARD_PASSPHRASE_FILE PATH`), named when it is wrong.
+    package static func open(_ file: Data, with identities: [any Identity], source: String, identityFile: String? = nil,
+                             passphraseSource: String? = nil) throws -> ExportBundle {
         let plain: Data
         do { plain = try Age.decrypt(file, with: identities) } catch .incorrectPassphrase {
-            throw BundleError(code: .wrongPassphrase, message: "wrong passphrase for \(TerminalText.escaped(source))")
+            throw BundleError(code: .wrongPassphrase, message: "wrong passphrase for \(TerminalText.escaped(source))"
+                + (passphraseSource.map { " (from \($0))" } ?? ""))
         } catch .noIdentityMatched(let types) {
             let bundle = TerminalText.escaped(source)
             if types.contains("scrypt") {

@@ -77,7 +77,9 @@ public struct Accounts: Sendable {
     }
 
     /// Forgets a slot's credential locally and marks it signed out; `revoke` also revokes the
-    /// refresh token at the provider (which ends that session in every tool).
+    /// refresh token at the provider (which ends that session in every tool). When it cannot be
+    /// revoked (no revocation endpoint, as for ChatGPT; a fleet's token; a failed request), this
+    /// throws ``NotRevokedError`` and changes nothing: sign out without `revoke` to go ahead.
     @discardableResult
     public func signOut(_ slot: Slot, revoke: Bool = false) async throws -> SignOutOutcome {
         try await manager.signOut(slot: slot, revoke: revoke)

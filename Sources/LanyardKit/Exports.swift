@@ -36,6 +36,7 @@
 @_exported import struct LanyardAuth.ActiveSlotChange
 @_exported import struct LanyardAuth.UnpinOutcome
 @_exported import struct LanyardAuth.SignOutOutcome
+@_exported import struct LanyardAuth.NotRevokedError
 @_exported import enum LanyardAuth.FleetSyncOutcome
 @_exported import enum LanyardAuth.FleetSignInOutcome
 @_exported import struct LanyardAuth.FleetStatusReport

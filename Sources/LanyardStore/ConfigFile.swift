@@ -28,18 +28,52 @@ package enum ConfigFile {
         do { try file.load(text) } catch {
             throw .malformed(path: path, line: line(of: error.message, in: text), detail: error.message)
         }
-        let reader = Reader(file: file, path: path)
+        let reader = Reader(file: file, path: path, text: text)
         var config = LanyardConfig()
-        let warnings = try readGroups(reader, into: &config)
-        try readStore(reader, into: &config)
-        try readRefresh(reader, into: &config)
-        try readBackoff(reader, into: &config)
-        try readLoginHTTPAndIntegrations(reader, into: &config)
-        try readAgentAndEvents(reader, into: &config)
-        try readStream(reader, into: &config)
-        try readSwitch(reader, into: &config)
-        try readFleet(reader, into: &config)
-        return Loaded(config: config, warnings: warnings)
+        do {
+            let warnings = try readGroups(reader, into: &config)
+            try readStore(reader, into: &config)
+            try readRefresh(reader, into: &config)
+            try readBackoff(reader, into: &config)
+            try readLoginHTTPAndIntegrations(reader, into: &config)
+            try readAgentAndEvents(reader, into: &config)
+            try readStream(reader, into: &config)
+            try readSwitch(reader, into: &config)
+            try readFleet(reader, into: &config)
+            return Loaded(config: config, warnings: warnings + commentWarnings(reader))
+        } catch {
+            throw located(error, reader)
+        }
+    }
+
+    /// The hint for a value with a `#` after it: GLib starts a comment only at the beginning of a
+    /// line, so `backend = file # comment` reads as the value `file # comment`.
+    static let commentHint = "a # after a value is part of the value (config.ini comments take their own line)"
+
+    /// Whether a value holds a `#` after a space: what a comment written after the value looks like.
+    static func hasTrailingComment(_ value: String) -> Bool {
+        value.contains(" #") || value.contains("\t#")
+    }
+
+    /// `error` with the line of its key (or group) and, when the value looks like it ends in a
+    /// comment, the hint that comments take their own line.
+    private static func located(_ error: ConfigError, _ r: Reader) -> ConfigError {
+        guard case .invalidValue(let path, let group, let key, var detail, nil) = error else { return error }
+        if !key.isEmpty, let raw = r.string(group, key), hasTrailingComment(raw) { detail += "; " + commentHint }
+        return .invalidValue(path: path, group: group, key: key, detail: detail, line: r.line(group, key.isEmpty ? nil : key))
+    }
+
+    /// Values that were accepted but hold what looks like a comment (`hook = notify-send # later`):
+    /// warned about, since the `#` and what follows are part of the value.
+    private static func commentWarnings(_ r: Reader) -> [String] {
+        var warnings: [String] = []
+        for group in r.file.groups() {
+            for key in r.file.keys(group) {
+                guard let raw = r.string(group, key), hasTrailingComment(raw) else { continue }
+                warnings.append("\(r.location(group, key)): [\(group)] \(key) is \"\(raw)\": \(commentHint)")
+            }
+        }
+        return warnings.map { TerminalText.escaped($0) }
     }
 
     /// The keys each fixed section knows; others are warned about.
@@ -57,6 +91,14 @@ package enum ConfigFile {
         "fleet": ["name", "machine", "endpoints", "ca", "cert", "key", "user", "password-file", "lock-ttl", "timeout"],
     ]
 
+    /// The providers Lanyard knows without a `type` (`[provider.openai]` only changes what it sets).
+    static let builtInProviders = ["openai", "github"]
+
+    /// `; did you mean "KEY"?` for a key close to one of `known`, else nothing.
+    private static func suggestion(_ key: String, in known: Set<String>) -> String {
+        Suggest.closest(to: key, in: known.sorted()).map { "; did you mean \"\($0)\"?" } ?? ""
+    }
+
     /// The keys of a `[provider.ID]` section (besides `env.NAME`).
     static let providerKeys: Set<String> = [
         "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
@@ -67,8 +109,33 @@ package enum ConfigFile {
     struct Reader {
         let file: KeyFile
         let path: String
+        /// The file's text, for line numbers (GLib's key file keeps none).
+        let text: String
 
         func string(_ group: String, _ key: String) -> String? { file.string(group, key) }
+
+        /// The 1-based line of `key` in `[group]` (of the group's first header when `key` is nil):
+        /// for a key written twice the last one, whose value GLib keeps.
+        func line(_ group: String, _ key: String?) -> Int? {
+            var current: String?
+            var found: Int?
+            for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let line = raw.trimmingSpaces()
+                if line.isEmpty || line.hasPrefix("#") { continue }
+                if line.hasPrefix("[") {
+                    current = line.hasSuffix("]") ? String(line.dropFirst().dropLast()) : nil
+                    if key == nil && current == group { return n + 1 }
+                } else if let key, current == group, let equals = line.firstIndex(of: "="), line[..<equals].trimmingSpaces() == key {
+                    found = n + 1
+                }
+            }
+            return found
+        }
+
+        /// `path:LINE` (or `path` when the line is not found), to start a warning with.
+        func location(_ group: String, _ key: String?) -> String {
+            "\(path)\(line(group, key).map { ":\($0)" } ?? "")"
+        }
 
         /// A number from `min` to `max`: 10⁹ unless a key says otherwise (about 31 years in
         /// seconds; larger values would overflow the nanoseconds a wait is given in).
@@ -116,7 +183,7 @@ package enum ConfigFile {
         for group in r.file.groups() {
             if let keys = knownKeys[group] {
                 for key in r.file.keys(group) where !keys.contains(key) {
-                    warnings.append("\(r.path): unknown key \"\(key)\" in [\(group)] (ignored)")
+                    warnings.append("\(r.location(group, key)): unknown key \"\(key)\" in [\(group)] (ignored\(suggestion(key, in: keys)))")
                 }
             } else if group == "git" {
                 try readGit(r, into: &config)
@@ -127,11 +194,13 @@ package enum ConfigFile {
             } else if group.hasPrefix("provider.") {
                 let id = String(group.dropFirst("provider.".count))
                 for key in r.file.keys(group) where !providerKeys.contains(key) && !key.hasPrefix("env.") {
-                    warnings.append("\(r.path): unknown key \"\(key)\" in [\(group)] (ignored)")
+                    warnings.append("\(r.location(group, key)): unknown key \"\(key)\" in [\(group)] (ignored\(suggestion(key, in: providerKeys)))")
                 }
                 config.providers[id] = try provider(id: id, group: group, r)
             } else {
-                warnings.append("\(r.path): unknown group [\(group)] (ignored)")
+                let known = Array(knownKeys.keys) + ["git", "docker", "netrc"] + builtInProviders.map { "provider.\($0)" }
+                let hint = Suggest.closest(to: group, in: known.sorted()).map { "; did you mean [\($0)]?" } ?? ""
+                warnings.append("\(r.location(group, nil)): unknown group [\(group)] (ignored\(hint))")
             }
         }
         // Group and key names come from the file: shown with control characters escaped.
@@ -280,6 +349,12 @@ package enum ConfigFile {
         for part in rawEndpoints.split(separator: ",") {
             var e = String(part).trimmingSpaces()
             if e.isEmpty { continue }
+            // `endpoints = https://a:2379 https://b:2379`: a list written as etcdctl takes it on a
+            // command line. (A `#` means a comment, which `located` explains instead.)
+            let words = e.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            if words.count > 1 && !e.contains("#") {
+                throw r.invalid("fleet", "endpoints", "endpoints are separated by commas, not spaces: endpoints = \(words.joined(separator: ", "))")
+            }
             if !e.contains("://") { e = "https://" + e }
             guard let u = URL(string: e), let scheme = u.scheme?.lowercased(), ["http", "https"].contains(scheme), u.host != nil,
                   e.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
@@ -349,9 +424,17 @@ package enum ConfigFile {
             throw .invalidValue(path: path, group: group, key: "", detail: "provider id \"\(id)\" must look like a slot name (a-z, 0-9, . _ -)")
         }
         let base: ProviderConfig? = id == "openai" ? .openAI : id == "github" ? .gitHub : nil
+        // A group without a type names a built-in provider, or is one misspelt ([provider.opneai]):
+        // said so, rather than that `type` is missing.
+        if base == nil && file.string(group, "type") == nil {
+            let near = Suggest.closest(to: id, in: builtInProviders).map { "did you mean [provider.\($0)]? " } ?? ""
+            throw .invalidValue(path: path, group: group, key: "",
+                                detail: "unknown provider \"\(id)\" (\(near)the built-in ones are openai and github; "
+                                    + "a provider of your own needs type = device-code, issuer and client-id)")
+        }
         let kindRaw = file.string(group, "type") ?? base?.kind.rawValue
-        guard let kindRaw, let kind = ProviderConfig.Kind(rawValue: kindRaw) else {
-            throw .invalidValue(path: path, group: group, key: "type", detail: "expected openai or device-code")
+        guard let kindRaw, let kind = ProviderConfig.Kind(rawValue: kindRaw.trimmingSpaces()) else {
+            throw .invalidValue(path: path, group: group, key: "type", detail: "expected openai or device-code, got \"\(kindRaw ?? "")\"")
         }
         guard let issuer = try url(group, "issuer") ?? base?.issuer else {
             throw .invalidValue(path: path, group: group, key: "issuer", detail: "missing (the provider's base URL)")

@@ -25,11 +25,15 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     /// when nothing is configured. A locked store opens with it (and is cached when the kernel keyring works), so
     /// unattended hosts and containers without a kernel keyring can use a passphrase-protected store.
     package let passphraseSource: (@Sendable () throws -> String)?
+    /// What `passphraseSource` reads (`LANYARD_PASSPHRASE_FILE PATH`), named when its passphrase is wrong.
+    package let passphraseSourceName: String?
 
-    package init(paths: Paths, unlockCacheSeconds: TimeInterval = 900, passphraseSource: (@Sendable () throws -> String)? = nil) {
+    package init(paths: Paths, unlockCacheSeconds: TimeInterval = 900, passphraseSource: (@Sendable () throws -> String)? = nil,
+                 passphraseSourceName: String? = nil) {
         directory = paths.dataDirectory
         self.unlockCacheSeconds = unlockCacheSeconds
         self.passphraseSource = passphraseSource
+        self.passphraseSourceName = passphraseSourceName
     }
 
     var cacheName: String { "lanyard:file-store:" + storePath }
@@ -148,7 +152,10 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
         }
         guard var cached = KernelKeyring.load(name: cacheName) else {
             if let passphraseSource {
-                let identity = try openProtectedIdentity(passphrase: try passphraseSource())
+                let identity: X25519Identity
+                do { identity = try openProtectedIdentity(passphrase: try passphraseSource()) } catch StoreError.wrongPassphrase {
+                    throw passphraseSourceName.map { StoreError.wrongPassphraseFrom(source: $0) } ?? .wrongPassphrase
+                }
                 try? cache(identity)
                 return identity
             }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardSupport
 import LanyardSystem
 
 /// Where passphrases come from — never argv: a file named by `LANYARD_PASSPHRASE_FILE`, the
@@ -15,8 +16,9 @@ package struct PassphraseReader: Sendable {
     /// from the start when the two differ, up to `tries` times.
     package func read(prompt: String, confirm: Bool = false, tries: Int = 3) throws -> String {
         if let file = environment["LANYARD_PASSPHRASE_FILE"], !file.isEmpty {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw PassphraseError("cannot read LANYARD_PASSPHRASE_FILE (\(file))")
+            // Refused, not warned about, when others can read it (as ssh refuses such a key).
+            guard let data = try SecureFiles.readSecretFile(file) else {
+                throw PassphraseError("cannot read LANYARD_PASSPHRASE_FILE (\(TerminalText.escaped(file))): it does not exist")
             }
             return try Self.firstLine(data, source: "LANYARD_PASSPHRASE_FILE")
         }
@@ -29,6 +31,25 @@ package struct PassphraseReader: Sendable {
             if try terminal(prompt: "Repeat to confirm: ") == first { return first }
         }
         throw PassphraseError("the passphrases did not match")
+    }
+
+    /// Where `read` takes the passphrase from without asking, for messages about a wrong one:
+    /// `LANYARD_PASSPHRASE_FILE PATH` or `LANYARD_ASKPASS PROGRAM` (never the passphrase); nil
+    /// when it asks on the terminal.
+    package var unattendedSource: String? {
+        for name in CredentialStores.passphraseVariables {
+            if let value = environment[name], !value.isEmpty { return "\(name) \(TerminalText.escaped(value))" }
+        }
+        return nil
+    }
+
+    /// Runs `body`, which opens something with a passphrase `read` gave: a wrong passphrase from
+    /// a file or program is reported naming it (``StoreError/wrongPassphraseFrom(source:)``).
+    package func namingSource<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch StoreError.wrongPassphrase {
+            guard let source = unattendedSource else { throw StoreError.wrongPassphrase }
+            throw StoreError.wrongPassphraseFrom(source: source)
+        }
     }
 
     /// Whether LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS is set, so `read` never asks on the
@@ -115,7 +136,8 @@ package enum CredentialStores {
             let reader = PassphraseReader(environment: passphraseEnvironment)
             var source: (@Sendable () throws -> String)?
             if reader.hasUnattendedSource { source = { try reader.read(prompt: "Passphrase for the Lanyard file store: ") } }
-            return EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds, passphraseSource: source)
+            return EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds, passphraseSource: source,
+                                      passphraseSourceName: reader.unattendedSource)
         }
     }
 }

@@ -246,6 +246,16 @@ package final class SecretServiceStore: CredentialStore {
     static let fileStoreAdvice = "or use the encrypted-file backend (`lanyard store init`, then `backend = file` in config.ini "
         + "for new slots); slots already in the keyring move with `lanyard store migrate --to file` once it answers again"
 
+    /// ``fileStoreAdvice`` once the file store exists: `store init` has been run.
+    static let existingFileStoreAdvice = "or use the encrypted file store, which is set up (with `backend = auto` or `file` in "
+        + "config.ini new sign-ins go there); slots already in the keyring move with `lanyard store migrate --to file` once it answers again"
+
+    /// `problem` (a keyring failure's text) advising the file store that exists instead of
+    /// `lanyard store init`: the keyring cannot tell whether the file store is set up, its caller can.
+    package static func adviceForExistingFileStore(_ problem: String) -> String {
+        problem.replacing(fileStoreAdvice, with: existingFileStoreAdvice)
+    }
+
     private func storeError(_ error: any Error, operation: String, deadline: Deadline) -> StoreError {
         let backend = Self.backendName
         if let error = error as? StoreError { return error }

@@ -96,6 +96,48 @@ package enum SecureFiles {
         }
     }
 
+    /// Reads a file holding a secret the user put there (LANYARD_PASSPHRASE_FILE, `[fleet]
+    /// password-file`), as ssh reads a private key: a symbolic link (systemd credentials, a
+    /// secrets folder) is followed when it is yours, and the file must be a regular file (or a
+    /// pipe: `LANYARD_PASSPHRASE_FILE=<(pass show lanyard)`) of yours that neither group nor others
+    /// can read or write; anything else is refused (``StoreError/unsafePath(path:reason:)``) with
+    /// the `chmod 600` that fixes it, before a byte is read. Nil when the file does not exist.
+    package static func readSecretFile(_ path: String) throws(StoreError) -> Data? {
+        let shown = TerminalText.escaped(path)
+        var link = stat()
+        guard lstat(path, &link) == 0 else {
+            if errno == ENOENT { return nil }
+            throw .io(path: shown, detail: SystemCallError.reason())
+        }
+        if (link.st_mode & S_IFMT) == S_IFLNK && link.st_uid != geteuid() {
+            throw .unsafePath(path: shown, reason: "it is a symbolic link owned by uid \(link.st_uid), not by you (uid \(geteuid()))")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw .io(path: shown, detail: "cannot read: \(SystemCallError.reason())")
+        }
+        defer { close(fd) }
+        var target = stat()
+        guard fstat(fd, &target) == 0 else { throw .io(path: shown, detail: SystemCallError.reason()) }
+        let type = target.st_mode & S_IFMT
+        guard type == S_IFREG || type == S_IFIFO else { throw .unsafePath(path: shown, reason: "it is not a regular file or a pipe") }
+        // A pipe's writer may not have written yet: wait for it (opened non-blocking only so
+        // that opening a named pipe without a writer does not hang before the checks).
+        if type == S_IFIFO { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
+        guard target.st_uid == geteuid() else {
+            throw .unsafePath(path: shown, reason: "it is owned by uid \(target.st_uid), not by you (uid \(geteuid()))")
+        }
+        let mode = target.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw .unsafePath(path: shown, reason: "it holds a secret and its mode is 0\(String(mode, radix: 8)), so group or others can "
+                + "get at it; run `chmod 600 \(shown)`")
+        }
+        do { return Data(try readToEnd(fd)) } catch {
+            throw .io(path: shown, detail: "cannot read: \(error.reason)")
+        }
+    }
+
     /// Replaces `path` with `data` durably: temp file in the same folder, fsync, rename, fsync of
     /// the folder (GLib's `g_file_set_contents_full` with CONSISTENT|DURABLE, through LanyardGLib's
     /// `DurableFile`), mode 0600.

@@ -16,6 +16,9 @@ public enum StoreError: LanyardError, Equatable {
     case notFound(slot: Slot)
     /// A wrong passphrase or identity.
     case wrongPassphrase
+    /// A wrong passphrase from a file or program (`LANYARD_PASSPHRASE_FILE PATH`), named so the
+    /// file can be checked; never the passphrase.
+    case wrongPassphraseFrom(source: String)
     /// A path Lanyard refuses to use (symlink, foreign owner, wrong type).
     case unsafePath(path: String, reason: String)
     /// A file or system call failed.
@@ -38,7 +41,7 @@ public enum StoreError: LanyardError, Equatable {
         case .timedOut: return .storeTimedOut
         case .corrupt: return .storeCorrupt
         case .notFound: return .missingCredential
-        case .wrongPassphrase: return .wrongPassphrase
+        case .wrongPassphrase, .wrongPassphraseFrom: return .wrongPassphrase
         case .unsafePath: return .unsafePath
         case .io: return .ioError
         case .refreshedTokensInRecoveryFile: return .refreshedTokensInRecoveryFile
@@ -56,6 +59,8 @@ public enum StoreError: LanyardError, Equatable {
         case .corrupt(let source, let detail): return "\(source) is corrupt (left untouched): \(detail)"
         case .notFound(let slot): return "slot \(slot.name) has no stored credential; sign in with `lanyard login \(slot.name)`"
         case .wrongPassphrase: return "wrong passphrase: the store was not unlocked and nothing changed"
+        case .wrongPassphraseFrom(let source):
+            return "wrong passphrase (from \(source)): the store was not unlocked and nothing changed; check the passphrase there"
         case .unsafePath(let path, let reason): return "refusing to use \(path): \(reason)"
         case .io(let path, let detail): return "\(path): \(detail)"
         case .refreshedTokensInRecoveryFile(let path, let store):
@@ -126,8 +131,9 @@ public enum RegistryError: LanyardError, Equatable {
 public enum ConfigError: LanyardError, Equatable {
     /// The file does not parse; `line` is 1-based when known.
     case malformed(path: String, line: Int?, detail: String)
-    /// A key has a value Lanyard cannot use.
-    case invalidValue(path: String, group: String, key: String, detail: String)
+    /// A key has a value Lanyard cannot use; `key` is empty when the group itself is wrong, `line`
+    /// the 1-based line of the key (or of the group) when known.
+    case invalidValue(path: String, group: String, key: String, detail: String, line: Int? = nil)
 
     public var code: ErrorCode { .configInvalid }
 
@@ -137,8 +143,8 @@ public enum ConfigError: LanyardError, Equatable {
         switch self {
         case .malformed(let path, let line, let detail):
             return TerminalText.escaped("\(path)\(line.map { ":\($0)" } ?? ""): \(detail)")
-        case .invalidValue(let path, let group, let key, let detail):
-            return TerminalText.escaped("\(path): [\(group)] \(key): \(detail)")
+        case .invalidValue(let path, let group, let key, let detail, let line):
+            return TerminalText.escaped("\(path)\(line.map { ":\($0)" } ?? ""): [\(group)]\(key.isEmpty ? "" : " \(key)"): \(detail)")
         }
     }
 }

@@ -154,19 +154,76 @@ import LanyardTestSupport
         #expect(try rig.home.registry.load().slots[slot]?.account.email == "Dora.Explorer+work@example.com")
     }
 
-    /// Two accounts with the same email local part get two slots; the same account again reuses its slot.
+    /// Two accounts with the same email local part get two slots, the second named with its
+    /// domain (then numbered); the same account again reuses its slot.
     @Test func defaultSlotNamesDoNotCollide() async throws {
         let rig = try SignInRig.start(.openai)
-        let emails = ["sam@one.example", "sam@two.example", "sam@one.example"]
+        let emails = ["sam@one.example", "sam@two.example", "sam@one.example", "sam@two.other"]
         let sleeper = TestSleeper(clock: rig.home.clock) { call in try await rig.approve(["email": emails[call - 1]]) }
         let manager = rig.manager(sleeper: sleeper)
         var slots: [String] = []
         for _ in emails { slots.append(try await manager.signIn(slot: nil, providerID: "openai", events: { _ in }).0.name) }
-        #expect(slots == ["sam", "sam-2", "sam"])
+        #expect(slots == ["sam", "sam-two", "sam", "sam-2"])
         let document = try rig.home.registry.load()
         #expect(document.slots[try Slot("sam")]?.account.email == "sam@one.example")
-        #expect(document.slots[try Slot("sam-2")]?.account.email == "sam@two.example")
-        #expect(try rig.home.store(.file).list().map(\.name) == ["sam", "sam-2"])
+        #expect(document.slots[try Slot("sam-two")]?.account.email == "sam@two.example")
+        #expect(document.slots[try Slot("sam-2")]?.account.email == "sam@two.other")
+        #expect(try rig.home.store(.file).list().map(\.name) == ["sam", "sam-2", "sam-two"])
+    }
+
+    /// A sign-in into a slot that holds another account keeps that slot as it was and keeps the
+    /// approved sign-in too: stored in a new slot named after its email, said by an event and in
+    /// the event log. The same account again goes to that slot.
+    @Test func anotherAccountIsKeptInANewSlot() async throws {
+        let rig = try SignInRig.start(.openai)
+        let (work, old) = try rig.home.seed("work")
+        let before = try rig.home.snapshot(slots: [work])
+        nonisolated(unsafe) let bob: [String: Any] = ["email": "bob@corp.example", "account_id": "acct-bob", "plan": "pro"]
+        let sleeper = TestSleeper(clock: rig.home.clock) { _ in try await rig.approve(bob) }
+        let manager = rig.manager(sleeper: sleeper)
+        let log = EventLog()
+        let (slot, credential) = try await manager.signIn(slot: work, providerID: "openai", events: log.record)
+        #expect(slot.name == "bob")
+        #expect(log.events.contains(.storedInNewSlot(requested: work, holds: "work@old.example, account acct-old",
+                                                     slot: try Slot("bob"))), "\(log.events)")
+        #expect(log.states.last == .signedIn(expiresAt: credential.tokens.expiresAt))
+        // work is untouched; bob's slot holds the approved sign-in.
+        #expect(try rig.home.store(.file).get(work) == old)
+        #expect(try rig.home.registry.load().slots[work] == before.registry.slots[work])
+        #expect(try rig.home.store(.file).get(slot) == credential && credential.account.email == "bob@corp.example")
+        #expect(try rig.home.registry.load().slots[slot]?.account.accountID == "acct-bob")
+        let logged = LanyardStore.EventLog(paths: rig.home.paths).read().filter { $0["event"]?.string == "new_slot" }
+        #expect(logged.count == 1)
+        #expect(logged.first?["slot"]?.string == "bob" && logged.first?["requested"]?.string == "work"
+                && logged.first?["reason"]?.string == "slot_holds_another_account")
+
+        // Bob again into work: his own slot gets the fresh sign-in, no third slot.
+        let (again, _) = try await manager.signIn(slot: work, providerID: "openai", events: { _ in })
+        #expect(again == slot)
+        #expect(try rig.home.registry.load().slots.keys.map(\.name).sorted() == ["bob", "work"])
+        // Asked to replace: work gets bob.
+        let (replaced, _) = try await manager.signIn(slot: work, providerID: "openai", replacingAnotherAccount: true, events: { _ in })
+        #expect(replaced == work)
+        #expect(try rig.home.store(.file).get(work).account.email == "bob@corp.example")
+    }
+
+    /// A sign-out asked to revoke what cannot be revoked (the emulator, as ChatGPT, has no
+    /// revocation endpoint) refuses with nothing changed, or signs out anyway saying why.
+    @Test func signOutThatCannotRevokeRefusesOrSaysWhy() async throws {
+        let rig = try SignInRig.start(.openai)
+        let (work, old) = try rig.home.seed("work")
+        let manager = rig.manager(sleeper: TestSleeper(clock: rig.home.clock))
+        let before = try rig.home.snapshot(slots: [work])
+        await #expect(throws: NotRevokedError(slot: work, reason: .noRevocationEndpoint(provider: "openai"))) {
+            try await manager.signOut(slot: work, revoke: true)
+        }
+        #expect(try rig.home.snapshot(slots: [work]) == before, "nothing changed")
+        #expect(try rig.home.store(.file).get(work) == old)
+        let outcome = try await manager.signOut(slot: work, revoke: true, ifNotRevoked: .signOutAnyway)
+        #expect(outcome == SignOutOutcome(revoked: false, wasSignedOut: false, notRevoked: .noRevocationEndpoint(provider: "openai")))
+        #expect(try rig.home.registry.load().slots[work]?.state == .signedOut)
+        // Signed out already: nothing to revoke, nothing refused.
+        #expect(try await manager.signOut(slot: work, revoke: true) == SignOutOutcome(revoked: false, wasSignedOut: true))
     }
 
     /// Signing in again to an existing slot, as the same account, replaces its credential (once the

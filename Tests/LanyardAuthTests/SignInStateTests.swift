@@ -30,6 +30,7 @@ import LanyardTestSupport
             case .slowedDown: return "slowed"
             case .retrying: return "retrying"
             case .shared: return "shared"
+            case .storedInNewSlot: return "new-slot"
             }
         }
         #expect(names == ["signing-in", "code", "awaiting-device-code", "waiting", "waiting", "signed-in"])

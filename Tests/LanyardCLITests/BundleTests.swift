@@ -143,6 +143,7 @@ import Testing
         try seedFileSlot(source, "beta")
         let passFile = source.root + "/pass"
         try "bundle passphrase\n".write(toFile: passFile, atomically: true, encoding: .utf8)
+        chmod(passFile, 0o600)
         source.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = passFile
         let bundle = source.root + "/pass.age"
         let r = await source.run("export", "--to", bundle)
@@ -166,9 +167,13 @@ import Testing
 
         let other = try await fileStoreHarness()
         try "not the passphrase\n".write(toFile: other.root + "/wrong", atomically: true, encoding: .utf8)
+        chmod(other.root + "/wrong", 0o600)
         other.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = other.root + "/wrong"
         let wrong = await other.run("import", bundle, "--json")
         #expect(wrong.status == 1 && (wrong.json["error"] as? [String: Any])?["code"] as? String == "wrong_passphrase")
+        let wrongMessage = (wrong.json["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(wrongMessage.contains("from LANYARD_PASSPHRASE_FILE \(other.root)/wrong"), "the file is named: \(wrongMessage)")
+        #expect(!wrongMessage.contains("not the passphrase"), "its content is not")
         #expect(try other.registry.load().slots.isEmpty)
     }
 
@@ -461,6 +466,7 @@ import Testing
         // A passphrase bundle given an identity: leave the identity out.
         let passFile = h.root + "/pass"
         try "bundle passphrase\n".write(toFile: passFile, atomically: true, encoding: .utf8)
+        chmod(passFile, 0o600)
         h.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = passFile
         let passBundle = h.root + "/p.age"
         #expect(await h.run("export", "--to", passBundle).status == 0)

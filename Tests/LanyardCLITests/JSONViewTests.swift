@@ -56,8 +56,9 @@ import Testing
             Documented(section: "login", view: LoginView.self, samples: [
                 LoginView(slot: slot, provider: "openai", account: AccountInfo(), expiresAt: nil),
                 LoginView(slot: slot, provider: "openai", account: full, expiresAt: date),
+                LoginView(slot: slot, provider: "openai", account: full, expiresAt: date, insteadOf: slot),
             ]),
-            Documented(section: "logout", view: LogoutView.self, samples: [LogoutView(slot: slot, revoked: false)]),
+            Documented(section: "logout", view: LogoutView.self, samples: [LogoutView(slot: slot, revoked: false), LogoutView(slot: slot, revoked: false, notRevoked: "r")]),
             Documented(section: "token", view: TokenView.self, samples: [
                 TokenView(slot: slot, accessToken: "t", expiresAt: nil), TokenView(slot: slot, accessToken: "t", expiresAt: date),
             ]),

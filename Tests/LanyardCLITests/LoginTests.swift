@@ -110,9 +110,10 @@ struct LoginRig {
         }
     }
 
-    /// A sign-in into a slot that comes back as another account stores nothing (every pin naming
-    /// the slot would hand out that account's tokens) unless --replace is given; the same account
-    /// signs in again freely.
+    /// A sign-in into a slot that comes back as another account leaves the slot alone (every pin
+    /// naming it would hand out that account's tokens) unless --replace is given, and keeps the
+    /// approved sign-in in a new slot named after its email, saying so; the same account signs in
+    /// again freely.
     @Test func loginNeverPutsAnotherAccountIntoASlotUnasked() async throws {
         let rig = try await LoginRig()
         let h = rig.h
@@ -122,17 +123,19 @@ struct LoginRig {
         let before = try h.fileStore.get(slot)
 
         let bob: [String: Any] = ["email": "bob@work.example", "plan": "pro", "account_id": "acct-b"]
-        let refused = await h.run(["login", "alice"], sleeper: rig.approving(bob))
-        #expect(refused.status == 1)
-        #expect(refused.stderr.contains("slot alice holds alice@example.com, account acct-a, but the sign-in was approved as bob@work.example, account acct-b"),
-                "\(refused.stderr)")
-        #expect(refused.stderr.contains("lanyard login alice --replace"))
-        #expect(!refused.stdout.contains("Signed"))
+        let kept = await h.run(["login", "alice"], sleeper: rig.approving(bob))
+        #expect(kept.status == 0, "\(kept.stderr)")
+        #expect(kept.stderr.contains("Slot alice holds alice@example.com, account acct-a, another account: this sign-in is kept in the slot bob "
+                                     + "instead (`lanyard login alice --replace` puts it into alice)."), "\(kept.stderr)")
+        #expect(kept.stdout == "Signed bob@work.example (Pro) into slot bob.\n")
         #expect(try h.fileStore.get(slot) == before, "alice's credential is untouched")
         #expect(try h.registry.load().slots[slot]?.account.email == "alice@example.com")
+        #expect(try h.fileStore.get(try Slot("bob")).account.email == "bob@work.example")
+        let events = await h.run("events", "--json")
+        #expect(events.stdout.contains("\"event\":\"new_slot\"") && events.stdout.contains("\"requested\":\"alice\""), "\(events.stdout)")
 
         let json = await h.run(["login", "alice", "--json"], sleeper: rig.approving(bob))
-        #expect(json.status == 1 && (json.json["error"] as? [String: Any])?["code"] as? String == "slot_holds_another_account")
+        #expect(json.status == 0 && json.json["slot"] as? String == "bob" && json.json["instead_of"] as? String == "alice", "\(json.stdout)")
 
         // The same account again: a fresh credential, no question asked.
         let again = await h.run(["login", "alice"], sleeper: rig.approving(alice))
@@ -408,23 +411,75 @@ struct LoginRig {
         let r = await h.runDetached("logout", "lab", "--revoke", "--json")
         #expect(r.status == 6, "\(r.stdout)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "network_failure")
+        let message = (r.json["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(message.hasPrefix("could not revoke lab's refresh token: the revocation failed (") && message.contains("HTTP 503"), "\(message)")
+        #expect(message.hasSuffix("nothing was signed out (`lanyard logout lab --revoke --yes` signs out here without revoking)"), "\(message)")
         #expect(h.storedBytes() == before)
         #expect(await h.runDetached("logout", "lab", "--revoke").status == 0)
         #expect(try await rig.device.stat("revocation_requests") == 1)  // the faulted one never reached it
     }
 
-    /// ChatGPT sign-in has no revocation endpoint: logout --revoke says so and signs out locally.
-    @Test func logoutRevokeWithTheEmulatorSaysNothingWasRevoked() async throws {
+    /// With --yes a failed revocation still signs out, and says the token was not revoked.
+    @Test func logoutRevokeYesSignsOutWhenTheRevocationFails() async throws {
+        let rig = try await LoginRig(withDevice: true)
+        let h = rig.h
+        #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
+        try await rig.device.hook("/_test/fault", ["endpoint": "revoke", "type": "status", "status": 503])
+        let r = await h.runDetached("logout", "lab", "--revoke", "--yes", "--json")
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.json["revoked"] as? Bool == false && r.json["state"] as? String == "signed-out")
+        #expect((r.json["not_revoked"] as? String)?.hasPrefix("the revocation failed (") == true, "\(r.stdout)")
+        #expect(try h.registry.load().slots[try Slot("lab")]?.state == .signedOut)
+    }
+
+    /// ChatGPT sign-in has no revocation endpoint: logout --revoke says so before it signs out,
+    /// asks on a terminal, needs --yes without one, and with --yes says the token was not revoked.
+    @Test func logoutRevokeWithTheEmulatorSaysItCannotRevokeFirst() async throws {
         let rig = try await LoginRig()
         let h = rig.h
+        let slot = try Slot("work")
         #expect(await h.run(["login", "work"], sleeper: rig.approving()).status == 0)
-        let r = await h.runDetached("logout", "work", "--revoke")
-        #expect(r.status == 0)
-        #expect(r.stdout.contains("The provider has no revocation endpoint; nothing was revoked."))
-        #expect(try h.registry.load().slots[try Slot("work")]?.state == .signedOut)
+        let before = h.storedBytes()
+
+        // No terminal, no --yes: nothing changes, and the error says why and names --yes.
+        let refused = await h.runDetached("logout", "work", "--revoke")
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr == "lanyard: could not revoke work's refresh token: the provider openai has no revocation endpoint; "
+            + "nothing was signed out (`lanyard logout work --revoke --yes` signs out here without revoking)\n")
+        let refusedJSON = await h.runDetached("logout", "work", "--revoke", "--json")
+        #expect((refusedJSON.json["error"] as? [String: Any])?["code"] as? String == "revocation_unavailable")
+        #expect(try h.registry.load().slots[slot]?.state.name == "signed-in" && h.storedBytes() == before)
+
+        // A terminal: it says so first, then asks; "no" changes nothing.
+        h.tty = true
+        h.input = ["n"]
+        let no = await h.runDetached("logout", "work", "--revoke")
+        #expect(no.status == 1)
+        #expect(no.stderr.hasPrefix("Could not revoke work's refresh token: the provider openai has no revocation endpoint.\n"
+            + "Sign out of work here anyway? The refresh token stays valid at the provider. [y/N] "), "\(no.stderr)")
+        #expect(no.stderr.hasSuffix("Nothing changed: work is still signed in.\n"))
+        #expect(no.stdout == "")
+        #expect(h.storedBytes() == before)
+        h.input = ["y"]
+        let yes = await h.runDetached("logout", "work", "--revoke")
+        #expect(yes.status == 0, "\(yes.stderr)")
+        #expect(yes.stdout == "Signed out of work. `lanyard login work` signs it in again.\n"
+            + "The refresh token was not revoked: it stays valid at the provider.\n")
+        #expect(try h.registry.load().slots[slot]?.state == .signedOut)
+
+        // --yes: no question, and both things said.
+        h.tty = false
+        h.input = []
         #expect(await h.run(["login", "work"], sleeper: rig.approving()).status == 0)
-        let j = await h.runDetached("logout", "work", "--revoke", "--json")
-        #expect(j.json["revoked"] as? Bool == false)
+        let r = await h.runDetached("logout", "work", "--revoke", "--yes")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout == "Could not revoke work's refresh token: the provider openai has no revocation endpoint.\n"
+            + "Signed out of work. `lanyard login work` signs it in again.\n"
+            + "The refresh token was not revoked: it stays valid at the provider.\n")
+        #expect(try h.registry.load().slots[slot]?.state == .signedOut)
+        #expect(await h.run(["login", "work"], sleeper: rig.approving()).status == 0)
+        let j = await h.runDetached("logout", "work", "--revoke", "--yes", "--json")
+        #expect(j.json["revoked"] as? Bool == false && j.json["not_revoked"] as? String == "the provider openai has no revocation endpoint")
     }
 }
 

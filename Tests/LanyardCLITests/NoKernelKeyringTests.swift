@@ -22,6 +22,7 @@ import Testing
         try home.writeConfig("[store]\nbackend = file\n")
         let passphrase = home.root + "/passphrase"
         try "correct horse battery staple\n".write(toFile: passphrase, atomically: true, encoding: .utf8)
+        chmod(passphrase, 0o600)
         let withPassphrase = ["LANYARD_PASSPHRASE_FILE": passphrase]
 
         let initialized = try runWithoutKernelKeyring(home, ["store", "init"], extra: withPassphrase)

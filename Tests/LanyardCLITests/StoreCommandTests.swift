@@ -11,6 +11,7 @@ import Testing
         h.realStores = true
         let file = h.root + "/pass"
         try (passphrase + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o600)
         h.extraEnvironment["LANYARD_PASSPHRASE_FILE"] = file
         return h
     }
@@ -38,13 +39,27 @@ import Testing
         #expect(locked.status == 5)
         #expect((locked.json["error"] as? [String: Any])?["code"] as? String == "store_locked")
 
+        // Readable by others: refused before it is read, with the mode and the fix.
         try "wrong horse\n".write(toFile: h.root + "/pass", atomically: true, encoding: .utf8)
+        chmod(h.root + "/pass", 0o644)
+        let exposed = await h.run("store", "unlock", "--json")
+        #expect(exposed.status == 1)
+        let exposedError = exposed.json["error"] as? [String: Any] ?? [:]
+        #expect(exposedError["code"] as? String == "unsafe_path")
+        #expect(exposedError["message"] as? String == "refusing to use \(h.root)/pass: it holds a secret and its mode is 0644, "
+            + "so group or others can get at it; run `chmod 600 \(h.root)/pass`")
+
+        chmod(h.root + "/pass", 0o600)
         let wrong = await h.run("store", "unlock", "--json")
         #expect(wrong.status == 1)
         #expect((wrong.json["error"] as? [String: Any])?["code"] as? String == "wrong_passphrase")
         #expect(!wrong.stdout.contains("wrong horse"))
+        #expect((wrong.json["error"] as? [String: Any])?["message"] as? String
+            == "wrong passphrase (from LANYARD_PASSPHRASE_FILE \(h.root)/pass): the store was not unlocked and nothing changed; "
+            + "check the passphrase there")
 
         try "correct horse\n".write(toFile: h.root + "/pass", atomically: true, encoding: .utf8)
+        chmod(h.root + "/pass", 0o600)
         let unlocked = await h.run("store", "unlock")
         #expect(unlocked.status == 0)
         #expect(unlocked.stdout.hasPrefix("Unlocked for 15 min"))

@@ -21,7 +21,8 @@ import Testing
         for key in ["issuer", "token-endpoint", "device-authorization-endpoint", "revocation-endpoint", "usage-base-url"] {
             let text = "[provider.corp]\ntype = device-code\nissuer = https://id.example\nclient-id = c\n\(key) = http://id.example/x\n"
             #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "provider.corp", key: key,
-                                                     detail: "plain http is only allowed to this machine (localhost, 127.0.0.1, ::1); use https")) {
+                                                     detail: "plain http is only allowed to this machine (localhost, 127.0.0.1, ::1); use https",
+                                                     line: 5)) {
                 try parse(text)
             }
         }
@@ -105,9 +106,66 @@ import Testing
     @Test func unknownKeysAndGroupsWarn() throws {
         let loaded = try parse("[store]\nbackend = auto\ncolour = blue\n[mystery]\na = 1\n")
         #expect(loaded.warnings == [
-            "config.ini: unknown key \"colour\" in [store] (ignored)",
-            "config.ini: unknown group [mystery] (ignored)",
+            "config.ini:3: unknown key \"colour\" in [store] (ignored)",
+            "config.ini:4: unknown group [mystery] (ignored)",
         ])
+    }
+
+    /// A misspelt group or key is warned about with the name it is close to; a name close to
+    /// nothing gets no guess.
+    @Test func misspeltGroupsAndKeysGetASuggestion() throws {
+        let loaded = try parse("# mine\n[stroe]\nbackend = file\n\n[store]\nbakend = file\n[provider.openai]\nissuerr = https://a.example\n[fleat]\n")
+        #expect(loaded.warnings == [
+            "config.ini:2: unknown group [stroe] (ignored; did you mean [store]?)",
+            "config.ini:6: unknown key \"bakend\" in [store] (ignored; did you mean \"backend\"?)",
+            "config.ini:8: unknown key \"issuerr\" in [provider.openai] (ignored; did you mean \"issuer\"?)",
+            "config.ini:9: unknown group [fleat] (ignored; did you mean [fleet]?)",
+        ])
+        #expect(loaded.config.backend == .auto, "a misspelt key sets nothing")
+    }
+
+    /// `[provider.opneai]` (no type) is a misspelt built-in provider, not one missing its `type`.
+    @Test func anUnknownProviderIsNamedWithTheOneItIsCloseTo() throws {
+        let text = "[store]\nbackend = file\n[provider.opneai]\nissuer = https://a.example\n"
+        #expect(throws: ConfigError.invalidValue(
+            path: "config.ini", group: "provider.opneai", key: "",
+            detail: "unknown provider \"opneai\" (did you mean [provider.openai]? the built-in ones are openai and github; "
+                + "a provider of your own needs type = device-code, issuer and client-id)", line: 3)) { try parse(text) }
+        do { _ = try parse(text) } catch {
+            #expect(error.localizedDescription.hasPrefix("config.ini:3: [provider.opneai]: unknown provider \"opneai\" (did you mean [provider.openai]?"))
+        }
+        // Far from every built-in one: no guess, the same advice.
+        do { _ = try parse("[provider.corp]\nissuer = https://a.example\n") } catch {
+            #expect(error.localizedDescription == "config.ini:1: [provider.corp]: unknown provider \"corp\" (the built-in ones are openai and github; "
+                + "a provider of your own needs type = device-code, issuer and client-id)")
+        }
+    }
+
+    /// GLib starts a comment only at the beginning of a line: a refused value holding one says so,
+    /// and an accepted one is warned about.
+    @Test func aCommentAfterAValueGetsAHint() throws {
+        #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "store", key: "backend",
+                                                 detail: "expected auto, secret-service or file, got \"file # comment\"; "
+                                                    + ConfigFile.commentHint, line: 3)) {
+            try parse("[store]\n# the file backend\nbackend = file # comment\n")
+        }
+        let loaded = try parse("[agent]\nhook = notify-send # for now\n")
+        #expect(loaded.warnings == ["config.ini:2: [agent] hook is \"notify-send # for now\": " + ConfigFile.commentHint])
+        #expect(try parse("[agent]\nhook = notify-send '#1'\n").warnings.isEmpty, "a # inside a word is no comment")
+    }
+
+    /// `endpoints` is a comma-separated list: one written with spaces is refused with the list as
+    /// it should be written.
+    @Test func spaceSeparatedEndpointsGetTheCommaForm() {
+        #expect(throws: ConfigError.invalidValue(
+            path: "config.ini", group: "fleet", key: "endpoints",
+            detail: "endpoints are separated by commas, not spaces: endpoints = https://a.example:2379, https://b.example:2379",
+            line: 4)) {
+            try parse("[fleet]\nname = team\nmachine = m1\nendpoints = https://a.example:2379 https://b.example:2379\n")
+        }
+        do { _ = try parse("[fleet]\nname = team\nmachine = m1\nendpoints = https://a.example:2379 # primary\n") } catch {
+            #expect(error.localizedDescription.hasSuffix(ConfigFile.commentHint), "a comment is explained as one, not as a list")
+        }
     }
 
     /// Found by the documents fuzzer: names and values from the file reached warnings and errors
@@ -135,17 +193,17 @@ import Testing
 
     @Test func badValuesNameGroupAndKey() {
         #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "store", key: "backend",
-                                                 detail: "expected auto, secret-service or file, got \"cloud\"")) {
+                                                 detail: "expected auto, secret-service or file, got \"cloud\"", line: 2)) {
             try parse("[store]\nbackend = cloud\n")
         }
         #expect(throws: ConfigError.self) { try parse("[store]\ntimeout = -1\n") }
         // Numbers past 10^9 used to reach Int(_:) and trap (max-retries, max-bytes).
         #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "backoff", key: "max-retries",
-                                                 detail: "expected a number from 0 to 1000000000, got \"1e300\"")) {
+                                                 detail: "expected a number from 0 to 1000000000, got \"1e300\"", line: 2)) {
             try parse("[backoff]\nmax-retries = 1e300\n")
         }
         #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "store", key: "timeout",
-                                                 detail: "expected a number from 0.1 to 1000000000, got \"0\"")) {
+                                                 detail: "expected a number from 0.1 to 1000000000, got \"0\"", line: 2)) {
             try parse("[store]\ntimeout = 0\n")
         }
         #expect(throws: ConfigError.self) { try parse("[backoff]\nrespect-retry-after = maybe\n") }
@@ -162,7 +220,7 @@ import Testing
         #expect(custom.config.streamModel == "m-1")
         #expect(custom.warnings.isEmpty)
         #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "stream", key: "transport",
-                                                 detail: "expected websocket or sse, got \"carrier pigeon\"")) {
+                                                 detail: "expected websocket or sse, got \"carrier pigeon\"", line: 2)) {
             try parse("[stream]\ntransport = carrier pigeon\n")
         }
         #expect(throws: ConfigError.self) { try parse("[stream]\nreconnect-attempts = 1.5\n") }
@@ -182,7 +240,7 @@ import Testing
         for remote in ["http://10.0.0.1:2379", "HTTP://etcd.example:2379", "http://127.0.0.1.evil.example:2379"] {
             #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "fleet", key: "endpoints",
                                                      detail: "\"\(remote)\" is plain http, which is only allowed to this machine "
-                                                        + "(localhost, 127.0.0.1, ::1); use https")) {
+                                                        + "(localhost, 127.0.0.1, ::1); use https", line: 4)) {
                 try fleet("https://127.0.0.1:2379, \(remote)")
             }
         }
@@ -191,7 +249,7 @@ import Testing
             _ = try fleet("https://root:hunter2@etcd.example:2379")
             Issue.record("an endpoint with a password was accepted")
         } catch let error as ConfigError {
-            guard case .invalidValue(_, "fleet", "endpoints", _) = error else { Issue.record("\(error)"); return }
+            guard case .invalidValue(_, "fleet", "endpoints", _, _) = error else { Issue.record("\(error)"); return }
             #expect(error.errorDescription?.contains("hunter2") == false)
         }
     }

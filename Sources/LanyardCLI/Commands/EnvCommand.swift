@@ -11,12 +11,17 @@ extension IntegrationCommands {
         prints: true, takesAccount: true,
         details: """
         For `eval "$(lanyard env)"`. Sets LANYARD_ACCOUNT and the variables the provider's env.NAME keys name. \
-        --json (the same as --shell json) prints them as one JSON object.
+        --json (the same as --shell json) prints them as one JSON object. \
+        A ChatGPT (openai) slot names no env.NAME variables, so for it env sets only LANYARD_ACCOUNT: \
+        Codex reads its credential from auth.json, not from the environment. Use \
+        `lanyard exec SLOT -- codex …` (a private CODEX_HOME for that one run) or \
+        `lanyard codex export SLOT` (writes Codex's auth.json) instead.
         """,
         examples: [
             CommandExample("eval \"$(lanyard env work)\"", "export work's variables into this shell"),
             CommandExample("lanyard env --shell fish | source", "the same in fish"),
             CommandExample("lanyard env work --json", "the variables as one JSON object"),
+            CommandExample("lanyard exec work -- codex", "for a ChatGPT slot: run Codex with work's account"),
         ]) { inv in
         if inv.json, let shell = inv.args.value("shell"), shell != "json" {
             throw UsageError(message: "--json prints JSON; it cannot be given with --shell \(shell)", command: "env")

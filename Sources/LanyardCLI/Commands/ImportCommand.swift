@@ -30,6 +30,7 @@ extension BundleCommands {
         guard let file = try SecureFiles.read(path) else { throw BundleError(code: .bundleMissing, message: "no bundle at \(source)") }
 
         let identities: [any Identity]
+        var passphraseSource: String?
         if let identityFile = inv.args.value("identity") {
             let identityPath = identityFile.hasPrefix("/") ? identityFile : inv.context.workingDirectory + "/" + identityFile
             guard let text = FileManager.default.contents(atPath: identityPath) else {
@@ -39,12 +40,15 @@ extension BundleCommands {
                 throw UsageError(message: "\(identityFile) is not an age identity file: \(error.userFacingDescription)", command: "import")
             }
         } else {
-            let passphrase = try PassphraseReader(environment: inv.context.environment).read(prompt: "Passphrase for \(source): ")
+            let reader = PassphraseReader(environment: inv.context.environment)
+            passphraseSource = reader.unattendedSource
+            let passphrase = try reader.read(prompt: "Passphrase for \(source): ")
             do { identities = [try ScryptIdentity(passphrase: passphrase)] } catch {
                 throw BundleError(code: .wrongPassphrase, message: "cannot use that passphrase: \(error.userFacingDescription)")
             }
         }
-        let bundle = try ExportBundle.open(file, with: identities, source: source, identityFile: inv.args.value("identity"))
+        let bundle = try ExportBundle.open(file, with: identities, source: source, identityFile: inv.args.value("identity"),
+                                           passphraseSource: passphraseSource)
 
         // Everything is checked before anything is written.
         try ExportBundle.check(bundle.slots, knownProviders: Set(try inv.config().providers.keys), source: source)

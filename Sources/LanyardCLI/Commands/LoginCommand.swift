@@ -21,7 +21,8 @@ extension AuthCommands {
         details: """
         Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
         its credential only once the new one is in hand, and only with the same account: approved as another \
-        account, nothing is stored (exit 1) unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing. \
+        account, the slot keeps its account and the sign-in is kept in a new slot named after its email (said so), \
+        unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing. \
         --with-access-token stores a ChatGPT personal access token (at-…) read from standard input (a pipe, or a \
         prompt that does not echo it) instead: its account comes from the server, and it is never refreshed.
         """,
@@ -52,7 +53,9 @@ extension AuthCommands {
         }
         progress.finish()
         let account = credential.account
-        inv.emit(LoginView(slot: slot, provider: providerID, account: account, expiresAt: credential.tokens.expiresAt)) {
+        // A slot holding another account keeps it; the sign-in went to a slot of its own.
+        let insteadOf = requested.flatMap { $0 == slot ? nil : $0 }
+        inv.emit(LoginView(slot: slot, provider: providerID, account: account, expiresAt: credential.tokens.expiresAt, insteadOf: insteadOf)) {
             let who = account.email ?? "the account"
             let plan = account.plan.map { " (\($0.displayName))" } ?? ""
             inv.stdout.line("Signed \(who)\(plan) into slot \(inv.style.bold(slot.name)).")
@@ -148,6 +151,10 @@ final class SignInProgress: Sendable {
                 case .unshared(let fleet):
                     err.line("The slot is no longer shared in fleet \(fleet): this sign-in is this machine's own.")
                 }
+            case .storedInNewSlot(let requested, let holds, let slot):
+                if inv.context.stderrIsTTY { err.write(.control(.eraseLine)) }
+                err.line("Slot \(requested.name) holds \(holds), another account: this sign-in is kept in the slot \(s.bold(slot.name)) "
+                         + "instead (`lanyard login \(requested.name) --replace` puts it into \(requested.name)).")
             case .state: break
             }
         }
@@ -180,18 +187,20 @@ final class SignInProgress: Sendable {
 
 /// `login --json`: the account signed in; unknown values are left out.
 struct LoginView: JSONView {
-    static let keys = ["slot", "provider", "email", "plan", "plan_name", "account_id", "fedramp", "expires_at"]
-    static let optionalKeys: Set<String> = ["email", "plan", "plan_name", "account_id", "expires_at"]
+    static let keys = ["slot", "provider", "email", "plan", "plan_name", "account_id", "fedramp", "expires_at", "instead_of"]
+    static let optionalKeys: Set<String> = ["email", "plan", "plan_name", "account_id", "expires_at", "instead_of"]
     let slot: Slot
     let provider: String
     let account: AccountInfo
     let expiresAt: Date?
+    /// The slot asked for, when it held another account and the sign-in went to `slot` instead.
+    var insteadOf: Slot? = nil
     var json: JSONValue {
         JSONValue.object([
             "slot": .string(slot.name), "provider": .string(provider), "email": .optional(account.email),
             "plan": .optional(account.plan?.rawValue), "plan_name": .optional(account.plan?.displayName),
             "account_id": .optional(account.accountID), "fedramp": .bool(account.isFedRAMPAccount),
-            "expires_at": .date(expiresAt),
+            "expires_at": .date(expiresAt), "instead_of": .optional(insteadOf?.name),
         ]).droppingNulls
     }
 }

@@ -20,7 +20,9 @@ extension ResolutionCommands {
             inv.stdout.line("\(inv.style.bold(resolution.slot.name))  \(inv.style.dim("(\(resolution.rule.explanation))"))")
         }
         if !exists {
-            inv.stderr.line("lanyard: slot \(resolution.slot.name) does not exist (see `lanyard list`)")
+            // With --json the object (`"exists": false`) and the exit status say it: stdout is
+            // one JSON document and stderr stays empty, as for every other --json answer.
+            if !inv.json { inv.stderr.line("lanyard: slot \(resolution.slot.name) does not exist (see `lanyard list`)") }
             return .notSignedIn
         }
         return .ok

@@ -23,8 +23,10 @@ extension StoreGroupCommand {
         }
         let reader = PassphraseReader(environment: inv.context.environment)
         // On a terminal a mistyped passphrase gets two more tries; a file or askpass gives the same one again.
-        try file.unlock(tries: inv.mayAskForPassphrase ? Invocation.passphraseTries : 1) { attempt in
-            try reader.read(prompt: attempt == 1 ? "Passphrase for the Lanyard file store: " : "Wrong passphrase; try again: ")
+        try reader.namingSource {
+            try file.unlock(tries: inv.mayAskForPassphrase ? Invocation.passphraseTries : 1) { attempt in
+                try reader.read(prompt: attempt == 1 ? "Passphrase for the Lanyard file store: " : "Wrong passphrase; try again: ")
+            }
         }
         inv.emit(StoreUnlockView.unlocked(cacheSeconds: config.unlockCacheSeconds)) {
             inv.stdout.line("Unlocked for \(RelativeTime.span(config.unlockCacheSeconds)) (`lanyard store lock` locks it now).")
