@@ -265,7 +265,7 @@ import LanyardNetwork
         do {
             _ = try await OpenAIProvider(config: config, transport: URLSessionTransport()).authorize()
             Issue.record("accepted \(code.debugDescription)")
-        } catch let error as AuthError {
+        } catch {
             guard case .invalidResponse(let message) = error else { Issue.record("\(error)"); return }
             #expect(message.contains("user_code") && !message.unicodeScalars.contains { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) })
         }
