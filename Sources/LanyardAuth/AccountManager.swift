@@ -131,13 +131,26 @@ package struct AccountManager: Sendable {
     /// cancellation or failure leaves everything as it was.
     /// `unlockFileStore` may open a locked file store before the code is requested (see
     /// ``storeForSignIn(into:unlockFileStore:)``).
+    /// `method` chooses the device code or the browser (``BrowserSignInFlow``); both go through
+    /// the same checks, slot rules, events and storing.
     package func signIn(slot requested: Slot?, providerID: String, replacingAnotherAccount: Bool = false,
-                       unlockFileStore: (@Sendable () throws -> Void)? = nil,
+                       unlockFileStore: (@Sendable () throws -> Void)? = nil, method: SignInMethod = .deviceCode,
                        flow configure: (inout SignInFlow) -> Void = { _ in },
                        events: @Sendable (SignInEvent) -> Void) async throws -> (Slot, Credential) {
         let provider = try provider(providerID)
         var flow = SignInFlow(provider: provider, clock: clock, sleeper: sleeper)
         configure(&flow)
+        var browserFlow: BrowserSignInFlow?
+        if case .browser(let options) = method {
+            guard let browser = provider as? any BrowserSignInProvider, browser.offersBrowserSignIn else {
+                throw ConfigError.invalidValue(path: paths.configFile, group: "provider.\(providerID)", key: "authorization-endpoint",
+                                               detail: "missing: a browser sign-in with \(providerID) needs the provider's authorization "
+                                                   + "endpoint (or sign in with a device code: `lanyard login --device`)")
+            }
+            var browserSignIn = BrowserSignInFlow(provider: browser, options: options, clock: clock, sleeper: sleeper)
+            browserSignIn.maximumDuration = config.loginTimeout ?? browserSignIn.maximumDuration
+            browserFlow = browserSignIn
+        }
         // One sign-in per named slot at a time: a second would show a code whose approval could
         // only race the first one's.
         // The checks below read files, the keyring and maybe the fleet: on the blocking executor.
@@ -152,7 +165,7 @@ package struct AccountManager: Sendable {
         }
         defer { withExtendedLifetime(signInLock) {} }
         let outcome = Locked<(Slot, Credential)?>(nil)
-        _ = try await flow.run(events: events) { tokens, account in try await Self.blocking {
+        let store: (TokenResponse, AccountInfo) async throws -> Void = { tokens, account in try await Self.blocking {
             let now = clock.now()
             let credential = Credential(
                 provider: providerID,
@@ -182,11 +195,26 @@ package struct AccountManager: Sendable {
             }
             outcome.withLock { $0 = (slot, credential) }
         } }
+        if let browserFlow {
+            _ = try await browserFlow.run(events: events, onApproved: store)
+        } else {
+            _ = try await flow.run(events: events, onApproved: store)
+        }
         guard let (slot, credential) = outcome.withLock({ $0 }) else { throw AuthError.unknown("sign-in finished without a credential") }
         if let shared = await BlockingExecutor.shared.run({ SharedSlotState.loadIfReadable(slot, paths: self.paths) }) {
             events(.shared(await shareSignIn(slot, credential, state: shared)))
         }
         return (slot, credential)
+    }
+
+    /// Whether `providerID` is configured and can sign in through the browser (ChatGPT always; a
+    /// generic provider when its config names an `authorization-endpoint`).
+    package func offersBrowserSignIn(providerID: String) -> Bool {
+        guard let providerConfig = config.providers[providerID] else { return false }
+        switch providerConfig.kind {
+        case .openai: return true
+        case .deviceCode: return providerConfig.authorizationEndpoint != nil
+        }
     }
 
     /// A slot name from the account's email local part, made unique when another account holds it.

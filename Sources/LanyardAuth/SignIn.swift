@@ -17,6 +17,11 @@ package enum SignInEvent: Sendable, Equatable {
     case retrying(reason: String, after: TimeInterval)
     /// The slot is shared in a fleet: what became of the new sign-in there (after it was stored).
     case shared(FleetSignInOutcome)
+    /// A browser sign-in's URL to open (``BrowserSignInFlow``), once its listener is up.
+    case browserAuthorization(BrowserAuthorization)
+    /// A browser sign-in refused a callback or a pasted address (another sign-in's `state`, not
+    /// an address at all): why. Nothing changed; the sign-in goes on.
+    case callbackRejected(String)
 }
 
 /// The device-code flow: request a code, show it, poll honouring `interval` and `slow_down`, and
