@@ -30,6 +30,8 @@ import LanyardTestSupport
             case .slowedDown: return "slowed"
             case .retrying: return "retrying"
             case .shared: return "shared"
+            case .browserAuthorization: return "browser"
+            case .callbackRejected: return "rejected"
             }
         }
         #expect(names == ["signing-in", "code", "awaiting-device-code", "waiting", "waiting", "signed-in"])
