@@ -99,7 +99,7 @@ import LanyardTestSupport
         #expect(try await rig.server.stat("authorize_approved") == 1)
         #expect(try await rig.server.stat("code_exchanges") == 1)
         // The listener served the callback once and is gone.
-        try CallbackListener.bind(ports: rig.ports).close()
+        try await waitUntilFree(rig.ports)
     }
 
     /// A callback without this sign-in's state is refused (400) and changes nothing, other paths
@@ -266,7 +266,7 @@ import LanyardTestSupport
         let error = await authError { _ = try await rig.signIn(sleeper: TestSleeper(), log: log) }
         #expect(error == .callbackTimeout)
         #expect(try rig.home.snapshot() == before)
-        try CallbackListener.bind(ports: rig.ports).close()
+        try await waitUntilFree(rig.ports)
     }
 
     /// Cancelling (Ctrl-C) while the listener and a paste reader wait: `cancelled_sign_in` at
@@ -284,7 +284,7 @@ import LanyardTestSupport
         task.cancel()
         #expect(await task.value == .cancelledSignIn)
         #expect(log.states.last == .signedOut)
-        try CallbackListener.bind(ports: rig.ports).close()
+        try await waitUntilFree(rig.ports)
         close(ends[1])  // ends the abandoned read
         close(readEnd)
     }
