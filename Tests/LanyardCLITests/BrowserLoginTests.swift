@@ -141,7 +141,7 @@ import LanyardTestSupport
         let errors = err.fileHandleForReading
         let shown: String = try await BlockingExecutor.shared.run {
             var text = ""
-            while !text.contains("paste it here:\n") {
+            while !text.contains("paste it here.\n") {
                 let chunk = errors.availableData  // what has come, waiting only when nothing has
                 if chunk.isEmpty { break }
                 text += String(decoding: chunk, as: UTF8.self)

@@ -117,8 +117,8 @@ final class SignInProgress: Sendable {
                 let url = auth.url.absoluteString
                 if auth.readsPastedRedirect {
                     err.line("To sign in, open this address in a browser (on any machine):\n\n    \(url)\n")
-                    err.line("The browser is then sent to \(auth.redirectURI)?code=…. If that page does not load (the browser is on "
-                             + "another machine), copy the whole address from its address bar and paste it here:")
+                    err.line("The browser is then sent to \(auth.redirectURI)?code=…; if that page does not load (the browser is on "
+                             + "another machine), copy the whole address from its address bar and paste it here.")
                 } else {
                     err.line("Opening the browser to sign in; if it does not open, open this address:\n\n    \(url)\n")
                     err.line("(`lanyard login --device` signs in with a device code instead.)")
