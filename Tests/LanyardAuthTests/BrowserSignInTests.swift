@@ -288,4 +288,34 @@ import LanyardTestSupport
         close(ends[1])  // ends the abandoned read
         close(readEnd)
     }
+
+    /// A generic provider with `authorization-endpoint` signs in as RFC 8252 says (a loopback
+    /// redirect on any free port, PKCE S256, `state`) against Authlib's authorization-code grant;
+    /// without the key, the browser sign-in is a config error that starts nothing.
+    @Test func genericProviderLoopbackOnAnyPort() async throws {
+        let server = try OAuthTestServer(.deviceServer)
+        let home = try SignInHome()
+        var provider = Providers.device(server)
+        let plain = home.manager([provider], sleeper: TaskSleeper())
+        await #expect(throws: ConfigError.self) {
+            _ = try await plain.signIn(slot: nil, providerID: "test", method: .browser(BrowserSignInOptions()), events: { _ in })
+        }
+        provider.authorizationEndpoint = server.baseURL.appendingPathComponent("oauth/authorize")
+        let manager = home.manager([provider], sleeper: TaskSleeper())
+        #expect(manager.offersBrowserSignIn(providerID: "test"))
+        try await server.hook("/_test/browser", ["email": "gina@example.com", "plan": "team"])
+        let shown = Shown()
+        let log = EventLog(onEvent: shown.record)
+        async let signedIn = manager.signIn(slot: nil, providerID: "test", method: .browser(BrowserSignInOptions()), events: log.record)
+        let auth = await shown.value()
+        #expect(auth.redirectURI.hasPrefix("http://127.0.0.1:") && auth.redirectURI.hasSuffix("/callback"))
+        let query = CallbackRequest.parameters(String(auth.url.absoluteString.split(separator: "?")[1]))
+        #expect(query["response_type"] == "code" && query["client_id"] == "lanyard-test-client" && query["code_challenge_method"] == "S256")
+        #expect(query["redirect_uri"] == auth.redirectURI && query["scope"] == "openid email profile offline_access")
+        let visit = try await browse(auth.url.absoluteString)
+        let (slot, credential) = try await signedIn
+        #expect(visit.status == 200)
+        #expect(slot.name == "gina" && credential.account.email == "gina@example.com" && credential.tokens.refreshToken != nil)
+        #expect(try await server.stat("code_exchanges") == 1)
+    }
 }
