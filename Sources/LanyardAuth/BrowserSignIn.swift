@@ -129,7 +129,8 @@ package struct BrowserSignInFlow: Sendable {
         return (tokens, account)
     }
 
-    /// A callback that carries our `state` and a code; the connection when it came to the listener.
+    /// How the wait ended: a code with our `state` (and the browser's connection when it came to
+    /// the listener), the deadline, or standard input at its end (the listener still waits).
     private enum Arrival: Sendable {
         case code(String, CallbackConnection?)
         case timedOut
