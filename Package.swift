@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "LanyardStore", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
         // A fleet of machines sharing slots through etcd (the v3 JSON gateway over libcurl).
         .target(name: "LanyardFleet", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "Age", "CCurl"]),
-        .target(name: "LanyardAuth", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardFleet"]),
+        .target(name: "LanyardAuth", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardFleet", "Age"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
         .target(name: "LanyardAgent", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardGLib"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "CWebSocket", "CCurl"]),

@@ -1,5 +1,6 @@
 // libFuzzer harness for what servers answer: OIDC discovery documents, device authorization
-// answers (ChatGPT's and RFC 8628's), token endpoint bodies, usage reports and
+// answers (ChatGPT's and RFC 8628's), browser sign-in callbacks (the request and a pasted
+// redirect address), token endpoint bodies, usage reports and
 // `usage_limit_reached` bodies, and the claims of the tokens they hand out. Built by scripts/fuzz.sh against LanyardAuth (built for testing:
 // its answer parsers are internal) and the modules below it.
 // Beyond "does not crash": every endpoint a discovery document gives is https or loopback http;
@@ -75,6 +76,13 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         storable(report.limitResetsAt)
     }
     let text = String(decoding: bytes, as: UTF8.self)
+    // A request to the browser sign-in's listener, and a pasted redirect address: whatever their
+    // query says, the error it ends a sign-in with holds nothing a terminal would act on.
+    for query in [CallbackRequest(head: Array(bytes))?.query, BrowserSignInFlow.pastedQuery(text)].compactMap({ $0 }) {
+        if case .failed(let error) = BrowserSignInFlow.verdict(query, state: query["state"] ?? "") {
+            noTerminalControls(error.errorDescription, "a sign-in callback's error")
+        }
+    }
     let headers = ["x-codex-primary-used-percent": text, "x-codex-primary-window-minutes": text,
                    "x-codex-primary-reset-after-seconds": text]
     if let limit = UsageParser.limit(status: 429, body: bytes, headers: headers, now: now) {

@@ -1,7 +1,7 @@
 #!/bin/sh
 # `make demo`: Lanyard end to end against the bundled ChatGPT-protocol emulator, in a throwaway
-# HOME. Two accounts sign in with the device-code flow (approved the way a browser would), then
-# list, switch, status, token, refresh and doctor. Narrated; nothing outside the temp folder changes.
+# HOME. Two accounts sign in, one with the device-code flow and one through the browser (curl plays
+# the browser), then list, switch, status, token, refresh and doctor. Narrated; nothing outside the temp folder changes.
 set -eu
 cd "$(dirname "$0")/.."
 bin=$(swift build --show-bin-path)/lanyard
@@ -18,6 +18,7 @@ export HOME="$demo/home" XDG_CONFIG_HOME="$demo/config" XDG_DATA_HOME="$demo/dat
        XDG_RUNTIME_DIR="$demo/run"
 mkdir -p "$HOME" "$XDG_CONFIG_HOME/lanyard" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 unset DBUS_SESSION_BUS_ADDRESS LANYARD_ACCOUNT   # no keyring here: `backend = auto` picks the file store
+unset DISPLAY WAYLAND_DISPLAY   # the demo plays the browser itself: never open the real one at the emulator
 
 bold=$(printf '\033[1m'); dim=$(printf '\033[2m'); off=$(printf '\033[0m')
 say() { printf '\n%s== %s%s\n' "$bold" "$*" "$off"; }
@@ -62,10 +63,30 @@ sign_in() { # EMAIL PLAN [SLOT]
   wait "$login_pid"
 }
 
-say "Sign in a personal account (the slot is named after the email)"
-sign_in alice@home.example plus
-say "Sign in a work account into a slot called work"
-sign_in alice@corp.example team work
+# Signs one account in through the browser, as Codex does: lanyard login --browser listens on
+# localhost:1455 and prints the sign-in address; we "open" it with curl, sign in on the emulator's
+# page, and curl follows the redirect back to lanyard's listener, which completes the sign-in.
+sign_in_browser() { # EMAIL PLAN [SLOT]
+  email=$1 plan=$2; shift 2
+  printf '%s$ lanyard login --browser %s%s\n' "$dim" "$*" "$off"
+  "$bin" login --browser "$@" < /dev/null 2> "$demo/login.err" &
+  login_pid=$!
+  url=""
+  while [ -z "$url" ]; do
+    kill -0 "$login_pid" 2>/dev/null || { cat "$demo/login.err" >&2; exit 1; }
+    url=$(sed -n 's/^    \(http[^ ]*\/oauth\/authorize?[^ ]*\)$/\1/p' "$demo/login.err" 2>/dev/null | head -n 1)
+    [ -n "$url" ] || sleep 0.1
+  done
+  cat "$demo/login.err"
+  printf '%s(the "browser" opens that address, signs in as %s, and is sent back to lanyard on localhost:1455)%s\n' "$dim" "$email" "$off"
+  curl -fsS -L -o /dev/null -d "email=$email" -d "plan=$plan" -d action=approve "$url"
+  wait "$login_pid"
+}
+
+say "Sign in a personal account with a device code (the slot is named after the email)"
+sign_in alice@home.example plus --device
+say "Sign in a work account through the browser, into a slot called work"
+sign_in_browser alice@corp.example team work
 
 say "Every slot, without unlocking anything"
 run list

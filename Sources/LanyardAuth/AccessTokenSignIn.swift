@@ -52,9 +52,10 @@ extension AccountManager {
     /// Stores a ChatGPT personal access token in `slot` (by default the email's local part): a
     /// credential with no refresh token that nothing ever refreshes. The account is read as
     /// Codex reads it, from the whoami endpoint; a token that is empty, of another kind, or
-    /// refused there stores nothing. The same slot rules as a device-code sign-in apply: one
-    /// sign-in per slot at a time, the store checked first, another account only with
-    /// `replacingAnotherAccount`, and a slot shared in a fleet gets the new credential there too.
+    /// refused there stores nothing. The same slot rules as any sign-in apply (``storeSignIn``):
+    /// one sign-in per slot at a time, the store checked first, another account's sign-in kept in
+    /// a slot of its own unless `replacingAnotherAccount`, and a slot shared in a fleet gets the
+    /// new credential there too.
     package func signIn(slot requested: Slot?, providerID: String, accessToken raw: String, replacingAnotherAccount: Bool = false,
                         unlockFileStore: (@Sendable () throws -> Void)? = nil,
                         events: @Sendable (SignInEvent) -> Void = { _ in }) async throws -> (Slot, Credential) {
@@ -74,39 +75,14 @@ extension AccountManager {
         }
         defer { withExtendedLifetime(signInLock) {} }
         let account = try await whoami(token, config: config)
-        let (slot, credential) = try await Self.blocking {
-            let now = self.clock.now()
-            let credential = Credential(provider: providerID, tokens: TokenSet(accessToken: token), lastRefresh: now,
+        let stored = try await Self.blocking {
+            let credential = Credential(provider: providerID, tokens: TokenSet(accessToken: token), lastRefresh: self.clock.now(),
                                         lastRefreshBoot: self.clock.bootInstant(), account: account)
-            let current = try self.registry.load()
-            let slot = try requested ?? Self.defaultSlot(for: account, in: current)
-            if let held = current.slots[slot], !replacingAnotherAccount, let other = Self.otherAccount(held.account, account) {
-                throw RegistryError.slotHoldsAnotherAccount(slot, holds: other.holds, signedIn: other.signedIn)
-            }
-            let backend = current.slots[slot]?.backend ?? plannedBackend
-            let store = backend == plannedBackend ? plannedStore : try self.openStore(backend, true)
-            try self.registry.update { doc in
-                try store.put(credential, for: slot)
-                var record = doc.slots[slot] ?? SlotRecord(provider: providerID, backend: backend, createdAt: now)
-                record.provider = providerID
-                record.account = account
-                record.state = .signedIn(expiresAt: nil)
-                record.lastRefresh = now
-                record.lastRefreshBoot = credential.lastRefreshBoot
-                record.lastErrorCode = nil
-                record.rotates = false
-                doc.slots[slot] = record
-                if doc.active == nil { doc.active = slot }
-            }
-            // A refresh killed before this sign-in left tokens of the old credential: they are
-            // not this slot's any more.
-            RecoveryFile(paths: self.paths, slot: slot).remove()
-            return (slot, credential)
+            return try self.storeSignIn(credential, requested: requested, replacingAnotherAccount: replacingAnotherAccount,
+                                        rotates: false, planned: (plannedBackend, plannedStore))
         }
-        if let shared = await BlockingExecutor.shared.run({ SharedSlotState.loadIfReadable(slot, paths: self.paths) }) {
-            events(.shared(await shareSignIn(slot, credential, state: shared)))
-        }
-        return (slot, credential)
+        await announce(stored, events: events)
+        return (stored.slot, stored.credential)
     }
 
     /// The account a personal access token belongs to, from the whoami endpoint (a GET with the

@@ -134,13 +134,26 @@ package struct AccountManager: Sendable {
     /// ``SignInEvent/storedInNewSlot(requested:holds:slot:)`` and a `new_slot` event.
     /// `unlockFileStore` may open a locked file store before the code is requested (see
     /// ``storeForSignIn(into:unlockFileStore:)``).
+    /// `method` chooses the device code or the browser (``BrowserSignInFlow``); both go through
+    /// the same checks, slot rules, events and storing.
     package func signIn(slot requested: Slot?, providerID: String, replacingAnotherAccount: Bool = false,
-                       unlockFileStore: (@Sendable () throws -> Void)? = nil,
+                       unlockFileStore: (@Sendable () throws -> Void)? = nil, method: SignInMethod = .deviceCode,
                        flow configure: (inout SignInFlow) -> Void = { _ in },
                        events: @Sendable (SignInEvent) -> Void) async throws -> (Slot, Credential) {
         let provider = try provider(providerID)
         var flow = SignInFlow(provider: provider, clock: clock, sleeper: sleeper)
         configure(&flow)
+        var browserFlow: BrowserSignInFlow?
+        if case .browser(let options) = method {
+            guard let browser = provider as? any BrowserSignInProvider, browser.offersBrowserSignIn else {
+                throw ConfigError.invalidValue(path: paths.configFile, group: "provider.\(providerID)", key: "authorization-endpoint",
+                                               detail: "missing: a browser sign-in with \(providerID) needs the provider's authorization "
+                                                   + "endpoint (or sign in with a device code: `lanyard login --device`)")
+            }
+            var browserSignIn = BrowserSignInFlow(provider: browser, options: options, clock: clock, sleeper: sleeper)
+            browserSignIn.maximumDuration = config.loginTimeout ?? browserSignIn.maximumDuration
+            browserFlow = browserSignIn
+        }
         // One sign-in per named slot at a time: a second would show a code whose approval could
         // only race the first one's.
         // The checks below read files, the keyring and maybe the fleet: on the blocking executor.
@@ -154,48 +167,83 @@ package struct AccountManager: Sendable {
             return (signInLock, plannedBackend, plannedStore)
         }
         defer { withExtendedLifetime(signInLock) {} }
-        let outcome = Locked<(Slot, Credential)?>(nil)
-        let keptElsewhere = Locked<(requested: Slot, holds: String)?>(nil)
-        _ = try await flow.run(events: events) { tokens, account in try await Self.blocking {
+        let outcome = Locked<StoredSignIn?>(nil)
+        let store: (TokenResponse, AccountInfo) async throws -> Void = { tokens, account in try await Self.blocking {
             let now = clock.now()
             let credential = Credential(
                 provider: providerID,
                 tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, idToken: tokens.idToken,
                                  expiresAt: tokens.expiresAt(now: now)),
                 lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
-            let current = try registry.load()
-            var slot = try requested ?? Self.defaultSlot(for: account, in: current)
-            // Every pin and script that names the slot would silently get another person's
-            // tokens: a slot keeps its account unless the caller said to replace it. The approved
-            // sign-in is kept all the same, in a slot of its own (one holding this very account,
-            // or a new one); refused only when no such name can be made.
-            if let held = current.slots[slot], !replacingAnotherAccount, let other = Self.otherAccount(held.account, account) {
-                guard let elsewhere = try? Self.defaultSlot(for: account, in: current), elsewhere != slot,
-                      current.slots[elsewhere].map({ Self.otherAccount($0.account, account) == nil }) ?? true else {
-                    throw RegistryError.slotHoldsAnotherAccount(slot, holds: other.holds, signedIn: other.signedIn)
-                }
-                keptElsewhere.withLock { $0 = (slot, other.holds) }
-                slot = elsewhere
-            }
-            let backend = current.slots[slot]?.backend ?? plannedBackend
-            let store = backend == plannedBackend ? plannedStore : try openStore(backend, true)
-            try registry.update { doc in
-                try store.put(credential, for: slot)
-                var record = doc.slots[slot] ?? SlotRecord(provider: providerID, backend: backend, createdAt: now)
-                record.provider = providerID
-                record.account = account
-                record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
-                record.rotates = true
-                record.lastRefresh = now
-                record.lastRefreshBoot = credential.lastRefreshBoot
-                record.lastErrorCode = nil
-                doc.slots[slot] = record
-                if doc.active == nil { doc.active = slot }
-            }
-            outcome.withLock { $0 = (slot, credential) }
+            let stored = try storeSignIn(credential, requested: requested, replacingAnotherAccount: replacingAnotherAccount,
+                                         rotates: true, planned: (plannedBackend, plannedStore))
+            outcome.withLock { $0 = stored }
         } }
-        guard let (slot, credential) = outcome.withLock({ $0 }) else { throw AuthError.unknown("sign-in finished without a credential") }
-        if let (requested, holds) = keptElsewhere.withLock({ $0 }) {
+        if let browserFlow {
+            _ = try await browserFlow.run(events: events, onApproved: store)
+        } else {
+            _ = try await flow.run(events: events, onApproved: store)
+        }
+        guard let stored = outcome.withLock({ $0 }) else { throw AuthError.unknown("sign-in finished without a credential") }
+        await announce(stored, events: events)
+        return (stored.slot, stored.credential)
+    }
+
+    /// Where an approved sign-in went: its slot, and when the slot asked for holds another
+    /// account, that slot and whom it holds.
+    struct StoredSignIn: Sendable {
+        let slot: Slot
+        let credential: Credential
+        let keptInsteadOf: (requested: Slot, holds: String)?
+    }
+
+    /// Stores an approved sign-in (device code, browser, personal access token): the one place
+    /// that applies the slot rules. The slot is `requested`, else named after the email. Every pin
+    /// and script that names a slot would silently get another person's tokens, so a slot keeps
+    /// its account unless `replacingAnotherAccount`; the approved sign-in is kept all the same, in
+    /// a slot of its own (one holding this very account, or a new one), and refused only when no
+    /// such name can be made. A recovery file the slot's old credential left is removed: its
+    /// tokens are not this slot's any more, and settling them later would undo this sign-in.
+    /// Blocks (registry, store): call it on the blocking executor.
+    func storeSignIn(_ credential: Credential, requested: Slot?, replacingAnotherAccount: Bool, rotates: Bool,
+                     planned: (backend: BackendKind, store: any CredentialStore)) throws -> StoredSignIn {
+        let account = credential.account
+        let current = try registry.load()
+        var slot = try requested ?? Self.defaultSlot(for: account, in: current)
+        var keptInsteadOf: (requested: Slot, holds: String)?
+        if let held = current.slots[slot], !replacingAnotherAccount, let other = Self.otherAccount(held.account, account) {
+            guard let elsewhere = try? Self.defaultSlot(for: account, in: current), elsewhere != slot,
+                  current.slots[elsewhere].map({ Self.otherAccount($0.account, account) == nil }) ?? true else {
+                throw RegistryError.slotHoldsAnotherAccount(slot, holds: other.holds, signedIn: other.signedIn)
+            }
+            keptInsteadOf = (slot, other.holds)
+            slot = elsewhere
+        }
+        let backend = current.slots[slot]?.backend ?? planned.backend
+        let store = backend == planned.backend ? planned.store : try openStore(backend, true)
+        let now = credential.lastRefresh ?? clock.now()
+        try registry.update { doc in
+            try store.put(credential, for: slot)
+            var record = doc.slots[slot] ?? SlotRecord(provider: credential.provider, backend: backend, createdAt: now)
+            record.provider = credential.provider
+            record.account = account
+            record.state = .signedIn(expiresAt: credential.tokens.expiresAt)
+            record.rotates = rotates
+            record.lastRefresh = now
+            record.lastRefreshBoot = credential.lastRefreshBoot
+            record.lastErrorCode = nil
+            doc.slots[slot] = record
+            if doc.active == nil { doc.active = slot }
+        }
+        RecoveryFile(paths: paths, slot: slot).remove()
+        return StoredSignIn(slot: slot, credential: credential, keptInsteadOf: keptInsteadOf)
+    }
+
+    /// Tells of a stored sign-in: the `new_slot` event when it went to another slot than the one
+    /// asked for, and the fleet's copy when the slot is shared.
+    func announce(_ stored: StoredSignIn, events: @Sendable (SignInEvent) -> Void) async {
+        let slot = stored.slot
+        if let (requested, holds) = stored.keptInsteadOf {
             await BlockingExecutor.shared.run {
                 _ = self.eventLog.append("new_slot", slot: slot, fields: ["requested": .string(requested.name),
                                                                           "reason": .string(ErrorCode.slotHoldsAnotherAccount.rawValue)])
@@ -203,9 +251,18 @@ package struct AccountManager: Sendable {
             events(.storedInNewSlot(requested: requested, holds: holds, slot: slot))
         }
         if let shared = await BlockingExecutor.shared.run({ SharedSlotState.loadIfReadable(slot, paths: self.paths) }) {
-            events(.shared(await shareSignIn(slot, credential, state: shared)))
+            events(.shared(await shareSignIn(slot, stored.credential, state: shared)))
         }
-        return (slot, credential)
+    }
+
+    /// Whether `providerID` is configured and can sign in through the browser (ChatGPT always; a
+    /// generic provider when its config names an `authorization-endpoint`).
+    package func offersBrowserSignIn(providerID: String) -> Bool {
+        guard let providerConfig = config.providers[providerID] else { return false }
+        switch providerConfig.kind {
+        case .openai: return true
+        case .deviceCode: return providerConfig.authorizationEndpoint != nil
+        }
     }
 
     /// A slot name from the account's email local part, made unique when another account holds

@@ -141,6 +141,16 @@ enum ProviderSupport {
         return .networkFailure("\(step): server answered HTTP \(status)" + (detail.code == ServerErrorDetail().code ? "" : " (\(detail.code))"))
     }
 
+    /// `base` with `query` added, every name and value percent-encoded but the unreserved characters.
+    static func withQuery(_ base: URL, _ query: [(String, String)]) throws(AuthError) -> URL {
+        let text = query.map { $0.percentEncodedUnreserved() + "=" + $1.percentEncodedUnreserved() }.joined(separator: "&")
+        let absolute = base.absoluteString
+        guard let url = URL(string: absolute + (absolute.contains("?") ? "&" : "?") + text) else {
+            throw .invalidResponse("the authorization URL could not be built from \(TerminalText.escaped(absolute))")
+        }
+        return url
+    }
+
     static func endpoint(_ base: URL, _ path: String) -> URL {
         var s = base.absoluteString
         while s.hasSuffix("/") { s.removeLast() }

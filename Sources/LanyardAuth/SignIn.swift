@@ -20,6 +20,11 @@ package enum SignInEvent: Sendable, Equatable {
     /// The slot asked for holds another account (`holds` names it), so the approved sign-in was
     /// kept in a new slot named after its email instead (after it was stored).
     case storedInNewSlot(requested: Slot, holds: String, slot: Slot)
+    /// A browser sign-in's URL to open (``BrowserSignInFlow``), once its listener is up.
+    case browserAuthorization(BrowserAuthorization)
+    /// A browser sign-in refused a callback or a pasted address (another sign-in's `state`, not
+    /// an address at all): why. Nothing changed; the sign-in goes on.
+    case callbackRejected(String)
 }
 
 /// The device-code flow: request a code, show it, poll honouring `interval` and `slow_down`, and

@@ -63,7 +63,7 @@ extension ExitStatus {
         // everything else that went wrong
         case .storeCorrupt, .wrongPassphrase, .unsafePath, .ioError, .registryCorrupt, .slotExists, .slotHoldsAnotherAccount,
              .signInInProgress, .configInvalid, .passphraseUnavailable,
-             .expiredDeviceCode, .pollingTimeout, .callbackTimeout, .authorizationDenied, .secureRandomFailed,
+             .expiredDeviceCode, .pollingTimeout, .callbackTimeout, .callbackPortInUse, .authorizationDenied, .secureRandomFailed,
              .deviceCodeNotEnabled, .unknown, .invalidHeader, .invalidValue, .integrationUnsupported,
              .accessTokenRejected, .accessTokenUnsupported,
              .netrcField, .ghHostsCorrupt, .bundleCorrupt, .bundleEmpty, .bundleEncrypt, .bundleMissing, .bundleNoIdentity,

@@ -153,6 +153,9 @@ public struct ProviderConfig: Hashable, Sendable {
     /// Dotted claim path that carries an account id (generic providers).
     public var accountClaim: String?
     public var deviceAuthorizationEndpoint: URL?
+    /// Where a browser sign-in starts (RFC 6749 §3.1, `authorization-endpoint`): with it, a
+    /// generic provider signs in through the browser with a loopback redirect (RFC 8252).
+    public var authorizationEndpoint: URL?
     public var tokenEndpoint: URL?
     public var revocationEndpoint: URL?
     /// ChatGPT backend base for the usage endpoint (openai).

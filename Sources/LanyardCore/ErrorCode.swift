@@ -93,6 +93,8 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case pollingTimeout = "polling_timeout"
     /// The sign-in callback did not come in time.
     case callbackTimeout = "callback_timeout"
+    /// Every port a browser sign-in may listen on is taken (another sign-in, such as Codex's own).
+    case callbackPortInUse = "callback_port_in_use"
     /// The sign-in was denied.
     case authorizationDenied = "authorization_denied"
     /// The system's random source failed.

@@ -98,7 +98,7 @@ package enum GitCredential {
     static func normalizedSegments(_ path: String) -> [String] {
         var out: [String] = []
         for raw in path.split(separator: "/") {
-            let segment = percentDecoded(String(raw))
+            let segment = String(raw).percentDecoded()
             switch segment {
             case ".": continue
             case "..": if !out.isEmpty { out.removeLast() }
@@ -106,32 +106,6 @@ package enum GitCredential {
             }
         }
         return out
-    }
-
-    private static func percentDecoded(_ s: String) -> String {
-        guard s.contains("%") else { return s }
-        let bytes = Array(s.utf8)
-        var out: [UInt8] = []
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2]) {
-                out.append(hi << 4 | lo)
-                i += 3
-            } else {
-                out.append(bytes[i])
-                i += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func hexValue(_ b: UInt8) -> UInt8? {
-        switch b {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 
     /// Whether any `[git]` pattern for `host` has a path (git must then send paths: `useHttpPath`).

@@ -101,7 +101,7 @@ package enum ConfigFile {
 
     /// The keys of a `[provider.ID]` section (besides `env.NAME`).
     static let providerKeys: Set<String> = [
-        "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
+        "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint", "authorization-endpoint",
         "token-endpoint", "revocation-endpoint", "usage-base-url", "git-username", "kube-token",
     ]
 
@@ -462,6 +462,7 @@ package enum ConfigFile {
             deviceAuthorizationEndpoint: try url(group, "device-authorization-endpoint"),
             tokenEndpoint: try url(group, "token-endpoint"), revocationEndpoint: try url(group, "revocation-endpoint"),
             usageBaseURL: try url(group, "usage-base-url") ?? base?.usageBaseURL, environment: environment)
+        provider.authorizationEndpoint = try url(group, "authorization-endpoint")
         if base?.id == "github" {
             provider.deviceAuthorizationEndpoint = provider.deviceAuthorizationEndpoint ?? base?.deviceAuthorizationEndpoint
             provider.tokenEndpoint = provider.tokenEndpoint ?? base?.tokenEndpoint

@@ -15,6 +15,33 @@ extension String {
         count < width ? self + String(repeating: " ", count: width - count) : self + " "
     }
 
+    /// With each `%XX` turned back into its byte (a `%` not followed by two hex digits stays as
+    /// it is); bytes that are not UTF-8 become U+FFFD.
+    package func percentDecoded() -> String {
+        guard contains("%") else { return self }
+        func hexValue(_ b: UInt8) -> UInt8? {
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return b - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        let bytes = Array(utf8)
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2]) {
+                out.append(hi << 4 | lo)
+                i += 3
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Percent-encoded for an `application/x-www-form-urlencoded` body or a URL query value: the
     /// UTF-8 bytes of everything but ASCII letters, digits and `-._~` as `%XX` (RFC 3986 §2.3).
     package func percentEncodedUnreserved() -> String {

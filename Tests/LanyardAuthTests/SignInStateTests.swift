@@ -31,6 +31,8 @@ import LanyardTestSupport
             case .retrying: return "retrying"
             case .shared: return "shared"
             case .storedInNewSlot: return "new-slot"
+            case .browserAuthorization: return "browser"
+            case .callbackRejected: return "rejected"
             }
         }
         #expect(names == ["signing-in", "code", "awaiting-device-code", "waiting", "waiting", "signed-in"])

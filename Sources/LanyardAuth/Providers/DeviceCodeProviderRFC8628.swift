@@ -4,8 +4,10 @@ import LanyardCore
 import LanyardSupport
 
 /// Any OAuth provider with RFC 8628 device authorization: endpoints from config or from OIDC
-/// discovery (`/.well-known/openid-configuration`), form-encoded requests, refresh with rotation.
-package actor GenericDeviceProvider: DeviceCodeProvider {
+/// discovery (`/.well-known/openid-configuration`), form-encoded requests, refresh with rotation;
+/// and, when config names an `authorization-endpoint`, the browser sign-in of RFC 8252 (a loopback
+/// redirect on any free port, PKCE S256, `state`).
+package actor GenericDeviceProvider: BrowserSignInProvider {
     package nonisolated let config: ProviderConfig
     let transport: any HTTPTransport
     let clock: any WallClock
@@ -13,7 +15,8 @@ package actor GenericDeviceProvider: DeviceCodeProvider {
     private var discovered: Endpoints?
 
     struct Endpoints {
-        var deviceAuthorization: URL
+        /// Nil when neither config nor discovery names one (a provider for browser sign-in only).
+        var deviceAuthorization: URL?
         var token: URL
         var revocation: URL?
     }
@@ -26,8 +29,9 @@ package actor GenericDeviceProvider: DeviceCodeProvider {
 
     func endpoints() async throws(AuthError) -> Endpoints {
         if let discovered { return discovered }
-        if let device = config.deviceAuthorizationEndpoint, let token = config.tokenEndpoint {
-            discovered = Endpoints(deviceAuthorization: device, token: token, revocation: config.revocationEndpoint)
+        // Configured endpoints for the sign-in that config allows make discovery unneeded.
+        if let token = config.tokenEndpoint, config.deviceAuthorizationEndpoint != nil || config.authorizationEndpoint != nil {
+            discovered = Endpoints(deviceAuthorization: config.deviceAuthorizationEndpoint, token: token, revocation: config.revocationEndpoint)
             return discovered!
         }
         let step = "OIDC discovery"
@@ -37,9 +41,7 @@ package actor GenericDeviceProvider: DeviceCodeProvider {
         // Every endpoint the document names is checked as a configured one is (https, or http
         // only to this machine), even one that config.ini overrides.
         let found = try DiscoveryAnswer.endpoints(response.json, step: step)
-        guard let device = config.deviceAuthorizationEndpoint ?? found.deviceAuthorization else {
-            throw .invalidResponse("\(step): no device_authorization_endpoint (set device-authorization-endpoint in config)")
-        }
+        let device = config.deviceAuthorizationEndpoint ?? found.deviceAuthorization
         guard let token = config.tokenEndpoint ?? found.token else { throw .invalidResponse("\(step): no token_endpoint") }
         discovered = Endpoints(deviceAuthorization: device, token: token, revocation: config.revocationEndpoint ?? found.revocation)
         return discovered!
@@ -47,10 +49,12 @@ package actor GenericDeviceProvider: DeviceCodeProvider {
 
     package func authorize() async throws(AuthError) -> DeviceAuthorization {
         let step = "device authorization"
-        let endpoints = try await endpoints()
+        guard let deviceAuthorization = try await endpoints().deviceAuthorization else {
+            throw .invalidResponse("OIDC discovery: no device_authorization_endpoint (set device-authorization-endpoint in config)")
+        }
         var fields = [("client_id", config.clientID)]
         if !config.scopes.isEmpty { fields.append(("scope", config.scopes.joined(separator: " "))) }
-        let response = try await ProviderSupport.send(transport, .form(endpoints.deviceAuthorization, fields), step: step)
+        let response = try await ProviderSupport.send(transport, .form(deviceAuthorization, fields), step: step)
         guard response.isSuccess else {
             let detail = ServerErrorDetail(body: response.body)
             if response.status >= 500 { throw .networkFailure("\(step): server answered HTTP \(response.status) (\(detail.code))") }
@@ -81,6 +85,41 @@ package actor GenericDeviceProvider: DeviceCodeProvider {
             if let passing = ProviderSupport.passingFailure(step, status: response.status, detail) { throw passing }
             throw .tokenExchangeFailed(status: response.status, detail: detail)
         }
+    }
+
+    package nonisolated var offersBrowserSignIn: Bool { config.authorizationEndpoint != nil }
+
+    /// RFC 8252 §7.3: `http://127.0.0.1:PORT/callback`, any free port (the server must allow any
+    /// port on a loopback redirect, as §7.3 asks).
+    package nonisolated var callbackAddress: CallbackAddress { CallbackAddress(host: "127.0.0.1", path: "/callback", ports: [0]) }
+
+    package nonisolated func authorizationURL(redirectURI: String, codeChallenge: String, state: String) throws(AuthError) -> URL {
+        guard let endpoint = config.authorizationEndpoint else {
+            throw .invalidResponse("provider \(config.id) has no authorization-endpoint in config")
+        }
+        var query = [("response_type", "code"), ("client_id", config.clientID), ("redirect_uri", redirectURI)]
+        if !config.scopes.isEmpty { query.append(("scope", config.scopes.joined(separator: " "))) }
+        query += [("state", state), ("code_challenge", codeChallenge), ("code_challenge_method", "S256")]
+        return try ProviderSupport.withQuery(endpoint, query)
+    }
+
+    /// RFC 6749 §4.1.3 with RFC 7636's verifier, form-encoded, at the token endpoint.
+    package func exchange(code: String, verifier: String, redirectURI: String) async throws(AuthError) -> TokenResponse {
+        let step = "token exchange"
+        let token: URL
+        if let configured = config.tokenEndpoint { token = configured } else { token = try await endpoints().token }
+        let response = try await ProviderSupport.send(transport, .form(token, [
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
+            ("client_id", config.clientID), ("code_verifier", verifier),
+        ]), step: step)
+        guard response.isSuccess else {
+            let detail = ServerErrorDetail(body: response.body, redacting: [code, verifier])
+            if let passing = ProviderSupport.passingFailure(step, status: response.status, detail) { throw passing }
+            throw .tokenExchangeFailed(status: response.status, detail: detail)
+        }
+        let tokens = try TokenResponse.parse(response.body, step: step)
+        guard tokens.refreshToken?.isEmpty == false else { throw .missingRefreshToken }
+        return tokens
     }
 
     package func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {

@@ -6,8 +6,9 @@ import LanyardSupport
 /// ChatGPT sign-in as the Codex CLI speaks it: a device code from
 /// `/api/accounts/deviceauth/usercode`, polling `/api/accounts/deviceauth/token` (403/404 = pending)
 /// for a server-made PKCE pair, then an authorization-code exchange at `/oauth/token` (form), and
-/// refresh at `/oauth/token` (JSON) with rotating refresh tokens.
-package struct OpenAIProvider: DeviceCodeProvider {
+/// refresh at `/oauth/token` (JSON) with rotating refresh tokens. Or Codex's browser sign-in:
+/// `/oauth/authorize` with PKCE, the redirect to `localhost:1455`, and the same exchange.
+package struct OpenAIProvider: BrowserSignInProvider {
     package let config: ProviderConfig
     let transport: any HTTPTransport
     let clock: any WallClock
@@ -57,13 +58,14 @@ package struct OpenAIProvider: DeviceCodeProvider {
               !code.isEmpty, !verifier.isEmpty else {
             throw .invalidResponse("\(step): authorization_code or code_verifier is missing")
         }
-        return .approved(try await exchange(code: code, verifier: verifier))
+        return .approved(try await exchange(code: code, verifier: verifier, redirectURI: url("/deviceauth/callback").absoluteString))
     }
 
-    func exchange(code: String, verifier: String) async throws(AuthError) -> TokenResponse {
+    /// The authorization-code exchange both sign-ins end with, as a form (Codex sends it so).
+    package func exchange(code: String, verifier: String, redirectURI: String) async throws(AuthError) -> TokenResponse {
         let step = "token exchange"
         let request = HTTPRequest.form(url("/oauth/token"), [
-            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", url("/deviceauth/callback").absoluteString),
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
             ("client_id", config.clientID), ("code_verifier", verifier),
         ])
         let response = try await ProviderSupport.send(transport, request, step: step)
@@ -75,6 +77,23 @@ package struct OpenAIProvider: DeviceCodeProvider {
         let tokens = try TokenResponse.parse(response.body, step: step)
         guard tokens.refreshToken?.isEmpty == false else { throw .missingRefreshToken }
         return tokens
+    }
+
+    package var offersBrowserSignIn: Bool { true }
+
+    /// Codex's redirect: OpenAI's allow-list for its client holds `http://localhost:1455/auth/callback`
+    /// and `:1457` only (another port passes `/oauth/authorize` and fails at the exchange).
+    package var callbackAddress: CallbackAddress { CallbackAddress(host: "localhost", path: "/auth/callback", ports: [1455, 1457]) }
+
+    /// Codex's authorize URL, parameter for parameter (codex-rs/login/src/server.rs).
+    package func authorizationURL(redirectURI: String, codeChallenge: String, state: String) throws(AuthError) -> URL {
+        let query: [(String, String)] = [
+            ("response_type", "code"), ("client_id", config.clientID), ("redirect_uri", redirectURI),
+            ("scope", "openid profile email offline_access api.connectors.read api.connectors.invoke"),
+            ("code_challenge", codeChallenge), ("code_challenge_method", "S256"), ("id_token_add_organizations", "true"),
+            ("codex_cli_simplified_flow", "true"), ("state", state), ("originator", "codex_cli_rs"),
+        ]
+        return try ProviderSupport.withQuery(url("/oauth/authorize"), query)
     }
 
     package func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {

@@ -8,10 +8,12 @@ import LanyardStore
 
 extension AuthCommands {
     static let login = CommandSpec(
-        name: "login", summary: "sign an account into a slot with the device-code flow", arguments: "[SLOT]",
+        name: "login", summary: "sign an account into a slot through the browser or with a device code", arguments: "[SLOT]",
         minArguments: 0, maxArguments: 1,
         flags: [
             FlagSpec("provider", short: "p", value: "NAME", "the provider from config (default: the slot's, else openai)"),
+            FlagSpec("browser", "sign in through the browser (the default on a desktop session)"),
+            FlagSpec("device", "sign in with a device code (the default without a desktop session)"),
             FlagSpec("open", "open the verification page with xdg-open"),
             FlagSpec("qr", "draw a QR code of the verification URL"),
             FlagSpec("replace", "let the sign-in put another account into an existing SLOT"),
@@ -19,7 +21,10 @@ extension AuthCommands {
         ],
         prints: true, takesAccount: false,
         details: """
-        Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
+        On a desktop session (DISPLAY or WAYLAND_DISPLAY, and xdg-open) the sign-in opens the browser and \
+        waits for it on 127.0.0.1 (ChatGPT: port 1455, else 1457); elsewhere it shows a device code. With \
+        --browser and no desktop, open the printed address on any machine and paste back the address the \
+        browser ends on. Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
         its credential only once the new one is in hand, and only with the same account: approved as another \
         account, the slot keeps its account and the sign-in is kept in a new slot named after its email (said so), \
         unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing. \
@@ -28,7 +33,8 @@ extension AuthCommands {
         """,
         examples: [
             CommandExample("lanyard login", "sign in; the slot is named after the account's email"),
-            CommandExample("lanyard login work --qr", "sign into the slot work, with a QR code of the page for a phone"),
+            CommandExample("lanyard login work --browser", "sign into the slot work through the browser (paste the address back over SSH)"),
+            CommandExample("lanyard login work --device --qr", "sign in with a device code, with a QR code of the page for a phone"),
             CommandExample("lanyard login lab --provider example", "sign in with a provider of your own ([provider.example] in config.ini)"),
             CommandExample("lanyard login work --replace", "put another account into work, replacing the one it holds"),
             CommandExample("printenv CODEX_ACCESS_TOKEN | lanyard login ci --with-access-token",
@@ -44,9 +50,10 @@ extension AuthCommands {
         // Clear the countdown line however the sign-in ends, so an error starts on a clean line.
         defer { progress.finish() }
         let unlock: (@Sendable () throws -> Void)? = inv.mayAskForPassphrase ? { @Sendable in try inv.unlockFileStoreOnTerminal() } : nil
+        let method = try SignInProgress.method(inv, offersBrowser: manager.offersBrowserSignIn(providerID: providerID))
         let (slot, credential) = try inv.runAsync {
             try await manager.signIn(slot: requested, providerID: providerID, replacingAnotherAccount: inv.args.has("replace"),
-                                     unlockFileStore: unlock, flow: { flow in
+                                     unlockFileStore: unlock, method: method, flow: { flow in
                 flow.slowDownIncrement = config.slowDownIncrement
                 if let timeout = config.loginTimeout { flow.maximumDuration = timeout }
             }, events: { progress.handle($0) })
@@ -68,8 +75,8 @@ extension AuthCommands {
     /// `login --with-access-token`: the token from standard input (a pipe, or typed at a prompt
     /// that does not echo it), never from the command line.
     static func loginWithAccessToken(_ inv: Invocation) throws -> ExitStatus {
-        for flag in ["open", "qr"] where inv.args.has(flag) {
-            throw UsageError(message: "--\(flag) has no page to show with --with-access-token", command: "login")
+        for flag in ["open", "qr", "browser", "device"] where inv.args.has(flag) {
+            throw UsageError(message: "--\(flag) is a way to sign in; --with-access-token stores a token instead", command: "login")
         }
         let manager = try inv.accounts()
         let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
@@ -123,7 +130,9 @@ final class SignInProgress: Sendable {
                 if inv.args.has("qr"), let qr = QRCode.render((auth.completeVerificationURL ?? auth.verificationURL).absoluteString) {
                     err.raw(qr)  // block characters drawn here, from the URL's bits
                 }
-                if inv.args.has("open") { Self.open(auth.completeVerificationURL ?? auth.verificationURL, err: err, environment: inv.context.environment) }
+                if inv.args.has("open") {
+                    Self.open(auth.completeVerificationURL ?? auth.verificationURL, err: err, environment: inv.context.environment)
+                }
             case .waiting(let remaining):
                 let text = "Waiting for approval… \(RelativeTime.span(remaining)) left (Ctrl-C cancels)"
                 if inv.context.stderrIsTTY {
@@ -155,9 +164,57 @@ final class SignInProgress: Sendable {
                 if inv.context.stderrIsTTY { err.write(.control(.eraseLine)) }
                 err.line("Slot \(requested.name) holds \(holds), another account: this sign-in is kept in the slot \(s.bold(slot.name)) "
                          + "instead (`lanyard login \(requested.name) --replace` puts it into \(requested.name)).")
+            case .browserAuthorization(let auth):
+                let url = auth.url.absoluteString
+                if auth.readsPastedRedirect {
+                    err.line("To sign in, open this address in a browser (on any machine):\n\n    \(url)\n")
+                    err.line("The browser is then sent to \(auth.redirectURI)?code=…; if that page does not load (the browser is on "
+                             + "another machine), copy the whole address from its address bar and paste it here.")
+                } else {
+                    err.line("Opening the browser to sign in; if it does not open, open this address:\n\n    \(url)\n")
+                    err.line("(`lanyard login --device` signs in with a device code instead.)")
+                    Self.open(auth.url, what: "the sign-in page", err: err, environment: inv.context.environment)
+                }
+                err.line("Waiting for the browser… (Ctrl-C cancels)")
+            case .callbackRejected(let reason):
+                err.line("lanyard: \(reason)")
             case .state: break
             }
         }
+    }
+
+    /// The test suites' ports for the browser sign-in's listener (comma-separated), since tests
+    /// run in parallel and the registered ports are one machine-wide pair. Not for users: ChatGPT
+    /// refuses any redirect but its registered ports.
+    static let testPortsVariable = "LANYARD_TEST_CALLBACK_PORTS"
+
+    /// Whether a browser can be opened here: a graphical session and xdg-open.
+    static func canOpenBrowser(_ environment: [String: String]) -> Bool {
+        let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
+        return display && Spawn.searchPath("xdg-open", environment["PATH"] ?? "/usr/bin:/bin") != nil
+    }
+
+    /// How `login` signs in: `--browser` or `--device` when given; else the browser on a desktop
+    /// session when the provider offers it, the device code otherwise (and with `--open`/`--qr`,
+    /// which are the device code's). Without a browser here, the browser sign-in reads the
+    /// redirect's address pasted on standard input.
+    static func method(_ inv: Invocation, offersBrowser: Bool) throws -> SignInMethod {
+        let browser = inv.args.has("browser"), device = inv.args.has("device")
+        if browser && device { throw UsageErrorText("--browser and --device choose one way to sign in; give one of them") }
+        if browser, let flag = ["open", "qr"].first(where: { inv.args.has($0) }) {
+            throw UsageErrorText("--\(flag) is for the device code; the browser sign-in opens the page itself (or use --device --\(flag))")
+        }
+        let environment = inv.context.environment
+        let desktop = canOpenBrowser(environment)
+        guard browser || (!device && !inv.args.has("open") && !inv.args.has("qr") && desktop && offersBrowser) else { return .deviceCode }
+        var ports: [UInt16]?
+        if let raw = environment[testPortsVariable] {
+            ports = raw.split(separator: ",").compactMap { UInt16($0.trimmingSpaces()) }
+            guard ports?.isEmpty == false else { throw UsageErrorText("\(testPortsVariable) must list port numbers, separated by commas") }
+        }
+        let input = inv.context.input
+        let pasted: (@Sendable () throws -> String?)? = desktop ? nil : { @Sendable () throws -> String? in try input.line(maxBytes: 8192) }
+        return .browser(BrowserSignInOptions(ports: ports, pastedLine: pasted))
     }
 
     func finish() {
@@ -167,12 +224,12 @@ final class SignInProgress: Sendable {
         }
     }
 
-    /// Hands the verification page to xdg-open: only an `https://` URL (or `http://` to this
-    /// machine), so a server cannot make it open a file, run `javascript:` or pass an option
+    /// Hands a page (`what`) to xdg-open: only an `https://` URL (or `http://` to this machine),
+    /// so a server or a config cannot make it open a file, run `javascript:` or pass an option
     /// (xdg-open refuses `--`, so the URL's scheme is what keeps it from looking like one).
-    static func open(_ url: URL, err: TextSink, environment: [String: String]) {
+    static func open(_ url: URL, what: String = "the verification page", err: TextSink, environment: [String: String]) {
         guard Loopback.isSecureOrLocal(url), !url.absoluteString.hasPrefix("-") else {
-            err.line("lanyard: not opening the verification page: the server gave a URL that is not https; open it yourself if you trust it")
+            err.line("lanyard: not opening \(what): the server gave a URL that is not https; open it yourself if you trust it")
             return
         }
         guard let xdgOpen = Spawn.searchPath("xdg-open", environment["PATH"] ?? "/usr/bin:/bin") else {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Emulator of ChatGPT's device sign-in (as used by Codex CLI) for Lanyard's tests.
+"""Emulator of ChatGPT's device and browser sign-in (as used by Codex CLI) for Lanyard's tests.
 
 Test fixture only: it speaks the wire protocol (device user code, device token polling, the
+browser's /oauth/authorize with PKCE S256 and the registered loopback redirects only, the
 PKCE authorization-code exchange, JSON refresh with rotation and reuse detection, the usage
 endpoint) with scripted behaviour driven by /_test/ hooks. Tokens are HS256 JWTs signed with a
 fixed, published key; clients only decode them. Everything is documented in README.md next to
@@ -29,8 +30,9 @@ import secrets
 import threading
 import time
 import uuid
+from urllib.parse import urlencode
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, jsonify, redirect, request
 
 from fixture_common import (
     hook,
@@ -56,11 +58,16 @@ SIGNING_KEY = "lanyard-chatgpt-emulator-hs256-test-key-not-a-secret"
 AUTH_CLAIM = "https://api.openai.com/auth"
 PROFILE_CLAIM = "https://api.openai.com/profile"
 USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ23456789"
+# The redirect URIs OpenAI's authorization server accepts for Codex's client (codex-rs/login:
+# DEFAULT_PORT 1455, FALLBACK_PORT 1457 "on the Hydra redirect URI allow-list"). Tests that cannot
+# use these machine-wide ports register others explicitly with --redirect-uri.
+REGISTERED_REDIRECT_URIS = ("http://localhost:1455/auth/callback", "http://localhost:1457/auth/callback")
 
 ENDPOINTS = {
     "/api/accounts/deviceauth/usercode": "usercode",
     "/api/accounts/deviceauth/token": "deviceauth_token",
     "/oauth/token": "oauth_token",
+    "/oauth/authorize": "authorize",
     "/backend-api/wham/usage": "usage",
     "/codex/device": "device_page",
 }
@@ -88,6 +95,7 @@ BOOL_CONFIG = (
     "include_expires_in",
     "strict_encoding",
     "reuse_revokes_access",
+    "browser_auto_approve",
 )
 ERROR_SHAPES = ("error.code", "error", "code")
 
@@ -168,6 +176,7 @@ class State:
             self.access: dict[str, dict] = {}  # access token -> record
             self.usage_scripts: dict[str, dict] = {}  # account_id -> script
             self.usage_limits: dict[str, dict] = {}  # account_id or "*" -> limit
+            self.browser_decisions: list[dict] = []  # queued answers of /oauth/authorize, first first
             self.faults.clear()
             self.seq = 0
             self.stats = {
@@ -185,6 +194,10 @@ class State:
                 },
                 "approvals": 0,
                 "denials": 0,
+                "authorize_requests": 0,
+                "authorize_refused": 0,
+                "authorize_approved": 0,
+                "authorize_denied": 0,
                 "code_exchanges": 0,
                 "code_exchange_errors": 0,
                 "refresh_requests": 0,
@@ -267,6 +280,8 @@ class State:
                     self.codes[code] = {
                         "code": code,
                         "device_auth_id": dev["device_auth_id"],
+                        "client_id": self.config["client_id"],
+                        "redirect_uri": self.issuer + "/deviceauth/callback",
                         "code_verifier": verifier,
                         "code_challenge": s256(verifier),
                         "expires_at": time.time() + self.config["auth_code_lifetime"],
@@ -670,9 +685,11 @@ def create_app(st: State):
                 return fail("invalid_grant", "authorization code already used")
             if time.time() >= grant["expires_at"]:
                 return fail("invalid_grant", "authorization code expired")
-            expected_redirect = st.issuer + "/deviceauth/callback"
-            if body.get("redirect_uri") != expected_redirect:
-                return fail("invalid_grant", f"redirect_uri must be {expected_redirect}")
+            if grant["client_id"] != body.get("client_id"):
+                return fail("invalid_grant", "the code was issued to another client")
+            # The code is bound to the redirect_uri it was issued for (RFC 6749 §4.1.3).
+            if body.get("redirect_uri") != grant["redirect_uri"]:
+                return fail("invalid_grant", f"redirect_uri must be {grant['redirect_uri']}")
             verifier = body.get("code_verifier") or ""
             if not verifier or s256(verifier) != grant["code_challenge"]:
                 return fail("invalid_grant", "code_verifier does not match the code challenge")
@@ -711,6 +728,72 @@ def create_app(st: State):
             rec["rotated_at"] = time.time()
             st.stats["refreshes_succeeded"] += 1
             return jsonify(st.mint(fam))
+
+    # -- e. browser sign-in: /oauth/authorize -----------------------------------------------------
+
+    @app.route("/oauth/authorize", methods=["GET", "POST"])
+    def authorize():
+        # GET: the browser arrives from the client's printed URL. POST: the sign-in page's form
+        # (the same URL, with the person's choice). A queued /_test/browser decision, or the
+        # browser_auto_approve setting, answers a GET without the page.
+        params = request.values
+        with st.lock:
+            st.stats["authorize_requests"] += 1
+
+            def refuse(message: str):
+                # No redirect to a client or redirect_uri that is not registered (RFC 6749 §4.1.2.1).
+                st.stats["authorize_refused"] += 1
+                return Response(_authorize_page(message, None), status=400, mimetype="text/html")
+
+            if params.get("client_id") != st.config["client_id"]:
+                return refuse("unknown client_id")
+            redirect_uri = params.get("redirect_uri") or ""
+            if redirect_uri not in st.config["redirect_uris"]:
+                return refuse("redirect_uri is not registered for this client")
+            state = params.get("state")
+
+            def back(**answer):
+                if state is not None:
+                    answer["state"] = state
+                return redirect(redirect_uri + "?" + urlencode(answer), 302)
+
+            if params.get("response_type") != "code":
+                st.stats["authorize_refused"] += 1
+                return back(error="unsupported_response_type", error_description="response_type must be code")
+            challenge = params.get("code_challenge") or ""
+            if params.get("code_challenge_method") != "S256" or not challenge:
+                # Only S256: `plain` or no challenge at all is refused.
+                st.stats["authorize_refused"] += 1
+                return back(error="invalid_request", error_description="code_challenge with code_challenge_method=S256 is required")
+            if request.method == "POST":
+                decision = {"action": params.get("action", "approve")}
+                decision.update({k: params[k] for k in ("email", "plan", "account_id", "user_id") if params.get(k)})
+            elif st.browser_decisions:
+                decision = st.browser_decisions.pop(0)
+            elif st.config["browser_auto_approve"]:
+                decision = {"action": "approve"}
+            else:
+                return Response(_authorize_page("", request.full_path), mimetype="text/html")
+            if decision["action"] == "deny":
+                st.stats["authorize_denied"] += 1
+                return back(error=decision.get("error", "access_denied"),
+                            error_description=decision.get("error_description", "the user denied the sign-in"))
+            fields = {k: v for k, v in decision.items() if k in ("email", "plan", "account_id", "user_id", "fedramp")}
+            acct = st.identity_for_approval(check_account(fields, "approval"))
+            code = "ac_" + b64url(secrets.token_bytes(24))
+            # Bound to the client, the redirect_uri and the challenge; single use (oauth_token).
+            st.codes[code] = {
+                "code": code,
+                "client_id": st.config["client_id"],
+                "redirect_uri": redirect_uri,
+                "code_challenge": challenge,
+                "expires_at": time.time() + st.config["auth_code_lifetime"],
+                "used": False,
+                "account_id": acct["account_id"],
+            }
+            st.stats["authorize_approved"] += 1
+            st.stats["approvals"] += 1
+            return back(code=code)
 
     # -- f. browser approval page ---------------------------------------------------------------
 
@@ -760,6 +843,28 @@ def create_app(st: State):
         user_code = want_str(body, "user_code")
         fields = check_account({k: v for k, v in body.items() if k != "user_code"}, "approve")
         return jsonify(st.decide(user_code, True, fields))
+
+    @app.post("/_test/browser")
+    @hook
+    def t_browser():
+        """Queues how the next GET /oauth/authorize answers: approve (as the account named, else the
+        default) or deny (`error`, `error_description`), as the person at the browser would."""
+        body = hook_body(request)
+        action = want_str(body, "action", "approve")
+        if action not in ("approve", "deny"):
+            raise HookError("'action' must be approve or deny")
+        decision = {"action": action}
+        if action == "deny":
+            decision["error"] = want_str(body, "error", "access_denied")
+            if want_str(body, "error_description") is not None:
+                decision["error_description"] = body["error_description"]
+        else:
+            decision.update(check_account({k: v for k, v in body.items() if k != "action"}, "browser"))
+        if action == "deny" and set(body) - {"action", "error", "error_description"}:
+            raise HookError("a denial takes only error and error_description")
+        with st.lock:
+            st.browser_decisions.append(decision)
+            return jsonify(queued=len(st.browser_decisions))
 
     @app.route("/_test/accounts", methods=["GET", "POST"])
     @hook
@@ -1034,6 +1139,20 @@ def json_error(status: int, body: dict):
     return Response(json.dumps(body), status=status, mimetype="application/json")
 
 
+def _authorize_page(message: str, action: str | None) -> str:
+    m = f"<p><strong>{html.escape(message)}</strong></p>" if message else ""
+    form = "" if action is None else f"""<form method="post" action="{html.escape(action)}">
+<label>Email <input name="email" value=""></label><br>
+<label>Plan <input name="plan" value=""></label><br>
+<button name="action" value="approve">Continue</button>
+<button name="action" value="deny">Cancel</button>
+</form>"""
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>Sign in to Codex with ChatGPT (emulator)</title></head>
+<body><h1>Sign in to Codex with ChatGPT</h1>{m}{form}</body></html>
+"""
+
+
 def _page(message: str, user_code: str, st: State) -> str:
     acct = st.accounts.get(st.default_account_id) or DEFAULT_ACCOUNT
     m = f"<p><strong>{html.escape(message)}</strong></p>" if message else ""
@@ -1075,6 +1194,10 @@ def main(argv=None) -> int:
     p.add_argument("--interval", type=int, default=5)
     p.add_argument("--pending-status", type=int, choices=(403, 404), default=403)
     p.add_argument("--error-shape", choices=ERROR_SHAPES, default="error.code")
+    p.add_argument("--redirect-uri", action="append", default=[],
+                   help="register another browser redirect URI besides localhost:1455 and :1457 (tests on free ports)")
+    p.add_argument("--browser-auto-approve", action="store_true",
+                   help="answer /oauth/authorize with an approval as the default account when no decision is queued")
     args = p.parse_args(argv)
     setup_logging(args.log_level)
     try:
@@ -1096,6 +1219,8 @@ def main(argv=None) -> int:
         "strict_encoding": True,
         "reuse_revokes_access": False,
         "error_shape": args.error_shape,
+        "redirect_uris": list(REGISTERED_REDIRECT_URIS) + args.redirect_uri,
+        "browser_auto_approve": args.browser_auto_approve,
     }
     st = State(config, accounts)
     app = create_app(st)

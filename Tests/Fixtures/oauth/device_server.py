@@ -2,8 +2,9 @@
 """RFC 8628 device authorization server for Lanyard's tests (test fixture, not for production).
 
 Built on Authlib's Flask integration: DeviceAuthorizationEndpoint, DeviceCodeGrant,
-RefreshTokenGrant (rotating refresh tokens), RevocationEndpoint and the OpenID Connect id-token
-extension on both token grants. All state is in memory. Test hooks live under /_test/ and are
+RefreshTokenGrant (rotating refresh tokens), RevocationEndpoint, AuthorizationCodeGrant with
+PKCE (S256 only, required) for RFC 8252 loopback redirects on any port, and the OpenID Connect
+id-token extension on the token grants. All state is in memory. Test hooks live under /_test/ and are
 documented in README.md next to this file.
 
     python device_server.py --port 0 [--host 127.0.0.1]
@@ -25,9 +26,12 @@ import time
 
 from authlib.common.security import generate_token
 from authlib.integrations.flask_oauth2 import AuthorizationServer
-from authlib.oauth2.rfc6749 import ClientMixin, TokenMixin
-from authlib.oauth2.rfc6749.errors import InvalidGrantError
-from authlib.oauth2.rfc6749.grants import RefreshTokenGrant
+from urllib.parse import urlsplit
+
+from authlib.oauth2 import OAuth2Error
+from authlib.oauth2.rfc6749 import AuthorizationCodeMixin, ClientMixin, TokenMixin
+from authlib.oauth2.rfc6749.errors import InvalidGrantError, InvalidRequestError
+from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
 from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc8628 import (
@@ -36,7 +40,8 @@ from authlib.oauth2.rfc8628 import (
     DeviceCredentialDict,
     SlowDownError,
 )
-from authlib.oidc.core import OpenIDToken, UserInfo
+from authlib.oauth2.rfc7636 import CodeChallenge
+from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo
 from flask import Flask, Response, jsonify, request
 from joserfc.jwk import RSAKey
 
@@ -69,6 +74,7 @@ ENDPOINTS = {
     "/oauth/userinfo": "userinfo",
     "/oauth/jwks": "jwks",
     "/device": "device_page",
+    "/oauth/authorize": "authorize",
 }
 ENDPOINT_NAMES = tuple(ENDPOINTS.values())
 
@@ -102,7 +108,7 @@ class Client(ClientMixin):
     def __init__(self, client_id: str):
         self.client_id = client_id
         self.token_endpoint_auth_method = "none"
-        self.grant_types = ["urn:ietf:params:oauth:grant-type:device_code", "refresh_token"]
+        self.grant_types = ["urn:ietf:params:oauth:grant-type:device_code", "refresh_token", "authorization_code"]
 
     def get_client_id(self):
         return self.client_id
@@ -116,7 +122,14 @@ class Client(ClientMixin):
         return " ".join(s for s in scope.split() if s in ALLOWED_SCOPES)
 
     def check_redirect_uri(self, redirect_uri):
-        return False
+        # RFC 8252 §7.3: a native app's loopback redirect, on any port (registered without one).
+        parts = urlsplit(redirect_uri or "")
+        try:
+            port = parts.port
+        except ValueError:
+            return False
+        return (parts.scheme == "http" and parts.hostname in ("127.0.0.1", "::1") and port is not None
+                and parts.path == "/callback" and not parts.query and not parts.fragment)
 
     def check_client_secret(self, client_secret):
         return False
@@ -126,10 +139,38 @@ class Client(ClientMixin):
         return method == self.token_endpoint_auth_method
 
     def check_response_type(self, response_type):
-        return False
+        return response_type == "code"
 
     def check_grant_type(self, grant_type):
         return grant_type in self.grant_types
+
+
+class AuthorizationCode(dict, AuthorizationCodeMixin):
+    def get_redirect_uri(self):
+        return self["redirect_uri"]
+
+    def get_scope(self):
+        return self["scope"]
+
+    def get_nonce(self):
+        return self.get("nonce")
+
+    def get_auth_time(self):
+        return self["auth_time"]
+
+    def get_acr(self):
+        return None
+
+    def get_amr(self):
+        return None
+
+    @property
+    def code_challenge(self):
+        return self["code_challenge"]
+
+    @property
+    def code_challenge_method(self):
+        return self["code_challenge_method"]
 
 
 class Token(dict, TokenMixin):
@@ -176,6 +217,8 @@ class State:
             self.users: dict[str, dict] = {}  # sub -> user
             self.by_access: dict[str, Token] = {}
             self.by_refresh: dict[str, Token] = {}
+            self.codes: dict[str, AuthorizationCode] = {}  # authorization code -> its grant
+            self.browser_decisions: list[dict] = []  # queued answers of /oauth/authorize
             self.faults.clear()
             self.stats = {
                 "requests": {name: 0 for name in ENDPOINT_NAMES},
@@ -199,6 +242,10 @@ class State:
                 "refresh_errors": 0,
                 "revocation_requests": 0,
                 "revocations": 0,
+                "authorize_requests": 0,
+                "authorize_approved": 0,
+                "authorize_denied": 0,
+                "code_exchanges": 0,
             }
 
     def count(self, key: str, n: int = 1) -> None:
@@ -400,7 +447,7 @@ def build_authorization_server(app: Flask, st: State) -> AuthorizationServer:
             refresh_token["refresh_state"] = "rotated"
             refresh_token["rotated_at"] = time.time()
 
-    class IDToken(OpenIDToken):
+    class IDTokenKeys:
         def get_client_algorithm(self, client):
             return "RS256"
 
@@ -427,6 +474,56 @@ def build_authorization_server(app: Flask, st: State) -> AuthorizationServer:
                 node = node.setdefault(key, {})
             node[path[-1]] = user["plan"]
             return info
+
+    class IDToken(IDTokenKeys, OpenIDToken):
+        pass
+
+    class IDCode(IDTokenKeys, OpenIDCode):
+        def exists_nonce(self, nonce, request):
+            return False
+
+    class S256Only(CodeChallenge):
+        """PKCE required, and only S256 (Authlib also takes plain, and no challenge at all)."""
+
+        SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]
+
+        def validate_code_challenge(self, grant, redirect_uri):
+            data = grant.request.payload.data
+            if not data.get("code_challenge") or data.get("code_challenge_method") != "S256":
+                raise InvalidRequestError("code_challenge with code_challenge_method=S256 is required")
+            return super().validate_code_challenge(grant, redirect_uri)
+
+    class CodeGrant(AuthorizationCodeGrant):
+        TOKEN_ENDPOINT_AUTH_METHODS = ["none"]
+
+        def save_authorization_code(self, code, request):
+            data = request.payload.data
+            st.codes[code] = AuthorizationCode(
+                code=code,
+                client_id=request.client.get_client_id(),
+                redirect_uri=request.payload.redirect_uri,
+                scope=request.scope,
+                sub=request.user["sub"],
+                nonce=data.get("nonce"),
+                auth_time=int(time.time()),
+                code_challenge=data.get("code_challenge"),
+                code_challenge_method=data.get("code_challenge_method"),
+                expires_at=time.time() + 600,
+            )
+
+        def query_authorization_code(self, code, client):
+            item = st.codes.get(code)
+            if item and item["client_id"] == client.get_client_id() and time.time() < item["expires_at"]:
+                return item
+            return None
+
+        def delete_authorization_code(self, authorization_code):
+            # Single use: gone once exchanged.
+            st.codes.pop(authorization_code["code"], None)
+            st.stats["code_exchanges"] += 1
+
+        def authenticate_user(self, authorization_code):
+            return st.users.get(authorization_code["sub"])
 
     class DeviceAuthorization(DeviceAuthorizationEndpoint):
         @property
@@ -473,6 +570,7 @@ def build_authorization_server(app: Flask, st: State) -> AuthorizationServer:
             if st.revoke_record(token, access_only=access_only):
                 st.stats["revocations"] += 1
 
+    server.register_grant(CodeGrant, [S256Only(required=True), IDCode(require_nonce=False)])
     server.register_grant(DeviceGrant, [IDToken()])
     server.register_grant(RefreshGrant, [IDToken()])
     server.register_endpoint(DeviceAuthorization)
@@ -498,11 +596,14 @@ def create_app(st: State):
             device_authorization_endpoint=iss + "/oauth/device_authorization",
             token_endpoint=iss + "/oauth/token",
             revocation_endpoint=iss + "/oauth/revoke",
+            authorization_endpoint=iss + "/oauth/authorize",
+            code_challenge_methods_supported=["S256"],
             userinfo_endpoint=iss + "/oauth/userinfo",
             jwks_uri=iss + "/oauth/jwks",
             grant_types_supported=[
                 "urn:ietf:params:oauth:grant-type:device_code",
                 "refresh_token",
+                "authorization_code",
             ],
             response_types_supported=["code"],
             scopes_supported=list(ALLOWED_SCOPES),
@@ -550,6 +651,25 @@ def create_app(st: State):
                     st.stats["refresh_errors"] += 1
             return resp
 
+    @app.get("/oauth/authorize")
+    def authorize():
+        # The person at the browser: the first decision queued with /_test/browser, else a page.
+        with st.lock:
+            st.stats["authorize_requests"] += 1
+            try:
+                grant = server.get_consent_grant(end_user=None)
+            except OAuth2Error as error:
+                return server.handle_error_response(None, error)
+            if not st.browser_decisions:
+                return Response(_page("Queue a decision with POST /_test/browser to answer this sign-in.", ""),
+                                mimetype="text/html")
+            decision = st.browser_decisions.pop(0)
+            if decision["action"] == "deny":
+                st.stats["authorize_denied"] += 1
+                return server.create_authorization_response(grant_user=None, grant=grant)
+            st.stats["authorize_approved"] += 1
+            return server.create_authorization_response(grant_user=st.make_user(decision), grant=grant)
+
     @app.post("/oauth/revoke")
     def revoke():
         with st.lock:
@@ -595,6 +715,21 @@ def create_app(st: State):
         body = hook_body(request)
         identity = {k: want_str(body, k) for k in ("email", "plan", "sub", "name")}
         return jsonify(st.decide(want_str(body, "user_code"), True, identity))
+
+    @app.post("/_test/browser")
+    @hook
+    def t_browser():
+        """Queues how the next GET /oauth/authorize is answered: approve (as `email`, `plan`,
+        `sub`, `name`) or deny (access_denied)."""
+        body = hook_body(request)
+        action = want_str(body, "action", "approve")
+        if action not in ("approve", "deny"):
+            raise HookError("'action' must be approve or deny")
+        decision = {"action": action}
+        decision.update({k: want_str(body, k) for k in ("email", "plan", "sub", "name") if want_str(body, k)})
+        with st.lock:
+            st.browser_decisions.append(decision)
+            return jsonify(queued=len(st.browser_decisions))
 
     @app.post("/_test/config")
     @hook
