@@ -26,6 +26,7 @@ import json
 import logging
 import select
 import socket
+import threading
 import time
 
 from flask import Response, g, jsonify, request
@@ -63,6 +64,7 @@ INT_STEP_KEYS = {
     "oversize_after": 0,
     "oversize_bytes": 1,
     "binary_after": 0,
+    "gate_after": 0,
 }
 STEP_KEYS = set(INT_STEP_KEYS) | {
     "transport", "refuse_upgrade", "status", "body", "retry_after", "text", "delay_ms", "hold",
@@ -154,6 +156,9 @@ class StreamState:
             self.default_text: str | None = None
             self.default_chunk: int | None = None
             self.seq = 0
+            # `gate_after: N` stops a stream after N regular events until /_test/stream
+            # {"release": true}: a test sees an event while the server is known not to be done.
+            self.gate = threading.Event()
             self.st.stats["stream"] = {
                 "ws_upgrade_attempts": 0,
                 "ws_upgrades_refused": 0,
@@ -295,6 +300,8 @@ def plan(step: dict, events: list[dict], n: int) -> list[tuple[str, object]]:
                                       "output_index": 0, "content_index": 0, "delta": "a" * size}))
         if step.get("binary_after") == k:
             actions.append(("binary", None))
+        if step.get("gate_after") == k:
+            actions.append(("gate", None))
         if step.get("drop_after") == k:
             actions.append(("hold" if step.get("hold") else "drop", None))
             return actions
@@ -520,6 +527,11 @@ def register(app, st) -> StreamState:
                             break
                         if kind == "hold":
                             wait(float("inf"))
+                        if kind == "gate":
+                            while not ss.gate.wait(POLL):
+                                if not ws.connected:
+                                    raise ClientGone()
+                            continue
                         wait(delay)
                         if kind == "malformed":
                             send(MALFORMED_WS)
@@ -602,6 +614,12 @@ def register(app, st) -> StreamState:
                         while raw_sock is not None and not _socket_gone(raw_sock, 0.2):
                             pass
                         raise ClientGone()
+                    if kind == "gate":
+                        while not ss.gate.is_set():
+                            if raw_sock is not None and _socket_gone(raw_sock, POLL):
+                                raise ClientGone()
+                            ss.gate.wait(POLL if raw_sock is None else 0)
+                        continue
                     if kind == "binary":
                         continue  # WebSocket only
                     wait(delay)
@@ -636,7 +654,7 @@ def register(app, st) -> StreamState:
             return jsonify(ss.view())
         try:
             body = hook_body(request)
-            unknown = set(body) - {"script", "default_text", "default_chunk"}
+            unknown = set(body) - {"script", "default_text", "default_chunk", "release"}
             if unknown:
                 raise HookError(f"unknown field(s): {', '.join(sorted(unknown))}")
             script = None
@@ -655,6 +673,9 @@ def register(app, st) -> StreamState:
         with st.lock:
             if script is not None:
                 ss.script = script
+                ss.gate.clear()
+            if body.get("release") is True:
+                ss.gate.set()
             if "default_text" in body:
                 ss.default_text = text
             if "default_chunk" in body:
