@@ -67,12 +67,8 @@ extension AccountManager {
         let config = try provider(providerID).config
         guard config.kind == .openai else { throw AccessTokenError.providerUnsupported(providerID) }
         guard token.hasPrefix(Credential.personalAccessTokenPrefix) else { throw AccessTokenError.notPersonalAccessToken }
-        let (signInLock, plannedBackend, plannedStore) = try await Self.blocking {
-            let signInLock = try requested.map { try FileLock.signIn($0, paths: self.paths) }
-            if replacingAnotherAccount, let requested { try self.refuseIfShared(requested, "sign another account into it") }
-            let (plannedBackend, plannedStore) = try self.storeForSignIn(into: requested, unlockFileStore: unlockFileStore)
-            return (signInLock, plannedBackend, plannedStore)
-        }
+        let (signInLock, plannedBackend, plannedStore) = try await prepareSignIn(
+            requested, replacingAnotherAccount: replacingAnotherAccount, unlockFileStore: unlockFileStore)
         defer { withExtendedLifetime(signInLock) {} }
         let account = try await whoami(token, config: config)
         let stored = try await Self.blocking {

@@ -154,18 +154,8 @@ package struct AccountManager: Sendable {
             browserSignIn.maximumDuration = config.loginTimeout ?? browserSignIn.maximumDuration
             browserFlow = browserSignIn
         }
-        // One sign-in per named slot at a time: a second would show a code whose approval could
-        // only race the first one's.
-        // The checks below read files, the keyring and maybe the fleet: on the blocking executor.
-        let (signInLock, plannedBackend, plannedStore) = try await Self.blocking {
-            let signInLock = try requested.map { try FileLock.signIn($0, paths: self.paths) }
-            // Every machine of a fleet would refuse another account's tokens in a shared slot.
-            if replacingAnotherAccount, let requested { try self.refuseIfShared(requested, "sign another account into it") }
-            // Refuse before anyone approves a code in a browser when the credential could not be
-            // stored afterwards.
-            let (plannedBackend, plannedStore) = try self.storeForSignIn(into: requested, unlockFileStore: unlockFileStore)
-            return (signInLock, plannedBackend, plannedStore)
-        }
+        let (signInLock, plannedBackend, plannedStore) = try await prepareSignIn(
+            requested, replacingAnotherAccount: replacingAnotherAccount, unlockFileStore: unlockFileStore)
         defer { withExtendedLifetime(signInLock) {} }
         let outcome = Locked<StoredSignIn?>(nil)
         let store: (TokenResponse, AccountInfo) async throws -> Void = { tokens, account in try await Self.blocking {
@@ -187,6 +177,22 @@ package struct AccountManager: Sendable {
         guard let stored = outcome.withLock({ $0 }) else { throw AuthError.unknown("sign-in finished without a credential") }
         await announce(stored, events: events)
         return (stored.slot, stored.credential)
+    }
+
+    /// What every sign-in does before it shows anything: takes the slot's sign-in lock (one
+    /// sign-in per named slot at a time: a second would show a code whose approval could only race
+    /// the first one's), refuses another account in a slot shared with a fleet (every machine
+    /// would refuse its tokens), and opens the store the credential will go to, so nobody
+    /// approves a sign-in that could not be stored. Reads files, the keyring and maybe the fleet:
+    /// on the blocking executor. Keep the lock alive until the sign-in is stored.
+    func prepareSignIn(_ requested: Slot?, replacingAnotherAccount: Bool, unlockFileStore: (@Sendable () throws -> Void)?)
+        async throws -> (lock: FileLock?, backend: BackendKind, store: any CredentialStore) {
+        try await Self.blocking {
+            let signInLock = try requested.map { try FileLock.signIn($0, paths: self.paths) }
+            if replacingAnotherAccount, let requested { try self.refuseIfShared(requested, "sign another account into it") }
+            let (plannedBackend, plannedStore) = try self.storeForSignIn(into: requested, unlockFileStore: unlockFileStore)
+            return (signInLock, plannedBackend, plannedStore)
+        }
     }
 
     /// Where an approved sign-in went: its slot, and when the slot asked for holds another

@@ -151,6 +151,25 @@ enum ProviderSupport {
         return url
     }
 
+    /// An authorization code exchanged for tokens (RFC 6749 § 4.1.3 with PKCE, a form POST), as
+    /// both ChatGPT and generic providers take it; a refresh token is required.
+    static func exchangeAuthorizationCode(_ transport: any HTTPTransport, at tokenEndpoint: URL, code: String, verifier: String,
+                                          redirectURI: String, clientID: String) async throws(AuthError) -> TokenResponse {
+        let step = "token exchange"
+        let response = try await send(transport, .form(tokenEndpoint, [
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
+            ("client_id", clientID), ("code_verifier", verifier),
+        ]), step: step)
+        guard response.isSuccess else {
+            let detail = ServerErrorDetail(body: response.body, redacting: [code, verifier])
+            if let passing = passingFailure(step, status: response.status, detail) { throw passing }
+            throw .tokenExchangeFailed(status: response.status, detail: detail)
+        }
+        let tokens = try TokenResponse.parse(response.body, step: step)
+        guard tokens.refreshToken?.isEmpty == false else { throw .missingRefreshToken }
+        return tokens
+    }
+
     static func endpoint(_ base: URL, _ path: String) -> URL {
         var s = base.absoluteString
         while s.hasSuffix("/") { s.removeLast() }

@@ -105,21 +105,10 @@ package actor GenericDeviceProvider: BrowserSignInProvider {
 
     /// RFC 6749 §4.1.3 with RFC 7636's verifier, form-encoded, at the token endpoint.
     package func exchange(code: String, verifier: String, redirectURI: String) async throws(AuthError) -> TokenResponse {
-        let step = "token exchange"
         let token: URL
         if let configured = config.tokenEndpoint { token = configured } else { token = try await endpoints().token }
-        let response = try await ProviderSupport.send(transport, .form(token, [
-            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
-            ("client_id", config.clientID), ("code_verifier", verifier),
-        ]), step: step)
-        guard response.isSuccess else {
-            let detail = ServerErrorDetail(body: response.body, redacting: [code, verifier])
-            if let passing = ProviderSupport.passingFailure(step, status: response.status, detail) { throw passing }
-            throw .tokenExchangeFailed(status: response.status, detail: detail)
-        }
-        let tokens = try TokenResponse.parse(response.body, step: step)
-        guard tokens.refreshToken?.isEmpty == false else { throw .missingRefreshToken }
-        return tokens
+        return try await ProviderSupport.exchangeAuthorizationCode(transport, at: token, code: code, verifier: verifier,
+                                                                   redirectURI: redirectURI, clientID: config.clientID)
     }
 
     package func refresh(refreshToken: String) async throws(RefreshFailure) -> TokenResponse {

@@ -63,20 +63,8 @@ package struct OpenAIProvider: BrowserSignInProvider {
 
     /// The authorization-code exchange both sign-ins end with, as a form (Codex sends it so).
     package func exchange(code: String, verifier: String, redirectURI: String) async throws(AuthError) -> TokenResponse {
-        let step = "token exchange"
-        let request = HTTPRequest.form(url("/oauth/token"), [
-            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
-            ("client_id", config.clientID), ("code_verifier", verifier),
-        ])
-        let response = try await ProviderSupport.send(transport, request, step: step)
-        guard response.isSuccess else {
-            let detail = ServerErrorDetail(body: response.body, redacting: [code, verifier])
-            if let passing = ProviderSupport.passingFailure(step, status: response.status, detail) { throw passing }
-            throw .tokenExchangeFailed(status: response.status, detail: detail)
-        }
-        let tokens = try TokenResponse.parse(response.body, step: step)
-        guard tokens.refreshToken?.isEmpty == false else { throw .missingRefreshToken }
-        return tokens
+        try await ProviderSupport.exchangeAuthorizationCode(transport, at: url("/oauth/token"), code: code, verifier: verifier,
+                                                            redirectURI: redirectURI, clientID: config.clientID)
     }
 
     package var offersBrowserSignIn: Bool { true }
