@@ -56,7 +56,7 @@ final class PrivateEtcd {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
-        FileManager.default.createFile(atPath: folder + "/log", contents: nil)
+        _ = FileManager.default.createFile(atPath: folder + "/log", contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/log"))
         process.standardOutput = log
         process.standardError = log
