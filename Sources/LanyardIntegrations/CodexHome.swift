@@ -56,6 +56,16 @@ package struct CodexHome: Sendable {
         return store
     }
 
+    /// Whether config.toml turns on Codex's `secret_auth_storage` feature: in keyring mode the
+    /// sign-in then lives in `secrets/codex_auth.age` under a key kept in the keyring, not in the
+    /// keyring item itself (Codex's default on Linux).
+    func keepsSignInInEncryptedSecrets() throws -> Bool {
+        guard let data = try SecureFiles.read(configPath) else { return false }
+        do { return try CodexConfigTOML.boolean(["features", "secret_auth_storage"], in: String(decoding: data, as: UTF8.self)) ?? false } catch {
+            throw StoreError.corrupt(source: configPath, detail: error.problem)
+        }
+    }
+
     /// The account of Codex's keyring item for this home, as Codex computes it
     /// (`compute_store_key`): `cli|` and the first 16 hex digits of the SHA-256 of the home's
     /// canonical path (the path as given when it cannot be resolved).
@@ -84,7 +94,15 @@ package struct CodexHome: Sendable {
         case .keyring, .auto:
             let item = CodexKeyringItem(service: Self.keyringService, account: keyringAccount, timeout: Self.keyringTimeout)
             switch item.problem() {
-            case nil: return .keyring(item)
+            case nil:
+                // Codex's other keyring backend keeps the sign-in in secrets/codex_auth.age, with
+                // only that file's key in the keyring: an item written here would not be read.
+                if try keepsSignInInEncryptedSecrets() {
+                    throw IntegrationError.unsupported("Codex keeps its sign-in in an encrypted file whose key is in the keyring "
+                        + "([features] secret_auth_storage = true in \(configPath)), which Lanyard cannot write; turn that "
+                        + "feature off, or set cli_auth_credentials_store = \"file\"")
+                }
+                return .keyring(item)
             // With no keyring at all, Codex in auto mode uses auth.json.
             case .unavailable? where store == .auto: return .file
             case let problem?: throw IntegrationError.codexKeyringUnavailable(mode: store.rawValue, problem: CodexKeyringItem.describe(problem))
@@ -223,28 +241,46 @@ enum CodexConfigTOML {
 
     /// The string value of `key` before the first table header, nil when absent.
     static func topLevelString(_ key: String, in text: String) throws(Problem) -> String? {
+        guard let value = try find([key], in: text) else { return nil }
+        guard case .string(let string) = value else { throw Problem(problem: "\(key) is not a quoted string") }
+        return string
+    }
+
+    /// The boolean at the full dotted path `path` (`["features", "secret_auth_storage"]` matches
+    /// `secret_auth_storage = true` under `[features]`, or `features.secret_auth_storage = true`
+    /// at the top level), nil when absent.
+    static func boolean(_ path: [String], in text: String) throws(Problem) -> Bool? {
+        guard let value = try find(path, in: text) else { return nil }
+        guard case .boolean(let flag) = value else { throw Problem(problem: "\(path.joined(separator: ".")) is not true or false") }
+        return flag
+    }
+
+    /// The value at the full dotted path `path`: `.other` for a value neither a string nor a boolean.
+    private static func find(_ path: [String], in text: String) throws(Problem) -> Value? {
         var scanner = Scanner(Array(text.unicodeScalars))
+        var table: [String]? = []  // nil inside an array of tables ([[…]]), which no path here names
         while let line = try scanner.nextStatement() {
             switch line {
-            case .table: return nil
+            case .table(let name): table = name
             case .pair(let name, let value):
-                guard name == [key] else { continue }
-                guard case .string(let string)? = value else {
-                    throw Problem(problem: "\(key) is not a quoted string")
-                }
-                return string
+                if let table, table + name == path { return value ?? .other }
             }
         }
         return nil
     }
 
     enum Statement {
-        case table
-        /// A key (dotted parts) and its value when it is a string (nil for any other value).
+        /// A table header: its dotted name (nil for an array of tables).
+        case table([String]?)
+        /// A key (dotted parts) and its value when it is a string or a boolean (nil for any other).
         case pair([String], Value?)
     }
 
-    enum Value { case string(String) }
+    enum Value {
+        case string(String)
+        case boolean(Bool)
+        case other
+    }
 
     struct Scanner {
         let s: [Unicode.Scalar]
@@ -276,7 +312,7 @@ enum CodexConfigTOML {
                 skipComment()
                 guard let c = peek else { return nil }
                 if c == "\n" || c == "\r" { i += 1; continue }
-                if c == "[" { return .table }
+                if c == "[" { return .table(try tableHeader()) }
                 let key = try keyParts()
                 skipBlank()
                 guard peek == "=" else { throw Problem(problem: "a key without = on line \(lineNumber)") }
@@ -310,10 +346,28 @@ enum CodexConfigTOML {
             }
         }
 
-        /// A value: a string is returned; anything else is skipped (nil).
+        /// `[name]` or `[[name]]` up to the end of its line: the name, nil for an array of tables.
+        mutating func tableHeader() throws(Problem) -> [String]? {
+            let array = peek("[[")
+            i += array ? 2 : 1
+            let name = try keyParts()
+            guard array ? peek("]]") : peek == "]" else { throw Problem(problem: "a table header is not closed on line \(lineNumber)") }
+            i += array ? 2 : 1
+            try endLine()
+            return array ? nil : name
+        }
+
+        /// A value: a string or a boolean is returned; anything else is skipped (nil).
         mutating func value() throws(Problem) -> Value? {
             guard let c = peek else { throw Problem(problem: "a key without a value on line \(lineNumber)") }
             if c == "\"" || c == "'" { return try string() }
+            for (word, flag) in [("true", true), ("false", false)] where peek(word) {
+                let after = i + word.unicodeScalars.count
+                if after == s.count || [" ", "\t", "\r", "\n", "#", ",", "]", "}"].contains(s[after]) {
+                    i = after
+                    return .boolean(flag)
+                }
+            }
             if c == "[" || c == "{" { try skipNested(); return nil }
             // Numbers, booleans, dates: up to the end of the line or a comment.
             while let c = peek, c != "\n", c != "#" { i += 1 }

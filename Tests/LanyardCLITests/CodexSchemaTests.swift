@@ -183,6 +183,20 @@ extension IntegrationHome {
         #expect(throws: CodexConfigTOML.Problem.self) { try read("cli_auth_credentials_store = keyring") }
     }
 
+    @Test func tablesAndBooleansAreReadByTheirFullName() throws {
+        func flag(_ text: String) throws -> Bool? { try CodexConfigTOML.boolean(["features", "secret_auth_storage"], in: text) }
+        #expect(try flag("") == nil)
+        #expect(try flag("[features]\nsecret_auth_storage = true\n") == true)
+        #expect(try flag("[features]\nsecret_auth_storage = false # off\n") == false)
+        #expect(try flag("features.secret_auth_storage = true") == true)
+        #expect(try flag("[ features ]\nother = 1\n[profiles.x]\nsecret_auth_storage = true") == nil)
+        #expect(try flag("[[features]]\nsecret_auth_storage = true") == nil)
+        #expect(throws: CodexConfigTOML.Problem.self) { try flag("[features]\nsecret_auth_storage = truex") }
+        #expect(throws: CodexConfigTOML.Problem.self) { try flag("[features]\nsecret_auth_storage = \"yes\"") }
+        // A table header does not hide the top-level key that came before it.
+        #expect(try read("cli_auth_credentials_store = \"keyring\"\n[features]\nsecret_auth_storage = true") == "keyring")
+    }
+
     @Test func modeComesFromConfigTOML() throws {
         let dir = TestHome()
         let home = CodexHome(directory: dir.root)
@@ -264,6 +278,25 @@ extension IntegrationHome {
         let after = try secretTool(["lookup", "service", "Codex Auth", "username", account])
         #expect(try CodexSignIn.parse(Data(after.stdout.utf8), path: "keyring").chatGPT?.accountID == (try env.stored("b").account.accountID))
         #expect(try attributeLines(account).filter { $0.hasPrefix("label = ") }.count == 1)
+    }
+
+    /// Codex's encrypted secrets storage (`[features] secret_auth_storage`) keeps the sign-in in a
+    /// file whose key is in the keyring: Lanyard says it cannot write there, and writes nothing.
+    @Test func encryptedSecretsStorageIsRefusedByName() async throws {
+        let env = try await IntegrationHome()
+        env.home.withoutSessionBus = false
+        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
+            Issue.record("run under scripts/with-keyring.sh")
+            return
+        }
+        try Data("cli_auth_credentials_store = \"keyring\"\n\n[features]\nsecret_auth_storage = true\n".utf8)
+            .write(to: URL(fileURLWithPath: env.codexHome + "/config.toml"))
+        try await env.signIn("a", email: "a@example.com")
+        let account = CodexHome(directory: env.codexHome).keyringAccount
+        let export = try env.run("codex", "export", "a", "--json")
+        #expect(export.status != 0 && export.stdout.contains("secret_auth_storage"), "\(export.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: env.codexHome + "/auth.json"))
+        #expect(try secretTool(["lookup", "service", "Codex Auth", "username", account]).status != 0)
     }
 
     /// With no keyring answering, keyring mode is an error (exit 5) and no auth.json is written.
