@@ -227,8 +227,8 @@ struct CodexKeyringItem: Sendable {
                     for part in 1..<count { try entry("\(account):\(part)").delete() }
                 }
             }
-        } catch let failure as RustKeyringEntry.Failure {
-            throw fail(failure)
+        } catch {
+            throw fail(error)
         }
     }
 }

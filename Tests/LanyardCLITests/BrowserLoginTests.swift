@@ -139,7 +139,7 @@ import LanyardTestSupport
         try p.run()
         // Reads stderr up to the line with the URL (bounded: the process prints it at once).
         let errors = err.fileHandleForReading
-        let shown: String = try await BlockingExecutor.shared.run {
+        let shown: String = await BlockingExecutor.shared.run {
             var text = ""
             while !text.contains("paste it here.\n") {
                 let chunk = errors.availableData  // what has come, waiting only when nothing has

@@ -15,7 +15,7 @@ import Testing
         try await withThrowingTaskGroup(of: Int.self) { group in
             for i in 0..<count {
                 group.addTask {
-                    try await executor.run {
+                    await executor.run {
                         if started.withLock({ $0 += 1; return $0 }) == count { for _ in 0..<count { allStarted.signal() } }
                         allStarted.wait()
                         return i
@@ -32,7 +32,7 @@ import Testing
     @Test func errorsAndResultsComeBack() async throws {
         struct Failure: Error, Equatable {}
         let executor = BlockingExecutor(maximumThreads: 2, idleSeconds: 1)
-        #expect(try await executor.run { 41 + 1 } == 42)
+        #expect(await executor.run { 41 + 1 } == 42)
         await #expect(throws: Failure()) { try await executor.run { () throws -> Int in throw Failure() } }
         // Past the bound, work queues and still runs, in order of submission.
         let order = Locked<[Int]>([])
