@@ -220,7 +220,7 @@ package struct BrowserSignInFlow: Sendable {
                                rejected: @escaping @Sendable (String) -> Void) async throws -> Arrival {
         while true {
             let connection = try await withTaskCancellationHandler {
-                try await BlockingExecutor.shared.run { try listener.next() }
+                try await BlockingExecutor.shared.runOnOwnThread { try listener.next() }
             } onCancel: { listener.stop() }
             guard let request = connection.request, request.path == path else {
                 await answer(connection, 404, .notFound)
@@ -291,7 +291,7 @@ package struct BrowserSignInFlow: Sendable {
                     return false
                 }
                 if cancelledAlready { continuation.resume(throwing: CancellationError()); return }
-                BlockingExecutor.shared.submit {
+                BlockingExecutor.shared.submitOnOwnThread {  // waits for the user
                     let result = Result { try read() }
                     let waiting = wait.withLock { state -> CheckedContinuation<String?, Error>? in
                         defer { state = .done }

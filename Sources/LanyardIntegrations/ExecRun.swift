@@ -113,9 +113,9 @@ extension AccountManager {
         spawn.stdin = .inherit
         spawn.userCoreLimit = true
         spawn.handOff = folder.map { [($0.lockDescriptor, $0.lockDescriptor)] } ?? []
-        // The wait for the child blocks its thread: on the blocking executor, never a cooperative one.
+        // The wait for the child blocks its thread for as long as the command runs: a thread of its own.
         let spawned = spawn
-        let run = await BlockingExecutor.shared.run { () -> Result<Int32, SystemCallError> in
+        let run = await BlockingExecutor.shared.runOnOwnThread { () -> Result<Int32, SystemCallError> in
             do throws(SystemCallError) { return .success(try ForegroundChild.run(spawned)) } catch { return .failure(error) }
         }
         let status: Int32

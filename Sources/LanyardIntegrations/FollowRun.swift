@@ -144,7 +144,7 @@ extension AccountManager {
         var notFollowed: SwitchNotFollowed?
         while true {
             let watching = notFollowed == nil ? watch.fd : -1
-            let wake = await BlockingExecutor.shared.run { [child] in child.wait(orChangeOf: watching, timeout: nil) }
+            let wake = await BlockingExecutor.shared.runOnOwnThread { [child] in child.wait(orChangeOf: watching, timeout: nil) }
             if wake == .ended {
                 status = child.reap()
                 break
@@ -231,7 +231,7 @@ extension AccountManager {
             ForegroundChild.ended()
             throw error
         }
-        BlockingExecutor.shared.submit { child.waitForEnd() }
+        BlockingExecutor.shared.submitOnOwnThread { child.waitForEnd() }
         return child
     }
 

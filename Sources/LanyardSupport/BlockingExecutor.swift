@@ -56,6 +56,46 @@ package final class BlockingExecutor: @unchecked Sendable {
         }
     }
 
+    /// ``run(_:)`` on a thread of its own, outside the bound, for work that blocks for as long as
+    /// something outside this process decides: a listener waiting for a browser, the wait for a
+    /// child to end, a whole command. Queued behind the bound, such work could wait for threads
+    /// that wait for it (the callback a sign-in's own command waits for), and holding pooled
+    /// threads it would shrink the pool for everything else.
+    package func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            submitOnOwnThread {
+                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+            }
+        }
+    }
+
+    /// ``runOnOwnThread(_:)`` for work that cannot fail.
+    package func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            submitOnOwnThread { continuation.resume(returning: body()) }
+        }
+    }
+
+    /// ``submit(_:)`` on a thread of its own, outside the bound (see ``runOnOwnThread(_:)``; when
+    /// no thread can be started, the work goes to the pool).
+    package func submitOnOwnThread(_ work: @escaping @Sendable () -> Void) {
+        final class Box: @unchecked Sendable {
+            let work: @Sendable () -> Void
+            init(_ work: @escaping @Sendable () -> Void) { self.work = work }
+        }
+        let box = Unmanaged.passRetained(Box(work))
+        var thread = pthread_t()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        let made = pthread_create(&thread, &attributes, { raw in
+            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().work()
+            return nil
+        }, box.toOpaque())
+        pthread_attr_destroy(&attributes)
+        if made != 0 { submit(box.takeRetainedValue().work) }
+    }
+
     /// Queues `work`, starting a thread when more work waits than threads are idle (an idle
     /// thread woken for earlier work is not free for this one) and the bound allows.
     package func submit(_ work: @escaping @Sendable () -> Void) {

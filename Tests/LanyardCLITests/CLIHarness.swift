@@ -49,15 +49,17 @@ final class CLIHarness: @unchecked Sendable {
         }
     }
 
-    /// Runs `lanyard args` in-process, as `main` would, on a thread of the blocking executor: a
-    /// command is synchronous (it waits for its async work on its own thread), so it must never
-    /// run on a cooperative thread, where that wait could starve the tasks it waits for.
+    /// Runs `lanyard args` in-process, as `main` would, on a thread of its own: a command is
+    /// synchronous (it waits for its async work on its own thread), so it must never run on a
+    /// cooperative thread, where that wait could starve the tasks it waits for; and, lasting as
+    /// long as the command, it must not hold one of the blocking executor's pooled threads either
+    /// (hundreds of tests at once would queue the work their commands wait for).
     @discardableResult
     func run(_ args: String...) async -> Result { await run(args) }
 
     /// ``run(_:)-swift.method`` with an injected `sleeper` (virtual time for the sign-in's polling).
     func run(_ args: [String], sleeper: (any Sleeper)? = nil) async -> Result {
-        await BlockingExecutor.shared.run { [self] in
+        await BlockingExecutor.shared.runOnOwnThread { [self] in
             let out = TextSink(), err = TextSink()
             // Each line of `input` ended by a newline, as a program would send them.
             var context = CommandContext(

@@ -5,6 +5,20 @@ import Testing
 /// The blocking executor: blocking work runs on threads of its own, never on the cooperative
 /// pool, and work that waits on other work still finishes (the pool grows while work waits).
 @Suite struct BlockingExecutorTests {
+    /// Work on a thread of its own runs while every pooled thread is taken by work waiting for it
+    /// (a sign-in's command waiting for the callback its listener would accept).
+    @Test func workOnItsOwnThreadRunsWhenThePoolIsFull() async {
+        let executor = BlockingExecutor(maximumThreads: 1, idleSeconds: 1)
+        let released = DispatchSemaphore(value: 0)
+        async let waiter: Void = executor.run { released.wait() }
+        let answer = await executor.runOnOwnThread { () -> Int in
+            released.signal()
+            return 42
+        }
+        await waiter
+        #expect(answer == 42)
+    }
+
     /// Sixteen pieces of work that each wait until all sixteen have started: they finish only if
     /// each got a thread of its own, which no two-thread cooperative pool could give.
     @Test func workThatWaitsOnOtherWorkFinishes() async throws {
