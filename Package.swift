@@ -39,7 +39,11 @@ let package = Package(
         // when LanyardFleet first talks to etcd, so no binary links it.
         .target(name: "CCurl"),
 
-        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries"]),
+        // `lanyard tray`'s StatusNotifierItem and dbusmenu on GDBus, its GLib main loop on a thread
+        // of its own (C: GDBus' server side is callbacks and vtables). LanyardGLib wraps it.
+        .target(name: "CStatusNotifier", dependencies: ["CLibsecret", "CLazyLibraries"]),
+
+        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries", "CStatusNotifier"]),
 
         // prctl(2), which Swift cannot call (variadic): ProcessHardening's one call.
         .target(name: "CProcessControl"),
