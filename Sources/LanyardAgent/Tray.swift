@@ -43,7 +43,8 @@ package struct TrayService: Sendable {
         self.options = options
     }
 
-    /// Serves the item until "Quit" is chosen or the task is cancelled (Ctrl-C, SIGTERM).
+    /// Serves the item until "Quit" is chosen or the task is cancelled (Ctrl-C, SIGTERM); either
+    /// way it returns normally.
     package func run() async throws {
         let notifier: StatusNotifier
         do {
@@ -77,8 +78,8 @@ package struct TrayService: Sendable {
                 let interval = pollInterval(document)
                 if let interval {
                     group.addTask {
-                        while true {
-                            try await Task.sleep(for: .seconds(interval))
+                        // Ends quietly when the tray stops (a cancelled sleep is no failure).
+                        while (try? await Task.sleep(for: .seconds(interval))) != nil {
                             input.yield(.pollDue)
                         }
                     }
