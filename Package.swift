@@ -87,7 +87,7 @@ let package = Package(
         .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "LanyardSupport", "Age", "LanyardTestSupport"]),
         .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "Age", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardCore", "LanyardSupport"]),
+        .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"]),
         .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "Age", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         // Checks of the repository as a whole: layering, the public API list, the GLib boundary.
