@@ -100,7 +100,7 @@ package struct TrayModel: Sendable, Equatable {
         }
         let slots = document.sortedSlots
         if slots.isEmpty {
-            _ = add("No slots yet (lanyard login adds one)", enabled: false)
+            _ = add("No slots yet: run lanyard login", enabled: false)
         }
         for (slot, record) in slots {
             _ = add(Self.slotLabel(slot, record, usage[slot] ?? .unknown, describe: describe), radio: slot == document.active,
