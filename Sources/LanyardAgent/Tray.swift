@@ -46,13 +46,24 @@ package struct TrayService: Sendable {
     /// Serves the item until "Quit" is chosen or the task is cancelled (Ctrl-C, SIGTERM); either
     /// way it returns normally.
     package func run() async throws {
+        // Connecting to the bus and stopping (joining the loop's thread) block: not on the pool.
+        let busName = options.busName
         let notifier: StatusNotifier
         do {
-            notifier = try StatusNotifier(busName: options.busName, itemID: "lanyard")
-        } catch {
+            notifier = try await BlockingExecutor.shared.run { try StatusNotifier(busName: busName, itemID: "lanyard") }
+        } catch let error as StatusNotifierFailure {
             throw IntegrationError.unsupported("cannot show the tray item: \(error.description)")
         }
-        defer { notifier.stop() }
+        do {
+            try await serve(notifier)
+        } catch {
+            await BlockingExecutor.shared.run { notifier.stop() }
+            throw error
+        }
+        await BlockingExecutor.shared.run { notifier.stop() }
+    }
+
+    private func serve(_ notifier: StatusNotifier) async throws {
         let registry = manager.registry
         let watch = registry.watch()
         defer { watch.close() }

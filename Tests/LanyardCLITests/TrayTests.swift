@@ -231,6 +231,14 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         #expect(!errors.contains("AT-") && !errors.contains("RT-"))
     }
 
+    /// Without a session bus: exit 1 (integration_unsupported) with GIO's reason, at once.
+    @Test func noSessionBusIsAClearError() async throws {
+        let env = try await IntegrationHome()  // its commands run with DBUS_SESSION_BUS_ADDRESS=disabled:
+        let result = try env.run("tray")
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot show the tray item"), "\(result.stderr)")
+    }
+
     /// "Quit" ends the tray with 0.
     @Test func quitEndsTheTray() async throws {
         let env = try await IntegrationHome()
