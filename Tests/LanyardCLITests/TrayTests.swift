@@ -84,7 +84,9 @@ final class TrayDesktop: @unchecked Sendable {
 
     /// Starts `lanyard tray` in `home` on this bus; returns its bus name.
     func startTray(_ home: TestHome) throws -> String {
-        let (p, _, err) = try home.start(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": address])
+        // A strict cooperative pool (one thread): a blocking call on it would stall the tray.
+        let (p, _, err) = try home.start(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": address,
+                                                                     "LIBDISPATCH_COOPERATIVE_POOL_STRICT": "1"])
         tray = p
         trayErrors = err
         return "org.kde.StatusNotifierItem-\(p.processIdentifier)-1"
