@@ -101,12 +101,15 @@ package struct TrayService: Sendable {
                         group.addTask { input.yield(.usage(slot, await self.usage(of: slot))) }
                     }
                 }
-                var model = publish(document, usage, on: notifier)
+                var model = TrayModel(document: document, usage: usage, describe: options.describe)
+                publish(model, on: notifier)
                 fetch(document.sortedSlots.map(\.slot))
                 inputLoop: for await next in inputs {
                     switch next {
                     case .registryChanged:
-                        document = (try? await loadRegistry()) ?? document
+                        document = await reload(document)
+                        // A slot signed in meanwhile shows its usage without waiting for the menu.
+                        fetch(document.sortedSlots.map(\.slot).filter { checked[$0] == nil })
                     case .usage(let slot, let known):
                         usage[slot] = known
                     case .pollDue:
@@ -125,12 +128,12 @@ package struct TrayService: Sendable {
                         if action == .quit { break inputLoop }
                         if case .refresh(let slot) = action { fetch([slot]); continue inputLoop }
                         await perform(action)
-                        document = (try? await loadRegistry()) ?? document
+                        document = await reload(document)
                     }
                     let rebuilt = TrayModel(document: document, usage: usage, describe: options.describe)
                     if rebuilt != model {
                         model = rebuilt
-                        _ = publish(document, usage, on: notifier)
+                        publish(model, on: notifier)
                     }
                 }
                 group.cancelAll()
@@ -142,16 +145,27 @@ package struct TrayService: Sendable {
         }
     }
 
-    /// Pushes the model of `document` and `usage` to the bus; returns it.
-    private func publish(_ document: RegistryDocument, _ usage: [Slot: TrayUsage], on notifier: StatusNotifier) -> TrayModel {
-        let model = TrayModel(document: document, usage: usage, describe: options.describe)
+    /// Pushes `model` to the bus (a new layout revision, with LayoutUpdated).
+    private func publish(_ model: TrayModel, on notifier: StatusNotifier) {
         let entries = model.entries.map { entry in
             StatusNotifierMenuEntry(id: entry.id, parent: entry.parent, label: entry.label, toggle: entry.radio.map { .radio(on: $0) },
                                     enabled: entry.enabled, isSeparator: entry.isSeparator)
         }
         notifier.update(entries, look: StatusNotifierLook(status: model.state.itemStatus, iconName: model.state.iconName, title: "Lanyard",
                                                           tooltipTitle: model.tooltipTitle, tooltipBody: model.tooltipBody))
-        return model
+    }
+
+    /// The registry as it is now; when it cannot be read (a half-written or damaged file), says
+    /// why and keeps showing `previous` rather than an empty menu.
+    private func reload(_ previous: RegistryDocument) async -> RegistryDocument {
+        do {
+            return try await loadRegistry()
+        } catch let error as any LanyardError {
+            options.diagnostics("cannot read the registry: \(error.userFacingDescription)")
+        } catch {
+            options.diagnostics("cannot read the registry: \(error)")
+        }
+        return previous
     }
 
     private func perform(_ action: TrayAction) async {
