@@ -39,7 +39,11 @@ let package = Package(
         // when LanyardFleet first talks to etcd, so no binary links it.
         .target(name: "CCurl"),
 
-        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries"]),
+        // `lanyard tray`'s StatusNotifierItem and dbusmenu on GDBus, its GLib main loop on a thread
+        // of its own (C: GDBus' server side is callbacks and vtables). LanyardGLib wraps it.
+        .target(name: "CStatusNotifier", dependencies: ["CLibsecret", "CLazyLibraries"]),
+
+        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries", "CStatusNotifier"]),
 
         // prctl(2), which Swift cannot call (variadic): ProcessHardening's one call.
         .target(name: "CProcessControl"),
@@ -83,7 +87,7 @@ let package = Package(
         .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "LanyardSupport", "Age", "LanyardTestSupport"]),
         .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "Age", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardCore", "LanyardSupport"]),
+        .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"]),
         .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "Age", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         // Checks of the repository as a whole: layering, the public API list, the GLib boundary.

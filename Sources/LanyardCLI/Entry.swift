@@ -33,7 +33,7 @@ package enum Lanyard {
             CredentialHelperCommands.kube, CredentialHelperCommands.netrc,
         ]),
         CommandGroup(title: "Store", commands: [StoreGroupCommand.store, FleetCommands.fleet, DoctorCommand.command, BundleCommands.export, BundleCommands.import]),
-        CommandGroup(title: "Agent", commands: [AgentCommands.agent, AgentCommands.events]),
+        CommandGroup(title: "Agent", commands: [AgentCommands.agent, AgentCommands.tray, AgentCommands.events]),
         CommandGroup(title: "Other", commands: [MetaCommands.completion, MetaCommands.version, MetaCommands.help]),
     ]
 

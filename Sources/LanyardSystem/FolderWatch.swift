@@ -21,7 +21,10 @@ package final class FolderWatch {
     }
 
     /// Empties the queue of events.
-    package func drain() {
+    package func drain() { Self.drain(fd) }
+
+    /// Empties the queue of events of a watch's `fd` (for a thread that holds only the descriptor).
+    package static func drain(_ fd: Int32) {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while read(fd, &buffer, buffer.count) > 0 {}
     }

@@ -10,7 +10,7 @@ import Testing
     /// C type names that must not appear anywhere else, not even in comments.
     static let forbiddenNames = ["GError", "gboolean", "gchar", "GKeyFile", "GVariant", "GDBusConnection"]
     static let forbiddenImport = try! NSRegularExpression(
-        pattern: #"^\s*(@[A-Za-z_]+\s+)*import\s+(CLibsecret|CLazyLibraries)\b"#, options: .anchorsMatchLines)
+        pattern: #"^\s*(@[A-Za-z_]+\s+)*import\s+(CLibsecret|CLazyLibraries|CStatusNotifier)\b"#, options: .anchorsMatchLines)
 
     /// Every way `text` breaks the rule, as `line N: what`.
     static func violations(in text: String) -> [String] {

@@ -8,6 +8,8 @@
 
 /// libsecret, with GIO and GObject (and GLib) that it brings in.
 int lanyard_libsecret_load(const char **error);
+/// GIO's D-Bus service side (the tray's StatusNotifierItem).
+int lanyard_gio_load(const char **error);
 /// GLib (key files, durable writes, GVariant, GError).
 int lanyard_glib_load(const char **error);
 /// libsodium (the age format's ciphers, scrypt, X25519).

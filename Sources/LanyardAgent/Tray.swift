@@ -1,0 +1,235 @@
+import FoundationEssentials
+import Glibc
+import LanyardAuth
+import LanyardCore
+import LanyardGLib
+import LanyardIntegrations
+import LanyardStore
+import LanyardSupport
+import LanyardSystem
+
+/// `lanyard tray`: a StatusNotifierItem whose menu shows every slot with its usage and switches
+/// the active slot (see docs/desktop.md). The D-Bus side is LanyardGLib's `StatusNotifier` (GDBus
+/// on a GLib main loop of its own thread); this drives it: it rebuilds ``TrayModel`` whenever the
+/// registry changes (inotify), usage arrives or the desktop chooses an entry.
+package struct TrayService: Sendable {
+    package struct Options: Sendable {
+        /// The well-known name the item owns (the StatusNotifierItem convention: PID and instance).
+        package var busName = "org.kde.StatusNotifierItem-\(getpid())-1"
+        /// The environment of `switch` (Codex's home, for Codex to follow).
+        package var environment: [String: String] = [:]
+        /// A time for people ("in 2 h (14:05)").
+        package var describe: @Sendable (Date) -> String = { "at \(RFC3339.string(from: $0))" }
+        /// What "Sign in again…" and "Open usage details" start (the CLI opens a terminal).
+        package var launch: @Sendable (TrayAction) -> Void = { _ in }
+        /// One line about something that went wrong (a failed switch, a refused registration).
+        package var diagnostics: @Sendable (String) -> Void = { _ in }
+
+        package init() {}
+    }
+
+    private enum Input: Sendable {
+        case desktop(StatusNotifierEvent)
+        case registryChanged
+        case pollDue
+        case usage(Slot, TrayUsage)
+    }
+
+    let manager: AccountManager
+    let options: Options
+
+    package init(manager: AccountManager, options: Options) {
+        self.manager = manager
+        self.options = options
+    }
+
+    /// Serves the item until "Quit" is chosen or the task is cancelled (Ctrl-C, SIGTERM); either
+    /// way it returns normally.
+    package func run() async throws {
+        // Connecting to the bus and stopping (joining the loop's thread) block: not on the pool.
+        let busName = options.busName
+        let notifier: StatusNotifier
+        do {
+            notifier = try await BlockingExecutor.shared.run { try StatusNotifier(busName: busName, itemID: "lanyard") }
+        } catch let error as StatusNotifierFailure {
+            throw IntegrationError.unsupported("cannot show the tray item: \(error.description)")
+        }
+        do {
+            try await serve(notifier)
+        } catch {
+            await BlockingExecutor.shared.run { notifier.stop() }
+            throw error
+        }
+        await BlockingExecutor.shared.run { notifier.stop() }
+    }
+
+    private func serve(_ notifier: StatusNotifier) async throws {
+        let registry = manager.registry
+        let watch = registry.watch()
+        defer { watch.close() }
+        let watchFD = watch.fd
+        let stop = try closeOnExecPipe()
+        defer { close(stop.read); close(stop.write) }
+        let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .unbounded)
+
+        try await withTaskCancellationHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask {
+                    for await event in notifier.events { input.yield(.desktop(event)) }
+                }
+                group.addTask {
+                    // A thread of the blocking executor waits on inotify for the tray's lifetime.
+                    while await BlockingExecutor.shared.run({ Self.waitForChange(watchFD, stop: stop.read) }) {
+                        input.yield(.registryChanged)
+                    }
+                }
+                var document = try await loadRegistry()
+                var usage: [Slot: TrayUsage] = [:]
+                var checked: [Slot: ContinuousClock.Instant] = [:]
+                let interval = pollInterval(document)
+                if let interval {
+                    group.addTask {
+                        // Ends quietly when the tray stops (a cancelled sleep is no failure).
+                        while (try? await Task.sleep(for: .seconds(interval))) != nil {
+                            input.yield(.pollDue)
+                        }
+                    }
+                }
+                func fetch(_ slots: [Slot]) {
+                    for slot in slots where hasUsageEndpoint(slot, document) {
+                        checked[slot] = .now
+                        group.addTask { input.yield(.usage(slot, await self.usage(of: slot))) }
+                    }
+                }
+                var model = TrayModel(document: document, usage: usage, describe: options.describe)
+                publish(model, on: notifier)
+                fetch(document.sortedSlots.map(\.slot))
+                inputLoop: for await next in inputs {
+                    switch next {
+                    case .registryChanged:
+                        document = await reload(document)
+                        // A slot signed in meanwhile shows its usage without waiting for the menu.
+                        fetch(document.sortedSlots.map(\.slot).filter { checked[$0] == nil })
+                    case .usage(let slot, let known):
+                        usage[slot] = known
+                    case .pollDue:
+                        fetch(document.active.map { [$0] } ?? [])
+                    case .desktop(.registered):
+                        continue inputLoop
+                    case .desktop(.menuOpened):
+                        // The menu shows every slot: refresh those checked longer ago than the poll.
+                        let stale = document.sortedSlots.map(\.slot).filter { slot in
+                            checked[slot].map { $0.duration(to: .now) > .seconds(interval ?? 300) } ?? true
+                        }
+                        fetch(stale)
+                        continue inputLoop
+                    case .desktop(.clicked(let id)):
+                        guard let action = model.actions[id] else { continue inputLoop }
+                        if action == .quit { break inputLoop }
+                        if case .refresh(let slot) = action { fetch([slot]); continue inputLoop }
+                        await perform(action)
+                        document = await reload(document)
+                    }
+                    let rebuilt = TrayModel(document: document, usage: usage, describe: options.describe)
+                    if rebuilt != model {
+                        model = rebuilt
+                        publish(model, on: notifier)
+                    }
+                }
+                group.cancelAll()
+                _ = write(stop.write, "x", 1)
+            }
+        } onCancel: {
+            input.finish()
+            _ = write(stop.write, "x", 1)
+        }
+    }
+
+    /// Pushes `model` to the bus (a new layout revision, with LayoutUpdated).
+    private func publish(_ model: TrayModel, on notifier: StatusNotifier) {
+        let entries = model.entries.map { entry in
+            StatusNotifierMenuEntry(id: entry.id, parent: entry.parent, label: entry.label, toggle: entry.radio.map { .radio(on: $0) },
+                                    enabled: entry.enabled, isSeparator: entry.isSeparator)
+        }
+        notifier.update(entries, look: StatusNotifierLook(status: model.state.itemStatus, iconName: model.state.iconName, title: "Lanyard",
+                                                          tooltipTitle: model.tooltipTitle, tooltipBody: model.tooltipBody))
+    }
+
+    /// The registry as it is now; when it cannot be read (a half-written or damaged file), says
+    /// why and keeps showing `previous` rather than an empty menu.
+    private func reload(_ previous: RegistryDocument) async -> RegistryDocument {
+        do {
+            return try await loadRegistry()
+        } catch let error as any LanyardError {
+            options.diagnostics("cannot read the registry: \(error.userFacingDescription)")
+        } catch {
+            options.diagnostics("cannot read the registry: \(error)")
+        }
+        return previous
+    }
+
+    private func perform(_ action: TrayAction) async {
+        do {
+            switch action {
+            case .switchTo(let slot):
+                _ = try await manager.switchActive(to: slot, environment: options.environment, reason: .user)
+            case .best:
+                let chosen = try await manager.bestSlot().chosen()
+                _ = try await manager.switchActive(to: chosen.slot, environment: options.environment, reason: .best(usedPercent: chosen.usedPercent))
+            case .signIn, .openUsage:
+                options.launch(action)
+            case .refresh, .quit:
+                break  // handled by the loop
+            }
+        } catch let error as any LanyardError {
+            options.diagnostics(error.userFacingDescription)
+        } catch {
+            options.diagnostics("\(error)")
+        }
+    }
+
+    private func loadRegistry() async throws -> RegistryDocument {
+        let registry = manager.registry
+        return try await BlockingExecutor.shared.run { try registry.load() }
+    }
+
+    private func hasUsageEndpoint(_ slot: Slot, _ document: RegistryDocument) -> Bool {
+        guard let record = document.slots[slot], case .signedIn = record.state else { return false }
+        return manager.config.providers[record.provider]?.usageBaseURL != nil
+    }
+
+    /// `[switch] poll` for the active slot's provider; nil when no slot's provider reports usage
+    /// (then nothing is polled at all).
+    private func pollInterval(_ document: RegistryDocument) -> TimeInterval? {
+        let providers = document.active.flatMap { document.slots[$0]?.provider }.map { [$0] }
+            ?? Array(Set(document.slots.values.map(\.provider)))
+        let endpoints = providers.compactMap { manager.config.providers[$0]?.usageBaseURL }
+        return endpoints.map { manager.config.autoSwitch.pollInterval(usageBaseURL: $0) }.min()
+    }
+
+    private func usage(of slot: Slot) async -> TrayUsage {
+        do {
+            return .report(try await manager.usage(slot: slot))
+        } catch ClientError.usageLimitReached(let limit) {
+            return .atLimit(resetsAt: limit.resetsAt)
+        } catch let error as any LanyardError {
+            return .failed(error.code)
+        } catch {
+            return .failed(.unknown)
+        }
+    }
+
+    /// Blocks until the registry's folder changes (true) or `stop` is written to (false).
+    private static func waitForChange(_ watchFD: Int32, stop: Int32) -> Bool {
+        var fds = [pollfd(fd: watchFD, events: Int16(POLLIN), revents: 0), pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let n = poll(&fds, 2, -1)
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 || fds[1].revents != 0 { return false }
+            if fds[0].revents != 0 {
+                FolderWatch.drain(watchFD)
+                return true
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import FoundationEssentials
+import Glibc
+import LanyardAgent
+import LanyardCore
+import LanyardIntegrations
+import LanyardSupport
+import LanyardSystem
+
+extension AgentCommands {
+    static let tray = CommandSpec(
+        name: "tray", summary: "show every slot's usage in the desktop's tray and switch from its menu", arguments: "",
+        minArguments: 0, maxArguments: 0, flags: [],
+        prints: false, takesAccount: false,
+        details: """
+        Runs in the foreground until Quit is chosen, SIGTERM or Ctrl-C. Puts a StatusNotifierItem on the session bus \
+        (KDE Plasma, GNOME with the AppIndicator extension, waybar, Xfce and other hosts; see docs/desktop.md) and \
+        registers it with org.kde.StatusNotifierWatcher, waiting for one when none runs and again after it restarts. \
+        Its menu has one radio entry per slot (email, plan, each usage window's percentage and reset; the active one \
+        checked; choosing one switches as `lanyard switch` does), Best account now, Refresh now, Sign in again… \
+        (`lanyard login SLOT` in a terminal) and Open usage details (`lanyard usage --all` in a terminal). It follows \
+        changes of the registry made anywhere at once; usage is asked at start, of the active slot every [switch] poll \
+        seconds, and of the others when the menu opens and their figures are older than that.
+        """,
+        examples: [
+            CommandExample("lanyard tray", "the tray item, until Quit or Ctrl-C"),
+        ], network: true) { inv in
+        let manager = try inv.accounts()
+        var options = TrayService.Options()
+        options.environment = inv.context.environment
+        options.describe = { RelativeTime.describe($0, now: Date()) }
+        let stderr = inv.stderr
+        options.diagnostics = { stderr.line("lanyard tray: \($0)") }
+        let lanyard = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let environment = inv.context.environment
+        options.launch = { action in
+            if let problem = TrayTerminal.open(action, lanyard: lanyard, environment: environment) { stderr.line("lanyard tray: \(problem)") }
+        }
+        let service = TrayService(manager: manager, options: options)
+        try inv.runAsync { try await service.run() }
+        return .ok
+    }
+}
+
+/// The tray's entries that need a terminal: `lanyard login SLOT` and `lanyard usage --all` in
+/// the desktop's default terminal (Debian's x-terminal-emulator), kept open until Enter.
+enum TrayTerminal {
+    /// Starts the terminal; nil, or why it could not.
+    static func open(_ action: TrayAction, lanyard: String, environment: [String: String]) -> String? {
+        let arguments: [String]
+        switch action {
+        case .signIn(let slot): arguments = ["login", slot.name]
+        case .openUsage: arguments = ["usage", "--all"]
+        default: return nil
+        }
+        guard let terminal = Spawn.searchPath("x-terminal-emulator", environment["PATH"] ?? "/usr/bin:/bin") else {
+            return "no terminal to run `lanyard \(arguments.joined(separator: " "))` in (x-terminal-emulator is not installed)"
+        }
+        // The program and its arguments are sh's positional parameters, never part of the script.
+        let script = #""$0" "$@"; printf '\nPress Enter to close. '; read -r _"#
+        var spawn = Spawn(terminal, arguments: ["-e", "sh", "-c", script, lanyard] + arguments, environment: environment)
+        spawn.newSession = true
+        do {
+            let pid = try spawn.start()
+            Task.detached { _ = await BlockingExecutor.shared.run { waitpid(pid, nil, 0) } }
+            return nil
+        } catch {
+            return "cannot start \(terminal): \(error.userFacingDescription)"
+        }
+    }
+}

@@ -1,0 +1,147 @@
+// `lanyard tray`'s StatusNotifierItem and dbusmenu (CStatusNotifier) behind a Swift API.
+
+import CLazyLibraries
+import CStatusNotifier
+import Glibc
+
+/// One entry of the exported menu. Ids are positive and unique; `parent` 0 is the top level.
+package struct StatusNotifierMenuEntry: Sendable, Equatable {
+    /// How an entry shows a state of its own.
+    package enum Toggle: Sendable, Equatable {
+        case radio(on: Bool)
+        case checkmark(on: Bool)
+    }
+
+    package var id: Int32
+    package var parent: Int32
+    /// The label as dbusmenu reads it (`_` marks a mnemonic: callers double literal ones).
+    package var label: String
+    package var toggle: Toggle?
+    package var enabled: Bool
+    package var isSeparator: Bool
+
+    package init(id: Int32, parent: Int32 = 0, label: String, toggle: Toggle? = nil, enabled: Bool = true, isSeparator: Bool = false) {
+        self.id = id
+        self.parent = parent
+        self.label = label
+        self.toggle = toggle
+        self.enabled = enabled
+        self.isSeparator = isSeparator
+    }
+}
+
+/// What the item itself shows.
+package struct StatusNotifierLook: Sendable, Equatable {
+    /// "Active", "Passive" or "NeedsAttention".
+    package var status: String
+    /// A themed icon name.
+    package var iconName: String
+    package var title: String
+    package var tooltipTitle: String
+    package var tooltipBody: String
+
+    package init(status: String, iconName: String, title: String, tooltipTitle: String, tooltipBody: String) {
+        self.status = status
+        self.iconName = iconName
+        self.title = title
+        self.tooltipTitle = tooltipTitle
+        self.tooltipBody = tooltipBody
+    }
+}
+
+/// What the desktop did.
+package enum StatusNotifierEvent: Sendable, Equatable {
+    /// A menu entry was chosen ("clicked").
+    case clicked(Int32)
+    /// The host is about to show the menu (AboutToShow).
+    case menuOpened
+    /// A StatusNotifierWatcher accepted the item (after each start of a watcher).
+    case registered
+}
+
+/// The item could not be put on the bus.
+package struct StatusNotifierFailure: Error, Sendable, CustomStringConvertible {
+    package let description: String
+}
+
+/// A StatusNotifierItem at /StatusNotifierItem with its menu at /MenuBar, owning `busName` and
+/// registering with every `org.kde.StatusNotifierWatcher` that appears. GDBus serves it from a
+/// GLib main loop on a thread of its own; `events` reports what the desktop does.
+/// `@unchecked`: the C object is thread-safe (updates are handed to its loop), and `stop` is
+/// called once, by the owner.
+package final class StatusNotifier: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private let sink: Sink
+    /// Every click, menu opening and registration, in order.
+    package let events: AsyncStream<StatusNotifierEvent>
+
+    /// Keeps the stream's continuation alive for the C callbacks (which get it unretained).
+    private final class Sink: Sendable {
+        let continuation: AsyncStream<StatusNotifierEvent>.Continuation
+        init(_ continuation: AsyncStream<StatusNotifierEvent>.Continuation) { self.continuation = continuation }
+    }
+
+    /// Loads GLib and GIO (first use), connects to the session bus and exports the item.
+    package init(busName: String, itemID: String) throws(StatusNotifierFailure) {
+        for load in [lanyard_glib_load, lanyard_gio_load, lanyard_libsecret_load] {
+            var error: UnsafePointer<CChar>?
+            if load(&error) == 0 { throw StatusNotifierFailure(description: error.map { String(cString: $0) } ?? "cannot load GIO") }
+        }
+        let (events, continuation) = AsyncStream<StatusNotifierEvent>.makeStream(bufferingPolicy: .unbounded)
+        let sink = Sink(continuation)
+        var message = [CChar](repeating: 0, count: 512)
+        let onEvent: lanyard_menu_event_fn = { context, id, event in
+            let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
+            switch event.map({ String(cString: $0) }) {
+            case "clicked": sink.continuation.yield(.clicked(id))
+            case "opened": sink.continuation.yield(.menuOpened)
+            default: break  // hovered and the like
+            }
+        }
+        let onRegistered: lanyard_registered_fn = { context in
+            Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue().continuation.yield(.registered)
+        }
+        guard let handle = lanyard_status_notifier_start(busName, itemID, onEvent, onRegistered, Unmanaged.passUnretained(sink).toOpaque(),
+                                                         &message, Int32(message.count)) else {
+            throw StatusNotifierFailure(description: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        self.handle = handle
+        self.sink = sink
+        self.events = events
+    }
+
+    /// Replaces the menu and the look; hosts hear LayoutUpdated, NewIcon, NewToolTip, NewStatus.
+    package func update(_ entries: [StatusNotifierMenuEntry], look: StatusNotifierLook) {
+        // Every C string lives until the call returns (the C side copies them).
+        var strings: [UnsafeMutablePointer<CChar>] = []
+        func keep(_ text: String?) -> UnsafePointer<CChar>? {
+            guard let text else { return nil }
+            let copy = strdup(text)!
+            strings.append(copy)
+            return UnsafePointer(copy)
+        }
+        defer { strings.forEach { free($0) } }
+        let items = entries.map { entry in
+            var toggleType: String?, state: Int32 = -1
+            switch entry.toggle {
+            case .radio(let on): toggleType = "radio"; state = on ? 1 : 0
+            case .checkmark(let on): toggleType = "checkmark"; state = on ? 1 : 0
+            case nil: break
+            }
+            return lanyard_menu_item(id: entry.id, parent: entry.parent, label: keep(entry.label), toggle_type: keep(toggleType),
+                                     toggle_state: state, enabled: entry.enabled ? 1 : 0, type: keep(entry.isSeparator ? "separator" : nil))
+        }
+        var cLook = lanyard_item_look(status: keep(look.status), icon_name: keep(look.iconName), title: keep(look.title),
+                                      tooltip_title: keep(look.tooltipTitle), tooltip_body: keep(look.tooltipBody))
+        items.withUnsafeBufferPointer { lanyard_status_notifier_update(handle, $0.baseAddress, Int32($0.count), &cLook) }
+    }
+
+    /// The menu's layout revision last published.
+    package var revision: UInt32 { lanyard_status_notifier_revision(handle) }
+
+    /// Takes the item off the bus and ends `events`. Call once.
+    package func stop() {
+        lanyard_status_notifier_stop(handle)
+        sink.continuation.finish()
+    }
+}

@@ -1,0 +1,297 @@
+import Foundation
+import LanyardSupport
+import Testing
+import LanyardTestSupport
+@testable import LanyardAuth
+@testable import LanyardCore
+@testable import LanyardIntegrations
+@testable import LanyardStore
+
+/// A D-Bus session bus of one test's own (tests run in parallel, and only one
+/// org.kde.StatusNotifierWatcher can own its name on a bus) with a real watcher
+/// (status-notifier-watcher, haskell-status-notifier-item-utils) and libdbusmenu's own client
+/// (dbusmenu-dumper, libdbusmenu-tools) to read the menu. Missing tools fail the test: they are
+/// in scripts/deps.sh.
+final class TrayDesktop: @unchecked Sendable {
+    static let watcherBinary = "/usr/bin/status-notifier-watcher"
+    static let dumperBinary = "/usr/libexec/dbusmenu-dumper"
+
+    let address: String
+    private let bus: Process
+    private var watcher: Process?
+    private var tray: Process?
+    private var trayErrors: Pipe?
+    private let folder: String
+
+    init(root: String) throws {
+        for tool in [Self.watcherBinary, Self.dumperBinary] where !FileManager.default.isExecutableFile(atPath: tool) {
+            throw ServerError("\(tool) is missing: run scripts/deps.sh (haskell-status-notifier-item-utils, libdbusmenu-tools)")
+        }
+        folder = root + "/bus"
+        try FileManager.default.createDirectory(atPath: folder + "/services", withIntermediateDirectories: true)
+        // As scripts/lib/session-bus.sh writes it, with no service to activate.
+        try """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig><type>session</type><keep_umask/><listen>unix:dir=\(folder)</listen><auth>EXTERNAL</auth>
+        <servicedir>\(folder)/services</servicedir>
+        <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
+        </busconfig>
+        """.write(toFile: folder + "/bus.conf", atomically: true, encoding: .utf8)
+        bus = Process()
+        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        bus.arguments = ["--config-file=\(folder)/bus.conf", "--nofork", "--print-address=1"]
+        let out = Pipe()
+        bus.standardOutput = out
+        bus.standardError = FileHandle.nullDevice
+        try bus.run()
+        var line = Data()
+        while !line.contains(0x0a) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { throw ServerError("dbus-daemon ended before giving its address") }
+            line += chunk
+        }
+        address = String(decoding: line.prefix { $0 != 0x0a }, as: UTF8.self)
+    }
+
+    deinit {
+        let processes = [tray, watcher, bus].compactMap { $0 }.filter(\.isRunning)
+        // SIGKILL: the test process ignores SIGTERM, and children started with Foundation's
+        // Process inherit that (the watcher keeps it; lanyard sets its own handling).
+        for process in processes { kill(process.processIdentifier, SIGKILL) }
+        for process in processes { process.waitUntilExit() }
+    }
+
+    var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address, "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"] }
+
+    /// Starts (or starts again) the watcher.
+    func startWatcher() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.watcherBinary)
+        p.environment = environment
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        watcher = p
+    }
+
+    func stopWatcher() {
+        guard let watcher else { return }
+        kill(watcher.processIdentifier, SIGKILL)  // it inherits this process's ignored SIGTERM
+        watcher.waitUntilExit()
+        self.watcher = nil
+    }
+
+    /// Starts `lanyard tray` in `home` on this bus; returns its bus name.
+    func startTray(_ home: TestHome) throws -> String {
+        // A strict cooperative pool (one thread): a blocking call on it would stall the tray.
+        let (p, _, err) = try home.start(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": address,
+                                                                     "LIBDISPATCH_COOPERATIVE_POOL_STRICT": "1"])
+        tray = p
+        trayErrors = err
+        return "org.kde.StatusNotifierItem-\(p.processIdentifier)-1"
+    }
+
+    /// Ends the tray with SIGTERM; its exit status and stderr.
+    func stopTray() -> (Int32, String) {
+        guard let tray else { return (-1, "") }
+        tray.terminate()
+        let errors = trayErrors?.fileHandleForReading.readDataToEndOfFile() ?? Data()
+        tray.waitUntilExit()
+        self.tray = nil
+        return (tray.terminationStatus, String(decoding: errors, as: UTF8.self))
+    }
+
+    var trayIsRunning: Bool { tray?.isRunning ?? false }
+
+    func gdbus(_ arguments: [String]) throws -> (Int32, String, String) {
+        try runProcess("/usr/bin/gdbus", arguments, environment: environment)
+    }
+
+    /// The watcher's RegisteredStatusNotifierItems, as gdbus prints it ("" while none runs).
+    func registeredItems() throws -> String {
+        try gdbus(["call", "--session", "--dest", "org.kde.StatusNotifierWatcher", "--object-path", "/StatusNotifierWatcher",
+                   "--method", "org.freedesktop.DBus.Properties.Get", "org.kde.StatusNotifierWatcher", "RegisteredStatusNotifierItems"]).1
+    }
+
+    /// libdbusmenu's own reading of the menu (JSON-like, one property a line).
+    func dump(_ name: String) throws -> String {
+        try runProcess(Self.dumperBinary, ["--dbus-name=\(name)", "--dbus-object=/MenuBar"], environment: environment).1
+    }
+
+    /// Sends dbusmenu's Event "clicked" for `id`, as a host does when the entry is chosen.
+    func click(_ name: String, id: Int) throws -> (Int32, String, String) {
+        try gdbus(["call", "--session", "--dest", name, "--object-path", "/MenuBar", "--method", "com.canonical.dbusmenu.Event",
+                   "\(id)", "clicked", "<int32 0>", "0"])
+    }
+
+    func itemProperty(_ name: String, _ property: String) throws -> String {
+        try gdbus(["call", "--session", "--dest", name, "--object-path", "/StatusNotifierItem", "--method",
+                   "org.freedesktop.DBus.Properties.Get", "org.kde.StatusNotifierItem", property]).1
+    }
+}
+
+/// Waits until `condition` holds, checking every 50 ms, for at most `seconds` (a bound, not a
+/// schedule: each check is an event the test waits for); fails with `what` and the last value.
+func eventually(_ what: String, seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation,
+                _ probe: () throws -> String, until condition: (String) -> Bool) async throws -> String {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    var last = ""
+    while ContinuousClock.now < deadline {
+        last = try probe()
+        if condition(last) { return last }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    Issue.record("\(what) within \(seconds) s; last seen:\n\(last)", sourceLocation: sourceLocation)
+    throw ServerError("timed out: \(what)")
+}
+
+/// The dumped entries, in order: (id, label, toggle-state). dbusmenu-dumper prints each entry's
+/// properties in name order after its id, so an entry ends where the next id begins.
+func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
+    var entries: [(id: Int, label: String, toggle: Int?)] = []
+    func value(_ line: String, _ key: String) -> String? {
+        guard line.hasPrefix("\"\(key)\": ") else { return nil }
+        var text = String(line.dropFirst(key.count + 4))
+        if text.hasSuffix(",") { text.removeLast() }
+        if text.hasPrefix("'") && text.hasSuffix("'") && text.count >= 2 { text = String(text.dropFirst().dropLast()) }
+        return text
+    }
+    for line in dump.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+        if let id = value(line, "id").flatMap(Int.init) { entries.append((id, "", nil)) }
+        guard !entries.isEmpty else { continue }
+        if let label = value(line, "label") { entries[entries.count - 1].label = label }
+        if let toggle = value(line, "toggle-state").flatMap(Int.init) { entries[entries.count - 1].toggle = toggle }
+    }
+    return entries.filter { !$0.label.isEmpty }
+}
+
+@Suite(.serialized) struct TrayTests {
+    /// The whole path, as a desktop drives it: the item registers with a real watcher, libdbusmenu
+    /// reads every slot with its usage, a click switches, a switch in a terminal shows, and a
+    /// restarted watcher gets the item back.
+    @Test func menuShowsUsageSwitchesAndFollowsTheRegistry() async throws {
+        let env = try await IntegrationHome()
+        var accounts: [String: String] = [:]
+        for (slot, email) in [("home", "home@x.com"), ("work", "work@x.com")] {
+            accounts[slot] = try await env.signIn(slot, email: email, plan: slot == "work" ? "pro" : "plus").account.accountID
+        }
+        #expect(try env.run("switch", "work").status == 0)
+        func window(_ used: Int, _ seconds: Int) -> [String: Any] { ["used_percent": used, "limit_window_seconds": seconds, "reset_after_seconds": 600] }
+        try await env.server.hook("/_test/usage", ["account_id": accounts["work"]!, "primary_window": window(83, 18000), "secondary_window": window(30, 604800)])
+        try await env.server.hook("/_test/usage", ["account_id": accounts["home"]!, "primary_window": window(12, 18000)])
+        let desktop = try TrayDesktop(root: env.home.root)
+        // The tray starts first: it must wait for the watcher and register when it appears.
+        let name = try desktop.startTray(env.home)
+        _ = try await eventually("the tray owns its name", { try desktop.gdbus(["introspect", "--session", "--dest", name, "--object-path", "/MenuBar"]).1 }) {
+            $0.contains("com.canonical.dbusmenu")
+        }
+        try desktop.startWatcher()
+        _ = try await eventually("the watcher lists the item", { try desktop.registeredItems() }) { $0.contains(name) }
+
+        let dump = try await eventually("the menu shows both slots' usage", { try desktop.dump(name) }) {
+            $0.contains("5 h 83%") && $0.contains("weekly 30%") && $0.contains("5 h 12%")
+        }
+        let entries = dumpedEntries(dump)
+        let work = try #require(entries.first { $0.label.hasPrefix("work ") }, "\(dump)")
+        let home = try #require(entries.first { $0.label.hasPrefix("home ") }, "\(dump)")
+        #expect(work.label.contains("work@x.com") && work.label.contains("Pro") && work.label.contains("resets in "), "\(work.label)")
+        #expect(home.label.contains("home@x.com") && home.label.contains("Plus"), "\(home.label)")
+        #expect(work.toggle == 1 && home.toggle == 0)
+        for label in ["Best account now", "Refresh now", "Open usage details", "Quit"] {
+            #expect(entries.contains { $0.label == label }, "\(label) in\n\(dump)")
+        }
+        #expect(dump.contains("\"toggle-type\": 'radio'"))
+        // The icon says the active slot is near its limit (83 % ≥ 80 %).
+        #expect(try desktop.itemProperty(name, "IconName").contains("security-medium"))
+        #expect(try desktop.itemProperty(name, "ToolTip").contains("Lanyard: work"))
+
+        // A click on home's entry switches, as `lanyard switch home` does.
+        let clicked = try desktop.click(name, id: home.id)
+        #expect(clicked.0 == 0, "\(clicked.2)")
+        _ = try await eventually("the click switched to home", { try Registry(paths: env.paths).load().active?.name ?? "" }) { $0 == "home" }
+        _ = try await eventually("the menu checks home", { try desktop.dump(name) }) { dump in
+            dumpedEntries(dump).contains { $0.label.hasPrefix("home ") && $0.toggle == 1 }
+        }
+        // A switch made in a terminal is in the next dump (inotify, no poll).
+        #expect(try env.run("switch", "work").status == 0)
+        _ = try await eventually("the menu follows `lanyard switch work`", seconds: 5, { try desktop.dump(name) }) { dump in
+            dumpedEntries(dump).contains { $0.label.hasPrefix("work ") && $0.toggle == 1 }
+        }
+        // An unknown entry is an error, not a crash.
+        #expect(try desktop.click(name, id: 9999).0 != 0)
+
+        // The watcher restarts: the item registers again.
+        desktop.stopWatcher()
+        _ = try await eventually("the watcher is gone", { try desktop.registeredItems() }) { !$0.contains(name) }
+        try desktop.startWatcher()
+        _ = try await eventually("the restarted watcher lists the item", { try desktop.registeredItems() }) { $0.contains(name) }
+
+        #expect(desktop.trayIsRunning)
+        let (status, errors) = desktop.stopTray()
+        #expect(status == 0, "\(errors)")
+        #expect(!errors.contains("AT-") && !errors.contains("RT-"))
+    }
+
+    /// Without a session bus: exit 1 (integration_unsupported) with GIO's reason, at once.
+    @Test func noSessionBusIsAClearError() async throws {
+        let env = try await IntegrationHome()  // its commands run with DBUS_SESSION_BUS_ADDRESS=disabled:
+        let result = try env.run("tray")
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot show the tray item"), "\(result.stderr)")
+    }
+
+    /// "Quit" ends the tray with 0.
+    @Test func quitEndsTheTray() async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("solo", email: "solo@x.com")
+        let desktop = try TrayDesktop(root: env.home.root)
+        try desktop.startWatcher()
+        let name = try desktop.startTray(env.home)
+        let dump = try await eventually("the menu has the slot", { try desktop.dump(name) }) { $0.contains("solo@x.com") }
+        let entries = dumpedEntries(dump)
+        // One slot: no "Best account now".
+        #expect(entries.filter { $0.toggle != nil }.count == 1)
+        #expect(!entries.contains { $0.label == "Best account now" })
+        let quit = try #require(entries.first { $0.label == "Quit" })
+        _ = try desktop.click(name, id: quit.id)
+        _ = try await eventually("the tray ends", { desktop.trayIsRunning ? "running" : "ended" }) { $0 == "ended" }
+        #expect(desktop.stopTray().0 == 0)
+    }
+
+    /// No slot: the menu says how to add one; 20 slots: 20 radio entries, in name order; outside
+    /// text escaped and underscores doubled.
+    @Test func menuWithNoSlotsTwentySlotsAndHostileText() async throws {
+        let env = try await IntegrationHome()
+        let desktop = try TrayDesktop(root: env.home.root)
+        try desktop.startWatcher()
+        let name = try desktop.startTray(env.home)
+        let empty = try await eventually("the empty menu", { try desktop.dump(name) }) { $0.contains("No slots yet") }
+        #expect(dumpedEntries(empty).allSatisfy { $0.toggle == nil })
+        #expect(try desktop.itemProperty(name, "Status").contains("Passive"))
+
+        let names = (1...20).map { String(format: "slot%02d", $0) }
+        try Registry(paths: env.paths).update { document in
+            for slotName in names {
+                let email = slotName == "slot07" ? "evil_\u{1B}]52;c;SGVsbG8=\u{07}@x.com" : "\(slotName)@x.com"
+                let plan = slotName == "slot07" ? Plan(rawValue: "\u{202E}gold_plan") : Plan(rawValue: "plus")
+                document.slots[try Slot(slotName)] = SlotRecord(provider: "openai", backend: .file,
+                                                                account: AccountInfo(email: email, accountID: "acct-\(slotName)", plan: plan),
+                                                                state: slotName == "slot20" ? .reauthenticationRequired : .signedIn(expiresAt: nil))
+            }
+            document.active = try Slot("slot03")
+        }
+        let full = try await eventually("20 slots in the menu", { try desktop.dump(name) }) { $0.contains("slot20") }
+        let radios = dumpedEntries(full).filter { $0.toggle != nil }
+        #expect(radios.map { String($0.label.prefix(6)) } == names, "\(full)")
+        #expect(radios.filter { $0.toggle == 1 }.map { String($0.label.prefix(6)) } == ["slot03"])
+        let hostile = try #require(radios.first { $0.label.hasPrefix("slot07") })
+        #expect(!full.contains("\u{1B}") && !full.contains("\u{07}") && !full.contains("\u{202E}"))
+        #expect(hostile.label.contains("evil__") && hostile.label.contains("gold__plan"), "\(hostile.label)")
+        #expect(hostile.label.contains("\\\\u{1B}]52") || hostile.label.contains("\\u{1B}]52"), "\(hostile.label)")
+        // slot20 must sign in again: its own entry says so, and "Sign in again…" lists it.
+        #expect(radios.first { $0.label.hasPrefix("slot20") }?.label.contains("must sign in again") == true)
+        #expect(full.contains("Sign in again"))
+        #expect(desktop.stopTray().0 == 0)
+    }
+}
