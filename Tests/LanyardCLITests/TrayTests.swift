@@ -17,45 +17,21 @@ final class TrayDesktop: @unchecked Sendable {
     static let dumperBinary = "/usr/libexec/dbusmenu-dumper"
 
     let address: String
-    private let bus: Process
+    private let bus: PrivateSessionBus
     private var watcher: Process?
     private var tray: Process?
     private var trayErrors: Pipe?
-    private let folder: String
 
     init(root: String) throws {
         for tool in [Self.watcherBinary, Self.dumperBinary] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw ServerError("\(tool) is missing: run scripts/deps.sh (haskell-status-notifier-item-utils, libdbusmenu-tools)")
         }
-        folder = root + "/bus"
-        try FileManager.default.createDirectory(atPath: folder + "/services", withIntermediateDirectories: true)
-        // As scripts/lib/session-bus.sh writes it, with no service to activate.
-        try """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig><type>session</type><keep_umask/><listen>unix:dir=\(folder)</listen><auth>EXTERNAL</auth>
-        <servicedir>\(folder)/services</servicedir>
-        <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
-        </busconfig>
-        """.write(toFile: folder + "/bus.conf", atomically: true, encoding: .utf8)
-        bus = Process()
-        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        bus.arguments = ["--config-file=\(folder)/bus.conf", "--nofork", "--print-address=1"]
-        let out = Pipe()
-        bus.standardOutput = out
-        bus.standardError = FileHandle.nullDevice
-        try bus.run()
-        var line = Data()
-        while !line.contains(0x0a) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { throw ServerError("dbus-daemon ended before giving its address") }
-            line += chunk
-        }
-        address = String(decoding: line.prefix { $0 != 0x0a }, as: UTF8.self)
+        bus = try PrivateSessionBus(folder: root + "/bus")
+        address = bus.address
     }
 
     deinit {
-        let processes = [tray, watcher, bus].compactMap { $0 }.filter(\.isRunning)
+        let processes = [tray, watcher].compactMap { $0 }.filter(\.isRunning)
         // SIGKILL: the test process ignores SIGTERM, and children started with Foundation's
         // Process inherit that (the watcher keeps it; lanyard sets its own handling).
         for process in processes { kill(process.processIdentifier, SIGKILL) }

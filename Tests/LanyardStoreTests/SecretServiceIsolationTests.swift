@@ -6,6 +6,7 @@
 
 import Foundation
 import LanyardCore
+import LanyardTestSupport
 import Testing
 
 @testable import LanyardStore
@@ -24,7 +25,7 @@ struct SecretServiceIsolationTests {
     @Test("a bus with no Secret Service: .unavailable at once")
     func noService() throws {
         let scratch = try ScratchDirectory("nosvc")
-        let bus = try PrivateBus(in: scratch)
+        let bus = try PrivateSessionBus(folder: try scratch.subdirectory("bus"))
         var env = try isolatedEnvironment(in: scratch)
         env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         try expectChildPasses("noService", env)
@@ -45,7 +46,7 @@ struct SecretServiceIsolationTests {
 /// Runs child test `name` on a private bus where it starts gnome-keyring daemons of its own.
 func expectChildPassesOnPrivateKeyring(_ name: String, scratch prefix: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
     let scratch = try ScratchDirectory(prefix)
-    let bus = try PrivateBus(in: scratch)
+    let bus = try PrivateSessionBus(folder: try scratch.subdirectory("bus"))
     var env = try isolatedEnvironment(in: scratch)
     env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
     env["LANYARD_TEST_KEYRING_PASSWORD"] = "\(name)-test"

@@ -264,58 +264,6 @@ func isolatedEnvironment(in scratch: ScratchDirectory) throws -> [String: String
     return env
 }
 
-/// A dbus-daemon with no service directories, so nothing (gnome-keyring included) is started on
-/// demand. Killed on deinit.
-final class PrivateBus {
-    let address: String
-    private let process: Process
-
-    init(in scratch: ScratchDirectory) throws {
-        let socketDir = try scratch.subdirectory("bus")
-        let config = """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:dir=\(socketDir)</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
-            """
-        let configPath = scratch.path + "/bus.conf"
-        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--config-file=\(configPath)", "--nofork", "--print-address=1"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // The first line of output is the address.
-        var line = Data()
-        let reader = output.fileHandleForReading
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = reader.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        address = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard address.hasPrefix("unix:") else {
-            process.terminate()
-            throw KeyringTestError.tool("dbus-daemon printed no address")
-        }
-    }
-
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}
-
 /// A gnome-keyring-daemon (secrets only) on a given bus, unlocked with `password`, keeping its
 /// keyrings under the environment's XDG_DATA_HOME.
 final class KeyringDaemon {
