@@ -48,7 +48,9 @@ import LanyardTestSupport
         let before = try await env.server.stat("requests.oauth_token")
         try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 1.5])
         let running = try env.home.start(["refresh", slot])
-        let deadline = Date() + 10
+        // A bound, not a margin: a debug binary started beside hundreds of parallel tests took
+        // more than 10 s to send its request once.
+        let deadline = Date() + 120
         while try await env.server.stat("requests.oauth_token") == before {
             guard Date() < deadline else { throw ServerError("the refresh never reached the server") }
             try await Task.sleep(for: .milliseconds(10))
