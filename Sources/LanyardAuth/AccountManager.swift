@@ -262,13 +262,10 @@ package struct AccountManager: Sendable {
     }
 
     /// Whether `providerID` is configured and can sign in through the browser (ChatGPT always; a
-    /// generic provider when its config names an `authorization-endpoint`).
+    /// generic provider when its config names an `authorization-endpoint`): the provider's own
+    /// ``BrowserSignInProvider/offersBrowserSignIn``.
     package func offersBrowserSignIn(providerID: String) -> Bool {
-        guard let providerConfig = config.providers[providerID] else { return false }
-        switch providerConfig.kind {
-        case .openai: return true
-        case .deviceCode: return providerConfig.authorizationEndpoint != nil
-        }
+        ((try? provider(providerID)) as? any BrowserSignInProvider)?.offersBrowserSignIn ?? false
     }
 
     /// A slot name from the account's email local part, made unique when another account holds

@@ -41,9 +41,15 @@ package struct CodexHome: Sendable {
     }
 
     /// The store config.toml names (`file` when there is no config.toml or no such key).
-    package func credentialsStore() throws -> CodexCredentialsStore {
-        guard let data = try SecureFiles.read(configPath) else { return .file }
-        let text = String(decoding: data, as: UTF8.self)
+    package func credentialsStore() throws -> CodexCredentialsStore { try credentialsStore(in: configText()) }
+
+    /// config.toml's text, nil when there is none.
+    private func configText() throws -> String? {
+        try SecureFiles.read(configPath).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private func credentialsStore(in text: String?) throws -> CodexCredentialsStore {
+        guard let text else { return .file }
         let value: String?
         do { value = try CodexConfigTOML.topLevelString("cli_auth_credentials_store", in: text) } catch {
             throw StoreError.corrupt(source: configPath, detail: error.problem)
@@ -59,9 +65,9 @@ package struct CodexHome: Sendable {
     /// Whether config.toml turns on Codex's `secret_auth_storage` feature: in keyring mode the
     /// sign-in then lives in `secrets/codex_auth.age` under a key kept in the keyring, not in the
     /// keyring item itself (Codex's default on Linux).
-    func keepsSignInInEncryptedSecrets() throws -> Bool {
-        guard let data = try SecureFiles.read(configPath) else { return false }
-        do { return try CodexConfigTOML.boolean(["features", "secret_auth_storage"], in: String(decoding: data, as: UTF8.self)) ?? false } catch {
+    private func keepsSignInInEncryptedSecrets(_ text: String?) throws -> Bool {
+        guard let text else { return false }
+        do { return try CodexConfigTOML.boolean(["features", "secret_auth_storage"], in: text) ?? false } catch {
             throw StoreError.corrupt(source: configPath, detail: error.problem)
         }
     }
@@ -85,7 +91,8 @@ package struct CodexHome: Sendable {
     }
 
     func location() throws -> Location {
-        let store = try credentialsStore()
+        let config = try configText()  // read once for both settings
+        let store = try credentialsStore(in: config)
         switch store {
         case .file: return .file
         case .ephemeral:
@@ -97,7 +104,7 @@ package struct CodexHome: Sendable {
             case nil:
                 // Codex's other keyring backend keeps the sign-in in secrets/codex_auth.age, with
                 // only that file's key in the keyring: an item written here would not be read.
-                if try keepsSignInInEncryptedSecrets() {
+                if try keepsSignInInEncryptedSecrets(config) {
                     throw IntegrationError.unsupported("Codex keeps its sign-in in an encrypted file whose key is in the keyring "
                         + "([features] secret_auth_storage = true in \(configPath)), which Lanyard cannot write; turn that "
                         + "feature off, or set cli_auth_credentials_store = \"file\"")
