@@ -272,14 +272,18 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
     }
 
     /// A host clicks with the ids of the layout it showed; a slot added meanwhile (sorting first)
-    /// must not turn a click on home into a switch to the new slot.
-    @Test func aClickMeansTheSameEntryAfterTheMenuChanges() async throws {
-        let env = try await IntegrationHome()
-        for (slot, email) in [("home", "home@x.com"), ("work", "work@x.com")] { try await env.signIn(slot, email: email) }
+    /// must not turn a click on home into a switch to the new slot. Codex follows the click, as it
+    /// follows `lanyard switch`.
+    @Test func aClickMeansTheSameEntryAfterTheMenuChangesAndCodexFollows() async throws {
+        let env = try await IntegrationHome(extraConfig: "[integrations]\ncodex = true")
+        var accounts: [String: String] = [:]
+        for (slot, email) in [("home", "home@x.com"), ("work", "work@x.com")] {
+            accounts[slot] = try await env.signIn(slot, email: email).account.accountID
+        }
         #expect(try env.run("switch", "work").status == 0)
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
-        let name = try desktop.startTray(env.home)
+        let name = try desktop.startTray(env.home, extraEnvironment: ["CODEX_HOME": env.codexHome])
         let before = try await eventually("the menu has both slots", { try desktop.dump(name) }) { $0.contains("home@x.com") && $0.contains("work@x.com") }
         let home = try #require(dumpedEntries(before).first { $0.label.hasPrefix("home ") })
         try Registry(paths: env.paths).update { document in
@@ -291,6 +295,8 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         #expect(dumpedEntries(after).first { $0.label.hasPrefix("home ") }?.id == home.id, "\(after)")
         #expect(try desktop.click(name, id: home.id).0 == 0)
         _ = try await eventually("the old id still switched to home", { try Registry(paths: env.paths).load().active?.name ?? "" }) { $0 == "home" }
+        let auth = try String(contentsOfFile: env.codexHome + "/auth.json", encoding: .utf8)
+        #expect(auth.contains(accounts["home"]!) && !auth.contains(accounts["work"]!), "Codex's auth.json follows the click")
         #expect(desktop.stopTray().0 == 0)
     }
 
