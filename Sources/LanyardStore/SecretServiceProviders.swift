@@ -24,11 +24,11 @@ package enum SecretServiceProvider {
             return ("KWallet", [
                 "items go to the wallet KWallet serves as the default collection (normally kdewallet; "
                     + "\"Default Wallet\" in kwalletrc); each wallet is a collection, and there is no session collection",
-                "the Secret Service API must be on (System Settings › KDE Wallet, \"Use KWallet for the Secret Service "
-                    + "interface\"; kwalletrc [org.freedesktop.secrets] apiEnabled)",
                 "a closed wallet is a locked collection: open it in KWalletManager (Lanyard cannot unlock it, exit 5)",
                 "KWallet keeps Lanyard's content type (application/json), so `secret-tool lookup` refuses the secret as "
                     + "not textual: `secret-tool search --all` shows it",
+                "only the secret is encrypted: labels (with the email) and attributes are kept in clear beside the "
+                    + "wallet (~/.local/share/kwalletd/WALLET_attributes.json)",
             ])
         default:
             return (processName, ["a Secret Service provider Lanyard is not tested against"])
