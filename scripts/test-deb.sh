@@ -171,6 +171,19 @@ for unit in Packaging/systemd/*.service Packaging/systemd/*.timer; do
     fi
 done
 
+entry=/usr/share/lanyard/lanyard-tray.desktop
+if ! grep -qx "$entry" "$tmp/files"; then
+    fail "autostart entry: dpkg -L lanyard lacks $entry"
+elif ! grep -qx 'Exec=/usr/bin/lanyard tray' "$entry"; then
+    fail "autostart entry: $entry does not run /usr/bin/lanyard tray"; grep '^Exec=' "$entry" | show
+elif grep -q '^/etc/xdg/autostart/' "$tmp/files"; then
+    fail "autostart entry: the package starts the tray for every user (/etc/xdg/autostart)"
+elif run lanyard tray --install-autostart >/dev/null 2>&1 && cmp -s "$entry" "$tmp/config/autostart/lanyard-tray.desktop"; then
+    pass "autostart entry: $entry (dpkg -L), what lanyard tray --install-autostart writes"
+else
+    fail "autostart entry: lanyard tray --install-autostart failed or wrote another entry than $entry"
+fi
+
 lacking=""
 for doc in README.md copyright changelog.Debian.gz docs/cli.md; do
     grep -qx "/usr/share/doc/lanyard/$doc" "$tmp/files" || lacking="$lacking $doc"

@@ -66,8 +66,9 @@ package enum TrayAutostart {
             throw .unrepresentable(path: executable, reason: "it is not UTF-8")
         }
         return """
-        # Starts `lanyard tray` when you log in. Written by `lanyard tray --install-autostart`;
-        # `lanyard tray --uninstall-autostart` removes it (see docs/desktop.md).
+        # Lanyard's XDG autostart entry: starts `lanyard tray` when you log in (docs/desktop.md).
+        # `lanyard tray --install-autostart` puts it in ~/.config/autostart, --uninstall-autostart
+        # takes it out.
         [Desktop Entry]
         Type=Application
         Name=Lanyard tray
