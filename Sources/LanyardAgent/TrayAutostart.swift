@@ -116,7 +116,7 @@ package enum TrayAutostart {
     /// Whether `text` is an entry Lanyard wrote: it has ``marker`` on a line of its own (blanks,
     /// which the format allows around `=`, aside).
     package static func isOurs(_ text: String) -> Bool {
-        text.split(separator: "\n").contains { line in String(line.filter { $0 != " " && $0 != "\t" && $0 != "\r" }) == marker }
+        text.split(whereSeparator: \.isNewline).contains { line in String(line.filter { $0 != " " && $0 != "\t" }) == marker }
     }
 
     /// Writes the entry for `executable` durably (a temporary file, fsync, rename, fsync of the
