@@ -166,8 +166,11 @@ for unit in Packaging/systemd/*.service Packaging/systemd/*.timer; do
         fail "systemd unit: dpkg -L lanyard lacks $path"
     elif grep -q '/usr/local/' "$path" || { grep -q '^ExecStart=' "$path" && ! grep -q '^ExecStart=/usr/bin/lanyard ' "$path"; }; then
         fail "systemd unit: $path does not run /usr/bin/lanyard"; grep '^ExecStart=' "$path" | show
+    elif grep -q "^/etc/systemd/user/.*/${unit##*/}\$" "$tmp/files" || [ -e "/etc/systemd/user/graphical-session.target.wants/${unit##*/}" ] ||
+         [ -e "/etc/systemd/user/default.target.wants/${unit##*/}" ] || [ -e "/etc/systemd/user/timers.target.wants/${unit##*/}" ]; then
+        fail "systemd unit: the package enabled ${unit##*/} for every user"
     else
-        pass "systemd unit: $path (dpkg -L)"
+        pass "systemd unit: $path (dpkg -L), not enabled"
     fi
 done
 
