@@ -166,10 +166,26 @@ for unit in Packaging/systemd/*.service Packaging/systemd/*.timer; do
         fail "systemd unit: dpkg -L lanyard lacks $path"
     elif grep -q '/usr/local/' "$path" || { grep -q '^ExecStart=' "$path" && ! grep -q '^ExecStart=/usr/bin/lanyard ' "$path"; }; then
         fail "systemd unit: $path does not run /usr/bin/lanyard"; grep '^ExecStart=' "$path" | show
+    elif grep -q "^/etc/systemd/user/.*/${unit##*/}\$" "$tmp/files" || [ -e "/etc/systemd/user/graphical-session.target.wants/${unit##*/}" ] ||
+         [ -e "/etc/systemd/user/default.target.wants/${unit##*/}" ] || [ -e "/etc/systemd/user/timers.target.wants/${unit##*/}" ]; then
+        fail "systemd unit: the package enabled ${unit##*/} for every user"
     else
-        pass "systemd unit: $path (dpkg -L)"
+        pass "systemd unit: $path (dpkg -L), not enabled"
     fi
 done
+
+entry=/usr/share/lanyard/lanyard-tray.desktop
+if ! grep -qx "$entry" "$tmp/files"; then
+    fail "autostart entry: dpkg -L lanyard lacks $entry"
+elif ! grep -qx 'Exec=/usr/bin/lanyard tray' "$entry"; then
+    fail "autostart entry: $entry does not run /usr/bin/lanyard tray"; grep '^Exec=' "$entry" | show
+elif grep -q '^/etc/xdg/autostart/' "$tmp/files"; then
+    fail "autostart entry: the package starts the tray for every user (/etc/xdg/autostart)"
+elif run lanyard tray --install-autostart >/dev/null 2>&1 && cmp -s "$entry" "$tmp/config/autostart/lanyard-tray.desktop"; then
+    pass "autostart entry: $entry (dpkg -L), what lanyard tray --install-autostart writes"
+else
+    fail "autostart entry: lanyard tray --install-autostart failed or wrote another entry than $entry"
+fi
 
 lacking=""
 for doc in README.md copyright changelog.Debian.gz docs/cli.md; do

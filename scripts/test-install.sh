@@ -15,6 +15,7 @@ make --no-print-directory install DESTDIR="$root" PREFIX="$prefix" SCRATCH="${SC
 for f in bin/lanyard lib/lanyard/lanyard-net share/man/man1/lanyard.1.gz share/bash-completion/completions/lanyard \
          share/zsh/vendor-completions/_lanyard share/fish/vendor_completions.d/lanyard.fish \
          lib/systemd/user/lanyard-agent.service lib/systemd/user/lanyard-refresh.service lib/systemd/user/lanyard-refresh.timer \
+         lib/systemd/user/lanyard-tray.service share/lanyard/lanyard-tray.desktop \
          share/doc/lanyard/README.md share/doc/lanyard/docs/getting-started.md; do
     [ -s "$dest/$f" ] || fail "make install did not install $f"
 done
@@ -24,7 +25,19 @@ out=$(printf 'unmapped.example' | env -i HOME="$root/home" PATH=/usr/bin:/bin "$
 pass "bin/docker-credential-lanyard runs lanyard's Docker helper"
 pass "make install PREFIX=$prefix: $(find "$root" -type f ! -name install.log | wc -l) files"
 grep -q "ExecStart=$prefix/bin/lanyard agent" "$dest/lib/systemd/user/lanyard-agent.service" || fail "the agent unit does not run $prefix/bin/lanyard"
+grep -qx "ExecStart=$prefix/bin/lanyard tray" "$dest/lib/systemd/user/lanyard-tray.service" || fail "the tray unit does not run $prefix/bin/lanyard tray"
 pass "units run $prefix/bin/lanyard"
+entry="$dest/share/lanyard/lanyard-tray.desktop"
+grep -qx "Exec=$prefix/bin/lanyard tray" "$entry" || fail "the autostart entry does not run $prefix/bin/lanyard tray"
+command -v desktop-file-validate >/dev/null 2>&1 || fail "desktop-file-validate is not installed (desktop-file-utils; run scripts/deps.sh)"
+out=$(desktop-file-validate "$entry" 2>&1) && [ -z "$out" ] || fail "desktop-file-validate share/lanyard/lanyard-tray.desktop: $out"
+# The installed lanyard writes the same entry to a user's autostart folder (naming itself where
+# it runs from: under DESTDIR here).
+ahome="$root/autostarthome"; mkdir -p "$ahome"
+out=$(env -i HOME="$ahome" PATH=/usr/bin:/bin "$dest/bin/lanyard" tray --install-autostart 2>&1) || fail "installed lanyard: tray --install-autostart: $out"
+sed "s|$dest/bin/lanyard|$prefix/bin/lanyard|g" "$ahome/.config/autostart/lanyard-tray.desktop" | cmp -s "$entry" - ||
+    fail "lanyard tray --install-autostart wrote another entry than share/lanyard/lanyard-tray.desktop: $(cat "$ahome/.config/autostart/lanyard-tray.desktop")"
+pass "share/lanyard/lanyard-tray.desktop runs $prefix/bin/lanyard tray, passes desktop-file-validate, equals what tray --install-autostart writes"
 
 # The shipped binaries load GLib, libsecret, libsodium and libkeyutils on first use, never at start.
 for bin in bin/lanyard lib/lanyard/lanyard-net; do

@@ -31,6 +31,8 @@ extension Lanyard {
         .init(name: "$XDG_STATE_HOME/lanyard/events.jsonl", meaning: "the event log (JSON lines, 0600; never a token) and events.jsonl.1, its previous generation"),
         .init(name: "$XDG_DATA_HOME/lanyard/locks/SLOT.lock", meaning: "the per-slot refresh lock (beside the data it guards, so every process that shares the data shares it)"),
         .init(name: "$XDG_DATA_HOME/lanyard/locks/agent.lock", meaning: "held by the running agent (one per data folder)"),
+        .init(name: "$XDG_RUNTIME_DIR/lanyard/tray.lock", meaning: "held by the running tray (one per session)"),
+        .init(name: "$XDG_CONFIG_HOME/autostart/lanyard-tray.desktop", meaning: "the tray's XDG autostart entry (`lanyard tray --install-autostart`)"),
         .init(name: "$XDG_RUNTIME_DIR/lanyard/exec/", meaning: "private per-process folders of `lanyard exec` (CODEX_HOME, with .lanyard-exec.lock), removed when the command exits, or by doctor or the next exec once a killed one's lock is free"),
         .init(name: ".lanyard", meaning: "a pin: the slot name on its first non-comment line, found in the working directory or a parent"),
     ]

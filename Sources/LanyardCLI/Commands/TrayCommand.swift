@@ -9,7 +9,12 @@ import LanyardSystem
 extension AgentCommands {
     static let tray = CommandSpec(
         name: "tray", summary: "show every slot's usage in the desktop's tray and switch from its menu", arguments: "",
-        minArguments: 0, maxArguments: 0, flags: [],
+        minArguments: 0, maxArguments: 0,
+        flags: [
+            FlagSpec("install-autostart", "start the tray at login: write $XDG_CONFIG_HOME/autostart/lanyard-tray.desktop, then exit"),
+            FlagSpec("uninstall-autostart", "remove that entry (only if Lanyard wrote it), then exit"),
+            FlagSpec("force", "with --install-autostart: replace an entry Lanyard did not write"),
+        ],
         prints: false, takesAccount: false,
         details: """
         Runs in the foreground until Quit is chosen, SIGTERM or Ctrl-C. Puts a StatusNotifierItem on the session bus \
@@ -19,24 +24,66 @@ extension AgentCommands {
         checked; choosing one switches as `lanyard switch` does), Best account now, Refresh now, Sign in again… \
         (`lanyard login SLOT` in a terminal) and Open usage details (`lanyard usage --all` in a terminal). It follows \
         changes of the registry made anywhere at once; usage is asked at start, of the active slot every [switch] poll \
-        seconds, and of the others when the menu opens and their figures are older than that.
+        seconds, and of the others when the menu opens and their figures are older than that. One tray runs per \
+        session: a second one (lanyard-tray.service and the autostart entry both enabled, or started twice) prints \
+        "already running (pid N)" and exits 0. --install-autostart writes an XDG autostart entry that runs this binary \
+        (its absolute path) at login, --uninstall-autostart removes it; neither starts the tray. The package also \
+        ships lanyard-tray.service, a systemd user unit bound to graphical-session.target (see docs/desktop.md).
         """,
         examples: [
             CommandExample("lanyard tray", "the tray item, until Quit or Ctrl-C"),
+            CommandExample("lanyard tray --install-autostart", "start it at every login (XDG autostart)"),
+            CommandExample("systemctl --user enable --now lanyard-tray.service", "or as a systemd user service of the graphical session"),
         ], network: true) { inv in
+        let install = inv.args.has("install-autostart"), uninstall = inv.args.has("uninstall-autostart")
+        if install && uninstall { throw UsageError(message: "--install-autostart and --uninstall-autostart do not go together", command: "tray") }
+        if inv.args.has("force") && !install { throw UsageError(message: "--force goes with --install-autostart", command: "tray") }
+        if install || uninstall { return try autostart(inv, install: install) }
+        let instance: TrayInstanceLock
+        switch try TrayInstanceLock.acquire(paths: inv.paths) {
+        case .acquired(let lock): instance = lock
+        case .held(let pid):
+            inv.stderr.line("lanyard tray: already running (\(pid > 0 ? "pid \(pid)" : "it holds \(TrayInstanceLock.path(inv.paths))"))")
+            return .ok
+        }
+        defer { withExtendedLifetime(instance) {} }
         let manager = try inv.accounts()
         var options = TrayService.Options()
         options.environment = inv.context.environment
         options.describe = { RelativeTime.describe($0, now: Date()) }
         let stderr = inv.stderr
         options.diagnostics = { stderr.line("lanyard tray: \($0)") }
-        let lanyard = NetworkHandoff.frontBinary()
+        let lanyard = NetworkHandoff.frontExecutable()
         let environment = inv.context.environment
         options.launch = { action in
             if let problem = TrayTerminal.open(action, lanyard: lanyard, environment: environment) { stderr.line("lanyard tray: \(problem)") }
         }
         let service = TrayService(manager: manager, options: options)
         try inv.runAsync { try await service.run() }
+        return .ok
+    }
+}
+
+extension AgentCommands {
+    /// `lanyard tray --install-autostart` / `--uninstall-autostart`: says what it did, starts nothing.
+    static func autostart(_ inv: Invocation, install: Bool) throws -> ExitStatus {
+        let environment = inv.context.environment
+        if install {
+            // `tray` runs in lanyard-net (it talks to the usage endpoint): the entry runs `lanyard`.
+            let binary = NetworkHandoff.frontExecutable()
+            let (path, done) = try TrayAutostart.install(executable: binary, environment: environment, force: inv.args.has("force"))
+            switch done {
+            case .created: inv.stdout.line("installed \(path): `\(binary) tray` starts at login")
+            case .replaced: inv.stdout.line("replaced \(path): `\(binary) tray` starts at login")
+            case .unchanged: inv.stdout.line("already installed: \(path) starts `\(binary) tray` at login")
+            }
+        } else {
+            let (path, done) = try TrayAutostart.uninstall(environment: environment)
+            switch done {
+            case .removed: inv.stdout.line("removed \(path): the tray no longer starts at login")
+            case .absent: inv.stdout.line("no autostart entry to remove (\(path) does not exist)")
+            }
+        }
         return .ok
     }
 }
