@@ -19,7 +19,10 @@ extension AgentCommands {
         checked; choosing one switches as `lanyard switch` does), Best account now, Refresh now, Sign in again… \
         (`lanyard login SLOT` in a terminal) and Open usage details (`lanyard usage --all` in a terminal). It follows \
         changes of the registry made anywhere at once; usage is asked at start, of the active slot every [switch] poll \
-        seconds, and of the others when the menu opens and their figures are older than that.
+        seconds while [desktop] notify is on, and of the others when the menu opens and their figures are older than \
+        that. When the active slot's usage reaches a [desktop] notify percentage (80 and 95 by default; off: never) a \
+        desktop notification says so once per window and percentage, with Switch to SLOT (N %) and Dismiss buttons; \
+        also when such a window resets and when a slot is signed in again.
         """,
         examples: [
             CommandExample("lanyard tray", "the tray item, until Quit or Ctrl-C"),
