@@ -178,4 +178,32 @@ final class NotificationServer: @unchecked Sendable {
         #expect(status == 0, "\(errors)")
         #expect(errors.components(separatedBy: "notification not shown").count == 2, "\(errors)")
     }
+
+    /// `[desktop] notify = off`: the active slot's usage is not asked on a timer, only at start and
+    /// on Refresh now (the subject is what does not happen over time, so the test lets two poll
+    /// intervals pass by the clock).
+    @Test func offMeansNoUsageTimer() async throws {
+        let env = try await IntegrationHome(extraConfig: "[switch]\npoll = 1\n[desktop]\nnotify = off\n")
+        let account = try #require(try await env.signIn("solo", email: "solo@x.com").account.accountID)
+        let resetAt = Int(Date().timeIntervalSince1970) + 3600
+        try await setUsage(env, account, 50, resetAt: resetAt)
+        let desktop = try TrayDesktop(root: env.home.root)
+        try desktop.startWatcher()
+        let server = try NotificationServer(desktop, folder: env.home.root)
+        let name = try desktop.startTray(env.home)
+        let dump = try await eventually("the menu shows 50 %", { try desktop.dump(name) }) { $0.contains("5 h 50%") }
+        let before = try await env.server.stat("usage_requests")
+        try await setUsage(env, account, 90, resetAt: resetAt)
+        let changed = ContinuousClock.now
+        _ = try await eventually("two poll intervals pass", { "\(changed.duration(to: .now) > .milliseconds(2500))" }) { $0 == "true" }
+        #expect(try await env.server.stat("usage_requests") == before)
+        #expect(try desktop.dump(name).contains("5 h 50%"))
+        // Refresh now › solo asks once.
+        let refresh = try #require(dumpedEntries(dump).first { $0.label == "solo" }, "\(dump)")
+        #expect(try desktop.click(name, id: refresh.id).0 == 0)
+        _ = try await eventually("the menu shows 90 %", { try desktop.dump(name) }) { $0.contains("5 h 90%") }
+        #expect(try await env.server.stat("usage_requests") == before + 1)
+        #expect(try server.notifications().isEmpty, "\((try? server.summaries()) ?? "")")
+        #expect(desktop.stopTray().0 == 0)
+    }
 }
