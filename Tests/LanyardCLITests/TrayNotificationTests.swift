@@ -157,9 +157,13 @@ final class NotificationServer: @unchecked Sendable {
         #expect(!errors.contains("notification not shown"), "\(errors)")
     }
 
-    /// Without a notification server the tray carries on and says why once.
+    /// Without a notification server the tray carries on and says why once; a damaged
+    /// tray-notified.json is said and replaced, never fatal.
     @Test func noNotificationServerIsSaidOnce() async throws {
         let env = try await IntegrationHome(extraConfig: "[switch]\npoll = 1\n[desktop]\nnotify = 50, 80\n")
+        try FileManager.default.createDirectory(atPath: env.paths.stateDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        try Data("{\"version\": 1, \"windows\": [".utf8).write(to: URL(fileURLWithPath: env.paths.stateDirectory + "/tray-notified.json"))
         let account = try #require(try await env.signIn("solo", email: "solo@x.com").account.accountID)
         let resetAt = Int(Date().timeIntervalSince1970) + 3600
         try await setUsage(env, account, 60, resetAt: resetAt)
@@ -177,6 +181,7 @@ final class NotificationServer: @unchecked Sendable {
         let (status, errors) = desktop.stopTray()
         #expect(status == 0, "\(errors)")
         #expect(errors.components(separatedBy: "notification not shown").count == 2, "\(errors)")
+        #expect(errors.contains("tray-notified.json is damaged"), "\(errors)")
     }
 
     /// `[desktop] notify = off`: the active slot's usage is not asked on a timer, only at start and
