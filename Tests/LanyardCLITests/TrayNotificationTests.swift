@@ -51,8 +51,12 @@ final class NotificationServer: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// Every Notify received so far, in order.
+    /// Every Notify received so far, in order. First a call of its own to the server: it answers
+    /// after handling what reached it before (a Notify the tray sent earlier is in the file then).
     func notifications() throws -> [[String: Any]] {
+        let sync = try desktop.gdbus(["call", "--session", "--dest", "org.freedesktop.Notifications", "--object-path",
+                                      "/org/freedesktop/Notifications", "--method", "org.freedesktop.Notifications.GetServerInformation"])
+        guard sync.0 == 0 else { throw ServerError("the notification server does not answer: \(sync.2)") }
         let text = try String(contentsOfFile: record, encoding: .utf8)
         return try text.split(separator: "\n").map { line in
             try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
