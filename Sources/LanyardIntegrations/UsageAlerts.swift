@@ -77,7 +77,9 @@ package struct UsageAlerts: Sendable, Equatable {
                 let previous = notified[i]
                 var newWindow = false
                 if let old = previous.resetsAt, let new = window.resetsAt { newWindow = new.timeIntervalSince(old) > Self.tolerance(window) }
-                if newWindow || window.usedPercent < Double(percents[0]) {
+                // Under the lowest percentage (or under the one said, after `notify` was raised):
+                // the window's use fell, as after a reset.
+                if newWindow || window.usedPercent < Double(min(percents[0], previous.percent)) {
                     alerts.append(.reset(slot: slot, window: window))
                     notified.remove(at: i)
                     index = nil

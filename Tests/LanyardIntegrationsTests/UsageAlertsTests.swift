@@ -56,6 +56,11 @@ import Testing
         // Usage back under the lowest percentage in the same window (credits) also ends it.
         #expect(percents(alerts.observe(slot: work, report: report(10, resetsIn: 3600 + 36000), isActive: true)) == ["work 5h reset"])
         #expect(alerts.notified.isEmpty)
+        // `notify` raised to 90 after 80 was said: 85 in the same window is no reset.
+        _ = alerts.observe(slot: work, report: report(85), isActive: true)
+        var raised = UsageAlerts(percents: [90], notified: alerts.notified)
+        #expect(raised.observe(slot: work, report: report(85), isActive: true).isEmpty)
+        #expect(percents(raised.observe(slot: work, report: report(70), isActive: true)) == ["work 5h reset"])
     }
 
     @Test func onlyTheActiveSlotCrossesButAnySlotResets() {
