@@ -2,7 +2,7 @@
 # The test suite: every Swift test inside a private keyring session and beside a throwaway
 # 3-member etcd cluster (scripts/test.sh, as make test: plain `swift test`, tests in parallel,
 # then the LanyardKit, agent and fleet suites on a one-thread cooperative pool), the Secret
-# Service suites again with KeePassXC as the provider, a 60 s concurrency soak, a 60 s fleet soak
+# Service suites again with KeePassXC and then KWallet as the provider, a 60 s concurrency soak, a 60 s fleet soak
 # (4 machines sharing a slot through etcd while processes and etcd members are killed), 60 + 20 random
 # kill -9 crashes (slots in the file store, then in the keyring) of the real binaries with
 # invariant checks, the crash cases replayed at chosen system calls, disk faults at every write (scripts/soak/),
@@ -25,6 +25,10 @@ phase "the Secret Service suites again, against KeePassXC (scripts/with-keepassx
 scripts/with-keepassxc.sh swift test --skip-build --no-parallel --filter 'SecretServiceStoreTests|RealBackendCommandTests' \
   > .build/keepassxc.log 2>&1 || { tail -80 .build/keepassxc.log; exit 1; }
 grep -E 'Test run with' .build/keepassxc.log
+phase "the Secret Service suites again, against KWallet (scripts/with-kwallet.sh)"
+scripts/with-kwallet.sh swift test --skip-build --no-parallel --filter 'SecretServiceStoreTests|RealBackendCommandTests' \
+  > .build/kwallet.log 2>&1 || { tail -80 .build/kwallet.log; exit 1; }
+grep -E 'Test run with' .build/kwallet.log
 phase "concurrency soak: 16 processes, the agent, renames and sign-outs against 3-second tokens (60 s)"
 scripts/soak/concurrency.sh "${SOAK_SECONDS:-60}" > .build/soak.log 2>&1 || { tail -60 .build/soak.log; exit 1; }
 grep -E '^(server|invariants):' .build/soak.log

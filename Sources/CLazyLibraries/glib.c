@@ -74,6 +74,9 @@
     F(GVariant *, g_variant_new_boolean, (gboolean value), (value))                                                   \
     F(GVariant *, g_variant_new_byte, (guint8 value), (value))                                                        \
     F(GVariant *, g_variant_new_dict_entry, (GVariant * key, GVariant *value), (key, value))                          \
+    F(GVariant *, g_variant_new_fixed_array,                                                                          \
+      (const GVariantType *element_type, gconstpointer elements, gsize n_elements, gsize element_size),                \
+      (element_type, elements, n_elements, element_size))                                                             \
     F(GVariant *, g_variant_new_int32, (gint32 value), (value))                                                       \
     F(GVariant *, g_variant_new_object_path, (const gchar *object_path), (object_path))                               \
     F(GVariant *, g_variant_new_string, (const gchar *string), (string))                                              \
@@ -81,6 +84,7 @@
     F(GVariant *, g_variant_new_tuple, (GVariant * const *children, gsize n_children), (children, n_children))        \
     F(GVariant *, g_variant_new_uint32, (guint32 value), (value))                                                     \
     F(GVariant *, g_variant_new_variant, (GVariant * value), (value))                                                 \
+    F(GVariant *, g_variant_ref, (GVariant * value), (value))                                                         \
     F(GVariant *, g_variant_ref_sink, (GVariant * value), (value))                                                    \
     P(void, g_variant_type_free, (GVariantType * type), (type))                                                       \
     F(GVariantType *, g_variant_type_new, (const gchar *type_string), (type_string))                                  \

@@ -19,6 +19,7 @@ static const char introspection_xml[] =
     "  <property name='Status' type='s' access='read'/>"
     "  <property name='WindowId' type='i' access='read'/>"
     "  <property name='IconName' type='s' access='read'/>"
+    "  <property name='IconPixmap' type='a(iiay)' access='read'/>"
     "  <property name='IconThemePath' type='s' access='read'/>"
     "  <property name='OverlayIconName' type='s' access='read'/>"
     "  <property name='AttentionIconName' type='s' access='read'/>"
@@ -87,6 +88,7 @@ typedef struct {
 
 typedef struct {
     char *status, *icon_name, *title, *tooltip_title, *tooltip_body;
+    GVariant *pixmaps;  // a(iiay), floating reference sunk; NULL before the first update
 } item_look;
 
 struct lanyard_status_notifier {
@@ -136,6 +138,7 @@ static void free_look(item_look *look) {
     g_free(look->title);
     g_free(look->tooltip_title);
     g_free(look->tooltip_body);
+    if (look->pixmaps) g_variant_unref(look->pixmaps);
 }
 
 static const menu_entry *find_entry(const lanyard_status_notifier *n, int32_t id) {
@@ -315,6 +318,8 @@ static GVariant *item_property(GDBusConnection *connection, const gchar *sender,
     if (strcmp(property, "Status") == 0) return g_variant_new_string(n->look.status);
     if (strcmp(property, "WindowId") == 0) return g_variant_new_int32(0);
     if (strcmp(property, "IconName") == 0) return g_variant_new_string(n->look.icon_name);
+    if (strcmp(property, "IconPixmap") == 0)
+        return n->look.pixmaps ? g_variant_ref(n->look.pixmaps) : g_variant_new_array((const GVariantType *)"(iiay)", NULL, 0);
     if (strcmp(property, "IconThemePath") == 0 || strcmp(property, "OverlayIconName") == 0
         || strcmp(property, "AttentionIconName") == 0)
         return g_variant_new_string("");
@@ -500,6 +505,23 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
     return n;
 }
 
+// The look's pixmaps as IconPixmap's a(iiay), built on the caller's thread (GVariant is immutable
+// and thread-safe once sunk).
+static GVariant *pixmaps(const lanyard_item_look *look) {
+    int count = look->pixmap_count > 0 && look->pixmaps ? look->pixmap_count : 0;
+    GVariant **sizes = g_malloc0(sizeof(GVariant *) * (count > 0 ? count : 1));
+    for (int i = 0; i < count; i++) {
+        const lanyard_pixmap *p = &look->pixmaps[i];
+        gsize bytes = p->width > 0 && p->height > 0 ? (gsize)p->width * (gsize)p->height * 4 : 0;
+        GVariant *parts[3] = {g_variant_new_int32(p->width), g_variant_new_int32(p->height),
+                              g_variant_new_fixed_array((const GVariantType *)"y", p->argb, bytes, 1)};
+        sizes[i] = g_variant_new_tuple(parts, 3);
+    }
+    GVariant *array = g_variant_ref_sink(g_variant_new_array((const GVariantType *)"(iiay)", sizes, (gsize)count));
+    g_free(sizes);
+    return array;
+}
+
 void lanyard_status_notifier_update(lanyard_status_notifier *n, const lanyard_menu_item *items, int count,
                                     const lanyard_item_look *look) {
     pending_update *update = g_malloc0(sizeof *update);
@@ -511,7 +533,7 @@ void lanyard_status_notifier_update(lanyard_status_notifier *n, const lanyard_me
                                           copy(items[i].label), copy_or_null(items[i].toggle_type), copy_or_null(items[i].type)};
     }
     update->look = (item_look){copy(look->status), copy(look->icon_name), copy(look->title), copy(look->tooltip_title),
-                               copy(look->tooltip_body)};
+                               copy(look->tooltip_body), pixmaps(look)};
     g_main_context_invoke_full(n->context, G_PRIORITY_DEFAULT, apply_update_source, update, free_update);
 }
 

@@ -31,6 +31,8 @@ package struct TrayService: Sendable {
     private enum Input: Sendable {
         case desktop(StatusNotifierEvent)
         case registryChanged
+        /// Lines were appended to the event log (a `usage_limit_reached` another process saw).
+        case eventsAppended
         case pollDue
         case usage(Slot, TrayUsage)
         case notification(DesktopNotificationEvent)
@@ -71,7 +73,13 @@ package struct TrayService: Sendable {
         let registry = manager.registry
         let watch = registry.watch()
         defer { watch.close() }
-        let watchFD = watch.fd
+        // The event log tells what the registry does not: a usage limit a request of another
+        // process ran into (Codex through `lanyard exec`, the agent's own check).
+        try? SecureFiles.ensureDirectory(manager.paths.stateDirectory)
+        let eventsWatch = FolderWatch(directory: manager.paths.stateDirectory)
+        defer { eventsWatch.close() }
+        var events = EventLogCursor(manager.eventLog)
+        let watchFDs = (registry: watch.fd, events: eventsWatch.fd)
         let stop = try closeOnExecPipe()
         defer { close(stop.read); close(stop.write) }
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .unbounded)
@@ -88,8 +96,9 @@ package struct TrayService: Sendable {
                 }
                 group.addTask {
                     // A thread of the blocking executor waits on inotify for the tray's lifetime.
-                    while await BlockingExecutor.shared.run({ Self.waitForChange(watchFD, stop: stop.read) }) {
-                        input.yield(.registryChanged)
+                    while let changed = await BlockingExecutor.shared.run({ Self.waitForChange(watchFDs, stop: stop.read) }) {
+                        if changed.registry { input.yield(.registryChanged) }
+                        if changed.events { input.yield(.eventsAppended) }
                     }
                 }
                 var document = try await loadRegistry()
@@ -111,7 +120,8 @@ package struct TrayService: Sendable {
                         group.addTask { input.yield(.usage(slot, await self.usage(of: slot))) }
                     }
                 }
-                var model = TrayModel(document: document, usage: usage, describe: options.describe)
+                var ids = TrayMenuIDs()
+                var model = TrayModel(document: document, usage: usage, ids: &ids, describe: options.describe)
                 publish(model, on: notifier)
                 fetch(document.sortedSlots.map(\.slot))
                 inputLoop: for await next in inputs {
@@ -125,6 +135,10 @@ package struct TrayService: Sendable {
                     case .usage(let slot, let known):
                         usage[slot] = known
                         await notices.usageArrived(slot, known, document: document, usage: usage)
+                    case .eventsAppended:
+                        for (slot, resetsAt) in Self.usageLimits(in: events.newEvents()) where document.slots[slot] != nil {
+                            usage[slot] = .atLimit(resetsAt: resetsAt)
+                        }
                     case .pollDue:
                         fetch(document.active.map { [$0] } ?? [])
                     case .desktop(.registered):
@@ -147,7 +161,7 @@ package struct TrayService: Sendable {
                         await perform(action)
                         document = await reload(document)
                     }
-                    let rebuilt = TrayModel(document: document, usage: usage, describe: options.describe)
+                    let rebuilt = TrayModel(document: document, usage: usage, ids: &ids, describe: options.describe)
                     if rebuilt != model {
                         model = rebuilt
                         publish(model, on: notifier)
@@ -168,8 +182,11 @@ package struct TrayService: Sendable {
             StatusNotifierMenuEntry(id: entry.id, parent: entry.parent, label: entry.label, toggle: entry.radio.map { .radio(on: $0) },
                                     enabled: entry.enabled, isSeparator: entry.isSeparator)
         }
-        notifier.update(entries, look: StatusNotifierLook(status: model.state.itemStatus, iconName: model.state.iconName, title: "Lanyard",
-                                                          tooltipTitle: model.tooltipTitle, tooltipBody: model.tooltipBody))
+        let pixmaps = TrayState.pixmapSizes.map { size in
+            StatusNotifierPixmap(width: Int32(size), height: Int32(size), argb: model.state.pixels(size: size))
+        }
+        notifier.update(entries, look: StatusNotifierLook(status: model.state.itemStatus, iconName: model.state.iconName, pixmaps: pixmaps,
+                                                          title: "Lanyard", tooltipTitle: model.tooltipTitle, tooltipBody: model.tooltipBody))
     }
 
     /// The registry as it is now; when it cannot be read (a half-written or damaged file), says
@@ -236,17 +253,30 @@ package struct TrayService: Sendable {
         }
     }
 
-    /// Blocks until the registry's folder changes (true) or `stop` is written to (false).
-    private static func waitForChange(_ watchFD: Int32, stop: Int32) -> Bool {
-        var fds = [pollfd(fd: watchFD, events: Int16(POLLIN), revents: 0), pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
+    /// The usage limits logged in `events` (`error` events with `usage_limit_reached`), by slot,
+    /// with their reset times when known; the latest wins.
+    static func usageLimits(in events: [JSONValue]) -> [Slot: Date?] {
+        var limits: [Slot: Date?] = [:]
+        for event in events where event["event"]?.string == "error" && event["code"]?.string == "usage_limit_reached" {
+            guard let name = event["slot"]?.string, let slot = try? Slot(name) else { continue }
+            limits[slot] = event["resets_at"]?.string.flatMap { RFC3339.date(from: $0) }
+        }
+        return limits
+    }
+
+    /// Blocks until the registry's folder or the event log's changes (which of them), or `stop`
+    /// is written to (nil).
+    private static func waitForChange(_ watches: (registry: Int32, events: Int32), stop: Int32) -> (registry: Bool, events: Bool)? {
+        var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: watches.registry, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: watches.events, events: Int16(POLLIN), revents: 0)]
         while true {
-            let n = poll(&fds, 2, -1)
+            let n = poll(&fds, 3, -1)
             if n < 0 && errno == EINTR { continue }
-            if n < 0 || fds[1].revents != 0 { return false }
-            if fds[0].revents != 0 {
-                FolderWatch.drain(watchFD)
-                return true
-            }
+            if n < 0 || fds[0].revents != 0 { return nil }
+            let changed = (registry: fds[1].revents != 0, events: fds[2].revents != 0)
+            if changed.registry { FolderWatch.drain(watches.registry) }
+            if changed.events { FolderWatch.drain(watches.events) }
+            if changed.registry || changed.events { return changed }
         }
     }
 }

@@ -22,6 +22,20 @@ enum NetworkHandoff {
         return dir + "/../lib/lanyard/lanyard-net"
     }
 
+    /// The `lanyard` people run, from either binary: what a command started for them later (a
+    /// terminal's `lanyard login`, an autostart entry) should name, rather than `lanyard-net`.
+    static func frontBinary() -> String {
+        let current = currentExecutable()
+        guard PathText.lastComponent(of: current) == "lanyard-net" else { return current }
+        let dir = PathText.parent(of: current)
+        for candidate in [dir + "/lanyard", dir + "/../../bin/lanyard"] where access(candidate, X_OK) == 0 {
+            guard let resolved = realpath(candidate, nil) else { return candidate }
+            defer { free(resolved) }
+            return String(cString: resolved)
+        }
+        return current  // the same CLI: every command works in it too
+    }
+
     static func exec(_ argv: [String]) throws -> Never {
         let path = binary()
         let args = [path] + argv

@@ -30,19 +30,38 @@ package struct StatusNotifierMenuEntry: Sendable, Equatable {
     }
 }
 
+/// One size of an icon as pixels.
+package struct StatusNotifierPixmap: Sendable, Equatable {
+    package var width: Int32
+    package var height: Int32
+    /// `width` × `height` ARGB32 values, each in network byte order (A, R, G, B), row by row.
+    package var argb: [UInt8]
+
+    package init(width: Int32, height: Int32, argb: [UInt8]) {
+        precondition(argb.count == Int(width) * Int(height) * 4, "a pixmap has 4 bytes a pixel")
+        self.width = width
+        self.height = height
+        self.argb = argb
+    }
+}
+
 /// What the item itself shows.
 package struct StatusNotifierLook: Sendable, Equatable {
     /// "Active", "Passive" or "NeedsAttention".
     package var status: String
     /// A themed icon name.
     package var iconName: String
+    /// The same icon as pixels (IconPixmap), for hosts whose icon theme lacks `iconName`.
+    package var pixmaps: [StatusNotifierPixmap]
     package var title: String
     package var tooltipTitle: String
     package var tooltipBody: String
 
-    package init(status: String, iconName: String, title: String, tooltipTitle: String, tooltipBody: String) {
+    package init(status: String, iconName: String, pixmaps: [StatusNotifierPixmap] = [], title: String, tooltipTitle: String,
+                 tooltipBody: String) {
         self.status = status
         self.iconName = iconName
+        self.pixmaps = pixmaps
         self.title = title
         self.tooltipTitle = tooltipTitle
         self.tooltipBody = tooltipBody
@@ -131,9 +150,22 @@ package final class StatusNotifier: @unchecked Sendable {
             return lanyard_menu_item(id: entry.id, parent: entry.parent, label: keep(entry.label), toggle_type: keep(toggleType),
                                      toggle_state: state, enabled: entry.enabled ? 1 : 0, type: keep(entry.isSeparator ? "separator" : nil))
         }
-        var cLook = lanyard_item_look(status: keep(look.status), icon_name: keep(look.iconName), title: keep(look.title),
-                                      tooltip_title: keep(look.tooltipTitle), tooltip_body: keep(look.tooltipBody))
-        items.withUnsafeBufferPointer { lanyard_status_notifier_update(handle, $0.baseAddress, Int32($0.count), &cLook) }
+        // The pixel buffers, like the strings, only have to last the call (the C side copies them).
+        let pixels = look.pixmaps.map { pixmap in
+            let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, pixmap.argb.count))
+            _ = buffer.initialize(from: pixmap.argb)
+            return (pixmap, buffer)
+        }
+        defer { pixels.forEach { $0.1.deallocate() } }
+        let cPixmaps = pixels.map { pixmap, buffer in
+            lanyard_pixmap(width: pixmap.width, height: pixmap.height, argb: UnsafePointer(buffer.baseAddress))
+        }
+        cPixmaps.withUnsafeBufferPointer { pixmaps in
+            var cLook = lanyard_item_look(status: keep(look.status), icon_name: keep(look.iconName), pixmaps: pixmaps.baseAddress,
+                                          pixmap_count: Int32(pixmaps.count), title: keep(look.title),
+                                          tooltip_title: keep(look.tooltipTitle), tooltip_body: keep(look.tooltipBody))
+            items.withUnsafeBufferPointer { lanyard_status_notifier_update(handle, $0.baseAddress, Int32($0.count), &cLook) }
+        }
     }
 
     /// The menu's layout revision last published.

@@ -21,7 +21,15 @@ package enum SecretServiceProvider {
                     + "is on (seen with 100 slots written in a row); a token written just before a crash is lost with it",
             ])
         case let p where p.hasPrefix("kwalletd") || p.hasPrefix("ksecretd"):
-            return ("KWallet", ["items go to the wallet KWallet serves as the default collection (normally kdewallet)"])
+            return ("KWallet", [
+                "items go to the wallet KWallet serves as the default collection (normally kdewallet; "
+                    + "\"Default Wallet\" in kwalletrc); each wallet is a collection, and there is no session collection",
+                "a closed wallet is a locked collection: open it in KWalletManager (Lanyard cannot unlock it, exit 5)",
+                "KWallet keeps Lanyard's content type (application/json), so `secret-tool lookup` refuses the secret as "
+                    + "not textual: `secret-tool search --all` shows it",
+                "only the secret is encrypted: labels (with the email) and attributes are kept in clear beside the "
+                    + "wallet (~/.local/share/kwalletd/WALLET_attributes.json)",
+            ])
         default:
             return (processName, ["a Secret Service provider Lanyard is not tested against"])
         }

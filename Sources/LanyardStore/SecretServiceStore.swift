@@ -293,12 +293,13 @@ package final class SecretServiceStore: CredentialStore {
     private var noCollectionHint: String {
         "the keyring has no collection named by \(collection.map { "\"\($0)\"" } ?? "the default alias"); "
             + "create one (for example in Seahorse; in KeePassXC, expose a database group under Settings › Secret Service "
-            + "Integration) or configure another collection"
+            + "Integration; in KWallet, each wallet is a collection: create a wallet in KWalletManager) or configure another collection"
     }
 
     private func lockedError(_ collectionPath: String?) -> StoreError {
         .locked(backend: Self.backendName, hint: "the keyring collection \(collectionPath.map { $0 + " " } ?? "")is locked; "
-            + "unlock it (log in to the desktop session, or unlock it in Seahorse, or unlock the database in KeePassXC) and try again")
+            + "unlock it (log in to the desktop session, or unlock it in Seahorse, or unlock the database in KeePassXC, "
+            + "or open the wallet in KWalletManager) and try again")
     }
 
     /// The object path of the configured collection, or nil when its alias is unset.

@@ -34,7 +34,7 @@ import LanyardTestSupport
     }
 
     /// A slot's whole life with its credential in the keyring of this run (gnome-keyring, or
-    /// KeePassXC under scripts/with-keepassxc.sh): login, token, refresh, rename, migrate both
+    /// KeePassXC under scripts/with-keepassxc.sh, or KWallet under scripts/with-kwallet.sh): login, token, refresh, rename, migrate both
     /// ways, doctor and logout, each as the command runs it, against the ChatGPT emulator.
     @Test func aSlotsWholeLifeInTheKeyring() async throws {
         try requireTestKeyring()
@@ -67,7 +67,7 @@ import LanyardTestSupport
 
         #expect(await h.doctorProblemsOfThisHome() == [])
         let doctor = await h.run("doctor", "--json")
-        let provider = testKeyringIsKeePassXC ? "KeePassXC" : "gnome-keyring"
+        let provider = testKeyringProviderName
         #expect(doctor.stdout.contains(#""provider" : "\#(provider)""#) || doctor.stdout.contains(#""provider": "\#(provider)""#), "\(doctor.stdout)")
 
         #expect(await h.runDetached("logout", "life2").status == 0)

@@ -59,10 +59,10 @@ final class TrayDesktop: @unchecked Sendable {
     }
 
     /// Starts `lanyard tray` in `home` on this bus; returns its bus name.
-    func startTray(_ home: TestHome) throws -> String {
+    func startTray(_ home: TestHome, extraEnvironment: [String: String] = [:]) throws -> String {
         // A strict cooperative pool (one thread): a blocking call on it would stall the tray.
         let (p, _, err) = try home.start(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": address,
-                                                                     "LIBDISPATCH_COOPERATIVE_POOL_STRICT": "1"])
+                                                                     "LIBDISPATCH_COOPERATIVE_POOL_STRICT": "1"].merging(extraEnvironment) { $1 })
         tray = p
         trayErrors = err
         return "org.kde.StatusNotifierItem-\(p.processIdentifier)-1"
@@ -268,6 +268,109 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         // slot20 must sign in again: its own entry says so, and "Sign in again…" lists it.
         #expect(radios.first { $0.label.hasPrefix("slot20") }?.label.contains("must sign in again") == true)
         #expect(full.contains("Sign in again"))
+        #expect(desktop.stopTray().0 == 0)
+    }
+
+    /// A host clicks with the ids of the layout it showed; a slot added meanwhile (sorting first)
+    /// must not turn a click on home into a switch to the new slot. Codex follows the click, as it
+    /// follows `lanyard switch`.
+    @Test func aClickMeansTheSameEntryAfterTheMenuChangesAndCodexFollows() async throws {
+        let env = try await IntegrationHome(extraConfig: "[integrations]\ncodex = true")
+        var accounts: [String: String] = [:]
+        for (slot, email) in [("home", "home@x.com"), ("work", "work@x.com")] {
+            accounts[slot] = try await env.signIn(slot, email: email).account.accountID
+        }
+        #expect(try env.run("switch", "work").status == 0)
+        let desktop = try TrayDesktop(root: env.home.root)
+        try desktop.startWatcher()
+        let name = try desktop.startTray(env.home, extraEnvironment: ["CODEX_HOME": env.codexHome])
+        let before = try await eventually("the menu has both slots", { try desktop.dump(name) }) { $0.contains("home@x.com") && $0.contains("work@x.com") }
+        let home = try #require(dumpedEntries(before).first { $0.label.hasPrefix("home ") })
+        try Registry(paths: env.paths).update { document in
+            document.slots[try Slot("alpha")] = SlotRecord(provider: "openai", backend: .file,
+                                                           account: AccountInfo(email: "alpha@x.com", accountID: "acct-alpha", plan: Plan(rawValue: "plus")),
+                                                           state: .signedIn(expiresAt: nil))
+        }
+        let after = try await eventually("the menu has alpha", { try desktop.dump(name) }) { $0.contains("alpha@x.com") }
+        #expect(dumpedEntries(after).first { $0.label.hasPrefix("home ") }?.id == home.id, "\(after)")
+        #expect(try desktop.click(name, id: home.id).0 == 0)
+        _ = try await eventually("the old id still switched to home", { try Registry(paths: env.paths).load().active?.name ?? "" }) { $0 == "home" }
+        let auth = try String(contentsOfFile: env.codexHome + "/auth.json", encoding: .utf8)
+        #expect(auth.contains(accounts["home"]!) && !auth.contains(accounts["work"]!), "Codex's auth.json follows the click")
+        #expect(desktop.stopTray().0 == 0)
+    }
+
+    /// A `usage_limit_reached` another process logged (Codex through `lanyard exec`, say) shows at
+    /// once, without waiting for the next poll; hosts without the themed icon get pixels.
+    @Test func aLimitInTheEventLogShowsAtOnceAndTheIconHasPixels() async throws {
+        let env = try await IntegrationHome()
+        let account = try #require(try await env.signIn("work", email: "work@x.com").account.accountID)
+        #expect(try env.run("switch", "work").status == 0)
+        try await env.server.hook("/_test/usage", ["account_id": account,
+                                                   "primary_window": ["used_percent": 20, "limit_window_seconds": 18000, "reset_after_seconds": 600]])
+        let desktop = try TrayDesktop(root: env.home.root)
+        try desktop.startWatcher()
+        let name = try desktop.startTray(env.home)
+        _ = try await eventually("the menu shows work's usage", { try desktop.dump(name) }) { $0.contains("5 h 20%") }
+        #expect(try desktop.itemProperty(name, "IconName").contains("security-high"))
+        let pixmaps = try desktop.itemProperty(name, "IconPixmap")
+        for size in TrayState.pixmapSizes { #expect(pixmaps.contains("(\(size), \(size), "), "\(pixmaps.prefix(200))") }
+
+        EventLog(paths: env.paths).append("error", slot: try Slot("work"), fields: [
+            "code": .string("usage_limit_reached"), "message": .string("limit reached"), "resets_at": .date(Date() + 3600)])
+        _ = try await eventually("the menu says work is at its limit", { try desktop.dump(name) }) { $0.contains("at its usage limit, resets") }
+        #expect(try desktop.itemProperty(name, "IconName").contains("security-low"))
+        #expect(desktop.stopTray().0 == 0)
+    }
+
+    /// "Sign in again…" and "Open usage details" start the desktop's terminal
+    /// (x-terminal-emulator) with `lanyard login SLOT` and `lanyard usage --all`. A stand-in
+    /// terminal records what it was asked to run, and runs the usage command as a terminal would.
+    @Test func signInAgainAndUsageDetailsOpenATerminal() async throws {
+        let env = try await IntegrationHome()
+        let account = try #require(try await env.signIn("work", email: "work@x.com").account.accountID)
+        try await env.signIn("gone", email: "gone@x.com")
+        #expect(try env.run("switch", "work").status == 0)
+        try Registry(paths: env.paths).update { $0.slots[try Slot("gone")]?.state = .reauthenticationRequired }
+        try await env.server.hook("/_test/usage", ["account_id": account,
+                                                   "primary_window": ["used_percent": 41, "limit_window_seconds": 18000, "reset_after_seconds": 600]])
+        let bin = env.home.root + "/bin", log = env.home.root + "/terminal"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: log, withIntermediateDirectories: true)
+        try """
+        #!/bin/sh
+        # A stand-in for the desktop's terminal: `-e COMMAND…` runs COMMAND; Enter is pressed for it.
+        [ "$1" = -e ] && shift
+        case "$*" in *" usage --all") printf '\n' | "$@" > "$LANYARD_TEST_TERMINAL_LOG/usage.tmp" 2>&1
+                                      mv "$LANYARD_TEST_TERMINAL_LOG/usage.tmp" "$LANYARD_TEST_TERMINAL_LOG/usage" ;; esac
+        printf '%s\n' "$@" > "$LANYARD_TEST_TERMINAL_LOG/$$.tmp" && mv "$LANYARD_TEST_TERMINAL_LOG/$$.tmp" "$LANYARD_TEST_TERMINAL_LOG/$$.args"
+        """.write(toFile: bin + "/x-terminal-emulator", atomically: true, encoding: .utf8)
+        chmod(bin + "/x-terminal-emulator", 0o755)
+        let desktop = try TrayDesktop(root: env.home.root)
+        try desktop.startWatcher()
+        let name = try desktop.startTray(env.home, extraEnvironment: ["PATH": "\(bin):/usr/bin:/bin", "LANYARD_TEST_TERMINAL_LOG": log])
+        let dump = try await eventually("the menu offers to sign gone in again", { try desktop.dump(name) }) {
+            $0.contains("Sign in again") && $0.contains("5 h 41%")
+        }
+        let entries = dumpedEntries(dump)
+        // "gone" is under Refresh now and, last, under Sign in again….
+        let signIn = try #require(entries.last { $0.label == "gone" }, "\(dump)")
+        let usage = try #require(entries.first { $0.label == "Open usage details" })
+        #expect(try desktop.click(name, id: signIn.id).0 == 0)
+        #expect(try desktop.click(name, id: usage.id).0 == 0)
+
+        func commands() throws -> [[String]] {
+            try FileManager.default.contentsOfDirectory(atPath: log).filter { $0.hasSuffix(".args") }.map { file in
+                try String(contentsOfFile: log + "/" + file, encoding: .utf8).split(separator: "\n").map(String.init)
+            }
+        }
+        _ = try await eventually("the terminal was started twice", { "\(try commands().count)" }) { $0 == "2" }
+        let started = try commands()
+        // sh -c SCRIPT LANYARD ARGS…: the program and its arguments are positional parameters.
+        #expect(started.allSatisfy { $0.count >= 4 && $0[0] == "sh" && $0[1] == "-c" && $0[3].hasSuffix("/lanyard") }, "\(started)")
+        #expect(Set(started.map { Array($0.dropFirst(4)) }) == [["login", "gone"], ["usage", "--all"]], "\(started)")
+        let shown = try String(contentsOfFile: log + "/usage", encoding: .utf8)
+        #expect(shown.contains("work") && shown.contains("41%") && shown.contains("Press Enter to close"), "\(shown)")
         #expect(desktop.stopTray().0 == 0)
     }
 }

@@ -61,4 +61,47 @@ import Testing
         let label = try #require(TrayModel(document: doc, usage: [:], describe: describe).entries.first?.label)
         #expect(label == "my__slot · a__b\\u{1B}[31m@x.com · Plus", "\(label)")
     }
+
+    /// An entry keeps its id across rebuilds, whatever is added or removed around it: a host's
+    /// click on an older layout still means the entry it showed.
+    @Test func entryIDsStayTheSameAcrossRebuilds() throws {
+        var ids = TrayMenuIDs()
+        let first = TrayModel(document: try document([("home", nil, .signedIn(expiresAt: nil)), ("work", nil, .signedIn(expiresAt: nil))],
+                                                     active: "work"), usage: [:], ids: &ids, describe: describe)
+        let second = TrayModel(document: try document([("alpha", nil, .signedIn(expiresAt: nil)), ("home", nil, .reauthenticationRequired),
+                                                       ("work", nil, .signedIn(expiresAt: nil))], active: "home"),
+                               usage: [:], ids: &ids, describe: describe)
+        func id(_ model: TrayModel, _ action: TrayAction) -> Int32? { model.actions.first { $0.value == action }?.key }
+        for action in [TrayAction.switchTo(try Slot("home")), .switchTo(try Slot("work")), .refresh(try Slot("work")), .best, .openUsage, .quit] {
+            #expect(id(first, action) != nil && id(first, action) == id(second, action), "\(action)")
+        }
+        // New entries get new ids; no id means two things.
+        let alpha = try #require(id(second, .switchTo(try Slot("alpha"))))
+        #expect(!first.entries.map(\.id).contains(alpha))
+        #expect(Set(second.entries.map(\.id)).count == second.entries.count)
+        #expect(id(second, .signIn(try Slot("home"))) != nil)
+    }
+
+    /// The fallback pixels: a disc (transparent corners, opaque middle) whose colour says the
+    /// state, with a white mark at the limit and when the slot must sign in.
+    @Test func theFallbackIconIsADiscInTheStatesColour() {
+        let states: [TrayState] = [.ok, .nearThreshold, .atLimit, .mustSignIn, .noSlot]
+        for size in TrayState.pixmapSizes {
+            var middles: Set<[UInt8]> = []
+            for state in states {
+                let pixels = state.pixels(size: size)
+                #expect(pixels.count == size * size * 4)
+                #expect(pixels[0] == 0, "a transparent corner")
+                let middle = (size / 2 * size + size / 2) * 4
+                #expect(pixels[middle] == 255, "an opaque middle")
+                let rgb = Array(pixels[middle + 1...middle + 3])
+                #expect((rgb == [255, 255, 255]) == (state == .atLimit || state == .mustSignIn), "\(state) \(size): \(rgb)")
+                // Left of the middle, off the mark: the state's colour.
+                let side = (size / 2 * size + size / 2 - size * 3 / 8) * 4
+                middles.insert(Array(pixels[side + 1...side + 3]))
+            }
+            #expect(middles.count == states.count, "each state its own colour at \(size) px")
+        }
+    }
 }
+

@@ -77,6 +77,14 @@ struct SecretServiceStoreTests {
         #expect(item["attribute.account-id"] == "acct-9")
         #expect(item["label"] == "Lanyard: \(slot) (alice@example.com)")
         // `secret-tool lookup xdg:schema dev.lanyard.Credential slot <slot>` prints the JSON document.
+        // KWallet keeps the content type Lanyard stores (application/json) where gnome-keyring and
+        // KeePassXC answer text/plain, and secret-tool lookup prints only text ("secret does not
+        // contain a textual password"): there `secret-tool search` shows the document.
+        if testKeyringIsKWallet {
+            #expect(try SecretTool.lookup(slot: slot) == nil)
+            #expect(item["secret"].map { Data($0.utf8) } == credential.jsonData())
+            return
+        }
         let printed = try #require(try SecretTool.lookup(slot: slot))
         #expect(printed == credential.jsonData())
         #expect(try Credential.decode(printed, source: "secret-tool") == credential)
@@ -147,11 +155,12 @@ struct SecretServiceStoreTests {
 
     /// Locking the collection would fail every other test using the shared test keyring at the
     /// same time (`swift test` runs them in parallel): with gnome-keyring the test runs in a child
-    /// process on a keyring of its own. KeePassXC's run (scripts/with-keepassxc.sh) is serial.
+    /// process on a keyring of its own. The KeePassXC and KWallet runs (scripts/with-keepassxc.sh,
+    /// scripts/with-kwallet.sh) are serial and lock their own provider.
     @Test("a locked collection gives .locked within the timeout and changes nothing")
     func lockedCollection() throws {
         try requireTestKeyring()
-        if testKeyringIsKeePassXC {
+        if testKeyringIsKeePassXC || testKeyringIsKWallet {
             try lockedCollectionChangesNothing(store)
         } else {
             try expectChildPassesOnPrivateKeyring("lockedCollection", scratch: "locked")
@@ -195,11 +204,12 @@ struct SecretServiceStoreTests {
         try requireTestKeyring()
         let login = store.health()
         #expect(login.reachable && !login.locked && login.persistent && login.location == loginCollection && login.problem == nil)
-        #expect(login.provider == (testKeyringIsKeePassXC ? "KeePassXC" : "gnome-keyring"))
+        #expect(login.provider == testKeyringProviderName)
         #expect(login.notes?.isEmpty == false)
         let session = SecretServiceStore(timeout: 5, collection: "session").health()
-        if testKeyringIsKeePassXC {
-            // One collection per open database, and no session collection.
+        if testKeyringIsKeePassXC || testKeyringIsKWallet {
+            // One collection per open database (KeePassXC) or per wallet (KWallet), and no session
+            // collection.
             #expect(session.reachable && session.location == nil && session.problem?.contains("session") == true, "\(session)")
         } else {
             #expect(session.reachable && !session.persistent)
@@ -217,10 +227,12 @@ struct SecretServiceStoreTests {
         let slot = uniqueSlot("moved")
         let sessionStore = SecretServiceStore(timeout: 5, collection: "session")
         defer { try? store.delete(slot) }
-        if testKeyringIsKeePassXC {
-            // KeePassXC has no session collection to move from: the put is refused, nothing is written.
+        if testKeyringIsKeePassXC || testKeyringIsKWallet {
+            // KeePassXC and KWallet have no session collection to move from: the put is refused,
+            // nothing is written, and the hint says how to make a collection in this provider.
             let (error, _) = storeError { try sessionStore.put(sampleCredential("in-session"), for: slot) }
-            #expect(error?.isUnavailable == true && error?.hint.contains("KeePassXC") == true, "\(String(describing: error))")
+            #expect(error?.isUnavailable == true && error?.hint.contains(testKeyringProviderName) == true,
+                    "\(String(describing: error))")
             #expect(try SecretTool.search(slot: slot).isEmpty)
         } else {
             try sessionStore.put(sampleCredential("in-session"), for: slot)

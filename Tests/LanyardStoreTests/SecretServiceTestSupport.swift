@@ -159,7 +159,8 @@ enum SecretTool {
 enum TestKeyring {
     /// Locks the login collection with the Secret Service's own Lock call over gdbus
 /// (`secret-tool lock` crashes in Debian 12's version).
-    /// KeePassXC answers Lock with a prompt that does the locking when it is run (no dialog).
+    /// KeePassXC answers Lock with a prompt that does the locking when it is run (no dialog);
+    /// KWallet closes the wallet at once (no prompt).
     static func lockLogin() throws {
         let result = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets",
                                            "--object-path", "/org/freedesktop/secrets",
@@ -184,6 +185,7 @@ enum TestKeyring {
     /// through stdin.
     static func unlockLogin() throws {
         if testKeyringIsKeePassXC { return try unlockKeePassXC() }
+        if testKeyringIsKWallet { return try unlockKWallet() }
         let script = """
             import sys, dbus
             pw = sys.stdin.buffer.read()
@@ -219,6 +221,19 @@ enum TestKeyring {
             guard Date() < deadline else { throw KeyringTestError.tool("the database did not unlock within 5 s") }
             usleep(20_000)
         }
+    }
+
+    /// KWallet asks for the wallet password with a dialog nobody can see when a Secret Service
+    /// unlock finds the wallet closed: scripts/lib/kwallet-open.py opens it first with pamOpen (the
+    /// key derived from the password, as pam_kwallet5 does) and then runs the Unlock prompt, which
+    /// completes without a dialog. The password goes through stdin.
+    static func unlockKWallet() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let helper = try #require(environment["LANYARD_TEST_KWALLET_OPEN"], "run under scripts/with-kwallet.sh")
+        let wallet = try #require(environment["LANYARD_TEST_KWALLET_WALLET"], "run under scripts/with-kwallet.sh")
+        let result = try runTool("/usr/bin/python3", [helper, wallet, loginCollection],
+                                 stdin: Data((environment["LANYARD_TEST_KEYRING_PASSWORD"] ?? "").utf8))
+        guard result.status == 0 else { throw KeyringTestError.tool("unlock failed: \(result.stderr)") }
     }
 
     static func isLoginLocked() throws -> Bool {

@@ -5,6 +5,10 @@ import Testing
 
 /// True under scripts/with-keepassxc.sh: KeePassXC is the Secret Service.
 package let testKeyringIsKeePassXC = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_PROVIDER"] == "keepassxc"
+/// True under scripts/with-kwallet.sh: KWallet (kwalletd5) is the Secret Service.
+package let testKeyringIsKWallet = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_PROVIDER"] == "kwallet"
+/// The provider name `doctor` and `health()` should report for the test keyring.
+package let testKeyringProviderName = testKeyringIsKeePassXC ? "KeePassXC" : testKeyringIsKWallet ? "KWallet" : "gnome-keyring"
 
 #if DEBUG
 /// Fails the test (never skips it) unless it runs inside scripts/with-keyring.sh (make test and

@@ -21,11 +21,22 @@ typedef struct {
     const char *type;
 } lanyard_menu_item;
 
+/// One size of the icon as pixels: `width` × `height` ARGB32 values, each in network byte order
+/// (the StatusNotifierItem IconPixmap format), row by row.
+typedef struct {
+    int32_t width;
+    int32_t height;
+    const uint8_t *argb;
+} lanyard_pixmap;
+
 /// What the item shows: Status ("Active", "Passive", "NeedsAttention"), the themed icon name, the
-/// title and the tooltip's title and body.
+/// same icon as pixels for hosts whose theme lacks the name, the title and the tooltip's title
+/// and body.
 typedef struct {
     const char *status;
     const char *icon_name;
+    const lanyard_pixmap *pixmaps;
+    int32_t pixmap_count;
     const char *title;
     const char *tooltip_title;
     const char *tooltip_body;

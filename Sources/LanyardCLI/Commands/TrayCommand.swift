@@ -33,7 +33,7 @@ extension AgentCommands {
         options.describe = { RelativeTime.describe($0, now: Date()) }
         let stderr = inv.stderr
         options.diagnostics = { stderr.line("lanyard tray: \($0)") }
-        let lanyard = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let lanyard = NetworkHandoff.frontBinary()
         let environment = inv.context.environment
         options.launch = { action in
             if let problem = TrayTerminal.open(action, lanyard: lanyard, environment: environment) { stderr.line("lanyard tray: \(problem)") }
