@@ -5,7 +5,7 @@ set -eu
 packages="libsecret-1-dev libglib2.0-dev libsodium-dev libkeyutils-dev libqrencode-dev libwebsockets-dev pkg-config
 gnome-keyring dbus dbus-x11 libsecret-tools age python3-venv hyperfine systemd bsdutils xxd curl
 libcurl4-openssl-dev fish zsh mandoc man-db dpkg-dev lintian desktop-file-utils strace gh openssl
-keepassxc libkf5wallet-bin libqca-qt5-2-plugins python3-dbus procps faketime etcd-server etcd-client
+keepassxc libkf5wallet-bin libqca-qt5-2-plugins python3-dbus python3-gi procps faketime etcd-server etcd-client
 haskell-status-notifier-item-utils libdbusmenu-tools"
 missing=""
 for p in $packages; do

@@ -1,5 +1,5 @@
 // GIO's D-Bus service side, loaded on first use: only `lanyard tray` (CStatusNotifier) exports
-// objects and owns names. The client calls GIO shares with libsecret stay in libsecret.c.
+// objects, owns names and listens to signals. The client calls GIO shares with libsecret stay in libsecret.c.
 #include "CLazyLibraries.h"
 #include "lazy.h"
 
@@ -36,6 +36,13 @@
       (GDBusConnection * connection, const gchar *object_path, GDBusInterfaceInfo *interface_info,                    \
        const GDBusInterfaceVTable *vtable, gpointer user_data, GDestroyNotify user_data_free_func, GError **error),    \
       (connection, object_path, interface_info, vtable, user_data, user_data_free_func, error))                       \
+    F(guint, g_dbus_connection_signal_subscribe,                                                                      \
+      (GDBusConnection * connection, const gchar *sender, const gchar *interface_name, const gchar *member,           \
+       const gchar *object_path, const gchar *arg0, GDBusSignalFlags flags, GDBusSignalCallback callback,             \
+       gpointer user_data, GDestroyNotify user_data_free_func),                                                       \
+      (connection, sender, interface_name, member, object_path, arg0, flags, callback, user_data, user_data_free_func)) \
+    P(void, g_dbus_connection_signal_unsubscribe, (GDBusConnection * connection, guint subscription_id),              \
+      (connection, subscription_id))                                                                                  \
     F(gboolean, g_dbus_connection_unregister_object, (GDBusConnection * connection, guint registration_id),           \
       (connection, registration_id))                                                                                  \
     P(void, g_dbus_method_invocation_return_dbus_error,                                                               \

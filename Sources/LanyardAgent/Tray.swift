@@ -35,6 +35,7 @@ package struct TrayService: Sendable {
         case eventsAppended
         case pollDue
         case usage(Slot, TrayUsage)
+        case notification(DesktopNotificationEvent)
     }
 
     let manager: AccountManager
@@ -56,16 +57,19 @@ package struct TrayService: Sendable {
         } catch let error as StatusNotifierFailure {
             throw IntegrationError.unsupported("cannot show the tray item: \(error.description)")
         }
+        var notices = await TrayNotifications.start(manager: manager, describe: options.describe, diagnostics: options.diagnostics)
         do {
-            try await serve(notifier)
+            try await serve(notifier, &notices)
         } catch {
+            await notices.stop()
             await BlockingExecutor.shared.run { notifier.stop() }
             throw error
         }
+        await notices.stop()
         await BlockingExecutor.shared.run { notifier.stop() }
     }
 
-    private func serve(_ notifier: StatusNotifier) async throws {
+    private func serve(_ notifier: StatusNotifier, _ notices: inout TrayNotifications) async throws {
         let registry = manager.registry
         let watch = registry.watch()
         defer { watch.close() }
@@ -85,6 +89,11 @@ package struct TrayService: Sendable {
                 group.addTask {
                     for await event in notifier.events { input.yield(.desktop(event)) }
                 }
+                if let center = notices.center {
+                    group.addTask {
+                        for await event in center.events { input.yield(.notification(event)) }
+                    }
+                }
                 group.addTask {
                     // A thread of the blocking executor waits on inotify for the tray's lifetime.
                     while let changed = await BlockingExecutor.shared.run({ Self.waitForChange(watchFDs, stop: stop.read) }) {
@@ -96,7 +105,8 @@ package struct TrayService: Sendable {
                 var usage: [Slot: TrayUsage] = [:]
                 var checked: [Slot: ContinuousClock.Instant] = [:]
                 let interval = pollInterval(document)
-                if let interval {
+                // Without `[desktop] notify` nothing needs usage between looks at the menu.
+                if let interval, notices.watchesUsage {
                     group.addTask {
                         // Ends quietly when the tray stops (a cancelled sleep is no failure).
                         while (try? await Task.sleep(for: .seconds(interval))) != nil {
@@ -117,11 +127,14 @@ package struct TrayService: Sendable {
                 inputLoop: for await next in inputs {
                     switch next {
                     case .registryChanged:
+                        let previous = document
                         document = await reload(document)
+                        await notices.registryChanged(from: previous, to: document)
                         // A slot signed in meanwhile shows its usage without waiting for the menu.
                         fetch(document.sortedSlots.map(\.slot).filter { checked[$0] == nil })
                     case .usage(let slot, let known):
                         usage[slot] = known
+                        await notices.usageArrived(slot, known, document: document, usage: usage)
                     case .eventsAppended:
                         for (slot, resetsAt) in Self.usageLimits(in: events.newEvents()) where document.slots[slot] != nil {
                             usage[slot] = .atLimit(resetsAt: resetsAt)
@@ -130,6 +143,10 @@ package struct TrayService: Sendable {
                         fetch(document.active.map { [$0] } ?? [])
                     case .desktop(.registered):
                         continue inputLoop
+                    case .notification(let event):
+                        guard let action = notices.action(for: event) else { continue inputLoop }
+                        await perform(action)
+                        document = await reload(document)
                     case .desktop(.menuOpened):
                         // The menu shows every slot: refresh those checked longer ago than the poll.
                         let stale = document.sortedSlots.map(\.slot).filter { slot in

@@ -47,6 +47,9 @@ public struct LanyardConfig: Hashable, Sendable {
     public var eventsMaxBytes: Int = 1 << 20
     /// `[switch]`: whether the agent switches away from an active slot that runs out of usage.
     public var autoSwitch = AutoSwitchPolicy()
+    /// `[desktop] notify`: the used percentages (ascending, 1 to 100) at which `lanyard tray`
+    /// notifies that the active slot crossed them; empty when off.
+    package var desktopNotifyPercents: [Int] = [80, 95]
     /// How streams reach the backend (`[stream]`).
     public var streaming: StreamingTransportPolicy = .default
     /// The model `lanyard ask` asks when no `--model` is given.

@@ -39,6 +39,7 @@ package enum ConfigFile {
             try readAgentAndEvents(reader, into: &config)
             try readStream(reader, into: &config)
             try readSwitch(reader, into: &config)
+            try readDesktop(reader, into: &config)
             try readFleet(reader, into: &config)
             return Loaded(config: config, warnings: warnings + commentWarnings(reader))
         } catch {
@@ -88,6 +89,7 @@ package enum ConfigFile {
         "events": ["max-bytes"],
         "stream": ["transport", "reconnect-attempts", "fallback", "model"],
         "switch": ["auto", "threshold", "poll"],
+        "desktop": ["notify"],
         "fleet": ["name", "machine", "endpoints", "ca", "cert", "key", "user", "password-file", "lock-ttl", "timeout"],
     ]
 
@@ -328,6 +330,29 @@ package enum ConfigFile {
         if let v = try r.number("switch", "threshold", min: 1, max: 100) { config.autoSwitch.threshold = v }
         // Below 60 s only counts against a usage endpoint on this machine (pollInterval(usageBaseURL:)).
         if let v = try r.number("switch", "poll", min: 1, max: 86_400) { config.autoSwitch.poll = v }
+    }
+
+    /// `[desktop]`: `notify`, the percentages at which `lanyard tray` warns (`80, 95`; `off` or
+    /// empty: never). Ascending, so a list written out of order is a mistake said, not sorted.
+    private static func readDesktop(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        guard let raw = r.string("desktop", "notify") else { return }
+        let text = raw.trimmingSpaces()
+        if text.isEmpty || text.lowercased() == "off" {
+            config.desktopNotifyPercents = []
+            return
+        }
+        var percents: [Int] = []
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let item = String(String(part).filter { $0 != "%" }).trimmingSpaces()
+            guard let v = Int(item), (1...100).contains(v) else {
+                throw r.invalid("desktop", "notify", "expected off or percentages from 1 to 100 separated by commas (80, 95), got \"\(raw)\"")
+            }
+            guard percents.last.map({ $0 < v }) ?? true else {
+                throw r.invalid("desktop", "notify", "expected percentages in ascending order without repeats (80, 95), got \"\(raw)\"")
+            }
+            percents.append(v)
+        }
+        config.desktopNotifyPercents = percents
     }
 
     /// `[fleet]`: the etcd cluster slots are shared through. `name` and `endpoints` are required

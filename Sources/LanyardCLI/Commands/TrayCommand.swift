@@ -24,7 +24,10 @@ extension AgentCommands {
         checked; choosing one switches as `lanyard switch` does), Best account now, Refresh now, Sign in again… \
         (`lanyard login SLOT` in a terminal) and Open usage details (`lanyard usage --all` in a terminal). It follows \
         changes of the registry made anywhere at once; usage is asked at start, of the active slot every [switch] poll \
-        seconds, and of the others when the menu opens and their figures are older than that. One tray runs per \
+        seconds while [desktop] notify is on, and of the others when the menu opens and their figures are older than \
+        that. When the active slot's usage reaches a [desktop] notify percentage (80 and 95 by default; off: never) a \
+        desktop notification says so once per window and percentage, with Switch to SLOT (N %) and Dismiss buttons; \
+        also when such a window resets and when a slot is signed in again. One tray runs per \
         session: a second one (lanyard-tray.service and the autostart entry both enabled, or started twice) prints \
         "already running (pid N)" and exits 0. --install-autostart writes an XDG autostart entry that runs this binary \
         (its absolute path) at login, --uninstall-autostart removes it; neither starts the tray. The package also \

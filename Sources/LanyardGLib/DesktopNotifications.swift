@@ -1,0 +1,97 @@
+// Desktop notifications with actions (CStatusNotifier's desktop_notifications.c) behind a Swift API.
+
+import CLazyLibraries
+import CStatusNotifier
+import Glibc
+
+/// One button of a notification: `key` comes back in ``DesktopNotificationEvent/actionInvoked(id:action:)``.
+package struct DesktopNotificationAction: Sendable, Equatable {
+    package var key: String
+    package var label: String
+
+    package init(key: String, label: String) {
+        self.key = key
+        self.label = label
+    }
+}
+
+/// What the notification service answered or did.
+package enum DesktopNotificationEvent: Sendable, Equatable {
+    /// Notify for the request `token` was accepted as notification `id`.
+    case sent(token: UInt64, id: UInt32)
+    /// Notify for `token` failed (no service on the bus, a refusal, no answer in 5 s).
+    case failed(token: UInt64, reason: String)
+    /// A button of a notification sent here was chosen.
+    case actionInvoked(id: UInt32, action: String)
+    /// A notification sent here was closed (`reason`: 1 expired, 2 dismissed, 3 closed by a call, 4 other).
+    case closed(id: UInt32, reason: UInt32)
+}
+
+/// `org.freedesktop.Notifications` with actions: Notify, and its ActionInvoked and
+/// NotificationClosed signals for the notifications sent here. GDBus serves it from a GLib main
+/// loop on a thread of its own, so nothing waits for the service: answers come as `events`.
+/// `@unchecked`: the C object is thread-safe (requests are handed to its loop), and `stop` is
+/// called once, by the owner.
+package final class DesktopNotifications: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private let sink: Sink
+    /// Every answer and signal, in the order the bus delivered them.
+    package let events: AsyncStream<DesktopNotificationEvent>
+
+    /// Keeps the stream's continuation alive for the C callbacks (which get it unretained).
+    private final class Sink: Sendable {
+        let continuation: AsyncStream<DesktopNotificationEvent>.Continuation
+        init(_ continuation: AsyncStream<DesktopNotificationEvent>.Continuation) { self.continuation = continuation }
+    }
+
+    /// Loads GLib and GIO (first use), connects to the session bus and listens for the signals.
+    /// Blocks while connecting: not on a cooperative thread.
+    package init() throws(StatusNotifierFailure) {
+        for load in [lanyard_glib_load, lanyard_gio_load, lanyard_libsecret_load] {
+            var error: UnsafePointer<CChar>?
+            if load(&error) == 0 { throw StatusNotifierFailure(description: error.map { String(cString: $0) } ?? "cannot load GIO") }
+        }
+        let (events, continuation) = AsyncStream<DesktopNotificationEvent>.makeStream(bufferingPolicy: .unbounded)
+        let sink = Sink(continuation)
+        var message = [CChar](repeating: 0, count: 512)
+        let onReply: lanyard_notify_reply_fn = { context, token, id, error in
+            let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
+            if let error {
+                sink.continuation.yield(.failed(token: token, reason: String(cString: error)))
+            } else {
+                sink.continuation.yield(.sent(token: token, id: id))
+            }
+        }
+        let onSignal: lanyard_notification_signal_fn = { context, id, action, reason in
+            let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
+            if let action {
+                sink.continuation.yield(.actionInvoked(id: id, action: String(cString: action)))
+            } else {
+                sink.continuation.yield(.closed(id: id, reason: reason))
+            }
+        }
+        guard let handle = lanyard_notifications_start(onReply, onSignal, Unmanaged.passUnretained(sink).toOpaque(), &message, Int32(message.count)) else {
+            throw StatusNotifierFailure(description: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        self.handle = handle
+        self.sink = sink
+        self.events = events
+    }
+
+    /// Sends one notification (does not wait: the answer is an event with `token`).
+    /// - Parameter urgency: 0 low, 1 normal, 2 critical.
+    package func send(token: UInt64, summary: String, body: String, actions: [DesktopNotificationAction] = [],
+                      icon: String = "dialog-password", urgency: UInt8 = 1, timeoutMilliseconds: Int32 = -1) {
+        let texts: [String] = actions.flatMap { [$0.key, $0.label] }
+        let strings: [UnsafeMutablePointer<CChar>] = texts.map { strdup($0)! }
+        defer { strings.forEach { free($0) } }
+        let pointers: [UnsafePointer<CChar>?] = strings.map { UnsafePointer($0) }
+        lanyard_notifications_send(handle, token, "Lanyard", icon, summary, body, pointers, Int32(pointers.count), urgency, timeoutMilliseconds)
+    }
+
+    /// Stops listening and ends `events`. Call once, not on a cooperative thread (it joins the loop's thread).
+    package func stop() {
+        lanyard_notifications_stop(handle)
+        sink.continuation.finish()
+    }
+}
