@@ -6,7 +6,7 @@
 #include "desktop_notifications.h"
 
 #include <gio/gio.h>
-#include <pthread.h>
+#include "loop_thread.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -17,9 +17,7 @@
 #define REMEMBERED 64
 
 struct lanyard_notifications {
-    GMainContext *context;
-    GMainLoop *loop;
-    pthread_t thread;
+    loop_thread main;
     GDBusConnection *connection;
     guint subscription;
     lanyard_notify_reply_fn on_reply;
@@ -120,20 +118,6 @@ static void signal_received(GDBusConnection *connection, const gchar *sender, co
     g_variant_unref(second);
 }
 
-static void *run_loop(void *data) {
-    lanyard_notifications *n = data;
-    g_main_context_push_thread_default(n->context);
-    g_main_loop_run(n->loop);
-    g_main_context_pop_thread_default(n->context);
-    return NULL;
-}
-
-static gboolean quit_loop(gpointer data) {
-    lanyard_notifications *n = data;
-    g_main_loop_quit(n->loop);
-    return G_SOURCE_REMOVE;
-}
-
 lanyard_notifications *lanyard_notifications_start(lanyard_notify_reply_fn on_reply, lanyard_notification_signal_fn on_signal,
                                                    void *context, char *error_text, int error_size) {
     GError *error = NULL;
@@ -149,15 +133,14 @@ lanyard_notifications *lanyard_notifications_start(lanyard_notify_reply_fn on_re
     n->on_reply = on_reply;
     n->on_signal = on_signal;
     n->callback_context = context;
-    n->context = g_main_context_new();
-    n->loop = g_main_loop_new(n->context, FALSE);
+    loop_thread_init(&n->main);
     // Signals go to the thread-default context of the moment they are subscribed: the loop's.
     // Any sender: the service's unique name changes when it restarts; the ids filter instead.
-    g_main_context_push_thread_default(n->context);
+    g_main_context_push_thread_default(n->main.context);
     n->subscription = g_dbus_connection_signal_subscribe(connection, NULL, NOTIFICATIONS_INTERFACE, NULL, NOTIFICATIONS_PATH, NULL,
                                                          G_DBUS_SIGNAL_FLAGS_NONE, signal_received, n, NULL);
-    g_main_context_pop_thread_default(n->context);
-    pthread_create(&n->thread, NULL, run_loop, n);
+    g_main_context_pop_thread_default(n->main.context);
+    loop_thread_start(&n->main);
     return n;
 }
 
@@ -176,16 +159,14 @@ void lanyard_notifications_send(lanyard_notifications *n, uint64_t token, const 
     p->urgency = urgency;
     p->timeout_ms = timeout_ms;
     // notify_answered frees it. (After stop nothing runs: a request still queued then is not freed.)
-    g_main_context_invoke(n->context, send_on_loop, p);
+    g_main_context_invoke(n->main.context, send_on_loop, p);
 }
 
 void lanyard_notifications_stop(lanyard_notifications *n) {
-    g_main_context_invoke(n->context, quit_loop, n);
-    pthread_join(n->thread, NULL);
+    loop_thread_join(&n->main);
     g_dbus_connection_signal_unsubscribe(n->connection, n->subscription);
     g_dbus_connection_flush_sync(n->connection, NULL, NULL);
-    g_main_loop_unref(n->loop);
-    g_main_context_unref(n->context);
+    loop_thread_free(&n->main);
     g_object_unref(n->connection);
     g_free(n);
 }

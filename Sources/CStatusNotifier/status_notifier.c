@@ -6,7 +6,7 @@
 #include "status_notifier.h"
 
 #include <gio/gio.h>
-#include <pthread.h>
+#include "loop_thread.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -92,9 +92,7 @@ typedef struct {
 } item_look;
 
 struct lanyard_status_notifier {
-    GMainContext *context;
-    GMainLoop *loop;
-    pthread_t thread;
+    loop_thread main;
     GDBusConnection *connection;
     GDBusNodeInfo *node;
     guint item_registration, menu_registration, own_id, watch_id;
@@ -365,7 +363,7 @@ static void registered(GObject *source, GAsyncResult *result, gpointer data) {
     if (n->watcher_owner && n->attempts < 8) {
         GSource *timer = g_timeout_source_new(100u << n->attempts);
         g_source_set_callback(timer, retry_registration, n, NULL);
-        g_source_attach(timer, n->context);
+        g_source_attach(timer, n->main.context);
         g_source_unref(timer);
     } else if (n->watcher_owner) {
         fprintf(stderr, "lanyard: the StatusNotifierWatcher refused the item: %s\n", error->message);
@@ -430,20 +428,6 @@ static void free_update(gpointer data) {
     g_free(update);
 }
 
-static void *run_loop(void *data) {
-    lanyard_status_notifier *n = data;
-    g_main_context_push_thread_default(n->context);
-    g_main_loop_run(n->loop);
-    g_main_context_pop_thread_default(n->context);
-    return NULL;
-}
-
-static gboolean quit_loop(gpointer data) {
-    lanyard_status_notifier *n = data;
-    g_main_loop_quit(n->loop);
-    return G_SOURCE_REMOVE;
-}
-
 lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, const char *item_id,
                                                        lanyard_menu_event_fn on_event,
                                                        lanyard_registered_fn on_registered, void *context,
@@ -472,10 +456,9 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
     n->on_registered = on_registered;
     n->callback_context = context;
     n->look = (item_look){copy("Passive"), copy("dialog-question"), copy("Lanyard"), copy("Lanyard"), copy("")};
-    n->context = g_main_context_new();
-    n->loop = g_main_loop_new(n->context, FALSE);
+    loop_thread_init(&n->main);
     // Callbacks go to the thread-default context of the moment they are set up: the loop's.
-    g_main_context_push_thread_default(n->context);
+    g_main_context_push_thread_default(n->main.context);
     n->item_registration = g_dbus_connection_register_object(
         connection, ITEM_PATH, g_dbus_node_info_lookup_interface(node, ITEM_INTERFACE), &item_vtable, n, NULL, &error);
     if (n->item_registration)
@@ -484,11 +467,10 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
     if (!n->item_registration || !n->menu_registration) {
         snprintf(error_text, error_size, "%s", error->message);
         g_error_free(error);
-        g_main_context_pop_thread_default(n->context);
+        g_main_context_pop_thread_default(n->main.context);
         if (n->item_registration) g_dbus_connection_unregister_object(connection, n->item_registration);
         n->item_registration = n->menu_registration = 0;
-        n->loop = (g_main_loop_unref(n->loop), NULL);
-        g_main_context_unref(n->context);
+        loop_thread_free(&n->main);
         g_dbus_node_info_unref(node);
         g_object_unref(connection);
         free_look(&n->look);
@@ -500,8 +482,8 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
     n->own_id = g_bus_own_name_on_connection(connection, bus_name, G_BUS_NAME_OWNER_FLAGS_NONE, NULL, NULL, NULL, NULL);
     n->watch_id = g_bus_watch_name_on_connection(connection, WATCHER_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE,
                                                  watcher_appeared, watcher_vanished, n, NULL);
-    g_main_context_pop_thread_default(n->context);
-    pthread_create(&n->thread, NULL, run_loop, n);
+    g_main_context_pop_thread_default(n->main.context);
+    loop_thread_start(&n->main);
     return n;
 }
 
@@ -534,7 +516,7 @@ void lanyard_status_notifier_update(lanyard_status_notifier *n, const lanyard_me
     }
     update->look = (item_look){copy(look->status), copy(look->icon_name), copy(look->title), copy(look->tooltip_title),
                                copy(look->tooltip_body), pixmaps(look)};
-    g_main_context_invoke_full(n->context, G_PRIORITY_DEFAULT, apply_update_source, update, free_update);
+    g_main_context_invoke_full(n->main.context, G_PRIORITY_DEFAULT, apply_update_source, update, free_update);
 }
 
 uint32_t lanyard_status_notifier_revision(lanyard_status_notifier *n) {
@@ -542,15 +524,13 @@ uint32_t lanyard_status_notifier_revision(lanyard_status_notifier *n) {
 }
 
 void lanyard_status_notifier_stop(lanyard_status_notifier *n) {
-    g_main_context_invoke(n->context, quit_loop, n);
-    pthread_join(n->thread, NULL);
+    loop_thread_join(&n->main);
     g_bus_unwatch_name(n->watch_id);
     g_bus_unown_name(n->own_id);
     g_dbus_connection_unregister_object(n->connection, n->item_registration);
     g_dbus_connection_unregister_object(n->connection, n->menu_registration);
     g_dbus_connection_flush_sync(n->connection, NULL, NULL);
-    g_main_loop_unref(n->loop);
-    g_main_context_unref(n->context);
+    loop_thread_free(&n->main);
     g_dbus_node_info_unref(n->node);
     g_object_unref(n->connection);
     free_entries(n->entries, n->entry_count);

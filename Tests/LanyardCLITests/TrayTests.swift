@@ -84,15 +84,25 @@ final class TrayDesktop: @unchecked Sendable {
         try runProcess("/usr/bin/gdbus", arguments, environment: environment)
     }
 
+    /// Fails at once, with what the tray said, when the tray this test started has ended: a
+    /// wait for it to show something would otherwise run out its whole bound in silence.
+    func checkTrayRuns() throws {
+        guard let tray, !tray.isRunning else { return }
+        let said = String(decoding: trayErrors?.fileHandleForReading.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        throw ServerError("the tray ended (status \(tray.terminationStatus)): \(said)")
+    }
+
     /// The watcher's RegisteredStatusNotifierItems, as gdbus prints it ("" while none runs).
     func registeredItems() throws -> String {
-        try gdbus(["call", "--session", "--dest", "org.kde.StatusNotifierWatcher", "--object-path", "/StatusNotifierWatcher",
+        try checkTrayRuns()
+        return try gdbus(["call", "--session", "--dest", "org.kde.StatusNotifierWatcher", "--object-path", "/StatusNotifierWatcher",
                    "--method", "org.freedesktop.DBus.Properties.Get", "org.kde.StatusNotifierWatcher", "RegisteredStatusNotifierItems"]).1
     }
 
     /// libdbusmenu's own reading of the menu (JSON-like, one property a line).
     func dump(_ name: String) throws -> String {
-        try runProcess(Self.dumperBinary, ["--dbus-name=\(name)", "--dbus-object=/MenuBar"], environment: environment).1
+        try checkTrayRuns()
+        return try runProcess(Self.dumperBinary, ["--dbus-name=\(name)", "--dbus-object=/MenuBar"], environment: environment).1
     }
 
     /// Sends dbusmenu's Event "clicked" for `id`, as a host does when the entry is chosen.
@@ -108,8 +118,9 @@ final class TrayDesktop: @unchecked Sendable {
 }
 
 /// Waits until `condition` holds, checking every 50 ms, for at most `seconds` (a bound, not a
-/// schedule: each check is an event the test waits for); fails with `what` and the last value.
-func eventually(_ what: String, seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation,
+/// schedule: each check is an event the test waits for; a tray starting while `swift test` starts
+/// hundreds of tests at once on two cores has taken over 20 s); fails with `what` and the last value.
+func eventually(_ what: String, seconds: Double = 90, sourceLocation: SourceLocation = #_sourceLocation,
                 _ probe: () throws -> String, until condition: (String) -> Bool) async throws -> String {
     let deadline = ContinuousClock.now + .seconds(seconds)
     var last = ""
@@ -191,7 +202,7 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         }
         // A switch made in a terminal is in the next dump (inotify, no poll).
         #expect(try env.run("switch", "work").status == 0)
-        _ = try await eventually("the menu follows `lanyard switch work`", seconds: 5, { try desktop.dump(name) }) { dump in
+        _ = try await eventually("the menu follows `lanyard switch work`", seconds: 30, { try desktop.dump(name) }) { dump in
             dumpedEntries(dump).contains { $0.label.hasPrefix("work ") && $0.toggle == 1 }
         }
         // An unknown entry is an error, not a crash.

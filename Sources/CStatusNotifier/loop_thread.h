@@ -1,0 +1,27 @@
+#ifndef LANYARD_LOOP_THREAD_H
+#define LANYARD_LOOP_THREAD_H
+
+// A GLib main loop with a context of its own, run on a thread of its own: the tray item and the
+// notifications each serve their D-Bus callbacks from one, so no caller ever waits for the bus.
+// Internal to CStatusNotifier (not under include/).
+
+#include <gio/gio.h>
+#include <pthread.h>
+
+typedef struct {
+    GMainContext *context;
+    GMainLoop *loop;
+    pthread_t thread;
+} loop_thread;
+
+/// Makes the context and its loop; callbacks set up between push and pop of `context` as the
+/// thread default go to it.
+void loop_thread_init(loop_thread *t);
+/// Starts the thread that runs the loop.
+void loop_thread_start(loop_thread *t);
+/// Quits the loop and joins its thread (never from that thread).
+void loop_thread_join(loop_thread *t);
+/// Frees the loop and the context (after loop_thread_join, or instead of ever starting).
+void loop_thread_free(loop_thread *t);
+
+#endif
