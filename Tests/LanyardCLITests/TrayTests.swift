@@ -306,8 +306,11 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         #expect(dumpedEntries(after).first { $0.label.hasPrefix("home ") }?.id == home.id, "\(after)")
         #expect(try desktop.click(name, id: home.id).0 == 0)
         _ = try await eventually("the old id still switched to home", { try Registry(paths: env.paths).load().active?.name ?? "" }) { $0 == "home" }
-        let auth = try String(contentsOfFile: env.codexHome + "/auth.json", encoding: .utf8)
-        #expect(auth.contains(accounts["home"]!) && !auth.contains(accounts["work"]!), "Codex's auth.json follows the click")
+        // The switch writes the registry, then Codex's auth.json: wait for the second.
+        let auth = try await eventually("Codex's auth.json follows the click", {
+            (try? String(contentsOfFile: env.codexHome + "/auth.json", encoding: .utf8)) ?? ""
+        }) { $0.contains(accounts["home"]!) }
+        #expect(!auth.contains(accounts["work"]!))
         #expect(desktop.stopTray().0 == 0)
     }
 
