@@ -20,8 +20,11 @@ package struct TrayService: Sendable {
         package var environment: [String: String] = [:]
         /// A time for people ("in 2 h (14:05)").
         package var describe: @Sendable (Date) -> String = { "at \(RFC3339.string(from: $0))" }
-        /// What "Sign in again…" and "Open usage details" start (the CLI opens a terminal).
-        package var launch: @Sendable (TrayAction) -> Void = { _ in }
+        /// What "Sign in again…" and "Open usage details" start (the CLI opens a terminal); nil,
+        /// or why it could not.
+        package var launch: @Sendable (TrayAction) -> String? = { _ in "no terminal" }
+        /// Opens a provider's page in the browser: "Open usage details" without a terminal.
+        package var openPage: @Sendable (URL) -> Void = { _ in }
         /// One line about something that went wrong (a failed switch, a refused registration).
         package var diagnostics: @Sendable (String) -> Void = { _ in }
 
@@ -210,8 +213,19 @@ package struct TrayService: Sendable {
             case .best:
                 let chosen = try await manager.bestSlot().chosen()
                 _ = try await manager.switchActive(to: chosen.slot, environment: options.environment, reason: .best(usedPercent: chosen.usedPercent))
-            case .signIn, .openUsage:
-                options.launch(action)
+            case .signIn:
+                if let problem = options.launch(action) { options.diagnostics(problem) }
+            case .openUsage:
+                guard let problem = options.launch(action) else { break }
+                // No terminal: the active slot's provider's own usage page, where there is one.
+                let document = try await loadRegistry()
+                let provider = document.active.flatMap { document.slots[$0]?.provider }
+                if let page = provider.flatMap({ manager.config.providers[$0]?.usagePageURL }) {
+                    options.diagnostics("\(problem): opening the usage page in the browser instead")
+                    options.openPage(page)
+                } else {
+                    options.diagnostics(problem)
+                }
             case .refresh, .quit:
                 break  // handled by the loop
             }

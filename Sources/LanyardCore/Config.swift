@@ -163,6 +163,10 @@ public struct ProviderConfig: Hashable, Sendable {
     public var revocationEndpoint: URL?
     /// ChatGPT backend base for the usage endpoint (openai).
     public var usageBaseURL: URL?
+    /// The provider's own page of the account's usage, for people (`usage-page-url`): the tray's
+    /// "Open usage details" opens it in the browser when there is no terminal to run
+    /// `lanyard usage --all` in.
+    public var usagePageURL: URL?
     /// Environment variables `lanyard exec`/`env` set, mapped to a token field
     /// (`access_token`, `id_token`, `account_id`).
     public var environment: [String: String]
@@ -210,8 +214,13 @@ public struct ProviderConfig: Hashable, Sendable {
     }()
 
     /// ChatGPT sign-in with the Codex CLI's public client.
-    public static let openAI = ProviderConfig(
-        id: "openai", kind: .openai, issuer: URL(string: "https://auth.openai.com")!,
-        clientID: "app_EMoamEEZ73f0CkXaXp7hrann", scopes: ["openid", "profile", "email", "offline_access"],
-        usageBaseURL: URL(string: "https://chatgpt.com")!, environment: [:])
+    public static let openAI: ProviderConfig = {
+        var openAI = ProviderConfig(
+            id: "openai", kind: .openai, issuer: URL(string: "https://auth.openai.com")!,
+            clientID: "app_EMoamEEZ73f0CkXaXp7hrann", scopes: ["openid", "profile", "email", "offline_access"],
+            usageBaseURL: URL(string: "https://chatgpt.com")!, environment: [:])
+        // The page Codex's own usage-limit messages send people to.
+        openAI.usagePageURL = URL(string: "https://chatgpt.com/codex/settings/usage")!
+        return openAI
+    }()
 }

@@ -104,7 +104,7 @@ package enum ConfigFile {
     /// The keys of a `[provider.ID]` section (besides `env.NAME`).
     static let providerKeys: Set<String> = [
         "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint", "authorization-endpoint",
-        "token-endpoint", "revocation-endpoint", "usage-base-url", "git-username", "kube-token",
+        "token-endpoint", "revocation-endpoint", "usage-base-url", "usage-page-url", "git-username", "kube-token",
     ]
 
     /// Typed reads of one key file, each failing with a ``ConfigError`` that names the key.
@@ -488,6 +488,7 @@ package enum ConfigFile {
             tokenEndpoint: try url(group, "token-endpoint"), revocationEndpoint: try url(group, "revocation-endpoint"),
             usageBaseURL: try url(group, "usage-base-url") ?? base?.usageBaseURL, environment: environment)
         provider.authorizationEndpoint = try url(group, "authorization-endpoint")
+        provider.usagePageURL = try url(group, "usage-page-url") ?? base?.usagePageURL
         if base?.id == "github" {
             provider.deviceAuthorizationEndpoint = provider.deviceAuthorizationEndpoint ?? base?.deviceAuthorizationEndpoint
             provider.tokenEndpoint = provider.tokenEndpoint ?? base?.tokenEndpoint

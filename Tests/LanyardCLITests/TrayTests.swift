@@ -387,4 +387,35 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         #expect(shown.contains("work") && shown.contains("41%") && shown.contains("Press Enter to close"), "\(shown)")
         #expect(desktop.stopTray().0 == 0)
     }
+
+    /// No terminal to run `lanyard usage --all` in: "Open usage details" opens the active slot's
+    /// provider's usage page in the browser (xdg-open; a stand-in records the URL) and says why.
+    @Test func usageDetailsWithoutATerminalOpenTheProvidersPage() async throws {
+        let env = try await IntegrationHome()
+        try await env.signIn("work", email: "work@x.com")
+        #expect(try env.run("switch", "work").status == 0)
+        let bin = env.home.root + "/bin", opened = env.home.root + "/opened"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try """
+        #!/bin/sh
+        # A stand-in for xdg-open: records the URL it was given.
+        printf '%s\\n' "$@" > "\(opened).tmp" && /bin/mv "\(opened).tmp" "\(opened)"
+        """.write(toFile: bin + "/xdg-open", atomically: true, encoding: .utf8)
+        chmod(bin + "/xdg-open", 0o755)
+        let desktop = try TrayDesktop(root: env.home.root)
+        try desktop.startWatcher()
+        // PATH holds the stand-in xdg-open and no x-terminal-emulator.
+        let name = try desktop.startTray(env.home, extraEnvironment: ["PATH": bin])
+        let dump = try await eventually("the menu has work", { try desktop.dump(name) }) { $0.contains("work@x.com") }
+        let usage = try #require(dumpedEntries(dump).first { $0.label == "Open usage details" })
+        #expect(try desktop.click(name, id: usage.id).0 == 0)
+        let url = try await eventually("the usage page was opened", {
+            (try? String(contentsOfFile: opened, encoding: .utf8)) ?? ""
+        }) { !$0.isEmpty }
+        #expect(url == "https://chatgpt.com/codex/settings/usage\n")
+        let (status, errors) = desktop.stopTray()
+        #expect(status == 0)
+        #expect(errors.contains("x-terminal-emulator is not installed): opening the usage page in the browser instead"), "\(errors)")
+    }
 }
+

@@ -29,6 +29,18 @@ import Testing
         #expect(throws: ConfigError.self) { try parse("[provider.openai]\nissuer = http://127.0.0.1.evil.example\n") }
     }
 
+    /// `usage-page-url`: ChatGPT's usage page by default, replaceable, https only; generic
+    /// providers have none unless the config names one.
+    @Test func usagePageURL() throws {
+        #expect(try parse("").config.providers["openai"]?.usagePageURL?.absoluteString == "https://chatgpt.com/codex/settings/usage")
+        #expect(try parse("[provider.openai]\nusage-page-url = https://usage.example/me\n").config.providers["openai"]?.usagePageURL?
+            .absoluteString == "https://usage.example/me")
+        let corp = "[provider.corp]\ntype = device-code\nissuer = https://id.example\nclient-id = c\n"
+        #expect(try parse(corp).config.providers["corp"]?.usagePageURL == nil)
+        #expect(throws: ConfigError.self) { try parse(corp + "usage-page-url = http://usage.example/\n") }
+        #expect(throws: ConfigError.self) { try parse(corp + "usage-page-url = file:///etc/passwd\n") }
+    }
+
     /// `env.NAME` must be a name every shell `lanyard env` writes for accepts.
     @Test func envNamesAreShellIdentifiers() throws {
         for bad in ["1BAD", "É", "A-B", "A B", "a.b", "ÅX"] {

@@ -22,7 +22,8 @@ extension AgentCommands {
         registers it with org.kde.StatusNotifierWatcher, waiting for one when none runs and again after it restarts. \
         Its menu has one radio entry per slot (email, plan, each usage window's percentage and reset; the active one \
         checked; choosing one switches as `lanyard switch` does), Best account now, Refresh now, Sign in again… \
-        (`lanyard login SLOT` in a terminal) and Open usage details (`lanyard usage --all` in a terminal). It follows \
+        (`lanyard login SLOT` in a terminal) and Open usage details (`lanyard usage --all` in a terminal; without one, the \
+        provider's usage page in the browser). It follows \
         changes of the registry made anywhere at once; usage is asked at start, of the active slot every [switch] poll \
         seconds while [desktop] notify is on, and of the others when the menu opens and their figures are older than \
         that. When the active slot's usage reaches a [desktop] notify percentage (80 and 95 by default; off: never) a \
@@ -58,9 +59,8 @@ extension AgentCommands {
         options.diagnostics = { stderr.line("lanyard tray: \($0)") }
         let lanyard = NetworkHandoff.frontExecutable()
         let environment = inv.context.environment
-        options.launch = { action in
-            if let problem = TrayTerminal.open(action, lanyard: lanyard, environment: environment) { stderr.line("lanyard tray: \(problem)") }
-        }
+        options.launch = { action in TrayTerminal.open(action, lanyard: lanyard, environment: environment) }
+        options.openPage = { page in SignInProgress.open(page, what: "the usage page", err: stderr, environment: environment) }
         let service = TrayService(manager: manager, options: options)
         try inv.runAsync { try await service.run() }
         return .ok
