@@ -43,6 +43,9 @@ extension IntegrationHome {
         #expect(stored.account.email == "ci@example.com" && stored.account.accountID != nil)
         let record = try #require(try Registry(paths: env.paths).load().slots[try Slot("ci")])
         #expect(!record.rotates)
+        let list = try env.run("list", "--json")
+        let listed = (try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]]
+        #expect(listed?.first?["rotates"] as? Bool == false, "\(list.stdout)")
 
         let refresh = try env.run("refresh", "ci")
         #expect(refresh.status == 0 && refresh.stdout.contains("does not rotate"), "\(refresh.stdout)\(refresh.stderr)")
@@ -67,6 +70,22 @@ extension IntegrationHome {
                                #"grep -q '"personal_access_token"' "$CODEX_HOME/auth.json" && ! grep -q '"tokens"' "$CODEX_HOME/auth.json""#)
         #expect(exec.status == 0, "\(exec.stderr)")
         #expect(try env.stored("ci") == stored)
+    }
+
+    /// Typed at a terminal: asked for with a prompt that does not echo it, and never shown.
+    @Test func typedAtATerminalTheTokenIsNotEchoed() async throws {
+        let env = try await IntegrationHome()
+        let token = try await env.personalAccessToken(email: "ci@example.com")
+        let environment = env.home.environment.merging(["CODEX_HOME": env.codexHome]) { $1 }
+        let terminal = try TerminalRun(lanyardBinary(), ["login", "ci", "--with-access-token"], environment: environment)
+        try await terminal.answer("Access token (not shown): ", with: token)
+        let (status, text) = try await terminal.finish()
+        let shownOnTheTerminal = text.contains(token)  // apart: a failed #expect would print it
+        #expect(status == 0 && !shownOnTheTerminal)
+        #expect(text.contains("does not rotate"))
+        let stored = try env.stored("ci")
+        let storedAsTyped = stored.tokens.accessToken == token
+        #expect(storedAsTyped && stored.isPersonalAccessToken)
     }
 
     @Test func badTokensStoreNothing() async throws {

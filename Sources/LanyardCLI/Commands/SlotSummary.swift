@@ -5,7 +5,7 @@ import LanyardSupport
 /// A slot as `list`, `status` and `--json` show it: registry data, never a secret.
 struct SlotSummaryView: JSONView {
     static let keys = ["slot", "active", "provider", "backend", "email", "plan", "plan_name", "account_id", "fedramp",
-                       "state", "state_message", "expires_at", "last_refresh", "last_error", "shared"]
+                       "state", "state_message", "expires_at", "last_refresh", "last_error", "shared", "rotates"]
     let slot: Slot
     let record: SlotRecord
     let active: Bool
@@ -22,7 +22,7 @@ struct SlotSummaryView: JSONView {
             ("fedramp", .bool(record.account.isFedRAMPAccount)), ("last_error", .optional(record.lastErrorCode)),
             ("last_refresh", .date(record.lastRefresh)), ("plan", .optional(record.account.plan?.rawValue)),
             ("plan_name", .optional(record.account.plan?.displayName)), ("provider", .string(record.provider)),
-            ("shared", .optional(shared)), ("slot", .string(slot.name)), ("state", .string(record.state.name)), ("state_message", .optional(stateMessage)),
+            ("rotates", .bool(record.rotates)), ("shared", .optional(shared)), ("slot", .string(slot.name)), ("state", .string(record.state.name)), ("state_message", .optional(stateMessage)),
         ]
     }
 
