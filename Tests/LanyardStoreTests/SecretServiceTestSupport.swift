@@ -279,45 +279,6 @@ func isolatedEnvironment(in scratch: ScratchDirectory) throws -> [String: String
     return env
 }
 
-/// A gnome-keyring-daemon (secrets only) on a given bus, unlocked with `password`, keeping its
-/// keyrings under the environment's XDG_DATA_HOME.
-final class KeyringDaemon {
-    let process: Process
-    var pid: pid_t { process.processIdentifier }
-
-    init(environment: [String: String], password: String) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/gnome-keyring-daemon")
-        process.arguments = ["--foreground", "--unlock", "--components=secrets"]
-        process.environment = environment
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data(password.utf8))
-        try input.fileHandleForWriting.close()
-        let wait = try runTool("gdbus", ["wait", "--session", "--timeout", "10", "org.freedesktop.secrets"],
-                               environment: environment)
-        guard wait.status == 0 else {
-            Foundation.kill(pid, SIGKILL)
-            throw KeyringTestError.tool("gnome-keyring-daemon did not appear on the bus: \(wait.stderr)")
-        }
-    }
-
-    func kill(signal: Int32 = SIGKILL) {
-        Foundation.kill(pid, signal)
-        if signal == SIGKILL || signal == SIGTERM { process.waitUntilExit() }
-    }
-
-    deinit {
-        if process.isRunning {
-            Foundation.kill(pid, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
-}
-
 /// Re-runs one test of this binary in a child process with `environment`: the child's session bus
 /// (or its absence) is fixed when libsecret first connects, so other D-Bus setups need their own
 /// process. The child test is enabled only by LANYARD_STORE_PROBE. Returns the child's output.
