@@ -1,6 +1,7 @@
 // libFuzzer harness for the files Lanyard reads that other hands may have written: config.ini
 // (read by GLib's key-file parser, as in Lanyard, then interpreted), `.lanyard` pins, Codex's
-// auth.json, the plaintext of an export bundle, and the registry.
+// auth.json, the plaintext of an export bundle, the registry, and the tray's record of the
+// notifications it gave.
 // Built by scripts/fuzz.sh against LanyardStore and LanyardIntegrations (and the modules below
 // them). Every input is tried as each of them.
 // Beyond "does not crash": what parses round-trips through Lanyard's own encoding unchanged (an
@@ -85,6 +86,17 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard streaming == whole else { fatalError("the registry reads differently streaming (\(String(describing: streaming))) and whole (\(String(describing: whole)))") }
     if let whole, (try? RegistryDocument.decodeStreaming(whole.jsonData(pretty: true), source: "registry.json")) != whole {
         fatalError("registry round trip changed it")
+    }
+
+    // The tray's tray-notified.json: all of it or nothing, and what it keeps round-trips.
+    let notified = UsageAlerts.decode(bytes, path: "tray-notified.json")
+    if let problem = notified.problem {
+        guard notified.notified.isEmpty else { fatalError("a damaged tray-notified.json was partly kept") }
+        assertPrintable(problem, "a tray-notified.json problem")
+    } else if !notified.notified.isEmpty {
+        let alerts = UsageAlerts(percents: [80, 95], notified: notified.notified)
+        let again = UsageAlerts.decode(alerts.encoded(), path: "tray-notified.json")
+        guard again.problem == nil, again.notified == alerts.notified else { fatalError("tray-notified.json round trip changed it") }
     }
     return 0
 }

@@ -124,6 +124,12 @@ package struct UsageAlerts: Sendable, Equatable {
         } catch {
             return ([], "cannot read \(path): \(error.userFacingDescription); notifications may repeat")
         }
+        return decode(data, path: path)
+    }
+
+    /// What `data` (the file at `path`) says was notified, or why it is ignored: all of it or
+    /// nothing, never part of a damaged file.
+    package static func decode(_ data: Data, path: String) -> (notified: [NotifiedWindow], problem: String?) {
         guard let value = try? JSONValue.parse(data), value["version"]?.number == 1, case .array(let items)? = value["windows"] else {
             return ([], "\(path) is damaged (not the JSON Lanyard writes); it is ignored and notifications may repeat")
         }
@@ -142,12 +148,17 @@ package struct UsageAlerts: Sendable, Equatable {
     /// Saves ``notified`` durably (0600, replaced whole). Blocks: not on a cooperative thread.
     package func save(_ paths: Paths) throws {
         try SecureFiles.ensureDirectory(paths.stateDirectory)
+        try SecureFiles.atomicWrite(encoded(), to: Self.path(paths))
+    }
+
+    /// The file ``save(_:)`` writes.
+    package func encoded() -> Data {
         let windows = notified.map { entry in
             JSONValue.object(["slot": .string(entry.slot.name), "window": .string(entry.window), "resets_at": JSONValue.date(entry.resetsAt),
                               "percent": .number(Double(entry.percent))]).droppingNulls
         }
         let value = JSONValue.object(["version": .number(1), "windows": .array(windows)])
-        try SecureFiles.atomicWrite(Data((value.serialized(pretty: true) + "\n").utf8), to: Self.path(paths))
+        return Data((value.serialized(pretty: true) + "\n").utf8)
     }
 }
 
