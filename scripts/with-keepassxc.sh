@@ -100,6 +100,7 @@ mkdir "$root/dbus-services"
 . "$(dirname "$0")/lib/session-bus.sh"
 session_bus_config "$root/bus.conf" "$root/runtime" "$root/dbus-services"
 status=0
+export LANYARD_SCRIPTS_LIB="$here/scripts/lib"
 dbus-run-session --config-file="$root/bus.conf" -- sh -c '
   log="$1"; shift
   fail() { echo "with-keepassxc: $*" >&2; sed "s/^/  keepassxc: /" "$log" >&2; exit 97; }
@@ -152,10 +153,7 @@ dbus-run-session --config-file="$root/bus.conf" -- sh -c '
       fail "cannot point the default alias at $coll"
   fi
   # Usable: a probe item stored into the default alias, read back and deleted.
-  st() { timeout 5 secret-tool "$@" 2>>"$log"; }
-  printf probe | st store --label=lanyard-probe lanyard-probe ready || fail "secret-tool store into the default collection failed"
-  [ "$(st lookup lanyard-probe ready)" = probe ] || fail "secret-tool lookup did not return the probe"
-  st clear lanyard-probe ready || fail "secret-tool clear failed"
-  ! st lookup lanyard-probe ready >/dev/null || fail "the probe item survived secret-tool clear"
+  . "$LANYARD_SCRIPTS_LIB/secret-service-probe.sh"
+  probe_secret_service
   "$@"' with-keepassxc "$root/keepassxc.log" "$@" || status=$?
 exit $status

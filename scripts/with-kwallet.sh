@@ -74,6 +74,7 @@ mkdir "$root/dbus-services"
 . "$(dirname "$0")/lib/session-bus.sh"
 session_bus_config "$root/bus.conf" "$root/runtime" "$root/dbus-services"
 status=0
+export LANYARD_SCRIPTS_LIB="$here/scripts/lib"
 dbus-run-session --config-file="$root/bus.conf" -- sh -c '
   log="$1"; shift
   dir=$(dirname "$log")
@@ -124,10 +125,7 @@ dbus-run-session --config-file="$root/bus.conf" -- sh -c '
   gdbus call $svc --method org.freedesktop.Secret.Service.ReadAlias default 2>/dev/null | grep -q "$coll" ||
     fail "the default alias does not name $coll (Default Wallet in kwalletrc)"
   # Usable: a probe item stored into the default alias, read back and deleted.
-  st() { timeout 5 secret-tool "$@" 2>>"$log"; }
-  printf probe | st store --label=lanyard-probe lanyard-probe ready || fail "secret-tool store into the default collection failed"
-  [ "$(st lookup lanyard-probe ready)" = probe ] || fail "secret-tool lookup did not return the probe"
-  st clear lanyard-probe ready || fail "secret-tool clear failed"
-  ! st lookup lanyard-probe ready >/dev/null || fail "the probe item survived secret-tool clear"
+  . "$LANYARD_SCRIPTS_LIB/secret-service-probe.sh"
+  probe_secret_service
   "$@"' with-kwallet "$root/kwalletd.log" "$@" || status=$?
 exit $status

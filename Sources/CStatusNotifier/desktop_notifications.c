@@ -120,14 +120,8 @@ static void signal_received(GDBusConnection *connection, const gchar *sender, co
 
 lanyard_notifications *lanyard_notifications_start(lanyard_notify_reply_fn on_reply, lanyard_notification_signal_fn on_signal,
                                                    void *context, char *error_text, int error_size) {
-    GError *error = NULL;
-    GDBusConnection *connection = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
-    if (!connection) {
-        snprintf(error_text, error_size, "%s", error->message);
-        g_error_free(error);
-        return NULL;
-    }
-    g_dbus_connection_set_exit_on_close(connection, FALSE);
+    GDBusConnection *connection = session_bus(error_text, error_size);
+    if (!connection) return NULL;
     lanyard_notifications *n = g_malloc0(sizeof *n);
     n->connection = connection;
     n->on_reply = on_reply;

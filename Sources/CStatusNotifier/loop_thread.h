@@ -1,9 +1,9 @@
 #ifndef LANYARD_LOOP_THREAD_H
 #define LANYARD_LOOP_THREAD_H
 
-// A GLib main loop with a context of its own, run on a thread of its own: the tray item and the
-// notifications each serve their D-Bus callbacks from one, so no caller ever waits for the bus.
-// Internal to CStatusNotifier (not under include/).
+// What the tray item and the notifications share: a GLib main loop with a context of its own, run
+// on a thread of its own, and the session bus. Each serves its D-Bus callbacks from its own loop,
+// so no caller ever waits for the bus. Internal to CStatusNotifier (not under include/).
 
 #include <gio/gio.h>
 #include <pthread.h>
@@ -23,5 +23,9 @@ void loop_thread_start(loop_thread *t);
 void loop_thread_join(loop_thread *t);
 /// Frees the loop and the context (after loop_thread_join, or instead of ever starting).
 void loop_thread_free(loop_thread *t);
+
+/// GIO's shared connection to the session bus, which does not end the process when the bus goes
+/// away; NULL with GIO's message in `error_text` (size `error_size`) when it cannot be reached.
+GDBusConnection *session_bus(char *error_text, int error_size);
 
 #endif

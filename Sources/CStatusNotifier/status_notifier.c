@@ -432,14 +432,9 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
                                                        lanyard_menu_event_fn on_event,
                                                        lanyard_registered_fn on_registered, void *context,
                                                        char *error_text, int error_size) {
+    GDBusConnection *connection = session_bus(error_text, error_size);
+    if (!connection) return NULL;
     GError *error = NULL;
-    GDBusConnection *connection = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
-    if (!connection) {
-        snprintf(error_text, error_size, "%s", error->message);
-        g_error_free(error);
-        return NULL;
-    }
-    g_dbus_connection_set_exit_on_close(connection, FALSE);
     GDBusNodeInfo *node = g_dbus_node_info_new_for_xml(introspection_xml, &error);
     if (!node) {  // the XML above is fixed: only a broken GLib gets here
         snprintf(error_text, error_size, "%s", error->message);
