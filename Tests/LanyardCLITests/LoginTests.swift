@@ -577,7 +577,7 @@ struct LoginRig {
         kill(running.process.processIdentifier, SIGINT)
         let result = await running.finish()
         #expect(result.status == 130, "\(result.stderr)")
-        #expect(Date().timeIntervalSince(sent) < 15)  // not after the server's 30 s
+        #expect(Date().timeIntervalSince(sent) < 25)  // not after the server's 30 s (a loaded machine has taken 17 s)
         let error = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["error"] as? [String: Any]
         #expect(error?["code"] as? String == "cancelled_sign_in")
         #expect(try h.registry.load().slots.isEmpty)

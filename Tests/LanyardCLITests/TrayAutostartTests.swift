@@ -88,10 +88,17 @@ import Testing
     @Test func aSecondTrayInTheSessionExitsAtOnce() async throws {
         let home = TestHome()
         home.withoutSessionBus = true
+        // Slots in the file store, as in the other tray tests. With no config (backend auto) the
+        // first tray, started among the hundreds of tests of a parallel run, twice never reached
+        // its StatusNotifier in 90 s (GIO's threads were up, the item's loop thread was not):
+        // under investigation, see the stop's closing note; this test is about one tray a session.
+        try home.writeConfig("[store]\nbackend = file\n")
         let desktop = try TrayDesktop(root: home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(home)
-        _ = try await eventually("the watcher lists the first tray", { try desktop.registeredItems() }) { $0.contains(name) }
+        _ = try await eventually("the watcher lists the first tray", {
+            try desktop.registeredItems() + "\ntray said: " + desktop.trayStderrSoFar()
+        }) { $0.contains(name) }
         let pid = String(name.split(separator: "-")[1])
 
         let second = try home.run(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": desktop.address])

@@ -80,6 +80,22 @@ final class TrayDesktop: @unchecked Sendable {
 
     var trayIsRunning: Bool { tray?.isRunning ?? false }
 
+    /// What the running tray has written to stderr so far (without waiting for more).
+    func trayStderrSoFar() -> String {
+        guard let fd = trayErrors?.fileHandleForReading.fileDescriptor else { return "" }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var out = Data(), buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            out.append(contentsOf: buffer[0..<n])
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        stderrSeen += String(decoding: out, as: UTF8.self)
+        return stderrSeen
+    }
+    private var stderrSeen = ""
+
     func gdbus(_ arguments: [String]) throws -> (Int32, String, String) {
         try runProcess("/usr/bin/gdbus", arguments, environment: environment)
     }
