@@ -89,9 +89,9 @@ import Testing
         let home = TestHome()
         home.withoutSessionBus = true
         // Slots in the file store, as in the other tray tests. With no config (backend auto) the
-        // first tray, started among the hundreds of tests of a parallel run, in four of six runs never reached
-        // its StatusNotifier in 90 s (GIO's threads were up, the item's loop thread was not):
-        // under investigation, see the stop's closing note; this test is about one tray a session.
+        // first tray, started among the hundreds of tests of a parallel run, in four of six runs
+        // never registered with the watcher in 90 s, alive and silent: under investigation (see
+        // the closing note of stop 38); this test is about one tray a session.
         try home.writeConfig("[store]\nbackend = file\n")
         let desktop = try TrayDesktop(root: home.root)
         try desktop.startWatcher()
