@@ -148,7 +148,7 @@ package struct TrayService: Sendable {
                         continue inputLoop
                     case .notification(let event):
                         guard let action = notices.action(for: event) else { continue inputLoop }
-                        await perform(action)
+                        await perform(action, document: document)
                         document = await reload(document)
                     case .desktop(.menuOpened):
                         // The menu shows every slot: refresh those checked longer ago than the poll.
@@ -161,7 +161,7 @@ package struct TrayService: Sendable {
                         guard let action = model.actions[id] else { continue inputLoop }
                         if action == .quit { break inputLoop }
                         if case .refresh(let slot) = action { fetch([slot]); continue inputLoop }
-                        await perform(action)
+                        await perform(action, document: document)
                         document = await reload(document)
                     }
                     let rebuilt = TrayModel(document: document, usage: usage, ids: &ids, describe: options.describe)
@@ -205,7 +205,9 @@ package struct TrayService: Sendable {
         return previous
     }
 
-    private func perform(_ action: TrayAction) async {
+    /// Does what an entry or a notification's button asks; `document` is the registry as the
+    /// tray last read it.
+    private func perform(_ action: TrayAction, document: RegistryDocument) async {
         do {
             switch action {
             case .switchTo(let slot):
@@ -218,7 +220,6 @@ package struct TrayService: Sendable {
             case .openUsage:
                 guard let problem = options.launch(action) else { break }
                 // No terminal: the active slot's provider's own usage page, where there is one.
-                let document = try await loadRegistry()
                 let provider = document.active.flatMap { document.slots[$0]?.provider }
                 if let page = provider.flatMap({ manager.config.providers[$0]?.usagePageURL }) {
                     options.diagnostics("\(problem): opening the usage page in the browser instead")

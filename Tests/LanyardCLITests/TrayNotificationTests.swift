@@ -33,13 +33,7 @@ final class NotificationServer: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         // It says "ready" once it owns org.freedesktop.Notifications (or ends, failing).
-        var said = Data()
-        while !said.contains(0x0a) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            said += chunk
-        }
-        guard String(decoding: said, as: UTF8.self).hasPrefix("ready") else {
+        guard firstLine(of: output).hasPrefix("ready") else {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             throw ServerError("the notification server did not start")

@@ -25,13 +25,7 @@ package final class PrivateSessionBus: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         // The first line it prints is the address.
-        var line = Data()
-        while !line.contains(0x0a) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        address = String(decoding: line.prefix { $0 != 0x0a }, as: UTF8.self)
+        address = firstLine(of: output)
         guard address.hasPrefix("unix:") else {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -68,3 +68,15 @@ package func inProcessOfItsOwn(_ filter: String, ownKeyring: Bool = false, sourc
             sourceLocation: sourceLocation)
 }
 #endif
+
+/// The first line `pipe` carries (without its newline), or what came before it ended: for a
+/// child that announces itself on stdout ("ready", an address) before it serves.
+package func firstLine(of pipe: Pipe) -> String {
+    var line = Data()
+    while !line.contains(0x0a) {
+        let chunk = pipe.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        line += chunk
+    }
+    return String(decoding: line.prefix { $0 != 0x0a }, as: UTF8.self)
+}
