@@ -358,15 +358,16 @@ static void registered(GObject *source, GAsyncResult *result, gpointer data) {
         if (n->on_registered) n->on_registered(n->callback_context);
         return;
     }
-    // A watcher that has just started may answer before its object exists: try again, 100 ms,
-    // 200 ms, … later (about 25 s in all), while the same watcher runs.
-    if (n->watcher_owner && n->attempts < 8) {
-        GSource *timer = g_timeout_source_new(100u << n->attempts);
+    // A watcher that has just started may answer before its object exists, and on a busy machine
+    // it may take long to: try again 100 ms, 200 ms, … later, then every 6.4 s, for as long as the
+    // same watcher runs (giving up would leave the item unshown until the watcher restarts). Said
+    // once, after the eighth refusal (about 25 s).
+    if (n->watcher_owner) {
+        if (n->attempts == 8) fprintf(stderr, "lanyard: the StatusNotifierWatcher refused the item: %s (still trying)\n", error->message);
+        GSource *timer = g_timeout_source_new(100u << (n->attempts < 6 ? n->attempts : 6));
         g_source_set_callback(timer, retry_registration, n, NULL);
         g_source_attach(timer, n->main.context);
         g_source_unref(timer);
-    } else if (n->watcher_owner) {
-        fprintf(stderr, "lanyard: the StatusNotifierWatcher refused the item: %s\n", error->message);
     }
     g_error_free(error);
 }
