@@ -99,6 +99,68 @@ public struct FleetStatusReport: Sendable {
     public var leader: String?
     /// This machine's standing: `member`, `pending`, `outsider`, or `unknown` (etcd did not answer).
     public var standing: String
+    /// Why this machine writes nothing for the fleet now (nil: it may write).
+    public var alarm: Alarm?
+    /// Machines this machine removed whose etcd access is not known to be gone.
+    public var removedAccess: [RemovedAccess] = []
+
+    /// A standing ``FleetAlarm``, for people and scripts.
+    public struct Alarm: Sendable {
+        /// `membership_behind` or `forked`.
+        public var kind: String
+        /// The membership entry in question.
+        public var seq: Int64
+        /// What happened and what to do.
+        public var message: String
+        /// A fork's two entries: their fingerprints (what `fleet resolve` takes) and who signed them.
+        public var entries: [(fingerprint: String, about: String)]
+
+        init(_ alarm: FleetAlarm) {
+            kind = alarm.kind == .behind ? "membership_behind" : "forked"
+            seq = alarm.seq
+            message = alarm.error.userFacingDescription
+            entries = []
+            if alarm.kind == .forked {
+                if let ours = alarm.ours { entries.append((MachineIdentity.grouped(hex: hexBytes(ours)), "verified here")) }
+                entries.append((MachineIdentity.grouped(hex: hexBytes(alarm.digest)),
+                                alarm.theirs != nil ? "signed by \(alarm.signer)" : "named by \(alarm.signer) in \(alarm.source)"))
+            }
+        }
+    }
+
+    /// A removed machine's etcd access.
+    public struct RemovedAccess: Sendable {
+        public var machine: String
+        public var access: EtcdAccessStatus
+    }
+}
+
+/// What `fleet remove` did.
+public struct FleetRemoval: Sendable {
+    /// What became of one shared slot.
+    public struct SlotOutcome: Sendable, Equatable {
+        public enum Result: Sendable, Equatable {
+            /// Refreshed and written as `generation`, sealed to the members left: the removed
+            /// machine's refresh token is spent.
+            case rotated(generation: Int64)
+            /// A personal access token: nothing rotates it. Re-sealed; revoke it at the provider
+            /// (`page`, when config.ini names it) and store a new one.
+            case notRotatable(page: String?)
+            /// The rotation failed (why): re-sealed; sign it in again on a member.
+            case failed(reason: String)
+            /// The slot is no longer shared.
+            case unshared
+        }
+        public var slot: Slot
+        public var result: Result
+        public var rotated: Bool { if case .rotated = result { return true } else { return false } }
+    }
+    public var machine: String
+    /// False when only a join request was deleted.
+    public var wasMember: Bool
+    public var slots: [SlotOutcome]
+    /// The removed machine's etcd access (nil: it was not a member).
+    public var etcdAccess: EtcdAccessStatus?
 }
 
 extension AccountManager {
@@ -121,9 +183,68 @@ extension AccountManager {
         try openFleet().approve(machine: machine, fingerprint: fingerprint)
     }
 
-    /// `fleet remove`: the member can no longer read what is written from now on.
-    /// - Returns: the slots it could read (its copies hold a refresh token of their sign-in).
-    package func fleetRemove(machine: String) throws -> [Slot] { try openFleet().remove(machine: machine) }
+    /// `fleet remove`: a signed `remove` entry, then every shared slot rotated at once, each
+    /// under its locks and sealed only to the remaining members, so the removed machine's copy
+    /// holds a spent refresh token (it cannot refresh with it, and a member that missed the
+    /// removal holds a spent token too, never one that mints tokens for the removed machine).
+    /// A slot that cannot rotate (a personal access token) or whose rotation failed is re-sealed
+    /// and said so. Then the removed machine's etcd user is deleted where this machine may.
+    package func fleetRemove(machine: String) async throws -> FleetRemoval {
+        let fleet = try await Self.blocking { try self.openFleet() }
+        let (member, shared) = try await Self.blocking { try fleet.remove(machine: machine) }
+        guard let member else { return FleetRemoval(machine: machine, wasMember: false, slots: [], etcdAccess: nil) }
+        var outcomes: [FleetRemoval.SlotOutcome] = []
+        var reseal: [Slot] = []
+        for slot in shared {
+            outcomes.append(await rotateAfterRemoval(slot, fleet: fleet.name, reseal: &reseal))
+        }
+        if !reseal.isEmpty {
+            // Sealed again without the removed machine (what cannot rotate stays readable to it only
+            // as the copy it already had).
+            let only = reseal
+            _ = try? await Self.blocking { () -> [Slot] in
+                let (identity, _) = try fleet.memberIdentity()
+                return try fleet.resealAll(identity: identity, only: only)
+            }
+        }
+        let access = try await Self.blocking { fleet.revokeEtcdAccess(of: member) }
+        let rotated = outcomes.filter(\.rotated).map { JSONValue.string($0.slot.name) }
+        await BlockingExecutor.shared.run {
+            self.eventLog.append("fleet", slot: nil, fields: ["action": .string("removed"), "fleet": .string(fleet.name), "machine": .string(machine),
+                                                             "rotated": .array(rotated)])
+        }
+        return FleetRemoval(machine: machine, wasMember: true, slots: outcomes, etcdAccess: access)
+    }
+
+    /// One shared slot after a removal: a forced refresh (fetched from the fleet first when this
+    /// machine does not have it), which writes the next generation sealed to the members left.
+    private func rotateAfterRemoval(_ slot: Slot, fleet: String, reseal: inout [Slot]) async -> FleetRemoval.SlotOutcome {
+        if (try? await Self.blocking({ try self.registry.load().slots[slot] })) == nil {
+            if case .unavailable(_, let reason) = await fetchSharedSlot(slot) {
+                reseal.append(slot)
+                return FleetRemoval.SlotOutcome(slot: slot, result: .failed(reason: reason))
+            }
+        }
+        guard let record = try? await Self.blocking({ try self.registry.load().slots[slot] }) else {
+            return FleetRemoval.SlotOutcome(slot: slot, result: .unshared)
+        }
+        if !record.rotates {
+            reseal.append(slot)
+            return FleetRemoval.SlotOutcome(slot: slot, result: .notRotatable(page: config.providers[record.provider]?.tokensPageURL?.absoluteString))
+        }
+        do {
+            let credential = try await freshCredential(slot: slot, force: true)
+            let generation = SharedSlotState.loadIfReadable(slot, paths: paths)?.generation ?? 0
+            _ = credential
+            return FleetRemoval.SlotOutcome(slot: slot, result: .rotated(generation: generation))
+        } catch {
+            reseal.append(slot)
+            return FleetRemoval.SlotOutcome(slot: slot, result: .failed(reason: error.userFacingDescription))
+        }
+    }
+
+    /// `fleet resolve`: a person chose which entry of a forked membership log is the fleet's.
+    package func fleetResolve(keep fingerprint: String) throws -> Membership { try openFleet().resolveFork(keep: fingerprint) }
 
     /// `fleet share`: puts the slot's credential in the fleet, sealed to every member.
     /// - Returns: the etcd revision written.
@@ -350,7 +471,7 @@ extension AccountManager {
             // This machine refreshed last and the fleet holds the token it spent: write it there
             // at once, fenced on the value read (no lock: nothing newer can be lost).
             guard case .value(let value) = read else { return (slot, .current, nil) }
-            if let written = try fleet.write(slot, credential: local, replacing: value, membership: membership, identity: identity, fence: nil) {
+            if let written = try fleet.write(slot, credential: local, replacing: value, identity: identity, fence: nil) {
                 known.recordWrite(written)
                 try known.save(slot, paths: paths)
                 return (slot, .uploaded, nil)
@@ -366,7 +487,7 @@ extension AccountManager {
             defer { lock.release() }
             guard case .value(let value) = readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record),
                   value.generation == known.generation,
-                  let written = try fleet.write(slot, credential: local, replacing: value, membership: membership, identity: identity, fence: lock.fence) else {
+                  let written = try fleet.write(slot, credential: local, replacing: value, identity: identity, fence: lock.fence) else {
                 return (slot, .current, nil)
             }
             known.recordWrite(written)
@@ -422,7 +543,11 @@ extension AccountManager {
             report.members = membership.members
             let identity = try fleet.identity()
             if let identity, membership.member(holding: identity)?.machine == settings.machine { report.standing = "member" }
-            report.leader = try fleet.leaderName(membership: membership)
+            let (leader, ignoredLeaders) = try fleet.leaderName(membership: membership)
+            report.leader = leader
+            report.damaged += ignoredLeaders.map { "\(TerminalText.escaped($0.key)): \($0.problem)" }
+            report.alarm = fleet.alarm().map { FleetStatusReport.Alarm($0) }
+            report.removedAccess = fleet.removedMachinesAccess().map { FleetStatusReport.RemovedAccess(machine: $0.machine, access: $0.access) }
             for slot in try fleet.sharedSlots() {
                 let note = try fleet.refreshedNote(slot, membership: membership)
                 let state = SharedSlotState.loadIfReadable(slot, paths: paths)

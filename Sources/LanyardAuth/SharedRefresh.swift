@@ -78,7 +78,7 @@ extension AccountManager {
             // lock, which a killed holder's lease can keep for a while.
             if case .value(let value) = unlocked,
                let written = try? await Self.blocking({ [current] in
-                   try fleet.write(slot, credential: current, replacing: value, membership: membership, identity: identity, fence: nil)
+                   try fleet.write(slot, credential: current, replacing: value, identity: identity, fence: nil)
                }) {
                 state.recordWrite(written)
                 try await save(state, slot)
@@ -142,7 +142,7 @@ extension AccountManager {
                 // This machine's tokens are newer than the fleet's (a refresh whose fleet write
                 // never landed): write them, or the next machine would spend the fleet's dead token.
                 if let written = try await Self.blocking({ [current, base] in
-                    try fleet.write(slot, credential: current, replacing: base, membership: membership, identity: identity, fence: lock.fence)
+                    try fleet.write(slot, credential: current, replacing: base, identity: identity, fence: lock.fence)
                 }) {
                     state.recordWrite(written)
                     try await save(state, slot)
@@ -189,7 +189,7 @@ extension AccountManager {
             try self.keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
                 do {
                     if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: base, under: lock,
-                                                              identity: identity, membership: membership) {
+                                                              identity: identity, membership: membership, seen: next.generation) {
                         next.recordWrite(written)
                     } else {
                         next.uploadPending = true

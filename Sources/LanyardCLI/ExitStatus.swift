@@ -72,7 +72,7 @@ extension ExitStatus {
              .fleetNotConfigured, .fleetExists, .fleetMissing, .fleetNotMember, .fleetUnknownMachine,
              .fleetFingerprintMismatch, .fleetSlotShared, .fleetSlotNotShared, .fleetCredentialRefused,
              .fleetIdentityUnavailable, .fleetLockLost, .fleetDataCorrupt, .fleetPinMismatch, .fleetNotJoined,
-             .fleetUntrusted, .fleetValueMissing, .fleetRefreshInFlight,
+             .fleetUntrusted, .fleetValueMissing, .fleetRefreshInFlight, .fleetMembershipBehind, .fleetForked,
              .etcdMalformedAnswer, .etcdCompacted, .etcdError:
             self = .failure
         }

@@ -167,6 +167,9 @@ public struct ProviderConfig: Hashable, Sendable {
     /// "Open usage details" opens it in the browser when there is no terminal to run
     /// `lanyard usage --all` in.
     public var usagePageURL: URL?
+    /// The provider's page where a person revokes a personal access token (`tokens-page-url`):
+    /// `fleet remove` names it for a shared slot that holds one, which nothing can rotate.
+    public var tokensPageURL: URL?
     /// Environment variables `lanyard exec`/`env` set, mapped to a token field
     /// (`access_token`, `id_token`, `account_id`).
     public var environment: [String: String]

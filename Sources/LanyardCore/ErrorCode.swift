@@ -203,6 +203,12 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case fleetLockLost = "fleet_lock_lost"
     /// A fleet key in etcd does not decode.
     case fleetDataCorrupt = "fleet_data_corrupt"
+    /// A member signed something for a membership entry this machine cannot verify: it writes
+    /// nothing for the fleet until it can.
+    case fleetMembershipBehind = "fleet_membership_behind"
+    /// Two different membership entries claim one number: nothing is written until a person
+    /// resolves it.
+    case fleetForked = "fleet_forked"
 
     // etcd.
     /// No etcd endpoint answered.

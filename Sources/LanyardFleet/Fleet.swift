@@ -51,28 +51,145 @@ package struct Fleet: Sendable {
     /// The membership this machine verified, brought up to date from etcd's log: the entries
     /// after the newest one verified here are checked and applied in order; the first that does
     /// not verify, and every one after it, are returned as damaged (and ignored).
+    ///
+    /// The entries verified before are compared too, never skipped: one etcd lost is put back
+    /// (it is signed data; any member may restore it), one that does not verify is replaced by
+    /// the verified one, and a *different entry that verifies* at a known number is a fork,
+    /// raised as a ``FleetAlarm`` that stops every write until a person resolves it.
     package func membership() throws -> (Membership, damaged: [DamagedEntry]) {
         guard var known = try MembershipCache.load(paths), known.fleet == name else {
             throw FleetError.notJoined(fleet: name, pinned: (try? MembershipCache.load(paths))??.fleet)
         }
         let found = try etcd { try kv.range(keys.log, EtcdRangeOptions(prefix: true)) }
         var damaged: [DamagedEntry] = []
+        var byNumber: [Int64: EtcdKeyValue] = [:]
         for entry in found.kvs {
             guard let seq = Membership.number(of: entry.key, in: keys) else {
                 damaged.append(DamagedEntry(key: entry.key, modRevision: entry.modRevision, problem: "it is not a numbered entry"))
                 continue
             }
-            if seq <= known.seq { continue }
-            guard damaged.isEmpty, seq == known.seq + 1 else {
+            byNumber[seq] = entry
+        }
+        if known.log.isEmpty { known.log = relearnedLog(known, byNumber) }
+        if known.log.count == Int(known.seq) {
+            for seq in 1...known.seq {
+                let mine = known.log[Int(seq - 1)]
+                guard let entry = byNumber[seq] else {
+                    restore(mine, at: seq, over: nil)
+                    continue
+                }
+                if entry.value == mine.bytes { continue }
+                if let problem = try compare(entry, at: seq, with: known) {
+                    damaged.append(DamagedEntry(key: entry.key, modRevision: entry.modRevision, problem: problem))
+                }
+            }
+        }
+        var broken = false
+        for seq in byNumber.keys.sorted() where seq > known.seq {
+            let entry = byNumber[seq]!
+            guard !broken, seq == known.seq + 1 else {
                 damaged.append(DamagedEntry(key: entry.key, modRevision: entry.modRevision, problem: "it follows a missing or damaged entry"))
                 continue
             }
             do { try known.apply(entry) } catch {
+                broken = true
                 damaged.append(DamagedEntry(key: entry.key, modRevision: entry.modRevision, problem: error.detail))
             }
         }
-        return (try MembershipCache.save(known, paths: paths), damaged)
+        let saved = try MembershipCache.save(known, paths: paths)
+        try settleAlarm(saved)
+        return (saved, damaged)
     }
+
+    /// For a cache written before entries were kept: the entries up to its head, verified again
+    /// from the pin, when etcd still holds them all and they lead to the head verified here.
+    private func relearnedLog(_ known: Membership, _ byNumber: [Int64: EtcdKeyValue]) -> [Membership.VerifiedEntry] {
+        guard let first = byNumber[1], var m = try? Membership.genesis(first, fleet: name, pin: known.pin) else { return [] }
+        while m.seq < known.seq {
+            guard let next = byNumber[m.seq + 1], (try? m.apply(next)) != nil else { return [] }
+        }
+        return m.head == known.head ? m.log : []
+    }
+
+    /// An entry at number `seq`, which this machine verified as another: nil when it is the same
+    /// entry (other bytes of one body), else what is wrong. One that does not verify is replaced
+    /// by the verified one; one that verifies is a fork (raised, and left for a person).
+    private func compare(_ entry: EtcdKeyValue, at seq: Int64, with known: Membership) throws -> String? {
+        let mine = known.log[Int(seq - 1)]
+        guard let doc = try? SignedDocument(entry.value, key: entry.key, kind: Membership.entryType) else {
+            restore(mine, at: seq, over: entry)
+            return "it is not the entry verified here, and not a signed entry (the verified one was put back)"
+        }
+        if doc.digest == mine.digest { return nil }
+        let verifies: Bool
+        if seq == 1 {
+            verifies = false  // the genesis is pinned: another one is no fleet of ours
+        } else if var before = known.replayed(upTo: seq - 1) {
+            verifies = (try? before.apply(entry)) != nil
+        } else {
+            verifies = false
+        }
+        guard verifies else {
+            restore(mine, at: seq, over: entry)
+            return "it is not the entry verified here and does not verify (the verified one was put back)"
+        }
+        let signer = (try? doc.fields.machineName("signer")) ?? "?"
+        try FleetAlarm.raise(FleetAlarm(fleet: name, kind: .forked, seq: seq, digest: doc.digest, ours: mine.digest, theirs: entry.value,
+                                        source: entry.key, signer: signer, detectedAt: clock()), paths: paths)
+        return "a fork: it verifies, signed by \(signer), but entry \(seq) verified here is another; nothing is written until "
+            + "a person resolves it (`lanyard fleet resolve`)"
+    }
+
+    /// Puts a verified entry back in etcd where it is missing (`over` nil) or damaged, fenced so
+    /// that nothing written meanwhile is replaced. Best effort: the next reader tries again.
+    private func restore(_ entry: Membership.VerifiedEntry, at seq: Int64, over damaged: EtcdKeyValue?) {
+        let key = keys.log(seq)
+        let compare: EtcdCompare = damaged.map { .modRevision(key, equals: $0.modRevision) } ?? .createRevision(key, equals: 0)
+        _ = try? kv.transaction(compare: [compare], success: [.put(key, value: entry.bytes)], failure: [])
+    }
+
+    /// Clears a ``FleetAlarm/Kind/behind`` alarm once the log here reached the entry it named
+    /// (or turns it into a fork when the entry verified there is another).
+    private func settleAlarm(_ membership: Membership) throws {
+        guard let alarm = try FleetAlarm.load(paths, fleet: name), alarm.kind == .behind, let mine = membership.digest(at: alarm.seq) else { return }
+        if mine == alarm.digest {
+            try FleetAlarm.clear(paths)
+        } else {
+            var fork = alarm
+            fork.kind = .forked
+            fork.ours = mine
+            fork.detectedAt = clock()
+            try FleetAlarm.replace(with: fork, paths: paths)
+        }
+    }
+
+    /// The membership to seal to and sign for, read afresh from the log, checked: no
+    /// ``FleetAlarm`` stands. Every write for the fleet goes through it, so nothing is sealed to a
+    /// membership older than the evidence this machine has seen.
+    package func sealingMembership() throws -> Membership {
+        let (membership, _) = try membership()
+        if let alarm = try FleetAlarm.load(paths, fleet: name) { throw alarm.error }
+        return membership
+    }
+
+    /// `error`, after raising the alarm it is evidence of (a member's value, intent or tombstone
+    /// naming a membership entry this machine cannot verify, or another one than it verified).
+    func evidence(_ thrown: any Error) -> any Error {
+        guard let error = thrown as? FleetError else { return thrown }
+        let alarm: FleetAlarm
+        switch error {
+        case .membershipBehind(let fleet, let seq, let digest, let signer, let source):
+            alarm = FleetAlarm(fleet: fleet, kind: .behind, seq: seq, digest: digest, source: source, signer: signer, detectedAt: clock())
+        case .forked(let fleet, let seq, let digest, let ours, let signer, let source):
+            alarm = FleetAlarm(fleet: fleet, kind: .forked, seq: seq, digest: digest, ours: ours, source: source, signer: signer, detectedAt: clock())
+        default:
+            return error
+        }
+        return ((try? FleetAlarm.raise(alarm, paths: paths)) ?? alarm).error
+    }
+
+    /// The alarm standing for this fleet, if any (for `fleet status` and `doctor`).
+    package func alarm() -> FleetAlarm? { (try? FleetAlarm.load(paths, fleet: name)) ?? nil }
 
     /// This machine's identity and the verified membership, which must hold it.
     package func memberIdentity() throws -> (MachineIdentity, Membership) {
@@ -89,7 +206,8 @@ package struct Fleet: Sendable {
     package func create() throws -> (FleetMember, Membership) {
         let identity = try MachineIdentity.loadOrCreate(in: identityStore)
         let now = clock()
-        let me = FleetMember(machine: machine, recipient: identity.recipient, signingKey: identity.signingKey, addedAt: now, approvedBy: machine)
+        var me = FleetMember(machine: machine, recipient: identity.recipient, signingKey: identity.signingKey, addedAt: now, approvedBy: machine)
+        me.etcdUser = settings.user
         let genesis = Membership.entry(fleet: name, seq: 1, prev: "", change: .genesis(me), signer: machine, at: now, key: identity.signing)
         let marker = JSONValue.object(["created_by": .string(machine), "created_at": .date(now)])
         let result = try etcd {
@@ -134,7 +252,7 @@ package struct Fleet: Sendable {
                                      + "remove it first (`lanyard fleet remove \(machine)` on a member) or choose another [fleet] machine name")
         }
         let at = clock()
-        _ = try etcd { try kv.put(keys.pending(machine), value: JoinRequest.make(fleet: name, machine: machine, identity: identity, at: at), lease: 0) }
+        _ = try etcd { try kv.put(keys.pending(machine), value: JoinRequest.make(fleet: name, machine: machine, identity: identity, etcdUser: settings.user, at: at), lease: 0) }
         return (FleetMember(machine: machine, recipient: identity.recipient, signingKey: identity.signingKey, addedAt: at, approvedBy: nil), membership)
     }
 
@@ -159,8 +277,14 @@ package struct Fleet: Sendable {
     /// - Returns: the member and the slots re-sealed.
     package func approve(machine other: String, fingerprint: String) throws -> (FleetMember, [Slot]) {
         let (identity, current) = try memberIdentity()
+        if let member = current.member(other) {
+            // Approving a member again changes nothing, and only with its own fingerprint.
+            guard MachineIdentity.normalized(fingerprint) == MachineIdentity.normalized(member.fingerprint) else {
+                throw FleetError.alreadyMember(machine: other, given: fingerprint)
+            }
+            return (member, [])
+        }
         guard let request = try etcd({ try kv.get(keys.pending(other)) }) else {
-            if let member = current.member(other) { return (member, []) }
             throw FleetError.unknownMachine(fleet: name, machine: other)
         }
         let asked = try JoinRequest.open(request, fleet: name, machine: other)
@@ -172,17 +296,19 @@ package struct Fleet: Sendable {
         return (member, try resealAll(identity: identity))
     }
 
-    /// Removes a member (a signed `remove` entry) or a join request, and re-seals every shared
-    /// slot without it. - Returns: the slots it could read.
-    package func remove(machine other: String) throws -> [Slot] {
+    /// Removes a member (a signed `remove` entry) or a join request. The shared slots are not
+    /// touched here: the caller rotates each (a refresh sealed to the remaining members spends
+    /// the removed machine's refresh token) or re-seals what cannot rotate.
+    /// - Returns: the member removed (nil: only a join request was deleted) and the shared slots.
+    package func remove(machine other: String) throws -> (FleetMember?, [Slot]) {
         let (identity, current) = try memberIdentity()
         let pendingDeleted = try etcd { try kv.delete(keys.pending(other), prefix: false) }
-        guard current.member(other) != nil else {
+        guard let member = current.member(other) else {
             guard pendingDeleted > 0 else { throw FleetError.unknownMachine(fleet: name, machine: other) }
-            return []
+            return (nil, [])
         }
         _ = try append(.remove(other), identity: identity, also: [])
-        return try resealAll(identity: identity)
+        return (member, try sharedSlots())
     }
 
     /// Appends a signed entry to the membership log after the newest verified one (in place of a
@@ -190,6 +316,7 @@ package struct Fleet: Sendable {
     func append(_ change: Membership.Change, identity: MachineIdentity, also: [EtcdOperation]) throws -> Membership {
         for _ in 0..<5 {
             let (current, damaged) = try membership()
+            if let alarm = try FleetAlarm.load(paths, fleet: name) { throw alarm.error }
             switch change {
             case .add(let m) where current.member(m.machine) != nil: return current
             case .remove(let machine) where current.member(machine) == nil: return current
@@ -211,14 +338,14 @@ package struct Fleet: Sendable {
 
     /// Re-seals each shared slot to the current members, each under its fleet lock, as a new
     /// generation (a tombstone stays one).
-    func resealAll(identity: MachineIdentity) throws -> [Slot] {
+    package func resealAll(identity: MachineIdentity, only: [Slot]? = nil) throws -> [Slot] {
         var done: [Slot] = []
-        for slot in try sharedSlots() {
+        for slot in try only ?? sharedSlots() {
             let lock = try lock(slot)
             defer { lock.release() }
             let (_, membership) = try memberIdentity()
             guard let current = try newest(slot, identity: identity, membership: membership), let credential = current.credential else { continue }
-            if let written = try write(slot, credential: credential, replacing: current, membership: membership, identity: identity, fence: lock.fence) {
+            if let written = try write(slot, credential: credential, replacing: current, identity: identity, fence: lock.fence) {
                 done.append(slot)
                 // This machine has seen the new generation (a sign-in written here later must go above it).
                 if var state = SharedSlotState.loadIfReadable(slot, paths: paths), state.fleet == name, state.generation < written.generation {
@@ -242,14 +369,30 @@ package struct Fleet: Sendable {
     package func newest(_ slot: Slot, identity: MachineIdentity, membership: Membership, account: AccountInfo? = nil,
                         provider: String? = nil) throws -> SharedValue? {
         guard let current = try etcd({ try kv.get(keys.slot(slot)) }) else { return nil }
-        return try SealedCredential.open(current, slot: slot, fleet: name, membership: membership, identity: identity,
-                                         expected: account, provider: provider)
+        return try open(current, slot: slot, identity: identity, membership: membership, account: account, provider: provider)
+    }
+
+    /// ``SealedCredential/open`` of a value read from etcd. One sealed for a membership entry
+    /// beyond `membership` is opened again with the log read afresh (a member may have appended
+    /// since); what still names an entry this machine cannot verify, or another one than it
+    /// verified, raises the ``FleetAlarm`` it is evidence of.
+    func open(_ value: EtcdKeyValue, slot: Slot, identity: MachineIdentity, membership: Membership, account: AccountInfo? = nil,
+              provider: String? = nil) throws -> SharedValue {
+        do {
+            return try SealedCredential.open(value, slot: slot, fleet: name, membership: membership, identity: identity, expected: account, provider: provider)
+        } catch FleetError.membershipBehind {
+            let (fresh, _) = try self.membership()
+            do {
+                return try SealedCredential.open(value, slot: slot, fleet: name, membership: fresh, identity: identity, expected: account, provider: provider)
+            } catch { throw evidence(error) }
+        } catch { throw evidence(error) }
     }
 
     /// Shares `credential` as `slot`: generation 1, or the one after a tombstone the slot left.
     /// - Returns: the value written.
     package func share(_ slot: Slot, credential: Credential) throws -> SharedValue {
-        let (identity, membership) = try memberIdentity()
+        let (identity, _) = try memberIdentity()
+        let membership = try sealingMembership()
         let existing = try etcd { try kv.get(keys.slot(slot)) }
         var generation: Int64 = 1
         var compare = EtcdCompare.createRevision(keys.slot(slot), equals: 0)
@@ -263,9 +406,10 @@ package struct Fleet: Sendable {
         }
         let sealed = try SealedCredential.seal(credential, slot: slot, fleet: name, generation: generation, membership: membership,
                                                writer: identity, machine: machine)
+        let note = refreshedNote(slot, generation: generation, identity: identity)
         let result = try etcd {
             try kv.transaction(compare: [compare], success: [.put(keys.slot(slot), value: sealed), .delete(keys.intent(slot)),
-                                                             .put(keys.refreshed(slot), value: refreshedNote())], failure: [])
+                                                             .put(keys.refreshed(slot), value: note)], failure: [])
         }
         guard result.succeeded else { throw FleetError.alreadyShared(slot: slot, fleet: name) }
         return SharedValue(content: .credential(credential), generation: generation, writer: machine, modRevision: result.revision)
@@ -274,33 +418,39 @@ package struct Fleet: Sendable {
     /// Stops sharing `slot` under `lock`: a signed tombstone replaces the value, so every other
     /// machine learns that the live credential stayed here. - Returns: the tombstone written.
     package func unshare(_ slot: Slot, under lock: FleetLock) throws -> SharedValue {
-        let (identity, membership) = try memberIdentity()
+        let (identity, _) = try memberIdentity()
+        let membership = try sealingMembership()
         guard let current = try newest(slot, identity: identity, membership: membership), current.credential != nil else {
             throw FleetError.notShared(slot: slot, fleet: name)
         }
         let tombstone = try SealedCredential.seal(nil, slot: slot, fleet: name, generation: current.generation + 1, membership: membership,
                                                   writer: identity, machine: machine)
+        let note = refreshedNote(slot, generation: current.generation + 1, identity: identity)
         let result = try etcd {
             try kv.transaction(compare: [lock.fence, .modRevision(keys.slot(slot), equals: current.modRevision)],
                                success: [.put(keys.slot(slot), value: tombstone), .delete(keys.intent(slot)),
-                                         .put(keys.refreshed(slot), value: refreshedNote())], failure: [])
+                                         .put(keys.refreshed(slot), value: note)], failure: [])
         }
         guard result.succeeded else { throw FleetError.lockLost(slot: slot, fleet: name) }
         return SharedValue(content: .tombstone, generation: current.generation + 1, writer: machine, modRevision: result.revision)
     }
 
     /// Writes `credential` as the generation after `replacing`, only if the fleet's value is still
-    /// the one read (its revision) and, with `fence`, the lock is still ours; the refresh intent
-    /// goes with it. - Returns: the value written, or nil when a comparison failed.
-    package func write(_ slot: Slot, credential: Credential, replacing: SharedValue, membership: Membership, identity: MachineIdentity,
+    /// the one read (its revision; 0: the key is absent) and, with `fence`, the lock is still
+    /// ours; the refresh intent goes with it. Sealed to the membership verified at this moment
+    /// (``sealingMembership()``), never while a ``FleetAlarm`` stands.
+    /// - Returns: the value written, or nil when a comparison failed.
+    package func write(_ slot: Slot, credential: Credential, replacing: SharedValue, identity: MachineIdentity,
                        fence: EtcdCompare?) throws -> SharedValue? {
+        let membership = try sealingMembership()
         let generation = replacing.generation + 1
         let sealed = try SealedCredential.seal(credential, slot: slot, fleet: name, generation: generation, membership: membership,
                                                writer: identity, machine: machine)
+        let note = refreshedNote(slot, generation: generation, identity: identity)
         let result = try etcd {
             try kv.transaction(compare: (fence.map { [$0] } ?? []) + [.modRevision(keys.slot(slot), equals: replacing.modRevision)],
                                success: [.put(keys.slot(slot), value: sealed), .delete(keys.intent(slot)),
-                                         .put(keys.refreshed(slot), value: refreshedNote())], failure: [])
+                                         .put(keys.refreshed(slot), value: note)], failure: [])
         }
         return result.succeeded ? SharedValue(content: .credential(credential), generation: generation, writer: machine, modRevision: result.revision) : nil
     }
@@ -308,8 +458,9 @@ package struct Fleet: Sendable {
     /// Records, under `lock`, that this machine is about to present the refresh token of
     /// `current` (see ``RefreshIntent``). - Returns: false when the fleet's value or the lock changed.
     package func writeIntent(_ slot: Slot, current: SharedValue, refreshToken: String, identity: MachineIdentity, under lock: FleetLock) throws -> Bool {
+        let membership = try sealingMembership()
         let intent = RefreshIntent.make(fleet: name, slot: slot, machine: machine, token: TokenFingerprint.of(refreshToken),
-                                        generation: current.generation, at: clock(), identity: identity)
+                                        generation: current.generation, at: clock(), membership: membership, identity: identity)
         let result = try etcd {
             try kv.transaction(compare: [lock.fence, .modRevision(keys.slot(slot), equals: current.modRevision)],
                                success: [.put(keys.intent(slot), value: intent)], failure: [])
@@ -320,7 +471,9 @@ package struct Fleet: Sendable {
     /// The refresh intent recorded for `slot`, nil when there is none that verifies.
     package func intent(_ slot: Slot, membership: Membership) throws -> RefreshIntent? {
         guard let kv = try etcd({ try self.kv.get(keys.intent(slot)) }) else { return nil }
-        return RefreshIntent.open(kv, slot: slot, fleet: name, membership: membership)
+        do { return try RefreshIntent.open(kv, slot: slot, fleet: name, membership: membership) } catch FleetError.membershipBehind {
+            do { return try RefreshIntent.open(kv, slot: slot, fleet: name, membership: try self.membership().0) } catch { throw evidence(error) }
+        } catch { throw evidence(error) }
     }
 
     /// Puts a new sign-in in place of whatever the fleet holds for `slot` (its session may have
@@ -328,18 +481,26 @@ package struct Fleet: Sendable {
     /// both the fleet's and `seen` (the newest this machine saw). - Returns: the value written;
     /// nil when the slot was unshared (a tombstone).
     package func replace(_ slot: Slot, credential: Credential, seen: Int64, under lock: FleetLock) throws -> SharedValue? {
-        let (identity, membership) = try memberIdentity()
+        let (identity, _) = try memberIdentity()
         for _ in 0..<3 {
+            let membership = try sealingMembership()
             var current = SharedValue(content: .tombstone, generation: seen, writer: "", modRevision: 0)
             if let raw = try etcd({ try kv.get(keys.slot(slot)) }) {
                 current.modRevision = raw.modRevision
-                // A value no member signed is no value: replaced like a missing one.
-                if let opened = try? SealedCredential.open(raw, slot: slot, fleet: name, membership: membership, identity: identity) {
+                // A value no member signed is no value: replaced like a missing one. One that is
+                // evidence of a newer or forked membership stops the write (raised as an alarm).
+                do {
+                    let opened = try open(raw, slot: slot, identity: identity, membership: membership)
                     if opened.credential == nil { return nil }
                     current.generation = max(seen, opened.generation)
+                } catch let error as FleetError {
+                    switch error {
+                    case .membershipBehind, .forked, .unavailable: throw error
+                    default: break
+                    }
                 }
             }
-            if let written = try write(slot, credential: credential, replacing: current, membership: membership, identity: identity, fence: lock.fence) {
+            if let written = try write(slot, credential: credential, replacing: current, identity: identity, fence: lock.fence) {
                 return written
             }
             guard lock.held() else { throw FleetError.lockLost(slot: slot, fleet: name) }
@@ -347,45 +508,58 @@ package struct Fleet: Sendable {
         throw FleetError.lockLost(slot: slot, fleet: name)
     }
 
-    /// ``write(_:credential:replacing:membership:identity:fence:)`` for tokens the server just
-    /// issued, which must not be lost: while etcd cannot answer (an election is under way) it
-    /// tries again for up to `patience` seconds as long as the lock is held; a write whose answer
-    /// was lost but that landed is recognised by reading the fleet's value back.
+    /// ``write(_:credential:replacing:identity:fence:)`` for tokens the server just issued, which
+    /// must not be lost: while etcd cannot answer (an election is under way) it tries again for up
+    /// to `patience` seconds as long as the lock is held. When the fenced write fails because the
+    /// fleet's value changed under the lock (deleted, put back, replaced by one no member signed),
+    /// ``SharedSlotDecision/afterFailedWrite(refreshed:machine:replaced:seen:now:lockHeld:)``
+    /// decides: a spent token is never left as the fleet's newest value, so the tokens are written
+    /// as the generation above everything seen, fenced on the lock and on what is there now.
+    /// - Returns: the value written, or nil when the tokens stay here (pending) because a value
+    ///   this machine cannot replace stands.
     package func writeRefreshed(_ slot: Slot, credential: Credential, replacing: SharedValue, under lock: FleetLock,
-                                identity: MachineIdentity, membership: Membership, patience: TimeInterval = 15) throws -> SharedValue? {
+                                identity: MachineIdentity, membership: Membership, seen: Int64 = 0,
+                                patience: TimeInterval = 15) throws -> SharedValue? {
         let deadline = ContinuousClock.now + .seconds(patience)
         var attempt = 0
         var base = replacing
-        while true {
+        for _ in 0..<8 {
             do {
-                if let written = try write(slot, credential: credential, replacing: base, membership: membership, identity: identity,
-                                           fence: lock.fence) { return written }
-                // The comparison failed: an earlier attempt of ours may have landed.
-                guard let current = try? newest(slot, identity: identity, membership: membership) else { return nil }
-                if current.writer == machine, current.credential?.tokens.refreshToken == credential.tokens.refreshToken,
-                   current.credential?.tokens.accessToken == credential.tokens.accessToken {
-                    return current
+                if let written = try write(slot, credential: credential, replacing: base, identity: identity, fence: lock.fence) { return written }
+                // The comparison failed: see what stands now.
+                let now: SharedSlotDecision.Read
+                let revision: Int64
+                if let raw = try etcd({ try kv.get(keys.slot(slot)) }) {
+                    revision = raw.modRevision
+                    do { now = .value(try open(raw, slot: slot, identity: identity, membership: membership)) } catch let error as FleetError {
+                        now = .failed(error)
+                    }
+                } else {
+                    revision = 0
+                    now = .missing
                 }
-                // The value changed but still holds the refresh token this refresh just spent (the
-                // same value put again, by anyone who can write to etcd): nothing newer exists,
-                // and leaving it would let another machine present the spent token. Replace it.
-                if let held = current.credential?.tokens.refreshToken, credential.hasSpent(refreshToken: held),
-                   current.generation >= replacing.generation, current.modRevision != base.modRevision, lock.held() {
-                    base = current
-                    continue
+                switch SharedSlotDecision.afterFailedWrite(refreshed: credential, machine: machine, replaced: replacing, seen: seen, now: now,
+                                                           lockHeld: lock.held()) {
+                case .landed(let value): return value
+                case .keepHere: return nil
+                case .overwrite(let generation):
+                    base = SharedValue(content: .tombstone, generation: generation - 1, writer: "", modRevision: revision)
                 }
-                return nil
             } catch let error as FleetError {
                 guard case .unavailable = error, ContinuousClock.now < deadline, lock.held() else { throw error }
                 attempt += 1
                 usleep(useconds_t(min(2, 0.2 * Double(attempt)) * 1_000_000))
             }
         }
+        return nil
     }
 
-    /// `refreshed/SLOT`: who wrote the slot last, and when (no secret).
-    func refreshedNote() -> [UInt8] {
-        Array(JSONValue.object(["machine": .string(machine), "at": .date(clock())]).serialized().utf8)
+    /// `refreshed/SLOT`: who wrote the slot last, at which generation and when, signed by the
+    /// writer (no secret). Shown by `fleet status` only when a member's signature verifies.
+    func refreshedNote(_ slot: Slot, generation: Int64, identity: MachineIdentity) -> [UInt8] {
+        SignedDocument.sign(.object(["type": .string(RefreshedNote.type), "fleet": .string(name), "slot": .string(slot.name),
+                                     "machine": .string(machine), "generation": .string(String(generation)), "at": .date(clock())]),
+                            with: identity.signing)
     }
 
     /// The lease a refresh lock is taken with: the configured `lock-ttl`, else long enough for the
@@ -411,19 +585,30 @@ package struct Fleet: Sendable {
 }
 
 extension Fleet {
-    /// Who last wrote `slot` in the fleet, and when (informative: etcd says it, no one signs it;
-    /// the name is shown only when it is a member's).
+    /// Who last wrote `slot` in the fleet, and when: signed by that member (a note no member
+    /// signed, or one from before notes were signed, is not shown).
     package func refreshedNote(_ slot: Slot, membership: Membership) throws -> (machine: String, at: Date?)? {
         guard let kv = try etcd({ try self.kv.get(keys.refreshed(slot)) }),
-              let fields = try? JSONFields(try JSONValue.parse(Data(kv.value))),
-              let machine = try? fields.machineName("machine"), membership.member(machine) != nil else { return nil }
-        return (machine, (try? fields.optionalDate("at")) ?? nil)
+              let doc = try? SignedDocument(kv.value, key: kv.key, kind: RefreshedNote.type),
+              let machine = try? doc.fields.machineName("machine"), let member = membership.member(machine), doc.isSigned(by: member.signingKey),
+              (try? doc.fields.string("fleet")) == name, (try? doc.fields.string("slot")) == slot.name else { return nil }
+        return (machine, (try? doc.fields.optionalDate("at")) ?? nil)
     }
 
-    /// The machine whose agent leads (the oldest key under `leader/`), nil when no agent runs or
-    /// the value there is not a member's name.
-    package func leaderName(membership: Membership) throws -> String? {
-        let first = try etcd { try kv.range(keys.leader, EtcdRangeOptions(prefix: true, limit: 1, sortByCreateRevision: true)) }
-        return first.kvs.first.map { String(decoding: $0.value, as: UTF8.self) }.flatMap { membership.member($0)?.machine }
+    /// The machine whose agent leads: the oldest key under `leader/` that has a live lease (a
+    /// key put without one never expires, and would stop every agent from leading), nil when no
+    /// agent runs or the value there is not a member's name. - Returns: also the keys ignored.
+    package func leaderName(membership: Membership) throws -> (String?, ignored: [DamagedEntry]) {
+        let found = try etcd { try kv.range(keys.leader, EtcdRangeOptions(prefix: true, sortByCreateRevision: true)) }
+        let ignored = found.kvs.filter { $0.lease == 0 }.map {
+            DamagedEntry(key: $0.key, modRevision: $0.modRevision, problem: "it has no lease, so it is no agent's candidacy (ignored)")
+        }
+        let first = found.kvs.first { $0.lease != 0 }
+        return (first.map { String(decoding: $0.value, as: UTF8.self) }.flatMap { membership.member($0)?.machine }, ignored)
     }
+}
+
+/// `refreshed/SLOT`'s signed note.
+enum RefreshedNote {
+    static let type = "lanyard-fleet-refreshed"
 }

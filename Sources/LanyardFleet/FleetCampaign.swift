@@ -24,8 +24,9 @@ package final class FleetCampaign: @unchecked Sendable {
             let (key, keeper) = state.withLock { ($0.key, $0.keeper) }
             if key == nil || !(keeper?.alive(margin: 0) ?? false) { try stand() }
             guard let mine = state.withLock({ $0.key }) else { return false }
-            let first = try kv.range(keys.leader, EtcdRangeOptions(prefix: true, limit: 1, sortByCreateRevision: true))
-            return first.kvs.first?.key == mine
+            // Only candidacies with a live lease count: a key put without one would lead forever.
+            let all = try kv.range(keys.leader, EtcdRangeOptions(prefix: true, sortByCreateRevision: true))
+            return all.kvs.first { $0.lease != 0 }?.key == mine
         } catch {
             return false
         }

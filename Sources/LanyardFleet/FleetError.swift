@@ -56,6 +56,16 @@ public enum FleetError: LanyardError, Equatable {
     case sharedSlotRefused(slot: Slot, fleet: String, action: String)
     /// A key of the fleet holds data that does not decode (left as it is).
     case corrupt(key: String, detail: String)
+    /// A member signed something for membership entry `seq`, which this machine cannot verify
+    /// (etcd lost or hid it): it writes nothing for the fleet until its log reaches that entry.
+    case membershipBehind(fleet: String, seq: Int64, digest: String, signer: String, source: String)
+    /// Two different entries claim number `seq` of the membership log: nothing is written until
+    /// a person chooses one (`lanyard fleet resolve`).
+    case forked(fleet: String, seq: Int64, digest: String, ours: String?, signer: String, source: String)
+    /// `fleet resolve` with no fork standing, or with a fingerprint that is neither entry's.
+    case noFork(fleet: String, given: String?)
+    /// `approve` of a machine that is a member already, with a fingerprint that is not its own.
+    case alreadyMember(machine: String, given: String)
 
     public var code: ErrorCode {
         switch self {
@@ -81,6 +91,10 @@ public enum FleetError: LanyardError, Equatable {
         case .lockLost: return .fleetLockLost
         case .corrupt: return .fleetDataCorrupt
         case .sharedSlotRefused: return .fleetSlotShared
+        case .membershipBehind: return .fleetMembershipBehind
+        case .forked: return .fleetForked
+        case .alreadyMember: return .fleetFingerprintMismatch
+        case .noFork: return .usage
         }
     }
 
@@ -140,6 +154,22 @@ public enum FleetError: LanyardError, Equatable {
             return "slot \(slot.name) is shared in fleet \(fleet), so this machine cannot \(action) alone: "
                 + "run `lanyard fleet unshare \(slot.name)` first (every machine keeps its copy)"
         case .corrupt(let key, let detail): return "etcd key \(TerminalText.escaped(key)) does not decode (left as it is): \(detail)"
+        case .membershipBehind(let fleet, let seq, _, let signer, let source):
+            return "fleet \(fleet): member \(signer) signed \(TerminalText.escaped(source)) for membership entry \(seq), which this machine "
+                + "cannot verify (the log in etcd does not reach it: lost or hidden); this machine seals and writes nothing for the fleet "
+                + "(no refresh, sign-in, share or approval) until it can, and serves valid local tokens meanwhile. Run `lanyard fleet status` "
+                + "on \(signer) or another member that verified entry \(seq): it puts missing entries back"
+        case .forked(let fleet, let seq, let digest, let ours, let signer, let source):
+            let detail = FleetAlarm.forkDetail(digest: digest, ours: ours, signer: signer, source: source)
+            return "fleet \(fleet)'s membership log is forked at entry \(seq) (\(detail)): this machine seals and writes nothing for the "
+                + "fleet until a person chooses the fleet's entry with `lanyard fleet resolve FINGERPRINT` (both are listed by "
+                + "`lanyard fleet status`); valid local tokens are served meanwhile"
+        case .noFork(let fleet, let given):
+            guard let given else { return "fleet \(fleet)'s membership log is not forked here: there is nothing to resolve" }
+            return "neither entry of fleet \(fleet)'s fork has the fingerprint \(TerminalText.escaped(given)): `lanyard fleet status` lists both"
+        case .alreadyMember(let machine, let given):
+            return "\(machine) is already a member, and that fingerprint (\(TerminalText.escaped(given))) is not its: nothing was approved; "
+                + "compare with `lanyard fleet status` here and \(machine)'s own screen"
         }
     }
 }

@@ -16,6 +16,8 @@ public struct FleetMember: Equatable, Sendable, JSONDocument {
     public var addedAt: Date?
     /// The member that approved it (itself for the fleet's first machine).
     public var approvedBy: String?
+    /// Its etcd user (`[fleet] user` on it), when it has one: what `fleet remove` deletes.
+    public var etcdUser: String?
 
     package init(machine: String, recipient: String, signingKey: String, addedAt: Date?, approvedBy: String?) {
         self.machine = machine
@@ -39,11 +41,15 @@ public struct FleetMember: Equatable, Sendable, JSONDocument {
         addedAt = try json.optionalDate("added_at")
         approvedBy = try json.optionalString("approved_by")
         if let name = approvedBy, (try? Slot(name)) == nil { throw JSONShapeError(path: json.path + ".approved_by", problem: "is not a machine name") }
+        etcdUser = try json.optionalString("etcd_user")
+        if let user = etcdUser, user.isEmpty || user.count > 128 || user.contains(where: { $0.isNewline || $0 == "\u{0}" }) {
+            throw JSONShapeError(path: json.path + ".etcd_user", problem: "is not an etcd user name")
+        }
     }
 
     package var json: JSONValue {
         .object(["machine": .string(machine), "recipient": .string(recipient), "signing_key": .string(signingKey),
-                 "added_at": .date(addedAt), "approved_by": .optional(approvedBy)]).droppingNulls
+                 "added_at": .date(addedAt), "approved_by": .optional(approvedBy), "etcd_user": .optional(etcdUser)]).droppingNulls
     }
 }
 
@@ -53,10 +59,10 @@ public struct FleetMember: Equatable, Sendable, JSONDocument {
 package enum JoinRequest {
     static let type = "lanyard-fleet-join"
 
-    package static func make(fleet: String, machine: String, identity: MachineIdentity, at: Date) -> [UInt8] {
+    package static func make(fleet: String, machine: String, identity: MachineIdentity, etcdUser: String?, at: Date) -> [UInt8] {
         SignedDocument.sign(.object(["type": .string(type), "fleet": .string(fleet), "machine": .string(machine),
                                      "recipient": .string(identity.recipient), "signing_key": .string(identity.signingKey),
-                                     "at": .date(at)]), with: identity.signing)
+                                     "etcd_user": .optional(etcdUser), "at": .date(at)]).droppingNulls, with: identity.signing)
     }
 
     /// The machine a request asks to admit, checked: well formed, for this fleet and name, and

@@ -10,8 +10,9 @@ import LanyardStore
 /// does not verify is damaged, and it and everything after it are ignored (a member's next entry
 /// replaces it), so a writer without a member's key can add, remove or revive no one.
 ///
-/// This machine keeps the newest membership it verified (``MembershipCache``) and only ever
-/// extends it, so a log that etcd rolls back or forks changes nothing here.
+/// This machine keeps the newest membership it verified (``MembershipCache``) with every entry
+/// that led to it, and only ever extends it: a log that etcd cuts back is put back from here, and
+/// a different entry at a number verified here is a fork (``FleetAlarm``), never skipped.
 package struct Membership: Equatable, Sendable {
     package var fleet: String
     /// The genesis entry's digest: the fleet's identity, pinned at `init` or `join`.
@@ -20,6 +21,16 @@ package struct Membership: Equatable, Sendable {
     package var seq: Int64
     package var head: String
     package var members: [FleetMember]
+    /// Every entry verified, in order (entry `n` at index `n - 1`), as etcd held it: what a
+    /// different entry at a known number is compared with, and what is put back when etcd loses
+    /// one. Empty in a cache written before entries were kept, until the log is verified again.
+    package var log: [VerifiedEntry] = []
+
+    /// One verified entry: its digest (what the next entry and sealed values name) and its bytes.
+    package struct VerifiedEntry: Equatable, Sendable {
+        package var digest: String
+        package var bytes: [UInt8]
+    }
 
     package static let entryType = "lanyard-fleet-membership"
 
@@ -33,6 +44,36 @@ package struct Membership: Equatable, Sendable {
         members.first { $0.recipient == identity.recipient && $0.signingKey == identity.signingKey }
     }
     package var recipients: [String] { members.map(\.recipient) }
+
+    /// The digest of entry `seq` as verified here; nil when this machine has not verified it (or
+    /// no longer has it: a cache from before entries were kept).
+    package func digest(at seq: Int64) -> String? {
+        if seq == self.seq { return head }
+        guard seq >= 1, seq <= Int64(log.count) else { return nil }
+        return log[Int(seq - 1)].digest
+    }
+
+    /// Checks what a member signed "for membership entry `seq` with digest `digest`" against what
+    /// this machine verified: an entry beyond the log here throws
+    /// ``FleetError/membershipBehind(fleet:seq:signer:source:)``, another digest at a number
+    /// verified here ``FleetError/forked(fleet:seq:detail:)``.
+    package func check(head seq: Int64, digest: String, signer: String, source: String) throws(FleetError) {
+        if seq > self.seq { throw .membershipBehind(fleet: fleet, seq: seq, digest: digest, signer: signer, source: source) }
+        if let mine = self.digest(at: seq), mine != digest {
+            throw .forked(fleet: fleet, seq: seq, digest: digest, ours: mine, signer: signer, source: source)
+        }
+    }
+
+    /// The membership as it stood after entry `seq` (at most this one), rebuilt from the entries
+    /// kept: nil when they are not all here.
+    package func replayed(upTo seq: Int64) -> Membership? {
+        guard seq >= 1, seq <= Int64(log.count) else { return nil }
+        guard var m = try? Membership.genesis(EtcdKeyValue(key: "log/1", value: log[0].bytes), fleet: fleet, pin: pin) else { return nil }
+        for entry in log[1..<Int(seq)] {
+            guard (try? m.apply(EtcdKeyValue(key: "log", value: entry.bytes))) != nil else { return nil }
+        }
+        return m
+    }
 
     /// What an entry does.
     package enum Change: Equatable, Sendable {
@@ -52,6 +93,7 @@ package struct Membership: Equatable, Sendable {
             body["machine"] = .string(m.machine)
             body["recipient"] = .string(m.recipient)
             body["signing_key"] = .string(m.signingKey)
+            if let user = m.etcdUser { body["etcd_user"] = .string(user) }
         case .remove(let machine):
             body["op"] = .string("remove")
             body["machine"] = .string(machine)
@@ -72,7 +114,8 @@ package struct Membership: Equatable, Sendable {
         }
         founder.addedAt = change.at
         founder.approvedBy = founder.machine
-        return Membership(fleet: fleet, pin: doc.digest, seq: 1, head: doc.digest, members: [founder])
+        return Membership(fleet: fleet, pin: doc.digest, seq: 1, head: doc.digest, members: [founder],
+                          log: [VerifiedEntry(digest: doc.digest, bytes: kv.value)])
     }
 
     /// Applies the next entry (number `seq + 1`), checked: linked to the head, signed by a current
@@ -98,6 +141,7 @@ package struct Membership: Equatable, Sendable {
             guard members.count > 1 else { throw .corrupt(key: kv.key, detail: "it removes the last member") }
             members.removeAll { $0.machine == machine }
         }
+        if log.count == Int(seq) { log.append(VerifiedEntry(digest: doc.digest, bytes: kv.value)) }
         seq += 1
         head = doc.digest
     }
@@ -152,7 +196,18 @@ package enum MembershipCache {
             guard case .array(let items)? = f.object["members"] else { throw JSONShapeError(path: ".members", problem: "is not a list") }
             var members: [FleetMember] = []
             for (i, item) in items.enumerated() { members.append(try FleetMember(json: try JSONFields(item, path: ".members[\(i)]"))) }
-            return Membership(fleet: try f.string("fleet"), pin: try f.string("pin"), seq: try f.counter("seq"), head: try f.string("head"), members: members)
+            var log: [Membership.VerifiedEntry] = []
+            if case .array(let entries)? = f.object["log"] {
+                for (i, item) in entries.enumerated() {
+                    let e = try JSONFields(item, path: ".log[\(i)]")
+                    log.append(Membership.VerifiedEntry(digest: try e.string("digest"), bytes: Array(try e.string("entry").utf8)))
+                }
+            }
+            var m = Membership(fleet: try f.string("fleet"), pin: try f.string("pin"), seq: try f.counter("seq"), head: try f.string("head"),
+                               members: members, log: log)
+            // A log that does not end at the head is not this membership's: verified again from etcd.
+            if m.log.count != Int(m.seq) || m.log.last?.digest != m.head || m.log.first?.digest != m.pin { m.log = [] }
+            return m
         } catch {
             throw StoreError.corrupt(source: path, detail: error.userFacingDescription)
         }
@@ -166,13 +221,29 @@ package enum MembershipCache {
         try SecureFiles.ensureDirectory(SharedSlotState.folder(paths))
         let lock = try FileLock(path: path(paths) + ".lock")
         defer { withExtendedLifetime(lock) {} }
-        if let saved = try? load(paths), saved.fleet == membership.fleet, saved.pin == membership.pin, saved.seq >= membership.seq {
+        if let saved = try? load(paths), saved.fleet == membership.fleet, saved.pin == membership.pin,
+           saved.seq > membership.seq || (saved.seq == membership.seq && (!saved.log.isEmpty || membership.log.isEmpty)) {
             return saved
         }
-        let doc = JSONValue.object(["fleet": .string(membership.fleet), "pin": .string(membership.pin), "seq": .string(String(membership.seq)),
-                                    "head": .string(membership.head), "members": .array(membership.members.map(\.json))])
-        try SecureFiles.atomicWrite(Data(doc.serialized().utf8), to: path(paths))
+        try write(membership, paths: paths)
         return membership
+    }
+
+    /// Saves `membership` in place of what the file holds, older or not: only for a fork a person
+    /// resolved (``Fleet/resolveFork(keep:)``).
+    package static func replace(with membership: Membership, paths: Paths) throws {
+        let lock = try FileLock(path: path(paths) + ".lock")
+        defer { withExtendedLifetime(lock) {} }
+        try write(membership, paths: paths)
+    }
+
+    private static func write(_ membership: Membership, paths: Paths) throws {
+        let log = JSONValue.array(membership.log.map {
+            .object(["digest": .string($0.digest), "entry": .string(String(decoding: $0.bytes, as: UTF8.self))])
+        })
+        let doc = JSONValue.object(["fleet": .string(membership.fleet), "pin": .string(membership.pin), "seq": .string(String(membership.seq)),
+                                    "head": .string(membership.head), "members": .array(membership.members.map(\.json)), "log": log])
+        try SecureFiles.atomicWrite(Data(doc.serialized().utf8), to: path(paths))
     }
 
     package static func remove(_ paths: Paths) throws {
@@ -182,7 +253,7 @@ package enum MembershipCache {
 }
 
 /// The bytes of a lower-case hex string (pairs that do not parse are skipped).
-func hexBytes(_ hex: String) -> [UInt8] {
+package func hexBytes(_ hex: String) -> [UInt8] {
     var out: [UInt8] = []
     var chars = Array(hex.utf8)[...]
     while chars.count >= 2 {

@@ -6,8 +6,8 @@ import LanyardSupport
 /// A shared slot's value as etcd holds it (`slots/SLOT`), verified: a credential, or the
 /// tombstone `fleet unshare` leaves, signed by the member that wrote it, numbered by a
 /// generation that only grows.
-package struct SharedValue: Sendable {
-    package enum Content: Sendable {
+package struct SharedValue: Equatable, Sendable {
+    package enum Content: Equatable, Sendable {
         case credential(Credential)
         /// The slot stopped being shared; `writer` kept the live credential.
         case tombstone
@@ -75,9 +75,7 @@ package enum SealedCredential {
         guard let member = membership.member(writer), doc.isSigned(by: member.signingKey) else {
             throw refuse("it is not signed by a member (it names \(writer) as its writer)")
         }
-        guard headSeq < membership.seq || (headSeq == membership.seq && head == membership.head) else {
-            throw refuse("it was sealed for a membership this machine has not verified")
-        }
+        try membership.check(head: headSeq, digest: head, signer: writer, source: kv.key)
         guard generation > 0 else { throw refuse("its generation is 0") }
         if (try? f.optionalBool("tombstone")) == true {
             return SharedValue(content: .tombstone, generation: generation, writer: writer, modRevision: kv.modRevision)
@@ -150,19 +148,25 @@ package struct RefreshIntent: Equatable, Sendable {
     package var at: Date?
 
     package static func make(fleet: String, slot: Slot, machine: String, token: String, generation: Int64, at: Date,
-                             identity: MachineIdentity) -> [UInt8] {
+                             membership: Membership, identity: MachineIdentity) -> [UInt8] {
         SignedDocument.sign(.object(["type": .string(type), "fleet": .string(fleet), "slot": .string(slot.name), "machine": .string(machine),
-                                     "token": .string(token), "generation": .string(String(generation)), "at": .date(at)]),
+                                     "token": .string(token), "generation": .string(String(generation)), "at": .date(at),
+                                     "head_seq": .string(String(membership.seq)), "head": .string(membership.head)]),
                             with: identity.signing)
     }
 
     /// The intent in `kv`, nil when it does not verify (a value no member signed is no intent:
-    /// the lock and the fenced writes still keep one refresh at a time).
-    package static func open(_ kv: EtcdKeyValue, slot: Slot, fleet: String, membership: Membership) -> RefreshIntent? {
+    /// the lock and the fenced writes still keep one refresh at a time). One a member signed for
+    /// a membership this machine cannot verify, or for another entry than the one verified here,
+    /// throws (``Membership/check(head:digest:signer:source:)``): that is evidence, not noise.
+    package static func open(_ kv: EtcdKeyValue, slot: Slot, fleet: String, membership: Membership) throws(FleetError) -> RefreshIntent? {
         guard let doc = try? SignedDocument(kv.value, key: kv.key, kind: type),
               let machine = try? doc.fields.machineName("machine"), let member = membership.member(machine), doc.isSigned(by: member.signingKey),
               (try? doc.fields.string("fleet")) == fleet, (try? doc.fields.string("slot")) == slot.name,
               let token = try? doc.fields.string("token"), let generation = try? doc.fields.counter("generation") else { return nil }
+        if let headSeq = try? doc.fields.counter("head_seq"), let head = try? doc.fields.string("head") {
+            try membership.check(head: headSeq, digest: head, signer: machine, source: kv.key)
+        }
         return RefreshIntent(machine: machine, token: token, generation: generation, at: (try? doc.fields.optionalDate("at")) ?? nil)
     }
 }

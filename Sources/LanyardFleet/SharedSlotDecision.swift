@@ -74,6 +74,48 @@ package enum SharedSlotDecision {
         return .refreshInFlight(slot: slot, fleet: fleet, machine: intent.machine)
     }
 
+    /// What the lock holder does with tokens the provider just issued (`refreshed`, whose
+    /// predecessor it presented) when its fenced write failed: the fleet's value is no longer
+    /// the one it replaced (`replaced`). `now` is what etcd holds now; `seen` the highest
+    /// generation this machine has seen.
+    package enum AfterFailedWrite: Equatable, Sendable {
+        /// An earlier attempt of ours landed (its answer was lost): done.
+        case landed(SharedValue)
+        /// Write the tokens as `generation`, fenced on the lock and on what stands now: the value
+        /// vanished, or was put back or replaced by one holding a token this refresh spent (or by
+        /// one no member signed). Leaving it would hand a spent token to the next machine.
+        case overwrite(generation: Int64)
+        /// Keep the tokens here, marked pending: the lock is lost, the membership cannot be
+        /// trusted, or a newer value another member wrote stands (ours are then the older).
+        case keepHere
+    }
+
+    package static func afterFailedWrite(refreshed: Credential, machine: String, replaced: SharedValue, seen: Int64, now: Read,
+                                         lockHeld: Bool) -> AfterFailedWrite {
+        guard lockHeld else { return .keepHere }
+        let floor = max(replaced.generation, seen)
+        switch now {
+        case .missing:
+            return .overwrite(generation: floor + 1)
+        case .failed(let error):
+            switch error {
+            case .unavailable, .membershipBehind, .forked, .untrustedFleet, .notMember, .notJoined, .identityUnavailable: return .keepHere
+            default: return .overwrite(generation: floor + 1)  // a value no member signed, or one rolled back: no value
+            }
+        case .value(let value):
+            if value.writer == machine, let mine = value.credential, mine.tokens.refreshToken == refreshed.tokens.refreshToken,
+               mine.tokens.accessToken == refreshed.tokens.accessToken {
+                return .landed(value)
+            }
+            let held = value.credential?.tokens.refreshToken
+            let holdsSpent = held.map { $0 == refreshed.tokens.refreshToken ? false : refreshed.hasSpent(refreshToken: $0) } ?? false
+            if holdsSpent || value.generation <= replaced.generation {
+                return .overwrite(generation: max(floor, value.generation) + 1)
+            }
+            return .keepHere
+        }
+    }
+
     /// How the fleet's copy of a shared slot stands to this machine's, by their refresh tokens.
     package enum Relation: Equatable, Sendable {
         /// The same refresh token.

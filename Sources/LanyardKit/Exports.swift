@@ -40,10 +40,12 @@
 @_exported import enum LanyardAuth.FleetSyncOutcome
 @_exported import enum LanyardAuth.FleetSignInOutcome
 @_exported import struct LanyardAuth.FleetStatusReport
+@_exported import struct LanyardAuth.FleetRemoval
 
 @_exported import enum LanyardFleet.FleetError
 @_exported import struct LanyardFleet.FleetMember
 @_exported import struct LanyardFleet.EtcdEndpointStatus
+@_exported import enum LanyardFleet.EtcdAccessStatus
 
 @_exported import struct LanyardIntegrations.SwitchOutcome
 @_exported import struct LanyardIntegrations.CodexFollow

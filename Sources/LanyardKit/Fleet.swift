@@ -34,10 +34,15 @@ extension Accounts {
         try manager.fleetApprove(machine: machine, fingerprint: fingerprint)
     }
 
-    /// Removes a member (`fleet remove`): a signed entry in the membership log; it cannot read
-    /// what is written from now on. - Returns: the slots it could read: its copies still hold a
-    /// refresh token of their sign-in, so sign each in again on a member (written to the fleet).
-    public func fleetRemove(machine: String) throws -> [Slot] { try manager.fleetRemove(machine: machine) }
+    /// Removes a member (`fleet remove`): a signed entry in the membership log, then every shared
+    /// slot rotated (refreshed and sealed to the members left, so the removed machine's refresh
+    /// token is spent), and its etcd user deleted where this machine's credentials may.
+    /// - Returns: what became of each shared slot and of its etcd access.
+    public func fleetRemove(machine: String) async throws -> FleetRemoval { try await manager.fleetRemove(machine: machine) }
+
+    /// Resolves a forked membership log (`fleet resolve`): `fingerprint` is the entry a person
+    /// chose, as ``fleetStatus()``'s ``FleetStatusReport/alarm`` lists both.
+    public func fleetResolve(keep fingerprint: String) throws { _ = try manager.fleetResolve(keep: fingerprint) }
 
     /// Shares a slot with every member (`fleet share`). - Returns: the etcd revision written.
     @discardableResult

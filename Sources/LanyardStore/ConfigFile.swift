@@ -104,7 +104,7 @@ package enum ConfigFile {
     /// The keys of a `[provider.ID]` section (besides `env.NAME`).
     static let providerKeys: Set<String> = [
         "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint", "authorization-endpoint",
-        "token-endpoint", "revocation-endpoint", "usage-base-url", "usage-page-url", "git-username", "kube-token",
+        "token-endpoint", "revocation-endpoint", "usage-base-url", "usage-page-url", "tokens-page-url", "git-username", "kube-token",
     ]
 
     /// Typed reads of one key file, each failing with a ``ConfigError`` that names the key.
@@ -489,6 +489,7 @@ package enum ConfigFile {
             usageBaseURL: try url(group, "usage-base-url") ?? base?.usageBaseURL, environment: environment)
         provider.authorizationEndpoint = try url(group, "authorization-endpoint")
         provider.usagePageURL = try url(group, "usage-page-url") ?? base?.usagePageURL
+        provider.tokensPageURL = try url(group, "tokens-page-url") ?? base?.tokensPageURL
         if base?.id == "github" {
             provider.deviceAuthorizationEndpoint = provider.deviceAuthorizationEndpoint ?? base?.deviceAuthorizationEndpoint
             provider.tokenEndpoint = provider.tokenEndpoint ?? base?.tokenEndpoint

@@ -50,6 +50,11 @@ import Testing
                                  signingKey: "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=", addedAt: date, approvedBy: "m1")
         let fleetReport = FleetStatusReport(fleet: "home", machine: "m1", endpoints: [], healthy: false, problem: "p", fingerprint: "9C1E-04B2-7D3A-55F0-E812",
                                             members: [member], pending: [], slots: [], damaged: [], leader: "m1", standing: "unknown")
+        var forkedReport = fleetReport
+        forkedReport.alarm = FleetStatusReport.Alarm(FleetAlarm(fleet: "home", kind: .forked, seq: 4, digest: String(repeating: "ab", count: 32),
+                                                                ours: String(repeating: "cd", count: 32), source: "/lanyard/home/log/0000000004",
+                                                                signer: "m3", detectedAt: date))
+        forkedReport.removedAccess = [FleetStatusReport.RemovedAccess(machine: "m3", access: .notRevoked(user: "lanyard-m3", commands: ["etcdctl user delete lanyard-m3"]))]
         let codex = CodexFollow(authPath: "/c/auth.json", copiedBack: false, runningCodexPIDs: [])
         return [
             Documented(section: "Output", marker: "Errors are printed", view: ErrorView.self, samples: [ErrorView(code: .usage, message: "m")]),
@@ -75,8 +80,10 @@ import Testing
             Documented(section: "fleet share", view: FleetSlotView.self, samples: [FleetSlotView(slot: slot, shared: true)]),
             Documented(section: "fleet unshare", view: FleetSlotView.self, samples: [FleetSlotView(slot: slot, shared: false)]),
             Documented(section: "fleet sync", view: FleetSyncView.self, samples: [FleetSyncView(results: [(slot, .adopted, nil)])]),
-            Documented(section: "fleet status", view: FleetStatusView.self, samples: [FleetStatusView(report: fleetReport)]),
-            Documented(section: "fleet remove", view: FleetRemoveView.self, samples: [FleetRemoveView(machine: "m2", slots: [slot])]),
+            Documented(section: "fleet status", view: FleetStatusView.self, samples: [FleetStatusView(report: fleetReport), FleetStatusView(report: forkedReport)]),
+            Documented(section: "fleet resolve", view: FleetStatusView.self, samples: [FleetStatusView(report: fleetReport), FleetStatusView(report: forkedReport)]),
+            Documented(section: "fleet remove", view: FleetRemoveView.self, samples: [FleetRemoveView(removal: FleetRemoval(machine: "m2", wasMember: true, slots: [
+                FleetRemoval.SlotOutcome(slot: slot, result: .rotated(generation: 4))], etcdAccess: .revoked(user: "lanyard-m2")))]),
             Documented(section: "store init", view: StoreInitView.self, samples: [StoreInitView(store: "/s", passphrase: true, unlocked: true)]),
             Documented(section: "store unlock", view: StoreUnlockView.self, samples: [StoreUnlockView.unlocked(cacheSeconds: 60), .noPassphrase]),
             Documented(section: "store lock", view: StoreLockView.self, samples: [StoreLockView(wasUnlocked: true)]),

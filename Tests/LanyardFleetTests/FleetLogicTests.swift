@@ -110,7 +110,9 @@ import LanyardTestSupport
         let copy = try #require(try b.newest(slot, identity: identityB, membership: membershipB, provider: "openai"))
         #expect(copy.credential?.tokens.accessToken == "a1" && copy.generation == 2)
         // Removed again: a signed entry; what is written afterwards is sealed without it.
-        #expect(try a.remove(machine: "b") == [slot])
+        let (removed, shared) = try a.remove(machine: "b")
+        #expect(removed?.machine == "b" && shared == [slot])
+        _ = try a.resealAll(identity: try a.memberIdentity().0)
         #expect(throws: FleetError.self) { try b.memberIdentity() }
         #expect(throws: FleetError.self) { try b.newest(slot, identity: identityB, membership: try a.membership().0) }
     }
@@ -134,7 +136,7 @@ import LanyardTestSupport
         // A member's next entry goes in its place.
         let (identityA, _) = try a.memberIdentity()
         _ = identityA
-        #expect(try a.remove(machine: "b") == [slot])
+        #expect(try a.remove(machine: "b").1 == [slot])
         let (_, cleaned) = try a.membership()
         #expect(cleaned.isEmpty)
         // b learned of its removal; deleting the entry that removed it does not bring it back.
@@ -155,10 +157,10 @@ import LanyardTestSupport
         // A second holder would wait for the first: with the in-memory etcd's instant watch, it
         // times out instead (the real cluster's tests show the waiting).
         #expect(throws: (any Error).self) { try FleetLock.acquire(kv, folder: a.keys.locks(slot), ttl: 5, timeout: 0) }
-        let written = try a.write(slot, credential: credential("a2"), replacing: shared, membership: membership, identity: identity, fence: first.fence)
+        let written = try a.write(slot, credential: credential("a2"), replacing: shared, identity: identity, fence: first.fence)
         #expect(written?.generation == 2)
         // The same revision again is stale: the fence refuses it.
-        #expect(try a.write(slot, credential: credential("a3"), replacing: shared, membership: membership, identity: identity, fence: first.fence) == nil)
+        #expect(try a.write(slot, credential: credential("a3"), replacing: shared, identity: identity, fence: first.fence) == nil)
         first.release()
         #expect(try kv.range(a.keys.locks(slot), prefix: true).kvs.isEmpty)
     }
@@ -226,7 +228,7 @@ import LanyardTestSupport
                                                         membership: membership))
         #expect(written.credential?.tokens.accessToken == "a9" && written.generation == current.generation + 1)
         // Another machine's refresh in between (another token) is not overwritten.
-        let unrelated = try #require(try a.write(slot, credential: credential("b1"), replacing: written, membership: membership, identity: identity, fence: nil))
+        let unrelated = try #require(try a.write(slot, credential: credential("b1"), replacing: written, identity: identity, fence: nil))
         var late = credential("a10")
         late.recordRotation(from: refreshed)
         #expect(try a.writeRefreshed(slot, credential: late, replacing: written, under: lock, identity: identity, membership: membership) == nil)

@@ -65,7 +65,9 @@ import LanyardTestSupport
         #expect(status.slots.map(\.slot) == [work] && status.slots.allSatisfy { $0.local && $0.localCurrent })
         #expect(status.endpoints.count == cluster.endpoints.count && status.endpoints.allSatisfy { $0.problem == nil })
 
-        #expect(try a1.fleetRemove(machine: "k2") == [work])
+        // The removal rotates the shared slot: the removed machine's copy holds a spent token.
+        let removal = try await a1.fleetRemove(machine: "k2")
+        #expect(removal.wasMember && removal.slots.map(\.slot) == [work] && removal.slots.allSatisfy(\.rotated), "\(removal.slots)")
         await #expect(throws: FleetError.notMember(fleet: fleet, machine: "k2", pending: false)) { try await a2.fleetSync() }
         try await a1.fleetUnshare(work)
         #expect(a1.fleetStatus().slots.isEmpty)

@@ -18,7 +18,7 @@ import LanyardSupport
 ///
 /// Thread-safe; every call blocks the calling thread. Plain calls reuse a connection per thread
 /// and endpoint (see Sources/CCurl), so a call after the first costs no TCP or TLS handshake.
-package final class EtcdGatewayClient: EtcdKV {
+package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
     /// The base URLs, like `https://127.0.0.1:2379` (no scheme means https).
     package let endpoints: [String]
     package let caFile: String?
@@ -117,6 +117,30 @@ package final class EtcdGatewayClient: EtcdKV {
     }
 
     package func makeWatchHandle() -> any EtcdWatchHandle { GatewayWatchHandle() }
+
+    // MARK: EtcdUsers
+
+    package func deleteUser(_ name: String) throws {
+        do {
+            _ = try send("/v3/auth/user/delete", .object(["name": .string(name)]), write: true)
+        } catch EtcdError.server(_, let code, let message) where Self.userNotFound(code, message) {
+            return
+        }
+    }
+
+    package func userExists(_ name: String) throws -> Bool {
+        do {
+            _ = try send("/v3/auth/user/get", .object(["name": .string(name)]), write: false)
+            return true
+        } catch EtcdError.server(_, let code, let message) where Self.userNotFound(code, message) {
+            return false
+        }
+    }
+
+    /// etcd answers "user name not found" with FailedPrecondition.
+    static func userNotFound(_ code: Int, _ message: String) -> Bool {
+        code == GRPCCode.failedPrecondition && message.contains("user name not found")
+    }
 
     /// See ``EtcdKV/watch(prefix:startRevision:handle:onEvents:)``. `onEvents` is called only for
     /// batches of events (not for the stream's `created` answer or progress notices), and may call

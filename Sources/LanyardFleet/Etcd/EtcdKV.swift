@@ -166,6 +166,17 @@ package protocol EtcdKV: Sendable {
     func endpointStatus() -> [EtcdEndpointStatus]
 }
 
+/// etcd's user management (the auth API), which `fleet remove` uses to take a removed machine's
+/// etcd access away when this machine's credentials may (etcd's `root` role).
+package protocol EtcdUsers: Sendable {
+    /// Deletes user `name`. Throws ``EtcdError/permissionDenied(detail:)`` without the root role;
+    /// a user that does not exist is deleted already (no error).
+    func deleteUser(_ name: String) throws
+    /// Whether user `name` exists. Throws ``EtcdError/permissionDenied(detail:)`` when these
+    /// credentials may not ask.
+    func userExists(_ name: String) throws -> Bool
+}
+
 extension EtcdKV {
     package func range(_ key: String, prefix: Bool = false) throws -> EtcdRange { try range(key, EtcdRangeOptions(prefix: prefix)) }
     package func get(_ key: String) throws -> EtcdKeyValue? { try range(key, EtcdRangeOptions()).kvs.first }

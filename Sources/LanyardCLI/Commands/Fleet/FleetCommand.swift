@@ -19,7 +19,7 @@ enum FleetCommands {
             CommandExample("lanyard fleet share work", "share the slot work with every member"),
             CommandExample("lanyard fleet status", "members, shared slots, the leader and etcd's health"),
         ],
-        subcommands: [initFleet, join, approve, share, unshare, sync, status, remove])
+        subcommands: [initFleet, join, approve, share, unshare, sync, status, remove, resolve])
 
     static func slotArgument(_ inv: Invocation) throws -> Slot {
         guard let raw = inv.args.positionals.first else { throw UsageError(message: "missing SLOT", command: inv.spec.name) }

@@ -14,7 +14,27 @@ extension FleetCommands {
         ]) { inv in
         let report = try inv.accounts().fleetStatus()
         inv.emit(FleetStatusView(report: report)) {
-            inv.stdout.line("Fleet \(report.fleet), this machine \(report.machine) (\(report.standing))")
+            let standing = report.standing == "pending" ? "waiting for approval" : report.standing
+            inv.stdout.line("Fleet \(report.fleet), this machine \(report.machine) (\(standing))")
+            if report.standing == "pending", let mine = report.pending.first(where: { $0.machine == report.machine }) {
+                inv.stdout.line("  On a member, after comparing the fingerprint with this screen:")
+                inv.stdout.line("    lanyard fleet approve \(report.machine) --fingerprint \(mine.fingerprint)")
+            }
+            if let alarm = report.alarm {
+                inv.stdout.line("WRITES STOPPED (\(alarm.kind == "forked" ? "the membership log is forked" : "membership behind")): \(alarm.message)")
+                for entry in alarm.entries { inv.stdout.line("  entry \(alarm.seq) \(entry.fingerprint): \(TerminalText.escaped(entry.about))") }
+            }
+            for removed in report.removedAccess {
+                switch removed.access {
+                case .revoked: break
+                case .notRevoked(let user, let commands):
+                    inv.stdout.line("etcd access of \(removed.machine) not revoked (its user \(TerminalText.escaped(user)) still exists); with etcd's root user:")
+                    for c in commands { inv.stdout.line("  \(TerminalText.escaped(c))") }
+                case .unknown(_, let reason, let commands):
+                    inv.stdout.line("etcd access of \(removed.machine) may not be revoked: \(TerminalText.escaped(reason)); with etcd's root user:")
+                    for c in commands { inv.stdout.line("  \(TerminalText.escaped(c))") }
+                }
+            }
             if let fingerprint = report.fingerprint { inv.stdout.line("Fleet fingerprint: \(fingerprint)") }
             for e in report.endpoints {
                 inv.stdout.line("  etcd \(e.endpoint): \(e.problem.map { "unreachable: " + $0 } ?? "ok, version \(e.version ?? "?")\(e.memberID != nil && e.memberID == e.leaderID ? ", leader" : "")")")
@@ -43,8 +63,9 @@ extension FleetCommands {
 
 /// `fleet status --json`.
 struct FleetStatusView: JSONView {
-    static let keys = ["fleet", "machine", "standing", "healthy", "problem", "fingerprint", "endpoints", "members", "pending", "leader", "slots", "damaged"]
-    static let optionalKeys: Set<String> = ["problem", "leader", "fingerprint"]
+    static let keys = ["fleet", "machine", "standing", "healthy", "problem", "fingerprint", "endpoints", "members", "pending", "leader", "slots", "damaged",
+                       "alarm", "removed_access"]
+    static let optionalKeys: Set<String> = ["problem", "leader", "fingerprint", "alarm"]
     let report: FleetStatusReport
     var json: JSONValue {
         JSONValue.object([
@@ -58,6 +79,13 @@ struct FleetStatusView: JSONView {
             "members": .array(report.members.map { FleetMemberView(member: $0).json }),
             "pending": .array(report.pending.map { FleetMemberView(member: $0).json }),
             "leader": .optional(report.leader),
+            "alarm": report.alarm.map { a in
+                JSONValue.object(["kind": .string(a.kind), "seq": .string(String(a.seq)), "message": .string(a.message),
+                                  "entries": .array(a.entries.map { .object(["fingerprint": .string($0.fingerprint), "about": .string($0.about)]) })])
+            } ?? .null,
+            "removed_access": .array(report.removedAccess.map { r in
+                JSONValue.object(["machine": .string(r.machine), "revoked": .bool(r.access.isRevoked), "detail": .string(EtcdAccessView.text(r.access))])
+            }),
             "slots": .array(report.slots.map { s in
                 JSONValue.object(["slot": .string(s.slot.name), "refreshed_by": .optional(s.refreshedBy), "refreshed_at": .date(s.refreshedAt),
                                   "local": .bool(s.local), "local_current": .bool(s.localCurrent), "upload_pending": .bool(s.uploadPending),
