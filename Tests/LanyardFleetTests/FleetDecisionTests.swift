@@ -87,4 +87,70 @@ import Testing
         #expect(SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "a", refreshToken: "r1", intent: nil) == nil)
         #expect(SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "b", refreshToken: "r1", intent: intent) == nil)
     }
+
+    /// The adversarial table: the lock holder presented `r1` (generation 3 in the fleet) and got
+    /// `r2`; its fenced write failed because the value changed under the lock. For each thing an
+    /// etcd writer can do meanwhile, what it does with `r2`. A value that still holds the spent
+    /// `r1` (or an older one) is never left as the fleet's newest: the next machine would present
+    /// it, and the provider would revoke the sign-in for everyone.
+    @Test func aFailedWriteUnderTheLockNeverLeavesASpentTokenNewest() {
+        let r0 = credential("r0"), r1 = credential("r1", spent: ["r0"]), r2 = credential("r2", spent: ["r0", "r1"])
+        let replaced = SharedValue(content: .credential(r1), generation: 3, writer: "b", modRevision: 103)
+        func after(_ now: SharedSlotDecision.Read, seen: Int64 = 3, lockHeld: Bool = true) -> SharedSlotDecision.AfterFailedWrite {
+            SharedSlotDecision.afterFailedWrite(refreshed: r2, machine: "a", replaced: replaced, seen: seen, now: now, lockHeld: lockHeld)
+        }
+        let unsigned = FleetError.refusedCredential(slot: slot, fleet: "home", reason: "it is not signed by a member")
+        let rows: [(String, SharedSlotDecision.Read, Int64, Bool, SharedSlotDecision.AfterFailedWrite)] = [
+            ("value deleted", .missing, 3, true, .overwrite(generation: 4)),
+            ("value deleted, a higher generation seen here", .missing, 7, true, .overwrite(generation: 8)),
+            ("the same value put back (new revision)", value(r1, generation: 3), 3, true, .overwrite(generation: 4)),
+            ("an older value put back", value(r0, generation: 2), 3, true, .overwrite(generation: 4)),
+            ("replaced by a value no member signed", .failed(unsigned), 3, true, .overwrite(generation: 4)),
+            ("the spent token put back under a forged higher generation", value(r1, generation: 9), 3, true, .overwrite(generation: 10)),
+            ("an older tombstone put back", value(nil, generation: 2), 3, true, .overwrite(generation: 4)),
+            ("a newer value another member wrote", value(credential("x1"), generation: 5), 3, true, .keepHere),
+            ("etcd unavailable", .failed(.unavailable(fleet: "home", endpoints: [], detail: "no quorum")), 3, true, .keepHere),
+            ("a membership this machine cannot verify named", .failed(.membershipBehind(fleet: "home", seq: 9, digest: "d", signer: "b", source: "s")), 3, true, .keepHere),
+            ("a forked log", .failed(.forked(fleet: "home", seq: 4, digest: "d", ours: "e", signer: "c", source: "s")), 3, true, .keepHere),
+            ("the lock lost (value deleted)", .missing, 3, false, .keepHere),
+            ("the lock lost (value put back)", value(r1, generation: 3), 3, false, .keepHere),
+        ]
+        for (what, now, seen, held, expected) in rows {
+            #expect(after(now, seen: seen, lockHeld: held) == expected, "\(what)")
+        }
+        // An earlier attempt of ours that landed (its answer lost) is recognised, not written twice.
+        let landed = SharedValue(content: .credential(r2), generation: 4, writer: "a", modRevision: 104)
+        #expect(after(.value(landed)) == .landed(landed))
+        // The intent deleted meanwhile changes nothing here: the write compares the lock and the value only.
+    }
+
+    /// Every step of the protocol × each adversary move on the value: the step a machine takes
+    /// never uses a value older than one it saw, never turns a shared slot local, and passes the
+    /// membership alarms on as refusals (no write follows a refusal).
+    @Test func everyStepUnderEveryMoveOnTheValue() {
+        let r1 = credential("r1"), r2 = credential("r2", spent: ["r1"]), other = credential("x9")
+        let locals: [(String, Credential, SharedSlotState)] = [
+            ("current", r1, state(generation: 3)),
+            ("refreshed here, not uploaded", r2, state(generation: 3, uploadPending: true)),
+            ("signed in here", other, state(generation: 3, signInPending: true)),
+        ]
+        let behind = FleetError.membershipBehind(fleet: "home", seq: 9, digest: "d", signer: "b", source: "s")
+        let forked = FleetError.forked(fleet: "home", seq: 4, digest: "d", ours: "e", signer: "c", source: "s")
+        let moves: [(String, SharedSlotDecision.Read)] = [
+            ("deleted", .missing),
+            ("put back, one generation older", value(credential("r0"), generation: 2)),
+            ("replaced by one no member signed", .failed(.refusedCredential(slot: slot, fleet: "home", reason: "unsigned"))),
+            ("naming a membership not verified here", .failed(behind)),
+            ("naming another entry than verified here", .failed(forked)),
+        ]
+        for (name, local, known) in locals {
+            for (move, read) in moves {
+                let decided = step(local, known, read)
+                guard case .refuse = decided else { Issue.record("\(name) × \(move): \(decided), not a refusal"); continue }
+            }
+        }
+        if case .refuse(let e) = step(r1, state(generation: 3), .failed(behind)) { #expect(e.code == .fleetMembershipBehind) }
+        if case .refuse(let e) = step(r1, state(generation: 3), .failed(forked)) { #expect(e.code == .fleetForked) }
+    }
 }
+
