@@ -321,7 +321,7 @@ extension AccountManager {
     func writeSignIn(_ slot: Slot, _ credential: Credential, fleet: Fleet, state: SharedSlotState) throws -> SharedSlotState? {
         let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
         defer { lock.release() }
-        guard let written = try fleet.replace(slot, credential: credential, seen: state.generation, under: lock) else { return nil }
+        guard let written = try fleet.replace(slot, credential: credential, seen: max(state.generation, state.evidence), under: lock) else { return nil }
         var next = state
         next.revision = written.modRevision
         next.generation = max(next.generation, written.generation)

@@ -189,7 +189,7 @@ extension AccountManager {
             try self.keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
                 do {
                     if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: base, under: lock,
-                                                              identity: identity, membership: membership, seen: next.generation) {
+                                                              identity: identity, membership: membership, seen: max(next.generation, next.evidence)) {
                         next.recordWrite(written)
                     } else {
                         next.uploadPending = true

@@ -174,8 +174,22 @@ package struct Fleet: Sendable {
 
     /// `error`, after raising the alarm it is evidence of (a member's value, intent or tombstone
     /// naming a membership entry this machine cannot verify, or another one than it verified).
-    func evidence(_ thrown: any Error) -> any Error {
+    ///
+    /// A value that is such evidence was signed by a member (the signature is checked before the
+    /// membership it names), so its generation is one this machine has now seen: an older value
+    /// put back afterwards is refused as a rollback, never refreshed with its (spent) token.
+    func evidence(_ thrown: any Error, value: EtcdKeyValue? = nil, slot: Slot? = nil) -> any Error {
         guard let error = thrown as? FleetError else { return thrown }
+        switch error {
+        case .membershipBehind, .forked:
+            if let value, let slot, let doc = try? SignedDocument(value.value, key: value.key, kind: SealedCredential.type),
+               let generation = try? doc.fields.counter("generation"),
+               var state = SharedSlotState.loadIfReadable(slot, paths: paths), state.fleet == name, max(state.generation, state.evidence) < generation {
+                state.evidence = generation
+                try? state.save(slot, paths: paths)
+            }
+        default: break
+        }
         let alarm: FleetAlarm
         switch error {
         case .membershipBehind(let fleet, let seq, let digest, let signer, let source):
@@ -384,8 +398,8 @@ package struct Fleet: Sendable {
             let (fresh, _) = try self.membership()
             do {
                 return try SealedCredential.open(value, slot: slot, fleet: name, membership: fresh, identity: identity, expected: account, provider: provider)
-            } catch { throw evidence(error) }
-        } catch { throw evidence(error) }
+            } catch { throw evidence(error, value: value, slot: slot) }
+        } catch { throw evidence(error, value: value, slot: slot) }
     }
 
     /// Shares `credential` as `slot`: generation 1, or the one after a tombstone the slot left.

@@ -39,6 +39,16 @@ package enum SharedSlotDecision {
     /// (nil: not known as shared here) and what was read.
     package static func step(slot: Slot, fleet: String, machine: String, local: Credential?, state: SharedSlotState?, read: Read) -> Step {
         let seen = state?.generation ?? 0
+        // A value older than one a member signed and this machine saw, even without adopting it.
+        let newest = max(seen, state?.evidence ?? 0)
+        if local != nil, let state, state.signInPending, state.handedOverTo == nil {
+            // A sign-in made here replaces whatever the fleet holds (a value deleted, put back or
+            // refused; a session that died): it is how a fleet recovers. Only what stops every
+            // write stops it.
+            if case .failed(let error) = read, Self.stopsWrites(error) { return .refuse(error) }
+            if case .value(let v) = read, v.credential == nil, v.generation > seen { return v.writer == machine ? .keptHere : .handedOver(machine: v.writer) }
+            return .uploadPending
+        }
         let value: SharedValue
         switch read {
         case .failed(let error): return .refuse(error)
@@ -48,22 +58,29 @@ package enum SharedSlotDecision {
             return .refuse(.valueMissing(slot: slot, fleet: fleet))
         case .value(let v): value = v
         }
-        if value.generation < seen {
+        if value.generation < newest {
             return .refuse(.refusedCredential(slot: slot, fleet: fleet,
-                                              reason: "its generation \(value.generation) is older than generation \(seen) seen here (a value put back)"))
+                                              reason: "its generation \(value.generation) is older than generation \(newest) seen here (a value put back)"))
         }
         guard let fleetCredential = value.credential else {
             return value.writer == machine ? .keptHere : .handedOver(machine: value.writer)
         }
         if let handed = state?.handedOverTo, value.generation == seen { return .handedOver(machine: handed) }
         guard let local, let state else { return .adopt }
-        if state.signInPending { return .uploadPending }
         switch relation(local: local, fleet: fleetCredential) {
         case .same: return .current
         case .fleetOlder: return .upload
         case .other:
             if value.generation > seen { return .adopt }
             return state.uploadPending ? .uploadPending : .current
+        }
+    }
+
+    /// Whether `error` stops every write for the fleet (nothing to do but wait or ask a person).
+    package static func stopsWrites(_ error: FleetError) -> Bool {
+        switch error {
+        case .unavailable, .membershipBehind, .forked, .untrustedFleet, .notMember, .notJoined, .identityUnavailable: return true
+        default: return false
         }
     }
 
@@ -98,10 +115,8 @@ package enum SharedSlotDecision {
         case .missing:
             return .overwrite(generation: floor + 1)
         case .failed(let error):
-            switch error {
-            case .unavailable, .membershipBehind, .forked, .untrustedFleet, .notMember, .notJoined, .identityUnavailable: return .keepHere
-            default: return .overwrite(generation: floor + 1)  // a value no member signed, or one rolled back: no value
-            }
+            // A value no member signed, or one rolled back, is no value.
+            return stopsWrites(error) ? .keepHere : .overwrite(generation: floor + 1)
         case .value(let value):
             if value.writer == machine, let mine = value.credential, mine.tokens.refreshToken == refreshed.tokens.refreshToken,
                mine.tokens.accessToken == refreshed.tokens.accessToken {

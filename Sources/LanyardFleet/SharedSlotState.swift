@@ -24,6 +24,10 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
     package var generation: Int64
     /// The machine that kept the live credential when the slot was unshared (nil: still shared).
     package var handedOverTo: String?
+    /// The highest generation a member signed that this machine has seen without adopting it
+    /// (a value that named a membership it could not verify): evidence that a newer value exists,
+    /// so an older one put back later is refused like any rollback.
+    package var evidence: Int64 = 0
 
     package init(fleet: String, revision: Int64, generation: Int64, uploadPending: Bool = false, signInPending: Bool = false,
                  handedOverTo: String? = nil) {
@@ -46,12 +50,16 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
             return g
         } ?? 0
         handedOverTo = try json.optionalString("handed_over_to")
+        evidence = try json.optionalString("evidence").map { text throws(JSONShapeError) in
+            guard let g = Int64(text), g >= 0 else { throw JSONShapeError(path: json.path + ".evidence", problem: "is not a generation") }
+            return g
+        } ?? 0
     }
 
     package var json: JSONValue {
         .object(["fleet": .string(fleet), "revision": .string(String(revision)), "upload_pending": .bool(uploadPending),
                  "sign_in_pending": .bool(signInPending), "generation": .string(String(generation)),
-                 "handed_over_to": .optional(handedOverTo)]).droppingNulls
+                 "handed_over_to": .optional(handedOverTo), "evidence": evidence > generation ? .string(String(evidence)) : .null]).droppingNulls
     }
 
     package static func folder(_ paths: Paths) -> String { paths.dataDirectory + "/fleet" }

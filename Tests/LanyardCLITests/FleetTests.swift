@@ -16,10 +16,11 @@ struct FleetMachine {
     let home = TestHome()
     let server: OAuthTestServer
 
-    init(_ name: String, fleet: String, cluster: EtcdCluster, server: OAuthTestServer, refresh: String = "") throws {
+    /// `fleetExtra`: more lines of its `[fleet]` group (an etcd user and password file).
+    init(_ name: String, fleet: String, cluster: EtcdCluster, server: OAuthTestServer, refresh: String = "", fleetExtra: String = "") throws {
         self.name = name
         self.server = server
-        try home.useEmulator(server, extraConfig: refresh + "\n" + cluster.fleetSection(fleet: fleet, machine: name))
+        try home.useEmulator(server, extraConfig: refresh + "\n" + cluster.fleetSection(fleet: fleet, machine: name) + "\n" + fleetExtra)
     }
 
     var paths: Paths { Paths(environment: home.environment) }
@@ -78,11 +79,14 @@ struct FleetHarness {
 
     /// `count` machines; the first signs `work` in and creates the fleet, the others join and
     /// sync. Tokens issued at sign-in live `lifetime` seconds.
-    init(machines count: Int, refresh: String = "", lifetime: Int = 3600, cluster: EtcdCluster? = nil) async throws {
+    init(machines count: Int, refresh: String = "", lifetime: Int = 3600, cluster: EtcdCluster? = nil,
+         fleetExtra: (String) throws -> String = { _ in "" }) async throws {
         self.cluster = try cluster ?? EtcdCluster.fromEnvironment()
         server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0, "access_token_lifetime": lifetime])
-        for i in 1...count { machines.append(try FleetMachine("m\(i)", fleet: fleet, cluster: self.cluster, server: server, refresh: refresh)) }
+        for i in 1...count {
+            machines.append(try FleetMachine("m\(i)", fleet: fleet, cluster: self.cluster, server: server, refresh: refresh, fleetExtra: try fleetExtra("m\(i)")))
+        }
         try await server.signIn(machines[0].manager(), slot: "work", email: "fleet@example.com")
         let created = try machines[0].run("fleet", "init")
         #expect(created.status == 0, "\(created.stderr)")

@@ -146,11 +146,31 @@ import Testing
         for (name, local, known) in locals {
             for (move, read) in moves {
                 let decided = step(local, known, read)
-                guard case .refuse = decided else { Issue.record("\(name) × \(move): \(decided), not a refusal"); continue }
+                if known.signInPending, case .failed(let e) = read, !SharedSlotDecision.stopsWrites(e) {
+                    // A sign-in made here replaces a value no member signed, like a missing one.
+                    #expect(decided == .uploadPending, "\(name) × \(move): \(decided)")
+                } else if known.signInPending, !(read.failedWithStop) {
+                    #expect(decided == .uploadPending, "\(name) × \(move): \(decided)")
+                } else {
+                    guard case .refuse = decided else { Issue.record("\(name) × \(move): \(decided), not a refusal"); continue }
+                }
             }
         }
+        // A value a member signed for a membership this machine could not verify was seen (its
+        // generation kept as evidence): the older value put back afterwards is refused.
+        var evidenced = state(generation: 3)
+        evidenced.evidence = 5
+        if case .refuse = step(r1, evidenced, value(credential("r0"), generation: 4)) {} else { Issue.record("a value older than the evidence was used") }
+        #expect(step(r1, evidenced, value(credential("r7"), generation: 5)) == .adopt)
         if case .refuse(let e) = step(r1, state(generation: 3), .failed(behind)) { #expect(e.code == .fleetMembershipBehind) }
         if case .refuse(let e) = step(r1, state(generation: 3), .failed(forked)) { #expect(e.code == .fleetForked) }
     }
 }
 
+extension SharedSlotDecision.Read {
+    /// A read that failed with an error that stops every write.
+    var failedWithStop: Bool {
+        if case .failed(let e) = self { return SharedSlotDecision.stopsWrites(e) }
+        return false
+    }
+}
