@@ -14,6 +14,9 @@ final class FleetFollower: @unchecked Sendable {
     private let fleet: Fleet
     private let campaign: FleetCampaign
     private let diagnostics: (String) -> Void
+    /// Called once each time an alarm is newly raised here (writes stopped: behind or forked).
+    private let onAlarm: (FleetAlarm) -> Void
+    private let lastAlarm = Locked<FleetAlarm?>(nil)
     private let handle = Locked<(any EtcdWatchHandle)?>(nil)
     private let stopped = Locked(false)
     private let done = DispatchSemaphore(value: 0)
@@ -26,11 +29,12 @@ final class FleetFollower: @unchecked Sendable {
     /// replaced (a dead refresh's lock holds the others off only until its lease runs out).
     static let recoveryCheckInterval: TimeInterval = 5
 
-    init(manager: AccountManager, diagnostics: @escaping (String) -> Void) throws {
+    init(manager: AccountManager, diagnostics: @escaping (String) -> Void, onAlarm: @escaping (FleetAlarm) -> Void = { _ in }) throws {
         self.manager = manager
         fleet = try manager.openFleet()
         campaign = FleetCampaign(kv: fleet.kv, keys: fleet.keys, machine: fleet.machine)
         self.diagnostics = diagnostics
+        self.onAlarm = onAlarm
     }
 
     /// Whether this agent should refresh shared slots ahead of expiry.
@@ -89,9 +93,15 @@ final class FleetFollower: @unchecked Sendable {
                 handle.withLock { $0 = watch }
                 if stopped.withLock({ $0 }) { return }
                 failures = 0
-                try fleet.kv.watch(prefix: fleet.keys.slots, startRevision: start + 1, handle: watch) { events, _ in
-                    for slot in Set(events.compactMap({ self.fleet.keys.name(of: $0.kv.key, in: self.fleet.keys.slots) }).compactMap({ try? Slot($0) })) {
-                        self.sync(slot)
+                // The slots and the membership log: a log entry deleted, put back or forked is seen
+                // (and restored, or raised as an alarm) as soon as it happens, not at the next refresh.
+                try fleet.kv.watch(prefix: fleet.keys.prefix, startRevision: start + 1, handle: watch) { events, _ in
+                    if events.contains(where: { $0.kv.key.hasPrefix(self.fleet.keys.log) }) {
+                        self.sync(nil)
+                    } else {
+                        for slot in Set(events.compactMap({ self.fleet.keys.name(of: $0.kv.key, in: self.fleet.keys.slots) }).compactMap({ try? Slot($0) })) {
+                            self.sync(slot)
+                        }
                     }
                     return !self.stopped.withLock { $0 }
                 }
@@ -118,5 +128,11 @@ final class FleetFollower: @unchecked Sendable {
             }
         }
         if !text.isEmpty { diagnostics("fleet \(fleet.name): \(text)") }
+        let alarm = fleet.alarm()
+        let isNew = lastAlarm.withLock { last in
+            defer { last = alarm }
+            return alarm != nil && alarm != last
+        }
+        if let alarm, isNew { onAlarm(alarm) }
     }
 }

@@ -289,7 +289,14 @@ package final class RefreshAgent {
         defer { watch.close() }
         if manager.config.fleet != nil {
             do {
-                let follower = try FleetFollower(manager: manager, diagnostics: diagnostics)
+                let follower = try FleetFollower(manager: manager, diagnostics: diagnostics) { [self] alarm in
+                    // Every fleet write stopped here: a person is needed (a fork), or a member must run.
+                    let summary = alarm.kind == .forked ? "Lanyard: fleet \(alarm.fleet)'s membership is forked" : "Lanyard: fleet \(alarm.fleet) is ahead of this machine"
+                    let message = alarm.error.userFacingDescription
+                    diagnostics(message)
+                    manager.eventLog.append("error", slot: nil, fields: ["code": .string(alarm.error.code.rawValue), "message": .string(message)])
+                    notify(summary: summary, body: message, urgency: 2)
+                }
                 follower.start()
                 fleet = follower
             } catch {

@@ -578,5 +578,6 @@ extension SharedSlotState {
         revision = written.modRevision
         generation = max(generation, written.generation)
         uploadPending = false
+        writer = written.writer
     }
 }

@@ -297,10 +297,19 @@ extension AccountManager {
         state.generation = max(state.generation, value.generation)
         state.uploadPending = false
         state.handedOverTo = nil
+        state.writer = value.writer
         try state.save(slot, paths: paths)
         eventLog.append("adopt", slot: slot, fields: ["revision": .string(String(value.modRevision)), "generation": .string(String(value.generation)),
                                                       "expires_at": .date(adopted.tokens.expiresAt)])
         return adopted
+    }
+
+    /// Whether `credential`, which a refresh of `slot` returned, was adopted from another machine
+    /// of the fleet rather than refreshed here: that machine's name, nil otherwise.
+    package func adoptedFrom(_ slot: Slot, _ credential: Credential) -> String? {
+        guard credential.lastRefreshBoot == nil, let state = SharedSlotState.loadIfReadable(slot, paths: paths),
+              let writer = state.writer, writer != config.fleet?.machine else { return nil }
+        return writer
     }
 
     /// Without a fleet to trust: the local token when it has not expired (logged, once per call),

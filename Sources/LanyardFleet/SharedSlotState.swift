@@ -28,6 +28,8 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
     /// (a value that named a membership it could not verify): evidence that a newer value exists,
     /// so an older one put back later is refused like any rollback.
     package var evidence: Int64 = 0
+    /// The member that wrote the value the local copy came from (nil: unknown, or this machine).
+    package var writer: String?
 
     package init(fleet: String, revision: Int64, generation: Int64, uploadPending: Bool = false, signInPending: Bool = false,
                  handedOverTo: String? = nil) {
@@ -50,6 +52,7 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
             return g
         } ?? 0
         handedOverTo = try json.optionalString("handed_over_to")
+        writer = try json.optionalString("writer")
         evidence = try json.optionalString("evidence").map { text throws(JSONShapeError) in
             guard let g = Int64(text), g >= 0 else { throw JSONShapeError(path: json.path + ".evidence", problem: "is not a generation") }
             return g
@@ -59,7 +62,8 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
     package var json: JSONValue {
         .object(["fleet": .string(fleet), "revision": .string(String(revision)), "upload_pending": .bool(uploadPending),
                  "sign_in_pending": .bool(signInPending), "generation": .string(String(generation)),
-                 "handed_over_to": .optional(handedOverTo), "evidence": evidence > generation ? .string(String(evidence)) : .null]).droppingNulls
+                 "handed_over_to": .optional(handedOverTo), "evidence": evidence > generation ? .string(String(evidence)) : .null,
+                 "writer": .optional(writer)]).droppingNulls
     }
 
     package static func folder(_ paths: Paths) -> String { paths.dataDirectory + "/fleet" }

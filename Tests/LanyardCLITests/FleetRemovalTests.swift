@@ -32,7 +32,9 @@ import LanyardTestSupport
         #expect(try await h.refreshTokenState(try #require(copy.tokens.refreshToken)) == "rotated", "the removed copy's refresh token is still live")
         let attacker = try EtcdAttacker(h, identity: try #require(try MachineIdentity.load(from: EncryptedFileStore(paths: m3.paths))))
         #expect(try attacker.decrypts(try attacker.sealed("slots/work")) == false, "the removed machine reads the rotated value")
-        #expect(try m2.run("fleet", "sync").status == 0)  // what its agent does at once
+        // m2 asked to refresh finds the rotation and takes it, and says so.
+        let adopted = try m2.run("refresh", "work")
+        #expect(adopted.status == 0 && adopted.stdout.contains("work: adopted the tokens m1 refreshed"), "\(adopted.stdout) \(adopted.stderr)")
         let a = try m1.run("token", "work"), b = try m2.run("token", "work")
         #expect(a.status == 0 && b.status == 0 && a.stdout == b.stdout, "\(a.stderr) \(b.stderr)")
         #expect(try m3.run("fleet", "sync").status != 0)
@@ -95,6 +97,22 @@ import LanyardTestSupport
         let a = try m1.run("token", "work"), b = try m2.run("token", "work")
         #expect(a.status == 0 && b.status == 0 && a.stdout == b.stdout, "\(a.stderr) \(b.stderr)")
         try await h.expectNoReuse()
+    }
+
+    /// A machine waiting for approval is told so, with the command to run on a member (its own
+    /// fingerprint in it, to compare with this screen).
+    @Test func aMachineWaitingForApprovalIsToldTheCommand() async throws {
+        let h = try await FleetHarness(machines: 1)
+        let m2 = try FleetMachine("m2", fleet: h.fleet, cluster: h.cluster, server: h.server)
+        let joined = try m2.run("fleet", "join", "--fleet-fingerprint", try h.machines[0].fleetFingerprint(), "--json")
+        let fingerprint = try #require(try jsonObject(joined.stdout)["fingerprint"] as? String)
+        let status = try m2.run("fleet", "status")
+        #expect(status.stdout.contains("(waiting for approval)") && status.stdout.contains("lanyard fleet approve m2 --fingerprint \(fingerprint)"),
+                "\(status.stdout)")
+        // Approving it again once it is a member, with another fingerprint, is refused.
+        #expect(try h.machines[0].run("fleet", "approve", "m2", "--fingerprint", fingerprint).status == 0)
+        let wrong = try h.machines[0].run("fleet", "approve", "m2", "--fingerprint", "0000-0000-0000-0000-0000")
+        #expect(wrong.status == 1 && wrong.stderr.contains("already a member, and that fingerprint"), "\(wrong.stderr)")
     }
 
     /// The removed machine signs its own entry at the removal's number ("add evil", linked to the

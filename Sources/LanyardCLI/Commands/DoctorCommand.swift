@@ -54,6 +54,15 @@ struct DoctorView: JSONView {
             fleetProblems.append("fleet \(fleet.fleet): this machine (\(fleet.machine)) is \(fleet.standing == "pending" ? "waiting for approval" : "not a member"): "
                                  + "its shared slots serve valid tokens and are not refreshed; see `lanyard fleet status`")
         }
+        // Writes stopped: a membership entry this machine cannot verify, or a forked log.
+        if let alarm = fleet.alarm {
+            let entries = alarm.entries.map { "entry \(alarm.seq) \($0.fingerprint) (\($0.about))" }.joined(separator: "; ")
+            fleetProblems.append(alarm.message + (entries.isEmpty ? "" : ": " + entries))
+        }
+        for removed in fleet.removedAccess where !removed.access.isRevoked {
+            fleetProblems.append("fleet \(fleet.fleet): etcd access of removed machine \(removed.machine) not revoked "
+                                 + "(\(EtcdAccessView.text(removed.access))): see `lanyard fleet status` for the commands")
+        }
         // A shared value this machine refuses: its slot serves a valid token and is not refreshed.
         for slot in fleet.slots { if let problem = slot.problem { fleetProblems.append(problem) } }
         if !fleet.damaged.isEmpty {

@@ -38,7 +38,13 @@ extension AuthCommands {
                 results.append(.refreshed(slot, expiresAt: credential.tokens.expiresAt))
                 if !inv.json {
                     let expiry = credential.tokens.expiresAt.map { ", expires \(RelativeTime.describe($0, now: inv.now))" } ?? ""
-                    inv.stdout.line("Refreshed \(slot.name)\(expiry).")
+                    if let machine = manager.adoptedFrom(slot, credential) {
+                        // Another machine of the fleet refreshed it first: this one took its tokens.
+                        let when = credential.lastRefresh.map { " \(RelativeTime.describe($0, now: inv.now))" } ?? ""
+                        inv.stdout.line("\(slot.name): adopted the tokens \(machine) refreshed\(when)\(expiry).")
+                    } else {
+                        inv.stdout.line("Refreshed \(slot.name)\(expiry).")
+                    }
                 }
             } catch let error as any LanyardError where slots.count > 1 {
                 results.append(.failed(slot, ErrorView(code: error.code, message: error.userFacingDescription)))
