@@ -8,6 +8,9 @@
 #   - watch propagation: the time from the start of a refresh on machine 1 to machine 2's agent
 #     having adopted it (includes the refresh itself; event-log timestamps on one clock; target
 #     p95 <= 1 s);
+#   - `fleet remove` with 10 members and 20 shared slots (FLEET_SLOTS): a machine approved, then
+#     removed, three times; each removal signs an entry, rotates every shared slot (a refresh
+#     at the provider and a fenced write each) and tries to delete the machine's etcd user;
 #   - a large fleet: 50 members and 20 shared slots (FLEET_MEMBERS, FLEET_SLOTS), then
 #     `fleet approve` of 5 more machines (each verifies the membership log, signs an entry and
 #     re-seals every shared slot to every member) and `refresh` of a shared slot there.
@@ -140,7 +143,19 @@ for i in range(slots - 2):  # work and solo are shared or local already; share s
     sign_in(m1, f"s{i}", f"s{i}@example.com")
     run(m1, "fleet", "share", f"s{i}")
 run(m1, "fleet", "share", "solo")
-for i in range(3, members + 1):
+for i in range(3, 11):
+    add_member(f"m{i}")
+removals = []
+for i in range(3):
+    add_member(f"r{i}")
+    started = time.time()
+    removed = json.loads(run(m1, "fleet", "remove", f"r{i}", "--json"))
+    removals.append((time.time() - started) * 1000)
+    rotated = sum(1 for s in removed["slots"] if s["result"] == "rotated")
+    if rotated != slots:
+        sys.exit(f"bench/fleet.sh: fleet remove rotated {rotated} of {slots} shared slots")
+removals.sort()
+for i in range(11, members + 1):
     add_member(f"m{i}")
 approvals = sorted(add_member(f"x{i}") for i in range(5))
 status = json.loads(run(m1, "fleet", "status", "--json"))
@@ -160,6 +175,7 @@ print("| --- | --- | --- | --- |")
 print(f"| `lanyard token` (fresh), median of 200 | {shared_ms:.2f} ms | {local_ms:.2f} ms | {ratio:.2f} (<= 1.1){'' if ratio <= 1.1 else ' MISSED'} |")
 print(f"| `lanyard refresh`, median of 30 | {refresh_shared:.1f} ms | {refresh_local:.1f} ms | +{refresh_shared - refresh_local:.1f} ms for the fleet |")
 print(f"| `lanyard refresh` starts on m1 -> m2's agent has adopted the new tokens ({len(delays)} refreshes) | p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {delays[-1]:.0f} ms | | p95 <= 1000 ms{'' if p95 <= 1000 else ' MISSED'} |")
+print(f"| `fleet remove` with 10 members and {slots} shared slots, each rotated (3 removals) | median {statistics.median(removals):.0f} ms, max {removals[-1]:.0f} ms | | |")
 print(f"| `fleet approve` into {big_members - 1} members and {big_slots} shared slots (5 machines) | median {statistics.median(approvals):.0f} ms, max {approvals[-1]:.0f} ms | | |")
 print(f"| `lanyard refresh` of a shared slot in that fleet, median of 10 | {refresh_big:.1f} ms | {refresh_local:.1f} ms | +{refresh_big - refresh_local:.1f} ms for the fleet |")
 sys.exit(0 if ok else 1)

@@ -209,7 +209,7 @@ extension AccountManager {
         }
         let access = try await Self.blocking { fleet.revokeEtcdAccess(of: member) }
         let rotated = outcomes.filter(\.rotated).map { JSONValue.string($0.slot.name) }
-        await BlockingExecutor.shared.run {
+        _ = await BlockingExecutor.shared.run {
             self.eventLog.append("fleet", slot: nil, fields: ["action": .string("removed"), "fleet": .string(fleet.name), "machine": .string(machine),
                                                              "rotated": .array(rotated)])
         }

@@ -66,7 +66,7 @@ extension FleetCommands {
         membership with it. Run it on each member that reports the fork.
         """,
         examples: [CommandExample("lanyard fleet resolve 9C1E-04B2-7D3A-55F0-E812", "keep the entry with that fingerprint")]) { inv in
-        try inv.accounts().fleetResolve(keep: inv.args.positionals[0])
+        _ = try inv.accounts().fleetResolve(keep: inv.args.positionals[0])
         let report = try inv.accounts().fleetStatus()
         inv.emit(FleetStatusView(report: report)) {
             inv.stdout.line("Resolved: members are \(report.members.map(\.machine).joined(separator: ", ")).")
