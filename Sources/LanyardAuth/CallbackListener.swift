@@ -3,16 +3,18 @@ import Glibc
 import LanyardCore
 import LanyardSupport
 
-/// The loopback HTTP listener a browser sign-in's redirect lands on (RFC 8252 §7.3): a socket on
-/// 127.0.0.1 that reads one small request at a time, within limits of size and time, and answers
-/// it with a small page. Every call here blocks: callers run them on ``BlockingExecutor``, and
-/// ``stop()`` (from any thread) wakes a wait at once, so a cancelled sign-in never leaves a
-/// thread behind or the port bound.
+/// The loopback HTTP listener a browser sign-in's redirect lands on (RFC 8252 §7.3): sockets on
+/// 127.0.0.1 and ::1 (the same port on both, as a browser may resolve `localhost` to either) that
+/// read one small request at a time, within limits of size and time, and answer it with a small
+/// page. Every call here blocks: callers run them on ``BlockingExecutor``, and ``stop()`` (from
+/// any thread) wakes a wait at once, so a cancelled sign-in never leaves a thread behind or the
+/// port bound.
 package final class CallbackListener: Sendable {
     /// The port bound.
     package let port: UInt16
-    private let socket: Int32
-    /// A pipe (read end, write end) written by ``stop()``: polled beside the socket, so a wait
+    /// The listening sockets: 127.0.0.1, and ::1 unless this machine has no IPv6.
+    private let sockets: [Int32]
+    /// A pipe (read end, write end) written by ``stop()``: polled beside the sockets, so a wait
     /// ends when it is.
     private let wake: [Int32]
     private let closed = Locked(false)
@@ -22,55 +24,105 @@ package final class CallbackListener: Sendable {
     /// How long one connection may take to send its request.
     package static let requestReadSeconds: Double = 10
 
-    private init(socket: Int32, wake: [Int32], port: UInt16) {
-        self.socket = socket
+    private init(sockets: [Int32], wake: [Int32], port: UInt16) {
+        self.sockets = sockets
         self.wake = wake
         self.port = port
     }
 
     deinit { close() }
 
-    /// Listens on 127.0.0.1 at the first of `ports` that is free (0: any free port). Every port
-    /// taken: ``AuthError/callbackPortInUse(ports:)``, naming them.
+    /// Listens on 127.0.0.1 and ::1 at the first of `ports` that is free on both (0: any free
+    /// port). A port another program holds on either address is taken: sharing it would let that
+    /// program receive the callback of a browser that tries the other address first. A machine
+    /// without IPv6 on loopback is served on 127.0.0.1 alone. Every port taken:
+    /// ``AuthError/callbackPortInUse(ports:)``, naming them.
     package static func bind(ports: [UInt16]) throws(AuthError) -> CallbackListener {
         for port in ports {
-            let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw .networkFailure("callback listener: socket: \(systemMessage(errno))") }
-            // Lets a new sign-in bind the port while the last one's connections are in TIME_WAIT;
-            // it never lets two listeners share it.
-            var one: Int32 = 1
-            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            // Port 0: the system picks one free on 127.0.0.1; should ::1 have it taken, pick again.
+            for _ in 0..<(port == 0 ? 8 : 1) {
+                guard let (sockets, bound) = try listenOnBoth(port) else { continue }
+                var pipeEnds: [Int32] = [-1, -1]
+                guard pipe(&pipeEnds) == 0 else {
+                    let error = errno
+                    for fd in sockets { Glibc.close(fd) }
+                    throw .networkFailure("callback listener: pipe: \(systemMessage(error))")
+                }
+                for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+                _ = fcntl(pipeEnds[1], F_SETFL, O_NONBLOCK)
+                return CallbackListener(sockets: sockets, wake: pipeEnds, port: bound)
+            }
+        }
+        throw .callbackPortInUse(ports: ports)
+    }
+
+    /// Listening sockets on 127.0.0.1:`port` and [::1]:`port` (only the first when this machine
+    /// has no IPv6) and the port bound; nil when either address has the port taken.
+    private static func listenOnBoth(_ port: UInt16) throws(AuthError) -> ([Int32], UInt16)? {
+        guard case .listening(let v4) = try listenSocket(ipv6: false, port: port) else { return nil }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(v4, $0, &length) } }
+        let bound = UInt16(bigEndian: actual.sin_port)
+        let v6: Listening
+        do { v6 = try listenSocket(ipv6: true, port: bound) } catch {
+            Glibc.close(v4)
+            throw error
+        }
+        switch v6 {
+        case .listening(let fd): return ([v4, fd], bound)
+        case .noIPv6: return ([v4], bound)
+        case .taken:
+            Glibc.close(v4)
+            return nil
+        }
+    }
+
+    private enum Listening { case listening(Int32), taken, noIPv6 }
+
+    /// A non-blocking socket listening on the loopback address of one family at `port`.
+    private static func listenSocket(ipv6: Bool, port: UInt16) throws(AuthError) -> Listening {
+        let name = ipv6 ? "[::1]:\(port)" : "127.0.0.1:\(port)"
+        let fd = Glibc.socket(ipv6 ? AF_INET6 : AF_INET,
+                              Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else {
+            let error = errno
+            if ipv6 && error == EAFNOSUPPORT { return .noIPv6 }
+            throw .networkFailure("callback listener: socket for \(name): \(systemMessage(error))")
+        }
+        // Lets a new sign-in bind the port while the last one's connections are in TIME_WAIT;
+        // it never lets two listeners share it.
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound: Int32
+        if ipv6 {
+            // ::1 only: 127.0.0.1 has a socket of its own.
+            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            address.sin6_addr = in6addr_loopback
+            bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = port.bigEndian
             address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-            let bound = withUnsafePointer(to: &address) {
+            bound = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
-            if bound != 0 {
-                let error = errno
-                Glibc.close(fd)
-                if error == EADDRINUSE { continue }
-                throw .networkFailure("callback listener: cannot listen on 127.0.0.1:\(port): \(systemMessage(error))")
-            }
-            guard listen(fd, 16) == 0 else {
-                let error = errno
-                Glibc.close(fd)
-                throw .networkFailure("callback listener: listen: \(systemMessage(error))")
-            }
-            var actual = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &actual) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-            var pipeEnds: [Int32] = [-1, -1]
-            guard pipe(&pipeEnds) == 0 else {
-                Glibc.close(fd)
-                throw .networkFailure("callback listener: pipe: \(systemMessage(errno))")
-            }
-            for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-            _ = fcntl(pipeEnds[1], F_SETFL, O_NONBLOCK)
-            return CallbackListener(socket: fd, wake: pipeEnds, port: UInt16(bigEndian: actual.sin_port))
         }
-        throw .callbackPortInUse(ports: ports)
+        // EADDRINUSE from listen: another socket bound the same address with SO_REUSEADDR and
+        // listened first.
+        let error = bound != 0 ? errno : (listen(fd, 16) != 0 ? errno : 0)
+        guard error != 0 else { return .listening(fd) }
+        Glibc.close(fd)
+        if error == EADDRINUSE { return .taken }
+        // No ::1 here (IPv6 disabled): 127.0.0.1 alone, which every browser reaches `localhost` by.
+        if ipv6 && (error == EADDRNOTAVAIL || error == EAFNOSUPPORT) { return .noIPv6 }
+        throw .networkFailure("callback listener: cannot listen on \(name): \(systemMessage(error))")
     }
 
     /// Wakes a ``next()`` waiting on another thread, which then throws `CancellationError`; so
@@ -83,13 +135,13 @@ package final class CallbackListener: Sendable {
         }
     }
 
-    /// Closes the socket (the port is free again once this returns). Called once no ``next()``
+    /// Closes the sockets (the port is free again once this returns). Called once no ``next()``
     /// runs: a descriptor closed under a waiting thread could be reused by another file.
     package func close() {
         closed.withLock { closed in
             guard !closed else { return }
             closed = true
-            Glibc.close(socket)
+            for fd in sockets { Glibc.close(fd) }
             for end in wake { Glibc.close(end) }
         }
     }
@@ -99,7 +151,7 @@ package final class CallbackListener: Sendable {
     /// Throws `CancellationError` once ``stop()`` was called.
     package func next() throws -> CallbackConnection {
         while true {
-            guard waitReadable(socket, timeout: -1) else { throw CancellationError() }
+            guard let socket = waitAcceptable() else { throw CancellationError() }
             let connection = accept(socket, nil, nil)
             if connection < 0 { continue }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
@@ -109,6 +161,17 @@ package final class CallbackListener: Sendable {
                 return CallbackConnection(fd: connection, request: request)
             }
             CallbackConnection(fd: connection, request: nil).respond(status: 400, page: .badRequest)
+        }
+    }
+
+    /// The listening socket with a connection waiting; nil once ``stop()`` was called.
+    private func waitAcceptable() -> Int32? {
+        var fds = [pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0)] + sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        while true {
+            let n = poll(&fds, nfds_t(fds.count), -1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || fds[0].revents != 0 { return nil }
+            if let ready = fds.dropFirst().first(where: { $0.revents != 0 }) { return ready.fd }
         }
     }
 

@@ -185,6 +185,53 @@ import LanyardTestSupport
         #expect(try await signedIn.0.name == "bob")
     }
 
+    /// A browser that resolves `localhost` to ::1 first reaches the sign-in there: the callback
+    /// sent to [::1]:PORT completes it.
+    @Test func callbackOverIPv6Loopback() async throws {
+        guard ipv6LoopbackAvailable() else {
+            print("BrowserSignInTests.callbackOverIPv6Loopback skipped: this machine has no IPv6 on loopback")
+            return
+        }
+        let rig = try Rig()
+        let shown = Shown()
+        let log = EventLog(onEvent: shown.record)
+        try await rig.server.hook("/_test/browser", ["email": "dana@example.com"])
+        async let signedIn = rig.signIn(log: log)
+        let auth = await shown.value()
+        let location = try #require(try await browse(auth.url.absoluteString, follow: false).location)
+        #expect(location.hasPrefix("http://localhost:\(rig.ports[0])/auth/callback?"))
+        let visit = try await browse(location.replacingOccurrences(of: "http://localhost:", with: "http://[::1]:"))
+        #expect(visit.status == 200 && visit.body.contains("You can close this tab"))
+        #expect(try await signedIn.1.account.email == "dana@example.com")
+        try await waitUntilFree(rig.ports)
+    }
+
+    /// Another program listening on [::1] (and not on 127.0.0.1) at a port: the sign-in does not
+    /// share it, where a browser trying ::1 first would hand that program the code. Both ports so
+    /// held: `callback_port_in_use`; the second freed: the sign-in listens there.
+    @Test func aProgramOnIPv6LoopbackTakesThePort() async throws {
+        guard ipv6LoopbackAvailable() else {
+            print("BrowserSignInTests.aProgramOnIPv6LoopbackTakesThePort skipped: this machine has no IPv6 on loopback")
+            return
+        }
+        let rig = try Rig(ports: 2)
+        let first = try holdIPv6Loopback(rig.ports[0])
+        defer { close(first) }
+        let second = try holdIPv6Loopback(rig.ports[1])
+        // No wait for a callback: a listener that took the port anyway ends in `callback_timeout`.
+        let refused = await authError { _ = try await rig.signIn(sleeper: TestSleeper(), log: EventLog()) }
+        close(second)
+        #expect(refused == .callbackPortInUse(ports: rig.ports))
+        let shown = Shown()
+        let log = EventLog(onEvent: shown.record)
+        try await rig.server.hook("/_test/browser", ["email": "finn@example.com"])
+        async let signedIn = rig.signIn(slot: nil, log: log)
+        let auth = await shown.value()
+        #expect(auth.redirectURI == "http://localhost:\(rig.ports[1])/auth/callback")
+        #expect(try await browse(auth.url.absoluteString).status == 200)
+        #expect(try await signedIn.0.name == "finn")
+    }
+
     /// No browser here: the address the browser ended on, pasted, completes the sign-in (after a
     /// line that is no address and one of another sign-in); the code is single-use at the emulator.
     @Test func pastedRedirectCompletesIt() async throws {
@@ -319,3 +366,4 @@ import LanyardTestSupport
         #expect(try await server.stat("code_exchanges") == 1)
     }
 }
+
