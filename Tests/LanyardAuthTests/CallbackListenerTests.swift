@@ -5,7 +5,7 @@ import LanyardTestSupport
 @testable import LanyardAuth
 
 /// The browser sign-in's listener on its own, over real loopback sockets: both loopback
-/// addresses, and a port another program holds on ::1.
+/// addresses, a port another program holds on ::1, and connections that send nothing.
 @Suite struct CallbackListenerTests {
     /// A request sent to 127.0.0.1 and one sent to [::1] at the same port both reach the listener.
     @Test func listensOnBothLoopbackAddresses() async throws {
@@ -44,6 +44,44 @@ import LanyardTestSupport
         defer { listener.close() }
         #expect(listener.port == next)
         #expect(ipv4LoopbackPortIsFree(taken))
+    }
+
+    /// More connections than the limit, none sending anything (one half a head), then a request:
+    /// the request is handed out at once; the oldest connections beyond the limit were closed to
+    /// make room, and the others are answered 400 when their time to send a head is up. Every
+    /// connection is in the kernel's queue before `next()` runs, so what it closes is exact.
+    @Test func idleConnectionsNeverHoldARequestOut() async throws {
+        let listener = try CallbackListener.bind(ports: [0])
+        defer { listener.close() }
+        let port = listener.port, total = 20
+        let idle = try await BlockingExecutor.shared.run {
+            let fds = try (0..<total).map { _ in try connectLoopback(port) }
+            try sendAll(fds[total - 1], "GET /auth/callback?state=slow HTTP/1.1\r\n")
+            return fds
+        }
+        defer { for fd in idle { close(fd) } }
+        let browser = try await BlockingExecutor.shared.run {
+            let fd = try connectLoopback(port)
+            try sendAll(fd, "GET /auth/callback?code=c&state=s HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            return fd
+        }
+        defer { close(browser) }
+        let connection = try await BlockingExecutor.shared.runOnOwnThread { try listener.next() }
+        #expect(connection.request == CallbackRequest(path: "/auth/callback", query: ["code": "c", "state": "s"]))
+        let evicted = total + 1 - CallbackListener.maximumOpenConnections
+        #expect(idle.map(peerClosed) == Array(repeating: true, count: evicted) + Array(repeating: false, count: total - evicted))
+        await BlockingExecutor.shared.run { connection.respond(status: 200, page: .signedIn) }
+        let page = await BlockingExecutor.shared.run { readUntilClosed(browser, within: 60) }
+        #expect(String(decoding: page ?? [], as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+
+        // While the listener waits for another request, the rest run out of time.
+        let waiting = Task { try await BlockingExecutor.shared.runOnOwnThread { try listener.next() } }
+        for fd in idle[evicted...] {
+            let answer = await BlockingExecutor.shared.run { readUntilClosed(fd, within: 60) }
+            #expect(String(decoding: answer ?? [], as: UTF8.self).hasPrefix("HTTP/1.1 400 Bad Request"))
+        }
+        listener.stop()
+        await #expect(throws: CancellationError.self) { _ = try await waiting.value }
     }
 }
 
