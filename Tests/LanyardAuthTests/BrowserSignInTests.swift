@@ -185,6 +185,76 @@ import LanyardTestSupport
         #expect(try await signedIn.0.name == "bob")
     }
 
+    /// A browser that resolves `localhost` to ::1 first reaches the sign-in there: the callback
+    /// sent to [::1]:PORT completes it.
+    @Test func callbackOverIPv6Loopback() async throws {
+        guard ipv6LoopbackAvailable() else {
+            print("BrowserSignInTests.callbackOverIPv6Loopback skipped: this machine has no IPv6 on loopback")
+            return
+        }
+        let rig = try Rig()
+        let shown = Shown()
+        let log = EventLog(onEvent: shown.record)
+        try await rig.server.hook("/_test/browser", ["email": "dana@example.com"])
+        async let signedIn = rig.signIn(log: log)
+        let auth = await shown.value()
+        let location = try #require(try await browse(auth.url.absoluteString, follow: false).location)
+        #expect(location.hasPrefix("http://localhost:\(rig.ports[0])/auth/callback?"))
+        let visit = try await browse(location.replacingOccurrences(of: "http://localhost:", with: "http://[::1]:"))
+        #expect(visit.status == 200 && visit.body.contains("You can close this tab"))
+        #expect(try await signedIn.1.account.email == "dana@example.com")
+        try await waitUntilFree(rig.ports)
+    }
+
+    /// Another program listening on [::1] (and not on 127.0.0.1) at a port: the sign-in does not
+    /// share it, where a browser trying ::1 first would hand that program the code. Both ports so
+    /// held: `callback_port_in_use`; the second freed: the sign-in listens there.
+    @Test func aProgramOnIPv6LoopbackTakesThePort() async throws {
+        guard ipv6LoopbackAvailable() else {
+            print("BrowserSignInTests.aProgramOnIPv6LoopbackTakesThePort skipped: this machine has no IPv6 on loopback")
+            return
+        }
+        let rig = try Rig(ports: 2)
+        let first = try holdIPv6Loopback(rig.ports[0])
+        defer { close(first) }
+        let second = try holdIPv6Loopback(rig.ports[1])
+        // No wait for a callback: a listener that took the port anyway ends in `callback_timeout`.
+        let refused = await authError { _ = try await rig.signIn(sleeper: TestSleeper(), log: EventLog()) }
+        close(second)
+        #expect(refused == .callbackPortInUse(ports: rig.ports))
+        let shown = Shown()
+        let log = EventLog(onEvent: shown.record)
+        try await rig.server.hook("/_test/browser", ["email": "finn@example.com"])
+        async let signedIn = rig.signIn(slot: nil, log: log)
+        let auth = await shown.value()
+        #expect(auth.redirectURI == "http://localhost:\(rig.ports[1])/auth/callback")
+        #expect(try await browse(auth.url.absoluteString).status == 200)
+        #expect(try await signedIn.0.name == "finn")
+    }
+
+    /// Twenty connections opened first and held open, sending nothing, do not keep the callback
+    /// out: the sign-in completes within its deadline, made 30 s here (a listener that gave each
+    /// connection even 2 s in turn would need 40).
+    @Test func idleConnectionsDoNotHoldTheCallbackOut() async throws {
+        let rig = try Rig()
+        let shown = Shown()
+        let log = EventLog(onEvent: shown.record)
+        try await rig.server.hook("/_test/browser", ["email": "erin@example.com"])
+        async let signedIn = rig.signIn(slot: nil, sleeper: CappedSleeper(limit: 30), log: log)
+        let auth = await shown.value()
+        let location = try #require(try await browse(auth.url.absoluteString, follow: false).location)
+        let port = rig.ports[0]
+        let idle = try await BlockingExecutor.shared.run { try (0..<20).map { _ in try connectLoopback(port) } }
+        defer { for fd in idle { close(fd) } }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let visit = try await browse(location.replacingOccurrences(of: "http://localhost:", with: "http://127.0.0.1:"))
+        let (slot, _) = try await signedIn
+        print("BrowserSignInTests.idleConnectionsDoNotHoldTheCallbackOut: the callback completed the sign-in "
+            + "\(start.duration(to: clock.now)) after 20 idle connections")
+        #expect(visit.status == 200 && slot.name == "erin")
+    }
+
     /// No browser here: the address the browser ended on, pasted, completes the sign-in (after a
     /// line that is no address and one of another sign-in); the code is single-use at the emulator.
     @Test func pastedRedirectCompletesIt() async throws {
@@ -318,4 +388,10 @@ import LanyardTestSupport
         #expect(slot.name == "gina" && credential.account.email == "gina@example.com" && credential.tokens.refreshToken != nil)
         #expect(try await server.stat("code_exchanges") == 1)
     }
+}
+
+/// Real waiting, at most `limit` seconds at a time: a sign-in's 15-minute deadline made short.
+struct CappedSleeper: Sleeper {
+    let limit: TimeInterval
+    func sleep(seconds: TimeInterval) async throws { try await TaskSleeper().sleep(seconds: min(seconds, limit)) }
 }
