@@ -69,7 +69,7 @@ public enum AuthError: LanyardError, Equatable {
     case networkFailure(String)
     case pollingTimeout
     case callbackTimeout
-    /// Every port the browser sign-in may listen on (127.0.0.1) is taken.
+    /// Every port the browser sign-in may listen on (on 127.0.0.1 or ::1) is taken.
     case callbackPortInUse(ports: [UInt16])
     case authorizationDenied(String)
     case tokenExchangeFailed(status: Int, detail: ServerErrorDetail)
@@ -117,7 +117,7 @@ public enum AuthError: LanyardError, Equatable {
         case .callbackTimeout: return "the sign-in callback did not arrive in time"
         case .callbackPortInUse(let ports):
             let names = ports.map(String.init).joined(separator: " and ")
-            return "another program listens on 127.0.0.1 port\(ports.count == 1 ? "" : "s") \(names), where the browser sign-in "
+            return "another program listens on 127.0.0.1 or ::1 port\(ports.count == 1 ? "" : "s") \(names), where the browser sign-in "
                 + "must wait for its callback: most likely another sign-in (such as Codex's own `codex login`) is waiting there. "
                 + "Finish or cancel that sign-in and run this one again, or sign in with a device code: `lanyard login --device`"
         case .authorizationDenied(let m): return "authorization denied" + (m.isEmpty ? "" : ": \(m)")

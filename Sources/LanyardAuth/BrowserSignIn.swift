@@ -29,7 +29,7 @@ package struct PKCE: Sendable {
 }
 
 /// Where a provider's browser sign-in sends the browser back: `http://HOST:PORT/PATH`, PORT the
-/// first of `ports` that is free on 127.0.0.1 (0: any).
+/// first of `ports` that is free on both 127.0.0.1 and ::1 (0: any).
 package struct CallbackAddress: Sendable, Hashable {
     package var host: String
     package var path: String
@@ -87,7 +87,7 @@ package struct BrowserSignInOptions: Sendable {
     }
 }
 
-/// The browser sign-in: PKCE and `state`, a listener on 127.0.0.1 serving the callback once, and
+/// The browser sign-in: PKCE and `state`, a listener on 127.0.0.1 and ::1 serving the callback once, and
 /// (when given) a pasted redirect racing it; then the code exchange. Like ``SignInFlow`` it
 /// stores nothing: `onApproved` does, before the browser is told it worked.
 package struct BrowserSignInFlow: Sendable {
