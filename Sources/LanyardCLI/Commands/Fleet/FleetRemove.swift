@@ -5,7 +5,7 @@ import LanyardFleet
 
 extension FleetCommands {
     static let remove = CommandSpec(
-        name: "fleet remove", summary: "remove a machine: its copies are spent and it reads nothing written from now on",
+        name: "fleet remove", summary: "remove a machine and rotate every shared slot away from it",
         arguments: "MACHINE", minArguments: 1, maxArguments: 1, flags: [], prints: true, takesAccount: false,
         details: """
         Appends a signed `remove` entry to the membership log (or deletes a join request), then rotates every \
