@@ -12,7 +12,12 @@ import Glibc
 /// ``maximumThreads``, and ended after ``idleSeconds`` without work. The bound is generous on
 /// purpose: blocking work can wait on other blocking work (a `flock` held by a refresh that still
 /// has etcd calls to make), so the pool must not run out of threads while that holder needs one.
-/// Work beyond the bound queues in order.
+/// Work beyond the bound queues in order. Work queued by ``run(_:)-(()throws->T)`` whose task is
+/// cancelled before a thread takes it is dropped, and the task gets `CancellationError`; work a
+/// thread has taken always runs to its end (it may hold a lock or a token the server just issued).
+///
+/// Its mutex and condition are allocated once and never move (Swift does not promise a stored
+/// property a stable address, which `pthread_cond_wait` needs), as swift-nio's `NIOLock` does.
 package final class BlockingExecutor: @unchecked Sendable {
     /// The process's executor.
     package static let shared = BlockingExecutor()
@@ -20,9 +25,9 @@ package final class BlockingExecutor: @unchecked Sendable {
     package let maximumThreads: Int
     package let idleSeconds: Int
 
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
-    private var queue: [() -> Void] = []
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    private var queue: [Job] = []
     private var head = 0
     private var threads = 0
     private var idle = 0
@@ -30,22 +35,60 @@ package final class BlockingExecutor: @unchecked Sendable {
     package init(maximumThreads: Int = 64, idleSeconds: Int = 10) {
         self.maximumThreads = maximumThreads
         self.idleSeconds = idleSeconds
-        pthread_mutex_init(&mutex, nil)
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
         pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(&condition, &attributes)
+        pthread_cond_init(condition, &attributes)
         pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        // Only a test's own executor ends (the shared one lives as long as the process), and only
+        // once its threads have (each holds a reference while it runs).
+        pthread_cond_destroy(condition)
+        condition.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// One piece of queued work. `state` is read and written under the executor's mutex.
+    private final class Job: @unchecked Sendable {
+        enum State { case new, queued, running, cancelled }
+        var state = State.new
+        let work: @Sendable () -> Void
+        /// Resumes the waiting task with `CancellationError` (nil: the work cannot be cancelled).
+        let cancelled: (@Sendable () -> Void)?
+        init(_ work: @escaping @Sendable () -> Void, cancelled: (@Sendable () -> Void)? = nil) {
+            self.work = work
+            self.cancelled = cancelled
+        }
     }
 
     /// Runs `body` on one of the executor's threads and returns its result; the calling task
     /// suspends meanwhile (its cooperative thread is free for other tasks). `body` must not
     /// await: it is the blocking part.
+    ///
+    /// When the task is cancelled while `body` still waits in the queue, it never runs and this
+    /// throws `CancellationError`; once a thread has taken it, it runs to its end.
     package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            submit {
-                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+        let job = Locked<Job?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                let made = Job({
+                    do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+                }, cancelled: { continuation.resume(throwing: CancellationError()) })
+                job.withLock { $0 = made }
+                // Cancelled before the handler could see the job: drop it here (enqueue resumes).
+                if Task.isCancelled { cancel(made) }
+                enqueue(made)
             }
+        } onCancel: {
+            if let queued = job.withLock({ $0 }) { cancel(queued) }
         }
     }
 
@@ -98,20 +141,40 @@ package final class BlockingExecutor: @unchecked Sendable {
 
     /// Queues `work`, starting a thread when more work waits than threads are idle (an idle
     /// thread woken for earlier work is not free for this one) and the bound allows.
-    package func submit(_ work: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(&mutex)
-        queue.append(work)
+    package func submit(_ work: @escaping @Sendable () -> Void) { enqueue(Job(work)) }
+
+    private func enqueue(_ job: Job) {
+        pthread_mutex_lock(mutex)
+        if job.state == .cancelled {
+            // Its task was cancelled before the work reached the queue.
+            pthread_mutex_unlock(mutex)
+            job.cancelled?()
+            return
+        }
+        job.state = .queued
+        queue.append(job)
         let start = queue.count - head > idle && threads < maximumThreads
         if start { threads += 1 }
-        pthread_cond_signal(&condition)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
         if start { startThread() }
+    }
+
+    /// Drops `job` if no thread has taken it yet (its task was cancelled).
+    private func cancel(_ job: Job) {
+        guard job.cancelled != nil else { return }
+        pthread_mutex_lock(mutex)
+        let state = job.state
+        if state == .new || state == .queued { job.state = .cancelled }
+        pthread_mutex_unlock(mutex)
+        // A new job is resumed by enqueue, which finds it cancelled; a queued one here.
+        if state == .queued { job.cancelled?() }
     }
 
     /// Threads running now (for tests and diagnostics).
     package var threadCount: Int {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         return threads
     }
 
@@ -130,9 +193,9 @@ package final class BlockingExecutor: @unchecked Sendable {
         if made != 0 {
             // No thread (the process is out of them): run the work here rather than lose it.
             box.release()
-            pthread_mutex_lock(&mutex)
+            pthread_mutex_lock(mutex)
             threads -= 1
-            pthread_mutex_unlock(&mutex)
+            pthread_mutex_unlock(mutex)
             while let next = take(wait: false) { next() }
         }
     }
@@ -143,28 +206,33 @@ package final class BlockingExecutor: @unchecked Sendable {
 
     /// The next piece of work; with `wait`, waits up to ``idleSeconds`` for one, then ends the
     /// thread (nil). The caller holds no lock.
-    private func take(wait: Bool) -> (() -> Void)? {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while head == queue.count {
-            guard wait else { return nil }
-            var deadline = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &deadline)
-            deadline.tv_sec += idleSeconds
-            idle += 1
-            let waited = pthread_cond_timedwait(&condition, &mutex, &deadline)
-            idle -= 1
-            if waited == ETIMEDOUT && head == queue.count {
-                threads -= 1
-                return nil
+    private func take(wait: Bool) -> (@Sendable () -> Void)? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while true {
+            while head == queue.count {
+                guard wait else { return nil }
+                var deadline = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &deadline)
+                deadline.tv_sec += idleSeconds
+                idle += 1
+                let waited = pthread_cond_timedwait(condition, mutex, &deadline)
+                idle -= 1
+                if waited == ETIMEDOUT && head == queue.count {
+                    threads -= 1
+                    return nil
+                }
             }
+            let next = queue[head]
+            head += 1
+            if head > 64 && head * 2 > queue.count {
+                queue.removeFirst(head)
+                head = 0
+            }
+            // Work whose task was cancelled while it waited is skipped (its task was resumed).
+            if next.state == .cancelled { continue }
+            next.state = .running
+            return next.work
         }
-        let next = queue[head]
-        head += 1
-        if head > 64 && head * 2 > queue.count {
-            queue.removeFirst(head)
-            head = 0
-        }
-        return next
     }
 }

@@ -55,4 +55,24 @@ import Testing
         }
         #expect(order.withLock { $0 }.sorted() == Array(0..<20))
     }
+
+    /// Work still queued when its task is cancelled never runs, and the task gets
+    /// `CancellationError` at once; work a thread has taken runs to its end.
+    @Test func queuedWorkOfACancelledTaskIsDropped() async throws {
+        let executor = BlockingExecutor(maximumThreads: 1, idleSeconds: 1)
+        let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let ran = Locked(false)
+        let holder = Task { try await executor.run { () throws -> Int in started.signal(); release.wait(); return 1 } }
+        await executor.runOnOwnThread { started.wait() }  // the one pooled thread is busy now
+        // A throwing body: the run that can end with CancellationError.
+        let queued = Task { try await executor.run { () throws -> Int in ran.withLock { $0 = true }; return 2 } }
+        queued.cancel()
+        await #expect(throws: CancellationError.self) { try await queued.value }
+        release.signal()
+        #expect(try await holder.value == 1)  // taken before the cancellation: it finished
+        // The queue moves on past the dropped work.
+        #expect(try await executor.run { 3 } == 3)
+        #expect(ran.withLock { $0 } == false)
+    }
 }
