@@ -122,7 +122,8 @@ extension AccountManager {
     /// A change of slot logs a `switch` event (`from`, `to`, `provider`, and why: `reason`, see
     /// ``SwitchReason``); the event's slot is the new active slot.
     package func switchActive(to slot: Slot, environment: [String: String], reason: SwitchReason = .user) async throws -> SwitchOutcome {
-        let change = try setActive(slot)
+        // The registry under its flock: on the blocking executor.
+        let change = try await BlockingExecutor.shared.run { try self.setActive(slot) }
         var outcome: SwitchOutcome
         if config.codexIntegration {
             let sync = CodexSync(manager: self)
@@ -145,7 +146,8 @@ extension AccountManager {
         fields["provider"] = .string(change.record.provider)
         if let codex = outcome.codex { fields["codex_auth_json"] = .string(codex.authPath) }
         let event = EventLog.record("switch", slot: slot, fields: fields, now: clock.now())
-        eventLog.append(event)
+        let log = eventLog
+        await BlockingExecutor.shared.run { log.append(event) }
         outcome.event = event
         return outcome
     }
@@ -175,7 +177,8 @@ extension AccountManager {
     /// endpoint and picks the one whose busiest window (of whatever length) is least used; a slot
     /// with a window at 100 % is at its limit and never chosen.
     package func bestSlot() async throws -> BestSlotChoice {
-        let document = try registry.load()
+        let registry = self.registry
+        let document = try await BlockingExecutor.shared.run { try registry.load() }
         let provider = document.active.flatMap { document.slots[$0]?.provider } ?? "openai"
         var candidates: [SlotCandidate] = []
         var best: SlotCandidate?

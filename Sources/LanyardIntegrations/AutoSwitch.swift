@@ -154,16 +154,21 @@ extension AccountManager {
     package func autoSwitchIfNeeded(reportedLimit: (slot: Slot, limit: UsageLimit)? = nil,
                                     environment: [String: String]) async throws -> AutoSwitchOutcome {
         // One check at a time across processes: two would both switch, and both give the notice.
-        try SecureFiles.ensureDirectory(paths.stateDirectory)
-        let lock = try FileLock(path: AutoSwitchState.path(paths) + ".lock")
+        // The lock (flock), the registry and the state file: one hop to the blocking executor.
+        let paths = self.paths, registry = self.registry
+        let (lock, document, loaded) = try await BlockingExecutor.shared.run { () throws -> (FileLock, RegistryDocument, AutoSwitchState) in
+            try SecureFiles.ensureDirectory(paths.stateDirectory)
+            let lock = try FileLock(path: AutoSwitchState.path(paths) + ".lock")
+            return (lock, try registry.load(), AutoSwitchState.load(paths))
+        }
         defer { withExtendedLifetime(lock) {} }
         let threshold = config.autoSwitch.threshold
-        let document = try registry.load()
         guard let active = document.active, let record = document.slots[active] else { return .noActiveSlot }
         guard config.providers[record.provider]?.usageBaseURL != nil else {
             return .noUsageEndpoint(slot: active, provider: record.provider)
         }
-        var state = AutoSwitchState.load(paths)
+        var state = loaded
+        func save(_ state: AutoSwitchState) async throws { try await BlockingExecutor.shared.run { try state.save(paths) } }
         let shortfall: UsageShortfall
         if let reportedLimit {
             guard reportedLimit.slot == active else { return .notActive(reported: reportedLimit.slot, active: active) }
@@ -177,7 +182,7 @@ extension AccountManager {
                 if !report.isAtLimit && used < threshold {
                     if state.allAtLimit != nil {
                         state.allAtLimit = nil
-                        try state.save(paths)
+                        try await save(state)
                     }
                     return .underThreshold(slot: active, usedPercent: used)
                 }
@@ -214,9 +219,10 @@ extension AccountManager {
             fields["provider"] = .string(record.provider)
             fields["earliest_reset"] = .date(earliest)
             let event = EventLog.record("switch_blocked", slot: active, fields: fields, now: now)
-            eventLog.append(event)
+            let log = eventLog
+            await BlockingExecutor.shared.run { log.append(event) }
             state.allAtLimit = event
-            try state.save(paths)
+            try await save(state)
             return .allAtLimit(slot: active, reason: shortfall, earliestReset: earliest, firstNotice: true, event: event)
         }
 
@@ -225,7 +231,7 @@ extension AccountManager {
         let event = outcome.event ?? .null
         state.lastSwitch = event
         state.allAtLimit = nil
-        try state.save(paths)
+        try await save(state)
         return .switched(AutoSwitchDone(from: active, to: best.slot, reason: shortfall, toUsedPercent: best.used, outcome: outcome, event: event))
     }
 

@@ -27,12 +27,23 @@ package struct CodexSync: Sendable {
     /// - Returns: true when the slot took the newer tokens.
     @discardableResult
     package func copyBack(from home: CodexHome, into slot: Slot) async throws -> Bool {
-        guard let live = try await BlockingExecutor.shared.run({ try home.read() }) else { return false }
-        guard let record = try manager.registry.load().slots[slot], record.provider == "openai" || manager.config.providers[record.provider]?.kind == .openai else {
-            return false
+        let manager = self.manager
+        // Codex's sign-in (a file, or the keyring over D-Bus) and the registry: one hop.
+        let found = try await BlockingExecutor.shared.run { () throws -> (CodexAuthFile, SlotRecord)? in
+            guard let live = try home.read(), let record = try manager.registry.load().slots[slot],
+                  record.provider == "openai" || manager.config.providers[record.provider]?.kind == .openai else { return nil }
+            return (live, record)
         }
+        guard let (live, record) = found else { return false }
         let lock = try await manager.lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
+        return try await BlockingExecutor.shared.run { try self.copyBack(live, record: record, into: slot) }
+    }
+
+    /// ``copyBack(from:into:)``'s blocking part, under the slot's refresh lock: the store and the
+    /// registry.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
+    func copyBack(_ live: CodexAuthFile, record: SlotRecord, into slot: Slot) throws -> Bool {
         let store = try manager.openStore(record.backend, false)
         let stored = try store.get(slot)
         guard let account = stored.account.accountID, live.accountID == account else { return false }
@@ -63,10 +74,11 @@ package struct CodexSync: Sendable {
     /// (an API key, an agent identity) is refused, not overwritten; fields Lanyard does not know
     /// are kept.
     package func export(slot: Slot, to home: CodexHome) async throws -> CodexExport {
-        let live = try await BlockingExecutor.shared.run { try home.readSignIn() }
-        if let tokens = live?.chatGPT, let owner = try ownerSlot(of: tokens) {
-            try await copyBack(from: home, into: owner)
+        let (live, owner) = try await BlockingExecutor.shared.run { () throws -> (CodexSignIn?, Slot?) in
+            let live = try home.readSignIn()
+            return (live, try live?.chatGPT.flatMap { try self.ownerSlot(of: $0) })
         }
+        if let owner { try await copyBack(from: home, into: owner) }
         let credential = try await manager.freshCredential(slot: slot)
         var signIn = try CodexSignIn(credential: credential, slot: slot)
         signIn.keep(from: live)
@@ -100,6 +112,7 @@ package struct CodexSync: Sendable {
     }
 
     /// The slot holding the account of `file`, if any.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func ownerSlot(of file: CodexAuthFile) throws -> Slot? {
         guard let account = file.accountID else { return nil }
         return try manager.registry.load().sortedSlots.first { $0.record.account.accountID == account }?.slot

@@ -188,14 +188,19 @@ extension AccountManager {
             do { return try await sync.copyBack(from: home, into: target) } catch StoreError.notFound { return false }
         }
         var copiedInto: Slot?
-        if let live = try home.read() {
+        // The folder's sign-in and the slot holding its account: one hop.
+        let found = try await BlockingExecutor.shared.run { () throws -> (CodexAuthFile, Slot?)? in
+            guard let live = try home.read() else { return nil }
+            return (live, try sync.ownerSlot(of: live))
+        }
+        if let (_, owner) = found {
             if try await copyBack(into: slot) {
                 copiedInto = slot
-            } else if let owner = try sync.ownerSlot(of: live), owner != slot, try await copyBack(into: owner) {
+            } else if let owner, owner != slot, try await copyBack(into: owner) {
                 copiedInto = owner
             }
         }
-        ExecFolders.removeContents(of: path)
+        await BlockingExecutor.shared.run { ExecFolders.removeContents(of: path) }
         return copiedInto
     }
 }

@@ -25,14 +25,17 @@ package protocol CredentialStore: Sendable {
     /// Which backend this is.
     var kind: BackendKind { get }
     /// The stored credential of `slot`; `StoreError.notFound` when there is none.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func get(_ slot: Slot) throws -> Credential
     /// Stores `credential` for `slot`, replacing any earlier one.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func put(_ credential: Credential, for slot: Slot) throws
     /// Stores every credential of `credentials` (a bundle import), replacing earlier ones: all of
     /// them or, when it throws, none. The file store does it as one write of its file (atomic even
     /// across a `kill -9`); the default, for stores that write item by item (the keyring has no
     /// transactions), puts each slot and on a failure puts back what it replaced, so only a
     /// process killed midway leaves some written (see ``CredentialStore/putAllItemByItem(_:)``).
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func putAll(_ credentials: [Slot: Credential]) throws
     /// Makes ``putAll(_:)`` ready without making it visible, to land together with `transaction`'s
     /// registry change (both or neither, even across a `kill -9`; see
@@ -40,8 +43,10 @@ package protocol CredentialStore: Sendable {
     /// (it writes item by item: call ``putAll(_:)`` instead).
     func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool
     /// Removes the credential of `slot`; `StoreError.notFound` when there is none.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func delete(_ slot: Slot) throws
     /// Every slot with a stored credential.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func list() throws -> [Slot]
     /// Whether the backend answers, is locked, and keeps data across reboots.
     func health() -> StoreHealth

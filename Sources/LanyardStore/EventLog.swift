@@ -77,12 +77,14 @@ package struct EventLog: Sendable {
     /// Appends an event. Best effort: a log that cannot be written never fails the operation
     /// (the first failure of a process goes to ``reportFailures(to:)``'s reporter).
     @discardableResult
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     package func append(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:]) -> JSONValue {
         let record = Self.record(event, slot: slot, fields: fields)
         append(record)
         return record
     }
 
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     package func append(_ record: JSONValue) {
         do { try SecureFiles.ensureDirectory(directory) } catch { return failed(error.userFacingDescription) }
         let line = Array((record.serialized(pretty: false) + "\n").utf8)

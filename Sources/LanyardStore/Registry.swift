@@ -25,6 +25,7 @@ package struct Registry: Sendable {
     }
 
     /// The current document; an empty one when no registry exists yet.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     package func load() throws -> RegistryDocument {
         try SecureFiles.ensureDirectory(directory)
         settleForReaders(staged: true)
@@ -45,6 +46,7 @@ package struct Registry: Sendable {
     /// Runs `body` on the current document under the registry lock and writes the result
     /// durably when `body` returns (nothing is written when it throws).
     @discardableResult
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     package func update<T>(_ body: (inout RegistryDocument) throws -> T) throws -> T {
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: path + ".lock")
@@ -65,6 +67,7 @@ package struct Registry: Sendable {
     /// anything else goes through ``update(_:)``.
     /// - Returns: the slot active before, and the new active slot's record.
     /// - Throws: `RegistryError.unknownSlot` when there is no such slot.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     package func setActive(_ slot: Slot) throws -> (previous: Slot?, record: SlotRecord) {
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: path + ".lock")

@@ -245,6 +245,7 @@ package final class FileLock: Sendable {
     private let fd: Int32
 
     /// Blocks until the exclusive lock on `path` is held. The file is created 0600.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     package init(path: String) throws(StoreError) {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(SystemCallError.reason())") }

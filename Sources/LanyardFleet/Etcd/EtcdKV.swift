@@ -144,25 +144,34 @@ package protocol EtcdWatchHandle: Sendable {
 ///
 /// Every call is linearizable, bounded by the client's request timeout, and throws ``EtcdError``.
 package protocol EtcdKV: Sendable {
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func range(_ key: String, _ options: EtcdRangeOptions) throws -> EtcdRange
     /// - Returns: the revision of the write.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     @discardableResult func put(_ key: String, value: [UInt8], lease: Int64) throws -> Int64
     /// - Returns: how many keys were deleted.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     @discardableResult func delete(_ key: String, prefix: Bool) throws -> Int64
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation]) throws -> EtcdTransactionResult
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func grantLease(ttl: Int64) throws -> EtcdLease
     /// One keep-alive. - Returns: the TTL left, 0 when the lease is gone.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func keepAlive(_ lease: Int64) throws -> Int64
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func revoke(_ lease: Int64) throws
     /// Watches every key under `prefix` from `startRevision` (0: from now), calling `onEvents`
     /// with each batch and the revision it was seen at, on the calling thread, until `onEvents`
     /// returns false, `handle` is cancelled, or the stream fails (throws). A compacted start
     /// revision throws ``EtcdError/compacted(revision:)``.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func watch(prefix: String, startRevision: Int64, handle: (any EtcdWatchHandle)?,
                onEvents: ([EtcdWatchEvent], Int64) -> Bool) throws
     /// A handle for ``watch(prefix:startRevision:handle:onEvents:)`` that can cancel it.
     func makeWatchHandle() -> any EtcdWatchHandle
     /// Each endpoint's status, asked one by one (never throws: a failure is the entry's problem).
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func endpointStatus() -> [EtcdEndpointStatus]
 }
 
@@ -171,9 +180,11 @@ package protocol EtcdKV: Sendable {
 package protocol EtcdUsers: Sendable {
     /// Deletes user `name`. Throws ``EtcdError/permissionDenied(detail:)`` without the root role;
     /// a user that does not exist is deleted already (no error).
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func deleteUser(_ name: String) throws
     /// Whether user `name` exists. Throws ``EtcdError/permissionDenied(detail:)`` when these
     /// credentials may not ask.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func userExists(_ name: String) throws -> Bool
 }
 
