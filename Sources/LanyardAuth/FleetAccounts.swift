@@ -31,8 +31,10 @@ package enum SharedSlotFetch: Sendable, Equatable {
     case fetched(fleet: String)
     /// No fleet is configured, or the fleet shares no slot of that name.
     case notShared
-    /// The fleet could not be asked, or refused its copy (why, and the fleet's name).
+    /// The fleet could not be asked (why, and the fleet's name).
     case unavailable(fleet: String, reason: String)
+    /// The fleet's value for it is refused here (none a member signed, older than one seen, …).
+    case refused(fleet: String, reason: String)
 }
 
 /// A slot this machine does not have, which its fleet may share but could not be asked for
@@ -150,6 +152,9 @@ public struct FleetRemoval: Sendable {
             case failed(reason: String)
             /// The slot is no longer shared.
             case unshared
+            /// The value under its key is none a member signed (`reason`): no shared slot, nothing
+            /// to rotate (someone who can write to etcd put it there).
+            case refused(reason: String)
         }
         public var slot: Slot
         public var result: Result
@@ -220,9 +225,17 @@ extension AccountManager {
     /// machine does not have it), which writes the next generation sealed to the members left.
     private func rotateAfterRemoval(_ slot: Slot, fleet: String, reseal: inout [Slot]) async -> FleetRemoval.SlotOutcome {
         if (try? await Self.blocking({ try self.registry.load().slots[slot] })) == nil {
-            if case .unavailable(_, let reason) = await fetchSharedSlot(slot) {
+            switch await fetchSharedSlot(slot) {
+            case .refused(_, let reason):
+                // A value no member signed is no shared slot (someone wrote junk under slots/).
+                return FleetRemoval.SlotOutcome(slot: slot, result: .refused(reason: reason))
+            case .unavailable(_, let reason):
                 reseal.append(slot)
                 return FleetRemoval.SlotOutcome(slot: slot, result: .failed(reason: reason))
+            case .notShared:
+                return FleetRemoval.SlotOutcome(slot: slot, result: .unshared)
+            case .fetched:
+                break
             }
         }
         guard let record = try? await Self.blocking({ try self.registry.load().slots[slot] }) else {
@@ -403,6 +416,7 @@ extension AccountManager {
             guard let (_, outcome, message) = try await fleetSync(only: slot).first else { return .notShared }
             switch outcome {
             case .added, .adopted, .current, .uploaded: return .fetched(fleet: fleet)
+            case .refused: return .refused(fleet: fleet, reason: message ?? outcome.rawValue)
             default: return .unavailable(fleet: fleet, reason: message ?? outcome.rawValue)
             }
         } catch {

@@ -175,7 +175,7 @@ package final class Invocation: Sendable {
             stderr.line("lanyard: \(slot.name) was not on this machine yet: brought it from fleet \(fleet)")
             return record
         case .notShared: break
-        case .unavailable(let fleet, let reason): throw UnsyncedSlotError(slot: slot, fleet: fleet, reason: reason)
+        case .unavailable(let fleet, let reason), .refused(let fleet, let reason): throw UnsyncedSlotError(slot: slot, fleet: fleet, reason: reason)
         }
         throw RegistryError.unknownSlot(slot, chosenBy: chosenBy)
     }

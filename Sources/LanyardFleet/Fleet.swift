@@ -358,7 +358,16 @@ package struct Fleet: Sendable {
             let lock = try lock(slot)
             defer { lock.release() }
             let (_, membership) = try memberIdentity()
-            guard let current = try newest(slot, identity: identity, membership: membership), let credential = current.credential else { continue }
+            // A key under slots/ whose value no member signed (or that is damaged) is no shared
+            // slot: skipped, so it cannot stop the others from being re-sealed.
+            let found: SharedValue?
+            do { found = try newest(slot, identity: identity, membership: membership) } catch let error as FleetError {
+                switch error {
+                case .refusedCredential, .corrupt: continue
+                default: throw error
+                }
+            }
+            guard let current = found, let credential = current.credential else { continue }
             if let written = try write(slot, credential: credential, replacing: current, identity: identity, fence: lock.fence) {
                 done.append(slot)
                 // This machine has seen the new generation (a sign-in written here later must go above it).
@@ -491,14 +500,16 @@ package struct Fleet: Sendable {
     }
 
     /// Puts a new sign-in in place of whatever the fleet holds for `slot` (its session may have
-    /// died everywhere, or its value was deleted or damaged), under `lock`, as a generation above
-    /// both the fleet's and `seen` (the newest this machine saw). - Returns: the value written;
-    /// nil when the slot was unshared (a tombstone).
+    /// died everywhere, or its value was deleted or damaged), under `lock`, as a generation
+    /// ``signInStride`` above both the fleet's and `seen` (the newest this machine saw): a member
+    /// that missed generations (offline, or shown an older value put back) still writes one above
+    /// any another member saw, so no member refuses the fleet's new session as a rollback.
+    /// - Returns: the value written; nil when the slot was unshared (a tombstone).
     package func replace(_ slot: Slot, credential: Credential, seen: Int64, under lock: FleetLock) throws -> SharedValue? {
         let (identity, _) = try memberIdentity()
         for _ in 0..<3 {
             let membership = try sealingMembership()
-            var current = SharedValue(content: .tombstone, generation: seen, writer: "", modRevision: 0)
+            var current = SharedValue(content: .tombstone, generation: seen + Self.signInStride - 1, writer: "", modRevision: 0)
             if let raw = try etcd({ try kv.get(keys.slot(slot)) }) {
                 current.modRevision = raw.modRevision
                 // A value no member signed is no value: replaced like a missing one. One that is
@@ -506,7 +517,7 @@ package struct Fleet: Sendable {
                 do {
                     let opened = try open(raw, slot: slot, identity: identity, membership: membership)
                     if opened.credential == nil { return nil }
-                    current.generation = max(seen, opened.generation)
+                    current.generation = max(seen, opened.generation) + Self.signInStride - 1
                 } catch let error as FleetError {
                     switch error {
                     case .membershipBehind, .forked, .unavailable: throw error
@@ -521,6 +532,10 @@ package struct Fleet: Sendable {
         }
         throw FleetError.lockLost(slot: slot, fleet: name)
     }
+
+    /// How far a sign-in's generation jumps: more refreshes than a fleet makes in centuries (one a
+    /// minute for a year is about half a million), and room for 2^43 sign-ins in an Int64.
+    package static let signInStride: Int64 = 1 << 20
 
     /// ``write(_:credential:replacing:identity:fence:)`` for tokens the server just issued, which
     /// must not be lost: while etcd cannot answer (an election is under way) it tries again for up

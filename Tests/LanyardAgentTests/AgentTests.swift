@@ -301,7 +301,7 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
             .first { $0.contains("\"transition\"") }!.utf8))
         #expect(hookEvent["slot"]?.string == "gone")
         #expect(hookEvent["fix"]?.string == "lanyard login gone")
-        #expect(try Registry(paths: env.paths).load().slots[try Slot("gone")]?.state == .reauthenticationRequired)
+        #expect(try Registry(paths: env.paths).loadInTest().slots[try Slot("gone")]?.state == .reauthenticationRequired)
         #expect(captured.lock.withLock { captured.text.contains("lanyard login gone") })
         #expect(try env.home.run("events").status == 0)
     }
@@ -447,11 +447,11 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         _ = try await manager.signIn(slot: try Slot("ci"), providerID: "openai", accessToken: token)
         try await env.signIn(["oauth"], lifetime: 3600)
         let longAgo = Date().addingTimeInterval(-7200)
-        try manager.registry.update { doc in
+        try manager.registry.updateInTest { doc in
             for slot in doc.slots.keys { doc.slots[slot]?.lastRefresh = longAgo; doc.slots[slot]?.lastRefreshBoot = nil }
         }
         let agent = RefreshAgent(manager: manager, options: .init(jitter: 0, notify: false, hook: nil), diagnostics: { _ in })
-        let document = try manager.registry.load()
+        let document = try manager.registry.loadInTest()
         let plan = agent.plan(document, now: Date(), ignoreJitter: true)
         // Nothing is due: the OAuth slot's token lives an hour, and the token slot is skipped.
         #expect(plan.due.isEmpty)
@@ -463,7 +463,7 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         let once = try env.home.run("agent", "--once")
         #expect(once.status == 0, Comment(rawValue: once.stderr))
         #expect(try await env.server.stat("refresh_requests") == 0)
-        #expect(try manager.registry.load().slots[try Slot("ci")]?.state == .signedIn(expiresAt: nil))
+        #expect(try manager.registry.loadInTest().slots[try Slot("ci")]?.state == .signedIn(expiresAt: nil))
     }
 }
 
@@ -485,7 +485,7 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         let errorTime = errors.first?["ts"]?.number ?? 0, refreshTime = env.refreshEvents().first?["ts"]?.number ?? 0
         #expect(refreshTime - errorTime >= 0.9, "the retry waited for its backoff delay")
         #expect(try await env.refreshesOnServer() == 1)
-        #expect(try Registry(paths: env.paths).load().slots[try Slot("flaky")]?.state.name == "signed-in")
+        #expect(try Registry(paths: env.paths).loadInTest().slots[try Slot("flaky")]?.state.name == "signed-in")
     }
 }
 

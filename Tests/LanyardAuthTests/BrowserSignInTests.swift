@@ -93,9 +93,9 @@ import LanyardTestSupport
         #expect(visit.status == 200 && visit.body.contains("You can close this tab"))
         #expect(slot.name == "work" && credential.account.email == "alice@example.com" && credential.account.plan == Plan(rawValue: "pro"))
         #expect(log.states == [.signingIn, .signedIn(expiresAt: rig.home.clock.now() + 3600)])
-        let record = try #require(try rig.home.registry.load().slots[slot])
+        let record = try #require(try rig.home.registry.loadInTest().slots[slot])
         #expect(record.account == credential.account && record.provider == "openai")
-        #expect(try rig.home.store(.file).get(slot) == credential)
+        #expect(try rig.home.store(.file).getInTest(slot) == credential)
         #expect(try await rig.server.stat("authorize_approved") == 1)
         #expect(try await rig.server.stat("code_exchanges") == 1)
         // The listener served the callback once and is gone.

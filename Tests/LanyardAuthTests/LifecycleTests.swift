@@ -152,7 +152,7 @@ import LanyardTestSupport
         let result = try home.run("refresh", "gh", "--json")
         #expect(result.status == 4)
         #expect(result.stdout.contains("reauthentication_required"))
-        #expect(try Registry(paths: paths).load().slots[try Slot("gh")]?.lastErrorCode == "invalid_grant")
+        #expect(try Registry(paths: paths).loadInTest().slots[try Slot("gh")]?.lastErrorCode == "invalid_grant")
     }
 
     /// Transient faults leave the credential and the state as they were.

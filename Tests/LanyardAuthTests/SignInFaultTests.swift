@@ -115,7 +115,7 @@ import LanyardNetwork
 
         // Nothing stored; the old credential and the registry are byte-for-byte as they were.
         #expect(try rig.home.snapshot() == before)
-        #expect(try rig.home.store(.file).get(slot) == old)
+        #expect(try rig.home.store(.file).getInTest(slot) == old)
 
         // The state sequence ends in failed(message); the code was shown only if it was issued.
         let shown = c.step == .poll || c.step == .exchange
@@ -146,7 +146,7 @@ import LanyardNetwork
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
         let log = EventLog()
         let (slot, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: log.record)
-        #expect(try rig.home.store(.file).get(slot) == credential)
+        #expect(try rig.home.store(.file).getInTest(slot) == credential)
         #expect(log.states.last == .signedIn(expiresAt: credential.tokens.expiresAt))
 
         let retries = log.events.compactMap { event -> (reason: String, after: TimeInterval)? in
@@ -182,7 +182,7 @@ import LanyardNetwork
         #expect(sleeper.requested.reduce(0, +) <= 15 * 60)
         #expect(sleeper.requested.max() == 60)
         #expect(try await rig.server.stat("faults_injected.deviceauth_token") == sleeper.requested.count - 1)
-        #expect(try rig.home.registry.load().slots.isEmpty)
+        #expect(try rig.home.registry.loadInTest().slots.isEmpty)
     }
 
     /// A sign-in into a new slot that fails creates no slot and stores nothing.
@@ -197,8 +197,8 @@ import LanyardNetwork
         }
         guard case .invalidResponse? = error else { Issue.record("got \(String(describing: error))"); return }
         #expect(try rig.home.snapshot() == before)
-        #expect(try rig.home.registry.load().slots.isEmpty)
-        #expect(try rig.home.store(.file).list().isEmpty)
+        #expect(try rig.home.registry.loadInTest().slots.isEmpty)
+        #expect(try rig.home.store(.file).listInTest().isEmpty)
     }
 
     /// 400/401/403 from the token endpoint end in `reauthenticationRequired` (exit 4).

@@ -42,8 +42,8 @@ import LanyardTestSupport
         #expect(credential.account == expected)
 
         // Stored in the file store, and the registry has the slot's public half.
-        #expect(try home.store(.file).get(slot) == credential)
-        let document = try home.registry.load()
+        #expect(try home.store(.file).getInTest(slot) == credential)
+        let document = try home.registry.loadInTest()
         let record = try #require(document.slots[slot])
         #expect(record.provider == "openai" && record.backend == .file)
         #expect(record.account == expected)
@@ -89,8 +89,8 @@ import LanyardTestSupport
         #expect(credential.account.plan == Plan(rawValue: "team"))
         #expect(credential.provider == "test")
 
-        #expect(try home.store(.file).get(slot) == credential)
-        let record = try #require(try home.registry.load().slots[slot])
+        #expect(try home.store(.file).getInTest(slot) == credential)
+        let record = try #require(try home.registry.loadInTest().slots[slot])
         #expect(record.provider == "test" && record.backend == .file && record.account == credential.account)
         #expect(record.state == .signedIn(expiresAt: now + 3600))
 
@@ -111,9 +111,9 @@ import LanyardTestSupport
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 2 { try await rig.approve(["email": "carol@example.com"]) } }
         let slot = try Slot("t" + String(UInt32.random(in: 0...UInt32.max), radix: 36) + "-ss")
         let (_, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: "test", events: { _ in })
-        defer { try? rig.home.store(.secretService).delete(slot) }
-        #expect(try rig.home.store(.secretService).get(slot) == credential)
-        let record = try #require(try rig.home.registry.load().slots[slot])
+        defer { try? rig.home.store(.secretService).deleteInTest(slot) }
+        #expect(try rig.home.store(.secretService).getInTest(slot) == credential)
+        let record = try #require(try rig.home.registry.loadInTest().slots[slot])
         #expect(record.backend == .secretService && record.account.email == "carol@example.com")
         #expect(record.account.plan == Plan(rawValue: "pro"))  // the server's default plan
     }
@@ -141,7 +141,7 @@ import LanyardTestSupport
         let issued = try #require(try JWTClaims(token: credential.tokens.accessToken).payload["iat"]?.number)
         #expect(exp == Date(timeIntervalSince1970: issued + 1234))
         #expect(credential.tokens.expiresAt == exp)
-        #expect(try rig.home.registry.load().slots[slot]?.state == .signedIn(expiresAt: exp))
+        #expect(try rig.home.registry.loadInTest().slots[slot]?.state == .signedIn(expiresAt: exp))
     }
 
     @Test func theSlotNameDefaultsToTheEmailLocalPart() async throws {
@@ -151,7 +151,7 @@ import LanyardTestSupport
         }
         let (slot, _) = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: "openai", events: { _ in })
         #expect(slot.name == "dora.explorer")
-        #expect(try rig.home.registry.load().slots[slot]?.account.email == "Dora.Explorer+work@example.com")
+        #expect(try rig.home.registry.loadInTest().slots[slot]?.account.email == "Dora.Explorer+work@example.com")
     }
 
     /// Two accounts with the same email local part get two slots, the second named with its
@@ -164,11 +164,11 @@ import LanyardTestSupport
         var slots: [String] = []
         for _ in emails { slots.append(try await manager.signIn(slot: nil, providerID: "openai", events: { _ in }).0.name) }
         #expect(slots == ["sam", "sam-two", "sam", "sam-2"])
-        let document = try rig.home.registry.load()
+        let document = try rig.home.registry.loadInTest()
         #expect(document.slots[try Slot("sam")]?.account.email == "sam@one.example")
         #expect(document.slots[try Slot("sam-two")]?.account.email == "sam@two.example")
         #expect(document.slots[try Slot("sam-2")]?.account.email == "sam@two.other")
-        #expect(try rig.home.store(.file).list().map(\.name) == ["sam", "sam-2", "sam-two"])
+        #expect(try rig.home.store(.file).listInTest().map(\.name) == ["sam", "sam-2", "sam-two"])
     }
 
     /// A sign-in into a slot that holds another account keeps that slot as it was and keeps the
@@ -188,10 +188,10 @@ import LanyardTestSupport
                                                      slot: try Slot("bob"))), "\(log.events)")
         #expect(log.states.last == .signedIn(expiresAt: credential.tokens.expiresAt))
         // work is untouched; bob's slot holds the approved sign-in.
-        #expect(try rig.home.store(.file).get(work) == old)
-        #expect(try rig.home.registry.load().slots[work] == before.registry.slots[work])
-        #expect(try rig.home.store(.file).get(slot) == credential && credential.account.email == "bob@corp.example")
-        #expect(try rig.home.registry.load().slots[slot]?.account.accountID == "acct-bob")
+        #expect(try rig.home.store(.file).getInTest(work) == old)
+        #expect(try rig.home.registry.loadInTest().slots[work] == before.registry.slots[work])
+        #expect(try rig.home.store(.file).getInTest(slot) == credential && credential.account.email == "bob@corp.example")
+        #expect(try rig.home.registry.loadInTest().slots[slot]?.account.accountID == "acct-bob")
         let logged = LanyardStore.EventLog(paths: rig.home.paths).read().filter { $0["event"]?.string == "new_slot" }
         #expect(logged.count == 1)
         #expect(logged.first?["slot"]?.string == "bob" && logged.first?["requested"]?.string == "work"
@@ -200,11 +200,11 @@ import LanyardTestSupport
         // Bob again into work: his own slot gets the fresh sign-in, no third slot.
         let (again, _) = try await manager.signIn(slot: work, providerID: "openai", events: { _ in })
         #expect(again == slot)
-        #expect(try rig.home.registry.load().slots.keys.map(\.name).sorted() == ["bob", "work"])
+        #expect(try rig.home.registry.loadInTest().slots.keys.map(\.name).sorted() == ["bob", "work"])
         // Asked to replace: work gets bob.
         let (replaced, _) = try await manager.signIn(slot: work, providerID: "openai", replacingAnotherAccount: true, events: { _ in })
         #expect(replaced == work)
-        #expect(try rig.home.store(.file).get(work).account.email == "bob@corp.example")
+        #expect(try rig.home.store(.file).getInTest(work).account.email == "bob@corp.example")
     }
 
     /// A sign-out asked to revoke what cannot be revoked (the emulator, as ChatGPT, has no
@@ -218,10 +218,10 @@ import LanyardTestSupport
             try await manager.signOut(slot: work, revoke: true)
         }
         #expect(try rig.home.snapshot(slots: [work]) == before, "nothing changed")
-        #expect(try rig.home.store(.file).get(work) == old)
+        #expect(try rig.home.store(.file).getInTest(work) == old)
         let outcome = try await manager.signOut(slot: work, revoke: true, ifNotRevoked: .signOutAnyway)
         #expect(outcome == SignOutOutcome(revoked: false, wasSignedOut: false, notRevoked: .noRevocationEndpoint(provider: "openai")))
-        #expect(try rig.home.registry.load().slots[work]?.state == .signedOut)
+        #expect(try rig.home.registry.loadInTest().slots[work]?.state == .signedOut)
         // Signed out already: nothing to revoke, nothing refused.
         #expect(try await manager.signOut(slot: work, revoke: true) == SignOutOutcome(revoked: false, wasSignedOut: true))
     }
@@ -233,11 +233,11 @@ import LanyardTestSupport
         let rig = try SignInRig.start(kind)
         let (slot, old) = try rig.home.seed("work", provider: rig.providerID)
         // The slot needed a new sign-in after its refresh token died.
-        try rig.home.registry.update { doc in
+        try rig.home.registry.updateInTest { doc in
             doc.slots[slot]?.state = .reauthenticationRequired
             doc.slots[slot]?.lastErrorCode = "refresh_token_reused"
         }
-        let createdAt = try rig.home.registry.load().slots[slot]?.createdAt
+        let createdAt = try rig.home.registry.loadInTest().slots[slot]?.createdAt
         // The seeded account (work@old.example, user-old, acct-old), as each server names it.
         nonisolated(unsafe) let sameAccount: [String: Any] = kind == .openai
             ? ["email": "work@old.example", "user_id": "user-old", "account_id": "acct-old", "plan": "plus"]
@@ -245,8 +245,8 @@ import LanyardTestSupport
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve(sameAccount) } }
         let (_, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: { _ in })
         #expect(credential != old)
-        #expect(try rig.home.store(.file).get(slot) == credential)
-        let record = try #require(try rig.home.registry.load().slots[slot])
+        #expect(try rig.home.store(.file).getInTest(slot) == credential)
+        let record = try #require(try rig.home.registry.loadInTest().slots[slot])
         #expect(record.account.email == "work@old.example" && record.account.plan?.rawValue == "plus")
         #expect(record.state == .signedIn(expiresAt: credential.tokens.expiresAt))
         #expect(record.createdAt == createdAt)  // the slot is the same slot

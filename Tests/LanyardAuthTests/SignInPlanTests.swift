@@ -66,10 +66,10 @@ import LanyardTestSupport
         #expect(slot.name == "\(plan.raw.lowercased())-user")
 
         // The registry carries the same public metadata, and keeps the raw plan string.
-        let record = try #require(try home.registry.load().slots[slot])
+        let record = try #require(try home.registry.loadInTest().slots[slot])
         #expect(record.account == expected)
         #expect(record.account.plan?.displayName == plan.display)
-        #expect(try home.store(.file).get(slot).account == expected)
+        #expect(try home.store(.file).getInTest(slot).account == expected)
     }
 
     /// Accounts registered with the emulator (`--accounts`-style) sign in with their own data; the

@@ -79,7 +79,7 @@ import LanyardTestSupport
         try await rig.approve()
         #expect(try await rig.polls() == 1)
         #expect(try rig.home.snapshot() == before)
-        #expect(try rig.home.store(.file).get(slot) == old)
+        #expect(try rig.home.store(.file).getInTest(slot) == old)
     }
 
     /// A sign-in cancelled before it starts requests no code.

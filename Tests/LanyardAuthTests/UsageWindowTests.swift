@@ -215,7 +215,7 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
         // `exec --best` weighs the same way, without switching.
         let exec = try env.home.run("exec", "--best", "--", "sh", "-c", "echo $LANYARD_ACCOUNT")
         #expect(exec.status == 0 && exec.stdout == "weekly\n", "\(exec.stdout) \(exec.stderr)")
-        #expect(try Registry(paths: env.paths).load().active?.name == "odd")
+        #expect(try Registry(paths: env.paths).loadInTest().active?.name == "odd")
         let result = try env.home.run("switch", "--best")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("fiveh           80% used in its busiest window (5 h window)"), "\(result.stdout)")
@@ -223,7 +223,7 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
         #expect(result.stdout.contains("monthly         60% used in its busiest window (monthly window)"))
         #expect(result.stdout.contains("odd             at its usage limit (12 days window), resets in 3 d"), "\(result.stdout)")
         #expect(result.stdout.contains("Choosing weekly"))
-        #expect(try Registry(paths: env.paths).load().active?.name == "weekly")
+        #expect(try Registry(paths: env.paths).loadInTest().active?.name == "weekly")
 
         let switches = LanyardStore.EventLog(paths: env.paths).read().filter { $0["event"]?.string == "switch" }
         #expect(switches.map { $0["reason"]?.string } == ["user", "best"])

@@ -55,7 +55,7 @@ import LanyardTestSupport
         #expect(!r.stderr.contains("enter the code"))
         let credential = try h.fileStore.get(try Slot("work"))
         #expect(credential.account.email == "alice@example.com")
-        #expect(try h.registry.load().slots[try Slot("work")]?.state == .signedIn(expiresAt: credential.tokens.expiresAt))
+        #expect(try h.registry.loadInTest().slots[try Slot("work")]?.state == .signedIn(expiresAt: credential.tokens.expiresAt))
         for secret in [credential.tokens.accessToken, credential.tokens.refreshToken, credential.tokens.idToken].compactMap({ $0 }) {
             #expect(!r.stdout.contains(secret) && !r.stderr.contains(secret))
         }

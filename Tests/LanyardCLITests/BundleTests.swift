@@ -70,7 +70,7 @@ import Testing
         let target = try await fileStoreHarness()
         let imported = await target.run("import", bundle, "--identity", identity, "--rename", "alpha=work", "--rename", "gamma=other", "--json")
         #expect(imported.status == 0, "\(imported.stderr)")
-        let doc = try target.registry.load()
+        let doc = try target.registry.loadInTest()
         #expect(Set(doc.slots.keys.map(\.name)) == ["work", "beta", "other"])
         #expect(doc.slots[try Slot("work")]?.account.email == "alpha@example.com")
         #expect(doc.slots[try Slot("work")]?.backend == .file)
@@ -174,13 +174,13 @@ import Testing
         let wrongMessage = (wrong.json["error"] as? [String: Any])?["message"] as? String ?? ""
         #expect(wrongMessage.contains("from LANYARD_PASSPHRASE_FILE \(other.root)/wrong"), "the file is named: \(wrongMessage)")
         #expect(!wrongMessage.contains("not the passphrase"), "its content is not")
-        #expect(try other.registry.load().slots.isEmpty)
+        #expect(try other.registry.loadInTest().slots.isEmpty)
     }
 
     @Test func exportSkipsSlotsWithoutACredential() async throws {
         let h = try await fileStoreHarness()
         try seedFileSlot(h, "alpha")
-        try h.registry.update { $0.slots[try Slot("ghost")] = SlotRecord(provider: "openai", backend: .file) }
+        try h.registry.updateInTest { $0.slots[try Slot("ghost")] = SlotRecord(provider: "openai", backend: .file) }
         let (_, recipient) = try keygen(h.root)
         let all = await h.run("export", "--to", h.root + "/all.age", "--recipient", recipient, "--json")
         #expect(all.status == 0 && all.json["slots"] as? [String] == ["alpha"] && all.json["skipped"] as? [String] == ["ghost"])
@@ -234,7 +234,7 @@ import Testing
         #expect(counting.stages == 1, "asked once whether it can stage (the in-memory store cannot)")
         // The registry's previous generation is the one from before: it was written once.
         #expect(FileManager.default.contents(atPath: h.paths.registryFile + ".prev") == registryBefore)
-        #expect(try h.registry.load().slots.count == 60)
+        #expect(try h.registry.loadInTest().slots.count == 60)
         #expect(try h.store.list().count == 60)
     }
 
@@ -267,7 +267,7 @@ import Testing
         // Each file's previous generation is the one from before the import: one write each.
         #expect(FileManager.default.contents(atPath: storePath + ".prev") == storeBefore)
         #expect(FileManager.default.contents(atPath: h.paths.registryFile + ".prev") == registryBefore)
-        #expect(try h.registry.load().slots.count == 201)
+        #expect(try h.registry.loadInTest().slots.count == 201)
         #expect(await token(h, "s-00002") == "AT-s-00002-SECRET\n")
         #expect(await token(h, "s-00199") == "AT-s-00199-SECRET\n")
         #expect(await token(h, "keep") == "AT-keep-SECRET\n")
@@ -305,7 +305,7 @@ import Testing
             let (status, out, _) = try runProcess(lanyardBinary(), ["doctor", "--json"], environment: environment)
             let problems = ((try? JSONSerialization.jsonObject(with: Data(out.utf8))) as? [String: Any])?["problems"] as? [String] ?? ["?"]
             #expect(status == 0, "\(round): doctor exit \(status), \(problems.count) problems, first: \(problems.first ?? "")")
-            let listed = try h.registry.load().slots.keys.filter { names.contains($0) }.count
+            let listed = try h.registry.loadInTest().slots.keys.filter { names.contains($0) }.count
             #expect(listed == 0 || listed == count, "\(round): \(listed) of \(count) slots listed")
             if listed == count { #expect(await token(h, "s-01234") == "AT-s-01234-SECRET\n", "\(round)") }
             #expect(await token(h, "keep") == "AT-keep-SECRET\n", "\(round)")
@@ -365,7 +365,7 @@ import Testing
 
         let r = await h.run("import", bundle, "--identity", identity, "--json")
         #expect(r.status == 0, "\(r.stderr)")
-        let doc = try h.registry.load()
+        let doc = try h.registry.loadInTest()
         #expect(doc.slots.count == 25 && doc.slots.values.allSatisfy { $0.backend == .secretService })
         #expect(!FileManager.default.fileExists(atPath: h.paths.registryFile + ".prev"), "the registry was written once")
         for slot in bundled.keys { #expect(try keyring.get(slot) == bundled[slot]?.credential) }
@@ -389,7 +389,7 @@ import Testing
         let message = error?["message"] as? String ?? ""
         #expect(message.contains("slot beta") && message.contains("\"github\"") && message.contains("\"openai\"") && message.contains("nothing was imported"), "\(message)")
         #expect(snapshot(h) == before)
-        #expect(try h.registry.load().slots.keys.map(\.name) == ["keep"])
+        #expect(try h.registry.loadInTest().slots.keys.map(\.name) == ["keep"])
     }
 
     @Test func importRefusesAProviderConfigDoesNotKnow() async throws {
@@ -406,7 +406,7 @@ import Testing
         #expect(message.contains("slot gamma") && message.contains("acme\\u{1B}[31m") && message.contains("configured: github, openai"), "\(message)")
         #expect(!message.contains("\u{1B}"), "text from the bundle is escaped")
         #expect(snapshot(h) == before)
-        #expect(try h.registry.load().slots.isEmpty)
+        #expect(try h.registry.loadInTest().slots.isEmpty)
         // In text mode too.
         let text = await h.run("import", bundle, "--identity", identity, "--yes")
         #expect(text.status == 1 && text.stderr.contains("gamma") && !text.stderr.contains("\u{1B}"))
@@ -429,7 +429,7 @@ import Testing
             #expect(r.status == 1, "\(r.stdout)")
             #expect(!r.stdout.contains("\u{1B}") && !r.stdout.contains("RT"), "\(r.stdout)")
             #expect(snapshot(h) == before)
-            #expect(try h.registry.load().slots.isEmpty)
+            #expect(try h.registry.loadInTest().slots.isEmpty)
         }
     }
 

@@ -41,7 +41,7 @@ extension IntegrationHome {
         let storedAsGiven = stored.tokens.accessToken == token  // compared apart: a failed #expect prints its operands
         #expect(storedAsGiven && stored.tokens.refreshToken == nil && stored.isPersonalAccessToken)
         #expect(stored.account.email == "ci@example.com" && stored.account.accountID != nil)
-        let record = try #require(try Registry(paths: env.paths).load().slots[try Slot("ci")])
+        let record = try #require(try Registry(paths: env.paths).loadInTest().slots[try Slot("ci")])
         #expect(!record.rotates)
         let list = try env.run("list", "--json")
         let listed = (try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]]
@@ -97,13 +97,13 @@ extension IntegrationHome {
         #expect(!wrong.stdout.contains("at-not-a-real-token") && !wrong.stderr.contains("at-not-a-real-token"))
         let jwt = try env.run(["login", "ci", "--with-access-token", "--json"], stdin: "header.payload.signature\n")
         #expect(jwt.status == 1 && jwt.stdout.contains("\"access_token_unsupported\""), "\(jwt.stdout)")
-        #expect(try Registry(paths: env.paths).load().slots.isEmpty)
+        #expect(try Registry(paths: env.paths).loadInTest().slots.isEmpty)
 
         // A token that was revoked after sign-in is refused the same way.
         let token = try await env.personalAccessToken(email: "ci@example.com")
         _ = try await env.server.hook("/_test/personal_access_token", ["revoke": token])
         #expect(try env.run(["login", "ci", "--with-access-token"], stdin: token).status == 1)
-        #expect(try Registry(paths: env.paths).load().slots.isEmpty)
+        #expect(try Registry(paths: env.paths).loadInTest().slots.isEmpty)
     }
 }
 

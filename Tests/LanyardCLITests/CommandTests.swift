@@ -107,7 +107,7 @@ import Testing
         let r = await h.run("switch", "home")
         #expect(r.status == 0)
         #expect(r.stdout == "Switched to home (h@example.com).\n")
-        #expect(try h.registry.load().active?.name == "home")
+        #expect(try h.registry.loadInTest().active?.name == "home")
         #expect(await h.run("switch", "home").stdout == "home (h@example.com) is already active.\n")
         let j = await h.run("switch", "work", "--json")
         #expect(j.json["active"] as? String == "work" && j.json["previous"] as? String == "home")
@@ -119,7 +119,7 @@ import Testing
         let r = await h.run("switch", "wrok")
         #expect(r.status == 3)
         #expect(r.stderr.contains("no slot named wrok"))
-        #expect(try h.registry.load().active?.name == "work")
+        #expect(try h.registry.loadInTest().active?.name == "work")
     }
 
     @Test func withNoSlotTheOnlySlotOrTheOtherOfTwo() async throws {
@@ -141,7 +141,7 @@ import Testing
         let offTerminal = await h.run("switch")
         #expect(offTerminal.status == 2)
         #expect(offTerminal.stderr.contains("switch needs a SLOT: one of ci, home, work"))
-        #expect(try h.registry.load().active?.name == "work")
+        #expect(try h.registry.loadInTest().active?.name == "work")
 
         h.tty = true
         h.input = ["2"]
@@ -149,23 +149,23 @@ import Testing
         #expect(byNumber.status == 0)
         #expect(byNumber.stderr.contains("  1) ci (c@example.com)\n  2) home (h@example.com)\n  3) work (w@example.com)  [active]\n"))
         #expect(byNumber.stderr.contains("Switch to which slot? [1-3 or a name]"))
-        #expect(try h.registry.load().active?.name == "home")
+        #expect(try h.registry.loadInTest().active?.name == "home")
 
         h.input = ["ci"]
         #expect(await h.run("switch").status == 0)
-        #expect(try h.registry.load().active?.name == "ci")
+        #expect(try h.registry.loadInTest().active?.name == "ci")
 
         h.input = [""]
         let declined = await h.run("switch")
         #expect(declined.status == 1)
         #expect(declined.stderr.hasSuffix("Nothing switched.\n"))
-        #expect(try h.registry.load().active?.name == "ci")
+        #expect(try h.registry.loadInTest().active?.name == "ci")
 
         h.input = ["hmoe"]
         let typo = await h.run("switch")
         #expect(typo.status == 2)
         #expect(typo.stderr.contains("did you mean home?"))
-        #expect(try h.registry.load().active?.name == "ci")
+        #expect(try h.registry.loadInTest().active?.name == "ci")
     }
 }
 
@@ -176,7 +176,7 @@ import Testing
         let r = await h.run("rename", "work", "job")
         #expect(r.status == 0)
         #expect(r.stdout == "Renamed work to job.\n")
-        let doc = try h.registry.load()
+        let doc = try h.registry.loadInTest()
         let work = try Slot("work")
         #expect(doc.active?.name == "job" && doc.slots[work] == nil)
         #expect(try h.store.get(try Slot("job")).tokens.accessToken == "AT-work-SECRET")
@@ -194,7 +194,7 @@ import Testing
         #expect(locked.status == 5)
         #expect((locked.json["error"] as? [String: Any])?["code"] as? String == "store_locked")
         h.store.failWith = nil
-        #expect(try h.registry.load().slots.keys.map(\.name).sorted() == ["a", "b"])
+        #expect(try h.registry.loadInTest().slots.keys.map(\.name).sorted() == ["a", "b"])
         #expect(try h.store.list().map(\.name) == ["a", "b"])
     }
 
@@ -207,12 +207,12 @@ import Testing
         h.tty = true
         h.input = ["n"]
         #expect(await h.run("remove", "work").status == 1, "declining is an answer, not a cancellation")
-        #expect(try h.registry.load().slots.count == 1)
+        #expect(try h.registry.loadInTest().slots.count == 1)
         h.input = ["y"]
         let r = await h.run("remove", "work")
         #expect(r.status == 0)
         #expect(r.stdout == "Removed work.\n")
-        #expect(try h.registry.load() == RegistryDocument())
+        #expect(try h.registry.loadInTest() == RegistryDocument())
         #expect(try h.store.list().isEmpty)
     }
 
@@ -228,7 +228,7 @@ import Testing
         try h.addSlot("work")
         h.store.failWith = .unavailable(backend: "Secret Service", hint: "start a keyring")
         #expect(await h.run("remove", "work", "-y").status == 5)
-        #expect(try h.registry.load().slots.count == 1)
+        #expect(try h.registry.loadInTest().slots.count == 1)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LanyardTestSupport
 @testable import LanyardCLI
 @testable import LanyardStore
 
@@ -8,7 +9,7 @@ import Testing
     /// (the crash soak counts them): doctor names it, --repair removes it and nothing else.
     @Test func doctorReportsAndRepairRemovesTemporariesOfKilledWrites() async throws {
         let h = CLIHarness()
-        try h.registry.update { $0.active = nil }
+        try h.registry.updateInTest { $0.active = nil }
         let data = h.paths.dataDirectory
         for name in ["registry.json.Ab3xY9", "store.age.q1W2e3", "registry.json.keep-me"] {
             try Data("partial".utf8).write(to: URL(fileURLWithPath: data + "/" + name))

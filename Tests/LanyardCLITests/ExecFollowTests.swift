@@ -239,7 +239,7 @@ import LanyardTestSupport
 
     @Test func aSwitchToASlotThatMustSignInLeavesCodexRunning() async throws {
         let setup = try await Setup(slots: ["a", "c"])
-        try Registry(paths: setup.env.paths).update { $0.slots[try Slot("c")]?.state = .reauthenticationRequired }
+        try Registry(paths: setup.env.paths).updateInTest { $0.slots[try Slot("c")]?.state = .reauthenticationRequired }
         let run = try setup.start([], ["STANDIN_EXIT": "0"])
         #expect(try setup.env.run("switch", "c").status == 0)
         var said = ""

@@ -12,7 +12,7 @@ import LanyardTestSupport
         let h = try await FleetHarness(machines: 1)
         let m2 = try FleetMachine("m2", fleet: h.fleet, cluster: h.cluster, server: h.server)
         try m2.join(through: h.machines[0])
-        #expect(try Registry(paths: m2.paths).load().slots.isEmpty, "nothing synced yet")
+        #expect(try Registry(paths: m2.paths).loadInTest().slots.isEmpty, "nothing synced yet")
 
         let token = try m2.run("token", "work")
         #expect(token.status == 0, "\(token.stderr)")

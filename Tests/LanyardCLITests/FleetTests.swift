@@ -259,7 +259,7 @@ struct FleetHarness {
         let same = served.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == token
         #expect(same, "m2 does not hand out m1's personal access token")
         #expect(try m2.stored("work").isPersonalAccessToken)
-        #expect(try Registry(paths: m2.paths).load().slots[try Slot("work")]?.rotates == false)
+        #expect(try Registry(paths: m2.paths).loadInTest().slots[try Slot("work")]?.rotates == false)
         let refreshed = try m2.run("refresh", "work")
         #expect(refreshed.status == 0 && refreshed.stdout.contains("does not rotate"), "\(refreshed.stdout)\(refreshed.stderr)")
         #expect(try m2.run("fleet", "sync").status == 0)

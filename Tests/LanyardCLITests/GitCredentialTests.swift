@@ -1,6 +1,7 @@
 import Foundation
 import LanyardSupport
 import Testing
+import LanyardTestSupport
 @testable import LanyardCLI
 @testable import LanyardCore
 @testable import LanyardIntegrations
@@ -96,7 +97,7 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
             let r = await h.run("git-credential", sub)
             #expect(r.status == 0 && r.stdout.isEmpty && r.stderr.isEmpty)
         }
-        #expect(try StoreOpeners.system(.file, LanyardConfig(), h.paths, false).get(try Slot("work")).tokens.accessToken == "AT-work-SECRET",
+        #expect(try StoreOpeners.system(.file, LanyardConfig(), h.paths, false).getInTest(try Slot("work")).tokens.accessToken == "AT-work-SECRET",
                 "erase leaves the slot alone")
 
         try (mapping + "[provider.openai]\ngit-username = oauth2\n").write(toFile: h.paths.configFile, atomically: true, encoding: .utf8)

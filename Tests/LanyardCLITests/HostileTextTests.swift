@@ -149,7 +149,7 @@ let hostileValues: [String] = [
     @Test func humanOutputEscapesWhatTheRegistryHolds() async throws {
         let cli = CLIHarness()
         try cli.addSlot("work", email: "w\u{1B}]52;c;cHduZWQ=\u{07}@x\u{202E}", plan: "pro\u{1B}[2J", active: true)
-        try cli.registry.update { doc in doc.slots[try Slot("work")]!.lastErrorCode = "bad\u{1B}[31m" }
+        try cli.registry.updateInTest { doc in doc.slots[try Slot("work")]!.lastErrorCode = "bad\u{1B}[31m" }
         for args in [["list"], ["status", "work"], ["which"], ["switch", "work"]] {
             let result = await cli.run(args)
             #expect(!result.stdout.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) }, "\(args): \(result.stdout.debugDescription)")

@@ -289,7 +289,7 @@ extension IntegrationHome {
         try await env.server.hook("/_test/usage", ["account_id": accounts["calm"]!, "primary_window": window(20), "secondary_window": window(35)])
         try await env.server.hook("/_test/usage", ["account_id": accounts["capped"]!, "primary_window": window(5)])
         try await env.server.hook("/_test/usage_limit", ["account_id": accounts["capped"]!, "resets_in_seconds": 3600])
-        try Registry(paths: env.paths).update { $0.slots[try Slot("dead")]?.state = .reauthenticationRequired }
+        try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("dead")]?.state = .reauthenticationRequired }
         let result = try env.run("switch", "--best")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("busy            80% used in its busiest window"))
@@ -297,7 +297,7 @@ extension IntegrationHome {
         #expect(result.stdout.contains("capped          at its usage limit"))
         #expect(result.stdout.contains("dead            skipped: sign-in required"))
         #expect(result.stdout.contains("Choosing calm"))
-        #expect(try Registry(paths: env.paths).load().active?.name == "calm")
+        #expect(try Registry(paths: env.paths).loadInTest().active?.name == "calm")
     }
 }
 
@@ -351,7 +351,7 @@ extension IntegrationHome {
             #expect(out.stdout.contains("SSL") || out.stdout.contains("certificate"), "\(out.stdout)")
             #expect(reached == 0, "no request got past the handshake")
             #expect(try env.stored("work") == before)
-            #expect(try Registry(paths: env.paths).load().slots[try Slot("work")]?.state.name == "signed-in")
+            #expect(try Registry(paths: env.paths).loadInTest().slots[try Slot("work")]?.state.name == "signed-in")
         }
     }
 

@@ -34,7 +34,7 @@ import Testing
         let before = try run(["token", "ci"])
         let answeredBefore = before.stdout == token + "\n"  // compared apart: a failed #expect prints its operands
         #expect(before.status == 0 && answeredBefore)
-        let recordBefore = try #require(try Registry(paths: env.paths).load().slots[try Slot("ci")])
+        let recordBefore = try #require(try Registry(paths: env.paths).loadInTest().slots[try Slot("ci")])
 
         // Lock: gnome-keyring locks a collection at once when asked over the Secret Service.
         let (lockStatus, _, lockErrors) = try runProcess("/usr/bin/gdbus", [
@@ -54,7 +54,7 @@ import Testing
             let leaked = output.stdout.contains(token) || output.stderr.contains(token) || output.stderr.contains(second)
             #expect(!leaked)
         }
-        let document = try Registry(paths: env.paths).load()
+        let document = try Registry(paths: env.paths).loadInTest()
         #expect(document.slots[try Slot("ci2")] == nil, "nothing stored for a sign-in the keyring refused")
         #expect(document.slots[try Slot("ci")]?.state == recordBefore.state)
 

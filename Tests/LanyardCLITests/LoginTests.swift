@@ -101,7 +101,7 @@ struct LoginRig {
 
         let slot = try Slot("work")
         let credential = try h.fileStore.get(slot)
-        let record = try #require(try h.registry.load().slots[slot])
+        let record = try #require(try h.registry.loadInTest().slots[slot])
         #expect(record.provider == "openai" && record.backend == .file)
         #expect(record.state == .signedIn(expiresAt: h.clock.now() + 3600))
         #expect(record.account == credential.account && credential.account.email == "alice@example.com")
@@ -129,7 +129,7 @@ struct LoginRig {
                                      + "instead (`lanyard login alice --replace` puts it into alice)."), "\(kept.stderr)")
         #expect(kept.stdout == "Signed bob@work.example (Pro) into slot bob.\n")
         #expect(try h.fileStore.get(slot) == before, "alice's credential is untouched")
-        #expect(try h.registry.load().slots[slot]?.account.email == "alice@example.com")
+        #expect(try h.registry.loadInTest().slots[slot]?.account.email == "alice@example.com")
         #expect(try h.fileStore.get(try Slot("bob")).account.email == "bob@work.example")
         let events = await h.run("events", "--json")
         #expect(events.stdout.contains("\"event\":\"new_slot\"") && events.stdout.contains("\"requested\":\"alice\""), "\(events.stdout)")
@@ -158,7 +158,7 @@ struct LoginRig {
         #expect(second.status == 1)
         #expect(second.stderr.contains("a sign-in for work is already in progress (pid \(getpid()))"), "\(second.stderr)")
         #expect(!second.stderr.contains("To sign in"), "no code was shown")
-        #expect(try h.registry.load().slots.isEmpty)
+        #expect(try h.registry.loadInTest().slots.isEmpty)
         withExtendedLifetime(first) {}
         first = nil
         let after = await h.run(["login", "work"], sleeper: rig.approving(["email": "bob@example.com"]))
@@ -183,7 +183,7 @@ struct LoginRig {
         #expect(Set(j.keys) == ["slot", "provider", "email", "plan", "plan_name", "account_id", "fedramp", "expires_at"])
         let credential = try h.fileStore.get(try Slot("alice.smith"))
         #expect(!r.stdout.contains(credential.tokens.accessToken) && !r.stdout.contains(credential.tokens.refreshToken ?? "-"))
-        #expect(try h.registry.load().active?.name == "alice.smith")
+        #expect(try h.registry.loadInTest().active?.name == "alice.smith")
     }
 
     @Test func loginWithTheGenericProvider() async throws {
@@ -196,7 +196,7 @@ struct LoginRig {
         let code = try #require(try await rig.device.lastUserCode())
         #expect(r.stderr.contains("To sign in, open \(rig.device.baseURL.absoluteString)/device\n"))
         #expect(r.stderr.contains("(or \(rig.device.baseURL.absoluteString)/device?user_code=\(code), with the code filled in)"))
-        let record = try #require(try h.registry.load().slots[try Slot("lab")])
+        let record = try #require(try h.registry.loadInTest().slots[try Slot("lab")])
         #expect(record.provider == "test" && record.account.plan?.kind == .team)
         #expect(try await rig.device.stat("requests.discovery") == 1)
 
@@ -327,7 +327,7 @@ struct LoginRig {
         #expect(!locked.stderr.contains("enter the code"))
 
         #expect(try await emulator.stat("requests.usercode") == 0)
-        #expect(try h.registry.load().slots.isEmpty)
+        #expect(try h.registry.loadInTest().slots.isEmpty)
     }
 
     /// Lanyard never raises the keyring's unlock prompt, so a locked collection could not take the
@@ -343,7 +343,7 @@ struct LoginRig {
         #expect(locked.status == 5)
         #expect(locked.stderr.contains("unlock the keyring collection first"), "\(locked.stderr)")
         #expect(try await emulator.stat("requests.usercode") == 0)
-        #expect(try h.registry.load().slots.isEmpty)
+        #expect(try h.registry.loadInTest().slots.isEmpty)
     }
 
     @Test func logoutKeepsTheSlotSignedOut() async throws {
@@ -354,7 +354,7 @@ struct LoginRig {
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == "Signed out of work. `lanyard login work` signs it in again.\n")
         let slot = try Slot("work")
-        #expect(try h.registry.load().slots[slot]?.state == .signedOut)
+        #expect(try h.registry.loadInTest().slots[slot]?.state == .signedOut)
         #expect(throws: StoreError.notFound(slot: slot)) { try h.fileStore.get(slot) }
         let j = await h.runDetached("logout", "work", "--json")  // again: still fine, nothing to delete
         #expect(j.status == 0)
@@ -389,7 +389,7 @@ struct LoginRig {
         } catch {
             #expect(error == .permanent(code: "invalid_grant", status: 400))
         }
-        #expect(try h.registry.load().slots[slot]?.state == .signedOut)
+        #expect(try h.registry.loadInTest().slots[slot]?.state == .signedOut)
         #expect(throws: StoreError.notFound(slot: slot)) { try h.fileStore.get(slot) }
         #expect(!r.stdout.contains(credential.tokens.refreshToken ?? "-"))
 
@@ -429,7 +429,7 @@ struct LoginRig {
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.json["revoked"] as? Bool == false && r.json["state"] as? String == "signed-out")
         #expect((r.json["not_revoked"] as? String)?.hasPrefix("the revocation failed (") == true, "\(r.stdout)")
-        #expect(try h.registry.load().slots[try Slot("lab")]?.state == .signedOut)
+        #expect(try h.registry.loadInTest().slots[try Slot("lab")]?.state == .signedOut)
     }
 
     /// ChatGPT sign-in has no revocation endpoint: logout --revoke says so before it signs out,
@@ -448,7 +448,7 @@ struct LoginRig {
             + "nothing was signed out (`lanyard logout work --revoke --yes` signs out here without revoking)\n")
         let refusedJSON = await h.runDetached("logout", "work", "--revoke", "--json")
         #expect((refusedJSON.json["error"] as? [String: Any])?["code"] as? String == "revocation_unavailable")
-        #expect(try h.registry.load().slots[slot]?.state.name == "signed-in" && h.storedBytes() == before)
+        #expect(try h.registry.loadInTest().slots[slot]?.state.name == "signed-in" && h.storedBytes() == before)
 
         // A terminal: it says so first, then asks; "no" changes nothing.
         h.tty = true
@@ -465,7 +465,7 @@ struct LoginRig {
         #expect(yes.status == 0, "\(yes.stderr)")
         #expect(yes.stdout == "Signed out of work. `lanyard login work` signs it in again.\n"
             + "The refresh token was not revoked: it stays valid at the provider.\n")
-        #expect(try h.registry.load().slots[slot]?.state == .signedOut)
+        #expect(try h.registry.loadInTest().slots[slot]?.state == .signedOut)
 
         // --yes: no question, and both things said.
         h.tty = false
@@ -476,7 +476,7 @@ struct LoginRig {
         #expect(r.stdout == "Could not revoke work's refresh token: the provider openai has no revocation endpoint.\n"
             + "Signed out of work. `lanyard login work` signs it in again.\n"
             + "The refresh token was not revoked: it stays valid at the provider.\n")
-        #expect(try h.registry.load().slots[slot]?.state == .signedOut)
+        #expect(try h.registry.loadInTest().slots[slot]?.state == .signedOut)
         #expect(await h.run(["login", "work"], sleeper: rig.approving()).status == 0)
         let j = await h.runDetached("logout", "work", "--revoke", "--yes", "--json")
         #expect(j.json["revoked"] as? Bool == false && j.json["not_revoked"] as? String == "the provider openai has no revocation endpoint")
@@ -580,7 +580,7 @@ struct LoginRig {
         #expect(Date().timeIntervalSince(sent) < 25)  // not after the server's 30 s (a loaded machine has taken 17 s)
         let error = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["error"] as? [String: Any]
         #expect(error?["code"] as? String == "cancelled_sign_in")
-        #expect(try h.registry.load().slots.isEmpty)
+        #expect(try h.registry.loadInTest().slots.isEmpty)
         #expect(try h.fileStore.list().isEmpty)
     }
 
@@ -604,7 +604,7 @@ struct LoginRig {
         let json = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any] ?? [:]
         #expect(json["slot"] as? String == "fallback")
         let slot = try Slot("fallback")
-        let record = try #require(try h.registry.load().slots[slot])
+        let record = try #require(try h.registry.loadInTest().slots[slot])
         #expect(record.backend == .file)
         #expect(try h.fileStore.get(slot).account.email == "fallback@example.com")
     }

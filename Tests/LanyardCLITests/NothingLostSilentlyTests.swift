@@ -56,7 +56,7 @@ import LanyardTestSupport
         #expect(try env.run("switch", "home").status == 0)
         #expect(try env.run("refresh", "work").status == 0)
         let registry = env.paths.registryFile
-        let before = try Registry(paths: env.paths).load()
+        let before = try Registry(paths: env.paths).loadInTest()
         let text = try String(contentsOfFile: registry, encoding: .utf8)
         try (damage == "garbage" ? "{\"active\": \u{0}" : String(text.prefix(text.count / 2))).write(toFile: registry, atomically: false, encoding: .utf8)
         let list = try env.run("list")
@@ -64,7 +64,7 @@ import LanyardTestSupport
         let repair = try env.run("doctor", "--repair")
         #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
         #expect(try env.run("which").stdout.hasPrefix("home"), "the active slot survived")
-        let after = try Registry(paths: env.paths).load()
+        let after = try Registry(paths: env.paths).loadInTest()
         #expect(Set(after.slots.keys) == Set(before.slots.keys))
         for (slot, record) in before.slots {
             #expect(after.slots[slot]?.createdAt == record.createdAt, "\(slot.name): created_at kept from the previous generation")

@@ -44,7 +44,7 @@ import LanyardTestSupport
         #expect(login.status == 0, "\(login.stderr)")
         let slot = try Slot("life"), renamed = try Slot("life2")
         defer { for s in [slot, renamed] { try? SecretServiceStore(timeout: 5).delete(s) } }
-        #expect(try h.registry.load().slots[slot]?.backend == .secretService)
+        #expect(try h.registry.loadInTest().slots[slot]?.backend == .secretService)
         let first = try SecretServiceStore(timeout: 5).get(slot)
 
         let token = await h.runDetached("token", "life")
@@ -84,7 +84,7 @@ import LanyardTestSupport
         #expect(await h.run("token", b.name).stdout == "AT-\(b.name)\n")
         let j = await h.run("token", a.name, "--json")
         #expect(j.json["access_token"] as? String == "AT-\(a.name)")
-        _ = try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(a)
+        _ = try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).deleteInTest(a)
         let missing = await h.run("token", a.name)
         #expect(missing.status == 3)
         #expect(missing.stderr.contains("not signed in"))
@@ -104,9 +104,9 @@ import LanyardTestSupport
             let dead = try Slot(p + "-dead")
             var deadCredential = credential("AT-\(dead.name)", email: "\(dead.name)@example.com")
             deadCredential.tokens.refreshToken = nil
-            try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).put(deadCredential, for: dead)
-            try h.registry.update { $0.slots[orphan] = nil }
-            try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(ghost)
+            try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).putInTest(deadCredential, for: dead)
+            try h.registry.updateInTest { $0.slots[orphan] = nil }
+            try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).deleteInTest(ghost)
 
             let report = await h.run("doctor", "--json")
             #expect(report.status == 1)
@@ -123,7 +123,7 @@ import LanyardTestSupport
             let repair = await h.run("doctor", "--repair")
             #expect(repair.status == 0, "\(repair.stdout)")
             #expect(repair.stdout.contains("repaired: added \(orphan.name) from Secret Service"))
-            let doc = try h.registry.load()
+            let doc = try h.registry.loadInTest()
             #expect(doc.slots[orphan]?.account.email == "\(orphan.name)@example.com")
             if case .signedIn = doc.slots[orphan]?.state {} else { Issue.record("\(orphan.name) should be signed in") }
             #expect(doc.slots[dead]?.state == .reauthenticationRequired, "a credential without a refresh token must sign in again")
@@ -131,7 +131,7 @@ import LanyardTestSupport
             #expect(doc.slots[ghost]?.state == .signedOut)
             #expect(doc.slots[kept] != nil)
             #expect(await h.run("doctor").status == 0)
-            for slot in [kept, orphan, dead] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).delete(slot) }
+            for slot in [kept, orphan, dead] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).deleteInTest(slot) }
         }
     }
 
@@ -142,23 +142,23 @@ import LanyardTestSupport
         let slots = try (0..<3).map { try seed(h, "\(p)-\($0)", backend: .secretService) }
         let dry = await h.run("store", "migrate", "--to", "file", "--dry-run", "--json")
         #expect((dry.json["steps"] as? [[String: Any]])?.allSatisfy { $0["outcome"] as? String == "would-move" } == true)
-        #expect(try h.registry.load().slots.values.allSatisfy { $0.backend == .secretService })
+        #expect(try h.registry.loadInTest().slots.values.allSatisfy { $0.backend == .secretService })
 
         let toFile = await h.run("store", "migrate", "--to", "file")
         #expect(toFile.status == 0, "\(toFile.stderr)")
         let ss = try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false)
         let file = try StoreOpeners.system(.file, LanyardConfig(), h.paths, false)
         for slot in slots {
-            #expect(try file.get(slot).tokens.accessToken == "AT-\(slot.name)")
+            #expect(try file.getInTest(slot).tokens.accessToken == "AT-\(slot.name)")
             #expect(throws: StoreError.notFound(slot: slot)) { try ss.get(slot) }
-            #expect(try h.registry.load().slots[slot]?.backend == .file)
+            #expect(try h.registry.loadInTest().slots[slot]?.backend == .file)
         }
         let back = await h.run("store", "migrate", "--to", "secret-service", slots[0].name, "--json")
         #expect(back.status == 0)
-        #expect(try ss.get(slots[0]).tokens.accessToken == "AT-\(slots[0].name)")
-        #expect(try h.registry.load().slots[slots[0]]?.backend == .secretService)
-        #expect(try file.list() == Array(slots.dropFirst()))
-        try ss.delete(slots[0])
+        #expect(try ss.getInTest(slots[0]).tokens.accessToken == "AT-\(slots[0].name)")
+        #expect(try h.registry.loadInTest().slots[slots[0]]?.backend == .secretService)
+        #expect(try file.listInTest() == Array(slots.dropFirst()))
+        try ss.deleteInTest(slots[0])
     }
 
     /// kill -9 at varying points of a migration: every slot stays readable from the backend the
@@ -188,16 +188,16 @@ import LanyardTestSupport
             usleep(UInt32(500 * round))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            let doc = try h.registry.load()
+            let doc = try h.registry.loadInTest()
             for slot in slots {
                 let named = doc.slots[slot]!.backend == .file ? file : ss
                 let other = doc.slots[slot]!.backend == .file ? ss : file
-                let found = (try? named.get(slot)) ?? (try? other.get(slot))
+                let found = (try? named.getInTest(slot)) ?? (try? other.get(slot))
                 #expect(found?.tokens.accessToken == "AT-\(slot.name)", "round \(round): \(slot.name)")
             }
         }
         #expect(await h.run("store", "migrate", "--to", "file").status == 0)
-        for slot in slots { #expect(try file.get(slot).tokens.accessToken == "AT-\(slot.name)") }
+        for slot in slots { #expect(try file.getInTest(slot).tokens.accessToken == "AT-\(slot.name)") }
     }
 
     /// (The fallback to the file when no keyring answers is tested with `login` in a process

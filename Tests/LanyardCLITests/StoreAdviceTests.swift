@@ -37,7 +37,7 @@ import LanyardStore
     @Test func aKeyringSlotWithoutAKeyringPointsAtStoreMigrate() async throws {
         let home = TestHome()
         let paths = Paths(environment: home.environment)
-        try Registry(paths: paths).update { doc in
+        try Registry(paths: paths).updateInTest { doc in
             doc.slots[try Slot("work")] = SlotRecord(provider: "openai", backend: .secretService, account: AccountInfo(email: "w@example.com"),
                                                      state: .signedIn(expiresAt: Date() + 3600), createdAt: Date())
             doc.active = try Slot("work")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LanyardTestSupport
 @testable import LanyardCLI
 @testable import LanyardCore
 @testable import LanyardStore
@@ -32,7 +33,7 @@ import Testing
         #expect(await h.run("store", "status").stdout.hasSuffix("store.age: locked\n"))
 
         // Locked: a read says so with exit 5.
-        try h.registry.update { doc in
+        try h.registry.updateInTest { doc in
             doc.slots[try Slot("w")] = SlotRecord(provider: "openai", backend: .file, state: .signedIn(expiresAt: nil))
         }
         let locked = await h.run("token", "w", "--json")

@@ -144,7 +144,7 @@ final class NotificationServer: @unchecked Sendable {
         #expect(try server.notifications().count == 3, "\((try? server.summaries()) ?? "")")
 
         // home must sign in again, then does: said once.
-        try Registry(paths: env.paths).update { $0.slots[try Slot("home")]?.state = .reauthenticationRequired }
+        try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("home")]?.state = .reauthenticationRequired }
         _ = try await eventually("the menu lists home under Sign in again", { try desktop.dump(name) }) { $0.contains("must sign in again") }
         try await env.signIn("home", email: "home@x.com")
         _ = try await eventually("a signed-in notice", { try server.summaries() }) { $0.contains("home is signed in again") }

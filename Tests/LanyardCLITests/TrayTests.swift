@@ -274,7 +274,7 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         #expect(try desktop.itemProperty(name, "Status").contains("Passive"))
 
         let names = (1...20).map { String(format: "slot%02d", $0) }
-        try Registry(paths: env.paths).update { document in
+        try Registry(paths: env.paths).updateInTest { document in
             for slotName in names {
                 let email = slotName == "slot07" ? "evil_\u{1B}]52;c;SGVsbG8=\u{07}@x.com" : "\(slotName)@x.com"
                 let plan = slotName == "slot07" ? Plan(rawValue: "\u{202E}gold_plan") : Plan(rawValue: "plus")
@@ -313,7 +313,7 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let name = try desktop.startTray(env.home, extraEnvironment: ["CODEX_HOME": env.codexHome])
         let before = try await eventually("the menu has both slots", { try desktop.dump(name) }) { $0.contains("home@x.com") && $0.contains("work@x.com") }
         let home = try #require(dumpedEntries(before).first { $0.label.hasPrefix("home ") })
-        try Registry(paths: env.paths).update { document in
+        try Registry(paths: env.paths).updateInTest { document in
             document.slots[try Slot("alpha")] = SlotRecord(provider: "openai", backend: .file,
                                                            account: AccountInfo(email: "alpha@x.com", accountID: "acct-alpha", plan: Plan(rawValue: "plus")),
                                                            state: .signedIn(expiresAt: nil))
@@ -346,7 +346,7 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let pixmaps = try desktop.itemProperty(name, "IconPixmap")
         for size in TrayState.pixmapSizes { #expect(pixmaps.contains("(\(size), \(size), "), "\(pixmaps.prefix(200))") }
 
-        EventLog(paths: env.paths).append("error", slot: try Slot("work"), fields: [
+        EventLog(paths: env.paths).appendInTest("error", slot: try Slot("work"), fields: [
             "code": .string("usage_limit_reached"), "message": .string("limit reached"), "resets_at": .date(Date() + 3600)])
         _ = try await eventually("the menu says work is at its limit", { try desktop.dump(name) }) { $0.contains("at its usage limit, resets") }
         #expect(try desktop.itemProperty(name, "IconName").contains("security-low"))
@@ -361,7 +361,7 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let account = try #require(try await env.signIn("work", email: "work@x.com").account.accountID)
         try await env.signIn("gone", email: "gone@x.com")
         #expect(try env.run("switch", "work").status == 0)
-        try Registry(paths: env.paths).update { $0.slots[try Slot("gone")]?.state = .reauthenticationRequired }
+        try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("gone")]?.state = .reauthenticationRequired }
         try await env.server.hook("/_test/usage", ["account_id": account,
                                                    "primary_window": ["used_percent": 41, "limit_window_seconds": 18000, "reset_after_seconds": 600]])
         let bin = env.home.root + "/bin", log = env.home.root + "/terminal"

@@ -41,6 +41,8 @@ extension FleetCommands {
                         + "a live refresh token: sign \(name) in again here (`lanyard login \(name)`)")
                 case .unshared:
                     inv.stdout.line("  \(name): no longer shared")
+                case .refused(let reason):
+                    inv.stdout.line("  \(name): skipped, its value is none a member signed (\(TerminalText.escaped(reason)))")
                 }
             }
             if let access = removal.etcdAccess {
@@ -101,6 +103,7 @@ struct FleetRemoveView: JSONView {
                 case .notRotatable(let page): return JSONValue.object(["slot": .string(o.slot.name), "result": .string("not_rotatable"), "page": .optional(page)]).droppingNulls
                 case .failed(let reason): return .object(["slot": .string(o.slot.name), "result": .string("failed"), "reason": .string(reason)])
                 case .unshared: return .object(["slot": .string(o.slot.name), "result": .string("unshared")])
+                case .refused(let reason): return .object(["slot": .string(o.slot.name), "result": .string("refused"), "reason": .string(reason)])
                 }
             }),
             "etcd_access": removal.etcdAccess.map { a in

@@ -1,0 +1,33 @@
+import LanyardSupport
+import LanyardCore
+import LanyardStore
+
+// The registry and the stores' calls are `noasync` in the library: async library code reaches
+// them only through the blocking executor. A test's assertions may block (the test owns its
+// thread, and nothing else waits on it), so async tests read through these instead.
+
+extension Registry {
+    /// ``Registry/load()`` from an async test.
+    package func loadInTest() throws -> RegistryDocument { try load() }
+    /// ``Registry/update(_:)`` from an async test.
+    package func updateInTest<T>(_ body: (inout RegistryDocument) throws -> T) throws -> T { try update(body) }
+}
+
+extension CredentialStore {
+    /// ``CredentialStore/get(_:)`` from an async test.
+    package func getInTest(_ slot: Slot) throws -> Credential { try get(slot) }
+    /// ``CredentialStore/put(_:for:)`` from an async test.
+    package func putInTest(_ credential: Credential, for slot: Slot) throws { try put(credential, for: slot) }
+    /// ``CredentialStore/delete(_:)`` from an async test.
+    package func deleteInTest(_ slot: Slot) throws { try delete(slot) }
+    /// ``CredentialStore/list()`` from an async test.
+    package func listInTest() throws -> [Slot] { try list() }
+}
+
+extension EventLog {
+    /// ``EventLog/append(_:slot:fields:)`` from an async test.
+    @discardableResult
+    package func appendInTest(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:]) -> JSONValue {
+        append(event, slot: slot, fields: fields)
+    }
+}
