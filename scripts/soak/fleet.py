@@ -145,6 +145,109 @@ def etcd_range(key, prefix=False, keys_only=False):
     return None
 
 
+def etcdctl_base():
+    return ["etcdctl", "--endpoints", ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"], "--cacert", ENV_ETCD["LANYARD_TEST_ETCD_CA"],
+            "--cert", ENV_ETCD["LANYARD_TEST_ETCD_CERT"], "--key", ENV_ETCD["LANYARD_TEST_ETCD_KEY"], "--dial-timeout=2s"]
+
+
+class History:
+    """Every change in etcd, in revision order, from a watch of every key (`etcdctl watch --rev`,
+    started again from the next revision whenever it ends: etcd keeps every revision here, nothing
+    is compacted, so nothing is missed). Each event carries when it may have happened: [t_lo, t_hi], the time it
+    arrived, or for events replayed after the watch was down, from when it went down to then.
+    What the exits, secrecy and recovery checks judge by (with the attacker's own log)."""
+
+    def __init__(self):
+        self.events = []        # dicts: rev, t_lo, t_hi, key, value (bytes; None for a delete)
+        self.last_rev = 0
+        self.restarts = 0
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.proc = None
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    LAG = 1.0   # how late a live event may arrive (a loaded machine)
+
+    def run(self):
+        down_since = START
+        while not self.stop.is_set():
+            cmd = etcdctl_base() + ["watch", "--prefix", "", "-w", "json", f"--rev={self.last_rev + 1}"]
+            started = now()
+            try:
+                self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                             env={**os.environ, "ETCDCTL_API": "3"})
+                for line in self.proc.stdout:
+                    t = now()
+                    try:
+                        answer = json.loads(line)
+                    except ValueError:
+                        continue
+                    with self.lock:
+                        for ev in answer.get("Events") or []:
+                            kv = ev.get("kv") or {}
+                            rev = int(kv.get("mod_revision", 0))
+                            if rev <= self.last_rev:
+                                continue
+                            # What arrives in the first seconds of a watch may be a replay of
+                            # what happened while none ran.
+                            lo = down_since if t - started < 2 else t - self.LAG
+                            self.events.append({"rev": rev, "t_lo": min(lo, t), "t_hi": t,
+                                                "key": base64.b64decode(kv.get("key", "")).decode(errors="replace"),
+                                                "value": None if ev.get("type") == 1 else base64.b64decode(kv.get("value", ""))})
+                            self.last_rev = rev
+                self.proc.wait()
+            except OSError:
+                pass
+            down_since = now()
+            if self.stop.wait(0.5):
+                return
+            self.restarts += 1
+
+    def close(self):
+        self.stop.set()
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def caught_up(self, limit=30):
+        """Waits until the watch has delivered every revision etcd has now."""
+        r = subprocess.run(etcdctl_base() + ["get", "--prefix", "", "--keys-only", "--limit=1", "-w", "json"],
+                           capture_output=True, timeout=30, env={**os.environ, "ETCDCTL_API": "3"})
+        try:
+            head = int(json.loads(r.stdout)["header"]["revision"])
+        except (ValueError, KeyError):
+            return False
+        end = now() + limit
+        while self.last_rev < head and now() < end:
+            time.sleep(0.2)
+        return self.last_rev >= head
+
+    def of(self, key):
+        with self.lock:
+            return [e for e in self.events if e["key"] == key]
+
+    def under(self, prefix):
+        with self.lock:
+            return [e for e in self.events if e["key"].startswith(prefix)]
+
+    def during(self, key, t0, t1, earliest=None):
+        """The states (events) `key` may have had at some moment in [t0, t1]: each from its
+        earliest moment (`earliest(event)` when that knows better, else t_lo) to the latest moment
+        of the next."""
+        events = self.of(key)
+        out = []
+        for i, e in enumerate(events):
+            start = (earliest(e) if earliest else None) or e["t_lo"]
+            end = events[i + 1]["t_hi"] if i + 1 < len(events) else now()
+            if start <= t1 and end >= t0:
+                out.append(e)
+        return out
+
+
+history = None
+
+
 # --- age decryption (X25519 recipients), to read the stores and etcd's copy without a process each --
 BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 
@@ -416,7 +519,8 @@ def jwt_exp(token):
 def command(m, kind, args):
     """Runs one command of a loop, killable by the fault thread, and records it."""
     t0 = now()
-    p = subprocess.Popen([BIN, *args], env=m.env, cwd=m.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    # --json: a failure is {"error": {"code", "message"}} on stdout, so it is judged by its code.
+    p = subprocess.Popen([BIN, *args, "--json"], env=m.env, cwd=m.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     m.running[p.pid] = (p, kind)
     hung = False
@@ -429,10 +533,16 @@ def command(m, kind, args):
     finally:
         m.running.pop(p.pid, None)
     t1 = now()
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    error = doc.get("error") if isinstance(doc, dict) and isinstance(doc.get("error"), dict) else {}
     rec = {"m": m.name, "kind": kind, "t0": t0, "t1": t1, "rc": p.returncode, "hung": hung,
-           "killed": p.pid in killed_pids, "err": first_line(err)}
+           "killed": p.pid in killed_pids, "code": error.get("code"), "err": first_line(error.get("message") or err)}
     if p.returncode == 0 and kind == "token":
-        tok = out.strip()
+        tok = doc.get("access_token") if isinstance(doc, dict) else None
+        tok = tok if isinstance(tok, str) else ""
         rec["ok_output"] = bool(tok) and tok.isprintable() and "\n" not in tok
         rec["digest"] = digest(tok)
         rec["exp"] = jwt_exp(tok)
@@ -893,6 +1003,9 @@ class Attacker:
         self.tmp_n = 0
         self.label = None                # the operation under way (ATTACKS)
         self.members = []                # the members' recipients it read in the log
+        self.log = []                    # every write it made (record())
+        self.revs = {}                   # revision -> its log entry
+        self.log_lock = threading.Lock()
 
     def etcdctl(self, *args, stdin=None):
         base = ["etcdctl", "--endpoints", ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"], "--cacert", ENV_ETCD["LANYARD_TEST_ETCD_CA"],
@@ -919,15 +1032,30 @@ class Attacker:
     def put(self, kind, path, value):
         self.own.add(value)
         t0 = now()
-        rc, _ = self.etcdctl("put", self.prefix + path, stdin=value)
-        self.record(kind, "put", path, t0, rc)
+        rc, out = self.etcdctl("put", self.prefix + path, "-w", "json", stdin=value)
+        self.record(kind, "put", path, t0, rc, out, value)
 
     def delete(self, path):
         t0 = now()
-        rc, _ = self.etcdctl("del", self.prefix + path)
-        self.record("delete", "del", path, t0, rc)
+        rc, out = self.etcdctl("del", self.prefix + path, "-w", "json")
+        self.record("delete", "del", path, t0, rc, out)
 
-    def record(self, kind, verb, path, t0, rc):
+    def record(self, kind, verb, path, t0, rc, out=b"", value=None):
+        # Its own log: what it wrote where and when, at which revision (etcd's answer), and for a
+        # credential which generation. A write whose answer was lost (rc not 0) may still have
+        # landed: kept without a revision, matched in the history by key, bytes and time.
+        try:
+            rev = int(json.loads(out)["header"]["revision"]) if rc == 0 else None
+        except (ValueError, KeyError, TypeError):
+            rev = None
+        _, b = self.body(value) if value else (None, None)
+        entry = {"t0": t0, "t1": now(), "verb": verb, "key": self.prefix + path, "rev": rev, "ok": rc == 0,
+                 "label": self.label or kind, "value": value, "generation": (b or {}).get("generation"),
+                 "writer": (b or {}).get("writer")}
+        with self.log_lock:
+            self.log.append(entry)
+            if rev is not None:
+                self.revs[rev] = entry
         (self.ops if rc == 0 else self.refused)[self.label or kind] += 1
         if rc == 0:
             target = path if path in (f"slots/{SLOT}", f"intents/{SLOT}") or path.split("/")[0] in ("refreshed", "created") \
@@ -1156,6 +1284,7 @@ def attack_loop(until):
                 last_scan = now()
         except Exception as e:  # an operation that could not be made is noted, not fatal
             note(f"attacker: {e!r}")
+    after_attack["stopped"] = now()
     note(f"the attacker stops ({sum(attacker.ops.values())} operations)")
 
 
@@ -1210,6 +1339,37 @@ def slot_damage():
 
 
 guard_stats = {"damaged": 0, "signins": 0, "longest": 0.0, "total": 0.0, "why": collections.Counter()}
+# What the attacker left when it stopped: the slot's damage then, when the slot was of use again
+# (a sign-in landed), and when every machine held the fleet's value again.
+after_attack = {"stopped": None, "damage": None, "usable": None, "adopted": None}
+
+
+def machine_generations():
+    out = {}
+    for m in machines.values():
+        try:
+            with open(f"{m.root}/data/lanyard/fleet/{SLOT}.json") as f:
+                out[m.name] = int(json.load(f).get("generation", "0"))
+        except (OSError, ValueError):
+            out[m.name] = None
+    return out
+
+
+def follow_recovery(damage):
+    """Called by the guardian each round once the attacker has stopped."""
+    a = after_attack
+    if a["damage"] is None:
+        a["damage"] = damage or "none"
+        if damage is None:
+            a["usable"] = a["stopped"]   # nothing it left was in the way
+    if a["usable"] is None and damage is None:
+        a["usable"] = now()
+    if a["usable"] is not None and a["adopted"] is None and damage is None:
+        kvs = etcd_range(SLOT_KEY)
+        fleet_gen = generation_of(kvs[0][1]) if kvs else None
+        gens = machine_generations()
+        if fleet_gen is not None and all(g is not None and g >= fleet_gen for g in gens.values()):
+            a["adopted"] = now()
 
 
 def guardian():
@@ -1218,6 +1378,8 @@ def guardian():
     while not stop_watch.wait(0.5):
         try:
             damage = slot_damage()
+            if after_attack["stopped"] is not None:
+                follow_recovery(damage)
         except Exception as e:
             note(f"guardian: {e!r}")
             continue
@@ -1328,11 +1490,23 @@ def classify(rec):
         return "its refresh worker killed"
     if rc == 5 and "fleet lock" in rec["err"] and "was not free" in rec["err"] and killed_worker_before(rec):
         return "fleet lock left by a killed refresh worker"
-    # The attacker's writes deny service until a sign-in: a value deleted, refused or put back
-    # (a forced refresh fails at once, `token` once its copy has expired), a refresh whose
-    # fenced write found the value changed under it.
+    # A value older than one this machine has seen: refused by design (it cannot tell whether
+    # its own copy holds a spent refresh token), so the slot is not refreshed until a sign-in.
+    # Allowed only when the attacker's own log shows it put that generation back and the value
+    # was still there during the call, and a member had written the newer generation: judged by
+    # generations and revisions, never by the message alone, and however long after the attack.
+    if rc == 1 and rec["code"] == "fleet_credential_refused" and GENERATION_REFUSED.search(rec["err"]):
+        why = put_back(rec)
+        if why:
+            rec["put_back"] = why
+            return "a value the attacker put back, older than one seen there"
+        return None
+    # The attacker's writes deny service until a sign-in: a value deleted or refused (a forced
+    # refresh fails at once, `token` once its copy has expired), a refresh whose fenced write
+    # found the value changed under it: within 15 s of its writes to slots/work or intents/work,
+    # or while the slot was of no use, or while the value it wrote there was the value.
     hit = next((e for e in ATTACK_ERRORS if e in rec["err"]), None)
-    if rc == 1 and hit and (overlaps(rec, "attack", 15) or overlaps(rec, "damaged", 15)):
+    if rc == 1 and hit and (overlaps(rec, "attack", 15) or overlaps(rec, "damaged", 15) or attacker_value_during(rec)):
         return f"the attacker's writes ({hit})"
     if rc == 5:
         if rec["kind"] == "token" and "has expired" not in rec["err"]:
@@ -1347,6 +1521,64 @@ def classify(rec):
     if rc == 4 and overlaps(rec, "signed out", 60):
         return "signed out after a lost-ok reuse"
     return None
+
+
+GENERATION_REFUSED = re.compile(r"its generation (\d+) is older than generation (\d+) seen here")
+SLOT_KEY = f"/lanyard/{FLEET}/slots/{SLOT}"
+INTENT_KEY = f"/lanyard/{FLEET}/intents/{SLOT}"
+
+
+def generation_of(value):
+    _, b = Attacker.body(value) if value else (None, None)
+    try:
+        return int((b or {}).get("generation"))
+    except (TypeError, ValueError):
+        return None
+
+
+def attacker_event(e):
+    """The attacker's log entry for the history event `e` when the attacker made it (by the
+    revision etcd answered it; a write whose answer was lost by key, bytes and time), else None."""
+    entry = attacker.revs.get(e["rev"])
+    if entry is not None:
+        return entry
+    for a in attacker.log:
+        if a["rev"] is None and a["key"] == e["key"] and (a["verb"] == "del") == (e["value"] is None) \
+                and (e["value"] is None or a["value"] == e["value"]) and e["t_hi"] >= a["t0"] and e["t_lo"] <= a["t1"] + 5:
+            return a
+    return None
+
+
+def put_back(rec):
+    """Why a refusal of generation G (older than N seen here) is the attacker's, or None: during
+    the call slots/work held a value the attacker's log shows it put, of generation G, and a member
+    had written generation N before the call ended."""
+    m = GENERATION_REFUSED.search(rec["err"])
+    g, n = int(m.group(1)), int(m.group(2))
+    found = None
+    for e in history.during(SLOT_KEY, rec["t0"], rec["t1"], attacker_t0):
+        a = attacker_event(e)
+        if a is not None and e["value"] is not None and generation_of(e["value"]) == g:
+            found = a
+    if found is None:
+        return None
+    if not any(e["value"] is not None and generation_of(e["value"]) == n and e["t_lo"] <= rec["t1"] and attacker_event(e) is None
+               for e in history.of(SLOT_KEY)):
+        return None
+    return f"generation {g} put back at {rel(found['t0']):.1f} s ({found['label']}), {n} seen"
+
+
+def attacker_value_during(rec):
+    """Whether slots/work or intents/work held what the attacker wrote there (or was deleted by
+    it) at some moment of the call."""
+    return any(attacker_event(e) is not None for key in (SLOT_KEY, INTENT_KEY)
+               for e in history.during(key, rec["t0"], rec["t1"], attacker_t0))
+
+
+def attacker_t0(e):
+    """When the attacker's write `e` was made at the earliest: when its etcdctl started (its own log)."""
+    a = attacker_event(e)
+    return a["t0"] if a else None
 
 
 refused_elsewhere = set()   # slots `fleet sync` refused at the end (the attacker's, under other names)
@@ -1428,10 +1660,11 @@ def stale_locks_gone(limit=100):
 
 
 def main():
-    global DEADLINE, LOAD_START, attacker
+    global DEADLINE, LOAD_START, attacker, history
     print(f"fleet: {SECS} s, 4 machines x {CALLERS} token loops + a refresh loop + agents, {LIFETIME}-second tokens, "
           f"3-member etcd with TLS (seed {SEED}; binary {BIN})", flush=True)
     server = setup()
+    history = History()
     attacker = Attacker()
     attacker.victim = http("/_test/tokens")["families"][0]["account_id"]
     LOAD_START = now()
@@ -1588,6 +1821,19 @@ def main():
     # What the attacker could read: its key on every value under the prefix, once more at the end.
     if attacker.scan() is None:
         fail("harness", "the attacker's last scan found etcd unanswering")
+    if not history.caught_up():
+        fail("harness", f"the watch of etcd's history did not catch up (last revision {history.last_rev})")
+    history.close()
+    with open(f"{TMP}/history.jsonl", "w") as f:
+        for e in history.events:
+            a = attacker_event(e)
+            f.write(json.dumps({"rev": e["rev"], "t_lo": round(rel(e["t_lo"]), 3), "t_hi": round(rel(e["t_hi"]), 3), "key": e["key"],
+                                "value": None if e["value"] is None else digest(e["value"]),
+                                "generation": generation_of(e["value"]), "attacker": a["label"] if a else None}) + "\n")
+    with open(f"{attacker.dir}/log.jsonl", "w") as f:
+        for a in attacker.log:
+            f.write(json.dumps({**a, "t0": round(rel(a["t0"]), 3), "t1": round(rel(a["t1"]), 3),
+                                "value": None if a["value"] is None else digest(a["value"])}) + "\n")
     report(final, families, took, tries, status, t_whole, t_locks)
     return 0 if not failures else 1
 
@@ -1699,6 +1945,15 @@ def report(final, families, took, tries, status, t_whole, t_locks):
           f"on a member undid it; "
           f"{a.scans} scans tried its key on {a.tried} sealed values, {len(a.readable)} opened; "
           f"refused by `fleet sync` at the end: {', '.join(sorted(refused_elsewhere)) or 'nothing'}")
+    aa = after_attack
+    put_backs = [r for r in calls if r.get("put_back")]
+    late = [r for r in put_backs if aa["stopped"] is not None and r["t1"] > aa["stopped"]]
+    if aa["stopped"] is not None:
+        usable = f"{aa['usable'] - aa['stopped']:.1f} s" if aa["usable"] else "never (within the run)"
+        adopted = f"{aa['adopted'] - aa['stopped']:.1f} s" if aa["adopted"] else "never (within the run)"
+        print(f"after the attacker: the slot was of no use for {usable} after it stopped (then: {aa['damage']}), and every "
+              f"machine held the fleet's value {adopted} after; {len(put_backs)} commands refused a value it put back "
+              f"({len(late)} after it stopped), each explained by its log")
     if took is not None:
         print(f"convergence: {took:.1f} s after etcd was whole and no fleet lock was held ({tries} rounds of `fleet sync` + "
               f"`token` on the 4 machines; limit {CONVERGE_LIMIT} s); the last lock was gone {t_locks - t_whole:.1f} s after etcd was whole")
