@@ -49,6 +49,12 @@ CUT_SECONDS = 30
 HTTP_TIMEOUT = 5
 CONVERGE_LIMIT = 30     # seconds allowed for convergence (10 s asked, with margin for a loaded machine)
 ETCD = f"{TMP}/etcd"
+# The removed-machine attacker (issue 40): a fifth machine d joins, is removed with `fleet remove`
+# during the run, and the attacker keeps d's age identity (and so its signing key). 0 turns it off.
+REMOVED = os.environ.get("FLEET_REMOVED_ATTACKER", "1") != "0"
+# What a person runs on every machine once the log is restored after a fork (words; empty: nothing).
+RESOLVE = os.environ.get("FLEET_RESOLVE", "").split()
+FORGE = os.path.abspath("Tests/Fixtures/fleet/forge.py")
 rng = random.Random(SEED)
 
 START = time.time()
@@ -400,6 +406,8 @@ class Machine:
 
 
 machines = {n: Machine(n) for n in MACHINES}
+# d: a member until it is removed; no loops, no agent (a decommissioned runner), never in `machines`.
+removed_machine = Machine("d") if REMOVED else None
 
 
 # --- processes of this run --------------------------------------------------------------------------
@@ -1003,6 +1011,10 @@ class Attacker:
         self.tmp_n = 0
         self.label = None                # the operation under way (ATTACKS)
         self.members = []                # the members' recipients it read in the log
+        self.removal = None              # d's removal, once made (it then holds d's identity)
+        self.d_key = None
+        self.before_removal = 0          # how many values of slots/work it had seen before the removal
+        self.next_log_move = 0
         self.log = []                    # every write it made (record())
         self.revs = {}                   # revision -> its log entry
         self.log_lock = threading.Lock()
@@ -1190,13 +1202,16 @@ class Attacker:
             generation = int((cbody or {}).get("generation", "1")) + arng.choice([1, 1, 2, 10, 1000000])
         except ValueError:
             generation = 2
-        variant = arng.choice(["zero signature", "copied signature", "own signature", "tombstone"])
+        variant = arng.choice(["zero signature", "copied signature", "own signature", "tombstone"]
+                              + (["removed member's signature"] if self.removal else []))
         credential = {"version": 1, "provider": "openai",
                       "tokens": {"access_token": "at-attacker", "refresh_token": "rt-attacker", "token_type": "Bearer"},
                       "account": {"email": EMAIL, "account_id": self.victim}}
         body = {"type": "lanyard-fleet-credential", "fleet": FLEET, "slot": slot, "generation": str(generation),
                 "head_seq": (cbody or {}).get("head_seq", "1"), "head": (cbody or {}).get("head", "0" * 64),
                 "writer": "m1"}
+        if variant == "removed member's signature":
+            body["writer"] = "d"
         if variant == "tombstone":
             body["tombstone"] = True
         else:
@@ -1207,6 +1222,9 @@ class Attacker:
             body["sealed"] = base64.b64encode(sealed).decode()
             body["digest"] = hashlib.sha256(plain).hexdigest()
         text = json.dumps(body)
+        if variant == "removed member's signature":
+            value = self.sign_as_removed(body)
+            return self.put("forged credential", f"slots/{slot}", value) if value else self.junk(kvs)
         signature = {"zero signature": base64.b64encode(bytes(64)).decode(),
                      "copied signature": (cdoc or {}).get("signature") or base64.b64encode(bytes(64)).decode(),
                      "own signature": base64.b64encode(self.signing.sign(text.encode())).decode(),
@@ -1235,9 +1253,79 @@ class Attacker:
             value, path = arng.choice(self.history), "slots/evil"   # a member's value under another slot's name
         elif mode == "older" and older:
             value, path = arng.choice(older[-5:]), f"slots/{SLOT}"  # one of the last few generations
+        elif mode == "before removal" and self.removal and [v for v in self.history[:self.before_removal] if v != current]:
+            # a value from before d's removal, sealed to d too
+            value, path = arng.choice([v for v in self.history[:self.before_removal] if v != current][-3:]), f"slots/{SLOT}"
         else:
             return self.junk(kvs)
         self.put("replay", path, value)
+
+    # The removed machine's moves (issue 40): once d is removed, the attacker holds d's age identity
+    # and signs with the key derived from it, through Tests/Fixtures/fleet/forge.py (never
+    # Lanyard's code). Moves on the log's known numbers (the removal's entry hidden, a fork) at
+    # most one every 20-40 s: each stops fleet writes until a person restores the log.
+    def become_removed(self, removal, identity):
+        self.d_key = f"{self.dir}/d.key"
+        fd = os.open(self.d_key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(identity.strip() + "\n")
+        self.before_removal = len(self.history)
+        self.removal = removal
+
+    def sign_as_removed(self, body):
+        r = subprocess.run([sys.executable, FORGE, "sign", "--identity", self.d_key], input=json.dumps(body).encode(),
+                           capture_output=True, timeout=20)
+        return r.stdout if r.returncode == 0 and r.stdout else None
+
+    def log_move_allowed(self):
+        if not self.removal or now() < self.next_log_move:
+            return False
+        self.next_log_move = now() + arng.uniform(20, 40)
+        return True
+
+    def entry(self, seq, prev, **change):
+        body = {"type": "lanyard-fleet-membership", "fleet": FLEET, "seq": str(seq), "prev": prev, "signer": "d",
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        body.update(change)
+        return self.sign_as_removed(body)
+
+    def hide_removal(self, kvs):
+        """Deletes the removal's entry (and with it everything after it; a third of the time the
+        entry before it too), so a member that has not read it yet still counts d."""
+        if not self.log_move_allowed():
+            return self.junk(kvs)
+        first = self.removal["seq"] - (1 if arng.random() < 1 / 3 else 0)
+        for k, _ in kvs:
+            n = k[len(self.prefix) + 4:] if k.startswith(self.prefix + "log/") else ""
+            if n.isdigit() and int(n) >= first:
+                self.delete(k[len(self.prefix):])
+
+    def fork(self, kvs):
+        """An entry signed with d's key at the removal's number, following the entry before it: a
+        fork of the log (adding `evil`, the attacker's own keys, or removing m1)."""
+        if not self.log_move_allowed():
+            return self.junk(kvs)
+        seq, prev = self.removal["seq"], self.removal["body"]["prev"]
+        change = arng.choice([dict(op="add", machine="evil", recipient=self.recipient, signing_key=self.signing_pub),
+                              dict(op="remove", machine="m1")])
+        value = self.entry(seq, prev, **change)
+        return self.put("fork", f"log/{seq:010d}", value) if value else self.junk(kvs)
+
+    def entry_after_removal(self, kvs):
+        """An entry signed by d after its removal, at the next number (never valid: d is no member)."""
+        if not self.removal:
+            return self.junk(kvs)
+        entries = {int(k[len(self.prefix) + 4:]): v for k, v in kvs
+                   if k.startswith(self.prefix + "log/") and k[len(self.prefix) + 4:].isdigit() and v not in self.own}
+        if not entries:
+            return self.junk(kvs)
+        seq = max(entries)
+        try:
+            prev = hashlib.sha256(json.loads(entries[seq])["body"].encode()).hexdigest()
+        except (ValueError, KeyError, TypeError):
+            return self.junk(kvs)
+        value = self.entry(seq + 1, prev, op="add", machine="evil", recipient=self.recipient, signing_key=self.signing_pub)
+        return self.put("entry by d", f"log/{seq + 1:010d}", value) if value else self.junk(kvs)
 
     def remember(self, kvs):
         v = dict(kvs).get(self.prefix + f"slots/{SLOT}")
@@ -1264,6 +1352,12 @@ ATTACKS = [
     ("junk slot", lambda a, kvs: a.junk(kvs, on_slot=True), 0.1),
     ("forge slot", lambda a, kvs: a.forged_credential(kvs, on_slot=True), 0.1),
     ("replay older", lambda a, kvs: a.replay(kvs, "older"), 0.2),
+    # The removed machine's (weights 0 when FLEET_REMOVED_ATTACKER=0, which keeps the choices above
+    # as they were for a seed); until the removal each falls back to junk elsewhere.
+    ("hide removal", lambda a, kvs: a.hide_removal(kvs), 0.15 * REMOVED),
+    ("fork", lambda a, kvs: a.fork(kvs), 0.15 * REMOVED),
+    ("entry by d", lambda a, kvs: a.entry_after_removal(kvs), 0.3 * REMOVED),
+    ("replay before removal", lambda a, kvs: a.replay(kvs, "before removal"), 0.1 * REMOVED),
 ]
 
 
@@ -1284,8 +1378,25 @@ def attack_loop(until):
                 last_scan = now()
         except Exception as e:  # an operation that could not be made is noted, not fatal
             note(f"attacker: {e!r}")
+    # Its last operation puts an older generation back (issue 44), so every run sees a rollback
+    # outlive the attacker: the machines that saw newer refuse it until a sign-in lands.
+    last = "nothing"
+    for _ in range(20):
+        if stop_faults.is_set():
+            break
+        kvs = attacker.everything()
+        if kvs is not None:
+            attacker.remember(kvs)
+            attacker.label = "replay older"
+            n = len(attacker.log)
+            attacker.replay(kvs, "older")
+            put = attacker.log[n:] and attacker.log[-1]
+            if put and put["ok"] and put["key"] == SLOT_KEY and put["verb"] == "put" and put["value"] in attacker.history:
+                last = f"generation {put['generation']} put back"
+                break
+        time.sleep(0.5)
     after_attack["stopped"] = now()
-    note(f"the attacker stops ({sum(attacker.ops.values())} operations)")
+    note(f"the attacker stops ({sum(attacker.ops.values())} operations; the last: {last})")
 
 
 # --- the guardian: a person who notices that the slot no longer refreshes and signs in again ----------
@@ -1421,6 +1532,165 @@ def sign_in_again(why):
         return login(m)
 
 
+# --- the removed machine (issue 40) ------------------------------------------------------------------
+LOG_PREFIX = f"/lanyard/{FLEET}/log/"
+removal = {}        # d's removal: when, by whom, its entry (seq, rev, value, body)
+log_stats = {"damaged": 0, "restored": 0, "total": 0.0, "longest": 0.0, "failed": 0}
+restoring_log = threading.Event()   # set while the log keeper restores the log (convergence waits)
+
+
+def remove_d(at):
+    """`fleet remove d` on m1 (m2 while m1 is cut off), tried again until it succeeds; then the
+    attacker takes d's identity from d's store (stock age opens the file store with its identity
+    file) and starts its removed-machine moves."""
+    if stop_faults.wait(max(0, at - now())):
+        return
+    def entry():
+        for e in history.under(LOG_PREFIX):
+            _, b = Attacker.body(e["value"]) if e["value"] else (None, None)
+            if b and b.get("op") == "remove" and b.get("machine") == "d" and attacker_event(e) is None:
+                return e, b
+        return None
+
+    end = now() + 120
+    failed = []
+    while True:
+        m = next((m for m in machines.values() if not m.cut), machines["m1"])
+        rc, out, err, took = m.run("fleet", "remove", "d", timeout=120)
+        if rc == 0:
+            break
+        failed.append(f"exit {rc} on {m.name}: {first_line(err)}")
+        note(f"fleet remove d on {m.name} exited {rc}: {first_line(err)}")
+        # A remove that wrote the removal's entry and failed after it (re-sealing, rotating) is
+        # not made again (d is no member any more): what it left is judged by the invariants.
+        history.caught_up(10)
+        if entry() is not None:
+            break
+        if now() > end or stop_faults.wait(2):
+            fail("harness", f"fleet remove d did not succeed: {first_line(err)}")
+            return
+    t = now()
+    while entry() is None and now() < t + 30:
+        time.sleep(0.2)
+    if entry() is None:
+        fail("harness", "the removal's log entry never reached the history")
+        return
+    e, b = entry()
+    removal.update(t=t, by=m.name, seq=int(e["key"][len(LOG_PREFIX):]), rev=e["rev"], value=e["value"], body=b, took=took,
+                   rc=rc, failed=failed)
+    r = subprocess.run(["age", "-d", "-i", f"{removed_machine.root}/data/lanyard/identity.txt",
+                        f"{removed_machine.root}/data/lanyard/store.age"], capture_output=True, timeout=30)
+    try:
+        identity = json.loads(r.stdout)["slots"]["lanyard-fleet-identity"]["tokens"]["access_token"]
+    except (ValueError, KeyError, TypeError):
+        fail("harness", f"d's identity could not be read from its store: {r.stderr.decode(errors='replace')[:200]}")
+        return
+    attacker.become_removed(removal, identity)
+    note(f"fleet remove d on {m.name} ({took:.1f} s; log entry {removal['seq']}, revision {removal['rev']}): "
+         f"{' '.join((out or err).split())[:200]}; the attacker now holds d's identity")
+
+
+def real_log():
+    """The log as members wrote it (from etcd's history): each key's last value not the attacker's."""
+    real = {}
+    for e in history.under(LOG_PREFIX):
+        if e["value"] is not None and attacker_event(e) is None:
+            real[e["key"]] = e["value"]
+    return real
+
+
+def log_damage():
+    """The log's known entries that etcd does not hold as members wrote them; None when etcd did not answer."""
+    kvs = etcd_range(LOG_PREFIX, prefix=True)
+    if kvs is None:
+        return None
+    held = {k: v for k, v, _ in kvs}
+    return sorted(k for k, v in real_log().items() if held.get(k) != v)
+
+
+def log_keeper():
+    """A person who notices the log was tampered with (fleet status and doctor say so) and puts the
+    entries back as the members wrote them, with etcdctl, from a backup or a member's verified copy,
+    1-4 s after; then runs FLEET_RESOLVE on every machine when set."""
+    since = None
+    notice = 0
+    while not stop_watch.wait(0.5):
+        try:
+            bad = log_damage()
+        except Exception as e:
+            note(f"log keeper: {e!r}")
+            continue
+        if bad is None:
+            continue
+        if not bad:
+            if since is not None:
+                windows["log damaged"].append((since - 1, now(), None))
+                log_stats["total"] += now() - since
+                log_stats["longest"] = max(log_stats["longest"], now() - since)
+                since = None
+            continue
+        if since is None:
+            since, notice = now(), arng.uniform(1, 4)
+            log_stats["damaged"] += 1
+        with etcd_lock:
+            no_quorum = len(members_down) >= 2
+        if now() - since < notice or no_quorum:
+            continue
+        restoring_log.set()
+        try:
+            real = real_log()
+            done = []
+            for k in bad:
+                r = subprocess.run(etcdctl_base() + ["--command-timeout=4s", "put", k], input=real[k], capture_output=True,
+                                   timeout=20, env={**os.environ, "ETCDCTL_API": "3"})
+                if r.returncode == 0:
+                    done.append(k[len(LOG_PREFIX):].lstrip("0"))
+            if RESOLVE:
+                for m in machines.values():
+                    rc, _, err, _ = m.run(*RESOLVE, timeout=60)
+                    if rc != 0:
+                        note(f"log keeper: lanyard {' '.join(RESOLVE)} on {m.name} exited {rc}: {first_line(err)}")
+            log_stats["restored" if len(done) == len(bad) else "failed"] += 1
+            note(f"log keeper: entries {', '.join(done) or 'none'} of {len(bad)} put back as the members wrote them "
+                 f"(tampered with for {now() - since:.1f} s)")
+        finally:
+            restoring_log.clear()
+        notice = now() - since + 3
+
+
+def removed_secrecy():
+    """Tries d's key (stock `age -d -i d.key`) on every value under slots/ and intents/ that a
+    member first wrote after the removal: the value itself when it is an age file, the sealed
+    credential inside a signed value. Returns (tried, opened: [(key, rev)])."""
+    if not removal or not attacker.d_key:
+        return 0, []
+    before = {e["value"] for e in history.events if e["rev"] < removal["rev"] and e["value"] is not None}
+    tried, opened, seen = 0, [], set()
+    for e in history.events:
+        if e["rev"] <= removal["rev"] or e["value"] is None or e["value"] in before or e["value"] in seen:
+            continue
+        if not e["key"].startswith((f"/lanyard/{FLEET}/slots/", f"/lanyard/{FLEET}/intents/")) or attacker_event(e) is not None:
+            continue
+        seen.add(e["value"])
+        candidates = [e["value"]]
+        _, b = Attacker.body(e["value"])
+        if isinstance(b, dict) and isinstance(b.get("sealed"), str):
+            try:
+                candidates.append(base64.b64decode(b["sealed"]))
+            except ValueError:
+                pass
+        for c in candidates:
+            if c.startswith(b"age-encryption.org"):
+                tried += 1
+                path = f"{attacker.dir}/d-candidate.age"
+                with open(path, "wb") as f:
+                    f.write(c)
+                if subprocess.run(["age", "-d", "-i", attacker.d_key, "-o", "/dev/null", path], capture_output=True,
+                                  timeout=20).returncode == 0:
+                    opened.append((e["key"], e["rev"]))
+    return tried, opened
+
+
 # --- the run ----------------------------------------------------------------------------------------
 def setup():
     global BASE
@@ -1451,10 +1721,12 @@ def setup():
         raise SystemExit(f"fleet: set-up: login on m1 exited {rc}: {err}")
     fleet_fingerprint = json.loads(m1.must("fleet", "init", "--json"))["fleet_fingerprint"]
     m1.must("fleet", "share", SLOT)
-    for name in MACHINES[1:]:
-        m = machines[name]
+    if removed_machine:
+        removed_machine.write_config(ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"])
+        removed_machine.must("store", "init", "--no-passphrase")
+    for m in list(machines.values())[1:] + ([removed_machine] if removed_machine else []):
         fingerprint = json.loads(m.must("fleet", "join", "--fleet-fingerprint", fleet_fingerprint, "--json"))["fingerprint"]
-        m1.must("fleet", "approve", name, "--fingerprint", fingerprint)
+        m1.must("fleet", "approve", m.name, "--fingerprint", fingerprint)
         m.must("fleet", "sync")
     return server
 
@@ -1508,6 +1780,13 @@ def classify(rec):
     hit = next((e for e in ATTACK_ERRORS if e in rec["err"]), None)
     if rc == 1 and hit and (overlaps(rec, "attack", 15) or overlaps(rec, "damaged", 15) or attacker_value_during(rec)):
         return f"the attacker's writes ({hit})"
+    # The removed machine's log moves: an entry of its at a number members know (a fork), or the
+    # removal's entry deleted (a member that has not read it is behind). Either stops fleet writes
+    # until the log is restored; allowed while its tampering was in etcd (and 15 s after).
+    if rec["code"] in ("fleet_forked", "fleet_membership_behind"):
+        if overlaps(rec, "log damaged", 15) and any(a["key"].startswith(LOG_PREFIX) and a["t0"] <= rec["t1"] for a in attacker.log):
+            return f"the removed machine's log entries ({rec['code']})"
+        return None
     if rc == 5:
         if rec["kind"] == "token" and "has expired" not in rec["err"]:
             return None  # a token that has not expired is served without the fleet
@@ -1681,9 +1960,14 @@ def main():
     cutter = threading.Thread(target=cut_off, args=(cut_at, cut_len), daemon=True)
     attack = threading.Thread(target=attack_loop, args=(DEADLINE - ATTACK_QUIET,), daemon=True)
     watchers.append(threading.Thread(target=guardian, daemon=True))
+    extra = []
+    if REMOVED:
+        at = LOAD_START + random.Random(SEED ^ 0x40).uniform(0.15, 0.3) * SECS
+        extra.append(threading.Thread(target=remove_d, args=(at,), daemon=True))
+        watchers.append(threading.Thread(target=log_keeper, daemon=True))
     note(f"the attacker writes the prefix from now until {SECS - ATTACK_QUIET} s (its own age key {attacker.recipient[:12]}…, "
          f"the machines' TLS client certificate, stock etcdctl)")
-    for t in loops + watchers + [faults, cutter, attack]:
+    for t in loops + watchers + [faults, cutter, attack] + extra:
         t.start()
 
     # Agents that die without being killed are a failure; they are started again.
@@ -1705,6 +1989,8 @@ def main():
     faults.join(timeout=300)
     cutter.join(timeout=120)
     attack.join(timeout=60)
+    for t in extra:
+        t.join(timeout=150)
     with etcd_lock:
         down = sorted(members_down)
     for name in down:
@@ -1738,12 +2024,24 @@ def main():
     end = now() + 120
     while (restoring.is_set() or slot_damage() is not None) and now() < end:
         time.sleep(0.5)
+        if after_attack["stopped"] is not None and not restoring.is_set():
+            follow_recovery(slot_damage())
+    if after_attack["stopped"] is not None:
+        follow_recovery(slot_damage())
     if slot_damage() is not None:
         fail("convergence", f"the fleet's {SLOT} was still damaged 120 s after the end: {slot_damage()}")
+    if REMOVED:
+        end = now() + 60
+        while (restoring_log.is_set() or log_damage() != []) and now() < end:
+            time.sleep(0.5)
+        if log_damage():
+            fail("convergence", f"the log was still tampered with 60 s after the end: {', '.join(log_damage())}")
 
     # Convergence, with the agents running.
     t_from = max(t_whole, t_locks)
     took, tries, why = converge(t_from)
+    if after_attack["stopped"] is not None:
+        follow_recovery(slot_damage())
     if took is None:
         fail("convergence", f"the machines did not converge: {why}")
     elif took > CONVERGE_LIMIT:
@@ -1883,6 +2181,13 @@ def report(final, families, took, tries, status, t_whole, t_locks):
         fail("served", f"rt-attacker was held by {', '.join(sorted(held_seen[digest('rt-attacker')]))}")
     if attacker.tried == 0:
         fail("secrecy", "no sealed value was found under the prefix to try the attacker's key on")
+    d_tried, d_opened = removed_secrecy()
+    for key, rev in d_opened[:10]:
+        fail("secrecy", f"{key} at revision {rev}, written after d's removal, opens with d's key (age -d -i d.key)")
+    if REMOVED and removal and d_tried == 0:
+        fail("secrecy", "no value written after d's removal was found to try d's key on")
+    if REMOVED and not removal:
+        fail("harness", "d was never removed")
     if sum(attacker.ops.values()) == 0:
         fail("harness", "the attacker made no operation")
 
@@ -1945,6 +2250,18 @@ def report(final, families, took, tries, status, t_whole, t_locks):
           f"on a member undid it; "
           f"{a.scans} scans tried its key on {a.tried} sealed values, {len(a.readable)} opened; "
           f"refused by `fleet sync` at the end: {', '.join(sorted(refused_elsewhere)) or 'nothing'}")
+    if REMOVED and removal:
+        moves = ", ".join(f"{k} {a.ops[k]}" for k in ("hide removal", "fork", "entry by d", "replay before removal") if a.ops[k])
+        forged_d = sum(1 for x in a.log if x["ok"] and x["writer"] == "d")
+        print(f"removed machine: d removed by {removal['by']} at {rel(removal['t']):.1f} s (log entry {removal['seq']}, "
+              f"`fleet remove` took {removal['took']:.1f} s"
+              + (f", {removal['failed'][-1]} after writing it" if removal["rc"] != 0 else "")
+              + (f", {len(removal['failed'])} failed tries" if removal["failed"] and removal["rc"] == 0 else "")
+              + f"); then the attacker, holding d's identity: {moves or 'no log moves'}"
+              f", {forged_d} credentials signed with d's key; the log was tampered with {log_stats['damaged']} times, "
+              f"{log_stats['total']:.0f} s in all, the longest {log_stats['longest']:.1f} s, put back {log_stats['restored']} times"
+              f"{' (and ' + ' '.join(RESOLVE) + ' run on every machine)' if RESOLVE else ''}; d's key tried on {d_tried} "
+              f"values written after the removal, {len(d_opened)} opened")
     aa = after_attack
     put_backs = [r for r in calls if r.get("put_back")]
     late = [r for r in put_backs if aa["stopped"] is not None and r["t1"] > aa["stopped"]]
@@ -1964,7 +2281,8 @@ def report(final, families, took, tries, status, t_whole, t_locks):
         ("reuse", f"{len(unexplained)} unexplained reuses, {len(lost_ok)} lost-ok"),
         ("exits", f"{len(bad)} unexpected exit statuses in {len(calls)} commands, {expired_served} expired tokens served"),
         ("convergence", f"{took:.1f} s" if took is not None else "did not converge"),
-        ("secrecy", f"0 of {attacker.tried} sealed values under the prefix opened with the attacker's key ({attacker.scans} scans)"),
+        ("secrecy", f"0 of {attacker.tried} sealed values under the prefix opened with the attacker's key ({attacker.scans} scans)"
+                    + (f"; 0 of {d_tried} values written after d's removal opened with d's key" if REMOVED else "")),
         ("served", f"all {len(printed)} tokens served were issued to the victim's account; at-attacker never served, "
                    "rt-attacker never held"),
         ("doctor", "exit 0 on m1..m4" + (f" ({len(repairs)} after `doctor --repair` removed the temporary file of a "
