@@ -212,9 +212,14 @@ class History:
 
     def close(self):
         self.stop.set()
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        for _ in range(3):   # (a watch started just as it was told to stop is stopped too)
+            p = self.proc
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+            self.thread.join(1)
+            if not self.thread.is_alive():
+                return
 
     def caught_up(self, limit=30):
         """Waits until the watch has delivered every revision etcd has now."""
@@ -2317,6 +2322,8 @@ if __name__ == "__main__":
         stop_faults.set()
         stop_load.set()
         stop_watch.set()
+        if history is not None:
+            history.close()
         for m in machines.values():
             try:
                 m.stop_agent(timeout=5)
