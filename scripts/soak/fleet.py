@@ -1294,11 +1294,16 @@ class Attacker:
         body.update(change)
         return self.sign_as_removed(body)
 
+    def fallback(self, kvs):
+        """Junk elsewhere, counted as such, when a removed-machine move cannot be made (yet)."""
+        self.label = "junk elsewhere"
+        return self.junk(kvs)
+
     def hide_removal(self, kvs):
         """Deletes the removal's entry (and with it everything after it; a third of the time the
         entry before it too), so a member that has not read it yet still counts d."""
         if not self.log_move_allowed():
-            return self.junk(kvs)
+            return self.fallback(kvs)
         first = self.removal["seq"] - (1 if arng.random() < 1 / 3 else 0)
         for k, _ in kvs:
             n = k[len(self.prefix) + 4:] if k.startswith(self.prefix + "log/") else ""
@@ -1309,28 +1314,28 @@ class Attacker:
         """An entry signed with d's key at the removal's number, following the entry before it: a
         fork of the log (adding `evil`, the attacker's own keys, or removing m1)."""
         if not self.log_move_allowed():
-            return self.junk(kvs)
+            return self.fallback(kvs)
         seq, prev = self.removal["seq"], self.removal["body"]["prev"]
         change = arng.choice([dict(op="add", machine="evil", recipient=self.recipient, signing_key=self.signing_pub),
                               dict(op="remove", machine="m1")])
         value = self.entry(seq, prev, **change)
-        return self.put("fork", f"log/{seq:010d}", value) if value else self.junk(kvs)
+        return self.put("fork", f"log/{seq:010d}", value) if value else self.fallback(kvs)
 
     def entry_after_removal(self, kvs):
         """An entry signed by d after its removal, at the next number (never valid: d is no member)."""
         if not self.removal:
-            return self.junk(kvs)
+            return self.fallback(kvs)
         entries = {int(k[len(self.prefix) + 4:]): v for k, v in kvs
                    if k.startswith(self.prefix + "log/") and k[len(self.prefix) + 4:].isdigit() and v not in self.own}
         if not entries:
-            return self.junk(kvs)
+            return self.fallback(kvs)
         seq = max(entries)
         try:
             prev = hashlib.sha256(json.loads(entries[seq])["body"].encode()).hexdigest()
         except (ValueError, KeyError, TypeError):
-            return self.junk(kvs)
+            return self.fallback(kvs)
         value = self.entry(seq + 1, prev, op="add", machine="evil", recipient=self.recipient, signing_key=self.signing_pub)
-        return self.put("entry by d", f"log/{seq + 1:010d}", value) if value else self.junk(kvs)
+        return self.put("entry by d", f"log/{seq + 1:010d}", value) if value else self.fallback(kvs)
 
     def remember(self, kvs):
         v = dict(kvs).get(self.prefix + f"slots/{SLOT}")
@@ -2260,7 +2265,7 @@ def report(final, families, took, tries, status, t_whole, t_locks):
         forged_d = sum(1 for x in a.log if x["ok"] and x["writer"] == "d")
         print(f"removed machine: d removed by {removal['by']} at {rel(removal['t']):.1f} s (log entry {removal['seq']}, "
               f"`fleet remove` took {removal['took']:.1f} s"
-              + (f", {removal['failed'][-1]} after writing it" if removal["rc"] != 0 else "")
+              + (f", then failed after writing it: {removal['failed'][-1]}" if removal["rc"] != 0 else "")
               + (f", {len(removal['failed'])} failed tries" if removal["failed"] and removal["rc"] == 0 else "")
               + f"); then the attacker, holding d's identity: {moves or 'no log moves'}"
               f", {forged_d} credentials signed with d's key; the log was tampered with {log_stats['damaged']} times, "
