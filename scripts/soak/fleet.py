@@ -49,6 +49,12 @@ CUT_SECONDS = 30
 HTTP_TIMEOUT = 5
 CONVERGE_LIMIT = 30     # seconds allowed for convergence (10 s asked, with margin for a loaded machine)
 ETCD = f"{TMP}/etcd"
+# The removed-machine attacker (issue 40): a fifth machine d joins, is removed with `fleet remove`
+# during the run, and the attacker keeps d's age identity (and so its signing key). 0 turns it off.
+REMOVED = os.environ.get("FLEET_REMOVED_ATTACKER", "1") != "0"
+# What a person runs on every machine once the log is restored after a fork (words; empty: nothing).
+RESOLVE = os.environ.get("FLEET_RESOLVE", "").split()
+FORGE = os.path.abspath("Tests/Fixtures/fleet/forge.py")
 rng = random.Random(SEED)
 
 START = time.time()
@@ -143,6 +149,114 @@ def etcd_range(key, prefix=False, keys_only=False):
         except (OSError, ValueError, KeyError):
             continue
     return None
+
+
+def etcdctl_base():
+    return ["etcdctl", "--endpoints", ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"], "--cacert", ENV_ETCD["LANYARD_TEST_ETCD_CA"],
+            "--cert", ENV_ETCD["LANYARD_TEST_ETCD_CERT"], "--key", ENV_ETCD["LANYARD_TEST_ETCD_KEY"], "--dial-timeout=2s"]
+
+
+class History:
+    """Every change in etcd, in revision order, from a watch of every key (`etcdctl watch --rev`,
+    started again from the next revision whenever it ends: etcd keeps every revision here, nothing
+    is compacted, so nothing is missed). Each event carries when it may have happened: [t_lo, t_hi], the time it
+    arrived, or for events replayed after the watch was down, from when it went down to then.
+    What the exits, secrecy and recovery checks judge by (with the attacker's own log)."""
+
+    def __init__(self):
+        self.events = []        # dicts: rev, t_lo, t_hi, key, value (bytes; None for a delete)
+        self.last_rev = 0
+        self.restarts = 0
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.proc = None
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    LAG = 1.0   # how late a live event may arrive (a loaded machine)
+
+    def run(self):
+        down_since = START
+        while not self.stop.is_set():
+            cmd = etcdctl_base() + ["watch", "--prefix", "", "-w", "json", f"--rev={self.last_rev + 1}"]
+            started = now()
+            try:
+                self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                             env={**os.environ, "ETCDCTL_API": "3"})
+                for line in self.proc.stdout:
+                    t = now()
+                    try:
+                        answer = json.loads(line)
+                    except ValueError:
+                        continue
+                    with self.lock:
+                        for ev in answer.get("Events") or []:
+                            kv = ev.get("kv") or {}
+                            rev = int(kv.get("mod_revision", 0))
+                            if rev <= self.last_rev:
+                                continue
+                            # What arrives in the first seconds of a watch may be a replay of
+                            # what happened while none ran.
+                            lo = down_since if t - started < 2 else t - self.LAG
+                            self.events.append({"rev": rev, "t_lo": min(lo, t), "t_hi": t,
+                                                "key": base64.b64decode(kv.get("key", "")).decode(errors="replace"),
+                                                "value": None if ev.get("type") == 1 else base64.b64decode(kv.get("value", ""))})
+                            self.last_rev = rev
+                self.proc.wait()
+            except OSError:
+                pass
+            down_since = now()
+            if self.stop.wait(0.5):
+                return
+            self.restarts += 1
+
+    def close(self):
+        self.stop.set()
+        for _ in range(3):   # (a watch started just as it was told to stop is stopped too)
+            p = self.proc
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+            self.thread.join(1)
+            if not self.thread.is_alive():
+                return
+
+    def caught_up(self, limit=30):
+        """Waits until the watch has delivered every revision etcd has now."""
+        r = subprocess.run(etcdctl_base() + ["get", "--prefix", "", "--keys-only", "--limit=1", "-w", "json"],
+                           capture_output=True, timeout=30, env={**os.environ, "ETCDCTL_API": "3"})
+        try:
+            head = int(json.loads(r.stdout)["header"]["revision"])
+        except (ValueError, KeyError):
+            return False
+        end = now() + limit
+        while self.last_rev < head and now() < end:
+            time.sleep(0.2)
+        return self.last_rev >= head
+
+    def of(self, key):
+        with self.lock:
+            return [e for e in self.events if e["key"] == key]
+
+    def under(self, prefix):
+        with self.lock:
+            return [e for e in self.events if e["key"].startswith(prefix)]
+
+    def during(self, key, t0, t1, earliest=None):
+        """The states (events) `key` may have had at some moment in [t0, t1]: each from its
+        earliest moment (`earliest(event)` when that knows better, else t_lo) to the latest moment
+        of the next."""
+        events = self.of(key)
+        out = []
+        for i, e in enumerate(events):
+            start = (earliest(e) if earliest else None) or e["t_lo"]
+            end = events[i + 1]["t_hi"] if i + 1 < len(events) else now()
+            if start <= t1 and end >= t0:
+                out.append(e)
+        return out
+
+
+history = None
 
 
 # --- age decryption (X25519 recipients), to read the stores and etcd's copy without a process each --
@@ -297,6 +411,8 @@ class Machine:
 
 
 machines = {n: Machine(n) for n in MACHINES}
+# d: a member until it is removed; no loops, no agent (a decommissioned runner), never in `machines`.
+removed_machine = Machine("d") if REMOVED else None
 
 
 # --- processes of this run --------------------------------------------------------------------------
@@ -416,7 +532,8 @@ def jwt_exp(token):
 def command(m, kind, args):
     """Runs one command of a loop, killable by the fault thread, and records it."""
     t0 = now()
-    p = subprocess.Popen([BIN, *args], env=m.env, cwd=m.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    # --json: a failure is {"error": {"code", "message"}} on stdout, so it is judged by its code.
+    p = subprocess.Popen([BIN, *args, "--json"], env=m.env, cwd=m.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     m.running[p.pid] = (p, kind)
     hung = False
@@ -429,10 +546,16 @@ def command(m, kind, args):
     finally:
         m.running.pop(p.pid, None)
     t1 = now()
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    error = doc.get("error") if isinstance(doc, dict) and isinstance(doc.get("error"), dict) else {}
     rec = {"m": m.name, "kind": kind, "t0": t0, "t1": t1, "rc": p.returncode, "hung": hung,
-           "killed": p.pid in killed_pids, "err": first_line(err)}
+           "killed": p.pid in killed_pids, "code": error.get("code"), "err": first_line(error.get("message") or err)}
     if p.returncode == 0 and kind == "token":
-        tok = out.strip()
+        tok = doc.get("access_token") if isinstance(doc, dict) else None
+        tok = tok if isinstance(tok, str) else ""
         rec["ok_output"] = bool(tok) and tok.isprintable() and "\n" not in tok
         rec["digest"] = digest(tok)
         rec["exp"] = jwt_exp(tok)
@@ -893,6 +1016,13 @@ class Attacker:
         self.tmp_n = 0
         self.label = None                # the operation under way (ATTACKS)
         self.members = []                # the members' recipients it read in the log
+        self.removal = None              # d's removal, once made (it then holds d's identity)
+        self.d_key = None
+        self.before_removal = 0          # how many values of slots/work it had seen before the removal
+        self.next_log_move = 0
+        self.log = []                    # every write it made (record())
+        self.revs = {}                   # revision -> its log entry
+        self.log_lock = threading.Lock()
 
     def etcdctl(self, *args, stdin=None):
         base = ["etcdctl", "--endpoints", ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"], "--cacert", ENV_ETCD["LANYARD_TEST_ETCD_CA"],
@@ -919,15 +1049,30 @@ class Attacker:
     def put(self, kind, path, value):
         self.own.add(value)
         t0 = now()
-        rc, _ = self.etcdctl("put", self.prefix + path, stdin=value)
-        self.record(kind, "put", path, t0, rc)
+        rc, out = self.etcdctl("put", self.prefix + path, "-w", "json", stdin=value)
+        self.record(kind, "put", path, t0, rc, out, value)
 
     def delete(self, path):
         t0 = now()
-        rc, _ = self.etcdctl("del", self.prefix + path)
-        self.record("delete", "del", path, t0, rc)
+        rc, out = self.etcdctl("del", self.prefix + path, "-w", "json")
+        self.record("delete", "del", path, t0, rc, out)
 
-    def record(self, kind, verb, path, t0, rc):
+    def record(self, kind, verb, path, t0, rc, out=b"", value=None):
+        # Its own log: what it wrote where and when, at which revision (etcd's answer), and for a
+        # credential which generation. A write whose answer was lost (rc not 0) may still have
+        # landed: kept without a revision, matched in the history by key, bytes and time.
+        try:
+            rev = int(json.loads(out)["header"]["revision"]) if rc == 0 else None
+        except (ValueError, KeyError, TypeError):
+            rev = None
+        _, b = self.body(value) if value else (None, None)
+        entry = {"t0": t0, "t1": now(), "verb": verb, "key": self.prefix + path, "rev": rev, "ok": rc == 0,
+                 "label": self.label or kind, "value": value, "generation": (b or {}).get("generation"),
+                 "writer": (b or {}).get("writer")}
+        with self.log_lock:
+            self.log.append(entry)
+            if rev is not None:
+                self.revs[rev] = entry
         (self.ops if rc == 0 else self.refused)[self.label or kind] += 1
         if rc == 0:
             target = path if path in (f"slots/{SLOT}", f"intents/{SLOT}") or path.split("/")[0] in ("refreshed", "created") \
@@ -1062,13 +1207,16 @@ class Attacker:
             generation = int((cbody or {}).get("generation", "1")) + arng.choice([1, 1, 2, 10, 1000000])
         except ValueError:
             generation = 2
-        variant = arng.choice(["zero signature", "copied signature", "own signature", "tombstone"])
+        variant = arng.choice(["zero signature", "copied signature", "own signature", "tombstone"]
+                              + (["removed member's signature"] if self.removal else []))
         credential = {"version": 1, "provider": "openai",
                       "tokens": {"access_token": "at-attacker", "refresh_token": "rt-attacker", "token_type": "Bearer"},
                       "account": {"email": EMAIL, "account_id": self.victim}}
         body = {"type": "lanyard-fleet-credential", "fleet": FLEET, "slot": slot, "generation": str(generation),
                 "head_seq": (cbody or {}).get("head_seq", "1"), "head": (cbody or {}).get("head", "0" * 64),
                 "writer": "m1"}
+        if variant == "removed member's signature":
+            body["writer"] = "d"
         if variant == "tombstone":
             body["tombstone"] = True
         else:
@@ -1079,6 +1227,9 @@ class Attacker:
             body["sealed"] = base64.b64encode(sealed).decode()
             body["digest"] = hashlib.sha256(plain).hexdigest()
         text = json.dumps(body)
+        if variant == "removed member's signature":
+            value = self.sign_as_removed(body)
+            return self.put("forged credential", f"slots/{slot}", value) if value else self.junk(kvs)
         signature = {"zero signature": base64.b64encode(bytes(64)).decode(),
                      "copied signature": (cdoc or {}).get("signature") or base64.b64encode(bytes(64)).decode(),
                      "own signature": base64.b64encode(self.signing.sign(text.encode())).decode(),
@@ -1107,9 +1258,84 @@ class Attacker:
             value, path = arng.choice(self.history), "slots/evil"   # a member's value under another slot's name
         elif mode == "older" and older:
             value, path = arng.choice(older[-5:]), f"slots/{SLOT}"  # one of the last few generations
+        elif mode == "before removal" and self.removal and [v for v in self.history[:self.before_removal] if v != current]:
+            # a value from before d's removal, sealed to d too
+            value, path = arng.choice([v for v in self.history[:self.before_removal] if v != current][-3:]), f"slots/{SLOT}"
         else:
             return self.junk(kvs)
         self.put("replay", path, value)
+
+    # The removed machine's moves (issue 40): once d is removed, the attacker holds d's age identity
+    # and signs with the key derived from it, through Tests/Fixtures/fleet/forge.py (never
+    # Lanyard's code). Moves on the log's known numbers (the removal's entry hidden, a fork) at
+    # most one every 20-40 s: each stops fleet writes until a person restores the log.
+    def become_removed(self, removal, identity):
+        self.d_key = f"{self.dir}/d.key"
+        fd = os.open(self.d_key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(identity.strip() + "\n")
+        self.before_removal = len(self.history)
+        self.removal = removal
+
+    def sign_as_removed(self, body):
+        r = subprocess.run([sys.executable, FORGE, "sign", "--identity", self.d_key], input=json.dumps(body).encode(),
+                           capture_output=True, timeout=20)
+        return r.stdout if r.returncode == 0 and r.stdout else None
+
+    def log_move_allowed(self):
+        if not self.removal or now() < self.next_log_move:
+            return False
+        self.next_log_move = now() + arng.uniform(20, 40)
+        return True
+
+    def entry(self, seq, prev, **change):
+        body = {"type": "lanyard-fleet-membership", "fleet": FLEET, "seq": str(seq), "prev": prev, "signer": "d",
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        body.update(change)
+        return self.sign_as_removed(body)
+
+    def fallback(self, kvs):
+        """Junk elsewhere, counted as such, when a removed-machine move cannot be made (yet)."""
+        self.label = "junk elsewhere"
+        return self.junk(kvs)
+
+    def hide_removal(self, kvs):
+        """Deletes the removal's entry (and with it everything after it; a third of the time the
+        entry before it too), so a member that has not read it yet still counts d."""
+        if not self.log_move_allowed():
+            return self.fallback(kvs)
+        first = self.removal["seq"] - (1 if arng.random() < 1 / 3 else 0)
+        for k, _ in kvs:
+            n = k[len(self.prefix) + 4:] if k.startswith(self.prefix + "log/") else ""
+            if n.isdigit() and int(n) >= first:
+                self.delete(k[len(self.prefix):])
+
+    def fork(self, kvs):
+        """An entry signed with d's key at the removal's number, following the entry before it: a
+        fork of the log (adding `evil`, the attacker's own keys, or removing m1)."""
+        if not self.log_move_allowed():
+            return self.fallback(kvs)
+        seq, prev = self.removal["seq"], self.removal["body"]["prev"]
+        change = arng.choice([dict(op="add", machine="evil", recipient=self.recipient, signing_key=self.signing_pub),
+                              dict(op="remove", machine="m1")])
+        value = self.entry(seq, prev, **change)
+        return self.put("fork", f"log/{seq:010d}", value) if value else self.fallback(kvs)
+
+    def entry_after_removal(self, kvs):
+        """An entry signed by d after its removal, at the next number (never valid: d is no member)."""
+        if not self.removal:
+            return self.fallback(kvs)
+        entries = {int(k[len(self.prefix) + 4:]): v for k, v in kvs
+                   if k.startswith(self.prefix + "log/") and k[len(self.prefix) + 4:].isdigit() and v not in self.own}
+        if not entries:
+            return self.fallback(kvs)
+        seq = max(entries)
+        try:
+            prev = hashlib.sha256(json.loads(entries[seq])["body"].encode()).hexdigest()
+        except (ValueError, KeyError, TypeError):
+            return self.fallback(kvs)
+        value = self.entry(seq + 1, prev, op="add", machine="evil", recipient=self.recipient, signing_key=self.signing_pub)
+        return self.put("entry by d", f"log/{seq + 1:010d}", value) if value else self.fallback(kvs)
 
     def remember(self, kvs):
         v = dict(kvs).get(self.prefix + f"slots/{SLOT}")
@@ -1136,6 +1362,12 @@ ATTACKS = [
     ("junk slot", lambda a, kvs: a.junk(kvs, on_slot=True), 0.1),
     ("forge slot", lambda a, kvs: a.forged_credential(kvs, on_slot=True), 0.1),
     ("replay older", lambda a, kvs: a.replay(kvs, "older"), 0.2),
+    # The removed machine's (weights 0 when FLEET_REMOVED_ATTACKER=0, which keeps the choices above
+    # as they were for a seed); until the removal each falls back to junk elsewhere.
+    ("hide removal", lambda a, kvs: a.hide_removal(kvs), 0.15 * REMOVED),
+    ("fork", lambda a, kvs: a.fork(kvs), 0.15 * REMOVED),
+    ("entry by d", lambda a, kvs: a.entry_after_removal(kvs), 0.3 * REMOVED),
+    ("replay before removal", lambda a, kvs: a.replay(kvs, "before removal"), 0.1 * REMOVED),
 ]
 
 
@@ -1156,7 +1388,25 @@ def attack_loop(until):
                 last_scan = now()
         except Exception as e:  # an operation that could not be made is noted, not fatal
             note(f"attacker: {e!r}")
-    note(f"the attacker stops ({sum(attacker.ops.values())} operations)")
+    # Its last operation puts an older generation back (issue 44), so every run sees a rollback
+    # outlive the attacker: the machines that saw newer refuse it until a sign-in lands.
+    last = "nothing"
+    for _ in range(20):
+        if stop_faults.is_set():
+            break
+        kvs = attacker.everything()
+        if kvs is not None:
+            attacker.remember(kvs)
+            attacker.label = "replay older"
+            n = len(attacker.log)
+            attacker.replay(kvs, "older")
+            put = attacker.log[n:] and attacker.log[-1]
+            if put and put["ok"] and put["key"] == SLOT_KEY and put["verb"] == "put" and put["value"] in attacker.history:
+                last = f"generation {put['generation']} put back"
+                break
+        time.sleep(0.5)
+    after_attack["stopped"] = now()
+    note(f"the attacker stops ({sum(attacker.ops.values())} operations; the last: {last})")
 
 
 # --- the guardian: a person who notices that the slot no longer refreshes and signs in again ----------
@@ -1210,6 +1460,37 @@ def slot_damage():
 
 
 guard_stats = {"damaged": 0, "signins": 0, "longest": 0.0, "total": 0.0, "why": collections.Counter()}
+# What the attacker left when it stopped: the slot's damage then, when the slot was of use again
+# (a sign-in landed), and when every machine held the fleet's value again.
+after_attack = {"stopped": None, "damage": None, "usable": None, "adopted": None}
+
+
+def machine_generations():
+    out = {}
+    for m in machines.values():
+        try:
+            with open(f"{m.root}/data/lanyard/fleet/{SLOT}.json") as f:
+                out[m.name] = int(json.load(f).get("generation", "0"))
+        except (OSError, ValueError):
+            out[m.name] = None
+    return out
+
+
+def follow_recovery(damage):
+    """Called by the guardian each round once the attacker has stopped."""
+    a = after_attack
+    if a["damage"] is None:
+        a["damage"] = damage or "none"
+        if damage is None:
+            a["usable"] = a["stopped"]   # nothing it left was in the way
+    if a["usable"] is None and damage is None:
+        a["usable"] = now()
+    if a["usable"] is not None and a["adopted"] is None and damage is None:
+        kvs = etcd_range(SLOT_KEY)
+        fleet_gen = generation_of(kvs[0][1]) if kvs else None
+        gens = machine_generations()
+        if fleet_gen is not None and all(g is not None and g >= fleet_gen for g in gens.values()):
+            a["adopted"] = now()
 
 
 def guardian():
@@ -1218,6 +1499,8 @@ def guardian():
     while not stop_watch.wait(0.5):
         try:
             damage = slot_damage()
+            if after_attack["stopped"] is not None:
+                follow_recovery(damage)
         except Exception as e:
             note(f"guardian: {e!r}")
             continue
@@ -1259,6 +1542,165 @@ def sign_in_again(why):
         return login(m)
 
 
+# --- the removed machine (issue 40) ------------------------------------------------------------------
+LOG_PREFIX = f"/lanyard/{FLEET}/log/"
+removal = {}        # d's removal: when, by whom, its entry (seq, rev, value, body)
+log_stats = {"damaged": 0, "restored": 0, "total": 0.0, "longest": 0.0, "failed": 0}
+restoring_log = threading.Event()   # set while the log keeper restores the log (convergence waits)
+
+
+def remove_d(at):
+    """`fleet remove d` on m1 (m2 while m1 is cut off), tried again until it succeeds; then the
+    attacker takes d's identity from d's store (stock age opens the file store with its identity
+    file) and starts its removed-machine moves."""
+    if stop_faults.wait(max(0, at - now())):
+        return
+    def entry():
+        for e in history.under(LOG_PREFIX):
+            _, b = Attacker.body(e["value"]) if e["value"] else (None, None)
+            if b and b.get("op") == "remove" and b.get("machine") == "d" and attacker_event(e) is None:
+                return e, b
+        return None
+
+    end = now() + 120
+    failed = []
+    while True:
+        m = next((m for m in machines.values() if not m.cut), machines["m1"])
+        rc, out, err, took = m.run("fleet", "remove", "d", timeout=120)
+        if rc == 0:
+            break
+        failed.append(f"exit {rc} on {m.name}: {first_line(err)}")
+        note(f"fleet remove d on {m.name} exited {rc}: {first_line(err)}")
+        # A remove that wrote the removal's entry and failed after it (re-sealing, rotating) is
+        # not made again (d is no member any more): what it left is judged by the invariants.
+        history.caught_up(10)
+        if entry() is not None:
+            break
+        if now() > end or stop_faults.wait(2):
+            fail("harness", f"fleet remove d did not succeed: {first_line(err)}")
+            return
+    t = now()
+    while entry() is None and now() < t + 30:
+        time.sleep(0.2)
+    if entry() is None:
+        fail("harness", "the removal's log entry never reached the history")
+        return
+    e, b = entry()
+    removal.update(t=t, by=m.name, seq=int(e["key"][len(LOG_PREFIX):]), rev=e["rev"], value=e["value"], body=b, took=took,
+                   rc=rc, failed=failed)
+    r = subprocess.run(["age", "-d", "-i", f"{removed_machine.root}/data/lanyard/identity.txt",
+                        f"{removed_machine.root}/data/lanyard/store.age"], capture_output=True, timeout=30)
+    try:
+        identity = json.loads(r.stdout)["slots"]["lanyard-fleet-identity"]["tokens"]["access_token"]
+    except (ValueError, KeyError, TypeError):
+        fail("harness", f"d's identity could not be read from its store: {r.stderr.decode(errors='replace')[:200]}")
+        return
+    attacker.become_removed(removal, identity)
+    note(f"fleet remove d on {m.name} ({took:.1f} s; log entry {removal['seq']}, revision {removal['rev']}): "
+         f"{' '.join((out or err).split())[:200]}; the attacker now holds d's identity")
+
+
+def real_log():
+    """The log as members wrote it (from etcd's history): each key's last value not the attacker's."""
+    real = {}
+    for e in history.under(LOG_PREFIX):
+        if e["value"] is not None and attacker_event(e) is None:
+            real[e["key"]] = e["value"]
+    return real
+
+
+def log_damage():
+    """The log's known entries that etcd does not hold as members wrote them; None when etcd did not answer."""
+    kvs = etcd_range(LOG_PREFIX, prefix=True)
+    if kvs is None:
+        return None
+    held = {k: v for k, v, _ in kvs}
+    return sorted(k for k, v in real_log().items() if held.get(k) != v)
+
+
+def log_keeper():
+    """A person who notices the log was tampered with (fleet status and doctor say so) and puts the
+    entries back as the members wrote them, with etcdctl, from a backup or a member's verified copy,
+    1-4 s after; then runs FLEET_RESOLVE on every machine when set."""
+    since = None
+    notice = 0
+    while not stop_watch.wait(0.5):
+        try:
+            bad = log_damage()
+        except Exception as e:
+            note(f"log keeper: {e!r}")
+            continue
+        if bad is None:
+            continue
+        if not bad:
+            if since is not None:
+                windows["log damaged"].append((since - 1, now(), None))
+                log_stats["total"] += now() - since
+                log_stats["longest"] = max(log_stats["longest"], now() - since)
+                since = None
+            continue
+        if since is None:
+            since, notice = now(), arng.uniform(1, 4)
+            log_stats["damaged"] += 1
+        with etcd_lock:
+            no_quorum = len(members_down) >= 2
+        if now() - since < notice or no_quorum:
+            continue
+        restoring_log.set()
+        try:
+            real = real_log()
+            done = []
+            for k in bad:
+                r = subprocess.run(etcdctl_base() + ["--command-timeout=4s", "put", k], input=real[k], capture_output=True,
+                                   timeout=20, env={**os.environ, "ETCDCTL_API": "3"})
+                if r.returncode == 0:
+                    done.append(k[len(LOG_PREFIX):].lstrip("0"))
+            if RESOLVE:
+                for m in machines.values():
+                    rc, _, err, _ = m.run(*RESOLVE, timeout=60)
+                    if rc != 0:
+                        note(f"log keeper: lanyard {' '.join(RESOLVE)} on {m.name} exited {rc}: {first_line(err)}")
+            log_stats["restored" if len(done) == len(bad) else "failed"] += 1
+            note(f"log keeper: entries {', '.join(done) or 'none'} of {len(bad)} put back as the members wrote them "
+                 f"(tampered with for {now() - since:.1f} s)")
+        finally:
+            restoring_log.clear()
+        notice = now() - since + 3
+
+
+def removed_secrecy():
+    """Tries d's key (stock `age -d -i d.key`) on every value under slots/ and intents/ that a
+    member first wrote after the removal: the value itself when it is an age file, the sealed
+    credential inside a signed value. Returns (tried, opened: [(key, rev)])."""
+    if not removal or not attacker.d_key:
+        return 0, []
+    before = {e["value"] for e in history.events if e["rev"] < removal["rev"] and e["value"] is not None}
+    tried, opened, seen = 0, [], set()
+    for e in history.events:
+        if e["rev"] <= removal["rev"] or e["value"] is None or e["value"] in before or e["value"] in seen:
+            continue
+        if not e["key"].startswith((f"/lanyard/{FLEET}/slots/", f"/lanyard/{FLEET}/intents/")) or attacker_event(e) is not None:
+            continue
+        seen.add(e["value"])
+        candidates = [e["value"]]
+        _, b = Attacker.body(e["value"])
+        if isinstance(b, dict) and isinstance(b.get("sealed"), str):
+            try:
+                candidates.append(base64.b64decode(b["sealed"]))
+            except ValueError:
+                pass
+        for c in candidates:
+            if c.startswith(b"age-encryption.org"):
+                tried += 1
+                path = f"{attacker.dir}/d-candidate.age"
+                with open(path, "wb") as f:
+                    f.write(c)
+                if subprocess.run(["age", "-d", "-i", attacker.d_key, "-o", "/dev/null", path], capture_output=True,
+                                  timeout=20).returncode == 0:
+                    opened.append((e["key"], e["rev"]))
+    return tried, opened
+
+
 # --- the run ----------------------------------------------------------------------------------------
 def setup():
     global BASE
@@ -1289,10 +1731,12 @@ def setup():
         raise SystemExit(f"fleet: set-up: login on m1 exited {rc}: {err}")
     fleet_fingerprint = json.loads(m1.must("fleet", "init", "--json"))["fleet_fingerprint"]
     m1.must("fleet", "share", SLOT)
-    for name in MACHINES[1:]:
-        m = machines[name]
+    if removed_machine:
+        removed_machine.write_config(ENV_ETCD["LANYARD_TEST_ETCD_ENDPOINTS"])
+        removed_machine.must("store", "init", "--no-passphrase")
+    for m in list(machines.values())[1:] + ([removed_machine] if removed_machine else []):
         fingerprint = json.loads(m.must("fleet", "join", "--fleet-fingerprint", fleet_fingerprint, "--json"))["fingerprint"]
-        m1.must("fleet", "approve", name, "--fingerprint", fingerprint)
+        m1.must("fleet", "approve", m.name, "--fingerprint", fingerprint)
         m.must("fleet", "sync")
     return server
 
@@ -1328,12 +1772,31 @@ def classify(rec):
         return "its refresh worker killed"
     if rc == 5 and "fleet lock" in rec["err"] and "was not free" in rec["err"] and killed_worker_before(rec):
         return "fleet lock left by a killed refresh worker"
-    # The attacker's writes deny service until a sign-in: a value deleted, refused or put back
-    # (a forced refresh fails at once, `token` once its copy has expired), a refresh whose
-    # fenced write found the value changed under it.
+    # A value older than one this machine has seen: refused by design (it cannot tell whether
+    # its own copy holds a spent refresh token), so the slot is not refreshed until a sign-in.
+    # Allowed only when the attacker's own log shows it put that generation back and the value
+    # was still there during the call, and a member had written the newer generation: judged by
+    # generations and revisions, never by the message alone, and however long after the attack.
+    if rc == 1 and rec["code"] == "fleet_credential_refused" and GENERATION_REFUSED.search(rec["err"]):
+        why = put_back(rec)
+        if why:
+            rec["put_back"] = why
+            return "a value the attacker put back, older than one seen there"
+        return None
+    # The attacker's writes deny service until a sign-in: a value deleted or refused (a forced
+    # refresh fails at once, `token` once its copy has expired), a refresh whose fenced write
+    # found the value changed under it: within 15 s of its writes to slots/work or intents/work,
+    # or while the slot was of no use, or while the value it wrote there was the value.
     hit = next((e for e in ATTACK_ERRORS if e in rec["err"]), None)
-    if rc == 1 and hit and (overlaps(rec, "attack", 15) or overlaps(rec, "damaged", 15)):
+    if rc == 1 and hit and (overlaps(rec, "attack", 15) or overlaps(rec, "damaged", 15) or attacker_value_during(rec)):
         return f"the attacker's writes ({hit})"
+    # The removed machine's log moves: an entry of its at a number members know (a fork), or the
+    # removal's entry deleted (a member that has not read it is behind). Either stops fleet writes
+    # until the log is restored; allowed while its tampering was in etcd (and 15 s after).
+    if rec["code"] in ("fleet_forked", "fleet_membership_behind"):
+        if overlaps(rec, "log damaged", 15) and any(a["key"].startswith(LOG_PREFIX) and a["t0"] <= rec["t1"] for a in attacker.log):
+            return f"the removed machine's log entries ({rec['code']})"
+        return None
     if rc == 5:
         if rec["kind"] == "token" and "has expired" not in rec["err"]:
             return None  # a token that has not expired is served without the fleet
@@ -1347,6 +1810,64 @@ def classify(rec):
     if rc == 4 and overlaps(rec, "signed out", 60):
         return "signed out after a lost-ok reuse"
     return None
+
+
+GENERATION_REFUSED = re.compile(r"its generation (\d+) is older than generation (\d+) seen here")
+SLOT_KEY = f"/lanyard/{FLEET}/slots/{SLOT}"
+INTENT_KEY = f"/lanyard/{FLEET}/intents/{SLOT}"
+
+
+def generation_of(value):
+    _, b = Attacker.body(value) if value else (None, None)
+    try:
+        return int((b or {}).get("generation"))
+    except (TypeError, ValueError):
+        return None
+
+
+def attacker_event(e):
+    """The attacker's log entry for the history event `e` when the attacker made it (by the
+    revision etcd answered it; a write whose answer was lost by key, bytes and time), else None."""
+    entry = attacker.revs.get(e["rev"])
+    if entry is not None:
+        return entry
+    for a in attacker.log:
+        if a["rev"] is None and a["key"] == e["key"] and (a["verb"] == "del") == (e["value"] is None) \
+                and (e["value"] is None or a["value"] == e["value"]) and e["t_hi"] >= a["t0"] and e["t_lo"] <= a["t1"] + 5:
+            return a
+    return None
+
+
+def put_back(rec):
+    """Why a refusal of generation G (older than N seen here) is the attacker's, or None: during
+    the call slots/work held a value the attacker's log shows it put, of generation G, and a member
+    had written generation N before the call ended."""
+    m = GENERATION_REFUSED.search(rec["err"])
+    g, n = int(m.group(1)), int(m.group(2))
+    found = None
+    for e in history.during(SLOT_KEY, rec["t0"], rec["t1"], attacker_t0):
+        a = attacker_event(e)
+        if a is not None and e["value"] is not None and generation_of(e["value"]) == g:
+            found = a
+    if found is None:
+        return None
+    if not any(e["value"] is not None and generation_of(e["value"]) == n and e["t_lo"] <= rec["t1"] and attacker_event(e) is None
+               for e in history.of(SLOT_KEY)):
+        return None
+    return f"generation {g} put back at {rel(found['t0']):.1f} s ({found['label']}), {n} seen"
+
+
+def attacker_value_during(rec):
+    """Whether slots/work or intents/work held what the attacker wrote there (or was deleted by
+    it) at some moment of the call."""
+    return any(attacker_event(e) is not None for key in (SLOT_KEY, INTENT_KEY)
+               for e in history.during(key, rec["t0"], rec["t1"], attacker_t0))
+
+
+def attacker_t0(e):
+    """When the attacker's write `e` was made at the earliest: when its etcdctl started (its own log)."""
+    a = attacker_event(e)
+    return a["t0"] if a else None
 
 
 refused_elsewhere = set()   # slots `fleet sync` refused at the end (the attacker's, under other names)
@@ -1428,10 +1949,11 @@ def stale_locks_gone(limit=100):
 
 
 def main():
-    global DEADLINE, LOAD_START, attacker
+    global DEADLINE, LOAD_START, attacker, history
     print(f"fleet: {SECS} s, 4 machines x {CALLERS} token loops + a refresh loop + agents, {LIFETIME}-second tokens, "
           f"3-member etcd with TLS (seed {SEED}; binary {BIN})", flush=True)
     server = setup()
+    history = History()
     attacker = Attacker()
     attacker.victim = http("/_test/tokens")["families"][0]["account_id"]
     LOAD_START = now()
@@ -1448,9 +1970,14 @@ def main():
     cutter = threading.Thread(target=cut_off, args=(cut_at, cut_len), daemon=True)
     attack = threading.Thread(target=attack_loop, args=(DEADLINE - ATTACK_QUIET,), daemon=True)
     watchers.append(threading.Thread(target=guardian, daemon=True))
+    extra = []
+    if REMOVED:
+        at = LOAD_START + random.Random(SEED ^ 0x40).uniform(0.15, 0.3) * SECS
+        extra.append(threading.Thread(target=remove_d, args=(at,), daemon=True))
+        watchers.append(threading.Thread(target=log_keeper, daemon=True))
     note(f"the attacker writes the prefix from now until {SECS - ATTACK_QUIET} s (its own age key {attacker.recipient[:12]}…, "
          f"the machines' TLS client certificate, stock etcdctl)")
-    for t in loops + watchers + [faults, cutter, attack]:
+    for t in loops + watchers + [faults, cutter, attack] + extra:
         t.start()
 
     # Agents that die without being killed are a failure; they are started again.
@@ -1472,6 +1999,8 @@ def main():
     faults.join(timeout=300)
     cutter.join(timeout=120)
     attack.join(timeout=60)
+    for t in extra:
+        t.join(timeout=150)
     with etcd_lock:
         down = sorted(members_down)
     for name in down:
@@ -1505,12 +2034,24 @@ def main():
     end = now() + 120
     while (restoring.is_set() or slot_damage() is not None) and now() < end:
         time.sleep(0.5)
+        if after_attack["stopped"] is not None and not restoring.is_set():
+            follow_recovery(slot_damage())
+    if after_attack["stopped"] is not None:
+        follow_recovery(slot_damage())
     if slot_damage() is not None:
         fail("convergence", f"the fleet's {SLOT} was still damaged 120 s after the end: {slot_damage()}")
+    if REMOVED:
+        end = now() + 60
+        while (restoring_log.is_set() or log_damage() != []) and now() < end:
+            time.sleep(0.5)
+        if log_damage():
+            fail("convergence", f"the log was still tampered with 60 s after the end: {', '.join(log_damage())}")
 
     # Convergence, with the agents running.
     t_from = max(t_whole, t_locks)
     took, tries, why = converge(t_from)
+    if after_attack["stopped"] is not None:
+        follow_recovery(slot_damage())
     if took is None:
         fail("convergence", f"the machines did not converge: {why}")
     elif took > CONVERGE_LIMIT:
@@ -1588,6 +2129,19 @@ def main():
     # What the attacker could read: its key on every value under the prefix, once more at the end.
     if attacker.scan() is None:
         fail("harness", "the attacker's last scan found etcd unanswering")
+    if not history.caught_up():
+        fail("harness", f"the watch of etcd's history did not catch up (last revision {history.last_rev})")
+    history.close()
+    with open(f"{TMP}/history.jsonl", "w") as f:
+        for e in history.events:
+            a = attacker_event(e)
+            f.write(json.dumps({"rev": e["rev"], "t_lo": round(rel(e["t_lo"]), 3), "t_hi": round(rel(e["t_hi"]), 3), "key": e["key"],
+                                "value": None if e["value"] is None else digest(e["value"]),
+                                "generation": generation_of(e["value"]), "attacker": a["label"] if a else None}) + "\n")
+    with open(f"{attacker.dir}/log.jsonl", "w") as f:
+        for a in attacker.log:
+            f.write(json.dumps({**a, "t0": round(rel(a["t0"]), 3), "t1": round(rel(a["t1"]), 3),
+                                "value": None if a["value"] is None else digest(a["value"])}) + "\n")
     report(final, families, took, tries, status, t_whole, t_locks)
     return 0 if not failures else 1
 
@@ -1637,6 +2191,13 @@ def report(final, families, took, tries, status, t_whole, t_locks):
         fail("served", f"rt-attacker was held by {', '.join(sorted(held_seen[digest('rt-attacker')]))}")
     if attacker.tried == 0:
         fail("secrecy", "no sealed value was found under the prefix to try the attacker's key on")
+    d_tried, d_opened = removed_secrecy()
+    for key, rev in d_opened[:10]:
+        fail("secrecy", f"{key} at revision {rev}, written after d's removal, opens with d's key (age -d -i d.key)")
+    if REMOVED and removal and d_tried == 0:
+        fail("secrecy", "no value written after d's removal was found to try d's key on")
+    if REMOVED and not removal:
+        fail("harness", "d was never removed")
     if sum(attacker.ops.values()) == 0:
         fail("harness", "the attacker made no operation")
 
@@ -1699,6 +2260,27 @@ def report(final, families, took, tries, status, t_whole, t_locks):
           f"on a member undid it; "
           f"{a.scans} scans tried its key on {a.tried} sealed values, {len(a.readable)} opened; "
           f"refused by `fleet sync` at the end: {', '.join(sorted(refused_elsewhere)) or 'nothing'}")
+    if REMOVED and removal:
+        moves = ", ".join(f"{k} {a.ops[k]}" for k in ("hide removal", "fork", "entry by d", "replay before removal") if a.ops[k])
+        forged_d = sum(1 for x in a.log if x["ok"] and x["writer"] == "d")
+        print(f"removed machine: d removed by {removal['by']} at {rel(removal['t']):.1f} s (log entry {removal['seq']}, "
+              f"`fleet remove` took {removal['took']:.1f} s"
+              + (f", then failed after writing it: {removal['failed'][-1]}" if removal["rc"] != 0 else "")
+              + (f", {len(removal['failed'])} failed tries" if removal["failed"] and removal["rc"] == 0 else "")
+              + f"); then the attacker, holding d's identity: {moves or 'no log moves'}"
+              f", {forged_d} credentials signed with d's key; the log was tampered with {log_stats['damaged']} times, "
+              f"{log_stats['total']:.0f} s in all, the longest {log_stats['longest']:.1f} s, put back {log_stats['restored']} times"
+              f"{' (and ' + ' '.join(RESOLVE) + ' run on every machine)' if RESOLVE else ''}; d's key tried on {d_tried} "
+              f"values written after the removal, {len(d_opened)} opened")
+    aa = after_attack
+    put_backs = [r for r in calls if r.get("put_back")]
+    late = [r for r in put_backs if aa["stopped"] is not None and r["t1"] > aa["stopped"]]
+    if aa["stopped"] is not None:
+        usable = f"{aa['usable'] - aa['stopped']:.1f} s" if aa["usable"] else "never (within the run)"
+        adopted = f"{aa['adopted'] - aa['stopped']:.1f} s" if aa["adopted"] else "never (within the run)"
+        print(f"after the attacker: the slot was of no use for {usable} after it stopped (then: {aa['damage']}), and every "
+              f"machine held the fleet's value {adopted} after; {len(put_backs)} commands refused a value it put back "
+              f"({len(late)} after it stopped), each explained by its log")
     if took is not None:
         print(f"convergence: {took:.1f} s after etcd was whole and no fleet lock was held ({tries} rounds of `fleet sync` + "
               f"`token` on the 4 machines; limit {CONVERGE_LIMIT} s); the last lock was gone {t_locks - t_whole:.1f} s after etcd was whole")
@@ -1709,7 +2291,8 @@ def report(final, families, took, tries, status, t_whole, t_locks):
         ("reuse", f"{len(unexplained)} unexplained reuses, {len(lost_ok)} lost-ok"),
         ("exits", f"{len(bad)} unexpected exit statuses in {len(calls)} commands, {expired_served} expired tokens served"),
         ("convergence", f"{took:.1f} s" if took is not None else "did not converge"),
-        ("secrecy", f"0 of {attacker.tried} sealed values under the prefix opened with the attacker's key ({attacker.scans} scans)"),
+        ("secrecy", f"0 of {attacker.tried} sealed values under the prefix opened with the attacker's key ({attacker.scans} scans)"
+                    + (f"; 0 of {d_tried} values written after d's removal opened with d's key" if REMOVED else "")),
         ("served", f"all {len(printed)} tokens served were issued to the victim's account; at-attacker never served, "
                    "rt-attacker never held"),
         ("doctor", "exit 0 on m1..m4" + (f" ({len(repairs)} after `doctor --repair` removed the temporary file of a "
@@ -1744,6 +2327,8 @@ if __name__ == "__main__":
         stop_faults.set()
         stop_load.set()
         stop_watch.set()
+        if history is not None:
+            history.close()
         for m in machines.values():
             try:
                 m.stop_agent(timeout=5)

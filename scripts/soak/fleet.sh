@@ -7,6 +7,9 @@
 #   FLEET_SEED=N                          # replay the same choices (timing still differs)
 #   FLEET_CALLERS=N                       # `token` loops per machine (default 2)
 #   FLEET_KEEP=1                          # keep the work folder (kept anyway when the run fails)
+#   FLEET_REMOVED_ATTACKER=0              # without the removed machine d and the attacker's moves as d
+#   FLEET_RESOLVE="WORDS"                 # what a person runs on every machine after the log is
+#                                         # put back from a fork (lanyard WORDS; default nothing)
 #
 # Set-up: a private etcd cluster (scripts/etcd-cluster.sh: 3 members, TLS, client certificates),
 # the ChatGPT emulator issuing 60-second access tokens (`interval` 0), machines m1..m4 (each its
@@ -43,7 +46,18 @@
 #     (0.3); and, a fifteenth of the operations, ones that leave slots/work of no use: deleted
 #     (0.1), junk (0.1), a forged credential (0.1), one of its last five earlier values put back
 #     (0.2). Lock and leader keys are never deleted: deleting the lock's key breaks mutual
-#     exclusion, which no signature can give back. A guardian (a person noticing the slot no
+#     exclusion, which no signature can give back. Its last operation always puts one of the last
+#     five earlier values back (issue 44), so every run has a rollback that outlives the attacker.
+#   - the removed machine (issue 40; FLEET_REMOVED_ATTACKER=0 leaves it out): a fifth machine d
+#     (file store without passphrase, no loops, no agent) joins at set-up; at 15-30 % of the run
+#     m1 runs `fleet remove d`, and from then on the attacker holds d's age identity (read from
+#     d's store with stock age) and so its signing key, and adds to its moves, signing with
+#     Tests/Fixtures/fleet/forge.py (never Lanyard's code): the removal's log entry deleted (a third
+#     of the time the one before too) and a fork at the removal's number (an entry by d adding
+#     `evil`, or removing m1), at most one of the two every 20-40 s (0.15 each); an entry by d after
+#     its removal (0.3); a value of slots/work from before the removal put back (0.1); forged
+#     credentials signed with d's key. A log keeper (a person who notices) puts the members' entries
+#     back with etcdctl 1-4 s after any known entry changed or vanished (then FLEET_RESOLVE). A guardian (a person noticing the slot no
 #     longer refreshes) reads slots/work every 0.5 s and, when it has been missing, not signed by
 #     a member or older than a generation some machine has seen for 1-4 s, signs in again on m1
 #     (`fleet sync`, `login`: written over whatever the fleet holds; on m2 while m1 is cut off;
@@ -74,7 +88,14 @@
 #                lost-ok reuse; 1 with the fleet's value missing or refused, a refresh already
 #                presented, or the lock "expired during the refresh" (a fenced write that found the
 #                value changed), within 15 s of an attacker's write to slots/work or intents/work
-#                or of the slot being of no use. Nothing else, and no command ran longer than 150 s.
+#                or of the slot being of no use, or while the value it wrote there was the value;
+#                1 refusing a value older than a generation seen there only when the attacker's
+#                own log shows it put that generation back and etcd's history shows that value in
+#                slots/work during the call, a member having written the newer one (however long
+#                after the attack: the machine refuses by design until a sign-in lands);
+#                fleet_forked or fleet_membership_behind while (or 15 s after) the log held the
+#                attacker's entry at a known number or missed one it deleted. Judged by the error
+#                code (--json). Nothing else, and no command ran longer than 150 s.
 #   convergence  `fleet sync` then `token work` on every machine print the same token (compared by
 #                digest) within 30 s of etcd being whole and the last fleet lock key gone (a
 #                killed holder's lasts up to 20 s; 10 s is the aim, the margin is for a loaded
@@ -82,7 +103,9 @@
 #                in slots/work. `fleet sync` must not refuse `work`; it exits 1 for the attacker's
 #                values under other slot names, which stay (no member can delete them).
 #   secrecy      no value under the prefix, nor the sealed credential inside a signed value, opens
-#                with `age -d -i attacker.key`: tried every 5 s during the attack and at the end.
+#                with `age -d -i attacker.key`: tried every 5 s during the attack and at the end;
+#                and no value under slots/ or intents/ that a member first wrote after d's removal
+#                (every one in etcd's history) opens with `age -d -i d.key`.
 #   served       every token a `token` call printed is an access token the server issued to the
 #                victim's account (its /_test/tokens families); at-attacker never printed, and
 #                rt-attacker never in a store or recovery file.
@@ -94,11 +117,17 @@
 #   processes    no `lanyard*` process of the run is left or a zombie (3 s grace), and none ended
 #                after that check (the subreaper's log).
 #   agents       no agent ended by itself.
+# Etcd's whole history is recorded by a watch of every key from revision 1 (nothing is compacted),
+# and the attacker logs every write with the revision etcd answered: the exits and secrecy checks
+# judge by both.
 # Summary lines (scripts/soak/all.sh and scripts/check.sh read them): calls, tokens served, faults,
-# fleet lock, no quorum, server, attacker (operations by kind and key), attacker's damage,
-# convergence, invariants; work folder: faults.log (what was done
-# when), calls.jsonl (every command: machine, times, status, error line, token digest), each
-# machine's folder (agent.log, event log), etcd's member logs, attacker/ (its key).
+# fleet lock, no quorum, server, attacker (operations by kind and key), attacker's damage, removed
+# machine, after the attacker (how long the slot stayed of no use after it stopped, and when every
+# machine held the fleet's value again), convergence, invariants; work folder: faults.log (what was
+# done when), calls.jsonl (every command: machine, times, status, error code and line, token
+# digest), history.jsonl (etcd's history: revision, key, value digest, generation, whether the
+# attacker wrote it), each machine's folder (agent.log, event log), etcd's member logs, attacker/
+# (its key, d.key, log.jsonl: its writes).
 # Exit 0 when every invariant held, 1 otherwise. The driver is fleet.py; reaper.py is the child
 # subreaper (as in concurrency.sh). Needs: bash, python3, etcd and etcdctl, openssl, age and
 # age-keygen, the venv (scripts/venv.sh).
