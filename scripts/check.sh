@@ -32,7 +32,10 @@ grep -E 'Test run with' .build/kwallet.log
 phase "concurrency soak: 16 processes, the agent, renames and sign-outs against 3-second tokens (60 s)"
 scripts/soak/concurrency.sh "${SOAK_SECONDS:-60}" > .build/soak.log 2>&1 || { tail -60 .build/soak.log; exit 1; }
 grep -E '^(server|invariants):' .build/soak.log
-phase "fleet soak: 4 machines share a slot through etcd; Lanyard processes and etcd members killed, quorum lost, a machine cut off (60 s)"
+phase "the fleet attacker's signer (Tests/Fixtures/fleet/forge.py, outside Lanyard's code) against a fleet lanyard made"
+LANYARD_BIN=.build/debug/lanyard Tests/Fixtures/fleet/selftest.sh > .build/forge-selftest.log 2>&1 || { tail -30 .build/forge-selftest.log; exit 1; }
+tail -1 .build/forge-selftest.log
+phase "fleet soak: 4 machines share a slot through etcd, and a removed fifth keeps its key and etcd access; Lanyard processes and etcd members killed, quorum lost, a machine cut off (60 s)"
 scripts/soak/fleet.sh "${SOAK_FLEET_SECONDS:-60}" > .build/fleet-soak.log 2>&1 || { tail -60 .build/fleet-soak.log; exit 1; }
 grep -E '^(server|convergence|invariants):' .build/fleet-soak.log
 phase "crash consistency: operations killed with SIGKILL at random points, invariants after each (60 kills, file store)"

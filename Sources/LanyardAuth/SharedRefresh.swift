@@ -320,7 +320,7 @@ extension AccountManager {
         if force { throw error }
         let valid = stillValid(current)
         switch error {
-        case .unavailable(let fleet, let endpoints, let detail) where !valid:
+        case .unavailable(let fleet, let endpoints, let detail, _) where !valid:
             throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail)
         case .handedOver:
             throw error
@@ -337,8 +337,10 @@ extension AccountManager {
         credential.tokens.expiry.map { $0 > clock.now() } ?? false
     }
 
-    /// Runs blocking work (etcd, the stores, files) on the blocking executor, off the cooperative pool.
+    /// Runs blocking work (etcd, the stores, files) on the blocking executor, off the cooperative
+    /// pool, to its end even when the task is cancelled meanwhile: an account operation's blocking
+    /// section may keep tokens a server just issued (``BlockingExecutor/runToCompletion(_:)``).
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await BlockingExecutor.shared.run(body)
+        try await BlockingExecutor.shared.runToCompletion(body)
     }
 }

@@ -152,7 +152,8 @@ package enum Lanyard {
         default: ErrorCode.error
         }
         if json {
-            context.stdout.rawLine(ErrorView(code: code, message: message).json.serialized(pretty: true))
+            let view = (error as? any LanyardError).map { ErrorView($0, message: message) } ?? ErrorView(code: code, message: message)
+            context.stdout.rawLine(view.json.serialized(pretty: true))
         } else {
             context.stderr.line("lanyard: \(message)")
             if let usage = error as? UsageError, let command = usage.command {

@@ -19,9 +19,9 @@ package enum ExitStatus: Int32, Sendable, CaseIterable {
 
 extension ExitStatus {
     /// What each error code means to the `lanyard` command: the one place where a library
-    /// error becomes an exit status. The switch is exhaustive, so a new code does not compile
-    /// until its status is chosen here; docs/cli.md's error-code table lists the same pairs
-    /// (`ExitCodeTests` checks both ways).
+    /// error becomes an exit status. `ErrorCode` is extensible (a struct), so the switch ends in
+    /// `default`; every code is still listed here with its status, and docs/cli.md's error-code
+    /// table lists the same pairs, a row for every code (`ExitCodeTests` checks both ways).
     init(code: ErrorCode) {
         switch code {
         // not signed in
@@ -74,6 +74,8 @@ extension ExitStatus {
              .fleetIdentityUnavailable, .fleetLockLost, .fleetDataCorrupt, .fleetPinMismatch, .fleetNotJoined,
              .fleetUntrusted, .fleetValueMissing, .fleetRefreshInFlight, .fleetMembershipBehind, .fleetForked,
              .etcdMalformedAnswer, .etcdCompacted, .etcdError:
+            self = .failure
+        default:
             self = .failure
         }
     }

@@ -31,5 +31,30 @@ struct ErrorView: JSONView {
     static let keys = ["error"]
     let code: ErrorCode
     let message: String
-    var json: JSONValue { .object(["error": .object(["code": .string(code.rawValue), "message": .string(message)])]) }
+    /// The codes of the errors behind this one, outermost first (``LanyardError/underlying``):
+    /// `fleet_unavailable` caused by `etcd_tls` tells a certificate mistake from an outage.
+    var causes: [ErrorCode] = []
+
+    init(code: ErrorCode, message: String, causes: [ErrorCode] = []) {
+        self.code = code
+        self.message = message
+        self.causes = causes
+    }
+
+    /// The view of `error`, with its chain of causes.
+    init(_ error: any LanyardError, message: String? = nil) {
+        var causes: [ErrorCode] = []
+        var next = error.underlying
+        while let cause = next as? any LanyardError, causes.count < 8 {
+            causes.append(cause.code)
+            next = cause.underlying
+        }
+        self.init(code: error.code, message: message ?? error.userFacingDescription, causes: causes)
+    }
+
+    var json: JSONValue {
+        var error: [String: JSONValue] = ["code": .string(code.rawValue), "message": .string(message)]
+        if !causes.isEmpty { error["cause"] = .array(causes.map { .string($0.rawValue) }) }
+        return .object(["error": .object(error)])
+    }
 }

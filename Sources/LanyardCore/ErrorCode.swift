@@ -4,229 +4,350 @@
 /// and scripts compare, so they never change once published; docs/cli.md's error-code table lists
 /// each with its exit status. Programs compare cases, never strings: a code read back from
 /// outside (another process's output) is parsed with `init(rawValue:)` and falls back to a
-/// generic case. A new case does not compile until the `lanyard` command has decided its exit
-/// status.
-public enum ErrorCode: String, CaseIterable, Sendable {
+/// generic case.
+///
+/// A struct over a private enum, not a public enum (as swift-nio's `FileSystemError.Code` does):
+/// a new code is a new static member, so adding one never breaks a library user's exhaustive
+/// `switch`. Every code's exit status and its line in docs/cli.md are checked by ExitCodeTests.
+public struct ErrorCode: Hashable, Sendable, RawRepresentable, CaseIterable {
+    private enum Code: String, CaseIterable, Sendable {
+        case missingCredential = "missing_credential"
+        case unknownSlot = "unknown_slot"
+        case noActiveSlot = "no_active_slot"
+        case reauthenticationRequired = "reauthentication_required"
+        case missingRefreshToken = "missing_refresh_token"
+        case missingAccountID = "missing_account_id"
+        case tokenExchangeRefused = "token_exchange_refused"
+        case storeUnavailable = "store_unavailable"
+        case storeLocked = "store_locked"
+        case storeTimedOut = "store_timed_out"
+        case storeCorrupt = "store_corrupt"
+        case wrongPassphrase = "wrong_passphrase"
+        case unsafePath = "unsafe_path"
+        case ioError = "io_error"
+        case refreshedTokensInRecoveryFile = "refreshed_tokens_in_recovery_file"
+        case refreshedTokensInKernelKeyring = "refreshed_tokens_in_kernel_keyring"
+        case refreshedSignInLost = "refreshed_sign_in_lost"
+        case registryCorrupt = "registry_corrupt"
+        case slotExists = "slot_exists"
+        case revocationUnavailable = "revocation_unavailable"
+        case slotHoldsAnotherAccount = "slot_holds_another_account"
+        case signInInProgress = "sign_in_in_progress"
+        case configInvalid = "config_invalid"
+        case passphraseUnavailable = "passphrase_unavailable"
+        case networkFailure = "network_failure"
+        case networkUnavailable = "network_unavailable"
+        case invalidResponse = "invalid_response"
+        case httpError = "http_error"
+        case tokenExchangeFailed = "token_exchange_failed"
+        case streamingReplayDiverged = "streaming_replay_diverged"
+        case responseFailed = "response_failed"
+        case invalidHeader = "invalid_header"
+        case usageLimitReached = "usage_limit_reached"
+        case cancelledSignIn = "cancelled_sign_in"
+        case expiredDeviceCode = "expired_device_code"
+        case pollingTimeout = "polling_timeout"
+        case callbackTimeout = "callback_timeout"
+        case callbackPortInUse = "callback_port_in_use"
+        case authorizationDenied = "authorization_denied"
+        case secureRandomFailed = "secure_random_failed"
+        case deviceCodeNotEnabled = "device_code_not_enabled"
+        case unknown = "unknown"
+        case usage = "usage"
+        case invalidSlotName = "invalid_slot_name"
+        case gitCredentialInput = "git_credential_input"
+        case dockerCredentialInput = "docker_credential_input"
+        case kubeExecInfo = "kube_exec_info"
+        case cancelled = "cancelled"
+        case commandNotFound = "command_not_found"
+        case commandNotRunnable = "command_not_runnable"
+        case invalidValue = "invalid_value"
+        case integrationUnsupported = "integration_unsupported"
+        case codexKeyringUnavailable = "codex_keyring_unavailable"
+        case accessTokenRejected = "access_token_rejected"
+        case accessTokenUnsupported = "access_token_unsupported"
+        case netrcField = "netrc_field"
+        case ghHostsCorrupt = "gh_hosts_corrupt"
+        case bundleCorrupt = "bundle_corrupt"
+        case bundleEmpty = "bundle_empty"
+        case bundleEncrypt = "bundle_encrypt"
+        case bundleMissing = "bundle_missing"
+        case bundleNoIdentity = "bundle_no_identity"
+        case bundleProviderMismatch = "bundle_provider_mismatch"
+        case bundleUnknownProvider = "bundle_unknown_provider"
+        case nothingToExport = "nothing_to_export"
+        case agentRunning = "agent_running"
+        case gitConfigFailed = "git_config_failed"
+        case refreshFailed = "refresh_failed"
+        case error = "error"
+        case fleetNotConfigured = "fleet_not_configured"
+        case fleetUnavailable = "fleet_unavailable"
+        case fleetLockTimeout = "fleet_lock_timeout"
+        case fleetExists = "fleet_exists"
+        case fleetMissing = "fleet_missing"
+        case fleetNotMember = "fleet_not_member"
+        case fleetUnknownMachine = "fleet_unknown_machine"
+        case fleetFingerprintMismatch = "fleet_fingerprint_mismatch"
+        case fleetPinMismatch = "fleet_pin_mismatch"
+        case fleetNotJoined = "fleet_not_joined"
+        case fleetUntrusted = "fleet_untrusted"
+        case fleetValueMissing = "fleet_value_missing"
+        case fleetRefreshInFlight = "fleet_refresh_in_flight"
+        case fleetHandedOver = "fleet_handed_over"
+        case fleetSlotShared = "fleet_slot_shared"
+        case fleetSlotNotShared = "fleet_slot_not_shared"
+        case fleetCredentialRefused = "fleet_credential_refused"
+        case fleetIdentityUnavailable = "fleet_identity_unavailable"
+        case fleetLockLost = "fleet_lock_lost"
+        case fleetDataCorrupt = "fleet_data_corrupt"
+        case fleetMembershipBehind = "fleet_membership_behind"
+        case fleetForked = "fleet_forked"
+        case etcdUnreachable = "etcd_unreachable"
+        case etcdUnavailable = "etcd_unavailable"
+        case etcdTLS = "etcd_tls"
+        case etcdPermissionDenied = "etcd_permission_denied"
+        case etcdMalformedAnswer = "etcd_malformed_answer"
+        case etcdCompacted = "etcd_compacted"
+        case etcdCancelled = "etcd_cancelled"
+        case etcdError = "etcd_error"
+    }
+
+    private let code: Code
+
+    private init(_ code: Code) { self.code = code }
+
+    /// The code as `--json` and the event log write it (`missing_credential`, …).
+    public var rawValue: String { code.rawValue }
+
+    /// The code written as `rawValue`, nil for one this version does not know.
+    public init?(rawValue: String) {
+        guard let code = Code(rawValue: rawValue) else { return nil }
+        self.code = code
+    }
+
+    /// Every code this version knows.
+    public static var allCases: [ErrorCode] { Code.allCases.map(ErrorCode.init) }
+
     // Not signed in.
     /// The slot has no stored credential.
-    case missingCredential = "missing_credential"
+    public static let missingCredential = ErrorCode(.missingCredential)
     /// No slot by that name.
-    case unknownSlot = "unknown_slot"
+    public static let unknownSlot = ErrorCode(.unknownSlot)
     /// No slot was given and none is active.
-    case noActiveSlot = "no_active_slot"
+    public static let noActiveSlot = ErrorCode(.noActiveSlot)
 
     // The slot must sign in again.
     /// The refresh token is dead.
-    case reauthenticationRequired = "reauthentication_required"
+    public static let reauthenticationRequired = ErrorCode(.reauthenticationRequired)
     /// The slot (or the server's answer) has no refresh token.
-    case missingRefreshToken = "missing_refresh_token"
+    public static let missingRefreshToken = ErrorCode(.missingRefreshToken)
     /// The slot has no account id.
-    case missingAccountID = "missing_account_id"
+    public static let missingAccountID = ErrorCode(.missingAccountID)
     /// The token endpoint refused the sign-in (HTTP 400, 401 or 403).
-    case tokenExchangeRefused = "token_exchange_refused"
+    public static let tokenExchangeRefused = ErrorCode(.tokenExchangeRefused)
 
     // The credential store.
     /// No keyring or encrypted store to talk to.
-    case storeUnavailable = "store_unavailable"
+    public static let storeUnavailable = ErrorCode(.storeUnavailable)
     /// The keyring collection or encrypted store is locked.
-    case storeLocked = "store_locked"
+    public static let storeLocked = ErrorCode(.storeLocked)
     /// The store did not answer in time.
-    case storeTimedOut = "store_timed_out"
+    public static let storeTimedOut = ErrorCode(.storeTimedOut)
     /// Stored data did not decode (it is left as it is).
-    case storeCorrupt = "store_corrupt"
+    public static let storeCorrupt = ErrorCode(.storeCorrupt)
     /// The passphrase does not open the store or bundle.
-    case wrongPassphrase = "wrong_passphrase"
+    public static let wrongPassphrase = ErrorCode(.wrongPassphrase)
     /// A path is a symbolic link, owned by someone else, or writable by others.
-    case unsafePath = "unsafe_path"
+    public static let unsafePath = ErrorCode(.unsafePath)
     /// Reading or writing a file failed.
-    case ioError = "io_error"
+    public static let ioError = ErrorCode(.ioError)
     /// Refreshed tokens could not be stored; they wait in the slot's recovery file.
-    case refreshedTokensInRecoveryFile = "refreshed_tokens_in_recovery_file"
+    public static let refreshedTokensInRecoveryFile = ErrorCode(.refreshedTokensInRecoveryFile)
     /// Refreshed tokens could be written neither to the store nor to the recovery file; they
     /// wait in memory, in the kernel keyring, until the machine restarts.
-    case refreshedTokensInKernelKeyring = "refreshed_tokens_in_kernel_keyring"
+    public static let refreshedTokensInKernelKeyring = ErrorCode(.refreshedTokensInKernelKeyring)
     /// Refreshed tokens could be kept nowhere after the server replaced the refresh token: the
     /// sign-in is lost.
-    case refreshedSignInLost = "refreshed_sign_in_lost"
+    public static let refreshedSignInLost = ErrorCode(.refreshedSignInLost)
     /// The registry did not parse (it was moved aside).
-    case registryCorrupt = "registry_corrupt"
+    public static let registryCorrupt = ErrorCode(.registryCorrupt)
     /// The slot name is taken.
-    case slotExists = "slot_exists"
+    public static let slotExists = ErrorCode(.slotExists)
     /// `logout --revoke` could not revoke (no revocation endpoint, a fleet's token) and was not
     /// told to sign out anyway (`--yes`).
-    case revocationUnavailable = "revocation_unavailable"
+    public static let revocationUnavailable = ErrorCode(.revocationUnavailable)
     /// A sign-in came back as another account than the slot's.
-    case slotHoldsAnotherAccount = "slot_holds_another_account"
+    public static let slotHoldsAnotherAccount = ErrorCode(.slotHoldsAnotherAccount)
     /// Another sign-in into the same slot is in progress.
-    case signInInProgress = "sign_in_in_progress"
+    public static let signInInProgress = ErrorCode(.signInInProgress)
     /// config.ini does not parse or holds a bad value.
-    case configInvalid = "config_invalid"
+    public static let configInvalid = ErrorCode(.configInvalid)
     /// No passphrase source (terminal, file or askpass).
-    case passphraseUnavailable = "passphrase_unavailable"
+    public static let passphraseUnavailable = ErrorCode(.passphraseUnavailable)
 
     // Network and servers.
     /// No answer from the server.
-    case networkFailure = "network_failure"
+    public static let networkFailure = ErrorCode(.networkFailure)
     /// `lanyard-net` (the HTTP half) could not be run.
-    case networkUnavailable = "network_unavailable"
+    public static let networkUnavailable = ErrorCode(.networkUnavailable)
     /// The server's answer was malformed or carried text Lanyard refuses.
-    case invalidResponse = "invalid_response"
+    public static let invalidResponse = ErrorCode(.invalidResponse)
     /// The server answered with an error status.
-    case httpError = "http_error"
+    public static let httpError = ErrorCode(.httpError)
     /// The token endpoint failed (statuses other than 400, 401 and 403).
-    case tokenExchangeFailed = "token_exchange_failed"
+    public static let tokenExchangeFailed = ErrorCode(.tokenExchangeFailed)
     /// A reconnected stream replayed different text.
-    case streamingReplayDiverged = "streaming_replay_diverged"
+    public static let streamingReplayDiverged = ErrorCode(.streamingReplayDiverged)
     /// The response ended failed or incomplete.
-    case responseFailed = "response_failed"
+    public static let responseFailed = ErrorCode(.responseFailed)
     /// A request header would carry a control character (refused, not sent).
-    case invalidHeader = "invalid_header"
+    public static let invalidHeader = ErrorCode(.invalidHeader)
     /// The account's usage limit is reached.
-    case usageLimitReached = "usage_limit_reached"
+    public static let usageLimitReached = ErrorCode(.usageLimitReached)
 
     // Signing in.
     /// Ctrl-C during sign-in.
-    case cancelledSignIn = "cancelled_sign_in"
+    public static let cancelledSignIn = ErrorCode(.cancelledSignIn)
     /// The device code expired before it was approved.
-    case expiredDeviceCode = "expired_device_code"
+    public static let expiredDeviceCode = ErrorCode(.expiredDeviceCode)
     /// Approval did not come in time.
-    case pollingTimeout = "polling_timeout"
+    public static let pollingTimeout = ErrorCode(.pollingTimeout)
     /// The sign-in callback did not come in time.
-    case callbackTimeout = "callback_timeout"
+    public static let callbackTimeout = ErrorCode(.callbackTimeout)
     /// Every port a browser sign-in may listen on is taken (another sign-in, such as Codex's own).
-    case callbackPortInUse = "callback_port_in_use"
+    public static let callbackPortInUse = ErrorCode(.callbackPortInUse)
     /// The sign-in was denied.
-    case authorizationDenied = "authorization_denied"
+    public static let authorizationDenied = ErrorCode(.authorizationDenied)
     /// The system's random source failed.
-    case secureRandomFailed = "secure_random_failed"
+    public static let secureRandomFailed = ErrorCode(.secureRandomFailed)
     /// The provider does not offer device-code sign-in here.
-    case deviceCodeNotEnabled = "device_code_not_enabled"
+    public static let deviceCodeNotEnabled = ErrorCode(.deviceCodeNotEnabled)
     /// An unexpected sign-in failure.
-    case unknown = "unknown"
+    public static let unknown = ErrorCode(.unknown)
 
     // The command line and the programs Lanyard serves.
     /// A bad command line, or a question the slot's provider cannot answer.
-    case usage = "usage"
+    public static let usage = ErrorCode(.usage)
     /// `--account`, `LANYARD_ACCOUNT` or a pin names an invalid slot.
-    case invalidSlotName = "invalid_slot_name"
+    public static let invalidSlotName = ErrorCode(.invalidSlotName)
     /// git's request on stdin is malformed or too long.
-    case gitCredentialInput = "git_credential_input"
+    public static let gitCredentialInput = ErrorCode(.gitCredentialInput)
     /// Docker's request on stdin is malformed or too long.
-    case dockerCredentialInput = "docker_credential_input"
+    public static let dockerCredentialInput = ErrorCode(.dockerCredentialInput)
     /// `KUBERNETES_EXEC_INFO` asks for what Lanyard cannot give.
-    case kubeExecInfo = "kube_exec_info"
+    public static let kubeExecInfo = ErrorCode(.kubeExecInfo)
     /// The command was interrupted.
-    case cancelled = "cancelled"
+    public static let cancelled = ErrorCode(.cancelled)
     /// `exec`'s command is not on PATH.
-    case commandNotFound = "command_not_found"
+    public static let commandNotFound = ErrorCode(.commandNotFound)
     /// `exec`'s command was found but could not be started.
-    case commandNotRunnable = "command_not_runnable"
+    public static let commandNotRunnable = ErrorCode(.commandNotRunnable)
     /// A value no environment variable can hold (a NUL byte).
-    case invalidValue = "invalid_value"
+    public static let invalidValue = ErrorCode(.invalidValue)
     /// The integration cannot do this for the slot.
-    case integrationUnsupported = "integration_unsupported"
+    public static let integrationUnsupported = ErrorCode(.integrationUnsupported)
     /// Codex keeps its sign-in in the keyring (`cli_auth_credentials_store`), and that keyring
     /// does not answer or is locked: nothing was written.
-    case codexKeyringUnavailable = "codex_keyring_unavailable"
+    public static let codexKeyringUnavailable = ErrorCode(.codexKeyringUnavailable)
     /// `login --with-access-token` was given a token the server refused (HTTP 401 or 403).
-    case accessTokenRejected = "access_token_rejected"
+    public static let accessTokenRejected = ErrorCode(.accessTokenRejected)
     /// `login --with-access-token` was given a token of a kind Lanyard does not hold (an agent
     /// identity), or the provider has no such tokens.
-    case accessTokenUnsupported = "access_token_unsupported"
+    public static let accessTokenUnsupported = ErrorCode(.accessTokenUnsupported)
     /// A netrc value has white space or a control character.
-    case netrcField = "netrc_field"
+    public static let netrcField = ErrorCode(.netrcField)
     /// gh's hosts.yml does not parse.
-    case ghHostsCorrupt = "gh_hosts_corrupt"
+    public static let ghHostsCorrupt = ErrorCode(.ghHostsCorrupt)
     /// The bundle is not a whole, authentic bundle.
-    case bundleCorrupt = "bundle_corrupt"
+    public static let bundleCorrupt = ErrorCode(.bundleCorrupt)
     /// The bundle holds no slots.
-    case bundleEmpty = "bundle_empty"
+    public static let bundleEmpty = ErrorCode(.bundleEmpty)
     /// The bundle could not be encrypted or written.
-    case bundleEncrypt = "bundle_encrypt"
+    public static let bundleEncrypt = ErrorCode(.bundleEncrypt)
     /// The bundle file does not exist.
-    case bundleMissing = "bundle_missing"
+    public static let bundleMissing = ErrorCode(.bundleMissing)
     /// No identity given opens the bundle.
-    case bundleNoIdentity = "bundle_no_identity"
+    public static let bundleNoIdentity = ErrorCode(.bundleNoIdentity)
     /// A bundle record's provider differs from its credential's.
-    case bundleProviderMismatch = "bundle_provider_mismatch"
+    public static let bundleProviderMismatch = ErrorCode(.bundleProviderMismatch)
     /// A bundle names a provider config.ini does not know.
-    case bundleUnknownProvider = "bundle_unknown_provider"
+    public static let bundleUnknownProvider = ErrorCode(.bundleUnknownProvider)
     /// No slot to export.
-    case nothingToExport = "nothing_to_export"
+    public static let nothingToExport = ErrorCode(.nothingToExport)
     /// Another agent is running.
-    case agentRunning = "agent_running"
+    public static let agentRunning = ErrorCode(.agentRunning)
     /// `git config` failed.
-    case gitConfigFailed = "git_config_failed"
+    public static let gitConfigFailed = ErrorCode(.gitConfigFailed)
     /// A refresh worker failed without saying why (the status it exited with is passed on).
-    case refreshFailed = "refresh_failed"
+    public static let refreshFailed = ErrorCode(.refreshFailed)
     /// Any other failure (an error that is not a ``LanyardError``).
-    case error = "error"
+    public static let error = ErrorCode(.error)
 
     // Fleets.
     /// config.ini has no `[fleet]` group.
-    case fleetNotConfigured = "fleet_not_configured"
+    public static let fleetNotConfigured = ErrorCode(.fleetNotConfigured)
     /// The fleet's etcd cannot be reached or has no quorum.
-    case fleetUnavailable = "fleet_unavailable"
+    public static let fleetUnavailable = ErrorCode(.fleetUnavailable)
     /// Another machine held a shared slot's fleet lock too long.
-    case fleetLockTimeout = "fleet_lock_timeout"
+    public static let fleetLockTimeout = ErrorCode(.fleetLockTimeout)
     /// `fleet init` on a fleet that exists.
-    case fleetExists = "fleet_exists"
+    public static let fleetExists = ErrorCode(.fleetExists)
     /// The fleet has not been created.
-    case fleetMissing = "fleet_missing"
+    public static let fleetMissing = ErrorCode(.fleetMissing)
     /// This machine is not an approved member of the fleet.
-    case fleetNotMember = "fleet_not_member"
+    public static let fleetNotMember = ErrorCode(.fleetNotMember)
     /// No member or join request by that name.
-    case fleetUnknownMachine = "fleet_unknown_machine"
+    public static let fleetUnknownMachine = ErrorCode(.fleetUnknownMachine)
     /// `fleet approve`'s fingerprint is not the one the join request carries.
-    case fleetFingerprintMismatch = "fleet_fingerprint_mismatch"
+    public static let fleetFingerprintMismatch = ErrorCode(.fleetFingerprintMismatch)
     /// `fleet join --fleet-fingerprint` is not the fleet's genesis in etcd.
-    case fleetPinMismatch = "fleet_pin_mismatch"
+    public static let fleetPinMismatch = ErrorCode(.fleetPinMismatch)
     /// This machine has not joined the fleet `[fleet] name` names.
-    case fleetNotJoined = "fleet_not_joined"
+    public static let fleetNotJoined = ErrorCode(.fleetNotJoined)
     /// The fleet's membership log does not verify from this machine's pin.
-    case fleetUntrusted = "fleet_untrusted"
+    public static let fleetUntrusted = ErrorCode(.fleetUntrusted)
     /// A shared slot's value was deleted from etcd.
-    case fleetValueMissing = "fleet_value_missing"
+    public static let fleetValueMissing = ErrorCode(.fleetValueMissing)
     /// Another machine presented this refresh token and has not written its successor.
-    case fleetRefreshInFlight = "fleet_refresh_in_flight"
+    public static let fleetRefreshInFlight = ErrorCode(.fleetRefreshInFlight)
     /// The slot was unshared and its live credential stayed on another machine.
-    case fleetHandedOver = "fleet_handed_over"
+    public static let fleetHandedOver = ErrorCode(.fleetHandedOver)
     /// The slot is already shared, or is shared and cannot be changed on one machine.
-    case fleetSlotShared = "fleet_slot_shared"
+    public static let fleetSlotShared = ErrorCode(.fleetSlotShared)
     /// The slot is not shared.
-    case fleetSlotNotShared = "fleet_slot_not_shared"
+    public static let fleetSlotNotShared = ErrorCode(.fleetSlotNotShared)
     /// A credential from etcd did not decrypt, decode or name the slot's account.
-    case fleetCredentialRefused = "fleet_credential_refused"
+    public static let fleetCredentialRefused = ErrorCode(.fleetCredentialRefused)
     /// This machine's fleet identity cannot be read from its store.
-    case fleetIdentityUnavailable = "fleet_identity_unavailable"
+    public static let fleetIdentityUnavailable = ErrorCode(.fleetIdentityUnavailable)
     /// The fleet lock's lease ran out before a refresh could start or be written.
-    case fleetLockLost = "fleet_lock_lost"
+    public static let fleetLockLost = ErrorCode(.fleetLockLost)
     /// A fleet key in etcd does not decode.
-    case fleetDataCorrupt = "fleet_data_corrupt"
+    public static let fleetDataCorrupt = ErrorCode(.fleetDataCorrupt)
     /// A member signed something for a membership entry this machine cannot verify: it writes
     /// nothing for the fleet until it can.
-    case fleetMembershipBehind = "fleet_membership_behind"
+    public static let fleetMembershipBehind = ErrorCode(.fleetMembershipBehind)
     /// Two different membership entries claim one number: nothing is written until a person
     /// resolves it.
-    case fleetForked = "fleet_forked"
+    public static let fleetForked = ErrorCode(.fleetForked)
 
     // etcd.
     /// No etcd endpoint answered.
-    case etcdUnreachable = "etcd_unreachable"
+    public static let etcdUnreachable = ErrorCode(.etcdUnreachable)
     /// etcd answered but could not serve the request (no leader, no quorum).
-    case etcdUnavailable = "etcd_unavailable"
+    public static let etcdUnavailable = ErrorCode(.etcdUnavailable)
     /// TLS to etcd failed.
-    case etcdTLS = "etcd_tls"
+    public static let etcdTLS = ErrorCode(.etcdTLS)
     /// etcd refused the user, token or permission.
-    case etcdPermissionDenied = "etcd_permission_denied"
+    public static let etcdPermissionDenied = ErrorCode(.etcdPermissionDenied)
     /// etcd's answer could not be read.
-    case etcdMalformedAnswer = "etcd_malformed_answer"
+    public static let etcdMalformedAnswer = ErrorCode(.etcdMalformedAnswer)
     /// A watch started from a revision etcd has compacted away.
-    case etcdCompacted = "etcd_compacted"
+    public static let etcdCompacted = ErrorCode(.etcdCompacted)
     /// A request to etcd was cancelled.
-    case etcdCancelled = "etcd_cancelled"
+    public static let etcdCancelled = ErrorCode(.etcdCancelled)
     /// Any other error etcd returned.
-    case etcdError = "etcd_error"
+    public static let etcdError = ErrorCode(.etcdError)
 }
 
 extension ErrorCode: CustomStringConvertible {

@@ -17,6 +17,19 @@ extension LanyardError {
     public var underlying: (any Error)? { nil }
 }
 
+/// An error kept as the cause of another (``LanyardError/underlying``), inside an error that is
+/// `Equatable`: two causes are equal when their codes and descriptions are.
+public struct ErrorCause: Equatable, Sendable {
+    /// The error.
+    public let error: any LanyardError
+
+    public init(_ error: any LanyardError) { self.error = error }
+
+    public static func == (a: ErrorCause, b: ErrorCause) -> Bool {
+        a.error.code == b.error.code && a.error.userFacingDescription == b.error.userFacingDescription
+    }
+}
+
 /// A server error body in the `{code, message, details}` shape; `code` is "UNKNOWN" when unreadable.
 public struct ServerErrorDetail: Hashable, Sendable {
     public var code: String

@@ -40,7 +40,7 @@ package struct Fleet: Sendable {
     }
 
     func unavailable(_ error: EtcdError) -> FleetError {
-        .unavailable(fleet: name, endpoints: settings.endpoints, detail: error.userFacingDescription)
+        .unavailable(fleet: name, endpoints: settings.endpoints, detail: error.userFacingDescription, cause: ErrorCause(error))
     }
 
     // MARK: Membership

@@ -9,7 +9,7 @@ public enum FleetError: LanyardError, Equatable {
     case notConfigured(configFile: String)
     /// etcd could not serve the request (no endpoint answered, no quorum, TLS or permission
     /// failure): `detail` says which, naming the endpoints tried.
-    case unavailable(fleet: String, endpoints: [String], detail: String)
+    case unavailable(fleet: String, endpoints: [String], detail: String, cause: ErrorCause? = nil)
     /// A shared slot's token has expired and the fleet cannot be reached to refresh it safely.
     case expiredWhileUnavailable(slot: Slot, fleet: String, endpoints: [String], detail: String)
     /// `fleet init` on a fleet that already exists.
@@ -106,7 +106,7 @@ public enum FleetError: LanyardError, Equatable {
         switch self {
         case .notConfigured(let file):
             return "no fleet is configured: add a [fleet] group (name, endpoints, ca, cert, key) to \(file); see docs/fleet.md"
-        case .unavailable(let fleet, let endpoints, let detail):
+        case .unavailable(let fleet, let endpoints, let detail, _):
             return "fleet \(fleet) is unreachable: \(tried(endpoints, detail))"
         case .expiredWhileUnavailable(let slot, let fleet, let endpoints, let detail):
             return "slot \(slot.name)'s token has expired and fleet \(fleet) cannot be reached to refresh it safely "
@@ -171,6 +171,15 @@ public enum FleetError: LanyardError, Equatable {
             return "\(machine) is already a member, and that fingerprint (\(TerminalText.escaped(given))) is not its: nothing was approved; "
                 + "compare with `lanyard fleet status` here and \(machine)'s own screen"
         }
+    }
+}
+
+extension FleetError {
+    /// The etcd error behind ``unavailable(fleet:endpoints:detail:cause:)`` (TLS, permission, no
+    /// quorum…), kept so callers and `--json` can tell a misconfiguration from an outage.
+    public var underlying: (any Error)? {
+        if case .unavailable(_, _, _, let cause?) = self { return cause.error }
+        return nil
     }
 }
 

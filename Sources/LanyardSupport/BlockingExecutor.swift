@@ -92,6 +92,17 @@ package final class BlockingExecutor: @unchecked Sendable {
         }
     }
 
+    /// ``run(_:)-(()throws->T)`` for work that must run even when its task is cancelled while it
+    /// waits in the queue: writes that keep what a server just issued (a rotated refresh token, a
+    /// new sign-in), where dropping the work would lose it.
+    package func runToCompletion<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            submit {
+                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+            }
+        }
+    }
+
     /// ``run(_:)`` for work that cannot fail.
     package func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in

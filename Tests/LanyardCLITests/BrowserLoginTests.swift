@@ -108,7 +108,7 @@ import LanyardTestSupport
         let before = h.storedBytes()
         let r = await h.run("login", "work", "--browser")
         #expect(r.status == 1)
-        #expect(r.stderr.contains("another program listens on 127.0.0.1 ports \(rig.ports[0]) and \(rig.ports[1])"))
+        #expect(r.stderr.contains("another program listens on 127.0.0.1 or ::1 ports \(rig.ports[0]) and \(rig.ports[1])"))
         #expect(r.stderr.contains("Finish or cancel that sign-in and run this one again, or sign in with a device code: `lanyard login --device`"))
         let json = await h.run("login", "work", "--browser", "--json")
         #expect((json.json["error"] as? [String: Any])?["code"] as? String == "callback_port_in_use")

@@ -36,7 +36,7 @@ import LanyardSupport
             #expect {
                 _ = try FleetConnection.password(settings)
             } throws: { error in
-                guard case .unavailable(fleet: "team", _, let detail)? = error as? FleetError else { return false }
+                guard case .unavailable(fleet: "team", _, let detail, _)? = error as? FleetError else { return false }
                 return detail.contains(folder + "/password") && detail.contains(content == nil ? "does not exist" : "empty password")
             }
         }

@@ -47,7 +47,7 @@ extension AuthCommands {
                     }
                 }
             } catch let error as any LanyardError where slots.count > 1 {
-                results.append(.failed(slot, ErrorView(code: error.code, message: error.userFacingDescription)))
+                results.append(.failed(slot, ErrorView(error)))
                 if !inv.json { inv.stderr.line("lanyard: \(slot.name): \(error.userFacingDescription)") }
                 if worst == .ok { worst = error.exitStatus }
             }

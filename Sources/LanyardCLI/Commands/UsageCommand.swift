@@ -60,7 +60,7 @@ enum UsageCommand {
             case .failed(let error):
                 var limitResetsAt: Date?? = nil
                 if case ClientError.usageLimitReached(let limit) = error { limitResetsAt = .some(limit.resetsAt) }
-                results.append(.failed(slot, ErrorView(code: error.code, message: error.userFacingDescription),
+                results.append(.failed(slot, ErrorView(error),
                                        limitResetsAt: limitResetsAt, next: marksNext ? false : nil))
                 if !inv.json { inv.stdout.line("\(inv.style.bold(slot.name))  \(inv.style.yellow(HumanText(error.userFacingDescription)))") }
             }
