@@ -38,6 +38,18 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case wrongPassphrase = "wrong_passphrase"
     /// A path is a symbolic link, owned by someone else, or writable by others.
     case unsafePath = "unsafe_path"
+    /// The file store is sealed by a TPM, and no TPM answers (or libtss2 is not installed).
+    case tpmUnavailable = "tpm_unavailable"
+    /// The TPM's device exists but this user may not open it (group `tss` on Debian).
+    case tpmPermissionDenied = "tpm_permission_denied"
+    /// The file store was sealed by another TPM (a copied home), or this TPM was cleared since.
+    case tpmMismatch = "tpm_mismatch"
+    /// The TPM is in dictionary-attack lockout after too many wrong PINs.
+    case tpmLockout = "tpm_lockout"
+    /// The TPM PIN is wrong (the TPM counted the failure).
+    case tpmWrongPIN = "tpm_wrong_pin"
+    /// Any other TPM failure, or a sealed identity the TPM refuses.
+    case tpmFailed = "tpm_failed"
     /// Reading or writing a file failed.
     case ioError = "io_error"
     /// Refreshed tokens could not be stored; they wait in the slot's recovery file.
