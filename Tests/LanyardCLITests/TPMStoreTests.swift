@@ -26,13 +26,15 @@ struct TPMStoreTests {
         #expect(h.filesHoldingAnIdentity().isEmpty, "an age identity in clear under the home: \(h.filesHoldingAnIdentity())")
 
         #expect(try h.run("store", "lock").status == 0)
-        let cold = try h.run("token", "alpha")
-        #expect(cold.status == 0 && cold.stdout == "AT-alpha-SECRET\n", "\(cold.stderr)")
+        let cold = try h.run("token", "alpha", extra: ["LD_DEBUG": "files"])
+        #expect(cold.status == 0 && cold.stdout == "AT-alpha-SECRET\n", "\(cold.stderr.suffix(300))")
+        #expect(Self.loaded(cold).contains { $0.hasPrefix("libtss2-esys.so") }, "the cold unseal did not load libtss2")
 
-        // Cached now: the hot path does not touch the TPM.
+        // Cached now: the hot path does not touch the TPM, nor load libtss2.
         h.tpm.stop()
-        let hot = try h.run("token", "alpha")
-        #expect(hot.status == 0 && hot.stdout == "AT-alpha-SECRET\n", "token needed the TPM while the identity was cached: \(hot.stderr)")
+        let hot = try h.run("token", "alpha", extra: ["LD_DEBUG": "files"])
+        #expect(hot.status == 0 && hot.stdout == "AT-alpha-SECRET\n", "token needed the TPM while the identity was cached: \(hot.stderr.suffix(300))")
+        #expect(!Self.loaded(hot).contains { $0.hasPrefix("libtss2") }, "a cached token loaded libtss2: \(Self.loaded(hot).sorted())")
 
         #expect(try h.run("store", "lock").status == 0)
         let before = h.snapshot()
@@ -47,6 +49,16 @@ struct TPMStoreTests {
         #expect(back.status == 0 && back.stdout == "AT-alpha-SECRET\n", "\(back.stderr)")
         let status = try h.run("store", "status", "--json")
         #expect(status.stdout.contains("\"tpm\": true") && status.stdout.contains("\"passphrase\": false"), "\(status.stdout)")
+    }
+
+    /// The libraries the dynamic loader opened (LD_DEBUG=files output on stderr).
+    static func loaded(_ output: TestHome.Output) -> Set<String> {
+        var names = Set<String>()
+        for line in output.stderr.split(separator: "\n") where line.contains("file=") {
+            guard let start = line.range(of: "file=")?.upperBound else { continue }
+            names.insert(String(line[start...].prefix { !$0.isWhitespace && $0 != "[" && $0 != ";" }))
+        }
+        return names
     }
 
     /// The recovery key printed on stdout by `store init --tpm` opens the store with stock `age`,
@@ -189,6 +201,33 @@ struct TPMStoreTests {
         let finished = try h.run("store", "seal", "--tpm", "--json")
         #expect(finished.status == 0 && finished.stdout.contains("\"outcome\": \"finished\""), "\(finished.stdout) \(finished.stderr)")
         #expect(!FileManager.default.fileExists(atPath: h.data + "/identity.txt"))
+    }
+
+    /// A TPM device this user may not open (as /dev/tpmrm0 is for users outside group `tss` on
+    /// Debian): exit 5, `tpm_permission_denied`, naming the device and the fix; nothing is made.
+    /// Run as user nobody when the tests run as root (root opens any file).
+    @Test func aTPMDeviceYouMayNotOpenNamesGroupTssAndTheFix() throws {
+        var template = Array(((NSTemporaryDirectory() as NSString).standardizingPath + "/lanyard-tpmdev.XXXXXX").utf8CString)
+        let base = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        chmod(base, 0o755)
+        let device = base + "/tpmrm0"
+        #expect(FileManager.default.createFile(atPath: device, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        let home = base + "/home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let asRoot = geteuid() == 0
+        if asRoot { chown(home, 65534, 65534) } else { chmod(device, 0) }
+        let env = ["HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_DATA_HOME": home + "/data", "XDG_STATE_HOME": home + "/state",
+                   "XDG_RUNTIME_DIR": home + "/run", "PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": "device:" + device,
+                   "DBUS_SESSION_BUS_ADDRESS": "disabled:"]
+        let lanyard = builtBinary("lanyard")
+        let command = (asRoot ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", lanyard] : [lanyard])
+            + ["store", "init", "--tpm", "--no-recovery", "--json"]
+        let (status, out, err) = try runProcess(command[0], Array(command.dropFirst()), environment: env)
+        #expect(status == 5, "\(out) \(err)")
+        #expect(out.contains("\"tpm_permission_denied\"") && out.contains(device) && out.contains("group tss")
+                && out.contains("usermod -aG tss"), "\(out)")
+        #expect(!FileManager.default.fileExists(atPath: home + "/data/lanyard/store.age"), "a store was made without the TPM")
     }
 
     /// tpm2-tools, as an independent reader: the storage key `tpm2_createprimary` makes from the
