@@ -48,7 +48,8 @@ package enum TPMError: LanyardError, Equatable {
                 + "`sudo usermod -aG tss $USER` and log in again. Nothing was changed"
         case .otherTPM(let sealed, let this):
             return "the file store was sealed by another TPM (storage key \(sealed)) than this machine's (\(this)): this home "
-                + "folder was copied from another machine, or this TPM was cleared since. Nothing was changed; \(recovery)"
+                + "folder was copied from another machine, or this TPM was cleared since. Nothing was changed; \(recovery), "
+                + "and see docs/troubleshooting.md to seal it with this TPM"
         case .lockout(let seconds):
             return "the TPM is in dictionary-attack lockout after too many wrong PINs: it allows one more try "
                 + (seconds.map { "every \($0) s" } ?? "after a while")

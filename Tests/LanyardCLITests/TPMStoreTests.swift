@@ -116,6 +116,28 @@ struct TPMStoreTests {
         #expect(own.status == 0 && own.stdout == "AT-alpha-SECRET\n", "\(own.stderr)")
     }
 
+    /// A new TPM (a cleared one, a new motherboard) loses nothing: with the recovery key as the
+    /// store's identity, `store seal --tpm` seals it with the new TPM (docs/troubleshooting.md).
+    @Test func aNewTPMTakesTheStoreOverWithTheRecoveryKey() async throws {
+        let h = try TPMHome()
+        #expect(try h.run("store", "init", "--tpm", "--recovery-file", h.outside + "/recovery.txt").status == 0)
+        try await h.importAlpha()
+        #expect(try h.run("store", "lock").status == 0)
+        let replaced = try SoftwareTPM()
+        #expect(try h.run("token", "alpha", tpm: replaced).status == 5)
+        try FileManager.default.moveItem(atPath: h.data + "/identity.tpm", toPath: h.outside + "/identity.tpm.old")
+        try FileManager.default.copyItem(atPath: h.outside + "/recovery.txt", toPath: h.data + "/identity.txt")
+        chmod(h.data + "/identity.txt", 0o600)
+        let resealed = try h.run("store", "seal", "--tpm", "--recovery-file", h.outside + "/new-recovery.txt", tpm: replaced)
+        #expect(resealed.status == 0, "\(resealed.stderr)")
+        #expect(try h.run("store", "lock").status == 0)
+        let token = try h.run("token", "alpha", tpm: replaced)
+        #expect(token.status == 0 && token.stdout == "AT-alpha-SECRET\n", "\(token.stderr)")
+        let (status, out, _) = try runProcess("/usr/bin/age", ["-d", "-i", h.outside + "/new-recovery.txt", h.data + "/store.age"])
+        #expect(status == 0 && out.contains("AT-alpha-SECRET"))
+        #expect(h.filesHoldingAnIdentity().isEmpty)
+    }
+
     /// A PIN: without one the store is locked (exit 5), a wrong one says how many tries the TPM
     /// has left, the right one opens it; the lockout after too many wrong ones refuses even the
     /// right PIN, while a store without a PIN on the same TPM still opens (its objects are noDA).
