@@ -38,6 +38,9 @@ let package = Package(
         // One blocking HTTP POST over libcurl (headers from libcurl4-openssl-dev), loaded with dlopen
         // when LanyardFleet first talks to etcd, so no binary links it.
         .target(name: "CCurl"),
+        // Sealing and unsealing the file store's identity with a TPM 2.0 over libtss2 (headers from
+        // libtss2-dev), loaded with dlopen when a TPM-sealed store is first opened, so no binary links it.
+        .target(name: "CTPM"),
 
         // `lanyard tray`'s StatusNotifierItem and dbusmenu on GDBus, its GLib main loop on a thread
         // of its own (C: GDBus' server side is callbacks and vtables). LanyardGLib wraps it.
@@ -57,7 +60,7 @@ let package = Package(
         .target(name: "LanyardSupport"),
         .target(name: "LanyardCore", dependencies: ["LanyardSupport"]),
         .target(name: "Age", dependencies: ["CSodium", "CLazyLibraries"]),
-        .target(name: "LanyardStore", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries"]),
+        .target(name: "LanyardStore", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries", "CTPM"]),
         // A fleet of machines sharing slots through etcd (the v3 JSON gateway over libcurl).
         .target(name: "LanyardFleet", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "Age", "CCurl"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardFleet", "Age"]),

@@ -1,7 +1,7 @@
 // libFuzzer harness for the files Lanyard reads that other hands may have written: config.ini
 // (read by GLib's key-file parser, as in Lanyard, then interpreted), `.lanyard` pins, Codex's
-// auth.json, the plaintext of an export bundle, the registry, and the tray's record of the
-// notifications it gave.
+// auth.json, the plaintext of an export bundle, the registry, the tray's record of the
+// notifications it gave, and the TPM-sealed identity (`identity.tpm`).
 // Built by scripts/fuzz.sh against LanyardStore and LanyardIntegrations (and the modules below
 // them). Every input is tried as each of them.
 // Beyond "does not crash": what parses round-trips through Lanyard's own encoding unchanged (an
@@ -86,6 +86,20 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard streaming == whole else { fatalError("the registry reads differently streaming (\(String(describing: streaming))) and whole (\(String(describing: whole)))") }
     if let whole, (try? RegistryDocument.decodeStreaming(whole.jsonData(pretty: true), source: "registry.json")) != whole {
         fatalError("registry round trip changed it")
+    }
+
+    // identity.tpm: what decodes is written back byte for byte (comments aside: Lanyard writes its
+    // own), decodes to the same value, and a refusal names a line inside the file.
+    do {
+        let sealed = try SealedIdentityFile.decode(bytes)
+        guard (try? SealedIdentityFile.decode(sealed.encoded())) == sealed else { fatalError("identity.tpm round trip changed it") }
+        guard sealed.storageKeyName.count == 34, sealed.recoveryRecipients.count <= SealedIdentityFile.maximumRecoveryRecipients else {
+            fatalError("identity.tpm accepted a storage key name or recovery list out of shape")
+        }
+    } catch {
+        let lines = bytes.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+        if let line = error.line, line < 1 || line > lines + 1 { fatalError("identity.tpm error names line \(line) of \(lines)") }
+        assertPrintable(error.description, "an identity.tpm error")
     }
 
     // The tray's tray-notified.json: all of it or nothing, and what it keeps round-trips.

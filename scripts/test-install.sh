@@ -41,10 +41,10 @@ pass "share/lanyard/lanyard-tray.desktop runs $prefix/bin/lanyard tray, passes d
 
 # The shipped binaries load GLib, libsecret, libsodium and libkeyutils on first use, never at start.
 for bin in bin/lanyard lib/lanyard/lanyard-net; do
-    eager=$(readelf -d "$dest/$bin" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | grep -E 'glib|gio|gobject|secret|sodium|keyutils|qrencode|websockets' || true)
+    eager=$(readelf -d "$dest/$bin" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | grep -E 'glib|gio|gobject|secret|sodium|keyutils|qrencode|websockets|tss2' || true)
     [ -z "$eager" ] || fail "$bin links $eager at start-up (they are loaded on first use)"
 done
-pass "bin/lanyard and lanyard-net load GLib, libsecret, libsodium and libkeyutils on first use"
+pass "bin/lanyard and lanyard-net load GLib, libsecret, libsodium, libkeyutils and libtss2 on first use"
 # ...and a file-store token, which needs all but libsecret, still works.
 fhome="$root/filehome"; mkdir -p "$fhome/config/lanyard"
 printf '[store]\nbackend = file\n' > "$fhome/config/lanyard/config.ini"

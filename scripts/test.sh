@@ -6,6 +6,7 @@
 # again with LIBDISPATCH_COOPERATIVE_POOL_STRICT=1: a cooperative pool one thread wide, so the run
 # finishes only if nothing blocks a cooperative thread (docs/architecture.md, "Concurrency").
 # Each run has a time limit: a hang fails it, with the log's tail, instead of stalling CI.
+# LANYARD_TEST_TPM=1: the TPM suites (each test starts its own swtpm) must run, not skip.
 set -eu
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -21,7 +22,7 @@ run() {
   shift
   status=0
   # shellcheck disable=SC2086
-  NO_COLOR=1 timeout --kill-after=10 "$limit" env $envs scripts/with-etcd.sh scripts/with-keyring.sh \
+  NO_COLOR=1 LANYARD_TEST_TPM=1 timeout --kill-after=10 "$limit" env $envs scripts/with-etcd.sh scripts/with-keyring.sh \
     ${SWIFT:-swift} test --skip-build "$@" > "$logs/$name.log" 2>&1 || status=$?
   printf "%-16s %s\n" "$name" "$(grep -E "Test run with" "$logs/$name.log" | tail -1)"
   if [ $status -ne 0 ]; then

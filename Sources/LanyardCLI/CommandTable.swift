@@ -313,8 +313,9 @@ enum ArgumentParser {
         let spelling = arg.split(separator: "=").first.map(String.init) ?? arg
         let candidates = spec.allFlags.map { "--" + $0.name }
         var hint = Suggest.closest(to: spelling, in: candidates).map { " (did you mean \($0)?)" } ?? ""
-        // An option of another subcommand of the same group: name the one that takes it.
-        if hint.isEmpty, let sibling = parent?.visibleSubcommands.first(where: { $0.flags.contains { $0.spellings.contains(spelling) } }) {
+        // An option of another subcommand of the same group, spelled exactly: name the one that
+        // takes it (before a near spelling of this one's: `store init --to` means migrate's, not --tpm).
+        if let sibling = parent?.visibleSubcommands.first(where: { $0.flags.contains { $0.spellings.contains(spelling) } }) {
             hint = " (did you mean `lanyard \(sibling.name) \(spelling)`?)"
         }
         return UsageError(message: "unknown option \(arg) for `lanyard \(spec.name)`\(hint)", command: spec.name)

@@ -127,10 +127,10 @@ package enum StoreOpeners {
 
     /// The real backends.
     package static let system: ConfiguredStoreOpener = { kind, config, paths, interactive in
-        // The two variables only: this runs at every store open, and the whole environment is not needed.
+        // The store's variables only: this runs at every store open, and the whole environment is not needed.
         var variables: [String: String] = [:]
         if kind == .file {
-            for name in CredentialStores.passphraseVariables { variables[name] = getenv(name).map { String(cString: $0) } }
+            for name in CredentialStores.storeVariables { variables[name] = getenv(name).map { String(cString: $0) } }
         }
         return CredentialStores.open(kind, config: config, paths: paths, interactive: interactive, passphraseEnvironment: variables)
     }

@@ -38,6 +38,10 @@ extension ExitStatus {
         case .storeUnavailable, .storeLocked, .storeTimedOut, .fleetUnavailable, .fleetLockTimeout,
              .etcdUnreachable, .etcdUnavailable, .etcdTLS, .etcdPermissionDenied, .codexKeyringUnavailable:
             self = .storeUnavailable
+        // A TPM-sealed file store that the TPM does not open (yet): like a locked store, nothing
+        // changed, and the fix is outside Lanyard (the TPM, its permissions, its lockout, the PIN).
+        case .tpmUnavailable, .tpmPermissionDenied, .tpmMismatch, .tpmLockout, .tpmWrongPIN, .tpmFailed:
+            self = .storeUnavailable
         // The store refused refreshed tokens, which wait in the recovery file or the kernel
         // keyring: the sign-in is intact, and what must be fixed is the store (then `doctor
         // --repair`), as with any store that does not answer.

@@ -101,8 +101,15 @@ package final class Invocation: Sendable {
     /// when ``mayAskForPassphrase``) and unlocks it for `[store] unlock-cache` seconds, as `lanyard
     /// store unlock` does.
     func unlockFileStoreOnTerminal() throws {
-        let file = EncryptedFileStore(paths: paths, unlockCacheSeconds: try config().unlockCacheSeconds)
+        let config = try config()
+        let file = EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds,
+                                      tpm: .resolve(environment: context.environment, configured: config.tpmTCTI))
         let reader = PassphraseReader(environment: context.environment)
+        if file.isSealed {
+            // One try: the TPM counts a wrong PIN towards its lockout, and the error says how many are left.
+            try file.unlock(passphrase: try reader.read(prompt: "The file store is locked. TPM PIN for the Lanyard file store: "))
+            return
+        }
         try file.unlock(tries: Self.passphraseTries) { attempt in
             try reader.read(prompt: attempt == 1 ? "The file store is locked. Passphrase for the Lanyard file store: "
                                                  : "Wrong passphrase; try again: ")

@@ -34,6 +34,10 @@ public struct LanyardConfig: Hashable, Sendable {
     /// The Secret Service collection new items go into: an alias (`default`, `login`, `session`)
     /// or a collection's D-Bus object path; nil means the `default` alias.
     public var keyringCollection: String?
+    /// `[store] tpm-tcti`: the TCTI of the TPM that seals the file store's identity, as tpm2-tools
+    /// take it (`device:/dev/tpmrm0`, `swtpm:host=…,port=…`), when neither TPM2TOOLS_TCTI nor TCTI
+    /// is set; nil means libtss2's default (the resource manager `/dev/tpmrm0`).
+    package var tpmTCTI: String?
     /// Keep Codex's auth.json in step with `lanyard switch`.
     public var codexIntegration = false
     /// The agent's spread: each slot refreshes up to this many seconds after it falls due (capped at

@@ -24,6 +24,12 @@ public struct ErrorCode: Hashable, Sendable, RawRepresentable, CaseIterable {
         case storeCorrupt = "store_corrupt"
         case wrongPassphrase = "wrong_passphrase"
         case unsafePath = "unsafe_path"
+        case tpmUnavailable = "tpm_unavailable"
+        case tpmPermissionDenied = "tpm_permission_denied"
+        case tpmMismatch = "tpm_mismatch"
+        case tpmLockout = "tpm_lockout"
+        case tpmWrongPIN = "tpm_wrong_pin"
+        case tpmFailed = "tpm_failed"
         case ioError = "io_error"
         case refreshedTokensInRecoveryFile = "refreshed_tokens_in_recovery_file"
         case refreshedTokensInKernelKeyring = "refreshed_tokens_in_kernel_keyring"
@@ -159,6 +165,18 @@ public struct ErrorCode: Hashable, Sendable, RawRepresentable, CaseIterable {
     public static let wrongPassphrase = ErrorCode(.wrongPassphrase)
     /// A path is a symbolic link, owned by someone else, or writable by others.
     public static let unsafePath = ErrorCode(.unsafePath)
+    /// The file store is sealed by a TPM, and no TPM answers (or libtss2 is not installed).
+    public static let tpmUnavailable = ErrorCode(.tpmUnavailable)
+    /// The TPM's device exists but this user may not open it (group `tss` on Debian).
+    public static let tpmPermissionDenied = ErrorCode(.tpmPermissionDenied)
+    /// The file store was sealed by another TPM (a copied home), or this TPM was cleared since.
+    public static let tpmMismatch = ErrorCode(.tpmMismatch)
+    /// The TPM is in dictionary-attack lockout after too many wrong PINs.
+    public static let tpmLockout = ErrorCode(.tpmLockout)
+    /// The TPM PIN is wrong (the TPM counted the failure).
+    public static let tpmWrongPIN = ErrorCode(.tpmWrongPIN)
+    /// Any other TPM failure, or a sealed identity the TPM refuses.
+    public static let tpmFailed = ErrorCode(.tpmFailed)
     /// Reading or writing a file failed.
     public static let ioError = ErrorCode(.ioError)
     /// Refreshed tokens could not be stored; they wait in the slot's recovery file.

@@ -53,7 +53,7 @@ public struct Configuration: Sendable {
         if let backend { config.backend = backend == .file ? .file : .secretService }
         if let streamingTransportPolicy { config.streaming = streamingTransportPolicy }
         let storeConfig = config
-        let passphraseEnvironment = environment.filter { CredentialStores.passphraseVariables.contains($0.key) }
+        let passphraseEnvironment = environment.filter { CredentialStores.storeVariables.contains($0.key) }
         return AccountManager(
             paths: paths, config: config,
             openStore: { kind, interactive in

@@ -79,7 +79,7 @@ package enum ConfigFile {
 
     /// The keys each fixed section knows; others are warned about.
     static let knownKeys: [String: Set<String>] = [
-        "store": ["backend", "timeout", "interactive-timeout", "unlock-cache", "collection"],
+        "store": ["backend", "timeout", "interactive-timeout", "unlock-cache", "collection", "tpm-tcti"],
         "refresh": ["lead", "lead-share", "max-age"],
         "backoff": ["max-retries", "initial-delay", "maximum-delay", "respect-retry-after"],
         "integrations": ["codex"],
@@ -243,7 +243,7 @@ package enum ConfigFile {
         }
     }
 
-    /// `[store]`: backend, timeouts, unlock cache, keyring collection.
+    /// `[store]`: backend, timeouts, unlock cache, keyring collection, the TPM's TCTI.
     private static func readStore(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
         if let raw = r.string("store", "backend") {
             guard let choice = LanyardConfig.BackendChoice(rawValue: raw.trimmingSpaces()) else {
@@ -260,6 +260,13 @@ package enum ConfigFile {
                 throw r.invalid("store", "collection", "expected an alias (default, login, session) or a collection's object path, got \"\(raw)\"")
             }
             config.keyringCollection = v
+        }
+        if let raw = r.string("store", "tpm-tcti") {
+            let v = raw.trimmingSpaces()
+            guard !v.isEmpty, !v.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw r.invalid("store", "tpm-tcti", "expected a TCTI as tpm2-tools take it (device:/dev/tpmrm0, swtpm:host=HOST,port=PORT)")
+            }
+            config.tpmTCTI = v
         }
     }
 

@@ -5,11 +5,13 @@ import LanyardSupport
 
 /// Every slot's credential in one age v1 file, `$XDG_DATA_HOME/lanyard/store.age`, encrypted to
 /// the store's own X25519 identity. The identity lives beside it in `identity.age` (itself age
-/// scrypt-encrypted with the user's passphrase) or, on explicit opt-in for unattended hosts, in
-/// `identity.txt` at 0600. Stock `age` opens both (docs/store-format.md).
+/// scrypt-encrypted with the user's passphrase), in `identity.tpm` (sealed by the machine's TPM
+/// 2.0, with the store also encrypted to recovery recipients) or, on explicit opt-in for
+/// unattended hosts, in `identity.txt` at 0600. Stock `age` opens the store with the identity, or
+/// with a recovery key (docs/store-format.md).
 ///
-/// Unlocking costs one scrypt; the unlocked identity then waits in the kernel user keyring with a
-/// timeout. Writes take an exclusive lock, replace the file durably and keep the previous
+/// Unlocking costs one scrypt, or one unseal by the TPM; the unlocked identity then waits in the
+/// kernel user keyring with a timeout, so the commands that follow touch neither. Writes take an exclusive lock, replace the file durably and keep the previous
 /// generation as `store.age.prev`. A file that fails to decrypt is reported as `corrupt` and never
 /// touched.
 package final class EncryptedFileStore: CredentialStore, Sendable {
@@ -19,6 +21,8 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     package var storePath: String { directory + "/store.age" }
     package var protectedIdentityPath: String { directory + "/identity.age" }
     package var plainIdentityPath: String { directory + "/identity.txt" }
+    /// The identity sealed by the TPM (``SealedIdentityFile``).
+    package var sealedIdentityPath: String { directory + "/identity.tpm" }
     /// How long an unlocked identity stays cached, in seconds.
     package let unlockCacheSeconds: TimeInterval
     /// Where a passphrase comes from without asking (LANYARD_PASSPHRASE_FILE, LANYARD_ASKPASS); nil
@@ -27,14 +31,23 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     package let passphraseSource: (@Sendable () throws -> String)?
     /// What `passphraseSource` reads (`LANYARD_PASSPHRASE_FILE PATH`), named when its passphrase is wrong.
     package let passphraseSourceName: String?
+    /// Where the TPM is, given; nil: the process's TPM2TOOLS_TCTI or TCTI, else the default.
+    private let givenTPM: TPMLocation?
 
+    /// - Parameter tpm: the TPM a sealed identity is sealed by and opened with; nil reads
+    ///   TPM2TOOLS_TCTI and TCTI when it is needed (a caller with config.ini passes
+    ///   ``TPMLocation/resolve(environment:configured:)`` with `[store] tpm-tcti`).
     package init(paths: Paths, unlockCacheSeconds: TimeInterval = 900, passphraseSource: (@Sendable () throws -> String)? = nil,
-                 passphraseSourceName: String? = nil) {
+                 passphraseSourceName: String? = nil, tpm: TPMLocation? = nil) {
         directory = paths.dataDirectory
         self.unlockCacheSeconds = unlockCacheSeconds
         self.passphraseSource = passphraseSource
         self.passphraseSourceName = passphraseSourceName
+        givenTPM = tpm
     }
+
+    /// The TPM this store's identity is sealed by (when it is).
+    package var tpm: TPMLocation { givenTPM ?? .resolve(environment: nil, configured: nil) }
 
     var cacheName: String { "lanyard:file-store:" + storePath }
     /// The unlocked identity's public key (not a secret; a hint that spares computing it).
@@ -57,11 +70,26 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     /// Whether `store init` has run.
     package var isInitialized: Bool {
         (try? SecureFiles.checkFile(storePath)) == true
-            && ((try? SecureFiles.checkFile(protectedIdentityPath)) == true || (try? SecureFiles.checkFile(plainIdentityPath)) == true)
+            && ((try? SecureFiles.checkFile(protectedIdentityPath)) == true || (try? SecureFiles.checkFile(plainIdentityPath)) == true
+                || isSealed)
     }
 
-    /// Whether the identity is protected by a passphrase (false for `--no-passphrase` stores).
-    package var isPassphraseProtected: Bool { (try? SecureFiles.checkFile(protectedIdentityPath)) == true }
+    /// Whether the identity is protected by a passphrase (false for `--no-passphrase` and TPM-sealed stores).
+    package var isPassphraseProtected: Bool { !isSealed && (try? SecureFiles.checkFile(protectedIdentityPath)) == true }
+
+    /// Whether the identity is sealed by a TPM (`identity.tpm`). It wins over a clear identity
+    /// left beside it by an interrupted `store seal --tpm`.
+    package var isSealed: Bool { (try? SecureFiles.checkFile(sealedIdentityPath)) == true }
+
+    /// The sealed identity's file, decoded; nil when the store is not sealed by a TPM. Reads only
+    /// the file (not secret): for `store status` and `doctor`.
+    package func sealedIdentity() throws -> SealedIdentityFile? {
+        guard isSealed else { return nil }
+        return try sealedIdentityFile()
+    }
+
+    /// Whether opening the store needs a TPM PIN (a sealed identity with an authValue).
+    package var needsTPMPIN: Bool { ((try? sealedIdentity()) ?? nil)?.pin == true }
 
     /// Creates the identity and an empty store, and caches the unlocked identity.
     /// - Parameter passphrase: protects the identity; nil stores it unprotected at 0600.
@@ -91,7 +119,7 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
         }
         // The store first, then its identity: a failure in between leaves no identity without a
         // store (which would make the next `store init` refuse, and every command call it locked).
-        try write(StoreDocument(), identity: identity)
+        try write(StoreDocument(), recipients: [identity.recipient])
         do { try SecureFiles.atomicWrite(identityFile, to: identityPath) } catch {
             try? FileManager.default.removeItem(atPath: storePath)
             try? FileManager.default.removeItem(atPath: storePath + ".prev")
@@ -102,8 +130,13 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     }
 
     /// Checks `passphrase` against the protected identity and caches the unlocked identity.
-    /// A wrong passphrase changes nothing.
+    /// A wrong passphrase changes nothing. A TPM-sealed store takes it as its PIN (one try: the
+    /// TPM counts a wrong one) and is unsealed by the TPM.
     package func unlock(passphrase: String) throws {
+        if isSealed {
+            try cache(try unsealIdentity(pin: passphrase))
+            return
+        }
         guard try SecureFiles.checkFile(protectedIdentityPath) else {
             if try SecureFiles.checkFile(plainIdentityPath) { return }  // nothing to unlock
             throw Self.notSetUp
@@ -144,13 +177,20 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
         return KernelKeyring.remove(name: cacheName)
     }
 
-    /// The identity that opens the store: unprotected file, else the cached unlocked one.
+    /// The identity that opens the store: the cached unlocked one of a TPM-sealed store (else
+    /// unsealed now), the unprotected file, else the cached unlocked one.
     func identity() throws -> X25519Identity {
+        if isSealed {
+            if let cached = try cachedIdentity() { return cached }
+            let identity = try unsealIdentity(pin: nil)
+            try? cache(identity)
+            return identity
+        }
         if let plain = try SecureFiles.read(plainIdentityPath) { return try parseIdentity(plain, source: plainIdentityPath) }
         guard try SecureFiles.checkFile(protectedIdentityPath) else {
             throw Self.notSetUp
         }
-        guard var cached = KernelKeyring.load(name: cacheName) else {
+        guard let cached = try cachedIdentity() else {
             if let passphraseSource {
                 let identity: X25519Identity
                 do { identity = try openProtectedIdentity(passphrase: try passphraseSource()) } catch StoreError.wrongPassphrase {
@@ -165,6 +205,12 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
             }
             throw StoreError.locked(backend: Self.backendName, hint: "run `lanyard store unlock`")
         }
+        return cached
+    }
+
+    /// The unlocked identity the kernel keyring holds, or nil.
+    func cachedIdentity() throws -> X25519Identity? {
+        guard var cached = KernelKeyring.load(name: cacheName) else { return nil }
         defer { for i in cached.indices { cached[i] = 0 } }
         let publicKey = KernelKeyring.load(name: publicKeyCacheName).map { String(decoding: $0, as: UTF8.self) }
         do { return try X25519Identity(String(decoding: cached, as: UTF8.self), publicKey: publicKey) } catch {
@@ -198,12 +244,29 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     }
 
     func write(_ document: StoreDocument, identity: X25519Identity) throws {
-        try SecureFiles.atomicWrite(try seal(document, identity: identity), to: storePath, keepPrevious: true)
+        try write(document, recipients: try recipients(for: identity))
     }
 
-    /// `document` encrypted to the store's recipient: the bytes of `store.age`.
-    func seal(_ document: StoreDocument, identity: X25519Identity) throws -> Data {
-        do { return try Age.encrypt(document.jsonData(), to: [identity.recipient]) } catch {
+    func write(_ document: StoreDocument, recipients: [X25519Recipient]) throws {
+        try SecureFiles.atomicWrite(try seal(document, to: recipients), to: storePath, keepPrevious: true)
+    }
+
+    /// Who `store.age` is encrypted to: the store's own recipient, and the recovery recipients a
+    /// TPM-sealed store names in `identity.tpm`.
+    func recipients(for identity: X25519Identity) throws -> [X25519Recipient] {
+        guard isSealed else { return [identity.recipient] }
+        let recovery = try sealedIdentityFile().recoveryRecipients.map { text in
+            // The decoder accepted only recipients that parse.
+            do { return try X25519Recipient(text) } catch {
+                throw StoreError.corrupt(source: sealedIdentityPath, detail: "a recovery recipient does not parse")
+            }
+        }
+        return [identity.recipient] + recovery
+    }
+
+    /// `document` encrypted to `recipients`: the bytes of `store.age`.
+    func seal(_ document: StoreDocument, to recipients: [X25519Recipient]) throws -> Data {
+        do { return try Age.encrypt(document.jsonData(), to: recipients) } catch {
             throw StoreError.io(path: storePath, detail: "cannot encrypt: \(error.userFacingDescription)")
         }
     }
@@ -250,7 +313,7 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
         var document = try read(identity: identity)
         for (slot, credential) in credentials { document.slots[slot] = credential }
         let staged = storePath + ".incoming"
-        try SecureFiles.writeNew(try seal(document, identity: identity), to: staged)
+        try SecureFiles.writeNew(try seal(document, to: try recipients(for: identity)), to: staged)
         try transaction.adopt(StagedStoreWrite(stagedPath: staged, targetPath: storePath, lock: lock))
         return true
     }
@@ -268,14 +331,18 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
             return StoreHealth(backend: .file, reachable: false, locked: false, persistent: true, location: storePath,
                                problem: "not set up (run `lanyard store init`)")
         }
-        // A store that opens with an unattended passphrase counts as unlocked: commands can use it.
-        let locked = isPassphraseProtected && passphraseSource == nil && KernelKeyring.load(name: cacheName) == nil
-        return StoreHealth(backend: .file, reachable: true, locked: locked, persistent: true, location: storePath)
+        // A store that opens with an unattended passphrase counts as unlocked: commands can use it,
+        // and so does a TPM-sealed one without a PIN (the TPM opens it when it is needed).
+        let needsSecret = isPassphraseProtected || needsTPMPIN
+        let locked = needsSecret && passphraseSource == nil && KernelKeyring.load(name: cacheName) == nil
+        var health = StoreHealth(backend: .file, reachable: true, locked: locked, persistent: true, location: storePath)
+        if isSealed { describeSeal(&health) }
+        return health
     }
 }
 
 /// The JSON inside `store.age`: `{"version": 1, "slots": {SLOT: CREDENTIAL}}`.
-struct StoreDocument: JSONDocument {
+struct StoreDocument: JSONDocument, Equatable {
     static let currentVersion = 1
     var slots: [Slot: Credential] = [:]
 

@@ -13,7 +13,8 @@ package enum LeftoverTemporaries {
         let fileStore = EncryptedFileStore(paths: paths)
         let storeLock = fileStore.storePath + ".lock"
         return [(paths.registryFile, paths.registryFile + ".lock"), (fileStore.storePath, storeLock),
-                (fileStore.plainIdentityPath, storeLock), (fileStore.protectedIdentityPath, storeLock)]
+                (fileStore.plainIdentityPath, storeLock), (fileStore.protectedIdentityPath, storeLock),
+                (fileStore.sealedIdentityPath, storeLock)]
     }
 
     /// The leftovers in the data folder now, by path: temporaries of the guarded files whose lock

@@ -123,9 +123,13 @@ package struct PassphraseError: LanyardError {
 package enum CredentialStores {
     /// The variables that name an unattended passphrase source.
     package static let passphraseVariables = ["LANYARD_PASSPHRASE_FILE", "LANYARD_ASKPASS"]
+    /// Every variable ``open(_:config:paths:interactive:passphraseEnvironment:)`` reads: the
+    /// passphrase sources and where the TPM is (``TPMLocation/variables``).
+    package static let storeVariables = passphraseVariables + TPMLocation.variables
 
     /// The store of `kind`; `interactive` selects the longer timeout. A file store opens a locked
-    /// store on its own when `passphraseEnvironment` names an unattended passphrase source.
+    /// store on its own when `passphraseEnvironment` names an unattended passphrase source, and
+    /// finds its TPM by the variables there (``storeVariables``) and `[store] tpm-tcti`.
     package static func open(_ kind: BackendKind, config: LanyardConfig, paths: Paths, interactive: Bool,
                             passphraseEnvironment: [String: String]) -> any CredentialStore {
         switch kind {
@@ -137,7 +141,8 @@ package enum CredentialStores {
             var source: (@Sendable () throws -> String)?
             if reader.hasUnattendedSource { source = { try reader.read(prompt: "Passphrase for the Lanyard file store: ") } }
             return EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds, passphraseSource: source,
-                                      passphraseSourceName: reader.unattendedSource)
+                                      passphraseSourceName: reader.unattendedSource,
+                                      tpm: .resolve(environment: passphraseEnvironment, configured: config.tpmTCTI))
         }
     }
 }

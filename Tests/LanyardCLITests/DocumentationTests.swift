@@ -20,7 +20,7 @@ import Testing
         #expect(help.count >= 50, "help lists \(help.count) commands and subcommands")
         #expect(help["refresh-worker"] == nil, "hidden commands stay out of help")
         #expect(help["store migrate"] == ["to", "dry-run", "json", "help", "no-color"])
-        #expect(help["store init"] == ["no-passphrase", "json", "help", "no-color"])
+        #expect(help["store init"] == ["no-passphrase", "tpm", "tpm-pin", "recovery-file", "recovery-recipient", "no-recovery", "json", "help", "no-color"])
         let groups = help.keys.filter { name in help.keys.contains { $0.hasPrefix(name + " ") } }
         let surfaces: [(String, Surface)] = await [
             ("man page", try manPageSurface()),
@@ -101,16 +101,17 @@ import Testing
             let parts = $0.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             return (parts[0], parts.count > 1 ? parts[1] : "")
         })
-        #expect(bash["lanyard store "] == "init unlock lock status migrate")
-        #expect(bash["lanyard --json store s"] == "status")
-        #expect(bash["lanyard store init --"] == "--no-passphrase --json --help --no-color", "init's own flags, not migrate's")
+        #expect(bash["lanyard store "] == "init seal unlock lock status migrate")
+        #expect(bash["lanyard --json store s"] == "seal status")
+        #expect(bash["lanyard store init --"] == "--no-passphrase --tpm --tpm-pin --recovery-file --recovery-recipient --no-recovery --json --help --no-color",
+                "init's own flags, not migrate's")
         #expect(bash["lanyard store --to file migrate --d"] == "--dry-run")
         #expect(bash["lanyard store migrate --to "] == "secret-service file")
         #expect(bash["lanyard store migrate "] == "work")
         #expect(bash["lanyard codex export "] == "work")
         #expect(bash["lanyard git-credential setup --"] == "--slot --apply --help --no-color")
         #expect(bash["lanyard completion "] == "bash zsh fish")
-        #expect(bash["lanyard help store "] == "init unlock lock status migrate")
+        #expect(bash["lanyard help store "] == "init seal unlock lock status migrate")
         #expect(bash["lanyard help "]?.hasPrefix("login logout ") == true)
 
         let fishOut = try runShell(["fish", "--no-config", "-c", """
@@ -119,9 +120,9 @@ import Testing
                 echo "$line|"(complete -C $line | string replace -r '\\t.*' '' | string join ' ')
             end
             """], environment: env)
-        #expect(fishOut.contains("lanyard store |init lock migrate status unlock\n"), "\(fishOut)")
-        #expect(fishOut.contains("lanyard --json store s|status\n"), "\(fishOut)")
-        #expect(fishOut.contains("lanyard store init --|--help --json --no-color --no-passphrase\n"), "\(fishOut)")
+        #expect(fishOut.contains("lanyard store |init lock migrate seal status unlock\n"), "\(fishOut)")
+        #expect(fishOut.contains("lanyard --json store s|seal status\n"), "\(fishOut)")
+        #expect(fishOut.contains("lanyard store init --|--help --json --no-color --no-passphrase --no-recovery --recovery-file --recovery-recipient --tpm --tpm-pin\n"), "\(fishOut)")
         #expect(fishOut.contains("lanyard store migrate --to |file secret-service\n"), "\(fishOut)")
         #expect(fishOut.contains("lanyard codex export |work\n"), "\(fishOut)")
         #expect(fishOut.contains("lanyard help codex |export import\n"), "\(fishOut)")
@@ -140,7 +141,7 @@ import Testing
             """], environment: env)
         let zsh = zshOut.split(separator: "\n").map(String.init)
         #expect(zsh.count == 4, "\(zshOut)")
-        #expect(zsh.first == "describe init unlock lock status migrate")
+        #expect(zsh.first == "describe init seal unlock lock status migrate")
         #expect(zsh.dropFirst().first.map { $0.contains("--no-passphrase[") && !$0.contains("--to[") } == true, "\(zshOut)")
         #expect(zsh.dropFirst(2).first.map { $0.contains("--to[") && $0.contains("--dry-run[") && !$0.contains("--no-passphrase") } == true)
         #expect(zsh.last == "describe bash zsh fish")

@@ -84,12 +84,19 @@ import Testing
             Documented(section: "fleet resolve", view: FleetStatusView.self, samples: [FleetStatusView(report: fleetReport), FleetStatusView(report: forkedReport)]),
             Documented(section: "fleet remove", view: FleetRemoveView.self, samples: [FleetRemoveView(removal: FleetRemoval(machine: "m2", wasMember: true, slots: [
                 FleetRemoval.SlotOutcome(slot: slot, result: .rotated(generation: 4))], etcdAccess: .revoked(user: "lanyard-m2")))]),
-            Documented(section: "store init", view: StoreInitView.self, samples: [StoreInitView(store: "/s", passphrase: true, unlocked: true)]),
+            Documented(section: "store init", view: StoreInitView.self, samples: [
+                StoreInitView(store: "/s", passphrase: true, unlocked: true, tpm: false, recovery: [], recoveryFile: nil),
+                StoreInitView(store: "/s", passphrase: false, unlocked: true, tpm: true, recovery: ["age1…"], recoveryFile: "/r"),
+            ]),
+            Documented(section: "store seal", view: StoreSealView.self, samples: [
+                StoreSealView(store: "/s", outcome: "sealed", pin: true, recovery: ["age1…"], recoveryFile: "/r"),
+                StoreSealView(store: "/s", outcome: "finished", pin: false, recovery: [], recoveryFile: nil),
+            ]),
             Documented(section: "store unlock", view: StoreUnlockView.self, samples: [StoreUnlockView.unlocked(cacheSeconds: 60), .noPassphrase]),
             Documented(section: "store lock", view: StoreLockView.self, samples: [StoreLockView(wasUnlocked: true)]),
             Documented(section: "store status", view: StoreStatusView.self, samples: [
-                StoreStatusView(store: "/s", initialized: true, passphrase: true, locked: false, problem: nil),
-                StoreStatusView(store: "/s", initialized: true, passphrase: true, locked: true, problem: "p"),
+                StoreStatusView(store: "/s", initialized: true, passphrase: true, tpm: false, locked: false, problem: nil),
+                StoreStatusView(store: "/s", initialized: true, passphrase: false, tpm: true, locked: true, problem: "p"),
             ]),
             Documented(section: "store migrate", view: StoreMigrateView.self, samples: [StoreMigrateView(steps: [])]),
             Documented(section: "list", view: ListView.self, samples: [ListView(document: document)]),

@@ -62,10 +62,10 @@ import Testing
 
     @Test func anUnknownOrMissingSubcommandIsAUsageErrorThatSuggests() {
         #expect(usageError("store", "unlok")
-                == "unknown store command \"unlok\" (did you mean `unlock`?); one of init, unlock, lock, status, migrate")
+                == "unknown store command \"unlok\" (did you mean `unlock`?); one of init, seal, unlock, lock, status, migrate")
         #expect(usageError("codex", "exprot")?.contains("(did you mean `export`?)") == true)
-        #expect(usageError("store") == "missing store command: one of init, unlock, lock, status, migrate")
-        #expect(usageError("store", "--json") == "missing store command: one of init, unlock, lock, status, migrate")
+        #expect(usageError("store") == "missing store command: one of init, seal, unlock, lock, status, migrate")
+        #expect(usageError("store", "--json") == "missing store command: one of init, seal, unlock, lock, status, migrate")
         #expect(usageError("store", "lock", "extra") == "unexpected argument \"extra\": usage: lanyard store lock [options]")
         #expect(usageError("git-credential", "setup") == "missing argument: usage: lanyard git-credential setup HOST[/PATH] [options]")
     }

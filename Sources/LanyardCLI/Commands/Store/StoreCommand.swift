@@ -14,10 +14,11 @@ extension StoreGroupCommand {
             CommandExample("lanyard store unlock", "open it for [store] unlock-cache seconds"),
             CommandExample("lanyard store migrate --to file", "move every slot from the keyring into the file store"),
         ],
-        subcommands: [initStore, unlock, lock, status, migrate])
+        subcommands: [initStore, seal, unlock, lock, status, migrate])
 
     static func fileStore(_ inv: Invocation) throws -> (EncryptedFileStore, LanyardConfig) {
         let config = try inv.config()
-        return (EncryptedFileStore(paths: inv.paths, unlockCacheSeconds: config.unlockCacheSeconds), config)
+        return (EncryptedFileStore(paths: inv.paths, unlockCacheSeconds: config.unlockCacheSeconds,
+                                   tpm: .resolve(environment: inv.context.environment, configured: config.tpmTCTI)), config)
     }
 }

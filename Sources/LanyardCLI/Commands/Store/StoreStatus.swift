@@ -8,14 +8,17 @@ extension StoreGroupCommand {
         details: "Reads the store's files and the kernel keyring only: it never asks for a passphrase.",
         examples: [
             CommandExample("lanyard store status", "is there a store here, and is it unlocked?"),
-            CommandExample("lanyard store status --json", "the same for scripts: {\"store\", \"initialized\", \"passphrase\", \"locked\"}"),
+            CommandExample("lanyard store status --json", "the same for scripts: {\"store\", \"initialized\", \"passphrase\", \"tpm\", \"locked\"}"),
         ]) { inv in
         let (file, _) = try fileStore(inv)
         let health = file.health()
+        let sealed = file.isSealed
         inv.emit(StoreStatusView(store: file.storePath, initialized: file.isInitialized, passphrase: file.isPassphraseProtected,
-                                 locked: health.locked, problem: health.problem)) {
+                                 tpm: sealed, locked: health.locked, problem: health.problem)) {
             if !file.isInitialized { inv.stdout.line("No file store (create one with `lanyard store init`).") } else {
-                inv.stdout.line("\(file.storePath): \(health.locked ? "locked" : "unlocked")\(file.isPassphraseProtected ? "" : " (no passphrase)")")
+                let protection = sealed ? (file.needsTPMPIN ? " (sealed by the TPM, with a PIN)" : " (sealed by the TPM)")
+                    : file.isPassphraseProtected ? "" : " (no passphrase)"
+                inv.stdout.line("\(file.storePath): \(health.locked ? "locked" : "unlocked")\(protection)")
             }
         }
         return .ok
@@ -24,16 +27,18 @@ extension StoreGroupCommand {
 
 /// `store status --json`.
 struct StoreStatusView: JSONView {
-    static let keys = ["store", "initialized", "passphrase", "locked", "problem"]
+    static let keys = ["store", "initialized", "passphrase", "tpm", "locked", "problem"]
     static let optionalKeys: Set<String> = ["problem"]
     let store: String
     let initialized: Bool
     let passphrase: Bool
+    /// Whether the identity is sealed by the TPM.
+    let tpm: Bool
     let locked: Bool
     let problem: String?
     var json: JSONValue {
         JSONValue.object([
-            "store": .string(store), "initialized": .bool(initialized), "passphrase": .bool(passphrase),
+            "store": .string(store), "initialized": .bool(initialized), "passphrase": .bool(passphrase), "tpm": .bool(tpm),
             "locked": .bool(locked), "problem": .optional(problem),
         ]).droppingNulls
     }
