@@ -84,7 +84,7 @@ let package = Package(
         .target(name: "LanyardTestSupport", dependencies: ["LanyardFleet", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"], path: "Tests/Support"),
         .testTarget(name: "LanyardSupportTests", dependencies: ["LanyardSupport"]),
         .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore", "LanyardSupport"]),
-        .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardFleet", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
         .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "LanyardSupport", "Age", "LanyardTestSupport"]),

@@ -1,4 +1,5 @@
 import LanyardSupport
+import LanyardFleet
 import LanyardCore
 import LanyardStore
 
@@ -30,4 +31,15 @@ extension EventLog {
     package func appendInTest(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:]) -> JSONValue {
         append(event, slot: slot, fields: fields)
     }
+}
+
+extension EtcdKV {
+    /// ``EtcdKV/get(_:)`` from an async test.
+    package func getInTest(_ key: String) throws -> EtcdKeyValue? { try get(key) }
+    /// ``EtcdKV/put(_:value:lease:)`` from an async test.
+    @discardableResult
+    package func putInTest(_ key: String, value: [UInt8]) throws -> Int64 { try put(key, value: value, lease: 0) }
+    /// ``EtcdKV/delete(_:prefix:)`` from an async test.
+    @discardableResult
+    package func deleteInTest(_ key: String) throws -> Int64 { try delete(key, prefix: false) }
 }

@@ -20,6 +20,23 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
     /// Transactions succeed again.
     package func clearFaults() { lock.withLock { transactionFaults.removeAll() } }
 
+    private var hooks: [@Sendable ([EtcdOperation]) -> Bool] = []
+
+    /// Runs `hook` before each transaction (outside the lock), with the operations of its success
+    /// branch, until it returns true: a test acts there as an adversary with etcd access would
+    /// between two steps of the protocol (after the intent is written, before the fenced write).
+    package func whenTransaction(_ hook: @escaping @Sendable ([EtcdOperation]) -> Bool) {
+        lock.withLock { hooks.append(hook) }
+    }
+
+    private func runHooks(_ operations: [EtcdOperation]) {
+        let pending = lock.withLock { hooks }
+        var done: [Int] = []
+        for (i, hook) in pending.enumerated() where hook(operations) { done.append(i) }
+        guard !done.isEmpty else { return }
+        lock.withLock { for i in done.reversed() where i < hooks.count { hooks.remove(at: i) } }
+    }
+
     private func takeFault() -> Bool? {
         lock.withLock {
             guard !transactionFaults.isEmpty else { return nil }
@@ -77,6 +94,7 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
     }
 
     package func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation]) throws -> EtcdTransactionResult {
+        runHooks(success)
         let fault = takeFault()
         if fault == false { throw EtcdError.unavailable(endpoint: "memory", detail: "injected: no quorum") }
         let result = applyTransaction(compare: compare, success: success, failure: failure)
