@@ -134,10 +134,25 @@ package struct Fleet: Sendable {
             return "it is not the entry verified here and does not verify (the verified one was put back)"
         }
         let signer = (try? doc.fields.machineName("signer")) ?? "?"
+        // Signed by a machine an entry verified here removed (at this number or before): its
+        // signature counts for nothing from its removal on, so this is damage, not a fork (else a
+        // removed machine could stop every member that saw its removal).
+        if Self.removed(signer, upTo: seq, in: known) {
+            restore(mine, at: seq, over: entry)
+            return "it is signed by \(signer), whom entry \(seq) or an earlier one verified here removed (the verified one was put back)"
+        }
         try FleetAlarm.raise(FleetAlarm(fleet: name, kind: .forked, seq: seq, digest: doc.digest, ours: mine.digest, theirs: entry.value,
                                         source: entry.key, signer: signer, detectedAt: clock()), paths: paths)
         return "a fork: it verifies, signed by \(signer), but entry \(seq) verified here is another; nothing is written until "
             + "a person resolves it (`lanyard fleet resolve`)"
+    }
+
+    /// Whether an entry verified in `known`, numbered at most `seq`, removes `machine`.
+    static func removed(_ machine: String, upTo seq: Int64, in known: Membership) -> Bool {
+        known.log.prefix(Int(seq)).contains { entry in
+            guard let doc = try? SignedDocument(entry.bytes, key: "log", kind: Membership.entryType) else { return false }
+            return (try? doc.fields.string("op")) == "remove" && (try? doc.fields.machineName("machine")) == machine
+        }
     }
 
     /// Puts a verified entry back in etcd where it is missing (`over` nil) or damaged, fenced so
@@ -500,16 +515,16 @@ package struct Fleet: Sendable {
     }
 
     /// Puts a new sign-in in place of whatever the fleet holds for `slot` (its session may have
-    /// died everywhere, or its value was deleted or damaged), under `lock`, as a generation
-    /// ``signInStride`` above both the fleet's and `seen` (the newest this machine saw): a member
-    /// that missed generations (offline, or shown an older value put back) still writes one above
-    /// any another member saw, so no member refuses the fleet's new session as a rollback.
+    /// died everywhere, or its value was deleted or damaged), under `lock`, as a generation above
+    /// both the fleet's and `seen` (the newest this machine saw) and at least the sign-in's time
+    /// (``signInGeneration(above:)``): a member that missed generations (offline, or shown an
+    /// older value put back) still writes one above any another member saw.
     /// - Returns: the value written; nil when the slot was unshared (a tombstone).
     package func replace(_ slot: Slot, credential: Credential, seen: Int64, under lock: FleetLock) throws -> SharedValue? {
         let (identity, _) = try memberIdentity()
         for _ in 0..<3 {
             let membership = try sealingMembership()
-            var current = SharedValue(content: .tombstone, generation: seen + Self.signInStride - 1, writer: "", modRevision: 0)
+            var current = SharedValue(content: .tombstone, generation: signInGeneration(above: seen) - 1, writer: "", modRevision: 0)
             if let raw = try etcd({ try kv.get(keys.slot(slot)) }) {
                 current.modRevision = raw.modRevision
                 // A value no member signed is no value: replaced like a missing one. One that is
@@ -517,7 +532,7 @@ package struct Fleet: Sendable {
                 do {
                     let opened = try open(raw, slot: slot, identity: identity, membership: membership)
                     if opened.credential == nil { return nil }
-                    current.generation = max(seen, opened.generation) + Self.signInStride - 1
+                    current.generation = signInGeneration(above: max(seen, opened.generation)) - 1
                 } catch let error as FleetError {
                     switch error {
                     case .membershipBehind, .forked, .unavailable: throw error
@@ -533,9 +548,17 @@ package struct Fleet: Sendable {
         throw FleetError.lockLost(slot: slot, fleet: name)
     }
 
-    /// How far a sign-in's generation jumps: more refreshes than a fleet makes in centuries (one a
-    /// minute for a year is about half a million), and room for 2^43 sign-ins in an Int64.
-    package static let signInStride: Int64 = 1 << 20
+    /// A sign-in's generation: one above `known` (the highest this machine knows of), and at
+    /// least its wall-clock time in milliseconds times 1024. Several sign-ins made while this
+    /// machine was away (cut off, or shown an older value put back) each took such a floor, so a
+    /// later one still goes above them all and no member refuses it as a rollback; a refresh adds
+    /// one, so a floor a millisecond later is already 1024 refreshes above. Correctness does not
+    /// rest on it (generations only have to grow): a clock off by minutes only makes a sign-in on
+    /// that machine lose to one made on another within those minutes.
+    func signInGeneration(above known: Int64) -> Int64 {
+        let floor = Int64((clock().timeIntervalSince1970 * 1000).rounded(.down)) << 10
+        return max(known + 1, floor)
+    }
 
     /// ``write(_:credential:replacing:identity:fence:)`` for tokens the server just issued, which
     /// must not be lost: while etcd cannot answer (an election is under way) it tries again for up

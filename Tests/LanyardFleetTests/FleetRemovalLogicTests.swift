@@ -84,10 +84,11 @@ import LanyardTestSupport
     }
 
     /// The removed machine signs its own entry at the removal's number ("add evil", linked to
-    /// entry 3) with the key derived from the identity it kept. `b`, which verified the real
-    /// entry, sees a different entry that verifies at a known number: a fork. `a`, which had not
-    /// read entry 4, takes the forged one, then finds `b`'s value naming the real one: a fork too.
-    /// Neither writes until a person resolves it; resolving keeps the real removal everywhere.
+    /// entry 3) with the key derived from the identity it kept. `a`, which had not read entry 4,
+    /// takes the forged one (it cannot know), then finds `b`'s value naming the real one: a fork,
+    /// and it writes nothing until a person resolves it. `b`, which verified the real entry, sees
+    /// an entry signed by a machine that entry removed: damage, not a fork; it puts its own back
+    /// and goes on writing (a removed machine cannot stop the members that saw its removal).
     @Test func aForkedLogStopsEveryWriteUntilAPersonResolvesIt() throws {
         let (kv, a, b, d, homes) = try fleetOfThree()
         _ = homes
@@ -106,35 +107,31 @@ import LanyardTestSupport
                                       signer: "d", at: Date(), key: identityD.signing)
         _ = try kv.put(a.keys.log(4), value: forged, lease: 0)
 
-        // b: a different entry that verifies at number 4.
-        let (_, damaged) = try b.membership()
-        #expect(damaged.contains { $0.problem.contains("fork") })
-        #expect(b.alarm()?.kind == .forked)
-        #expect(throws: FleetError.self) { try b.sealingMembership() }
-        // a: took the forged entry (it could not know), then b's value names the real one.
+        // a: took the forged entry, then b's value names the real one.
         let (forkedA, _) = try a.membership()
         #expect(forkedA.member("evil") != nil)
         let (identityA, _) = try a.memberIdentity()
         #expect(throws: FleetError.self) { try a.newest(slot, identity: identityA, membership: forkedA) }
         #expect(a.alarm()?.kind == .forked)
         #expect(throws: FleetError.self) { try a.write(slot, credential: credential("a9"), replacing: rotated, identity: identityA, fence: nil) }
+        // b: d's entry is damage (b verified d's removal at that number); the real one goes back.
+        let (_, damaged) = try b.membership()
+        #expect(damaged.contains { $0.problem.contains("removed") } && b.alarm() == nil)
+        #expect(try kv.get(a.keys.log(4))?.value == real.value)
+        #expect(try b.sealingMembership().member("d") == nil)
         // Nothing was sealed to evil or d after the removal.
-        for key in [a.keys.slot(slot)] {
-            let raw = try #require(try kv.get(key))
-            for reader in [identityD, evil] {
-                #expect(throws: FleetError.self) {
-                    try SealedCredential.open(raw, slot: slot, fleet: "home", membership: try b.membership().0, identity: reader)
-                }
+        let raw = try #require(try kv.get(a.keys.slot(slot)))
+        for reader in [identityD, evil] {
+            #expect(throws: FleetError.self) {
+                try SealedCredential.open(raw, slot: slot, fleet: "home", membership: try b.membership().0, identity: reader)
             }
         }
 
-        // A person resolves it: on b, keep the real removal (put back in etcd); on a, the same
-        // fingerprint (its membership is rebuilt without evil and d).
+        // A person resolves a's fork with the real entry's fingerprint: its membership is rebuilt
+        // without evil and d, and it writes again.
         let realFingerprint = MachineIdentity.grouped(hex: hexBytes(try SignedDocument(real.value, key: real.key, kind: Membership.entryType).digest))
-        #expect(throws: FleetError.noFork(fleet: "home", given: "0000")) { try b.resolveFork(keep: "0000") }
-        let resolvedB = try b.resolveFork(keep: realFingerprint)
-        #expect(resolvedB.member("d") == nil && b.alarm() == nil)
-        #expect(try kv.get(a.keys.log(4))?.value == real.value)
+        #expect(throws: FleetError.noFork(fleet: "home", given: "0000")) { try a.resolveFork(keep: "0000") }
+        #expect(throws: FleetError.noFork(fleet: "home", given: nil)) { try b.resolveFork(keep: realFingerprint) }
         let resolvedA = try a.resolveFork(keep: realFingerprint)
         #expect(resolvedA.members.map(\.machine) == ["a", "b"] && a.alarm() == nil)
         #expect(try a.write(slot, credential: credential("a3"), replacing: rotated, identity: identityA, fence: nil) != nil)
