@@ -198,6 +198,12 @@ extension AccountManager {
         let fleet = try await Self.blocking { try self.openFleet() }
         let (member, shared) = try await Self.blocking { try fleet.remove(machine: machine) }
         guard let member else { return FleetRemoval(machine: machine, wasMember: false, slots: [], etcdAccess: nil) }
+        // The rotations start from values sealed before the removal, which every other member now
+        // refuses to refresh from: this machine's note lets its own rotations through.
+        let paths = self.paths
+        try await Self.blocking {
+            if let removal = try fleet.membership().0.lastRemoval { try RotationNote.begin(removal: removal.seq, fleet: fleet.name, paths: paths) }
+        }
         var outcomes: [FleetRemoval.SlotOutcome] = []
         var reseal: [Slot] = []
         for slot in shared {
@@ -212,6 +218,7 @@ extension AccountManager {
                 return try fleet.resealAll(identity: identity, only: only)
             }
         }
+        try await Self.blocking { RotationNote.end(paths: paths) }
         let access = try await Self.blocking { fleet.revokeEtcdAccess(of: member) }
         let rotated = outcomes.filter(\.rotated).map { JSONValue.string($0.slot.name) }
         _ = await BlockingExecutor.shared.run {

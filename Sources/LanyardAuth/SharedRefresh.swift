@@ -169,6 +169,17 @@ extension AccountManager {
                                                            refreshToken: current.tokens.refreshToken, intent: intent ?? nil) {
             return try await servedWithoutFleet(slot, current, blocked, force: force)
         }
+        // A removal rotates every shared slot at once: a value sealed before a removal this
+        // machine verified is one put back (or a rotation that failed), and its refresh token may
+        // be spent. Never present it; only the remover's own rotation starts from such a value.
+        if let removal = membership.lastRemoval, base.headSeq > 0, base.headSeq < removal.seq,
+           !(try await Self.blocking { RotationNote.allows(removal: removal.seq, fleet: fleet.name, paths: self.paths) }) {
+            let refused = FleetError.refusedCredential(slot: slot, fleet: fleet.name,
+                reason: "it was sealed before membership entry \(removal.seq) removed \(removal.machine), and a removal rotates every "
+                    + "shared slot at once, so it is a value put back (or that rotation failed); sign the slot in again on a member "
+                    + "(`lanyard login \(slot.name)`)")
+            return try await servedWithoutFleet(slot, current, refused, force: force)
+        }
         // The request must finish well inside the lease: never start it on a lease about to end.
         guard lock.held(margin: config.httpTimeout + 5) else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
         if let token = current.tokens.refreshToken {

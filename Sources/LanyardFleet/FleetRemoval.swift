@@ -121,3 +121,30 @@ extension Fleet {
         return report
     }
 }
+
+/// The slots `fleet remove` is rotating, in `$XDG_DATA_HOME/lanyard/fleet/rotating.json`: a
+/// removal rotates every shared slot at once, so a member refuses to refresh from a value sealed
+/// before a removal it verified (a value put back, or a rotation that failed); the remover's own
+/// rotation, which starts from exactly such a value, is allowed by this note (the refresh may run
+/// in a worker process, hence a file). Written before the rotations, removed after them.
+package enum RotationNote {
+    static func path(_ paths: Paths) -> String { SharedSlotState.folder(paths) + "/rotating.json" }
+
+    /// Notes that the removal entry `seq` is being rotated away from.
+    package static func begin(removal seq: Int64, fleet: String, paths: Paths) throws {
+        try SecureFiles.ensureDirectory(paths.dataDirectory)
+        try SecureFiles.ensureDirectory(SharedSlotState.folder(paths))
+        let doc = JSONValue.object(["fleet": .string(fleet), "removal": .string(String(seq))])
+        try SecureFiles.atomicWrite(Data(doc.serialized().utf8), to: path(paths))
+    }
+
+    package static func end(paths: Paths) {
+        if (try? SecureFiles.read(path(paths))) != nil { try? SecureFiles.removeDurably(path(paths)) }
+    }
+
+    /// Whether this machine is rotating away from removal entry `seq` of `fleet`.
+    package static func allows(removal seq: Int64, fleet: String, paths: Paths) -> Bool {
+        guard let data = (try? SecureFiles.read(path(paths))) ?? nil, let f = try? JSONFields(try JSONValue.parse(data)) else { return false }
+        return (try? f.string("fleet")) == fleet && (try? f.counter("removal")).map { $0 >= seq } == true
+    }
+}

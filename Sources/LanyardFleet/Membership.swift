@@ -64,6 +64,17 @@ package struct Membership: Equatable, Sendable {
         }
     }
 
+    /// The newest verified entry that removes a machine: its number and the machine (nil: none,
+    /// or the entries are not kept here).
+    package var lastRemoval: (seq: Int64, machine: String)? {
+        for (i, entry) in log.enumerated().reversed() {
+            guard let doc = try? SignedDocument(entry.bytes, key: "log", kind: Membership.entryType),
+                  (try? doc.fields.string("op")) == "remove", let machine = try? doc.fields.machineName("machine") else { continue }
+            return (Int64(i + 1), machine)
+        }
+        return nil
+    }
+
     /// The membership as it stood after entry `seq` (at most this one), rebuilt from the entries
     /// kept: nil when they are not all here.
     package func replayed(upTo seq: Int64) -> Membership? {

@@ -18,6 +18,8 @@ package struct SharedValue: Equatable, Sendable {
     package var writer: String
     /// The etcd revision it was read at (what fenced writes compare).
     package var modRevision: Int64
+    /// The membership entry it was sealed for (0: not known, a value written here).
+    package var headSeq: Int64 = 0
 
     package var credential: Credential? {
         if case .credential(let c) = content { return c }
@@ -78,7 +80,7 @@ package enum SealedCredential {
         try membership.check(head: headSeq, digest: head, signer: writer, source: kv.key)
         guard generation > 0 else { throw refuse("its generation is 0") }
         if (try? f.optionalBool("tombstone")) == true {
-            return SharedValue(content: .tombstone, generation: generation, writer: writer, modRevision: kv.modRevision)
+            return SharedValue(content: .tombstone, generation: generation, writer: writer, modRevision: kv.modRevision, headSeq: headSeq)
         }
         let plain: Data
         do {
@@ -106,7 +108,7 @@ package enum SealedCredential {
             guard sameAccount(expected, credential.account) else { throw refuse("it names another account than the slot's") }
             if let claimed = claimedAccount(credential), contradicts(claimed, expected) { throw refuse("its tokens name another account than the slot's") }
         }
-        return SharedValue(content: .credential(credential), generation: generation, writer: writer, modRevision: kv.modRevision)
+        return SharedValue(content: .credential(credential), generation: generation, writer: writer, modRevision: kv.modRevision, headSeq: headSeq)
     }
 
     /// Whether `candidate` names the slot's account `known`: its account id when the slot has one,

@@ -74,6 +74,24 @@ import LanyardTestSupport
         try await h.expectNoReuse()
     }
 
+    /// m1 removes m3 (and rotates) while m2 runs nothing; the attacker puts back the value from
+    /// before the removal, which m2 last saw. m2 cannot tell it from the newest by its generation,
+    /// but it was sealed before a removal m2 verifies, and a removal rotates every shared slot: m2
+    /// never presents its (spent) token, and serves its valid copy meanwhile.
+    @Test func aMemberThatMissedTheRotationNeverRefreshesAValueSealedBeforeTheRemoval() async throws {
+        let h = try await FleetHarness(machines: 3, refresh: Self.due, lifetime: 100)
+        let m1 = h.machines[0], m2 = h.machines[1], m3 = h.machines[2]
+        let attacker = try EtcdAttacker(h, identity: try m3.identity())
+        let lastSeen = try attacker.get(attacker.key("slots/work"))
+        #expect(try m1.run("fleet", "remove", "m3").status == 0)
+        try attacker.put("slots/work", lastSeen)
+        let refused = try m2.run("refresh", "work", "--json")
+        #expect(refused.status == 1 && refused.stdout.contains("fleet_credential_refused") && refused.stdout.contains("removed m3"),
+                "\(refused.stdout) \(refused.stderr)")
+        #expect(try m2.run("token", "work").status == 0)  // its copy is still valid: served
+        try await h.expectNoReuse()
+    }
+
     /// As above, then m1 signs the slot in again (the cure docs/fleet.md gave after a removal)
     /// while the entry is still hidden: the new sign-in stays on m1, sealed to no one, until the
     /// log shows the removal; then it reaches the fleet sealed to m1 and m2 only.
