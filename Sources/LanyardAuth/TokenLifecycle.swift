@@ -289,7 +289,7 @@ extension AccountManager {
     package func restoreRecoveryFiles() throws -> [Slot] {
         var restored: [Slot] = []
         let listed = (try? registry.load().sortedSlots.map(\.0)) ?? []
-        for (slot, file) in RecoveryFile.all(paths: paths, slots: listed) {
+        for (slot, _) in RecoveryFile.all(paths: paths, slots: listed) {
             guard let record = try registry.load().slots[slot] else { continue }
             let store = try openStore(record.backend, false)
             let file = RecoveryFile(paths: paths, slot: slot, store: store)
@@ -379,6 +379,7 @@ struct RecoveryFile {
     /// The refreshed credential waiting here: the file (opened by the store when it is encrypted,
     /// taken as it is when an older Lanyard wrote it in clear), else the kernel keyring's copy.
     func read() throws -> Credential {
+        if access(path, F_OK) != 0 { adoptTemp() }  // a write killed mid-rename left only its temporary
         let data: Data
         if let raw = try SecureFiles.read(path) {
             data = try open(raw, source: path)

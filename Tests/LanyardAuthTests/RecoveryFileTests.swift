@@ -47,6 +47,30 @@ import LanyardTestSupport
         #expect(!FileManager.default.fileExists(atPath: Self.recoveryPath(paths)))
     }
 
+    /// A write killed as it renamed its temporary into place leaves only `SLOT.json.XXXXXX`, an
+    /// age file too: a listing sees it waiting, and a reader with the store checks it decrypts
+    /// whole and adopts it (a truncated one is not adopted).
+    @Test func anEncryptedTemporaryLeftByAKilledRenameIsAdopted() throws {
+        let home = TestHome()
+        let paths = Paths(environment: home.environment)
+        let store = EncryptedFileStore(paths: paths)
+        try store.initialize(passphrase: nil)
+        let file = RecoveryFile(paths: paths, slot: Self.slot, store: store)
+        #expect(try file.write(Self.credential()) == .file)
+        let path = Self.recoveryPath(paths)
+        let whole = try #require(FileManager.default.contents(atPath: path))
+        #expect(rename(path, path + ".Ab12Cd") == 0)
+        #expect(FileManager.default.createFile(atPath: path + ".Zz99Zz", contents: whole.prefix(whole.count - 5), attributes: [.posixPermissions: 0o600]))
+
+        #expect(RecoveryFiles.pending(paths: paths) == [Self.slot])
+        #expect(RecoveryFile(paths: paths, slot: Self.slot).exists)
+        #expect(!FileManager.default.fileExists(atPath: path), "adopted without the store to check it")
+        #expect(try file.read().tokens.refreshToken == "RT-recovery-SECRET")
+        #expect(FileManager.default.contents(atPath: path) == whole)
+        file.remove()
+        #expect(file.temps().isEmpty && !file.waiting)
+    }
+
     /// A passphrase store: the file is encrypted to the key the process opened the store with
     /// (its public key sits inside identity.age), and opens once the store is unlocked. A process
     /// that never opened it, with the store locked, cannot encrypt: the kernel keyring takes the
