@@ -89,7 +89,7 @@ extension AccountManager {
             let ready: Credential? = try await Self.blocking {
                 let current = try self.read(slot, store)
                 let done = record.state != .reauthenticationRequired && !self.stillDue(current, before: before, force: force)
-                    && !RecoveryFile(paths: self.paths, slot: slot, store: store).exists
+                    && !RecoveryFile(paths: self.paths, slot: slot, store: store).settlesFirst
                 return done ? current : nil
             }
             if let ready { return ready }
@@ -131,7 +131,7 @@ extension AccountManager {
         let credential = try read(slot, store)
         // A personal access token has nothing to refresh with: never due, even when forced.
         if credential.isPersonalAccessToken { return (record, store, credential, false) }
-        let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant()) || RecoveryFile(paths: paths, slot: slot, store: store).exists
+        let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant()) || RecoveryFile(paths: paths, slot: slot, store: store).settlesFirst
         return (record, store, credential, due)
     }
 
@@ -413,6 +413,18 @@ struct RecoveryFile {
         adoptTemp()
         if access(path, F_OK) == 0 { return true }
         return store == nil && temps().contains { temp in (try? SecureFiles.read(temp)).flatMap { $0 }.map(RecoveryDocument.isSealed) ?? false }
+    }
+
+    /// True when refreshed tokens wait that must reach the store before its credential is used
+    /// (read on every token read): a file, or for a store with no recipient (the keyring), whose
+    /// refreshed tokens always wait in the kernel keyring, a copy there. Otherwise the stored
+    /// refresh token, which the server has spent, would reach a copy that refreshes on its own
+    /// (`exec`'s auth.json). A file store's kernel-keyring copy (a disk that refused the file) is
+    /// left to the next refresh, as ``waiting`` is: the hot path loads no keyutils for it.
+    var settlesFirst: Bool {
+        if exists { return true }
+        guard let store, store.kind != .file else { return false }
+        return RefreshEscrow.get(slot: slot, paths: paths) != nil
     }
 
     /// True when refreshed tokens wait in the file or in the kernel keyring (no recipient, or the

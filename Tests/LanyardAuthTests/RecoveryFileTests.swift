@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LanyardNetwork
 import LanyardSupport
 import Testing
 import LanyardTestSupport
@@ -137,6 +138,37 @@ import LanyardTestSupport
         #expect(try file.settle(into: store, slot: Self.slot))
         #expect(try store.get(Self.slot).tokens.refreshToken == "RT-recovery-SECRET")
         #expect(RefreshEscrow.get(slot: Self.slot, paths: paths) == nil)
+    }
+
+    /// For a slot in the keyring the kernel keyring's copy is what a killed refresh leaves: the
+    /// next read of the credential puts it in place before handing anything out (else the stored,
+    /// spent refresh token would reach `exec`'s auth.json while the access token is still valid).
+    @Test func aKeyringSlotsWaitingTokensAreSettledBeforeTheCredentialIsUsed() async throws {
+        try #require(EncryptedFileStore.cacheUnavailableReason == nil, "needs the kernel keyring")
+        let home = TestHome()
+        let paths = Paths(environment: home.environment)
+        let store = MemoryStore(kind: .secretService)
+        let spent = Self.credential("RT-spent-SECRET")
+        try store.putInTest(spent, for: Self.slot)
+        try Registry(paths: paths).updateInTest { doc in
+            doc.slots[Self.slot] = SlotRecord(provider: "openai", backend: .secretService, state: .signedIn(expiresAt: spent.tokens.expiresAt),
+                                              lastRefresh: spent.lastRefresh)
+        }
+        let file = RecoveryFile(paths: paths, slot: Self.slot, store: store)
+        defer { file.remove() }
+        var refreshed = Self.credential()
+        refreshed.lastRefresh = Date(timeIntervalSince1970: 1_800_000_100)
+        guard case .kernelKeyring = try file.write(refreshed) else {
+            Issue.record("a file was written for the keyring")
+            return
+        }
+        let manager = AccountManager(paths: paths, config: LanyardConfig(), openStore: { _, _ in store }, transport: URLSessionTransport())
+        #expect(try manager.credentialIfFresh(slot: Self.slot) == nil, "the stored credential was handed out with tokens waiting")
+        let fresh = try await manager.freshCredential(slot: Self.slot)
+        #expect(fresh.tokens.refreshToken == "RT-recovery-SECRET")
+        #expect(try store.getInTest(Self.slot).tokens.refreshToken == "RT-recovery-SECRET")
+        #expect(RefreshEscrow.get(slot: Self.slot, paths: paths) == nil)
+        #expect(try manager.credentialIfFresh(slot: Self.slot)?.tokens.refreshToken == "RT-recovery-SECRET")
     }
 
     /// The refresh worker killed between the provider's answer and the store write (strace kills
