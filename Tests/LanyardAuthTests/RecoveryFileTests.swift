@@ -210,6 +210,30 @@ import LanyardTestSupport
         #expect(doctor.status == 0, "\(doctor.stdout) \(doctor.stderr)")
     }
 
+    /// A recovery file is encrypted for the store it was written for, so `store migrate` puts its
+    /// tokens into that store before the slot moves: the keyring gets the live refresh token, not
+    /// the spent one, and the next refresh is no reuse.
+    @Test func migrateMovesTheTokensAKilledRefreshLeft() async throws {
+        try requireTestKeyring()
+        let env = try await EmulatorHome()
+        let before = try await env.signIn("work", email: "w@example.com")
+        let killed = try env.home.run(["refresh", "work"], launcher: ["/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=link",
+                                                                   "-e", "inject=link:signal=KILL:when=1"])
+        #expect(killed.status != 0)
+        let path = Self.recoveryPath(env.paths)
+        #expect(FileManager.default.contents(atPath: path)?.starts(with: ageHeaderLine) == true, "no age recovery file: \(killed.stderr)")
+
+        let migrated = try env.home.run("store", "migrate", "--to", "secret-service", "work")
+        #expect(migrated.status == 0, "\(migrated.stdout) \(migrated.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: path))
+        let moved = try SecretServiceStore(timeout: 5).getInTest(Self.slot)
+        #expect(moved.tokens.refreshToken != before.tokens.refreshToken, "the spent refresh token moved")
+        let again = try env.home.run("refresh", "work")
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try await env.server.stat("refresh_reused") == 0)
+        _ = try env.home.run("remove", "work", "--yes")
+    }
+
     /// A clear JSON recovery file an older Lanyard left (an upgrade in between) is still picked
     /// up: `doctor` names it, and the next `token` puts its tokens in place.
     @Test func anOldClearRecoveryFileIsStillPickedUp() async throws {
