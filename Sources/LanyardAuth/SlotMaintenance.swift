@@ -230,7 +230,9 @@ extension AccountManager {
     package func migrate(to target: BackendKind, slots: [Slot], dryRun: Bool,
                         progress: (MigrationStep) -> Void = { _ in }) throws -> [MigrationStep] {
         let open = openStore
-        return try Migration(registry: registry, open: { kind in try open(kind, true) })
+        let paths = paths
+        return try Migration(registry: registry, open: { kind in try open(kind, true) },
+                             settle: { slot, source in _ = try RecoveryFile(paths: paths, slot: slot).settle(into: source, slot: slot) })
             .run(to: target, slots: slots, dryRun: dryRun, progress: progress)
     }
 

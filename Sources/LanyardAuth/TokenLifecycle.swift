@@ -89,7 +89,7 @@ extension AccountManager {
             let ready: Credential? = try await Self.blocking {
                 let current = try self.read(slot, store)
                 let done = record.state != .reauthenticationRequired && !self.stillDue(current, before: before, force: force)
-                    && !RecoveryFile(paths: self.paths, slot: slot).exists
+                    && !RecoveryFile(paths: self.paths, slot: slot, store: store).settlesFirst
                 return done ? current : nil
             }
             if let ready { return ready }
@@ -131,7 +131,7 @@ extension AccountManager {
         let credential = try read(slot, store)
         // A personal access token has nothing to refresh with: never due, even when forced.
         if credential.isPersonalAccessToken { return (record, store, credential, false) }
-        let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant()) || RecoveryFile(paths: paths, slot: slot).exists
+        let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant()) || RecoveryFile(paths: paths, slot: slot, store: store).settlesFirst
         return (record, store, credential, due)
     }
 
@@ -148,7 +148,7 @@ extension AccountManager {
         defer { withExtendedLifetime(lock) {} }
         let (current, shared) = try await Self.blocking { () throws -> (Credential, SharedSlotState?) in
             // A refresh that died after the server rotated the token left the new tokens here.
-            let recovery = RecoveryFile(paths: self.paths, slot: slot)
+            let recovery = RecoveryFile(paths: self.paths, slot: slot, store: store)
             if recovery.waiting, let recovered = try? recovery.read() {
                 try store.put(recovered, for: slot)
                 recovery.remove()
@@ -210,7 +210,7 @@ extension AccountManager {
     /// the recovery file cannot be written (a full or failing disk) the store may still take it.
     func keepRefreshed(slot: Slot, _ refreshed: Credential, previous current: Credential, store: any CredentialStore,
                        share: (() -> Void)? = nil) throws {
-        let recovery = RecoveryFile(paths: paths, slot: slot)
+        let recovery = RecoveryFile(paths: paths, slot: slot, store: store)
         let kept: Result<RecoveryFile.Place, any Error>
         do { kept = .success(try recovery.write(refreshed)) } catch { kept = .failure(error) }
         share?()
@@ -289,10 +289,12 @@ extension AccountManager {
     package func restoreRecoveryFiles() throws -> [Slot] {
         var restored: [Slot] = []
         let listed = (try? registry.load().sortedSlots.map(\.0)) ?? []
-        for (slot, file) in RecoveryFile.all(paths: paths, slots: listed) {
+        for (slot, _) in RecoveryFile.all(paths: paths, slots: listed) {
             guard let record = try registry.load().slots[slot] else { continue }
+            let store = try openStore(record.backend, false)
+            let file = RecoveryFile(paths: paths, slot: slot, store: store)
             let credential = try file.read()
-            try openStore(record.backend, false).put(credential, for: slot)
+            try store.put(credential, for: slot)
             try registry.update { doc in
                 doc.slots[slot]?.state = .signedIn(expiresAt: credential.tokens.expiresAt)
                 doc.slots[slot]?.lastRefresh = credential.lastRefresh
@@ -317,46 +319,83 @@ package enum SlotLock {
 }
 
 /// A refreshed credential kept at 0600 in `$XDG_STATE_HOME/lanyard/recovery/` until it is safely
-/// in the store.
+/// in the store, encrypted for that store (an age file to the file store's recipients, which are
+/// public: writing needs no unlock, reading does). A store with no recipient (the keyring) keeps
+/// the tokens in the kernel keyring instead (``RefreshEscrow``), as does any store when the file
+/// cannot be encrypted or written: a refresh token is never on disk in clear. A clear JSON file an
+/// older Lanyard wrote is still read (told apart by the age header).
 struct RecoveryFile {
     let path: String
     let slot: Slot
     let paths: Paths
+    /// The slot's store: it encrypts the file and opens it. nil for listings, which only look.
+    let store: (any CredentialStore)?
 
-    init(paths: Paths, slot: Slot) {
+    init(paths: Paths, slot: Slot, store: (any CredentialStore)? = nil) {
         path = paths.stateDirectory + "/recovery/" + slot.name + ".json"
         self.slot = slot
         self.paths = paths
+        self.store = store
     }
 
     /// Where refreshed tokens were kept.
     enum Place: Equatable {
         case file
-        /// The file could not be written (the error says why): the kernel keyring holds them.
+        /// No file was written (the error says why: no recipient to encrypt to, or the disk
+        /// refused): the kernel keyring holds them.
         case kernelKeyring(fileError: String)
     }
 
-    /// Keeps `credential` in the file, or when the disk refuses it, in the kernel keyring
-    /// (``RefreshEscrow``); throws the file's error when neither takes it.
+    /// Keeps `credential` in the file, encrypted for the store; when the store has no recipient,
+    /// its recipients cannot be read, or the disk refuses the file, in the kernel keyring
+    /// (``RefreshEscrow``). Throws the file's error when neither takes it.
     func write(_ credential: Credential) throws -> Place {
-        let document = credential.jsonData()
+        var document = credential.jsonData()
+        defer { document.resetBytes(in: 0..<document.count) }
+        /// The kernel keyring's turn, the file not written for `reason`.
+        func escrow(_ reason: String, _ error: @autoclosure () -> any Error) throws -> Place {
+            guard RefreshEscrow.put(document, slot: slot, paths: paths) else { throw error() }
+            return .kernelKeyring(fileError: reason)
+        }
+        let sealed: Data?
+        do { sealed = try store?.sealRecovery(document) } catch {
+            return try escrow("cannot encrypt it: " + error.userFacingDescription, error)
+        }
+        guard let sealed else {
+            let reason = "the \(store?.kind.displayName ?? "slot's") store has no key to encrypt it to"
+            return try escrow(reason, StoreError.io(path: path, detail: reason + ", and the kernel keyring refused the tokens"))
+        }
         do {
             let dir = PathText.parent(of: path)
             try SecureFiles.ensureDirectory(PathText.parent(of: dir))
             try SecureFiles.ensureDirectory(dir)
-            try SecureFiles.atomicWrite(document, to: path)
+            try SecureFiles.atomicWrite(sealed, to: path)
             return .file
         } catch {
-            guard RefreshEscrow.put(document, slot: slot, paths: paths) else { throw error }
-            return .kernelKeyring(fileError: error.userFacingDescription)
+            return try escrow(error.userFacingDescription, error)
         }
     }
 
+    /// The refreshed credential waiting here: the file (opened by the store when it is encrypted,
+    /// taken as it is when an older Lanyard wrote it in clear), else the kernel keyring's copy.
     func read() throws -> Credential {
-        guard let data = try SecureFiles.read(path) ?? RefreshEscrow.get(slot: slot, paths: paths) else {
+        if access(path, F_OK) != 0 { adoptTemp() }  // a write killed mid-rename left only its temporary
+        let data: Data
+        if let raw = try SecureFiles.read(path) {
+            data = try open(raw, source: path)
+        } else if let escrowed = RefreshEscrow.get(slot: slot, paths: paths) {
+            data = escrowed
+        } else {
             throw StoreError.io(path: path, detail: "recovery file vanished")
         }
         do { return try Credential.decode(data, source: path) } catch { throw StoreError.corrupt(source: path, detail: error.detail) }
+    }
+
+    /// The credential document in `raw`, a recovery file's bytes.
+    private func open(_ raw: Data, source: String) throws -> Data {
+        guard RecoveryDocument.isSealed(raw) else { return raw }  // clear JSON, from before recovery files were encrypted
+        guard let store else { throw StoreError.corrupt(source: source, detail: "encrypted: only the slot's store opens it") }
+        return try store.openRecovery(raw, source: source)
     }
 
     func remove() {
@@ -367,17 +406,31 @@ struct RecoveryFile {
 
     /// True when refreshed tokens wait in the file. A write killed as it renamed its temporary
     /// file into place leaves only the complete temporary (written and synced before the rename),
-    /// which then holds the newest tokens: it is moved into place first.
+    /// which then holds the newest tokens: it is moved into place first (an encrypted one only
+    /// when the store is known, to check it is whole; without, it counts as waiting).
     var exists: Bool {
         if access(path, F_OK) == 0 { return true }
         adoptTemp()
-        return access(path, F_OK) == 0
+        if access(path, F_OK) == 0 { return true }
+        return store == nil && temps().contains { temp in (try? SecureFiles.read(temp)).flatMap { $0 }.map(RecoveryDocument.isSealed) ?? false }
     }
 
-    /// True when refreshed tokens wait in the file or, when the disk refused it, in the kernel
-    /// keyring. Asked under the slot's lock before a refresh (and by doctor), not on every token
-    /// read: a token whose stored copy is still fresh is good either way, and the next refresh
-    /// takes the waiting tokens first.
+    /// True when refreshed tokens wait that must reach the store before its credential is used
+    /// (read on every token read): a file, or for a store with no recipient (the keyring), whose
+    /// refreshed tokens always wait in the kernel keyring, a copy there. Otherwise the stored
+    /// refresh token, which the server has spent, would reach a copy that refreshes on its own
+    /// (`exec`'s auth.json). A file store's kernel-keyring copy (a disk that refused the file) is
+    /// left to the next refresh, as ``waiting`` is: the hot path loads no keyutils for it.
+    var settlesFirst: Bool {
+        if exists { return true }
+        guard let store, store.kind != .file else { return false }
+        return RefreshEscrow.get(slot: slot, paths: paths) != nil
+    }
+
+    /// True when refreshed tokens wait in the file or in the kernel keyring (no recipient, or the
+    /// disk refused the file). Asked under the slot's lock before a refresh (and by doctor), not
+    /// on every token read: a token whose stored copy is still fresh is good either way, and the
+    /// next refresh takes the waiting tokens first.
     var waiting: Bool { exists || RefreshEscrow.get(slot: slot, paths: paths) != nil }
 
     /// `SLOT.json.XXXXXX` files of interrupted writes.
@@ -392,9 +445,11 @@ struct RecoveryFile {
     }
 
     /// Moves the newest temporary that holds a whole credential into place (others are removed).
+    /// An encrypted one is whole when it decrypts (age authenticates every chunk and the end).
     private func adoptTemp() {
         let complete = temps().compactMap { temp -> (String, Credential)? in
-            guard let data = try? SecureFiles.read(temp), let credential = try? Credential.decode(data, source: temp) else { return nil }
+            guard let raw = try? SecureFiles.read(temp), RecoveryDocument.isSealed(raw) ? store != nil : true,
+                  let data = try? open(raw, source: temp), let credential = try? Credential.decode(data, source: temp) else { return nil }
             return (temp, credential)
         }
         guard let newest = complete.max(by: { ($0.1.lastRefresh ?? .distantPast) < ($1.1.lastRefresh ?? .distantPast) }) else { return }
@@ -421,9 +476,10 @@ struct RecoveryFile {
     /// Puts the refreshed tokens waiting here into `store` and removes the file: what a refresh
     /// killed after the server rotated the token left behind. True when there were some.
     func settle(into store: any CredentialStore, slot: Slot) throws -> Bool {
-        guard waiting else { return false }
-        try store.put(try read(), for: slot)
-        remove()
+        let file = RecoveryFile(paths: paths, slot: slot, store: store)
+        guard file.waiting else { return false }
+        try store.put(try file.read(), for: slot)
+        file.remove()
         return true
     }
 }

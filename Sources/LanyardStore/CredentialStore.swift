@@ -1,3 +1,4 @@
+import FoundationEssentials
 import LanyardCore
 
 /// Where a slot's secret lives.
@@ -50,12 +51,29 @@ package protocol CredentialStore: Sendable {
     func list() throws -> [Slot]
     /// Whether the backend answers, is locked, and keeps data across reboots.
     func health() -> StoreHealth
+    /// `document` (a refreshed credential's JSON) encrypted for this store's recovery file: an age
+    /// file to the store's recipients, readable without unlocking it. nil when the store has no
+    /// recipient to encrypt to (the keyring): the refreshed tokens then wait in the kernel keyring
+    /// instead (``RefreshEscrow``), never in clear on disk. Throws when the recipients cannot be
+    /// read (a locked passphrase store whose key this process never saw): the same fallback.
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
+    func sealRecovery(_ document: Data) throws -> Data?
+    /// A recovery file ``sealRecovery(_:)`` wrote, decrypted with the store's identity (unlocking
+    /// it as `get` would).
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
+    func openRecovery(_ sealed: Data, source: String) throws -> Data
 }
 
 extension CredentialStore {
     package func putAll(_ credentials: [Slot: Credential]) throws { try putAllItemByItem(credentials) }
 
     package func stage(_ credentials: [Slot: Credential], in transaction: RegistryTransaction) throws -> Bool { false }
+
+    package func sealRecovery(_ document: Data) throws -> Data? { nil }
+
+    package func openRecovery(_ sealed: Data, source: String) throws -> Data {
+        throw StoreError.corrupt(source: source, detail: "the recovery file is encrypted, and the \(kind.displayName) store has no key to open it")
+    }
 
     /// ``putAll(_:)`` one slot at a time, in slot order: each slot's current credential is read
     /// first, and when a put fails the slots written so far get back what they held (or, where

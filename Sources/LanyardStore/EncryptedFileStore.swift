@@ -33,6 +33,10 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     package let passphraseSourceName: String?
     /// Where the TPM is, given; nil: the process's TPM2TOOLS_TCTI or TCTI, else the default.
     private let givenTPM: TPMLocation?
+    /// The store's own recipient, once this process has opened the store (not a secret): a
+    /// passphrase store's recipient sits inside `identity.age`, so a recovery file written after
+    /// the cache expired, or with no kernel keyring, is still encrypted to it.
+    let openedRecipient = Locked<X25519Recipient?>(nil)
 
     /// - Parameter tpm: the TPM a sealed identity is sealed by and opened with; nil reads
     ///   TPM2TOOLS_TCTI and TCTI when it is needed (a caller with config.ini passes
@@ -231,6 +235,7 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     }
 
     func read(identity: X25519Identity) throws -> StoreDocument {
+        openedRecipient.withLock { $0 = identity.recipient }
         guard let sealed = try SecureFiles.read(storePath) else {
             throw Self.notSetUp
         }

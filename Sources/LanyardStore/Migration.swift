@@ -26,10 +26,16 @@ public struct MigrationStep: Sendable, Equatable {
 package struct Migration: Sendable {
     package let registry: Registry
     package let open: @Sendable (BackendKind) throws -> any CredentialStore
+    /// Run under the slot's lock with its source store before it moves: puts refreshed tokens a
+    /// killed refresh left into the source first (a recovery file is encrypted for the store it
+    /// was written for, so they must land there, and they, not the spent ones, are what moves).
+    package let settle: @Sendable (Slot, any CredentialStore) throws -> Void
 
-    package init(registry: Registry, open: @escaping @Sendable (BackendKind) throws -> any CredentialStore) {
+    package init(registry: Registry, open: @escaping @Sendable (BackendKind) throws -> any CredentialStore,
+                 settle: @escaping @Sendable (Slot, any CredentialStore) throws -> Void = { _, _ in }) {
         self.registry = registry
         self.open = open
+        self.settle = settle
     }
 
     package typealias Step = MigrationStep
@@ -57,6 +63,7 @@ package struct Migration: Sendable {
                 continue
             }
             let source = try open(record.backend)
+            try settle(slot, source)
             let destination = try open(target)
             var credential: Credential?
             do { credential = try source.get(slot) } catch StoreError.notFound { credential = nil }

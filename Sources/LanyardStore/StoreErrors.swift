@@ -68,8 +68,8 @@ public enum StoreError: LanyardError, Equatable {
                 + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works"
         case .refreshedTokensInKernelKeyring(let path, let store, let file):
             return "\(path): refreshed tokens could be written neither to the store (\(store)) nor to this recovery file "
-                + "(\(file)); they wait in memory, in the kernel keyring: free some disk space and run `lanyard doctor --repair` "
-                + "before this machine restarts"
+                + "(\(file)); they wait in memory, in the kernel keyring: run `lanyard doctor --repair` once the store works "
+                + "(free some disk space if the disk is full), before this machine restarts"
         case .refreshedSignInLost(let slot, let path, let store, let file):
             return "\(path): refreshed tokens could be written neither to this recovery file (\(file)), the kernel keyring, "
                 + "nor the store (\(store)); the server has already replaced the refresh token, so this sign-in is lost: "

@@ -23,7 +23,7 @@ import LanyardTestSupport
         let manager = try m1.manager()
         let (record, store) = try manager.storeOf(slot)
         let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
-        _ = try RecoveryFile(paths: m1.paths, slot: slot).write(refreshed)
+        _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
 
         let token = try m1.run("token", "work")
         #expect(token.status == 0, "\(token.stderr)")
@@ -50,7 +50,7 @@ import LanyardTestSupport
         let manager = try m1.manager()
         let (record, store) = try manager.storeOf(slot)
         let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
-        _ = try RecoveryFile(paths: m1.paths, slot: slot).write(refreshed)
+        _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
 
         let holder = try m2.holdFleetLock(ttl: 60)
         defer { Glibc.kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
@@ -84,7 +84,7 @@ import LanyardTestSupport
         let manager = try m1.manager()
         let (record, store) = try manager.storeOf(slot)
         let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
-        _ = try RecoveryFile(paths: m1.paths, slot: slot).write(refreshed)
+        _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
 
         var same = false
         let deadline = Date() + 60

@@ -1,4 +1,9 @@
 import Foundation
+import LanyardAuth
+import LanyardCore
+import LanyardNetwork
+import LanyardStore
+import LanyardSupport
 import LanyardTestSupport
 import Testing
 
@@ -250,6 +255,56 @@ struct TPMStoreTests {
         #expect(out.contains("\"tpm_permission_denied\"") && out.contains(device) && out.contains("group tss")
                 && out.contains("usermod -aG tss"), "\(out)")
         #expect(!FileManager.default.fileExists(atPath: home + "/data/lanyard/store.age"), "a store was made without the TPM")
+    }
+
+    /// Issue 43's "done when": after `store init --tpm` and refreshes, one of them killed between
+    /// the provider's answer and the store write (strace kills the worker on entering its first
+    /// link(2), after the recovery file), no file under the home holds an age identity or any
+    /// token the server issued in clear. The recovery file is an age file that the recovery key
+    /// opens with stock `age`, and the next `token` puts its tokens in place: no reuse.
+    @Test func aKilledRefreshLeavesNoKeyOrTokenInClear() async throws {
+        let server = try OAuthTestServer(.chatgptEmulator)
+        let h = try TPMHome()
+        try h.home.writeConfig("""
+        [store]
+        backend = file
+        tpm-tcti = \(h.tpm.tcti)
+        [provider.openai]
+        issuer = \(server.baseURL.absoluteString)
+        usage-base-url = \(server.baseURL.absoluteString)
+        """)
+        let initialized = try h.run("store", "init", "--tpm", "--recovery-file", h.outside + "/recovery.txt")
+        #expect(initialized.status == 0, "\(initialized.stderr)")
+        let paths = Paths(environment: h.home.environment)
+        let tpm = TPMLocation(tcti: h.tpm.tcti, source: "[store] tpm-tcti")
+        let manager = AccountManager(paths: paths, config: try ConfigFile.load(path: paths.configFile).config,
+                                     openStore: { _, _ in EncryptedFileStore(paths: paths, tpm: tpm) }, transport: URLSessionTransport(timeout: 5))
+        try await server.signIn(manager, slot: "work", email: "w@example.com")
+        #expect(try h.run("refresh", "work").status == 0)
+        #expect(try h.run("store", "lock").status == 0)  // the killed worker unseals the key itself
+
+        let killed = try h.home.run(["refresh", "work"], launcher: ["/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=link",
+                                                                 "-e", "inject=link:signal=KILL:when=1"])
+        #expect(killed.status != 0, "the refresh was not killed: \(killed.stderr)")
+        #expect(try await server.stat("refreshes_succeeded") == 2)
+        let recovery = paths.stateDirectory + "/recovery/work.json"
+        let onDisk = try #require(FileManager.default.contents(atPath: recovery), "no recovery file: \(killed.stderr)")
+        #expect(onDisk.starts(with: ageHeaderLine))
+        var issued = try await server.issuedTokens()
+        #expect(issued.refresh.count == 3)
+        #expect(filesHoldingInClear(["AGE-SECRET-KEY-1"] + issued.refresh + issued.access, under: h.home.root, except: ["outside"]).isEmpty)
+        let (status, out, err) = try runProcess("/usr/bin/age", ["-d", "-i", h.outside + "/recovery.txt", recovery])
+        #expect(status == 0, "the recovery key does not open the recovery file: \(err)")
+        let recovered = try Credential.decode(Data(out.utf8), source: "recovery file")
+
+        let token = try h.run("token", "work")
+        #expect(token.status == 0 && token.stdout == recovered.tokens.accessToken + "\n", "\(token.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: recovery))
+        #expect(try h.run("refresh", "work").status == 0)
+        issued = try await server.issuedTokens()
+        #expect(filesHoldingInClear(["AGE-SECRET-KEY-1"] + issued.refresh + issued.access, under: h.home.root, except: ["outside"]).isEmpty)
+        #expect(try await server.stat("refresh_reused") == 0)
+        #expect(try await server.stat("refreshes_succeeded") == 3)
     }
 
     /// tpm2-tools, as an independent reader: the storage key `tpm2_createprimary` makes from the

@@ -9,6 +9,7 @@ baseline for the next round. Tokens are compared inside this process only: nothi
 or stores a token (logs keep output lengths and stderr, which carries none).
 """
 import collections
+import ctypes
 import json
 import os
 import random
@@ -246,6 +247,74 @@ def spawn_kill(args, window, env=None, workers=False, worker_slot=None):
     return {"alive": alive, "delay": delay, "rc": p.returncode, "workers_killed": killed_workers}
 
 
+# --- recovery files and the kernel keyring -------------------------------------------------------
+AGE_HEADER = b"age-encryption.org/v1\n"
+
+
+def read_recovery_file(path):
+    """A recovery file's credential document: an age file encrypted to the store's recipients
+    (opened with stock age and the store's identity.txt), or clear JSON from before."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if not raw.startswith(AGE_HEADER):
+        return json.loads(raw)
+    p = subprocess.run(["age", "-d", "-i", DATA + "/identity.txt", path], capture_output=True)
+    if p.returncode != 0:
+        raise ValueError("age -d: " + p.stderr.decode(errors="replace")[:200])
+    return json.loads(p.stdout)
+
+
+_keyutils = None
+last_families = None   # the server's token families as token_view last read them
+
+
+def escrowed(slot):
+    """What waits for `slot` in the kernel user keyring (RefreshEscrow: key `lanyard-refreshed:DATA:SLOT`), or None."""
+    global _keyutils
+    if _keyutils is None:
+        try:
+            _keyutils = ctypes.CDLL("libkeyutils.so.1")
+            _keyutils.keyctl_search.restype = ctypes.c_long
+            _keyutils.keyctl_read_alloc.restype = ctypes.c_long
+        except OSError:
+            _keyutils = False
+    if not _keyutils:
+        return None
+    serial = _keyutils.keyctl_search(ctypes.c_int(-4), b"user", f"lanyard-refreshed:{DATA}:{slot}".encode(), ctypes.c_int(0))
+    if serial < 0:
+        return None
+    buf = ctypes.c_void_p()
+    n = _keyutils.keyctl_read_alloc(ctypes.c_int32(serial), ctypes.byref(buf))
+    if n < 0 or not buf.value:
+        return None
+    data = ctypes.string_at(buf.value, n)
+    ctypes.CDLL(None).free(buf)
+    return data
+
+
+def tokens_in_clear(families=None):
+    """Files under Lanyard's folders of the home that hold a refresh token the server issued, in
+    clear (exec folders aside: `lanyard exec` hands its command an auth.json by design)."""
+    families = families if families is not None else http("/_test/tokens")["families"]
+    issued = [rt["refresh_token"] for fam in families for rt in fam["refresh_tokens"]]
+    base_dir = os.path.dirname(ENV["XDG_DATA_HOME"])
+    found = []
+    for top in ("data/lanyard", "state/lanyard", "run/lanyard", "config/lanyard"):
+        for dirpath, _dirs, files in os.walk(f"{base_dir}/{top}"):
+            if "/run/lanyard/exec" in dirpath:
+                continue
+            for n in files:
+                path = os.path.join(dirpath, n)
+                try:
+                    with open(path, "rb") as f:
+                        raw = f.read()
+                except OSError:
+                    continue
+                if any(t.encode() in raw for t in issued if t):
+                    found.append(os.path.relpath(path, base_dir))
+    return found
+
+
 # --- what the stores hold, against what the server considers current ----------------------------
 def read_copies():
     """Every stored refresh token: [(where, slot, token)], where = file | secret-service | recovery."""
@@ -271,17 +340,28 @@ def read_copies():
         for name in sorted(os.listdir(RECOVERY)):
             if name.endswith(".json"):
                 try:
-                    with open(f"{RECOVERY}/{name}") as f:
-                        copies.append(("recovery", name[:-5], (json.load(f).get("tokens") or {}).get("refresh_token")))
+                    doc = read_recovery_file(f"{RECOVERY}/{name}")
+                    copies.append(("recovery", name[:-5], (doc.get("tokens") or {}).get("refresh_token")))
                 except (OSError, ValueError) as e:
                     notes.append(f"recovery/{name} unreadable: {e}")
+    # Refreshed tokens that no file took (a slot in the keyring: no recipient to encrypt to) wait
+    # in the kernel keyring: they count as the slot's recovery copy.
+    for slot in ALL_NAMES:
+        held = escrowed(slot)
+        if held is not None:
+            try:
+                copies.append(("recovery", slot, (json.loads(held).get("tokens") or {}).get("refresh_token")))
+            except ValueError as e:
+                notes.append(f"kernel keyring's copy of {slot} unreadable: {e}")
     return copies, notes
 
 
 def token_view():
     """[(where, slot, family, server state)] for every stored copy (never the token itself)."""
     server = {}
-    for fam in http("/_test/tokens")["families"]:
+    global last_families
+    families = last_families = http("/_test/tokens")["families"]
+    for fam in families:
         for rt in fam["refresh_tokens"]:
             server[rt["refresh_token"]] = (fam["family"], "revoked" if fam["revoked"] else rt["state"])
     copies, notes = read_copies()
@@ -587,6 +667,10 @@ def check(rec, delta):
     view, vnotes = token_view()
     for n in vnotes:
         fail("3 tokens", n)
+    # Right after the kill, recovery files included: no refresh token in clear at rest (issue 43).
+    clear = tokens_in_clear(last_families)
+    if clear:
+        fail("4 at rest", f"files holding a refresh token in clear: {clear}")
     cur["copies"] = fmt_copies(view)
     expected_loss = set()
     for slot in signed_in(reg):
@@ -678,6 +762,10 @@ def check(rec, delta):
     if new:
         reported_leftovers.update(new)
         fail("4 recovery", f"recovery folder holds {new} after doctor --repair and a refresh of every slot")
+    esc = [s for s in ALL_NAMES if escrowed(s) is not None and "escrow:" + s not in reported_leftovers]
+    if esc:
+        reported_leftovers.update("escrow:" + s for s in esc)
+        fail("4 recovery", f"refreshed tokens of {esc} still wait in the kernel keyring after doctor --repair and a refresh of every slot")
     return relogin
 
 
@@ -812,6 +900,13 @@ def main():
     rec_left = sorted(os.listdir(RECOVERY)) if os.path.isdir(RECOVERY) else []
     if rec_left:
         fail("4 recovery", f"recovery folder at the end: {rec_left}")
+    esc_left = [s for s in ALL_NAMES if escrowed(s) is not None]
+    if esc_left:
+        fail("4 recovery", f"refreshed tokens left in the kernel keyring at the end: {esc_left}")
+    # No refresh token in clear at rest (issue 43): recovery files are age files.
+    clear = tokens_in_clear()
+    if clear:
+        fail("4 at rest", f"files holding a refresh token in clear: {clear}")
     # Files a killed write left behind (GLib's temp files NAME.XXXXXX), for information.
     expected = re.compile(r"^(data/lanyard(/(registry\.json(\.prev|\.lock)?|store\.age(\.prev|\.lock)?|identity\.txt|locks(/[a-z0-9._-]+\.lock)?))?"
                           r"|state/lanyard(/(events\.jsonl(\.lock|\.1)?|recovery))?|run/lanyard(/exec)?)$")

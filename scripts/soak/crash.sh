@@ -46,16 +46,22 @@
 #                 exactly one of r1/r2 is registered (a killed rename may leave either name);
 #                 a1 a2 x1 e1 (m1) are registered (x1 after a `remove` round: either way);
 #   3 tokens      before any command runs, the stored refresh tokens (store.age via `age -d`, the
-#                 keyring via secret-tool, recovery files) are looked up in the server's
+#                 keyring via secret-tool, recovery files — age files opened with stock `age -d -i
+#                 identity.txt`, or clear JSON from an older Lanyard — and, for a slot in the keyring
+#                 or a disk that refused the file, the kernel keyring's `lanyard-refreshed:DATA:SLOT`
+#                 keys) are looked up in the server's
 #                 /_test/tokens: every signed-in slot has a current (active) one in its backend or
-#                 its recovery file, and no two registered slots hold the same token family. The
+#                 its recovery copy, and no two registered slots hold the same token family. The
 #                 one allowed exception: a round that killed the refresh worker itself after the
 #                 server answered and before the recovery file was written (the new token existed
 #                 only in the answer in flight); such a slot is counted ("lost-ok") and signed in
 #                 again, never refreshed with the dead token. Then, for every signed-in slot,
 #                 `lanyard token SLOT` exits 0 with output and `lanyard refresh SLOT` exits 0;
 #                 no slot is in another state than signed-in/signed-out;
-#   4 leftovers   the recovery folder is empty after that; at the end the server's
+#   4 leftovers   the recovery folder and the kernel keyring's recovery keys are empty after that;
+#                 right after each kill and at the end, no file under Lanyard's folders of the home
+#                 (exec folders aside) holds a refresh token the server issued in clear ("4 at
+#                 rest"); at the end the server's
 #                 `refresh_reused` is 0, no `lanyard*` process of the run is alive or a zombie (3 s
 #                 grace), none was reaped by the subreaper after the check.
 # Then the slots are brought back to the baseline (extra rename slot removed, signed-out or broken

@@ -386,7 +386,7 @@ class Machine:
 
     # What this machine holds: every refresh token in its store and recovery files (digests).
     def held(self):
-        found, identity = [], None
+        found, identity, key = [], None, None
         try:
             with open(f"{self.root}/data/lanyard/identity.txt") as f:
                 key = age_identity(next(l for l in f if l.startswith("AGE-SECRET-KEY-")))
@@ -401,11 +401,17 @@ class Machine:
         rec = f"{self.root}/state/lanyard/recovery"
         for name in (os.listdir(rec) if os.path.isdir(rec) else []):
             try:
-                with open(f"{rec}/{name}") as f:
-                    rt = (json.load(f).get("tokens") or {}).get("refresh_token")
+                with open(f"{rec}/{name}", "rb") as f:
+                    raw = f.read()
+                # An age file encrypted to the store's recipients (issue 43), or clear JSON from before.
+                if raw.startswith(b"age-encryption.org/v1\n"):
+                    if key is None:
+                        continue
+                    raw = age_decrypt(raw, key)
+                rt = (json.loads(raw).get("tokens") or {}).get("refresh_token")
                 if rt:
                     found.append(("recovery", digest(rt)))
-            except (OSError, ValueError):
+            except (OSError, ValueError, InvalidTag):
                 pass
         return found, identity
 

@@ -17,8 +17,9 @@
 #                    scripts/with-keyring.sh): `doctor --repair` exits 0 saying nothing is left,
 #                    yet the next `doctor` reports the same unlisted item again.
 #   recovery-temp    the refresh worker killed as it renames its recovery file into place (1st
-#                    rename(2)): recovery/SLOT.json.XXXXXX stays, a plaintext credential with the
-#                    refresh token, which doctor never reports and nothing removes.
+#                    rename(2)): recovery/SLOT.json.XXXXXX stays (an age file since issue 43, a
+#                    plaintext credential before), holding the only copy of the refresh token,
+#                    which doctor never reported and nothing removed.
 #   rename-recovery  the refresh worker killed after the recovery file, before the store (1st
 #                    link(2)), then `rename a1 b1`: the rename moves the spent token, leaves
 #                    recovery/a1.json behind, and `refresh b1` is refresh_token_reused.
@@ -81,8 +82,13 @@ case $case in
     echo "  recovery folder: $(ls "$XDG_STATE_HOME/lanyard/recovery" | tr '\n' ' ')"
     for f in "$XDG_STATE_HOME"/lanyard/recovery/*.json.*; do
       [ -e "$f" ] || continue
-      python3 -c 'import json,sys; print("  ", sys.argv[1].rsplit("/",1)[1], "holds a credential with a refresh token:", bool(json.load(open(sys.argv[1]))["tokens"].get("refresh_token")))' "$f"
-      echo "  HARM: a plaintext credential stays in a temp file nobody reports or removes"; harm=1
+      # An age file encrypted to the store's recipients (stock age opens it with the store's identity).
+      if head -c 22 "$f" | grep -q '^age-encryption.org/v1$'; then
+        age -d -i "$XDG_DATA_HOME/lanyard/identity.txt" "$f" | python3 -c 'import json,sys; print("  ", sys.argv[1].rsplit("/",1)[1], "(age) holds a credential with a refresh token:", bool(json.load(sys.stdin)["tokens"].get("refresh_token")))' "$f"
+      else
+        python3 -c 'import json,sys; print("  ", sys.argv[1].rsplit("/",1)[1], "(clear) holds a credential with a refresh token:", bool(json.load(open(sys.argv[1]))["tokens"].get("refresh_token")))' "$f"
+      fi
+      echo "  HARM: a credential stays in a temp file nobody reports or removes"; harm=1
     done ;;
   rename-recovery | logout-recovery)
     login a1
