@@ -42,11 +42,12 @@ let package = Package(
         // libtss2-dev), loaded with dlopen when a TPM-sealed store is first opened, so no binary links it.
         .target(name: "CTPM"),
 
-        // `lanyard tray`'s StatusNotifierItem and dbusmenu on GDBus, its GLib main loop on a thread
-        // of its own (C: GDBus' server side is callbacks and vtables). LanyardGLib wraps it.
+        // `lanyard tray`'s StatusNotifierItem and dbusmenu, and desktop notifications with actions, on
+        // GDBus, each on a GLib main loop of a thread of its own (C: GDBus' server side is callbacks and
+        // vtables). LanyardDesktop's Bus/ wraps it.
         .target(name: "CStatusNotifier", dependencies: ["CLibsecret", "CLazyLibraries"]),
 
-        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries", "CStatusNotifier"]),
+        .target(name: "LanyardGLib", dependencies: ["CLibsecret", "CLazyLibraries"]),
 
         // prctl(2), which Swift cannot call (variadic): ProcessHardening's one call.
         .target(name: "CProcessControl"),
@@ -65,11 +66,14 @@ let package = Package(
         .target(name: "LanyardFleet", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "Age", "CCurl"]),
         .target(name: "LanyardAuth", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardFleet", "Age"]),
         .target(name: "LanyardIntegrations", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
-        .target(name: "LanyardAgent", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardGLib"]),
+        // The desktop: `lanyard tray` (its model, usage alerts, the service, autostart, one tray per
+        // session) and desktop notifications, with their GDBus wrappers over CStatusNotifier.
+        .target(name: "LanyardDesktop", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardGLib", "CStatusNotifier"]),
+        .target(name: "LanyardAgent", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardDesktop"]),
         .target(name: "LanyardNetwork", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "CWebSocket", "CCurl"]),
         .target(name: "LanyardKit", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork"]),
         .target(name: "LanyardCLI", dependencies: [
-            "LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardAgent", "CQrencode",
+            "LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardDesktop", "LanyardAgent", "CQrencode",
         ]),
         // `lanyard` starts fast without FoundationNetworking; commands that talk to a provider
         // continue in `lanyard-net` (installed in lib/lanyard/), the same CLI with HTTP.
@@ -88,8 +92,9 @@ let package = Package(
         .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
         .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardCore", "LanyardSupport", "Age", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "Age", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardDesktop", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardDesktop", "Age", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(name: "LanyardDesktopTests", dependencies: ["LanyardDesktop", "LanyardIntegrations", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"]),
         .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "Age", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
         .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),

@@ -3,6 +3,7 @@ import Glibc
 import LanyardAuth
 import LanyardFleet
 import LanyardCore
+import LanyardDesktop
 import LanyardIntegrations
 import LanyardSupport
 import LanyardSystem

@@ -12,6 +12,17 @@ package enum LazyLibraries {
         // The loader always says why; the fallback only guards against a NULL.
         return error.map { String(cString: $0) } ?? "cannot load libsecret"
     }
+
+    /// Loads GLib, GIO's D-Bus service side and libsecret (with GIO and GObject) on first use, as
+    /// the desktop's D-Bus objects (CStatusNotifier) need them; nil once they are loaded, else why
+    /// they cannot be.
+    package static func desktopLoadFailure() -> String? {
+        for load in [lanyard_glib_load, lanyard_gio_load, lanyard_libsecret_load] {
+            var error: UnsafePointer<CChar>?
+            if load(&error) == 0 { return error.map { String(cString: $0) } ?? "cannot load GIO" }
+        }
+        return nil
+    }
 }
 
 /// Owns one reference to a GObject (a libsecret service or item, a D-Bus connection) and

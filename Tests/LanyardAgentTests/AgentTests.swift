@@ -1,4 +1,5 @@
 import Foundation
+import LanyardDesktop
 import LanyardIntegrations
 import LanyardNetwork
 import LanyardSupport

@@ -3,8 +3,9 @@
 
 // Desktop notifications with actions (org.freedesktop.Notifications: Notify, ActionInvoked,
 // NotificationClosed) on GDBus, served by a GLib main loop on a thread of its own, so answers and
-// signals arrive without anyone blocking. No GLib type crosses this header: LanyardGLib's
-// DesktopNotifications.swift is its one caller.
+// signals arrive without anyone blocking. No GLib type crosses this header:
+// LanyardDesktop's Bus/DesktopNotifications.swift is its one caller (and through it the agent's
+// notifications: Lanyard's one Notify).
 
 #include <stdint.h>
 

@@ -3,7 +3,7 @@
 
 // A StatusNotifierItem (org.kde.StatusNotifierItem at /StatusNotifierItem) with its menu exported
 // over com.canonical.dbusmenu at /MenuBar, on GDBus, served by a GLib main loop on a thread of its
-// own. No GLib type crosses this header: LanyardGLib's StatusNotifier.swift is its one caller.
+// own. No GLib type crosses this header: LanyardDesktop's Bus/StatusNotifier.swift is its one caller.
 
 #include <stdint.h>
 

@@ -4,6 +4,7 @@ import Testing
 import LanyardTestSupport
 @testable import LanyardAuth
 @testable import LanyardCore
+@testable import LanyardDesktop
 @testable import LanyardIntegrations
 @testable import LanyardStore
 

@@ -1,8 +1,12 @@
-// Desktop notifications with actions (CStatusNotifier's desktop_notifications.c) behind a Swift API.
+// Desktop notifications with actions (CStatusNotifier's desktop_notifications.c) behind a Swift
+// API: Lanyard's one implementation of org.freedesktop.Notifications.Notify (the tray sends through
+// it, and the agent through DesktopNotifier).
 
-import CLazyLibraries
 import CStatusNotifier
+import Dispatch
 import Glibc
+import LanyardGLib
+import LanyardSupport
 
 /// One button of a notification: `key` comes back in ``DesktopNotificationEvent/actionInvoked(id:action:)``.
 package struct DesktopNotificationAction: Sendable, Equatable {
@@ -38,28 +42,46 @@ package final class DesktopNotifications: @unchecked Sendable {
     /// Every answer and signal, in the order the bus delivered them.
     package let events: AsyncStream<DesktopNotificationEvent>
 
-    /// Keeps the stream's continuation alive for the C callbacks (which get it unretained).
+    /// Keeps the stream's continuation alive for the C callbacks (which get it unretained), and
+    /// hands the answers someone waits for (``sendWaiting``) to them instead of the stream.
     private final class Sink: Sendable {
         let continuation: AsyncStream<DesktopNotificationEvent>.Continuation
+        let waiters = Locked<[UInt64: Waiter]>([:])
         init(_ continuation: AsyncStream<DesktopNotificationEvent>.Continuation) { self.continuation = continuation }
+
+        func deliver(_ event: DesktopNotificationEvent, token: UInt64) {
+            if let waiter = waiters.withLock({ $0.removeValue(forKey: token) }) {
+                waiter.outcome = event
+                waiter.answered.signal()
+            } else {
+                continuation.yield(event)
+            }
+        }
     }
+
+    /// One caller waiting for Notify's answer. `@unchecked`: `outcome` is written before
+    /// `answered` is signalled and read after the wait returns.
+    private final class Waiter: @unchecked Sendable {
+        let answered = DispatchSemaphore(value: 0)
+        var outcome: DesktopNotificationEvent?
+    }
+
+    /// Tokens of ``sendWaiting`` (the high half, apart from the tokens callers choose).
+    private let waitedTokens = Locked<UInt64>(1 << 63)
 
     /// Loads GLib and GIO (first use), connects to the session bus and listens for the signals.
     /// Blocks while connecting: not on a cooperative thread.
     package init() throws(StatusNotifierFailure) {
-        for load in [lanyard_glib_load, lanyard_gio_load, lanyard_libsecret_load] {
-            var error: UnsafePointer<CChar>?
-            if load(&error) == 0 { throw StatusNotifierFailure(description: error.map { String(cString: $0) } ?? "cannot load GIO") }
-        }
+        if let reason = LazyLibraries.desktopLoadFailure() { throw StatusNotifierFailure(description: reason) }
         let (events, continuation) = AsyncStream<DesktopNotificationEvent>.makeStream(bufferingPolicy: .unbounded)
         let sink = Sink(continuation)
         var message = [CChar](repeating: 0, count: 512)
         let onReply: lanyard_notify_reply_fn = { context, token, id, error in
             let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
             if let error {
-                sink.continuation.yield(.failed(token: token, reason: String(cString: error)))
+                sink.deliver(.failed(token: token, reason: String(cString: error)), token: token)
             } else {
-                sink.continuation.yield(.sent(token: token, id: id))
+                sink.deliver(.sent(token: token, id: id), token: token)
             }
         }
         let onSignal: lanyard_notification_signal_fn = { context, id, action, reason in
@@ -87,6 +109,34 @@ package final class DesktopNotifications: @unchecked Sendable {
         defer { strings.forEach { free($0) } }
         let pointers: [UnsafePointer<CChar>?] = strings.map { UnsafePointer($0) }
         lanyard_notifications_send(handle, token, "Lanyard", icon, summary, body, pointers, Int32(pointers.count), urgency, timeoutMilliseconds)
+    }
+
+    /// Sends one notification and waits for the service's answer, at most `timeoutSeconds` (for
+    /// synchronous callers: the agent). Blocks: not on a cooperative thread.
+    /// - Returns: nil when the service took it, else why not.
+    package func sendWaiting(summary: String, body: String, icon: String = "dialog-password", urgency: UInt8 = 1,
+                             timeoutSeconds: Double = 2) -> String? {
+        let token = waitedTokens.withLock { next in
+            next += 1
+            return next
+        }
+        let waiter = Waiter()
+        sink.waiters.withLock { $0[token] = waiter }
+        send(token: token, summary: summary, body: body, icon: icon, urgency: urgency)
+        guard waiter.answered.wait(timeout: .now() + timeoutSeconds) == .success else {
+            // Too late: a late answer goes to the stream, which no one reads for these tokens.
+            if sink.waiters.withLock({ $0.removeValue(forKey: token) }) != nil {
+                return "the notification service did not answer within \(Int(timeoutSeconds.rounded(.up))) s"
+            }
+            waiter.answered.wait()  // answered between the timeout and the removal
+            return Self.problem(waiter.outcome)
+        }
+        return Self.problem(waiter.outcome)
+    }
+
+    private static func problem(_ outcome: DesktopNotificationEvent?) -> String? {
+        if case .failed(_, let reason)? = outcome { return reason }
+        return nil
     }
 
     /// Stops listening and ends `events`. Call once, not on a cooperative thread (it joins the loop's thread).

@@ -1,8 +1,8 @@
 // `lanyard tray`'s StatusNotifierItem and dbusmenu (CStatusNotifier) behind a Swift API.
 
-import CLazyLibraries
 import CStatusNotifier
 import Glibc
+import LanyardGLib
 
 /// One entry of the exported menu. Ids are positive and unique; `parent` 0 is the top level.
 package struct StatusNotifierMenuEntry: Sendable, Equatable {
@@ -102,10 +102,7 @@ package final class StatusNotifier: @unchecked Sendable {
 
     /// Loads GLib and GIO (first use), connects to the session bus and exports the item.
     package init(busName: String, itemID: String) throws(StatusNotifierFailure) {
-        for load in [lanyard_glib_load, lanyard_gio_load, lanyard_libsecret_load] {
-            var error: UnsafePointer<CChar>?
-            if load(&error) == 0 { throw StatusNotifierFailure(description: error.map { String(cString: $0) } ?? "cannot load GIO") }
-        }
+        if let reason = LazyLibraries.desktopLoadFailure() { throw StatusNotifierFailure(description: reason) }
         let (events, continuation) = AsyncStream<StatusNotifierEvent>.makeStream(bufferingPolicy: .unbounded)
         let sink = Sink(continuation)
         var message = [CChar](repeating: 0, count: 512)

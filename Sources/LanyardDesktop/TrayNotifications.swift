@@ -1,7 +1,6 @@
 import FoundationEssentials
 import LanyardAuth
 import LanyardCore
-import LanyardGLib
 import LanyardIntegrations
 import LanyardStore
 import LanyardSupport

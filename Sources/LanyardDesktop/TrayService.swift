@@ -2,7 +2,6 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
-import LanyardGLib
 import LanyardIntegrations
 import LanyardStore
 import LanyardSupport

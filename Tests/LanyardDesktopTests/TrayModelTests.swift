@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import LanyardAuth
 @testable import LanyardCore
+@testable import LanyardDesktop
 @testable import LanyardIntegrations
 @testable import LanyardStore
 
