@@ -301,14 +301,8 @@ import LanyardTestSupport
         let attacker = try EtcdAttacker(h)
         let m1 = h.machines[0], m2 = h.machines[1]
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
-        try await h.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3])
         let value = try attacker.get(attacker.key("slots/work"))
-        let refresh = try m1.home.start(["refresh", "work"])
-        // The fault is taken (off the queue) when the request reaches the server.
-        while !(try await h.server.get("/_test/faults")).isEmpty {
-            guard refresh.0.isRunning else { Issue.record("the refresh ended before it reached the server"); return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        guard let refresh = try await h.refreshHeldAtTheServer(on: m1) else { return }
         try attacker.put("slots/work", value)
         refresh.0.waitUntilExit()
         #expect(refresh.0.terminationStatus == 0)
@@ -493,6 +487,20 @@ struct EtcdAttacker {
 }
 
 extension FleetHarness {
+    /// Starts `lanyard refresh work` on `machine` with its request held 3 s at the test server,
+    /// and returns once the request is there (the server takes the fault off its queue then):
+    /// the moment between a refresh's intent and its fleet write. Nil (recorded) when the refresh
+    /// ended before it reached the server.
+    func refreshHeldAtTheServer(on machine: FleetMachine) async throws -> (Process, Pipe, Pipe)? {
+        try await server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3])
+        let refresh = try machine.home.start(["refresh", "work"])
+        while !(try await server.get("/_test/faults")).isEmpty {
+            guard refresh.0.isRunning else { Issue.record("the refresh ended before it reached the server"); return nil }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return refresh
+    }
+
     /// No refresh token was presented twice, and no family was revoked for it.
     func expectNoReuse() async throws {
         #expect(try await server.stat("refresh_reused") == 0)

@@ -192,13 +192,8 @@ import LanyardTestSupport
         let attacker = try EtcdAttacker(h)
         let m1 = h.machines[0], m2 = h.machines[1]
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
-        try await h.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3])
         let old = try attacker.get(attacker.key("slots/work"))
-        let refresh = try m1.home.start(["refresh", "work"])
-        while !(try await h.server.get("/_test/faults")).isEmpty {
-            guard refresh.0.isRunning else { Issue.record("the refresh ended before it reached the server"); return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        guard let refresh = try await h.refreshHeldAtTheServer(on: m1) else { return }
         #expect(try attacker.exists("intents/work"))
         try attacker.delete("slots/work")
         refresh.0.waitUntilExit()
