@@ -3,21 +3,22 @@ import CSodium
 /// Ed25519 signatures (libsodium's `crypto_sign`), for data that must be authenticated by a key
 /// holder rather than by where it was read from (a fleet's membership log and shared credentials).
 ///
-/// Not part of the age format: it lives here because this module owns the libsodium wrapper.
-public enum Ed25519 {
+/// Not part of the age format, so not part of the `Age` product either (`package`): it lives here
+/// because this module owns the libsodium wrapper, for the fleet.
+package enum Ed25519 {
     /// Bytes in a public key and in a signature.
-    public static let publicKeyBytes = 32
-    public static let signatureBytes = 64
+    package static let publicKeyBytes = 32
+    package static let signatureBytes = 64
 
     /// A signing key. The 64-byte secret lives in memory owned by this object and is wiped when
     /// the last reference goes away.
-    public final class SigningKey: Sendable {
+    package final class SigningKey: Sendable {
         private let secret: SecretBytes
         /// The matching public key (32 bytes).
-        public let publicKey: [UInt8]
+        package let publicKey: [UInt8]
 
         /// The key pair made from a 32-byte `seed` (the caller wipes its own copy).
-        public init(seed: [UInt8]) {
+        package init(seed: [UInt8]) {
             precondition(seed.count == 32, "an Ed25519 seed is 32 bytes")
             Sodium.ensureInitialized()
             var pk = [UInt8](repeating: 0, count: 32)
@@ -30,14 +31,14 @@ public enum Ed25519 {
 
         /// The key derived from an age X25519 identity (HKDF-SHA-256 of its secret scalar, with a
         /// label of its own): one secret to keep, and the two keys always belong together.
-        public convenience init(derivedFrom identity: X25519Identity, label: String) {
+        package convenience init(derivedFrom identity: X25519Identity, label: String) {
             var seed = identity.withSecretScalar { HKDF.sha256(ikm: $0, salt: UnsafeRawBufferPointer(start: nil, count: 0), info: label) }
             defer { Sodium.memzero(&seed) }
             self.init(seed: seed)
         }
 
         /// The detached signature of `message`.
-        public func sign(_ message: [UInt8]) -> [UInt8] {
+        package func sign(_ message: [UInt8]) -> [UInt8] {
             var signature = [UInt8](repeating: 0, count: 64)
             secret.withBytes { sk in
                 withMessage(message) { m, count in
@@ -49,7 +50,7 @@ public enum Ed25519 {
     }
 
     /// Whether `signature` is `publicKey`'s signature of `message`. Wrong lengths are false.
-    public static func verify(signature: [UInt8], message: [UInt8], publicKey: [UInt8]) -> Bool {
+    package static func verify(signature: [UInt8], message: [UInt8], publicKey: [UInt8]) -> Bool {
         guard signature.count == signatureBytes, publicKey.count == publicKeyBytes else { return false }
         Sodium.ensureInitialized()
         return withMessage(message) { m, count in crypto_sign_verify_detached(signature, m, count, publicKey) == 0 }
