@@ -11,6 +11,8 @@
 # built and checked by lintian, installed with apt-get, smoke-tested and removed.
 set -eu
 cd "$(dirname "$0")/.."
+# Every service a suite needs is started here: a missing one fails its tests instead of skipping them.
+export LANYARD_TEST_REQUIRE_SERVICES=1
 started=$(date +%s)
 # What git sees at the start: the run must leave the tree as it found it (outputs go under .build).
 tree_before=$(git status --porcelain --untracked-files=all 2> /dev/null || true)

@@ -9,6 +9,8 @@
 # LANYARD_TEST_TPM=1: the TPM suites (each test starts its own swtpm) must run, not skip.
 set -eu
 cd "$(dirname "$0")/.."
+# Every service a suite needs is started here: a missing one fails its tests instead of skipping them.
+export LANYARD_TEST_REQUIRE_SERVICES=1
 started=$(date +%s)
 ${SWIFT:-swift} build --build-tests --quiet
 built=$(date +%s)

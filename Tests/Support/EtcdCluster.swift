@@ -43,12 +43,18 @@ package struct EtcdCluster: Sendable {
     private static let variables = ["LANYARD_TEST_ETCD_ENDPOINTS", "LANYARD_TEST_ETCD_CA", "LANYARD_TEST_ETCD_CERT",
                                     "LANYARD_TEST_ETCD_KEY", "LANYARD_TEST_ETCD_DIR"]
 
-    /// The cluster scripts/with-etcd.sh started, from its `LANYARD_TEST_ETCD_*` variables; throws
-    /// `EtcdClusterError.notConfigured` when they are missing, so a test that needs etcd fails
-    /// rather than skips.
+    /// The cluster scripts/with-etcd.sh started, from its `LANYARD_TEST_ETCD_*` variables. When they
+    /// are missing the test is skipped under plain `swift test`, and fails under `make test`
+    /// (``TestServices``).
     package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> EtcdCluster {
         let missing = variables.filter { environment[$0]?.isEmpty ?? true }
-        guard missing.isEmpty else { throw EtcdClusterError.notConfigured(missing: missing) }
+        guard missing.isEmpty else {
+            #if DEBUG
+            try TestServices.missing("needs the etcd test cluster (scripts/with-etcd.sh)", failure: EtcdClusterError.notConfigured(missing: missing))
+            #else
+            throw EtcdClusterError.notConfigured(missing: missing)
+            #endif
+        }
         let directory = environment["LANYARD_TEST_ETCD_DIR"]!
         let endpoints = environment["LANYARD_TEST_ETCD_ENDPOINTS"]!.split(separator: ",").compactMap { URL(string: String($0)) }
         let names = (environment["LANYARD_TEST_ETCD_MEMBERS"] ?? "m1 m2 m3").split(separator: " ").map(String.init)

@@ -24,7 +24,12 @@ package final class OAuthTestServer: @unchecked Sendable {
     package init(_ kind: Kind, arguments: [String] = []) throws {
         let python = repositoryRoot.appendingPathComponent(".venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
-            throw ServerError("no test venv at \(python): run `make check` (scripts/venv.sh)")
+            let failure = ServerError("no test venv at \(python): run `make check` (scripts/venv.sh)")
+            #if DEBUG
+            try TestServices.missing("needs the OAuth test servers' venv (scripts/venv.sh)", failure: failure)
+            #else
+            throw failure
+            #endif
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: python)

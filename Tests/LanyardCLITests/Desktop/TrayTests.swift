@@ -25,7 +25,8 @@ final class TrayDesktop: @unchecked Sendable {
 
     init(root: String) throws {
         for tool in [Self.watcherBinary, Self.dumperBinary] where !FileManager.default.isExecutableFile(atPath: tool) {
-            throw ServerError("\(tool) is missing: run scripts/deps.sh (haskell-status-notifier-item-utils, libdbusmenu-tools)")
+            try TestServices.missing("needs \(tool) (scripts/deps.sh)",
+                                     failure: ServerError("\(tool) is missing: run scripts/deps.sh (haskell-status-notifier-item-utils, libdbusmenu-tools)"))
         }
         bus = try PrivateSessionBus(folder: root + "/bus")
         address = bus.address
