@@ -11,10 +11,13 @@ package struct BrowserVisit: Sendable {
 }
 
 /// Plays the browser with curl (a real HTTP client): GETs `url`, following redirects (to the
-/// sign-in's listener) unless `follow` is false. Runs on the blocking executor.
+/// sign-in's listener) unless `follow` is false. Waits on a thread of its own: curl waits for the
+/// sign-in in this same process, whose answer needs a thread of the blocking executor (the slot is
+/// stored before the browser hears of success); on the pool, parallel tests' waits could take
+/// every thread and hold each other until curl's own time limit.
 package func browse(_ url: String, follow: Bool = true) async throws -> BrowserVisit {
     let arguments = ["-sS", "--max-time", "60", "-o", "-", "-w", "\n%{http_code} %{redirect_url}"] + (follow ? ["-L"] : []) + [url]
-    let (status, out, err) = try await BlockingExecutor.shared.run { try runProcess("/usr/bin/curl", arguments) }
+    let (status, out, err) = try await BlockingExecutor.shared.runOnOwnThread { try runProcess("/usr/bin/curl", arguments) }
     guard status == 0, let split = out.lastIndex(of: "\n") else { throw ServerError("curl \(url) failed (\(status)): \(err)") }
     let last = out[out.index(after: split)...].split(separator: " ", maxSplits: 1)
     return BrowserVisit(status: Int(last.first ?? "") ?? 0, body: String(out[..<split]),
