@@ -7,8 +7,35 @@
 
 #include <gio/gio.h>
 #include "loop_thread.h"
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+// LANYARD_TRACE_TRAY=1: each step of start-up and registration on stderr, with the wall-clock time
+// (to set beside a watcher's own log) and the seconds since the item started.
+static int trace_on = -1;
+static struct timespec trace_start;
+
+static void trace(const char *format, ...) {
+    if (trace_on < 0) {
+        const char *value = getenv("LANYARD_TRACE_TRAY");
+        trace_on = value && *value && strcmp(value, "0") != 0;
+        clock_gettime(CLOCK_MONOTONIC, &trace_start);
+    }
+    if (!trace_on) return;
+    struct timespec now, wall;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    double since = (double)(now.tv_sec - trace_start.tv_sec) + (double)(now.tv_nsec - trace_start.tv_nsec) / 1e9;
+    char line[512];
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(line, sizeof line, format, arguments);
+    va_end(arguments);
+    fprintf(stderr, "lanyard tray trace: %lld.%03ld +%.3f s %s\n", (long long)wall.tv_sec, wall.tv_nsec / 1000000, since, line);
+}
 
 static const char introspection_xml[] =
     "<node>"
@@ -355,9 +382,11 @@ static void registered(GObject *source, GAsyncResult *result, gpointer data) {
     GVariant *reply = g_dbus_connection_call_finish((GDBusConnection *)source, result, &error);
     if (reply) {
         g_variant_unref(reply);
+        trace("registration %d accepted by %s", n->attempts, n->watcher_owner ? n->watcher_owner : "(a watcher gone since)");
         if (n->on_registered) n->on_registered(n->callback_context);
         return;
     }
+    trace("registration %d refused: %s", n->attempts, error->message);
     // A watcher that has just started may answer before its object exists, and on a busy machine
     // it may take long to: try again 100 ms, 200 ms, … later, then every 6.4 s, for as long as the
     // same watcher runs (giving up would leave the item unshown until the watcher restarts). Said
@@ -375,6 +404,7 @@ static void registered(GObject *source, GAsyncResult *result, gpointer data) {
 static void register_item(lanyard_status_notifier *n) {
     if (!n->watcher_owner) return;  // it went away; the next one starts over
     n->attempts++;
+    trace("registration %d sent to %s", n->attempts, n->watcher_owner);
     GVariant *argument = g_variant_new_string(n->bus_name);
     g_dbus_connection_call(n->connection, n->watcher_owner, "/StatusNotifierWatcher", WATCHER_NAME,
                            "RegisterStatusNotifierItem", tuple1(argument), NULL, G_DBUS_CALL_FLAGS_NONE, 5000, NULL,
@@ -387,14 +417,26 @@ static void watcher_appeared(GDBusConnection *connection, const gchar *name, con
     g_free(n->watcher_owner);
     n->watcher_owner = g_strdup(owner);
     n->attempts = 0;
+    trace("watcher appeared: %s", owner);
     register_item(n);
 }
 
 static void watcher_vanished(GDBusConnection *connection, const gchar *name, gpointer data) {
     (void)connection, (void)name;
     lanyard_status_notifier *n = data;
+    trace("watcher vanished");
     g_free(n->watcher_owner);  // waits for the next watcher (watcher_appeared)
     n->watcher_owner = NULL;
+}
+
+static void name_acquired(GDBusConnection *connection, const gchar *name, gpointer data) {
+    (void)connection, (void)data;
+    trace("owns %s", name);
+}
+
+static void name_lost(GDBusConnection *connection, const gchar *name, gpointer data) {
+    (void)connection, (void)data;
+    trace("does not own %s", name);
 }
 
 static void apply_update(gpointer data) {
@@ -409,6 +451,7 @@ static void apply_update(gpointer data) {
     update->entry_count = 0;
     memset(&update->look, 0, sizeof update->look);
     uint32_t revision = __atomic_add_fetch(&n->revision, 1, __ATOMIC_SEQ_CST);
+    if (revision == 1) trace("first menu published");
     GVariant *layout[2] = {g_variant_new_uint32(revision), g_variant_new_int32(0)};
     emit(n, MENU_PATH, MENU_INTERFACE, "LayoutUpdated", g_variant_new_tuple(layout, 2));
     emit(n, ITEM_PATH, ITEM_INTERFACE, "NewIcon", NULL);
@@ -433,8 +476,10 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
                                                        lanyard_menu_event_fn on_event,
                                                        lanyard_registered_fn on_registered, void *context,
                                                        char *error_text, int error_size) {
+    trace("starting: %s", bus_name);
     GDBusConnection *connection = session_bus(error_text, error_size);
     if (!connection) return NULL;
+    trace("connected to the session bus as %s", g_dbus_connection_get_unique_name(connection));
     GError *error = NULL;
     GDBusNodeInfo *node = g_dbus_node_info_new_for_xml(introspection_xml, &error);
     if (!node) {  // the XML above is fixed: only a broken GLib gets here
@@ -475,11 +520,12 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
         g_free(n);
         return NULL;
     }
-    n->own_id = g_bus_own_name_on_connection(connection, bus_name, G_BUS_NAME_OWNER_FLAGS_NONE, NULL, NULL, NULL, NULL);
+    n->own_id = g_bus_own_name_on_connection(connection, bus_name, G_BUS_NAME_OWNER_FLAGS_NONE, name_acquired, name_lost, NULL, NULL);
     n->watch_id = g_bus_watch_name_on_connection(connection, WATCHER_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE,
                                                  watcher_appeared, watcher_vanished, n, NULL);
     g_main_context_pop_thread_default(n->main.context);
     loop_thread_start(&n->main);
+    trace("objects exported, watching for %s", WATCHER_NAME);
     return n;
 }
 

@@ -18,6 +18,7 @@ final class TrayDesktop: @unchecked Sendable {
     static let dumperBinary = "/usr/libexec/dbusmenu-dumper"
 
     let address: String
+    private let folder: String
     private let bus: PrivateSessionBus
     private var watcher: Process?
     private var tray: Process?
@@ -27,7 +28,8 @@ final class TrayDesktop: @unchecked Sendable {
         for tool in [Self.watcherBinary, Self.dumperBinary] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw ServerError("\(tool) is missing: run scripts/deps.sh (haskell-status-notifier-item-utils, libdbusmenu-tools)")
         }
-        bus = try PrivateSessionBus(folder: root + "/bus")
+        folder = root + "/bus"
+        bus = try PrivateSessionBus(folder: folder)
         address = bus.address
     }
 
@@ -41,15 +43,29 @@ final class TrayDesktop: @unchecked Sendable {
 
     var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address, "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"] }
 
-    /// Starts (or starts again) the watcher.
+    /// Where the watcher's own log goes (its INFO level: each registration, each item gone).
+    var watcherLogPath: String { folder + "/watcher.log" }
+
+    /// Starts (or starts again) the watcher, its log appended to ``watcherLogPath``.
     func startWatcher() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.watcherBinary)
+        p.arguments = ["--log-level", "INFO"]
         p.environment = environment
         p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
+        if !FileManager.default.fileExists(atPath: watcherLogPath) { _ = FileManager.default.createFile(atPath: watcherLogPath, contents: nil) }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: watcherLogPath))
+        try log.seekToEnd()
+        p.standardError = log
         try p.run()
+        try log.close()
         watcher = p
+    }
+
+    /// The watcher's log so far, without its every-poll lines ("… Called"), for a failure message.
+    func watcherLog() -> String {
+        let text = (try? String(contentsOfFile: watcherLogPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").filter { !$0.hasSuffix(" Called") }.joined(separator: "\n")
     }
 
     func stopWatcher() {
@@ -62,7 +78,8 @@ final class TrayDesktop: @unchecked Sendable {
     /// Starts `lanyard tray` in `home` on this bus; returns its bus name.
     func startTray(_ home: TestHome, extraEnvironment: [String: String] = [:]) throws -> String {
         // A strict cooperative pool (one thread): a blocking call on it would stall the tray.
-        let (p, _, err) = try home.start(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": address,
+        // Its start-up and registration traced on stderr, which a failed wait shows.
+        let (p, _, err) = try home.start(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": address, "LANYARD_TRACE_TRAY": "1",
                                                                      "LIBDISPATCH_COOPERATIVE_POOL_STRICT": "1"].merging(extraEnvironment) { $1 })
         tray = p
         trayErrors = err
@@ -83,16 +100,8 @@ final class TrayDesktop: @unchecked Sendable {
 
     /// What the running tray has written to stderr so far (without waiting for more).
     func trayStderrSoFar() -> String {
-        guard let fd = trayErrors?.fileHandleForReading.fileDescriptor else { return "" }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        var out = Data(), buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n <= 0 { break }
-            out.append(contentsOf: buffer[0..<n])
-        }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        stderrSeen += String(decoding: out, as: UTF8.self)
+        guard let trayErrors else { return "" }
+        stderrSeen += availableText(trayErrors)
         return stderrSeen
     }
     private var stderrSeen = ""
@@ -119,7 +128,10 @@ final class TrayDesktop: @unchecked Sendable {
     /// libdbusmenu's own reading of the menu (JSON-like, one property a line).
     func dump(_ name: String) throws -> String {
         try checkTrayRuns()
-        return try runProcess(Self.dumperBinary, ["--dbus-name=\(name)", "--dbus-object=/MenuBar"], environment: environment).1
+        // Bounded: the dumper waits forever when the layout changes while it reads it (its wait
+        // for the root item is not told again); a dump cut short is "" and the caller asks again.
+        return try runProcess("/usr/bin/timeout", ["20", Self.dumperBinary, "--dbus-name=\(name)", "--dbus-object=/MenuBar"],
+                              environment: environment).1
     }
 
     /// Sends dbusmenu's Event "clicked" for `id`, as a host does when the entry is chosen.
@@ -134,16 +146,43 @@ final class TrayDesktop: @unchecked Sendable {
     }
 }
 
-/// Waits until `condition` holds, checking every 50 ms, for at most `seconds` (a bound, not a
-/// schedule: each check is an event the test waits for; a tray starting while `swift test` starts
-/// hundreds of tests at once on two cores has taken over 20 s); fails with `what` and the last value.
+/// What `pipe` holds now, without waiting for more.
+func availableText(_ pipe: Pipe) -> String {
+    let fd = pipe.fileHandleForReading.fileDescriptor
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    var out = Data(), buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = read(fd, &buffer, buffer.count)
+        if n <= 0 { break }
+        out.append(contentsOf: buffer[0..<n])
+    }
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// Waits until `condition` holds, checking every 50 ms, for at most `seconds`; fails with `what`
+/// and the last value. A bound, not a schedule: each check is an event the test waits for.
+///
+/// Each probe runs on the blocking executor, not on the test's cooperative thread: probes run
+/// child processes (gdbus, dbusmenu-dumper) and wait for them, and with every test of the suite
+/// running at once, tray tests probing every 50 ms on Swift's two cooperative threads starved the
+/// whole process (a test whose tray registered 35 ms after start was reported passing after
+/// 121 s). And the verdict comes from a probe made after the bound has passed: a test starved for
+/// longer than the bound used to fail on its last probe, taken before the tray had registered
+/// (`TrayAutostartTests.aSecondTrayInTheSessionExitsAtOnce`, "never listed within 90 s", the
+/// tray alive and silent).
 func eventually(_ what: String, seconds: Double = 90, sourceLocation: SourceLocation = #_sourceLocation,
-                _ probe: () throws -> String, until condition: (String) -> Bool) async throws -> String {
+                _ probe: @escaping () throws -> String, until condition: (String) -> Bool) async throws -> String {
     let deadline = ContinuousClock.now + .seconds(seconds)
+    // The probe runs while this task waits for it, never beside the test's own code: `@unchecked`.
+    struct Probe: @unchecked Sendable { let run: () throws -> String }
+    let boxed = Probe(run: probe)
     var last = ""
-    while ContinuousClock.now < deadline {
-        last = try probe()
+    while true {
+        let late = ContinuousClock.now >= deadline
+        last = try await BlockingExecutor.shared.run { try boxed.run() }
         if condition(last) { return last }
+        if late { break }
         try await Task.sleep(for: .milliseconds(50))
     }
     Issue.record("\(what) within \(seconds) s; last seen:\n\(last)", sourceLocation: sourceLocation)
