@@ -51,6 +51,8 @@ static const char introspection_xml[] =
     "  <property name='OverlayIconName' type='s' access='read'/>"
     "  <property name='AttentionIconName' type='s' access='read'/>"
     "  <property name='ToolTip' type='(sa(iiay)ss)' access='read'/>"
+    "  <property name='XAyatanaLabel' type='s' access='read'/>"
+    "  <property name='XAyatanaLabelGuide' type='s' access='read'/>"
     "  <property name='ItemIsMenu' type='b' access='read'/>"
     "  <property name='Menu' type='o' access='read'/>"
     "  <method name='ContextMenu'><arg name='x' type='i' direction='in'/><arg name='y' type='i' direction='in'/></method>"
@@ -61,6 +63,7 @@ static const char introspection_xml[] =
     "  <signal name='NewIcon'/>"
     "  <signal name='NewToolTip'/>"
     "  <signal name='NewStatus'><arg name='status' type='s'/></signal>"
+    "  <signal name='XAyatanaNewLabel'><arg name='label' type='s'/><arg name='guide' type='s'/></signal>"
     " </interface>"
     " <interface name='com.canonical.dbusmenu'>"
     "  <property name='Version' type='u' access='read'/>"
@@ -111,10 +114,12 @@ static const char introspection_xml[] =
 typedef struct {
     int32_t id, parent, toggle_state, enabled;
     char *label, *toggle_type, *type;
+    uint8_t *icon_png;  // malloc'd; NULL: no icon
+    int32_t icon_png_size;
 } menu_entry;
 
 typedef struct {
-    char *status, *icon_name, *title, *tooltip_title, *tooltip_body;
+    char *status, *icon_name, *title, *tooltip_title, *tooltip_body, *label, *label_guide;
     GVariant *pixmaps;  // a(iiay), floating reference sunk; NULL before the first update
 } item_look;
 
@@ -147,12 +152,19 @@ typedef struct {
 
 static char *copy(const char *text) { return g_strdup(text ? text : ""); }
 static char *copy_or_null(const char *text) { return text ? g_strdup(text) : NULL; }
+static uint8_t *copy_bytes(const uint8_t *bytes, int32_t size) {
+    if (!bytes || size <= 0) return NULL;
+    uint8_t *out = malloc((size_t)size);
+    if (out) memcpy(out, bytes, (size_t)size);
+    return out;
+}
 
 static void free_entries(menu_entry *entries, int count) {
     for (int i = 0; i < count; i++) {
         g_free(entries[i].label);
         g_free(entries[i].toggle_type);
         g_free(entries[i].type);
+        free(entries[i].icon_png);
     }
     g_free(entries);
 }
@@ -163,6 +175,8 @@ static void free_look(item_look *look) {
     g_free(look->title);
     g_free(look->tooltip_title);
     g_free(look->tooltip_body);
+    g_free(look->label);
+    g_free(look->label_guide);
     if (look->pixmaps) g_variant_unref(look->pixmaps);
 }
 
@@ -194,6 +208,9 @@ static GVariant *entry_properties(const lanyard_status_notifier *n, int32_t id) 
             g_variant_builder_add_value(&builder, dict_entry("label", g_variant_new_string(e->label)));
         }
         if (!e->enabled) g_variant_builder_add_value(&builder, dict_entry("enabled", g_variant_new_boolean(FALSE)));
+        if (e->icon_png)
+            g_variant_builder_add_value(&builder, dict_entry("icon-data", g_variant_new_fixed_array((const GVariantType *)"y", e->icon_png,
+                                                                                                     (gsize)e->icon_png_size, 1)));
         if (e->toggle_type) {
             g_variant_builder_add_value(&builder, dict_entry("toggle-type", g_variant_new_string(e->toggle_type)));
             g_variant_builder_add_value(&builder, dict_entry("toggle-state", g_variant_new_int32(e->toggle_state)));
@@ -349,6 +366,8 @@ static GVariant *item_property(GDBusConnection *connection, const gchar *sender,
         || strcmp(property, "AttentionIconName") == 0)
         return g_variant_new_string("");
     if (strcmp(property, "ToolTip") == 0) return tooltip(n);
+    if (strcmp(property, "XAyatanaLabel") == 0) return g_variant_new_string(n->look.label);
+    if (strcmp(property, "XAyatanaLabelGuide") == 0) return g_variant_new_string(n->look.label_guide);
     if (strcmp(property, "ItemIsMenu") == 0) return g_variant_new_boolean(TRUE);
     if (strcmp(property, "Menu") == 0) return g_variant_new_object_path(MENU_PATH);
     return NULL;
@@ -458,6 +477,8 @@ static void apply_update(gpointer data) {
     emit(n, ITEM_PATH, ITEM_INTERFACE, "NewToolTip", NULL);
     emit(n, ITEM_PATH, ITEM_INTERFACE, "NewTitle", NULL);
     emit(n, ITEM_PATH, ITEM_INTERFACE, "NewStatus", tuple1(g_variant_new_string(n->look.status)));
+    GVariant *label[2] = {g_variant_new_string(n->look.label), g_variant_new_string(n->look.label_guide)};
+    emit(n, ITEM_PATH, ITEM_INTERFACE, "XAyatanaNewLabel", g_variant_new_tuple(label, 2));
 }
 
 static gboolean apply_update_source(gpointer data) {
@@ -496,7 +517,7 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
     n->on_event = on_event;
     n->on_registered = on_registered;
     n->callback_context = context;
-    n->look = (item_look){copy("Passive"), copy("dialog-question"), copy("Lanyard"), copy("Lanyard"), copy("")};
+    n->look = (item_look){copy("Passive"), copy(""), copy("Lanyard"), copy("Lanyard"), copy(""), copy(""), copy(""), NULL};
     loop_thread_init(&n->main);
     // Callbacks go to the thread-default context of the moment they are set up: the loop's.
     g_main_context_push_thread_default(n->main.context);
@@ -554,10 +575,12 @@ void lanyard_status_notifier_update(lanyard_status_notifier *n, const lanyard_me
     update->entry_count = count;
     for (int i = 0; i < count; i++) {
         update->entries[i] = (menu_entry){items[i].id, items[i].parent, items[i].toggle_state, items[i].enabled,
-                                          copy(items[i].label), copy_or_null(items[i].toggle_type), copy_or_null(items[i].type)};
+                                          copy(items[i].label), copy_or_null(items[i].toggle_type), copy_or_null(items[i].type),
+                                          copy_bytes(items[i].icon_png, items[i].icon_png_size),
+                                          items[i].icon_png && items[i].icon_png_size > 0 ? items[i].icon_png_size : 0};
     }
     update->look = (item_look){copy(look->status), copy(look->icon_name), copy(look->title), copy(look->tooltip_title),
-                               copy(look->tooltip_body), pixmaps(look)};
+                               copy(look->tooltip_body), copy(look->label), copy(look->label_guide), pixmaps(look)};
     g_main_context_invoke_full(n->main.context, G_PRIORITY_DEFAULT, apply_update_source, update, free_update);
 }
 
