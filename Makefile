@@ -16,12 +16,16 @@ RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker 
 	--pkg-config-path $(GLIB_HEADERS) -Xswiftc -L$(STATIC_CXX) -Xswiftc -Xclang-linker -Xswiftc -static-libgcc
 export LANYARD_SOURCE_ROOT := $(CURDIR)
 
+# The test servers' Python venv: built only for the targets that run them (make build, release,
+# install and deb need none).
+DEPS_VENV = $(if $(filter check test demo bench soak fuzz,$(MAKECMDGOALS)),1,0)
+
 .PHONY: all deps build release check test demo bench soak fuzz install uninstall deb clean
 
 all: build
 
 deps:
-	@scripts/deps.sh
+	@LANYARD_DEPS_VENV=$(DEPS_VENV) scripts/deps.sh
 	@mkdir -p $(GLIB_HEADERS)
 	@{ echo 'Name: glib-2.0'; echo 'Description: GLib headers only (loaded on first use by CLazyLibraries)'; \
 	   echo "Version: $$(pkg-config --modversion glib-2.0)"; echo "Cflags: $$(pkg-config --cflags glib-2.0)"; \

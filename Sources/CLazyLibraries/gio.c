@@ -43,6 +43,7 @@
       (connection, sender, interface_name, member, object_path, arg0, flags, callback, user_data, user_data_free_func)) \
     P(void, g_dbus_connection_signal_unsubscribe, (GDBusConnection * connection, guint subscription_id),              \
       (connection, subscription_id))                                                                                  \
+    F(const gchar *, g_dbus_connection_get_unique_name, (GDBusConnection * connection), (connection))               \
     F(gboolean, g_dbus_connection_unregister_object, (GDBusConnection * connection, guint registration_id),           \
       (connection, registration_id))                                                                                  \
     P(void, g_dbus_method_invocation_return_dbus_error,                                                               \

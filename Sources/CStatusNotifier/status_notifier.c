@@ -7,8 +7,35 @@
 
 #include <gio/gio.h>
 #include "loop_thread.h"
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+// LANYARD_TRACE_TRAY=1: each step of start-up and registration on stderr, with the wall-clock time
+// (to set beside a watcher's own log) and the seconds since the item started.
+static int trace_on = -1;
+static struct timespec trace_start;
+
+static void trace(const char *format, ...) {
+    if (trace_on < 0) {
+        const char *value = getenv("LANYARD_TRACE_TRAY");
+        trace_on = value && *value && strcmp(value, "0") != 0;
+        clock_gettime(CLOCK_MONOTONIC, &trace_start);
+    }
+    if (!trace_on) return;
+    struct timespec now, wall;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    double since = (double)(now.tv_sec - trace_start.tv_sec) + (double)(now.tv_nsec - trace_start.tv_nsec) / 1e9;
+    char line[512];
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(line, sizeof line, format, arguments);
+    va_end(arguments);
+    fprintf(stderr, "lanyard tray trace: %lld.%03ld +%.3f s %s\n", (long long)wall.tv_sec, wall.tv_nsec / 1000000, since, line);
+}
 
 static const char introspection_xml[] =
     "<node>"
@@ -24,6 +51,8 @@ static const char introspection_xml[] =
     "  <property name='OverlayIconName' type='s' access='read'/>"
     "  <property name='AttentionIconName' type='s' access='read'/>"
     "  <property name='ToolTip' type='(sa(iiay)ss)' access='read'/>"
+    "  <property name='XAyatanaLabel' type='s' access='read'/>"
+    "  <property name='XAyatanaLabelGuide' type='s' access='read'/>"
     "  <property name='ItemIsMenu' type='b' access='read'/>"
     "  <property name='Menu' type='o' access='read'/>"
     "  <method name='ContextMenu'><arg name='x' type='i' direction='in'/><arg name='y' type='i' direction='in'/></method>"
@@ -34,6 +63,7 @@ static const char introspection_xml[] =
     "  <signal name='NewIcon'/>"
     "  <signal name='NewToolTip'/>"
     "  <signal name='NewStatus'><arg name='status' type='s'/></signal>"
+    "  <signal name='XAyatanaNewLabel'><arg name='label' type='s'/><arg name='guide' type='s'/></signal>"
     " </interface>"
     " <interface name='com.canonical.dbusmenu'>"
     "  <property name='Version' type='u' access='read'/>"
@@ -84,10 +114,12 @@ static const char introspection_xml[] =
 typedef struct {
     int32_t id, parent, toggle_state, enabled;
     char *label, *toggle_type, *type;
+    uint8_t *icon_png;  // malloc'd; NULL: no icon
+    int32_t icon_png_size;
 } menu_entry;
 
 typedef struct {
-    char *status, *icon_name, *title, *tooltip_title, *tooltip_body;
+    char *status, *icon_name, *title, *tooltip_title, *tooltip_body, *label, *label_guide;
     GVariant *pixmaps;  // a(iiay), floating reference sunk; NULL before the first update
 } item_look;
 
@@ -120,12 +152,19 @@ typedef struct {
 
 static char *copy(const char *text) { return g_strdup(text ? text : ""); }
 static char *copy_or_null(const char *text) { return text ? g_strdup(text) : NULL; }
+static uint8_t *copy_bytes(const uint8_t *bytes, int32_t size) {
+    if (!bytes || size <= 0) return NULL;
+    uint8_t *out = malloc((size_t)size);
+    if (out) memcpy(out, bytes, (size_t)size);
+    return out;
+}
 
 static void free_entries(menu_entry *entries, int count) {
     for (int i = 0; i < count; i++) {
         g_free(entries[i].label);
         g_free(entries[i].toggle_type);
         g_free(entries[i].type);
+        free(entries[i].icon_png);
     }
     g_free(entries);
 }
@@ -136,6 +175,8 @@ static void free_look(item_look *look) {
     g_free(look->title);
     g_free(look->tooltip_title);
     g_free(look->tooltip_body);
+    g_free(look->label);
+    g_free(look->label_guide);
     if (look->pixmaps) g_variant_unref(look->pixmaps);
 }
 
@@ -167,6 +208,9 @@ static GVariant *entry_properties(const lanyard_status_notifier *n, int32_t id) 
             g_variant_builder_add_value(&builder, dict_entry("label", g_variant_new_string(e->label)));
         }
         if (!e->enabled) g_variant_builder_add_value(&builder, dict_entry("enabled", g_variant_new_boolean(FALSE)));
+        if (e->icon_png)
+            g_variant_builder_add_value(&builder, dict_entry("icon-data", g_variant_new_fixed_array((const GVariantType *)"y", e->icon_png,
+                                                                                                     (gsize)e->icon_png_size, 1)));
         if (e->toggle_type) {
             g_variant_builder_add_value(&builder, dict_entry("toggle-type", g_variant_new_string(e->toggle_type)));
             g_variant_builder_add_value(&builder, dict_entry("toggle-state", g_variant_new_int32(e->toggle_state)));
@@ -322,6 +366,8 @@ static GVariant *item_property(GDBusConnection *connection, const gchar *sender,
         || strcmp(property, "AttentionIconName") == 0)
         return g_variant_new_string("");
     if (strcmp(property, "ToolTip") == 0) return tooltip(n);
+    if (strcmp(property, "XAyatanaLabel") == 0) return g_variant_new_string(n->look.label);
+    if (strcmp(property, "XAyatanaLabelGuide") == 0) return g_variant_new_string(n->look.label_guide);
     if (strcmp(property, "ItemIsMenu") == 0) return g_variant_new_boolean(TRUE);
     if (strcmp(property, "Menu") == 0) return g_variant_new_object_path(MENU_PATH);
     return NULL;
@@ -355,9 +401,11 @@ static void registered(GObject *source, GAsyncResult *result, gpointer data) {
     GVariant *reply = g_dbus_connection_call_finish((GDBusConnection *)source, result, &error);
     if (reply) {
         g_variant_unref(reply);
+        trace("registration %d accepted by %s", n->attempts, n->watcher_owner ? n->watcher_owner : "(a watcher gone since)");
         if (n->on_registered) n->on_registered(n->callback_context);
         return;
     }
+    trace("registration %d refused: %s", n->attempts, error->message);
     // A watcher that has just started may answer before its object exists, and on a busy machine
     // it may take long to: try again 100 ms, 200 ms, … later, then every 6.4 s, for as long as the
     // same watcher runs (giving up would leave the item unshown until the watcher restarts). Said
@@ -375,6 +423,7 @@ static void registered(GObject *source, GAsyncResult *result, gpointer data) {
 static void register_item(lanyard_status_notifier *n) {
     if (!n->watcher_owner) return;  // it went away; the next one starts over
     n->attempts++;
+    trace("registration %d sent to %s", n->attempts, n->watcher_owner);
     GVariant *argument = g_variant_new_string(n->bus_name);
     g_dbus_connection_call(n->connection, n->watcher_owner, "/StatusNotifierWatcher", WATCHER_NAME,
                            "RegisterStatusNotifierItem", tuple1(argument), NULL, G_DBUS_CALL_FLAGS_NONE, 5000, NULL,
@@ -387,14 +436,26 @@ static void watcher_appeared(GDBusConnection *connection, const gchar *name, con
     g_free(n->watcher_owner);
     n->watcher_owner = g_strdup(owner);
     n->attempts = 0;
+    trace("watcher appeared: %s", owner);
     register_item(n);
 }
 
 static void watcher_vanished(GDBusConnection *connection, const gchar *name, gpointer data) {
     (void)connection, (void)name;
     lanyard_status_notifier *n = data;
+    trace("watcher vanished");
     g_free(n->watcher_owner);  // waits for the next watcher (watcher_appeared)
     n->watcher_owner = NULL;
+}
+
+static void name_acquired(GDBusConnection *connection, const gchar *name, gpointer data) {
+    (void)connection, (void)data;
+    trace("owns %s", name);
+}
+
+static void name_lost(GDBusConnection *connection, const gchar *name, gpointer data) {
+    (void)connection, (void)data;
+    trace("does not own %s", name);
 }
 
 static void apply_update(gpointer data) {
@@ -409,12 +470,15 @@ static void apply_update(gpointer data) {
     update->entry_count = 0;
     memset(&update->look, 0, sizeof update->look);
     uint32_t revision = __atomic_add_fetch(&n->revision, 1, __ATOMIC_SEQ_CST);
+    if (revision == 1) trace("first menu published");
     GVariant *layout[2] = {g_variant_new_uint32(revision), g_variant_new_int32(0)};
     emit(n, MENU_PATH, MENU_INTERFACE, "LayoutUpdated", g_variant_new_tuple(layout, 2));
     emit(n, ITEM_PATH, ITEM_INTERFACE, "NewIcon", NULL);
     emit(n, ITEM_PATH, ITEM_INTERFACE, "NewToolTip", NULL);
     emit(n, ITEM_PATH, ITEM_INTERFACE, "NewTitle", NULL);
     emit(n, ITEM_PATH, ITEM_INTERFACE, "NewStatus", tuple1(g_variant_new_string(n->look.status)));
+    GVariant *label[2] = {g_variant_new_string(n->look.label), g_variant_new_string(n->look.label_guide)};
+    emit(n, ITEM_PATH, ITEM_INTERFACE, "XAyatanaNewLabel", g_variant_new_tuple(label, 2));
 }
 
 static gboolean apply_update_source(gpointer data) {
@@ -433,8 +497,10 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
                                                        lanyard_menu_event_fn on_event,
                                                        lanyard_registered_fn on_registered, void *context,
                                                        char *error_text, int error_size) {
+    trace("starting: %s", bus_name);
     GDBusConnection *connection = session_bus(error_text, error_size);
     if (!connection) return NULL;
+    trace("connected to the session bus as %s", g_dbus_connection_get_unique_name(connection));
     GError *error = NULL;
     GDBusNodeInfo *node = g_dbus_node_info_new_for_xml(introspection_xml, &error);
     if (!node) {  // the XML above is fixed: only a broken GLib gets here
@@ -451,7 +517,7 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
     n->on_event = on_event;
     n->on_registered = on_registered;
     n->callback_context = context;
-    n->look = (item_look){copy("Passive"), copy("dialog-question"), copy("Lanyard"), copy("Lanyard"), copy("")};
+    n->look = (item_look){copy("Passive"), copy(""), copy("Lanyard"), copy("Lanyard"), copy(""), copy(""), copy(""), NULL};
     loop_thread_init(&n->main);
     // Callbacks go to the thread-default context of the moment they are set up: the loop's.
     g_main_context_push_thread_default(n->main.context);
@@ -475,11 +541,12 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
         g_free(n);
         return NULL;
     }
-    n->own_id = g_bus_own_name_on_connection(connection, bus_name, G_BUS_NAME_OWNER_FLAGS_NONE, NULL, NULL, NULL, NULL);
+    n->own_id = g_bus_own_name_on_connection(connection, bus_name, G_BUS_NAME_OWNER_FLAGS_NONE, name_acquired, name_lost, NULL, NULL);
     n->watch_id = g_bus_watch_name_on_connection(connection, WATCHER_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE,
                                                  watcher_appeared, watcher_vanished, n, NULL);
     g_main_context_pop_thread_default(n->main.context);
     loop_thread_start(&n->main);
+    trace("objects exported, watching for %s", WATCHER_NAME);
     return n;
 }
 
@@ -508,10 +575,12 @@ void lanyard_status_notifier_update(lanyard_status_notifier *n, const lanyard_me
     update->entry_count = count;
     for (int i = 0; i < count; i++) {
         update->entries[i] = (menu_entry){items[i].id, items[i].parent, items[i].toggle_state, items[i].enabled,
-                                          copy(items[i].label), copy_or_null(items[i].toggle_type), copy_or_null(items[i].type)};
+                                          copy(items[i].label), copy_or_null(items[i].toggle_type), copy_or_null(items[i].type),
+                                          copy_bytes(items[i].icon_png, items[i].icon_png_size),
+                                          items[i].icon_png && items[i].icon_png_size > 0 ? items[i].icon_png_size : 0};
     }
     update->look = (item_look){copy(look->status), copy(look->icon_name), copy(look->title), copy(look->tooltip_title),
-                               copy(look->tooltip_body), pixmaps(look)};
+                               copy(look->tooltip_body), copy(look->label), copy(look->label_guide), pixmaps(look)};
     g_main_context_invoke_full(n->main.context, G_PRIORITY_DEFAULT, apply_update_source, update, free_update);
 }
 

@@ -53,6 +53,12 @@ extension AccountManager {
         }
         let response = try await authorizedSend(HTTPRequest(url: ProviderSupport.endpoint(base, "/backend-api/wham/usage"),
                                                             headers: ["Accept": "application/json"]), slot: slot)
-        return try UsageParser.report(response.body, now: clock.now())
+        let now = clock.now()
+        let report = try UsageParser.report(response.body, now: now)
+        // Shared with every other Lanyard program (the tray follows the file): a cache, so a
+        // failed write costs nothing but the sharing.
+        let paths = self.paths
+        await BlockingExecutor.shared.run { try? UsageState.record(report, slot: slot, at: now, paths: paths) }
+        return report
     }
 }

@@ -304,7 +304,7 @@ enum ArgumentParser {
         }
         if parsed.positionals.count > spec.maxArguments {
             let extra = parsed.positionals[spec.maxArguments]
-            throw UsageError(message: "unexpected argument \"\(extra)\": usage: \(spec.usage)", command: spec.name)
+            throw UsageError(message: "unexpected argument \(ArgumentText.shown(extra)): usage: \(spec.usage)", command: spec.name)
         }
         return parsed
     }
@@ -319,5 +319,21 @@ enum ArgumentParser {
             hint = " (did you mean `lanyard \(sibling.name) \(spelling)`?)"
         }
         return UsageError(message: "unknown option \(arg) for `lanyard \(spec.name)`\(hint)", command: spec.name)
+    }
+}
+
+/// How an error quotes an argument from the command line: as given, unless it looks like a secret
+/// (a token pasted where it does not belong, such as `login --with-access-token at-…`), which is
+/// never repeated (error text reaches terminals, logs and CI output).
+enum ArgumentText {
+    static func looksSecret(_ argument: String) -> Bool {
+        if argument.count > 64 { return true }
+        let prefixes = ["eyJ", "at-", "at_", "sk-", "rt-", "rt_", "sess-", "ghp_", "github_pat_"]
+        return argument.count >= 16 && prefixes.contains { argument.hasPrefix($0) }
+    }
+
+    /// `"ARGUMENT"`, or what it is without its text.
+    static func shown(_ argument: String) -> String {
+        looksSecret(argument) ? "(\(argument.count) characters that look like a token, not repeated here)" : "\"\(argument)\""
     }
 }

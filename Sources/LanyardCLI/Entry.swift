@@ -53,7 +53,7 @@ package enum Lanyard {
 
     /// The examples `lanyard help` and the man page start with.
     package static let examples: [CommandExample] = [
-        CommandExample("lanyard login work", "sign an account into the slot work (a device code to approve in a browser)"),
+        CommandExample("lanyard login work", "sign an account into the slot work (the browser opens on a desktop; elsewhere, a device code)"),
         CommandExample("lanyard switch personal", "make personal the slot commands use by default"),
         CommandExample("curl -H \"Authorization: Bearer $(lanyard token)\" https://api.example.com/", "hand the slot's fresh token to a script"),
         CommandExample("lanyard exec work -- codex", "run Codex as work while another Codex runs as personal"),

@@ -1,6 +1,15 @@
 import FoundationEssentials
 
 /// Lanyard's settings (`$XDG_CONFIG_HOME/lanyard/config.ini`), with the documented defaults.
+/// `[desktop] label`: what the tray writes beside its icon on hosts that show a label.
+package enum DesktopLabel: String, Sendable, Equatable, CaseIterable {
+    /// "42 %": the active slot's busiest window.
+    case percent
+    /// "work": the active slot's name.
+    case slot
+    case off
+}
+
 public struct LanyardConfig: Hashable, Sendable {
     /// Which backend new slots use.
     public enum BackendChoice: String, Hashable, Sendable, CaseIterable {
@@ -54,6 +63,9 @@ public struct LanyardConfig: Hashable, Sendable {
     /// `[desktop] notify`: the used percentages (ascending, 1 to 100) at which `lanyard tray`
     /// notifies that the active slot crossed them; empty when off.
     package var desktopNotifyPercents: [Int] = [80, 95]
+    /// `[desktop] label`: the text beside the tray's icon where the host shows one (Ayatana's
+    /// `XAyatanaLabel`): the active slot's busiest percentage, its name, or nothing.
+    package var desktopLabel: DesktopLabel = .percent
     /// How streams reach the backend (`[stream]`).
     public var streaming: StreamingTransportPolicy = .default
     /// The model `lanyard ask` asks when no `--model` is given.

@@ -18,10 +18,15 @@ struct TrayNotifications {
     private var nextToken: UInt64 = 1
     private let paths: Paths
     private let describe: @Sendable (Date) -> String
+    private let clock: @Sendable (Date) -> String
     private let diagnostics: @Sendable (String) -> Void
+    /// Slots whose first usage has not arrived since start: until they have, a warning about the
+    /// active slot waits (in ``held``), so its "Switch to …" button can name the best of them.
+    private var awaitingFirst: Set<Slot>?
+    private var held: (slot: Slot, report: UsageReport)?
 
     /// Connects (on the blocking executor) and reads what was notified before this start.
-    static func start(manager: AccountManager, describe: @escaping @Sendable (Date) -> String,
+    static func start(manager: AccountManager, describe: @escaping @Sendable (Date) -> String, clock: @escaping @Sendable (Date) -> String,
                       diagnostics: @escaping @Sendable (String) -> Void) async -> TrayNotifications {
         let paths = manager.paths
         let (center, problem, notified) = await BlockingExecutor.shared.run { () -> (DesktopNotifications?, String?, (notified: [NotifiedWindow], problem: String?)) in
@@ -31,16 +36,22 @@ struct TrayNotifications {
         if let problem { diagnostics("notifications are off: \(problem)") }
         if let damaged = notified.problem { diagnostics(TerminalText.escaped(damaged)) }
         return TrayNotifications(center: center, alerts: UsageAlerts(percents: manager.config.desktopNotifyPercents, notified: notified.notified),
-                                 paths: paths, describe: describe, diagnostics: diagnostics)
+                                 paths: paths, describe: describe, clock: clock, diagnostics: diagnostics)
     }
 
     private init(center: DesktopNotifications?, alerts: UsageAlerts, paths: Paths, describe: @escaping @Sendable (Date) -> String,
-                 diagnostics: @escaping @Sendable (String) -> Void) {
+                 clock: @escaping @Sendable (Date) -> String, diagnostics: @escaping @Sendable (String) -> Void) {
         self.center = center
         self.alerts = alerts
         self.paths = paths
         self.describe = describe
+        self.clock = clock
         self.diagnostics = diagnostics
+    }
+
+    /// The slots whose usage was asked at start: a warning waits for all of them to answer.
+    mutating func awaitFirstUsage(of slots: Set<Slot>) {
+        awaitingFirst = slots.isEmpty ? nil : slots
     }
 
     /// Whether usage notifications are on (`[desktop] notify` is not off): the tray then polls the
@@ -49,13 +60,30 @@ struct TrayNotifications {
 
     /// `slot`'s usage arrived: says what crossed or reset, and saves that it did before saying it
     /// (a crash in between loses a notification rather than repeating it).
-    mutating func usageArrived(_ slot: Slot, _ known: TrayUsage, document: RegistryDocument, usage: [Slot: TrayUsage]) async {
-        guard case .report(let report) = known, document.slots[slot] != nil else { return }
+    mutating func usageArrived(_ slot: Slot, _ known: SlotUsage, document: RegistryDocument, usage: [Slot: SlotUsage]) async {
+        if var waiting = awaitingFirst {
+            // Answered, with figures or without: either way there is nothing more to wait for.
+            waiting.remove(slot)
+            awaitingFirst = waiting.isEmpty ? nil : waiting
+            if let report = known.report, known.failure == nil, slot == document.active { held = (slot, report) }
+            if awaitingFirst != nil { return }
+            if let (heldSlot, heldReport) = held, heldSlot == document.active {
+                held = nil
+                await observe(heldSlot, heldReport, document: document, usage: usage)
+            }
+            held = nil
+            if slot == document.active { return }
+        }
+        guard let report = known.report, known.failure == nil, document.slots[slot] != nil else { return }
+        await observe(slot, report, document: document, usage: usage)
+    }
+
+    private mutating func observe(_ slot: Slot, _ report: UsageReport, document: RegistryDocument, usage: [Slot: SlotUsage]) async {
         let said = alerts.observe(slot: slot, report: report, isActive: slot == document.active)
         guard !said.isEmpty else { return }
         await save()
         for alert in said {
-            let (summary, body) = UsageAlertText.text(alert, describe: describe)
+            let (summary, body) = UsageAlertText.text(alert, describe: describe, clock: clock)
             var actions: [DesktopNotificationAction] = []
             switch alert {
             case .crossed(_, let window, _):
@@ -75,11 +103,27 @@ struct TrayNotifications {
 
     /// The registry changed from `old` to `new`: a slot that had to sign in and now is signed in
     /// gets "SLOT is signed in again" (once: the next change sees it signed in already).
-    mutating func registryChanged(from old: RegistryDocument, to new: RegistryDocument) async {
+    mutating func registryChanged(from old: RegistryDocument, to new: RegistryDocument, usage: [Slot: SlotUsage]) async {
         for (slot, record) in new.sortedSlots {
             guard case .signedIn = record.state, let before = old.slots[slot] else { continue }
             if case .signedIn = before.state { continue }
             send("\(slot.name) is signed in again", "Lanyard can use it again.", [DesktopNotificationAction(key: "dismiss", label: "Dismiss")])
+        }
+        // A switch (the menu's, a terminal's, the agent's) to a slot that cannot be used now.
+        if let active = new.active, active != old.active, let record = new.slots[active] {
+            let dismiss = DesktopNotificationAction(key: "dismiss", label: "Dismiss")
+            if !record.state.isSignedIn {
+                send("\(active.name) must sign in again", "Lanyard switched to it, but its session has ended.",
+                     [DesktopNotificationAction(key: "sign-in:\(active.name)", label: "Sign in again\u{2026}"), dismiss], urgency: 2)
+            } else if let known = usage[active], known.isAtLimit {
+                var actions: [DesktopNotificationAction] = []
+                if let target = UsageAlerts.switchTarget(from: active, activeUsed: 100, document: new, usage: usage) {
+                    actions.append(DesktopNotificationAction(key: "switch:\(target.slot.name)",
+                                                             label: UsageAlertText.switchLabel(target.slot, used: target.usedPercent)))
+                }
+                send("\(active.name) is at its limit" + (known.limitResetsAt.map { " until \(clock($0))" } ?? ""),
+                     "Lanyard switched to it, but it cannot be used until then.", actions + [dismiss], urgency: 2)
+            }
         }
         if alerts.forget(keeping: Set(new.slots.keys)) { await save() }
     }
@@ -89,6 +133,7 @@ struct TrayNotifications {
     mutating func action(for event: DesktopNotificationEvent) -> TrayAction? {
         switch event {
         case .actionInvoked(_, let key):
+            if key.hasPrefix("sign-in:"), let slot = try? Slot(String(key.dropFirst("sign-in:".count))) { return .signIn(slot) }
             guard key.hasPrefix("switch:"), let slot = try? Slot(String(key.dropFirst("switch:".count))) else { return nil }
             return .switchTo(slot)
         case .failed(_, let reason):
@@ -97,6 +142,11 @@ struct TrayNotifications {
         case .sent, .closed:
             return nil
         }
+    }
+
+    /// A notification of the tray's own making (a sign-in's outcome, why nothing happened).
+    mutating func say(_ summary: String, _ body: String, urgency: UInt8 = 1) {
+        send(summary, body, [DesktopNotificationAction(key: "dismiss", label: "Dismiss")], urgency: urgency)
     }
 
     private mutating func send(_ summary: String, _ body: String, _ actions: [DesktopNotificationAction], urgency: UInt8 = 1) {

@@ -19,9 +19,14 @@ package struct TrayService: Sendable {
         package var environment: [String: String] = [:]
         /// A time for people ("in 2 h (14:05)").
         package var describe: @Sendable (Date) -> String = { "at \(RFC3339.string(from: $0))" }
+        /// A time of day ("21:11", "Jan 16 21:11").
+        package var clockTime: @Sendable (Date) -> String = { RFC3339.string(from: $0) }
         /// What "Sign in again…" and "Open usage details" start (the CLI opens a terminal); nil,
         /// or why it could not.
         package var launch: @Sendable (TrayAction) -> String? = { _ in "no terminal" }
+        /// Signs a slot in without a terminal (the browser sign-in, `lanyard login SLOT` in the
+        /// background), waiting for it: nil when it signed in, else why not, for people.
+        package var signInWithoutTerminal: (@Sendable (Slot) async -> String?)?
         /// Opens a provider's page in the browser: "Open usage details" without a terminal.
         package var openPage: @Sendable (URL) -> Void = { _ in }
         /// One line about something that went wrong (a failed switch, a refused registration).
@@ -36,8 +41,10 @@ package struct TrayService: Sendable {
         /// Lines were appended to the event log (a `usage_limit_reached` another process saw).
         case eventsAppended
         case pollDue
-        case usage(Slot, TrayUsage)
+        case usage(Slot, FetchOutcome)
         case notification(DesktopNotificationEvent)
+        /// A sign-in started without a terminal ended: nil when it signed in, else why not.
+        case signedIn(Slot, problem: String?)
     }
 
     let manager: AccountManager
@@ -46,6 +53,14 @@ package struct TrayService: Sendable {
     package init(manager: AccountManager, options: Options) {
         self.manager = manager
         self.options = options
+    }
+
+    /// What one usage check of a slot gave.
+    enum FetchOutcome: Sendable {
+        case report(UsageReport)
+        case limit(resetsAt: Date?)
+        /// Why it failed, for people.
+        case failed(String)
     }
 
     /// Serves the item until "Quit" is chosen or the task is cancelled (Ctrl-C, SIGTERM); either
@@ -59,7 +74,8 @@ package struct TrayService: Sendable {
         } catch let error as StatusNotifierFailure {
             throw IntegrationError.unsupported("cannot show the tray item: \(error.description)")
         }
-        var notices = await TrayNotifications.start(manager: manager, describe: options.describe, diagnostics: options.diagnostics)
+        var notices = await TrayNotifications.start(manager: manager, describe: options.describe, clock: options.clockTime,
+                                                    diagnostics: options.diagnostics)
         do {
             try await serve(notifier, &notices)
         } catch {
@@ -104,7 +120,7 @@ package struct TrayService: Sendable {
                     }
                 }
                 var document = try await loadRegistry()
-                var usage: [Slot: TrayUsage] = [:]
+                var usage: [Slot: SlotUsage] = [:]
                 var checked: [Slot: ContinuousClock.Instant] = [:]
                 let interval = pollInterval(document)
                 // Without `[desktop] notify` nothing needs usage between looks at the menu.
@@ -123,47 +139,79 @@ package struct TrayService: Sendable {
                     }
                 }
                 var ids = TrayMenuIDs()
-                var model = TrayModel(document: document, usage: usage, ids: &ids, describe: options.describe)
+                let labelMode = manager.config.desktopLabel
+                func rebuild() -> TrayModel {
+                    TrayModel(document: document, usage: usage, ids: &ids, clock: clock(), label: labelMode)
+                }
+                var model = rebuild()
+                var shownMinute = Int(Date().timeIntervalSince1970 / 60)
                 publish(model, on: notifier)
-                fetch(document.sortedSlots.map(\.slot))
+                // Figures other programs fetched, before the tray's own answers arrive.
+                await adopt(&usage)
+                let first = document.sortedSlots.map(\.slot).filter { hasUsageEndpoint($0, document) }
+                notices.awaitFirstUsage(of: Set(first))
+                fetch(first)
                 inputLoop: for await next in inputs {
                     switch next {
                     case .registryChanged:
                         let previous = document
                         document = await reload(document)
-                        await notices.registryChanged(from: previous, to: document)
+                        await notices.registryChanged(from: previous, to: document, usage: usage)
                         // A slot signed in meanwhile shows its usage without waiting for the menu.
                         fetch(document.sortedSlots.map(\.slot).filter { checked[$0] == nil })
-                    case .usage(let slot, let known):
+                    case .usage(let slot, let outcome):
+                        var known = usage[slot] ?? SlotUsage()
+                        switch outcome {
+                        case .report(let report): known.record(report, at: Date())
+                        case .limit(let resetsAt): known.recordLimit(resetsAt: resetsAt)
+                        case .failed(let reason): known.recordFailure(reason)
+                        }
                         usage[slot] = known
                         await notices.usageArrived(slot, known, document: document, usage: usage)
                     case .eventsAppended:
+                        // Usage another program fetched (usage.json), and limits it ran into.
+                        await adopt(&usage)
                         for (slot, resetsAt) in Self.usageLimits(in: events.newEvents()) where document.slots[slot] != nil {
-                            usage[slot] = .atLimit(resetsAt: resetsAt)
+                            usage[slot, default: SlotUsage()].recordLimit(resetsAt: resetsAt)
                         }
+                    case .signedIn(let slot, let problem):
+                        if let problem { notices.say("\(slot.name) is not signed in", problem, urgency: 2) }
                     case .pollDue:
                         fetch(document.active.map { [$0] } ?? [])
                     case .desktop(.registered):
                         continue inputLoop
                     case .notification(let event):
                         guard let action = notices.action(for: event) else { continue inputLoop }
+                        if case .signIn(let slot) = action {
+                            signIn(slot, group: &group, input: input, notices: &notices)
+                            continue inputLoop
+                        }
                         await perform(action, document: document)
                         document = await reload(document)
                     case .desktop(.menuOpened):
-                        // The menu shows every slot: refresh those checked longer ago than the poll.
+                        // The menu shows every slot: refresh those checked longer ago than the poll
+                        // (and the rebuild below says how old the figures shown are).
                         let stale = document.sortedSlots.map(\.slot).filter { slot in
                             checked[slot].map { $0.duration(to: .now) > .seconds(interval ?? 300) } ?? true
                         }
                         fetch(stale)
-                        continue inputLoop
+                        // What the menu shows changes with time only by the minute ("3 min ago"):
+                        // rebuilt for a new minute, not at every opening of every submenu.
+                        let minute = Int(Date().timeIntervalSince1970 / 60)
+                        if minute == shownMinute { continue inputLoop }
+                        shownMinute = minute
                     case .desktop(.clicked(let id)):
                         guard let action = model.actions[id] else { continue inputLoop }
                         if action == .quit { break inputLoop }
                         if case .refresh(let slot) = action { fetch([slot]); continue inputLoop }
+                        if case .signIn(let slot) = action {
+                            signIn(slot, group: &group, input: input, notices: &notices)
+                            continue inputLoop
+                        }
                         await perform(action, document: document)
                         document = await reload(document)
                     }
-                    let rebuilt = TrayModel(document: document, usage: usage, ids: &ids, describe: options.describe)
+                    let rebuilt = rebuild()
                     if rebuilt != model {
                         model = rebuilt
                         publish(model, on: notifier)
@@ -179,16 +227,58 @@ package struct TrayService: Sendable {
     }
 
     /// Pushes `model` to the bus (a new layout revision, with LayoutUpdated).
+    /// The icons of menu rows, by what they show (a handful of different ones at most).
+    private static let rowIcons = Locked<[TrayIcon: [UInt8]]>([:])
+
+    /// Pushes `model` to the bus (a new layout revision, with LayoutUpdated). The icon is pixels
+    /// only, never a theme icon name (see ``TrayIcon``).
     private func publish(_ model: TrayModel, on notifier: StatusNotifier) {
         let entries = model.entries.map { entry in
-            StatusNotifierMenuEntry(id: entry.id, parent: entry.parent, label: entry.label, toggle: entry.radio.map { .radio(on: $0) },
-                                    enabled: entry.enabled, isSeparator: entry.isSeparator)
+            let png = entry.icon.map { icon in
+                Self.rowIcons.withLock { cache in
+                    if let png = cache[icon] { return png }
+                    if cache.count > 64 { cache.removeAll() }
+                    let png = icon.png(size: 16)
+                    cache[icon] = png
+                    return png
+                }
+            }
+            return StatusNotifierMenuEntry(id: entry.id, parent: entry.parent, label: entry.label, toggle: entry.radio.map { .radio(on: $0) },
+                                           enabled: entry.enabled, isSeparator: entry.isSeparator, iconPNG: png ?? [])
         }
-        let pixmaps = TrayState.pixmapSizes.map { size in
-            StatusNotifierPixmap(width: Int32(size), height: Int32(size), argb: model.state.pixels(size: size))
+        let pixmaps = TrayIcon.pixmapSizes.map { size in
+            StatusNotifierPixmap(width: Int32(size), height: Int32(size), argb: model.icon.pixels(size: size))
         }
-        notifier.update(entries, look: StatusNotifierLook(status: model.state.itemStatus, iconName: model.state.iconName, pixmaps: pixmaps,
-                                                          title: "Lanyard", tooltipTitle: model.tooltipTitle, tooltipBody: model.tooltipBody))
+        notifier.update(entries, look: StatusNotifierLook(status: model.state.itemStatus, iconName: "", pixmaps: pixmaps, title: "Lanyard",
+                                                          tooltipTitle: model.tooltipTitle, tooltipBody: model.tooltipBody,
+                                                          label: model.label, labelGuide: model.label.isEmpty ? "" : "100 %"))
+    }
+
+    private func clock() -> TrayModel.Clock {
+        TrayModel.Clock(now: Date(), describe: options.describe, clock: options.clockTime)
+    }
+
+    /// Takes the figures of usage.json that are newer than those known (another program's).
+    private func adopt(_ usage: inout [Slot: SlotUsage]) async {
+        let paths = manager.paths
+        let shared = await BlockingExecutor.shared.run { UsageState.load(paths) }
+        for (slot, entry) in shared.slots {
+            if let fetched = usage[slot]?.fetchedAt, fetched >= entry.fetchedAt { continue }
+            usage[slot] = SlotUsage(report: entry.report, fetchedAt: entry.fetchedAt)
+        }
+    }
+
+    /// "Sign in again…": `lanyard login SLOT` in a terminal; without one, the browser sign-in
+    /// in the background, its outcome said by notification; with neither, a notification says why.
+    private func signIn(_ slot: Slot, group: inout ThrowingDiscardingTaskGroup<any Error>, input: AsyncStream<Input>.Continuation,
+                        notices: inout TrayNotifications) {
+        guard let problem = options.launch(.signIn(slot)) else { return }
+        guard let direct = options.signInWithoutTerminal else {
+            options.diagnostics(problem)
+            notices.say("Cannot sign \(slot.name) in", problem, urgency: 2)
+            return
+        }
+        group.addTask { input.yield(.signedIn(slot, problem: await direct(slot))) }
     }
 
     /// The registry as it is now; when it cannot be read (a half-written or damaged file), says
@@ -215,7 +305,7 @@ package struct TrayService: Sendable {
                 let chosen = try await manager.bestSlot().chosen()
                 _ = try await manager.switchActive(to: chosen.slot, environment: options.environment, reason: .best(usedPercent: chosen.usedPercent))
             case .signIn:
-                if let problem = options.launch(action) { options.diagnostics(problem) }
+                break  // handled by the loop (it may run long)
             case .openUsage:
                 guard let problem = options.launch(action) else { break }
                 // No terminal: the active slot's provider's own usage page, where there is one.
@@ -255,15 +345,28 @@ package struct TrayService: Sendable {
         return endpoints.map { manager.config.autoSwitch.pollInterval(usageBaseURL: $0) }.min()
     }
 
-    private func usage(of slot: Slot) async -> TrayUsage {
+    private func usage(of slot: Slot) async -> FetchOutcome {
         do {
             return .report(try await manager.usage(slot: slot))
         } catch ClientError.usageLimitReached(let limit) {
-            return .atLimit(resetsAt: limit.resetsAt)
-        } catch let error as any LanyardError {
-            return .failed(error.code)
+            return .limit(resetsAt: limit.resetsAt)
         } catch {
-            return .failed(.unknown)
+            return .failed(Self.reason(error))
+        }
+    }
+
+    /// Why a usage check failed, in words for people (never an internal code).
+    static func reason(_ error: any Error) -> String {
+        switch error {
+        case ClientError.httpError(let status, _): return "the server answered \(status)"
+        case ClientError.networkFailure: return "the server could not be reached"
+        case ClientError.invalidResponse: return "the server's answer could not be read"
+        case ClientError.reauthenticationRequired, ClientError.missingRefreshToken, ClientError.missingCredential:
+            return "the slot must sign in again"
+        case StoreError.locked: return "the keyring is locked"
+        case StoreError.unavailable: return "the keyring cannot be reached"
+        case StoreError.timedOut: return "the keyring did not answer in time"
+        default: return "the usage could not be read"
         }
     }
 

@@ -88,7 +88,9 @@ package struct UsageAlerts: Sendable, Equatable {
                     notified[i].resetsAt = window.resetsAt ?? previous.resetsAt
                 }
             }
-            guard isActive, let reached = percents.last(where: { window.usedPercent >= Double($0) }) else { continue }
+            // The limit itself is said too, once per window, whatever `notify` lists below it.
+            let said = percents.last == 100 ? percents : percents + [100]
+            guard isActive, let reached = said.last(where: { window.usedPercent >= Double($0) }) else { continue }
             if let i = index {
                 guard reached > notified[i].percent else { continue }
                 notified[i].percent = reached
@@ -172,9 +174,14 @@ package enum UsageAlertText {
         "Switch to \(slot.name)" + (used.map { " (\(percent($0)))" } ?? "")
     }
 
-    /// Summary and body of `alert`; `describe` says when a window resets ("in 2 h (14:05)").
-    package static func text(_ alert: UsageAlert, describe: (Date) -> String) -> (summary: String, body: String) {
+    /// Summary and body of `alert`; `describe` says when a window resets ("in 2 h (14:05)"),
+    /// `clock` the time of day ("21:11").
+    package static func text(_ alert: UsageAlert, describe: (Date) -> String, clock: (Date) -> String) -> (summary: String, body: String) {
         switch alert {
+        case .crossed(let slot, let window, let percent) where percent >= 100:
+            let name = window.length?.name ?? "usage"
+            return ("\(slot.name) is at its limit" + (window.resetsAt.map { " until \(clock($0))" } ?? ""),
+                    "Its \(name) window is used up" + (window.resetsAt.map { "; it resets \(describe($0))." } ?? "."))
         case .crossed(let slot, let window, _):
             let name = window.length?.name ?? "usage"
             return ("\(slot.name) has used \(percent(window.usedPercent)) of its \(name) window",
@@ -192,11 +199,12 @@ extension UsageAlerts {
     /// at a limit, the least used (as `switch --best` chooses), and only when it is less used than
     /// `activeUsed`; nil when there is none.
     package static func switchTarget(from active: Slot, activeUsed: Double, document: RegistryDocument,
-                                     usage: [Slot: TrayUsage]) -> (slot: Slot, usedPercent: Double)? {
+                                     usage: [Slot: SlotUsage]) -> (slot: Slot, usedPercent: Double)? {
         guard let provider = document.slots[active]?.provider else { return nil }
         var best: (slot: Slot, usedPercent: Double)?
         for (slot, record) in document.sortedSlots where slot != active && record.provider == provider {
-            guard case .signedIn = record.state, case .report(let report)? = usage[slot], !report.limitReached, let busiest = report.busiest, !busiest.isAtLimit else { continue }
+            guard case .signedIn = record.state, let known = usage[slot], !known.isAtLimit, let report = known.report,
+                  let busiest = report.busiest else { continue }
             if busiest.usedPercent < activeUsed && busiest.usedPercent < (best?.usedPercent ?? .infinity) {
                 best = (slot, busiest.usedPercent)
             }

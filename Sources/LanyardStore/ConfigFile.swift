@@ -89,7 +89,7 @@ package enum ConfigFile {
         "events": ["max-bytes"],
         "stream": ["transport", "reconnect-attempts", "fallback", "model"],
         "switch": ["auto", "threshold", "poll"],
-        "desktop": ["notify"],
+        "desktop": ["notify", "label"],
         "fleet": ["name", "machine", "endpoints", "ca", "cert", "key", "user", "password-file", "lock-ttl", "timeout"],
     ]
 
@@ -342,6 +342,12 @@ package enum ConfigFile {
     /// `[desktop]`: `notify`, the percentages at which `lanyard tray` warns (`80, 95`; `off` or
     /// empty: never). Ascending, so a list written out of order is a mistake said, not sorted.
     private static func readDesktop(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+        if let raw = r.string("desktop", "label") {
+            guard let label = DesktopLabel(rawValue: raw.trimmingSpaces().lowercased()) else {
+                throw r.invalid("desktop", "label", "expected percent, slot or off, got \"\(raw)\"")
+            }
+            config.desktopLabel = label
+        }
         guard let raw = r.string("desktop", "notify") else { return }
         let text = raw.trimmingSpaces()
         if text.isEmpty || text.lowercased() == "off" {

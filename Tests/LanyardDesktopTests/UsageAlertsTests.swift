@@ -97,8 +97,10 @@ import Testing
             document.slots[try Slot(name)] = SlotRecord(provider: "openai", backend: .file, account: AccountInfo(email: "\(name)@x.com"), state: state)
         }
         document.active = work
-        let usage: [Slot: TrayUsage] = [work: .report(report(85)), home: .report(report(8, weekly: 20)), try Slot("full"): .report(report(100)),
-                                        try Slot("gone"): .report(report(1)), try Slot("side"): .failed(.unknown)]
+        let usage: [Slot: SlotUsage] = [work: SlotUsage(report: report(85), fetchedAt: now), home: SlotUsage(report: report(8, weekly: 20), fetchedAt: now),
+                                        try Slot("full"): SlotUsage(report: report(100), fetchedAt: now),
+                                        try Slot("gone"): SlotUsage(report: report(1), fetchedAt: now),
+                                        try Slot("side"): SlotUsage(report: report(1), fetchedAt: now, limit: .init(resetsAt: nil))]
         let target = try #require(UsageAlerts.switchTarget(from: work, activeUsed: 85, document: document, usage: usage))
         #expect(target.slot == home && target.usedPercent == 20)
         #expect(UsageAlertText.switchLabel(target.slot, used: target.usedPercent) == "Switch to home (20 %)")
@@ -108,10 +110,28 @@ import Testing
 
     @Test func theWordsSayTheSlotWindowAndReset() {
         let crossed = UsageAlertText.text(.crossed(slot: work, window: UsageWindow(usedPercent: 83.7, windowSeconds: 18000, resetsAt: now + 600), percent: 80),
-                                          describe: { "in \(Int($0.timeIntervalSince(now) / 60)) min" })
+                                          describe: { "in \(Int($0.timeIntervalSince(now) / 60)) min" }, clock: { _ in "" })
         #expect(crossed.summary == "work has used 83 % of its 5 h window" && crossed.body == "It resets in 10 min.")
-        let reset = UsageAlertText.text(.reset(slot: work, window: UsageWindow(usedPercent: 2, windowSeconds: 604_800)), describe: { _ in "" })
+        let reset = UsageAlertText.text(.reset(slot: work, window: UsageWindow(usedPercent: 2, windowSeconds: 604_800)), describe: { _ in "" },
+                                        clock: { _ in "" })
         #expect(reset.summary == "work's weekly window has reset" && reset.body == "work has used 2 % of it now.")
+        let limit = UsageAlertText.text(.crossed(slot: work, window: UsageWindow(usedPercent: 100, windowSeconds: 18000, resetsAt: now + 600), percent: 100),
+                                        describe: { "in \(Int($0.timeIntervalSince(now) / 60)) min" }, clock: { _ in "21:11" })
+        #expect(limit.summary == "work is at its limit until 21:11" && limit.body == "Its 5 h window is used up; it resets in 10 min.")
+    }
+
+    /// The limit itself is announced, once per window, after the warnings and whatever `notify`
+    /// lists; the next window announces it anew.
+    @Test func theLimitIsSaidOncePerWindow() {
+        var alerts = UsageAlerts(percents: [80, 95])
+        #expect(percents(alerts.observe(slot: work, report: report(96), isActive: true)) == ["work 5h 95"])
+        #expect(alerts.observe(slot: work, report: report(99.5), isActive: true).isEmpty)
+        #expect(percents(alerts.observe(slot: work, report: report(100), isActive: true)) == ["work 5h 100"])
+        #expect(alerts.observe(slot: work, report: report(100, resetsIn: 3500), isActive: true).isEmpty)
+        #expect(percents(alerts.observe(slot: work, report: report(100, resetsIn: 3600 + 18000), isActive: true)) == ["work 5h reset", "work 5h 100"])
+        // Off is off: not even the limit.
+        var off = UsageAlerts(percents: [])
+        #expect(off.observe(slot: work, report: report(100), isActive: true).isEmpty)
     }
 
     @Test func whatWasSaidSurvivesARestartAndADamagedFileIsIgnored() throws {

@@ -19,6 +19,9 @@ typedef struct {
     int32_t enabled;
     /// "separator" or NULL (a standard item).
     const char *type;
+    /// A PNG shown beside the label (dbusmenu's icon-data), or NULL.
+    const uint8_t *icon_png;
+    int32_t icon_png_size;
 } lanyard_menu_item;
 
 /// One size of the icon as pixels: `width` × `height` ARGB32 values, each in network byte order
@@ -29,9 +32,10 @@ typedef struct {
     const uint8_t *argb;
 } lanyard_pixmap;
 
-/// What the item shows: Status ("Active", "Passive", "NeedsAttention"), the themed icon name, the
-/// same icon as pixels for hosts whose theme lacks the name, the title and the tooltip's title
-/// and body.
+/// What the item shows: Status ("Active", "Passive", "NeedsAttention"), the themed icon name
+/// (empty: none, so hosts draw the pixels), the icon as pixels, the title, the tooltip's title and
+/// body, and a label beside the icon with the widest text it takes (Ayatana's XAyatanaLabel and
+/// XAyatanaLabelGuide; empty: none).
 typedef struct {
     const char *status;
     const char *icon_name;
@@ -40,6 +44,8 @@ typedef struct {
     const char *title;
     const char *tooltip_title;
     const char *tooltip_body;
+    const char *label;
+    const char *label_guide;
 } lanyard_item_look;
 
 typedef struct lanyard_status_notifier lanyard_status_notifier;
@@ -60,7 +66,7 @@ lanyard_status_notifier *lanyard_status_notifier_start(const char *bus_name, con
                                                        char *error, int error_size);
 
 /// Replaces the menu and the look (copied), bumps the layout revision and emits LayoutUpdated,
-/// NewIcon, NewToolTip and NewStatus. Thread-safe.
+/// NewIcon, NewToolTip, NewStatus and XAyatanaNewLabel. Thread-safe.
 void lanyard_status_notifier_update(lanyard_status_notifier *notifier, const lanyard_menu_item *items, int count,
                                     const lanyard_item_look *look);
 

@@ -7,12 +7,15 @@ extension SlotCommands {
         name: "list", summary: "list every slot with its account, plan and state", arguments: "",
         minArguments: 0, maxArguments: 0, flags: [FlagSpec("names", "print only the slot names, one per line (for scripts and completions)")],
         prints: true, takesAccount: false,
-        details: "Reads only the registry: no keyring or store is unlocked.",
+        details: "Reads only the registry (and config.ini, which must parse): no keyring or store is unlocked.",
         examples: [
             CommandExample("lanyard list", "every slot, its account, plan, state and expiry"),
             CommandExample("lanyard list --names", "only the names, one a line (for scripts)"),
             CommandExample("lanyard list --json | jq -r '.slots[] | select(.state != \"signed-in\") | .slot'", "the slots that need attention"),
         ]) { inv in
+        // A config.ini that does not parse is said as every other command says it (its
+        // `config.ini:LINE:` line), not passed over; with no config file nothing is loaded.
+        _ = try inv.config()
         let document = try inv.registry.load()
         if inv.args.has("names") {
             inv.emit(ListNamesView(names: document.sortedSlots.map(\.0))) {

@@ -78,6 +78,12 @@ extension AuthCommands {
         for flag in ["open", "qr", "browser", "device"] where inv.args.has(flag) {
             throw UsageError(message: "--\(flag) is a way to sign in; --with-access-token stores a token instead", command: "login")
         }
+        // A token given as an argument is refused before anything else, and never repeated.
+        if let given = inv.args.positionals.first, ArgumentText.looksSecret(given) {
+            throw UsageError(message: "--with-access-token reads the token from standard input, never from the command line (where "
+                             + "`ps` and your shell's history see it): `printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`",
+                             command: "login")
+        }
         let manager = try inv.accounts()
         let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
         let existing = try requested.flatMap { try inv.registry.load().slots[$0] }

@@ -80,6 +80,10 @@ struct ListNamesView: JSONView {
 
 extension SlotCommands {
     static func parseSlot(_ raw: String, _ inv: Invocation) throws -> Slot {
+        if ArgumentText.looksSecret(raw) {
+            let hint = inv.spec.name == "login" ? "; `--with-access-token` reads the token from standard input, never from the command line" : ""
+            throw UsageError(message: "not a slot name: \(ArgumentText.shown(raw))\(hint)", command: inv.spec.name)
+        }
         do { return try Slot(raw) } catch { throw UsageError(message: error.userFacingDescription, command: inv.spec.name) }
     }
 }

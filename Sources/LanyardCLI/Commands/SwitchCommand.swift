@@ -132,7 +132,26 @@ extension SlotCommands {
             let who = outcome.change.record.account.email.map { " (\($0))" } ?? ""
             inv.stdout.line(previous == slot ? "\(slot.name)\(who) is already active." : "Switched to \(slot.name)\(who).")
         }
+        // The switch stands (exit 0), but a slot that cannot be used now is said, with the fix.
+        if !inv.json, let warning = unusableWarning(slot, outcome.change.record, inv) { inv.stderr.line(warning) }
         return .ok
+    }
+
+    /// Why `slot`, just made active, cannot be used now, with the fix: it must sign in again, or
+    /// the last usage any Lanyard program fetched (usage.json) says it is at its limit.
+    static func unusableWarning(_ slot: Slot, _ record: SlotRecord, _ inv: Invocation) -> HumanText? {
+        if case .signedIn = record.state {} else {
+            return "lanyard: warning: \(slot.name) must sign in again before it can be used: run `lanyard login \(slot.name)`"
+        }
+        guard let known = UsageState.load(inv.paths).slots[slot], known.report.isAtLimit else { return nil }
+        let resets = known.report.limitResetsAt
+        if let resets, resets <= inv.now { return nil }  // that window has reset since
+        let until = resets.map { " until \(RelativeTime.clockTime($0, now: inv.now))" } ?? ""
+        let asOf = RelativeTime.clockTime(known.fetchedAt, now: inv.now)
+        return """
+            lanyard: warning: \(slot.name) is at its usage limit\(until) (as of \(asOf)): `lanyard switch --best` picks the slot with \
+            the most headroom; `lanyard usage \(slot.name)` checks again
+            """
     }
 
     /// `switch` with no slot and no implied one: lists the slots and asks on a terminal (nil

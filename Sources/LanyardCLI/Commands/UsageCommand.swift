@@ -17,7 +17,8 @@ enum UsageCommand {
         minArguments: 0, maxArguments: 1, flags: [FlagSpec("all", "every signed-in slot of a provider with a usage endpoint")],
         prints: true, takesAccount: true,
         details: "Each window is named by its length (5 h, daily, weekly, monthly, else its length in words), with its reset. "
-            + "Exit 7 when the slot is at its usage limit (one slot), 6 when the server cannot be reached. "
+            + "Exit 7 when a slot shown is at its usage limit (a window at 100 %, the server's limit_reached, or a 429), "
+            + "6 when the server cannot be reached. "
             + "With --all and [switch] auto = usage, `next` marks the slot auto-switching would switch to from the active slot.",
         examples: [
             CommandExample("lanyard usage", "plan and usage windows of the resolved slot, with reset times"),
@@ -66,6 +67,11 @@ enum UsageCommand {
             }
         }
         if inv.json { inv.emit(UsageView(slots: results)) {} }
+        // A slot shown at its limit exits 7, as a 429 `usage_limit_reached` does (docs/cli.md),
+        // unless something worse happened.
+        if worst == .ok, outcomes.contains(where: { if case .report(let report) = $0.result { return report.isAtLimit }; return false }) {
+            return .usageLimit
+        }
         return worst
     }
 

@@ -19,14 +19,18 @@ package struct StatusNotifierMenuEntry: Sendable, Equatable {
     package var toggle: Toggle?
     package var enabled: Bool
     package var isSeparator: Bool
+    /// An icon beside the label as a PNG (dbusmenu's `icon-data`); empty for none.
+    package var iconPNG: [UInt8]
 
-    package init(id: Int32, parent: Int32 = 0, label: String, toggle: Toggle? = nil, enabled: Bool = true, isSeparator: Bool = false) {
+    package init(id: Int32, parent: Int32 = 0, label: String, toggle: Toggle? = nil, enabled: Bool = true, isSeparator: Bool = false,
+                 iconPNG: [UInt8] = []) {
         self.id = id
         self.parent = parent
         self.label = label
         self.toggle = toggle
         self.enabled = enabled
         self.isSeparator = isSeparator
+        self.iconPNG = iconPNG
     }
 }
 
@@ -49,22 +53,29 @@ package struct StatusNotifierPixmap: Sendable, Equatable {
 package struct StatusNotifierLook: Sendable, Equatable {
     /// "Active", "Passive" or "NeedsAttention".
     package var status: String
-    /// A themed icon name.
+    /// A themed icon name; empty for none (hosts then draw `pixmaps`, which they otherwise
+    /// ignore for the name).
     package var iconName: String
-    /// The same icon as pixels (IconPixmap), for hosts whose icon theme lacks `iconName`.
+    /// The icon as pixels (IconPixmap).
     package var pixmaps: [StatusNotifierPixmap]
     package var title: String
     package var tooltipTitle: String
     package var tooltipBody: String
+    /// Text beside the icon where the host shows one (Ayatana's `XAyatanaLabel`); empty for none.
+    package var label: String
+    /// The widest text `label` takes (`XAyatanaLabelGuide`), so the host keeps room for it.
+    package var labelGuide: String
 
     package init(status: String, iconName: String, pixmaps: [StatusNotifierPixmap] = [], title: String, tooltipTitle: String,
-                 tooltipBody: String) {
+                 tooltipBody: String, label: String = "", labelGuide: String = "") {
         self.status = status
         self.iconName = iconName
         self.pixmaps = pixmaps
         self.title = title
         self.tooltipTitle = tooltipTitle
         self.tooltipBody = tooltipBody
+        self.label = label
+        self.labelGuide = labelGuide
     }
 }
 
@@ -137,6 +148,9 @@ package final class StatusNotifier: @unchecked Sendable {
             return UnsafePointer(copy)
         }
         defer { strings.forEach { free($0) } }
+        // The row icons, like the strings, only have to last the call (the C side copies them).
+        var icons: [UnsafeMutableBufferPointer<UInt8>] = []
+        defer { icons.forEach { $0.deallocate() } }
         let items = entries.map { entry in
             var toggleType: String?, state: Int32 = -1
             switch entry.toggle {
@@ -144,8 +158,16 @@ package final class StatusNotifier: @unchecked Sendable {
             case .checkmark(let on): toggleType = "checkmark"; state = on ? 1 : 0
             case nil: break
             }
+            var icon: UnsafePointer<UInt8>?
+            if !entry.iconPNG.isEmpty {
+                let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: entry.iconPNG.count)
+                _ = buffer.initialize(from: entry.iconPNG)
+                icons.append(buffer)
+                icon = UnsafePointer(buffer.baseAddress)
+            }
             return lanyard_menu_item(id: entry.id, parent: entry.parent, label: keep(entry.label), toggle_type: keep(toggleType),
-                                     toggle_state: state, enabled: entry.enabled ? 1 : 0, type: keep(entry.isSeparator ? "separator" : nil))
+                                     toggle_state: state, enabled: entry.enabled ? 1 : 0, type: keep(entry.isSeparator ? "separator" : nil),
+                                     icon_png: icon, icon_png_size: Int32(entry.iconPNG.count))
         }
         // The pixel buffers, like the strings, only have to last the call (the C side copies them).
         let pixels = look.pixmaps.map { pixmap in
@@ -160,7 +182,8 @@ package final class StatusNotifier: @unchecked Sendable {
         cPixmaps.withUnsafeBufferPointer { pixmaps in
             var cLook = lanyard_item_look(status: keep(look.status), icon_name: keep(look.iconName), pixmaps: pixmaps.baseAddress,
                                           pixmap_count: Int32(pixmaps.count), title: keep(look.title),
-                                          tooltip_title: keep(look.tooltipTitle), tooltip_body: keep(look.tooltipBody))
+                                          tooltip_title: keep(look.tooltipTitle), tooltip_body: keep(look.tooltipBody),
+                                          label: keep(look.label), label_guide: keep(look.labelGuide))
             items.withUnsafeBufferPointer { lanyard_status_notifier_update(handle, $0.baseAddress, Int32($0.count), &cLook) }
         }
     }

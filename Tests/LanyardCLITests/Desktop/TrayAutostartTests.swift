@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LanyardSupport
 import LanyardTestSupport
 import Testing
 
@@ -96,7 +97,7 @@ import Testing
         try desktop.startWatcher()
         let name = try desktop.startTray(home)
         _ = try await eventually("the watcher lists the first tray", {
-            try desktop.registeredItems() + "\ntray said: " + desktop.trayStderrSoFar()
+            try desktop.registeredItems() + "\ntray said: " + desktop.trayStderrSoFar() + "\nwatcher said: " + desktop.watcherLog()
         }) { $0.contains(name) }
         let pid = String(name.split(separator: "-")[1])
 
@@ -108,15 +109,23 @@ import Testing
         #expect(items.components(separatedBy: "StatusNotifierItem-").count == 2, "one item: \(items)")
         #expect(desktop.trayIsRunning)
 
-        // The agent runs beside it: their locks are not the same.
+        // The agent runs beside it: their locks are not the same. It says "started" once it holds
+        // its lock and handles SIGTERM; a SIGTERM sent before (when the lock file merely existed)
+        // was lost, as this process ignores SIGTERM and the agent inherited that until then, and
+        // the test waited for an agent that never ended.
         let (agent, _, agentErrors) = try home.start(["agent"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": desktop.address])
-        _ = try await eventually("the agent holds its lock", {
-            FileManager.default.fileExists(atPath: home.root + "/data/lanyard/locks/agent.lock") ? "held" : (agent.isRunning ? "" : "ended")
-        }) { $0 != "" }
+        var agentSaid = ""
+        _ = try await eventually("the agent has started", {
+            agentSaid += availableText(agentErrors)
+            return agentSaid + (agent.isRunning ? "" : "\n(ended)")
+        }) { $0.contains("lanyard agent: started") || $0.hasSuffix("(ended)") }
         #expect(agent.isRunning && desktop.trayIsRunning)
         agent.terminate()
-        let agentSaid = String(decoding: agentErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        agent.waitUntilExit()
+        agentSaid += await BlockingExecutor.shared.run {
+            let rest = String(decoding: agentErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            agent.waitUntilExit()
+            return rest
+        }
         #expect(agent.terminationStatus == 0 && agentSaid.contains("lanyard agent: started"), "\(agentSaid)")
 
         // Once the first has ended, the next one starts.

@@ -96,7 +96,7 @@ final class NotificationServer: @unchecked Sendable {
         try desktop.startWatcher()
         let server = try NotificationServer(desktop, folder: env.home.root)
         var name = try desktop.startTray(env.home)
-        _ = try await eventually("the menu shows work at 50 %", { try desktop.dump(name) }) { $0.contains("5 h 50%") }
+        _ = try await eventually("the menu shows work at 50 %", { try desktop.dump(name) }) { $0.contains("50 % of 5 h") }
         #expect(try server.notifications().isEmpty)
 
         // Past 80 %: one notification, with the switch to the least used other slot.
@@ -110,9 +110,9 @@ final class NotificationServer: @unchecked Sendable {
 
         // Later polls of the same window (the menu shows each) say nothing more.
         try await setUsage(env, accounts["work"]!, 85, resetAt: resetAt)
-        _ = try await eventually("the menu shows 85 %", { try desktop.dump(name) }) { $0.contains("5 h 85%") }
+        _ = try await eventually("the menu shows 85 %", { try desktop.dump(name) }) { $0.contains("85 % of 5 h") }
         try await setUsage(env, accounts["work"]!, 86, resetAt: resetAt)
-        _ = try await eventually("the menu shows 86 %", { try desktop.dump(name) }) { $0.contains("5 h 86%") }
+        _ = try await eventually("the menu shows 86 %", { try desktop.dump(name) }) { $0.contains("86 % of 5 h") }
         #expect(try server.notifications().count == 1, "\((try? server.summaries()) ?? "")")
         let saved = env.paths.stateDirectory + "/tray-notified.json"
         #expect(permissionBits(saved) == 0o600)
@@ -121,7 +121,7 @@ final class NotificationServer: @unchecked Sendable {
         #expect(desktop.stopTray().0 == 0)
         name = try desktop.startTray(env.home)
         try await setUsage(env, accounts["work"]!, 87, resetAt: resetAt)
-        _ = try await eventually("the restarted tray shows 87 %", { try desktop.dump(name) }) { $0.contains("5 h 87%") }
+        _ = try await eventually("the restarted tray shows 87 %", { try desktop.dump(name) }) { $0.contains("87 % of 5 h") }
         #expect(try server.notifications().count == 1, "\((try? server.summaries()) ?? "")")
 
         // Past 95 %: said once more; its button switches to home.
@@ -140,12 +140,12 @@ final class NotificationServer: @unchecked Sendable {
         let reset = try server.notifications()[2]
         #expect(reset["summary"] as? String == "work's 5 h window has reset", "\(reset)")
         try await setUsage(env, accounts["work"]!, 3, resetAt: resetAt + 18000)
-        _ = try await eventually("the menu shows 3 %", { try desktop.dump(name) }) { $0.contains("5 h 3%") }
+        _ = try await eventually("the menu shows 3 %", { try desktop.dump(name) }) { $0.contains("3 % of 5 h") }
         #expect(try server.notifications().count == 3, "\((try? server.summaries()) ?? "")")
 
         // home must sign in again, then does: said once.
         try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("home")]?.state = .reauthenticationRequired }
-        _ = try await eventually("the menu lists home under Sign in again", { try desktop.dump(name) }) { $0.contains("must sign in again") }
+        _ = try await eventually("the menu lists home under Sign in again", { try desktop.dump(name) }) { $0.contains("must sign in") }
         try await env.signIn("home", email: "home@x.com")
         _ = try await eventually("a signed-in notice", { try server.summaries() }) { $0.contains("home is signed in again") }
         #expect(try server.notifications().count == 4, "\((try? server.summaries()) ?? "")")
@@ -168,9 +168,9 @@ final class NotificationServer: @unchecked Sendable {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        _ = try await eventually("the menu shows 60 %", { try desktop.dump(name) }) { $0.contains("5 h 60%") }
+        _ = try await eventually("the menu shows 60 %", { try desktop.dump(name) }) { $0.contains("60 % of 5 h") }
         try await setUsage(env, account, 90, resetAt: resetAt)
-        _ = try await eventually("the menu shows 90 %", { try desktop.dump(name) }) { $0.contains("5 h 90%") }
+        _ = try await eventually("the menu shows 90 %", { try desktop.dump(name) }) { $0.contains("90 % of 5 h") }
         // Both crossings were decided (and saved) though neither could be shown.
         _ = try await eventually("both crossings saved", { (try? String(contentsOfFile: env.paths.stateDirectory + "/tray-notified.json", encoding: .utf8)) ?? "" }) {
             $0.contains("\"percent\" : 80") || $0.contains("\"percent\": 80")
@@ -194,17 +194,17 @@ final class NotificationServer: @unchecked Sendable {
         try desktop.startWatcher()
         let server = try NotificationServer(desktop, folder: env.home.root)
         let name = try desktop.startTray(env.home)
-        let dump = try await eventually("the menu shows 50 %", { try desktop.dump(name) }) { $0.contains("5 h 50%") }
+        let dump = try await eventually("the menu shows 50 %", { try desktop.dump(name) }) { $0.contains("50 % of 5 h") }
         let before = try await env.server.stat("usage_requests")
         try await setUsage(env, account, 90, resetAt: resetAt)
         let changed = ContinuousClock.now
         _ = try await eventually("two poll intervals pass", { "\(changed.duration(to: .now) > .milliseconds(2500))" }) { $0 == "true" }
         #expect(try await env.server.stat("usage_requests") == before)
-        #expect(try desktop.dump(name).contains("5 h 50%"))
-        // Refresh now › solo asks once.
-        let refresh = try #require(dumpedEntries(dump).first { $0.label == "solo" }, "\(dump)")
+        #expect(try desktop.dump(name).contains("50 % of 5 h"))
+        // Refresh now › solo asks once (the last "solo": Details › solo comes before it).
+        let refresh = try #require(dumpedEntries(dump).last { $0.label == "solo" }, "\(dump)")
         #expect(try desktop.click(name, id: refresh.id).0 == 0)
-        _ = try await eventually("the menu shows 90 %", { try desktop.dump(name) }) { $0.contains("5 h 90%") }
+        _ = try await eventually("the menu shows 90 %", { try desktop.dump(name) }) { $0.contains("90 % of 5 h") }
         #expect(try await env.server.stat("usage_requests") == before + 1)
         #expect(try server.notifications().isEmpty, "\((try? server.summaries()) ?? "")")
         #expect(desktop.stopTray().0 == 0)
