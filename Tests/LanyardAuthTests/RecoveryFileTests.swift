@@ -8,7 +8,7 @@ import LanyardTestSupport
 @testable import LanyardCore
 @testable import LanyardStore
 
-/// The recovery file a refresh writes before the store (issue 43, item 5): an age file encrypted
+/// The recovery file a refresh writes before the store: an age file encrypted
 /// to the file store's recipients, never a refresh token in clear at rest, with the same crash
 /// ordering as before; a clear JSON file an older Lanyard left is still taken.
 @Suite struct RecoveryFileTests {

@@ -1,4 +1,4 @@
-// GLib in one place (issue 16): only LanyardGLib and the libsecret wrapper may see GLib's C API;
+// GLib in one place: only LanyardGLib and the libsecret wrapper may see GLib's C API;
 // the desktop's D-Bus objects (CStatusNotifier) are seen only by their wrappers in LanyardDesktop/Bus.
 
 import Foundation

@@ -667,7 +667,7 @@ def check(rec, delta):
     view, vnotes = token_view()
     for n in vnotes:
         fail("3 tokens", n)
-    # Right after the kill, recovery files included: no refresh token in clear at rest (issue 43).
+    # Right after the kill, recovery files included: no refresh token in clear at rest.
     clear = tokens_in_clear(last_families)
     if clear:
         fail("4 at rest", f"files holding a refresh token in clear: {clear}")
@@ -903,7 +903,7 @@ def main():
     esc_left = [s for s in ALL_NAMES if escrowed(s) is not None]
     if esc_left:
         fail("4 recovery", f"refreshed tokens left in the kernel keyring at the end: {esc_left}")
-    # No refresh token in clear at rest (issue 43): recovery files are age files.
+    # No refresh token in clear at rest: recovery files are age files.
     clear = tokens_in_clear()
     if clear:
         fail("4 at rest", f"files holding a refresh token in clear: {clear}")

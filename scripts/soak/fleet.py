@@ -49,7 +49,7 @@ CUT_SECONDS = 30
 HTTP_TIMEOUT = 5
 CONVERGE_LIMIT = 30     # seconds allowed for convergence (10 s asked, with margin for a loaded machine)
 ETCD = f"{TMP}/etcd"
-# The removed-machine attacker (issue 40): a fifth machine d joins, is removed with `fleet remove`
+# The removed-machine attacker: a fifth machine d joins, is removed with `fleet remove`
 # during the run, and the attacker keeps d's age identity (and so its signing key). 0 turns it off.
 REMOVED = os.environ.get("FLEET_REMOVED_ATTACKER", "1") != "0"
 # What a person runs on every machine once the log is restored after a fork (words; empty: nothing).
@@ -403,7 +403,7 @@ class Machine:
             try:
                 with open(f"{rec}/{name}", "rb") as f:
                     raw = f.read()
-                # An age file encrypted to the store's recipients (issue 43), or clear JSON from before.
+                # An age file encrypted to the store's recipients, or clear JSON from before.
                 if raw.startswith(b"age-encryption.org/v1\n"):
                     if key is None:
                         continue
@@ -1271,7 +1271,7 @@ class Attacker:
             return self.junk(kvs)
         self.put("replay", path, value)
 
-    # The removed machine's moves (issue 40): once d is removed, the attacker holds d's age identity
+    # The removed machine's moves: once d is removed, the attacker holds d's age identity
     # and signs with the key derived from it, through Tests/Fixtures/fleet/forge.py (never
     # Lanyard's code). Moves on the log's known numbers (the removal's entry hidden, a fork) at
     # most one every 20-40 s: each stops fleet writes until a person restores the log.
@@ -1394,7 +1394,7 @@ def attack_loop(until):
                 last_scan = now()
         except Exception as e:  # an operation that could not be made is noted, not fatal
             note(f"attacker: {e!r}")
-    # Its last operation puts an older generation back (issue 44), so every run sees a rollback
+    # Its last operation puts an older generation back, so every run sees a rollback
     # outlive the attacker: the machines that saw newer refuse it until a sign-in lands.
     last = "nothing"
     for _ in range(20):
@@ -1548,7 +1548,7 @@ def sign_in_again(why):
         return login(m)
 
 
-# --- the removed machine (issue 40) ------------------------------------------------------------------
+# --- the removed machine ------------------------------------------------------------------
 LOG_PREFIX = f"/lanyard/{FLEET}/log/"
 removal = {}        # d's removal: when, by whom, its entry (seq, rev, value, body)
 log_stats = {"damaged": 0, "restored": 0, "total": 0.0, "longest": 0.0, "failed": 0}

@@ -47,8 +47,8 @@
 #     (0.1), junk (0.1), a forged credential (0.1), one of its last five earlier values put back
 #     (0.2). Lock and leader keys are never deleted: deleting the lock's key breaks mutual
 #     exclusion, which no signature can give back. Its last operation always puts one of the last
-#     five earlier values back (issue 44), so every run has a rollback that outlives the attacker.
-#   - the removed machine (issue 40; FLEET_REMOVED_ATTACKER=0 leaves it out): a fifth machine d
+#     five earlier values back, so every run has a rollback that outlives the attacker.
+#   - the removed machine (FLEET_REMOVED_ATTACKER=0 leaves it out): a fifth machine d
 #     (file store without passphrase, no loops, no agent) joins at set-up; at 15-30 % of the run
 #     m1 runs `fleet remove d`, and from then on the attacker holds d's age identity (read from
 #     d's store with stock age) and so its signing key, and adds to its moves, signing with

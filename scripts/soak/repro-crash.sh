@@ -17,7 +17,7 @@
 #                    scripts/with-keyring.sh): `doctor --repair` exits 0 saying nothing is left,
 #                    yet the next `doctor` reports the same unlisted item again.
 #   recovery-temp    the refresh worker killed as it renames its recovery file into place (1st
-#                    rename(2)): recovery/SLOT.json.XXXXXX stays (an age file since issue 43, a
+#                    rename(2)): recovery/SLOT.json.XXXXXX stays (an age file now, a
 #                    plaintext credential before), holding the only copy of the refresh token,
 #                    which doctor never reported and nothing removed.
 #   rename-recovery  the refresh worker killed after the recovery file, before the store (1st

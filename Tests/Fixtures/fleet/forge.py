@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A fleet signer outside Lanyard's code, for the tests and the soak (issue 40).
+"""A fleet signer outside Lanyard's code, for the tests and the soak.
 
 It exists so that the attacker in tests never uses Lanyard's code: an attacker who kept a removed
 machine's age identity derives that machine's signing key and signs fleet documents with what

@@ -6,7 +6,7 @@ import Testing
 @testable import LanyardCore
 @testable import LanyardStore
 
-/// What issue 42 asks of the terminal: `switch` warns about a slot it cannot use, `usage` exits 7
+/// What the terminal says: `switch` warns about a slot it cannot use, `usage` exits 7
 /// for a slot shown at its limit, a token given as an argument is never repeated, `list` reports a
 /// broken config.ini as the other commands do, and usage lands in the shared usage.json.
 @Suite struct TerminalSaysItTooTests {

@@ -8,7 +8,7 @@ import Age
 @testable import LanyardSupport
 import LanyardTestSupport
 
-/// Issue 40's attacks, on the real 3-member TLS cluster, by the realistic attacker: a machine
+/// The removal attacks, on the real 3-member TLS cluster, by the realistic attacker: a machine
 /// removed from the fleet that kept its store (its age key) and its etcd access. It uses only
 /// `etcdctl`, stock `age` and a signer outside Lanyard's code (Tests/Fixtures/fleet/forge.py).
 /// Each test asserts at the test server that no refresh token was presented twice, and that

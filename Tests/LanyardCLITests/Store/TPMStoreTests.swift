@@ -257,7 +257,7 @@ struct TPMStoreTests {
         #expect(!FileManager.default.fileExists(atPath: home + "/data/lanyard/store.age"), "a store was made without the TPM")
     }
 
-    /// Issue 43's "done when": after `store init --tpm` and refreshes, one of them killed between
+    /// The promise of the TPM-sealed store: after `store init --tpm` and refreshes, one of them killed between
     /// the provider's answer and the store write (strace kills the worker on entering its first
     /// link(2), after the recovery file), no file under the home holds an age identity or any
     /// token the server issued in clear. The recovery file is an age file that the recovery key
