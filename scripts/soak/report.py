@@ -149,6 +149,8 @@ allowed = {
     "data/lanyard/store.age", "data/lanyard/store.age.prev", "data/lanyard/store.age.lock", "data/lanyard/identity.txt",
     "data/lanyard/locks", "data/lanyard/locks/agent.lock",
     "state/lanyard", "state/lanyard/events.jsonl", "state/lanyard/events.jsonl.lock", "state/lanyard/events.jsonl.1",
+    # The last usage every program saw, per slot (what the tray and `status` read), and its lock.
+    "state/lanyard/usage.json", "state/lanyard/usage.json.lock",
     "state/lanyard/recovery",
     "run/lanyard", "run/lanyard/exec",
 } | {f"data/lanyard/locks/{s}.lock" for s in slot_names} | {f"data/lanyard/locks/{s}.signin.lock" for s in slot_names}
