@@ -2,7 +2,7 @@
 // (read by GLib's key-file parser, as in Lanyard, then interpreted), `.lanyard` pins, Codex's
 // auth.json, the plaintext of an export bundle, the registry, the tray's record of the
 // notifications it gave, and the TPM-sealed identity (`identity.tpm`).
-// Built by scripts/fuzz.sh against LanyardStore and LanyardIntegrations (and the modules below
+// Built by scripts/fuzz.sh against LanyardStore, LanyardIntegrations and LanyardDesktop (and the modules below
 // them). Every input is tried as each of them.
 // Beyond "does not crash": what parses round-trips through Lanyard's own encoding unchanged (an
 // auth.json, the credential made from it, a bundle, a registry whether read streaming or whole),
@@ -12,6 +12,7 @@
 import Foundation
 import LanyardCore
 import LanyardIntegrations
+import LanyardDesktop
 import LanyardStore
 import LanyardSupport
 
