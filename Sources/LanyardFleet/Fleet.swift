@@ -137,7 +137,7 @@ package struct Fleet: Sendable {
         // Signed by a machine an entry verified here removed (at this number or before): its
         // signature counts for nothing from its removal on, so this is damage, not a fork (else a
         // removed machine could stop every member that saw its removal).
-        if Self.removed(signer, upTo: seq, in: known) {
+        if known.removals.contains(where: { $0.seq <= seq && $0.machine == signer }) {
             restore(mine, at: seq, over: entry)
             return "it is signed by \(signer), whom entry \(seq) or an earlier one verified here removed (the verified one was put back)"
         }
@@ -145,14 +145,6 @@ package struct Fleet: Sendable {
                                         source: entry.key, signer: signer, detectedAt: clock()), paths: paths)
         return "a fork: it verifies, signed by \(signer), but entry \(seq) verified here is another; nothing is written until "
             + "a person resolves it (`lanyard fleet resolve`)"
-    }
-
-    /// Whether an entry verified in `known`, numbered at most `seq`, removes `machine`.
-    static func removed(_ machine: String, upTo seq: Int64, in known: Membership) -> Bool {
-        known.log.prefix(Int(seq)).contains { entry in
-            guard let doc = try? SignedDocument(entry.bytes, key: "log", kind: Membership.entryType) else { return false }
-            return (try? doc.fields.string("op")) == "remove" && (try? doc.fields.machineName("machine")) == machine
-        }
     }
 
     /// Puts a verified entry back in etcd where it is missing (`over` nil) or damaged, fenced so
@@ -416,13 +408,19 @@ package struct Fleet: Sendable {
     /// verified, raises the ``FleetAlarm`` it is evidence of.
     func open(_ value: EtcdKeyValue, slot: Slot, identity: MachineIdentity, membership: Membership, account: AccountInfo? = nil,
               provider: String? = nil) throws -> SharedValue {
-        do {
-            return try SealedCredential.open(value, slot: slot, fleet: name, membership: membership, identity: identity, expected: account, provider: provider)
-        } catch FleetError.membershipBehind {
-            let (fresh, _) = try self.membership()
-            do {
-                return try SealedCredential.open(value, slot: slot, fleet: name, membership: fresh, identity: identity, expected: account, provider: provider)
-            } catch { throw evidence(error, value: value, slot: slot) }
+        try verified(membership, value: value, slot: slot) { membership in
+            try SealedCredential.open(value, slot: slot, fleet: name, membership: membership, identity: identity, expected: account, provider: provider)
+        }
+    }
+
+    /// `open` checked against `membership`, and once more against the log read afresh when what
+    /// it opens names a later entry (a member may have appended since); what still names an entry
+    /// this machine cannot verify, or another one than it verified, raises the ``FleetAlarm`` it
+    /// is evidence of (``evidence(_:value:slot:)``).
+    private func verified<T>(_ membership: Membership, value: EtcdKeyValue? = nil, slot: Slot? = nil,
+                             _ open: (Membership) throws -> T) throws -> T {
+        do { return try open(membership) } catch FleetError.membershipBehind {
+            do { return try open(try self.membership().0) } catch { throw evidence(error, value: value, slot: slot) }
         } catch { throw evidence(error, value: value, slot: slot) }
     }
 
@@ -509,9 +507,7 @@ package struct Fleet: Sendable {
     /// The refresh intent recorded for `slot`, nil when there is none that verifies.
     package func intent(_ slot: Slot, membership: Membership) throws -> RefreshIntent? {
         guard let kv = try etcd({ try self.kv.get(keys.intent(slot)) }) else { return nil }
-        do { return try RefreshIntent.open(kv, slot: slot, fleet: name, membership: membership) } catch FleetError.membershipBehind {
-            do { return try RefreshIntent.open(kv, slot: slot, fleet: name, membership: try self.membership().0) } catch { throw evidence(error) }
-        } catch { throw evidence(error) }
+        return try verified(membership) { membership in try RefreshIntent.open(kv, slot: slot, fleet: name, membership: membership) }
     }
 
     /// Puts a new sign-in in place of whatever the fleet holds for `slot` (its session may have

@@ -64,16 +64,18 @@ package struct Membership: Equatable, Sendable {
         }
     }
 
-    /// The newest verified entry that removes a machine: its number and the machine (nil: none,
-    /// or the entries are not kept here).
-    package var lastRemoval: (seq: Int64, machine: String)? {
-        for (i, entry) in log.enumerated().reversed() {
+    /// The verified entries that remove a machine, oldest first: each one's number and the
+    /// machine (none when the entries are not kept here).
+    package var removals: [(seq: Int64, machine: String)] {
+        log.enumerated().compactMap { i, entry in
             guard let doc = try? SignedDocument(entry.bytes, key: "log", kind: Membership.entryType),
-                  (try? doc.fields.string("op")) == "remove", let machine = try? doc.fields.machineName("machine") else { continue }
+                  (try? doc.fields.string("op")) == "remove", let machine = try? doc.fields.machineName("machine") else { return nil }
             return (Int64(i + 1), machine)
         }
-        return nil
     }
+
+    /// The newest verified entry that removes a machine (nil: none, or the entries are not kept here).
+    package var lastRemoval: (seq: Int64, machine: String)? { removals.last }
 
     /// The membership as it stood after entry `seq` (at most this one), rebuilt from the entries
     /// kept: nil when they are not all here.
