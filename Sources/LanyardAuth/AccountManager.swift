@@ -8,9 +8,19 @@ import LanyardSupport
 /// Opens a backend's store; `interactive` selects the longer timeout.
 package typealias StoreOpener = @Sendable (_ kind: BackendKind, _ interactive: Bool) throws -> any CredentialStore
 
-/// Runs a due refresh somewhere else (the CLI: a detached worker process that survives its caller).
+/// Runs a due refresh somewhere else (the CLI: a detached worker process that survives its caller),
+/// blocking until it is done; called on the blocking executor, inside the refresh's one hop.
 /// `lock` is the slot's refresh lock, held by the caller: the runner hands it to the worker.
-package typealias RefreshRunner = @Sendable (_ slot: Slot, _ force: Bool, _ lock: FileLock) async throws -> Void
+package typealias RefreshRunner = @Sendable (_ slot: Slot, _ force: Bool, _ lock: FileLock) throws -> Void
+
+/// A slot's stored credential as read before its refresh lock, and whether a refresh is due.
+package struct StoredCredential: Sendable {
+    package let slot: Slot
+    package let record: SlotRecord
+    package let store: any CredentialStore
+    package let credential: Credential
+    package let due: Bool
+}
 
 /// The operations on slots that involve providers and stores: sign-in, sign-out and (with the
 /// token lifecycle) refresh. The CLI and LanyardKit both go through it, so they behave the same.

@@ -318,7 +318,8 @@ extension AccountManager {
         do {
             return try await Self.blocking {
                 let fleet = try self.openFleet()
-                guard try self.writeSignIn(slot, credential, fleet: fleet, state: pending) != nil else {
+                var written = pending
+                guard try self.writeSignIn(slot, credential, fleet: fleet, state: &written, under: nil) != nil else {
                     try self.forgetShared(slot, fleet: fleet.name)
                     return .unshared(fleet: fleet.name)
                 }
@@ -336,22 +337,22 @@ extension AccountManager {
     }
 
     /// Writes a sign-in made on this machine to the fleet, in place of whatever it holds, under
-    /// the fleet lock. - Returns: the state after the write (saved); nil when the slot was
-    /// unshared in the fleet (the caller forgets it: ``forgetShared(_:fleet:)``).
-    func writeSignIn(_ slot: Slot, _ credential: Credential, fleet: Fleet, state: SharedSlotState) throws -> SharedSlotState? {
-        let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
-        defer { lock.release() }
+    /// the fleet lock (`held`, or taken here), and saves `state` after it.
+    /// - Returns: the value written; nil when the slot was unshared in the fleet (the caller
+    ///   forgets it: ``forgetShared(_:fleet:)``).
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
+    func writeSignIn(_ slot: Slot, _ credential: Credential, fleet: Fleet, state: inout SharedSlotState,
+                     under held: FleetLock?) throws -> SharedValue? {
+        let lock = try held ?? fleet.lock(slot, httpTimeout: config.httpTimeout)
+        defer { if held == nil { lock.release() } }
         guard let written = try fleet.replace(slot, credential: credential, seen: max(state.generation, state.evidence), under: lock) else { return nil }
-        var next = state
-        next.revision = written.modRevision
-        next.generation = max(next.generation, written.generation)
-        next.uploadPending = false
-        next.signInPending = false
-        next.handedOverTo = nil
-        try next.save(slot, paths: paths)
+        state.record(written)
+        state.signInPending = false
+        state.handedOverTo = nil
+        try state.save(slot, paths: paths)
         eventLog.append("fleet", slot: slot, fields: ["action": .string("signed-in"), "fleet": .string(fleet.name),
                                                       "revision": .string(String(written.modRevision))])
-        return next
+        return written
     }
 
     /// The slot is no longer shared (unshared from here): this machine's copy is its own again.
@@ -397,20 +398,21 @@ extension AccountManager {
     /// `fleet sync` (and the agent, on each change it sees): brings every shared slot's local
     /// copy up to the fleet's, creating slots this machine does not have yet.
     package func fleetSync(only: Slot? = nil) async throws -> [(Slot, FleetSyncOutcome, String?)] {
-        let (fleet, identity, membership, inFleet, knownHere) = try await Self.blocking {
+        // One hop: the membership, then each slot under its local lock.
+        try await Self.blocking {
             let fleet = try self.openFleet()
             let (identity, membership) = try fleet.memberIdentity()
-            return (fleet, identity, membership, try fleet.sharedSlots(), SharedSlotState.all(paths: self.paths).filter { $0.1.fleet == fleet.name }.map(\.0))
-        }
-        var results: [(Slot, FleetSyncOutcome, String?)] = []
-        for slot in Set(inFleet + knownHere).sorted() where only == nil || only == slot {
-            let lock = try await lockSlot(slot)
-            defer { withExtendedLifetime(lock) {} }
-            if let outcome = try await Self.blocking({ try self.syncShared(slot, fleet: fleet, identity: identity, membership: membership) }) {
-                results.append(outcome)
+            let knownHere = SharedSlotState.all(paths: self.paths).filter { $0.1.fleet == fleet.name }.map(\.0)
+            var results: [(Slot, FleetSyncOutcome, String?)] = []
+            for slot in Set(try fleet.sharedSlots() + knownHere).sorted() where only == nil || only == slot {
+                let (lock, _) = try self.lockSlotBlocking(slot)
+                defer { withExtendedLifetime(lock) {} }
+                if let outcome = try self.syncShared(slot, fleet: fleet, identity: identity, membership: membership) {
+                    results.append(outcome)
+                }
             }
+            return results
         }
-        return results
     }
 
     /// For a slot this machine does not have (a machine just approved into its fleet has synced
@@ -436,7 +438,7 @@ extension AccountManager {
     func syncShared(_ slot: Slot, fleet: Fleet, identity: MachineIdentity, membership: Membership) throws -> (Slot, FleetSyncOutcome, String?)? {
         let registryDoc = try registry.load()
         let record = registryDoc.slots[slot]
-        var state = try SharedSlotState.load(slot, paths: paths)
+        let state = try SharedSlotState.load(slot, paths: paths)
         if record != nil && state == nil {
             let name = slot.name
             return (slot, .conflict, "a slot named \(name) exists on this machine and is not shared, so the fleet's \(name) was not "
@@ -464,57 +466,28 @@ extension AccountManager {
             try addFromFleet(slot, credential, value: value, fleet: fleet.name)
             return (slot, .added, nil)
         }
-        state = known
-        switch step {
-        case .refuse(let error):
-            return (slot, .refused, error.userFacingDescription)
-        case .keptHere:
-            try forgetShared(slot, fleet: fleet.name)
-            return (slot, .unshared, nil)
-        case .handedOver(let machine):
-            guard case .value(let value) = read else { return (slot, .handedOver, nil) }
-            if known.handedOverTo == nil { try markHandedOver(slot, to: machine, generation: value.generation, store: store, state: &known) }
-            return (slot, .handedOver, FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine).userFacingDescription)
-        case .adopt:
-            guard case .value(let value) = read, let credential = value.credential else { return (slot, .current, nil) }
-            _ = try adopt(slot, credential, value: value, store: store, state: &known)
-            return (slot, .adopted, nil)
-        case .current:
-            guard case .value(let value) = read else { return (slot, .current, nil) }
-            if value.generation != known.generation || value.modRevision != known.revision || known.uploadPending {
-                known.revision = value.modRevision
-                known.generation = max(known.generation, value.generation)
-                known.uploadPending = false
-                try known.save(slot, paths: paths)
+        func outcome(_ performed: SharedPerformed) -> (Slot, FleetSyncOutcome, String?) {
+            switch performed {
+            case .refused(let error): return (slot, .refused, error.userFacingDescription)
+            case .unshared: return (slot, .unshared, nil)
+            case .handedOver(let machine):
+                return (slot, .handedOver, FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine).userFacingDescription)
+            case .adopted: return (slot, .adopted, nil)
+            case .uploaded: return (slot, .uploaded, nil)
+            case .unchanged, .needsLock: return (slot, .current, nil)
             }
-            return (slot, .current, nil)
-        case .upload:
-            // This machine refreshed last and the fleet holds the token it spent: write it there
-            // at once, fenced on the value read (no lock: nothing newer can be lost).
-            guard case .value(let value) = read else { return (slot, .current, nil) }
-            if let written = try fleet.write(slot, credential: local, replacing: value, identity: identity, fence: nil) {
-                known.recordWrite(written)
-                try known.save(slot, paths: paths)
-                return (slot, .uploaded, nil)
-            }
-            return (slot, .current, nil)
-        case .uploadPending:
-            if known.signInPending {
-                if try writeSignIn(slot, local, fleet: fleet, state: known) != nil { return (slot, .uploaded, nil) }
-                try forgetShared(slot, fleet: fleet.name)
-                return (slot, .unshared, nil)
-            }
-            let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
-            defer { lock.release() }
-            guard case .value(let value) = readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record),
-                  value.generation == known.generation,
-                  let written = try fleet.write(slot, credential: local, replacing: value, identity: identity, fence: lock.fence) else {
-                return (slot, .current, nil)
-            }
-            known.recordWrite(written)
-            try known.save(slot, paths: paths)
-            return (slot, .uploaded, nil)
         }
+        let performed = try performShared(step, read: read, slot: slot, local: local, store: store, state: &known, fleet: fleet,
+                                          identity: identity, lock: nil)
+        guard case .needsLock = performed else { return outcome(performed) }
+        // A refresh made here whose fleet write never landed: written under the fleet lock,
+        // against the value read again under it.
+        let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
+        defer { lock.release() }
+        let again = readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record)
+        let next = SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: local, state: known, read: again)
+        return outcome(try performShared(next, read: again, slot: slot, local: local, store: store, state: &known, fleet: fleet,
+                                         identity: identity, lock: lock))
     }
 
     /// A slot new here: made in the store new slots use, with the fleet's credential.
@@ -594,11 +567,12 @@ extension AccountManager {
 }
 
 extension SharedSlotState {
-    /// Remembers a value this machine wrote.
-    mutating func recordWrite(_ written: SharedValue) {
-        revision = written.modRevision
-        generation = max(generation, written.generation)
+    /// Remembers the fleet's value as this machine's copy: one it wrote, or one it found to be
+    /// its own (the fleet holds what this machine holds). Nothing is left to upload.
+    mutating func record(_ value: SharedValue) {
+        revision = value.modRevision
+        generation = max(generation, value.generation)
         uploadPending = false
-        writer = written.writer
+        writer = value.writer
     }
 }

@@ -18,249 +18,215 @@ extension AccountManager {
         return Fleet(settings: settings, kv: kv, paths: paths, identityStore: store, clock: { clock.now() })
     }
 
-    /// A due refresh of a shared slot, under the slot's local lock: adopt what another machine
-    /// already refreshed; otherwise take the fleet lock, read the fleet's value again, record the
-    /// intent to present its refresh token, refresh, and write the new credential to the fleet
-    /// (fenced by the lock and the revision read) before the local store. Whenever the fleet
-    /// cannot be trusted or reached, a token that has not expired is served as it is and none is
-    /// refreshed: refreshing blind could spend a refresh token another machine spent.
-    /// The decisions are ``SharedSlotDecision``'s.
-    func refreshShared(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential,
-                       current local: Credential, state initial: SharedSlotState) async throws -> Credential {
+    /// A due refresh of a shared slot, under the slot's local lock, as one loop of
+    /// read → ``SharedSlotDecision/step(slot:fleet:machine:local:state:read:)`` → ``performShared``:
+    /// first without the fleet lock (what another machine refreshed is adopted without waiting
+    /// for it), then once more under the lock, where the refresh intent is recorded, the provider
+    /// asked, and the new credential written to the fleet (fenced by the lock and the revision
+    /// read) before the local store. Whenever the fleet cannot be trusted or reached, a token that
+    /// has not expired is served as it is and none is refreshed: refreshing blind could spend a
+    /// refresh token another machine spent.
+    @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
+    func refreshShared(_ stored: StoredCredential, force: Bool, current local: Credential, state initial: SharedSlotState) throws -> Credential {
+        let (slot, record, store, before) = (stored.slot, stored.record, stored.store, stored.credential)
         if let machine = initial.handedOverTo { throw FleetError.handedOver(slot: slot, fleet: initial.fleet, machine: machine) }
         let fleet: Fleet
         let identity: MachineIdentity
         let membership: Membership
         do {
-            (fleet, identity, membership) = try await Self.blocking {
-                let fleet = try self.openFleet()
-                let (identity, membership) = try fleet.memberIdentity()
-                return (fleet, identity, membership)
-            }
+            fleet = try openFleet()
+            (identity, membership) = try fleet.memberIdentity()
         } catch let error as FleetError {
-            return try await servedWithoutFleet(slot, local, error, force: force)
+            return try servedWithoutFleet(slot, local, error, force: force)
         }
         StartupTrace.mark("fleet membership")
         var current = local
         var state = initial
-        if state.signInPending {
-            // A sign-in made here while the fleet was unreachable: it replaces what the fleet holds.
+        var fleetLock: FleetLock?
+        // Released on every path (an etcd delete and a lease revoke).
+        defer { fleetLock?.release() }
+        var lockedValue: SharedValue?
+        while lockedValue == nil {
+            let read = readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record)
+            StartupTrace.mark(fleetLock == nil ? "fleet read" : "fleet read, locked")
+            let step = SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: current, state: state, read: read)
+            let performed: SharedPerformed
             do {
-                let (pending, signedIn) = (state, current)
-                if let written = try await Self.blocking({ try self.writeSignIn(slot, signedIn, fleet: fleet, state: pending) }) {
-                    state = written
-                    if !stillDue(current, before: before, force: force) { return current }
-                }
+                performed = try performShared(step, read: read, slot: slot, local: current, store: store, state: &state, fleet: fleet,
+                                              identity: identity, lock: fleetLock)
             } catch let error as FleetError {
-                return try await servedWithoutFleet(slot, current, error, force: force)
+                if case .handedOver = error { throw error }
+                if fleetLock != nil { return try servedWithoutFleet(slot, current, error, force: force) }
+                // Without the lock a write is a head start only: the pass under the lock tries again.
+                performed = .needsLock
             }
-        }
-
-        // Without the lock first: another machine's refresh is adopted without waiting for it.
-        let unlocked = await readSharedOffPool(slot, fleet: fleet, identity: identity, membership: membership, record: record)
-        StartupTrace.mark("fleet read")
-        switch SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: current, state: state, read: unlocked) {
-        case .refuse(let error):
-            return try await servedWithoutFleet(slot, current, error, force: force)
-        case .keptHere:
-            return try await refreshUnshared(slot, fleet: fleet, force: force, record: record, store: store, before: before, current: current)
-        case .handedOver(let machine):
-            guard case .value(let value) = unlocked else { throw FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine) }
-            try await handOver(slot, to: machine, value: value, store: store, state: state)
-        case .adopt:
-            if case .value(let value) = unlocked, let credential = value.credential {
-                (current, state) = try await adoptOffPool(slot, credential, value: value, store: store, state: state)
-                if !stillDue(current, before: before, force: force) { return current }
-            }
-        case .upload:
-            // Our tokens replaced the fleet's (a refresh whose fleet write never landed): its
-            // refresh token is spent, so they go to the fleet now, not after waiting for the
-            // lock, which a killed holder's lease can keep for a while.
-            if case .value(let value) = unlocked,
-               let written = try? await Self.blocking({ [current] in
-                   try fleet.write(slot, credential: current, replacing: value, identity: identity, fence: nil)
-               }) {
-                state.recordWrite(written)
-                try await save(state, slot)
-                if !stillDue(current, before: before, force: force) && !force { return current }
-            }
-        case .current, .uploadPending:
-            break
-        }
-
-        let lock: FleetLock
-        do {
-            // A live holder's refresh ends within the request's hard limit, and then its tokens
-            // are adopted here. Longer means a holder killed with the lock, whose lease can keep
-            // it for a minute: a token that is still valid is served meanwhile, not held back.
-            let patience = !force && stillValid(current) ? config.httpTimeout + 5 : nil
-            lock = try await Self.blocking { try fleet.lock(slot, httpTimeout: self.config.httpTimeout, patience: patience) }
-        } catch let error as FleetError {
-            return try await servedWithoutFleet(slot, current, error, force: force)
-        }
-        StartupTrace.mark("fleet lock")
-        // Released on every path, on the blocking executor (an etcd delete and a lease revoke).
-        let outcome: Result<Credential, any Error>
-        do {
-            outcome = .success(try await refreshSharedLocked(slot: slot, force: force, record: record, store: store, before: before, current: current,
-                                                             state: state, fleet: fleet, identity: identity, membership: membership, lock: lock))
-        } catch {
-            outcome = .failure(error)
-        }
-        await BlockingExecutor.shared.run { lock.release() }
-        return try outcome.get()
-    }
-
-    /// The part of ``refreshShared`` made under the fleet lock.
-    private func refreshSharedLocked(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential,
-                                     current initialCurrent: Credential, state initialState: SharedSlotState, fleet: Fleet,
-                                     identity: MachineIdentity, membership: Membership, lock: FleetLock) async throws -> Credential {
-        var current = initialCurrent
-        var state = initialState
-
-        let locked = await readSharedOffPool(slot, fleet: fleet, identity: identity, membership: membership, record: record)
-        StartupTrace.mark("fleet read, locked")
-        guard case .value(var base) = locked else {
-            if case .failed(let error) = locked { return try await servedWithoutFleet(slot, current, error, force: force) }
-            return try await servedWithoutFleet(slot, current, .valueMissing(slot: slot, fleet: fleet.name), force: force)
-        }
-        do {
-            switch SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: current, state: state, read: locked) {
-            case .refuse(let error):
-                return try await servedWithoutFleet(slot, current, error, force: force)
-            case .keptHere:
-                return try await refreshUnshared(slot, fleet: fleet, force: force, record: record, store: store, before: before, current: current)
+            switch performed {
+            case .refused(let error):
+                return try servedWithoutFleet(slot, current, error, force: force)
+            case .unshared:
+                return try refreshUnshared(stored, force: force, current: current)
             case .handedOver(let machine):
-                try await handOver(slot, to: machine, value: base, store: store, state: state)
-            case .adopt:
-                // Another machine refreshed while we waited for the lock: use its tokens.
-                if let credential = base.credential {
-                    (current, state) = try await adoptOffPool(slot, credential, value: base, store: store, state: state)
-                    if !refreshRule.needsRefresh(current, now: clock.now(), boot: clock.bootInstant()) { return current }
-                }
-            case .upload, .uploadPending:
-                // This machine's tokens are newer than the fleet's (a refresh whose fleet write
-                // never landed): write them, or the next machine would spend the fleet's dead token.
-                if let written = try await Self.blocking({ [current, base] in
-                    try fleet.write(slot, credential: current, replacing: base, identity: identity, fence: lock.fence)
-                }) {
-                    state.recordWrite(written)
-                    try await save(state, slot)
-                    base = written
-                }
+                throw FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine)
+            case .adopted(let adopted):
+                current = adopted
                 if !stillDue(current, before: before, force: force) { return current }
-            case .current:
-                if base.generation != state.generation || base.modRevision != state.revision || state.uploadPending {
-                    state.revision = base.modRevision
-                    state.generation = max(state.generation, base.generation)
-                    state.uploadPending = false
-                    try await save(state, slot)
-                }
+            case .uploaded, .unchanged:
                 if !stillDue(current, before: before, force: force) { return current }
+            case .needsLock:
+                break
             }
-        } catch let error as FleetError {
-            if case .handedOver = error { throw error }
-            return try await servedWithoutFleet(slot, current, error, force: force)
+            if fleetLock != nil {
+                guard case .value(let value) = read else {
+                    return try servedWithoutFleet(slot, current, .valueMissing(slot: slot, fleet: fleet.name), force: force)
+                }
+                lockedValue = performed.written ?? value
+                continue
+            }
+            do {
+                // A live holder's refresh ends within the request's hard limit, and then its tokens
+                // are adopted here. Longer means a holder killed with the lock, whose lease can keep
+                // it for a minute: a token that is still valid is served meanwhile, not held back.
+                let patience = !force && stillValid(current) ? config.httpTimeout + 5 : nil
+                fleetLock = try fleet.lock(slot, httpTimeout: config.httpTimeout, patience: patience)
+            } catch let error as FleetError {
+                return try servedWithoutFleet(slot, current, error, force: force)
+            }
+            StartupTrace.mark("fleet lock")
         }
+        guard let lock = fleetLock, let base = lockedValue else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
 
         // Never present a refresh token another machine said it is presenting.
-        let intent = try? await Self.blocking { try fleet.intent(slot, membership: membership) }
+        let intent = try? fleet.intent(slot, membership: membership)
         if let blocked = SharedSlotDecision.refreshBlocked(slot: slot, fleet: fleet.name, machine: fleet.machine,
                                                            refreshToken: current.tokens.refreshToken, intent: intent ?? nil) {
-            return try await servedWithoutFleet(slot, current, blocked, force: force)
+            return try servedWithoutFleet(slot, current, blocked, force: force)
         }
         // A removal rotates every shared slot at once: a value sealed before a removal this
         // machine verified is one put back (or a rotation that failed), and its refresh token may
         // be spent. Never present it; only the remover's own rotation starts from such a value.
         if let removal = membership.lastRemoval, base.headSeq > 0, base.headSeq < removal.seq,
-           !(try await Self.blocking { RotationNote.allows(removal: removal.seq, fleet: fleet.name, paths: self.paths) }) {
+           !RotationNote.allows(removal: removal.seq, fleet: fleet.name, paths: paths) {
             let refused = FleetError.refusedCredential(slot: slot, fleet: fleet.name,
                 reason: "it was sealed before membership entry \(removal.seq) removed \(removal.machine), and a removal rotates every "
                     + "shared slot at once, so it is a value put back (or that rotation failed); sign the slot in again on a member "
                     + "(`lanyard login \(slot.name)`)")
-            return try await servedWithoutFleet(slot, current, refused, force: force)
+            return try servedWithoutFleet(slot, current, refused, force: force)
         }
         // The request must finish well inside the lease: never start it on a lease about to end.
         guard lock.held(margin: config.httpTimeout + 5) else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
         if let token = current.tokens.refreshToken {
             let recorded: Bool
             do {
-                recorded = try await Self.blocking { [base] in try fleet.writeIntent(slot, current: base, refreshToken: token, identity: identity, under: lock) }
+                recorded = try fleet.writeIntent(slot, current: base, refreshToken: token, identity: identity, under: lock)
             } catch let error as FleetError {
-                return try await servedWithoutFleet(slot, current, error, force: force)
+                return try servedWithoutFleet(slot, current, error, force: force)
             }
             guard recorded else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
         }
         StartupTrace.mark("fleet intent")
-        let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+        let refreshed = try exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
         StartupTrace.mark("provider refresh")
-        // The recovery file, the fleet (libcurl) and the store, in that order: all blocking.
-        try await Self.blocking { [state, base, current] in
-            var next = state
-            try self.keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
-                do {
-                    if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: base, under: lock,
-                                                              identity: identity, membership: membership, seen: max(next.generation, next.evidence)) {
-                        next.recordWrite(written)
-                    } else {
-                        next.uploadPending = true
-                    }
-                } catch {
-                    next.uploadPending = true
+        // The recovery file, the fleet and the store, in that order.
+        try keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
+            do {
+                if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: base, under: lock,
+                                                          identity: identity, membership: membership, seen: max(state.generation, state.evidence)) {
+                    state.record(written)
+                } else {
+                    state.uploadPending = true
                 }
-            })
-            try next.save(slot, paths: self.paths)
-            StartupTrace.mark("fleet write, stored")
-            if next.uploadPending {
-                self.eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
-                                                                   "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])
+            } catch {
+                state.uploadPending = true
             }
+        })
+        try state.save(slot, paths: paths)
+        StartupTrace.mark("fleet write, stored")
+        if state.uploadPending {
+            eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
+                                                           "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])
         }
         return refreshed
+    }
+
+    /// What ``performShared`` did with one step.
+    enum SharedPerformed {
+        /// Nothing changed here (the fleet's revision may have been recorded).
+        case unchanged
+        /// The fleet's newer credential is now this machine's.
+        case adopted(Credential)
+        /// This machine's credential is now the fleet's value (the one written).
+        case uploaded(SharedValue)
+        /// The step is made only under the fleet lock, which is not held: take it and read again.
+        case needsLock
+        /// The slot is no longer shared: its copy here is this machine's own.
+        case unshared
+        /// Another machine kept the slot when it was unshared; the copy here is dead.
+        case handedOver(machine: String)
+        /// Nothing from the fleet can be used.
+        case refused(FleetError)
+
+        /// The value this step wrote to the fleet, if it wrote one.
+        var written: SharedValue? {
+            if case .uploaded(let value) = self { return value }
+            return nil
+        }
+    }
+
+    /// Carries out one ``SharedSlotDecision`` step for a shared slot this machine holds: the one
+    /// place where a refresh (before and under the fleet lock), `fleet sync` and the agent act on
+    /// a decision. A write is fenced on the fleet lock when `lock` is held, on the value read
+    /// otherwise; `.uploadPending` waits for the lock, `.upload` does not (the fleet's refresh
+    /// token is spent: leaving it would hand it to the next machine).
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
+    func performShared(_ step: SharedSlotDecision.Step, read: SharedSlotDecision.Read, slot: Slot, local: Credential,
+                       store: any CredentialStore, state: inout SharedSlotState, fleet: Fleet, identity: MachineIdentity,
+                       lock: FleetLock?) throws -> SharedPerformed {
+        switch step {
+        case .refuse(let error):
+            return .refused(error)
+        case .keptHere:
+            try forgetShared(slot, fleet: fleet.name)
+            return .unshared
+        case .handedOver(let machine):
+            if state.handedOverTo == nil, case .value(let value) = read {
+                try markHandedOver(slot, to: machine, generation: value.generation, store: store, state: &state)
+            }
+            return .handedOver(machine: machine)
+        case .adopt:
+            guard case .value(let value) = read, let credential = value.credential else { return .unchanged }
+            return .adopted(try adopt(slot, credential, value: value, store: store, state: &state))
+        case .current:
+            if case .value(let value) = read, value.generation != state.generation || value.modRevision != state.revision || state.uploadPending {
+                state.record(value)
+                try state.save(slot, paths: paths)
+            }
+            return .unchanged
+        case .upload, .uploadPending:
+            if state.signInPending {
+                // A sign-in made here replaces whatever the fleet holds.
+                guard let written = try writeSignIn(slot, local, fleet: fleet, state: &state, under: lock) else {
+                    try forgetShared(slot, fleet: fleet.name)
+                    return .unshared
+                }
+                return .uploaded(written)
+            }
+            guard case .value(let value) = read, step == .upload || lock != nil else { return .needsLock }
+            guard let written = try fleet.write(slot, credential: local, replacing: value, identity: identity, fence: lock?.fence) else {
+                return .unchanged
+            }
+            state.record(written)
+            try state.save(slot, paths: paths)
+            return .uploaded(written)
+        }
     }
 
     /// The slot was unshared from this machine (a tombstone of its own): its copy is its own again.
-    private func refreshUnshared(_ slot: Slot, fleet: Fleet, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential,
-                                 current: Credential) async throws -> Credential {
-        try await Self.blocking { try self.forgetShared(slot, fleet: fleet.name) }
-        if !stillDue(current, before: before, force: force) { return current }
-        let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
-        try await Self.blocking { try self.keepRefreshed(slot: slot, refreshed, previous: current, store: store) }
+    @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
+    private func refreshUnshared(_ stored: StoredCredential, force: Bool, current: Credential) throws -> Credential {
+        if !stillDue(current, before: stored.credential, force: force) { return current }
+        let refreshed = try exchangeRefreshToken(slot: stored.slot, current: current, record: stored.record, store: stored.store)
+        try keepRefreshed(slot: stored.slot, refreshed, previous: current, store: stored.store)
         return refreshed
-    }
-
-    /// ``adopt(_:_:value:store:state:)`` on the blocking executor. - Returns: the adopted
-    /// credential and the state after it.
-    private func adoptOffPool(_ slot: Slot, _ credential: Credential, value: SharedValue, store: any CredentialStore,
-                              state: SharedSlotState) async throws -> (Credential, SharedSlotState) {
-        try await Self.blocking {
-            var next = state
-            let adopted = try self.adopt(slot, credential, value: value, store: store, state: &next)
-            return (adopted, next)
-        }
-    }
-
-    /// Marks the copy handed over (``markHandedOver``, on the blocking executor) and says so.
-    private func handOver(_ slot: Slot, to machine: String, value: SharedValue, store: any CredentialStore, state: SharedSlotState) async throws -> Never {
-        try await Self.blocking {
-            var handed = state
-            try self.markHandedOver(slot, to: machine, generation: value.generation, store: store, state: &handed)
-        }
-        throw FleetError.handedOver(slot: slot, fleet: state.fleet, machine: machine)
-    }
-
-    private func save(_ state: SharedSlotState, _ slot: Slot) async throws {
-        try await Self.blocking { try state.save(slot, paths: self.paths) }
-    }
-
-    /// ``servedWithoutFleet(_:_:_:force:)``, whose event-log line is written on the blocking executor.
-    func servedWithoutFleet(_ slot: Slot, _ current: Credential, _ error: FleetError, force: Bool = false) async throws -> Credential {
-        try await Self.blocking { try self.servedWithoutFleet(slot, current, error, force: force) }
-    }
-
-    private func readSharedOffPool(_ slot: Slot, fleet: Fleet, identity: MachineIdentity, membership: Membership, record: SlotRecord) async -> SharedSlotDecision.Read {
-        (try? await Self.blocking { self.readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record) })
-            ?? .failed(.unavailable(fleet: fleet.name, endpoints: fleet.settings.endpoints, detail: "the read was interrupted"))
     }
 
     /// A shared slot this machine found dead (its refresh token refused, or handed over): a

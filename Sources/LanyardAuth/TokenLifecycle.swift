@@ -78,29 +78,41 @@ extension AccountManager {
     /// refreshing again. New tokens are written to a 0600 recovery file before the store, so a
     /// crash or a failed write never loses the only live refresh token.
     package func freshCredential(slot: Slot, force: Bool = false) async throws -> Credential {
-        // Reading a store blocks (D-Bus, a file): on the blocking executor.
-        let (record, store, before, due) = try await Self.blocking { try self.storedCredential(slot: slot, force: force) }
-        if !due { return before }
+        // One hop: the whole operation is blocking work (a store, a lock, etcd, the provider over
+        // libcurl), and once it has started it runs to its end even when the caller is cancelled,
+        // since the server may have rotated the token by then.
+        try await Self.blocking { try self.freshCredentialBlocking(slot: slot, force: force, stored: nil) }
+    }
+
+    /// ``freshCredential(slot:force:)`` from a read the caller already made (``storedCredential(slot:force:)``,
+    /// which found a refresh due): the store is not read again before the lock.
+    package func freshCredential(after stored: StoredCredential, force: Bool = false) async throws -> Credential {
+        try await Self.blocking { try self.freshCredentialBlocking(slot: stored.slot, force: force, stored: stored) }
+    }
+
+    /// The one synchronous core of ``freshCredential(slot:force:)``: the registry and the store read
+    /// once before the slot's lock and once under it, the due refresh made (here, or by the
+    /// refresh runner's worker process), every step blocking on this thread.
+    @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
+    package func freshCredentialBlocking(slot: Slot, force: Bool, stored known: StoredCredential?) throws -> Credential {
+        let stored = try known ?? storedCredential(slot: slot, force: force)
+        if !stored.due { return stored.credential }
+        let (lock, inherited) = try lockSlotBlocking(slot)
+        defer { withExtendedLifetime(lock) {} }
         if let refreshRunner {
             // Wait here, not in a new process, while another refreshes; then hand the held lock
             // to the worker, so callers that arrive meanwhile wait for its result instead of
             // starting workers of their own.
-            let lock = try await SlotLock.acquire(slot: slot, paths: paths)
-            let ready: Credential? = try await Self.blocking {
-                let current = try self.read(slot, store)
-                let done = record.state != .reauthenticationRequired && !self.stillDue(current, before: before, force: force)
-                    && !RecoveryFile(paths: self.paths, slot: slot, store: store).settlesFirst
-                return done ? current : nil
-            }
-            if let ready { return ready }
-            try await refreshRunner(slot, force, lock)
-            withExtendedLifetime(lock) {}
-            return try await Self.blocking { try self.read(slot, store) }
+            let current = try read(slot, stored.store)
+            let done = stored.record.state != .reauthenticationRequired
+                && !stillDue(current, before: stored.credential, force: force)
+                && !RecoveryFile(paths: paths, slot: slot, store: stored.store).settlesFirst
+            if done { return current }
+            try refreshRunner(slot, force, lock)
+            return try read(slot, stored.store)
         }
-        // Detached: cancelling the caller must never abandon a refresh whose answer is in flight,
-        // since the server has rotated the token by then.
-        let manager = self
-        return try await Task.detached { try await manager.refreshUnderLock(slot: slot, force: force, record: record, store: store, before: before) }.value
+        // A lock handed down by the caller was held when `stored` was read: nothing changed since.
+        return try refreshLocked(stored, force: force, current: inherited && known == nil ? stored.credential : nil)
     }
 
     /// The slot's refresh lock: the one this process was handed (a refresh worker holds its
@@ -110,15 +122,25 @@ extension AccountManager {
         return try await SlotLock.acquire(slot: slot, paths: paths)
     }
 
-    /// The slot's stored credential when it needs no refresh, or nil when one is due: what
-    /// `freshCredential` returns without suspending (commands use it to skip the async machinery).
-    package func credentialIfFresh(slot: Slot) throws -> Credential? {
-        let (_, _, credential, due) = try storedCredential(slot: slot, force: false)
-        return due ? nil : credential
+    /// ``lockSlot(_:)`` on this thread. - Returns: the lock, and whether it was handed down.
+    @available(*, noasync, message: "blocking: await lockSlot(_:) instead")
+    func lockSlotBlocking(_ slot: Slot) throws -> (FileLock, inherited: Bool) {
+        if let inherited = inheritedLock, inherited.slot == slot { return (inherited.lock, true) }
+        return (try FileLock.slot(slot, paths: paths), false)
     }
 
-    /// The slot's record, store and stored credential, and whether a refresh is due.
-    func storedCredential(slot: Slot, force: Bool) throws -> (SlotRecord, any CredentialStore, Credential, due: Bool) {
+    /// The slot's stored credential when it needs no refresh, or nil when one is due: what
+    /// `freshCredential` returns without suspending (commands use it to skip the async machinery).
+    @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
+    package func credentialIfFresh(slot: Slot) throws -> Credential? {
+        let stored = try storedCredential(slot: slot, force: false)
+        return stored.due ? nil : stored.credential
+    }
+
+    /// The slot's record, store and stored credential, and whether a refresh is due: one read of
+    /// the registry and one of the store.
+    @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
+    package func storedCredential(slot: Slot, force: Bool) throws -> StoredCredential {
         let (record, store) = try storeOf(slot)
         if record.state == .reauthenticationRequired {
             // A shared slot may have been signed in again on another machine: the refresh path
@@ -126,13 +148,16 @@ extension AccountManager {
             guard SharedSlotState.loadIfReadable(slot, paths: paths) != nil else {
                 throw ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
             }
-            return (record, store, try read(slot, store), true)
+            return StoredCredential(slot: slot, record: record, store: store, credential: try read(slot, store), due: true)
         }
         let credential = try read(slot, store)
         // A personal access token has nothing to refresh with: never due, even when forced.
-        if credential.isPersonalAccessToken { return (record, store, credential, false) }
-        let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant()) || RecoveryFile(paths: paths, slot: slot, store: store).settlesFirst
-        return (record, store, credential, due)
+        if credential.isPersonalAccessToken {
+            return StoredCredential(slot: slot, record: record, store: store, credential: credential, due: false)
+        }
+        let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant())
+            || RecoveryFile(paths: paths, slot: slot, store: store).settlesFirst
+        return StoredCredential(slot: slot, record: record, store: store, credential: credential, due: due)
     }
 
     /// Under the slot's lock, with the store re-read as `current`: whether the refresh asked for
@@ -143,51 +168,60 @@ extension AccountManager {
         return refreshRule.needsRefresh(current, now: clock.now(), boot: clock.bootInstant()) || (force && !rotated)
     }
 
-    func refreshUnderLock(slot: Slot, force: Bool, record: SlotRecord, store: any CredentialStore, before: Credential) async throws -> Credential {
-        let lock = try await lockSlot(slot)
-        defer { withExtendedLifetime(lock) {} }
-        let (current, shared) = try await Self.blocking { () throws -> (Credential, SharedSlotState?) in
-            // A refresh that died after the server rotated the token left the new tokens here.
-            let recovery = RecoveryFile(paths: self.paths, slot: slot, store: store)
-            if recovery.waiting, let recovered = try? recovery.read() {
-                try store.put(recovered, for: slot)
-                recovery.remove()
-            }
-            return (try self.read(slot, store), try SharedSlotState.load(slot, paths: self.paths))
+    /// A due refresh under the slot's lock: tokens a killed refresh left put back, the store read
+    /// again (unless `current` was read under this lock already), then the shared slot's fleet
+    /// protocol or the provider's refresh.
+    @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
+    func refreshLocked(_ stored: StoredCredential, force: Bool, current readUnderLock: Credential?) throws -> Credential {
+        let (slot, record, store, before) = (stored.slot, stored.record, stored.store, stored.credential)
+        // A refresh that died after the server rotated the token left the new tokens here.
+        let recovery = RecoveryFile(paths: paths, slot: slot, store: store)
+        var current = readUnderLock
+        if recovery.waiting, let recovered = try? recovery.read() {
+            try store.put(recovered, for: slot)
+            recovery.remove()
+            current = nil
         }
-        if let shared {
-            if record.state == .reauthenticationRequired { return try await Self.blocking { try self.reviveShared(slot, store: store, state: shared) } }
-            return try await refreshShared(slot: slot, force: force, record: record, store: store, before: before, current: current, state: shared)
+        let fresh = try current ?? read(slot, store)
+        if let shared = try SharedSlotState.load(slot, paths: paths) {
+            if record.state == .reauthenticationRequired { return try reviveShared(slot, store: store, state: shared) }
+            return try refreshShared(stored, force: force, current: fresh, state: shared)
         }
-        if !stillDue(current, before: before, force: force) { return current }
-        let refreshed = try await exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
-        try await Self.blocking { try self.keepRefreshed(slot: slot, refreshed, previous: current, store: store) }
+        if !stillDue(fresh, before: before, force: force) { return fresh }
+        let refreshed = try exchangeRefreshToken(slot: slot, current: fresh, record: record, store: store)
+        try keepRefreshed(slot: slot, refreshed, previous: fresh, store: store)
         return refreshed
     }
 
     /// Spends `current`'s refresh token at the provider and returns the credential it gave. A
     /// refusal marks the slot for sign-in (and drops the dead token); a network failure changes
-    /// nothing.
-    func exchangeRefreshToken(slot: Slot, current: Credential, record: SlotRecord, store: any CredentialStore) async throws -> Credential {
+    /// nothing. The request runs on the cooperative pool and its transfer on another executor
+    /// thread while this one waits for the answer.
+    @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
+    func exchangeRefreshToken(slot: Slot, current: Credential, record: SlotRecord, store: any CredentialStore) throws -> Credential {
         guard let refreshToken = current.tokens.refreshToken, !refreshToken.isEmpty else {
-            try await Self.blocking { try self.markReauthentication(slot, code: ErrorCode.missingRefreshToken.rawValue) }
+            try markReauthentication(slot, code: ErrorCode.missingRefreshToken.rawValue)
             throw ClientError.missingRefreshToken(slot: slot.name)
         }
         let provider = try provider(record.provider)
-        let tokens: TokenResponse
-        do {
-            tokens = try await provider.refresh(refreshToken: refreshToken)
-        } catch RefreshFailure.permanent(let code, let status) {
-            try await Self.blocking {
-                var dead = current
-                dead.tokens.refreshToken = nil
-                try? store.put(dead, for: slot)  // drop the dead token; the slot and its metadata stay
-                self.logRefreshError(slot, code: code, message: "the server refused the refresh token (HTTP \(status), \(code)): sign in again")
-                try self.markReauthentication(slot, code: code)
+        let answer = SyncBridge.value { () async -> Result<TokenResponse, RefreshFailure> in
+            do throws(RefreshFailure) { return .success(try await provider.refresh(refreshToken: refreshToken)) } catch {
+                return .failure(error)
             }
+        }
+        let tokens: TokenResponse
+        switch answer {
+        case .success(let answered):
+            tokens = answered
+        case .failure(.permanent(let code, let status)):
+            var dead = current
+            dead.tokens.refreshToken = nil
+            try? store.put(dead, for: slot)  // drop the dead token; the slot and its metadata stay
+            logRefreshError(slot, code: code, message: "the server refused the refresh token (HTTP \(status), \(code)): sign in again")
+            try markReauthentication(slot, code: code)
             throw ClientError.reauthenticationRequired(slot: slot.name, reason: code)
-        } catch RefreshFailure.transient(let message) {
-            await BlockingExecutor.shared.run { self.logRefreshError(slot, code: ErrorCode.networkFailure.rawValue, message: message) }
+        case .failure(.transient(let message)):
+            logRefreshError(slot, code: ErrorCode.networkFailure.rawValue, message: message)
             throw ClientError.networkFailure(message)
         }
         let now = clock.now()

@@ -188,6 +188,9 @@ package func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTP
         arguments.insert("docker-credential", at: 0)
     }
     let status = Lanyard.run(arguments, context: context)
-    if let trace = StartupTrace.report() { context.stderr.line(HumanText(trace)) }
+    if let trace = StartupTrace.report() {
+        context.stderr.line(HumanText(trace))
+        context.stderr.line(HumanText(OperationCounts.report()))
+    }
     return status
 }

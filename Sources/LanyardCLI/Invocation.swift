@@ -78,7 +78,8 @@ package final class Invocation: Sendable {
     /// locked file store is offered to be unlocked on a terminal.
     func freshCredential(_ manager: AccountManager, slot: Slot) throws -> Credential {
         func read() throws -> Credential {
-            try manager.credentialIfFresh(slot: slot) ?? runAsync { try await manager.freshCredential(slot: slot) }
+            let stored = try manager.storedCredential(slot: slot, force: false)
+            return stored.due ? try runAsync { try await manager.freshCredential(after: stored) } : stored.credential
         }
         do { return try read() } catch StoreError.locked(let backend, _) where backend == EncryptedFileStore.backendName && mayAskForPassphrase {
             try unlockFileStoreOnTerminal()

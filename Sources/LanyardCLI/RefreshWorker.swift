@@ -46,11 +46,9 @@ enum RefreshWorker {
     /// - Parameter executable: the binary to run (`lanyard-net`); nil means this one.
     static func runner(environment: [String: String], executable: String?) -> RefreshRunner {
         { slot, force, lock in
-            // Waiting for the child blocks a thread: the blocking executor's, never a cooperative one.
-            let fd = lock.descriptor
-            let result = try await BlockingExecutor.shared.run {
-                try spawnAndWait(slot: slot, force: force, lockFD: fd, environment: environment, executable: executable)
-            }
+            // Waiting for the child blocks this thread: the refresh's, on the blocking executor.
+            let result = try spawnAndWait(slot: slot, force: force, lockFD: lock.descriptor, environment: environment,
+                                          executable: executable)
             guard result.0 != 0 else { return }
             throw WorkerError(status: result.0, body: result.1)
         }

@@ -5,7 +5,8 @@ import LanyardCore
 import LanyardSupport
 
 /// HTTP to providers on libcurl (CCurl, the etcd client's shim), one blocking transfer per
-/// request on the blocking executor (``BlockingExecutor``), never on the cooperative pool.
+/// request on a thread of the blocking executor's own (``BlockingExecutor``), never on the
+/// cooperative pool.
 ///
 /// The answer is read as it arrives and capped while it is read: past `maxBodyBytes` (or a
 /// `Content-Length` announcing more) the transfer stops at once, so no server can make the
@@ -49,8 +50,11 @@ package final class CurlTransport: HTTPTransport, Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard call.start(continuation) else { return }
-                // The transfer blocks its thread (libcurl's own loop): the blocking executor's.
-                BlockingExecutor.shared.submit { call.finish(Result { try transfer.run() }) }
+                // The transfer blocks its thread (libcurl's own loop) for as long as the server
+                // takes: a thread of its own, outside the executor's bound, since the caller may be
+                // an operation holding a pooled executor thread while it waits for this answer
+                // (a refresh's one hop), and pooled work must never wait for other pooled work.
+                BlockingExecutor.shared.submitOnOwnThread { call.finish(Result { try transfer.run() }) }
             }
         } onCancel: {
             transfer.cancel.fire()

@@ -289,6 +289,7 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     }
 
     package func get(_ slot: Slot) throws -> Credential {
+        OperationCounts.storeRead()
         let identity = try identity()
         StartupTrace.mark("identity")
         defer { StartupTrace.mark("decrypt") }

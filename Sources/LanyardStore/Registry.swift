@@ -40,6 +40,7 @@ package struct Registry: Sendable {
         try SecureFiles.ensureDirectory(directory)
         settleForReaders(staged: false)
         // Mapped: the registry is only ever replaced by rename, and a lookup touches few pages.
+        OperationCounts.registryRead()
         return RegistryView(data: try SecureFiles.read(path, mapped: true), registry: self)
     }
 
@@ -73,6 +74,7 @@ package struct Registry: Sendable {
         let lock = try FileLock(path: path + ".lock")
         defer { withExtendedLifetime(lock) {} }
         try settle()
+        OperationCounts.registryRead()
         if let data = try SecureFiles.read(path, mapped: true) {
             let view = RegistryView(data: data, registry: self)
             if let (previous, _) = view.fastActive(data), let record = view.fastRecord(of: slot, in: data) {
@@ -126,6 +128,7 @@ package struct Registry: Sendable {
 
     func read() throws -> RegistryDocument {
         // Mapped, not copied: the file is only ever replaced by rename.
+        OperationCounts.registryRead()
         guard let data = try SecureFiles.read(path, mapped: true) else { return RegistryDocument() }
         return try decode(data)
     }

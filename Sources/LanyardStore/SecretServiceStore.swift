@@ -53,7 +53,8 @@ package final class SecretServiceStore: CredentialStore {
     /// The credential of `slot`. `.locked` when its item (or, with no item found, the collection) is
     /// locked; `.corrupt` when the item's secret is not a credential document.
     package func get(_ slot: Slot) throws -> Credential {
-        try run("get \(slot)") { service, deadline in
+        OperationCounts.storeRead()
+        return try run("get \(slot)") { service, deadline in
             let source = "keyring item for slot \(slot)"
             // The common case the way secret-tool does it: one SearchItems, one GetSecret.
             let paths = try service.searchPaths(["slot": slot.name], deadline: deadline)

@@ -137,6 +137,7 @@ package final class BlockingExecutor: @unchecked Sendable {
             let work: @Sendable () -> Void
             init(_ work: @escaping @Sendable () -> Void) { self.work = work }
         }
+        OperationCounts.hop()
         let box = Unmanaged.passRetained(Box(work))
         var thread = pthread_t()
         var attributes = pthread_attr_t()
@@ -155,6 +156,7 @@ package final class BlockingExecutor: @unchecked Sendable {
     package func submit(_ work: @escaping @Sendable () -> Void) { enqueue(Job(work)) }
 
     private func enqueue(_ job: Job) {
+        OperationCounts.hop()
         pthread_mutex_lock(mutex)
         if job.state == .cancelled {
             // Its task was cancelled before the work reached the queue.

@@ -67,3 +67,26 @@ package enum StartupTrace {
         return "startup: " + parts.joined(separator: " ")
     }
 }
+
+/// How many times this process went to the blocking executor and read the registry and a
+/// credential store: the cost of one operation's structure, reported beside the start-up phases
+/// (`LANYARD_TRACE_STARTUP=1`) so that a test or a person can count them across the processes
+/// of one command (a `token` and its refresh worker). Counting is one relaxed atomic add, always on.
+package enum OperationCounts {
+    private static let hops = Atomic<Int>(0)
+    private static let registryReads = Atomic<Int>(0)
+    private static let storeReads = Atomic<Int>(0)
+
+    /// Work handed to the blocking executor (one hop off the cooperative pool and back).
+    @inline(__always) package static func hop() { hops.add(1, ordering: .relaxed) }
+    /// The registry file read (whole or one record of it).
+    @inline(__always) package static func registryRead() { registryReads.add(1, ordering: .relaxed) }
+    /// A credential read from a store (a file decrypted, a keyring item fetched).
+    @inline(__always) package static func storeRead() { storeReads.add(1, ordering: .relaxed) }
+
+    /// `counts: hops=3 registry_reads=1 store_reads=1`.
+    package static func report() -> String {
+        "counts: hops=\(hops.load(ordering: .relaxed)) registry_reads=\(registryReads.load(ordering: .relaxed)) "
+            + "store_reads=\(storeReads.load(ordering: .relaxed))"
+    }
+}

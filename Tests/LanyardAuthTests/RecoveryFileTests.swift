@@ -163,12 +163,12 @@ import LanyardTestSupport
             return
         }
         let manager = AccountManager(paths: paths, config: LanyardConfig(), openStore: { _, _ in store }, transport: URLSessionTransport())
-        #expect(try manager.credentialIfFresh(slot: Self.slot) == nil, "the stored credential was handed out with tokens waiting")
+        #expect(try manager.credentialIfFreshInTest(slot: Self.slot) == nil, "the stored credential was handed out with tokens waiting")
         let fresh = try await manager.freshCredential(slot: Self.slot)
         #expect(fresh.tokens.refreshToken == "RT-recovery-SECRET")
         #expect(try store.getInTest(Self.slot).tokens.refreshToken == "RT-recovery-SECRET")
         #expect(RefreshEscrow.get(slot: Self.slot, paths: paths) == nil)
-        #expect(try manager.credentialIfFresh(slot: Self.slot)?.tokens.refreshToken == "RT-recovery-SECRET")
+        #expect(try manager.credentialIfFreshInTest(slot: Self.slot)?.tokens.refreshToken == "RT-recovery-SECRET")
     }
 
     /// The refresh worker killed between the provider's answer and the store write (strace kills
@@ -242,7 +242,9 @@ import LanyardTestSupport
         let before = try await env.signIn("work", email: "w@example.com")
         let manager = try env.manager()
         let (record, store) = try manager.storeOf(Self.slot)
-        let refreshed = try await manager.exchangeRefreshToken(slot: Self.slot, current: before, record: record, store: store)
+        let refreshed = try await BlockingExecutor.shared.run {
+            try manager.exchangeRefreshToken(slot: Self.slot, current: before, record: record, store: store)
+        }
         let path = Self.recoveryPath(env.paths)
         try FileManager.default.createDirectory(atPath: env.paths.stateDirectory + "/recovery", withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])

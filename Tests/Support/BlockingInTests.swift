@@ -1,3 +1,4 @@
+import LanyardAuth
 import LanyardSupport
 import LanyardFleet
 import LanyardCore
@@ -12,6 +13,11 @@ extension Registry {
     package func loadInTest() throws -> RegistryDocument { try load() }
     /// ``Registry/update(_:)`` from an async test.
     package func updateInTest<T>(_ body: (inout RegistryDocument) throws -> T) throws -> T { try update(body) }
+}
+
+extension AccountManager {
+    /// ``AccountManager/credentialIfFresh(slot:)`` from an async test.
+    package func credentialIfFreshInTest(slot: Slot) throws -> Credential? { try credentialIfFresh(slot: slot) }
 }
 
 extension CredentialStore {

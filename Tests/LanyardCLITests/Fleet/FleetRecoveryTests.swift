@@ -6,6 +6,7 @@ import Testing
 @testable import LanyardFleet
 @testable import LanyardStore
 import LanyardTestSupport
+import LanyardSupport
 
 /// A machine whose own refresh never reached the fleet (found by the fleet soak,
 /// scripts/soak/fleet.sh): its tokens must reach the fleet before any other machine spends the
@@ -22,7 +23,10 @@ import LanyardTestSupport
         // What the killed worker had done: the refresh at the server, then the recovery file.
         let manager = try m1.manager()
         let (record, store) = try manager.storeOf(slot)
-        let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
+        let current = try m1.stored("work")
+        let refreshed = try await BlockingExecutor.shared.run {
+            try manager.exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+        }
         _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
 
         let token = try m1.run("token", "work")
@@ -49,7 +53,10 @@ import LanyardTestSupport
         let slot = try Slot("work")
         let manager = try m1.manager()
         let (record, store) = try manager.storeOf(slot)
-        let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
+        let current = try m1.stored("work")
+        let refreshed = try await BlockingExecutor.shared.run {
+            try manager.exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+        }
         _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
 
         let holder = try m2.holdFleetLock(ttl: 60)
@@ -83,7 +90,10 @@ import LanyardTestSupport
 
         let manager = try m1.manager()
         let (record, store) = try manager.storeOf(slot)
-        let refreshed = try await manager.exchangeRefreshToken(slot: slot, current: try m1.stored("work"), record: record, store: store)
+        let current = try m1.stored("work")
+        let refreshed = try await BlockingExecutor.shared.run {
+            try manager.exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+        }
         _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
 
         var same = false
