@@ -190,6 +190,9 @@ def validate_fault(body: dict, endpoints: tuple[str, ...]) -> tuple[str, dict, i
         spec["seconds"] = want_number(body, "seconds", minimum=0)
         if spec["seconds"] > 600:
             raise HookError("'seconds' must be <= 600")
+        # until_released: the request waits for POST /_test/release (at most `seconds`), so a test
+        # acts while a request is held at the server without betting on how long its move takes.
+        spec["until_released"] = want_bool(body, "until_released", False)
     if "body" in body:
         spec["body"] = body["body"]
     if "content_type" in body:
@@ -215,6 +218,15 @@ class FaultBook:
         self._queues: dict[str, deque] = {}
         self._streamed = 0
         self._streams_ended = 0
+        self._releases = threading.Semaphore(0)
+
+    def hold(self, seconds: float) -> None:
+        """Waits for one release (POST /_test/release), or `seconds`."""
+        self._releases.acquire(timeout=seconds)
+
+    def release(self) -> None:
+        """Lets one held request go on."""
+        self._releases.release()
 
     def count_streamed(self, n: int) -> None:
         """Adds bytes of a streamed `huge` body that the server wrote to a connection."""
@@ -352,7 +364,10 @@ class FaultMiddleware:
         ftype = spec["type"]
         log.info("fault %s on %s %s", ftype, environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
         if ftype == "delay":
-            time.sleep(spec["seconds"])
+            if spec.get("until_released"):
+                self.book.hold(spec["seconds"])
+            else:
+                time.sleep(spec["seconds"])
             return self.app(environ, start_response)
         if ftype == "reset":
             raise InjectedReset("injected connection reset")
@@ -614,6 +629,12 @@ def register_common_hooks(app, st, endpoint_names: tuple[str, ...]) -> None:
         endpoint, spec, count = validate_fault(hook_body(request), endpoint_names)
         st.faults.add(endpoint, spec, count)
         return jsonify(endpoint=endpoint, count=count, fault=spec)
+
+    @app.post("/_test/release")
+    @hook
+    def t_release():
+        st.faults.release()
+        return jsonify(released=True)
 
     @app.get("/_test/faults")
     def t_faults():

@@ -304,6 +304,7 @@ import LanyardTestSupport
         let value = try attacker.get(attacker.key("slots/work"))
         guard let refresh = try await h.refreshHeldAtTheServer(on: m1) else { return }
         try attacker.put("slots/work", value)
+        try await h.server.hook("/_test/release", [:])
         refresh.0.waitUntilExit()
         #expect(refresh.0.terminationStatus == 0)
         try attacker.delete("intents/work")
@@ -487,12 +488,13 @@ struct EtcdAttacker {
 }
 
 extension FleetHarness {
-    /// Starts `lanyard refresh work` on `machine` with its request held 3 s at the test server,
-    /// and returns once the request is there (the server takes the fault off its queue then):
-    /// the moment between a refresh's intent and its fleet write. Nil (recorded) when the refresh
-    /// ended before it reached the server.
+    /// Starts `lanyard refresh work` on `machine` with its request held at the test server until
+    /// the test posts `/_test/release` (at most 60 s), and returns once the request is there (the
+    /// server takes the fault off its queue then): the moment between a refresh's intent and its
+    /// fleet write, as long as the test's move takes. Nil (recorded) when the refresh ended before
+    /// it reached the server.
     func refreshHeldAtTheServer(on machine: FleetMachine) async throws -> (Process, Pipe, Pipe)? {
-        try await server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3])
+        try await server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 60, "until_released": true])
         let refresh = try machine.home.start(["refresh", "work"])
         while !(try await server.get("/_test/faults")).isEmpty {
             guard refresh.0.isRunning else { Issue.record("the refresh ended before it reached the server"); return nil }

@@ -196,6 +196,7 @@ import LanyardTestSupport
         guard let refresh = try await h.refreshHeldAtTheServer(on: m1) else { return }
         #expect(try attacker.exists("intents/work"))
         try attacker.delete("slots/work")
+        try await h.server.hook("/_test/release", [:])
         refresh.0.waitUntilExit()
         #expect(refresh.0.terminationStatus == 0)
         let written = try jsonObject(String(decoding: try attacker.get(attacker.key("slots/work")), as: UTF8.self))
