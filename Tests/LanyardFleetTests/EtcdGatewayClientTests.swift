@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LanyardTestSupport
 import LanyardCore
 import LanyardSupport
 @testable import LanyardFleet
@@ -23,7 +24,9 @@ struct TestCluster {
     static func fromEnvironment() throws -> TestCluster {
         let environment = ProcessInfo.processInfo.environment
         func value(_ name: String) throws -> String {
-            guard let value = environment[name], !value.isEmpty else { throw Missing(variable: name) }
+            guard let value = environment[name], !value.isEmpty else {
+                try TestServices.missing("needs the etcd test cluster (scripts/with-etcd.sh)", failure: Missing(variable: name))
+            }
             return value
         }
         let endpoints = try value("LANYARD_TEST_ETCD_ENDPOINTS").split(separator: ",").map { String($0) }

@@ -256,12 +256,9 @@ extension IntegrationHome {
     }
 
     @Test func exportAndSwitchWriteCodexsKeyringItem() async throws {
+        try requireTestKeyring()
         let env = try await IntegrationHome(extraConfig: "[integrations]\ncodex = true")
         env.home.withoutSessionBus = false
-        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
-            Issue.record("run under scripts/with-keyring.sh")
-            return
-        }
         try Data("# Codex\ncli_auth_credentials_store = \"keyring\"\n[tui]\nx = 1\n".utf8)
             .write(to: URL(fileURLWithPath: env.codexHome + "/config.toml"))
         let a = try await env.signIn("a", email: "a@example.com")
@@ -302,12 +299,9 @@ extension IntegrationHome {
     /// Codex's encrypted secrets storage (`[features] secret_auth_storage`) keeps the sign-in in a
     /// file whose key is in the keyring: Lanyard says it cannot write there, and writes nothing.
     @Test func encryptedSecretsStorageIsRefusedByName() async throws {
+        try requireTestKeyring()
         let env = try await IntegrationHome()
         env.home.withoutSessionBus = false
-        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
-            Issue.record("run under scripts/with-keyring.sh")
-            return
-        }
         try Data("cli_auth_credentials_store = \"keyring\"\n\n[features]\nsecret_auth_storage = true\n".utf8)
             .write(to: URL(fileURLWithPath: env.codexHome + "/config.toml"))
         try await env.signIn("a", email: "a@example.com")
