@@ -91,11 +91,16 @@ enum RefreshWorker {
     }
 }
 
-/// A refresh that failed in the worker: its code, message and exit status, as the worker reported.
-struct WorkerError: LanyardError {
+/// A refresh that failed in the worker, rebuilt from the error it wrote as `--json` writes any
+/// error (``ErrorView``): its code, message, slot and chain of causes, and its exit status. So
+/// the caller reports what the worker's error was, as if the refresh had failed in-process.
+struct WorkerError: SlotNamingError {
     let status: Int32
     let code: ErrorCode
     let message: String
+    let slotName: String?
+    /// The first of the worker error's causes, which holds the next (``ReportedCause``).
+    let cause: ReportedCause?
 
     /// The worker is this same program, so the code it wrote is one of ours; one that is not
     /// (another version's, or no readable answer at all) reads as `refresh_failed`, and the
@@ -105,7 +110,28 @@ struct WorkerError: LanyardError {
         let error = (try? JSONValue.parse(body))?["error"]
         code = error?["code"]?.string.flatMap(ErrorCode.init(rawValue:)) ?? .refreshFailed
         message = error?["message"]?.string ?? "the refresh worker exited with status \(status)"
+        slotName = error?["slot"]?.string
+        var listed: [JSONValue] = []
+        if case .array(let items)? = error?["cause"] { listed = Array(items.prefix(ErrorView.causeLimit)) }
+        let codes = listed.map { $0.string.flatMap(ErrorCode.init(rawValue:)) ?? .error }
+        cause = codes.reversed().reduce(nil) { next, code in ReportedCause(code: code, next: next) }
     }
 
+    var underlying: (any Error)? { cause }
     var errorDescription: String? { message }
+}
+
+/// A cause another process reported: known by its code (its text is part of the outer error's
+/// message), and the cause behind it.
+struct ReportedCause: LanyardError {
+    let code: ErrorCode
+    let next: (any LanyardError)?
+
+    init(code: ErrorCode, next: (any LanyardError)?) {
+        self.code = code
+        self.next = next
+    }
+
+    var underlying: (any Error)? { next }
+    var errorDescription: String? { "caused by \(code.rawValue)" }
 }

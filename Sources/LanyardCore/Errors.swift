@@ -17,6 +17,13 @@ extension LanyardError {
     public var underlying: (any Error)? { nil }
 }
 
+/// An error about one slot, which it names apart from its description: `--json` errors carry it
+/// as `slot`, and a refresh worker's error keeps it across the process boundary.
+package protocol SlotNamingError: LanyardError {
+    /// The slot's name, nil when this case of the error is about no slot.
+    var slotName: String? { get }
+}
+
 /// An error kept as the cause of another (``LanyardError/underlying``), inside an error that is
 /// `Equatable`: two causes are equal when their codes and descriptions are.
 public struct ErrorCause: Equatable, Sendable {

@@ -183,6 +183,19 @@ extension FleetError {
     }
 }
 
+extension FleetError: SlotNamingError {
+    package var slotName: String? {
+        switch self {
+        case .expiredWhileUnavailable(let slot, _, _, _), .valueMissing(let slot, _), .refreshInFlight(let slot, _, _),
+             .handedOver(let slot, _, _), .alreadyShared(let slot, _), .notShared(let slot, _),
+             .refusedCredential(let slot, _, _), .lockTimeout(let slot, _, _), .lockLost(let slot, _),
+             .sharedSlotRefused(let slot, _, _):
+            slot.name
+        default: nil
+        }
+    }
+}
+
 extension FleetError {
     /// What is wrong, without the key (for lists that name the key themselves).
     package var detail: String {

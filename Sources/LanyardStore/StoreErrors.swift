@@ -127,6 +127,25 @@ public enum RegistryError: LanyardError, Equatable {
     }
 }
 
+extension StoreError: SlotNamingError {
+    package var slotName: String? {
+        switch self {
+        case .notFound(let slot), .refreshedSignInLost(let slot, _, _, _): slot.name
+        default: nil
+        }
+    }
+}
+
+extension RegistryError: SlotNamingError {
+    package var slotName: String? {
+        switch self {
+        case .unknownSlot(let slot, _), .slotExists(let slot, _), .slotHoldsAnotherAccount(let slot, _, _),
+             .signInInProgress(let slot, _): slot.name
+        case .corrupt, .noActiveSlot: nil
+        }
+    }
+}
+
 /// Failures reading the configuration file.
 public enum ConfigError: LanyardError, Equatable {
     /// The file does not parse; `line` is 1-based when known.
