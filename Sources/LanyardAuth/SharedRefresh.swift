@@ -212,8 +212,9 @@ extension AccountManager {
             try next.save(slot, paths: self.paths)
             StartupTrace.mark("fleet write, stored")
             if next.uploadPending {
-                self.eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
-                                                                   "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])
+                self.eventLog.appendError(.fleetWritePending, slot: slot,
+                                          message: "the refreshed tokens are kept here and will be written to fleet "
+                                              + "\(fleet.name) on the next sync")
             }
         }
         return refreshed
@@ -336,7 +337,8 @@ extension AccountManager {
         case .handedOver:
             throw error
         case _ where valid:
-            eventLog.append("error", slot: slot, fields: ["code": .string(error.code.rawValue), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
+            let message = error.userFacingDescription + "; the token is due but still valid: served as it is"
+            eventLog.appendError(error.code, slot: slot, message: message)
             return current
         default:
             throw error

@@ -170,7 +170,8 @@ extension AccountManager {
     /// nothing.
     func exchangeRefreshToken(slot: Slot, current: Credential, record: SlotRecord, store: any CredentialStore) async throws -> Credential {
         guard let refreshToken = current.tokens.refreshToken, !refreshToken.isEmpty else {
-            try await Self.blocking { try self.markReauthentication(slot, code: ErrorCode.missingRefreshToken.rawValue) }
+            let reason = ErrorCode.missingRefreshToken.rawValue
+            try await Self.blocking { try self.markReauthentication(slot, reason: reason) }
             throw ClientError.missingRefreshToken(slot: slot.name)
         }
         let provider = try provider(record.provider)
@@ -182,12 +183,13 @@ extension AccountManager {
                 var dead = current
                 dead.tokens.refreshToken = nil
                 try? store.put(dead, for: slot)  // drop the dead token; the slot and its metadata stay
-                self.logRefreshError(slot, code: code, message: "the server refused the refresh token (HTTP \(status), \(code)): sign in again")
-                try self.markReauthentication(slot, code: code)
+                let message = "the server refused the refresh token (HTTP \(status), \(code)): sign in again"
+                self.logRefreshError(slot, code: .reauthenticationRequired, message: message)
+                try self.markReauthentication(slot, reason: code)
             }
             throw ClientError.reauthenticationRequired(slot: slot.name, reason: code)
         } catch RefreshFailure.transient(let message) {
-            await BlockingExecutor.shared.run { self.logRefreshError(slot, code: ErrorCode.networkFailure.rawValue, message: message) }
+            await BlockingExecutor.shared.run { self.logRefreshError(slot, code: .networkFailure, message: message) }
             throw ClientError.networkFailure(message)
         }
         let now = clock.now()
@@ -230,7 +232,7 @@ extension AccountManager {
                 failure = .refreshedSignInLost(slot: slot, path: recovery.path, storeFailure: storeFailure,
                                                fileFailure: recoveryError.userFacingDescription)
             }
-            logRefreshError(slot, code: failure.code.rawValue, message: failure.userFacingDescription)
+            logRefreshError(slot, code: failure.code, message: failure.userFacingDescription)
             throw failure
         }
         recovery.remove()
@@ -262,12 +264,16 @@ extension AccountManager {
     }
 
     /// An `error` event for a refresh that failed. The agent logs its own, with its retry schedule.
-    func logRefreshError(_ slot: Slot, code: String, message: String) {
+    func logRefreshError(_ slot: Slot, code: ErrorCode, message: String) {
         guard EventLog.source != "agent" else { return }
-        eventLog.append("error", slot: slot, fields: ["code": .string(code), "message": .string(message)])
+        eventLog.appendError(code, slot: slot, message: message)
     }
 
-    func markReauthentication(_ slot: Slot, code: String) throws {
+    /// Marks the slot for a new sign-in. `reason` is kept as the registry's `last_error` and the
+    /// transition's `reason`: the server's own code when it refused the refresh token
+    /// (`invalid_grant`, `refresh_token_reused`, which tell a person more than
+    /// `reauthentication_required`), else an ``ErrorCode``'s raw value.
+    func markReauthentication(_ slot: Slot, reason code: String) throws {
         let previous = try registry.update { doc in
             let previous = doc.slots[slot]?.state
             doc.slots[slot]?.state = .reauthenticationRequired

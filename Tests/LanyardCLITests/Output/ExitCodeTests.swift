@@ -35,6 +35,28 @@ import LanyardSupport
         return codes
     }
 
+    /// The event log's codes are `ErrorCode`s: every `error` event is written by
+    /// `EventLog.appendError`, which takes one, and nothing else in Sources writes a `code` field
+    /// or an `error` event (the on-disk field stays the raw string).
+    @Test func theEventLogWritesOnlyErrorCodes() throws {
+        let root = repositoryRoot.appendingPathComponent("Sources")
+        let files = FileManager.default.enumerator(atPath: root.path)!.compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }
+        var offenders: [String] = []
+        for file in files where file != "LanyardStore/EventLog.swift" {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            if text.contains(/\bappend\(\s*"error"/) {
+                offenders.append("\(file): an `error` event not written by appendError")
+            }
+            if text.contains(/\["code"\]\s*=/) { offenders.append("\(file): a `code` field set by hand") }
+            // `"code":` in a dictionary literal: only ErrorView, which writes ErrorCode raw values.
+            if file != "LanyardCLI/JSONView.swift", text.contains(/"code":\s*\.string\(/) {
+                offenders.append("\(file): a `code` field written from a string")
+            }
+        }
+        #expect(offenders.isEmpty, "\(offenders)")
+    }
+
     @Test func theTableAndDocsCliMdAgree() async throws {
         let documented = try Self.documented()
         let table = Dictionary(uniqueKeysWithValues: ErrorCode.allCases.map { ($0.rawValue, LanyardCLI.ExitStatus(code: $0).rawValue) })
