@@ -232,9 +232,8 @@ package final class RefreshAgent {
                 let attempt = (retries[slot]?.attempt ?? 0) + 1
                 let delay = min(300, pow(2, Double(attempt - 1)) * (1 + Double.random(in: 0..<0.25)))
                 retries[slot] = (attempt, now + delay)
-                let event = log.append("error", slot: slot, fields: [
-                    "code": .string(code.rawValue), "message": .string(error.userFacingDescription), "attempt": .number(Double(attempt)),
-                    "retry_in": .number((delay * 10).rounded() / 10),
+                let event = log.appendError(code, slot: slot, message: error.userFacingDescription, fields: [
+                    "attempt": .number(Double(attempt)), "retry_in": .number((delay * 10).rounded() / 10),
                 ])
                 diagnostics("\(slot.name): refresh failed (\(code.rawValue)): \(error.userFacingDescription); retrying in \(delay.rounded().saturatingInt) s")
                 hook?.run(event)
@@ -295,7 +294,7 @@ package final class RefreshAgent {
                     let summary = alarm.kind == .forked ? "Lanyard: fleet \(alarm.fleet)'s membership is forked" : "Lanyard: fleet \(alarm.fleet) is ahead of this machine"
                     let message = alarm.error.userFacingDescription
                     diagnostics(message)
-                    manager.eventLog.append("error", slot: nil, fields: ["code": .string(alarm.error.code.rawValue), "message": .string(message)])
+                    manager.eventLog.appendError(alarm.error.code, slot: nil, message: message)
                     notify(summary: summary, body: message, urgency: 2)
                 }
                 follower.start()
@@ -473,7 +472,8 @@ package final class RefreshAgent {
         guard let lines = eventsRead?.newEvents() else { return nil }
         guard let active else { return nil }
         let me = Double(getpid())
-        for event in lines.reversed() where event["event"]?.string == "error" && event["code"]?.string == "usage_limit_reached"
+        for event in lines.reversed()
+        where event["event"]?.string == "error" && event["code"]?.string == ErrorCode.usageLimitReached.rawValue
             && event["slot"]?.string == active.name && event["pid"]?.number != me {
             return (active, UsageLimit(message: event["message"]?.string, resetsAt: event["resets_at"]?.string.flatMap(RFC3339.date(from:))))
         }

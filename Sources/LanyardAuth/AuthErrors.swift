@@ -62,6 +62,17 @@ public enum ClientError: LanyardError, Equatable {
     static func clip(_ s: String) -> String { s.count > 200 ? String(s.prefix(200)) + "…" : s }
 }
 
+extension ClientError: SlotNamingError {
+    package var slotName: String? {
+        switch self {
+        case .missingCredential(let s), .missingRefreshToken(let s), .missingAccountID(let s),
+             .reauthenticationRequired(let s, _):
+            s
+        default: nil
+        }
+    }
+}
+
 /// Failures of the device-code sign-in and of refreshing (the Chappie `AuthError`).
 public enum AuthError: LanyardError, Equatable {
     case expiredDeviceCode

@@ -329,8 +329,9 @@ extension AccountManager {
             let reason = error.userFacingDescription
             await BlockingExecutor.shared.run {
                 try? pending.save(slot, paths: self.paths)
-                self.eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
-                                                                   "message": .string("the new sign-in is kept here and will be written to fleet \(pending.fleet) on the next sync: \(reason)")])
+                self.eventLog.appendError(.fleetWritePending, slot: slot,
+                                          message: "the new sign-in is kept here and will be written to fleet "
+                                              + "\(pending.fleet) on the next sync: \(reason)")
             }
             return .pending(fleet: pending.fleet, reason: reason)
         }

@@ -142,8 +142,8 @@ extension AccountManager {
         try state.save(slot, paths: paths)
         StartupTrace.mark("fleet write, stored")
         if state.uploadPending {
-            eventLog.append("error", slot: slot, fields: ["code": .string("fleet_write_pending"),
-                                                           "message": .string("the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")])
+            eventLog.appendError(.fleetWritePending, slot: slot,
+                                 message: "the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")
         }
         return refreshed
     }
@@ -297,12 +297,14 @@ extension AccountManager {
         if force { throw error }
         let valid = stillValid(current)
         switch error {
-        case .unavailable(let fleet, let endpoints, let detail, _) where !valid:
-            throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail)
+        case .unavailable(let fleet, let endpoints, let detail, let cause) where !valid:
+            throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail,
+                                                     cause: cause)
         case .handedOver:
             throw error
         case _ where valid:
-            eventLog.append("error", slot: slot, fields: ["code": .string(error.code.rawValue), "message": .string(error.userFacingDescription + "; the token is due but still valid: served as it is")])
+            let message = error.userFacingDescription + "; the token is due but still valid: served as it is"
+            eventLog.appendError(error.code, slot: slot, message: message)
             return current
         default:
             throw error

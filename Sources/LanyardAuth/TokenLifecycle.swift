@@ -200,7 +200,7 @@ extension AccountManager {
     @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
     func exchangeRefreshToken(slot: Slot, current: Credential, record: SlotRecord, store: any CredentialStore) throws -> Credential {
         guard let refreshToken = current.tokens.refreshToken, !refreshToken.isEmpty else {
-            try markReauthentication(slot, code: ErrorCode.missingRefreshToken.rawValue)
+            try markReauthentication(slot, reason: ErrorCode.missingRefreshToken.rawValue)
             throw ClientError.missingRefreshToken(slot: slot.name)
         }
         let provider = try provider(record.provider)
@@ -217,11 +217,12 @@ extension AccountManager {
             var dead = current
             dead.tokens.refreshToken = nil
             try? store.put(dead, for: slot)  // drop the dead token; the slot and its metadata stay
-            logRefreshError(slot, code: code, message: "the server refused the refresh token (HTTP \(status), \(code)): sign in again")
-            try markReauthentication(slot, code: code)
+            let message = "the server refused the refresh token (HTTP \(status), \(code)): sign in again"
+            logRefreshError(slot, code: .reauthenticationRequired, message: message)
+            try markReauthentication(slot, reason: code)
             throw ClientError.reauthenticationRequired(slot: slot.name, reason: code)
         case .failure(.transient(let message)):
-            logRefreshError(slot, code: ErrorCode.networkFailure.rawValue, message: message)
+            logRefreshError(slot, code: .networkFailure, message: message)
             throw ClientError.networkFailure(message)
         }
         let now = clock.now()
@@ -264,7 +265,7 @@ extension AccountManager {
                 failure = .refreshedSignInLost(slot: slot, path: recovery.path, storeFailure: storeFailure,
                                                fileFailure: recoveryError.userFacingDescription)
             }
-            logRefreshError(slot, code: failure.code.rawValue, message: failure.userFacingDescription)
+            logRefreshError(slot, code: failure.code, message: failure.userFacingDescription)
             throw failure
         }
         recovery.remove()
@@ -296,12 +297,16 @@ extension AccountManager {
     }
 
     /// An `error` event for a refresh that failed. The agent logs its own, with its retry schedule.
-    func logRefreshError(_ slot: Slot, code: String, message: String) {
+    func logRefreshError(_ slot: Slot, code: ErrorCode, message: String) {
         guard EventLog.source != "agent" else { return }
-        eventLog.append("error", slot: slot, fields: ["code": .string(code), "message": .string(message)])
+        eventLog.appendError(code, slot: slot, message: message)
     }
 
-    func markReauthentication(_ slot: Slot, code: String) throws {
+    /// Marks the slot for a new sign-in. `reason` is kept as the registry's `last_error` and the
+    /// transition's `reason`: the server's own code when it refused the refresh token
+    /// (`invalid_grant`, `refresh_token_reused`, which tell a person more than
+    /// `reauthentication_required`), else an ``ErrorCode``'s raw value.
+    func markReauthentication(_ slot: Slot, reason code: String) throws {
         let previous = try registry.update { doc in
             let previous = doc.slots[slot]?.state
             doc.slots[slot]?.state = .reauthenticationRequired

@@ -39,8 +39,8 @@ extension AccountManager {
     /// Logs a `usage_limit_reached` a request of `slot` got (an `error` event with the reset time),
     /// so the agent's auto-switch (`[switch] auto = usage`) reacts without waiting for its next poll.
     package func recordUsageLimit(_ limit: UsageLimit, slot: Slot) {
-        eventLog.append("error", slot: slot, fields: ["code": .string("usage_limit_reached"), "message": .string(limit.summary),
-                                                      "resets_at": .date(limit.resetsAt)])
+        eventLog.appendError(.usageLimitReached, slot: slot, message: limit.summary,
+                             fields: ["resets_at": .date(limit.resetsAt)])
     }
 
     /// The slot's usage from the provider's usage endpoint.

@@ -77,6 +77,7 @@ extension ExitStatus {
              .fleetFingerprintMismatch, .fleetSlotShared, .fleetSlotNotShared, .fleetCredentialRefused,
              .fleetIdentityUnavailable, .fleetLockLost, .fleetDataCorrupt, .fleetPinMismatch, .fleetNotJoined,
              .fleetUntrusted, .fleetValueMissing, .fleetRefreshInFlight, .fleetMembershipBehind, .fleetForked,
+             .fleetWritePending,
              .etcdMalformedAnswer, .etcdCompacted, .etcdError:
             self = .failure
         default:

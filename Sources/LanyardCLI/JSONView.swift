@@ -26,34 +26,44 @@ extension Invocation {
     }
 }
 
-/// An error with `--json`: `{"error": {"code", "message"}}`.
+/// An error with `--json`: `{"error": {"code", "message", "slot"?, "cause"?}}`. A refresh worker
+/// writes its error so, and its caller rebuilds it from that (``WorkerError``): both paths print
+/// the same object.
 struct ErrorView: JSONView {
     static let keys = ["error"]
     let code: ErrorCode
     let message: String
+    /// The slot the error is about, when it names one (``SlotNamingError``).
+    var slot: String?
     /// The codes of the errors behind this one, outermost first (``LanyardError/underlying``):
     /// `fleet_unavailable` caused by `etcd_tls` tells a certificate mistake from an outage.
     var causes: [ErrorCode] = []
 
-    init(code: ErrorCode, message: String, causes: [ErrorCode] = []) {
+    /// At most this many causes are listed (a chain is a few errors deep; a cycle would be endless).
+    static let causeLimit = 8
+
+    init(code: ErrorCode, message: String, slot: String? = nil, causes: [ErrorCode] = []) {
         self.code = code
         self.message = message
+        self.slot = slot
         self.causes = causes
     }
 
-    /// The view of `error`, with its chain of causes.
+    /// The view of `error`, with its slot and chain of causes.
     init(_ error: any LanyardError, message: String? = nil) {
         var causes: [ErrorCode] = []
         var next = error.underlying
-        while let cause = next as? any LanyardError, causes.count < 8 {
+        while let cause = next as? any LanyardError, causes.count < Self.causeLimit {
             causes.append(cause.code)
             next = cause.underlying
         }
-        self.init(code: error.code, message: message ?? error.userFacingDescription, causes: causes)
+        self.init(code: error.code, message: message ?? error.userFacingDescription,
+                  slot: (error as? any SlotNamingError)?.slotName, causes: causes)
     }
 
     var json: JSONValue {
         var error: [String: JSONValue] = ["code": .string(code.rawValue), "message": .string(message)]
+        if let slot { error["slot"] = .string(slot) }
         if !causes.isEmpty { error["cause"] = .array(causes.map { .string($0.rawValue) }) }
         return .object(["error": .object(error)])
     }

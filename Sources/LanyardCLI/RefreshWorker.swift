@@ -60,10 +60,14 @@ enum RefreshWorker {
     static func spawnAndWait(slot: Slot, force: Bool, lockFD: Int32, environment: [String: String], executable: String?) throws -> (Int32, Data) {
         // A copy above 9: dup2 onto the descriptor it already is would keep close-on-exec.
         let handoff = fcntl(lockFD, F_DUPFD_CLOEXEC, 10)
-        guard handoff >= 0 else { throw StoreError.io(path: "lock", detail: "cannot hand the lock over: \(SystemCallError("fcntl").reason)") }
+        guard handoff >= 0 else {
+            throw StoreError.systemCall("fcntl", path: "lock", doing: "cannot hand the lock over")
+        }
         defer { close(handoff) }
         let pipe: (read: Int32, write: Int32)
-        do { pipe = try closeOnExecPipe() } catch { throw StoreError.io(path: "pipe", detail: error.reason) }
+        do { pipe = try closeOnExecPipe() } catch {
+            throw StoreError.io(path: "pipe", detail: error.reason, cause: ErrorCause(error))
+        }
         let executable = executable ?? NetworkHandoff.currentExecutable()
         var spawn = Spawn(executable, arguments: ["refresh-worker", slot.name, "--json", "--lock-fd", String(inheritedLockFD)] + (force ? ["--force"] : []),
                           environment: environment)
@@ -78,7 +82,8 @@ enum RefreshWorker {
         do { pid = try spawn.start() } catch {
             close(pipe.write)
             close(pipe.read)
-            throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(error.reason)")
+            throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(error.reason)",
+                                cause: ErrorCause(error))
         }
         close(pipe.write)
         // A pipe that cannot be read (never seen) reads as nothing: the worker's exit status says the rest.
@@ -89,11 +94,16 @@ enum RefreshWorker {
     }
 }
 
-/// A refresh that failed in the worker: its code, message and exit status, as the worker reported.
-struct WorkerError: LanyardError {
+/// A refresh that failed in the worker, rebuilt from the error it wrote as `--json` writes any
+/// error (``ErrorView``): its code, message, slot and chain of causes, and its exit status. So
+/// the caller reports what the worker's error was, as if the refresh had failed in-process.
+struct WorkerError: SlotNamingError {
     let status: Int32
     let code: ErrorCode
     let message: String
+    let slotName: String?
+    /// The first of the worker error's causes, which holds the next (``ReportedCause``).
+    let cause: ReportedCause?
 
     /// The worker is this same program, so the code it wrote is one of ours; one that is not
     /// (another version's, or no readable answer at all) reads as `refresh_failed`, and the
@@ -103,7 +113,28 @@ struct WorkerError: LanyardError {
         let error = (try? JSONValue.parse(body))?["error"]
         code = error?["code"]?.string.flatMap(ErrorCode.init(rawValue:)) ?? .refreshFailed
         message = error?["message"]?.string ?? "the refresh worker exited with status \(status)"
+        slotName = error?["slot"]?.string
+        var listed: [JSONValue] = []
+        if case .array(let items)? = error?["cause"] { listed = Array(items.prefix(ErrorView.causeLimit)) }
+        let codes = listed.map { $0.string.flatMap(ErrorCode.init(rawValue:)) ?? .error }
+        cause = codes.reversed().reduce(nil) { next, code in ReportedCause(code: code, next: next) }
     }
 
+    var underlying: (any Error)? { cause }
     var errorDescription: String? { message }
+}
+
+/// A cause another process reported: known by its code (its text is part of the outer error's
+/// message), and the cause behind it.
+struct ReportedCause: LanyardError {
+    let code: ErrorCode
+    let next: (any LanyardError)?
+
+    init(code: ErrorCode, next: (any LanyardError)?) {
+        self.code = code
+        self.next = next
+    }
+
+    var underlying: (any Error)? { next }
+    var errorDescription: String? { "caused by \(code.rawValue)" }
 }

@@ -108,6 +108,7 @@ public struct ErrorCode: Hashable, Sendable, RawRepresentable, CaseIterable {
         case fleetDataCorrupt = "fleet_data_corrupt"
         case fleetMembershipBehind = "fleet_membership_behind"
         case fleetForked = "fleet_forked"
+        case fleetWritePending = "fleet_write_pending"
         case etcdUnreachable = "etcd_unreachable"
         case etcdUnavailable = "etcd_unavailable"
         case etcdTLS = "etcd_tls"
@@ -348,6 +349,9 @@ public struct ErrorCode: Hashable, Sendable, RawRepresentable, CaseIterable {
     /// Two different membership entries claim one number: nothing is written until a person
     /// resolves it.
     public static let fleetForked = ErrorCode(.fleetForked)
+    /// A shared slot's new credential is kept on this machine and not yet written to etcd (the
+    /// next sync or refresh writes it): the event log records it; no command fails with it.
+    public static let fleetWritePending = ErrorCode(.fleetWritePending)
 
     // etcd.
     /// No etcd endpoint answered.

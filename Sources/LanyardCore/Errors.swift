@@ -17,16 +17,25 @@ extension LanyardError {
     public var underlying: (any Error)? { nil }
 }
 
+/// An error about one slot, which it names apart from its description: `--json` errors carry it
+/// as `slot`, and a refresh worker's error keeps it across the process boundary.
+package protocol SlotNamingError: LanyardError {
+    /// The slot's name, nil when this case of the error is about no slot.
+    var slotName: String? { get }
+}
+
 /// An error kept as the cause of another (``LanyardError/underlying``), inside an error that is
-/// `Equatable`: two causes are equal when their codes and descriptions are.
+/// `Equatable`: two causes are equal when their codes (for Lanyard's own errors) and descriptions
+/// are. The cause may be any error: a system call's, GLib's, another layer's `LanyardError`.
 public struct ErrorCause: Equatable, Sendable {
     /// The error.
-    public let error: any LanyardError
+    public let error: any Error
 
-    public init(_ error: any LanyardError) { self.error = error }
+    public init(_ error: any Error) { self.error = error }
 
     public static func == (a: ErrorCause, b: ErrorCause) -> Bool {
-        a.error.code == b.error.code && a.error.userFacingDescription == b.error.userFacingDescription
+        (a.error as? any LanyardError)?.code == (b.error as? any LanyardError)?.code
+            && a.error.userFacingDescription == b.error.userFacingDescription
     }
 }
 

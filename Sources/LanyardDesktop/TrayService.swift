@@ -374,7 +374,8 @@ package struct TrayService: Sendable {
     /// with their reset times when known; the latest wins.
     static func usageLimits(in events: [JSONValue]) -> [Slot: Date?] {
         var limits: [Slot: Date?] = [:]
-        for event in events where event["event"]?.string == "error" && event["code"]?.string == "usage_limit_reached" {
+        for event in events
+        where event["event"]?.string == "error" && event["code"]?.string == ErrorCode.usageLimitReached.rawValue {
             guard let name = event["slot"]?.string, let slot = try? Slot(name) else { continue }
             limits[slot] = event["resets_at"]?.string.flatMap { RFC3339.date(from: $0) }
         }

@@ -84,6 +84,19 @@ package struct EventLog: Sendable {
         return record
     }
 
+    /// Appends an `error` event: `code` (written as its raw value, as `--json` writes it),
+    /// `message`, and any other `fields`. Every `error` event is written through here, so each
+    /// code in the log is an ``ErrorCode`` that docs/cli.md lists.
+    @discardableResult
+    @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
+    package func appendError(_ code: ErrorCode, slot: Slot?, message: String,
+                             fields: [String: JSONValue] = [:]) -> JSONValue {
+        var fields = fields
+        fields["code"] = .string(code.rawValue)
+        fields["message"] = .string(message)
+        return append("error", slot: slot, fields: fields)
+    }
+
     @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     package func append(_ record: JSONValue) {
         do { try SecureFiles.ensureDirectory(directory) } catch { return failed(error.userFacingDescription) }

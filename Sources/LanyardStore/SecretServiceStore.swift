@@ -257,7 +257,8 @@ package final class SecretServiceStore: CredentialStore {
         problem.replacing(fileStoreAdvice, with: existingFileStoreAdvice)
     }
 
-    private func storeError(_ error: any Error, operation: String, deadline: Deadline) -> StoreError {
+    /// The StoreError a failed keyring call means (internal for tests: the cause it keeps).
+    func storeError(_ error: any Error, operation: String, deadline: Deadline) -> StoreError {
         let backend = Self.backendName
         if let error = error as? StoreError { return error }
         guard let failure = error as? KeyringFailure else {
@@ -284,10 +285,10 @@ package final class SecretServiceStore: CredentialStore {
             if e.isServiceGone {
                 return .unavailable(backend: backend, hint: "the Secret Service stopped answering during \(operation) "
                     + "(\(e)). Check that gnome-keyring (or your Secret Service provider) is running, "
-                    + Self.fileStoreAdvice)
+                    + Self.fileStoreAdvice, cause: ErrorCause(e))
             }
             if e.isLocked { return lockedError(nil) }
-            return .io(path: backend, detail: "\(operation): \(e)")
+            return .io(path: backend, detail: "\(operation): \(e)", cause: ErrorCause(e))
         }
     }
 

@@ -8,6 +8,20 @@ import Testing
 @Suite struct EventLogCursorTests {
     func slots(_ events: [JSONValue]) -> [String] { events.compactMap { $0["slot"]?.string } }
 
+    /// An `error` event's code is an `ErrorCode`, stored as its raw string, as before.
+    @Test func anErrorEventStoresItsCodeAsTheRawString() throws {
+        let dir = TempDirectory()
+        let log = EventLog(paths: dir.paths)
+        log.appendError(.fleetWritePending, slot: try Slot("work"), message: "kept here",
+                        fields: ["attempt": .number(2)])
+        let line = try String(contentsOfFile: log.path, encoding: .utf8)
+        #expect(line.contains(#""code":"fleet_write_pending""#), "\(line)")
+        let event = try #require(log.read().first)
+        #expect(event["event"]?.string == "error" && event["message"]?.string == "kept here")
+        #expect(event["attempt"]?.number == 2)
+        #expect(event["code"]?.string.flatMap(ErrorCode.init(rawValue:)) == .fleetWritePending)
+    }
+
     @Test func readsEachAppendedEventOnceAndWaitsForAPartialLine() throws {
         let dir = TempDirectory()
         let log = EventLog(paths: dir.paths)

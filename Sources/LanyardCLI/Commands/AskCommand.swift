@@ -48,7 +48,7 @@ enum AskCommand {
             }
         } catch let error as any LanyardError where inv.json {
             // One line, like the events before it, so a JSON-lines reader sees the whole error.
-            var body: [String: JSONValue] = ["code": .string(error.code.rawValue), "message": .string(error.userFacingDescription)]
+            var body = ErrorView(error).json["error"]?.object ?? [:]
             if case ClientError.streamingTransportReplayDiverged(let partial) = error { body["partial_text"] = .string(partial) }
             inv.stdout.rawLine(JSONValue.object(["error": .object(body)]).serialized())
             return error.exitStatus

@@ -25,8 +25,13 @@ import LanyardTestSupport
         let permanent = try env.run("refresh", "work")
         #expect(permanent.status == 4, "\(permanent.stderr)")
         let after = events(env)
-        #expect(after.filter { $0["event"]?.string == "error" }.count == 2)
+        let logged = after.filter { $0["event"]?.string == "error" }
+        #expect(logged.count == 2)
         #expect(after.contains { $0["event"]?.string == "transition" && $0["to"]?.string == "reauthentication-required" })
+        // Every code the log holds is one of Lanyard's: the server's own (its refusal's reason)
+        // is in the message and the transition's reason, not the code.
+        for event in logged { #expect(event["code"]?.string.flatMap(ErrorCode.init(rawValue:)) != nil, "\(event)") }
+        #expect(logged.last?["code"]?.string == ErrorCode.reauthenticationRequired.rawValue, "\(logged)")
     }
 
     @Test func anEventLogThatCannotBeWrittenIsReportedOnceAndByDoctor() async throws {

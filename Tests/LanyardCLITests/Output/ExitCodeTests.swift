@@ -4,8 +4,10 @@ import Testing
 import LanyardAuth
 @testable import LanyardCLI
 import LanyardCore
+import LanyardFleet
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
 
 /// Exit statuses are decided in one exhaustive switch in the CLI (`ExitStatus(code:)`); the layers
 /// only name their errors' codes, which are `ErrorCode` cases.
@@ -31,6 +33,28 @@ import LanyardStore
             for m in text.matches(of: /\bcode: "([a-z][a-z0-9_]*)"/) { codes.insert(String(m.output.1)) }
         }
         return codes
+    }
+
+    /// The event log's codes are `ErrorCode`s: every `error` event is written by
+    /// `EventLog.appendError`, which takes one, and nothing else in Sources writes a `code` field
+    /// or an `error` event (the on-disk field stays the raw string).
+    @Test func theEventLogWritesOnlyErrorCodes() throws {
+        let root = repositoryRoot.appendingPathComponent("Sources")
+        let files = FileManager.default.enumerator(atPath: root.path)!.compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }
+        var offenders: [String] = []
+        for file in files where file != "LanyardStore/EventLog.swift" {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            if text.contains(/\bappend\(\s*"error"/) {
+                offenders.append("\(file): an `error` event not written by appendError")
+            }
+            if text.contains(/\["code"\]\s*=/) { offenders.append("\(file): a `code` field set by hand") }
+            // `"code":` in a dictionary literal: only ErrorView, which writes ErrorCode raw values.
+            if file != "LanyardCLI/JSONView.swift", text.contains(/"code":\s*\.string\(/) {
+                offenders.append("\(file): a `code` field written from a string")
+            }
+        }
+        #expect(offenders.isEmpty, "\(offenders)")
     }
 
     @Test func theTableAndDocsCliMdAgree() async throws {
@@ -62,6 +86,29 @@ import LanyardStore
         #expect(unknown.code == .refreshFailed && LanyardCLI.ExitStatus(for: unknown) == .storeUnavailable)
         let garbled = WorkerError(status: 1, body: Data("not json".utf8))
         #expect(garbled.code == .refreshFailed && garbled.errorDescription == "the refresh worker exited with status 1")
+    }
+
+    /// What a worker writes for an error (``ErrorView``) is what its caller rebuilds: the same
+    /// document, slot and chain of causes included, and the same status.
+    @Test func aWorkersErrorIsRebuiltWithItsSlotAndCauses() throws {
+        let endpoint = "https://127.0.0.1:2379"
+        let tls = EtcdError.tls(endpoint: endpoint, detail: "the CA does not sign the server's certificate")
+        let errors: [any LanyardError] = [
+            FleetError.unavailable(fleet: "home", endpoints: [endpoint], detail: tls.userFacingDescription,
+                                   cause: ErrorCause(tls)),
+            ClientError.reauthenticationRequired(slot: "work", reason: "refresh_token_reused"),
+            FleetError.lockLost(slot: try Slot("work"), fleet: "home"),
+        ]
+        for error in errors {
+            let written = ErrorView(error).json
+            let status = LanyardCLI.ExitStatus(for: error).rawValue
+            let rebuilt = WorkerError(status: status, body: Data(written.serialized().utf8))
+            #expect(ErrorView(rebuilt).json == written)
+            #expect(LanyardCLI.ExitStatus(for: rebuilt) == LanyardCLI.ExitStatus(for: error))
+        }
+        let unavailable = ErrorView(errors[0])
+        #expect(unavailable.causes == [.etcdTLS] && unavailable.slot == nil)
+        #expect(ErrorView(errors[1]).slot == "work" && ErrorView(errors[1]).causes.isEmpty)
     }
 
     /// `exec` of a command that is not on PATH exits 127, as a shell does, and leaves no folder.
