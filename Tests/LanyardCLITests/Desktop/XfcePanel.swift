@@ -48,9 +48,9 @@ final class XfcePanel: @unchecked Sendable {
     /// Starts the X server, xfconfd, the panel and the notification daemon; ``ready()`` waits for them.
     init(root: String) throws {
         for tool in Self.tools where !FileManager.default.isExecutableFile(atPath: tool) {
-            try TestServices.missing("needs \(tool) (scripts/deps.sh)", failure: ServerError(
-                "\(tool) is missing: run scripts/deps.sh "
-                    + "(xvfb, xfce4-panel, xfce4-notifyd, xfconf, imagemagick, x11-utils, xdotool)"))
+            let failure = ServerError("\(tool) is missing: run scripts/deps.sh "
+                                      + "(xvfb, xfce4-panel, xfce4-notifyd, xfconf, imagemagick, x11-utils, xdotool)")
+            try TestServices.missing("needs \(tool) (scripts/deps.sh; `make check` runs this test)", failure: failure)
         }
         desktop = try TrayDesktop(root: root)
         folder = root + "/panel"
@@ -71,8 +71,10 @@ final class XfcePanel: @unchecked Sendable {
                           "-nolisten", "tcp"]
         let announced = Pipe()
         xvfb.standardOutput = announced
-        xvfb.standardError = try Self.log(folder + "/logs/Xvfb.log")
+        let xvfbLog = try Self.log(folder + "/logs/Xvfb.log")
+        xvfb.standardError = xvfbLog
         try xvfb.run()
+        try xvfbLog.close()  // the child has its own copy
         let number = firstLine(of: announced)
         guard !number.isEmpty, number.allSatisfy(\.isNumber) else {
             kill(xvfb.processIdentifier, SIGKILL)
@@ -125,9 +127,11 @@ final class XfcePanel: @unchecked Sendable {
         p.arguments = arguments
         p.environment = environment
         p.standardInput = FileHandle.nullDevice
-        p.standardOutput = try Self.log(folder + "/logs/\(name).log")
-        p.standardError = p.standardOutput
+        let log = try Self.log(folder + "/logs/\(name).log")
+        p.standardOutput = log
+        p.standardError = log
         try p.run()
+        try log.close()  // the child has its own copy
         processes.append((name, p))
     }
 
@@ -259,6 +263,7 @@ final class XfcePanel: @unchecked Sendable {
         _ = try x11(Self.xdotool, ["mousemove", "0", "\(Self.screen.height - 1)"])
     }
 
+    /// Presses `key` (an X keysym name: `Escape`).
     func press(_ key: String) throws {
         _ = try x11(Self.xdotool, ["key", key])
     }
@@ -315,7 +320,9 @@ final class XfcePanel: @unchecked Sendable {
 
     /// One panel at the top, as wide as the screen, holding only the Status Tray plugin
     /// ("systray"). In 4.18 that plugin hosts StatusNotifierItems (and the legacy XEmbed tray)
-    /// with no switch to turn them on; `hide-new-items` false shows a new item at once.
+    /// with no switch to turn them on; `hide-new-items` false shows a new item at once, and with
+    /// `menu-is-primary` a left click opens the item's menu (as it does anyway for an item that
+    /// says ItemIsMenu, as Lanyard's does).
     static let panelChannel = """
     <?xml version="1.0" encoding="UTF-8"?>
     <channel name="xfce4-panel" version="1.0">
