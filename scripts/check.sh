@@ -2,7 +2,8 @@
 # The test suite: every Swift test inside a private keyring session and beside a throwaway
 # 3-member etcd cluster (scripts/test.sh, as make test: plain `swift test`, tests in parallel,
 # then the LanyardKit, agent and fleet suites on a one-thread cooperative pool), the Secret
-# Service suites again with KeePassXC and then KWallet as the provider, a 60 s concurrency soak, a 60 s fleet soak
+# Service suites again with KeePassXC and then KWallet as the provider, the tray on a real panel (Xvfb, Xfce's
+# panel and xfce4-notifyd, the screen read by the test), a 60 s concurrency soak, a 60 s fleet soak
 # (4 machines sharing a slot through etcd while processes and etcd members are killed), 60 + 20 random
 # kill -9 crashes (slots in the file store, then in the keyring) of the real binaries with
 # invariant checks, the crash cases replayed at chosen system calls, disk faults at every write (scripts/soak/),
@@ -23,6 +24,13 @@ ${SWIFT:-swift} build --build-tests --quiet
 scripts/verify-units.sh
 phase "the Swift tests (swift test, in parallel; then LIBDISPATCH_COOPERATIVE_POOL_STRICT=1), in a private gnome-keyring session and a 3-member etcd cluster (scripts/test.sh)"
 SWIFT="${SWIFT:-swift}" scripts/test.sh
+phase "the tray on a real panel: Xvfb, Xfce's panel 4.18 and xfce4-notifyd, the screen read (RealPanelTests)"
+# Its pictures are kept for a look in .build/desktop-screenshots (scripts/desktop-screenshots.sh puts
+# them in docs/images/).
+LANYARD_DESKTOP_SCREENSHOTS=.build/desktop-screenshots NO_COLOR=1 timeout --kill-after=10 300 \
+  swift test --skip-build --filter 'RealPanelTests' > .build/real-panel.log 2>&1 \
+  || { grep -v '↳' .build/real-panel.log | tail -60; exit 1; }
+grep -E 'Test run with' .build/real-panel.log
 phase "the Secret Service suites again, against KeePassXC (scripts/with-keepassxc.sh)"
 scripts/with-keepassxc.sh swift test --skip-build --no-parallel --filter 'SecretServiceStoreTests|RealBackendCommandTests' \
   > .build/keepassxc.log 2>&1 || { tail -80 .build/keepassxc.log; exit 1; }

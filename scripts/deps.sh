@@ -7,7 +7,7 @@ gnome-keyring dbus dbus-x11 libsecret-tools age python3-venv hyperfine systemd b
 libcurl4-openssl-dev fish zsh mandoc man-db dpkg-dev lintian desktop-file-utils strace gh openssl
 keepassxc libkf5wallet-bin libqca-qt5-2-plugins python3-dbus python3-gi procps faketime etcd-server etcd-client
 haskell-status-notifier-item-utils libdbusmenu-tools libtss2-dev swtpm swtpm-tools tpm2-tools
-xvfb xfce4-panel xfce4-notifyd xfconf imagemagick x11-utils"
+xvfb xfce4-panel xfce4-notifyd xfconf imagemagick x11-utils xdotool"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

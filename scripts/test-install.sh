@@ -16,7 +16,8 @@ for f in bin/lanyard lib/lanyard/lanyard-net share/man/man1/lanyard.1.gz share/b
          share/zsh/vendor-completions/_lanyard share/fish/vendor_completions.d/lanyard.fish \
          lib/systemd/user/lanyard-agent.service lib/systemd/user/lanyard-refresh.service lib/systemd/user/lanyard-refresh.timer \
          lib/systemd/user/lanyard-tray.service share/lanyard/lanyard-tray.desktop \
-         share/doc/lanyard/README.md share/doc/lanyard/docs/getting-started.md; do
+         share/doc/lanyard/README.md share/doc/lanyard/docs/getting-started.md \
+         share/doc/lanyard/docs/images/menu.png; do
     [ -s "$dest/$f" ] || fail "make install did not install $f"
 done
 [ "$(readlink "$dest/bin/docker-credential-lanyard")" = lanyard ] || fail "make install did not link bin/docker-credential-lanyard to lanyard"

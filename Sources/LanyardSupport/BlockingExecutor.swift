@@ -27,7 +27,9 @@ package final class BlockingExecutor: @unchecked Sendable {
 
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
-    private var queue: [Job] = []
+    /// Work waiting for a thread from `head` on; a slot is emptied when its work is taken, so
+    /// finished work (and whatever it captured) is not kept until the queue is next compacted.
+    private var queue: [Job?] = []
     private var head = 0
     private var threads = 0
     private var idle = 0
@@ -236,7 +238,8 @@ package final class BlockingExecutor: @unchecked Sendable {
                     return nil
                 }
             }
-            let next = queue[head]
+            guard let next = queue[head] else { preconditionFailure("work taken twice") }
+            queue[head] = nil
             head += 1
             if head > 64 && head * 2 > queue.count {
                 queue.removeFirst(head)

@@ -75,4 +75,20 @@ import Testing
         #expect(await executor.run { 3 } == 3)
         #expect(ran.withLock { $0 } == false)
     }
+
+    /// Work that has run is let go at once: the queue keeps neither it nor what it captured (a
+    /// test harness whose deinit ends the processes it started stayed alive after its test).
+    @Test func finishedWorkIsLetGo() async {
+        final class Captured: Sendable {}
+        let executor = BlockingExecutor(maximumThreads: 1, idleSeconds: 1)
+        weak var captured: Captured?
+        do {
+            let object = Captured()
+            captured = object
+            await executor.run { _ = object }
+        }
+        // One thread: it takes the next work only once it has let go of the last.
+        await executor.run {}
+        #expect(captured == nil)
+    }
 }
