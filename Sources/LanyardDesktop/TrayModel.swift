@@ -87,13 +87,13 @@ package enum TrayState: String, Sendable, Hashable {
     /// No slot is active.
     case noSlot = "no-slot"
 
-    /// The StatusNotifierItem status: hosts may hide a Passive item and draw attention to a
-    /// NeedsAttention one.
+    /// The StatusNotifierItem status: hosts draw attention to a NeedsAttention item. Never
+    /// Passive: hosts hide a Passive item (Xfce's Status Tray does), and with no slot active the
+    /// menu is where a new user finds how to add one.
     package var itemStatus: String {
         switch self {
-        case .ok: return "Active"
+        case .ok, .noSlot: return "Active"
         case .nearThreshold, .atLimit, .mustSignIn: return "NeedsAttention"
-        case .noSlot: return "Passive"
         }
     }
 }
