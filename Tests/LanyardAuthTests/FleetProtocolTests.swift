@@ -60,7 +60,8 @@ import Testing
 
     /// Each move between m1's intent and its fenced write: m1's refresh ends with its tokens as
     /// the fleet's newest, m2 adopts them, and no token is presented twice.
-    @Test(arguments: ["value deleted", "value put back", "value replaced by one no member signed", "the write's answer lost"])
+    @Test(arguments: ["value deleted", "value put back", "value replaced by one no member signed", "the write's answer lost",
+                      "intent deleted"])
     func aMoveDuringARefreshSpendsNothingTwice(_ move: String) async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0])
@@ -75,6 +76,7 @@ import Testing
                 case "value deleted": _ = try? kv.delete(keys.slot(pair.slot), prefix: false)
                 case "value put back": _ = try? kv.put(keys.slot(pair.slot), value: value.value, lease: 0)
                 case "value replaced by one no member signed": _ = try? kv.put(keys.slot(pair.slot), value: Array("junk".utf8), lease: 0)
+                case "intent deleted": _ = try? kv.delete(keys.intent(pair.slot), prefix: false)
                 default: kv.failTransactions(1, answerLost: true)
                 }
                 return true
@@ -91,29 +93,43 @@ import Testing
         #expect(try await server.stat("refresh_reused") == 0, "\(move)")
     }
 
-    /// No quorum for m1's write after the provider rotated the token: m1 keeps the tokens (upload
-    /// pending); m2 finds m1's intent for the token it holds and never spends it; once etcd is
-    /// back, m1's sync writes them and m2 adopts.
-    @Test func quorumLostBeforeTheWriteSpendsNothingTwice() async throws {
+    /// Each fault that keeps m1's write out after the provider rotated the token (its fleet lock's
+    /// lease ended, as one does when etcd is slow to renew it; no quorum, every write failing): m1 keeps
+    /// the tokens (upload pending); m2 finds m1's intent for the token it holds and never spends
+    /// it; m1's next sync writes them and m2 adopts.
+    @Test(arguments: ["lock lost", "quorum lost"])
+    func aFaultBeforeTheWriteKeepsTheTokensAndSpendsNothingTwice(_ fault: String) async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0])
-        let pair = try await Pair(server: server, email: "quorum@example.com")
-        let kv = pair.kv
+        let pair = try await Pair(server: server, email: "fault@example.com")
+        let kv = pair.kv, keys = pair.keys
         kv.whenTransaction { ops in
             guard Self.writesIntent(ops) else { return false }
-            kv.whenTransaction { _ in kv.failTransactions(40); return true }
+            kv.whenTransaction { _ in
+                switch fault {
+                case "lock lost":
+                    var options = EtcdRangeOptions()
+                    options.prefix = true
+                    for held in (try? kv.range(keys.locks(pair.slot), options))?.kvs ?? [] { try? kv.revoke(held.lease) }
+                default:
+                    kv.failTransactions(40)
+                }
+                return true
+            }
             return true
         }
         let m1 = try pair.manager(0), m2 = try pair.manager(1)
+        let before = try #require(try kv.getInTest(keys.slot(pair.slot)))
         let refreshed = try await m1.freshCredential(slot: pair.slot, force: true)
         kv.clearFaults()
+        #expect(try kv.getInTest(keys.slot(pair.slot))?.value == before.value, "\(fault): the write landed after all")
         await #expect(throws: FleetError.refreshInFlight(slot: pair.slot, fleet: "mem", machine: "m1")) {
             _ = try await m2.freshCredential(slot: pair.slot, force: true)
         }
-        #expect(try await m1.fleetSync().map(\.1) == [.uploaded])
+        #expect(try await m1.fleetSync().map(\.1) == [.uploaded], "\(fault)")
         _ = try await m2.fleetSync()
-        #expect(try pair.stored(1).tokens.refreshToken == refreshed.tokens.refreshToken)
-        #expect(try await server.stat("refresh_reused") == 0)
+        #expect(try pair.stored(1).tokens.refreshToken == refreshed.tokens.refreshToken, "\(fault)")
+        #expect(try await server.stat("refresh_reused") == 0, "\(fault)")
     }
 
     /// After m1's refresh landed and m2 adopted it, the old value put back with the intent
