@@ -332,8 +332,9 @@ extension AccountManager {
         if force { throw error }
         let valid = stillValid(current)
         switch error {
-        case .unavailable(let fleet, let endpoints, let detail, _) where !valid:
-            throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail)
+        case .unavailable(let fleet, let endpoints, let detail, let cause) where !valid:
+            throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail,
+                                                     cause: cause)
         case .handedOver:
             throw error
         case _ where valid:

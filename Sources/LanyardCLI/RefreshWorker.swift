@@ -62,10 +62,14 @@ enum RefreshWorker {
     static func spawnAndWait(slot: Slot, force: Bool, lockFD: Int32, environment: [String: String], executable: String?) throws -> (Int32, Data) {
         // A copy above 9: dup2 onto the descriptor it already is would keep close-on-exec.
         let handoff = fcntl(lockFD, F_DUPFD_CLOEXEC, 10)
-        guard handoff >= 0 else { throw StoreError.io(path: "lock", detail: "cannot hand the lock over: \(SystemCallError("fcntl").reason)") }
+        guard handoff >= 0 else {
+            throw StoreError.systemCall("fcntl", path: "lock", doing: "cannot hand the lock over")
+        }
         defer { close(handoff) }
         let pipe: (read: Int32, write: Int32)
-        do { pipe = try closeOnExecPipe() } catch { throw StoreError.io(path: "pipe", detail: error.reason) }
+        do { pipe = try closeOnExecPipe() } catch {
+            throw StoreError.io(path: "pipe", detail: error.reason, cause: ErrorCause(error))
+        }
         let executable = executable ?? NetworkHandoff.currentExecutable()
         var spawn = Spawn(executable, arguments: ["refresh-worker", slot.name, "--json", "--lock-fd", String(inheritedLockFD)] + (force ? ["--force"] : []),
                           environment: environment)
@@ -80,7 +84,8 @@ enum RefreshWorker {
         do { pid = try spawn.start() } catch {
             close(pipe.write)
             close(pipe.read)
-            throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(error.reason)")
+            throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(error.reason)",
+                                cause: ErrorCause(error))
         }
         close(pipe.write)
         // A pipe that cannot be read (never seen) reads as nothing: the worker's exit status says the rest.

@@ -25,15 +25,17 @@ package protocol SlotNamingError: LanyardError {
 }
 
 /// An error kept as the cause of another (``LanyardError/underlying``), inside an error that is
-/// `Equatable`: two causes are equal when their codes and descriptions are.
+/// `Equatable`: two causes are equal when their codes (for Lanyard's own errors) and descriptions
+/// are. The cause may be any error: a system call's, GLib's, another layer's `LanyardError`.
 public struct ErrorCause: Equatable, Sendable {
     /// The error.
-    public let error: any LanyardError
+    public let error: any Error
 
-    public init(_ error: any LanyardError) { self.error = error }
+    public init(_ error: any Error) { self.error = error }
 
     public static func == (a: ErrorCause, b: ErrorCause) -> Bool {
-        a.error.code == b.error.code && a.error.userFacingDescription == b.error.userFacingDescription
+        (a.error as? any LanyardError)?.code == (b.error as? any LanyardError)?.code
+            && a.error.userFacingDescription == b.error.userFacingDescription
     }
 }
 

@@ -24,7 +24,8 @@ package enum FleetConnection {
         do {
             return try PassphraseReader.firstLine(data, source: "password file \(shown)", what: "password")
         } catch {
-            throw FleetError.unavailable(fleet: settings.name, endpoints: settings.endpoints, detail: error.message)
+            throw FleetError.unavailable(fleet: settings.name, endpoints: settings.endpoints, detail: error.message,
+                                         cause: ErrorCause(error))
         }
     }
 }

@@ -10,8 +10,10 @@ public enum FleetError: LanyardError, Equatable {
     /// etcd could not serve the request (no endpoint answered, no quorum, TLS or permission
     /// failure): `detail` says which, naming the endpoints tried.
     case unavailable(fleet: String, endpoints: [String], detail: String, cause: ErrorCause? = nil)
-    /// A shared slot's token has expired and the fleet cannot be reached to refresh it safely.
-    case expiredWhileUnavailable(slot: Slot, fleet: String, endpoints: [String], detail: String)
+    /// A shared slot's token has expired and the fleet cannot be reached to refresh it safely
+    /// (`cause`: the etcd error that says why, as in ``unavailable(fleet:endpoints:detail:cause:)``).
+    case expiredWhileUnavailable(slot: Slot, fleet: String, endpoints: [String], detail: String,
+                                 cause: ErrorCause? = nil)
     /// `fleet init` on a fleet that already exists.
     case alreadyExists(fleet: String)
     /// The fleet has not been created (`fleet init` on one machine first).
@@ -108,7 +110,7 @@ public enum FleetError: LanyardError, Equatable {
             return "no fleet is configured: add a [fleet] group (name, endpoints, ca, cert, key) to \(file); see docs/fleet.md"
         case .unavailable(let fleet, let endpoints, let detail, _):
             return "fleet \(fleet) is unreachable: \(tried(endpoints, detail))"
-        case .expiredWhileUnavailable(let slot, let fleet, let endpoints, let detail):
+        case .expiredWhileUnavailable(let slot, let fleet, let endpoints, let detail, _):
             return "slot \(slot.name)'s token has expired and fleet \(fleet) cannot be reached to refresh it safely "
                 + "(\(tried(endpoints, detail))); it will be refreshed once etcd answers again"
         case .alreadyExists(let fleet): return "fleet \(fleet) already exists: join it with `lanyard fleet join` instead"
@@ -175,18 +177,23 @@ public enum FleetError: LanyardError, Equatable {
 }
 
 extension FleetError {
-    /// The etcd error behind ``unavailable(fleet:endpoints:detail:cause:)`` (TLS, permission, no
-    /// quorum…), kept so callers and `--json` can tell a misconfiguration from an outage.
+    /// The error behind ``unavailable(fleet:endpoints:detail:cause:)`` and
+    /// ``expiredWhileUnavailable(slot:fleet:endpoints:detail:cause:)`` (etcd's: TLS, permission, no
+    /// quorum…; or the password file's), kept so callers and `--json` can tell a misconfiguration
+    /// from an outage.
     public var underlying: (any Error)? {
-        if case .unavailable(_, _, _, let cause?) = self { return cause.error }
-        return nil
+        switch self {
+        case .unavailable(_, _, _, let cause?), .expiredWhileUnavailable(_, _, _, _, let cause?): cause.error
+        default: nil
+        }
     }
 }
 
 extension FleetError: SlotNamingError {
     package var slotName: String? {
         switch self {
-        case .expiredWhileUnavailable(let slot, _, _, _), .valueMissing(let slot, _), .refreshInFlight(let slot, _, _),
+        case .expiredWhileUnavailable(let slot, _, _, _, _), .valueMissing(let slot, _),
+             .refreshInFlight(let slot, _, _),
              .handedOver(let slot, _, _), .alreadyShared(let slot, _), .notShared(let slot, _),
              .refusedCredential(let slot, _, _), .lockTimeout(let slot, _, _), .lockLost(let slot, _),
              .sharedSlotRefused(let slot, _, _):

@@ -151,6 +151,12 @@ package enum GLibCall {
 }
 
 extension GLibCall.Failure {
+    /// The error the call set; nil when it failed without one.
+    package var glibError: GLibError? {
+        if case .error(let e) = self { return e }
+        return nil
+    }
+
     /// The error's message, or `fallback` for a call that failed without one.
     package func message(or fallback: String) -> String {
         switch self {

@@ -256,24 +256,25 @@ package final class SecretServiceStore: CredentialStore {
         problem.replacing(fileStoreAdvice, with: existingFileStoreAdvice)
     }
 
-    private func storeError(_ error: any Error, operation: String, deadline: Deadline) -> StoreError {
+    /// The StoreError a failed keyring call means (internal for tests: the cause it keeps).
+    func storeError(_ error: any Error, operation: String, deadline: Deadline) -> StoreError {
         let backend = Self.backendName
         if let error = error as? StoreError { return error }
         guard let failure = error as? KeyringFailure else {
             return .io(path: backend, detail: "\(operation): \(error.userFacingDescription)")
         }
         switch failure {
-        case .noBus(let reason):
+        case .noBus(let reason, let cause):
             return .unavailable(backend: backend, hint: "there is no D-Bus session bus (\(reason)). "
                 + "Run Lanyard inside a desktop session, or start a Secret Service provider such as gnome-keyring "
-                + "in a D-Bus session, " + Self.fileStoreAdvice)
+                + "in a D-Bus session, " + Self.fileStoreAdvice, cause: cause.map(ErrorCause.init))
         case .noLibrary(let reason):
             return .unavailable(backend: backend, hint: "\(reason). Install libsecret-1-0, "
                 + Self.fileStoreAdvice)
-        case .noService(let reason):
+        case .noService(let reason, let cause):
             return .unavailable(backend: backend, hint: "no Secret Service is running on the session bus (\(reason)). "
                 + "Start gnome-keyring-daemon (or KeePassXC / KWallet with Secret Service integration), "
-                + Self.fileStoreAdvice)
+                + Self.fileStoreAdvice, cause: cause.map(ErrorCause.init))
         case .timedOut:
             return .timedOut(backend: backend, operation: operation, seconds: timeout)
         case .refused(let what):
@@ -283,10 +284,10 @@ package final class SecretServiceStore: CredentialStore {
             if e.isServiceGone {
                 return .unavailable(backend: backend, hint: "the Secret Service stopped answering during \(operation) "
                     + "(\(e)). Check that gnome-keyring (or your Secret Service provider) is running, "
-                    + Self.fileStoreAdvice)
+                    + Self.fileStoreAdvice, cause: ErrorCause(e))
             }
             if e.isLocked { return lockedError(nil) }
-            return .io(path: backend, detail: "\(operation): \(e)")
+            return .io(path: backend, detail: "\(operation): \(e)", cause: ErrorCause(e))
         }
     }
 

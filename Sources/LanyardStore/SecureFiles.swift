@@ -13,7 +13,7 @@ package enum SecureFiles {
     package static func ensureDirectory(_ path: String) throws(StoreError) {
         var st = stat()
         if lstat(path, &st) != 0 {
-            guard errno == ENOENT else { throw .io(path: path, detail: SystemCallError.reason()) }
+            guard errno == ENOENT else { throw .systemCall("lstat", path: path) }
             let parent = PathText.parent(of: path)
             if !parent.isEmpty, parent != path, access(parent, F_OK) != 0 {
                 // Parents follow the XDG convention (0700 is right for them too).
@@ -23,9 +23,9 @@ package enum SecureFiles {
                 }
             }
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
-                throw .io(path: path, detail: "cannot create folder: \(SystemCallError.reason())")
+                throw .systemCall("mkdir", path: path, doing: "cannot create folder")
             }
-            guard lstat(path, &st) == 0 else { throw .io(path: path, detail: SystemCallError.reason()) }
+            guard lstat(path, &st) == 0 else { throw .systemCall("lstat", path: path) }
         }
         try checkOwnership(path, st, expectDirectory: true)
         if st.st_mode & 0o077 != 0 { chmod(path, 0o700) }
@@ -38,7 +38,7 @@ package enum SecureFiles {
         var st = stat()
         if lstat(path, &st) != 0 {
             if errno == ENOENT { return false }
-            throw .io(path: path, detail: SystemCallError.reason())
+            throw .systemCall("lstat", path: path)
         }
         try checkOwnership(path, st, expectDirectory: false)
         return true
@@ -77,11 +77,11 @@ package enum SecureFiles {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { throw .unsafePath(path: path, reason: "it is a symbolic link to a file that does not exist") }
-            throw .io(path: path, detail: SystemCallError.reason())
+            throw .systemCall("open", path: path)
         }
         defer { close(fd) }
         var target = stat()
-        guard fstat(fd, &target) == 0 else { throw .io(path: path, detail: SystemCallError.reason()) }
+        guard fstat(fd, &target) == 0 else { throw .systemCall("fstat", path: path) }
         guard (target.st_mode & S_IFMT) == S_IFREG else {
             throw .unsafePath(path: path, reason: "it is a symbolic link to something that is not a regular file")
         }
@@ -92,7 +92,7 @@ package enum SecureFiles {
             throw .unsafePath(path: path, reason: "it links to a file that others can write (chmod go-w it)")
         }
         do { return Data(try readToEnd(fd)) } catch {
-            throw .io(path: path, detail: "cannot read: \(error.reason)")
+            throw .io(path: path, detail: "cannot read: \(error.reason)", cause: ErrorCause(error))
         }
     }
 
@@ -107,7 +107,7 @@ package enum SecureFiles {
         var link = stat()
         guard lstat(path, &link) == 0 else {
             if errno == ENOENT { return nil }
-            throw .io(path: shown, detail: SystemCallError.reason())
+            throw .systemCall("lstat", path: shown)
         }
         if (link.st_mode & S_IFMT) == S_IFLNK && link.st_uid != geteuid() {
             throw .unsafePath(path: shown, reason: "it is a symbolic link owned by uid \(link.st_uid), not by you (uid \(geteuid()))")
@@ -115,11 +115,11 @@ package enum SecureFiles {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
-            throw .io(path: shown, detail: "cannot read: \(SystemCallError.reason())")
+            throw .systemCall("open", path: shown, doing: "cannot read")
         }
         defer { close(fd) }
         var target = stat()
-        guard fstat(fd, &target) == 0 else { throw .io(path: shown, detail: SystemCallError.reason()) }
+        guard fstat(fd, &target) == 0 else { throw .systemCall("fstat", path: shown) }
         let type = target.st_mode & S_IFMT
         guard type == S_IFREG || type == S_IFIFO else { throw .unsafePath(path: shown, reason: "it is not a regular file or a pipe") }
         // A pipe's writer may not have written yet: wait for it (opened non-blocking only so
@@ -134,7 +134,7 @@ package enum SecureFiles {
                 + "get at it; run `chmod 600 \(shown)`")
         }
         do { return Data(try readToEnd(fd)) } catch {
-            throw .io(path: shown, detail: "cannot read: \(error.reason)")
+            throw .io(path: shown, detail: "cannot read: \(error.reason)", cause: ErrorCause(error))
         }
     }
 
@@ -147,7 +147,8 @@ package enum SecureFiles {
         let exists = try checkFile(path)
         if keepPrevious && exists { linkPrevious(path) }
         do { try DurableFile.replace(path, with: data, mode: 0o600) } catch {
-            throw .io(path: path, detail: error.message(or: "write failed"))
+            throw .io(path: path, detail: error.message(or: "write failed"),
+                      cause: error.glibError.map(ErrorCause.init))
         }
     }
 
@@ -162,7 +163,8 @@ package enum SecureFiles {
         let exists = try checkFile(path)
         if keepPrevious && exists { linkPrevious(path) }
         guard rename(source, path) == 0 else {
-            throw .io(path: path, detail: "cannot move \(PathText.lastComponent(of: source)) into place: \(SystemCallError.reason())")
+            let moved = PathText.lastComponent(of: source)
+            throw .systemCall("rename", path: path, doing: "cannot move \(moved) into place")
         }
         syncDirectory(PathText.parent(of: path))
     }
@@ -172,26 +174,26 @@ package enum SecureFiles {
     /// other means (a ``RegistryTransaction``'s `.incoming` files); a failure removes it again.
     package static func writeNew(_ data: Data, to path: String) throws(StoreError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .io(path: path, detail: "cannot create: \(SystemCallError.reason())") }
-        let failure: String? = data.withUnsafeBytes { raw -> String? in
+        guard fd >= 0 else { throw .systemCall("open", path: path, doing: "cannot create") }
+        let failure: StoreError? = data.withUnsafeBytes { raw -> StoreError? in
             var offset = 0
             while offset < raw.count, let base = raw.baseAddress {
                 let n = write(fd, base + offset, raw.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    return "cannot write: \(SystemCallError.reason())"
+                    return .systemCall("write", path: path, doing: "cannot write")
                 }
                 offset += n
             }
             while fsync(fd) != 0 {
-                if errno != EINTR { return "cannot fsync: \(SystemCallError.reason())" }
+                if errno != EINTR { return .systemCall("fsync", path: path, doing: "cannot fsync") }
             }
             return nil
         }
         close(fd)
         if let failure {
             unlink(path)
-            throw .io(path: path, detail: failure)
+            throw failure
         }
         syncDirectory(PathText.parent(of: path))
     }
@@ -199,7 +201,7 @@ package enum SecureFiles {
     /// Removes `path` (absent is fine) and makes the removal durable (fsync of its folder).
     package static func removeDurably(_ path: String) throws(StoreError) {
         guard unlink(path) == 0 || errno == ENOENT else {
-            throw .io(path: path, detail: "cannot remove: \(SystemCallError.reason())")
+            throw .systemCall("unlink", path: path, doing: "cannot remove")
         }
         syncDirectory(PathText.parent(of: path))
     }
@@ -248,12 +250,12 @@ package final class FileLock: Sendable {
     @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     package init(path: String) throws(StoreError) {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(SystemCallError.reason())") }
+        guard fd >= 0 else { throw .systemCall("open", path: path, doing: "cannot open lock file") }
         while flock(fd, LOCK_EX) != 0 {
             if errno == EINTR { continue }
-            let message = SystemCallError.reason()
+            let failure = StoreError.systemCall("flock", path: path, doing: "cannot lock")
             close(fd)
-            throw .io(path: path, detail: "cannot lock: \(message)")
+            throw failure
         }
         self.fd = fd
     }
@@ -261,7 +263,7 @@ package final class FileLock: Sendable {
     /// Takes the lock only if nobody holds it; nil when it is taken.
     package static func tryLock(path: String) throws(StoreError) -> FileLock? {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(path: path, detail: "cannot open lock file: \(SystemCallError.reason())") }
+        guard fd >= 0 else { throw .systemCall("open", path: path, doing: "cannot open lock file") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             close(fd)
             return nil
@@ -276,7 +278,7 @@ package final class FileLock: Sendable {
         // descriptor that is not open.
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
-            throw .io(path: "fd \(fd)", detail: "not a held lock: \(SystemCallError.reason())")
+            throw .systemCall("flock", path: "fd \(fd)", doing: "not a held lock")
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         self.fd = fd

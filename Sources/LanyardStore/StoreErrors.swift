@@ -1,11 +1,14 @@
 import FoundationEssentials
+import Glibc
 import LanyardCore
 import LanyardSupport
+import LanyardSystem
 
 /// Failures of a credential backend. None of them deletes or replaces stored data.
 public enum StoreError: LanyardError, Equatable {
-    /// No backend to talk to (no D-Bus session, no Secret Service, no store file); `hint` says what to do.
-    case unavailable(backend: String, hint: String)
+    /// No backend to talk to (no D-Bus session, no Secret Service, no store file); `hint` says what
+    /// to do; `cause`, the error the backend reported, when there was one (a GLib error).
+    case unavailable(backend: String, hint: String, cause: ErrorCause? = nil)
     /// The keyring collection or encrypted store is locked.
     case locked(backend: String, hint: String)
     /// The backend did not answer within the configured time.
@@ -21,8 +24,9 @@ public enum StoreError: LanyardError, Equatable {
     case wrongPassphraseFrom(source: String)
     /// A path Lanyard refuses to use (symlink, foreign owner, wrong type).
     case unsafePath(path: String, reason: String)
-    /// A file or system call failed.
-    case io(path: String, detail: String)
+    /// A file or system call failed; `cause` is the error it reported (the system call's errno, a
+    /// GLib error) when there was one, whose text `detail` already holds.
+    case io(path: String, detail: String, cause: ErrorCause? = nil)
     /// Tokens a refresh obtained could not be stored (`storeFailure` says why); they wait in the
     /// recovery file at `path` until `doctor --repair` or the next refresh stores them.
     case refreshedTokensInRecoveryFile(path: String, storeFailure: String)
@@ -52,7 +56,7 @@ public enum StoreError: LanyardError, Equatable {
 
     public var errorDescription: String? {
         switch self {
-        case .unavailable(let backend, let hint): return "\(backend) is unavailable: \(hint)"
+        case .unavailable(let backend, let hint, _): return "\(backend) is unavailable: \(hint)"
         case .locked(let backend, let hint): return "\(backend) is locked: \(hint)"
         case .timedOut(let backend, let op, let s):
             return "\(backend) did not answer \(op) within \(Self.seconds(s)) (is a keyring prompt waiting?)"
@@ -62,7 +66,7 @@ public enum StoreError: LanyardError, Equatable {
         case .wrongPassphraseFrom(let source):
             return "wrong passphrase (from \(source)): the store was not unlocked and nothing changed; check the passphrase there"
         case .unsafePath(let path, let reason): return "refusing to use \(path): \(reason)"
-        case .io(let path, let detail): return "\(path): \(detail)"
+        case .io(let path, let detail, _): return "\(path): \(detail)"
         case .refreshedTokensInRecoveryFile(let path, let store):
             return "\(path): refreshed tokens could not be stored (\(store)); "
                 + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works"
@@ -124,6 +128,26 @@ public enum RegistryError: LanyardError, Equatable {
                 + "Sign in to another slot (`lanyard login SLOT`), or replace \(s)'s account with `lanyard login \(s) --replace`"
         case .noActiveSlot: return "no slot is active; sign in with `lanyard login` or choose one with `lanyard switch SLOT`"
         }
+    }
+}
+
+extension StoreError {
+    /// The error behind ``io(path:detail:cause:)`` or ``unavailable(backend:hint:cause:)``: the
+    /// system call's or GLib's.
+    public var underlying: (any Error)? {
+        switch self {
+        case .io(_, _, let cause?), .unavailable(_, _, let cause?): cause.error
+        default: nil
+        }
+    }
+
+    /// `call` on `path` failed with `errno` (by default the one it just set): an
+    /// ``io(path:detail:cause:)`` whose detail is `doing` (when given) and the errno's text, and
+    /// whose cause is the ``SystemCallError``.
+    package static func systemCall(_ call: String, path: String, doing: String? = nil,
+                                   errno: Int32 = Glibc.errno) -> StoreError {
+        let error = SystemCallError(call, path, errno: errno)
+        return .io(path: path, detail: doing.map { "\($0): \(error.reason)" } ?? error.reason, cause: ErrorCause(error))
     }
 }
 

@@ -71,7 +71,7 @@ extension StoreError {
     var isNotFound: Bool { if case .notFound = self { return true }; return false }
     var hint: String {
         switch self {
-        case .unavailable(_, let hint), .locked(_, let hint): return hint
+        case .unavailable(_, let hint, _), .locked(_, let hint): return hint
         default: return ""
         }
     }
