@@ -26,21 +26,24 @@ let package = Package(
         // LanyardCLI's QRCode loads libqrencode with dlopen when `login --qr` draws a code.
         .systemLibrary(name: "CQrencode", providers: [.apt(["libqrencode-dev"])]),
 
+        // The one way a C library is loaded on first use (Sources/CLazyLoading/include/lanyard_lazy.h),
+        // which every C target below that calls a library uses.
+        .target(name: "CLazyLoading"),
         // Loads GLib, libsecret (with GIO and GObject), libsodium and libkeyutils on first use, so a
-        // command pays only for the libraries it calls (see Sources/CLazyLibraries/lazy.h).
-        .target(name: "CLazyLibraries", dependencies: ["CLibsecret", "CSodium", "CKeyutils"]),
+        // command pays only for the libraries it calls.
+        .target(name: "CLazyLibraries", dependencies: ["CLibsecret", "CSodium", "CKeyutils", "CLazyLoading"]),
 
         // Every GLib and GIO call (errors, key files, durable writes, GDBus, deadlines) behind a
         // Swift API; libsecret's own calls stay in LanyardStore's SecretServiceLibsecret.swift.
         // A blocking WebSocket client over libwebsockets (headers from libwebsockets-dev), loaded with
         // dlopen when a stream first opens a WebSocket, so no binary links it.
-        .target(name: "CWebSocket"),
+        .target(name: "CWebSocket", dependencies: ["CLazyLoading"]),
         // One blocking HTTP POST over libcurl (headers from libcurl4-openssl-dev), loaded with dlopen
         // when LanyardFleet first talks to etcd, so no binary links it.
-        .target(name: "CCurl"),
+        .target(name: "CCurl", dependencies: ["CLazyLoading"]),
         // Sealing and unsealing the file store's identity with a TPM 2.0 over libtss2 (headers from
         // libtss2-dev), loaded with dlopen when a TPM-sealed store is first opened, so no binary links it.
-        .target(name: "CTPM"),
+        .target(name: "CTPM", dependencies: ["CLazyLoading"]),
 
         // `lanyard tray`'s StatusNotifierItem and dbusmenu, and desktop notifications with actions, on
         // GDBus, each on a GLib main loop of a thread of its own (C: GDBus' server side is callbacks and

@@ -1,7 +1,7 @@
 // One blocking HTTP request over libcurl, for LanyardFleet's etcd client (the v3 JSON gateway) and
 // LanyardNetwork's provider transport.
 //
-// libcurl is opened with dlopen on first use (like libwebsockets in CWebSocket): the binaries link
+// libcurl is opened with dlopen on first use (CLazyLoading's scheme, as every C library): the binaries link
 // none of it, so only a process that talks to etcd or a provider pays for loading it and OpenSSL.
 // Plain requests run on one easy handle per thread, reset between requests, which keeps its live
 // connections and TLS sessions: a request to the same endpoint skips the TCP and TLS handshakes. A
@@ -10,8 +10,8 @@
 // progress callback.
 #define CURL_DISABLE_TYPECHECK  // curl_easy_setopt is called through a pointer, not the macro
 #include "lanyard_curl.h"
+#include "lanyard_lazy.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,11 +20,6 @@
 
 #include <curl/curl.h>
 
-#define CURL_SONAME "libcurl.so.4"
-
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static char load_error[256];
-static int loaded;
 static pthread_key_t thread_handle;
 
 #define CURL_FUNCTIONS(X)                                                                                    \
@@ -34,45 +29,30 @@ static pthread_key_t thread_handle;
     X(curl_multi_remove_handle) X(curl_multi_perform) X(curl_multi_poll) X(curl_multi_wakeup)                \
     X(curl_multi_info_read)
 
-#define DECLARE(name) static __typeof__(&name) p_##name;
-CURL_FUNCTIONS(DECLARE)
-#undef DECLARE
+CURL_FUNCTIONS(LAZY_NAMED_POINTER)
+static const lazy_symbol curl_symbols[] = {CURL_FUNCTIONS(LAZY_NAMED_ENTRY)};
+// curl_multi_poll and curl_multi_wakeup need libcurl 7.68 or later.
+static const lazy_object curl_objects[] = {{"libcurl.so.4", "libcurl4", curl_symbols, LAZY_COUNT(curl_symbols), 0}};
 
 static void free_thread_handle(void *handle) {
-    if (handle) p_curl_easy_cleanup(handle);
+    if (handle) real_curl_easy_cleanup(handle);
 }
 
-static void load(void) {
-    void *library = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-        snprintf(load_error, sizeof load_error, "cannot load %s (install libcurl4): %s", CURL_SONAME, dlerror());
-        return;
-    }
-#define RESOLVE(name)                                                                        \
-    if (!(p_##name = (__typeof__(&name))dlsym(library, #name))) {                           \
-        snprintf(load_error, sizeof load_error, "%s has no %s (libcurl 7.68 or later is needed)", CURL_SONAME, #name); \
-        return;                                                                              \
-    }
-    CURL_FUNCTIONS(RESOLVE)
-#undef RESOLVE
+static int open_curl(char *error, size_t error_size) {
+    if (!lazy_open_objects(curl_objects, LAZY_COUNT(curl_objects), error, error_size)) return 0;
     // Reference-counted inside libcurl, so FoundationNetworking's own call in the same process is fine.
-    if (p_curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        snprintf(load_error, sizeof load_error, "curl_global_init failed");
-        return;
+    if (real_curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(error, error_size, "curl_global_init failed");
+        return 0;
     }
     if (pthread_key_create(&thread_handle, free_thread_handle) != 0) {
-        snprintf(load_error, sizeof load_error, "no thread-specific key for the curl handle");
-        return;
+        snprintf(error, error_size, "no thread-specific key for the curl handle");
+        return 0;
     }
-    loaded = 1;
+    return 1;
 }
 
-int lanyard_curl_load(char *error, size_t error_size) {
-    pthread_once(&load_once, load);
-    if (loaded) return 0;
-    if (error && error_size) snprintf(error, error_size, "%s", load_error);
-    return -1;
-}
+LAZY_LOADER(curl, open_curl)
 
 struct lanyard_curl_cancel {
     atomic_int fired;
@@ -90,7 +70,7 @@ lanyard_curl_cancel *lanyard_curl_cancel_new(void) {
 void lanyard_curl_cancel_fire(lanyard_curl_cancel *cancel) {
     atomic_store(&cancel->fired, 1);
     pthread_mutex_lock(&cancel->lock);
-    if (cancel->multi) p_curl_multi_wakeup(cancel->multi);
+    if (cancel->multi) real_curl_multi_wakeup(cancel->multi);
     pthread_mutex_unlock(&cancel->lock);
 }
 
@@ -156,73 +136,73 @@ static int is_tls_failure(CURLcode code, const char *error) {
 static void configure_method(CURL *easy, const lanyard_curl_request *r) {
     const char *body = r->body_length ? (const char *)r->body : "";
     if (strcmp(r->method, "GET") == 0 && r->body_length == 0) {
-        p_curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+        real_curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
     } else if (strcmp(r->method, "HEAD") == 0) {
-        p_curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+        real_curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
     } else {
-        p_curl_easy_setopt(easy, CURLOPT_POST, 1L);
-        p_curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_length);
-        p_curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
-        if (strcmp(r->method, "POST") != 0) p_curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, r->method);
+        real_curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        real_curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_length);
+        real_curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+        if (strcmp(r->method, "POST") != 0) real_curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, r->method);
     }
 }
 
 // Sets every option of a request on a fresh or reset handle.
 static struct curl_slist *configure(CURL *easy, const lanyard_curl_request *r, transfer *t, char *error_buffer) {
     // A named method sends only the caller's headers; etcd's requests are JSON.
-    struct curl_slist *headers = p_curl_slist_append(NULL, "Expect:");  // no 100-continue round trip
-    if (headers && !r->method) headers = p_curl_slist_append(headers, "Content-Type: application/json");
+    struct curl_slist *headers = real_curl_slist_append(NULL, "Expect:");  // no 100-continue round trip
+    if (headers && !r->method) headers = real_curl_slist_append(headers, "Content-Type: application/json");
     for (int i = 0; headers && i < r->header_count; i++) {
-        struct curl_slist *grown = p_curl_slist_append(headers, r->headers[i]);
-        if (!grown) { p_curl_slist_free_all(headers); return NULL; }
+        struct curl_slist *grown = real_curl_slist_append(headers, r->headers[i]);
+        if (!grown) { real_curl_slist_free_all(headers); return NULL; }
         headers = grown;
     }
     if (!headers) return NULL;
-    p_curl_easy_setopt(easy, CURLOPT_URL, r->url);
-    p_curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    p_curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    real_curl_easy_setopt(easy, CURLOPT_URL, r->url);
+    real_curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    real_curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     if (r->method) {
         configure_method(easy, r);
     } else {
         // etcd routes HTTP/2 with a gRPC content type to gRPC; HTTP/1.1 always reaches the gateway.
-        p_curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-        p_curl_easy_setopt(easy, CURLOPT_POST, 1L);
-        p_curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_length);
-        p_curl_easy_setopt(easy, CURLOPT_POSTFIELDS, r->body_length ? (const char *)r->body : "");
+        real_curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        real_curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        real_curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_length);
+        real_curl_easy_setopt(easy, CURLOPT_POSTFIELDS, r->body_length ? (const char *)r->body : "");
     }
-    p_curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
-    p_curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-    p_curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, r->connect_timeout_ms);
+    real_curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+    real_curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    real_curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, r->connect_timeout_ms);
     if (r->idle_timeout_s > 0) {
-        p_curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        p_curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, r->idle_timeout_s);
+        real_curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        real_curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, r->idle_timeout_s);
     }
     // A watch may stay silent for hours: keep-alive probes notice a peer that vanished.
-    p_curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    p_curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 15L);
-    p_curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, 5L);
-    if (r->ca_file) p_curl_easy_setopt(easy, CURLOPT_CAINFO, r->ca_file);
-    if (r->cert_file) p_curl_easy_setopt(easy, CURLOPT_SSLCERT, r->cert_file);
-    if (r->key_file) p_curl_easy_setopt(easy, CURLOPT_SSLKEY, r->key_file);
-    p_curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, write_body);
-    p_curl_easy_setopt(easy, CURLOPT_WRITEDATA, t);
+    real_curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    real_curl_easy_setopt(easy, CURLOPT_TCP_KEEPIDLE, 15L);
+    real_curl_easy_setopt(easy, CURLOPT_TCP_KEEPINTVL, 5L);
+    if (r->ca_file) real_curl_easy_setopt(easy, CURLOPT_CAINFO, r->ca_file);
+    if (r->cert_file) real_curl_easy_setopt(easy, CURLOPT_SSLCERT, r->cert_file);
+    if (r->key_file) real_curl_easy_setopt(easy, CURLOPT_SSLKEY, r->key_file);
+    real_curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, write_body);
+    real_curl_easy_setopt(easy, CURLOPT_WRITEDATA, t);
     if (r->on_header) {
-        p_curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, write_header);
-        p_curl_easy_setopt(easy, CURLOPT_HEADERDATA, t);
+        real_curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, write_header);
+        real_curl_easy_setopt(easy, CURLOPT_HEADERDATA, t);
     }
-    p_curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
-    p_curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, progress);
-    p_curl_easy_setopt(easy, CURLOPT_XFERINFODATA, t);
-    p_curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error_buffer);
+    real_curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
+    real_curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, progress);
+    real_curl_easy_setopt(easy, CURLOPT_XFERINFODATA, t);
+    real_curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error_buffer);
     return headers;
 }
 
 // Runs the transfer in a multi handle the cancel token can wake.
 static CURLcode perform_cancellable(CURL *easy, lanyard_curl_cancel *cancel) {
-    CURLM *multi = p_curl_multi_init();
+    CURLM *multi = real_curl_multi_init();
     if (!multi) return CURLE_OUT_OF_MEMORY;
-    if (p_curl_multi_add_handle(multi, easy) != CURLM_OK) {
-        p_curl_multi_cleanup(multi);
+    if (real_curl_multi_add_handle(multi, easy) != CURLM_OK) {
+        real_curl_multi_cleanup(multi);
         return CURLE_OUT_OF_MEMORY;
     }
     pthread_mutex_lock(&cancel->lock);
@@ -233,38 +213,42 @@ static CURLcode perform_cancellable(CURL *easy, lanyard_curl_cancel *cancel) {
     int running = 1;
     while (running) {
         if (lanyard_curl_cancel_fired(cancel)) { code = CURLE_ABORTED_BY_CALLBACK; break; }
-        if (p_curl_multi_perform(multi, &running) != CURLM_OK) { code = CURLE_FAILED_INIT; break; }
+        if (real_curl_multi_perform(multi, &running) != CURLM_OK) { code = CURLE_FAILED_INIT; break; }
         if (!running) {
             int left = 0;
             CURLMsg *message;
-            while ((message = p_curl_multi_info_read(multi, &left)))
+            while ((message = real_curl_multi_info_read(multi, &left)))
                 if (message->msg == CURLMSG_DONE) code = message->data.result;
             break;
         }
-        if (p_curl_multi_poll(multi, NULL, 0, 1000, NULL) != CURLM_OK) { code = CURLE_FAILED_INIT; break; }
+        if (real_curl_multi_poll(multi, NULL, 0, 1000, NULL) != CURLM_OK) { code = CURLE_FAILED_INIT; break; }
     }
 
     pthread_mutex_lock(&cancel->lock);
     cancel->multi = NULL;
     pthread_mutex_unlock(&cancel->lock);
-    p_curl_multi_remove_handle(multi, easy);
-    p_curl_multi_cleanup(multi);
+    real_curl_multi_remove_handle(multi, easy);
+    real_curl_multi_cleanup(multi);
     return code;
 }
 
 lanyard_curl_result lanyard_curl_post(const lanyard_curl_request *r, lanyard_curl_outcome *outcome) {
     memset(outcome, 0, sizeof *outcome);
-    if (lanyard_curl_load(outcome->error, sizeof outcome->error) != 0) return LANYARD_CURL_UNAVAILABLE;
+    const char *why;
+    if (!lanyard_curl_load(&why)) {
+        snprintf(outcome->error, sizeof outcome->error, "%s", why);
+        return LANYARD_CURL_UNAVAILABLE;
+    }
     if (r->cancel && lanyard_curl_cancel_fired(r->cancel)) return LANYARD_CURL_CANCELLED;
 
     CURL *easy;
     if (r->cancel) {
-        easy = p_curl_easy_init();
+        easy = real_curl_easy_init();
     } else {
         easy = pthread_getspecific(thread_handle);
         if (easy) {
-            p_curl_easy_reset(easy);  // keeps live connections and the TLS session cache
-        } else if ((easy = p_curl_easy_init())) {
+            real_curl_easy_reset(easy);  // keeps live connections and the TLS session cache
+        } else if ((easy = real_curl_easy_init())) {
             pthread_setspecific(thread_handle, easy);
         }
     }
@@ -282,23 +266,24 @@ lanyard_curl_result lanyard_curl_post(const lanyard_curl_request *r, lanyard_cur
     } else if (r->cancel) {
         code = perform_cancellable(easy, r->cancel);
     } else {
-        code = p_curl_easy_perform(easy);
+        code = real_curl_easy_perform(easy);
     }
 
     long status = 0, request_size = 0;
-    p_curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-    p_curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
+    real_curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    real_curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
     // The reused handle must not keep pointers into this call's stack.
-    p_curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, NULL);
-    p_curl_easy_setopt(easy, CURLOPT_HTTPHEADER, NULL);
-    p_curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, NULL);
-    if (r->cancel) p_curl_easy_cleanup(easy);
-    if (headers) p_curl_slist_free_all(headers);
+    real_curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, NULL);
+    real_curl_easy_setopt(easy, CURLOPT_HTTPHEADER, NULL);
+    real_curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, NULL);
+    if (r->cancel) real_curl_easy_cleanup(easy);
+    if (headers) real_curl_slist_free_all(headers);
 
     outcome->http_status = status;
     outcome->request_sent = request_size > 0;
     outcome->curl_code = (int)code;
-    snprintf(outcome->error, sizeof outcome->error, "%s", error_buffer[0] ? error_buffer : p_curl_easy_strerror(code));
+    snprintf(outcome->error, sizeof outcome->error, "%s",
+             error_buffer[0] ? error_buffer : real_curl_easy_strerror(code));
 
     if (code == CURLE_OK) return LANYARD_CURL_OK;
     if (r->cancel && lanyard_curl_cancel_fired(r->cancel)) return LANYARD_CURL_CANCELLED;

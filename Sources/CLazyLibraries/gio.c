@@ -1,7 +1,7 @@
 // GIO's D-Bus service side, loaded on first use: only `lanyard tray` (CStatusNotifier) exports
 // objects, owns names and listens to signals. The client calls GIO shares with libsecret stay in libsecret.c.
 #include "CLazyLibraries.h"
-#include "lazy.h"
+#include "lanyard_lazy.h"
 
 #include <gio/gio.h>
 

@@ -1,7 +1,7 @@
 // GLib, loaded on first use: `--version`, `which` and the commands without a config file never
 // load it (with PCRE2, which it links, about 0.23 ms of every start).
 #include "CLazyLibraries.h"
-#include "lazy.h"
+#include "lanyard_lazy.h"
 
 #include <glib.h>
 

@@ -1,6 +1,6 @@
 // libkeyutils, loaded on first use: only the file store's unlock cache needs it.
 #include "CLazyLibraries.h"
-#include "lazy.h"
+#include "lanyard_lazy.h"
 
 #include <keyutils.h>
 

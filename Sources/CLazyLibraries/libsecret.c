@@ -6,10 +6,7 @@
 // trampolines against (and LazyLibsecretTests checks lanyard-secret.h against libsecret's own
 // headers).
 #include "CLazyLibraries.h"
-#include "lazy.h"
-
-#include <dlfcn.h>
-#include <stdio.h>
+#include "lanyard_lazy.h"
 
 #include <gio/gio.h>
 #include "../CLibsecret/lanyard-secret.h"
@@ -99,43 +96,22 @@ static const lazy_symbol secret_symbols[] = {SECRET_ALL(LAZY_ENTRY, LAZY_ENTRY)}
 static const lazy_symbol gio_symbols[] = {GIO_ALL(LAZY_ENTRY, LAZY_ENTRY)};
 static const lazy_symbol gobject_symbols[] = {GOBJECT_FUNCTIONS(LAZY_ENTRY, LAZY_ENTRY)};
 
-#define COUNT(array) (sizeof array / sizeof *array)
+// libsecret needs GIO and GObject (and GLib), which it brings in.
+static const lazy_object objects[] = {
+    {"libsecret-1.so.0", NULL, secret_symbols, LAZY_COUNT(secret_symbols), 0},
+    {"libgio-2.0.so.0", NULL, gio_symbols, LAZY_COUNT(gio_symbols), 1},
+    {"libgobject-2.0.so.0", NULL, gobject_symbols, LAZY_COUNT(gobject_symbols), 1},
+};
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static char load_error[512];
-static int loaded;
-
-static void load(void) {
-    // libsecret needs GIO and GObject (and GLib), which it brings in.
-    void *secret = dlopen("libsecret-1.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!secret) {
-        snprintf(load_error, sizeof load_error, "cannot load libsecret-1.so.0 (%s)", dlerror());
-        return;
-    }
-    void *gio = dlopen("libgio-2.0.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    void *gobject = dlopen("libgobject-2.0.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (!gio || !gobject) {
-        snprintf(load_error, sizeof load_error, "libsecret-1.so.0 did not bring in GIO and GObject");
-        return;
-    }
-    loaded = lazy_resolve(secret, "libsecret-1.so.0", secret_symbols, COUNT(secret_symbols), load_error, sizeof load_error)
-        && lazy_resolve(gio, "libgio-2.0.so.0", gio_symbols, COUNT(gio_symbols), load_error, sizeof load_error)
-        && lazy_resolve(gobject, "libgobject-2.0.so.0", gobject_symbols, COUNT(gobject_symbols), load_error, sizeof load_error);
-}
-
-int lanyard_libsecret_load(const char **error) {
-    pthread_once(&load_once, load);
-    if (error) *error = loaded ? NULL : load_error;
-    return loaded;
+static int open_libsecret(char *error, size_t error_size) {
+    return lazy_open_objects(objects, LAZY_COUNT(objects), error, error_size);
 }
 
 // Callers check lanyard_libsecret_load() first (Secret Service stores report a missing libsecret
 // as an unavailable backend); reaching a function without it is a bug.
-static void require_loaded(const char *name) {
-    if (!lanyard_libsecret_load(NULL)) lazy_fail(name, load_error);
-}
+LAZY_LOADER(libsecret, open_libsecret)
 
-#define LAZY_REQUIRE require_loaded
+#define LAZY_REQUIRE libsecret_require
 SECRET_FUNCTIONS(LAZY_FUNCTION, LAZY_PROCEDURE)
 GIO_FUNCTIONS(LAZY_FUNCTION, LAZY_PROCEDURE)
 GOBJECT_FUNCTIONS(LAZY_FUNCTION, LAZY_PROCEDURE)

@@ -1,6 +1,6 @@
 // libsodium, loaded on first use: only the file store and export bundles (age) need it.
 #include "CLazyLibraries.h"
-#include "lazy.h"
+#include "lanyard_lazy.h"
 
 // The header marks every function visibility("default"); the trampolines are hidden.
 #define SODIUM_STATIC 1

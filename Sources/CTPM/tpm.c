@@ -1,10 +1,11 @@
 // A TPM 2.0 sealing a small secret, for LanyardStore's TPM-sealed file-store identity (see
 // lanyard_tpm.h). libtss2's esys, tctildr, mu and rc libraries are opened with dlopen on first
-// use: the binaries link none of them, so only a process that opens a sealed store loads them
-// (and OpenSSL, which esys uses for the salted session).
+// use (CLazyLoading's scheme, as every C library): the binaries link none of them, so only a
+// process that opens a sealed store loads them (and OpenSSL, which esys uses for the salted
+// session).
 #include "lanyard_tpm.h"
+#include "lanyard_lazy.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -28,58 +29,31 @@
     X(Tss2_MU_TPM2B_PRIVATE_Unmarshal)
 #define RC_FUNCTIONS(X) X(Tss2_RC_Decode)
 
-#define DECLARE(name) static __typeof__(&name) p_##name;
-ESYS_FUNCTIONS(DECLARE)
-TCTILDR_FUNCTIONS(DECLARE)
-MU_FUNCTIONS(DECLARE)
-RC_FUNCTIONS(DECLARE)
-#undef DECLARE
+ESYS_FUNCTIONS(LAZY_NAMED_POINTER)
+TCTILDR_FUNCTIONS(LAZY_NAMED_POINTER)
+MU_FUNCTIONS(LAZY_NAMED_POINTER)
+RC_FUNCTIONS(LAZY_NAMED_POINTER)
+static const lazy_symbol esys_symbols[] = {ESYS_FUNCTIONS(LAZY_NAMED_ENTRY)};
+static const lazy_symbol tctildr_symbols[] = {TCTILDR_FUNCTIONS(LAZY_NAMED_ENTRY)};
+static const lazy_symbol mu_symbols[] = {MU_FUNCTIONS(LAZY_NAMED_ENTRY)};
+static const lazy_symbol rc_symbols[] = {RC_FUNCTIONS(LAZY_NAMED_ENTRY)};
+// libtss2 3.0 or later.
+static const lazy_object tss2_objects[] = {
+    {"libtss2-esys.so.0", "libtss2-esys-3.0.2-0", esys_symbols, LAZY_COUNT(esys_symbols), 0},
+    {"libtss2-tctildr.so.0", "libtss2-tctildr0", tctildr_symbols, LAZY_COUNT(tctildr_symbols), 0},
+    {"libtss2-mu.so.0", "libtss2-mu0", mu_symbols, LAZY_COUNT(mu_symbols), 0},
+    {"libtss2-rc.so.0", "libtss2-rc0", rc_symbols, LAZY_COUNT(rc_symbols), 0},
+};
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int loaded;
-static char load_error[256];
-
-static void *open_library(const char *soname, const char *package) {
-    void *library = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-    if (!library) snprintf(load_error, sizeof load_error, "cannot load %s (install %s): %s", soname, package, dlerror());
-    return library;
-}
-
-static void load(void) {
+static int open_tss2(char *error, size_t error_size) {
     // libtss2 logs its own errors (a TCTI that finds no TPM, a failed command) to stderr unless
     // TSS2_LOG says otherwise; Lanyard reports them itself, once, in its own words. A TSS2_LOG the
     // user set is kept. Set before any libtss2 code runs (each module reads it on first use).
     setenv("TSS2_LOG", "all+none", 0);
-    void *esys = open_library("libtss2-esys.so.0", "libtss2-esys-3.0.2-0");
-    if (!esys) return;
-    void *tctildr = open_library("libtss2-tctildr.so.0", "libtss2-tctildr0");
-    if (!tctildr) return;
-    void *mu = open_library("libtss2-mu.so.0", "libtss2-mu0");
-    if (!mu) return;
-    void *rc = open_library("libtss2-rc.so.0", "libtss2-rc0");
-    if (!rc) return;
-#define RESOLVE(library, soname)                                                                         \
-    if (!(p_##library = (__typeof__(&library))dlsym(soname, #library))) {                                \
-        snprintf(load_error, sizeof load_error, "libtss2 has no %s (libtss2 3.0 or later is needed)", #library); \
-        return;                                                                                          \
-    }
-#define FROM_ESYS(name) RESOLVE(name, esys)
-#define FROM_TCTILDR(name) RESOLVE(name, tctildr)
-#define FROM_MU(name) RESOLVE(name, mu)
-#define FROM_RC(name) RESOLVE(name, rc)
-    ESYS_FUNCTIONS(FROM_ESYS)
-    TCTILDR_FUNCTIONS(FROM_TCTILDR)
-    MU_FUNCTIONS(FROM_MU)
-    RC_FUNCTIONS(FROM_RC)
-#undef RESOLVE
-    loaded = 1;
+    return lazy_open_objects(tss2_objects, LAZY_COUNT(tss2_objects), error, error_size);
 }
 
-int lanyard_tpm_load(char *error, size_t error_size) {
-    pthread_once(&load_once, load);
-    if (!loaded && error && error_size) snprintf(error, error_size, "%s", load_error);
-    return loaded;
-}
+LAZY_LOADER(tpm, open_tss2)
 
 // One connection to a TPM: the TCTI, the ESYS context, the storage primary key and a session.
 typedef struct {
@@ -99,12 +73,12 @@ static void begin(lanyard_tpm_outcome *outcome) {
 
 static void close_connection(connection *c) {
     if (c->esys) {
-        if (c->object != ESYS_TR_NONE) p_Esys_FlushContext(c->esys, c->object);
-        if (c->session != ESYS_TR_NONE) p_Esys_FlushContext(c->esys, c->session);
-        if (c->primary != ESYS_TR_NONE) p_Esys_FlushContext(c->esys, c->primary);
-        p_Esys_Finalize(&c->esys);
+        if (c->object != ESYS_TR_NONE) real_Esys_FlushContext(c->esys, c->object);
+        if (c->session != ESYS_TR_NONE) real_Esys_FlushContext(c->esys, c->session);
+        if (c->primary != ESYS_TR_NONE) real_Esys_FlushContext(c->esys, c->primary);
+        real_Esys_Finalize(&c->esys);
     }
-    if (c->tcti) p_Tss2_TctiLdr_Finalize(&c->tcti);
+    if (c->tcti) real_Tss2_TctiLdr_Finalize(&c->tcti);
 }
 
 /// The status a failed call's code means.
@@ -126,7 +100,7 @@ static lanyard_tpm_status classify(TSS2_RC rc) {
 static lanyard_tpm_status fail(connection *c, const char *step, TSS2_RC rc) {
     c->outcome->rc = rc;
     snprintf(c->outcome->step, sizeof c->outcome->step, "%s", step);
-    const char *text = p_Tss2_RC_Decode ? p_Tss2_RC_Decode(rc) : NULL;
+    const char *text = real_Tss2_RC_Decode ? real_Tss2_RC_Decode(rc) : NULL;
     snprintf(c->outcome->detail, sizeof c->outcome->detail, "%s", text ? text : "");
     return classify(rc);
 }
@@ -177,18 +151,18 @@ static lanyard_tpm_status open_connection(connection *c, const char *tcti, lanya
     memset(c, 0, sizeof *c);
     c->primary = c->session = c->object = ESYS_TR_NONE;
     c->outcome = outcome;
-    char error[256];
-    if (!lanyard_tpm_load(error, sizeof error)) {
+    const char *error;
+    if (!lanyard_tpm_load(&error)) {
         snprintf(outcome->detail, sizeof outcome->detail, "%s", error);
         return LANYARD_TPM_LIBRARY_MISSING;
     }
-    TSS2_RC rc = p_Tss2_TctiLdr_Initialize(tcti && *tcti ? tcti : NULL, &c->tcti);
+    TSS2_RC rc = real_Tss2_TctiLdr_Initialize(tcti && *tcti ? tcti : NULL, &c->tcti);
     if (rc != TSS2_RC_SUCCESS) {
         c->tcti = NULL;
         fail(c, "Tss2_TctiLdr_Initialize", rc);
         return diagnose_tcti(tcti, outcome);
     }
-    rc = p_Esys_Initialize(&c->esys, c->tcti, NULL);
+    rc = real_Esys_Initialize(&c->esys, c->tcti, NULL);
     if (rc != TSS2_RC_SUCCESS) {
         c->esys = NULL;
         return fail(c, "Esys_Initialize", rc) == LANYARD_TPM_NOT_FOUND ? LANYARD_TPM_NOT_FOUND : LANYARD_TPM_FAILED;
@@ -198,8 +172,8 @@ static lanyard_tpm_status open_connection(connection *c, const char *tcti, lanya
     srk_template(&template);
     TPM2B_DATA outside = {0};
     TPML_PCR_SELECTION pcrs = {0};
-    rc = p_Esys_CreatePrimary(c->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template,
-                              &outside, &pcrs, &c->primary, NULL, NULL, NULL, NULL);
+    rc = real_Esys_CreatePrimary(c->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive,
+                                 &template, &outside, &pcrs, &c->primary, NULL, NULL, NULL, NULL);
     if (rc != TSS2_RC_SUCCESS) {
         c->primary = ESYS_TR_NONE;
         lanyard_tpm_status status = fail(c, "Esys_CreatePrimary", rc);
@@ -207,20 +181,20 @@ static lanyard_tpm_status open_connection(connection *c, const char *tcti, lanya
         return status == LANYARD_TPM_AUTH_FAIL ? LANYARD_TPM_FAILED : status;
     }
     TPM2B_NAME *name = NULL;
-    rc = p_Esys_TR_GetName(c->esys, c->primary, &name);
+    rc = real_Esys_TR_GetName(c->esys, c->primary, &name);
     if (rc != TSS2_RC_SUCCESS) return fail(c, "Esys_TR_GetName", rc);
     size_t size = name->size <= sizeof outcome->srk_name ? name->size : sizeof outcome->srk_name;
     memcpy(outcome->srk_name, name->name, size);
     outcome->srk_name_size = size;
-    p_Esys_Free(name);
+    real_Esys_Free(name);
     TPMT_SYM_DEF symmetric = {.algorithm = TPM2_ALG_AES, .keyBits = {.aes = 128}, .mode = {.aes = TPM2_ALG_CFB}};
-    rc = p_Esys_StartAuthSession(c->esys, c->primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL,
+    rc = real_Esys_StartAuthSession(c->esys, c->primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL,
                                  TPM2_SE_HMAC, &symmetric, TPM2_ALG_SHA256, &c->session);
     if (rc != TSS2_RC_SUCCESS) {
         c->session = ESYS_TR_NONE;
         return fail(c, "Esys_StartAuthSession", rc);
     }
-    rc = p_Esys_TRSess_SetAttributes(c->esys, c->session,
+    rc = real_Esys_TRSess_SetAttributes(c->esys, c->session,
                                      TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_DECRYPT | TPMA_SESSION_ENCRYPT, 0xff);
     if (rc != TSS2_RC_SUCCESS) return fail(c, "Esys_TRSess_SetAttributes", rc);
     return LANYARD_TPM_OK;
@@ -230,7 +204,7 @@ static lanyard_tpm_status open_connection(connection *c, const char *tcti, lanya
 static void read_lockout(connection *c) {
     TPMS_CAPABILITY_DATA *data = NULL;
     TPMI_YES_NO more = 0;
-    if (p_Esys_GetCapability(c->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
+    if (real_Esys_GetCapability(c->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
                              TPM2_PT_LOCKOUT_COUNTER, 3, &more, &data) != TSS2_RC_SUCCESS || !data) return;
     int64_t counter = -1, max = -1;
     for (UINT32 i = 0; i < data->data.tpmProperties.count; i++) {
@@ -239,7 +213,7 @@ static void read_lockout(connection *c) {
         if (p.property == TPM2_PT_MAX_AUTH_FAIL) max = p.value;
         if (p.property == TPM2_PT_LOCKOUT_INTERVAL) c->outcome->lockout_interval = p.value;
     }
-    p_Esys_Free(data);
+    real_Esys_Free(data);
     if (max >= 0) c->outcome->max_tries = (int)max;
     if (max >= 0 && counter >= 0) c->outcome->tries_left = counter >= max ? 0 : (int)(max - counter);
 }
@@ -280,8 +254,8 @@ lanyard_tpm_status lanyard_tpm_seal(const char *tcti, const uint8_t *secret, siz
     TPML_PCR_SELECTION pcrs = {0};
     TPM2B_PRIVATE *out_private = NULL;
     TPM2B_PUBLIC *out_public = NULL;
-    TSS2_RC rc = p_Esys_Create(c.esys, c.primary, c.session, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outside,
-                               &pcrs, &out_private, &out_public, NULL, NULL, NULL);
+    TSS2_RC rc = real_Esys_Create(c.esys, c.primary, c.session, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template,
+                                  &outside, &pcrs, &out_private, &out_public, NULL, NULL, NULL);
     explicit_bzero(&sensitive, sizeof sensitive);
     if (rc != TSS2_RC_SUCCESS) {
         status = fail(&c, "Esys_Create", rc);
@@ -289,15 +263,15 @@ lanyard_tpm_status lanyard_tpm_seal(const char *tcti, const uint8_t *secret, siz
         return status == LANYARD_TPM_AUTH_FAIL ? LANYARD_TPM_FAILED : status;
     }
     size_t offset = 0;
-    rc = p_Tss2_MU_TPM2B_PUBLIC_Marshal(out_public, public_blob, public_capacity, &offset);
+    rc = real_Tss2_MU_TPM2B_PUBLIC_Marshal(out_public, public_blob, public_capacity, &offset);
     *public_size = offset;
     if (rc == TSS2_RC_SUCCESS) {
         offset = 0;
-        rc = p_Tss2_MU_TPM2B_PRIVATE_Marshal(out_private, private_blob, private_capacity, &offset);
+        rc = real_Tss2_MU_TPM2B_PRIVATE_Marshal(out_private, private_blob, private_capacity, &offset);
         *private_size = offset;
     }
-    p_Esys_Free(out_private);
-    p_Esys_Free(out_public);
+    real_Esys_Free(out_private);
+    real_Esys_Free(out_public);
     status = rc == TSS2_RC_SUCCESS ? LANYARD_TPM_OK : (fail(&c, "Tss2_MU_TPM2B_Marshal", rc), LANYARD_TPM_FAILED);
     close_connection(&c);
     return status;
@@ -311,22 +285,22 @@ lanyard_tpm_status lanyard_tpm_unseal(const char *tcti, const uint8_t *srk_name,
                                       lanyard_tpm_outcome *outcome) {
     begin(outcome);
     *secret_size = 0;
-    char error[256];
-    if (!lanyard_tpm_load(error, sizeof error)) {
+    const char *error;
+    if (!lanyard_tpm_load(&error)) {
         snprintf(outcome->detail, sizeof outcome->detail, "%s", error);
         return LANYARD_TPM_LIBRARY_MISSING;
     }
     TPM2B_PUBLIC in_public = {0};
     TPM2B_PRIVATE in_private = {0};
     size_t offset = 0;
-    TSS2_RC rc = p_Tss2_MU_TPM2B_PUBLIC_Unmarshal(public_blob, public_size, &offset, &in_public);
+    TSS2_RC rc = real_Tss2_MU_TPM2B_PUBLIC_Unmarshal(public_blob, public_size, &offset, &in_public);
     if (rc != TSS2_RC_SUCCESS || offset != public_size) {
         snprintf(outcome->step, sizeof outcome->step, "Tss2_MU_TPM2B_PUBLIC_Unmarshal");
         outcome->rc = rc;
         return LANYARD_TPM_BAD_BLOB;
     }
     offset = 0;
-    rc = p_Tss2_MU_TPM2B_PRIVATE_Unmarshal(private_blob, private_size, &offset, &in_private);
+    rc = real_Tss2_MU_TPM2B_PRIVATE_Unmarshal(private_blob, private_size, &offset, &in_private);
     if (rc != TSS2_RC_SUCCESS || offset != private_size) {
         snprintf(outcome->step, sizeof outcome->step, "Tss2_MU_TPM2B_PRIVATE_Unmarshal");
         outcome->rc = rc;
@@ -347,7 +321,7 @@ lanyard_tpm_status lanyard_tpm_unseal(const char *tcti, const uint8_t *srk_name,
         close_connection(&c);
         return LANYARD_TPM_OTHER_TPM;
     }
-    rc = p_Esys_Load(c.esys, c.primary, c.session, ESYS_TR_NONE, ESYS_TR_NONE, &in_private, &in_public, &c.object);
+    rc = real_Esys_Load(c.esys, c.primary, c.session, ESYS_TR_NONE, ESYS_TR_NONE, &in_private, &in_public, &c.object);
     if (rc != TSS2_RC_SUCCESS) {
         c.object = ESYS_TR_NONE;
         status = fail(&c, "Esys_Load", rc);
@@ -357,7 +331,7 @@ lanyard_tpm_status lanyard_tpm_unseal(const char *tcti, const uint8_t *srk_name,
     }
     pin.size = (UINT16)auth_size;
     if (auth_size) memcpy(pin.buffer, auth, auth_size);
-    rc = p_Esys_TR_SetAuth(c.esys, c.object, &pin);
+    rc = real_Esys_TR_SetAuth(c.esys, c.object, &pin);
     explicit_bzero(&pin, sizeof pin);
     if (rc != TSS2_RC_SUCCESS) {
         status = fail(&c, "Esys_TR_SetAuth", rc);
@@ -365,7 +339,7 @@ lanyard_tpm_status lanyard_tpm_unseal(const char *tcti, const uint8_t *srk_name,
         return status;
     }
     TPM2B_SENSITIVE_DATA *data = NULL;
-    rc = p_Esys_Unseal(c.esys, c.object, c.session, ESYS_TR_NONE, ESYS_TR_NONE, &data);
+    rc = real_Esys_Unseal(c.esys, c.object, c.session, ESYS_TR_NONE, ESYS_TR_NONE, &data);
     if (rc != TSS2_RC_SUCCESS) {
         status = fail(&c, "Esys_Unseal", rc);
         if (status == LANYARD_TPM_AUTH_FAIL || status == LANYARD_TPM_LOCKOUT) read_lockout(&c);
@@ -380,7 +354,7 @@ lanyard_tpm_status lanyard_tpm_unseal(const char *tcti, const uint8_t *srk_name,
         *secret_size = data->size;
     }
     explicit_bzero(data, sizeof *data);
-    p_Esys_Free(data);
+    real_Esys_Free(data);
     close_connection(&c);
     return status;
 }

@@ -1,12 +1,12 @@
 // A blocking WebSocket client over libwebsockets, for LanyardNetwork's streaming transport.
 //
-// libwebsockets is opened with dlopen on first use (like libsecret in CLazyLibraries): the
+// libwebsockets is opened with dlopen on first use (CLazyLoading's scheme, as every C library): the
 // binaries link none of it, so only a process that streams over WebSocket pays for loading it and
 // OpenSSL. Each handle owns one lws context with one client connection, driven by the calling
 // thread; lws_cancel_service wakes that thread from any other.
 #include "lanyard_websocket.h"
+#include "lanyard_lazy.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -16,12 +16,6 @@
 
 #include <libwebsockets.h>
 
-#define LWS_SONAME "libwebsockets.so.17"
-
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static char load_error[256];
-static int loaded;
-
 #define LWS_FUNCTIONS(X) \
     X(lws_create_context) X(lws_context_destroy) X(lws_client_connect_via_info) X(lws_service) \
     X(lws_cancel_service) X(lws_callback_on_writable) X(lws_write) X(lws_is_final_fragment) \
@@ -29,33 +23,19 @@ static int loaded;
     X(lws_http_client_http_response) X(lws_set_log_level) X(lws_sul_schedule) X(lws_sul_cancel) \
     X(lws_get_context) X(lws_context_user) X(lws_close_reason) X(lws_callback_http_dummy)
 
-#define DECLARE(name) static __typeof__(&name) p_##name;
-LWS_FUNCTIONS(DECLARE)
-#undef DECLARE
+LWS_FUNCTIONS(LAZY_NAMED_POINTER)
+static const lazy_symbol lws_symbols[] = {LWS_FUNCTIONS(LAZY_NAMED_ENTRY)};
+static const lazy_object lws_objects[] = {
+    {"libwebsockets.so.17", "libwebsockets17", lws_symbols, LAZY_COUNT(lws_symbols), 0},
+};
 
-static void load(void) {
-    void *library = dlopen(LWS_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-        snprintf(load_error, sizeof load_error, "cannot load %s (install libwebsockets17): %s", LWS_SONAME, dlerror());
-        return;
-    }
-#define RESOLVE(name)                                                                        \
-    if (!(p_##name = (__typeof__(&name))dlsym(library, #name))) {                           \
-        snprintf(load_error, sizeof load_error, "%s has no %s", LWS_SONAME, #name);          \
-        return;                                                                              \
-    }
-    LWS_FUNCTIONS(RESOLVE)
-#undef RESOLVE
-    p_lws_set_log_level(0, NULL);  // errors come back as values; lws would print to stderr
-    loaded = 1;
+static int open_lws(char *error, size_t error_size) {
+    if (!lazy_open_objects(lws_objects, LAZY_COUNT(lws_objects), error, error_size)) return 0;
+    real_lws_set_log_level(0, NULL);  // errors come back as values; lws would print to stderr
+    return 1;
 }
 
-int lanyard_ws_load(char *error, size_t error_size) {
-    pthread_once(&load_once, load);
-    if (loaded) return 0;
-    if (error && error_size) snprintf(error, error_size, "%s", load_error);
-    return -1;
-}
+LAZY_LOADER(ws, open_lws)
 
 typedef struct message {
     unsigned char *bytes;
@@ -125,7 +105,7 @@ static void finish_message(lanyard_ws *ws) {
 }
 
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in, size_t len) {
-    lanyard_ws *ws = p_lws_context_user(p_lws_get_context(wsi));
+    lanyard_ws *ws = real_lws_context_user(real_lws_get_context(wsi));
     if (!ws) return 0;
     switch (reason) {
     case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER: {
@@ -135,7 +115,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             char name[128];
             snprintf(name, sizeof name, "%s:", o->header_names[i]);
             const char *value = o->header_values[i];
-            if (p_lws_add_http_header_by_name(wsi, (const unsigned char *)name, (const unsigned char *)value,
+            if (real_lws_add_http_header_by_name(wsi, (const unsigned char *)name, (const unsigned char *)value,
                                               (int)strlen(value), p, end)) {
                 snprintf(ws->error, sizeof ws->error, "the handshake headers do not fit");
                 return -1;
@@ -145,7 +125,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     }
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
         ws->failed = 1;
-        ws->http_status = p_lws_http_client_http_response(wsi);
+        ws->http_status = real_lws_http_client_http_response(wsi);
         snprintf(ws->error, sizeof ws->error, "%s", in ? (const char *)in : "connection failed");
         ws->wsi = NULL;
         return 0;
@@ -154,12 +134,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         ws->http_status = 101;
         return 0;
     case LWS_CALLBACK_CLIENT_RECEIVE:
-        if (ws->partial_length == 0) ws->partial_binary = p_lws_frame_is_binary(wsi);
+        if (ws->partial_length == 0) ws->partial_binary = real_lws_frame_is_binary(wsi);
         if (append_partial(ws, in, len)) {
             ws->too_large = 1;
             return -1;
         }
-        if (p_lws_is_final_fragment(wsi) && !p_lws_remaining_packet_payload(wsi)) finish_message(ws);
+        if (real_lws_is_final_fragment(wsi) && !real_lws_remaining_packet_payload(wsi)) finish_message(ws);
         return 0;
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
         ws->peer_closed = 1;
@@ -167,11 +147,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return 0;
     case LWS_CALLBACK_CLIENT_WRITEABLE:
         if (ws->want_close) {
-            p_lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+            real_lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
             return -1;
         }
         if (ws->out_pending) {
-            int n = p_lws_write(wsi, ws->out + LWS_PRE, ws->out_length, LWS_WRITE_TEXT);
+            int n = real_lws_write(wsi, ws->out + LWS_PRE, ws->out_length, LWS_WRITE_TEXT);
             ws->out_pending = 0;
             if (n < (int)ws->out_length) {
                 snprintf(ws->error, sizeof ws->error, "writing the request failed");
@@ -184,7 +164,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         ws->wsi = NULL;
         return 0;
     default:
-        return p_lws_callback_http_dummy(wsi, reason, user, in, len);
+        return real_lws_callback_http_dummy(wsi, reason, user, in, len);
     }
 }
 
@@ -201,19 +181,19 @@ static void timer_fired(lws_sorted_usec_list_t *sul) {
 /// Services the connection until `done` says so, the timer fires or the handle is cancelled.
 static lanyard_ws_result service_until(lanyard_ws *ws, int timeout_ms, int (*done)(lanyard_ws *)) {
     ws->timed_out = 0;
-    if (timeout_ms > 0) p_lws_sul_schedule(ws->context, 0, &ws->timer, timer_fired, (lws_usec_t)timeout_ms * 1000);
+    if (timeout_ms > 0) real_lws_sul_schedule(ws->context, 0, &ws->timer, timer_fired, (lws_usec_t)timeout_ms * 1000);
     lanyard_ws_result result = LANYARD_WS_OK;
     for (;;) {
         if (done(ws)) break;
         if (atomic_load(&ws->cancelled)) { result = LANYARD_WS_CANCELLED; break; }
         if (ws->timed_out) { result = LANYARD_WS_TIMED_OUT; break; }
-        if (p_lws_service(ws->context, 0) < 0) {
+        if (real_lws_service(ws->context, 0) < 0) {
             snprintf(ws->error, sizeof ws->error, "the connection's event loop failed");
             result = LANYARD_WS_FAILED;
             break;
         }
     }
-    if (timeout_ms > 0) p_lws_sul_cancel(&ws->timer);
+    if (timeout_ms > 0) real_lws_sul_cancel(&ws->timer);
     return result;
 }
 
@@ -226,7 +206,11 @@ lanyard_ws *lanyard_ws_new(void) {
 static int connect_done(lanyard_ws *ws) { return ws->established || ws->failed || ws->gone; }
 
 lanyard_ws_result lanyard_ws_connect(lanyard_ws *ws, const lanyard_ws_options *options) {
-    if (lanyard_ws_load(ws->error, sizeof ws->error)) return LANYARD_WS_UNAVAILABLE;
+    const char *why;
+    if (!lanyard_ws_load(&why)) {
+        snprintf(ws->error, sizeof ws->error, "%s", why);
+        return LANYARD_WS_UNAVAILABLE;
+    }
     if (atomic_load(&ws->cancelled)) return LANYARD_WS_CANCELLED;
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof info);
@@ -240,7 +224,7 @@ lanyard_ws_result lanyard_ws_connect(lanyard_ws *ws, const lanyard_ws_options *o
     info.connect_timeout_secs = options->timeout_ms > 0 ? (unsigned)(options->timeout_ms + 999) / 1000 : 30;
 
     pthread_mutex_lock(&ws->lock);
-    ws->context = p_lws_create_context(&info);
+    ws->context = real_lws_create_context(&info);
     pthread_mutex_unlock(&ws->lock);
     if (!ws->context) {
         snprintf(ws->error, sizeof ws->error, "libwebsockets could not create a client context%s",
@@ -266,7 +250,7 @@ lanyard_ws_result lanyard_ws_connect(lanyard_ws *ws, const lanyard_ws_options *o
     connect.ssl_connection = options->tls ? LCCSCF_USE_SSL : 0;
     connect.local_protocol_name = "lanyard-stream";
     connect.pwsi = &ws->wsi;
-    if (!p_lws_client_connect_via_info(&connect) && !ws->failed) {
+    if (!real_lws_client_connect_via_info(&connect) && !ws->failed) {
         ws->options = NULL;
         snprintf(ws->error, sizeof ws->error, "cannot start a connection to %s", host_header);
         return LANYARD_WS_FAILED;
@@ -290,7 +274,7 @@ lanyard_ws_result lanyard_ws_send_text(lanyard_ws *ws, const char *text, size_t 
     memcpy(ws->out + LWS_PRE, text, length);
     ws->out_length = length;
     ws->out_pending = 1;
-    p_lws_callback_on_writable(ws->wsi);
+    real_lws_callback_on_writable(ws->wsi);
     lanyard_ws_result result = service_until(ws, timeout_ms, send_done);
     if (result != LANYARD_WS_OK) return result;
     if (ws->out_pending) return ws->peer_closed ? LANYARD_WS_CLOSED : LANYARD_WS_DROPPED;
@@ -324,7 +308,7 @@ lanyard_ws_result lanyard_ws_receive(lanyard_ws *ws, int timeout_ms, lanyard_ws_
 void lanyard_ws_cancel(lanyard_ws *ws) {
     pthread_mutex_lock(&ws->lock);
     atomic_store(&ws->cancelled, 1);
-    if (ws->context) p_lws_cancel_service(ws->context);
+    if (ws->context) real_lws_cancel_service(ws->context);
     pthread_mutex_unlock(&ws->lock);
 }
 
@@ -337,11 +321,11 @@ void lanyard_ws_free(lanyard_ws *ws) {
             // Say goodbye with a close frame, briefly: destroying the context closes the socket anyway.
             ws->want_close = 1;
             atomic_store(&ws->cancelled, 0);
-            p_lws_callback_on_writable(ws->wsi);
+            real_lws_callback_on_writable(ws->wsi);
             service_until(ws, 50, close_done);
         }
         pthread_mutex_lock(&ws->lock);
-        p_lws_context_destroy(ws->context);
+        real_lws_context_destroy(ws->context);
         ws->context = NULL;
         pthread_mutex_unlock(&ws->lock);
     }

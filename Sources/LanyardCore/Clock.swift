@@ -4,7 +4,7 @@ import LanyardSupport
 
 /// The time source of time-dependent logic (expiry, schedules, backoff), injected so tests control
 /// time instead of sleeping.
-public protocol WallClock: Sendable {
+package protocol WallClock: Sendable {
     func now() -> Date
     /// Where this boot's monotonic clock stands (nil when it cannot be read): how long ago tokens
     /// were obtained, whatever the wall clock did since.
@@ -67,7 +67,7 @@ public struct BootInstant: Hashable, Sendable {
 }
 
 /// The system clock.
-public struct SystemClock: WallClock {
+package struct SystemClock: WallClock {
     public init() {}
     public func now() -> Date { Date() }
 }

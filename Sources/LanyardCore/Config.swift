@@ -10,7 +10,7 @@ package enum DesktopLabel: String, Sendable, Equatable, CaseIterable {
     case off
 }
 
-public struct LanyardConfig: Hashable, Sendable {
+package struct LanyardConfig: Hashable, Sendable {
     /// Which backend new slots use.
     public enum BackendChoice: String, Hashable, Sendable, CaseIterable {
         /// The Secret Service when it answers, else the encrypted file.
@@ -120,7 +120,7 @@ package struct FleetSettings: Hashable, Sendable {
 }
 
 /// `[switch]`: the agent's usage-aware switching of the active slot.
-public struct AutoSwitchPolicy: Hashable, Sendable {
+package struct AutoSwitchPolicy: Hashable, Sendable {
     /// What makes the agent switch.
     public enum Mode: String, Hashable, Sendable, CaseIterable {
         /// Never (the default).
@@ -154,7 +154,7 @@ public struct AutoSwitchPolicy: Hashable, Sendable {
 }
 
 /// One sign-in provider.
-public struct ProviderConfig: Hashable, Sendable {
+package struct ProviderConfig: Hashable, Sendable {
     public enum Kind: String, Hashable, Sendable {
         /// ChatGPT's device sign-in, as the Codex CLI speaks it.
         case openai

@@ -3,7 +3,7 @@ import LanyardSupport
 
 /// What a backend stores for one slot: one versioned JSON document holding the tokens and the
 /// account they belong to. The layout is documented in docs/store-format.md; keep it stable.
-public struct Credential: Hashable, JSONDocument, Sendable, CustomStringConvertible {
+package struct Credential: Hashable, JSONDocument, Sendable, CustomStringConvertible {
     /// The layout version this code writes and the newest it reads.
     public static let currentVersion = 1
 

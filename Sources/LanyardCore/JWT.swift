@@ -6,7 +6,7 @@ import LanyardSupport
 /// Lanyard reads claims only to show who a slot is signed in as and when its token expires; the
 /// provider checks signatures. Decoding is strict about shape: every malformed token gets its own
 /// ``JWTError``, and no error ever contains the token.
-public struct JWTClaims: Sendable {
+package struct JWTClaims: Sendable {
     /// The payload as a JSON object.
     public let payload: [String: JSONValue]
 
@@ -58,7 +58,7 @@ public struct JWTClaims: Sendable {
 }
 
 /// Why a token's payload could not be read.
-public enum JWTError: Error, Equatable, Sendable, LocalizedError {
+package enum JWTError: Error, Equatable, Sendable, LocalizedError {
     case wrongPartCount(Int)
     case invalidBase64(part: String)
     case payloadNotJSON

@@ -4,7 +4,7 @@ import LanyardSupport
 /// The secret part of a sign-in: access, refresh and id tokens with the access token's expiry.
 ///
 /// `description` never shows a token, so a stray `print` or log line cannot leak one.
-public struct TokenSet: Hashable, JSONDocument, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+package struct TokenSet: Hashable, JSONDocument, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public var accessToken: String
     public var refreshToken: String?
     public var idToken: String?

@@ -1,5 +1,6 @@
 import Foundation
 import LanyardAuth
+import LanyardCore
 import LanyardSupport
 import Observation
 

@@ -1,4 +1,5 @@
 import LanyardAuth
+import LanyardCore
 import LanyardNetwork
 import LanyardStore
 

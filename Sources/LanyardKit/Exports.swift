@@ -1,13 +1,40 @@
 // What a program gets from `import LanyardKit` alone. The modules below declare `package` access
-// for everything but the types listed here and LanyardCore's vocabulary, so this file and
-// Tests/RepositoryChecks/PublicAPI.txt (checked by PublicSurfaceTests) are the whole public surface. Foundation (URL, Date, Data in the API) and
-// LanyardCore, the shared vocabulary (slots, states, account info, plans, policies), are
-// re-exported whole; LanyardNetwork brings URLRequest and URLSession on Linux. From the lower layers only the types that LanyardKit's API
-// hands out or throws are re-exported, one by one; `PublicSurfaceTests` fails when a public
-// signature here names a type that is not on this list.
+// for most of what they hold, so this file and Tests/RepositoryChecks/PublicAPI.txt (checked by
+// PublicSurfaceTests, which lists exactly what is re-exported here) are the whole public surface.
+// Foundation (URL, Date, Data in the API) is re-exported whole, and LanyardNetwork, which brings
+// URLRequest and URLSession on Linux. From LanyardCore (the shared vocabulary: slots, states,
+// account info, plans, policies, error codes) and the lower layers only the types that
+// LanyardKit's API hands out or throws are re-exported, one by one (LanyardCore's Credential,
+// TokenSet, LanyardConfig, JWTClaims and the clocks, which none of them names, are `package`);
+// `PublicSurfaceTests` fails when a public signature here, or of a type listed here, names a type
+// that is not on this list.
 @_exported import Foundation
-@_exported import LanyardCore
 @_exported import LanyardNetwork
+
+@_exported import struct LanyardCore.Slot
+@_exported import struct LanyardCore.AccountInfo
+@_exported import enum LanyardCore.AuthState
+@_exported import struct LanyardCore.AccountResolution
+@_exported import struct LanyardCore.BackoffPolicy
+@_exported import struct LanyardCore.ResponseRequest
+@_exported import struct LanyardCore.ResponseStream
+@_exported import struct LanyardCore.StreamingTransportPolicy
+@_exported import protocol LanyardCore.LanyardError
+@_exported import struct LanyardCore.ErrorCode
+@_exported import struct LanyardCore.ErrorCause
+@_exported import struct LanyardCore.Plan
+@_exported import struct LanyardCore.AccountResolutionError
+@_exported import enum LanyardCore.SlotNameError
+@_exported import struct LanyardCore.BootInstant
+@_exported import struct LanyardCore.ServerErrorDetail
+@_exported import struct LanyardCore.UsageWindow
+@_exported import enum LanyardCore.UsageWindowLength
+@_exported import enum LanyardCore.StreamEvent
+@_exported import struct LanyardCore.StreamResponse
+@_exported import struct LanyardCore.ResponseUsage
+@_exported import enum LanyardCore.StreamTransport
+@_exported import struct LanyardCore.UsageLimit
+@_exported import struct LanyardCore.UsageSnapshot
 
 @_exported import enum LanyardSupport.JSONValue
 @_exported import struct LanyardSupport.DecodeError

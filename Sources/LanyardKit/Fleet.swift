@@ -1,4 +1,5 @@
 import LanyardAuth
+import LanyardCore
 import LanyardFleet
 
 /// One slot of ``Accounts/fleetSync(only:)``: what became of it, and why when its fleet copy was

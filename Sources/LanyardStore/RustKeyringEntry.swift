@@ -114,9 +114,9 @@ package struct RustKeyringEntry: Sendable {
             return try body(try KeyringConnection.shared.service(deadline), deadline)
         } catch {
             switch error {
-            case .noBus(let reason): throw .unavailable("there is no D-Bus session bus (\(reason))")
+            case .noBus(let reason, _): throw .unavailable("there is no D-Bus session bus (\(reason))")
             case .noLibrary(let reason): throw .unavailable(reason)
-            case .noService(let reason): throw .unavailable("no Secret Service is running (\(reason))")
+            case .noService(let reason, _): throw .unavailable("no Secret Service is running (\(reason))")
             case .timedOut: throw .timedOut
             case .refused(let what): throw .failed("libsecret refused \(what)")
             case .glib(let e):

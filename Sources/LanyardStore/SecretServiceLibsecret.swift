@@ -11,12 +11,13 @@ import LanyardSupport
 
 /// Why a keyring call failed, before SecretServiceStore turns it into a StoreError.
 enum KeyringFailure: Error {
-    /// No session bus to talk to; `detail` says why.
-    case noBus(String)
+    /// No session bus to talk to; the text says why, with GIO's error when it reported one.
+    case noBus(String, GLibError? = nil)
     /// libsecret (loaded on first use) is not installed or lacks a function.
     case noLibrary(String)
-    /// The bus is there but nothing provides (or can start) the Secret Service.
-    case noService(String)
+    /// The bus is there but nothing provides (or can start) the Secret Service (the bus's error,
+    /// when it reported one).
+    case noService(String, GLibError? = nil)
     /// The operation's deadline passed.
     case timedOut
     /// libsecret, GIO or the service reported an error.
@@ -158,7 +159,7 @@ final class KeyringConnection: @unchecked Sendable {
             bus = try GDBusClient.sessionBus(deadline)
         } catch {
             let failure = KeyringFailure(error, refused: "connecting to the session bus")
-            if case .glib(let e) = failure { throw .noBus("cannot connect to the session bus: \(e)") }
+            if case .glib(let e) = failure { throw .noBus("cannot connect to the session bus: \(e)", e) }
             throw failure
         }
         let name = KeyringConnection.busName
@@ -191,7 +192,9 @@ final class KeyringConnection: @unchecked Sendable {
             }
         } catch {
             // Nobody owns the name and the bus could not start a service for it.
-            if case .glib(let e) = error, e.isNoOwner { throw nobody }
+            if case .glib(let e) = error, e.isNoOwner {
+                throw .noService("nothing owns \(name) and the bus cannot start it", e)
+            }
             throw error
         }
         // The owner the proxy found (or the bus started for it).

@@ -265,17 +265,17 @@ package final class SecretServiceStore: CredentialStore {
             return .io(path: backend, detail: "\(operation): \(error.userFacingDescription)")
         }
         switch failure {
-        case .noBus(let reason):
+        case .noBus(let reason, let cause):
             return .unavailable(backend: backend, hint: "there is no D-Bus session bus (\(reason)). "
                 + "Run Lanyard inside a desktop session, or start a Secret Service provider such as gnome-keyring "
-                + "in a D-Bus session, " + Self.fileStoreAdvice)
+                + "in a D-Bus session, " + Self.fileStoreAdvice, cause: cause.map(ErrorCause.init))
         case .noLibrary(let reason):
             return .unavailable(backend: backend, hint: "\(reason). Install libsecret-1-0, "
                 + Self.fileStoreAdvice)
-        case .noService(let reason):
+        case .noService(let reason, let cause):
             return .unavailable(backend: backend, hint: "no Secret Service is running on the session bus (\(reason)). "
                 + "Start gnome-keyring-daemon (or KeePassXC / KWallet with Secret Service integration), "
-                + Self.fileStoreAdvice)
+                + Self.fileStoreAdvice, cause: cause.map(ErrorCause.init))
         case .timedOut:
             return .timedOut(backend: backend, operation: operation, seconds: timeout)
         case .refused(let what):

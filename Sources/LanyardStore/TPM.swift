@@ -79,8 +79,8 @@ package enum TPM {
 
     /// Whether libtss2 can be loaded here, or why not.
     package static func libraryProblem() -> String? {
-        var buffer = [CChar](repeating: 0, count: 256)
-        return lanyard_tpm_load(&buffer, buffer.count) == 1 ? nil : text(buffer)
+        var reason: UnsafePointer<CChar>?
+        return lanyard_tpm_load(&reason) == 1 ? nil : reason.map { String(cString: $0) } ?? "libtss2 cannot be loaded"
     }
 
     private static func withOptionalCString<T>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {

@@ -5,6 +5,7 @@ import LanyardCore
 import LanyardGLib
 import LanyardSupport
 import LanyardSystem
+import LanyardTestSupport
 @testable import LanyardStore
 
 /// A store error that reports another error keeps it (``LanyardError/underlying``): the system
@@ -31,6 +32,20 @@ import LanyardSystem
         let root = try #require(error.underlying as? GLibError, "\(error)")
         #expect(root.domain == .other("g-file-error-quark"), "\(root)")
         #expect(error.userFacingDescription.contains(root.message))
+    }
+
+    /// A session bus address where no bus listens: the Secret Service store is unavailable, and
+    /// the cause is GIO's error from connecting (in a process of its own, whose bus this is).
+    @Test func gioErrorIsTheRootOfANoBusStoreError() async throws {
+        try await inProcessOfItsOwn("StoreErrorCauseTests/gioErrorIsTheRootOfANoBusStoreError") {
+            let dir = TempDirectory()
+            setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=\(dir.path)/no-bus", 1)
+            let store = SecretServiceStore(timeout: 5)
+            let error = try #require(throws: StoreError.self) { _ = try store.getInTest(try Slot("work")) }
+            #expect(error.code == .storeUnavailable, "\(error)")
+            let root = try #require(error.underlying as? GLibError, "\(error)")
+            #expect(root.domain == .io, "\(root)")
+        }
     }
 
     /// The Secret Service backend's mapping of a failed libsecret or GIO call keeps the GError

@@ -82,9 +82,13 @@ import Testing
         #expect(!"import FoundationEssentials\nimport Glibc\n".contains(fullFoundation))
     }
 
-    /// docs/architecture.md's dependency table is the manifest's, for every non-test target.
+    /// docs/architecture.md's dependency table is the manifest's, for every non-test target (of the
+    /// C targets, those of the lazy-loading scheme: CLazyLoading and the ones built on it).
     @Test func architectureDocumentMatchesTheManifest() throws {
-        let manifest = try Self.manifestTargets().filter { !$0.folder.hasPrefix("Tests/") && !$0.name.hasPrefix("C") || $0.name == "CLazyLibraries" }
+        let manifest = try Self.manifestTargets().filter {
+            !$0.folder.hasPrefix("Tests/") && !$0.name.hasPrefix("C")
+                || $0.name == "CLazyLoading" || $0.dependencies.contains("CLazyLoading")
+        }
         let document = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
         var table: [String: Set<String>] = [:]
         for match in document.matches(of: /\n\| ([A-Za-z][A-Za-z-]*) \| ([A-Za-z, -]*?) ?\|/) where match.output.1 != "module" {

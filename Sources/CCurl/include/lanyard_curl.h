@@ -69,8 +69,9 @@ typedef struct {
     char error[256];        ///< curl's error text, or why libcurl could not be used
 } lanyard_curl_outcome;
 
-/// Loads libcurl (once per process). Returns 0, or -1 with the reason in `error`.
-int lanyard_curl_load(char *error, size_t error_size);
+/// Loads libcurl (once per process). Returns 1, or 0 with *error (when error is not NULL) saying
+/// why.
+int lanyard_curl_load(const char **error);
 
 /// Sends the request (a POST unless `method` says otherwise) and blocks until the answer ends,
 /// fails, times out, is stopped or cancelled.

@@ -2,7 +2,7 @@
 #define LANYARD_LAZY_LIBRARIES_H
 
 // The C libraries Lanyard calls are loaded with dlopen the first time one of their functions is
-// called, so a command pays only for the libraries it uses (see lazy.h). Each function below loads
+// called, so a command pays only for the libraries it uses (see lanyard_lazy.h). Each function below loads
 // its library (once) and returns 1 when every function Lanyard calls is there; 0 otherwise, with
 // *error (when error is not NULL) saying what is missing.
 

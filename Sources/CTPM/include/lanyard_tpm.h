@@ -50,8 +50,9 @@ typedef struct {
     size_t srk_name_size;
 } lanyard_tpm_outcome;
 
-/// Loads libtss2 (once per process). Returns 1, or 0 with the reason in `error`.
-int lanyard_tpm_load(char *error, size_t error_size);
+/// Loads libtss2 (once per process). Returns 1, or 0 with *error (when error is not NULL) saying
+/// why.
+int lanyard_tpm_load(const char **error);
 
 /// Seals `secret` (at most 128 bytes) into a keyedhash object under the storage key of the TPM
 /// `tcti` names (NULL: the default TCTI, the resource manager /dev/tpmrm0). `auth` (at most 32

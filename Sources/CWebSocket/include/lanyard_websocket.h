@@ -47,8 +47,9 @@ typedef struct {
     int binary;
 } lanyard_ws_message;
 
-/// Loads libwebsockets (once per process). Returns 0, or -1 with the reason in `error`.
-int lanyard_ws_load(char *error, size_t error_size);
+/// Loads libwebsockets (once per process). Returns 1, or 0 with *error (when error is not NULL)
+/// saying why.
+int lanyard_ws_load(const char **error);
 
 /// A handle with no connection yet; NULL only when memory runs out.
 lanyard_ws *lanyard_ws_new(void);
