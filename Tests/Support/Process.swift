@@ -64,6 +64,11 @@ package func inProcessOfItsOwn(_ filter: String, ownKeyring: Bool = false, sourc
         ownKeyring ? try runProcess(keyringSession, [executable] + arguments, environment: environment)
                    : try runProcess(executable, arguments, environment: environment)
     }
+    // A child that skipped (a service it needs is not around) skips its parent the same way.
+    if status == 0, !out.contains(marker), let skipped = out.split(separator: "\n").first(where: { $0.contains("(skipped; ") }) {
+        struct ChildSkipped: Error, CustomStringConvertible { let description: String }
+        try TestServices.missing("child test \(filter): \(skipped)", failure: ChildSkipped(description: String(skipped)))
+    }
     #expect(status == 0 && out.contains(marker), "child test \(filter) failed (status \(status)):\n\(out)\n\(err)",
             sourceLocation: sourceLocation)
 }
