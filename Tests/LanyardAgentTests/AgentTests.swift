@@ -6,9 +6,9 @@ import LanyardSupport
 import LanyardTestSupport
 import Testing
 @testable import LanyardAgent
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 /// Sleeps 2 ms instead of the device-code interval (sign-in through the library).
 private struct QuickSleeper: Sleeper {

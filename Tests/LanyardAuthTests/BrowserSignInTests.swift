@@ -3,9 +3,9 @@ import LanyardNetwork
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 /// The browser sign-in (`BrowserSignInFlow` through `AccountManager.signIn(method: .browser)`)
 /// against the ChatGPT emulator over real HTTP: curl plays the browser, following the emulator's

@@ -2,7 +2,7 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
+import LanyardAuth
 
 /// The browser sign-in's listener on its own, over real loopback sockets: both loopback
 /// addresses, a port another program holds on ::1, and connections that send nothing.

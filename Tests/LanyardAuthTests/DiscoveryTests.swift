@@ -3,8 +3,8 @@ import Testing
 import LanyardSupport
 import LanyardTestSupport
 @testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardNetwork
+import LanyardCore
+import LanyardNetwork
 
 /// Every endpoint an OIDC discovery document names passes the check a configured issuer passes:
 /// https, or plain http only to this machine. A document served over https could otherwise send

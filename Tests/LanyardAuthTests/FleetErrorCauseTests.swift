@@ -4,9 +4,9 @@ import LanyardSupport
 import LanyardTestSupport
 import Testing
 @testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardFleet
-@testable import LanyardStore
+import LanyardCore
+import LanyardFleet
+import LanyardStore
 
 /// A fleet error that reports an etcd error keeps it (``LanyardError/underlying``), through every
 /// form the refresh path gives it, so `--json` says `etcd_tls` rather than only "unavailable".

@@ -2,10 +2,10 @@ import Foundation
 import LanyardNetwork
 import LanyardTestSupport
 import Testing
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardFleet
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardFleet
+import LanyardStore
 
 /// The fleet protocol through the real refresh and sync paths (AccountManager's, as the CLI, the
 /// agent and LanyardKit run them), on an in-memory etcd injected through `etcdConnector`, with

@@ -1,8 +1,8 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardAuth
-@testable import LanyardCore
+import LanyardAuth
+import LanyardCore
 
 /// Numbers from servers and tokens that JSON allows but no date or Int holds (1e300; Lanyard's
 /// JSON reader refuses 1e400, which would be infinity, and headers can say "inf"). Each used to

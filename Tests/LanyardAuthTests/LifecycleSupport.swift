@@ -1,9 +1,9 @@
 import Foundation
 import LanyardNetwork
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 /// Waits briefly instead of for real, and records what it was asked to wait.
 final class RecordingSleeper: Sleeper, @unchecked Sendable {

@@ -3,9 +3,9 @@ import LanyardNetwork
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 @Suite struct RefreshRaceTests {
     /// 32 processes ask for the token the moment it falls due: one refresh, no reuse, one token.

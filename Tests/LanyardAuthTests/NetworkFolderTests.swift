@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
+import LanyardAuth
 @testable import LanyardNetwork
 
 /// The networking stack makes no folder of its own: FoundationNetworking's URL cache and cookie

@@ -5,8 +5,8 @@ import LanyardSupport
 import Testing
 import LanyardTestSupport
 @testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// The recovery file a refresh writes before the store: an age file encrypted
 /// to the file store's recipients, never a refresh token in clear at rest, with the same crash

@@ -1,9 +1,9 @@
 import Foundation
 import LanyardTestSupport
 import Testing
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 /// When tokens are refreshed, against the emulator with a clock the test moves: the lead scales
 /// with the token's lifetime, and a wall clock set forward or back neither makes `token` refresh

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardNetwork
+import LanyardAuth
+import LanyardCore
+import LanyardNetwork
 
 /// An answer longer than the transport's limit is refused while it arrives: the transport keeps
 /// at most the limit, fails with `.tooLarge` once the body passes it, and stops the transfer then

@@ -4,8 +4,8 @@ import Testing
 import LanyardTestSupport
 import LanyardNetwork
 @testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// Broken server answers at each step of the sign-in: a typed error, nothing stored, and a slot
 /// that was signed in before keeps its old credential and record.

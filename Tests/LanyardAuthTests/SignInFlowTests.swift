@@ -3,8 +3,8 @@ import LanyardSupport
 import Testing
 import LanyardTestSupport
 @testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// Device-code sign-in through `AccountManager.signIn` into real stores, against the real test
 /// servers: what is stored, what the registry says, and how polling behaves.

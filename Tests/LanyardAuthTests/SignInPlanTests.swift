@@ -2,9 +2,9 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 /// Plan, email, account id and FedRAMP flag of a ChatGPT sign-in, from the emulator's tokens
 /// (`email`, and `chatgpt_plan_type`, `chatgpt_account_id`, `chatgpt_account_is_fedramp` in the

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 /// The documented AuthState sequence of a sign-in (signingIn → awaitingDeviceCode → signedIn, or failed), through the event callback and
 /// through `SignInFlow.states()`, and cancellation.

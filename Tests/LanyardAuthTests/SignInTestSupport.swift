@@ -2,9 +2,9 @@ import Foundation
 import LanyardNetwork
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 // Shared pieces of the sign-in tests: virtual time, event recording, a private Lanyard home with
 // real stores, and providers pointed at the OAuth test servers.

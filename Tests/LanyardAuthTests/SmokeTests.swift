@@ -2,9 +2,9 @@ import Foundation
 import LanyardNetwork
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 @Suite struct EmulatorSmokeTests {
     @Test func openAISignInAgainstTheEmulator() async throws {

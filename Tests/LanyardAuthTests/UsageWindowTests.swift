@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 import LanyardSupport
 
 /// Usage windows classified by their length (`limit_window_seconds`), never by their place in the

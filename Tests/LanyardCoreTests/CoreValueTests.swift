@@ -1,7 +1,7 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardCore
+import LanyardCore
 
 @Suite struct SlotNameTests {
     @Test(arguments: ["work", "a", "0", "personal-2", "alice.smith", "a_b", String(repeating: "x", count: 64)])

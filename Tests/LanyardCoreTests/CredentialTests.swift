@@ -1,7 +1,7 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardCore
+import LanyardCore
 
 @Suite struct CredentialTests {
     let sample = Credential(

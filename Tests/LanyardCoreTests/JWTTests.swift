@@ -1,7 +1,7 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardCore
+import LanyardCore
 
 func makeJWT(_ payload: String, header: String = #"{"alg":"none"}"#) -> String {
     Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(Data(payload.utf8)) + ".sig"

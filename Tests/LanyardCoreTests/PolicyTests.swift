@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import LanyardCore
+import LanyardCore
 
 @Suite struct BackoffPolicyTests {
     @Test func defaultsMatchTheSeed() {

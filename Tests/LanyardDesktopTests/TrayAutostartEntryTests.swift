@@ -1,7 +1,7 @@
 import Foundation
 import LanyardTestSupport
 import Testing
-@testable import LanyardDesktop
+import LanyardDesktop
 
 /// The autostart entry's text: the Desktop Entry spec's Exec quoting, checked by
 /// desktop-file-validate (desktop-file-utils; scripts/deps.sh), and the entry the packages ship.

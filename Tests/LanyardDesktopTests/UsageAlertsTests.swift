@@ -1,10 +1,10 @@
 import Foundation
 import Testing
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardDesktop
-@testable import LanyardIntegrations
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardDesktop
+import LanyardIntegrations
+import LanyardStore
 
 /// Which usage notifications `lanyard tray` owes (pure; the D-Bus side is TrayTests in
 /// LanyardCLITests).

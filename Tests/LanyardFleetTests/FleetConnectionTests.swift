@@ -3,7 +3,7 @@ import Testing
 import LanyardCore
 import LanyardStore
 import LanyardSupport
-@testable import LanyardFleet
+import LanyardFleet
 
 /// `password-file` is read as LANYARD_PASSPHRASE_FILE is: one line ending (`\n` or `\r\n`) is not
 /// part of the password; spaces are.

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-@testable import LanyardCore
+import LanyardCore
 @testable import LanyardFleet
-@testable import LanyardStore
+import LanyardStore
 
 /// ``SharedSlotDecision``: one row per branch of the shared-slot protocol. Local copy, local
 /// state, what etcd gave, the intent → the step. The same decisions run end to end against the

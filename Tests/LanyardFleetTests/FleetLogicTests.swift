@@ -1,10 +1,10 @@
 import Foundation
 import Testing
-@testable import Age
-@testable import LanyardCore
-@testable import LanyardFleet
-@testable import LanyardStore
-@testable import LanyardSupport
+import Age
+import LanyardCore
+import LanyardFleet
+import LanyardStore
+import LanyardSupport
 import LanyardTestSupport
 
 /// The fleet's logic on an in-memory etcd: the signed membership log, sealing and opening shared

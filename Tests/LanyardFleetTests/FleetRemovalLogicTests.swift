@@ -1,10 +1,10 @@
 import Foundation
 import Testing
-@testable import Age
-@testable import LanyardCore
-@testable import LanyardFleet
-@testable import LanyardStore
-@testable import LanyardSupport
+import Age
+import LanyardCore
+import LanyardFleet
+import LanyardStore
+import LanyardSupport
 import LanyardTestSupport
 
 /// The removal's guarantees on an in-memory etcd, in milliseconds: a removal entry etcd lost is

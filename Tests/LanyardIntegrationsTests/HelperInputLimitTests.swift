@@ -1,8 +1,8 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardAuth
-@testable import LanyardCore
+import LanyardAuth
+import LanyardCore
 @testable import LanyardIntegrations
 
 /// Input from other programs is read within limits: `lanyard git-credential get </dev/zero` used

@@ -1,8 +1,8 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardAuth
-@testable import LanyardCore
+import LanyardAuth
+import LanyardCore
 @testable import LanyardIntegrations
 
 /// The protocols other programs speak to Lanyard (Docker, Kubernetes, netrc), parsed without a

@@ -5,10 +5,10 @@ import FoundationNetworking
 import Observation
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardKit
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardKit
+import LanyardStore
 
 /// A home pointing the openai provider at the emulator, with a file store.
 struct KitHome {

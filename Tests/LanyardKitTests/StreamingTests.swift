@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import LanyardTestSupport
-@testable import LanyardCore
+import LanyardCore
 @testable import LanyardKit
 
 /// `Client.stream` against the ChatGPT emulator's streaming endpoint (Flask + flask-sock) over

@@ -2,7 +2,7 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardAuth
-@testable import LanyardCore
+import LanyardCore
 @testable import LanyardNetwork
 
 /// The pure parts of streaming: the event-stream parser and the replay guard.

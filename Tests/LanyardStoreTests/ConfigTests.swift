@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import LanyardCore
+import LanyardCore
 @testable import LanyardStore
 
 @Suite struct ConfigTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// `[desktop] notify`: the percentages `lanyard tray` warns at.
 @Suite struct DesktopConfigTests {

@@ -3,7 +3,7 @@ import Foundation
 import LanyardSupport
 import LanyardTestSupport
 import Testing
-@testable import LanyardCore
+import LanyardCore
 @testable import LanyardStore
 
 func sampleCredential(_ token: String, email: String = "a@example.com") -> Credential {

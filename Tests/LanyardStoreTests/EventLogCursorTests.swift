@@ -1,8 +1,8 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// `events --follow` and the agent read what is appended to the event log through one cursor.
 @Suite struct EventLogCursorTests {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import LanyardStore
+import LanyardStore
 
 /// Temporaries that a write killed between creating and renaming them leaves in the data folder.
 @Suite struct LeftoverTemporariesTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// A passphrase from LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS is the first line without its
 /// ending, `\n` or `\r\n` (in a Swift `String` the two are one `Character`, which once kept the

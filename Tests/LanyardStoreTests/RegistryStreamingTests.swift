@@ -1,8 +1,8 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// The registry is decoded one slot at a time (`decodeStreaming`), so the whole file is never
 /// one JSON tree. It must accept and reject exactly what the whole-document decode does, with the

@@ -1,8 +1,8 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 @Suite struct RegistryTests {
     let temp = TempDirectory()

@@ -1,8 +1,8 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// A file-store write and a registry change landing together (`Registry.transaction`), the batch
 /// writes of the stores (`putAll`), and what a transaction killed at each step leaves: the three

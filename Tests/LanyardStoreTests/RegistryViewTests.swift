@@ -1,8 +1,8 @@
 import Foundation
 import LanyardSupport
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// `RegistryView` answers "which slot is active" and "this slot's record" without decoding the
 /// other slots; it must always agree with the full decode, and fall back to it for any file that

@@ -7,7 +7,7 @@ import Foundation
 import LanyardTestSupport
 import Testing
 
-@testable import LanyardStore
+import LanyardStore
 
 @Suite("Another program's keyring entry")
 struct RustKeyringEntryTests {

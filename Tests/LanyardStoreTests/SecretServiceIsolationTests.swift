@@ -9,7 +9,7 @@ import LanyardCore
 import LanyardTestSupport
 import Testing
 
-@testable import LanyardStore
+import LanyardStore
 
 @Suite("Secret Service without a usable keyring")
 struct SecretServiceIsolationTests {

@@ -7,7 +7,7 @@ import LanyardCore
 import LanyardTestSupport
 import Testing
 
-@testable import LanyardStore
+import LanyardStore
 
 enum KeyringTestError: Error, CustomStringConvertible {
     case tool(String)

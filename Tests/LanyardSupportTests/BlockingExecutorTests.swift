@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import LanyardSupport
+import LanyardSupport
 
 /// The blocking executor: blocking work runs on threads of its own, never on the cooperative
 /// pool, and work that waits on other work still finishes (the pool grows while work waits).

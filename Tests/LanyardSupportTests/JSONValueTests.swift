@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import LanyardSupport
+import LanyardSupport
 
 @Suite struct JSONValueTests {
     func parse(_ s: String) throws -> JSONValue { try JSONValue.parse(Data(s.utf8)) }

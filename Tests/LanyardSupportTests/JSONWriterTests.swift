@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import LanyardSupport
+import LanyardSupport
 
 /// `JSONWriter` writes a document piece by piece; its bytes must equal `serialized(pretty:)` of
 /// the same document, since commands use it for long outputs that scripts read.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import LanyardSupport
+import LanyardSupport
 
 @Suite struct RFC3339Tests {
     @Test func formatsAndParsesAgreeWithFoundation() {

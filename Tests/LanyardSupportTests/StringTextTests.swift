@@ -1,5 +1,5 @@
 import Testing
-@testable import LanyardSupport
+import LanyardSupport
 
 @Suite struct TrimmingTests {
     @Test func trimsSpacesAndTabsOnly() {

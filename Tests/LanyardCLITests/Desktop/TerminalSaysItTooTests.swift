@@ -2,9 +2,9 @@ import Foundation
 import LanyardSupport
 import LanyardTestSupport
 import Testing
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardStore
 
 /// What the terminal says: `switch` warns about a slot it cannot use, `usage` exits 7
 /// for a slot shown at its limit, a token given as an argument is never repeated, `list` reports a

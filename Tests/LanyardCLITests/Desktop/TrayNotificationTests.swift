@@ -2,8 +2,8 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// A notification server of a test's own on a ``TrayDesktop``'s bus:
 /// Tests/Fixtures/notifications/notification_server.py (Debian's python3-dbus and python3-gi,

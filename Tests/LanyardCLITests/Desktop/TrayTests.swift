@@ -2,11 +2,11 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardDesktop
-@testable import LanyardIntegrations
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardDesktop
+import LanyardIntegrations
+import LanyardStore
 
 /// A D-Bus session bus of one test's own (tests run in parallel, and only one
 /// org.kde.StatusNotifierWatcher can own its name on a bus) with a real watcher

@@ -2,10 +2,10 @@ import Age
 import Foundation
 import Glibc
 import Testing
-@testable import LanyardCore
-@testable import LanyardFleet
-@testable import LanyardStore
-@testable import LanyardSupport
+import LanyardCore
+import LanyardFleet
+import LanyardStore
+import LanyardSupport
 import LanyardTestSupport
 
 /// Someone who can write the fleet's etcd prefix but holds no member's key: each attack of

@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
 import Testing
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardFleet
-@testable import LanyardStore
-@testable import LanyardSupport
+import LanyardAuth
+import LanyardCore
+import LanyardFleet
+import LanyardStore
+import LanyardSupport
 import LanyardTestSupport
 
 /// The fleet when things fail: no quorum, a lock holder killed, and the agent's watch. The

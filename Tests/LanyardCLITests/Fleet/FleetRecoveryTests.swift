@@ -2,9 +2,9 @@ import Foundation
 import Glibc
 import Testing
 @testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardFleet
-@testable import LanyardStore
+import LanyardCore
+import LanyardFleet
+import LanyardStore
 import LanyardTestSupport
 import LanyardSupport
 

@@ -2,10 +2,10 @@ import Foundation
 import Glibc
 import Testing
 import Age
-@testable import LanyardCore
-@testable import LanyardFleet
-@testable import LanyardStore
-@testable import LanyardSupport
+import LanyardCore
+import LanyardFleet
+import LanyardStore
+import LanyardSupport
 import LanyardTestSupport
 
 /// The removal attacks, on the real 3-member TLS cluster, by the realistic attacker: a machine

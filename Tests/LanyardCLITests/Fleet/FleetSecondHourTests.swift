@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 import LanyardTestSupport
 
 /// A machine's first commands in a fleet (issue 33, "the newcomer's second hour").

@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
 import Testing
-@testable import LanyardAuth
-@testable import LanyardCore
-@testable import LanyardSupport
-@testable import LanyardFleet
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCore
+import LanyardSupport
+import LanyardFleet
+import LanyardStore
 import LanyardNetwork
 import LanyardTestSupport
 

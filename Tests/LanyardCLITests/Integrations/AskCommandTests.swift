@@ -2,7 +2,7 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardCore
+import LanyardCore
 
 // `lanyard ask` as a real process (`lanyard` hands it to `lanyard-net`) against the emulator's
 // streaming endpoint, over both transports.

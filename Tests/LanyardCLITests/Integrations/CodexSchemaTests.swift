@@ -2,9 +2,9 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardCore
+import LanyardCore
 @testable import LanyardIntegrations
-@testable import LanyardStore
+import LanyardStore
 
 extension IntegrationHome {
     /// `lanyard ARGS` with `stdin` as standard input (a pipe).

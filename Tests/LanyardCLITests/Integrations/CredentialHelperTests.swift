@@ -2,10 +2,10 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardCore
+import LanyardCore
 @testable import LanyardIntegrations
-@testable import LanyardStore
-@testable import LanyardAuth
+import LanyardStore
+import LanyardAuth
 
 // The credential protocols other tools speak, each exercised by the real client: Docker's
 // credential store (the `docker` package from PyPI), kubectl's exec plugin loader (the

@@ -3,11 +3,11 @@ import LanyardSupport
 import Testing
 import LanyardNetwork
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardIntegrations
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCLI
+import LanyardCore
+import LanyardIntegrations
+import LanyardStore
 
 /// `kill -9` of `lanyard exec` used to leave its private CODEX_HOME (with the live refresh token
 /// its command rotated there) behind for good: nothing found it, nothing copied the tokens back.

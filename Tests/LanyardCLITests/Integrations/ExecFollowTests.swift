@@ -2,9 +2,9 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardCore
-@testable import LanyardIntegrations
-@testable import LanyardStore
+import LanyardCore
+import LanyardIntegrations
+import LanyardStore
 
 /// `lanyard exec --follow -- codex`: a switch while Codex runs stops it and resumes its session as
 /// the new slot. Codex is played by a stand-in that records what it was started with, the

@@ -2,10 +2,10 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardCLI
-@testable import LanyardCore
+import LanyardCLI
+import LanyardCore
 @testable import LanyardIntegrations
-@testable import LanyardStore
+import LanyardStore
 
 /// Seeds slots into the real file store (no keyring needed) for the git and bundle tests.
 func fileStoreHarness(config: String = "") async throws -> CLIHarness {

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 import LanyardTestSupport
-@testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardIntegrations
+import LanyardCLI
+import LanyardCore
+import LanyardIntegrations
 
 /// Input from other programs is read within limits: `lanyard git-credential get </dev/zero` used
 /// to grow to gigabytes in seconds (the standard library's `readLine()` has no limit).

@@ -3,11 +3,11 @@ import LanyardSupport
 import Testing
 import LanyardNetwork
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardIntegrations
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCLI
+import LanyardCore
+import LanyardIntegrations
+import LanyardStore
 
 /// A private home whose openai provider is the emulator, a file store, and slots signed in
 /// through the library. Its commands run without the test keyring's session bus: the slots are

@@ -3,8 +3,8 @@ import LanyardSupport
 import LanyardTestSupport
 import Testing
 @testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 @Suite struct ListCommandTests {
     @Test func emptyRegistry() async {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import LanyardTestSupport
-@testable import LanyardStore
+import LanyardStore
 
 /// `.lanyard` pins that someone else could have planted, or that would hang or flood a reader,
 /// are passed over with a warning; resolution goes on to the next pin up. A name with control

@@ -2,8 +2,8 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// What a probe found lost without a word: a failed refresh left no `error` event, an event log
 /// that could not be written dropped events silently, and a corrupt registry's active slot was

@@ -1,9 +1,9 @@
 import Foundation
 import LanyardTestSupport
 import Testing
-@testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCLI
+import LanyardCore
+import LanyardStore
 
 /// Issue 33, "the newcomer's second hour": what a new user trips over once signed in.
 @Suite struct SecondHourTests {

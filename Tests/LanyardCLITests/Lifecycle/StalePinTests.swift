@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-@testable import LanyardCLI
-@testable import LanyardStore
+import LanyardCLI
+import LanyardStore
 
 /// `.lanyard` pins name slots by name: a rename does not rewrite them, so it says which still name
 /// the old slot, and doctor reports pins that name no slot (commands below them fail).

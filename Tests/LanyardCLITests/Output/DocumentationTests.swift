@@ -2,8 +2,8 @@ import Foundation
 import LanyardTestSupport
 import Testing
 @testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// `--help`, the man page and the three completion scripts are generated from one table; these
 /// tests read each of them the way a person or a shell would and check they agree, and that every

@@ -4,10 +4,10 @@ import LanyardTestSupport
 import Testing
 @testable import LanyardAuth
 @testable import LanyardCLI
-@testable import LanyardFleet
-@testable import LanyardCore
+import LanyardFleet
+import LanyardCore
 @testable import LanyardIntegrations
-@testable import LanyardStore
+import LanyardStore
 
 /// Every `--json` document is a ``JSONView``; its `keys` are the schema docs/cli.md publishes.
 /// These tests read each command's "JSON:" key list in docs/cli.md and check it against the view

@@ -3,7 +3,7 @@ import LanyardStore
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardCore
+import LanyardCore
 
 /// Tokens stay where they belong: never in the argv of a process Lanyard starts, in the
 /// environment of Lanyard's own processes, in the event log, in messages or in `--json` output

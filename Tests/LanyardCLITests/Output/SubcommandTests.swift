@@ -2,7 +2,7 @@ import Foundation
 import LanyardTestSupport
 import Testing
 @testable import LanyardCLI
-@testable import LanyardCore
+import LanyardCore
 
 /// The command table's subcommands (`store init`, `codex export`, …): the parser dispatches to
 /// each one and checks its own flags.

@@ -3,10 +3,10 @@ import LanyardNetwork
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCLI
+import LanyardCore
+import LanyardStore
 
 /// `lanyard login --browser` (and the browser by default on a desktop session) against the ChatGPT
 /// emulator. On a "desktop" the browser is a stand-in `xdg-open` that fetches the URL with curl,

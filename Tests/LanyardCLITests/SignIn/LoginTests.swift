@@ -3,10 +3,10 @@ import LanyardNetwork
 import LanyardSupport
 import Testing
 import LanyardTestSupport
-@testable import LanyardAuth
-@testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardAuth
+import LanyardCLI
+import LanyardCore
+import LanyardStore
 
 // `lanyard login` and `lanyard logout` against the OAuth test servers: in-process through
 // CLIHarness (real file store, virtual time), and as real processes for SIGINT and the backend

@@ -5,9 +5,9 @@ import LanyardNetwork
 import LanyardSupport
 import LanyardTestSupport
 import Testing
-@testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCLI
+import LanyardCore
+import LanyardStore
 
 /// `lanyard export` / `lanyard import` against the real file store, checked with stock `age`.
 @Suite(.serialized) struct BundleTests {

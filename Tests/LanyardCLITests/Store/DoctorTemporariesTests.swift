@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import LanyardTestSupport
-@testable import LanyardCLI
-@testable import LanyardStore
+import LanyardCLI
+import LanyardStore
 
 @Suite struct DoctorTemporariesTests {
     /// A write killed between GLib's mkstemp and its rename leaves `registry.json.XXXXXX` behind

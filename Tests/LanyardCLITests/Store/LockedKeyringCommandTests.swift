@@ -1,8 +1,8 @@
 import Foundation
 import LanyardTestSupport
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// The keyring locked under Lanyard (a screen locker, the user, KWallet's idle timeout), through
 /// the CLI as a user meets it: on a gnome-keyring of the test's own, on a bus of its own, so

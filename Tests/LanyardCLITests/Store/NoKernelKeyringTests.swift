@@ -1,7 +1,7 @@
 import Foundation
 import LanyardTestSupport
 import Testing
-@testable import LanyardCLI
+import LanyardCLI
 
 /// Containers whose seccomp profile blocks keyctl (Docker's default) and kernels without keys
 /// support cannot cache an unlocked file store. These tests take the kernel keyring away from a

@@ -2,9 +2,9 @@ import Foundation
 import LanyardAuth
 import Testing
 import LanyardTestSupport
-@testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCLI
+import LanyardCore
+import LanyardStore
 
 /// Commands against the real gnome-keyring of the test session and the real file store.
 @Suite(.serialized) struct RealBackendCommandTests {

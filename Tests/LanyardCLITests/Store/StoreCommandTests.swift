@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 import LanyardTestSupport
-@testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCLI
+import LanyardCore
+import LanyardStore
 
 /// `lanyard store …` against the real file store (no keyring needed).
 @Suite(.serialized) struct StoreCommandTests {

@@ -1,8 +1,8 @@
 import Foundation
 import LanyardTestSupport
 import Testing
-@testable import LanyardCore
-@testable import LanyardStore
+import LanyardCore
+import LanyardStore
 
 /// A locked file store, met by a person at a terminal: `token`, `login` and `store unlock` ask for
 /// the passphrase (three tries), and `store init` asks again when the two entries differ. The
