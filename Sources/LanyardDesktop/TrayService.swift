@@ -186,7 +186,9 @@ package struct TrayService: Sendable {
                             signIn(slot, group: &group, input: input, notices: &notices)
                             continue inputLoop
                         }
-                        await perform(action, document: document)
+                        if let problem = await perform(action, document: document) {
+                            notices.say(problem.summary, problem.body, urgency: 2)
+                        }
                         document = await reload(document)
                     case .desktop(.menuOpened):
                         // The menu shows every slot: refresh those checked longer ago than the poll
@@ -208,7 +210,9 @@ package struct TrayService: Sendable {
                             signIn(slot, group: &group, input: input, notices: &notices)
                             continue inputLoop
                         }
-                        await perform(action, document: document)
+                        if let problem = await perform(action, document: document) {
+                            notices.say(problem.summary, problem.body, urgency: 2)
+                        }
                         document = await reload(document)
                     }
                     let rebuilt = rebuild()
@@ -296,7 +300,17 @@ package struct TrayService: Sendable {
 
     /// Does what an entry or a notification's button asks; `document` is the registry as the
     /// tray last read it.
-    private func perform(_ action: TrayAction, document: RegistryDocument) async {
+    /// - Returns: a switch that failed, said for people (a tray started at login has no stderr
+    ///   anyone reads: the loop says it by notification).
+    private func perform(_ action: TrayAction, document: RegistryDocument) async -> (summary: String, body: String)? {
+        func failed(_ description: String) -> (summary: String, body: String)? {
+            options.diagnostics(description)
+            switch action {
+            case .switchTo(let slot): return ("Lanyard did not switch to \(slot.name)", description)
+            case .best: return ("Lanyard did not switch", description)
+            default: return nil
+            }
+        }
         do {
             switch action {
             case .switchTo(let slot):
@@ -320,10 +334,11 @@ package struct TrayService: Sendable {
                 break  // handled by the loop
             }
         } catch let error as any LanyardError {
-            options.diagnostics(error.userFacingDescription)
+            return failed(error.userFacingDescription)
         } catch {
-            options.diagnostics("\(error)")
+            return failed("\(error)")
         }
+        return nil
     }
 
     private func loadRegistry() async throws -> RegistryDocument {
