@@ -189,7 +189,11 @@ package struct TrayService: Sendable {
                         if let problem = await perform(action, document: document) {
                             notices.say(problem.summary, problem.body, urgency: 2)
                         }
+                        // Read here, the change is this one's to say (inotify's wake-up then finds
+                        // nothing new): a switch to a slot that cannot be used now.
+                        let previous = document
                         document = await reload(document)
+                        await notices.registryChanged(from: previous, to: document, usage: usage)
                     case .desktop(.menuOpened):
                         // The menu shows every slot: refresh those checked longer ago than the poll
                         // (and the rebuild below says how old the figures shown are).
@@ -213,7 +217,11 @@ package struct TrayService: Sendable {
                         if let problem = await perform(action, document: document) {
                             notices.say(problem.summary, problem.body, urgency: 2)
                         }
+                        // Read here, the change is this one's to say (inotify's wake-up then finds
+                        // nothing new): a switch to a slot that cannot be used now.
+                        let previous = document
                         document = await reload(document)
+                        await notices.registryChanged(from: previous, to: document, usage: usage)
                     }
                     let rebuilt = rebuild()
                     if rebuilt != model {
