@@ -106,8 +106,8 @@ func asDumped(_ text: String) -> String {
         let limit = try #require(notes.first)
         #expect((limit["summary"] as? String)?.hasPrefix("bob is at its limit until ") == true, "\(limit)")
         let body = limit["body"] as? String ?? ""
-        #expect(body.hasPrefix("Its 5 h window is used up; it resets in ") && body.hasSuffix("(\(clockTime(resetAt)))."),
-                "\(limit)")
+        #expect(body.hasPrefix("Its 5 h window is used up; it resets in "), "\(limit)")
+        #expect(body.hasSuffix("(\(clockTime(resetAt)))."), "\(limit)")
         let buttons = ["switch:erin", "Switch to erin (10 %)", "dismiss", "Dismiss"]
         #expect(limit["actions"] as? [String] == buttons, "\(limit)")
         #expect(limit["urgency"] as? Int == 2)
@@ -193,6 +193,17 @@ func asDumped(_ text: String) -> String {
         #expect(try desktop.itemProperty(name, "XAyatanaLabel") == "(<'alice'>,)\n")
 
         let row = try #require(dumpedEntries(dump).first { $0.toggle != nil && $0.label.hasPrefix("bob ") })
+        // Each row carries its slot's meter (dbusmenu's icon-data, a PNG) for hosts that show item
+        // icons: a calm one and one at the limit differ.
+        let aliceRow = try #require(dumpedEntries(dump).first { $0.toggle != nil && $0.label.hasPrefix("alice ") })
+        func rowIcon(_ id: Int) throws -> String {
+            try desktop.gdbus(["call", "--session", "--dest", name, "--object-path", "/MenuBar", "--method",
+                               "com.canonical.dbusmenu.GetProperty", "\(id)", "icon-data"]).1
+        }
+        let (aliceIcon, bobIcon) = (try rowIcon(aliceRow.id), try rowIcon(row.id))
+        let pngMagic = "0x89, 0x50, 0x4e, 0x47"
+        #expect(aliceIcon.contains(pngMagic) && bobIcon.contains(pngMagic), "\(aliceIcon.prefix(80))")
+        #expect(aliceIcon != bobIcon)
         #expect(try desktop.click(name, id: row.id).0 == 0)
         let paths = env.paths
         _ = try await eventually("bob is active", { try Registry(paths: paths).load().active?.name ?? "" }) {
@@ -213,6 +224,16 @@ func asDumped(_ text: String) -> String {
         _ = try await eventually("the label follows", { try desktop.itemProperty(name, "XAyatanaLabel") }) {
             $0 == "(<'bob'>,)\n"
         }
+        // A switch in a terminal to a slot that must sign in is said at once too, with the way back.
+        #expect(try env.run("switch", "carol").status == 0)
+        _ = try await eventually("the switch to a slot that must sign in is said", { try server.summaries() }) {
+            $0.contains("carol must sign in again")
+        }
+        let mustSignIn = try #require(try server.notifications().first {
+            $0["summary"] as? String == "carol must sign in again"
+        })
+        let offered = Array((mustSignIn["actions"] as? [String] ?? []).prefix(2))
+        #expect(offered == ["sign-in:carol", "Sign in again\u{2026}"], "\(mustSignIn)")
         #expect(desktop.stopTray().0 == 0)
 
         // `label = off`: no label at all.
@@ -224,6 +245,34 @@ func asDumped(_ text: String) -> String {
         }
         #expect(try desktop.itemProperty(again, "XAyatanaLabel") == "(<''>,)\n")
         #expect(try desktop.itemProperty(again, "XAyatanaLabelGuide") == "(<''>,)\n")
+        #expect(desktop.stopTray().0 == 0)
+    }
+
+    /// At start the active slot is already past 80 %: its warning waits for the other slots' first
+    /// figures, so its one notification offers the switch to the slot with room.
+    @Test func theFirstWarningWaitsForTheOtherSlotsUsage() async throws {
+        let env = try await IntegrationHome()
+        let work = try #require(try await env.signIn("work", email: "work@x.com").account.accountID)
+        var others: [String] = []
+        for slot in ["home", "lab", "spare"] {
+            others.append(try #require(try await env.signIn(slot, email: "\(slot)@x.com").account.accountID))
+        }
+        #expect(try env.run("switch", "work").status == 0)
+        let resetAt = Int(Date().timeIntervalSince1970) + 3600
+        try await setUsage(env, work, 90, resetAt: resetAt)
+        for (account, used) in zip(others, [40, 6, 70]) { try await setUsage(env, account, used, resetAt: resetAt) }
+        let desktop = try TrayDesktop(root: env.home.root)
+        try desktop.startWatcher()
+        let server = try NotificationServer(desktop, folder: env.home.root)
+        let name = try desktop.startTray(env.home)
+        _ = try await eventually("the warning", { try server.summaries() }) { $0.contains("work has used 90 %") }
+        let warning = try #require(try server.notifications().first)
+        let buttons = ["switch:lab", "Switch to lab (6 %)", "dismiss", "Dismiss"]
+        #expect(warning["actions"] as? [String] == buttons, "\(warning)")
+        _ = try await eventually("every slot's figures", { try desktop.dump(name) }) {
+            $0.contains(asDumped("spare \u{2014} 70 %"))
+        }
+        #expect(try server.notifications().count == 1, "\((try? server.summaries()) ?? "")")
         #expect(desktop.stopTray().0 == 0)
     }
 
