@@ -143,6 +143,17 @@ package struct TrayService: Sendable {
                 func rebuild() -> TrayModel {
                     TrayModel(document: document, usage: usage, ids: &ids, clock: clock(), label: labelMode)
                 }
+                // An entry or a button: done, a failure said by notification, and the registry
+                // read here, so the change is this one's to say (inotify's wake-up then finds
+                // nothing new): a switch to a slot that cannot be used now.
+                func act(_ action: TrayAction) async {
+                    if let problem = await perform(action, document: document) {
+                        notices.say(problem.summary, problem.body, urgency: 2)
+                    }
+                    let previous = document
+                    document = await reload(document)
+                    await notices.registryChanged(from: previous, to: document, usage: usage)
+                }
                 var model = rebuild()
                 var shownMinute = Int(Date().timeIntervalSince1970 / 60)
                 publish(model, on: notifier)
@@ -186,14 +197,7 @@ package struct TrayService: Sendable {
                             signIn(slot, group: &group, input: input, notices: &notices)
                             continue inputLoop
                         }
-                        if let problem = await perform(action, document: document) {
-                            notices.say(problem.summary, problem.body, urgency: 2)
-                        }
-                        // Read here, the change is this one's to say (inotify's wake-up then finds
-                        // nothing new): a switch to a slot that cannot be used now.
-                        let previous = document
-                        document = await reload(document)
-                        await notices.registryChanged(from: previous, to: document, usage: usage)
+                        await act(action)
                     case .desktop(.menuOpened):
                         // The menu shows every slot: refresh those checked longer ago than the poll
                         // (and the rebuild below says how old the figures shown are).
@@ -214,14 +218,7 @@ package struct TrayService: Sendable {
                             signIn(slot, group: &group, input: input, notices: &notices)
                             continue inputLoop
                         }
-                        if let problem = await perform(action, document: document) {
-                            notices.say(problem.summary, problem.body, urgency: 2)
-                        }
-                        // Read here, the change is this one's to say (inotify's wake-up then finds
-                        // nothing new): a switch to a slot that cannot be used now.
-                        let previous = document
-                        document = await reload(document)
-                        await notices.registryChanged(from: previous, to: document, usage: usage)
+                        await act(action)
                     }
                     let rebuilt = rebuild()
                     if rebuilt != model {
