@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
+import LanyardGLib
 import LanyardStore
 import LanyardSupport
 import LanyardSystem
@@ -32,7 +33,7 @@ package enum LanyardIcon {
     }
 
     /// Writes the icon at every ``themeSizes`` into the hicolor theme folder `folder`
-    /// (`…/share/icons/hicolor`): each `SIZExSIZE/apps/lanyard.png` replaced atomically, mode 0644
+    /// (`…/share/icons/hicolor`): each `SIZExSIZE/apps/lanyard.png` replaced durably, mode 0644
     /// in folders 0755 (an icon theme is read by every program of the session, and installed by
     /// root for every user).
     /// - Returns: the files written.
@@ -43,10 +44,12 @@ package enum LanyardIcon {
             do {
                 try FileManager.default.createDirectory(atPath: apps, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o755])
-                try Data(drawing.png(size: size)).write(to: URL(fileURLWithPath: path), options: .atomic)
+                // Replaced durably by GLib, as the autostart entry is.
+                try DurableFile.replace(path, with: Data(drawing.png(size: size)), mode: 0o644)
             } catch {
                 throw StoreError.io(path: path, detail: "cannot write: \(error.userFacingDescription)")
             }
+            // Readable by all whatever the umask (an install by root with umask 077).
             guard chmod(path, 0o644) == 0 else { throw StoreError.io(path: path, detail: SystemCallError.reason()) }
             return path
         }
