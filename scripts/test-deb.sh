@@ -187,6 +187,15 @@ else
     fail "autostart entry: lanyard tray --install-autostart failed or wrote another entry than $entry"
 fi
 
+# Lanyard's icon in the hicolor theme, each size (the autostart entry and notifications name it).
+lacking=""
+for size in 16 22 24 32 48 64 128 256; do
+    grep -qx "/usr/share/icons/hicolor/${size}x${size}/apps/lanyard.png" "$tmp/files" || lacking="$lacking ${size}x${size}"
+done
+if [ -n "$lacking" ]; then fail "icon: dpkg -L lanyard lacks lanyard.png at$lacking under /usr/share/icons/hicolor"
+elif ! grep -qx 'Icon=lanyard' "$entry"; then fail "icon: $entry does not name the lanyard icon"
+else pass "icon: /usr/share/icons/hicolor/{16..256}/apps/lanyard.png (dpkg -L), named by $entry"; fi
+
 lacking=""
 for doc in README.md copyright changelog.Debian.gz docs/cli.md; do
     grep -qx "/usr/share/doc/lanyard/$doc" "$tmp/files" || lacking="$lacking $doc"

@@ -28,6 +28,20 @@ pass "make install PREFIX=$prefix: $(find "$root" -type f ! -name install.log | 
 grep -q "ExecStart=$prefix/bin/lanyard agent" "$dest/lib/systemd/user/lanyard-agent.service" || fail "the agent unit does not run $prefix/bin/lanyard"
 grep -qx "ExecStart=$prefix/bin/lanyard tray" "$dest/lib/systemd/user/lanyard-tray.service" || fail "the tray unit does not run $prefix/bin/lanyard tray"
 pass "units run $prefix/bin/lanyard"
+# Lanyard's own icon in the hicolor theme, at each size, drawn by the binary just built: a PNG of
+# that size (its IHDR's width and height), readable by all, that the autostart entry names.
+for size in 16 22 24 32 48 64 128 256; do
+    icon="$dest/share/icons/hicolor/${size}x${size}/apps/lanyard.png"
+    [ -s "$icon" ] || fail "make install did not install share/icons/hicolor/${size}x${size}/apps/lanyard.png"
+    [ "$(stat -c %a "$icon")" = 644 ] || fail "$icon has mode $(stat -c %a "$icon"), not 644"
+    [ "$(head -c 8 "$icon" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$icon is not a PNG"
+    dims=$(od -An -tu1 -j16 -N8 "$icon" |
+        awk '{ print $1*16777216 + $2*65536 + $3*256 + $4 "x" $5*16777216 + $6*65536 + $7*256 + $8 }')
+    [ "$dims" = "${size}x${size}" ] || fail "$icon is $dims pixels, not ${size}x${size}"
+done
+grep -qx "Icon=lanyard" "$dest/share/lanyard/lanyard-tray.desktop" ||
+    fail "the autostart entry does not name the lanyard icon"
+pass "share/icons/hicolor/{16..256}/apps/lanyard.png: PNGs of their sizes, 0644, named by the autostart entry"
 entry="$dest/share/lanyard/lanyard-tray.desktop"
 grep -qx "Exec=$prefix/bin/lanyard tray" "$entry" || fail "the autostart entry does not run $prefix/bin/lanyard tray"
 command -v desktop-file-validate >/dev/null 2>&1 || fail "desktop-file-validate is not installed (desktop-file-utils; run scripts/deps.sh)"

@@ -33,6 +33,7 @@ typedef struct {
     uint64_t token;
     char *app_name, *icon, *summary, *body;
     char **actions;  // NULL-terminated
+    GVariant *image;  // the image-data hint's (iiibiiay), sunk; NULL for none
     uint8_t urgency;
     int32_t timeout_ms;
 } pending_notify;
@@ -44,6 +45,7 @@ static void free_pending(gpointer data) {
     g_free(p->summary);
     g_free(p->body);
     g_strfreev(p->actions);
+    if (p->image) g_variant_unref(p->image);
     g_free(p);
 }
 
@@ -88,6 +90,7 @@ static gboolean send_on_loop(gpointer data) {
     GVariantBuilder hints;
     g_variant_builder_init(&hints, (const GVariantType *)"a{sv}");
     g_variant_builder_add_value(&hints, dict_entry("urgency", g_variant_new_byte(p->urgency)));
+    if (p->image) g_variant_builder_add_value(&hints, dict_entry("image-data", g_variant_ref(p->image)));
     // Notify(app_name s, replaces_id u, app_icon s, summary s, body s, actions as, hints a{sv}, expire_timeout i)
     GVariant *arguments[8] = {
         g_variant_new_string(p->app_name), g_variant_new_uint32(0), g_variant_new_string(p->icon),
@@ -140,7 +143,7 @@ lanyard_notifications *lanyard_notifications_start(lanyard_notify_reply_fn on_re
 
 void lanyard_notifications_send(lanyard_notifications *n, uint64_t token, const char *app_name, const char *icon,
                                 const char *summary, const char *body, const char *const *actions, int action_count,
-                                uint8_t urgency, int32_t timeout_ms) {
+                                const lanyard_notification_image *image, uint8_t urgency, int32_t timeout_ms) {
     pending_notify *p = g_malloc0(sizeof *p);
     p->owner = n;
     p->token = token;
@@ -150,6 +153,18 @@ void lanyard_notifications_send(lanyard_notifications *n, uint64_t token, const 
     p->body = g_strdup(body ? body : "");
     p->actions = g_malloc0(sizeof(char *) * (size_t)(action_count + 1));
     for (int i = 0; i < action_count; i++) p->actions[i] = g_strdup(actions[i] ? actions[i] : "");
+    if (image && image->rgba && image->width > 0 && image->height > 0) {
+        // The spec's image-data: width, height, rowstride, has alpha, bits per sample, channels,
+        // pixels; built here (GVariant is immutable and thread-safe once sunk).
+        gsize bytes = (gsize)image->width * (gsize)image->height * 4;
+        GVariant *parts[7] = {
+            g_variant_new_int32(image->width), g_variant_new_int32(image->height),
+            g_variant_new_int32(image->width * 4), g_variant_new_boolean(TRUE), g_variant_new_int32(8),
+            g_variant_new_int32(4),
+            g_variant_new_fixed_array((const GVariantType *)"y", image->rgba, bytes, 1),
+        };
+        p->image = g_variant_ref_sink(g_variant_new_tuple(parts, 7));
+    }
     p->urgency = urgency;
     p->timeout_ms = timeout_ms;
     // notify_answered frees it. (After stop nothing runs: a request still queued then is not freed.)

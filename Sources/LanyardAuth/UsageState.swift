@@ -61,7 +61,10 @@ package struct UsageState: Sendable, Equatable {
         var object: [String: JSONValue] = [:]
         for (slot, entry) in slots {
             let report = entry.report
-            var fields: [String: JSONValue] = ["fetched_at": .date(entry.fetchedAt), "limit_reached": .bool(report.limitReached)]
+            // Milliseconds: the tray adopts figures newer than its own, and whole seconds would tie
+            // (its own fetch and a `lanyard usage` a moment later in the same second).
+            var fields: [String: JSONValue] = ["limit_reached": .bool(report.limitReached)]
+            fields["fetched_at"] = .string(RFC3339.stringWithMilliseconds(from: entry.fetchedAt))
             if let plan = report.plan { fields["plan"] = .string(plan.rawValue) }
             for (name, window) in [("primary", report.primary), ("secondary", report.secondary)] {
                 guard let window else { continue }

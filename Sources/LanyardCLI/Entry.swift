@@ -39,7 +39,8 @@ package enum Lanyard {
 
     /// Every top-level command (groups of subcommands included), in the order `help` lists them,
     /// then the hidden ones. Help, the man page and completions are generated from this table.
-    package static let commands: [CommandSpec] = groups.flatMap(\.commands) + [RefreshWorker.command]
+    package static let commands: [CommandSpec] = groups.flatMap(\.commands)
+        + [RefreshWorker.command, DesktopIconsCommand.command]
 
     /// Every command and subcommand, depth first.
     package static var allCommands: [CommandSpec] { commands.flatMap(\.withDescendants) }

@@ -20,7 +20,8 @@ extension Lanyard {
         .init(name: "XDG_DATA_HOME", meaning: "registry and encrypted store: $XDG_DATA_HOME/lanyard/ (default ~/.local/share)"),
         .init(name: "XDG_STATE_HOME", meaning: "event log and recovery files: $XDG_STATE_HOME/lanyard/ (default ~/.local/state)"),
         .init(name: "XDG_RUNTIME_DIR", meaning: "locks and per-process homes: $XDG_RUNTIME_DIR/lanyard/"),
-        .init(name: "LANYARD_EVENT_SOURCE", meaning: "the source written in the event log (set to agent by the agent; default cli)"),
+        .init(name: "LANYARD_EVENT_SOURCE",
+              meaning: "the source written in the event log (set to agent by the agent, tray by the tray; default cli)"),
         .init(name: "LANYARD_TRACE_STARTUP", meaning: "1 prints how long each start-up phase took, in ms, on stderr (never a secret; see docs/performance.md)"),
     ]
 

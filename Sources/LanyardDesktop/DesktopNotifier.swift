@@ -30,8 +30,7 @@ package final class DesktopNotifier: Sendable {
         } catch {
             return error.description
         }
-        return connected.sendWaiting(summary: summary, body: body, icon: "dialog-password", urgency: urgency,
-                                     timeoutSeconds: timeoutSeconds)
+        return connected.sendWaiting(summary: summary, body: body, urgency: urgency, timeoutSeconds: timeoutSeconds)
     }
 }
 

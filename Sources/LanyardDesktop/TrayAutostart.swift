@@ -75,7 +75,7 @@ package enum TrayAutostart {
         Comment=Every slot's usage in the tray; switch accounts from its menu
         Exec=\(execValue([executable, "tray"]))
         TryExec=\(stringValue(executable))
-        Icon=security-high
+        Icon=\(LanyardIcon.name)
         Terminal=false
         NoDisplay=true
         StartupNotify=false

@@ -76,8 +76,8 @@ package struct TrayIcon: Sendable, Hashable {
         return canvas.argb(opacity: state == .noSlot ? 0.75 : 1)
     }
 
-    /// The same drawing as a PNG (dbusmenu's `icon-data`).
-    package func png(size: Int) -> [UInt8] {
+    /// The same drawing as 8-bit RGBA, row by row (a notification's `image-data`).
+    package func rgba(size: Int) -> [UInt8] {
         let argb = pixels(size: size)
         var rgba = [UInt8](repeating: 0, count: argb.count)
         for i in stride(from: 0, to: argb.count, by: 4) {
@@ -86,8 +86,11 @@ package struct TrayIcon: Sendable, Hashable {
             rgba[i + 2] = argb[i + 3]
             rgba[i + 3] = argb[i]
         }
-        return PNG.encode(width: size, height: size, rgba: rgba)
+        return rgba
     }
+
+    /// The same drawing as a PNG (dbusmenu's `icon-data`, the installed application icon).
+    package func png(size: Int) -> [UInt8] { PNG.encode(width: size, height: size, rgba: rgba(size: size)) }
 
     static func roundedRect(_ x: Double, _ y: Double, _ x0: Double, _ y0: Double, _ x1: Double, _ y1: Double, radius: Double) -> Bool {
         guard x >= x0, x <= x1, y >= y0, y <= y1 else { return false }

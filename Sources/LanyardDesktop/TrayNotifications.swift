@@ -151,7 +151,7 @@ struct TrayNotifications {
 
     private mutating func send(_ summary: String, _ body: String, _ actions: [DesktopNotificationAction], urgency: UInt8 = 1) {
         guard let center else { return }
-        center.send(token: nextToken, summary: summary, body: body, actions: actions, icon: "dialog-information", urgency: urgency)
+        center.send(token: nextToken, summary: summary, body: body, actions: actions, urgency: urgency)
         nextToken += 1
     }
 

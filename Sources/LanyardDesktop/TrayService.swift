@@ -143,6 +143,17 @@ package struct TrayService: Sendable {
                 func rebuild() -> TrayModel {
                     TrayModel(document: document, usage: usage, ids: &ids, clock: clock(), label: labelMode)
                 }
+                // An entry or a button: done, a failure said by notification, and the registry
+                // read here, so the change is this one's to say (inotify's wake-up then finds
+                // nothing new): a switch to a slot that cannot be used now.
+                func act(_ action: TrayAction) async {
+                    if let problem = await perform(action, document: document) {
+                        notices.say(problem.summary, problem.body, urgency: 2)
+                    }
+                    let previous = document
+                    document = await reload(document)
+                    await notices.registryChanged(from: previous, to: document, usage: usage)
+                }
                 var model = rebuild()
                 var shownMinute = Int(Date().timeIntervalSince1970 / 60)
                 publish(model, on: notifier)
@@ -186,8 +197,7 @@ package struct TrayService: Sendable {
                             signIn(slot, group: &group, input: input, notices: &notices)
                             continue inputLoop
                         }
-                        await perform(action, document: document)
-                        document = await reload(document)
+                        await act(action)
                     case .desktop(.menuOpened):
                         // The menu shows every slot: refresh those checked longer ago than the poll
                         // (and the rebuild below says how old the figures shown are).
@@ -208,8 +218,7 @@ package struct TrayService: Sendable {
                             signIn(slot, group: &group, input: input, notices: &notices)
                             continue inputLoop
                         }
-                        await perform(action, document: document)
-                        document = await reload(document)
+                        await act(action)
                     }
                     let rebuilt = rebuild()
                     if rebuilt != model {
@@ -296,7 +305,17 @@ package struct TrayService: Sendable {
 
     /// Does what an entry or a notification's button asks; `document` is the registry as the
     /// tray last read it.
-    private func perform(_ action: TrayAction, document: RegistryDocument) async {
+    /// - Returns: a switch that failed, said for people (a tray started at login has no stderr
+    ///   anyone reads: the loop says it by notification).
+    private func perform(_ action: TrayAction, document: RegistryDocument) async -> (summary: String, body: String)? {
+        func failed(_ description: String) -> (summary: String, body: String)? {
+            options.diagnostics(description)
+            switch action {
+            case .switchTo(let slot): return ("Lanyard did not switch to \(slot.name)", description)
+            case .best: return ("Lanyard did not switch", description)
+            default: return nil
+            }
+        }
         do {
             switch action {
             case .switchTo(let slot):
@@ -320,10 +339,11 @@ package struct TrayService: Sendable {
                 break  // handled by the loop
             }
         } catch let error as any LanyardError {
-            options.diagnostics(error.userFacingDescription)
+            return failed(error.userFacingDescription)
         } catch {
-            options.diagnostics("\(error)")
+            return failed("\(error)")
         }
+        return nil
     }
 
     private func loadRegistry() async throws -> RegistryDocument {

@@ -20,6 +20,25 @@ public struct SwitchOutcome: Sendable, Equatable {
     public var event: JSONValue? = nil
 }
 
+/// A switch that Codex could not follow (`[integrations] codex = true`), and so did not happen:
+/// the slot that was active before is active again. The code is the cause's (a locked keyring in
+/// Codex's keyring mode: `codex_keyring_unavailable`, exit 5).
+package struct CodexDidNotFollow: LanyardError {
+    /// The slot asked for.
+    package let slot: Slot
+    /// The slot active again (nil: none was).
+    package let stillActive: Slot?
+    /// Why Codex's sign-in could not be written.
+    package let cause: any Error
+
+    package var code: ErrorCode { (cause as? any LanyardError)?.code ?? .integrationUnsupported }
+    package var underlying: (any Error)? { cause }
+    package var errorDescription: String? {
+        let stays = stillActive.map { "\($0.name) is still the active slot" } ?? "no slot is active, as before"
+        return "did not switch to \(slot.name), because Codex could not follow (\(stays)): \(cause.userFacingDescription)"
+    }
+}
+
 /// Why the active slot changed: logged with the `switch` event (`reason`), so `lanyard events`
 /// tells a user's switch from auto-switching's.
 public enum SwitchReason: Sendable, Equatable {
@@ -117,7 +136,10 @@ package struct AdoptedSignIn: Sendable, Equatable {
 extension AccountManager {
     /// Makes `slot` the active slot. With `[integrations] codex = true`, Codex's auth.json (in the
     /// Codex home `environment` names) follows: tokens Codex rotated are first copied back into
-    /// the previously active slot, then the new slot is written there.
+    /// the previously active slot, then the new slot is written there. A switch Codex cannot
+    /// follow (its keyring locked or unreachable in keyring mode, the slot's tokens not to be had)
+    /// is undone: the slot that was active is active again, so Lanyard and Codex never disagree
+    /// about the account without saying so, and ``CodexDidNotFollow`` says why.
     ///
     /// A change of slot logs a `switch` event (`from`, `to`, `provider`, and why: `reason`, see
     /// ``SwitchReason``); the event's slot is the new active slot.
@@ -129,8 +151,19 @@ extension AccountManager {
             let sync = CodexSync(manager: self)
             let home = CodexHome(explicit: nil, environment: environment)
             var copiedBack = false
-            if let previous = change.previous { copiedBack = try await sync.copyBack(from: home, into: previous) }
-            let exported = try await sync.export(slot: slot, to: home)
+            let exported: CodexExport
+            do {
+                if let previous = change.previous { copiedBack = try await sync.copyBack(from: home, into: previous) }
+                exported = try await sync.export(slot: slot, to: home)
+            } catch {
+                guard change.previous != slot else { throw error }
+                // Put the slot that was active back, unless another switch came in meanwhile.
+                let registry = self.registry, previous = change.previous
+                try await BlockingExecutor.shared.run {
+                    try registry.update { document in if document.active == slot { document.active = previous } }
+                }
+                throw CodexDidNotFollow(slot: slot, stillActive: previous, cause: error)
+            }
             outcome = SwitchOutcome(change: change, codex: CodexFollow(authPath: exported.place, copiedBack: copiedBack,
                                                                        runningCodexPIDs: CodexHome.runningProcesses()))
         } else {

@@ -31,6 +31,8 @@ public struct Accounts: Sendable {
     }
 
     /// Makes `slot` the active slot; with `[integrations] codex = true`, Codex's auth.json follows.
+    /// A switch Codex cannot follow (its keyring locked in keyring mode, say) is undone and throws
+    /// an error with the cause's code: when this throws, the active slot is what it was.
     public func switchActive(to slot: Slot) async throws -> SwitchOutcome {
         try await manager.switchActive(to: slot, environment: configuration.environment)
     }

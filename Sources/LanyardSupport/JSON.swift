@@ -37,6 +37,19 @@ package enum RFC3339 {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The date to the nearest millisecond ("2026-12-05T01:20:07.612Z"): for a time compared
+    /// with another program's to tell which is newer, where whole seconds would tie.
+    package static func stringWithMilliseconds(from date: Date) -> String {
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite, seconds >= earliestUnixTime, seconds < latestUnixTime else { return string(from: date) }
+        let total = Int64((seconds * 1000).rounded())
+        var whole = total / 1000, millis = total % 1000
+        if millis < 0 { millis += 1000; whole -= 1 }
+        let digits = String(millis)
+        return String(string(from: Date(timeIntervalSince1970: Double(whole))).dropLast()) + "."
+            + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
+    }
+
     package static func date(from string: String) -> Date? {
         // In place for native strings: every stored date is parsed on every registry read.
         string.utf8.withContiguousStorageIfAvailable(date(bytes:)) ?? date(bytes: Array(string.utf8))

@@ -57,6 +57,8 @@ import LanyardDesktop
         #expect(try validate(packaged) == "")
         // Not skipped by systemd-xdg-autostart-generator: on GNOME and Plasma it is what starts it.
         #expect(!packaged.contains("X-systemd-skip") && !packaged.contains("Hidden="))
+        // Lanyard's own icon (installed in hicolor), not a theme's stock one.
+        #expect(packaged.contains("\nIcon=lanyard\n"), "\(packaged)")
     }
 
     @Test func onlyAnEntryWithTheMarkerIsOurs() {

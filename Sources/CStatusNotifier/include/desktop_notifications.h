@@ -24,11 +24,20 @@ typedef void (*lanyard_notification_signal_fn)(void *context, uint32_t id, const
 lanyard_notifications *lanyard_notifications_start(lanyard_notify_reply_fn on_reply, lanyard_notification_signal_fn on_signal,
                                                    void *context, char *error, int error_size);
 
+/// An image sent with a notification (the `image-data` hint): `width` × `height` pixels of 8-bit
+/// RGBA, row by row, no padding.
+typedef struct {
+    int32_t width;
+    int32_t height;
+    const uint8_t *rgba;
+} lanyard_notification_image;
+
 /// Sends Notify (copied; thread-safe): `actions` holds `action_count` strings, key and label
-/// alternating. The answer comes to `on_reply` with `token`.
+/// alternating; `image` (or NULL) goes in the `image-data` hint. The answer comes to `on_reply`
+/// with `token`.
 void lanyard_notifications_send(lanyard_notifications *notifications, uint64_t token, const char *app_name, const char *icon,
                                 const char *summary, const char *body, const char *const *actions, int action_count,
-                                uint8_t urgency, int32_t timeout_ms);
+                                const lanyard_notification_image *image, uint8_t urgency, int32_t timeout_ms);
 
 /// Stops the loop and frees everything; no callback runs after it returns. Not from the loop's thread.
 void lanyard_notifications_stop(lanyard_notifications *notifications);

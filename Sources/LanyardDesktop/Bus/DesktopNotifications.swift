@@ -101,20 +101,35 @@ package final class DesktopNotifications: @unchecked Sendable {
     }
 
     /// Sends one notification (does not wait: the answer is an event with `token`).
-    /// - Parameter urgency: 0 low, 1 normal, 2 critical.
+    /// - Parameters:
+    ///   - icon: the `app_icon`, a theme icon name: Lanyard's own (``LanyardIcon/name``).
+    ///   - image: sent as the `image-data` hint, which servers show before `app_icon`: Lanyard's
+    ///     icon as pixels, so it shows where the theme lacks the name.
+    ///   - urgency: 0 low, 1 normal, 2 critical.
     package func send(token: UInt64, summary: String, body: String, actions: [DesktopNotificationAction] = [],
-                      icon: String = "dialog-password", urgency: UInt8 = 1, timeoutMilliseconds: Int32 = -1) {
+                      icon: String = LanyardIcon.name, image: NotificationImage? = LanyardIcon.notificationImage,
+                      urgency: UInt8 = 1, timeoutMilliseconds: Int32 = -1) {
         let texts: [String] = actions.flatMap { [$0.key, $0.label] }
         let strings: [UnsafeMutablePointer<CChar>] = texts.map { strdup($0)! }
         defer { strings.forEach { free($0) } }
         let pointers: [UnsafePointer<CChar>?] = strings.map { UnsafePointer($0) }
-        lanyard_notifications_send(handle, token, "Lanyard", icon, summary, body, pointers, Int32(pointers.count), urgency, timeoutMilliseconds)
+        let count = Int32(pointers.count)
+        guard let image else {
+            lanyard_notifications_send(handle, token, "Lanyard", icon, summary, body, pointers, count, nil, urgency, timeoutMilliseconds)
+            return
+        }
+        image.rgba.withUnsafeBufferPointer { pixels in
+            var picture = lanyard_notification_image(width: Int32(image.width), height: Int32(image.height),
+                                                     rgba: pixels.baseAddress)
+            lanyard_notifications_send(handle, token, "Lanyard", icon, summary, body, pointers, count, &picture, urgency,
+                                       timeoutMilliseconds)
+        }
     }
 
     /// Sends one notification and waits for the service's answer, at most `timeoutSeconds` (for
     /// synchronous callers: the agent). Blocks: not on a cooperative thread.
     /// - Returns: nil when the service took it, else why not.
-    package func sendWaiting(summary: String, body: String, icon: String = "dialog-password", urgency: UInt8 = 1,
+    package func sendWaiting(summary: String, body: String, icon: String = LanyardIcon.name, urgency: UInt8 = 1,
                              timeoutSeconds: Double = 2) -> String? {
         let token = waitedTokens.withLock { next in
             next += 1

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """A notification server for tests: owns org.freedesktop.Notifications on the session bus
 (DBUS_SESSION_BUS_ADDRESS, a test's private bus), records every Notify as one JSON line in the
-file given, and emits ActionInvoked or NotificationClosed when a test asks through its own
-interface org.lanyard.test.Notifications (InvokeAction(u id, s key), Close(u id, u reason)).
+file given (an `image-data` hint as its shape and the SHA-256 of its pixels), and emits
+ActionInvoked or NotificationClosed when a test asks through its own interface
+org.lanyard.test.Notifications (InvokeAction(u id, s key), Close(u id, u reason)).
 
 Debian's python3-dbus and python3-gi (scripts/deps.sh); run with /usr/bin/python3, not the venv.
 Prints "ready" once it owns the name.
     notification_server.py RECORD.jsonl
 """
+import hashlib
 import json
 import sys
 
@@ -35,6 +37,14 @@ class Server(dbus.service.Object):
             "summary": str(summary), "body": str(body), "actions": [str(a) for a in actions],
             "urgency": int(hints["urgency"]) if "urgency" in hints else None, "timeout": int(timeout),
         }
+        if "image-data" in hints:
+            # (iiibiiay): width, height, rowstride, has alpha, bits per sample, channels, pixels
+            # (recorded as their length and SHA-256, not the bytes).
+            width, height, rowstride, alpha, bits, channels, data = hints["image-data"]
+            pixels = bytes(data)
+            line["image"] = {"width": int(width), "height": int(height), "rowstride": int(rowstride),
+                             "has_alpha": bool(alpha), "bits_per_sample": int(bits), "channels": int(channels),
+                             "length": len(pixels), "sha256": hashlib.sha256(pixels).hexdigest()}
         with open(self.record, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
         return dbus.UInt32(self.next_id)

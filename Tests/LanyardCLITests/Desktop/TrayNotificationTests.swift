@@ -2,7 +2,9 @@ import Foundation
 import LanyardSupport
 import Testing
 import LanyardTestSupport
+import Age
 import LanyardCore
+import LanyardDesktop
 import LanyardStore
 
 /// A notification server of a test's own on a ``TrayDesktop``'s bus:
@@ -106,6 +108,14 @@ final class NotificationServer: @unchecked Sendable {
         #expect(first["summary"] as? String == "work has used 83 % of its 5 h window", "\(first)")
         #expect(first["actions"] as? [String] == ["switch:home", "Switch to home (8 %)", "dismiss", "Dismiss"], "\(first)")
         #expect(first["app_name"] as? String == "Lanyard")
+        // Lanyard's own icon: its name in the theme, and its pixels for a theme without it.
+        #expect(first["icon"] as? String == "lanyard")
+        let image = try #require(first["image"] as? [String: Any], "\(first)")
+        let expected = LanyardIcon.notificationImage
+        #expect(image["width"] as? Int == 48 && image["height"] as? Int == 48, "\(image)")
+        #expect(image["rowstride"] as? Int == 48 * 4 && image["has_alpha"] as? Bool == true, "\(image)")
+        #expect(image["bits_per_sample"] as? Int == 8 && image["channels"] as? Int == 4, "\(image)")
+        #expect(image["sha256"] as? String == hexString(SHA256.digest(expected.rgba)), "\(image)")
         #expect((first["body"] as? String)?.hasPrefix("It resets ") == true, "\(first)")
 
         // Later polls of the same window (the menu shows each) say nothing more.

@@ -312,6 +312,62 @@ extension IntegrationHome {
         #expect(try secretTool(["lookup", "service", "Codex Auth", "username", account]).status != 0)
     }
 
+    /// Keyring mode with the keyring locked (a gnome-keyring of the test's own, on a bus of its
+    /// own, so locking it touches no other test): a switch Codex cannot follow is undone and said
+    /// plainly (exit 5); the active slot, Codex's item and the event log are as before. Unlocked,
+    /// the same switch goes through.
+    @Test func aSwitchCodexCannotFollowIsUndone() async throws {
+        let env = try await IntegrationHome(extraConfig: "[integrations]\ncodex = true")
+        let bus = try PrivateSessionBus(folder: env.home.root + "/bus")
+        var environment = env.home.environment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        environment["CODEX_HOME"] = env.codexHome
+        var daemon: KeyringDaemon? = try KeyringDaemon(environment: environment, password: "keyring password")
+        try Data("cli_auth_credentials_store = \"keyring\"\n".utf8).write(to: URL(fileURLWithPath: env.codexHome + "/config.toml"))
+        let a = try #require(try await env.signIn("a", email: "a@example.com").account.accountID)
+        let b = try #require(try await env.signIn("b", email: "b@example.com").account.accountID)
+        func run(_ args: String...) throws -> (status: Int32, stdout: String, stderr: String) {
+            let (status, out, err) = try runProcess(lanyardBinary(), args, environment: environment)
+            return (status, out, err)
+        }
+        /// The account of Codex's keyring item for this home, as Codex's keyring crate finds it.
+        let item = CodexHome(directory: env.codexHome).keyringAccount
+        func codexAccount() throws -> String? {
+            let (status, out, _) = try runProcess("/usr/bin/env", ["secret-tool", "lookup", "service", "Codex Auth", "username", item],
+                                                  environment: environment)
+            guard status == 0 else { return nil }
+            return try CodexSignIn.parse(Data(out.utf8), path: "keyring").chatGPT?.accountID
+        }
+        let first = try run("switch", "a")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try codexAccount() == a)
+
+        let (lockStatus, _, lockErrors) = try runProcess("/usr/bin/gdbus", [
+            "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+            "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']"], environment: environment)
+        #expect(lockStatus == 0, "\(lockErrors)")
+        let refused = try run("switch", "b")
+        #expect(refused.status == 5, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stdout.isEmpty, "\(refused.stdout)")
+        #expect(refused.stderr.contains("did not switch to b, because Codex could not follow (a is still the active slot): ")
+                && refused.stderr.contains("the keyring is locked"), "\(refused.stderr)")
+        let json = try run("switch", "b", "--json")
+        #expect(json.status == 5 && json.stdout.contains("codex_keyring_unavailable"), "\(json.stdout)")
+        #expect(try Registry(paths: env.paths).loadInTest().active?.name == "a")
+        #expect(!EventLog(paths: env.paths).read().contains { $0["event"]?.string == "switch" && $0["to"]?.string == "b" })
+
+        // A new daemon opens the same keyring file with its password: Codex's item is still a's,
+        // and now the switch goes through.
+        daemon?.kill()
+        daemon = try KeyringDaemon(environment: environment, password: "keyring password")
+        #expect(try codexAccount() == a)
+        let switched = try run("switch", "b")
+        #expect(switched.status == 0, "\(switched.stderr)")
+        #expect(try Registry(paths: env.paths).loadInTest().active?.name == "b")
+        #expect(try codexAccount() == b)
+        withExtendedLifetime(daemon) {}
+    }
+
     /// With no keyring answering, keyring mode is an error (exit 5) and no auth.json is written.
     @Test func noKeyringIsAnErrorNotAFileCodexIgnores() async throws {
         let env = try await IntegrationHome()  // no session bus

@@ -17,8 +17,10 @@ struct IntegrationHome {
     let home = TestHome()
     var codexHome: String { home.root + "/codex" }
 
-    init(extraConfig: String = "") async throws {
-        server = try OAuthTestServer(.chatgptEmulator)
+    /// - Parameter emulatorArguments: more arguments for the emulator (the browser sign-in's
+    ///   registered redirect addresses).
+    init(extraConfig: String = "", emulatorArguments: [String] = []) async throws {
+        server = try OAuthTestServer(.chatgptEmulator, arguments: emulatorArguments)
         home.withoutSessionBus = true
         try home.useEmulator(server, extraConfig: extraConfig)
         try await server.hook("/_test/config", ["interval": 0])
