@@ -132,6 +132,16 @@ package final class BlockingExecutor: @unchecked Sendable {
         }
     }
 
+    /// A new thread takes the signal mask of the thread that made it, and a thread libdispatch
+    /// runs blocks nearly every signal; a child started from such a thread by anything but
+    /// ``Spawn`` (which resets the mask) would keep them blocked: `timeout` could not end it with
+    /// SIGTERM. The executor's threads start with none blocked, as a process's main thread does.
+    private static func unblockSignals() {
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
+    }
+
     /// ``submit(_:)`` on a thread of its own, outside the bound (see ``runOnOwnThread(_:)``; when
     /// no thread can be started, the work goes to the pool).
     package func submitOnOwnThread(_ work: @escaping @Sendable () -> Void) {
@@ -146,6 +156,7 @@ package final class BlockingExecutor: @unchecked Sendable {
         pthread_attr_init(&attributes)
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         let made = pthread_create(&thread, &attributes, { raw in
+            BlockingExecutor.unblockSignals()
             Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().work()
             return nil
         }, box.toOpaque())
@@ -200,6 +211,7 @@ package final class BlockingExecutor: @unchecked Sendable {
         pthread_attr_init(&attributes)
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         let made = pthread_create(&thread, &attributes, { raw in
+            BlockingExecutor.unblockSignals()
             let executor = Unmanaged<BlockingExecutor>.fromOpaque(raw!).takeRetainedValue()
             executor.work()
             return nil

@@ -7,6 +7,31 @@ import LanyardSupport
 @Suite struct BlockingExecutorTests {
     /// Work on a thread of its own runs while every pooled thread is taken by work waiting for it
     /// (a sign-in's command waiting for the callback its listener would accept).
+    /// Threads started from a libdispatch thread (which blocks nearly every signal) block none,
+    /// pooled or of their own: a child they start can be ended with SIGTERM.
+    @Test func itsThreadsBlockNoSignal() async {
+        let executor = BlockingExecutor(maximumThreads: 2, idleSeconds: 1)
+        func termBlocked(ownThread: Bool) async -> (dispatch: Bool, executor: Bool) {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    var mask = sigset_t()
+                    pthread_sigmask(SIG_SETMASK, nil, &mask)
+                    let dispatchBlocks = sigismember(&mask, SIGTERM) == 1
+                    let probe: @Sendable () -> Void = {
+                        var mine = sigset_t()
+                        pthread_sigmask(SIG_SETMASK, nil, &mine)
+                        continuation.resume(returning: (dispatchBlocks, sigismember(&mine, SIGTERM) == 1))
+                    }
+                    if ownThread { executor.submitOnOwnThread(probe) } else { executor.submit(probe) }
+                }
+            }
+        }
+        for ownThread in [false, true] {
+            let blocked = await termBlocked(ownThread: ownThread)
+            #expect(blocked.executor == false, "own thread: \(ownThread); libdispatch's blocks SIGTERM: \(blocked.dispatch)")
+        }
+    }
+
     @Test func workOnItsOwnThreadRunsWhenThePoolIsFull() async {
         let executor = BlockingExecutor(maximumThreads: 1, idleSeconds: 1)
         let released = DispatchSemaphore(value: 0)

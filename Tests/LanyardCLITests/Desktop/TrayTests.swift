@@ -131,7 +131,7 @@ final class TrayDesktop: @unchecked Sendable {
         try checkTrayRuns()
         // Bounded: the dumper waits forever when the layout changes while it reads it (its wait
         // for the root item is not told again); a dump cut short is "" and the caller asks again.
-        return try runProcess("/usr/bin/timeout", ["20", Self.dumperBinary, "--dbus-name=\(name)", "--dbus-object=/MenuBar"],
+        return try runProcess("/usr/bin/timeout", ["-k", "5", "20", Self.dumperBinary, "--dbus-name=\(name)", "--dbus-object=/MenuBar"],
                               environment: environment).1
     }
 
