@@ -1,4 +1,4 @@
-# Lanyard — make demo | make check | make test | make bench | make soak | make fuzz | make install
+# Lanyard — make demo | make check | make test | make format | make bench | make soak | make fuzz | make install
 SWIFT ?= swift
 PREFIX ?= /usr/local
 # The release that ships (make install, make deb) and that make bench measures: static Swift
@@ -20,7 +20,7 @@ export LANYARD_SOURCE_ROOT := $(CURDIR)
 # install and deb need none).
 DEPS_VENV = $(if $(filter check test demo bench soak fuzz,$(MAKECMDGOALS)),1,0)
 
-.PHONY: all deps build release check test demo bench soak fuzz install uninstall deb clean
+.PHONY: all deps build release check test format demo bench soak fuzz install uninstall deb clean
 
 all: build
 
@@ -51,6 +51,11 @@ check: deps
 # the full gate.
 test: deps
 	@SWIFT="$(SWIFT)" scripts/test.sh
+
+# Every Swift file formatted in place by swift-format with .swift-format (swift-nio's rules, 120
+# columns); make check fails on anything this would change (scripts/format.sh --check).
+format:
+	@SWIFT="$(SWIFT)" scripts/format.sh
 
 demo: build
 	@scripts/demo.sh

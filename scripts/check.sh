@@ -1,5 +1,6 @@
 #!/bin/sh
-# The test suite: every Swift test inside a private keyring session and beside a throwaway
+# The test suite: first the formatting (scripts/format.sh --check: swift format lint --strict and
+# no line over 120 characters), then every Swift test inside a private keyring session and beside a throwaway
 # 3-member etcd cluster (scripts/test.sh, as make test: plain `swift test`, tests in parallel,
 # then the LanyardKit, agent and fleet suites on a one-thread cooperative pool), the Secret
 # Service suites again with KeePassXC and then KWallet as the provider, the tray on a real panel (Xvfb, Xfce's
@@ -19,6 +20,8 @@ started=$(date +%s)
 tree_before=$(git status --porcelain --untracked-files=all 2> /dev/null || true)
 # phase TEXT: a heading with the minutes and seconds since the suite started.
 phase() { t=$(( $(date +%s) - started )); printf '== [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$1"; }
+phase "formatting (scripts/format.sh --check; make format fixes most of it)"
+SWIFT="${SWIFT:-swift}" scripts/format.sh --check
 phase "build (debug, with the tests)"
 ${SWIFT:-swift} build --build-tests --quiet
 scripts/verify-units.sh
