@@ -84,7 +84,8 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // The registry, read slot by slot from the bytes and as one document
     let streaming = try? RegistryDocument.decodeStreaming(bytes, source: "registry.json")
     let whole = try? RegistryDocument.decode(bytes, source: "registry.json")
-    guard streaming == whole else { fatalError("the registry reads differently streaming (\(String(describing: streaming))) and whole (\(String(describing: whole)))") }
+    guard streaming == whole else { fatalError("the registry reads differently streaming (\(String(describing: streaming))) "
+        + "and whole (\(String(describing: whole)))") }
     if let whole, (try? RegistryDocument.decodeStreaming(whole.jsonData(pretty: true), source: "registry.json")) != whole {
         fatalError("registry round trip changed it")
     }

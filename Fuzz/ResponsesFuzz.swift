@@ -1,8 +1,8 @@
 // libFuzzer harness for what servers answer: OIDC discovery documents, device authorization
 // answers (ChatGPT's and RFC 8628's), browser sign-in callbacks (the request and a pasted
 // redirect address), token endpoint bodies, usage reports and
-// `usage_limit_reached` bodies, and the claims of the tokens they hand out. Built by scripts/fuzz.sh against LanyardAuth (built for testing:
-// its answer parsers are internal) and the modules below it.
+// `usage_limit_reached` bodies, and the claims of the tokens they hand out. Built by scripts/fuzz.sh
+// against LanyardAuth (built for testing: its answer parsers are internal) and the modules below it.
 // Beyond "does not crash": every endpoint a discovery document gives is https or loopback http;
 // every usage percentage accepted is from 0 to 100; every date Lanyard would store or show from an answer (a token's
 // expiry, a usage window's reset) is written as RFC 3339 text that parses back to the same text,

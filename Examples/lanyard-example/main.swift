@@ -30,7 +30,8 @@ struct Example {
             }
             guard var slot = session.slot else { return }
             let who = session.accountInfo?.email ?? "?"
-            print("signed in as \(who) on \(session.accountInfo?.plan?.displayName ?? "an unknown plan") in slot \(slot.name)")
+            print("signed in as \(who) on \(session.accountInfo?.plan?.displayName ?? "an unknown plan") "
+                + "in slot \(slot.name)")
 
             let accounts = try Accounts()
             let registry = try accounts.list()

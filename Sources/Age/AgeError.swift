@@ -163,7 +163,8 @@ public enum AgeError: Error, Sendable, Equatable, LocalizedError, CustomStringCo
         case .scryptNotAlone:
             return "invalid age header: a passphrase (scrypt) stanza must be the only stanza in the file"
         case let .workFactorTooLarge(logN, maximum):
-            return "scrypt work factor 2^\(logN == Int.max ? "(huge)" : String(logN)) exceeds the maximum 2^\(maximum); refusing to run it"
+            return "scrypt work factor 2^\(logN == Int.max ? "(huge)" : String(logN)) "
+                + "exceeds the maximum 2^\(maximum); refusing to run it"
         case let .noIdentityMatched(types):
             let shown = types.prefix(8).map { Self.printable($0) }.joined(separator: ", ")
             let more = types.count > 8 ? ", …" : ""

@@ -235,7 +235,8 @@ package final class RefreshAgent {
                 let event = log.appendError(code, slot: slot, message: error.userFacingDescription, fields: [
                     "attempt": .number(Double(attempt)), "retry_in": .number((delay * 10).rounded() / 10),
                 ])
-                diagnostics("\(slot.name): refresh failed (\(code.rawValue)): \(error.userFacingDescription); retrying in \(delay.rounded().saturatingInt) s")
+                diagnostics("\(slot.name): refresh failed (\(code.rawValue)): \(error.userFacingDescription); "
+                    + "retrying in \(delay.rounded().saturatingInt) s")
                 hook?.run(event)
             }
         }

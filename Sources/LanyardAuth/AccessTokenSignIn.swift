@@ -28,7 +28,8 @@ public enum AccessTokenError: LanyardError, Equatable {
 
     public var errorDescription: String? {
         switch self {
-        case .empty: return "no access token on standard input (pipe it in: `printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`)"
+        case .empty: return "no access token on standard input (pipe it in: "
+            + "`printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`)"
         case .malformed(let problem): return "the access token read from standard input \(problem)"
         case .notPersonalAccessToken:
             return "that is not a personal access token (they start with `at-`); Codex reads any other token as an agent "
@@ -36,7 +37,8 @@ public enum AccessTokenError: LanyardError, Equatable {
         case .providerUnsupported(let id):
             return "provider \(TerminalText.escaped(id)) is not ChatGPT: only ChatGPT slots take a personal access token"
         case .rejected(let status):
-            return "the server refused the access token (HTTP \(status)): it is wrong, revoked or expired; nothing was stored"
+            return "the server refused the access token (HTTP \(status)): "
+                + "it is wrong, revoked or expired; nothing was stored"
         }
     }
 }

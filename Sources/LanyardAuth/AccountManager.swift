@@ -105,7 +105,8 @@ package struct AccountManager: Sendable {
         if !health.reachable || health.problem != nil {
             if kind == .file, let keyring, !health.reachable {
                 return .unavailable(backend: kind.displayName, hint: "there is no file store yet, and the Secret Service cannot keep credentials "
-                    + "either. Create the file store with `lanyard store init` (new sign-ins then go there), or make the keyring usable: "
+                    + "either. Create the file store with `lanyard store init` "
+                        + "(new sign-ins then go there), or make the keyring usable: "
                     + (keyring.problem ?? "it did not answer"))
             }
             return .unavailable(backend: kind.displayName, hint: health.problem ?? "it did not answer")

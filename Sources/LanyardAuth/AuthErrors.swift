@@ -128,9 +128,12 @@ public enum AuthError: LanyardError, Equatable {
         case .callbackTimeout: return "the sign-in callback did not arrive in time"
         case .callbackPortInUse(let ports):
             let names = ports.map(String.init).joined(separator: " and ")
-            return "another program listens on 127.0.0.1 or ::1 port\(ports.count == 1 ? "" : "s") \(names), where the browser sign-in "
-                + "must wait for its callback: most likely another sign-in (such as Codex's own `codex login`) is waiting there. "
-                + "Finish or cancel that sign-in and run this one again, or sign in with a device code: `lanyard login --device`"
+            return "another program listens on 127.0.0.1 or ::1 "
+                + "port\(ports.count == 1 ? "" : "s") \(names), where the browser sign-in "
+                + "must wait for its callback: most likely another sign-in "
+                    + "(such as Codex's own `codex login`) is waiting there. "
+                + "Finish or cancel that sign-in and run this one again, "
+                    + "or sign in with a device code: `lanyard login --device`"
         case .authorizationDenied(let m): return "authorization denied" + (m.isEmpty ? "" : ": \(m)")
         case .tokenExchangeFailed(let status, let detail):
             return "token endpoint answered HTTP \(status) (\(detail.code))"
@@ -140,7 +143,8 @@ public enum AuthError: LanyardError, Equatable {
         case .invalidResponse(let m): return "unexpected response from the authorization server: \(m)"
         case .deviceCodeNotEnabled:
             return "device-code sign-in is not enabled for this account or server; for ChatGPT, turn on device code "
-                + "sign-in for Codex in ChatGPT's security settings (in a workspace, an admin may have to allow it), then run the sign-in again, "
+                + "sign-in for Codex in ChatGPT's security settings "
+                    + "(in a workspace, an admin may have to allow it), then run the sign-in again, "
                 + "or sign in through the browser: `lanyard login --browser`"
         case .unknown(let m): return m
         }

@@ -256,7 +256,8 @@ package struct BrowserSignInFlow: Sendable {
             let text = line.trimmingSpaces()
             if text.isEmpty { continue }
             guard let query = pastedQuery(text) else {
-                rejected("the pasted text is not the address the browser was sent to (it has no ?code=…&state=…); paste the whole address")
+                rejected("the pasted text is not the address the browser was sent to "
+                    + "(it has no ?code=…&state=…); paste the whole address")
                 continue
             }
             switch verdict(query, state: state) {

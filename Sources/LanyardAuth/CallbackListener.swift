@@ -370,7 +370,8 @@ package final class CallbackConnection: Sendable {
     static func response(status: Int, page: CallbackPage) -> [UInt8] {
         let body = Array(page.html.utf8)
         let reason = [200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"][status] ?? "Error"
-        let head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: \(body.count)\r\n"
+        let head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/html; "
+            + "charset=utf-8\r\nContent-Length: \(body.count)\r\n"
             + "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
         return Array(head.utf8) + body
     }
@@ -441,7 +442,8 @@ package enum CallbackPage: Sendable {
         case .badRequest: (title, text) = ("Bad request", "Lanyard could not read this request.")
         case .failed(let message): (title, text) = ("Sign-in failed", message)
         }
-        return "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>\(Self.escaped(title)) - Lanyard</title></head>"
+        return "<!doctype html>\n<html><head><meta "
+            + "charset=\"utf-8\"><title>\(Self.escaped(title)) - Lanyard</title></head>"
             + "<body><h1>\(Self.escaped(title))</h1><p>\(Self.escaped(text))</p></body></html>\n"
     }
 

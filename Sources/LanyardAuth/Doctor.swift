@@ -88,10 +88,12 @@ public struct DoctorReport: Sendable, Equatable {
             case .removedLeftoverTemporary(let path):
                 return "removed \(TerminalText.escaped(PathText.lastComponent(of: path))), left by an interrupted write"
             case .recoveredExecFolder(let path, let slot?):
-                return "copied the tokens a killed `lanyard exec` left in \(TerminalText.escaped(PathText.lastComponent(of: path))) back into \(slot.name), "
+                return "copied the tokens a killed `lanyard exec` left in "
+                    + "\(TerminalText.escaped(PathText.lastComponent(of: path))) back into \(slot.name), "
                     + "and removed the folder"
             case .recoveredExecFolder(let path, nil):
-                return "removed \(TerminalText.escaped(PathText.lastComponent(of: path))), left by a killed `lanyard exec` (nothing newer to copy back)"
+                return "removed \(TerminalText.escaped(PathText.lastComponent(of: path))), "
+                    + "left by a killed `lanyard exec` (nothing newer to copy back)"
             }
         }
     }
@@ -167,7 +169,8 @@ public struct DoctorReport: Sendable, Equatable {
         for folder in unrecoveredExecFolders { problems.append(folder.description) }
         for pin in strayPins {
             let named = pin.name.isEmpty ? "no slot at all" : "\(TerminalText.escaped(pin.name)), which is no slot"
-            problems.append("\(TerminalText.escaped(pin.path)) names \(named): run `lanyard pin SLOT` or `lanyard unpin` in that folder")
+            problems.append("\(TerminalText.escaped(pin.path)) names \(named): "
+                + "run `lanyard pin SLOT` or `lanyard unpin` in that folder")
         }
         return problems + mismatches
     }

@@ -432,7 +432,8 @@ struct RecoveryFile {
 
     /// The credential document in `raw`, a recovery file's bytes.
     private func open(_ raw: Data, source: String) throws -> Data {
-        guard RecoveryDocument.isSealed(raw) else { return raw }  // clear JSON, from before recovery files were encrypted
+        // Clear JSON, from before recovery files were encrypted.
+        guard RecoveryDocument.isSealed(raw) else { return raw }
         guard let store else { throw StoreError.corrupt(source: source, detail: "encrypted: only the slot's store opens it") }
         return try store.openRecovery(raw, source: source)
     }

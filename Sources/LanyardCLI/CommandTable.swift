@@ -288,7 +288,8 @@ enum ArgumentParser {
                 }
                 if !flag.choices.isEmpty && !flag.choices.contains(value) {
                     let hint = Suggest.closest(to: value, in: flag.choices).map { " (did you mean \($0)?)" } ?? ""
-                    throw UsageError(message: "--\(flag.name) must be one of \(flag.choices.joined(separator: ", ")), not \"\(value)\"\(hint)",
+                    throw UsageError(message: "--\(flag.name) must be one of \(flag.choices.joined(separator: ", ")), "
+                        + "not \"\(value)\"\(hint)",
                                      command: spec.name)
                 }
                 parsed.values[flag.name] = value

@@ -155,7 +155,8 @@ enum Completion {
             } else if spec.argumentKind == .lanyardCommand {
                 // `help COMMAND SUBCOMMAND`: the second word is a subcommand of the first.
                 let arms = groups.filter { !$0.name.contains(" ") }.map { "\(bashPattern($0.name))) kind=\"words:\(subcommandWords($0))\" ;;" }
-                action = "if (( npos == 0 )); then kind=\(bashKind(spec.argumentKind)); elif (( npos == 1 )); then case $prev in "
+                action = "if (( npos == 0 )); then kind=\(bashKind(spec.argumentKind)); "
+                    + "elif (( npos == 1 )); then case $prev in "
                     + arms.joined(separator: " ") + " esac; fi"
             } else if spec.maxArguments == 0 {
                 action = "kind=none"
@@ -239,10 +240,12 @@ enum Completion {
 
         """
         for spec in commands { out += "    \(zshQuote("\(spec.word.replacingAll([":": "\\:"])):\(spec.summary)"))\n" }
+        let flagLine = flags.isEmpty
+            ? "" : "    [[ $words[CURRENT] == -* ]] && { _arguments -s " + flags.map(zshFlag).joined(separator: " ") + "; return }\n"
         out += """
           )
           if (( CURRENT == 2 )); then
-        \(flags.isEmpty ? "" : "    [[ $words[CURRENT] == -* ]] && { _arguments -s " + flags.map(zshFlag).joined(separator: " ") + "; return }\n")\
+        \(flagLine)\
             _describe -t commands \(zshQuote(title + " command")) commands
             return
           fi
@@ -325,7 +328,8 @@ enum Completion {
                     case '-*'
                     case '*'
                         if test -z "$cmd"; set cmd $w
-                        else if contains -- "$cmd" \(groups.map { fishQuote($0.name) }.joined(separator: " ")); set cmd "$cmd $w"
+                        else if contains -- "$cmd" \
+        \(groups.map { fishQuote($0.name) }.joined(separator: " ")); set cmd "$cmd $w"
                         else; set npos (math $npos + 1); end
                 end
             end
@@ -393,8 +397,8 @@ enum Completion {
             // `help COMMAND SUBCOMMAND`: the second word is a subcommand of the first.
             return "complete -c lanyard -n \(fishAt(spec, 0)) -a \(fishQuote(visibleNames()))\n"
                 + groups.filter { !$0.name.contains(" ") }.map { group in
-                    "complete -c lanyard -n \(fishQuote("__lanyard_at \"\(spec.name)\" 1; and __fish_seen_subcommand_from \(group.name)")) "
-                        + "-a \(fishQuote(subcommandWords(group)))\n"
+                    let condition = "__lanyard_at \"\(spec.name)\" 1; and __fish_seen_subcommand_from \(group.name)"
+                    return "complete -c lanyard -n \(fishQuote(condition)) -a \(fishQuote(subcommandWords(group)))\n"
                 }.joined()
         }
         let positional: String

@@ -58,7 +58,8 @@ enum ManPage {
         for entry in Lanyard.environment { out += ".TP\n.B \(entry.name)\n\(text(entry.meaning))\n" }
         out += ".SH FILES\n"
         for entry in Lanyard.files { out += ".TP\n.I \(escape(entry.name))\n\(text(entry.meaning))\n" }
-        out += ".PP\n" + text("Folders Lanyard creates are 0700 and its files 0600; it refuses a data path that is a symbolic link or owned by another user.") + "\n"
+        out += ".PP\n" + text("Folders Lanyard creates are 0700 and its files 0600; "
+            + "it refuses a data path that is a symbolic link or owned by another user.") + "\n"
         out += ".SH EXIT STATUS\n"
         for status in ExitStatus.allCases { out += ".TP\n.B \(status.rawValue)\n\(text(status.meaning))\n" }
         out += """

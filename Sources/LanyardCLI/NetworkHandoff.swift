@@ -40,7 +40,7 @@ enum NetworkHandoff {
         let pointers = args.map { strdup($0) } + [nil]
         execv(path, pointers)
         let reason = SystemCallError.reason()
-        pointers.forEach { free($0) }
+        for pointer in pointers { free(pointer) }
         throw NetworkUnavailable(detail: "cannot run \(path): \(reason) (is Lanyard fully installed?)")
     }
 }

@@ -42,7 +42,8 @@ package struct Credential: Hashable, JSONDocument, Sendable, CustomStringConvert
         lastRefreshBoot = try json.optionalBootInstant("last_refresh_boot")
         spentRefreshTokens = try json.optionalStrings("spent_refresh_tokens") ?? []
         if let bad = spentRefreshTokens.first(where: { $0.utf8.count != 32 || !$0.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) }) {
-            throw JSONShapeError(path: json.path + ".spent_refresh_tokens", problem: "holds \(TerminalText.escaped(String(bad.prefix(40))).debugDescription), not a 32-digit hex fingerprint")
+            throw JSONShapeError(path: json.path + ".spent_refresh_tokens", problem: "holds \(TerminalText.escaped(String(bad.prefix(40))).debugDescription), "
+                + "not a 32-digit hex fingerprint")
         }
         if spentRefreshTokens.count > Credential.spentLimit {
             throw JSONShapeError(path: json.path + ".spent_refresh_tokens", problem: "holds more than \(Credential.spentLimit) fingerprints")

@@ -111,9 +111,11 @@ public enum SlotNameError: Error, Equatable, Sendable, LocalizedError {
         case .badFirstCharacter(let s):
             return "slot name \"\(TerminalText.escaped(s))\" must start with a lowercase letter or digit"
         case .badCharacter(let s, let p):
-            return "slot name \"\(TerminalText.escaped(s))\" has a character not allowed at position \(p) (use a-z, 0-9, '.', '_', '-')"
+            return "slot name \"\(TerminalText.escaped(s))\" has a character not "
+                + "allowed at position \(p) (use a-z, 0-9, '.', '_', '-')"
         case .reserved(let s):
-            return "slot name \"\(TerminalText.escaped(s))\" is reserved: names beginning with \(Slot.reservedPrefix) hold Lanyard's own keys"
+            return "slot name \"\(TerminalText.escaped(s))\" is reserved: "
+                + "names beginning with \(Slot.reservedPrefix) hold Lanyard's own keys"
         }
     }
 }

@@ -45,6 +45,7 @@ package struct NotificationProblems {
     /// The line to print for `problem`, or nil when this run has said it already.
     package mutating func line(for problem: String) -> String? {
         guard said.insert(problem).inserted else { return nil }
-        return "notification not shown: \(problem) (said once; later notifications that fail the same way are not reported)"
+        return "notification not shown: \(problem) (said once; "
+            + "later notifications that fail the same way are not reported)"
     }
 }

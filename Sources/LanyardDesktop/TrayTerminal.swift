@@ -15,7 +15,8 @@ package enum TrayTerminal {
         default: return nil
         }
         guard let terminal = Spawn.searchPath("x-terminal-emulator", environment["PATH"] ?? "/usr/bin:/bin") else {
-            return "no terminal to run `lanyard \(arguments.joined(separator: " "))` in (x-terminal-emulator is not installed)"
+            return "no terminal to run `lanyard \(arguments.joined(separator: " "))` "
+                + "in (x-terminal-emulator is not installed)"
         }
         // The program and its arguments are sh's positional parameters, never part of the script.
         let script = #""$0" "$@"; printf '\nPress Enter to close. '; read -r _"#
@@ -41,8 +42,10 @@ extension TrayTerminal {
         let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
         let opener = Spawn.searchPath("xdg-open", environment["PATH"] ?? "/usr/bin:/bin")
         guard display, opener != nil else {
-            return "No terminal to run `lanyard login \(slot.name)` in (x-terminal-emulator is not installed) and no browser to sign in "
-                + "with (\(display ? "xdg-open is not installed" : "no graphical session")). Run `lanyard login \(slot.name)` in a terminal."
+            return "No terminal to run `lanyard login \(slot.name)` in "
+                + "(x-terminal-emulator is not installed) and no browser to sign in "
+                + "with (\(display ? "xdg-open is not installed" : "no graphical session")). "
+                    + "Run `lanyard login \(slot.name)` in a terminal."
         }
         let outcome = await BlockingExecutor.shared.runOnOwnThread { () -> (status: Int32, stderr: [UInt8])? in
             guard let result = try? Subprocess.run(lanyard, ["login", slot.name, "--browser"], environment: environment, stdout: .discard,

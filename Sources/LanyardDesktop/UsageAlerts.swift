@@ -139,7 +139,8 @@ package struct UsageAlerts: Sendable, Equatable {
         for item in items {
             guard let slot = item["slot"]?.string.flatMap({ try? Slot($0) }), let window = item["window"]?.string,
                   let percent = item["percent"]?.number, percent >= 1, percent <= 100 else {
-                return ([], "\(path) is damaged (an entry without slot, window or percent); it is ignored and notifications may repeat")
+                return ([], "\(path) is damaged (an entry without slot, window or percent); "
+                    + "it is ignored and notifications may repeat")
             }
             notified.append(NotifiedWindow(slot: slot, window: window, resetsAt: item["resets_at"]?.string.flatMap(RFC3339.date(from:)),
                                            percent: Int(percent)))

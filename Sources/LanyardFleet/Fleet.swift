@@ -139,11 +139,13 @@ package struct Fleet: Sendable {
         // removed machine could stop every member that saw its removal).
         if known.removals.contains(where: { $0.seq <= seq && $0.machine == signer }) {
             restore(mine, at: seq, over: entry)
-            return "it is signed by \(signer), whom entry \(seq) or an earlier one verified here removed (the verified one was put back)"
+            return "it is signed by \(signer), whom entry \(seq) or an earlier "
+                + "one verified here removed (the verified one was put back)"
         }
         try FleetAlarm.raise(FleetAlarm(fleet: name, kind: .forked, seq: seq, digest: doc.digest, ours: mine.digest, theirs: entry.value,
                                         source: entry.key, signer: signer, detectedAt: clock()), paths: paths)
-        return "a fork: it verifies, signed by \(signer), but entry \(seq) verified here is another; nothing is written until "
+        return "a fork: it verifies, signed by \(signer), "
+            + "but entry \(seq) verified here is another; nothing is written until "
             + "a person resolves it (`lanyard fleet resolve`)"
     }
 
@@ -270,7 +272,8 @@ package struct Fleet: Sendable {
         if let me = membership.member(holding: identity) { return (me, membership) }
         if let other = membership.member(machine) {
             throw FleetError.corrupt(key: keys.log, detail: "machine \(other.machine) is already a member with another identity: "
-                                     + "remove it first (`lanyard fleet remove \(machine)` on a member) or choose another [fleet] machine name")
+                                     + "remove it first (`lanyard fleet remove \(machine)` on a member) "
+                                         + "or choose another [fleet] machine name")
         }
         let at = clock()
         _ = try etcd { try kv.put(keys.pending(machine), value: JoinRequest.make(fleet: name, machine: machine, identity: identity, etcdUser: settings.user, at: at), lease: 0) }

@@ -107,7 +107,8 @@ public enum FleetError: LanyardError, Equatable {
         }
         switch self {
         case .notConfigured(let file):
-            return "no fleet is configured: add a [fleet] group (name, endpoints, ca, cert, key) to \(file); see docs/fleet.md"
+            return "no fleet is configured: add a [fleet] group "
+                + "(name, endpoints, ca, cert, key) to \(file); see docs/fleet.md"
         case .unavailable(let fleet, let endpoints, let detail, _):
             return "fleet \(fleet) is unreachable: \(tried(endpoints, detail))"
         case .expiredWhileUnavailable(let slot, let fleet, let endpoints, let detail, _):
@@ -117,30 +118,40 @@ public enum FleetError: LanyardError, Equatable {
         case .noSuchFleet(let fleet): return "fleet \(fleet) does not exist yet: run `lanyard fleet init` on its first machine"
         case .notMember(let fleet, let machine, let pending):
             return pending
-                ? "machine \(machine) has asked to join fleet \(fleet) but is not approved yet: run `lanyard fleet approve \(machine)` on a member"
-                : "machine \(machine) is not a member of fleet \(fleet): run `lanyard fleet join` here, then approve it on a member"
+                ? "machine \(machine) has asked to join fleet \(fleet) but is not approved yet: "
+                    + "run `lanyard fleet approve \(machine)` on a member"
+                : "machine \(machine) is not a member of fleet \(fleet): "
+                    + "run `lanyard fleet join` here, then approve it on a member"
         case .unknownMachine(let fleet, let machine): return "fleet \(fleet) has no member or join request named \(machine)"
         case .fingerprintMismatch(let machine, let given):
-            return "the fingerprint given (\(TerminalText.escaped(given))) is not the one \(machine)'s join request carries: nothing was approved; "
-                + "read the fingerprint on \(machine)'s own screen (`lanyard fleet join` printed it), or someone else asked to join under that name"
+            return "the fingerprint given (\(TerminalText.escaped(given))) is not the "
+                + "one \(machine)'s join request carries: nothing was approved; "
+                + "read the fingerprint on \(machine)'s own screen (`lanyard fleet join` printed it), "
+                    + "or someone else asked to join under that name"
         case .fleetFingerprintMismatch(let fleet, let given):
-            return "fleet \(fleet) in etcd does not have the fingerprint given (\(TerminalText.escaped(given))): nothing was pinned or asked; "
+            return "fleet \(fleet) in etcd does not have the fingerprint given "
+                + "(\(TerminalText.escaped(given))): nothing was pinned or asked; "
                 + "read it on a member's screen (`lanyard fleet status`), and check [fleet] name and endpoints"
         case .notJoined(let fleet, let pinned):
             return "this machine has not joined fleet \(fleet)" + (pinned.map { " (it belongs to fleet \($0): check [fleet] name in config.ini)" } ?? ": run `lanyard fleet join`")
                 + "; shared slots keep serving valid tokens and are not refreshed"
         case .untrustedFleet(let fleet, let detail):
-            return "fleet \(fleet)'s membership in etcd does not verify: \(detail); nothing from etcd is trusted, valid tokens are served "
+            return "fleet \(fleet)'s membership in etcd does not verify: \(detail); "
+                + "nothing from etcd is trusted, valid tokens are served "
                 + "and none is refreshed (run `lanyard doctor`)"
         case .valueMissing(let slot, let fleet):
-            return "slot \(slot.name)'s value is missing from fleet \(fleet): the slot stays shared and its token is not refreshed here; "
+            return "slot \(slot.name)'s value is missing from fleet \(fleet): "
+                + "the slot stays shared and its token is not refreshed here; "
                 + "sign in again on a member (`lanyard login \(slot.name)`) to put a live credential back"
         case .refreshInFlight(let slot, let fleet, let machine):
-            return "machine \(machine) of fleet \(fleet) presented slot \(slot.name)'s refresh token and has not written the new tokens: "
-                + "this machine will not spend the same token; run any lanyard command (or `lanyard fleet sync`) on \(machine), "
+            return "machine \(machine) of fleet \(fleet) presented slot \(slot.name)'s "
+                + "refresh token and has not written the new tokens: "
+                + "this machine will not spend the same token; "
+                    + "run any lanyard command (or `lanyard fleet sync`) on \(machine), "
                 + "or sign in again (`lanyard login \(slot.name)`) if \(machine) is gone"
         case .handedOver(let slot, let fleet, let machine):
-            return "slot \(slot.name) was unshared in fleet \(fleet) and its live credential stayed on \(machine): sign in again here "
+            return "slot \(slot.name) was unshared in fleet \(fleet) and its live "
+                + "credential stayed on \(machine): sign in again here "
                 + "(`lanyard login \(slot.name)`), or `lanyard fleet sync` once it is shared again"
         case .alreadyShared(let slot, let fleet): return "slot \(slot.name) is already shared in fleet \(fleet)"
         case .notShared(let slot, let fleet): return "slot \(slot.name) is not shared in fleet \(fleet)"
@@ -148,29 +159,38 @@ public enum FleetError: LanyardError, Equatable {
             return "refused slot \(slot.name)'s credential from fleet \(fleet): \(reason); the local copy was kept"
         case .identityUnavailable(let detail): return "this machine's fleet identity is unavailable: \(detail)"
         case .lockTimeout(let slot, let fleet, let s):
-            return "slot \(slot.name)'s fleet lock in \(fleet) was not free within \(Int(s)) s (another machine is refreshing it)"
+            return "slot \(slot.name)'s fleet lock in \(fleet) was not free "
+                + "within \(Int(s)) s (another machine is refreshing it)"
         case .lockLost(let slot, let fleet):
-            return "slot \(slot.name)'s fleet lock in \(fleet) expired during the refresh: the new tokens are kept on this machine "
+            return "slot \(slot.name)'s fleet lock in \(fleet) expired during the refresh: "
+                + "the new tokens are kept on this machine "
                 + "and written to the fleet on the next sync"
         case .sharedSlotRefused(let slot, let fleet, let action):
             return "slot \(slot.name) is shared in fleet \(fleet), so this machine cannot \(action) alone: "
                 + "run `lanyard fleet unshare \(slot.name)` first (every machine keeps its copy)"
         case .corrupt(let key, let detail): return "etcd key \(TerminalText.escaped(key)) does not decode (left as it is): \(detail)"
         case .membershipBehind(let fleet, let seq, _, let signer, let source):
-            return "fleet \(fleet): member \(signer) signed \(TerminalText.escaped(source)) for membership entry \(seq), which this machine "
-                + "cannot verify (the log in etcd does not reach it: lost or hidden); this machine seals and writes nothing for the fleet "
-                + "(no refresh, sign-in, share or approval) until it can, and serves valid local tokens meanwhile. Run `lanyard fleet status` "
+            return "fleet \(fleet): member \(signer) signed \(TerminalText.escaped(source)) "
+                + "for membership entry \(seq), which this machine "
+                + "cannot verify (the log in etcd does not reach it: lost or hidden); "
+                    + "this machine seals and writes nothing for the fleet "
+                + "(no refresh, sign-in, share or approval) until it can, "
+                    + "and serves valid local tokens meanwhile. Run `lanyard fleet status` "
                 + "on \(signer) or another member that verified entry \(seq): it puts missing entries back"
         case .forked(let fleet, let seq, let digest, let ours, let signer, let source):
             let detail = FleetAlarm.forkDetail(digest: digest, ours: ours, signer: signer, source: source)
-            return "fleet \(fleet)'s membership log is forked at entry \(seq) (\(detail)): this machine seals and writes nothing for the "
-                + "fleet until a person chooses the fleet's entry with `lanyard fleet resolve FINGERPRINT` (both are listed by "
+            return "fleet \(fleet)'s membership log is forked at entry \(seq) (\(detail)): "
+                + "this machine seals and writes nothing for the "
+                + "fleet until a person chooses the fleet's entry with "
+                    + "`lanyard fleet resolve FINGERPRINT` (both are listed by "
                 + "`lanyard fleet status`); valid local tokens are served meanwhile"
         case .noFork(let fleet, let given):
             guard let given else { return "fleet \(fleet)'s membership log is not forked here: there is nothing to resolve" }
-            return "neither entry of fleet \(fleet)'s fork has the fingerprint \(TerminalText.escaped(given)): `lanyard fleet status` lists both"
+            return "neither entry of fleet \(fleet)'s fork has the fingerprint "
+                + "\(TerminalText.escaped(given)): `lanyard fleet status` lists both"
         case .alreadyMember(let machine, let given):
-            return "\(machine) is already a member, and that fingerprint (\(TerminalText.escaped(given))) is not its: nothing was approved; "
+            return "\(machine) is already a member, and that fingerprint "
+                + "(\(TerminalText.escaped(given))) is not its: nothing was approved; "
                 + "compare with `lanyard fleet status` here and \(machine)'s own screen"
         }
     }

@@ -60,7 +60,8 @@ extension Fleet {
         if let user = member.etcdUser {
             commands.append("etcdctl --endpoints \(endpoints) --user root user delete \(Self.singleQuoted(user))")
         }
-        commands.append("# and stop trusting its client certificate (a CRL with --client-crl-file, or re-issue the others from a new CA)")
+        commands.append("# and stop trusting its client certificate "
+            + "(a CRL with --client-crl-file, or re-issue the others from a new CA)")
         return commands
     }
 

@@ -119,7 +119,8 @@ package struct Membership: Equatable, Sendable {
     package static func genesis(_ kv: EtcdKeyValue, fleet: String, pin: String?) throws(FleetError) -> Membership {
         let doc = try SignedDocument(kv.value, key: kv.key, kind: entryType)
         if let pin, doc.digest != pin {
-            throw .untrustedFleet(fleet: fleet, detail: "its first membership entry is not the one this machine pinned (fingerprint \(fingerprint(pin: pin)))")
+            throw .untrustedFleet(fleet: fleet, detail: "its first membership entry is not the one this machine "
+                + "pinned (fingerprint \(fingerprint(pin: pin)))")
         }
         let change = try parse(doc, key: kv.key, fleet: fleet, seq: 1, prev: "")
         guard case .genesis(var founder) = change.0, change.signer == founder.machine, doc.isSigned(by: founder.signingKey) else {

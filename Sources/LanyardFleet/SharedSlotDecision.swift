@@ -60,7 +60,8 @@ package enum SharedSlotDecision {
         }
         if value.generation < newest {
             return .refuse(.refusedCredential(slot: slot, fleet: fleet,
-                                              reason: "its generation \(value.generation) is older than generation \(newest) seen here (a value put back)"))
+                                              reason: "its generation \(value.generation) is older than "
+                                                  + "generation \(newest) seen here (a value put back)"))
         }
         guard let fleetCredential = value.credential else {
             return value.writer == machine ? .keptHere : .handedOver(machine: value.writer)

@@ -277,11 +277,15 @@ public enum IntegrationError: LanyardError, Equatable {
         case .unsupported(let m): return m
         case .noCodexSignIn(let path): return "Codex is not signed in here: \(TerminalText.escaped(path)) does not exist"
         case .codexSignInUnsupported(let mode, let reason, let source):
-            return "Codex's sign-in in \(TerminalText.escaped(source)) is \(TerminalText.escaped(reason)); Lanyard leaves it as it is "
-                + "(mode \(TerminalText.escaped(mode))). To let Lanyard manage Codex's sign-in, move it aside (or run `codex logout`) first"
+            return "Codex's sign-in in \(TerminalText.escaped(source)) is "
+                + "\(TerminalText.escaped(reason)); Lanyard leaves it as it is "
+                + "(mode \(TerminalText.escaped(mode))). To let Lanyard manage Codex's sign-in, "
+                    + "move it aside (or run `codex logout`) first"
         case .codexKeyringUnavailable(let mode, let problem):
-            return "Codex keeps its sign-in in the keyring (cli_auth_credentials_store = \(mode)), and \(problem); nothing was "
-                + "written (Codex ignores auth.json in this mode). Unlock the keyring (log in to the desktop session) and run "
+            return "Codex keeps its sign-in in the keyring (cli_auth_credentials_store = \(mode)), "
+                + "and \(problem); nothing was "
+                + "written (Codex ignores auth.json in this mode). "
+                    + "Unlock the keyring (log in to the desktop session) and run "
                 + "the command again, or set cli_auth_credentials_store = \"file\" in Codex's config.toml"
         }
     }

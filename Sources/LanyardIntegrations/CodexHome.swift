@@ -106,7 +106,8 @@ package struct CodexHome: Sendable {
                 // only that file's key in the keyring: an item written here would not be read.
                 if try keepsSignInInEncryptedSecrets(config) {
                     throw IntegrationError.unsupported("Codex keeps its sign-in in an encrypted file whose key is in the keyring "
-                        + "([features] secret_auth_storage = true in \(configPath)), which Lanyard cannot write; turn that "
+                        + "([features] secret_auth_storage = true in \(configPath)), "
+                            + "which Lanyard cannot write; turn that "
                         + "feature off, or set cli_auth_credentials_store = \"file\"")
                 }
                 return .keyring(item)

@@ -82,10 +82,12 @@ package struct ExportBundle: JSONDocument, Equatable, Sendable {
             let hint = types.contains("X25519") ? " (it is encrypted to X25519 recipients: pass --identity FILE)" : ""
             throw BundleError(code: .bundleNoIdentity, message: "no identity opens \(bundle)\(hint)")
         } catch {
-            throw BundleError(code: .bundleCorrupt, message: "\(TerminalText.escaped(source)) is damaged, truncated or was tampered with (\(error.userFacingDescription)); nothing was imported")
+            throw BundleError(code: .bundleCorrupt, message: "\(TerminalText.escaped(source)) is damaged, truncated or was tampered "
+                + "with (\(error.userFacingDescription)); nothing was imported")
         }
         do { return try decode(plain, source: source) } catch {
-            throw BundleError(code: .bundleCorrupt, message: "\(TerminalText.escaped(source)) is not a valid Lanyard bundle: \(error.detail); nothing was imported")
+            throw BundleError(code: .bundleCorrupt, message: "\(TerminalText.escaped(source)) is not a valid Lanyard bundle: "
+                + "\(error.detail); nothing was imported")
         }
     }
 }
@@ -107,11 +109,13 @@ extension ExportBundle {
             let recordProvider = entry.record.provider, provider = entry.credential.provider
             guard recordProvider == provider else {
                 throw BundleError(code: .bundleProviderMismatch, message: "slot \(slot.name) of \(bundle): its record names provider "
-                    + "\(quoted(recordProvider)) but its credential is for \(quoted(provider)); nothing was imported", slot: slot.name)
+                    + "\(quoted(recordProvider)) but its credential is "
+                        + "for \(quoted(provider)); nothing was imported", slot: slot.name)
             }
             guard knownProviders.contains(provider) else {
                 throw BundleError(code: .bundleUnknownProvider, message: "slot \(slot.name) of \(bundle) is for provider \(quoted(provider)), "
-                    + "which config.ini does not configure (configured: \(knownProviders.sorted().joined(separator: ", "))); nothing was imported",
+                    + "which config.ini does not configure (configured: "
+                        + "\(knownProviders.sorted().joined(separator: ", "))); nothing was imported",
                     slot: slot.name)
             }
         }

@@ -54,7 +54,8 @@ package enum GitCredential {
             guard var line = next else { break }
             total += line.utf8.count + 1
             guard total <= HelperInputLimits.requestBytes else {
-                throw GitCredentialInputError(line: number, problem: "takes the request past \(ByteCount.describe(HelperInputLimits.requestBytes)), the most it may hold")
+                throw GitCredentialInputError(line: number, problem: "takes the request past \(ByteCount.describe(HelperInputLimits.requestBytes)), "
+                    + "the most it may hold")
             }
             if line.hasSuffix("\r") { line.removeLast() }
             if line.isEmpty { break }

@@ -120,7 +120,8 @@ public final class AuthSession: Observable, Sendable {
                 switch event {
                 case .state(let s):
                     switch s {
-                    case .signedIn, .awaitingDeviceCode: return  // published with the stored credential / the device code
+                    // Published with the stored credential / the device code.
+                    case .signedIn, .awaitingDeviceCode: return
                     default: self?.publish(s)
                     }
                 case .deviceCode(let auth):

@@ -185,7 +185,8 @@ package enum ConfigFile {
         for group in r.file.groups() {
             if let keys = knownKeys[group] {
                 for key in r.file.keys(group) where !keys.contains(key) {
-                    warnings.append("\(r.location(group, key)): unknown key \"\(key)\" in [\(group)] (ignored\(suggestion(key, in: keys)))")
+                    warnings.append("\(r.location(group, key)): unknown key \"\(key)\" in "
+                        + "[\(group)] (ignored\(suggestion(key, in: keys)))")
                 }
             } else if group == "git" {
                 try readGit(r, into: &config)
@@ -196,7 +197,8 @@ package enum ConfigFile {
             } else if group.hasPrefix("provider.") {
                 let id = String(group.dropFirst("provider.".count))
                 for key in r.file.keys(group) where !providerKeys.contains(key) && !key.hasPrefix("env.") {
-                    warnings.append("\(r.location(group, key)): unknown key \"\(key)\" in [\(group)] (ignored\(suggestion(key, in: providerKeys)))")
+                    warnings.append("\(r.location(group, key)): unknown key \"\(key)\" in "
+                        + "[\(group)] (ignored\(suggestion(key, in: providerKeys)))")
                 }
                 config.providers[id] = try provider(id: id, group: group, r)
             } else {

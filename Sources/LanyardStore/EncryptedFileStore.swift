@@ -11,9 +11,9 @@ import LanyardSupport
 /// with a recovery key (docs/store-format.md).
 ///
 /// Unlocking costs one scrypt, or one unseal by the TPM; the unlocked identity then waits in the
-/// kernel user keyring with a timeout, so the commands that follow touch neither. Writes take an exclusive lock, replace the file durably and keep the previous
-/// generation as `store.age.prev`. A file that fails to decrypt is reported as `corrupt` and never
-/// touched.
+/// kernel user keyring with a timeout, so the commands that follow touch neither. Writes take an
+/// exclusive lock, replace the file durably and keep the previous generation as `store.age.prev`.
+/// A file that fails to decrypt is reported as `corrupt` and never touched.
 package final class EncryptedFileStore: CredentialStore, Sendable {
     package let kind = BackendKind.file
     package static let backendName = "encrypted file"
@@ -205,7 +205,8 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
             }
             if let reason = KernelKeyring.unavailableReason() {
                 throw StoreError.locked(backend: Self.backendName, hint: "the kernel keyring is unavailable here (\(reason)), so the store "
-                    + "cannot stay unlocked: set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS so each command can open it")
+                    + "cannot stay unlocked: set LANYARD_PASSPHRASE_FILE "
+                        + "or LANYARD_ASKPASS so each command can open it")
             }
             throw StoreError.locked(backend: Self.backendName, hint: "run `lanyard store unlock`")
         }

@@ -18,7 +18,8 @@ enum KernelKeyring {
         let serial = secret.withUnsafeBytes { add_key("user", name, $0.baseAddress, $0.count, KEY_SPEC_USER_KEYRING) }
         guard serial >= 0 else {
             throw .unavailable(backend: "kernel keyring", hint: "cannot cache the unlocked store (\(SystemCallError.reason())); "
-                + "set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS so each command can open it, or use a store made with `lanyard store init --no-passphrase`")
+                + "set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS so each command can open it, "
+                    + "or use a store made with `lanyard store init --no-passphrase`")
         }
         if timeout > 0 { _ = keyctl_set_timeout(serial, UInt32(min(timeout, Double(UInt32.max)))) }
     }

@@ -157,7 +157,8 @@ extension EncryptedFileStore {
                 auth = Self.pinAuth(try passphraseSource())
             } else {
                 throw StoreError.locked(backend: Self.backendName, hint: "its identity is sealed by the TPM with a PIN: "
-                    + "run `lanyard store unlock` (or set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS to give the PIN)")
+                    + "run `lanyard store unlock` "
+                        + "(or set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS to give the PIN)")
             }
         }
         defer { for i in auth.indices { auth[i] = 0 } }

@@ -198,7 +198,8 @@ package struct SealedIdentityFile: Equatable, Sendable {
         guard reader.u16() == 0x000B else { return "its name algorithm is not SHA-256" }
         guard let attributes = reader.u32() else { return "ends inside objectAttributes" }
         let required: UInt32 = 0x0000_0002 | 0x0000_0010 | 0x0000_0040  // fixedTPM, fixedParent, userWithAuth
-        let forbidden: UInt32 = 0x0000_0020 | 0x0001_0000 | 0x0002_0000 | 0x0004_0000  // sensitiveDataOrigin, restricted, decrypt, sign
+        // sensitiveDataOrigin, restricted, decrypt, sign
+        let forbidden: UInt32 = 0x0000_0020 | 0x0001_0000 | 0x0002_0000 | 0x0004_0000
         guard attributes & required == required, attributes & forbidden == 0 else { return "objectAttributes are not those of a sealed data object" }
         guard (attributes & 0x0000_0400 == 0) == pin else {
             return pin ? "the object is noDA, but the file says a PIN guards it" : "the object is not noDA, but the file says it has no PIN"

@@ -245,11 +245,13 @@ package final class SecretServiceStore: CredentialStore {
     /// The way out when the keyring cannot be reached: new slots can go to the file store, but
     /// slots already in the keyring stay there until migrated, which needs the keyring once more.
     static let fileStoreAdvice = "or use the encrypted-file backend (`lanyard store init`, then `backend = file` in config.ini "
-        + "for new slots); slots already in the keyring move with `lanyard store migrate --to file` once it answers again"
+        + "for new slots); slots already in the keyring move with "
+            + "`lanyard store migrate --to file` once it answers again"
 
     /// ``fileStoreAdvice`` once the file store exists: `store init` has been run.
     static let existingFileStoreAdvice = "or use the encrypted file store, which is set up (with `backend = auto` or `file` in "
-        + "config.ini new sign-ins go there); slots already in the keyring move with `lanyard store migrate --to file` once it answers again"
+        + "config.ini new sign-ins go there); slots already in the keyring "
+            + "move with `lanyard store migrate --to file` once it answers again"
 
     /// `problem` (a keyring failure's text) advising the file store that exists instead of
     /// `lanyard store init`: the keyring cannot tell whether the file store is set up, its caller can.
@@ -294,13 +296,16 @@ package final class SecretServiceStore: CredentialStore {
 
     private var noCollectionHint: String {
         "the keyring has no collection named by \(collection.map { "\"\($0)\"" } ?? "the default alias"); "
-            + "create one (for example in Seahorse; in KeePassXC, expose a database group under Settings › Secret Service "
-            + "Integration; in KWallet, each wallet is a collection: create a wallet in KWalletManager) or configure another collection"
+            + "create one (for example in Seahorse; in KeePassXC, "
+                + "expose a database group under Settings › Secret Service "
+            + "Integration; in KWallet, each wallet is a collection: "
+                + "create a wallet in KWalletManager) or configure another collection"
     }
 
     private func lockedError(_ collectionPath: String?) -> StoreError {
         .locked(backend: Self.backendName, hint: "the keyring collection \(collectionPath.map { $0 + " " } ?? "")is locked; "
-            + "unlock it (log in to the desktop session, or unlock it in Seahorse, or unlock the database in KeePassXC, "
+            + "unlock it (log in to the desktop session, "
+                + "or unlock it in Seahorse, or unlock the database in KeePassXC, "
             + "or open the wallet in KWalletManager) and try again")
     }
 

@@ -49,7 +49,11 @@ enum SlotRecordReader {
     }
 
     private enum Key: String {
-        case provider, backend, account, state, lastRefresh = "last_refresh", lastRefreshBoot = "last_refresh_boot", lastError = "last_error", createdAt = "created_at"
+        case provider, backend, account, state
+        case lastRefresh = "last_refresh"
+        case lastRefreshBoot = "last_refresh_boot"
+        case lastError = "last_error"
+        case createdAt = "created_at"
         var bit: UInt8 {
             switch self {
             case .provider: 1

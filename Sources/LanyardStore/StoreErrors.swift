@@ -64,7 +64,8 @@ public enum StoreError: LanyardError, Equatable {
         case .notFound(let slot): return "slot \(slot.name) has no stored credential; sign in with `lanyard login \(slot.name)`"
         case .wrongPassphrase: return "wrong passphrase: the store was not unlocked and nothing changed"
         case .wrongPassphraseFrom(let source):
-            return "wrong passphrase (from \(source)): the store was not unlocked and nothing changed; check the passphrase there"
+            return "wrong passphrase (from \(source)): the store was not "
+                + "unlocked and nothing changed; check the passphrase there"
         case .unsafePath(let path, let reason): return "refusing to use \(path): \(reason)"
         case .io(let path, let detail, _): return "\(path): \(detail)"
         case .refreshedTokensInRecoveryFile(let path, let store):
@@ -72,11 +73,14 @@ public enum StoreError: LanyardError, Equatable {
                 + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works"
         case .refreshedTokensInKernelKeyring(let path, let store, let file):
             return "\(path): refreshed tokens could be written neither to the store (\(store)) nor to this recovery file "
-                + "(\(file)); they wait in memory, in the kernel keyring: run `lanyard doctor --repair` once the store works "
+                + "(\(file)); they wait in memory, in the kernel keyring: "
+                    + "run `lanyard doctor --repair` once the store works "
                 + "(free some disk space if the disk is full), before this machine restarts"
         case .refreshedSignInLost(let slot, let path, let store, let file):
-            return "\(path): refreshed tokens could be written neither to this recovery file (\(file)), the kernel keyring, "
-                + "nor the store (\(store)); the server has already replaced the refresh token, so this sign-in is lost: "
+            return "\(path): refreshed tokens could be written neither to "
+                + "this recovery file (\(file)), the kernel keyring, "
+                + "nor the store (\(store)); the server has already "
+                    + "replaced the refresh token, so this sign-in is lost: "
                 + "run `lanyard login \(slot.name)`"
         }
     }
@@ -125,7 +129,8 @@ public enum RegistryError: LanyardError, Equatable {
         case .slotHoldsAnotherAccount(let slot, let holds, let signedIn):
             let s = slot.name
             return "slot \(s) holds \(holds), but the sign-in was approved as \(signedIn); nothing was stored. "
-                + "Sign in to another slot (`lanyard login SLOT`), or replace \(s)'s account with `lanyard login \(s) --replace`"
+                + "Sign in to another slot (`lanyard login SLOT`), "
+                    + "or replace \(s)'s account with `lanyard login \(s) --replace`"
         case .noActiveSlot: return "no slot is active; sign in with `lanyard login` or choose one with `lanyard switch SLOT`"
         }
     }

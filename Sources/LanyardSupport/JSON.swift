@@ -23,7 +23,8 @@ package enum RFC3339 {
                 let s = String(v)
                 return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
             }
-            return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rem / 3600, 2)):\(pad(rem % 3600 / 60, 2)):\(pad(rem % 60, 2))Z"
+            return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))"
+                + "T\(pad(rem / 3600, 2)):\(pad(rem % 3600 / 60, 2)):\(pad(rem % 60, 2))Z"
         }
         // Fixed width: written byte by byte (string interpolation cost most of a registry write).
         var bytes = [UInt8](repeating: 0, count: 20)

@@ -74,8 +74,8 @@ package struct Spawn: Sendable {
         let cArgv = argv.map { strdup($0) } + [nil]
         let cEnvironment = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer {
-            cArgv.forEach { free($0) }
-            cEnvironment?.forEach { free($0) }
+            for pointer in cArgv { free(pointer) }
+            for pointer in cEnvironment ?? [] { free(pointer) }
         }
         var pid: pid_t = 0
         let spawn = { cEnvironment.map { posix_spawn(&pid, executable, &actions, &attributes, cArgv, $0) }

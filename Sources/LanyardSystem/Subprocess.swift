@@ -49,7 +49,7 @@ package enum Subprocess {
             case .capture:
                 let ends: (read: Int32, write: Int32)
                 do { ends = try closeOnExecPipe() } catch {
-                    writeEnds.forEach { close($0) }
+                    for writeEnd in writeEnds { close(writeEnd) }
                     throw LaunchError(program: executable, code: error.errno)
                 }
                 pipes.append((fd, ends.read))
@@ -60,10 +60,10 @@ package enum Subprocess {
         }
         let pid: pid_t
         do { pid = try spawn.start() } catch {
-            writeEnds.forEach { close($0) }
+            for writeEnd in writeEnds { close(writeEnd) }
             throw LaunchError(program: executable, code: error.errno)
         }
-        writeEnds.forEach { close($0) }
+        for writeEnd in writeEnds { close(writeEnd) }
 
         var result = Result(status: 0, stdout: [], stderr: [])
         // Both pipes are drained together so a child that fills one while we wait on the other

@@ -54,7 +54,8 @@ struct TamperTests {
         // A stanza for someone else: only the MAC notices.
         let other = X25519Identity.generate()
         let two = try Age.encrypt(plaintext, to: [id.recipient, other.recipient])
-        let secondStanza = try #require([UInt8](two).indices.filter { two[$0] == 0x3E }.dropFirst().first)  // second "->"
+        // The second "->".
+        let secondStanza = try #require([UInt8](two).indices.filter { two[$0] == 0x3E }.dropFirst().first)
         #expect(throws: AgeError.headerMACMismatch) {
             try Age.decrypt(flip(two, at: secondStanza + 12), with: [id])
         }

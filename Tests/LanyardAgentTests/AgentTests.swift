@@ -742,7 +742,8 @@ private final class NotificationMonitor: @unchecked Sendable {
         let resetIn = (earliest ?? .distantFuture).timeIntervalSinceNow
         #expect(resetIn > 7000 && resetIn <= 7200, "the earliest reset is c's monthly window")
         let status = try env.home.run("status", "b")
-        #expect(status.stdout.contains("switch held  every openai slot is at its limit (b at 100 % of its weekly window); until the first reset in "),
+        #expect(status.stdout.contains("switch held  every openai slot is at its limit "
+            + "(b at 100 % of its weekly window); until the first reset in "),
                 "\(status.stdout)")
         let json = try JSONValue.parse(Data(try env.home.run("status", "--json").stdout.utf8))
         #expect(json["auto_switch"]?["blocked"]?["slot"]?.string == "b" && json["auto_switch"]?["blocked"]?["earliest_reset"]?.string != nil)

@@ -323,7 +323,8 @@ import LanyardStore
             return nil
         }
         #expect(grantError(await exchange(PKCE().verifier, redirect)) == "invalid_grant")  // another verifier
-        #expect(grantError(await exchange(pkce.verifier, "http://localhost:1455/auth/callback")) == "invalid_grant")  // another redirect
+        let anotherRedirect = "http://localhost:1455/auth/callback"
+        #expect(grantError(await exchange(pkce.verifier, anotherRedirect)) == "invalid_grant")
         #expect(await exchange(pkce.verifier, redirect) == nil)
         #expect(grantError(await exchange(pkce.verifier, redirect)) == "invalid_grant")  // used already
     }

@@ -12,7 +12,8 @@ import LanyardAuth
         let listener = try CallbackListener.bind(ports: [0])
         defer { listener.close() }
         let ipv6 = ipv6LoopbackAvailable()
-        if !ipv6 { print("CallbackListenerTests.listensOnBothLoopbackAddresses: ::1 not tried, this machine has no IPv6 on loopback") }
+        if !ipv6 { print("CallbackListenerTests.listensOnBothLoopbackAddresses: "
+            + "::1 not tried, this machine has no IPv6 on loopback") }
         for (family, useIPv6) in [("v4", false), ("v6", true)] where !useIPv6 || ipv6 {
             let client = try await BlockingExecutor.shared.run {
                 let fd = try connectLoopback(listener.port, ipv6: useIPv6)

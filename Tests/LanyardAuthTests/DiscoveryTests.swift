@@ -21,8 +21,10 @@ import LanyardNetwork
         let endpoints = try parse(#"""
             {"issuer":"https://id.example","device_authorization_endpoint":"https://id.example/device",
              "token_endpoint":"http://127.0.0.1:8080/token","revocation_endpoint":"http://[::1]:9/revoke",
-             "userinfo_endpoint":"http://localhost/userinfo","jwks_uri":"https://id.example/jwks","end_session_endpoint":null,
-             "mtls_endpoint_aliases":{"token_endpoint":"https://mtls.id.example/token"},"op_policy_uri":"http://id.example/policy"}
+             "userinfo_endpoint":"http://localhost/userinfo","jwks_uri":"https://id.example/jwks",\#
+            "end_session_endpoint":null,
+             "mtls_endpoint_aliases":{"token_endpoint":"https://mtls.id.example/token"},\#
+            "op_policy_uri":"http://id.example/policy"}
             """#)
         #expect(endpoints == DiscoveryAnswer.Endpoints(deviceAuthorization: URL(string: "https://id.example/device"),
                                                        token: URL(string: "http://127.0.0.1:8080/token"),

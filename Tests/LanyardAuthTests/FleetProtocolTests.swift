@@ -11,8 +11,9 @@ import LanyardStore
 /// agent and LanyardKit run them), on an in-memory etcd injected through `etcdConnector`, with
 /// the ChatGPT emulator as the provider: each row is an adversary's move (or a fault) made
 /// between two steps of a refresh, and each asserts at the test server that no refresh token was
-/// presented twice and where the fleet's newest tokens ended. About two seconds a row (most of it the emulator starting), beside the
-/// real-cluster suites (LanyardCLITests' FleetRemovalTests, FleetAttackTests, FleetFaultTests).
+/// presented twice and where the fleet's newest tokens ended. About two seconds a row (most of it
+/// the emulator starting), beside the real-cluster suites (LanyardCLITests' FleetRemovalTests,
+/// FleetAttackTests, FleetFaultTests).
 @Suite(.serialized) struct FleetProtocolTests {
     /// Two machines of one fleet on `kv`: m1 signed `work` in and shared it; m2 joined and synced.
     struct Pair {

@@ -52,7 +52,8 @@ import LanyardCore
         let body = #"""
         {"plan_type":"pro","rate_limit":{
           "primary_window":{"used_percent":null,"limit_window_seconds":18000},
-          "secondary_window":{"used_percent":12,"limit_window_seconds":1e300,"reset_at":1e300,"reset_after_seconds":1e300}}}
+          "secondary_window":{"used_percent":12,"limit_window_seconds":1e300,"reset_at":1e300,\#
+        "reset_after_seconds":1e300}}}
         """#
         let report = try UsageParser.report(Data(body.utf8), now: now)
         #expect(report.primary == nil)

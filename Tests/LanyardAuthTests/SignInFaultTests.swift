@@ -178,7 +178,8 @@ import LanyardStore
             _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: { _ in })
         }
         guard case .networkFailure(let message)? = error else { Issue.record("got \(String(describing: error))"); return }
-        #expect(message == "device code poll: server answered HTTP 503 (injected_fault) (still failing when the device code expired)", "\(message)")
+        #expect(message == "device code poll: server answered HTTP 503 (injected_fault) "
+            + "(still failing when the device code expired)", "\(message)")
         #expect(sleeper.requested.reduce(0, +) <= 15 * 60)
         #expect(sleeper.requested.max() == 60)
         #expect(try await rig.server.stat("faults_injected.deviceauth_token") == sleeper.requested.count - 1)

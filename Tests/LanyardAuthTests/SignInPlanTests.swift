@@ -76,7 +76,8 @@ import LanyardStore
     /// access token is used when the id token lacks the account claims.
     @Test func registeredAccountAndItsClaims() async throws {
         let server = try OAuthTestServer(.chatgptEmulator, arguments: ["--accounts", """
-            [{"email": "erin@corp.example", "plan": "enterprise", "account_id": "acct-corp", "user_id": "user-erin", "fedramp": true}]
+            [{"email": "erin@corp.example", "plan": "enterprise", \
+            "account_id": "acct-corp", "user_id": "user-erin", "fedramp": true}]
             """])
         let home = try SignInHome()
         let sleeper = TestSleeper(clock: home.clock) { call in if call == 1 { try await server.hook("/_test/approve") } }

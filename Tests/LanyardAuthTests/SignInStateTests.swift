@@ -5,8 +5,8 @@ import LanyardAuth
 import LanyardCore
 import LanyardStore
 
-/// The documented AuthState sequence of a sign-in (signingIn → awaitingDeviceCode → signedIn, or failed), through the event callback and
-/// through `SignInFlow.states()`, and cancellation.
+/// The documented AuthState sequence of a sign-in (signingIn → awaitingDeviceCode → signedIn, or
+/// failed), through the event callback and through `SignInFlow.states()`, and cancellation.
 @Suite struct SignInStateTests {
     /// signingIn → awaitingDeviceCode(userCode, verificationURL) → signedIn(expiresAt).
     @Test(arguments: SignInRig.Kind.allCases)

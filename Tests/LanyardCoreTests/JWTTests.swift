@@ -58,7 +58,8 @@ func makeJWT(_ payload: String, header: String = #"{"alg":"none"}"#) -> String {
     @Test func readsOpenAIClaims() throws {
         let payload = """
         {"email":"alice@example.com","https://api.openai.com/auth":{"chatgpt_plan_type":"ProLite",
-         "chatgpt_user_id":"user-1","user_id":"legacy","chatgpt_account_id":"acct-9","chatgpt_account_is_fedramp":true}}
+         "chatgpt_user_id":"user-1","user_id":"legacy","chatgpt_account_id":"acct-9",\
+        "chatgpt_account_is_fedramp":true}}
         """
         let info = AccountInfo(openAIClaims: try JWTClaims(token: makeJWT(payload)))
         #expect(info == AccountInfo(email: "alice@example.com", userID: "user-1", accountID: "acct-9",

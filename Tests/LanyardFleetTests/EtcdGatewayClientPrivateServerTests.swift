@@ -169,7 +169,8 @@ func base64(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
         try server.administer("/v3/auth/user/grant", #"{"user":"root","role":"root"}"#)
         try server.administer("/v3/auth/role/add", #"{"name":"fleet"}"#)
         try server.administer("/v3/auth/role/grant",
-                              #"{"name":"fleet","perm":{"permType":"READWRITE","key":"\#(base64("/fleet/"))","range_end":"\#(base64("/fleet0"))"}}"#)
+                              #"{"name":"fleet","perm":{"permType":"READWRITE","key":"\#(base64("/fleet/"))","#
+                                  + #""range_end":"\#(base64("/fleet0"))"}}"#)
         try server.administer("/v3/auth/user/add", #"{"name":"fleet","password":"\#(fleetPassword)"}"#)
         try server.administer("/v3/auth/user/grant", #"{"user":"fleet","role":"fleet"}"#)
         try server.administer("/v3/auth/enable", "{}")

@@ -17,7 +17,8 @@ struct TestCluster {
         let variable: String
         var description: String {
             "\(variable) is not set: these tests need the etcd test cluster; run them under scripts/with-etcd.sh "
-                + "(make test and make check do), e.g. scripts/with-etcd.sh swift test --skip-build --filter EtcdGatewayClient"
+                + "(make test and make check do), e.g. scripts/with-etcd.sh "
+                    + "swift test --skip-build --filter EtcdGatewayClient"
         }
     }
 

@@ -56,7 +56,8 @@ import LanyardFleet
         try server.administer("/v3/auth/user/grant", #"{"user":"root","role":"root"}"#)
         try server.administer("/v3/auth/role/add", #"{"name":"fleet"}"#)
         try server.administer("/v3/auth/role/grant",
-                              #"{"name":"fleet","perm":{"permType":"READWRITE","key":"\#(base64("/fleet/"))","range_end":"\#(base64("/fleet0"))"}}"#)
+                              #"{"name":"fleet","perm":{"permType":"READWRITE","key":"\#(base64("/fleet/"))","#
+                                  + #""range_end":"\#(base64("/fleet0"))"}}"#)
         try server.administer("/v3/auth/user/add", #"{"name":"fleet","password":"\#(password)"}"#)
         try server.administer("/v3/auth/user/grant", #"{"user":"fleet","role":"fleet"}"#)
         try server.administer("/v3/auth/enable", "{}")

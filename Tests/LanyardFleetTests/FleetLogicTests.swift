@@ -248,6 +248,7 @@ import LanyardTestSupport
         func bytes(_ hex: String) -> [UInt8] { hexBytes(hex) }
         let key = Ed25519.SigningKey(seed: bytes("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"))
         #expect(key.publicKey == bytes("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"))
-        #expect(key.sign([]) == bytes("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"))
+        #expect(key.sign([]) == bytes("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555"
+                                      + "fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"))
     }
 }

@@ -251,7 +251,8 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
     }
 
     /// Cancels a stream while the server holds it open: the iteration throws CancellationError
-    /// at once (well before any timeout: it would hold on forever), the server sees the connection close, and no socket or WebSocket thread stays.
+    /// at once (well before any timeout: it would hold on forever), the server sees the connection
+    /// close, and no socket or WebSocket thread stays.
     func cancellationLeavesNothingBehind(_ transport: Transport) async throws {
         let home = try await StreamHome(policy: transport.policy)
         // Warm up: libraries and URLSession set themselves up once per process.

@@ -116,7 +116,8 @@ import LanyardCore
     @Test func completedResponseCarriesTextAndUsage() throws {
         let event = try decode(#"""
         {"type":"response.completed","response":{"id":"resp_1","status":"completed","model":"m",
-         "output":[{"type":"reasoning"},{"type":"message","content":[{"type":"output_text","text":"Hi "},{"type":"output_text","text":"there"}]}],
+         "output":[{"type":"reasoning"},{"type":"message","content":[{"type":"output_text","text":"Hi \#
+        "},{"type":"output_text","text":"there"}]}],
          "usage":{"input_tokens":3,"output_tokens":2,"total_tokens":5}}}
         """#)
         guard case .completed(let response) = event else { Issue.record("not completed: \(event)"); return }

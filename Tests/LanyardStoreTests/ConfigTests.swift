@@ -19,7 +19,8 @@ import LanyardCore
             #expect(try parse("[provider.openai]\nissuer = http://\(host)\n").config.providers["openai"]?.issuer.host != nil)
         }
         for key in ["issuer", "token-endpoint", "device-authorization-endpoint", "revocation-endpoint", "usage-base-url"] {
-            let text = "[provider.corp]\ntype = device-code\nissuer = https://id.example\nclient-id = c\n\(key) = http://id.example/x\n"
+            let text = "[provider.corp]\ntype = device-code\nissuer = "
+                + "https://id.example\nclient-id = c\n\(key) = http://id.example/x\n"
             #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "provider.corp", key: key,
                                                      detail: "plain http is only allowed to this machine (localhost, 127.0.0.1, ::1); use https",
                                                      line: 5)) {
@@ -126,7 +127,8 @@ import LanyardCore
     /// A misspelt group or key is warned about with the name it is close to; a name close to
     /// nothing gets no guess.
     @Test func misspeltGroupsAndKeysGetASuggestion() throws {
-        let loaded = try parse("# mine\n[stroe]\nbackend = file\n\n[store]\nbakend = file\n[provider.openai]\nissuerr = https://a.example\n[fleat]\n")
+        let loaded = try parse("# mine\n[stroe]\nbackend = file\n\n[store]\nbakend = "
+            + "file\n[provider.openai]\nissuerr = https://a.example\n[fleat]\n")
         #expect(loaded.warnings == [
             "config.ini:2: unknown group [stroe] (ignored; did you mean [store]?)",
             "config.ini:6: unknown key \"bakend\" in [store] (ignored; did you mean \"backend\"?)",
@@ -141,14 +143,16 @@ import LanyardCore
         let text = "[store]\nbackend = file\n[provider.opneai]\nissuer = https://a.example\n"
         #expect(throws: ConfigError.invalidValue(
             path: "config.ini", group: "provider.opneai", key: "",
-            detail: "unknown provider \"opneai\" (did you mean [provider.openai]? the built-in ones are openai and github; "
+            detail: "unknown provider \"opneai\" (did you mean [provider.openai]? "
+                + "the built-in ones are openai and github; "
                 + "a provider of your own needs type = device-code, issuer and client-id)", line: 3)) { try parse(text) }
         do { _ = try parse(text) } catch {
             #expect(error.localizedDescription.hasPrefix("config.ini:3: [provider.opneai]: unknown provider \"opneai\" (did you mean [provider.openai]?"))
         }
         // Far from every built-in one: no guess, the same advice.
         do { _ = try parse("[provider.corp]\nissuer = https://a.example\n") } catch {
-            #expect(error.localizedDescription == "config.ini:1: [provider.corp]: unknown provider \"corp\" (the built-in ones are openai and github; "
+            #expect(error.localizedDescription == "config.ini:1: [provider.corp]: unknown provider "
+                + "\"corp\" (the built-in ones are openai and github; "
                 + "a provider of your own needs type = device-code, issuer and client-id)")
         }
     }
@@ -171,7 +175,8 @@ import LanyardCore
     @Test func spaceSeparatedEndpointsGetTheCommaForm() {
         #expect(throws: ConfigError.invalidValue(
             path: "config.ini", group: "fleet", key: "endpoints",
-            detail: "endpoints are separated by commas, not spaces: endpoints = https://a.example:2379, https://b.example:2379",
+            detail: "endpoints are separated by commas, not spaces: "
+                + "endpoints = https://a.example:2379, https://b.example:2379",
             line: 4)) {
             try parse("[fleet]\nname = team\nmachine = m1\nendpoints = https://a.example:2379 https://b.example:2379\n")
         }

@@ -14,7 +14,8 @@ struct RustKeyringEntryTests {
     @Test("a locked keyring: .locked for reading, writing and deleting, and nothing changes")
     func lockedKeyring() throws {
         try requireTestKeyring()
-        if testKeyringIsKeePassXC { return }  // its Lock answers with a prompt of its own; the gnome-keyring run covers this
+        // KeePassXC's Lock answers with a prompt of its own; the gnome-keyring run covers this.
+        if testKeyringIsKeePassXC { return }
         try expectChildPassesOnPrivateKeyring("rustKeyringLocked", scratch: "rustlocked")
     }
 }

@@ -154,7 +154,8 @@ struct SecretServiceChildTests {
             let (error, seconds) = storeError(call)
             #expect(error?.isUnavailable == true && error?.hint.contains("no collection") == true, "\(name): \(String(describing: error))")
             #expect(seconds < timeout, "\(name) took \(seconds) s")
-            print("child: \(name) after the collection was deleted -> \(error.map { String(describing: $0) } ?? "no error") in \(Int(seconds * 1000)) ms")
+            print("child: \(name) after the collection was deleted -> "
+                + "\(error.map { String(describing: $0) } ?? "no error") in \(Int(seconds * 1000)) ms")
         }
         let health = store.health()
         #expect(health.reachable && health.problem?.contains("no collection") == true, "\(health)")

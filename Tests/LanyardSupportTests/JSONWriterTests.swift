@@ -42,7 +42,10 @@ import LanyardSupport
     }
 
     @Test func escapesWhatSerializedEscapes() throws {
-        for text in ["plain", "quote \" and backslash \\", "tab\tnewline\ncarriage\r", "\u{0}\u{1f}", "emoji 🙂 and é"] {
+        let texts = [
+            "plain", "quote \" and backslash \\", "tab\tnewline\ncarriage\r", "\u{0}\u{1f}", "emoji 🙂 and é",
+        ]
+        for text in texts {
             var writer = JSONWriter(pretty: false)
             writer.value(.string(text))
             #expect(writer.text == JSONValue.string(text).serialized())

@@ -40,7 +40,8 @@ import Testing
         let targets = try Self.manifestTargets()
         let packageModules = Set(targets.map(\.name))
         #expect(packageModules.isSuperset(of: ["LanyardCore", "LanyardKit", "LanyardCLI", "lanyard"]), "parsed \(packageModules.sorted())")
-        let importPattern = try Regex(#"^(?:@_exported |@testable )?import (?:(?:struct|enum|class|protocol|func|typealias) )?([A-Za-z_][A-Za-z0-9_]*)"#)
+        let importPattern = try Regex(#"^(?:@_exported |@testable )?import "#
+            + #"(?:(?:struct|enum|class|protocol|func|typealias) )?([A-Za-z_][A-Za-z0-9_]*)"#)
             .anchorsMatchLineEndings()
         var checked = 0
         for target in targets {
@@ -96,7 +97,10 @@ import Testing
         }
         for target in manifest {
             #expect(table[target.name] == target.dependencies,
-                    "docs/architecture.md says \(target.name) depends on \(table[target.name]?.sorted() ?? []), Package.swift says \(target.dependencies.sorted())")
+                    """
+                    docs/architecture.md says \(target.name) depends on \(table[target.name]?.sorted() ?? []), \
+                    Package.swift says \(target.dependencies.sorted())
+                    """)
         }
         #expect(Set(table.keys) == Set(manifest.map(\.name)), "modules in the table: \(table.keys.sorted()); in the manifest: \(manifest.map(\.name).sorted())")
     }
@@ -104,14 +108,17 @@ import Testing
     /// The targets of Package.swift: name, declared dependencies and source folder.
     static func manifestTargets() throws -> [(name: String, dependencies: Set<String>, folder: String)] {
         let manifest = try String(contentsOf: repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
-        let targetPattern = try Regex(#"\.(?:target|executableTarget|testTarget|systemLibrary)\(name: "([^"]+)"(?:, dependencies: \[([^\]]*)\])?(?:[^)]*?path: "([^"]+)")?"#)
+        // Whitespace between the arguments may include line breaks (swift-format puts one argument
+        // per line once a target's declaration is longer than a line).
+        let targetPattern = try Regex(#"\.(target|executableTarget|testTarget|systemLibrary)\(\s*name: "#
+            + #""([^"]+)"(?:,\s*dependencies: \[([^\]]*)\])?(?:[^)]*?path: "([^"]+)")?"#)
         var targets: [(name: String, dependencies: Set<String>, folder: String)] = []
         for match in manifest.matches(of: targetPattern) {
-            let name = String(match.output[1].substring ?? "")
-            let dependencies = (match.output[2].substring.map(String.init) ?? "")
+            let name = String(match.output[2].substring ?? "")
+            let dependencies = (match.output[3].substring.map(String.init) ?? "")
                 .split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \"\n")) }.filter { !$0.isEmpty }
-            let folder = match.output[3].substring.map(String.init)
-                ?? (manifest.contains("testTarget(name: \"\(name)\"") ? "Tests/\(name)" : "Sources/\(name)")
+            let folder = match.output[4].substring.map(String.init)
+                ?? (match.output[1].substring == "testTarget" ? "Tests/\(name)" : "Sources/\(name)")
             targets.append((name, Set(dependencies), folder))
         }
         return targets

@@ -14,7 +14,8 @@ package final class PrivateSessionBus: @unchecked Sendable {
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig><type>session</type><keep_umask/><listen>unix:dir=\(folder)</listen><auth>EXTERNAL</auth>
-        <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
+        <policy context="default"><allow send_destination="*" \
+        eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
         </busconfig>
         """.write(toFile: folder + "/bus.conf", atomically: true, encoding: .utf8)
         process = Process()

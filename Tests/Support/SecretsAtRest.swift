@@ -22,7 +22,9 @@ package func filesHoldingInClear(_ secrets: [String], under root: String, except
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root + "/" + relative, isDirectory: &isDirectory), !isDirectory.boolValue,
               let bytes = FileManager.default.contents(atPath: root + "/" + relative) else { continue }
-        if let hit = markers.first(where: { bytes.range(of: $0.0) != nil }) { found.append("\(relative) (\(hit.1)…)") }
+        if let hit = markers.first(where: { bytes.range(of: $0.0) != nil }) {
+            found.append("\(relative) (\(hit.1)…)")
+        }
     }
     return found.sorted()
 }

@@ -58,7 +58,8 @@ enum DeviceAuthorizationAnswer {
     /// with control characters would reach the terminal as commands, so it is refused.
     static func checkUserCode(_ code: String, step: String) throws(AuthError) {
         guard code.utf8.count <= 128, !code.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) else {
-            throw .invalidResponse("\(step): user_code is not something a person can type (\(code.utf8.count) bytes, or control characters)")
+            throw .invalidResponse("\(step): user_code is not something a person can type "
+                + "(\(code.utf8.count) bytes, or control characters)")
         }
     }
 }

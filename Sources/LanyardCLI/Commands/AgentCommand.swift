@@ -24,8 +24,10 @@ extension AgentCommands {
         [refresh] lead of expiry, plus a random delay of up to [agent] jitter seconds (at most half the lead) \
         so slots do not refresh together. Transient failures are retried with exponential backoff. The \
         agent sleeps until the next due time and wakes early when another process changes the registry. \
-        A slot whose session ends raises a desktop notification and runs the [agent] hook. With [switch] auto = usage \
-        it also checks the active slot's usage every [switch] poll seconds, and at once when a Lanyard command logs a \
+        A slot whose session ends raises a desktop notification \
+        and runs the [agent] hook. With [switch] auto = usage \
+        it also checks the active slot's usage every [switch] poll seconds, \
+        and at once when a Lanyard command logs a \
         usage_limit_reached for it, and switches to the slot with the most headroom once the active one reaches \
         [switch] threshold (a notification, the hook and a switch event say so). One agent runs \
         per user; it shares the per-slot refresh lock with every other Lanyard command.
@@ -64,7 +66,7 @@ extension AgentCommands {
         }
         let stopper = agent.stopper
         let sources = inv.onInterrupt { stopper.stop() }
-        defer { sources.forEach { $0.cancel() } }
+        defer { for source in sources { source.cancel() } }
         stderr.line("lanyard agent: started (pid \(getpid()))")
         try agent.run()
         stderr.line("lanyard agent: stopped")

@@ -16,7 +16,8 @@ extension MetaCommands {
         let details: String, examples: [CommandExample]
         switch shell {
         case .bash:
-            details = "Install it as ~/.local/share/bash-completion/completions/lanyard: bash-completion loads it on first use."
+            details = "Install it as ~/.local/share/bash-completion/completions/lanyard: "
+                + "bash-completion loads it on first use."
             examples = [CommandExample("lanyard completion bash > ~/.local/share/bash-completion/completions/lanyard", "install for your user"),
                         CommandExample("source <(lanyard completion bash)", "load it into the current shell only")]
         case .zsh:

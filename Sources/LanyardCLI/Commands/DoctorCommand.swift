@@ -13,7 +13,8 @@ enum DoctorCommand {
         minArguments: 0, maxArguments: 0, flags: [FlagSpec("repair", "rebuild the registry from what the backends hold")],
         prints: true, takesAccount: false,
         details: """
-        Whether or not --repair is given, the private folders a killed `lanyard exec` left are recovered: tokens its \
+        Whether or not --repair is given, the private folders \
+        a killed `lanyard exec` left are recovered: tokens its \
         command rotated are copied back into the slot and the folder removed. \
         `.lanyard` pins that name no slot (the one in effect here, those below the working directory and under \
         the home folder) are problems: commands run below them fail. \
@@ -51,7 +52,8 @@ struct DoctorView: JSONView {
         var fleetProblems: [String] = []
         if let problem = fleet.problem { fleetProblems.append(problem) }
         else if fleet.standing != "member" {
-            fleetProblems.append("fleet \(fleet.fleet): this machine (\(fleet.machine)) is \(fleet.standing == "pending" ? "waiting for approval" : "not a member"): "
+            fleetProblems.append("fleet \(fleet.fleet): this machine (\(fleet.machine)) is "
+                + "\(fleet.standing == "pending" ? "waiting for approval" : "not a member"): "
                                  + "its shared slots serve valid tokens and are not refreshed; see `lanyard fleet status`")
         }
         // Writes stopped: a membership entry this machine cannot verify, or a forked log.
@@ -66,8 +68,10 @@ struct DoctorView: JSONView {
         // A shared value this machine refuses: its slot serves a valid token and is not refreshed.
         for slot in fleet.slots { if let problem = slot.problem { fleetProblems.append(problem) } }
         if !fleet.damaged.isEmpty {
-            fleetProblems.append("fleet \(fleet.fleet): \(fleet.damaged.count) key\(fleet.damaged.count == 1 ? "" : "s") under its prefix do not verify "
-                                 + "(ignored; someone without a member's key wrote there, or a write was cut): see `lanyard fleet status`")
+            fleetProblems.append("fleet \(fleet.fleet): \(fleet.damaged.count) "
+                + "key\(fleet.damaged.count == 1 ? "" : "s") under its prefix do not verify "
+                                 + "(ignored; someone without a member's key wrote there, or a write was cut): "
+                                     + "see `lanyard fleet status`")
         }
         return report.problems + fleetProblems
     }
@@ -132,7 +136,8 @@ struct DoctorView: JSONView {
                                                        : "may be dumped or traced: prctl(PR_SET_DUMPABLE) or setrlimit(RLIMIT_CORE) was refused"))
         if let fleet {
             let health = fleet.problem == nil ? "\(fleet.standing), \(fleet.slots.count) shared slot\(fleet.slots.count == 1 ? "" : "s"), "
-                + "\(fleet.endpoints.filter { $0.problem == nil }.count) of \(fleet.endpoints.count) etcd endpoints answer" : "unreachable"
+                + "\(fleet.endpoints.filter { $0.problem == nil }.count) "
+                    + "of \(fleet.endpoints.count) etcd endpoints answer" : "unreachable"
             out.line(s.bold("Fleet") + "     \(fleet.fleet) as \(fleet.machine): \(health)")
         }
         for repair in report.repairs { out.line(s.green("repaired: ") + "\(repair.description)") }

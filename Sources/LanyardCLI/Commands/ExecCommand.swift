@@ -8,20 +8,31 @@ extension IntegrationCommands {
         name: "exec", summary: "run a command with a slot's credentials (a private CODEX_HOME for openai)", arguments: "[SLOT] -- CMD [ARG…]",
         minArguments: 1, maxArguments: 10_000,
         flags: [FlagSpec("best", "run CMD as the slot `switch --best` would choose (the most usage headroom), without switching"),
-                FlagSpec("follow", "move Codex to the slot each `switch` (or auto-switch) chooses while it runs: stop it, then `codex resume` the session"),
-                FlagSpec("grace", value: "SECONDS", "with --follow: how long Codex has to end after SIGINT before SIGTERM, and after SIGTERM before SIGKILL (default 10)")],
+                FlagSpec("follow", "move Codex to the slot each `switch` (or auto-switch) chooses while it runs: "
+                    + "stop it, then `codex resume` the session"),
+                FlagSpec("grace", value: "SECONDS", "with --follow: how long Codex has to end after SIGINT before SIGTERM, "
+                    + "and after SIGTERM before SIGKILL (default 10)")],
         prints: false, takesAccount: true,
         details: """
         The slot is SLOT before `--` (like every other command), else --account and the usual rules. \
-        CMD gets LANYARD_ACCOUNT, the provider's env.NAME variables and, for openai slots, CODEX_HOME pointing at a private \
-        0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. When CMD exits, tokens it rotated are copied back \
-        and the folder removed; CMD inherits the folder's lock, so a folder whose exec was killed is recovered (by the next \
-        exec or doctor) only once CMD is gone too. CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded. \
-        With --best, the slot is the one `switch --best` would choose (asking the usage endpoint); the active slot does not change. \
-        With --follow (openai slots, for Codex), each change of the active slot while CMD runs moves it: CMD gets SIGINT \
-        (SIGTERM after --grace seconds, SIGKILL after as many again), the new slot's auth.json replaces the old in the same \
-        CODEX_HOME, and `CMD resume SESSION_ID` starts for the session CMD was recording (CMD as given when it recorded none). \
-        A slot that cannot take over (it must sign in) leaves CMD running; exec then exits with that error's status once CMD ends.
+        CMD gets LANYARD_ACCOUNT, the provider's env.NAME variables and, \
+        for openai slots, CODEX_HOME pointing at a private \
+        0700 folder under $XDG_RUNTIME_DIR holding the slot's auth.json. \
+        When CMD exits, tokens it rotated are copied back \
+        and the folder removed; CMD inherits the folder's lock, \
+        so a folder whose exec was killed is recovered (by the next \
+        exec or doctor) only once CMD is gone too. \
+        CMD's exit status is passed through; SIGTERM and SIGHUP are forwarded. \
+        With --best, the slot is the one `switch --best` would choose \
+        (asking the usage endpoint); the active slot does not change. \
+        With --follow (openai slots, for Codex), \
+        each change of the active slot while CMD runs moves it: CMD gets SIGINT \
+        (SIGTERM after --grace seconds, SIGKILL after as many again), \
+        the new slot's auth.json replaces the old in the same \
+        CODEX_HOME, and `CMD resume SESSION_ID` starts for the session \
+        CMD was recording (CMD as given when it recorded none). \
+        A slot that cannot take over (it must sign in) leaves CMD running; \
+        exec then exits with that error's status once CMD ends.
         """,
         examples: [
             CommandExample("lanyard exec work -- codex", "run Codex as work, in a private CODEX_HOME"),
@@ -76,7 +87,8 @@ extension IntegrationCommands {
     private static func follow(_ inv: Invocation, command: [String], slot: Slot, manager: AccountManager) throws -> ExitStatus {
         let options = try inv.args.value("grace").map { raw in
             guard let seconds = Double(raw), seconds.isFinite, seconds > 0, seconds <= 3600 else {
-                throw UsageError(message: "--grace needs a number of seconds above 0, at most 3600, got \"\(TerminalText.escaped(raw))\"", command: "exec")
+                throw UsageError(message: "--grace needs a number of seconds above 0, "
+                    + "at most 3600, got \"\(TerminalText.escaped(raw))\"", command: "exec")
             }
             return FollowOptions(grace: seconds)
         } ?? FollowOptions()
@@ -99,7 +111,8 @@ extension IntegrationCommands {
             inv.stderr.line("lanyard: stored the tokens the command rotated in \(into.name)")
         }
         if let failure = outcome.copyBackFailure {
-            inv.stderr.line("lanyard: could not copy rotated tokens back into \((outcome.moves.last?.to ?? slot).name): \(failure.reason); "
+            inv.stderr.line("lanyard: could not copy rotated tokens back into "
+                + "\((outcome.moves.last?.to ?? slot).name): \(failure.reason); "
                             + "they stay in \(failure.folder) until `lanyard doctor` (or the next exec) recovers them")
         }
         if let failure = outcome.notFollowed { throw failure }

@@ -64,7 +64,8 @@ extension BundleCommands {
         let names = entries.keys.sorted().map(\.name)
         inv.emit(ExportView(file: path, slots: names, skipped: skipped, encryption: recipients.isEmpty ? "passphrase" : "x25519")) {
             for slot in skipped { inv.stderr.line("lanyard: skipped \(slot.name) (no stored credential)") }
-            inv.stdout.line("Exported \(names.count) slot\(names.count == 1 ? "" : "s") (\(names.joined(separator: ", "))) to \(target).")
+            inv.stdout.line("Exported \(names.count) slot\(names.count == 1 ? "" : "s") "
+                + "(\(names.joined(separator: ", "))) to \(target).")
         }
         return .ok
     }

@@ -7,8 +7,8 @@ extension MetaCommands {
         prints: false, takesAccount: false,
         details: """
         Without COMMAND, lists the commands by group. With one, shows its usage, options and examples; a group \
-        (store, codex, gh, …) lists its subcommands, and `lanyard help store init` shows one of them, the same as \
-        `lanyard store init --help`.
+        (store, codex, gh, …) lists its subcommands, and `lanyard help store init` shows one of them, \
+        the same as `lanyard store init --help`.
         """,
         examples: [
             CommandExample("lanyard help store migrate", "usage, options and examples of one subcommand"),
@@ -43,7 +43,8 @@ extension MetaCommands {
     static func overview() -> String {
         let width = Lanyard.commands.filter { !$0.hidden }.map(\.name.count).max() ?? 0
         var out = """
-        lanyard \(Lanyard.version): sign several accounts into the same tools, keep their tokens fresh, switch between them.
+        lanyard \(Lanyard.version): sign several accounts into the same tools, \
+        keep their tokens fresh, switch between them.
 
         Usage: lanyard <command> [options]
 
@@ -90,7 +91,8 @@ extension MetaCommands {
         for (left, right) in rendered { out += "  " + left.padded(toWidth: width + 2) + right + "\n" }
         if !spec.examples.isEmpty { out += "\n" + examples(spec.examples) }
         if !subcommands.isEmpty {
-            out += "\nRun `lanyard \(spec.name) <command> --help` (or `lanyard help \(spec.name) <command>`) for a command's options.\n"
+            out += "\nRun `lanyard \(spec.name) <command> --help` "
+                + "(or `lanyard help \(spec.name) <command>`) for a command's options.\n"
         }
         return out
     }

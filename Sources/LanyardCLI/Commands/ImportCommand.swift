@@ -16,8 +16,10 @@ extension BundleCommands {
         ],
         prints: true, takesAccount: false,
         details: """
-        Decrypts and checks the whole bundle before writing anything; a damaged or tampered bundle changes nothing. \
-        Existing slots keep their backend; new slots go to the backend new sign-ins use. Overwriting an existing slot \
+        Decrypts and checks the whole bundle before writing anything; \
+        a damaged or tampered bundle changes nothing. \
+        Existing slots keep their backend; new slots go to the \
+        backend new sign-ins use. Overwriting an existing slot \
         asks on a terminal and, without a terminal, needs --yes.
         """,
         examples: [
@@ -53,7 +55,8 @@ extension BundleCommands {
         // Everything is checked before anything is written.
         try ExportBundle.check(bundle.slots, knownProviders: Set(try inv.config().providers.keys), source: source)
         for old in renames.keys where bundle.slots[old] == nil {
-            throw UsageError(message: "--rename \(old.name)=…: the bundle has no slot \(old.name) (it has \(bundle.slots.keys.sorted().map(\.name).joined(separator: ", ")))", command: "import")
+            throw UsageError(message: "--rename \(old.name)=…: the bundle has no slot \(old.name) "
+                + "(it has \(bundle.slots.keys.sorted().map(\.name).joined(separator: ", ")))", command: "import")
         }
         var incoming: [Slot: ExportBundle.Entry] = [:]
         for (slot, entry) in bundle.slots {
@@ -68,9 +71,11 @@ extension BundleCommands {
         if !existing.isEmpty && !inv.args.has("yes") {
             let list = existing.map(\.name).joined(separator: ", ")
             guard inv.context.stdinIsTTY else {
-                throw UsageError(message: "refusing to overwrite existing slot\(existing.count == 1 ? "" : "s") \(list) without --yes (no terminal to ask)", command: "import")
+                throw UsageError(message: "refusing to overwrite existing slot\(existing.count == 1 ? "" : "s") "
+                    + "\(list) without --yes (no terminal to ask)", command: "import")
             }
-            guard inv.confirm("Overwrite the existing slot\(existing.count == 1 ? "" : "s") \(list) with the bundle's credentials?") else {
+            guard inv.confirm("Overwrite the existing slot\(existing.count == 1 ? "" : "s") "
+                + "\(list) with the bundle's credentials?") else {
                 inv.stderr.line("Nothing imported.")
                 return .failure  // a "no" is an answer, not an interruption (130 is for Ctrl-C)
             }

@@ -9,7 +9,8 @@ extension CredentialHelperCommands {
         name: "kube-credential", summary: "Kubernetes exec credential plugin: an ExecCredential with the slot's token",
         arguments: "[SLOT]", minArguments: 0, maxArguments: 1, flags: [], prints: false, takesAccount: true,
         details: """
-        Prints an ExecCredential (client.authentication.k8s.io/v1, or the version KUBERNETES_EXEC_INFO asks for: v1 or \
+        Prints an ExecCredential (client.authentication.k8s.io/v1, \
+        or the version KUBERNETES_EXEC_INFO asks for: v1 or \
         v1beta1) whose status holds the slot's access token (or its id token when the provider sets kube-token = \
         id-token), refreshed when due, and its expirationTimestamp, so kubectl runs the plugin again only when the \
         token is due. Exit 3 when the slot has no credential, 4 when it must sign in again.

@@ -24,7 +24,8 @@ extension AuthCommands {
         On a desktop session (DISPLAY or WAYLAND_DISPLAY, and xdg-open) the sign-in opens the browser and \
         waits for it on 127.0.0.1 (ChatGPT: port 1455, else 1457); elsewhere it shows a device code. With \
         --browser and no desktop, open the printed address on any machine and paste back the address the \
-        browser ends on. Without SLOT the slot is named after the account's email. Signing in again to an existing slot replaces \
+        browser ends on. Without SLOT the slot is named after the account's email. \
+        Signing in again to an existing slot replaces \
         its credential only once the new one is in hand, and only with the same account: approved as another \
         account, the slot keeps its account and the sign-in is kept in a new slot named after its email (said so), \
         unless --replace is given. Ctrl-C cancels (exit 130) and stores nothing. \
@@ -81,7 +82,8 @@ extension AuthCommands {
         // A token given as an argument is refused before anything else, and never repeated.
         if let given = inv.args.positionals.first, ArgumentText.looksSecret(given) {
             throw UsageError(message: "--with-access-token reads the token from standard input, never from the command line (where "
-                             + "`ps` and your shell's history see it): `printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`",
+                             + "`ps` and your shell's history see it): "
+                                 + "`printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`",
                              command: "login")
         }
         let manager = try inv.accounts()
@@ -108,7 +110,8 @@ extension AuthCommands {
         inv.emit(LoginView(slot: slot, provider: providerID, account: account, expiresAt: nil)) {
             let who = account.email ?? account.accountID ?? "the account"
             let plan = account.plan.map { " (\($0.displayName))" } ?? ""
-            inv.stdout.line("Stored a personal access token of \(who)\(plan) in slot \(inv.style.bold(slot.name)); it does not rotate, "
+            inv.stdout.line("Stored a personal access token of \(who)\(plan) in slot "
+                + "\(inv.style.bold(slot.name)); it does not rotate, "
                             + "so nothing refreshes it.")
         }
         return .ok
@@ -168,13 +171,15 @@ final class SignInProgress: Sendable {
                 }
             case .storedInNewSlot(let requested, let holds, let slot):
                 if inv.context.stderrIsTTY { err.write(.control(.eraseLine)) }
-                err.line("Slot \(requested.name) holds \(holds), another account: this sign-in is kept in the slot \(s.bold(slot.name)) "
+                err.line("Slot \(requested.name) holds \(holds), another account: "
+                    + "this sign-in is kept in the slot \(s.bold(slot.name)) "
                          + "instead (`lanyard login \(requested.name) --replace` puts it into \(requested.name)).")
             case .browserAuthorization(let auth):
                 let url = auth.url.absoluteString
                 if auth.readsPastedRedirect {
                     err.line("To sign in, open this address in a browser (on any machine):\n\n    \(url)\n")
-                    err.line("The browser is then sent to \(auth.redirectURI)?code=…; if that page does not load (the browser is on "
+                    err.line("The browser is then sent to \(auth.redirectURI)?code=…; "
+                        + "if that page does not load (the browser is on "
                              + "another machine), copy the whole address from its address bar and paste it here.")
                 } else {
                     err.line("Opening the browser to sign in; if it does not open, open this address:\n\n    \(url)\n")
@@ -208,7 +213,8 @@ final class SignInProgress: Sendable {
         let browser = inv.args.has("browser"), device = inv.args.has("device")
         if browser && device { throw UsageErrorText("--browser and --device choose one way to sign in; give one of them") }
         if browser, let flag = ["open", "qr"].first(where: { inv.args.has($0) }) {
-            throw UsageErrorText("--\(flag) is for the device code; the browser sign-in opens the page itself (or use --device --\(flag))")
+            throw UsageErrorText("--\(flag) is for the device code; the browser sign-in "
+                + "opens the page itself (or use --device --\(flag))")
         }
         let environment = inv.context.environment
         let desktop = canOpenBrowser(environment)
@@ -235,7 +241,8 @@ final class SignInProgress: Sendable {
     /// (xdg-open refuses `--`, so the URL's scheme is what keeps it from looking like one).
     static func open(_ url: URL, what: String = "the verification page", err: TextSink, environment: [String: String]) {
         guard Loopback.isSecureOrLocal(url), !url.absoluteString.hasPrefix("-") else {
-            err.line("lanyard: not opening \(what): the server gave a URL that is not https; open it yourself if you trust it")
+            err.line("lanyard: not opening \(what): the server gave a URL that is not https; "
+                + "open it yourself if you trust it")
             return
         }
         guard let xdgOpen = Spawn.searchPath("xdg-open", environment["PATH"] ?? "/usr/bin:/bin") else {

@@ -11,7 +11,8 @@ extension AuthCommands {
         prints: true, takesAccount: false,
         details: """
         Revocation is never the default: it would sign the account out of other tools that share the session. \
-        When --revoke cannot revoke (ChatGPT sign-in has no revocation endpoint; a fleet's token; a failed request), \
+        When --revoke cannot revoke (ChatGPT sign-in has no \
+        revocation endpoint; a fleet's token; a failed request), \
         logout says so before it signs out and asks on a terminal; without a terminal it changes nothing unless \
         --yes is given, and with --yes it signs out and says the token was not revoked.
         """,

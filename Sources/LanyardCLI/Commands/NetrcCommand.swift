@@ -8,7 +8,8 @@ extension CredentialHelperCommands {
         name: "netrc", summary: "print netrc lines with fresh tokens for hosts mapped in [netrc]", arguments: "[HOST…]",
         minArguments: 0, maxArguments: Int.max, flags: [], prints: true, takesAccount: false,
         details: """
-        One `machine HOST login USER password TOKEN` line per host mapped in [netrc] (HOST = SLOT), or per HOST named, \
+        One `machine HOST login USER password TOKEN` line per \
+        host mapped in [netrc] (HOST = SLOT), or per HOST named, \
         with the slot's access token refreshed when due and the provider's git-username (default x-access-token): \
         curl --netrc-file <(lanyard netrc api.example.com) URL. A named host that is not mapped gets no line and a \
         warning (exit 1); nothing is printed for hosts config.ini does not map. \

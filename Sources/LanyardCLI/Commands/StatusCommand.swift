@@ -56,7 +56,8 @@ extension SlotCommands {
             if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
             if let rule { lines.append(("chosen by", "\(rule.explanation)")) }
             lines.append(("auto-switch", autoSwitch.mode == .off ? "off"
-                          : "at \(autoSwitch.threshold.rounded().saturatingInt) % usage, checked every \(RelativeTime.span(autoSwitch.poll))"))
+                          : "at \(autoSwitch.threshold.rounded().saturatingInt) % usage, "
+                              + "checked every \(RelativeTime.span(autoSwitch.poll))"))
             if let last = lastSwitch, let from = last["from"]?.string, let to = last["to"]?.string {
                 let when = last["time"]?.string.flatMap(RFC3339.date(from:)).map { RelativeTime.describe($0, now: inv.now) } ?? "-"
                 let used = last["used_percent"]?.number.map { ": \(from) at \($0.rounded().saturatingInt) %" } ?? ""

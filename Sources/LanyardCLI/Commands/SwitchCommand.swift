@@ -71,7 +71,8 @@ enum BestSlotView {
             if !inv.json { inv.stdout.line("  \(candidate.slot.name.padded(toWidth: 16))\(reason)") }
         }
         let chosen = try choice.chosen()
-        if !inv.json { inv.stdout.line("Choosing \(chosen.slot.name): the most headroom (\((chosen.usedPercent ?? 0).rounded().saturatingInt)% used).") }
+        if !inv.json { inv.stdout.line("Choosing \(chosen.slot.name): the most headroom "
+            + "(\((chosen.usedPercent ?? 0).rounded().saturatingInt)% used).") }
         return (chosen.slot, chosen.usedPercent, reasons)
     }
 
@@ -87,7 +88,8 @@ extension SlotCommands {
         flags: [FlagSpec("best", "choose among the active provider's slots by the usage endpoint, and say why")],
         prints: true, takesAccount: false,
         details: """
-        The active slot is used when no --account, LANYARD_ACCOUNT or .lanyard file chooses one. With `[integrations] codex = true` \
+        The active slot is used when no --account, LANYARD_ACCOUNT or \
+        .lanyard file chooses one. With `[integrations] codex = true` \
         Codex's auth.json follows: tokens Codex rotated are first copied back into the slot that was active. \
         With no SLOT: the only slot, or of two slots the one that is not active; otherwise it lists the slots \
         and asks on a terminal (exit 2 without one).
@@ -141,7 +143,8 @@ extension SlotCommands {
     /// the last usage any Lanyard program fetched (usage.json) says it is at its limit.
     static func unusableWarning(_ slot: Slot, _ record: SlotRecord, _ inv: Invocation) -> HumanText? {
         if case .signedIn = record.state {} else {
-            return "lanyard: warning: \(slot.name) must sign in again before it can be used: run `lanyard login \(slot.name)`"
+            return "lanyard: warning: \(slot.name) must sign in again before "
+                + "it can be used: run `lanyard login \(slot.name)`"
         }
         guard let known = UsageState.load(inv.paths).slots[slot], known.report.isAtLimit else { return nil }
         let resets = known.report.limitResetsAt
@@ -149,7 +152,8 @@ extension SlotCommands {
         let until = resets.map { " until \(RelativeTime.clockTime($0, now: inv.now))" } ?? ""
         let asOf = RelativeTime.clockTime(known.fetchedAt, now: inv.now)
         return """
-            lanyard: warning: \(slot.name) is at its usage limit\(until) (as of \(asOf)): `lanyard switch --best` picks the slot with \
+            lanyard: warning: \(slot.name) is at its usage limit\(until) (as of \(asOf)): \
+            `lanyard switch --best` picks the slot with \
             the most headroom; `lanyard usage \(slot.name)` checks again
             """
     }

@@ -9,7 +9,8 @@ enum TokenCommand {
         minArguments: 0, maxArguments: 1, flags: [], prints: true, takesAccount: true,
         details: """
         Refreshes first when the token expires within the refresh lead (one refresh per slot across processes). \
-        Prints only the token and a newline, so `$(lanyard token)` works. Exit 3 when the slot has none, 4 when it must sign in again.
+        Prints only the token and a newline, so `$(lanyard token)` works. \
+        Exit 3 when the slot has none, 4 when it must sign in again.
         """,
         examples: [
             CommandExample("curl -H \"Authorization: Bearer $(lanyard token work)\" https://api.example.com/", "call an API as work with a fresh token"),

@@ -16,10 +16,13 @@ enum UsageCommand {
         name: "usage", summary: "show plan and usage windows (with reset times) from the provider", arguments: "[SLOT]",
         minArguments: 0, maxArguments: 1, flags: [FlagSpec("all", "every signed-in slot of a provider with a usage endpoint")],
         prints: true, takesAccount: true,
-        details: "Each window is named by its length (5 h, daily, weekly, monthly, else its length in words), with its reset. "
-            + "Exit 7 when a slot shown is at its usage limit (a window at 100 %, the server's limit_reached, or a 429), "
+        details: "Each window is named by its length (5 h, daily, weekly, "
+            + "monthly, else its length in words), with its reset. "
+            + "Exit 7 when a slot shown is at its usage limit "
+                + "(a window at 100 %, the server's limit_reached, or a 429), "
             + "6 when the server cannot be reached. "
-            + "With --all and [switch] auto = usage, `next` marks the slot auto-switching would switch to from the active slot.",
+            + "With --all and [switch] auto = usage, `next` marks the slot "
+                + "auto-switching would switch to from the active slot.",
         examples: [
             CommandExample("lanyard usage", "plan and usage windows of the resolved slot, with reset times"),
             CommandExample("lanyard usage --all", "every signed-in slot whose provider reports usage"),
@@ -104,7 +107,8 @@ enum UsageCommand {
                 let resets = window.resetsAt.map { "resets " + RelativeTime.describe($0, now: inv.now) } ?? ""
                 let whole = "\(window.usedPercent.rounded().saturatingInt)%"
                 let percent = String(repeating: " ", count: max(0, 4 - whole.count)) + whole
-                inv.stdout.line("\(String(repeating: " ", count: indent))\(name.padded(toWidth: 17 - indent))\(bar(window.usedPercent, s))  \(percent)  \(resets)")
+                let label = String(repeating: " ", count: indent) + name.padded(toWidth: 17 - indent)
+                inv.stdout.line("\(label)\(bar(window.usedPercent, s))  \(percent)  \(resets)")
             }
         }
         rows(report.primary, report.secondary, indent: 2)

@@ -111,7 +111,7 @@ package final class DesktopNotifications: @unchecked Sendable {
                       urgency: UInt8 = 1, timeoutMilliseconds: Int32 = -1) {
         let texts: [String] = actions.flatMap { [$0.key, $0.label] }
         let strings: [UnsafeMutablePointer<CChar>] = texts.map { strdup($0)! }
-        defer { strings.forEach { free($0) } }
+        defer { for pointer in strings { free(pointer) } }
         let pointers: [UnsafePointer<CChar>?] = strings.map { UnsafePointer($0) }
         let count = Int32(pointers.count)
         guard let image else {

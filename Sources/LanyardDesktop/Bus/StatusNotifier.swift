@@ -147,10 +147,10 @@ package final class StatusNotifier: @unchecked Sendable {
             strings.append(copy)
             return UnsafePointer(copy)
         }
-        defer { strings.forEach { free($0) } }
+        defer { for pointer in strings { free(pointer) } }
         // The row icons, like the strings, only have to last the call (the C side copies them).
         var icons: [UnsafeMutableBufferPointer<UInt8>] = []
-        defer { icons.forEach { $0.deallocate() } }
+        defer { for icon in icons { icon.deallocate() } }
         let items = entries.map { entry in
             var toggleType: String?, state: Int32 = -1
             switch entry.toggle {
@@ -175,7 +175,7 @@ package final class StatusNotifier: @unchecked Sendable {
             _ = buffer.initialize(from: pixmap.argb)
             return (pixmap, buffer)
         }
-        defer { pixels.forEach { $0.1.deallocate() } }
+        defer { for (_, buffer) in pixels { buffer.deallocate() } }
         let cPixmaps = pixels.map { pixmap, buffer in
             lanyard_pixmap(width: pixmap.width, height: pixmap.height, argb: UnsafePointer(buffer.baseAddress))
         }

@@ -361,7 +361,8 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
         case .failed(let text, let requestSent):
             if write && requestSent {
                 throw EtcdError.unavailable(endpoint: endpoint,
-                                            detail: "the connection failed after the request was sent (\(Self.shown(text))); the write may have been applied")
+                                            detail: "the connection failed after the request was sent (\(Self.shown(text))); "
+                                                + "the write may have been applied")
             }
             return .next(Failure(endpoint: endpoint, kind: .connect, detail: "the connection failed (\(Self.shown(text)))"))
         case .cancelled:
@@ -379,7 +380,8 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
         switch code {
         case 60: return "the server's certificate does not verify against \(trustAnchors) (\(text))"
         case 77: return "cannot read the CA file \(caFile ?? "") (\(text))"
-        case 58: return "cannot use the client certificate \(certFile ?? "(none)") with the key \(keyFile ?? "(none)") (\(text))"
+        case 58: return "cannot use the client certificate \(certFile ?? "(none)") "
+            + "with the key \(keyFile ?? "(none)") (\(text))"
         default:
             guard text.contains("alert") else { return "the TLS handshake failed (\(text))" }
             guard let certFile else {

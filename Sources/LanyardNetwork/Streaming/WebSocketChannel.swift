@@ -84,7 +84,7 @@ enum WebSocketChannel {
         if let query = url.query { path += "?" + query }
 
         let names = options.headers.map { strdup($0.0) }, values = options.headers.map { strdup($0.1) }
-        defer { (names + values).forEach { free($0) } }
+        defer { for pointer in names + values { free(pointer) } }
         let result: lanyard_ws_result = host.withCString { hostC in
             path.withCString { pathC in
                 withOptionalCString(options.caFile) { caC in

@@ -96,9 +96,9 @@ import Testing
         let desktop = try TrayDesktop(root: home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(home)
-        _ = try await eventually("the watcher lists the first tray", {
+        _ = try await eventually("the watcher lists the first tray") {
             try desktop.registeredItems() + "\ntray said: " + desktop.trayStderrSoFar() + "\nwatcher said: " + desktop.watcherLog()
-        }) { $0.contains(name) }
+        } until: { $0.contains(name) }
         let pid = String(name.split(separator: "-")[1])
 
         let second = try home.run(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": desktop.address])
@@ -115,10 +115,10 @@ import Testing
         // the test waited for an agent that never ended.
         let (agent, _, agentErrors) = try home.start(["agent"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": desktop.address])
         var agentSaid = ""
-        _ = try await eventually("the agent has started", {
+        _ = try await eventually("the agent has started") {
             agentSaid += availableText(agentErrors)
             return agentSaid + (agent.isRunning ? "" : "\n(ended)")
-        }) { $0.contains("lanyard agent: started") || $0.hasSuffix("(ended)") }
+        } until: { $0.contains("lanyard agent: started") || $0.hasSuffix("(ended)") }
         #expect(agent.isRunning && desktop.trayIsRunning)
         agent.terminate()
         agentSaid += await BlockingExecutor.shared.run {
@@ -132,7 +132,7 @@ import Testing
         let (status, errors) = desktop.stopTray()
         #expect(status == 0, "\(errors)")
         let next = try desktop.startTray(home)
-        _ = try await eventually("the watcher lists the next tray", { try desktop.registeredItems() }) { $0.contains(next) }
+        _ = try await eventually("the watcher lists the next tray") { try desktop.registeredItems() } until: { $0.contains(next) }
         #expect(desktop.stopTray().0 == 0)
     }
 }

@@ -98,12 +98,12 @@ final class NotificationServer: @unchecked Sendable {
         try desktop.startWatcher()
         let server = try NotificationServer(desktop, folder: env.home.root)
         var name = try desktop.startTray(env.home)
-        _ = try await eventually("the menu shows work at 50 %", { try desktop.dump(name) }) { $0.contains("50 % of 5 h") }
+        _ = try await eventually("the menu shows work at 50 %") { try desktop.dump(name) } until: { $0.contains("50 % of 5 h") }
         #expect(try server.notifications().isEmpty)
 
         // Past 80 %: one notification, with the switch to the least used other slot.
         try await setUsage(env, accounts["work"]!, 83, resetAt: resetAt)
-        _ = try await eventually("one Notify", { try server.summaries() }) { !$0.isEmpty }
+        _ = try await eventually("one Notify") { try server.summaries() } until: { !$0.isEmpty }
         let first = try #require(try server.notifications().first)
         #expect(first["summary"] as? String == "work has used 83 % of its 5 h window", "\(first)")
         #expect(first["actions"] as? [String] == ["switch:home", "Switch to home (8 %)", "dismiss", "Dismiss"], "\(first)")
@@ -120,9 +120,9 @@ final class NotificationServer: @unchecked Sendable {
 
         // Later polls of the same window (the menu shows each) say nothing more.
         try await setUsage(env, accounts["work"]!, 85, resetAt: resetAt)
-        _ = try await eventually("the menu shows 85 %", { try desktop.dump(name) }) { $0.contains("85 % of 5 h") }
+        _ = try await eventually("the menu shows 85 %") { try desktop.dump(name) } until: { $0.contains("85 % of 5 h") }
         try await setUsage(env, accounts["work"]!, 86, resetAt: resetAt)
-        _ = try await eventually("the menu shows 86 %", { try desktop.dump(name) }) { $0.contains("86 % of 5 h") }
+        _ = try await eventually("the menu shows 86 %") { try desktop.dump(name) } until: { $0.contains("86 % of 5 h") }
         #expect(try server.notifications().count == 1, "\((try? server.summaries()) ?? "")")
         let saved = env.paths.stateDirectory + "/tray-notified.json"
         #expect(permissionBits(saved) == 0o600)
@@ -131,33 +131,33 @@ final class NotificationServer: @unchecked Sendable {
         #expect(desktop.stopTray().0 == 0)
         name = try desktop.startTray(env.home)
         try await setUsage(env, accounts["work"]!, 87, resetAt: resetAt)
-        _ = try await eventually("the restarted tray shows 87 %", { try desktop.dump(name) }) { $0.contains("87 % of 5 h") }
+        _ = try await eventually("the restarted tray shows 87 %") { try desktop.dump(name) } until: { $0.contains("87 % of 5 h") }
         #expect(try server.notifications().count == 1, "\((try? server.summaries()) ?? "")")
 
         // Past 95 %: said once more; its button switches to home.
         try await setUsage(env, accounts["work"]!, 96, resetAt: resetAt)
-        _ = try await eventually("a second Notify", { try server.summaries() }) { $0.split(separator: "\n").count == 2 }
+        _ = try await eventually("a second Notify") { try server.summaries() } until: { $0.split(separator: "\n").count == 2 }
         let second = try server.notifications()[1]
         #expect(second["summary"] as? String == "work has used 96 % of its 5 h window", "\(second)")
         #expect(second["urgency"] as? Int == 2)
         try server.invoke(second["id"] as! Int, "switch:home")
-        _ = try await eventually("the button switched to home", { try Registry(paths: env.paths).load().active?.name ?? "" }) { $0 == "home" }
+        _ = try await eventually("the button switched to home") { try Registry(paths: env.paths).load().active?.name ?? "" } until: { $0 == "home" }
 
         // Work's window resets; back on work, the tray says so once.
         try await setUsage(env, accounts["work"]!, 2, resetAt: resetAt + 18000)
         #expect(try env.run("switch", "work").status == 0)
-        _ = try await eventually("a reset notice", { try server.summaries() }) { $0.split(separator: "\n").count == 3 }
+        _ = try await eventually("a reset notice") { try server.summaries() } until: { $0.split(separator: "\n").count == 3 }
         let reset = try server.notifications()[2]
         #expect(reset["summary"] as? String == "work's 5 h window has reset", "\(reset)")
         try await setUsage(env, accounts["work"]!, 3, resetAt: resetAt + 18000)
-        _ = try await eventually("the menu shows 3 %", { try desktop.dump(name) }) { $0.contains("3 % of 5 h") }
+        _ = try await eventually("the menu shows 3 %") { try desktop.dump(name) } until: { $0.contains("3 % of 5 h") }
         #expect(try server.notifications().count == 3, "\((try? server.summaries()) ?? "")")
 
         // home must sign in again, then does: said once.
         try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("home")]?.state = .reauthenticationRequired }
-        _ = try await eventually("the menu lists home under Sign in again", { try desktop.dump(name) }) { $0.contains("must sign in") }
+        _ = try await eventually("the menu lists home under Sign in again") { try desktop.dump(name) } until: { $0.contains("must sign in") }
         try await env.signIn("home", email: "home@x.com")
-        _ = try await eventually("a signed-in notice", { try server.summaries() }) { $0.contains("home is signed in again") }
+        _ = try await eventually("a signed-in notice") { try server.summaries() } until: { $0.contains("home is signed in again") }
         #expect(try server.notifications().count == 4, "\((try? server.summaries()) ?? "")")
 
         let (status, errors) = desktop.stopTray()
@@ -178,11 +178,11 @@ final class NotificationServer: @unchecked Sendable {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        _ = try await eventually("the menu shows 60 %", { try desktop.dump(name) }) { $0.contains("60 % of 5 h") }
+        _ = try await eventually("the menu shows 60 %") { try desktop.dump(name) } until: { $0.contains("60 % of 5 h") }
         try await setUsage(env, account, 90, resetAt: resetAt)
-        _ = try await eventually("the menu shows 90 %", { try desktop.dump(name) }) { $0.contains("90 % of 5 h") }
+        _ = try await eventually("the menu shows 90 %") { try desktop.dump(name) } until: { $0.contains("90 % of 5 h") }
         // Both crossings were decided (and saved) though neither could be shown.
-        _ = try await eventually("both crossings saved", { (try? String(contentsOfFile: env.paths.stateDirectory + "/tray-notified.json", encoding: .utf8)) ?? "" }) {
+        _ = try await eventually("both crossings saved") { (try? String(contentsOfFile: env.paths.stateDirectory + "/tray-notified.json", encoding: .utf8)) ?? "" } until: {
             $0.contains("\"percent\" : 80") || $0.contains("\"percent\": 80")
         }
         #expect(desktop.trayIsRunning)
@@ -204,17 +204,17 @@ final class NotificationServer: @unchecked Sendable {
         try desktop.startWatcher()
         let server = try NotificationServer(desktop, folder: env.home.root)
         let name = try desktop.startTray(env.home)
-        let dump = try await eventually("the menu shows 50 %", { try desktop.dump(name) }) { $0.contains("50 % of 5 h") }
+        let dump = try await eventually("the menu shows 50 %") { try desktop.dump(name) } until: { $0.contains("50 % of 5 h") }
         let before = try await env.server.stat("usage_requests")
         try await setUsage(env, account, 90, resetAt: resetAt)
         let changed = ContinuousClock.now
-        _ = try await eventually("two poll intervals pass", { "\(changed.duration(to: .now) > .milliseconds(2500))" }) { $0 == "true" }
+        _ = try await eventually("two poll intervals pass") { "\(changed.duration(to: .now) > .milliseconds(2500))" } until: { $0 == "true" }
         #expect(try await env.server.stat("usage_requests") == before)
         #expect(try desktop.dump(name).contains("50 % of 5 h"))
         // Refresh now › solo asks once (the last "solo": Details › solo comes before it).
         let refresh = try #require(dumpedEntries(dump).last { $0.label == "solo" }, "\(dump)")
         #expect(try desktop.click(name, id: refresh.id).0 == 0)
-        _ = try await eventually("the menu shows 90 %", { try desktop.dump(name) }) { $0.contains("90 % of 5 h") }
+        _ = try await eventually("the menu shows 90 %") { try desktop.dump(name) } until: { $0.contains("90 % of 5 h") }
         #expect(try await env.server.stat("usage_requests") == before + 1)
         #expect(try server.notifications().isEmpty, "\((try? server.summaries()) ?? "")")
         #expect(desktop.stopTray().0 == 0)

@@ -227,13 +227,13 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let desktop = try TrayDesktop(root: env.home.root)
         // The tray starts first: it must wait for the watcher and register when it appears.
         let name = try desktop.startTray(env.home)
-        _ = try await eventually("the tray owns its name", { try desktop.gdbus(["introspect", "--session", "--dest", name, "--object-path", "/MenuBar"]).1 }) {
+        _ = try await eventually("the tray owns its name") { try desktop.gdbus(["introspect", "--session", "--dest", name, "--object-path", "/MenuBar"]).1 } until: {
             $0.contains("com.canonical.dbusmenu")
         }
         try desktop.startWatcher()
-        _ = try await eventually("the watcher lists the item", { try desktop.registeredItems() }) { $0.contains(name) }
+        _ = try await eventually("the watcher lists the item") { try desktop.registeredItems() } until: { $0.contains(name) }
 
-        let dump = try await eventually("the menu shows both slots' usage", { try desktop.dump(name) }) {
+        let dump = try await eventually("the menu shows both slots' usage") { try desktop.dump(name) } until: {
             $0.contains("83 % of 5 h") && $0.contains("weekly: 30 %") && $0.contains("12 % of 5 h")
         }
         let entries = dumpedEntries(dump)
@@ -257,13 +257,13 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         // A click on home's entry switches, as `lanyard switch home` does.
         let clicked = try desktop.click(name, id: home.id)
         #expect(clicked.0 == 0, "\(clicked.2)")
-        _ = try await eventually("the click switched to home", { try Registry(paths: env.paths).load().active?.name ?? "" }) { $0 == "home" }
-        _ = try await eventually("the menu checks home", { try desktop.dump(name) }) { dump in
+        _ = try await eventually("the click switched to home") { try Registry(paths: env.paths).load().active?.name ?? "" } until: { $0 == "home" }
+        _ = try await eventually("the menu checks home") { try desktop.dump(name) } until: { dump in
             dumpedEntries(dump).contains { $0.label.hasPrefix("home") && $0.toggle == 1 }
         }
         // A switch made in a terminal is in the next dump (inotify, no poll).
         #expect(try env.run("switch", "work").status == 0)
-        _ = try await eventually("the menu follows `lanyard switch work`", seconds: 30, { try desktop.dump(name) }) { dump in
+        _ = try await eventually("the menu follows `lanyard switch work`", seconds: 30) { try desktop.dump(name) } until: { dump in
             dumpedEntries(dump).contains { $0.label.hasPrefix("work") && $0.toggle == 1 }
         }
         // An unknown entry is an error, not a crash.
@@ -271,9 +271,9 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
 
         // The watcher restarts: the item registers again.
         desktop.stopWatcher()
-        _ = try await eventually("the watcher is gone", { try desktop.registeredItems() }) { !$0.contains(name) }
+        _ = try await eventually("the watcher is gone") { try desktop.registeredItems() } until: { !$0.contains(name) }
         try desktop.startWatcher()
-        _ = try await eventually("the restarted watcher lists the item", { try desktop.registeredItems() }) { $0.contains(name) }
+        _ = try await eventually("the restarted watcher lists the item") { try desktop.registeredItems() } until: { $0.contains(name) }
 
         #expect(desktop.trayIsRunning)
         let (status, errors) = desktop.stopTray()
@@ -296,14 +296,14 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        let dump = try await eventually("the menu has the slot", { try desktop.dump(name) }) { $0.contains("solo@x.com") }
+        let dump = try await eventually("the menu has the slot") { try desktop.dump(name) } until: { $0.contains("solo@x.com") }
         let entries = dumpedEntries(dump)
         // One slot: no "Best account now".
         #expect(entries.filter { $0.toggle != nil }.count == 1)
         #expect(!entries.contains { $0.label == "Best account now" })
         let quit = try #require(entries.first { $0.label == "Quit" })
         _ = try desktop.click(name, id: quit.id)
-        _ = try await eventually("the tray ends", { desktop.trayIsRunning ? "running" : "ended" }) { $0 == "ended" }
+        _ = try await eventually("the tray ends") { desktop.trayIsRunning ? "running" : "ended" } until: { $0 == "ended" }
         #expect(desktop.stopTray().0 == 0)
     }
 
@@ -314,7 +314,7 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        let empty = try await eventually("the empty menu", { try desktop.dump(name) }) { $0.contains("No slots yet") }
+        let empty = try await eventually("the empty menu") { try desktop.dump(name) } until: { $0.contains("No slots yet") }
         #expect(dumpedEntries(empty).allSatisfy { $0.toggle == nil })
         // Shown even so (hosts hide a Passive item): the menu is where a new user adds a slot.
         #expect(try desktop.itemProperty(name, "Status").contains("Active"))
@@ -330,7 +330,7 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
             }
             document.active = try Slot("slot03")
         }
-        let full = try await eventually("20 slots in the menu", { try desktop.dump(name) }) { $0.contains("slot20") }
+        let full = try await eventually("20 slots in the menu") { try desktop.dump(name) } until: { $0.contains("slot20") }
         let radios = dumpedEntries(full).filter { $0.toggle != nil }
         #expect(radios.map { String($0.label.prefix(6)) } == names, "\(full)")
         #expect(radios.filter { $0.toggle == 1 }.map { String($0.label.prefix(6)) } == ["slot03"])
@@ -358,21 +358,21 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home, extraEnvironment: ["CODEX_HOME": env.codexHome])
-        let before = try await eventually("the menu has both slots", { try desktop.dump(name) }) { $0.contains("home@x.com") && $0.contains("work@x.com") }
+        let before = try await eventually("the menu has both slots") { try desktop.dump(name) } until: { $0.contains("home@x.com") && $0.contains("work@x.com") }
         let home = try #require(dumpedEntries(before).first { $0.toggle != nil && $0.label.hasPrefix("home") })
         try Registry(paths: env.paths).updateInTest { document in
             document.slots[try Slot("alpha")] = SlotRecord(provider: "openai", backend: .file,
                                                            account: AccountInfo(email: "alpha@x.com", accountID: "acct-alpha", plan: Plan(rawValue: "plus")),
                                                            state: .signedIn(expiresAt: nil))
         }
-        let after = try await eventually("the menu has alpha", { try desktop.dump(name) }) { $0.contains("alpha@x.com") }
+        let after = try await eventually("the menu has alpha") { try desktop.dump(name) } until: { $0.contains("alpha@x.com") }
         #expect(dumpedEntries(after).first { $0.toggle != nil && $0.label.hasPrefix("home") }?.id == home.id, "\(after)")
         #expect(try desktop.click(name, id: home.id).0 == 0)
-        _ = try await eventually("the old id still switched to home", { try Registry(paths: env.paths).load().active?.name ?? "" }) { $0 == "home" }
+        _ = try await eventually("the old id still switched to home") { try Registry(paths: env.paths).load().active?.name ?? "" } until: { $0 == "home" }
         // The switch writes the registry, then Codex's auth.json: wait for the second.
-        let auth = try await eventually("Codex's auth.json follows the click", {
+        let auth = try await eventually("Codex's auth.json follows the click") {
             (try? String(contentsOfFile: env.codexHome + "/auth.json", encoding: .utf8)) ?? ""
-        }) { $0.contains(accounts["home"]!) }
+        } until: { $0.contains(accounts["home"]!) }
         #expect(!auth.contains(accounts["work"]!))
         #expect(desktop.stopTray().0 == 0)
     }
@@ -388,14 +388,14 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        _ = try await eventually("the menu shows work's usage", { try desktop.dump(name) }) { $0.contains("20 % of 5 h") }
+        _ = try await eventually("the menu shows work's usage") { try desktop.dump(name) } until: { $0.contains("20 % of 5 h") }
         #expect(try desktop.itemProperty(name, "IconName") == "(<''>,)\n")
         let pixmaps = try desktop.itemProperty(name, "IconPixmap")
         for size in TrayIcon.pixmapSizes { #expect(pixmaps.contains("(\(size), \(size), "), "\(pixmaps.prefix(200))") }
 
         EventLog(paths: env.paths).appendInTest("error", slot: try Slot("work"), fields: [
             "code": .string("usage_limit_reached"), "message": .string("limit reached"), "resets_at": .date(Date() + 3600)])
-        _ = try await eventually("the menu says work is at its limit", { try desktop.dump(name) }) { $0.contains("at limit until ") }
+        _ = try await eventually("the menu says work is at its limit") { try desktop.dump(name) } until: { $0.contains("at limit until ") }
         #expect(try desktop.itemProperty(name, "IconPixmap") != pixmaps, "the icon changed")
         #expect(try desktop.itemProperty(name, "IconName") == "(<''>,)\n")
         #expect(desktop.stopTray().0 == 0)
@@ -420,14 +420,16 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         # A stand-in for the desktop's terminal: `-e COMMAND…` runs COMMAND; Enter is pressed for it.
         [ "$1" = -e ] && shift
         case "$*" in *" usage --all") printf '\n' | "$@" > "$LANYARD_TEST_TERMINAL_LOG/usage.tmp" 2>&1
-                                      mv "$LANYARD_TEST_TERMINAL_LOG/usage.tmp" "$LANYARD_TEST_TERMINAL_LOG/usage" ;; esac
-        printf '%s\n' "$@" > "$LANYARD_TEST_TERMINAL_LOG/$$.tmp" && mv "$LANYARD_TEST_TERMINAL_LOG/$$.tmp" "$LANYARD_TEST_TERMINAL_LOG/$$.args"
+                                      mv "$LANYARD_TEST_TERMINAL_LOG/usage.tmp" \
+        "$LANYARD_TEST_TERMINAL_LOG/usage" ;; esac
+        printf '%s\n' "$@" > "$LANYARD_TEST_TERMINAL_LOG/$$.tmp" && mv \
+        "$LANYARD_TEST_TERMINAL_LOG/$$.tmp" "$LANYARD_TEST_TERMINAL_LOG/$$.args"
         """.write(toFile: bin + "/x-terminal-emulator", atomically: true, encoding: .utf8)
         chmod(bin + "/x-terminal-emulator", 0o755)
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home, extraEnvironment: ["PATH": "\(bin):/usr/bin:/bin", "LANYARD_TEST_TERMINAL_LOG": log])
-        let dump = try await eventually("the menu offers to sign gone in again", { try desktop.dump(name) }) {
+        let dump = try await eventually("the menu offers to sign gone in again") { try desktop.dump(name) } until: {
             $0.contains("Sign in again") && $0.contains("41 % of 5 h")
         }
         let entries = dumpedEntries(dump)
@@ -442,7 +444,7 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
                 try String(contentsOfFile: log + "/" + file, encoding: .utf8).split(separator: "\n").map(String.init)
             }
         }
-        _ = try await eventually("the terminal was started twice", { "\(try commands().count)" }) { $0 == "2" }
+        _ = try await eventually("the terminal was started twice") { "\(try commands().count)" } until: { $0 == "2" }
         let started = try commands()
         // sh -c SCRIPT LANYARD ARGS…: the program and its arguments are positional parameters.
         #expect(started.allSatisfy { $0.count >= 4 && $0[0] == "sh" && $0[1] == "-c" && $0[3].hasSuffix("/lanyard") }, "\(started)")
@@ -470,12 +472,12 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         try desktop.startWatcher()
         // PATH holds the stand-in xdg-open and no x-terminal-emulator.
         let name = try desktop.startTray(env.home, extraEnvironment: ["PATH": bin])
-        let dump = try await eventually("the menu has work", { try desktop.dump(name) }) { $0.contains("work@x.com") }
+        let dump = try await eventually("the menu has work") { try desktop.dump(name) } until: { $0.contains("work@x.com") }
         let usage = try #require(dumpedEntries(dump).first { $0.label == "Open usage details" })
         #expect(try desktop.click(name, id: usage.id).0 == 0)
-        let url = try await eventually("the usage page was opened", {
+        let url = try await eventually("the usage page was opened") {
             (try? String(contentsOfFile: opened, encoding: .utf8)) ?? ""
-        }) { !$0.isEmpty }
+        } until: { !$0.isEmpty }
         #expect(url == "https://chatgpt.com/codex/settings/usage\n")
         let (status, errors) = desktop.stopTray()
         #expect(status == 0)

@@ -50,8 +50,10 @@ import LanyardTestSupport
         try m2.join(through: h.machines[0])
 
         let sync = try m2.run("fleet", "sync")
-        let expected = "conflict: a slot named work exists on this machine and is not shared, so the fleet's work was not brought here: "
-            + "rename this one (`lanyard rename work work-local`) or remove it (`lanyard remove work`), then run `lanyard fleet sync` again"
+        let expected = "conflict: a slot named work exists on this machine and is not shared, "
+            + "so the fleet's work was not brought here: "
+            + "rename this one (`lanyard rename work work-local`) or remove it "
+                + "(`lanyard remove work`), then run `lanyard fleet sync` again"
         #expect(sync.stdout.contains(expected), "\(sync.stdout)")
         let json = try m2.run("fleet", "sync", "--json")
         let slots = (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]] ?? []

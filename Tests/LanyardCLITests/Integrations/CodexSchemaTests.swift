@@ -67,7 +67,8 @@ extension IntegrationHome {
         #expect(switched.status == 0, "\(switched.stderr)")
         // exec's private Codex home gets it the same way, and nothing is copied back from it.
         let exec = try env.run("exec", "ci", "--", "/bin/sh", "-c",
-                               #"grep -q '"personal_access_token"' "$CODEX_HOME/auth.json" && ! grep -q '"tokens"' "$CODEX_HOME/auth.json""#)
+                               #"grep -q '"personal_access_token"' "$CODEX_HOME/auth.json" "#
+                                   + #"&& ! grep -q '"tokens"' "$CODEX_HOME/auth.json""#)
         #expect(exec.status == 0, "\(exec.stderr)")
         #expect(try env.stored("ci") == stored)
     }

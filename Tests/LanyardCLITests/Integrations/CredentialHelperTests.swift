@@ -117,7 +117,8 @@ struct HelperHome {
         let expiry = try #require(credential["status"]?["expirationTimestamp"]?.string)
         #expect(RFC3339.date(from: expiry) != nil)
         let beta = try home.env.home.run(["kube-credential", "work"], extraEnvironment: [
-            "KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","spec":{"interactive":false}}"#,
+            "KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","#
+                + #""spec":{"interactive":false}}"#,
         ])
         #expect(try JSONValue.parse(Data(beta.stdout.utf8))["apiVersion"]?.string == KubeExecCredential.v1beta1)
         let unknown = try home.env.home.run(["kube-credential", "work"], extraEnvironment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v2"}"#])

@@ -20,7 +20,8 @@ import LanyardStore
     import json, os, sys, signal, urllib.request, datetime
     path = os.path.join(os.environ["CODEX_HOME"], "auth.json")
     auth = json.load(open(path))
-    req = urllib.request.Request(sys.argv[1] + "/oauth/token", method="POST", headers={"Content-Type": "application/json"},
+    req = urllib.request.Request(sys.argv[1] + "/oauth/token", \
+    method="POST", headers={"Content-Type": "application/json"},
         data=json.dumps({"client_id": "app_EMoamEEZ73f0CkXaXp7hrann", "grant_type": "refresh_token",
                          "refresh_token": auth["tokens"]["refresh_token"]}).encode())
     new = json.load(urllib.request.urlopen(req))
@@ -60,7 +61,8 @@ import LanyardStore
         while waitid(P_PID, id_t(p.processIdentifier), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
         let words = seen.split(separator: " ")
         guard words.count == 2, words[0] == "ready", let pid = pid_t(words[1].trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw ServerError("the command did not start: \(seen) \(String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self))")
+            throw ServerError("the command did not start: \(seen) "
+                + "\(String(decoding: stderr.fileHandleForReading.availableData, as: UTF8.self))")
         }
         let parent = env.home.root + "/run/lanyard/exec"
         let folders = try FileManager.default.contentsOfDirectory(atPath: parent)
@@ -143,7 +145,8 @@ import LanyardStore
         let next = try env.run("exec", "--account", "a", "--", "/usr/bin/python3", "-c", check, expected)
         #expect(next.status == 0, "\(next.stderr)")
         let name = PathText.lastComponent(of: killed.folder)
-        #expect(next.stderr.contains("lanyard: copied the tokens a killed `lanyard exec` left in \(name) back into a, and removed the folder\n"))
+        #expect(next.stderr.contains("lanyard: copied the tokens a killed `lanyard exec` left "
+            + "in \(name) back into a, and removed the folder\n"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: env.home.root + "/run/lanyard/exec").isEmpty)
         let copiedBack = try env.stored("a").tokens.refreshToken == killed.rotated
         #expect(copiedBack, "the rotated tokens were copied back")
@@ -197,7 +200,8 @@ import LanyardStore
 
         let recovered = try env.run("doctor")
         #expect(recovered.status == 0, "\(recovered.stdout)")
-        #expect(recovered.stdout.contains("repaired: copied the tokens a killed `lanyard exec` left in a.Old123 back into a, and removed the folder\n"))
+        #expect(recovered.stdout.contains("repaired: copied the tokens a killed `lanyard exec` left "
+            + "in a.Old123 back into a, and removed the folder\n"))
         let copiedBack = try env.stored("a").tokens.refreshToken == rotated
         #expect(copiedBack, "the rotated tokens were copied back")
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent).sorted() == ["Not A Slot.abcdef", "notes.txt"], "what is not Lanyard's stays")

@@ -27,7 +27,8 @@ import LanyardStore
         with open(os.environ["STANDIN_LOG"], "a") as f:
             f.write(json.dumps(record) + "\\n")
     auth = json.load(open(os.path.join(home, "auth.json")))
-    log(event="start", argv=sys.argv[1:], slot=os.environ.get("LANYARD_ACCOUNT"), account=auth["tokens"]["account_id"])
+    log(event="start", argv=sys.argv[1:], \
+    slot=os.environ.get("LANYARD_ACCOUNT"), account=auth["tokens"]["account_id"])
     if sys.argv[1:2] == ["resume"]:
         if os.isatty(0):
             import termios
@@ -93,7 +94,8 @@ import LanyardStore
             }
             let words = seen.split(whereSeparator: \.isWhitespace)
             guard words.count >= 2, words[0] == "ready", let pid = pid_t(words[1]) else {
-                throw ServerError("the stand-in did not start: \(seen) \(String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+                throw ServerError("the stand-in did not start: \(seen) "
+                    + "\(String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
             }
             return (p, stdout, stderr, pid)
         }
@@ -194,7 +196,10 @@ import LanyardStore
         }
         let records = (try? setup.records()) ?? []
         let second = try #require(seen.split(whereSeparator: \.isWhitespace).last.flatMap { pid_t($0) },
-                                  "\(seen) \(String(decoding: run.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) \(records)")
+                                  """
+                                  \(seen) \(String(decoding: run.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) \
+                                  \(records)
+                                  """)
         kill(second, SIGUSR1)
         let (status, stderr) = setup.finish(run)
         #expect(status == 0, "\(stderr)")

@@ -56,7 +56,8 @@ struct IntegrationHome {
         #expect(try env.run("codex", "export", "alice").status == 0)
         let away = try env.run("switch", "work")
         #expect(away.status == 0)
-        #expect(away.stderr.contains("Codex still uses alice@example.com: set `[integrations] codex = true` in config.ini, or run `lanyard codex export`"),
+        #expect(away.stderr.contains("Codex still uses alice@example.com: set `[integrations] codex = true` "
+            + "in config.ini, or run `lanyard codex export`"),
                 "\(away.stderr)")
         let json = try env.run("switch", "work", "--json")
         #expect((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["codex_still_uses"] as? String == "alice@example.com")
@@ -209,14 +210,16 @@ extension IntegrationHome {
         home = os.environ["CODEX_HOME"]; path = os.path.join(home, "auth.json")
         auth = json.load(open(path))
         print(os.environ["LANYARD_ACCOUNT"], auth["tokens"]["access_token"], flush=True)
-        req = urllib.request.Request(sys.argv[1] + "/oauth/token", method="POST", headers={"Content-Type": "application/json"},
+        req = urllib.request.Request(sys.argv[1] + "/oauth/token", \
+        method="POST", headers={"Content-Type": "application/json"},
             data=json.dumps({"client_id": "app_EMoamEEZ73f0CkXaXp7hrann", "grant_type": "refresh_token",
                              "refresh_token": auth["tokens"]["refresh_token"]}).encode())
         new = json.load(urllib.request.urlopen(req))
         auth["tokens"].update({k: new[k] for k in ("access_token", "refresh_token", "id_token") if k in new})
         auth["last_refresh"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         json.dump(auth, open(path, "w"))
-        open(os.path.join(os.environ["OUT"], os.environ["LANYARD_ACCOUNT"]), "w").write(auth["tokens"]["refresh_token"])
+        open(os.path.join(os.environ["OUT"], os.environ["LANYARD_ACCOUNT"]), \
+        "w").write(auth["tokens"]["refresh_token"])
         """
         let scriptPath = env.home.root + "/rotate.py"
         try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
@@ -254,7 +257,8 @@ extension IntegrationHome {
                                                  "trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done"])
         var seen = ""
         while !seen.contains("ready") {
-            let chunk = stdout.fileHandleForReading.availableData  // whatever has arrived (read(upToCount:) waits for all 64)
+            // Whatever has arrived (read(upToCount:) waits for all 64).
+            let chunk = stdout.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             seen += String(decoding: chunk, as: UTF8.self)
         }

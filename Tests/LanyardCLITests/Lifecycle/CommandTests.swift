@@ -27,7 +27,8 @@ import LanyardStore
         #expect(lines.count == 3)
         #expect(lines[0].hasPrefix("   SLOT      PROVIDER  ACCOUNT"))
         #expect(lines[1].hasPrefix("   personal  openai    al@home.example     Pro Lite  sign-in required"))
-        #expect(lines[2].hasPrefix("*  work      openai    alice@corp.example  Pro       signed in         in 2 h 10 min (\(localClock(h.clock.now() + 7800, now: h.clock.now())))"))
+        #expect(lines[2].hasPrefix("*  work      openai    alice@corp.example  Pro       signed in         in "
+            + "2 h 10 min (\(localClock(h.clock.now() + 7800, now: h.clock.now())))"))
         #expect(!r.stdout.contains("\u{1B}["), "no colour when stdout is not a TTY")
         #expect(!r.stdout.contains("SECRET"))
     }

@@ -12,7 +12,8 @@ import LanyardTestSupport
         for i in 0..<4 { try h.addSlot("s\(i)") }
         let binary = lanyardBinary()
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build lanyard first (\(binary))")
-        let script = "for i in $(seq 1 100); do \"$0\" switch $1 >/dev/null || exit 1; \"$0\" switch $2 >/dev/null || exit 1; done"
+        let script = "for i in $(seq 1 100); do \"$0\" switch $1 >/dev/null || exit 1; "
+            + "\"$0\" switch $2 >/dev/null || exit 1; done"
         func spawn(_ a: String, _ b: String) throws -> Process {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/bin/sh")

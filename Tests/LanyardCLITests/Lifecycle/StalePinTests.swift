@@ -27,8 +27,10 @@ import LanyardStore
         #expect(r.stdout == "Renamed alice to bob.\n")
         let warnings = r.stderr.split(separator: "\n").map(String.init)
         #expect(warnings == [
-            "lanyard: warning: \(home)/src/github/repo/.lanyard still names alice: run `lanyard pin bob` in that folder",
-            "lanyard: warning: \(h.workingDirectory)/project/.lanyard still names alice: run `lanyard pin bob` in that folder",
+            "lanyard: warning: \(home)/src/github/repo/.lanyard still names alice: "
+                + "run `lanyard pin bob` in that folder",
+            "lanyard: warning: \(h.workingDirectory)/project/.lanyard still names alice: "
+                + "run `lanyard pin bob` in that folder",
         ].sorted())
         try pin("bob", in: h.workingDirectory + "/project")
         let json = await h.run("rename", "bob", "dave", "--json")
@@ -62,7 +64,8 @@ import LanyardStore
                           ["path": "\(h.workingDirectory)/empty/.lanyard", "name": ""]].sorted { $0["path"]! < $1["path"]! })
         let human = await h.run("doctor")
         #expect(human.status == 1)
-        #expect(human.stdout.contains("problem: \(home)/src/repo/.lanyard names ghost, which is no slot: run `lanyard pin SLOT` or `lanyard unpin` in that folder"))
+        #expect(human.stdout.contains("problem: \(home)/src/repo/.lanyard names ghost, which is no slot: "
+            + "run `lanyard pin SLOT` or `lanyard unpin` in that folder"))
         #expect(human.stdout.contains("problem: \(h.workingDirectory)/empty/.lanyard names no slot at all"))
     }
 

@@ -31,7 +31,11 @@ import LanyardStore
         for (name, surface) in surfaces {
             #expect(surface.keys.sorted() == help.keys.sorted(), "\(name) lists other commands than --help")
             for (command, flags) in help {
-                #expect(surface[command] == flags, "\(name): flags of `\(command)` differ from --help: \(surface[command]?.sorted() ?? []) vs \(flags.sorted())")
+                #expect(surface[command] == flags,
+                    """
+                    \(name): flags of `\(command)` differ from --help: \
+                    \(surface[command]?.sorted() ?? []) vs \(flags.sorted())
+                    """)
             }
         }
     }
@@ -103,7 +107,8 @@ import LanyardStore
         })
         #expect(bash["lanyard store "] == "init seal unlock lock status migrate")
         #expect(bash["lanyard --json store s"] == "seal status")
-        #expect(bash["lanyard store init --"] == "--no-passphrase --tpm --tpm-pin --recovery-file --recovery-recipient --no-recovery --json --help --no-color",
+        #expect(bash["lanyard store init --"] == "--no-passphrase --tpm --tpm-pin --recovery-file "
+            + "--recovery-recipient --no-recovery --json --help --no-color",
                 "init's own flags, not migrate's")
         #expect(bash["lanyard store --to file migrate --d"] == "--dry-run")
         #expect(bash["lanyard store migrate --to "] == "secret-service file")
@@ -116,13 +121,15 @@ import LanyardStore
 
         let fishOut = try runShell(["fish", "--no-config", "-c", """
             source \(try await writeScript("fish"))
-            for line in 'lanyard store ' 'lanyard --json store s' 'lanyard store init --' 'lanyard store migrate --to ' 'lanyard codex export ' 'lanyard help codex '
+            for line in 'lanyard store ' 'lanyard --json store s' 'lanyard store init --' \
+            'lanyard store migrate --to ' 'lanyard codex export ' 'lanyard help codex '
                 echo "$line|"(complete -C $line | string replace -r '\\t.*' '' | string join ' ')
             end
             """], environment: env)
         #expect(fishOut.contains("lanyard store |init lock migrate seal status unlock\n"), "\(fishOut)")
         #expect(fishOut.contains("lanyard --json store s|seal status\n"), "\(fishOut)")
-        #expect(fishOut.contains("lanyard store init --|--help --json --no-color --no-passphrase --no-recovery --recovery-file --recovery-recipient --tpm --tpm-pin\n"), "\(fishOut)")
+        #expect(fishOut.contains("lanyard store init --|--help --json --no-color --no-passphrase "
+            + "--no-recovery --recovery-file --recovery-recipient --tpm --tpm-pin\n"), "\(fishOut)")
         #expect(fishOut.contains("lanyard store migrate --to |file secret-service\n"), "\(fishOut)")
         #expect(fishOut.contains("lanyard codex export |work\n"), "\(fishOut)")
         #expect(fishOut.contains("lanyard help codex |export import\n"), "\(fishOut)")
@@ -216,7 +223,8 @@ import LanyardStore
         for file in try documentationFiles() {
             let text = try String(contentsOfFile: file, encoding: .utf8)
             for (line, example) in DocExamples.extract(from: text) {
-                let where_ = "\(file.replacingOccurrences(of: repositoryRoot.path + "/", with: "")):\(line): lanyard \(example.joined(separator: " "))"
+                let where_ = "\(file.replacingOccurrences(of: repositoryRoot.path + "/", with: "")):\(line): "
+                    + "lanyard \(example.joined(separator: " "))"
                 if let problem = DocExamples.check(example) { failures.append("\(where_): \(problem)") } else { checked += 1 }
             }
         }

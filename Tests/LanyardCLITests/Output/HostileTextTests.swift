@@ -16,7 +16,8 @@ let hostileValues: [String] = [
     "plain", "it's", "a\\'b", "\\", "end\\", "a\\\\'c", "'", "''", "\"", "\"'\"", "$(touch pwned)", "`touch pwned`",
     "${HOME}", "$HOME", "\\$(touch pwned)", "a;touch pwned;b", "x' ; touch pwned ; echo '", "gho_a\\';{touch,pwned};#",
     "gho_a\\\\';{touch,pwned};#", "a\nb", "line\n", "\r\n", "tab\there", "\u{1B}[2J", "\u{1B}]52;c;cHduZWQ=\u{07}",
-    "\u{202E}txt.exe", "para\u{2029}graph", "ünïcödé ✓ 日本", "-e", "--", "%s%n", "", " lead and trail ", "*", "~", "!!", "#",
+    "\u{202E}txt.exe", "para\u{2029}graph", "ünïcödé ✓ 日本", "-e", "--", "%s%n", "",
+    " lead and trail ", "*", "~", "!!", "#",
 ]
 
 /// Shell code from `lanyard env`, sourced by the real shells: every hostile value arrives byte for
@@ -139,7 +140,9 @@ let hostileValues: [String] = [
     }
 
     @Test func codexAndGhImportsRefuseHostileText() async throws {
-        let codex = Data(#"{"auth_mode":"chatgpt","tokens":{"id_token":"x.y.z","access_token":"at\u001b]52;c;x\u0007","refresh_token":"rt"},"last_refresh":"2026-01-01T00:00:00Z"}"#.utf8)
+        let codex = Data(
+            (#"{"auth_mode":"chatgpt","tokens":{"id_token":"x.y.z","access_token":"at\u001b]52;c;x\u0007","#
+                + #""refresh_token":"rt"},"last_refresh":"2026-01-01T00:00:00Z"}"#).utf8)
         #expect(throws: StoreError.self) { try CodexAuthFile.parse(codex, path: "auth.json") }
         let hosts = "github.com:\n    user: \"o\u{1B}[2Jcto\"\n    oauth_token: gho_x\n"
         #expect(throws: GitHubCLI.HostsFileError.self) { try GitHubCLI.parseHosts(hosts, path: "hosts.yml") }
@@ -166,8 +169,9 @@ let hostileValues: [String] = [
         let cli = CLIHarness()
         let log = cli.paths.stateDirectory + "/events.jsonl"
         try FileManager.default.createDirectory(atPath: cli.paths.stateDirectory, withIntermediateDirectories: true)
-        try #"{"time":"2026-01-01T00:00:00Z","event":"error\u001b[2J","slot":"work","code":"x\u009b31m","message":"m\u2028\u202e"}"#
-            .appending("\n").write(toFile: log, atomically: true, encoding: .utf8)
+        let line = #"{"time":"2026-01-01T00:00:00Z","event":"error\u001b[2J","slot":"work","code":"x\u009b31m","#
+            + #""message":"m\u2028\u202e"}"#
+        try line.appending("\n").write(toFile: log, atomically: true, encoding: .utf8)
         let result = await cli.run("events")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#"error\u{1B}[2J"#))

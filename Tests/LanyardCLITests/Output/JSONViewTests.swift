@@ -199,7 +199,10 @@ import LanyardStore
             let documented = Self.topLevelKeys(span)
             #expect(documented.map(\.key) == entry.view.keys, "\(name): docs/cli.md lists \(documented.map(\.key)), the view \(entry.view.keys)")
             #expect(Set(documented.filter(\.optional).map(\.key)) == entry.view.optionalKeys,
-                    "\(name): docs/cli.md marks \(documented.filter(\.optional).map(\.key)) optional, the view \(entry.view.optionalKeys.sorted())")
+                    """
+                    \(name): docs/cli.md marks \(documented.filter(\.optional).map(\.key)) optional, \
+                    the view \(entry.view.optionalKeys.sorted())
+                    """)
         }
     }
 

@@ -50,9 +50,11 @@ import LanyardCore
         #expect(usageError("store", "init", "--to", "file")
                 == "unknown option --to for `lanyard store init` (did you mean `lanyard store migrate --to`?)")
         #expect(usageError("store", "migrate", "--no-passphrase", "--to", "file")
-                == "unknown option --no-passphrase for `lanyard store migrate` (did you mean `lanyard store init --no-passphrase`?)")
+                == "unknown option --no-passphrase for `lanyard store migrate` "
+                    + "(did you mean `lanyard store init --no-passphrase`?)")
         #expect(usageError("git-credential", "get", "--apply")
-                == "unknown option --apply for `lanyard git-credential get` (did you mean `lanyard git-credential setup --apply`?)")
+                == "unknown option --apply for `lanyard git-credential get` "
+                    + "(did you mean `lanyard git-credential setup --apply`?)")
         #expect(usageError("store", "migrate", "--dry-rn")?.hasSuffix("(did you mean --dry-run?)") == true, "a near miss of its own flag first")
         #expect(usageError("codex", "import", "--account", "work") != nil, "import adopts into SLOT: no account resolution")
         #expect(usageError("codex", "export", "--account", "work") == nil)
@@ -62,7 +64,8 @@ import LanyardCore
 
     @Test func anUnknownOrMissingSubcommandIsAUsageErrorThatSuggests() {
         #expect(usageError("store", "unlok")
-                == "unknown store command \"unlok\" (did you mean `unlock`?); one of init, seal, unlock, lock, status, migrate")
+                == "unknown store command \"unlok\" (did you mean `unlock`?); "
+                    + "one of init, seal, unlock, lock, status, migrate")
         #expect(usageError("codex", "exprot")?.contains("(did you mean `export`?)") == true)
         #expect(usageError("store") == "missing store command: one of init, seal, unlock, lock, status, migrate")
         #expect(usageError("store", "--json") == "missing store command: one of init, seal, unlock, lock, status, migrate")
@@ -213,7 +216,10 @@ import LanyardCore
             for (i, piece) in spec.details.components(separatedBy: "\n").enumerated().dropLast() {
                 let next = spec.details.components(separatedBy: "\n")[i + 1]
                 #expect(piece.isEmpty || ".:!?".contains(piece.last!) || next.hasPrefix("- "),
-                        "`\(spec.name)`'s text breaks a line inside a sentence: \"…\(piece.suffix(30))\" / \"\(next.prefix(30))…\"")
+                        """
+                        `\(spec.name)`'s text breaks a line inside a sentence: \
+                        \"…\(piece.suffix(30))\" / \"\(next.prefix(30))…\"
+                        """)
             }
         }
         let page = try lanyard(["help", "--man"]).1

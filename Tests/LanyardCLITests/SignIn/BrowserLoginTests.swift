@@ -28,7 +28,8 @@ import LanyardStore
             try #require(initialised.status == 0, "\(initialised.stderr)")
             h.extraEnvironment["LANYARD_TEST_CALLBACK_PORTS"] = ports.map(String.init).joined(separator: ",")
             if desktop {
-                // The "browser": xdg-open fetches the page and follows the redirects, in the background as xdg-open does.
+                // The "browser": xdg-open fetches the page and follows the redirects, in the
+                // background as xdg-open does.
                 let bin = h.root + "/bin"
                 try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
                 try "#!/bin/sh\nexec /usr/bin/curl -sS -L -o /dev/null --max-time 60 \"$1\"\n"
@@ -49,7 +50,8 @@ import LanyardStore
         let r = await h.run("login", "work")
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == "Signed alice@example.com (Pro) into slot work.\n")
-        #expect(r.stderr.contains("Opening the browser to sign in; if it does not open, open this address:\n\n    \(rig.emulator.baseURL.absoluteString)/oauth/authorize?response_type=code&client_id="))
+        #expect(r.stderr.contains("Opening the browser to sign in; if it does not open, open this address:\n\n    "
+            + "\(rig.emulator.baseURL.absoluteString)/oauth/authorize?response_type=code&client_id="))
         #expect(r.stderr.contains("&redirect_uri=http%3A%2F%2Flocalhost%3A\(rig.ports[0])%2Fauth%2Fcallback&"))
         #expect(r.stderr.contains("(`lanyard login --device` signs in with a device code instead.)"))
         #expect(!r.stderr.contains("enter the code"))
@@ -109,7 +111,8 @@ import LanyardStore
         let r = await h.run("login", "work", "--browser")
         #expect(r.status == 1)
         #expect(r.stderr.contains("another program listens on 127.0.0.1 or ::1 ports \(rig.ports[0]) and \(rig.ports[1])"))
-        #expect(r.stderr.contains("Finish or cancel that sign-in and run this one again, or sign in with a device code: `lanyard login --device`"))
+        #expect(r.stderr.contains("Finish or cancel that sign-in and run this one again, "
+            + "or sign in with a device code: `lanyard login --device`"))
         let json = await h.run("login", "work", "--browser", "--json")
         #expect((json.json["error"] as? [String: Any])?["code"] as? String == "callback_port_in_use")
         #expect(h.storedBytes() == before)

@@ -125,7 +125,8 @@ struct LoginRig {
         let bob: [String: Any] = ["email": "bob@work.example", "plan": "pro", "account_id": "acct-b"]
         let kept = await h.run(["login", "alice"], sleeper: rig.approving(bob))
         #expect(kept.status == 0, "\(kept.stderr)")
-        #expect(kept.stderr.contains("Slot alice holds alice@example.com, account acct-a, another account: this sign-in is kept in the slot bob "
+        #expect(kept.stderr.contains("Slot alice holds alice@example.com, account acct-a, "
+            + "another account: this sign-in is kept in the slot bob "
                                      + "instead (`lanyard login alice --replace` puts it into alice)."), "\(kept.stderr)")
         #expect(kept.stdout == "Signed bob@work.example (Pro) into slot bob.\n")
         #expect(try h.fileStore.get(slot) == before, "alice's credential is untouched")
@@ -281,7 +282,8 @@ struct LoginRig {
         #expect(try h.fileStore.get(try Slot("work")).account.email == "alice@example.com")
         let retry = "device code poll: server answered HTTP 502 (injected_fault); retrying in 10 s"
         if tty {
-            #expect(r.stderr.contains("Waiting for approval… 15 min left (Ctrl-C cancels)\r\u{1B}[2K\(retry)\n\r\u{1B}[2KWaiting for approval… 14 min left"),
+            #expect(r.stderr.contains("Waiting for approval… 15 min left "
+                + "(Ctrl-C cancels)\r\u{1B}[2K\(retry)\n\r\u{1B}[2KWaiting for approval… 14 min left"),
                     "\(r.stderr.debugDescription)")
         } else {
             #expect(r.stderr.contains("\n\(retry)\n"), "\(r.stderr)")

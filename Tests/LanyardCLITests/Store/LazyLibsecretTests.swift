@@ -49,7 +49,8 @@ extension LazyLibsecretTests {
         }
         #expect(constants.count >= 15, "found \(constants.count) constants")
         // secret-paths.h (the `_for_dbus_path…` calls) is declared only with SECRET_API_SUBJECT_TO_CHANGE.
-        var check = "#define SECRET_API_SUBJECT_TO_CHANGE\n#include <libsecret/secret.h>\n#define LANYARD_SECRET_PROTOTYPES_ONLY\n#include \"\(header)\"\n"
+        var check = "#define SECRET_API_SUBJECT_TO_CHANGE\n#include <libsecret/secret.h>\n#define "
+            + "LANYARD_SECRET_PROTOTYPES_ONLY\n#include \"\(header)\"\n"
         for (name, value) in constants { check += "_Static_assert(\(name) == (\(value)), \"\(name) differs from libsecret\");\n" }
         let dir = NSTemporaryDirectory() + "lanyard-secret-check-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

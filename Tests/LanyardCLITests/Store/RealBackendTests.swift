@@ -34,8 +34,9 @@ import LanyardStore
     }
 
     /// A slot's whole life with its credential in the keyring of this run (gnome-keyring, or
-    /// KeePassXC under scripts/with-keepassxc.sh, or KWallet under scripts/with-kwallet.sh): login, token, refresh, rename, migrate both
-    /// ways, doctor and logout, each as the command runs it, against the ChatGPT emulator.
+    /// KeePassXC under scripts/with-keepassxc.sh, or KWallet under scripts/with-kwallet.sh): login,
+    /// token, refresh, rename, migrate both ways, doctor and logout, each as the command runs it,
+    /// against the ChatGPT emulator.
     @Test func aSlotsWholeLifeInTheKeyring() async throws {
         try requireTestKeyring()
         let rig = try await LoginRig(backend: "secret-service")

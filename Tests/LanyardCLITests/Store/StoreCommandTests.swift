@@ -56,7 +56,8 @@ import LanyardStore
         #expect((wrong.json["error"] as? [String: Any])?["code"] as? String == "wrong_passphrase")
         #expect(!wrong.stdout.contains("wrong horse"))
         #expect((wrong.json["error"] as? [String: Any])?["message"] as? String
-            == "wrong passphrase (from LANYARD_PASSPHRASE_FILE \(h.root)/pass): the store was not unlocked and nothing changed; "
+            == "wrong passphrase (from LANYARD_PASSPHRASE_FILE \(h.root)/pass): "
+                + "the store was not unlocked and nothing changed; "
             + "check the passphrase there")
 
         try "correct horse\n".write(toFile: h.root + "/pass", atomically: true, encoding: .utf8)

@@ -18,15 +18,18 @@ import Testing
     static let keyringWithoutDefaultCollection = ["/bin/sh", "-c", """
         dir=$(mktemp -d "${TMPDIR:-/tmp}/lanyard-bus.XXXXXX") || exit 97
         mkfifo "$dir/address"
-        dbus-daemon --session --address="unix:dir=$dir" --nofork --nopidfile --print-address=4 4>"$dir/address" >/dev/null 2>&1 &
+        dbus-daemon --session --address="unix:dir=$dir" --nofork \
+        --nopidfile --print-address=4 4>"$dir/address" >/dev/null 2>&1 &
         bus=$!
         read -r DBUS_SESSION_BUS_ADDRESS < "$dir/address"
         export DBUS_SESSION_BUS_ADDRESS
-        printf %s "$LANYARD_TEST_KEYRING_PASSWORD" | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
+        printf %s "$LANYARD_TEST_KEYRING_PASSWORD" | gnome-keyring-daemon \
+        --foreground --unlock --components=secrets >/dev/null 2>&1 &
         daemon=$!
         stop() { kill -KILL $daemon $bus; wait $daemon $bus 2>/dev/null; rm -rf "$dir"; }
         if ! gdbus wait --session --timeout 10 org.freedesktop.secrets; then stop; exit 97; fi
-        if ! gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets/collection/login \\
+        if ! gdbus call --session --dest org.freedesktop.secrets \
+        --object-path /org/freedesktop/secrets/collection/login \\
              --method org.freedesktop.Secret.Collection.Delete >/dev/null; then stop; exit 98; fi
         if gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \\
              --method org.freedesktop.Secret.Service.ReadAlias default | grep -q collection; then stop; exit 98; fi
@@ -71,7 +74,8 @@ import Testing
         // `backend = auto` (the default): neither the keyring nor a file store can take it.
         let auto = try Self.run(home, ["login", "work"])
         #expect(auto.status == 5, "\(auto.stderr)")
-        #expect(auto.stderr.contains("lanyard: encrypted file is unavailable: there is no file store yet, and the Secret Service cannot keep credentials either"),
+        #expect(auto.stderr.contains("lanyard: encrypted file is unavailable: there is no file store yet, "
+            + "and the Secret Service cannot keep credentials either"),
                 "\(auto.stderr)")
         #expect(auto.stderr.contains("`lanyard store init`") && auto.stderr.contains("no collection named by the default alias"))
         #expect(!auto.stderr.contains("enter the code"))
@@ -105,7 +109,8 @@ import Testing
         #expect(doctor.status == 1, "\(doctor.stdout)")
         #expect(!doctor.stdout.contains("No problems found."))
         #expect(doctor.stdout.contains("problem: new sign-ins cannot be stored: encrypted file is unavailable: there is no file store yet, "
-            + "and the Secret Service cannot keep credentials either. Create the file store with `lanyard store init`"), "\(doctor.stdout)")
+            + "and the Secret Service cannot keep credentials either. "
+                + "Create the file store with `lanyard store init`"), "\(doctor.stdout)")
         // The long explanation of the missing bus is printed once: in the keyring's entry.
         #expect(doctor.stdout.components(separatedBy: "Run Lanyard inside a desktop session").count == 2, "\(doctor.stdout)")
 

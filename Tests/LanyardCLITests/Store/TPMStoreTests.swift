@@ -325,11 +325,13 @@ struct TPMStoreTests {
             try runProcess("/bin/sh", ["-c", "cd '\(dir)' && " + command], environment: env)
         }
         let attributes = "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda"
-        var run = try tool("tpm2_createprimary -Q -C o -G ecc -a '\(attributes)' -c srk.ctx && tpm2_readpublic -c srk.ctx | sed -n 's/^name: //p'")
+        var run = try tool("tpm2_createprimary -Q -C o -G ecc -a '\(attributes)' -c srk.ctx "
+            + "&& tpm2_readpublic -c srk.ctx | sed -n 's/^name: //p'")
         #expect(run.0 == 0 && run.1.trimmingCharacters(in: .whitespacesAndNewlines) == field("storage-key"),
                 "tpm2-tools' storage key: \(run.1) \(run.2); identity.tpm: \(field("storage-key"))")
         // swtpm has no resource manager: transient objects stay loaded between tools unless flushed.
-        run = try tool("tpm2_flushcontext -t && tpm2_load -Q -C srk.ctx -u seal.pub -r seal.priv -c seal.ctx && tpm2_flushcontext -t "
+        run = try tool("tpm2_flushcontext -t && tpm2_load -Q -C srk.ctx -u seal.pub "
+            + "-r seal.priv -c seal.ctx && tpm2_flushcontext -t "
             + "&& tpm2_unseal -c seal.ctx -o unsealed.txt && age-keygen -y unsealed.txt")
         #expect(run.0 == 0, "tpm2_load / tpm2_unseal: \(run.2)")
         #expect(run.1.trimmingCharacters(in: .whitespacesAndNewlines) == field("recipient"), "the unsealed identity is not the store's")

@@ -28,7 +28,8 @@ extension IntegrationCommands {
             inv.stdout.line("Wrote \(slot.name) to \(exported.place).")
         }
         if exported.fixedLegacyOAuthMode {
-            inv.stderr.line("lanyard: the sign-in replaced said auth_mode \"oauth\", which current Codex refuses; it says \"chatgpt\" now")
+            inv.stderr.line("lanyard: the sign-in replaced said auth_mode \"oauth\", "
+                + "which current Codex refuses; it says \"chatgpt\" now")
         }
         return .ok
     }

@@ -21,7 +21,8 @@ extension IntegrationCommands {
         let requested = try inv.args.positionals.first.map { try SlotCommands.parseSlot($0, inv) }
         let adopted = try manager.adoptCodexSignIn(from: home, into: requested)
         inv.emit(CodexImportView(slot: adopted.slot, email: adopted.account.email, backend: adopted.backend)) {
-            inv.stdout.line("Adopted Codex's sign-in (\(adopted.account.email ?? "unknown account")) into slot \(adopted.slot.name).")
+            inv.stdout.line("Adopted Codex's sign-in (\(adopted.account.email ?? "unknown account")) "
+                + "into slot \(adopted.slot.name).")
         }
         if adopted.legacyOAuthMode {
             inv.stderr.line("lanyard: Codex's sign-in says auth_mode \"oauth\", which current Codex refuses; "

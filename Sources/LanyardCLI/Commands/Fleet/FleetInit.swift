@@ -21,7 +21,8 @@ extension FleetCommands {
             inv.stdout.line("Created fleet \(fleetName) with \(member.machine) as its first member.")
             inv.stdout.line("Fleet fingerprint: \(fleetFingerprint)  (a joining machine checks it)")
             inv.stdout.line("This machine:      \(member.fingerprint)")
-            inv.stdout.line("Share a slot with `lanyard fleet share SLOT`; add a machine with `lanyard fleet join --fleet-fingerprint \(fleetFingerprint)` there.")
+            inv.stdout.line("Share a slot with `lanyard fleet share SLOT`; add a machine with "
+                + "`lanyard fleet join --fleet-fingerprint \(fleetFingerprint)` there.")
         }
         return .ok
     }

@@ -33,11 +33,13 @@ extension FleetCommands {
                 case .rotated(let generation):
                     inv.stdout.line("  \(name): rotated (generation \(generation)); \(machine)'s copy holds a spent refresh token")
                 case .notRotatable(let page):
-                    inv.stdout.line("  \(name): a personal access token, which nothing rotates: \(machine) can still use it until you revoke it "
+                    inv.stdout.line("  \(name): a personal access token, which nothing rotates: "
+                        + "\(machine) can still use it until you revoke it "
                         + (page.map { "at \(TerminalText.escaped($0))" } ?? "at the provider (where its personal access tokens are managed)")
                         + ", then store a new one here (`lanyard login \(name) --with-access-token`)")
                 case .failed(let reason):
-                    inv.stdout.line("  \(name): NOT rotated (\(TerminalText.escaped(reason))); re-sealed without \(machine), but its copy still holds "
+                    inv.stdout.line("  \(name): NOT rotated (\(TerminalText.escaped(reason))); "
+                        + "re-sealed without \(machine), but its copy still holds "
                         + "a live refresh token: sign \(name) in again here (`lanyard login \(name)`)")
                 case .unshared:
                     inv.stdout.line("  \(name): no longer shared")

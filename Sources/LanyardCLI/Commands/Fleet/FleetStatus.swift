@@ -21,28 +21,35 @@ extension FleetCommands {
                 inv.stdout.line("    lanyard fleet approve \(report.machine) --fingerprint \(mine.fingerprint)")
             }
             if let alarm = report.alarm {
-                inv.stdout.line("WRITES STOPPED (\(alarm.kind == "forked" ? "the membership log is forked" : "membership behind")): \(alarm.message)")
+                inv.stdout.line("WRITES STOPPED "
+                    + "(\(alarm.kind == "forked" ? "the membership log is forked" : "membership behind")): "
+                    + "\(alarm.message)")
                 for entry in alarm.entries { inv.stdout.line("  entry \(alarm.seq) \(entry.fingerprint): \(TerminalText.escaped(entry.about))") }
             }
             for removed in report.removedAccess {
                 switch removed.access {
                 case .revoked: break
                 case .notRevoked(let user, let commands):
-                    inv.stdout.line("etcd access of \(removed.machine) not revoked (its user \(TerminalText.escaped(user)) still exists); with etcd's root user:")
+                    inv.stdout.line("etcd access of \(removed.machine) not revoked "
+                        + "(its user \(TerminalText.escaped(user)) still exists); with etcd's root user:")
                     for c in commands { inv.stdout.line("  \(TerminalText.escaped(c))") }
                 case .unknown(_, let reason, let commands):
-                    inv.stdout.line("etcd access of \(removed.machine) may not be revoked: \(TerminalText.escaped(reason)); with etcd's root user:")
+                    inv.stdout.line("etcd access of \(removed.machine) may not be revoked: "
+                        + "\(TerminalText.escaped(reason)); with etcd's root user:")
                     for c in commands { inv.stdout.line("  \(TerminalText.escaped(c))") }
                 }
             }
             if let fingerprint = report.fingerprint { inv.stdout.line("Fleet fingerprint: \(fingerprint)") }
             for e in report.endpoints {
-                inv.stdout.line("  etcd \(e.endpoint): \(e.problem.map { "unreachable: " + $0 } ?? "ok, version \(e.version ?? "?")\(e.memberID != nil && e.memberID == e.leaderID ? ", leader" : "")")")
+                let leader = e.memberID != nil && e.memberID == e.leaderID ? ", leader" : ""
+                let state = e.problem.map { "unreachable: " + $0 } ?? "ok, version \(e.version ?? "?")\(leader)"
+                inv.stdout.line("  etcd \(e.endpoint): \(state)")
             }
             if let problem = report.problem { inv.stdout.line("  problem: \(problem)") }
             inv.stdout.line("Members: \(report.members.map(\.machine).joined(separator: ", "))")
             if !report.pending.isEmpty {
-                inv.stdout.line("Asking to join: \(report.pending.map { "\($0.machine) (\($0.fingerprint))" }.joined(separator: ", "))")
+                inv.stdout.line("Asking to join: "
+                    + "\(report.pending.map { "\($0.machine) (\($0.fingerprint))" }.joined(separator: ", "))")
             }
             inv.stdout.line("Refresh leader: \(report.leader ?? "none (no agent running)")")
             if !report.damaged.isEmpty {

@@ -52,7 +52,8 @@ extension GitCredentialCommand {
             inv.stderr.line("[git]")
             inv.stderr.line("\(pattern) = \(slot.name)")
         } else if mapped == nil, slot == nil {
-            inv.stderr.line("lanyard: warning: no [git] mapping for \(pattern) in \(inv.paths.configFile): git gets nothing from Lanyard until you add one (`\(pattern) = SLOT`).")
+            inv.stderr.line("lanyard: warning: no [git] mapping for \(pattern) in \(inv.paths.configFile): "
+                + "git gets nothing from Lanyard until you add one (`\(pattern) = SLOT`).")
         }
         return .ok
     }
@@ -64,7 +65,8 @@ extension GitCredentialCommand {
         } catch { throw UsageError(message: "cannot run git: \(error.userFacingDescription)", command: inv.spec.name) }
         guard run.status == 0 else {
             let message = String(decoding: run.stderr, as: UTF8.self)
-            throw GitSetupError(message: "git config failed (status \(run.status)): \(TerminalText.escaped(message.trimmingWhitespaceAndNewlines()))")
+            throw GitSetupError(message: "git config failed (status \(run.status)): "
+                + "\(TerminalText.escaped(message.trimmingWhitespaceAndNewlines()))")
         }
     }
 }

@@ -23,7 +23,8 @@ extension StoreGroupCommand {
             CommandExample("lanyard store init --no-passphrase", "an unattended host: no passphrase, the identity kept at 0600"),
             CommandExample("lanyard store init --tpm --recovery-file /media/usb/lanyard-recovery.txt",
                            "seal the identity with the TPM; the recovery key goes to a USB stick"),
-            CommandExample("lanyard store init --tpm --recovery-recipient age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
+            CommandExample("lanyard store init --tpm --recovery-recipient "
+                + "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
                            "seal with the TPM; your own age key can recover the store"),
         ]) { inv in
         let (file, _) = try fileStore(inv)
@@ -40,11 +41,13 @@ extension StoreGroupCommand {
             inv.stdout.line("Created the encrypted file store at \(file.storePath).")
             if !unlocked, let reason = EncryptedFileStore.cacheUnavailableReason {
                 inv.stderr.line(inv.errorStyle.yellow("warning: ") + "the kernel keyring is unavailable here (\(reason)), so the store "
-                    + "cannot stay unlocked: set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS so each command can open it.")
+                    + "cannot stay unlocked: set LANYARD_PASSPHRASE_FILE "
+                        + "or LANYARD_ASKPASS so each command can open it.")
             }
             if !protect {
                 inv.stderr.line(inv.errorStyle.yellow("warning: ") + "the store's identity is kept unprotected in \(file.plainIdentityPath) (mode 0600).")
-                inv.stderr.line("Anyone who can read your files (backups, root, a stolen disk) can read every credential in the store.")
+                inv.stderr.line("Anyone who can read your files (backups, root, a stolen disk) "
+                    + "can read every credential in the store.")
             }
         }
         return .ok

@@ -34,7 +34,8 @@ extension StoreGroupCommand {
             case .registryOnly: "moved (no stored credential)"
             case .wouldMove: "would move"
             }
-            return "\(step.slot.name): \(verb) \(step.outcome == .alreadyThere ? "" : "\(step.from.displayName) → ")\(step.to.displayName)"
+            return "\(step.slot.name): \(verb) "
+                + "\(step.outcome == .alreadyThere ? "" : "\(step.from.displayName) → ")\(step.to.displayName)"
         }
         // Progress goes out as each slot lands, so an interrupted migration shows how far it got.
         let steps = try inv.accounts().migrate(to: target, slots: slots, dryRun: inv.args.has("dry-run")) { step in

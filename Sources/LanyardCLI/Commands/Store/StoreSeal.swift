@@ -11,8 +11,10 @@ extension StoreGroupCommand {
         minArguments: 0, maxArguments: 0, flags: tpmFlags,
         prints: true, takesAccount: false,
         details: """
-        Converts a passphrase or --no-passphrase file store in place (--tpm is required): its identity is sealed by \
-        this machine's TPM 2.0, the store is encrypted again to it and to a recovery key (as for store init --tpm), \
+        Converts a passphrase or --no-passphrase file store in \
+        place (--tpm is required): its identity is sealed by \
+        this machine's TPM 2.0, the store is encrypted again \
+        to it and to a recovery key (as for store init --tpm), \
         and identity.age or identity.txt is removed only once the sealed identity has opened the store. A failure \
         changes nothing the store needs; a run killed after the sealed identity landed is finished by running \
         the command again. A passphrase store that is locked asks for its passphrase first.
@@ -49,11 +51,13 @@ extension StoreGroupCommand {
             switch outcome {
             case .sealed:
                 inv.stderr.line("Sealed the file store's identity with the TPM at \(file.tpm)\(pin == nil ? "" : " with a PIN"); "
-                    + "the clear identity is gone. Its blocks may survive on the disk: a store that was ever unprotected is "
+                    + "the clear identity is gone. Its blocks may survive on the disk: "
+                        + "a store that was ever unprotected is "
                     + "only as safe as the disks and backups that held it.")
                 recovery.report(inv, storePath: file.storePath)
             case .finished:
-                inv.stderr.line("Finished an interrupted `store seal`: the sealed identity opens the store, and the clear identity is gone.")
+                inv.stderr.line("Finished an interrupted `store seal`: the sealed identity "
+                    + "opens the store, and the clear identity is gone.")
             }
         }
         return .ok
@@ -154,11 +158,14 @@ struct RecoveryChoice {
                 + "password manager on another machine). If this machine's TPM is cleared or replaced, "
                 + "`age -d -i RECOVERY-KEY store.age` opens the store. Lanyard keeps no copy.")
         } else if key != nil, let file {
-            inv.stderr.line("Wrote the store's recovery key to \(file): keep it offline (move it off this machine). If this machine's "
-                + "TPM is cleared or replaced, `age -d -i \(file) store.age` opens the store. Lanyard keeps no copy.")
+            inv.stderr.line("Wrote the store's recovery key to \(file): "
+                + "keep it offline (move it off this machine). If this machine's "
+                + "TPM is cleared or replaced, `age -d -i \(file) store.age` "
+                    + "opens the store. Lanyard keeps no copy.")
         }
         if !own.isEmpty {
-            inv.stderr.line("The store is also encrypted to \(own.map(\.string).joined(separator: ", ")): that identity opens it without the TPM.")
+            inv.stderr.line("The store is also encrypted to \(own.map(\.string).joined(separator: ", ")): "
+                + "that identity opens it without the TPM.")
         }
         if key == nil && own.isEmpty {
             inv.stderr.line(warning + "no recovery key: if this machine's TPM is cleared, replaced or broken, or this home folder "

@@ -22,7 +22,8 @@ extension StoreGroupCommand {
                 .read(prompt: "TPM PIN for the Lanyard file store: ") : ""
             try file.unlock(passphrase: pin)
             inv.emit(StoreUnlockView.unlocked(cacheSeconds: config.unlockCacheSeconds)) {
-                inv.stdout.line("Unsealed by the TPM; unlocked for \(RelativeTime.span(config.unlockCacheSeconds)) (`lanyard store lock` locks it now).")
+                inv.stdout.line("Unsealed by the TPM; unlocked for \(RelativeTime.span(config.unlockCacheSeconds)) "
+                    + "(`lanyard store lock` locks it now).")
             }
             return .ok
         }
