@@ -443,7 +443,8 @@ extension AccountManager {
         if record != nil && state == nil {
             let name = slot.name
             return (slot, .conflict, "a slot named \(name) exists on this machine and is not shared, so the fleet's \(name) was not "
-                + "brought here: rename this one (`lanyard rename \(name) \(name)-local`) or remove it (`lanyard remove \(name)`), "
+                + "brought here: rename this one (`lanyard rename \(name) \(name)-local`) "
+                    + "or remove it (`lanyard remove \(name)`), "
                 + "then run `lanyard fleet sync` again")
         }
         var local: Credential?

@@ -107,8 +107,10 @@ extension AccountManager {
         if let removal = membership.lastRemoval, base.headSeq > 0, base.headSeq < removal.seq,
            !RotationNote.allows(removal: removal.seq, fleet: fleet.name, paths: paths) {
             let refused = FleetError.refusedCredential(slot: slot, fleet: fleet.name,
-                reason: "it was sealed before membership entry \(removal.seq) removed \(removal.machine), and a removal rotates every "
-                    + "shared slot at once, so it is a value put back (or that rotation failed); sign the slot in again on a member "
+                reason: "it was sealed before membership entry \(removal.seq) removed "
+                    + "\(removal.machine), and a removal rotates every "
+                    + "shared slot at once, so it is a value put back (or that rotation failed); "
+                        + "sign the slot in again on a member "
                     + "(`lanyard login \(slot.name)`)")
             return try servedWithoutFleet(slot, current, refused, force: force)
         }

@@ -80,10 +80,10 @@ import LanyardStore
         let menu = try await panel.waitForDrawnWindow("Wrapper-2.0", type: "_NET_WM_WINDOW_TYPE_POPUP_MENU", "the menu")
         #expect(menu.frame.width >= 150 && menu.frame.height >= 150, "\(menu)")
         try panel.press("Escape")
-        _ = try await eventually("the menu closes", { [panel] in
+        _ = try await eventually("the menu closes") { [panel] in
             let menus = try panel.visibleWindows("Wrapper-2.0").filter { $0.type == "_NET_WM_WINDOW_TYPE_POPUP_MENU" }
             return menus.map(\.description).joined(separator: "\n")
-        }) { $0.isEmpty }
+        } until: { $0.isEmpty }
 
         if let keep {
             try FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
@@ -143,7 +143,7 @@ extension XfcePanel {
     func waitForIcon(_ icon: TrayIcon, item: String, _ what: String) async throws -> SeenIcon {
         let expected = icon.pixels(size: Self.iconSize)
         var seen: SeenIcon?
-        _ = try await eventually("the panel shows the icon of \(what)", { [self] in
+        _ = try await eventually("the panel shows the icon of \(what)") { [self] in
             try checkRunning()
             let printed = try desktop.itemProperty(item, "IconPixmap")
             guard let sent = Self.iconPixmap(printed, size: Self.iconSize) else {
@@ -155,7 +155,7 @@ extension XfcePanel {
             let (frame, difference) = Self.find(sent, size: Self.iconSize, in: shot, panel: panel)
             if let frame, difference.isEmpty { seen = SeenIcon(shot: shot, panel: panel, frame: frame) }
             return difference.isEmpty ? "drawn" : difference
-        }) { $0 == "drawn" }
+        } until: { $0 == "drawn" }
         return try #require(seen)
     }
 

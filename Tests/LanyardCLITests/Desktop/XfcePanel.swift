@@ -115,10 +115,10 @@ final class XfcePanel: @unchecked Sendable {
         try start("xfce4-notifyd", Self.xfceProgram("notifyd/xfce4-notifyd"), [])
         try await waitForName("org.kde.StatusNotifierWatcher", of: "xfce4-panel")
         try await waitForName("org.freedesktop.Notifications", of: "xfce4-notifyd")
-        _ = try await eventually("the panel's window is on the screen", { [self] in
+        _ = try await eventually("the panel's window is on the screen") { [self] in
             try checkRunning()
             return try panelWindow().map { "\($0)" } ?? ""
-        }) { !$0.isEmpty }
+        } until: { !$0.isEmpty }
     }
 
     private func start(_ name: String, _ program: String, _ arguments: [String]) throws {
@@ -155,12 +155,12 @@ final class XfcePanel: @unchecked Sendable {
     }
 
     private func waitForName(_ name: String, of program: String) async throws {
-        _ = try await eventually("\(program) owns \(name) on the session bus", { [self] in
+        _ = try await eventually("\(program) owns \(name) on the session bus") { [self] in
             try checkRunning()
             return try desktop.gdbus(["call", "--session", "--dest", "org.freedesktop.DBus",
                                       "--object-path", "/org/freedesktop/DBus",
                                       "--method", "org.freedesktop.DBus.NameHasOwner", name]).1
-        }) { $0.contains("true") }
+        } until: { $0.contains("true") }
     }
 
     // MARK: windows and input
@@ -225,7 +225,7 @@ final class XfcePanel: @unchecked Sendable {
     func waitForDrawnWindow(_ windowClass: String, type: String? = nil, besides: [String] = [],
                             _ what: String) async throws -> SeenWindow {
         var previous: [UInt8]?, seen: SeenWindow?
-        _ = try await eventually("\(what) is on the screen", { [self] in
+        _ = try await eventually("\(what) is on the screen") { [self] in
             try checkRunning()
             let windows = try visibleWindows(windowClass).filter {
                 !besides.contains($0.id) && (type == nil || $0.type == type)
@@ -247,7 +247,7 @@ final class XfcePanel: @unchecked Sendable {
             guard pixels == previous else { return "\(window): still changing" }
             seen = SeenWindow(id: window.id, frame: window.frame, shot: shot)
             return "drawn"
-        }) { $0 == "drawn" }
+        } until: { $0 == "drawn" }
         return try #require(seen)
     }
 
