@@ -16,8 +16,11 @@ let package = Package(
         // GLib and GIO headers (GIO's live in GLib's folder) and the part of libsecret's API Lanyard
         // uses (lanyard-secret.h). Nothing is linked at start-up: CLazyLibraries loads them on
         // first use (the Makefile's --as-needed drops the -lglib-2.0 that pkg-config adds).
-        .systemLibrary(name: "CLibsecret", pkgConfig: "glib-2.0",
-                       providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
+        .systemLibrary(
+            name: "CLibsecret",
+            pkgConfig: "glib-2.0",
+            providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]
+        ),
         // Declarations only (the headers are in /usr/include; nothing is linked): CLazyLibraries
         // loads libsodium and libkeyutils on first use.
         .systemLibrary(name: "CSodium", providers: [.apt(["libsodium-dev"])]),
@@ -64,46 +67,140 @@ let package = Package(
         .target(name: "LanyardSupport"),
         .target(name: "LanyardCore", dependencies: ["LanyardSupport"]),
         .target(name: "Age", dependencies: ["CSodium", "CLazyLibraries"]),
-        .target(name: "LanyardStore", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils", "CLazyLibraries", "CTPM"]),
+        .target(
+            name: "LanyardStore",
+            dependencies: [
+                "LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardGLib", "CLibsecret", "CKeyutils",
+                "CLazyLibraries", "CTPM",
+            ]
+        ),
         // A fleet of machines sharing slots through etcd (the v3 JSON gateway over libcurl).
         .target(name: "LanyardFleet", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "Age", "CCurl"]),
-        .target(name: "LanyardAuth", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardFleet", "Age"]),
-        .target(name: "LanyardIntegrations", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]),
+        .target(
+            name: "LanyardAuth",
+            dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardFleet", "Age"]
+        ),
+        .target(
+            name: "LanyardIntegrations",
+            dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "Age"]
+        ),
         // The desktop: `lanyard tray` (its model, usage alerts, the service, autostart, one tray per
         // session) and desktop notifications, with their GDBus wrappers over CStatusNotifier.
-        .target(name: "LanyardDesktop", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardIntegrations", "LanyardGLib", "CStatusNotifier"]),
-        .target(name: "LanyardAgent", dependencies: ["LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardDesktop"]),
-        .target(name: "LanyardNetwork", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "CWebSocket", "CCurl"]),
-        .target(name: "LanyardKit", dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork"]),
-        .target(name: "LanyardCLI", dependencies: [
-            "LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardDesktop", "LanyardAgent", "CQrencode",
-        ]),
+        .target(
+            name: "LanyardDesktop",
+            dependencies: [
+                "LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardIntegrations",
+                "LanyardGLib", "CStatusNotifier",
+            ]
+        ),
+        .target(
+            name: "LanyardAgent",
+            dependencies: [
+                "LanyardSupport", "LanyardCore", "LanyardSystem", "LanyardStore", "LanyardAuth", "LanyardFleet",
+                "LanyardIntegrations", "LanyardDesktop",
+            ]
+        ),
+        .target(
+            name: "LanyardNetwork",
+            dependencies: ["LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "CWebSocket", "CCurl"]
+        ),
+        .target(
+            name: "LanyardKit",
+            dependencies: [
+                "LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations",
+                "LanyardNetwork",
+            ]
+        ),
+        .target(
+            name: "LanyardCLI",
+            dependencies: [
+                "LanyardSupport", "LanyardCore", "LanyardSystem", "Age", "LanyardStore", "LanyardAuth", "LanyardFleet",
+                "LanyardIntegrations", "LanyardDesktop", "LanyardAgent", "CQrencode",
+            ]
+        ),
         // `lanyard` starts fast without FoundationNetworking; commands that talk to a provider
         // continue in `lanyard-net` (installed in lib/lanyard/), the same CLI with HTTP.
         .executableTarget(name: "lanyard", dependencies: ["LanyardCLI"]),
         .executableTarget(name: "lanyard-net", dependencies: ["LanyardCLI", "LanyardNetwork"]),
         // The library example of docs/library.md, built with the package so it never rots.
         .executableTarget(name: "lanyard-example", dependencies: ["LanyardKit"], path: "Examples/lanyard-example"),
-        .executableTarget(name: "lanyard-ask-example", dependencies: ["LanyardKit"], path: "Examples/lanyard-ask-example"),
+        .executableTarget(
+            name: "lanyard-ask-example",
+            dependencies: ["LanyardKit"],
+            path: "Examples/lanyard-ask-example"
+        ),
         // Drives stores from separate processes in tests (concurrency, kill -9). Not installed.
         .executableTarget(name: "lanyard-test-tool", dependencies: ["LanyardStore", "LanyardCore", "LanyardFleet"]),
 
-        .target(name: "LanyardTestSupport", dependencies: ["LanyardFleet", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"], path: "Tests/Support"),
+        .target(
+            name: "LanyardTestSupport",
+            dependencies: ["LanyardFleet", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"],
+            path: "Tests/Support"
+        ),
         .testTarget(name: "LanyardSupportTests", dependencies: ["LanyardSupport"]),
         .testTarget(name: "LanyardCoreTests", dependencies: ["LanyardCore", "LanyardSupport"]),
-        .testTarget(name: "LanyardAuthTests", dependencies: ["LanyardAuth", "LanyardFleet", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardKitTests", dependencies: ["LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport"]),
+        .testTarget(
+            name: "LanyardAuthTests",
+            dependencies: [
+                "LanyardAuth", "LanyardFleet", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport",
+                "LanyardTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "LanyardKitTests",
+            dependencies: [
+                "LanyardKit", "LanyardAuth", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardTestSupport",
+            ]
+        ),
         .testTarget(name: "AgeTests", dependencies: ["Age"], resources: [.copy("Vectors")]),
-        .testTarget(name: "LanyardStoreTests", dependencies: ["LanyardStore", "LanyardGLib", "LanyardSystem",
-                                                              "LanyardCore", "LanyardSupport", "Age", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardAgentTests", dependencies: ["LanyardAgent", "LanyardDesktop", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardCLITests", dependencies: ["LanyardCLI", "LanyardDesktop", "Age", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardDesktopTests", dependencies: ["LanyardDesktop", "LanyardIntegrations", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardIntegrationsTests", dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"]),
-        .testTarget(name: "LanyardFleetTests", dependencies: ["LanyardFleet", "Age", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
-        .testTarget(name: "LanyardNetworkTests", dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]),
+        .testTarget(
+            name: "LanyardStoreTests",
+            dependencies: [
+                "LanyardStore", "LanyardGLib", "LanyardSystem",
+                "LanyardCore", "LanyardSupport", "Age", "LanyardTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "LanyardAgentTests",
+            dependencies: [
+                "LanyardAgent", "LanyardDesktop", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork",
+                "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "LanyardCLITests",
+            dependencies: [
+                "LanyardCLI", "LanyardDesktop", "Age", "LanyardAuth", "LanyardFleet", "LanyardIntegrations",
+                "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "LanyardDesktopTests",
+            dependencies: [
+                "LanyardDesktop", "LanyardIntegrations", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport",
+                "LanyardTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "LanyardIntegrationsTests",
+            dependencies: ["LanyardIntegrations", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"]
+        ),
+        .testTarget(
+            name: "LanyardFleetTests",
+            dependencies: [
+                "LanyardFleet", "Age", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "LanyardNetworkTests",
+            dependencies: ["LanyardNetwork", "LanyardAuth", "LanyardCore", "LanyardSupport", "LanyardTestSupport"]
+        ),
         // Checks of the repository as a whole: layering, the public API list, the GLib boundary.
-        .testTarget(name: "RepositoryChecks", dependencies: ["LanyardCore", "LanyardTestSupport"], exclude: ["PublicAPI.txt"]),
+        .testTarget(
+            name: "RepositoryChecks",
+            dependencies: ["LanyardCore", "LanyardTestSupport"],
+            exclude: ["PublicAPI.txt"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

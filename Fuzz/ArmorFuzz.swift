@@ -3,8 +3,8 @@
 // be the canonical encoding of what it decoded, up to the tolerated CRLF line ends and
 // surrounding whitespace.
 
-import Foundation
 import Age
+import Foundation
 
 private func isSpace(_ c: UInt8) -> Bool { c == 0x20 || (0x09...0x0D).contains(c) }
 
@@ -23,7 +23,10 @@ public func fuzzArmor(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = [UInt8](input)
     var i = 0
     while i < bytes.count {
-        if bytes[i] == 0x0D, i + 1 < bytes.count, bytes[i + 1] == 0x0A { i += 1; continue }
+        if bytes[i] == 0x0D, i + 1 < bytes.count, bytes[i + 1] == 0x0A {
+            i += 1
+            continue
+        }
         normal.append(bytes[i])
         i += 1
     }

@@ -11,14 +11,16 @@
 
 import Foundation
 import LanyardCore
-import LanyardIntegrations
 import LanyardDesktop
+import LanyardIntegrations
 import LanyardStore
 import LanyardSupport
 
 /// No raw C0/C1 control character (or DEL) except a line break: what reaches a terminal.
 func assertPrintable(_ text: String, _ what: String) {
-    if let bad = text.unicodeScalars.first(where: { ($0.value < 0x20 && $0 != "\n") || (0x7f...0x9f).contains($0.value) }) {
+    if let bad = text.unicodeScalars.first(where: {
+        ($0.value < 0x20 && $0 != "\n") || (0x7f...0x9f).contains($0.value)
+    }) {
         fatalError("\(what) carries control character U+\(String(bad.value, radix: 16)): \(text.debugDescription)")
     }
 }
@@ -31,10 +33,14 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     do {
         let loaded = try ConfigFile.parse(bytes, path: "config.ini")
         let c = loaded.config
-        for (name, value, range) in [("timeout", c.storeTimeout, 0.0...1e9), ("lead", c.refreshLead, 0...1e9),
-                                     ("lead-share", c.refreshLeadShare, 0.01...1), ("max-age", c.refreshMaxAge, 60...1e9),
-                                     ("http timeout", c.httpTimeout, 0...1e9), ("unlock-cache", c.unlockCacheSeconds, 0...1e9)] {
-            guard value.isFinite, range.contains(value) else { fatalError("config \(name) = \(value) outside \(range)") }
+        for (name, value, range) in [
+            ("timeout", c.storeTimeout, 0.0...1e9), ("lead", c.refreshLead, 0...1e9),
+            ("lead-share", c.refreshLeadShare, 0.01...1), ("max-age", c.refreshMaxAge, 60...1e9),
+            ("http timeout", c.httpTimeout, 0...1e9), ("unlock-cache", c.unlockCacheSeconds, 0...1e9),
+        ] {
+            guard value.isFinite, range.contains(value) else {
+                fatalError("config \(name) = \(value) outside \(range)")
+            }
         }
         for warning in loaded.warnings { assertPrintable(warning, "a config warning") }
     } catch {
@@ -48,7 +54,9 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         // [a-z0-9][a-z0-9._-]{0,63}: never a path outside the data folder.
         let bytes = Array(slot.name.utf8)
         func alnum(_ b: UInt8) -> Bool { (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) }
-        guard (1...64).contains(bytes.count), alnum(bytes[0]), bytes.allSatisfy({ alnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }) else {
+        guard (1...64).contains(bytes.count), alnum(bytes[0]),
+            bytes.allSatisfy({ alnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d })
+        else {
             fatalError("slot name \(slot.name.debugDescription) outside [a-z0-9][a-z0-9._-]{0,63}")
         }
     } catch {
@@ -84,9 +92,15 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // The registry, read slot by slot from the bytes and as one document
     let streaming = try? RegistryDocument.decodeStreaming(bytes, source: "registry.json")
     let whole = try? RegistryDocument.decode(bytes, source: "registry.json")
-    guard streaming == whole else { fatalError("the registry reads differently streaming (\(String(describing: streaming))) "
-        + "and whole (\(String(describing: whole)))") }
-    if let whole, (try? RegistryDocument.decodeStreaming(whole.jsonData(pretty: true), source: "registry.json")) != whole {
+    guard streaming == whole else {
+        fatalError(
+            "the registry reads differently streaming (\(String(describing: streaming))) "
+                + "and whole (\(String(describing: whole)))"
+        )
+    }
+    if let whole,
+        (try? RegistryDocument.decodeStreaming(whole.jsonData(pretty: true), source: "registry.json")) != whole
+    {
         fatalError("registry round trip changed it")
     }
 
@@ -94,13 +108,19 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // own), decodes to the same value, and a refusal names a line inside the file.
     do {
         let sealed = try SealedIdentityFile.decode(bytes)
-        guard (try? SealedIdentityFile.decode(sealed.encoded())) == sealed else { fatalError("identity.tpm round trip changed it") }
-        guard sealed.storageKeyName.count == 34, sealed.recoveryRecipients.count <= SealedIdentityFile.maximumRecoveryRecipients else {
+        guard (try? SealedIdentityFile.decode(sealed.encoded())) == sealed else {
+            fatalError("identity.tpm round trip changed it")
+        }
+        guard sealed.storageKeyName.count == 34,
+            sealed.recoveryRecipients.count <= SealedIdentityFile.maximumRecoveryRecipients
+        else {
             fatalError("identity.tpm accepted a storage key name or recovery list out of shape")
         }
     } catch {
         let lines = bytes.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
-        if let line = error.line, line < 1 || line > lines + 1 { fatalError("identity.tpm error names line \(line) of \(lines)") }
+        if let line = error.line, line < 1 || line > lines + 1 {
+            fatalError("identity.tpm error names line \(line) of \(lines)")
+        }
         assertPrintable(error.description, "an identity.tpm error")
     }
 
@@ -112,7 +132,9 @@ public func fuzzDocuments(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     } else if !notified.notified.isEmpty {
         let alerts = UsageAlerts(percents: [80, 95], notified: notified.notified)
         let again = UsageAlerts.decode(alerts.encoded(), path: "tray-notified.json")
-        guard again.problem == nil, again.notified == alerts.notified else { fatalError("tray-notified.json round trip changed it") }
+        guard again.problem == nil, again.notified == alerts.notified else {
+            fatalError("tray-notified.json round trip changed it")
+        }
     }
     return 0
 }

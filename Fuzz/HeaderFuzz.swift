@@ -6,6 +6,7 @@
 //   * decryption never returns plaintext together with an error it should not.
 
 import Foundation
+
 @testable import Age
 
 private let identities: [any Identity] = {

@@ -17,14 +17,19 @@ public func fuzzHelpers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
     // As the helper reads its standard input: bytes, split at every LF byte by TextInput.
     if let request = try? GitCredential.read(TextInput(bytes)) {
-        for (key, value) in request.attributes where key.unicodeScalars.contains("\0") || value.unicodeScalars.contains("\0") || value.unicodeScalars.contains("\n") {
+        for (key, value) in request.attributes
+        where key.unicodeScalars.contains("\0") || value.unicodeScalars.contains("\0")
+            || value.unicodeScalars.contains("\n")
+        {
             fatalError("git attribute \(key) kept a NUL or newline")
         }
         _ = (request.protocol, request.host, request.path)
     }
 
     if let host = try? DockerCredential.host(ofServerURL: text) {
-        if host.isEmpty || host.contains("/") || host.contains(" ") || host.contains("://") { fatalError("bad docker host \(host)") }
+        if host.isEmpty || host.contains("/") || host.contains(" ") || host.contains("://") {
+            fatalError("bad docker host \(host)")
+        }
     }
     try? DockerCredential.checkStoreInput(bytes)
     if let input = try? DockerCredential.readInput(TextInput(bytes)), input.unicodeScalars.contains("\0") {

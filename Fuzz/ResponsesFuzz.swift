@@ -12,9 +12,10 @@
 // reads back unchanged.
 
 import Foundation
-@testable import LanyardAuth
 import LanyardCore
 import LanyardSupport
+
+@testable import LanyardAuth
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -32,17 +33,23 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
     let json = try? JSONValue.parse(bytes)
     if let endpoints = try? DiscoveryAnswer.endpoints(json, step: "fuzz") {
-        for url in [endpoints.deviceAuthorization, endpoints.token, endpoints.revocation].compactMap({ $0 }) where !Loopback.isSecureOrLocal(url) {
+        for url in [endpoints.deviceAuthorization, endpoints.token, endpoints.revocation].compactMap({ $0 })
+        where !Loopback.isSecureOrLocal(url) {
             fatalError("a discovered endpoint that is neither https nor http to this machine: \(url)")
         }
     }
     let shownAt = URL(string: "https://auth.example.com/codex/device")!
-    for authorization in [try? DeviceAuthorizationAnswer.chatGPT(json, step: "fuzz", verificationURL: shownAt, expiresAt: now + 900),
-                          try? DeviceAuthorizationAnswer.rfc8628(json, step: "fuzz", now: now)].compactMap({ $0 }) {
-        if authorization.userCode.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) {
+    for authorization in [
+        try? DeviceAuthorizationAnswer.chatGPT(json, step: "fuzz", verificationURL: shownAt, expiresAt: now + 900),
+        try? DeviceAuthorizationAnswer.rfc8628(json, step: "fuzz", now: now),
+    ].compactMap({ $0 }) {
+        if authorization.userCode.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }
+        ) {
             fatalError("a user code with a control character: \(authorization.userCode.debugDescription)")
         }
-        guard authorization.interval.isFinite, authorization.interval >= 0 else { fatalError("interval \(authorization.interval)") }
+        guard authorization.interval.isFinite, authorization.interval >= 0 else {
+            fatalError("interval \(authorization.interval)")
+        }
         storable(authorization.expiresAt)
         _ = (authorization.interval * 1e9).rounded().saturatingInt
     }
@@ -53,7 +60,8 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     if let tokens = try? TokenResponse.parse(bytes, step: "fuzz") {
         storable(tokens.expiresAt(now: now))
-        for token in [tokens.accessToken, tokens.refreshToken, tokens.idToken].compactMap({ $0 }) where TokenText.problem(token) != nil {
+        for token in [tokens.accessToken, tokens.refreshToken, tokens.idToken].compactMap({ $0 })
+        where TokenText.problem(token) != nil {
             fatalError("a token that is not visible ASCII was accepted")
         }
 
@@ -67,7 +75,9 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             noTerminalControls(extra.feature, "a metered feature")
         }
         for window in report.windows + report.additionalLimits.flatMap(\.windows) {
-            guard (0...100).contains(window.usedPercent) else { fatalError("a usage percentage of \(window.usedPercent)") }
+            guard (0...100).contains(window.usedPercent) else {
+                fatalError("a usage percentage of \(window.usedPercent)")
+            }
             _ = window.usedPercent.rounded().saturatingInt
             _ = window.length?.name  // every length has a name, however long
             storable(window.resetsAt)
@@ -83,15 +93,19 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             noTerminalControls(error.errorDescription, "a sign-in callback's error")
         }
     }
-    let headers = ["x-codex-primary-used-percent": text, "x-codex-primary-window-minutes": text,
-                   "x-codex-primary-reset-after-seconds": text]
+    let headers = [
+        "x-codex-primary-used-percent": text, "x-codex-primary-window-minutes": text,
+        "x-codex-primary-reset-after-seconds": text,
+    ]
     if let limit = UsageParser.limit(status: 429, body: bytes, headers: headers, now: now) {
         storable(limit.resetsAt)
         _ = ClientError.usageLimitReached(limit).errorDescription
         if let window = limit.rateLimit?.primary {
             storable(window.resetsAt)
             _ = window.length?.name
-            guard (0...100).contains(window.usedPercent) else { fatalError("a usage percentage of \(window.usedPercent) in a header") }
+            guard (0...100).contains(window.usedPercent) else {
+                fatalError("a usage percentage of \(window.usedPercent) in a header")
+            }
         }
     }
     // The input as a token's payload: its dates and the account in an id_token's claims.
@@ -99,12 +113,16 @@ public func fuzzResponses(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         storable(claims.expiresAt)
         storable(claims.issuedAt)
         if let info = try? AccountInfo(openAIClaims: claims).checkedOutsideText(place: "fuzz") {
-            for field in [info.email, info.userID, info.accountID, info.plan?.rawValue] { noTerminalControls(field, "a claim") }
+            for field in [info.email, info.userID, info.accountID, info.plan?.rawValue] {
+                noTerminalControls(field, "a claim")
+            }
         }
     }
     // Any text as JSON: nothing a terminal acts on is written raw, and it reads back the same.
     let serialized = JSONValue.string(text).serialized()
     noTerminalControls(serialized, "JSON output")
-    guard (try? JSONValue.parse(Data(serialized.utf8))) == .string(text) else { fatalError("JSON text does not read back") }
+    guard (try? JSONValue.parse(Data(serialized.utf8))) == .string(text) else {
+        fatalError("JSON text does not read back")
+    }
     return 0
 }

@@ -6,8 +6,9 @@
 
 import Foundation
 import LanyardCore
-@testable import LanyardNetwork
 import LanyardSupport
+
+@testable import LanyardNetwork
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzStream(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

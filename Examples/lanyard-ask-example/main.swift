@@ -43,8 +43,10 @@ let work = Task { () -> Int32 in
         show("\nthe connection replayed different text after \(partial.count) characters; please retry\n")
         return 6
     } catch ClientError.usageLimitReached(let limit) {
-        show("usage limit of \(limit.plan?.displayName ?? "your plan") reached; "
-            + "resets \(limit.resetsAt.map { "\($0)" } ?? "later")\n")
+        show(
+            "usage limit of \(limit.plan?.displayName ?? "your plan") reached; "
+                + "resets \(limit.resetsAt.map { "\($0)" } ?? "later")\n"
+        )
         return 7
     } catch is CancellationError {
         return 130  // stopped on purpose: nothing to report

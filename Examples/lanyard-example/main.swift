@@ -14,7 +14,8 @@ struct Example {
         let arguments = Array(CommandLine.arguments.dropFirst())
         do {
             let session = try AuthSession(configuration: Configuration(slot: arguments.first))
-            if case .signedIn = session.state {} else {
+            if case .signedIn = session.state {
+            } else {
                 let states = session.states
                 let watcher = Task {
                     for await state in states {
@@ -30,8 +31,10 @@ struct Example {
             }
             guard var slot = session.slot else { return }
             let who = session.accountInfo?.email ?? "?"
-            print("signed in as \(who) on \(session.accountInfo?.plan?.displayName ?? "an unknown plan") "
-                + "in slot \(slot.name)")
+            print(
+                "signed in as \(who) on \(session.accountInfo?.plan?.displayName ?? "an unknown plan") "
+                    + "in slot \(slot.name)"
+            )
 
             let accounts = try Accounts()
             let registry = try accounts.list()
@@ -56,7 +59,12 @@ struct Example {
                     print("\(window.length?.name ?? "window") used: \(Int(window.usedPercent))%")
                 }
             } catch ClientError.usageLimitReached(let limit) {
-                print("limit reached on", limit.plan?.displayName ?? "your plan", "; resets", limit.resetsAt.map { "\($0)" } ?? "later")
+                print(
+                    "limit reached on",
+                    limit.plan?.displayName ?? "your plan",
+                    "; resets",
+                    limit.resetsAt.map { "\($0)" } ?? "later"
+                )
             }
 
             let report = try accounts.diagnose()

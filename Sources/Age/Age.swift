@@ -26,7 +26,11 @@ public enum Age {
     /// Encrypts `plaintext` to `recipients`.
     ///
     /// - Parameter armored: wrap the result in ASCII armor (PEM).
-    public static func encrypt(_ plaintext: Data, to recipients: [any Recipient], armored: Bool = false) throws(AgeError) -> Data {
+    public static func encrypt(
+        _ plaintext: Data,
+        to recipients: [any Recipient],
+        armored: Bool = false
+    ) throws(AgeError) -> Data {
         Sodium.ensureInitialized()
         guard !recipients.isEmpty else { throw .noRecipients }
         if recipients.count > 1 && recipients.contains(where: { $0 is ScryptRecipient }) {
@@ -93,7 +97,10 @@ public enum Age {
         return binary.withUnsafeBytes { decryptBinary($0, with: identities) }
     }
 
-    private static func decryptBinary(_ raw: UnsafeRawBufferPointer, with identities: [any Identity]) -> (plaintext: Data, error: AgeError?) {
+    private static func decryptBinary(
+        _ raw: UnsafeRawBufferPointer,
+        with identities: [any Identity]
+    ) -> (plaintext: Data, error: AgeError?) {
         var fileKey: [UInt8]
         let header: Header
         do throws(AgeError) {
@@ -104,13 +111,18 @@ public enum Age {
         }
         defer { Sodium.memzero(&fileKey) }
 
-        let mac = Header.computeMAC(fileKey: fileKey, header: UnsafeRawBufferPointer(rebasing: raw[..<header.macInputLength]))
+        let mac = Header.computeMAC(
+            fileKey: fileKey,
+            header: UnsafeRawBufferPointer(rebasing: raw[..<header.macInputLength])
+        )
         guard Sodium.constantTimeEqual(mac, header.mac) else { return (Data(), .headerMACMismatch) }
 
         let payloadStart = header.payloadOffset + STREAM.nonceSize
         guard payloadStart <= raw.count else { return (Data(), .missingNonce) }
         var payloadKey = STREAM.payloadKey(
-            fileKey: fileKey, nonce: UnsafeRawBufferPointer(rebasing: raw[header.payloadOffset..<payloadStart]))
+            fileKey: fileKey,
+            nonce: UnsafeRawBufferPointer(rebasing: raw[header.payloadOffset..<payloadStart])
+        )
         defer { Sodium.memzero(&payloadKey) }
 
         let ciphertext = UnsafeRawBufferPointer(rebasing: raw[payloadStart...])
@@ -130,7 +142,8 @@ public enum Age {
 
     /// Tries each identity in turn. A wrong passphrase does not stop the search
     /// (another passphrase may be right) but is reported if nothing else matches.
-    private static func unwrapFileKey(_ stanzas: [Stanza], with identities: [any Identity]) throws(AgeError) -> [UInt8] {
+    private static func unwrapFileKey(_ stanzas: [Stanza], with identities: [any Identity]) throws(AgeError) -> [UInt8]
+    {
         if stanzas.count > 1 && stanzas.contains(where: { $0.type == ScryptRecipient.stanzaType }) {
             throw .scryptNotAlone
         }

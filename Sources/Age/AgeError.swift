@@ -169,7 +169,9 @@ public enum AgeError: Error, Sendable, Equatable, LocalizedError, CustomStringCo
             let shown = types.prefix(8).map { Self.printable($0) }.joined(separator: ", ")
             let more = types.count > 8 ? ", …" : ""
             // Say why when the file is for recipient types libsodium cannot do.
-            let pq = types.contains { $0.hasPrefix("mlkem768") } ? "; post-quantum (ML-KEM) recipients are not supported" : ""
+            let pq =
+                types.contains { $0.hasPrefix("mlkem768") }
+                ? "; post-quantum (ML-KEM) recipients are not supported" : ""
             return "no identity matched any recipient of the file (stanza types: \(shown)\(more))\(pq)"
         case .incorrectPassphrase:
             return "incorrect passphrase"
@@ -236,7 +238,8 @@ extension AgeError.HeaderProblem {
         case .empty: return "file is empty"
         case .unexpectedEnd: return "header ends before its MAC line (truncated file?)"
         case .malformedVersionLine: return "expected \"age-encryption.org/v1\" (not an age file?)"
-        case let .unsupportedVersion(v): return "unsupported version \"\(AgeError.printable(v))\" (only v1 is supported)"
+        case let .unsupportedVersion(v):
+            return "unsupported version \"\(AgeError.printable(v))\" (only v1 is supported)"
         case .carriageReturn: return "line ends with CR LF; age headers use LF line endings"
         case .malformedStanzaLine: return "expected a stanza line \"-> TYPE ARGS…\" or the MAC line \"--- MAC\""
         case .noArguments: return "stanza line has no type"

@@ -48,7 +48,8 @@ enum Bech32 {
     /// Decodes a Bech32 string into its prefix (original case) and 8-bit data.
     static func decode(_ s: String) throws(Failure) -> (hrp: String, data: [UInt8]) {
         let bytes = Array(s.utf8)
-        var hasLower = false, hasUpper = false
+        var hasLower = false
+        var hasUpper = false
         for c in bytes {
             guard c >= 33, c <= 126 else { throw Failure(problem: .malformedBech32) }
             if c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z") { hasLower = true }
@@ -76,7 +77,8 @@ enum Bech32 {
 
     /// Regroups bits; without padding, leftover bits must be fewer than `from` and zero.
     private static func convertBits(_ data: [UInt8], from: Int, to: Int, pad: Bool) -> [UInt8]? {
-        var acc = 0, bits = 0
+        var acc = 0
+        var bits = 0
         let maxv = (1 << to) - 1
         var out: [UInt8] = []
         out.reserveCapacity(data.count * from / to + 1)

@@ -32,7 +32,9 @@ package enum Ed25519 {
         /// The key derived from an age X25519 identity (HKDF-SHA-256 of its secret scalar, with a
         /// label of its own): one secret to keep, and the two keys always belong together.
         package convenience init(derivedFrom identity: X25519Identity, label: String) {
-            var seed = identity.withSecretScalar { HKDF.sha256(ikm: $0, salt: UnsafeRawBufferPointer(start: nil, count: 0), info: label) }
+            var seed = identity.withSecretScalar {
+                HKDF.sha256(ikm: $0, salt: UnsafeRawBufferPointer(start: nil, count: 0), info: label)
+            }
             defer { Sodium.memzero(&seed) }
             self.init(seed: seed)
         }

@@ -48,7 +48,7 @@ struct Header {
                     throw .header(line: lineNumber, .malformedMACLine)
                 }
                 guard let mac = Sodium.base64Decode(UnsafeRawBufferPointer(rebasing: parts[1]), padded: false),
-                      mac.count == 32
+                    mac.count == 32
                 else { throw .header(line: lineNumber, .invalidMAC) }
                 if stanzas.isEmpty { throw .header(line: lineNumber, .noStanzas) }
                 return Header(stanzas: stanzas, mac: mac, macInputLength: start + 3, payloadOffset: reader.offset)
@@ -58,8 +58,11 @@ struct Header {
         }
     }
 
-    private static func parseStanza(opening line: Slice<UnsafeRawBufferPointer>, lineNumber: Int,
-                                    reader: inout LineReader) throws(AgeError) -> Stanza {
+    private static func parseStanza(
+        opening line: Slice<UnsafeRawBufferPointer>,
+        lineNumber: Int,
+        reader: inout LineReader
+    ) throws(AgeError) -> Stanza {
         guard line.starts(with: [0x2D, 0x3E]) else { throw .header(line: lineNumber, .malformedStanzaLine) }  // "->"
         if line.last == 0x0D { throw .header(line: lineNumber, .carriageReturn) }
         let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
@@ -129,7 +132,8 @@ struct LineReader {
     /// The next line without its LF, or nil if no LF remains.
     mutating func nextLine() -> Slice<UnsafeRawBufferPointer>? {
         guard offset < buf.count,
-              let lf = buf[offset...].firstIndex(of: 0x0A) else { return nil }
+            let lf = buf[offset...].firstIndex(of: 0x0A)
+        else { return nil }
         let line = buf[offset..<lf]
         offset = lf + 1
         lineNumber += 1

@@ -65,7 +65,9 @@ public struct ScryptIdentity: Identity {
         guard stanza.arguments.count == 2 else {
             throw fail(.wrongArgumentCount(expected: 2, actual: stanza.arguments.count))
         }
-        guard let salt = Sodium.base64Decode(stanza.arguments[0]) else { throw fail(.invalidBase64Argument(position: 1)) }
+        guard let salt = Sodium.base64Decode(stanza.arguments[0]) else {
+            throw fail(.invalidBase64Argument(position: 1))
+        }
         guard salt.count == 16 else { throw fail(.wrongArgumentLength(position: 1, expected: 16, actual: salt.count)) }
         guard let logN = Self.parseWorkFactor(stanza.arguments[1]) else { throw fail(.malformedWorkFactor) }
         guard stanza.body.count == 32 else { throw fail(.wrongBodyLength(actual: stanza.body.count)) }
@@ -74,7 +76,10 @@ public struct ScryptIdentity: Identity {
         guard logN <= maxWorkFactor else { throw .workFactorTooLarge(logN: logN, maximum: maxWorkFactor) }
 
         Sodium.ensureInitialized()
-        guard var key = passphrase.withBytes({ Sodium.scrypt(password: $0, salt: ScryptRecipient.label + salt, logN: logN) })
+        guard
+            var key = passphrase.withBytes({
+                Sodium.scrypt(password: $0, salt: ScryptRecipient.label + salt, logN: logN)
+            })
         else { throw .scryptFailed(logN: logN) }
         defer { Sodium.memzero(&key) }
         guard let fileKey = Sodium.openZeroNonce(key: key, ciphertext: stanza.body) else { throw .incorrectPassphrase }

@@ -59,14 +59,27 @@ enum Sodium {
     // MARK: ChaCha20-Poly1305 (IETF)
 
     /// Seals `plaintext` into `out` (which must hold plaintext.count + 16 bytes).
-    static func seal(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
-                     plaintext: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
+    static func seal(
+        key: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer,
+        plaintext: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawPointer
+    ) {
         var clen: UInt64 = 0
         withNonNull(key) { k in
             withNonNull(nonce) { n in
                 withNonNull(plaintext) { m in
                     _ = crypto_aead_chacha20poly1305_ietf_encrypt(
-                        out.assumingMemoryBound(to: UInt8.self), &clen, m, UInt64(plaintext.count), nil, 0, nil, n, k)
+                        out.assumingMemoryBound(to: UInt8.self),
+                        &clen,
+                        m,
+                        UInt64(plaintext.count),
+                        nil,
+                        0,
+                        nil,
+                        n,
+                        k
+                    )
                 }
             }
         }
@@ -74,15 +87,28 @@ enum Sodium {
 
     /// Opens `ciphertext` (payload || tag) into `out`; returns false if the tag is wrong.
     /// libsodium verifies the tag before writing any plaintext.
-    static func open(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
-                     ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) -> Bool {
+    static func open(
+        key: UnsafeRawBufferPointer,
+        nonce: UnsafeRawBufferPointer,
+        ciphertext: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawPointer
+    ) -> Bool {
         guard ciphertext.count >= tagBytes, key.count == keyBytes, nonce.count == 12 else { return false }
         var mlen: UInt64 = 0
         return withNonNull(key) { k in
             withNonNull(nonce) { n in
                 withNonNull(ciphertext) { c in
                     crypto_aead_chacha20poly1305_ietf_decrypt(
-                        out.assumingMemoryBound(to: UInt8.self), &mlen, nil, c, UInt64(ciphertext.count), nil, 0, n, k) == 0
+                        out.assumingMemoryBound(to: UInt8.self),
+                        &mlen,
+                        nil,
+                        c,
+                        UInt64(ciphertext.count),
+                        nil,
+                        0,
+                        n,
+                        k
+                    ) == 0
                 }
             }
         }
@@ -204,7 +230,16 @@ enum Sodium {
                     withNonNull(s) { sp in
                         guard let base = o.baseAddress else { return Int32(-1) }
                         return crypto_pwhash_scryptsalsa208sha256_ll(
-                            p, password.count, sp, s.count, UInt64(1) << UInt64(logN), 8, 1, base, 32)
+                            p,
+                            password.count,
+                            sp,
+                            s.count,
+                            UInt64(1) << UInt64(logN),
+                            8,
+                            1,
+                            base,
+                            32
+                        )
                     }
                 }
             }

@@ -40,9 +40,12 @@ enum STREAM {
                 let end = min(plaintext.count, start + chunkSize)
                 let nonce = chunkNonce(i, last: i == chunks - 1)
                 nonce.withUnsafeBytes { n in
-                    Sodium.seal(key: k, nonce: n,
-                                plaintext: UnsafeRawBufferPointer(rebasing: plaintext[start..<end]),
-                                into: outBase + i * encryptedChunkSize)
+                    Sodium.seal(
+                        key: k,
+                        nonce: n,
+                        plaintext: UnsafeRawBufferPointer(rebasing: plaintext[start..<end]),
+                        into: outBase + i * encryptedChunkSize
+                    )
                 }
             }
         }
@@ -52,8 +55,12 @@ enum STREAM {
     ///
     /// `released` counts plaintext bytes that were authenticated before any
     /// error, mirroring what a streaming reader would have handed out.
-    static func decrypt(key: [UInt8], ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
-                        released: inout Int) throws(AgeError) {
+    static func decrypt(
+        key: [UInt8],
+        ciphertext: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer,
+        released: inout Int
+    ) throws(AgeError) {
         released = 0
         // No bytes after the nonce: not even the final chunk is there.
         guard !ciphertext.isEmpty, let outBase = out.baseAddress else { throw .truncatedPayload(chunks: 0) }
@@ -63,9 +70,12 @@ enum STREAM {
         func open(_ length: Int, last: Bool) -> Bool {
             chunkNonce(counter, last: last).withUnsafeBytes { n in
                 k.withUnsafeBytes { kb in
-                    Sodium.open(key: kb, nonce: n,
-                                ciphertext: UnsafeRawBufferPointer(rebasing: ciphertext[pos..<(pos + length)]),
-                                into: outBase + released)
+                    Sodium.open(
+                        key: kb,
+                        nonce: n,
+                        ciphertext: UnsafeRawBufferPointer(rebasing: ciphertext[pos..<(pos + length)]),
+                        into: outBase + released
+                    )
                 }
             }
         }
@@ -87,7 +97,9 @@ enum STREAM {
             var last = atEnd
             if !open(encryptedChunkSize, last: last) {
                 last.toggle()
-                guard open(encryptedChunkSize, last: last) else { throw .payloadAuthenticationFailed(chunk: counter + 1) }
+                guard open(encryptedChunkSize, last: last) else {
+                    throw .payloadAuthenticationFailed(chunk: counter + 1)
+                }
             }
             released += chunkSize
             pos += encryptedChunkSize

@@ -99,7 +99,9 @@ public final class X25519Identity: Identity, Sendable {
         var decoded: (hrp: String, data: [UInt8])
         do { decoded = try Bech32.decode(string) } catch { throw .invalidIdentity(line: nil, error.problem) }
         defer { Sodium.memzero(&decoded.data) }
-        if decoded.hrp == "AGE-SECRET-KEY-PQ-" { throw .invalidIdentity(line: nil, .unsupportedType("post-quantum (ML-KEM)")) }
+        if decoded.hrp == "AGE-SECRET-KEY-PQ-" {
+            throw .invalidIdentity(line: nil, .unsupportedType("post-quantum (ML-KEM)"))
+        }
         guard decoded.hrp == "AGE-SECRET-KEY-" else {
             throw .invalidIdentity(line: nil, .wrongPrefix(found: decoded.hrp, expected: "AGE-SECRET-KEY-"))
         }
@@ -123,8 +125,12 @@ public final class X25519Identity: Identity, Sendable {
             guard stanza.arguments.count == 1 else {
                 throw fail(.wrongArgumentCount(expected: 1, actual: stanza.arguments.count))
             }
-            guard let share = Sodium.base64Decode(stanza.arguments[0]) else { throw fail(.invalidBase64Argument(position: 1)) }
-            guard share.count == 32 else { throw fail(.wrongArgumentLength(position: 1, expected: 32, actual: share.count)) }
+            guard let share = Sodium.base64Decode(stanza.arguments[0]) else {
+                throw fail(.invalidBase64Argument(position: 1))
+            }
+            guard share.count == 32 else {
+                throw fail(.wrongArgumentLength(position: 1, expected: 32, actual: share.count))
+            }
             guard stanza.body.count == 32 else { throw fail(.wrongBodyLength(actual: stanza.body.count)) }
             guard var shared = secret.withBytes({ Sodium.scalarmult(scalar: $0, point: share) }) else {
                 throw fail(.lowOrderShare)

@@ -1,10 +1,10 @@
-import FoundationEssentials
 import Dispatch
-import LanyardCore
-import LanyardSupport
-import LanyardStore
+import FoundationEssentials
 import LanyardAuth
+import LanyardCore
 import LanyardFleet
+import LanyardStore
+import LanyardSupport
 
 /// The agent's part in a fleet: it watches the fleet's shared slots and brings this machine's
 /// copies up to date within moments of a refresh anywhere, and it stands for leader so that one
@@ -29,7 +29,11 @@ final class FleetFollower: @unchecked Sendable {
     /// replaced (a dead refresh's lock holds the others off only until its lease runs out).
     static let recoveryCheckInterval: TimeInterval = 5
 
-    init(manager: AccountManager, diagnostics: @escaping (String) -> Void, onAlarm: @escaping (FleetAlarm) -> Void = { _ in }) throws {
+    init(
+        manager: AccountManager,
+        diagnostics: @escaping (String) -> Void,
+        onAlarm: @escaping (FleetAlarm) -> Void = { _ in }
+    ) throws {
         self.manager = manager
         fleet = try manager.openFleet()
         campaign = FleetCampaign(kv: fleet.kv, keys: fleet.keys, machine: fleet.machine)
@@ -87,7 +91,8 @@ final class FleetFollower: @unchecked Sendable {
         while !stopped.withLock({ $0 }) {
             do {
                 // Catch up first, then watch from the revision that read saw.
-                let start = try fleet.kv.range(fleet.keys.slots, EtcdRangeOptions(prefix: true, keysOnly: true)).revision
+                let start = try fleet.kv.range(fleet.keys.slots, EtcdRangeOptions(prefix: true, keysOnly: true))
+                    .revision
                 sync(nil)
                 let watch = fleet.kv.makeWatchHandle()
                 handle.withLock { $0 = watch }
@@ -99,7 +104,10 @@ final class FleetFollower: @unchecked Sendable {
                     if events.contains(where: { $0.kv.key.hasPrefix(self.fleet.keys.log) }) {
                         self.sync(nil)
                     } else {
-                        for slot in Set(events.compactMap({ self.fleet.keys.name(of: $0.kv.key, in: self.fleet.keys.slots) }).compactMap({ try? Slot($0) })) {
+                        for slot in Set(
+                            events.compactMap({ self.fleet.keys.name(of: $0.kv.key, in: self.fleet.keys.slots) })
+                                .compactMap({ try? Slot($0) })
+                        ) {
                             self.sync(slot)
                         }
                     }
@@ -122,7 +130,9 @@ final class FleetFollower: @unchecked Sendable {
         let text = SyncBridge.value { () -> String in
             do {
                 let outcomes = try await manager.fleetSync(only: slot)
-                return outcomes.filter { $0.1 != .current }.map { "\($0.0.name): \($0.1.rawValue)" }.joined(separator: ", ")
+                return outcomes.filter { $0.1 != .current }.map { "\($0.0.name): \($0.1.rawValue)" }.joined(
+                    separator: ", "
+                )
             } catch {
                 return "sync failed: \(error.userFacingDescription)"
             }

@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Dispatch
+import FoundationEssentials
 import Glibc
 import LanyardCore
 import LanyardSupport
@@ -24,7 +24,10 @@ package final class EventHook: Sendable {
         spawn.stdout = .null
         let started = try? spawn.start()
         close(pipe.read)
-        guard let pid = started else { close(pipe.write); return }
+        guard let pid = started else {
+            close(pipe.write)
+            return
+        }
         let writeEnd = pipe.write
         let child = pid
         group.enter()

@@ -1,13 +1,13 @@
 import FoundationEssentials
 import Glibc
 import LanyardAuth
-import LanyardFleet
 import LanyardCore
 import LanyardDesktop
+import LanyardFleet
 import LanyardIntegrations
+import LanyardStore
 import LanyardSupport
 import LanyardSystem
-import LanyardStore
 
 /// The refresh agent: refreshes each signed-in slot shortly after it falls due (the refresh
 /// lead, plus a per-slot jitter), retries transient failures with exponential backoff, reports
@@ -138,8 +138,17 @@ package final class RefreshAgent {
             if let retry = retries[slot] {
                 wake = retry.notBefore
             } else {
-                let due = rule.dueDate(expiry: expiry, lastRefresh: record.lastRefresh, lastRefreshBoot: record.lastRefreshBoot, now: now, boot: boot)
-                let jitterCap = max(0, min(options.jitter, rule.lead(expiry: expiry, lastRefresh: record.lastRefresh) / 2))
+                let due = rule.dueDate(
+                    expiry: expiry,
+                    lastRefresh: record.lastRefresh,
+                    lastRefreshBoot: record.lastRefreshBoot,
+                    now: now,
+                    boot: boot
+                )
+                let jitterCap = max(
+                    0,
+                    min(options.jitter, rule.lead(expiry: expiry, lastRefresh: record.lastRefresh) / 2)
+                )
                 if jitters[slot]?.expiry != expiry { jitters[slot] = (expiry, Double.random(in: 0...jitterCap)) }
                 wake = due + (ignoreJitter ? 0 : jitters[slot]!.offset)
                 if !leads && shared.contains(slot), let expiry { wake = max(wake, expiry) }
@@ -159,12 +168,20 @@ package final class RefreshAgent {
         let to = record.state.name
         diagnostics("\(slot.name): \(from) -> \(to)")
         guard record.state == .reauthenticationRequired else { return }
-        let event = EventLog.record("transition", slot: slot, fields: [
-            "from": .string(from), "to": .string(to), "reason": .optional(record.lastErrorCode), "fix": .string("lanyard login \(slot.name)"),
-        ])
+        let event = EventLog.record(
+            "transition",
+            slot: slot,
+            fields: [
+                "from": .string(from), "to": .string(to), "reason": .optional(record.lastErrorCode),
+                "fix": .string("lanyard login \(slot.name)"),
+            ]
+        )
         let who = record.account.email.map { " (\($0))" } ?? ""
-        notify(summary: "Lanyard: sign in again to \(slot.name)",
-               body: "The session of slot \(slot.name)\(who) has ended. Run: lanyard login \(slot.name)", urgency: 2)
+        notify(
+            summary: "Lanyard: sign in again to \(slot.name)",
+            body: "The session of slot \(slot.name)\(who) has ended. Run: lanyard login \(slot.name)",
+            urgency: 2
+        )
         hook?.run(event)
     }
 
@@ -185,13 +202,18 @@ package final class RefreshAgent {
     /// a task group: the release build crashed in the runtime's task group
     /// (AccumulatingTaskGroup::offer copying a child's (Slot, Result<Credential, Error>) into the
     /// waiting parent) within a minute of the concurrency soak; this plain fan-out ran it clean.
-    private static func refreshEach(_ slots: [Slot], manager: AccountManager) async -> [(Slot, Result<Credential, Error>)] {
+    private static func refreshEach(
+        _ slots: [Slot],
+        manager: AccountManager
+    ) async -> [(Slot, Result<Credential, Error>)] {
         let tasks = slots.map { slot in
             (slot, Task.detached { () async throws -> Credential in try await manager.freshCredential(slot: slot) })
         }
         var results: [(Slot, Result<Credential, Error>)] = []
         for (slot, task) in tasks {
-            do { results.append((slot, .success(try await task.value))) } catch { results.append((slot, .failure(error))) }
+            do { results.append((slot, .success(try await task.value))) } catch {
+                results.append((slot, .failure(error)))
+            }
         }
         return results
     }
@@ -204,7 +226,9 @@ package final class RefreshAgent {
             switch result {
             case .success(let credential):
                 retries[slot] = nil
-                if let due = manager.refreshRule.dueDate(credential, now: now, boot: manager.clock.bootInstant()), due <= now {
+                if let due = manager.refreshRule.dueDate(credential, now: now, boot: manager.clock.bootInstant()),
+                    due <= now
+                {
                     // It cannot be made fresher (the server keeps issuing tokens that are already
                     // due): look again shortly rather than spin.
                     retries[slot] = (0, now + 1)
@@ -212,11 +236,18 @@ package final class RefreshAgent {
                 // Refreshed here or by someone else since the plan (expiries are whole seconds, so
                 // two refreshes in one second are told apart by their boot-clock readings).
                 let before = expiries[slot]
-                let refreshed = credential.lastRefreshBoot.map { $0.text != before?.refreshed?.text }
+                let refreshed =
+                    credential.lastRefreshBoot.map { $0.text != before?.refreshed?.text }
                     ?? (credential.tokens.expiresAt.map { $0.timeIntervalSince1970.saturatingInt }
                         != before?.expiry.map { $0.timeIntervalSince1970.saturatingInt })
                 if refreshed {
-                    hook?.run(EventLog.record("refresh", slot: slot, fields: ["expires_at": .date(credential.tokens.expiresAt)]))
+                    hook?.run(
+                        EventLog.record(
+                            "refresh",
+                            slot: slot,
+                            fields: ["expires_at": .date(credential.tokens.expiresAt)]
+                        )
+                    )
                 }
             case .failure(let error):
                 let code = (error as? any LanyardError)?.code ?? .error
@@ -232,11 +263,18 @@ package final class RefreshAgent {
                 let attempt = (retries[slot]?.attempt ?? 0) + 1
                 let delay = min(300, pow(2, Double(attempt - 1)) * (1 + Double.random(in: 0..<0.25)))
                 retries[slot] = (attempt, now + delay)
-                let event = log.appendError(code, slot: slot, message: error.userFacingDescription, fields: [
-                    "attempt": .number(Double(attempt)), "retry_in": .number((delay * 10).rounded() / 10),
-                ])
-                diagnostics("\(slot.name): refresh failed (\(code.rawValue)): \(error.userFacingDescription); "
-                    + "retrying in \(delay.rounded().saturatingInt) s")
+                let event = log.appendError(
+                    code,
+                    slot: slot,
+                    message: error.userFacingDescription,
+                    fields: [
+                        "attempt": .number(Double(attempt)), "retry_in": .number((delay * 10).rounded() / 10),
+                    ]
+                )
+                diagnostics(
+                    "\(slot.name): refresh failed (\(code.rawValue)): \(error.userFacingDescription); "
+                        + "retrying in \(delay.rounded().saturatingInt) s"
+                )
                 hook?.run(event)
             }
         }
@@ -292,7 +330,10 @@ package final class RefreshAgent {
             do {
                 let follower = try FleetFollower(manager: manager, diagnostics: diagnostics) { [self] alarm in
                     // Every fleet write stopped here: a person is needed (a fork), or a member must run.
-                    let summary = alarm.kind == .forked ? "Lanyard: fleet \(alarm.fleet)'s membership is forked" : "Lanyard: fleet \(alarm.fleet) is ahead of this machine"
+                    let summary =
+                        alarm.kind == .forked
+                        ? "Lanyard: fleet \(alarm.fleet)'s membership is forked"
+                        : "Lanyard: fleet \(alarm.fleet) is ahead of this machine"
                     let message = alarm.error.userFacingDescription
                     diagnostics(message)
                     manager.eventLog.appendError(alarm.error.code, slot: nil, message: message)
@@ -301,7 +342,9 @@ package final class RefreshAgent {
                 follower.start()
                 fleet = follower
             } catch {
-                diagnostics("fleet: \(error.userFacingDescription); shared slots are refreshed without the fleet's leader")
+                diagnostics(
+                    "fleet: \(error.userFacingDescription); shared slots are refreshed without the fleet's leader"
+                )
             }
         }
         defer { fleet?.stop() }
@@ -323,8 +366,11 @@ package final class RefreshAgent {
                 if stopRequested() { return }
             case .sleep(let seconds):
                 let timeout = Int32(max(1, (seconds * 1000).rounded(.up) + 1))
-                var fds = [pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: events?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+                var fds = [
+                    pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: events?.fd ?? -1, events: Int16(POLLIN), revents: 0),
+                ]
                 let n = poll(&fds, watch.fd >= 0 ? 3 : 1, timeout)
                 if n < 0 && errno != EINTR { throw StoreError.io(path: "poll", detail: SystemCallError("poll").reason) }
                 if fds[0].revents != 0 { return }
@@ -364,8 +410,12 @@ package final class RefreshAgent {
         let document = try manager.registry.load()
         let now = manager.clock.now()
         if options.autoSwitch {
-            if let limit = newUsageLimit(active: document.active) { return .checkUsage(reported: limit, nextCheckIn: nil) }
-            if let next = nextUsageCheck, next <= now { return .checkUsage(reported: nil, nextCheckIn: usageCheckInterval(document)) }
+            if let limit = newUsageLimit(active: document.active) {
+                return .checkUsage(reported: limit, nextCheckIn: nil)
+            }
+            if let next = nextUsageCheck, next <= now {
+                return .checkUsage(reported: nil, nextCheckIn: usageCheckInterval(document))
+            }
         }
         let plan = plan(document, now: now, ignoreJitter: false)
         if !plan.due.isEmpty { return .refresh(plan.due) }
@@ -392,7 +442,9 @@ package final class RefreshAgent {
     /// unless the provider's usage endpoint is on this machine).
     func usageCheckInterval(_ document: RegistryDocument) -> TimeInterval {
         let provider = document.active.flatMap { document.slots[$0]?.provider }
-        return manager.config.autoSwitch.pollInterval(usageBaseURL: provider.flatMap { manager.config.providers[$0]?.usageBaseURL })
+        return manager.config.autoSwitch.pollInterval(
+            usageBaseURL: provider.flatMap { manager.config.providers[$0]?.usageBaseURL }
+        )
     }
 
     /// Checks the active slot's usage (or takes `reported` as its limit) and switches away when
@@ -401,18 +453,28 @@ package final class RefreshAgent {
     package func checkUsage(reported: (slot: Slot, limit: UsageLimit)? = nil) -> AutoSwitchOutcome? {
         let manager = self.manager
         let environment = options.environment
-        return handle(SyncBridge.value { () -> Result<AutoSwitchOutcome, any Error> in
-            do { return .success(try await manager.autoSwitchIfNeeded(reportedLimit: reported, environment: environment)) } catch {
-                return .failure(error)
+        return handle(
+            SyncBridge.value { () -> Result<AutoSwitchOutcome, any Error> in
+                do {
+                    return .success(
+                        try await manager.autoSwitchIfNeeded(reportedLimit: reported, environment: environment)
+                    )
+                } catch {
+                    return .failure(error)
+                }
             }
-        })
+        )
     }
 
     /// ``checkUsage(reported:)`` for async callers.
     @discardableResult
     package func checkUsage(reported: (slot: Slot, limit: UsageLimit)? = nil) async -> AutoSwitchOutcome? {
         let outcome: Result<AutoSwitchOutcome, any Error>
-        do { outcome = .success(try await manager.autoSwitchIfNeeded(reportedLimit: reported, environment: options.environment)) } catch {
+        do {
+            outcome = .success(
+                try await manager.autoSwitchIfNeeded(reportedLimit: reported, environment: options.environment)
+            )
+        } catch {
             outcome = .failure(error)
         }
         return handle(outcome)
@@ -433,7 +495,9 @@ package final class RefreshAgent {
         let document = try? manager.registry.load()
         func provider(_ slot: Slot) -> String { document?.slots[slot]?.provider ?? "openai" }
         func percent(_ value: Double) -> String { "\(value.rounded().saturatingInt) %" }
-        func window(_ reason: UsageShortfall) -> String { reason.window?.length.map { " of its \($0.name) window" } ?? "" }
+        func window(_ reason: UsageShortfall) -> String {
+            reason.window?.length.map { " of its \($0.name) window" } ?? ""
+        }
         switch outcome {
         case .switched(let done):
             let until = done.reason.resetsAt.map { " until \(options.clockTime($0))" } ?? ""
@@ -448,7 +512,8 @@ package final class RefreshAgent {
         case .allAtLimit(let slot, let reason, let earliest, let first, let event):
             guard first else { return }
             let summary = "Every \(provider(slot)) slot is at its usage limit"
-            let body = "\(slot.name) is at \(percent(reason.usedPercent))\(window(reason)) and no other slot has headroom"
+            let body =
+                "\(slot.name) is at \(percent(reason.usedPercent))\(window(reason)) and no other slot has headroom"
                 + (earliest.map { "; the first resets at \(options.clockTime($0))" } ?? "")
             diagnostics("\(summary): \(body)")
             notify(summary: summary, body: body, urgency: 2)
@@ -462,7 +527,9 @@ package final class RefreshAgent {
 
     private func notify(summary: String, body: String, urgency: UInt8) {
         guard options.notify else { return }
-        if let problem = notifier.notify(summary: summary, body: body, urgency: urgency), let line = notificationProblems.line(for: problem) {
+        if let problem = notifier.notify(summary: summary, body: body, urgency: urgency),
+            let line = notificationProblems.line(for: problem)
+        {
             diagnostics(line)
         }
     }
@@ -475,8 +542,15 @@ package final class RefreshAgent {
         let me = Double(getpid())
         for event in lines.reversed()
         where event["event"]?.string == "error" && event["code"]?.string == ErrorCode.usageLimitReached.rawValue
-            && event["slot"]?.string == active.name && event["pid"]?.number != me {
-            return (active, UsageLimit(message: event["message"]?.string, resetsAt: event["resets_at"]?.string.flatMap(RFC3339.date(from:))))
+            && event["slot"]?.string == active.name && event["pid"]?.number != me
+        {
+            return (
+                active,
+                UsageLimit(
+                    message: event["message"]?.string,
+                    resetsAt: event["resets_at"]?.string.flatMap(RFC3339.date(from:))
+                )
+            )
         }
         return nil
     }

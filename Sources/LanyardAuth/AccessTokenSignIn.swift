@@ -28,14 +28,17 @@ public enum AccessTokenError: LanyardError, Equatable {
 
     public var errorDescription: String? {
         switch self {
-        case .empty: return "no access token on standard input (pipe it in: "
-            + "`printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`)"
+        case .empty:
+            return "no access token on standard input (pipe it in: "
+                + "`printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`)"
         case .malformed(let problem): return "the access token read from standard input \(problem)"
         case .notPersonalAccessToken:
-            return "that is not a personal access token (they start with `at-`); Codex reads any other token as an agent "
+            return
+                "that is not a personal access token (they start with `at-`); Codex reads any other token as an agent "
                 + "identity, which Lanyard does not hold: give it to Codex itself (`codex login --with-access-token`)"
         case .providerUnsupported(let id):
-            return "provider \(TerminalText.escaped(id)) is not ChatGPT: only ChatGPT slots take a personal access token"
+            return
+                "provider \(TerminalText.escaped(id)) is not ChatGPT: only ChatGPT slots take a personal access token"
         case .rejected(let status):
             return "the server refused the access token (HTTP \(status)): "
                 + "it is wrong, revoked or expired; nothing was stored"
@@ -58,9 +61,14 @@ extension AccountManager {
     /// one sign-in per slot at a time, the store checked first, another account's sign-in kept in
     /// a slot of its own unless `replacingAnotherAccount`, and a slot shared in a fleet gets the
     /// new credential there too.
-    package func signIn(slot requested: Slot?, providerID: String, accessToken raw: String, replacingAnotherAccount: Bool = false,
-                        unlockFileStore: (@Sendable () throws -> Void)? = nil,
-                        events: @Sendable (SignInEvent) -> Void = { _ in }) async throws -> (Slot, Credential) {
+    package func signIn(
+        slot requested: Slot?,
+        providerID: String,
+        accessToken raw: String,
+        replacingAnotherAccount: Bool = false,
+        unlockFileStore: (@Sendable () throws -> Void)? = nil,
+        events: @Sendable (SignInEvent) -> Void = { _ in }
+    ) async throws -> (Slot, Credential) {
         let token = raw.trimmingWhitespaceAndNewlines()
         guard !token.isEmpty else { throw AccessTokenError.empty }
         if token.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7f }) {
@@ -68,16 +76,31 @@ extension AccountManager {
         }
         let config = try provider(providerID).config
         guard config.kind == .openai else { throw AccessTokenError.providerUnsupported(providerID) }
-        guard token.hasPrefix(Credential.personalAccessTokenPrefix) else { throw AccessTokenError.notPersonalAccessToken }
+        guard token.hasPrefix(Credential.personalAccessTokenPrefix) else {
+            throw AccessTokenError.notPersonalAccessToken
+        }
         let (signInLock, plannedBackend, plannedStore) = try await prepareSignIn(
-            requested, replacingAnotherAccount: replacingAnotherAccount, unlockFileStore: unlockFileStore)
+            requested,
+            replacingAnotherAccount: replacingAnotherAccount,
+            unlockFileStore: unlockFileStore
+        )
         defer { withExtendedLifetime(signInLock) {} }
         let account = try await whoami(token, config: config)
         let stored = try await Self.blocking {
-            let credential = Credential(provider: providerID, tokens: TokenSet(accessToken: token), lastRefresh: self.clock.now(),
-                                        lastRefreshBoot: self.clock.bootInstant(), account: account)
-            return try self.storeSignIn(credential, requested: requested, replacingAnotherAccount: replacingAnotherAccount,
-                                        rotates: false, planned: (plannedBackend, plannedStore))
+            let credential = Credential(
+                provider: providerID,
+                tokens: TokenSet(accessToken: token),
+                lastRefresh: self.clock.now(),
+                lastRefreshBoot: self.clock.bootInstant(),
+                account: account
+            )
+            return try self.storeSignIn(
+                credential,
+                requested: requested,
+                replacingAnotherAccount: replacingAnotherAccount,
+                rotates: false,
+                planned: (plannedBackend, plannedStore)
+            )
         }
         await announce(stored, events: events)
         return (stored.slot, stored.credential)
@@ -87,19 +110,28 @@ extension AccountManager {
     /// token as bearer, as Codex sends it).
     func whoami(_ token: String, config: ProviderConfig) async throws -> AccountInfo {
         let step = "personal access token lookup"
-        let request = HTTPRequest(url: Self.whoamiURL(config), headers: ["Authorization": "Bearer \(token)", "Accept": "application/json"])
+        let request = HTTPRequest(
+            url: Self.whoamiURL(config),
+            headers: ["Authorization": "Bearer \(token)", "Accept": "application/json"]
+        )
         let response = try await ProviderSupport.send(transport, request, step: step)
         if response.status == 401 || response.status == 403 { throw AccessTokenError.rejected(status: response.status) }
         guard response.isSuccess else {
-            throw ClientError.httpError(status: response.status, detail: ServerErrorDetail(body: response.body, redacting: [token]))
+            throw ClientError.httpError(
+                status: response.status,
+                detail: ServerErrorDetail(body: response.body, redacting: [token])
+            )
         }
         do {
             let json = try JSONFields(try JSONValue.parse(response.body))
             // Codex requires these (its PersonalAccessTokenMetadata); only the email may be null.
-            let account = AccountInfo(email: try json.optionalString("email"), userID: try json.string("chatgpt_user_id"),
-                                      accountID: try json.string("chatgpt_account_id"),
-                                      plan: Plan(rawValue: try json.string("chatgpt_plan_type")),
-                                      isFedRAMPAccount: try json.optionalBool("chatgpt_account_is_fedramp") ?? false)
+            let account = AccountInfo(
+                email: try json.optionalString("email"),
+                userID: try json.string("chatgpt_user_id"),
+                accountID: try json.string("chatgpt_account_id"),
+                plan: Plan(rawValue: try json.string("chatgpt_plan_type")),
+                isFedRAMPAccount: try json.optionalBool("chatgpt_account_is_fedramp") ?? false
+            )
             return try account.checkedOutsideText(place: "\(step)'s answer")
         } catch let error as JSONShapeError {
             throw ClientError.invalidResponse("\(step): \(error.userFacingDescription)")

@@ -38,8 +38,14 @@ package struct AccountManager: Sendable {
     /// How the fleet's etcd is reached; nil: the v3 JSON gateway client.
     package var etcdConnector: EtcdConnector?
 
-    package init(paths: Paths, config: LanyardConfig, openStore: @escaping StoreOpener, transport: any HTTPTransport,
-                clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {
+    package init(
+        paths: Paths,
+        config: LanyardConfig,
+        openStore: @escaping StoreOpener,
+        transport: any HTTPTransport,
+        clock: any WallClock = SystemClock(),
+        sleeper: any Sleeper = TaskSleeper()
+    ) {
         self.paths = paths
         self.config = config
         self.openStore = openStore
@@ -54,13 +60,21 @@ package struct AccountManager: Sendable {
     package func provider(_ id: String) throws -> any DeviceCodeProvider {
         guard let providerConfig = config.providers[id] else {
             let known = config.providers.keys.sorted().joined(separator: ", ")
-            throw ConfigError.invalidValue(path: paths.configFile, group: "provider.\(id)", key: "",
-                                           detail: "no provider named \(id) (configured: \(known))")
+            throw ConfigError.invalidValue(
+                path: paths.configFile,
+                group: "provider.\(id)",
+                key: "",
+                detail: "no provider named \(id) (configured: \(known))"
+            )
         }
         guard !providerConfig.clientID.isEmpty else {
-            throw ConfigError.invalidValue(path: paths.configFile, group: "provider.\(id)", key: "client-id",
-                                           detail: "missing: signing in to \(id) needs an OAuth app's client id with device flow enabled "
-                                               + "(tokens the GitHub CLI holds can be adopted without one: `lanyard gh import`)")
+            throw ConfigError.invalidValue(
+                path: paths.configFile,
+                group: "provider.\(id)",
+                key: "client-id",
+                detail: "missing: signing in to \(id) needs an OAuth app's client id with device flow enabled "
+                    + "(tokens the GitHub CLI holds can be adopted without one: `lanyard gh import`)"
+            )
         }
         let retrying = BackoffTransport(base: transport, policy: config.backoff, clock: clock, sleeper: sleeper)
         return makeProvider(providerConfig, transport: retrying, clock: clock)
@@ -79,7 +93,13 @@ package struct AccountManager: Sendable {
         case .auto:
             let keyring: StoreHealth
             do { keyring = try openStore(.secretService, false).health() } catch {
-                keyring = StoreHealth(backend: .secretService, reachable: false, locked: false, persistent: false, problem: error.userFacingDescription)
+                keyring = StoreHealth(
+                    backend: .secretService,
+                    reachable: false,
+                    locked: false,
+                    persistent: false,
+                    problem: error.userFacingDescription
+                )
             }
             return Self.newSlotChoice(.auto, keyring: keyring)
         }
@@ -88,7 +108,10 @@ package struct AccountManager: Sendable {
     /// `auto`'s choice from the keyring's health: the Secret Service when it answers with its
     /// collection there (locked or not: a locked collection is the user's to unlock, not a
     /// reason to put credentials elsewhere), else the file store.
-    static func newSlotChoice(_ setting: LanyardConfig.BackendChoice, keyring: StoreHealth?) -> (kind: BackendKind, passedOver: StoreHealth?) {
+    static func newSlotChoice(
+        _ setting: LanyardConfig.BackendChoice,
+        keyring: StoreHealth?
+    ) -> (kind: BackendKind, passedOver: StoreHealth?) {
         switch setting {
         case .secretService: return (.secretService, nil)
         case .file: return (.file, nil)
@@ -101,20 +124,30 @@ package struct AccountManager: Sendable {
     /// Why a store of `kind` with `health` could not take a credential now, or nil when it could:
     /// it does not answer, its keyring collection is missing, or it is locked. `passedOver`: the
     /// keyring's health when `auto` chose the file store instead (then both are named).
-    package static func storeProblem(_ kind: BackendKind, _ health: StoreHealth, passedOver keyring: StoreHealth? = nil) -> StoreError? {
+    package static func storeProblem(
+        _ kind: BackendKind,
+        _ health: StoreHealth,
+        passedOver keyring: StoreHealth? = nil
+    ) -> StoreError? {
         if !health.reachable || health.problem != nil {
             if kind == .file, let keyring, !health.reachable {
-                return .unavailable(backend: kind.displayName, hint: "there is no file store yet, and the Secret Service cannot keep credentials "
-                    + "either. Create the file store with `lanyard store init` "
+                return .unavailable(
+                    backend: kind.displayName,
+                    hint: "there is no file store yet, and the Secret Service cannot keep credentials "
+                        + "either. Create the file store with `lanyard store init` "
                         + "(new sign-ins then go there), or make the keyring usable: "
-                    + (keyring.problem ?? "it did not answer"))
+                        + (keyring.problem ?? "it did not answer")
+                )
             }
             return .unavailable(backend: kind.displayName, hint: health.problem ?? "it did not answer")
         }
         if health.locked {
-            return .locked(backend: kind.displayName, hint: kind == .file
-                ? "run `lanyard store unlock` first"
-                : "unlock the keyring collection first (log in to the desktop session, or unlock it in Seahorse)")
+            return .locked(
+                backend: kind.displayName,
+                hint: kind == .file
+                    ? "run `lanyard store unlock` first"
+                    : "unlock the keyring collection first (log in to the desktop session, or unlock it in Seahorse)"
+            )
         }
         return nil
     }
@@ -124,7 +157,10 @@ package struct AccountManager: Sendable {
     /// must exist and be unlocked (Lanyard never raises the keyring's unlock prompt), or the file
     /// store must be set up and unlocked. A locked file store is handed to `unlockFileStore` when
     /// given (the CLI asks for the passphrase on a terminal) and checked again.
-    package func storeForSignIn(into slot: Slot?, unlockFileStore: (@Sendable () throws -> Void)? = nil) throws -> (BackendKind, any CredentialStore) {
+    package func storeForSignIn(
+        into slot: Slot?,
+        unlockFileStore: (@Sendable () throws -> Void)? = nil
+    ) throws -> (BackendKind, any CredentialStore) {
         let existing = try slot.flatMap { try registry.load().slots[$0]?.backend }
         let (kind, passedOver) = existing.map { ($0, nil) } ?? newSlotChoice()
         let store = try openStore(kind, true)
@@ -147,45 +183,73 @@ package struct AccountManager: Sendable {
     /// ``storeForSignIn(into:unlockFileStore:)``).
     /// `method` chooses the device code or the browser (``BrowserSignInFlow``); both go through
     /// the same checks, slot rules, events and storing.
-    package func signIn(slot requested: Slot?, providerID: String, replacingAnotherAccount: Bool = false,
-                       unlockFileStore: (@Sendable () throws -> Void)? = nil, method: SignInMethod = .deviceCode,
-                       flow configure: (inout SignInFlow) -> Void = { _ in },
-                       events: @Sendable (SignInEvent) -> Void) async throws -> (Slot, Credential) {
+    package func signIn(
+        slot requested: Slot?,
+        providerID: String,
+        replacingAnotherAccount: Bool = false,
+        unlockFileStore: (@Sendable () throws -> Void)? = nil,
+        method: SignInMethod = .deviceCode,
+        flow configure: (inout SignInFlow) -> Void = { _ in },
+        events: @Sendable (SignInEvent) -> Void
+    ) async throws -> (Slot, Credential) {
         let provider = try provider(providerID)
         var flow = SignInFlow(provider: provider, clock: clock, sleeper: sleeper)
         configure(&flow)
         var browserFlow: BrowserSignInFlow?
         if case .browser(let options) = method {
             guard let browser = provider as? any BrowserSignInProvider, browser.offersBrowserSignIn else {
-                throw ConfigError.invalidValue(path: paths.configFile, group: "provider.\(providerID)", key: "authorization-endpoint",
-                                               detail: "missing: a browser sign-in with \(providerID) needs the provider's authorization "
-                                                   + "endpoint (or sign in with a device code: `lanyard login --device`)")
+                throw ConfigError.invalidValue(
+                    path: paths.configFile,
+                    group: "provider.\(providerID)",
+                    key: "authorization-endpoint",
+                    detail: "missing: a browser sign-in with \(providerID) needs the provider's authorization "
+                        + "endpoint (or sign in with a device code: `lanyard login --device`)"
+                )
             }
             var browserSignIn = BrowserSignInFlow(provider: browser, options: options, clock: clock, sleeper: sleeper)
             browserSignIn.maximumDuration = config.loginTimeout ?? browserSignIn.maximumDuration
             browserFlow = browserSignIn
         }
         let (signInLock, plannedBackend, plannedStore) = try await prepareSignIn(
-            requested, replacingAnotherAccount: replacingAnotherAccount, unlockFileStore: unlockFileStore)
+            requested,
+            replacingAnotherAccount: replacingAnotherAccount,
+            unlockFileStore: unlockFileStore
+        )
         defer { withExtendedLifetime(signInLock) {} }
         let outcome = Locked<StoredSignIn?>(nil)
-        let store: (TokenResponse, AccountInfo) async throws -> Void = { tokens, account in try await Self.blocking {
-            let now = clock.now()
-            let credential = Credential(
-                provider: providerID,
-                tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, idToken: tokens.idToken,
-                                 expiresAt: tokens.expiresAt(now: now)),
-                lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
-            let stored = try storeSignIn(credential, requested: requested, replacingAnotherAccount: replacingAnotherAccount,
-                                         rotates: true, planned: (plannedBackend, plannedStore))
-            outcome.withLock { $0 = stored }
-        } }
+        let store: (TokenResponse, AccountInfo) async throws -> Void = { tokens, account in
+            try await Self.blocking {
+                let now = clock.now()
+                let credential = Credential(
+                    provider: providerID,
+                    tokens: TokenSet(
+                        accessToken: tokens.accessToken,
+                        refreshToken: tokens.refreshToken,
+                        idToken: tokens.idToken,
+                        expiresAt: tokens.expiresAt(now: now)
+                    ),
+                    lastRefresh: now,
+                    lastRefreshBoot: clock.bootInstant(),
+                    account: account
+                )
+                let stored = try storeSignIn(
+                    credential,
+                    requested: requested,
+                    replacingAnotherAccount: replacingAnotherAccount,
+                    rotates: true,
+                    planned: (plannedBackend, plannedStore)
+                )
+                outcome.withLock { $0 = stored }
+            }
+        }
         if let browserFlow {
             _ = try await browserFlow.run(events: events, onApproved: store)
         } else {
             _ = try await flow.run(events: events, onApproved: store)
         }
-        guard let stored = outcome.withLock({ $0 }) else { throw AuthError.unknown("sign-in finished without a credential") }
+        guard let stored = outcome.withLock({ $0 }) else {
+            throw AuthError.unknown("sign-in finished without a credential")
+        }
         await announce(stored, events: events)
         return (stored.slot, stored.credential)
     }
@@ -196,12 +260,22 @@ package struct AccountManager: Sendable {
     /// would refuse its tokens), and opens the store the credential will go to, so nobody
     /// approves a sign-in that could not be stored. Reads files, the keyring and maybe the fleet:
     /// on the blocking executor. Keep the lock alive until the sign-in is stored.
-    func prepareSignIn(_ requested: Slot?, replacingAnotherAccount: Bool, unlockFileStore: (@Sendable () throws -> Void)?)
-        async throws -> (lock: FileLock?, backend: BackendKind, store: any CredentialStore) {
+    func prepareSignIn(
+        _ requested: Slot?,
+        replacingAnotherAccount: Bool,
+        unlockFileStore: (@Sendable () throws -> Void)?
+    )
+        async throws -> (lock: FileLock?, backend: BackendKind, store: any CredentialStore)
+    {
         try await Self.blocking {
             let signInLock = try requested.map { try FileLock.signIn($0, paths: self.paths) }
-            if replacingAnotherAccount, let requested { try self.refuseIfShared(requested, "sign another account into it") }
-            let (plannedBackend, plannedStore) = try self.storeForSignIn(into: requested, unlockFileStore: unlockFileStore)
+            if replacingAnotherAccount, let requested {
+                try self.refuseIfShared(requested, "sign another account into it")
+            }
+            let (plannedBackend, plannedStore) = try self.storeForSignIn(
+                into: requested,
+                unlockFileStore: unlockFileStore
+            )
             return (signInLock, plannedBackend, plannedStore)
         }
     }
@@ -222,15 +296,23 @@ package struct AccountManager: Sendable {
     /// such name can be made. A recovery file the slot's old credential left is removed: its
     /// tokens are not this slot's any more, and settling them later would undo this sign-in.
     /// Blocks (registry, store): call it on the blocking executor.
-    func storeSignIn(_ credential: Credential, requested: Slot?, replacingAnotherAccount: Bool, rotates: Bool,
-                     planned: (backend: BackendKind, store: any CredentialStore)) throws -> StoredSignIn {
+    func storeSignIn(
+        _ credential: Credential,
+        requested: Slot?,
+        replacingAnotherAccount: Bool,
+        rotates: Bool,
+        planned: (backend: BackendKind, store: any CredentialStore)
+    ) throws -> StoredSignIn {
         let account = credential.account
         let current = try registry.load()
         var slot = try requested ?? Self.defaultSlot(for: account, in: current)
         var keptInsteadOf: (requested: Slot, holds: String)?
-        if let held = current.slots[slot], !replacingAnotherAccount, let other = Self.otherAccount(held.account, account) {
+        if let held = current.slots[slot], !replacingAnotherAccount,
+            let other = Self.otherAccount(held.account, account)
+        {
             guard let elsewhere = try? Self.defaultSlot(for: account, in: current), elsewhere != slot,
-                  current.slots[elsewhere].map({ Self.otherAccount($0.account, account) == nil }) ?? true else {
+                current.slots[elsewhere].map({ Self.otherAccount($0.account, account) == nil }) ?? true
+            else {
                 throw RegistryError.slotHoldsAnotherAccount(slot, holds: other.holds, signedIn: other.signedIn)
             }
             keptInsteadOf = (slot, other.holds)
@@ -262,8 +344,14 @@ package struct AccountManager: Sendable {
         let slot = stored.slot
         if let (requested, holds) = stored.keptInsteadOf {
             await BlockingExecutor.shared.run {
-                _ = self.eventLog.append("new_slot", slot: slot, fields: ["requested": .string(requested.name),
-                                                                          "reason": .string(ErrorCode.slotHoldsAnotherAccount.rawValue)])
+                _ = self.eventLog.append(
+                    "new_slot",
+                    slot: slot,
+                    fields: [
+                        "requested": .string(requested.name),
+                        "reason": .string(ErrorCode.slotHoldsAnotherAccount.rawValue),
+                    ]
+                )
             }
             events(.storedInNewSlot(requested: requested, holds: holds, slot: slot))
         }
@@ -285,7 +373,9 @@ package struct AccountManager: Sendable {
     package static func defaultSlot(for account: AccountInfo, in document: RegistryDocument) throws -> Slot {
         let parts = account.email.map { $0.split(separator: "@", maxSplits: 1).map(String.init) } ?? []
         guard let base = Slot.suggested(from: parts.first ?? "") ?? Slot.suggested(from: account.accountID ?? "") else {
-            throw UsageErrorText("the account has no email to name the slot after; give a slot name: `lanyard login NAME`")
+            throw UsageErrorText(
+                "the account has no email to name the slot after; give a slot name: `lanyard login NAME`"
+            )
         }
         func sameAccount(_ record: SlotRecord) -> Bool {
             record.account.email == account.email && record.account.accountID == account.accountID
@@ -293,11 +383,14 @@ package struct AccountManager: Sendable {
         if document.slots[base].map(sameAccount) ?? true { return base }
         let label = parts.count == 2 ? parts[1].split(separator: ".").first.map(String.init) : nil
         if let label, let withDomain = Slot.suggested(from: String(base.name.prefix(40)) + "-" + label),
-           document.slots[withDomain].map(sameAccount) ?? true {
+            document.slots[withDomain].map(sameAccount) ?? true
+        {
             return withDomain
         }
         for n in 2...999 {
-            if let candidate = try? Slot(String(base.name.prefix(60)) + "-\(n)"), document.slots[candidate].map(sameAccount) ?? true {
+            if let candidate = try? Slot(String(base.name.prefix(60)) + "-\(n)"),
+                document.slots[candidate].map(sameAccount) ?? true
+            {
                 return candidate
             }
         }
@@ -314,7 +407,10 @@ package struct AccountManager: Sendable {
             guard let a, let b else { return false }
             return a.lowercased() != b.lowercased()
         }
-        guard differ(held.email, signedIn.email) || differ(held.userID, signedIn.userID) || differ(held.accountID, signedIn.accountID) else {
+        guard
+            differ(held.email, signedIn.email) || differ(held.userID, signedIn.userID)
+                || differ(held.accountID, signedIn.accountID)
+        else {
             return nil
         }
         func name(_ a: AccountInfo) -> String {
@@ -330,7 +426,11 @@ package struct AccountManager: Sendable {
     /// has nothing to revoke and is not a refusal.
     /// - Returns: whether a revocation happened, and whether the slot was signed out already.
     @discardableResult
-    package func signOut(slot: Slot, revoke: Bool, ifNotRevoked: WhenNotRevoked = .refuse) async throws -> SignOutOutcome {
+    package func signOut(
+        slot: Slot,
+        revoke: Bool,
+        ifNotRevoked: WhenNotRevoked = .refuse
+    ) async throws -> SignOutOutcome {
         try await Self.blocking { try self.refuseIfShared(slot, "sign it out here") }
         // A refresh under way finishes first; otherwise it would store the credential again.
         let lock = try await lockSlot(slot)

@@ -43,10 +43,12 @@ public enum ClientError: LanyardError, Equatable {
         case .missingCredential(let s): return "slot \(s) is not signed in; run `lanyard login \(s)`"
         case .missingRefreshToken(let s): return "slot \(s) has no refresh token; run `lanyard login \(s)`"
         case .missingAccountID(let s): return "slot \(s) has no account id; run `lanyard login \(s)`"
-        case .reauthenticationRequired(let s, let reason): return "slot \(s) must sign in again (\(reason)); run `lanyard login \(s)`"
+        case .reauthenticationRequired(let s, let reason):
+            return "slot \(s) must sign in again (\(reason)); run `lanyard login \(s)`"
         case .usageLimitReached(let limit): return limit.summary
         case .httpError(let status, let detail):
-            return "server answered HTTP \(status) (\(detail.code))" + (detail.message.map { ": \(Self.clip($0))" } ?? "")
+            return "server answered HTTP \(status) (\(detail.code))"
+                + (detail.message.map { ": \(Self.clip($0))" } ?? "")
         case .invalidResponse(let what): return "server response could not be read: \(what)"
         case .networkFailure(let what): return "network failure: \(what)"
         case .invalidHeader(let name, let problem): return "refused to send the request: its \(name) header \(problem)"
@@ -66,7 +68,7 @@ extension ClientError: SlotNamingError {
     package var slotName: String? {
         switch self {
         case .missingCredential(let s), .missingRefreshToken(let s), .missingAccountID(let s),
-             .reauthenticationRequired(let s, _):
+            .reauthenticationRequired(let s, _):
             s
         default: nil
         }
@@ -131,9 +133,9 @@ public enum AuthError: LanyardError, Equatable {
             return "another program listens on 127.0.0.1 or ::1 "
                 + "port\(ports.count == 1 ? "" : "s") \(names), where the browser sign-in "
                 + "must wait for its callback: most likely another sign-in "
-                    + "(such as Codex's own `codex login`) is waiting there. "
+                + "(such as Codex's own `codex login`) is waiting there. "
                 + "Finish or cancel that sign-in and run this one again, "
-                    + "or sign in with a device code: `lanyard login --device`"
+                + "or sign in with a device code: `lanyard login --device`"
         case .authorizationDenied(let m): return "authorization denied" + (m.isEmpty ? "" : ": \(m)")
         case .tokenExchangeFailed(let status, let detail):
             return "token endpoint answered HTTP \(status) (\(detail.code))"
@@ -144,7 +146,7 @@ public enum AuthError: LanyardError, Equatable {
         case .deviceCodeNotEnabled:
             return "device-code sign-in is not enabled for this account or server; for ChatGPT, turn on device code "
                 + "sign-in for Codex in ChatGPT's security settings "
-                    + "(in a workspace, an admin may have to allow it), then run the sign-in again, "
+                + "(in a workspace, an admin may have to allow it), then run the sign-in again, "
                 + "or sign in through the browser: `lanyard login --browser`"
         case .unknown(let m): return m
         }

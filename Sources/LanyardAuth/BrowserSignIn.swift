@@ -98,8 +98,12 @@ package struct BrowserSignInFlow: Sendable {
     /// How long the listener waits for the callback.
     package var maximumDuration: TimeInterval
 
-    package init(provider: any BrowserSignInProvider, options: BrowserSignInOptions = BrowserSignInOptions(),
-                 clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {
+    package init(
+        provider: any BrowserSignInProvider,
+        options: BrowserSignInOptions = BrowserSignInOptions(),
+        clock: any WallClock = SystemClock(),
+        sleeper: any Sleeper = TaskSleeper()
+    ) {
         self.provider = provider
         self.options = options
         self.clock = clock
@@ -109,10 +113,14 @@ package struct BrowserSignInFlow: Sendable {
 
     /// Runs the flow; `events` sees `signingIn`, the ``BrowserAuthorization``, callbacks that were
     /// refused, and the end state, as ``SignInFlow/run(events:onApproved:)`` does.
-    package func run(events: @Sendable (SignInEvent) -> Void,
-                     onApproved: (TokenResponse, AccountInfo) async throws -> Void = { _, _ in }) async throws -> (TokenResponse, AccountInfo) {
+    package func run(
+        events: @Sendable (SignInEvent) -> Void,
+        onApproved: (TokenResponse, AccountInfo) async throws -> Void = { _, _ in }
+    ) async throws -> (TokenResponse, AccountInfo) {
         events(.state(.signingIn))
-        let tokens: TokenResponse, account: AccountInfo, connection: CallbackConnection?
+        let tokens: TokenResponse
+        let account: AccountInfo
+        let connection: CallbackConnection?
         do {
             (tokens, account, connection) = try await approve(events: events)
         } catch {
@@ -137,26 +145,38 @@ package struct BrowserSignInFlow: Sendable {
         case pasteEnded
     }
 
-    private func approve(events: @Sendable (SignInEvent) -> Void) async throws(AuthError) -> (TokenResponse, AccountInfo, CallbackConnection?) {
+    private func approve(
+        events: @Sendable (SignInEvent) -> Void
+    ) async throws(AuthError) -> (TokenResponse, AccountInfo, CallbackConnection?) {
         if Task.isCancelled { throw .cancelledSignIn }
         let address = provider.callbackAddress
         let listener = try CallbackListener.bind(ports: options.ports ?? address.ports)
         defer { listener.close() }
-        let pkce = PKCE(), state = PKCE.randomState()
+        let pkce = PKCE()
+        let state = PKCE.randomState()
         let redirectURI = address.redirectURI(port: listener.port)
         let url = try provider.authorizationURL(redirectURI: redirectURI, codeChallenge: pkce.challenge, state: state)
-        events(.browserAuthorization(BrowserAuthorization(url: url, redirectURI: redirectURI, readsPastedRedirect: options.pastedLine != nil)))
+        events(
+            .browserAuthorization(
+                BrowserAuthorization(url: url, redirectURI: redirectURI, readsPastedRedirect: options.pastedLine != nil)
+            )
+        )
         let arrival: Arrival
         do {
             // The racing tasks end before this call returns, so the events closure outlives none of them.
             arrival = try await withoutActuallyEscaping(events) { events in
                 try await withThrowingTaskGroup(of: Arrival.self) { group in
                     let rejected: @Sendable (String) -> Void = { events(.callbackRejected($0)) }
-                    group.addTask { try await Self.listen(listener, path: address.path, state: state, rejected: rejected) }
-                    if let read = options.pastedLine {
-                        group.addTask { try await Self.readPasted(read, state: state, rejected: rejected) ?? .pasteEnded }
+                    group.addTask {
+                        try await Self.listen(listener, path: address.path, state: state, rejected: rejected)
                     }
-                    let wait = maximumDuration, sleeper = self.sleeper
+                    if let read = options.pastedLine {
+                        group.addTask {
+                            try await Self.readPasted(read, state: state, rejected: rejected) ?? .pasteEnded
+                        }
+                    }
+                    let wait = maximumDuration
+                    let sleeper = self.sleeper
                     group.addTask {
                         try await sleeper.sleep(seconds: wait)
                         return .timedOut
@@ -172,11 +192,16 @@ package struct BrowserSignInFlow: Sendable {
         } catch let error as AuthError {
             throw error
         } catch {
-            throw Task.isCancelled || error is CancellationError ? .cancelledSignIn : .unknown(error.userFacingDescription)
+            throw Task.isCancelled || error is CancellationError
+                ? .cancelledSignIn : .unknown(error.userFacingDescription)
         }
         guard case .code(let code, let connection) = arrival else { throw .callbackTimeout }
         if Task.isCancelled {
-            await Self.answer(connection, 500, .failed("The sign-in was cancelled in the terminal; nothing was stored."))
+            await Self.answer(
+                connection,
+                500,
+                .failed("The sign-in was cancelled in the terminal; nothing was stored.")
+            )
             throw .cancelledSignIn
         }
         do {
@@ -210,18 +235,26 @@ package struct BrowserSignInFlow: Sendable {
             let description = query["error_description"].map { ": " + ClientError.clip(TerminalText.escaped($0)) } ?? ""
             return .failed(.authorizationDenied(ClientError.clip(TerminalText.escaped(error)) + description))
         }
-        guard let code = query["code"], !code.isEmpty else { return .failed(.invalidResponse("the sign-in callback carries no code")) }
+        guard let code = query["code"], !code.isEmpty else {
+            return .failed(.invalidResponse("the sign-in callback carries no code"))
+        }
         return .code(code)
     }
 
     /// Serves requests until the callback with our `state` comes: other paths get 404, other
     /// states 400 (and `rejected` hears of it); an error callback gets an error page and ends it.
-    private static func listen(_ listener: CallbackListener, path: String, state: String,
-                               rejected: @escaping @Sendable (String) -> Void) async throws -> Arrival {
+    private static func listen(
+        _ listener: CallbackListener,
+        path: String,
+        state: String,
+        rejected: @escaping @Sendable (String) -> Void
+    ) async throws -> Arrival {
         while true {
             let connection = try await withTaskCancellationHandler {
                 try await BlockingExecutor.shared.runOnOwnThread { try listener.next() }
-            } onCancel: { listener.stop() }
+            } onCancel: {
+                listener.stop()
+            }
             guard let request = connection.request, request.path == path else {
                 await answer(connection, 404, .notFound)
                 continue
@@ -232,7 +265,9 @@ package struct BrowserSignInFlow: Sendable {
             }
             switch verdict(request.query, state: state) {
             case .notOurs:
-                rejected("a request to the callback did not carry this sign-in's state; it was refused and changed nothing")
+                rejected(
+                    "a request to the callback did not carry this sign-in's state; it was refused and changed nothing"
+                )
                 await answer(connection, 400, .stateMismatch)
             case .failed(let error):
                 await answer(connection, 400, .failed("The sign-in did not complete: see the terminal."))
@@ -244,24 +279,34 @@ package struct BrowserSignInFlow: Sendable {
     }
 
     /// Reads pasted lines until one is the redirect with our `state`; nil at the end of input.
-    private static func readPasted(_ read: @escaping @Sendable () throws -> String?, state: String,
-                                   rejected: @escaping @Sendable (String) -> Void) async throws -> Arrival? {
+    private static func readPasted(
+        _ read: @escaping @Sendable () throws -> String?,
+        state: String,
+        rejected: @escaping @Sendable (String) -> Void
+    ) async throws -> Arrival? {
         while true {
             let line: String?
             do { line = try await abandonable(read) } catch is CancellationError { throw CancellationError() } catch {
-                rejected("standard input could not be read (\(error.userFacingDescription)); waiting for the browser only")
+                rejected(
+                    "standard input could not be read (\(error.userFacingDescription)); waiting for the browser only"
+                )
                 return nil
             }
             guard let line else { return nil }
             let text = line.trimmingSpaces()
             if text.isEmpty { continue }
             guard let query = pastedQuery(text) else {
-                rejected("the pasted text is not the address the browser was sent to "
-                    + "(it has no ?code=…&state=…); paste the whole address")
+                rejected(
+                    "the pasted text is not the address the browser was sent to "
+                        + "(it has no ?code=…&state=…); paste the whole address"
+                )
                 continue
             }
             switch verdict(query, state: state) {
-            case .notOurs: rejected("the pasted address does not carry this sign-in's state (an older sign-in's?); nothing changed")
+            case .notOurs:
+                rejected(
+                    "the pasted address does not carry this sign-in's state (an older sign-in's?); nothing changed"
+                )
             case .failed(let error): throw error
             case .code(let code): return .code(code, nil)
             }
@@ -282,7 +327,11 @@ package struct BrowserSignInFlow: Sendable {
     /// `CancellationError` as soon as the task is cancelled, leaving `read` to finish on its own
     /// (a read of standard input cannot be interrupted; the process ends it).
     private static func abandonable(_ read: @escaping @Sendable () throws -> String?) async throws -> String? {
-        enum Wait { case idle, waiting(CheckedContinuation<String?, Error>), done }
+        enum Wait {
+            case idle
+            case waiting(CheckedContinuation<String?, Error>)
+            case done
+        }
         let wait = Locked(Wait.idle)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String?, Error>) in
@@ -291,7 +340,10 @@ package struct BrowserSignInFlow: Sendable {
                     state = .waiting(continuation)
                     return false
                 }
-                if cancelledAlready { continuation.resume(throwing: CancellationError()); return }
+                if cancelledAlready {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
                 BlockingExecutor.shared.submitOnOwnThread {  // waits for the user
                     let result = Result { try read() }
                     let waiting = wait.withLock { state -> CheckedContinuation<String?, Error>? in

@@ -75,7 +75,9 @@ package final class CallbackListener: Sendable {
         guard case .listening(let v4) = try listenSocket(ipv6: false, port: port) else { return nil }
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &actual) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(v4, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(v4, $0, &length) }
+        }
         let bound = UInt16(bigEndian: actual.sin_port)
         let v6: Listening
         do { v6 = try listenSocket(ipv6: true, port: bound) } catch {
@@ -91,13 +93,19 @@ package final class CallbackListener: Sendable {
         }
     }
 
-    private enum Listening { case listening(Int32), taken, noIPv6 }
+    private enum Listening {
+        case listening(Int32)
+        case taken, noIPv6
+    }
 
     /// A non-blocking socket listening on the loopback address of one family at `port`.
     private static func listenSocket(ipv6: Bool, port: UInt16) throws(AuthError) -> Listening {
         let name = ipv6 ? "[::1]:\(port)" : "127.0.0.1:\(port)"
-        let fd = Glibc.socket(ipv6 ? AF_INET6 : AF_INET,
-                              Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = Glibc.socket(
+            ipv6 ? AF_INET6 : AF_INET,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+            0
+        )
         guard fd >= 0 else {
             let error = errno
             if ipv6 && error == EAFNOSUPPORT { return .noIPv6 }
@@ -116,7 +124,9 @@ package final class CallbackListener: Sendable {
             address.sin6_port = port.bigEndian
             address.sin6_addr = in6addr_loopback
             bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         } else {
             var address = sockaddr_in()
@@ -124,7 +134,9 @@ package final class CallbackListener: Sendable {
             address.sin_port = port.bigEndian
             address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
             bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         }
         // EADDRINUSE from listen: another socket bound the same address with SO_REUSEADDR and
@@ -172,7 +184,9 @@ package final class CallbackListener: Sendable {
             let before = ContinuousClock.now
             if let resumes = acceptResumes, resumes <= before { acceptResumes = nil }
             let accepting = acceptResumes == nil
-            let (reading, timeout) = connections.withLock { ($0.reading.map(\.fd), $0.pollTimeout(now: before, alsoAt: acceptResumes)) }
+            let (reading, timeout) = connections.withLock {
+                ($0.reading.map(\.fd), $0.pollTimeout(now: before, alsoAt: acceptResumes))
+            }
             var fds = [pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0)]
             if accepting { fds += sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) } }
             fds += reading.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -280,7 +294,10 @@ private struct Connections: Sendable {
         reading = still
     }
 
-    private enum Outcome { case more, ended, refused, request(CallbackRequest) }
+    private enum Outcome {
+        case more, ended, refused
+        case request(CallbackRequest)
+    }
 
     /// Reads without waiting until nothing more is there, the head is complete, or it is too long.
     private static func readAvailable(_ connection: inout Reading) -> Outcome {
@@ -346,7 +363,12 @@ package final class CallbackConnection: Sendable {
     /// Answers with `page` and closes the connection (once; later calls do nothing). Blocking,
     /// bounded by the send timeout set when the connection was accepted.
     package func respond(status: Int, page: CallbackPage) {
-        guard answered.withLock({ answered in defer { answered = true }; return !answered }) else { return }
+        guard
+            answered.withLock({ answered in
+                defer { answered = true }
+                return !answered
+            })
+        else { return }
         var out = Self.response(status: status, page: page)
         while !out.isEmpty {
             let n = out.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -370,7 +392,8 @@ package final class CallbackConnection: Sendable {
     static func response(status: Int, page: CallbackPage) -> [UInt8] {
         let body = Array(page.html.utf8)
         let reason = [200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"][status] ?? "Error"
-        let head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/html; "
+        let head =
+            "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/html; "
             + "charset=utf-8\r\nContent-Length: \(body.count)\r\n"
             + "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
         return Array(head.utf8) + body
@@ -386,15 +409,19 @@ package struct CallbackRequest: Sendable, Equatable {
     /// Whether `bytes` hold the blank line that ends a request's headers, looking from `start`
     /// (where the last search left off, so a head that comes a byte at a time costs no more).
     static func headersEnded(_ bytes: [UInt8], from start: Int = 0) -> Bool {
-        bytes.count >= 4 && (start..<(bytes.count - 3)).contains { i in
-            bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10
-        }
+        bytes.count >= 4
+            && (start..<(bytes.count - 3)).contains { i in
+                bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10
+            }
     }
 
     /// Parses `METHOD TARGET HTTP/1.x` from the head; nil when it is not that.
     init?(head: [UInt8]) {
         guard let end = head.firstIndex(of: 13) else { return nil }
-        let parts = String(decoding: head[..<end], as: UTF8.self).split(separator: " ", omittingEmptySubsequences: false)
+        let parts = String(decoding: head[..<end], as: UTF8.self).split(
+            separator: " ",
+            omittingEmptySubsequences: false
+        )
         guard parts.count == 3, parts[2].hasPrefix("HTTP/1."), parts[1].hasPrefix("/") else { return nil }
         method = String(parts[0])
         let target = parts[1].split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
@@ -434,10 +461,14 @@ package enum CallbackPage: Sendable {
     var html: String {
         let (title, text): (String, String)
         switch self {
-        case .signedIn: (title, text) = ("Signed in", "Lanyard has the sign-in. You can close this tab and return to the terminal.")
+        case .signedIn:
+            (title, text) = ("Signed in", "Lanyard has the sign-in. You can close this tab and return to the terminal.")
         case .stateMismatch:
-            (title, text) = ("Sign-in not accepted", "This address does not belong to the sign-in Lanyard is waiting for, so nothing changed. "
-                + "Start from the link the terminal shows.")
+            (title, text) = (
+                "Sign-in not accepted",
+                "This address does not belong to the sign-in Lanyard is waiting for, so nothing changed. "
+                    + "Start from the link the terminal shows."
+            )
         case .notFound: (title, text) = ("Not found", "Lanyard's sign-in listens only for its callback here.")
         case .badRequest: (title, text) = ("Bad request", "Lanyard could not read this request.")
         case .failed(let message): (title, text) = ("Sign-in failed", message)

@@ -78,7 +78,8 @@ public struct DoctorReport: Sendable, Equatable {
 
         public var description: String {
             switch self {
-            case .restoredRecoveryFile(let slot): return "restored refreshed tokens of \(slot.name) from its recovery file"
+            case .restoredRecoveryFile(let slot):
+                return "restored refreshed tokens of \(slot.name) from its recovery file"
             case .addedSlot(let slot, let kind, let mustSignIn):
                 return "added \(slot.name) from \(kind.displayName)" + (mustSignIn ? " (it must sign in again)" : "")
             case .markedSignedOut(let slot): return "marked \(slot.name) signed out (no stored credential)"
@@ -142,7 +143,8 @@ public struct DoctorReport: Sendable, Equatable {
     public var backendProblems: [String] {
         backends.compactMap { backend in
             let health = backend.health
-            guard !health.reachable || health.locked || health.problem != nil, usedBackends.contains(backend.kind) else { return nil }
+            guard !health.reachable || health.locked || health.problem != nil, usedBackends.contains(backend.kind)
+            else { return nil }
             if health.reachable, let problem = health.problem { return "\(backend.kind.displayName): \(problem)" }
             return "\(backend.kind.displayName) is \(health.reachable ? "locked" : "not reachable")"
         }
@@ -152,14 +154,18 @@ public struct DoctorReport: Sendable, Equatable {
     public var mismatches: [String] {
         if mismatchesRepaired { return [] }
         return missingItems.map { "\($0.name) has no stored credential" }
-            + unregisteredItems.map { "\($0.backend.displayName) holds \($0.slot.name), which the registry does not list" }
+            + unregisteredItems.map {
+                "\($0.backend.displayName) holds \($0.slot.name), which the registry does not list"
+            }
     }
 
     /// Every problem left, in the order doctor reports them.
     public var problems: [String] {
         var problems = backendProblems + storeSetupProblems
         if !pendingRecoveries.isEmpty {
-            problems.append("refreshed tokens wait in recovery files for: \(pendingRecoveries.map(\.name).joined(separator: ", "))")
+            problems.append(
+                "refreshed tokens wait in recovery files for: \(pendingRecoveries.map(\.name).joined(separator: ", "))"
+            )
         }
         if let eventLogProblem { problems.append("events are not being logged: \(eventLogProblem)") }
         if !leftoverTemporaries.isEmpty {
@@ -169,8 +175,10 @@ public struct DoctorReport: Sendable, Equatable {
         for folder in unrecoveredExecFolders { problems.append(folder.description) }
         for pin in strayPins {
             let named = pin.name.isEmpty ? "no slot at all" : "\(TerminalText.escaped(pin.name)), which is no slot"
-            problems.append("\(TerminalText.escaped(pin.path)) names \(named): "
-                + "run `lanyard pin SLOT` or `lanyard unpin` in that folder")
+            problems.append(
+                "\(TerminalText.escaped(pin.path)) names \(named): "
+                    + "run `lanyard pin SLOT` or `lanyard unpin` in that folder"
+            )
         }
         return problems + mismatches
     }
@@ -192,7 +200,11 @@ extension AccountManager {
         let checks = document.sortedSlots.map { slot, record -> DoctorReport.SlotCheck in
             let status: DoctorReport.SlotStatus
             if let items = itemsByBackend[record.backend] {
-                if items.contains(slot) { status = .ok } else if case .signedOut = record.state { status = .signedOut } else {
+                if items.contains(slot) {
+                    status = .ok
+                } else if case .signedOut = record.state {
+                    status = .signedOut
+                } else {
                     status = .missingItem
                     missing.append(slot)
                 }
@@ -204,13 +216,20 @@ extension AccountManager {
         var unregistered: [DoctorReport.UnregisteredItem] = []
         for kind in BackendKind.allCases {
             // The fleet identity is kept in a store under a reserved entry the registry never lists.
-            for slot in (itemsByBackend[kind] ?? []).sorted() where document.slots[slot]?.backend != kind && !slot.isReserved {
+            for slot in (itemsByBackend[kind] ?? []).sorted()
+            where document.slots[slot]?.backend != kind && !slot.isReserved {
                 unregistered.append(DoctorReport.UnregisteredItem(slot: slot, backend: kind))
             }
         }
-        var report = DoctorReport(registryPath: registry.path, slotCount: document.slots.count, backends: backends, slots: checks,
-                                  unregisteredItems: unregistered, pendingRecoveries: RecoveryFiles.pending(paths: paths, slots: Array(document.slots.keys)),
-                                  missingItems: missing)
+        var report = DoctorReport(
+            registryPath: registry.path,
+            slotCount: document.slots.count,
+            backends: backends,
+            slots: checks,
+            unregisteredItems: unregistered,
+            pendingRecoveries: RecoveryFiles.pending(paths: paths, slots: Array(document.slots.keys)),
+            missingItems: missing
+        )
         report.leftoverTemporaries = LeftoverTemporaries.find(paths)
         report.eventLogProblem = eventLog.problem()
         if let pins {
@@ -231,15 +250,19 @@ extension AccountManager {
         // The keyring's long explanation is in its backend entry already: said once, not again here.
         if passedOver?.problem != nil { passedOver?.problem = Self.seeTheKeyringEntry }
         if let target = health(kind), !usedBackends.contains(kind),
-           let problem = Self.storeProblem(kind, target, passedOver: passedOver), case .unavailable = problem {
+            let problem = Self.storeProblem(kind, target, passedOver: passedOver), case .unavailable = problem
+        {
             problems.append("new sign-ins cannot be stored: \(problem.userFacingDescription)")
         }
         // A keyring that answers without the collection Lanyard would write to: `auto` passes it
         // over for the file store, which is rarely what its owner expects.
         if config.backend != .file, kind != .secretService, !usedBackends.contains(.secretService), problems.isEmpty,
-           let keyring = health(.secretService), keyring.reachable, keyring.problem != nil {
-            problems.append("Secret Service answers but cannot keep credentials: \(Self.seeTheKeyringEntry) "
-                            + "(new sign-ins go to the encrypted file meanwhile)")
+            let keyring = health(.secretService), keyring.reachable, keyring.problem != nil
+        {
+            problems.append(
+                "Secret Service answers but cannot keep credentials: \(Self.seeTheKeyringEntry) "
+                    + "(new sign-ins go to the encrypted file meanwhile)"
+            )
         }
         return problems
     }
@@ -247,7 +270,6 @@ extension AccountManager {
     /// Where a problem that comes from the keyring sends its reader: the keyring's backend entry,
     /// which holds the one copy of its (long) explanation.
     static let seeTheKeyringEntry = "see the Secret Service backend entry for why and what to do"
-
 
     /// Each backend's health, and the slots it holds when it can be listed.
     private func checkBackends() -> ([DoctorReport.Backend], [BackendKind: Set<Slot>]) {
@@ -267,7 +289,9 @@ extension AccountManager {
         }
         // The keyring's failure advises `lanyard store init`: not once the file store exists.
         if backends.contains(where: { $0.kind == .file && $0.health.reachable }),
-           let index = backends.firstIndex(where: { $0.kind == .secretService }), let problem = backends[index].health.problem {
+            let index = backends.firstIndex(where: { $0.kind == .secretService }),
+            let problem = backends[index].health.problem
+        {
             var health = backends[index].health
             health.problem = SecretServiceStore.adviceForExistingFileStore(problem)
             backends[index] = DoctorReport.Backend(kind: .secretService, health: health)
@@ -304,7 +328,9 @@ extension AccountManager {
             var sessions: [String: Slot] = [:]
             if !report.unregisteredItems.isEmpty {
                 for (slot, record) in doc.sortedSlots {
-                    if let token = (try? openStore(record.backend, false).get(slot))?.tokens.refreshToken { sessions[token] = slot }
+                    if let token = (try? openStore(record.backend, false).get(slot))?.tokens.refreshToken {
+                        sessions[token] = slot
+                    }
                 }
             }
             for item in report.unregisteredItems {
@@ -323,10 +349,15 @@ extension AccountManager {
                 let mustSignIn = credential.tokens.refreshToken == nil && !credential.isPersonalAccessToken
                 let before = previous?.slots[item.slot]
                 doc.slots[item.slot] = SlotRecord(
-                    provider: credential.provider, backend: item.backend, account: (before?.account).map { credential.account.merging($0) } ?? credential.account,
+                    provider: credential.provider,
+                    backend: item.backend,
+                    account: (before?.account).map { credential.account.merging($0) } ?? credential.account,
                     state: mustSignIn ? .reauthenticationRequired : .signedIn(expiresAt: credential.tokens.expiresAt),
-                    lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, createdAt: before?.createdAt ?? now,
-                    rotates: !credential.isPersonalAccessToken)
+                    lastRefresh: credential.lastRefresh,
+                    lastRefreshBoot: credential.lastRefreshBoot,
+                    createdAt: before?.createdAt ?? now,
+                    rotates: !credential.isPersonalAccessToken
+                )
                 result.repairs.append(.addedSlot(item.slot, from: item.backend, mustSignIn: mustSignIn))
             }
             if doc.active == nil, let active = registry.lastKnownActive(), doc.slots[active] != nil {

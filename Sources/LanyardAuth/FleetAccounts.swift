@@ -1,8 +1,8 @@
 import FoundationEssentials
 import LanyardCore
-import LanyardSupport
-import LanyardStore
 import LanyardFleet
+import LanyardStore
+import LanyardSupport
 
 /// What `fleet sync` did with one shared slot.
 public enum FleetSyncOutcome: String, Sendable, Equatable {
@@ -123,9 +123,16 @@ public struct FleetStatusReport: Sendable {
             message = alarm.error.userFacingDescription
             entries = []
             if alarm.kind == .forked {
-                if let ours = alarm.ours { entries.append((MachineIdentity.grouped(hex: hexBytes(ours)), "verified here")) }
-                entries.append((MachineIdentity.grouped(hex: hexBytes(alarm.digest)),
-                                alarm.theirs != nil ? "signed by \(alarm.signer)" : "named by \(alarm.signer) in \(alarm.source)"))
+                if let ours = alarm.ours {
+                    entries.append((MachineIdentity.grouped(hex: hexBytes(ours)), "verified here"))
+                }
+                entries.append(
+                    (
+                        MachineIdentity.grouped(hex: hexBytes(alarm.digest)),
+                        alarm.theirs != nil
+                            ? "signed by \(alarm.signer)" : "named by \(alarm.signer) in \(alarm.source)"
+                    )
+                )
             }
         }
     }
@@ -174,11 +181,15 @@ extension AccountManager {
 
     /// `fleet join`: pins the fleet whose fingerprint the person read on a member's screen, and
     /// asks to join; a member approves with the fingerprint returned here.
-    package func fleetJoin(fleetFingerprint: String) throws -> FleetMember { try openFleet().requestJoin(fleetFingerprint: fleetFingerprint).0 }
+    package func fleetJoin(fleetFingerprint: String) throws -> FleetMember {
+        try openFleet().requestJoin(fleetFingerprint: fleetFingerprint).0
+    }
 
     /// The fleet's fingerprint as this machine pinned it (nil: it has not joined the configured fleet).
     package func fleetFingerprint() -> String? {
-        guard let name = config.fleet?.name, let pinned = (try? MembershipCache.load(paths)) ?? nil, pinned.fleet == name else { return nil }
+        guard let name = config.fleet?.name, let pinned = (try? MembershipCache.load(paths)) ?? nil,
+            pinned.fleet == name
+        else { return nil }
         return pinned.fingerprint
     }
 
@@ -202,7 +213,9 @@ extension AccountManager {
         // refuses to refresh from: this machine's note lets its own rotations through.
         let paths = self.paths
         try await Self.blocking {
-            if let removal = try fleet.membership().0.lastRemoval { try RotationNote.begin(removal: removal.seq, fleet: fleet.name, paths: paths) }
+            if let removal = try fleet.membership().0.lastRemoval {
+                try RotationNote.begin(removal: removal.seq, fleet: fleet.name, paths: paths)
+            }
         }
         var outcomes: [FleetRemoval.SlotOutcome] = []
         var reseal: [Slot] = []
@@ -222,15 +235,22 @@ extension AccountManager {
         let access = try await Self.blocking { fleet.revokeEtcdAccess(of: member) }
         let rotated = outcomes.filter(\.rotated).map { JSONValue.string($0.slot.name) }
         _ = await BlockingExecutor.shared.run {
-            self.eventLog.append("fleet", slot: nil, fields: ["action": .string("removed"), "fleet": .string(fleet.name), "machine": .string(machine),
-                                                             "rotated": .array(rotated)])
+            self.eventLog.append(
+                "fleet",
+                slot: nil,
+                fields: [
+                    "action": .string("removed"), "fleet": .string(fleet.name), "machine": .string(machine),
+                    "rotated": .array(rotated),
+                ]
+            )
         }
         return FleetRemoval(machine: machine, wasMember: true, slots: outcomes, etcdAccess: access)
     }
 
     /// One shared slot after a removal: a forced refresh (fetched from the fleet first when this
     /// machine does not have it), which writes the next generation sealed to the members left.
-    private func rotateAfterRemoval(_ slot: Slot, fleet: String, reseal: inout [Slot]) async -> FleetRemoval.SlotOutcome {
+    private func rotateAfterRemoval(_ slot: Slot, fleet: String, reseal: inout [Slot]) async -> FleetRemoval.SlotOutcome
+    {
         if (try? await Self.blocking({ try self.registry.load().slots[slot] })) == nil {
             switch await fetchSharedSlot(slot) {
             case .refused(_, let reason):
@@ -250,7 +270,10 @@ extension AccountManager {
         }
         if !record.rotates {
             reseal.append(slot)
-            return FleetRemoval.SlotOutcome(slot: slot, result: .notRotatable(page: config.providers[record.provider]?.tokensPageURL?.absoluteString))
+            return FleetRemoval.SlotOutcome(
+                slot: slot,
+                result: .notRotatable(page: config.providers[record.provider]?.tokensPageURL?.absoluteString)
+            )
         }
         do {
             let credential = try await freshCredential(slot: slot, force: true)
@@ -264,7 +287,9 @@ extension AccountManager {
     }
 
     /// `fleet resolve`: a person chose which entry of a forked membership log is the fleet's.
-    package func fleetResolve(keep fingerprint: String) throws -> Membership { try openFleet().resolveFork(keep: fingerprint) }
+    package func fleetResolve(keep fingerprint: String) throws -> Membership {
+        try openFleet().resolveFork(keep: fingerprint)
+    }
 
     /// `fleet share`: puts the slot's credential in the fleet, sealed to every member.
     /// - Returns: the etcd revision written.
@@ -278,8 +303,15 @@ extension AccountManager {
             let (_, store) = try self.storeOf(slot)
             let credential = try self.read(slot, store)
             let value = try fleet.share(slot, credential: credential)
-            try SharedSlotState(fleet: fleet.name, revision: value.modRevision, generation: value.generation).save(slot, paths: self.paths)
-            self.eventLog.append("fleet", slot: slot, fields: ["action": .string("shared"), "fleet": .string(fleet.name)])
+            try SharedSlotState(fleet: fleet.name, revision: value.modRevision, generation: value.generation).save(
+                slot,
+                paths: self.paths
+            )
+            self.eventLog.append(
+                "fleet",
+                slot: slot,
+                fields: ["action": .string("shared"), "fleet": .string(fleet.name)]
+            )
             return value.modRevision
         }
     }
@@ -305,7 +337,8 @@ extension AccountManager {
     /// machine. Written under the fleet lock; when the fleet cannot take it, it stays here marked
     /// `upload_pending`, and the next refresh, `fleet sync` or the agent writes it (unless another
     /// machine writes the slot first, whose copy is then adopted).
-    func shareSignIn(_ slot: Slot, _ credential: Credential, state initial: SharedSlotState) async -> FleetSignInOutcome {
+    func shareSignIn(_ slot: Slot, _ credential: Credential, state initial: SharedSlotState) async -> FleetSignInOutcome
+    {
         if initial.handedOverTo != nil {
             // Handed over: the new sign-in is this machine's own.
             _ = try? await Self.blocking { try self.forgetShared(slot, fleet: initial.fleet) }
@@ -329,9 +362,12 @@ extension AccountManager {
             let reason = error.userFacingDescription
             await BlockingExecutor.shared.run {
                 try? pending.save(slot, paths: self.paths)
-                self.eventLog.appendError(.fleetWritePending, slot: slot,
-                                          message: "the new sign-in is kept here and will be written to fleet "
-                                              + "\(pending.fleet) on the next sync: \(reason)")
+                self.eventLog.appendError(
+                    .fleetWritePending,
+                    slot: slot,
+                    message: "the new sign-in is kept here and will be written to fleet "
+                        + "\(pending.fleet) on the next sync: \(reason)"
+                )
             }
             return .pending(fleet: pending.fleet, reason: reason)
         }
@@ -342,17 +378,35 @@ extension AccountManager {
     /// - Returns: the value written; nil when the slot was unshared in the fleet (the caller
     ///   forgets it: ``forgetShared(_:fleet:)``).
     @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
-    func writeSignIn(_ slot: Slot, _ credential: Credential, fleet: Fleet, state: inout SharedSlotState,
-                     under held: FleetLock?) throws -> SharedValue? {
+    func writeSignIn(
+        _ slot: Slot,
+        _ credential: Credential,
+        fleet: Fleet,
+        state: inout SharedSlotState,
+        under held: FleetLock?
+    ) throws -> SharedValue? {
         let lock = try held ?? fleet.lock(slot, httpTimeout: config.httpTimeout)
         defer { if held == nil { lock.release() } }
-        guard let written = try fleet.replace(slot, credential: credential, seen: max(state.generation, state.evidence), under: lock) else { return nil }
+        guard
+            let written = try fleet.replace(
+                slot,
+                credential: credential,
+                seen: max(state.generation, state.evidence),
+                under: lock
+            )
+        else { return nil }
         state.record(written)
         state.signInPending = false
         state.handedOverTo = nil
         try state.save(slot, paths: paths)
-        eventLog.append("fleet", slot: slot, fields: ["action": .string("signed-in"), "fleet": .string(fleet.name),
-                                                      "revision": .string(String(written.modRevision))])
+        eventLog.append(
+            "fleet",
+            slot: slot,
+            fields: [
+                "action": .string("signed-in"), "fleet": .string(fleet.name),
+                "revision": .string(String(written.modRevision)),
+            ]
+        )
         return written
     }
 
@@ -365,27 +419,52 @@ extension AccountManager {
     /// The slot was unshared by `machine`, which kept the live credential: this copy's refresh
     /// token is dropped (it is the fleet's, and the other machine spends it from now on) and the
     /// slot needs a sign-in, unless it is shared again (then a sync adopts it).
-    func markHandedOver(_ slot: Slot, to machine: String, generation: Int64, store: any CredentialStore, state: inout SharedSlotState) throws {
+    func markHandedOver(
+        _ slot: Slot,
+        to machine: String,
+        generation: Int64,
+        store: any CredentialStore,
+        state: inout SharedSlotState
+    ) throws {
         if var local = try? store.get(slot), local.tokens.refreshToken != nil {
             local.tokens.refreshToken = nil
             try store.put(local, for: slot)
         }
         try registry.update { doc in
             doc.slots[slot]?.state = .reauthenticationRequired
-            doc.slots[slot]?.lastErrorCode = FleetError.handedOver(slot: slot, fleet: state.fleet, machine: machine).code.rawValue
+            doc.slots[slot]?.lastErrorCode =
+                FleetError.handedOver(slot: slot, fleet: state.fleet, machine: machine).code.rawValue
         }
         state.handedOverTo = machine
         state.generation = max(state.generation, generation)
         state.uploadPending = false
         state.signInPending = false
         try state.save(slot, paths: paths)
-        eventLog.append("fleet", slot: slot, fields: ["action": .string("handed-over"), "fleet": .string(state.fleet), "machine": .string(machine)])
+        eventLog.append(
+            "fleet",
+            slot: slot,
+            fields: ["action": .string("handed-over"), "fleet": .string(state.fleet), "machine": .string(machine)]
+        )
     }
 
     /// Reads the fleet's value for `slot` as the decision function takes it.
-    func readShared(_ slot: Slot, fleet: Fleet, identity: MachineIdentity, membership: Membership, record: SlotRecord?) -> SharedSlotDecision.Read {
+    func readShared(
+        _ slot: Slot,
+        fleet: Fleet,
+        identity: MachineIdentity,
+        membership: Membership,
+        record: SlotRecord?
+    ) -> SharedSlotDecision.Read {
         do {
-            guard let value = try fleet.newest(slot, identity: identity, membership: membership, account: record?.account, provider: record?.provider) else {
+            guard
+                let value = try fleet.newest(
+                    slot,
+                    identity: identity,
+                    membership: membership,
+                    account: record?.account,
+                    provider: record?.provider
+                )
+            else {
                 return .missing
             }
             return .value(value)
@@ -436,16 +515,24 @@ extension AccountManager {
 
     /// One slot of ``fleetSync(only:)``, under the slot's local lock; nil when there is nothing
     /// to say (a tombstone of a slot this machine never had).
-    func syncShared(_ slot: Slot, fleet: Fleet, identity: MachineIdentity, membership: Membership) throws -> (Slot, FleetSyncOutcome, String?)? {
+    func syncShared(
+        _ slot: Slot,
+        fleet: Fleet,
+        identity: MachineIdentity,
+        membership: Membership
+    ) throws -> (Slot, FleetSyncOutcome, String?)? {
         let registryDoc = try registry.load()
         let record = registryDoc.slots[slot]
         let state = try SharedSlotState.load(slot, paths: paths)
         if record != nil && state == nil {
             let name = slot.name
-            return (slot, .conflict, "a slot named \(name) exists on this machine and is not shared, so the fleet's \(name) was not "
-                + "brought here: rename this one (`lanyard rename \(name) \(name)-local`) "
+            return (
+                slot, .conflict,
+                "a slot named \(name) exists on this machine and is not shared, so the fleet's \(name) was not "
+                    + "brought here: rename this one (`lanyard rename \(name) \(name)-local`) "
                     + "or remove it (`lanyard remove \(name)`), "
-                + "then run `lanyard fleet sync` again")
+                    + "then run `lanyard fleet sync` again"
+            )
         }
         var local: Credential?
         var store: (any CredentialStore)?
@@ -457,11 +544,20 @@ extension AccountManager {
             store = opened
         }
         let read = readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record)
-        let step = SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: local, state: state, read: read)
+        let step = SharedSlotDecision.step(
+            slot: slot,
+            fleet: fleet.name,
+            machine: fleet.machine,
+            local: local,
+            state: state,
+            read: read
+        )
         guard let local, let store, var known = state else {
             // Not on this machine: only a live value is brought here.
             guard step == .adopt, case .value(let value) = read, let credential = value.credential else {
-                if case .refuse(let error) = step, case .value = read { return (slot, .refused, error.userFacingDescription) }
+                if case .refuse(let error) = step, case .value = read {
+                    return (slot, .refused, error.userFacingDescription)
+                }
                 if case .failed(let error) = read { return (slot, .refused, error.userFacingDescription) }
                 return nil
             }
@@ -473,23 +569,53 @@ extension AccountManager {
             case .refused(let error): return (slot, .refused, error.userFacingDescription)
             case .unshared: return (slot, .unshared, nil)
             case .handedOver(let machine):
-                return (slot, .handedOver, FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine).userFacingDescription)
+                return (
+                    slot, .handedOver,
+                    FleetError.handedOver(slot: slot, fleet: fleet.name, machine: machine).userFacingDescription
+                )
             case .adopted: return (slot, .adopted, nil)
             case .uploaded: return (slot, .uploaded, nil)
             case .unchanged, .needsLock: return (slot, .current, nil)
             }
         }
-        let performed = try performShared(step, read: read, slot: slot, local: local, store: store, state: &known, fleet: fleet,
-                                          identity: identity, lock: nil)
+        let performed = try performShared(
+            step,
+            read: read,
+            slot: slot,
+            local: local,
+            store: store,
+            state: &known,
+            fleet: fleet,
+            identity: identity,
+            lock: nil
+        )
         guard case .needsLock = performed else { return outcome(performed) }
         // A refresh made here whose fleet write never landed: written under the fleet lock,
         // against the value read again under it.
         let lock = try fleet.lock(slot, httpTimeout: config.httpTimeout)
         defer { lock.release() }
         let again = readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record)
-        let next = SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: local, state: known, read: again)
-        return outcome(try performShared(next, read: again, slot: slot, local: local, store: store, state: &known, fleet: fleet,
-                                         identity: identity, lock: lock))
+        let next = SharedSlotDecision.step(
+            slot: slot,
+            fleet: fleet.name,
+            machine: fleet.machine,
+            local: local,
+            state: known,
+            read: again
+        )
+        return outcome(
+            try performShared(
+                next,
+                read: again,
+                slot: slot,
+                local: local,
+                store: store,
+                state: &known,
+                fleet: fleet,
+                identity: identity,
+                lock: lock
+            )
+        )
     }
 
     /// A slot new here: made in the store new slots use, with the fleet's credential.
@@ -509,19 +635,52 @@ extension AccountManager {
             doc.slots[slot] = made
             if doc.active == nil { doc.active = slot }
         }
-        try SharedSlotState(fleet: fleet, revision: value.modRevision, generation: value.generation).save(slot, paths: paths)
-        eventLog.append("adopt", slot: slot, fields: ["revision": .string(String(value.modRevision)), "generation": .string(String(value.generation)),
-                                                      "expires_at": .date(adopted.tokens.expiresAt)])
+        try SharedSlotState(fleet: fleet, revision: value.modRevision, generation: value.generation).save(
+            slot,
+            paths: paths
+        )
+        eventLog.append(
+            "adopt",
+            slot: slot,
+            fields: [
+                "revision": .string(String(value.modRevision)), "generation": .string(String(value.generation)),
+                "expires_at": .date(adopted.tokens.expiresAt),
+            ]
+        )
     }
 
     /// `fleet status`: never fails on what etcd holds; damaged keys are listed.
     package func fleetStatus() -> FleetStatusReport {
         guard let settings = config.fleet else {
-            return FleetStatusReport(fleet: "", machine: "", endpoints: [], healthy: false, problem: FleetError.notConfigured(configFile: paths.configFile).userFacingDescription,
-                                     fingerprint: nil, members: [], pending: [], slots: [], damaged: [], leader: nil, standing: "outsider")
+            return FleetStatusReport(
+                fleet: "",
+                machine: "",
+                endpoints: [],
+                healthy: false,
+                problem: FleetError.notConfigured(configFile: paths.configFile).userFacingDescription,
+                fingerprint: nil,
+                members: [],
+                pending: [],
+                slots: [],
+                damaged: [],
+                leader: nil,
+                standing: "outsider"
+            )
         }
-        var report = FleetStatusReport(fleet: settings.name, machine: settings.machine, endpoints: [], healthy: false, problem: nil,
-                                       fingerprint: fleetFingerprint(), members: [], pending: [], slots: [], damaged: [], leader: nil, standing: "unknown")
+        var report = FleetStatusReport(
+            fleet: settings.name,
+            machine: settings.machine,
+            endpoints: [],
+            healthy: false,
+            problem: nil,
+            fingerprint: fleetFingerprint(),
+            members: [],
+            pending: [],
+            slots: [],
+            damaged: [],
+            leader: nil,
+            standing: "unknown"
+        )
         let fleet: Fleet
         do { fleet = try openFleet() } catch {
             report.problem = error.userFacingDescription
@@ -538,17 +697,29 @@ extension AccountManager {
             report.damaged += damaged.map { "\(TerminalText.escaped($0.key)): \($0.problem)" }
             report.members = membership.members
             let identity = try fleet.identity()
-            if let identity, membership.member(holding: identity)?.machine == settings.machine { report.standing = "member" }
+            if let identity, membership.member(holding: identity)?.machine == settings.machine {
+                report.standing = "member"
+            }
             let (leader, ignoredLeaders) = try fleet.leaderName(membership: membership)
             report.leader = leader
             report.damaged += ignoredLeaders.map { "\(TerminalText.escaped($0.key)): \($0.problem)" }
             report.alarm = fleet.alarm().map { FleetStatusReport.Alarm($0) }
-            report.removedAccess = fleet.removedMachinesAccess().map { FleetStatusReport.RemovedAccess(machine: $0.machine, access: $0.access) }
+            report.removedAccess = fleet.removedMachinesAccess().map {
+                FleetStatusReport.RemovedAccess(machine: $0.machine, access: $0.access)
+            }
             for slot in try fleet.sharedSlots() {
                 let note = try fleet.refreshedNote(slot, membership: membership)
                 let state = SharedSlotState.loadIfReadable(slot, paths: paths)
-                var entry = FleetStatusReport.SharedSlot(slot: slot, refreshedBy: note?.machine, refreshedAt: note?.at, local: state != nil,
-                                                         localCurrent: false, uploadPending: state?.uploadPending ?? false, generation: 0, problem: nil)
+                var entry = FleetStatusReport.SharedSlot(
+                    slot: slot,
+                    refreshedBy: note?.machine,
+                    refreshedAt: note?.at,
+                    local: state != nil,
+                    localCurrent: false,
+                    uploadPending: state?.uploadPending ?? false,
+                    generation: 0,
+                    problem: nil
+                )
                 if let identity, report.standing == "member" {
                     switch readShared(slot, fleet: fleet, identity: identity, membership: membership, record: nil) {
                     case .value(let value):

@@ -19,8 +19,12 @@ public struct HTTPRequest: Sendable {
 
     /// A POST with a JSON body.
     public static func json(_ url: URL, _ body: JSONValue, headers: [String: String] = [:]) -> HTTPRequest {
-        HTTPRequest(method: "POST", url: url, headers: headers.merging(["Content-Type": "application/json", "Accept": "application/json"]) { $1 },
-                    body: Data(body.serialized().utf8))
+        HTTPRequest(
+            method: "POST",
+            url: url,
+            headers: headers.merging(["Content-Type": "application/json", "Accept": "application/json"]) { $1 },
+            body: Data(body.serialized().utf8)
+        )
     }
 
     /// A POST with an `application/x-www-form-urlencoded` body.
@@ -28,9 +32,12 @@ public struct HTTPRequest: Sendable {
         let body = fields.map { key, value in
             key.percentEncodedUnreserved() + "=" + value.percentEncodedUnreserved()
         }.joined(separator: "&")
-        return HTTPRequest(method: "POST", url: url,
-                           headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
-                           body: Data(body.utf8))
+        return HTTPRequest(
+            method: "POST",
+            url: url,
+            headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"],
+            body: Data(body.utf8)
+        )
     }
 }
 
@@ -56,7 +63,9 @@ package enum HTTPHeaderRules {
 
     private static func isTokenByte(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
         default: return Array("!#$%&'*+-.^_`|~".utf8).contains(b)
         }
     }
@@ -136,9 +145,14 @@ package struct BackoffTransport: HTTPTransport {
     /// Called before each wait with the retry number and the delay (for progress and tests).
     package let onRetry: @Sendable (Int, TimeInterval) -> Void
 
-    package init(base: any HTTPTransport, policy: BackoffPolicy, clock: any WallClock = SystemClock(),
-                sleeper: any Sleeper = TaskSleeper(), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-                onRetry: @escaping @Sendable (Int, TimeInterval) -> Void = { _, _ in }) {
+    package init(
+        base: any HTTPTransport,
+        policy: BackoffPolicy,
+        clock: any WallClock = SystemClock(),
+        sleeper: any Sleeper = TaskSleeper(),
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        onRetry: @escaping @Sendable (Int, TimeInterval) -> Void = { _, _ in }
+    ) {
         self.base = base
         self.policy = policy
         self.clock = clock
@@ -152,10 +166,16 @@ package struct BackoffTransport: HTTPTransport {
         while true {
             let response = try await base.send(request)
             guard response.status == 429 else { return response }
-            let retryAfter = response.headers["retry-after"].flatMap { BackoffPolicy.retryAfterSeconds($0, now: clock.now()) }
-            guard let delay = policy.delay(beforeRetry: retry, retryAfter: retryAfter, unitRandom: random()) else { return response }
+            let retryAfter = response.headers["retry-after"].flatMap {
+                BackoffPolicy.retryAfterSeconds($0, now: clock.now())
+            }
+            guard let delay = policy.delay(beforeRetry: retry, retryAfter: retryAfter, unitRandom: random()) else {
+                return response
+            }
             onRetry(retry, delay)
-            do { try await sleeper.sleep(seconds: delay) } catch { throw TransportError(.cancelled, "request cancelled") }
+            do { try await sleeper.sleep(seconds: delay) } catch {
+                throw TransportError(.cancelled, "request cancelled")
+            }
             retry += 1
         }
     }

@@ -18,8 +18,14 @@ package struct DeviceAuthorization: Sendable, Hashable {
     /// The provider's handle for polling (device code / device auth id). Secret-ish: never shown.
     package var deviceCode: String
 
-    package init(userCode: String, verificationURL: URL, completeVerificationURL: URL? = nil, interval: TimeInterval,
-                expiresAt: Date, deviceCode: String) {
+    package init(
+        userCode: String,
+        verificationURL: URL,
+        completeVerificationURL: URL? = nil,
+        interval: TimeInterval,
+        expiresAt: Date,
+        deviceCode: String
+    ) {
         self.userCode = userCode
         self.verificationURL = verificationURL
         self.completeVerificationURL = completeVerificationURL
@@ -44,7 +50,12 @@ package struct TokenResponse: Sendable, Hashable {
     package var idToken: String?
     package var expiresIn: TimeInterval?
 
-    package init(accessToken: String, refreshToken: String? = nil, idToken: String? = nil, expiresIn: TimeInterval? = nil) {
+    package init(
+        accessToken: String,
+        refreshToken: String? = nil,
+        idToken: String? = nil,
+        expiresIn: TimeInterval? = nil
+    ) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.idToken = idToken
@@ -62,8 +73,12 @@ package struct TokenResponse: Sendable, Hashable {
             if let expires, expires < 0 || expires.plausibleSeconds == nil {
                 throw JSONShapeError(path: ".expires_in", problem: "is not a number of seconds")
             }
-            return TokenResponse(accessToken: try json.token("access_token"), refreshToken: try json.optionalToken("refresh_token"),
-                                 idToken: try json.optionalToken("id_token"), expiresIn: expires)
+            return TokenResponse(
+                accessToken: try json.token("access_token"),
+                refreshToken: try json.optionalToken("refresh_token"),
+                idToken: try json.optionalToken("id_token"),
+                expiresIn: expires
+            )
         } catch {
             throw .invalidResponse("\(step): \(error.userFacingDescription)")
         }
@@ -104,7 +119,11 @@ package protocol DeviceCodeProvider: Sendable {
 
 /// Shared mapping of transport failures and token-endpoint answers.
 enum ProviderSupport {
-    static func send(_ transport: any HTTPTransport, _ request: HTTPRequest, step: String) async throws(AuthError) -> HTTPResponse {
+    static func send(
+        _ transport: any HTTPTransport,
+        _ request: HTTPRequest,
+        step: String
+    ) async throws(AuthError) -> HTTPResponse {
         do { return try await transport.send(request) } catch let error as TransportError {
             if error.kind == .cancelled { throw .cancelledSignIn }
             if error.kind == .tooLarge { throw .invalidResponse("\(step): \(error.message)") }
@@ -115,20 +134,30 @@ enum ProviderSupport {
     }
 
     /// A refresh request's answer: tokens, or the failure's kind.
-    static func refreshResult(_ transport: any HTTPTransport, _ request: HTTPRequest,
-                              refreshToken: String) async throws(RefreshFailure) -> TokenResponse {
+    static func refreshResult(
+        _ transport: any HTTPTransport,
+        _ request: HTTPRequest,
+        refreshToken: String
+    ) async throws(RefreshFailure) -> TokenResponse {
         let response: HTTPResponse
         do { response = try await transport.send(request) } catch {
             throw .transient("refresh: \(error.userFacingDescription)")
         }
         if response.isSuccess {
-            do { return try TokenResponse.parse(response.body, step: "refresh") } catch { throw .transient(error.userFacingDescription) }
+            do { return try TokenResponse.parse(response.body, step: "refresh") } catch {
+                throw .transient(error.userFacingDescription)
+            }
         }
         let detail = ServerErrorDetail(body: response.body, redacting: [refreshToken])
-        let permanentCodes: Set<String> = ["invalid_grant", "refresh_token_reused", "refresh_token_expired",
-                                           "refresh_token_invalidated", "invalid_token", "unauthorized_client"]
+        let permanentCodes: Set<String> = [
+            "invalid_grant", "refresh_token_reused", "refresh_token_expired",
+            "refresh_token_invalidated", "invalid_token", "unauthorized_client",
+        ]
         if [400, 401, 403].contains(response.status) || permanentCodes.contains(detail.code) {
-            throw .permanent(code: detail.code == "UNKNOWN" ? "http_\(response.status)" : detail.code, status: response.status)
+            throw .permanent(
+                code: detail.code == "UNKNOWN" ? "http_\(response.status)" : detail.code,
+                status: response.status
+            )
         }
         throw .transient("token endpoint answered HTTP \(response.status) (\(detail.code))")
     }
@@ -138,12 +167,17 @@ enum ProviderSupport {
     /// (``SignInFlow``); nil for answers that end the sign-in.
     static func passingFailure(_ step: String, status: Int, _ detail: ServerErrorDetail) -> AuthError? {
         guard status >= 500 || status == 408 || status == 429 else { return nil }
-        return .networkFailure("\(step): server answered HTTP \(status)" + (detail.code == ServerErrorDetail().code ? "" : " (\(detail.code))"))
+        return .networkFailure(
+            "\(step): server answered HTTP \(status)"
+                + (detail.code == ServerErrorDetail().code ? "" : " (\(detail.code))")
+        )
     }
 
     /// `base` with `query` added, every name and value percent-encoded but the unreserved characters.
     static func withQuery(_ base: URL, _ query: [(String, String)]) throws(AuthError) -> URL {
-        let text = query.map { $0.percentEncodedUnreserved() + "=" + $1.percentEncodedUnreserved() }.joined(separator: "&")
+        let text = query.map { $0.percentEncodedUnreserved() + "=" + $1.percentEncodedUnreserved() }.joined(
+            separator: "&"
+        )
         let absolute = base.absoluteString
         guard let url = URL(string: absolute + (absolute.contains("?") ? "&" : "?") + text) else {
             throw .invalidResponse("the authorization URL could not be built from \(TerminalText.escaped(absolute))")
@@ -153,13 +187,26 @@ enum ProviderSupport {
 
     /// An authorization code exchanged for tokens (RFC 6749 § 4.1.3 with PKCE, a form POST), as
     /// both ChatGPT and generic providers take it; a refresh token is required.
-    static func exchangeAuthorizationCode(_ transport: any HTTPTransport, at tokenEndpoint: URL, code: String, verifier: String,
-                                          redirectURI: String, clientID: String) async throws(AuthError) -> TokenResponse {
+    static func exchangeAuthorizationCode(
+        _ transport: any HTTPTransport,
+        at tokenEndpoint: URL,
+        code: String,
+        verifier: String,
+        redirectURI: String,
+        clientID: String
+    ) async throws(AuthError) -> TokenResponse {
         let step = "token exchange"
-        let response = try await send(transport, .form(tokenEndpoint, [
-            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
-            ("client_id", clientID), ("code_verifier", verifier),
-        ]), step: step)
+        let response = try await send(
+            transport,
+            .form(
+                tokenEndpoint,
+                [
+                    ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
+                    ("client_id", clientID), ("code_verifier", verifier),
+                ]
+            ),
+            step: step
+        )
         guard response.isSuccess else {
             let detail = ServerErrorDetail(body: response.body, redacting: [code, verifier])
             if let passing = passingFailure(step, status: response.status, detail) { throw passing }

@@ -1,7 +1,7 @@
 import LanyardCore
-import LanyardSupport
-import LanyardStore
 import LanyardFleet
+import LanyardStore
+import LanyardSupport
 
 /// Connects to a fleet's etcd cluster (injected in tests; the gateway client otherwise).
 package typealias EtcdConnector = @Sendable (FleetSettings) throws -> any EtcdKV
@@ -27,9 +27,16 @@ extension AccountManager {
     /// has not expired is served as it is and none is refreshed: refreshing blind could spend a
     /// refresh token another machine spent.
     @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
-    func refreshShared(_ stored: StoredCredential, force: Bool, current local: Credential, state initial: SharedSlotState) throws -> Credential {
+    func refreshShared(
+        _ stored: StoredCredential,
+        force: Bool,
+        current local: Credential,
+        state initial: SharedSlotState
+    ) throws -> Credential {
         let (slot, record, store, before) = (stored.slot, stored.record, stored.store, stored.credential)
-        if let machine = initial.handedOverTo { throw FleetError.handedOver(slot: slot, fleet: initial.fleet, machine: machine) }
+        if let machine = initial.handedOverTo {
+            throw FleetError.handedOver(slot: slot, fleet: initial.fleet, machine: machine)
+        }
         let fleet: Fleet
         let identity: MachineIdentity
         let membership: Membership
@@ -49,11 +56,27 @@ extension AccountManager {
         while lockedValue == nil {
             let read = readShared(slot, fleet: fleet, identity: identity, membership: membership, record: record)
             StartupTrace.mark(fleetLock == nil ? "fleet read" : "fleet read, locked")
-            let step = SharedSlotDecision.step(slot: slot, fleet: fleet.name, machine: fleet.machine, local: current, state: state, read: read)
+            let step = SharedSlotDecision.step(
+                slot: slot,
+                fleet: fleet.name,
+                machine: fleet.machine,
+                local: current,
+                state: state,
+                read: read
+            )
             let performed: SharedPerformed
             do {
-                performed = try performShared(step, read: read, slot: slot, local: current, store: store, state: &state, fleet: fleet,
-                                              identity: identity, lock: fleetLock)
+                performed = try performShared(
+                    step,
+                    read: read,
+                    slot: slot,
+                    local: current,
+                    store: store,
+                    state: &state,
+                    fleet: fleet,
+                    identity: identity,
+                    lock: fleetLock
+                )
             } catch let error as FleetError {
                 if case .handedOver = error { throw error }
                 if fleetLock != nil { return try servedWithoutFleet(slot, current, error, force: force) }
@@ -77,7 +100,12 @@ extension AccountManager {
             }
             if fleetLock != nil {
                 guard case .value(let value) = read else {
-                    return try servedWithoutFleet(slot, current, .valueMissing(slot: slot, fleet: fleet.name), force: force)
+                    return try servedWithoutFleet(
+                        slot,
+                        current,
+                        .valueMissing(slot: slot, fleet: fleet.name),
+                        force: force
+                    )
                 }
                 lockedValue = performed.written ?? value
                 continue
@@ -93,33 +121,52 @@ extension AccountManager {
             }
             StartupTrace.mark("fleet lock")
         }
-        guard let lock = fleetLock, let base = lockedValue else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
+        guard let lock = fleetLock, let base = lockedValue else {
+            throw FleetError.lockLost(slot: slot, fleet: fleet.name)
+        }
 
         // Never present a refresh token another machine said it is presenting.
         let intent = try? fleet.intent(slot, membership: membership)
-        if let blocked = SharedSlotDecision.refreshBlocked(slot: slot, fleet: fleet.name, machine: fleet.machine,
-                                                           refreshToken: current.tokens.refreshToken, intent: intent ?? nil) {
+        if let blocked = SharedSlotDecision.refreshBlocked(
+            slot: slot,
+            fleet: fleet.name,
+            machine: fleet.machine,
+            refreshToken: current.tokens.refreshToken,
+            intent: intent ?? nil
+        ) {
             return try servedWithoutFleet(slot, current, blocked, force: force)
         }
         // A removal rotates every shared slot at once: a value sealed before a removal this
         // machine verified is one put back (or a rotation that failed), and its refresh token may
         // be spent. Never present it; only the remover's own rotation starts from such a value.
         if let removal = membership.lastRemoval, base.headSeq > 0, base.headSeq < removal.seq,
-           !RotationNote.allows(removal: removal.seq, fleet: fleet.name, paths: paths) {
-            let refused = FleetError.refusedCredential(slot: slot, fleet: fleet.name,
+            !RotationNote.allows(removal: removal.seq, fleet: fleet.name, paths: paths)
+        {
+            let refused = FleetError.refusedCredential(
+                slot: slot,
+                fleet: fleet.name,
                 reason: "it was sealed before membership entry \(removal.seq) removed "
                     + "\(removal.machine), and a removal rotates every "
                     + "shared slot at once, so it is a value put back (or that rotation failed); "
-                        + "sign the slot in again on a member "
-                    + "(`lanyard login \(slot.name)`)")
+                    + "sign the slot in again on a member "
+                    + "(`lanyard login \(slot.name)`)"
+            )
             return try servedWithoutFleet(slot, current, refused, force: force)
         }
         // The request must finish well inside the lease: never start it on a lease about to end.
-        guard lock.held(margin: config.httpTimeout + 5) else { throw FleetError.lockLost(slot: slot, fleet: fleet.name) }
+        guard lock.held(margin: config.httpTimeout + 5) else {
+            throw FleetError.lockLost(slot: slot, fleet: fleet.name)
+        }
         if let token = current.tokens.refreshToken {
             let recorded: Bool
             do {
-                recorded = try fleet.writeIntent(slot, current: base, refreshToken: token, identity: identity, under: lock)
+                recorded = try fleet.writeIntent(
+                    slot,
+                    current: base,
+                    refreshToken: token,
+                    identity: identity,
+                    under: lock
+                )
             } catch let error as FleetError {
                 return try servedWithoutFleet(slot, current, error, force: force)
             }
@@ -129,23 +176,40 @@ extension AccountManager {
         let refreshed = try exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
         StartupTrace.mark("provider refresh")
         // The recovery file, the fleet and the store, in that order.
-        try keepRefreshed(slot: slot, refreshed, previous: current, store: store, share: {
-            do {
-                if let written = try fleet.writeRefreshed(slot, credential: refreshed, replacing: base, under: lock,
-                                                          identity: identity, membership: membership, seen: max(state.generation, state.evidence)) {
-                    state.record(written)
-                } else {
+        try keepRefreshed(
+            slot: slot,
+            refreshed,
+            previous: current,
+            store: store,
+            share: {
+                do {
+                    if let written = try fleet.writeRefreshed(
+                        slot,
+                        credential: refreshed,
+                        replacing: base,
+                        under: lock,
+                        identity: identity,
+                        membership: membership,
+                        seen: max(state.generation, state.evidence)
+                    ) {
+                        state.record(written)
+                    } else {
+                        state.uploadPending = true
+                    }
+                } catch {
                     state.uploadPending = true
                 }
-            } catch {
-                state.uploadPending = true
             }
-        })
+        )
         try state.save(slot, paths: paths)
         StartupTrace.mark("fleet write, stored")
         if state.uploadPending {
-            eventLog.appendError(.fleetWritePending, slot: slot,
-                                 message: "the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync")
+            eventLog.appendError(
+                .fleetWritePending,
+                slot: slot,
+                message:
+                    "the refreshed tokens are kept here and will be written to fleet \(fleet.name) on the next sync"
+            )
         }
         return refreshed
     }
@@ -180,9 +244,17 @@ extension AccountManager {
     /// otherwise; `.uploadPending` waits for the lock, `.upload` does not (the fleet's refresh
     /// token is spent: leaving it would hand it to the next machine).
     @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
-    func performShared(_ step: SharedSlotDecision.Step, read: SharedSlotDecision.Read, slot: Slot, local: Credential,
-                       store: any CredentialStore, state: inout SharedSlotState, fleet: Fleet, identity: MachineIdentity,
-                       lock: FleetLock?) throws -> SharedPerformed {
+    func performShared(
+        _ step: SharedSlotDecision.Step,
+        read: SharedSlotDecision.Read,
+        slot: Slot,
+        local: Credential,
+        store: any CredentialStore,
+        state: inout SharedSlotState,
+        fleet: Fleet,
+        identity: MachineIdentity,
+        lock: FleetLock?
+    ) throws -> SharedPerformed {
         switch step {
         case .refuse(let error):
             return .refused(error)
@@ -198,7 +270,9 @@ extension AccountManager {
             guard case .value(let value) = read, let credential = value.credential else { return .unchanged }
             return .adopted(try adopt(slot, credential, value: value, store: store, state: &state))
         case .current:
-            if case .value(let value) = read, value.generation != state.generation || value.modRevision != state.revision || state.uploadPending {
+            if case .value(let value) = read,
+                value.generation != state.generation || value.modRevision != state.revision || state.uploadPending
+            {
                 state.record(value)
                 try state.save(slot, paths: paths)
             }
@@ -213,7 +287,15 @@ extension AccountManager {
                 return .uploaded(written)
             }
             guard case .value(let value) = read, step == .upload || lock != nil else { return .needsLock }
-            guard let written = try fleet.write(slot, credential: local, replacing: value, identity: identity, fence: lock?.fence) else {
+            guard
+                let written = try fleet.write(
+                    slot,
+                    credential: local,
+                    replacing: value,
+                    identity: identity,
+                    fence: lock?.fence
+                )
+            else {
                 return .unchanged
             }
             state.record(written)
@@ -226,7 +308,12 @@ extension AccountManager {
     @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
     private func refreshUnshared(_ stored: StoredCredential, force: Bool, current: Credential) throws -> Credential {
         if !stillDue(current, before: stored.credential, force: force) { return current }
-        let refreshed = try exchangeRefreshToken(slot: stored.slot, current: current, record: stored.record, store: stored.store)
+        let refreshed = try exchangeRefreshToken(
+            slot: stored.slot,
+            current: current,
+            record: stored.record,
+            store: stored.store
+        )
         try keepRefreshed(slot: stored.slot, refreshed, previous: current, store: stored.store)
         return refreshed
     }
@@ -238,22 +325,36 @@ extension AccountManager {
     func reviveShared(_ slot: Slot, store: any CredentialStore, state initial: SharedSlotState) throws -> Credential {
         let record = try record(of: slot)  // another process may have revived it while we waited
         if record.state != .reauthenticationRequired { return try read(slot, store) }
-        let dead: any Error = initial.handedOverTo.map { FleetError.handedOver(slot: slot, fleet: initial.fleet, machine: $0) }
-            ?? ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
+        let dead: any Error =
+            initial.handedOverTo.map { FleetError.handedOver(slot: slot, fleet: initial.fleet, machine: $0) }
+            ?? ClientError.reauthenticationRequired(
+                slot: slot.name,
+                reason: record.lastErrorCode ?? "the session ended"
+            )
         var state = initial
         guard let fleet = try? openFleet(), let (identity, membership) = try? fleet.memberIdentity(),
-              let value = try? fleet.newest(slot, identity: identity, membership: membership, account: record.account, provider: record.provider),
-              let credential = value.credential, value.generation > state.generation else { throw dead }
+            let value = try? fleet.newest(
+                slot,
+                identity: identity,
+                membership: membership,
+                account: record.account,
+                provider: record.provider
+            ),
+            let credential = value.credential, value.generation > state.generation
+        else { throw dead }
         return try adopt(slot, credential, value: value, store: store, state: &state)
     }
 
     /// Whether `slot` is shared from this machine's point of view: a slot handed over, or one
     /// whose fleet removed this machine, is not (it can be signed out here; the fleet is left alone).
     func sharedHere(_ slot: Slot) -> SharedSlotState? {
-        guard let state = SharedSlotState.loadIfReadable(slot, paths: paths), state.handedOverTo == nil else { return nil }
+        guard let state = SharedSlotState.loadIfReadable(slot, paths: paths), state.handedOverTo == nil else {
+            return nil
+        }
         if let fleet = try? openFleet(), let identity = try? fleet.identity(),
-           let (membership, _) = try? fleet.membership(), membership.member(holding: identity) == nil,
-           (try? fleet.kv.get(fleet.keys.pending(fleet.machine))) == nil {
+            let (membership, _) = try? fleet.membership(), membership.member(holding: identity) == nil,
+            (try? fleet.kv.get(fleet.keys.pending(fleet.machine))) == nil
+        {
             return nil  // removed from the fleet (verified): its copy is its own to drop
         }
         return state
@@ -267,7 +368,13 @@ extension AccountManager {
     }
 
     /// Puts the fleet's newer credential into the local store and records its revision and generation.
-    func adopt(_ slot: Slot, _ credential: Credential, value: SharedValue, store: any CredentialStore, state: inout SharedSlotState) throws -> Credential {
+    func adopt(
+        _ slot: Slot,
+        _ credential: Credential,
+        value: SharedValue,
+        store: any CredentialStore,
+        state: inout SharedSlotState
+    ) throws -> Credential {
         var adopted = credential
         adopted.lastRefreshBoot = nil  // measured on another machine's boot clock
         try store.put(adopted, for: slot)
@@ -278,8 +385,14 @@ extension AccountManager {
         state.handedOverTo = nil
         state.writer = value.writer
         try state.save(slot, paths: paths)
-        eventLog.append("adopt", slot: slot, fields: ["revision": .string(String(value.modRevision)), "generation": .string(String(value.generation)),
-                                                      "expires_at": .date(adopted.tokens.expiresAt)])
+        eventLog.append(
+            "adopt",
+            slot: slot,
+            fields: [
+                "revision": .string(String(value.modRevision)), "generation": .string(String(value.generation)),
+                "expires_at": .date(adopted.tokens.expiresAt),
+            ]
+        )
         return adopted
     }
 
@@ -287,21 +400,32 @@ extension AccountManager {
     /// of the fleet rather than refreshed here: that machine's name, nil otherwise.
     package func adoptedFrom(_ slot: Slot, _ credential: Credential) -> String? {
         guard credential.lastRefreshBoot == nil, let state = SharedSlotState.loadIfReadable(slot, paths: paths),
-              let writer = state.writer, writer != config.fleet?.machine else { return nil }
+            let writer = state.writer, writer != config.fleet?.machine
+        else { return nil }
         return writer
     }
 
     /// Without a fleet to trust: the local token when it has not expired (logged, once per call),
     /// else an error that says why it cannot be refreshed. A forced refresh (`lanyard refresh`)
     /// fails with the fleet's error instead.
-    func servedWithoutFleet(_ slot: Slot, _ current: Credential, _ error: FleetError, force: Bool = false) throws -> Credential {
+    func servedWithoutFleet(
+        _ slot: Slot,
+        _ current: Credential,
+        _ error: FleetError,
+        force: Bool = false
+    ) throws -> Credential {
         // A refresh asked for explicitly is not done: say so rather than hand back the old token.
         if force { throw error }
         let valid = stillValid(current)
         switch error {
         case .unavailable(let fleet, let endpoints, let detail, let cause) where !valid:
-            throw FleetError.expiredWhileUnavailable(slot: slot, fleet: fleet, endpoints: endpoints, detail: detail,
-                                                     cause: cause)
+            throw FleetError.expiredWhileUnavailable(
+                slot: slot,
+                fleet: fleet,
+                endpoints: endpoints,
+                detail: detail,
+                cause: cause
+            )
         case .handedOver:
             throw error
         case _ where valid:

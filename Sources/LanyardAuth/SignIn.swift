@@ -42,7 +42,11 @@ package struct SignInFlow: Sendable {
     /// row doubles the wait, from twice the polling interval).
     package var maximumRetryDelay: TimeInterval = 60
 
-    package init(provider: any DeviceCodeProvider, clock: any WallClock = SystemClock(), sleeper: any Sleeper = TaskSleeper()) {
+    package init(
+        provider: any DeviceCodeProvider,
+        clock: any WallClock = SystemClock(),
+        sleeper: any Sleeper = TaskSleeper()
+    ) {
         self.provider = provider
         self.clock = clock
         self.sleeper = sleeper
@@ -52,10 +56,13 @@ package struct SignInFlow: Sendable {
     /// Runs the flow; `events` sees every state change. Task cancellation gives `cancelledSignIn`.
     /// `onApproved` receives the tokens (to store them) before `signedIn` is announced; if it
     /// throws, the flow ends in `failed` with that error.
-    package func run(events: @Sendable (SignInEvent) -> Void,
-                    onApproved: (TokenResponse, AccountInfo) async throws -> Void = { _, _ in }) async throws -> (TokenResponse, AccountInfo) {
+    package func run(
+        events: @Sendable (SignInEvent) -> Void,
+        onApproved: (TokenResponse, AccountInfo) async throws -> Void = { _, _ in }
+    ) async throws -> (TokenResponse, AccountInfo) {
         events(.state(.signingIn))
-        let tokens: TokenResponse, account: AccountInfo
+        let tokens: TokenResponse
+        let account: AccountInfo
         do {
             (tokens, account) = try await poll(events: events)
         } catch {
@@ -75,13 +82,18 @@ package struct SignInFlow: Sendable {
     /// `signedOut` when cancelled) and the ``AuthError``. `onApproved` receives the tokens (to store
     /// them) before `signedIn` is yielded; if it throws, the stream yields `failed` and throws that
     /// error. Ending the iteration (or cancelling the task that iterates) cancels the sign-in.
-    package func states(onApproved: @escaping @Sendable (TokenResponse, AccountInfo) async throws -> Void = { _, _ in })
-        -> AsyncThrowingStream<AuthState, Error> {
+    package func states(
+        onApproved: @escaping @Sendable (TokenResponse, AccountInfo) async throws -> Void = { _, _ in }
+    )
+        -> AsyncThrowingStream<AuthState, Error>
+    {
         let (stream, continuation) = AsyncThrowingStream<AuthState, Error>.makeStream()
         let task = Task {
             continuation.yield(.signingIn)
             do {
-                let (tokens, account) = try await poll(events: { if case .state(let state) = $0 { continuation.yield(state) } })
+                let (tokens, account) = try await poll(events: {
+                    if case .state(let state) = $0 { continuation.yield(state) }
+                })
                 try await onApproved(tokens, account)
                 continuation.yield(.signedIn(expiresAt: tokens.expiresAt(now: clock.now())))
                 continuation.finish()
@@ -108,8 +120,14 @@ package struct SignInFlow: Sendable {
         if Task.isCancelled { throw .cancelledSignIn }
         let authorization = try await provider.authorize()
         events(.deviceCode(authorization))
-        events(.state(.awaitingDeviceCode(userCode: authorization.userCode,
-                                          verificationURL: authorization.completeVerificationURL ?? authorization.verificationURL)))
+        events(
+            .state(
+                .awaitingDeviceCode(
+                    userCode: authorization.userCode,
+                    verificationURL: authorization.completeVerificationURL ?? authorization.verificationURL
+                )
+            )
+        )
         let giveUpAt = start + maximumDuration
         var interval = authorization.interval
         // The wait before the next poll: the interval, or after failed polls the backoff.
@@ -165,8 +183,13 @@ package struct SignInFlow: Sendable {
     /// (at least 1 s), doubling with each further failure, at most `maximum` (never less than the
     /// interval): the shared exponential ``BackoffPolicy``, without jitter or `Retry-After`.
     static func retryDelay(failures: Int, interval: TimeInterval, maximum: TimeInterval) -> TimeInterval {
-        let policy = BackoffPolicy(maxRetries: .max, initialDelay: 2 * max(interval, 1), maximumDelay: max(maximum, interval),
-                                   respectsRetryAfterHeader: false, jitter: 0)
+        let policy = BackoffPolicy(
+            maxRetries: .max,
+            initialDelay: 2 * max(interval, 1),
+            maximumDelay: max(maximum, interval),
+            respectsRetryAfterHeader: false,
+            jitter: 0
+        )
         return policy.delay(beforeRetry: max(failures, 1) - 1, unitRandom: 0)!
     }
 }

@@ -36,7 +36,8 @@ package struct PinSearch: Sendable {
     /// Every trustworthy pin found, in path order, each once.
     package func pins() -> [(path: String, name: String)] {
         var pins = PinFile.scan(under: [workingDirectory] + (home.map { [$0] } ?? [])).pins
-        if let inEffect = PinFile.find(from: workingDirectory).pin, !pins.contains(where: { $0.path == inEffect.path }) {
+        if let inEffect = PinFile.find(from: workingDirectory).pin, !pins.contains(where: { $0.path == inEffect.path })
+        {
             pins.append(inEffect)
         }
         return pins.sorted { $0.path < $1.path }
@@ -156,7 +157,10 @@ extension AccountManager {
             if let credential {
                 try store.put(credential, for: new)
                 guard try store.get(new) == credential else {
-                    throw StoreError.corrupt(source: "slot \(new.name)", detail: "read-back after copy did not match; \(old.name) kept")
+                    throw StoreError.corrupt(
+                        source: "slot \(new.name)",
+                        detail: "read-back after copy did not match; \(old.name) kept"
+                    )
                 }
             }
             doc.slots[new] = record
@@ -220,24 +224,42 @@ extension AccountManager {
     /// The slot commands act on in `directory`, by the documented precedence (`flag` >
     /// `LANYARD_ACCOUNT` in `environment` > the nearest `.lanyard` > the active slot); nil when
     /// no rule names one.
-    package func resolveSlot(flag: String?, environment: [String: String], directory: String) throws -> AccountResolution? {
-        try AccountResolution.resolve(flag: flag, environment: environment["LANYARD_ACCOUNT"],
-                                      pinFile: { PinFile.nearest(from: directory) }, active: { try registry.view().active() })
+    package func resolveSlot(
+        flag: String?,
+        environment: [String: String],
+        directory: String
+    ) throws -> AccountResolution? {
+        try AccountResolution.resolve(
+            flag: flag,
+            environment: environment["LANYARD_ACCOUNT"],
+            pinFile: { PinFile.nearest(from: directory) },
+            active: { try registry.view().active() }
+        )
     }
 
     /// Moves `slots` (every slot when empty) to the `target` backend: copy, read back and compare,
     /// record the new backend, then delete the source copy. `progress` sees each slot as it lands.
-    package func migrate(to target: BackendKind, slots: [Slot], dryRun: Bool,
-                        progress: (MigrationStep) -> Void = { _ in }) throws -> [MigrationStep] {
+    package func migrate(
+        to target: BackendKind,
+        slots: [Slot],
+        dryRun: Bool,
+        progress: (MigrationStep) -> Void = { _ in }
+    ) throws -> [MigrationStep] {
         let open = openStore
         let paths = paths
-        return try Migration(registry: registry, open: { kind in try open(kind, true) },
-                             settle: { slot, source in _ = try RecoveryFile(paths: paths, slot: slot).settle(into: source, slot: slot) })
-            .run(to: target, slots: slots, dryRun: dryRun, progress: progress)
+        return try Migration(
+            registry: registry,
+            open: { kind in try open(kind, true) },
+            settle: { slot, source in _ = try RecoveryFile(paths: paths, slot: slot).settle(into: source, slot: slot) }
+        )
+        .run(to: target, slots: slots, dryRun: dryRun, progress: progress)
     }
 
     /// The signed-in slots, in name order (what `refresh --all` refreshes).
     package func signedInSlots() throws -> [Slot] {
-        try registry.load().sortedSlots.filter { if case .signedIn = $0.record.state { return true }; return false }.map(\.slot)
+        try registry.load().sortedSlots.filter {
+            if case .signedIn = $0.record.state { return true }
+            return false
+        }.map(\.slot)
     }
 }

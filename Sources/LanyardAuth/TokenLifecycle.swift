@@ -1,8 +1,8 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
-import LanyardStore
 import LanyardFleet
+import LanyardStore
 import LanyardSupport
 
 /// When a credential needs refreshing: its access token has less than the lead left, or, when
@@ -37,11 +37,23 @@ package struct RefreshRule: Sendable {
     package func dueDate(_ credential: Credential, now: Date, boot: BootInstant? = nil) -> Date? {
         let expiry = credential.tokens.expiry
         if expiry == nil && credential.tokens.refreshToken?.isEmpty ?? true { return nil }
-        return dueDate(expiry: expiry, lastRefresh: credential.lastRefresh, lastRefreshBoot: credential.lastRefreshBoot, now: now, boot: boot)
+        return dueDate(
+            expiry: expiry,
+            lastRefresh: credential.lastRefresh,
+            lastRefreshBoot: credential.lastRefreshBoot,
+            now: now,
+            boot: boot
+        )
     }
 
     /// The same from a registry record's fields (the agent plans without reading credentials).
-    package func dueDate(expiry: Date?, lastRefresh: Date?, lastRefreshBoot: BootInstant?, now: Date, boot: BootInstant?) -> Date {
+    package func dueDate(
+        expiry: Date?,
+        lastRefresh: Date?,
+        lastRefreshBoot: BootInstant?,
+        now: Date,
+        boot: BootInstant?
+    ) -> Date {
         // Time since the last refresh, on the boot clock when both readings are of this boot.
         let elapsedOnBoot = boot.flatMap { b in lastRefreshBoot.flatMap { b.seconds(since: $0) } }
         guard let expiry else {
@@ -69,7 +81,9 @@ package struct RefreshRule: Sendable {
 }
 
 extension AccountManager {
-    package var refreshRule: RefreshRule { RefreshRule(lead: config.refreshLead, leadShare: config.refreshLeadShare, maxAge: config.refreshMaxAge) }
+    package var refreshRule: RefreshRule {
+        RefreshRule(lead: config.refreshLead, leadShare: config.refreshLeadShare, maxAge: config.refreshMaxAge)
+    }
 
     /// The slot's credential, refreshed first when it is due (or when `force`).
     ///
@@ -94,7 +108,8 @@ extension AccountManager {
     /// once before the slot's lock and once under it, the due refresh made (here, or by the
     /// refresh runner's worker process), every step blocking on this thread.
     @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
-    package func freshCredentialBlocking(slot: Slot, force: Bool, stored known: StoredCredential?) throws -> Credential {
+    package func freshCredentialBlocking(slot: Slot, force: Bool, stored known: StoredCredential?) throws -> Credential
+    {
         let stored = try known ?? storedCredential(slot: slot, force: force)
         if !stored.due { return stored.credential }
         let (lock, inherited) = try lockSlotBlocking(slot)
@@ -104,7 +119,8 @@ extension AccountManager {
             // to the worker, so callers that arrive meanwhile wait for its result instead of
             // starting workers of their own.
             let current = try read(slot, stored.store)
-            let done = stored.record.state != .reauthenticationRequired
+            let done =
+                stored.record.state != .reauthenticationRequired
                 && !stillDue(current, before: stored.credential, force: force)
                 && !RecoveryFile(paths: paths, slot: slot, store: stored.store).settlesFirst
             if done { return current }
@@ -146,16 +162,26 @@ extension AccountManager {
             // A shared slot may have been signed in again on another machine: the refresh path
             // looks in the fleet (and serves nothing from here).
             guard SharedSlotState.loadIfReadable(slot, paths: paths) != nil else {
-                throw ClientError.reauthenticationRequired(slot: slot.name, reason: record.lastErrorCode ?? "the session ended")
+                throw ClientError.reauthenticationRequired(
+                    slot: slot.name,
+                    reason: record.lastErrorCode ?? "the session ended"
+                )
             }
-            return StoredCredential(slot: slot, record: record, store: store, credential: try read(slot, store), due: true)
+            return StoredCredential(
+                slot: slot,
+                record: record,
+                store: store,
+                credential: try read(slot, store),
+                due: true
+            )
         }
         let credential = try read(slot, store)
         // A personal access token has nothing to refresh with: never due, even when forced.
         if credential.isPersonalAccessToken {
             return StoredCredential(slot: slot, record: record, store: store, credential: credential, due: false)
         }
-        let due = force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant())
+        let due =
+            force || refreshRule.needsRefresh(credential, now: clock.now(), boot: clock.bootInstant())
             || RecoveryFile(paths: paths, slot: slot, store: store).settlesFirst
         return StoredCredential(slot: slot, record: record, store: store, credential: credential, due: due)
     }
@@ -164,7 +190,9 @@ extension AccountManager {
     /// when it held `before` is still to be made. A rotation another process made while we waited
     /// for the lock is adopted (even when forced) unless it is itself due.
     func stillDue(_ current: Credential, before: Credential, force: Bool) -> Bool {
-        let rotated = current.tokens.refreshToken != before.tokens.refreshToken || current.tokens.accessToken != before.tokens.accessToken
+        let rotated =
+            current.tokens.refreshToken != before.tokens.refreshToken
+            || current.tokens.accessToken != before.tokens.accessToken
         return refreshRule.needsRefresh(current, now: clock.now(), boot: clock.bootInstant()) || (force && !rotated)
     }
 
@@ -172,7 +200,8 @@ extension AccountManager {
     /// again (unless `current` was read under this lock already), then the shared slot's fleet
     /// protocol or the provider's refresh.
     @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
-    func refreshLocked(_ stored: StoredCredential, force: Bool, current readUnderLock: Credential?) throws -> Credential {
+    func refreshLocked(_ stored: StoredCredential, force: Bool, current readUnderLock: Credential?) throws -> Credential
+    {
         let (slot, record, store, before) = (stored.slot, stored.record, stored.store, stored.credential)
         // A refresh that died after the server rotated the token left the new tokens here.
         let recovery = RecoveryFile(paths: paths, slot: slot, store: store)
@@ -198,14 +227,20 @@ extension AccountManager {
     /// nothing. The request runs on the cooperative pool and its transfer on another executor
     /// thread while this one waits for the answer.
     @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
-    func exchangeRefreshToken(slot: Slot, current: Credential, record: SlotRecord, store: any CredentialStore) throws -> Credential {
+    func exchangeRefreshToken(
+        slot: Slot,
+        current: Credential,
+        record: SlotRecord,
+        store: any CredentialStore
+    ) throws -> Credential {
         guard let refreshToken = current.tokens.refreshToken, !refreshToken.isEmpty else {
             try markReauthentication(slot, reason: ErrorCode.missingRefreshToken.rawValue)
             throw ClientError.missingRefreshToken(slot: slot.name)
         }
         let provider = try provider(record.provider)
         let answer = SyncBridge.value { () async -> Result<TokenResponse, RefreshFailure> in
-            do throws(RefreshFailure) { return .success(try await provider.refresh(refreshToken: refreshToken)) } catch {
+            do throws(RefreshFailure) { return .success(try await provider.refresh(refreshToken: refreshToken)) } catch
+            {
                 return .failure(error)
             }
         }
@@ -229,12 +264,21 @@ extension AccountManager {
         var account = current.account
         // The server has already rotated the refresh token: claims that fail the text rules are
         // ignored (the stored account stays) rather than burning the slot over a display name.
-        if let fresh = try? provider.accountInfo(for: tokens), fresh.email != nil || fresh.accountID != nil { account = fresh }
+        if let fresh = try? provider.accountInfo(for: tokens), fresh.email != nil || fresh.accountID != nil {
+            account = fresh
+        }
         var refreshed = Credential(
             provider: current.provider,
-            tokens: TokenSet(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? refreshToken,
-                             idToken: tokens.idToken ?? current.tokens.idToken, expiresAt: tokens.expiresAt(now: now)),
-            lastRefresh: now, lastRefreshBoot: clock.bootInstant(), account: account)
+            tokens: TokenSet(
+                accessToken: tokens.accessToken,
+                refreshToken: tokens.refreshToken ?? refreshToken,
+                idToken: tokens.idToken ?? current.tokens.idToken,
+                expiresAt: tokens.expiresAt(now: now)
+            ),
+            lastRefresh: now,
+            lastRefreshBoot: clock.bootInstant(),
+            account: account
+        )
         refreshed.recordRotation(from: current)
         return refreshed
     }
@@ -243,8 +287,13 @@ extension AccountManager {
     /// shared slot: in the fleet), then in the store; then the registry and the event log. The
     /// server has rotated the refresh token by now, so losing `refreshed` loses the session: when
     /// the recovery file cannot be written (a full or failing disk) the store may still take it.
-    func keepRefreshed(slot: Slot, _ refreshed: Credential, previous current: Credential, store: any CredentialStore,
-                       share: (() -> Void)? = nil) throws {
+    func keepRefreshed(
+        slot: Slot,
+        _ refreshed: Credential,
+        previous current: Credential,
+        store: any CredentialStore,
+        share: (() -> Void)? = nil
+    ) throws {
         let recovery = RecoveryFile(paths: paths, slot: slot, store: store)
         let kept: Result<RecoveryFile.Place, any Error>
         do { kept = .success(try recovery.write(refreshed)) } catch { kept = .failure(error) }
@@ -260,19 +309,35 @@ extension AccountManager {
             case .success(.file):
                 failure = .refreshedTokensInRecoveryFile(path: recovery.path, storeFailure: storeFailure)
             case .success(.kernelKeyring(let fileError)):
-                failure = .refreshedTokensInKernelKeyring(path: recovery.path, storeFailure: storeFailure, fileFailure: fileError)
+                failure = .refreshedTokensInKernelKeyring(
+                    path: recovery.path,
+                    storeFailure: storeFailure,
+                    fileFailure: fileError
+                )
             case .failure(let recoveryError):
-                failure = .refreshedSignInLost(slot: slot, path: recovery.path, storeFailure: storeFailure,
-                                               fileFailure: recoveryError.userFacingDescription)
+                failure = .refreshedSignInLost(
+                    slot: slot,
+                    path: recovery.path,
+                    storeFailure: storeFailure,
+                    fileFailure: recoveryError.userFacingDescription
+                )
             }
             logRefreshError(slot, code: failure.code, message: failure.userFacingDescription)
             throw failure
         }
         recovery.remove()
         try recordStored(slot: slot, refreshed)
-        func seconds(_ d: Date?) -> JSONValue { d.map { .number(($0.timeIntervalSince1970 * 1000).rounded() / 1000) } ?? .null }
-        eventLog.append("refresh", slot: slot, fields: ["expires_at": .date(refreshed.tokens.expiresAt), "expires_ts": seconds(refreshed.tokens.expiresAt),
-                                                        "previous_expires_ts": seconds(current.tokens.expiresAt)])
+        func seconds(_ d: Date?) -> JSONValue {
+            d.map { .number(($0.timeIntervalSince1970 * 1000).rounded() / 1000) } ?? .null
+        }
+        eventLog.append(
+            "refresh",
+            slot: slot,
+            fields: [
+                "expires_at": .date(refreshed.tokens.expiresAt), "expires_ts": seconds(refreshed.tokens.expiresAt),
+                "previous_expires_ts": seconds(current.tokens.expiresAt),
+            ]
+        )
     }
 
     /// The registry's view of a slot whose store now holds `credential`.
@@ -293,7 +358,9 @@ extension AccountManager {
     }
 
     func read(_ slot: Slot, _ store: any CredentialStore) throws -> Credential {
-        do { return try store.get(slot) } catch StoreError.notFound { throw ClientError.missingCredential(slot: slot.name) }
+        do { return try store.get(slot) } catch StoreError.notFound {
+            throw ClientError.missingCredential(slot: slot.name)
+        }
     }
 
     /// An `error` event for a refresh that failed. The agent logs its own, with its retry schedule.
@@ -314,8 +381,14 @@ extension AccountManager {
             return previous
         }
         if previous != .reauthenticationRequired {
-            eventLog.append("transition", slot: slot, fields: ["from": .optional(previous?.name), "to": .string(AuthState.reauthenticationRequired.name),
-                                                               "reason": .string(code), "fix": .string("lanyard login \(slot.name)")])
+            eventLog.append(
+                "transition",
+                slot: slot,
+                fields: [
+                    "from": .optional(previous?.name), "to": .string(AuthState.reauthenticationRequired.name),
+                    "reason": .string(code), "fix": .string("lanyard login \(slot.name)"),
+                ]
+            )
         }
     }
 
@@ -402,7 +475,10 @@ struct RecoveryFile {
         }
         guard let sealed else {
             let reason = "the \(store?.kind.displayName ?? "slot's") store has no key to encrypt it to"
-            return try escrow(reason, StoreError.io(path: path, detail: reason + ", and the kernel keyring refused the tokens"))
+            return try escrow(
+                reason,
+                StoreError.io(path: path, detail: reason + ", and the kernel keyring refused the tokens")
+            )
         }
         do {
             let dir = PathText.parent(of: path)
@@ -427,14 +503,18 @@ struct RecoveryFile {
         } else {
             throw StoreError.io(path: path, detail: "recovery file vanished")
         }
-        do { return try Credential.decode(data, source: path) } catch { throw StoreError.corrupt(source: path, detail: error.detail) }
+        do { return try Credential.decode(data, source: path) } catch {
+            throw StoreError.corrupt(source: path, detail: error.detail)
+        }
     }
 
     /// The credential document in `raw`, a recovery file's bytes.
     private func open(_ raw: Data, source: String) throws -> Data {
         // Clear JSON, from before recovery files were encrypted.
         guard RecoveryDocument.isSealed(raw) else { return raw }
-        guard let store else { throw StoreError.corrupt(source: source, detail: "encrypted: only the slot's store opens it") }
+        guard let store else {
+            throw StoreError.corrupt(source: source, detail: "encrypted: only the slot's store opens it")
+        }
         return try store.openRecovery(raw, source: source)
     }
 
@@ -452,7 +532,10 @@ struct RecoveryFile {
         if access(path, F_OK) == 0 { return true }
         adoptTemp()
         if access(path, F_OK) == 0 { return true }
-        return store == nil && temps().contains { temp in (try? SecureFiles.read(temp)).flatMap { $0 }.map(RecoveryDocument.isSealed) ?? false }
+        return store == nil
+            && temps().contains { temp in
+                (try? SecureFiles.read(temp)).flatMap { $0 }.map(RecoveryDocument.isSealed) ?? false
+            }
     }
 
     /// True when refreshed tokens wait that must reach the store before its credential is used
@@ -489,10 +572,12 @@ struct RecoveryFile {
     private func adoptTemp() {
         let complete = temps().compactMap { temp -> (String, Credential)? in
             guard let raw = try? SecureFiles.read(temp), RecoveryDocument.isSealed(raw) ? store != nil : true,
-                  let data = try? open(raw, source: temp), let credential = try? Credential.decode(data, source: temp) else { return nil }
+                let data = try? open(raw, source: temp), let credential = try? Credential.decode(data, source: temp)
+            else { return nil }
             return (temp, credential)
         }
-        guard let newest = complete.max(by: { ($0.1.lastRefresh ?? .distantPast) < ($1.1.lastRefresh ?? .distantPast) }) else { return }
+        guard let newest = complete.max(by: { ($0.1.lastRefresh ?? .distantPast) < ($1.1.lastRefresh ?? .distantPast) })
+        else { return }
         if rename(newest.0, path) == 0 {
             for (temp, _) in complete where temp != newest.0 { unlink(temp) }
         }
@@ -504,13 +589,17 @@ struct RecoveryFile {
         let dir = paths.stateDirectory + "/recovery"
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         // SLOT.json, or only SLOT.json.XXXXXX left by a write killed mid-rename.
-        let slots = Set(names.compactMap { name -> Slot? in
-            guard let range = name.firstRange(of: ".json") else { return nil }
-            let rest = name[range.upperBound...]
-            guard rest.isEmpty || (rest.hasPrefix(".") && rest.count == 7) else { return nil }
-            return try? Slot(String(name[..<range.lowerBound]))
-        }).union(known)
-        return slots.sorted { $0.name < $1.name }.map { ($0, RecoveryFile(paths: paths, slot: $0)) }.filter { $0.1.waiting }
+        let slots = Set(
+            names.compactMap { name -> Slot? in
+                guard let range = name.firstRange(of: ".json") else { return nil }
+                let rest = name[range.upperBound...]
+                guard rest.isEmpty || (rest.hasPrefix(".") && rest.count == 7) else { return nil }
+                return try? Slot(String(name[..<range.lowerBound]))
+            }
+        ).union(known)
+        return slots.sorted { $0.name < $1.name }.map { ($0, RecoveryFile(paths: paths, slot: $0)) }.filter {
+            $0.1.waiting
+        }
     }
 
     /// Puts the refreshed tokens waiting here into `store` and removes the file: what a refresh
@@ -527,5 +616,7 @@ struct RecoveryFile {
 /// What `doctor` needs to know about recovery files.
 package enum RecoveryFiles {
     /// Slots whose refreshed tokens wait in a recovery file.
-    package static func pending(paths: Paths, slots: [Slot] = []) -> [Slot] { RecoveryFile.all(paths: paths, slots: slots).map(\.0) }
+    package static func pending(paths: Paths, slots: [Slot] = []) -> [Slot] {
+        RecoveryFile.all(paths: paths, slots: slots).map(\.0)
+    }
 }

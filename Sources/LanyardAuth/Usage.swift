@@ -23,8 +23,14 @@ public struct UsageReport: Sendable, Hashable {
     /// Shown, but not part of ``windows``: they stop that feature only, not the account.
     public var additionalLimits: [AdditionalUsageLimit] = []
 
-    public init(plan: Plan? = nil, primary: UsageWindow? = nil, secondary: UsageWindow? = nil, limitReached: Bool = false,
-                credits: UsageCredits? = nil, resetCredits: Int? = nil) {
+    public init(
+        plan: Plan? = nil,
+        primary: UsageWindow? = nil,
+        secondary: UsageWindow? = nil,
+        limitReached: Bool = false,
+        credits: UsageCredits? = nil,
+        resetCredits: Int? = nil
+    ) {
         self.plan = plan
         self.primary = primary
         self.secondary = secondary
@@ -64,7 +70,13 @@ public struct AdditionalUsageLimit: Sendable, Hashable {
     public var secondary: UsageWindow?
     public var limitReached: Bool
 
-    public init(name: String, feature: String? = nil, primary: UsageWindow? = nil, secondary: UsageWindow? = nil, limitReached: Bool = false) {
+    public init(
+        name: String,
+        feature: String? = nil,
+        primary: UsageWindow? = nil,
+        secondary: UsageWindow? = nil,
+        limitReached: Bool = false
+    ) {
         self.name = name
         self.feature = feature
         self.primary = primary
@@ -114,7 +126,8 @@ package enum UsageParser {
                 secondary: try window(rate, "secondary_window", now: now),
                 limitReached: try limitReached(rate),
                 credits: try credits(root.optionalObject("credits")),
-                resetCredits: try resetCredits(root.optionalObject("rate_limit_reset_credits")))
+                resetCredits: try resetCredits(root.optionalObject("rate_limit_reset_credits"))
+            )
             report.additionalLimits = try additionalLimits(root, now: now)
             return report
         } catch {
@@ -142,7 +155,9 @@ package enum UsageParser {
         let resetAt = try o.optionalNumber("reset_at")?.plausibleUnixTime.map { Date(timeIntervalSince1970: $0) }
         let resetAfter = try o.optionalNumber("reset_after_seconds")?.plausibleSeconds.map { now + $0 }
         let resetsAt = resetAt ?? resetAfter
-        let seconds = try o.optionalNumber("limit_window_seconds")?.plausibleSeconds.flatMap { $0 > 0 ? Int($0.rounded()) : nil }
+        let seconds = try o.optionalNumber("limit_window_seconds")?.plausibleSeconds.flatMap {
+            $0 > 0 ? Int($0.rounded()) : nil
+        }
         return UsageWindow(usedPercent: used, windowSeconds: seconds, resetsAt: resetsAt)
     }
 
@@ -167,10 +182,15 @@ package enum UsageParser {
             let o = try JSONFields(item, path: ".additional_rate_limits[\(index)]")
             let feature = try o.optionalLine("metered_feature")
             let rate = try o.optionalObject("rate_limit")
-            limits.append(AdditionalUsageLimit(name: try o.optionalLine("limit_name") ?? feature ?? "limit \(index + 1)", feature: feature,
-                                               primary: try window(rate, "primary_window", now: now),
-                                               secondary: try window(rate, "secondary_window", now: now),
-                                               limitReached: try limitReached(rate)))
+            limits.append(
+                AdditionalUsageLimit(
+                    name: try o.optionalLine("limit_name") ?? feature ?? "limit \(index + 1)",
+                    feature: feature,
+                    primary: try window(rate, "primary_window", now: now),
+                    secondary: try window(rate, "secondary_window", now: now),
+                    limitReached: try limitReached(rate)
+                )
+            )
         }
         return limits
     }
@@ -186,7 +206,11 @@ package enum UsageParser {
         } else {
             balance = try o.optionalLine("balance")
         }
-        return UsageCredits(hasCredits: try o.optionalBool("has_credits"), unlimited: try o.optionalBool("unlimited"), balance: balance)
+        return UsageCredits(
+            hasCredits: try o.optionalBool("has_credits"),
+            unlimited: try o.optionalBool("unlimited"),
+            balance: balance
+        )
     }
 
     /// `rate_limit_reset_credits.available_count`: banked resets, a whole number from 0.
@@ -200,22 +224,46 @@ package enum UsageParser {
     /// A 429 body of type `usage_limit_reached` (nil for any other 429), with the rate-limit
     /// headers (`x-codex-primary-used-percent`, `…-window-minutes`, `…-reset-after-seconds`, and the
     /// same for `secondary`) when the server sent them.
-    package static func limit(status: Int, body: Data, headers: [String: String], now: Date, redacting secrets: [String] = []) -> UsageLimit? {
+    package static func limit(
+        status: Int,
+        body: Data,
+        headers: [String: String],
+        now: Date,
+        redacting secrets: [String] = []
+    ) -> UsageLimit? {
         guard status == 429, let error = (try? JSONValue.parse(body))?["error"]?.object,
-              error["type"]?.string == "usage_limit_reached" else { return nil }
+            error["type"]?.string == "usage_limit_reached"
+        else { return nil }
         let resetsIn = error["resets_in_seconds"]?.number?.plausibleSeconds
-        let resetsAt = error["resets_at"]?.number?.plausibleUnixTime.map { Date(timeIntervalSince1970: $0) } ?? resetsIn.map { now + $0 }
+        let resetsAt =
+            error["resets_at"]?.number?.plausibleUnixTime.map { Date(timeIntervalSince1970: $0) }
+            ?? resetsIn.map { now + $0 }
         func headerWindow(_ name: String) -> UsageWindow? {
             // The 429 stands whatever its headers say: a window without a percentage from 0 to
             // 100 is left out.
-            guard let used = headers["x-codex-\(name)-used-percent"].flatMap(Double.init), used.isFinite, (0...100).contains(used) else { return nil }
-            let minutes = headers["x-codex-\(name)-window-minutes"].flatMap(Int.init).flatMap { $0 > 0 && $0 < 60_000_000 ? $0 : nil }
-            return UsageWindow(usedPercent: used, windowSeconds: minutes.map { $0 * 60 },
-                               resetsAt: headers["x-codex-\(name)-reset-after-seconds"].flatMap(Double.init)?.plausibleSeconds.map { now + $0 })
+            guard let used = headers["x-codex-\(name)-used-percent"].flatMap(Double.init), used.isFinite,
+                (0...100).contains(used)
+            else { return nil }
+            let minutes = headers["x-codex-\(name)-window-minutes"].flatMap(Int.init).flatMap {
+                $0 > 0 && $0 < 60_000_000 ? $0 : nil
+            }
+            return UsageWindow(
+                usedPercent: used,
+                windowSeconds: minutes.map { $0 * 60 },
+                resetsAt: headers["x-codex-\(name)-reset-after-seconds"].flatMap(Double.init)?.plausibleSeconds.map {
+                    now + $0
+                }
+            )
         }
-        let primary = headerWindow("primary"), secondary = headerWindow("secondary")
-        return UsageLimit(type: "usage_limit_reached", message: error["message"]?.string.map { TokenText.redacted($0, removing: secrets) },
-                          plan: error["plan_type"]?.string.flatMap(Self.plan), resetsAt: resetsAt, resetsInSeconds: resetsIn,
-                          rateLimit: primary == nil && secondary == nil ? nil : UsageSnapshot(primary: primary, secondary: secondary))
+        let primary = headerWindow("primary")
+        let secondary = headerWindow("secondary")
+        return UsageLimit(
+            type: "usage_limit_reached",
+            message: error["message"]?.string.map { TokenText.redacted($0, removing: secrets) },
+            plan: error["plan_type"]?.string.flatMap(Self.plan),
+            resetsAt: resetsAt,
+            resetsInSeconds: resetsIn,
+            rateLimit: primary == nil && secondary == nil ? nil : UsageSnapshot(primary: primary, secondary: secondary)
+        )
     }
 }

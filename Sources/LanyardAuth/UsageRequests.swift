@@ -21,15 +21,26 @@ extension AccountManager {
                 continue
             }
             if response.status == 401 {
-                throw ClientError.reauthenticationRequired(slot: slot.name, reason: "the server refused a freshly refreshed token")
+                throw ClientError.reauthenticationRequired(
+                    slot: slot.name,
+                    reason: "the server refused a freshly refreshed token"
+                )
             }
-            if let limit = UsageParser.limit(status: response.status, body: response.body, headers: response.headers, now: clock.now(),
-                                                 redacting: credential.tokens.secrets) {
+            if let limit = UsageParser.limit(
+                status: response.status,
+                body: response.body,
+                headers: response.headers,
+                now: clock.now(),
+                redacting: credential.tokens.secrets
+            ) {
                 await BlockingExecutor.shared.run { self.recordUsageLimit(limit, slot: slot) }
                 throw ClientError.usageLimitReached(limit)
             }
             guard response.isSuccess else {
-                throw ClientError.httpError(status: response.status, detail: ServerErrorDetail(body: response.body, redacting: credential.tokens.secrets))
+                throw ClientError.httpError(
+                    status: response.status,
+                    detail: ServerErrorDetail(body: response.body, redacting: credential.tokens.secrets)
+                )
             }
             return response
         }
@@ -39,20 +50,33 @@ extension AccountManager {
     /// Logs a `usage_limit_reached` a request of `slot` got (an `error` event with the reset time),
     /// so the agent's auto-switch (`[switch] auto = usage`) reacts without waiting for its next poll.
     package func recordUsageLimit(_ limit: UsageLimit, slot: Slot) {
-        eventLog.appendError(.usageLimitReached, slot: slot, message: limit.summary,
-                             fields: ["resets_at": .date(limit.resetsAt)])
+        eventLog.appendError(
+            .usageLimitReached,
+            slot: slot,
+            message: limit.summary,
+            fields: ["resets_at": .date(limit.resetsAt)]
+        )
     }
 
     /// The slot's usage from the provider's usage endpoint.
     package func usage(slot: Slot) async throws -> UsageReport {
-        guard let record = try await Self.blocking({ try self.registry.load().slots[slot] }) else { throw RegistryError.unknownSlot(slot) }
+        guard let record = try await Self.blocking({ try self.registry.load().slots[slot] }) else {
+            throw RegistryError.unknownSlot(slot)
+        }
         guard let base = config.providers[record.provider]?.usageBaseURL else {
             // Not a server failure (exit 6): the slot's provider has no usage endpoint to ask.
-            throw UsageErrorText("\(slot.name)'s provider \(record.provider) has no usage endpoint "
-                + "(set usage-base-url in [provider.\(record.provider)] if it has one)")
+            throw UsageErrorText(
+                "\(slot.name)'s provider \(record.provider) has no usage endpoint "
+                    + "(set usage-base-url in [provider.\(record.provider)] if it has one)"
+            )
         }
-        let response = try await authorizedSend(HTTPRequest(url: ProviderSupport.endpoint(base, "/backend-api/wham/usage"),
-                                                            headers: ["Accept": "application/json"]), slot: slot)
+        let response = try await authorizedSend(
+            HTTPRequest(
+                url: ProviderSupport.endpoint(base, "/backend-api/wham/usage"),
+                headers: ["Accept": "application/json"]
+            ),
+            slot: slot
+        )
         let now = clock.now()
         let report = try UsageParser.report(response.body, now: now)
         // Shared with every other Lanyard program (the tray follows the file): a cache, so a

@@ -50,7 +50,9 @@ package struct UsageState: Sendable, Equatable {
         var state = load(paths)
         if let known = state.slots[slot], known.fetchedAt > time { return }
         state.slots[slot] = Entry(report: report, fetchedAt: time)
-        while state.slots.count > capacity, let oldest = state.slots.min(by: { $0.value.fetchedAt < $1.value.fetchedAt })?.key {
+        while state.slots.count > capacity,
+            let oldest = state.slots.min(by: { $0.value.fetchedAt < $1.value.fetchedAt })?.key
+        {
             state.slots[oldest] = nil
         }
         try SecureFiles.atomicWrite(state.encoded(), to: path(paths))
@@ -68,9 +70,12 @@ package struct UsageState: Sendable, Equatable {
             if let plan = report.plan { fields["plan"] = .string(plan.rawValue) }
             for (name, window) in [("primary", report.primary), ("secondary", report.secondary)] {
                 guard let window else { continue }
-                fields[name] = JSONValue.object(["used_percent": .number(window.usedPercent),
-                                                 "window_seconds": window.windowSeconds.map { .number(Double($0)) } ?? .null,
-                                                 "resets_at": .date(window.resetsAt)]).droppingNulls
+                fields[name] =
+                    JSONValue.object([
+                        "used_percent": .number(window.usedPercent),
+                        "window_seconds": window.windowSeconds.map { .number(Double($0)) } ?? .null,
+                        "resets_at": .date(window.resetsAt),
+                    ]).droppingNulls
             }
             object[slot.name] = .object(fields)
         }
@@ -81,21 +86,36 @@ package struct UsageState: Sendable, Equatable {
     /// The figures in `data`; nil when it is not the file Lanyard writes. An entry that does not
     /// read is left out (the others stay usable).
     package static func decode(_ data: Data) -> UsageState? {
-        guard let value = try? JSONValue.parse(data), value["version"]?.number == 1, case .object(let slots)? = value["slots"] else {
+        guard let value = try? JSONValue.parse(data), value["version"]?.number == 1,
+            case .object(let slots)? = value["slots"]
+        else {
             return nil
         }
         var state = UsageState()
         for (name, fields) in slots {
-            guard let slot = try? Slot(name), let fetched = fields["fetched_at"]?.string.flatMap(RFC3339.date(from:)) else { continue }
+            guard let slot = try? Slot(name), let fetched = fields["fetched_at"]?.string.flatMap(RFC3339.date(from:))
+            else { continue }
             func window(_ key: String) -> UsageWindow? {
-                guard let window = fields[key], let used = window["used_percent"]?.number, used.isFinite, used >= 0, used <= 1000 else {
+                guard let window = fields[key], let used = window["used_percent"]?.number, used.isFinite, used >= 0,
+                    used <= 1000
+                else {
                     return nil
                 }
-                let seconds = window["window_seconds"]?.number.flatMap { $0.isFinite && $0 > 0 && $0 < 1e9 ? Int($0) : nil }
-                return UsageWindow(usedPercent: used, windowSeconds: seconds, resetsAt: window["resets_at"]?.string.flatMap(RFC3339.date(from:)))
+                let seconds = window["window_seconds"]?.number.flatMap {
+                    $0.isFinite && $0 > 0 && $0 < 1e9 ? Int($0) : nil
+                }
+                return UsageWindow(
+                    usedPercent: used,
+                    windowSeconds: seconds,
+                    resetsAt: window["resets_at"]?.string.flatMap(RFC3339.date(from:))
+                )
             }
-            let report = UsageReport(plan: fields["plan"]?.string.map { Plan(rawValue: $0) }, primary: window("primary"),
-                                     secondary: window("secondary"), limitReached: fields["limit_reached"]?.bool ?? false)
+            let report = UsageReport(
+                plan: fields["plan"]?.string.map { Plan(rawValue: $0) },
+                primary: window("primary"),
+                secondary: window("secondary"),
+                limitReached: fields["limit_reached"]?.bool ?? false
+            )
             state.slots[slot] = Entry(report: report, fetchedAt: fetched)
         }
         return state

@@ -43,12 +43,19 @@ package enum ArgumentKind: Sendable, Equatable {
 
     /// The kind a usage placeholder (`SLOT`, `[SLOT…]`, `FILE`) stands for.
     init(placeholder: String) {
-        if placeholder.contains("SLOT") { self = .slot }
-        else if placeholder.contains("FILE") { self = .file }
-        else if placeholder.contains("DIR") { self = .directory }
-        else if placeholder.contains("COMMAND") { self = .lanyardCommand }
-        else if placeholder.contains("CMD") { self = .program }
-        else { self = .none }
+        if placeholder.contains("SLOT") {
+            self = .slot
+        } else if placeholder.contains("FILE") {
+            self = .file
+        } else if placeholder.contains("DIR") {
+            self = .directory
+        } else if placeholder.contains("COMMAND") {
+            self = .lanyardCommand
+        } else if placeholder.contains("CMD") {
+            self = .program
+        } else {
+            self = .none
+        }
     }
 }
 
@@ -95,9 +102,22 @@ package struct CommandSpec: Sendable {
     package private(set) var subcommands: [CommandSpec] = []
     let run: @Sendable (Invocation) throws -> ExitStatus
 
-    init(name: String, summary: String, arguments: String, minArguments: Int, maxArguments: Int, flags: [FlagSpec],
-         prints: Bool, takesAccount: Bool, details: String, examples: [CommandExample] = [], hidden: Bool = false,
-         network: Bool = false, networkFlags: Set<String> = [], run: @escaping @Sendable (Invocation) throws -> ExitStatus) {
+    init(
+        name: String,
+        summary: String,
+        arguments: String,
+        minArguments: Int,
+        maxArguments: Int,
+        flags: [FlagSpec],
+        prints: Bool,
+        takesAccount: Bool,
+        details: String,
+        examples: [CommandExample] = [],
+        hidden: Bool = false,
+        network: Bool = false,
+        networkFlags: Set<String> = [],
+        run: @escaping @Sendable (Invocation) throws -> ExitStatus
+    ) {
         self.name = name
         self.summary = summary
         self.arguments = arguments
@@ -116,12 +136,31 @@ package struct CommandSpec: Sendable {
 
     /// A command that groups subcommands, each named `NAME WORD`. The parser dispatches
     /// `lanyard NAME WORD …` to the subcommand; `lanyard NAME` alone is a usage error.
-    init(group name: String, summary: String, details: String, examples: [CommandExample] = [], subcommands: [CommandSpec]) {
+    init(
+        group name: String,
+        summary: String,
+        details: String,
+        examples: [CommandExample] = [],
+        subcommands: [CommandSpec]
+    ) {
         for sub in subcommands {
-            precondition(sub.name.hasPrefix(name + " ") && !sub.word.isEmpty, "subcommand \(sub.name) is not named `\(name) WORD`")
+            precondition(
+                sub.name.hasPrefix(name + " ") && !sub.word.isEmpty,
+                "subcommand \(sub.name) is not named `\(name) WORD`"
+            )
         }
-        self.init(name: name, summary: summary, arguments: "<command>", minArguments: 0, maxArguments: 0, flags: [],
-                  prints: false, takesAccount: false, details: details, examples: examples) { inv in
+        self.init(
+            name: name,
+            summary: summary,
+            arguments: "<command>",
+            minArguments: 0,
+            maxArguments: 0,
+            flags: [],
+            prints: false,
+            takesAccount: false,
+            details: details,
+            examples: examples
+        ) { inv in
             throw UsageError(message: "missing \(inv.spec.name) command", command: inv.spec.name)
         }
         self.subcommands = subcommands
@@ -134,7 +173,12 @@ let globalFlags: [FlagSpec] = [
     FlagSpec("no-color", "never colour the output (also NO_COLOR=1)"),
 ]
 let jsonFlag = FlagSpec("json", "print machine-readable JSON")
-let accountFlag = FlagSpec("account", short: "a", value: "SLOT", "act on SLOT (overrides LANYARD_ACCOUNT, .lanyard and the active slot)")
+let accountFlag = FlagSpec(
+    "account",
+    short: "a",
+    value: "SLOT",
+    "act on SLOT (overrides LANYARD_ACCOUNT, .lanyard and the active slot)"
+)
 
 extension CommandSpec {
     /// Every flag the command accepts, its own first.
@@ -167,7 +211,8 @@ extension CommandSpec {
     }
 
     package var usage: String {
-        "lanyard \(name)" + (arguments.isEmpty ? "" : " \(arguments)") + (allFlags.count > globalFlags.count ? " [options]" : "")
+        "lanyard \(name)" + (arguments.isEmpty ? "" : " \(arguments)")
+            + (allFlags.count > globalFlags.count ? " [options]" : "")
     }
 
     /// Whether this run of the command talks to a provider (and so runs in `lanyard-net`).
@@ -204,7 +249,11 @@ enum ArgumentParser {
     /// Finds the command `args` (after `spec`'s name) names, going down through subcommands, and
     /// parses the rest by it. Options written before a subcommand's word belong to the subcommand
     /// (`store --json status` is `store status --json`), as global options before a command do.
-    static func dispatch(_ args: [String], from spec: CommandSpec, parent: CommandSpec? = nil) throws(UsageError) -> (CommandSpec, ParsedArguments) {
+    static func dispatch(
+        _ args: [String],
+        from spec: CommandSpec,
+        parent: CommandSpec? = nil
+    ) throws(UsageError) -> (CommandSpec, ParsedArguments) {
         guard spec.isGroup else { return (spec, try parse(args, for: spec, parent: parent)) }
         let valueFlags = Set(spec.withDescendants.flatMap(\.allFlags).filter { $0.value != nil }.flatMap(\.spellings))
         var leading: [String] = []
@@ -226,7 +275,10 @@ enum ArgumentParser {
                 parsed.switches = ["help"]
                 return (spec, parsed)
             }
-            throw UsageError(message: "missing \(spec.name) command: one of \(words.joined(separator: ", "))", command: spec.name)
+            throw UsageError(
+                message: "missing \(spec.name) command: one of \(words.joined(separator: ", "))",
+                command: spec.name
+            )
         }
         return try dispatch(leading + args[(i + 1)...], from: try subcommand(args[i], of: spec), parent: spec)
     }
@@ -236,13 +288,19 @@ enum ArgumentParser {
         if let child = spec.subcommand(word) { return child }
         let words = spec.visibleSubcommands.map(\.word)
         let hint = Suggest.closest(to: word, in: words).map { " (did you mean `\($0)`?)" } ?? ""
-        throw UsageError(message: "unknown \(spec.name) command \"\(word)\"\(hint); one of \(words.joined(separator: ", "))",
-                         command: spec.name)
+        throw UsageError(
+            message: "unknown \(spec.name) command \"\(word)\"\(hint); one of \(words.joined(separator: ", "))",
+            command: spec.name
+        )
     }
 
     /// Splits `args` (after the command name) by `spec`; `--` ends options. `parent` is the group
     /// `spec` belongs to, whose other subcommands an unknown option is looked up in.
-    static func parse(_ args: [String], for spec: CommandSpec, parent: CommandSpec? = nil) throws(UsageError) -> ParsedArguments {
+    static func parse(
+        _ args: [String],
+        for spec: CommandSpec,
+        parent: CommandSpec? = nil
+    ) throws(UsageError) -> ParsedArguments {
         var parsed = ParsedArguments()
         let flags = spec.allFlags
         var i = 0
@@ -279,7 +337,9 @@ enum ArgumentParser {
             guard let flag else { throw unknownFlag(arg, spec: spec, parent: parent) }
             if let placeholder = flag.value {
                 let value: String
-                if let inline { value = inline } else {
+                if let inline {
+                    value = inline
+                } else {
                     guard i < args.count else {
                         throw UsageError(message: "--\(flag.name) needs a value (\(placeholder))", command: spec.name)
                     }
@@ -288,9 +348,11 @@ enum ArgumentParser {
                 }
                 if !flag.choices.isEmpty && !flag.choices.contains(value) {
                     let hint = Suggest.closest(to: value, in: flag.choices).map { " (did you mean \($0)?)" } ?? ""
-                    throw UsageError(message: "--\(flag.name) must be one of \(flag.choices.joined(separator: ", ")), "
-                        + "not \"\(value)\"\(hint)",
-                                     command: spec.name)
+                    throw UsageError(
+                        message: "--\(flag.name) must be one of \(flag.choices.joined(separator: ", ")), "
+                            + "not \"\(value)\"\(hint)",
+                        command: spec.name
+                    )
                 }
                 parsed.values[flag.name] = value
                 parsed.allValues[flag.name, default: []].append(value)
@@ -305,7 +367,10 @@ enum ArgumentParser {
         }
         if parsed.positionals.count > spec.maxArguments {
             let extra = parsed.positionals[spec.maxArguments]
-            throw UsageError(message: "unexpected argument \(ArgumentText.shown(extra)): usage: \(spec.usage)", command: spec.name)
+            throw UsageError(
+                message: "unexpected argument \(ArgumentText.shown(extra)): usage: \(spec.usage)",
+                command: spec.name
+            )
         }
         return parsed
     }
@@ -316,7 +381,9 @@ enum ArgumentParser {
         var hint = Suggest.closest(to: spelling, in: candidates).map { " (did you mean \($0)?)" } ?? ""
         // An option of another subcommand of the same group, spelled exactly: name the one that
         // takes it (before a near spelling of this one's: `store init --to` means migrate's, not --tpm).
-        if let sibling = parent?.visibleSubcommands.first(where: { $0.flags.contains { $0.spellings.contains(spelling) } }) {
+        if let sibling = parent?.visibleSubcommands.first(where: {
+            $0.flags.contains { $0.spellings.contains(spelling) }
+        }) {
             hint = " (did you mean `lanyard \(sibling.name) \(spelling)`?)"
         }
         return UsageError(message: "unknown option \(arg) for `lanyard \(spec.name)`\(hint)", command: spec.name)
@@ -335,6 +402,7 @@ enum ArgumentText {
 
     /// `"ARGUMENT"`, or what it is without its text.
     static func shown(_ argument: String) -> String {
-        looksSecret(argument) ? "(\(argument.count) characters that look like a token, not repeated here)" : "\"\(argument)\""
+        looksSecret(argument)
+            ? "(\(argument.count) characters that look like a token, not repeated here)" : "\"\(argument)\""
     }
 }

@@ -47,12 +47,17 @@ package final class TextSink: Sendable {
 }
 
 /// Opens the credential store of a backend; injected so tests choose real stores in private places.
-package typealias ConfiguredStoreOpener = @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ paths: Paths, _ interactive: Bool) throws -> any CredentialStore
+package typealias ConfiguredStoreOpener =
+    @Sendable (_ kind: BackendKind, _ config: LanyardConfig, _ paths: Paths, _ interactive: Bool) throws ->
+    any CredentialStore
 
 /// Streams a Responses request as a slot's account under a transport policy; LanyardNetwork's
 /// `ResponseStreamer` in `lanyard-net`, nil in `lanyard` (which hands `ask` over).
-package typealias ResponseStreamFactory = @Sendable (_ manager: AccountManager, _ slot: Slot, _ policy: StreamingTransportPolicy,
-                                                    _ request: ResponseRequest) -> ResponseStream
+package typealias ResponseStreamFactory =
+    @Sendable (
+        _ manager: AccountManager, _ slot: Slot, _ policy: StreamingTransportPolicy,
+        _ request: ResponseRequest
+    ) -> ResponseStream
 
 /// Everything a command may touch, injected: IO streams, environment, working directory, clock
 /// and the store opener. No command reads global state.
@@ -81,14 +86,23 @@ package struct CommandContext: Sendable {
     /// Whether Ctrl-C cancels long operations (true for the real process only).
     package var handlesSignals: Bool
 
-    package init(stdout: TextSink, stderr: TextSink, input: TextInput = .empty,
-                environment: [String: String], workingDirectory: String, clock: any WallClock = SystemClock(),
-                stdoutIsTTY: Bool = false, stderrIsTTY: Bool = false, stdinIsTTY: Bool = false,
-                openStore: @escaping ConfiguredStoreOpener = StoreOpeners.unavailable,
-                transport: (any HTTPTransport)? = nil,
-                transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)? = nil,
-                streamFactory: ResponseStreamFactory? = nil, sleeper: any Sleeper = TaskSleeper(),
-                handlesSignals: Bool = false) {
+    package init(
+        stdout: TextSink,
+        stderr: TextSink,
+        input: TextInput = .empty,
+        environment: [String: String],
+        workingDirectory: String,
+        clock: any WallClock = SystemClock(),
+        stdoutIsTTY: Bool = false,
+        stderrIsTTY: Bool = false,
+        stdinIsTTY: Bool = false,
+        openStore: @escaping ConfiguredStoreOpener = StoreOpeners.unavailable,
+        transport: (any HTTPTransport)? = nil,
+        transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)? = nil,
+        streamFactory: ResponseStreamFactory? = nil,
+        sleeper: any Sleeper = TaskSleeper(),
+        handlesSignals: Bool = false
+    ) {
         self.stdout = stdout
         self.stderr = stderr
         self.input = input
@@ -107,14 +121,24 @@ package struct CommandContext: Sendable {
     }
 
     /// The process's real streams, environment and working directory.
-    package static func process(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
-                               streamFactory: ResponseStreamFactory? = nil) -> CommandContext {
+    package static func process(
+        transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
+        streamFactory: ResponseStreamFactory? = nil
+    ) -> CommandContext {
         CommandContext(
-            stdout: TextSink(fd: 1), stderr: TextSink(fd: 2), input: standardInput(),
+            stdout: TextSink(fd: 1),
+            stderr: TextSink(fd: 2),
+            input: standardInput(),
             environment: processEnvironment(),
             workingDirectory: currentDirectory(),
-            stdoutIsTTY: isatty(1) == 1, stderrIsTTY: isatty(2) == 1, stdinIsTTY: isatty(0) == 1,
-            openStore: StoreOpeners.system, transportFactory: transportFactory, streamFactory: streamFactory, handlesSignals: true)
+            stdoutIsTTY: isatty(1) == 1,
+            stderrIsTTY: isatty(2) == 1,
+            stdinIsTTY: isatty(0) == 1,
+            openStore: StoreOpeners.system,
+            transportFactory: transportFactory,
+            streamFactory: streamFactory,
+            handlesSignals: true
+        )
     }
 }
 
@@ -132,7 +156,13 @@ package enum StoreOpeners {
         if kind == .file {
             for name in CredentialStores.storeVariables { variables[name] = getenv(name).map { String(cString: $0) } }
         }
-        return CredentialStores.open(kind, config: config, paths: paths, interactive: interactive, passphraseEnvironment: variables)
+        return CredentialStores.open(
+            kind,
+            config: config,
+            paths: paths,
+            interactive: interactive,
+            passphraseEnvironment: variables
+        )
     }
 }
 

@@ -2,9 +2,9 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardStore
 import LanyardSupport
 import LanyardSystem
-import LanyardStore
 
 /// The `lanyard` command: its table of commands and the function that runs one command line.
 package enum Lanyard {
@@ -20,26 +20,46 @@ package enum Lanyard {
     }
 
     package static let groups: [CommandGroup] = [
-        CommandGroup(title: "Accounts", commands: [
-            AuthCommands.login, AuthCommands.logout, SlotCommands.list, SlotCommands.status, SlotCommands.switchSlot,
-            ResolutionCommands.which, ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename, SlotCommands.remove,
-            UsageCommand.usage,
-        ]),
-        CommandGroup(title: "Tokens", commands: [
-            TokenCommand.command, AuthCommands.refresh, IntegrationCommands.env, IntegrationCommands.exec, AskCommand.ask,
-        ]),
-        CommandGroup(title: "Tools", commands: [
-            IntegrationCommands.codex, GhCommand.command, GitCredentialCommand.command, CredentialHelperCommands.docker,
-            CredentialHelperCommands.kube, CredentialHelperCommands.netrc,
-        ]),
-        CommandGroup(title: "Store", commands: [StoreGroupCommand.store, FleetCommands.fleet, DoctorCommand.command, BundleCommands.export, BundleCommands.import]),
+        CommandGroup(
+            title: "Accounts",
+            commands: [
+                AuthCommands.login, AuthCommands.logout, SlotCommands.list, SlotCommands.status,
+                SlotCommands.switchSlot,
+                ResolutionCommands.which, ResolutionCommands.pin, ResolutionCommands.unpin, SlotCommands.rename,
+                SlotCommands.remove,
+                UsageCommand.usage,
+            ]
+        ),
+        CommandGroup(
+            title: "Tokens",
+            commands: [
+                TokenCommand.command, AuthCommands.refresh, IntegrationCommands.env, IntegrationCommands.exec,
+                AskCommand.ask,
+            ]
+        ),
+        CommandGroup(
+            title: "Tools",
+            commands: [
+                IntegrationCommands.codex, GhCommand.command, GitCredentialCommand.command,
+                CredentialHelperCommands.docker,
+                CredentialHelperCommands.kube, CredentialHelperCommands.netrc,
+            ]
+        ),
+        CommandGroup(
+            title: "Store",
+            commands: [
+                StoreGroupCommand.store, FleetCommands.fleet, DoctorCommand.command, BundleCommands.export,
+                BundleCommands.import,
+            ]
+        ),
         CommandGroup(title: "Agent", commands: [AgentCommands.agent, AgentCommands.tray, AgentCommands.events]),
         CommandGroup(title: "Other", commands: [MetaCommands.completion, MetaCommands.version, MetaCommands.help]),
     ]
 
     /// Every top-level command (groups of subcommands included), in the order `help` lists them,
     /// then the hidden ones. Help, the man page and completions are generated from this table.
-    package static let commands: [CommandSpec] = groups.flatMap(\.commands)
+    package static let commands: [CommandSpec] =
+        groups.flatMap(\.commands)
         + [RefreshWorker.command, DesktopIconsCommand.command]
 
     /// Every command and subcommand, depth first.
@@ -54,11 +74,20 @@ package enum Lanyard {
 
     /// The examples `lanyard help` and the man page start with.
     package static let examples: [CommandExample] = [
-        CommandExample("lanyard login work", "sign an account into the slot work (the browser opens on a desktop; elsewhere, a device code)"),
+        CommandExample(
+            "lanyard login work",
+            "sign an account into the slot work (the browser opens on a desktop; elsewhere, a device code)"
+        ),
         CommandExample("lanyard switch personal", "make personal the slot commands use by default"),
-        CommandExample("curl -H \"Authorization: Bearer $(lanyard token)\" https://api.example.com/", "hand the slot's fresh token to a script"),
+        CommandExample(
+            "curl -H \"Authorization: Bearer $(lanyard token)\" https://api.example.com/",
+            "hand the slot's fresh token to a script"
+        ),
         CommandExample("lanyard exec work -- codex", "run Codex as work while another Codex runs as personal"),
-        CommandExample("lanyard store init", "on a server without a desktop keyring, create the encrypted file store first"),
+        CommandExample(
+            "lanyard store init",
+            "on a server without a desktop keyring, create the encrypted file store first"
+        ),
     ]
 
     /// Runs one command line (without the program name) and returns the exit status.
@@ -100,14 +129,23 @@ package enum Lanyard {
         // Global options may come before the command: move them after it.
         var leading: [String] = []
         while let first = argv.first, first.hasPrefix("-") {
-            if first == "--version" || first == "-V" { argv[0] = "version"; break }
-            if first == "--help" || first == "-h" { argv[0] = "help"; break }
+            if first == "--version" || first == "-V" {
+                argv[0] = "version"
+                break
+            }
+            if first == "--help" || first == "-h" {
+                argv[0] = "help"
+                break
+            }
             leading.append(argv.removeFirst())
-            if (leading.last == "--account" || leading.last == "-a"), !argv.isEmpty { leading.append(argv.removeFirst()) }
+            if leading.last == "--account" || leading.last == "-a", !argv.isEmpty { leading.append(argv.removeFirst()) }
         }
         guard let name = argv.first else { return nil }
         guard let spec = command(named: name) else {
-            let hint = Suggest.closest(to: name, in: commands.filter { !$0.hidden }.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
+            let hint =
+                Suggest.closest(to: name, in: commands.filter { !$0.hidden }.map(\.name)).map {
+                    " (did you mean `\($0)`?)"
+                } ?? ""
             throw UsageError(message: "unknown command \"\(name)\"\(hint); see `lanyard help`", command: nil)
         }
         return try ArgumentParser.dispatch(leading + Array(argv.dropFirst()), from: spec)
@@ -118,7 +156,8 @@ package enum Lanyard {
     /// static built on first use, and building all of them cost `token` 0.64 M instructions, a
     /// tenth of its run (docs/performance.md). `SubcommandParserTests` checks them against the table.
     static let quickCommands: [(name: String, spec: @Sendable () -> CommandSpec)] = [
-        ("token", { TokenCommand.command }), ("which", { ResolutionCommands.which }), ("env", { IntegrationCommands.env }),
+        ("token", { TokenCommand.command }), ("which", { ResolutionCommands.which }),
+        ("env", { IntegrationCommands.env }),
         ("exec", { IntegrationCommands.exec }), ("kube-credential", { CredentialHelperCommands.kube }),
         ("refresh-worker", { RefreshWorker.command }),
     ]
@@ -131,15 +170,19 @@ package enum Lanyard {
     /// The slot whose name is closest to a mistyped one (as commands and options get "did you
     /// mean"), read from the registry only on this error path; nil when none is close.
     static func closestSlot(to word: String, context: CommandContext) -> String? {
-        guard let names = try? Registry(paths: Paths(environment: context.environment)).load().slots.keys.map(\.name) else { return nil }
+        guard let names = try? Registry(paths: Paths(environment: context.environment)).load().slots.keys.map(\.name)
+        else { return nil }
         return Suggest.closest(to: word, in: names.sorted()).flatMap { $0 == word ? nil : $0 }
     }
 
     /// Prints an error (as `{"error": {"code", "message"}}` on stdout with --json) and returns its status.
     static func report(_ error: Error, json: Bool, context: CommandContext) -> Int32 {
         var message = error.userFacingDescription
-        if case RegistryError.unknownSlot(let named, let rule) = error, let near = closestSlot(to: named.name, context: context) {
-            message = "no slot named \(named.name); did you mean \(near)? (\(rule.map { "\($0); " } ?? "")see `lanyard list`)"
+        if case RegistryError.unknownSlot(let named, let rule) = error,
+            let near = closestSlot(to: named.name, context: context)
+        {
+            message =
+                "no slot named \(named.name); did you mean \(near)? (\(rule.map { "\($0); " } ?? "")see `lanyard list`)"
         }
         // People read the reset time as every human output writes times; JSON keeps RFC 3339.
         if !json, case ClientError.usageLimitReached(var limit) = error, let resetsAt = limit.resetsAt {
@@ -147,13 +190,16 @@ package enum Lanyard {
             message = limit.summary + "; resets " + RelativeTime.describe(resetsAt, now: context.clock.now())
         }
         let status = ExitStatus(for: error)
-        let code = switch error {
-        case let e as any LanyardError: e.code
-        case is CancellationError: ErrorCode.cancelled
-        default: ErrorCode.error
-        }
+        let code =
+            switch error {
+            case let e as any LanyardError: e.code
+            case is CancellationError: ErrorCode.cancelled
+            default: ErrorCode.error
+            }
         if json {
-            let view = (error as? any LanyardError).map { ErrorView($0, message: message) } ?? ErrorView(code: code, message: message)
+            let view =
+                (error as? any LanyardError).map { ErrorView($0, message: message) }
+                ?? ErrorView(code: code, message: message)
             context.stdout.rawLine(view.json.serialized(pretty: true))
         } else {
             context.stderr.line("lanyard: \(message)")
@@ -167,8 +213,10 @@ package enum Lanyard {
 
 /// The process entry point. `transportFactory` is nil in `lanyard` (no HTTP linked: commands that
 /// need it continue in `lanyard-net`) and LanyardNetwork's `CurlTransport` in `lanyard-net`.
-package func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
-                        streamFactory: ResponseStreamFactory? = nil) -> Int32 {
+package func lanyardMain(
+    transportFactory: (@Sendable (TimeInterval) -> any HTTPTransport)?,
+    streamFactory: ResponseStreamFactory? = nil
+) -> Int32 {
     StartupTrace.start()
     // Tokens pass through every command's memory: no core dump, no ptrace by the same user.
     ProcessHardening.apply()
@@ -185,7 +233,8 @@ package func lanyardMain(transportFactory: (@Sendable (TimeInterval) -> any HTTP
     StartupTrace.mark("context")
     var arguments = Array(CommandLine.arguments.dropFirst())
     // Run as `docker-credential-lanyard ACTION` (a link to this binary), as Docker calls helpers.
-    if CommandLine.arguments.first.map({ PathText.lastComponent(of: $0) }) == CredentialHelperCommands.dockerHelperName {
+    if CommandLine.arguments.first.map({ PathText.lastComponent(of: $0) }) == CredentialHelperCommands.dockerHelperName
+    {
         arguments.insert("docker-credential", at: 0)
     }
     let status = Lanyard.run(arguments, context: context)

@@ -28,7 +28,8 @@ extension ExitStatus {
         case .missingCredential, .unknownSlot, .noActiveSlot:
             self = .notSignedIn
         // the slot must sign in again
-        case .reauthenticationRequired, .missingRefreshToken, .missingAccountID, .tokenExchangeRefused, .fleetHandedOver:
+        case .reauthenticationRequired, .missingRefreshToken, .missingAccountID, .tokenExchangeRefused,
+            .fleetHandedOver:
             self = .reauthenticationRequired
         // The server replaced the refresh token and the new one was kept nowhere: only a new
         // sign-in helps, as with a refused refresh token.
@@ -36,7 +37,7 @@ extension ExitStatus {
             self = .reauthenticationRequired
         // the credential store
         case .storeUnavailable, .storeLocked, .storeTimedOut, .fleetUnavailable, .fleetLockTimeout,
-             .etcdUnreachable, .etcdUnavailable, .etcdTLS, .etcdPermissionDenied, .codexKeyringUnavailable:
+            .etcdUnreachable, .etcdUnavailable, .etcdTLS, .etcdPermissionDenied, .codexKeyringUnavailable:
             self = .storeUnavailable
         // A TPM-sealed file store that the TPM does not open (yet): like a locked store, nothing
         // changed, and the fix is outside Lanyard (the TPM, its permissions, its lockout, the PIN).
@@ -49,14 +50,15 @@ extension ExitStatus {
             self = .storeUnavailable
         // network and servers
         case .networkFailure, .networkUnavailable, .invalidResponse, .httpError, .tokenExchangeFailed,
-             .streamingReplayDiverged, .responseFailed:
+            .streamingReplayDiverged, .responseFailed:
             self = .network
         // usage
         case .usageLimitReached:
             self = .usageLimit
         // the command line
         // like a missing --yes: the confirmation to sign out without revoking
-        case .usage, .invalidSlotName, .gitCredentialInput, .dockerCredentialInput, .kubeExecInfo, .revocationUnavailable:
+        case .usage, .invalidSlotName, .gitCredentialInput, .dockerCredentialInput, .kubeExecInfo,
+            .revocationUnavailable:
             self = .usage
         case .cancelledSignIn, .cancelled, .etcdCancelled:
             self = .cancelled
@@ -65,20 +67,23 @@ extension ExitStatus {
         case .commandNotRunnable:
             self = .commandNotRunnable
         // everything else that went wrong
-        case .storeCorrupt, .wrongPassphrase, .unsafePath, .ioError, .registryCorrupt, .slotExists, .slotHoldsAnotherAccount,
-             .signInInProgress, .configInvalid, .passphraseUnavailable,
-             .expiredDeviceCode, .pollingTimeout, .callbackTimeout, .callbackPortInUse, .authorizationDenied, .secureRandomFailed,
-             .deviceCodeNotEnabled, .unknown, .invalidHeader, .invalidValue, .integrationUnsupported,
-             .accessTokenRejected, .accessTokenUnsupported,
-             .netrcField, .ghHostsCorrupt, .bundleCorrupt, .bundleEmpty, .bundleEncrypt, .bundleMissing, .bundleNoIdentity,
-             .bundleProviderMismatch, .bundleUnknownProvider, .nothingToExport, .agentRunning, .gitConfigFailed,
-             .refreshFailed, .error,
-             .fleetNotConfigured, .fleetExists, .fleetMissing, .fleetNotMember, .fleetUnknownMachine,
-             .fleetFingerprintMismatch, .fleetSlotShared, .fleetSlotNotShared, .fleetCredentialRefused,
-             .fleetIdentityUnavailable, .fleetLockLost, .fleetDataCorrupt, .fleetPinMismatch, .fleetNotJoined,
-             .fleetUntrusted, .fleetValueMissing, .fleetRefreshInFlight, .fleetMembershipBehind, .fleetForked,
-             .fleetWritePending,
-             .etcdMalformedAnswer, .etcdCompacted, .etcdError:
+        case .storeCorrupt, .wrongPassphrase, .unsafePath, .ioError, .registryCorrupt, .slotExists,
+            .slotHoldsAnotherAccount,
+            .signInInProgress, .configInvalid, .passphraseUnavailable,
+            .expiredDeviceCode, .pollingTimeout, .callbackTimeout, .callbackPortInUse, .authorizationDenied,
+            .secureRandomFailed,
+            .deviceCodeNotEnabled, .unknown, .invalidHeader, .invalidValue, .integrationUnsupported,
+            .accessTokenRejected, .accessTokenUnsupported,
+            .netrcField, .ghHostsCorrupt, .bundleCorrupt, .bundleEmpty, .bundleEncrypt, .bundleMissing,
+            .bundleNoIdentity,
+            .bundleProviderMismatch, .bundleUnknownProvider, .nothingToExport, .agentRunning, .gitConfigFailed,
+            .refreshFailed, .error,
+            .fleetNotConfigured, .fleetExists, .fleetMissing, .fleetNotMember, .fleetUnknownMachine,
+            .fleetFingerprintMismatch, .fleetSlotShared, .fleetSlotNotShared, .fleetCredentialRefused,
+            .fleetIdentityUnavailable, .fleetLockLost, .fleetDataCorrupt, .fleetPinMismatch, .fleetNotJoined,
+            .fleetUntrusted, .fleetValueMissing, .fleetRefreshInFlight, .fleetMembershipBehind, .fleetForked,
+            .fleetWritePending,
+            .etcdMalformedAnswer, .etcdCompacted, .etcdError:
             self = .failure
         default:
             self = .failure

@@ -50,13 +50,19 @@ struct HumanText: ExpressibleByStringInterpolation, Sendable, Equatable {
     struct Interpolation: StringInterpolationProtocol {
         var rendered = ""
 
-        init(literalCapacity: Int, interpolationCount: Int) { rendered.reserveCapacity(literalCapacity + interpolationCount * 8) }
+        init(literalCapacity: Int, interpolationCount: Int) {
+            rendered.reserveCapacity(literalCapacity + interpolationCount * 8)
+        }
 
         mutating func appendLiteral(_ literal: String) { rendered += literal }
         mutating func appendInterpolation(_ text: HumanText) { rendered += text.rendered }
-        mutating func appendInterpolation(_ text: String) { rendered += TerminalText.escaped(text, keepLineBreaks: true) }
+        mutating func appendInterpolation(_ text: String) {
+            rendered += TerminalText.escaped(text, keepLineBreaks: true)
+        }
         mutating func appendInterpolation(_ text: Substring) { appendInterpolation(String(text)) }
         mutating func appendInterpolation(_ value: some BinaryInteger) { rendered += String(value) }
-        mutating func appendInterpolation(_ value: some CustomStringConvertible) { appendInterpolation(value.description) }
+        mutating func appendInterpolation(_ value: some CustomStringConvertible) {
+            appendInterpolation(value.description)
+        }
     }
 }

@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Dispatch
+import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
@@ -58,12 +58,19 @@ package final class Invocation: Sendable {
         let config = try config()
         let open = context.openStore
         let paths = paths
-        var manager = AccountManager(paths: paths, config: config, openStore: { kind, interactive in try open(kind, config, paths, interactive) },
-                                     transport: context.transport ?? context.transportFactory?(config.httpTimeout) ?? NoNetwork(),
-                                     clock: context.clock, sleeper: context.sleeper)
+        var manager = AccountManager(
+            paths: paths,
+            config: config,
+            openStore: { kind, interactive in try open(kind, config, paths, interactive) },
+            transport: context.transport ?? context.transportFactory?(config.httpTimeout) ?? NoNetwork(),
+            clock: context.clock,
+            sleeper: context.sleeper
+        )
         if context.handlesSignals {
-            manager.refreshRunner = RefreshWorker.runner(environment: context.environment,
-                                                         executable: context.transportFactory == nil ? NetworkHandoff.binary() : nil)
+            manager.refreshRunner = RefreshWorker.runner(
+                environment: context.environment,
+                executable: context.transportFactory == nil ? NetworkHandoff.binary() : nil
+            )
         }
         return manager
     }
@@ -81,7 +88,9 @@ package final class Invocation: Sendable {
             let stored = try manager.storedCredential(slot: slot, force: false)
             return stored.due ? try runAsync { try await manager.freshCredential(after: stored) } : stored.credential
         }
-        do { return try read() } catch StoreError.locked(let backend, _) where backend == EncryptedFileStore.backendName && mayAskForPassphrase {
+        do { return try read() } catch StoreError.locked(let backend, _)
+            where backend == EncryptedFileStore.backendName && mayAskForPassphrase
+        {
             try unlockFileStoreOnTerminal()
             return try read()
         }
@@ -103,24 +112,33 @@ package final class Invocation: Sendable {
     /// store unlock` does.
     func unlockFileStoreOnTerminal() throws {
         let config = try config()
-        let file = EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds,
-                                      tpm: .resolve(environment: context.environment, configured: config.tpmTCTI))
+        let file = EncryptedFileStore(
+            paths: paths,
+            unlockCacheSeconds: config.unlockCacheSeconds,
+            tpm: .resolve(environment: context.environment, configured: config.tpmTCTI)
+        )
         let reader = PassphraseReader(environment: context.environment)
         if file.isSealed {
             // One try: the TPM counts a wrong PIN towards its lockout, and the error says how many are left.
-            try file.unlock(passphrase: try reader.read(prompt: "The file store is locked. TPM PIN for the Lanyard file store: "))
+            try file.unlock(
+                passphrase: try reader.read(prompt: "The file store is locked. TPM PIN for the Lanyard file store: ")
+            )
             return
         }
         try file.unlock(tries: Self.passphraseTries) { attempt in
-            try reader.read(prompt: attempt == 1 ? "The file store is locked. Passphrase for the Lanyard file store: "
-                                                 : "Wrong passphrase; try again: ")
+            try reader.read(
+                prompt: attempt == 1
+                    ? "The file store is locked. Passphrase for the Lanyard file store: "
+                    : "Wrong passphrase; try again: "
+            )
         }
     }
 
     /// Runs async work to completion on the command's thread (through ``SyncBridge``: a command is
     /// synchronous and never runs inside a task); with signal handling on and `interruptible`,
     /// Ctrl-C (SIGINT) or SIGTERM cancels it.
-    func runAsync<T: Sendable>(interruptible: Bool = true, _ work: @escaping @Sendable () async throws -> T) throws -> T {
+    func runAsync<T: Sendable>(interruptible: Bool = true, _ work: @escaping @Sendable () async throws -> T) throws -> T
+    {
         var sources: [DispatchSourceSignal] = []
         defer { for source in sources { source.cancel() } }
         return try SyncBridge.wait(work) { cancel in
@@ -144,29 +162,45 @@ package final class Invocation: Sendable {
     /// The slot this command acts on by the documented precedence, or nil when no rule names one.
     /// `active` is asked only when no flag, variable or pin file names a slot.
     func resolveAccount(active: () throws -> Slot?) throws -> AccountResolution? {
-        try AccountResolution.resolve(flag: args.value("account"), environment: context.environment["LANYARD_ACCOUNT"],
-                                      pinFile: { [context, stderr] in
-                                          let lookup = PinFile.find(from: context.workingDirectory)
-                                          for (path, reason) in lookup.ignored {
-                                              stderr.line("lanyard: warning: ignoring \(path): it \(reason)")
-                                          }
-                                          return lookup.pin
-                                      }, active: active)
+        try AccountResolution.resolve(
+            flag: args.value("account"),
+            environment: context.environment["LANYARD_ACCOUNT"],
+            pinFile: { [context, stderr] in
+                let lookup = PinFile.find(from: context.workingDirectory)
+                for (path, reason) in lookup.ignored {
+                    stderr.line("lanyard: warning: ignoring \(path): it \(reason)")
+                }
+                return lookup.pin
+            },
+            active: active
+        )
     }
 
     /// The slot named by `positional` when given, else by account resolution; it must exist.
     /// Reads only that slot's record from the registry (see ``RegistryView``).
-    func targetSlot(positional: String?, in view: RegistryView? = nil) throws -> (Slot, SlotRecord, AccountResolution.Rule?) {
+    func targetSlot(
+        positional: String?,
+        in view: RegistryView? = nil
+    ) throws -> (Slot, SlotRecord, AccountResolution.Rule?) {
         let view = try view ?? registry.view()
         if let positional {
             let slot: Slot
-            do { slot = try Slot(positional) } catch { throw UsageError(message: error.userFacingDescription, command: spec.name) }
-            guard let record = try view.record(of: slot) else { return (slot, try fetchedFromFleet(slot, chosenBy: nil), nil) }
+            do { slot = try Slot(positional) } catch {
+                throw UsageError(message: error.userFacingDescription, command: spec.name)
+            }
+            guard let record = try view.record(of: slot) else {
+                return (slot, try fetchedFromFleet(slot, chosenBy: nil), nil)
+            }
             return (slot, record, nil)
         }
-        guard let resolution = try resolveAccount(active: { try view.active() }) else { throw RegistryError.noActiveSlot }
+        guard let resolution = try resolveAccount(active: { try view.active() }) else {
+            throw RegistryError.noActiveSlot
+        }
         guard let record = try view.record(of: resolution.slot) else {
-            return (resolution.slot, try fetchedFromFleet(resolution.slot, chosenBy: resolution.rule.explanation), resolution.rule)
+            return (
+                resolution.slot, try fetchedFromFleet(resolution.slot, chosenBy: resolution.rule.explanation),
+                resolution.rule
+            )
         }
         return (resolution.slot, record, resolution.rule)
     }
@@ -183,7 +217,8 @@ package final class Invocation: Sendable {
             stderr.line("lanyard: \(slot.name) was not on this machine yet: brought it from fleet \(fleet)")
             return record
         case .notShared: break
-        case .unavailable(let fleet, let reason), .refused(let fleet, let reason): throw UnsyncedSlotError(slot: slot, fleet: fleet, reason: reason)
+        case .unavailable(let fleet, let reason), .refused(let fleet, let reason):
+            throw UnsyncedSlotError(slot: slot, fleet: fleet, reason: reason)
         }
         throw RegistryError.unknownSlot(slot, chosenBy: chosenBy)
     }
@@ -239,9 +274,13 @@ enum Table {
             ([headerCells[col]] + rows.map { $0[col] }).map(visibleWidth).max() ?? 0
         }
         func line(_ cells: [HumanText]) -> HumanText {
-            HumanText.joined(cells.enumerated().map { i, cell in
-                i == cells.count - 1 ? cell : cell + HumanText(String(repeating: " ", count: widths[i] - visibleWidth(cell)))
-            }, separator: "  ")
+            HumanText.joined(
+                cells.enumerated().map { i, cell in
+                    i == cells.count - 1
+                        ? cell : cell + HumanText(String(repeating: " ", count: widths[i] - visibleWidth(cell)))
+                },
+                separator: "  "
+            )
         }
         var out = style.bold(line(headerCells)) + "\n"
         for row in rows { out += line(row) + "\n" }
@@ -252,8 +291,14 @@ enum Table {
         var count = 0
         var inEscape = false
         for ch in text.rendered.unicodeScalars {
-            if inEscape { if ch == "m" { inEscape = false }; continue }
-            if ch == "\u{1B}" { inEscape = true; continue }
+            if inEscape {
+                if ch == "m" { inEscape = false }
+                continue
+            }
+            if ch == "\u{1B}" {
+                inEscape = true
+                continue
+            }
             count += 1
         }
         return count
@@ -278,7 +323,8 @@ enum RelativeTime {
             localtime_r(&seconds, &parts)
             return parts
         }
-        let t = local(date), n = local(now)
+        let t = local(date)
+        let n = local(now)
         func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let clock = "\(two(t.tm_hour)):\(two(t.tm_min))"
         if t.tm_year == n.tm_year && t.tm_yday == n.tm_yday { return clock }

@@ -57,8 +57,12 @@ struct ErrorView: JSONView {
             causes.append(cause.code)
             next = cause.underlying
         }
-        self.init(code: error.code, message: message ?? error.userFacingDescription,
-                  slot: (error as? any SlotNamingError)?.slotName, causes: causes)
+        self.init(
+            code: error.code,
+            message: message ?? error.userFacingDescription,
+            slot: (error as? any SlotNamingError)?.slotName,
+            causes: causes
+        )
     }
 
     var json: JSONValue {

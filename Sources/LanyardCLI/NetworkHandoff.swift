@@ -16,7 +16,8 @@ enum NetworkHandoff {
     /// `lanyard-net` beside this binary (a build folder) or in `../lib/lanyard/` (an install).
     static func binary() -> String {
         let dir = PathText.parent(of: currentExecutable())
-        for candidate in [dir + "/lanyard-net", dir + "/../lib/lanyard/lanyard-net"] where access(candidate, X_OK) == 0 {
+        for candidate in [dir + "/lanyard-net", dir + "/../lib/lanyard/lanyard-net"] where access(candidate, X_OK) == 0
+        {
             return candidate
         }
         return dir + "/../lib/lanyard/lanyard-net"
@@ -28,7 +29,8 @@ enum NetworkHandoff {
         let current = currentExecutable()
         guard PathText.lastComponent(of: current) == "lanyard-net" else { return current }
         let dir = PathText.parent(of: current)
-        for candidate in [dir + "/lanyard", PathText.parent(of: PathText.parent(of: dir)) + "/bin/lanyard"] where access(candidate, X_OK) == 0 {
+        for candidate in [dir + "/lanyard", PathText.parent(of: PathText.parent(of: dir)) + "/bin/lanyard"]
+        where access(candidate, X_OK) == 0 {
             return candidate
         }
         return current  // lanyard-net runs every command too

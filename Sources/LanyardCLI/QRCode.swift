@@ -7,13 +7,15 @@ import Glibc
 /// cost every command about 0.08 ms of loading (docs/performance.md). CQrencode gives the
 /// declarations only.
 enum QRCode {
-    private typealias Encode = @convention(c) (UnsafePointer<CChar>?, Int32, QRecLevel, QRencodeMode, Int32) -> UnsafeMutablePointer<QRcode>?
+    private typealias Encode =
+        @convention(c) (UnsafePointer<CChar>?, Int32, QRecLevel, QRencodeMode, Int32) -> UnsafeMutablePointer<QRcode>?
     private typealias Free = @convention(c) (UnsafeMutablePointer<QRcode>?) -> Void
 
     /// libqrencode's two functions, or nil when the library is not installed.
     private static let library: (encode: Encode, free: Free)? = {
         guard let handle = dlopen("libqrencode.so.4", RTLD_NOW | RTLD_LOCAL),
-              let encode = dlsym(handle, "QRcode_encodeString"), let free = dlsym(handle, "QRcode_free") else { return nil }
+            let encode = dlsym(handle, "QRcode_encodeString"), let free = dlsym(handle, "QRcode_free")
+        else { return nil }
         return (unsafeBitCast(encode, to: Encode.self), unsafeBitCast(free, to: Free.self))
     }()
 

@@ -2,25 +2,38 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
-import LanyardSupport
-import LanyardSystem
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
+import LanyardSystem
 
 /// Refreshes run in a detached worker process (its own session, so neither Ctrl-C nor a
 /// `kill -9` of the command that asked can stop it between the server rotating the refresh token
 /// and Lanyard storing the new one). The caller waits for it and reads the result from the store.
 enum RefreshWorker {
     static let command = CommandSpec(
-        name: "refresh-worker", summary: "internal: run one slot's refresh to completion", arguments: "SLOT",
-        minArguments: 1, maxArguments: 1,
-        flags: [FlagSpec("force", "refresh even when not due"), FlagSpec("lock-fd", value: "FD", "the slot's refresh lock, held and handed down by the caller")],
-        prints: true, takesAccount: false, details: "", hidden: true, network: true) { inv in
+        name: "refresh-worker",
+        summary: "internal: run one slot's refresh to completion",
+        arguments: "SLOT",
+        minArguments: 1,
+        maxArguments: 1,
+        flags: [
+            FlagSpec("force", "refresh even when not due"),
+            FlagSpec("lock-fd", value: "FD", "the slot's refresh lock, held and handed down by the caller"),
+        ],
+        prints: true,
+        takesAccount: false,
+        details: "",
+        hidden: true,
+        network: true
+    ) { inv in
         let slot = try SlotCommands.parseSlot(inv.args.positionals[0], inv)
         var worker = try inv.accounts()
         worker.refreshRunner = nil
         if let raw = inv.args.value("lock-fd") {
-            guard let fd = Int32(raw), fd > 2 else { throw UsageError(message: "--lock-fd needs a descriptor number", command: "refresh-worker") }
+            guard let fd = Int32(raw), fd > 2 else {
+                throw UsageError(message: "--lock-fd needs a descriptor number", command: "refresh-worker")
+            }
             worker.inheritedLock = (slot, try FileLock(inheritedLockedFD: fd))
         }
         let manager = worker
@@ -28,14 +41,17 @@ enum RefreshWorker {
         // With `[integrations] codex = true`, Codex's auth.json is a second holder of the account's
         // token family: adopt what Codex rotated before refreshing, and hand it what this refresh
         // made after, so neither side ever presents a refresh token the other has used.
-        let codex = manager.config.codexIntegration ? CodexHome(explicit: nil, environment: inv.context.environment) : nil
+        let codex =
+            manager.config.codexIntegration ? CodexHome(explicit: nil, environment: inv.context.environment) : nil
         let credential = try inv.runAsync { () -> Credential in
             if let codex { _ = try? await CodexSync(manager: manager).copyBack(from: codex, into: slot) }
             return try await manager.freshCredential(slot: slot, force: force)
         }
         if let codex {
             do { try CodexSync(manager: manager).mirror(credential, of: slot, to: codex) } catch {
-                inv.stderr.line("lanyard: warning: could not update \(codex.signInPlace()): \(error.userFacingDescription)")
+                inv.stderr.line(
+                    "lanyard: warning: could not update \(codex.signInPlace()): \(error.userFacingDescription)"
+                )
             }
         }
         inv.emit(.object(["slot": .string(slot.name), "ok": .bool(true)])) {}
@@ -47,8 +63,13 @@ enum RefreshWorker {
     static func runner(environment: [String: String], executable: String?) -> RefreshRunner {
         { slot, force, lock in
             // Waiting for the child blocks this thread: the refresh's, on the blocking executor.
-            let result = try spawnAndWait(slot: slot, force: force, lockFD: lock.descriptor, environment: environment,
-                                          executable: executable)
+            let result = try spawnAndWait(
+                slot: slot,
+                force: force,
+                lockFD: lock.descriptor,
+                environment: environment,
+                executable: executable
+            )
             guard result.0 != 0 else { return }
             throw WorkerError(status: result.0, body: result.1)
         }
@@ -57,7 +78,13 @@ enum RefreshWorker {
     /// The descriptor the worker finds the caller's held slot lock on.
     static let inheritedLockFD: Int32 = 3
 
-    static func spawnAndWait(slot: Slot, force: Bool, lockFD: Int32, environment: [String: String], executable: String?) throws -> (Int32, Data) {
+    static func spawnAndWait(
+        slot: Slot,
+        force: Bool,
+        lockFD: Int32,
+        environment: [String: String],
+        executable: String?
+    ) throws -> (Int32, Data) {
         // A copy above 9: dup2 onto the descriptor it already is would keep close-on-exec.
         let handoff = fcntl(lockFD, F_DUPFD_CLOEXEC, 10)
         guard handoff >= 0 else {
@@ -69,8 +96,12 @@ enum RefreshWorker {
             throw StoreError.io(path: "pipe", detail: error.reason, cause: ErrorCause(error))
         }
         let executable = executable ?? NetworkHandoff.currentExecutable()
-        var spawn = Spawn(executable, arguments: ["refresh-worker", slot.name, "--json", "--lock-fd", String(inheritedLockFD)] + (force ? ["--force"] : []),
-                          environment: environment)
+        var spawn = Spawn(
+            executable,
+            arguments: ["refresh-worker", slot.name, "--json", "--lock-fd", String(inheritedLockFD)]
+                + (force ? ["--force"] : []),
+            environment: environment
+        )
         spawn.stdout = .descriptor(pipe.write)
         // stderr stays the caller's: the worker's result and errors come as JSON on the pipe, so
         // what it prints there is warnings only (Codex's auth.json, an event log that fails).
@@ -82,8 +113,11 @@ enum RefreshWorker {
         do { pid = try spawn.start() } catch {
             close(pipe.write)
             close(pipe.read)
-            throw StoreError.io(path: executable, detail: "cannot start the refresh worker: \(error.reason)",
-                                cause: ErrorCause(error))
+            throw StoreError.io(
+                path: executable,
+                detail: "cannot start the refresh worker: \(error.reason)",
+                cause: ErrorCause(error)
+            )
         }
         close(pipe.write)
         // A pipe that cannot be read (never seen) reads as nothing: the worker's exit status says the rest.

@@ -44,8 +44,12 @@ public struct AccountResolution: Hashable, Sendable {
     /// Applies the precedence rules. Each source is a raw name (validated here) so that a bad
     /// value is reported with the rule it came from.
     /// - Returns: nil when no rule names a slot.
-    public static func resolve(flag: String?, environment: String?, pinFile: (path: String, name: String)?,
-                               active: Slot?) throws(AccountResolutionError) -> AccountResolution? {
+    public static func resolve(
+        flag: String?,
+        environment: String?,
+        pinFile: (path: String, name: String)?,
+        active: Slot?
+    ) throws(AccountResolutionError) -> AccountResolution? {
         func slot(_ raw: String, _ rule: Rule) throws(AccountResolutionError) -> AccountResolution {
             do { return AccountResolution(slot: try Slot(raw), rule: rule) } catch {
                 throw AccountResolutionError(rule: rule, reason: error)
@@ -59,8 +63,12 @@ public struct AccountResolution: Hashable, Sendable {
 
     /// The same rules, looking for the pin file and the active slot (each costs I/O: a walk up the
     /// folders, a registry read) only when the rules before them name nothing.
-    public static func resolve(flag: String?, environment: String?, pinFile: () -> (path: String, name: String)?,
-                               active: () throws -> Slot?) throws -> AccountResolution? {
+    public static func resolve(
+        flag: String?,
+        environment: String?,
+        pinFile: () -> (path: String, name: String)?,
+        active: () throws -> Slot?
+    ) throws -> AccountResolution? {
         if flag != nil || !(environment ?? "").isEmpty {
             return try resolve(flag: flag, environment: environment, pinFile: nil, active: nil)
         }

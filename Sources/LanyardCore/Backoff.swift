@@ -14,8 +14,13 @@ public struct BackoffPolicy: Hashable, Sendable, Codable {
     /// The spread added on top of the exponential delay, as a fraction of it.
     public var jitter: Double
 
-    public init(maxRetries: Int = 2, initialDelay: TimeInterval = 1, maximumDelay: TimeInterval = 30,
-                respectsRetryAfterHeader: Bool = true, jitter: Double = 0.25) {
+    public init(
+        maxRetries: Int = 2,
+        initialDelay: TimeInterval = 1,
+        maximumDelay: TimeInterval = 30,
+        respectsRetryAfterHeader: Bool = true,
+        jitter: Double = 0.25
+    ) {
         self.maxRetries = max(0, maxRetries)
         self.initialDelay = max(0, initialDelay)
         self.maximumDelay = max(0, maximumDelay)
@@ -54,9 +59,15 @@ public struct BackoffPolicy: Hashable, Sendable, Codable {
     static func httpDate(_ text: String) -> Date? {
         let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
         let words = text.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
-        var day: Int?, month: Int?, year: Int?, time: [Int]?
+        var day: Int?
+        var month: Int?
+        var year: Int?
+        var time: [Int]?
         for word in words {
-            if let m = months.firstIndex(of: word.lowercased()) { month = m + 1; continue }
+            if let m = months.firstIndex(of: word.lowercased()) {
+                month = m + 1
+                continue
+            }
             if word.contains(":") {
                 let parts = word.split(separator: ":").compactMap { Int($0) }
                 if parts.count == 3 { time = parts }
@@ -64,16 +75,22 @@ public struct BackoffPolicy: Hashable, Sendable, Codable {
             }
             if word.contains("-") {  // RFC 850: 06-Nov-94
                 let parts = word.split(separator: "-").map(String.init)
-                guard parts.count == 3, let d = Int(parts[0]), let m = months.firstIndex(of: parts[1].lowercased()), let y = Int(parts[2]) else {
+                guard parts.count == 3, let d = Int(parts[0]), let m = months.firstIndex(of: parts[1].lowercased()),
+                    let y = Int(parts[2])
+                else {
                     return nil
                 }
-                day = d; month = m + 1; year = y < 100 ? (y < 70 ? 2000 + y : 1900 + y) : y
+                day = d
+                month = m + 1
+                year = y < 100 ? (y < 70 ? 2000 + y : 1900 + y) : y
                 continue
             }
             if let n = Int(word) { if n > 31 { year = n } else { day = n } }
         }
-        guard let day, let month, let year, let time, (1...31).contains(day), time[0] < 24, time[1] < 60, time[2] < 61 else { return nil }
-        let seconds = RFC3339.days(fromCivil: Int64(year), Int64(month), Int64(day)) * 86_400
+        guard let day, let month, let year, let time, (1...31).contains(day), time[0] < 24, time[1] < 60, time[2] < 61
+        else { return nil }
+        let seconds =
+            RFC3339.days(fromCivil: Int64(year), Int64(month), Int64(day)) * 86_400
             + Int64(time[0] * 3600 + time[1] * 60 + time[2])
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }

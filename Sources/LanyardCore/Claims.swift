@@ -14,7 +14,8 @@ extension AccountInfo {
             userID: auth["chatgpt_user_id"]?.string ?? auth["user_id"]?.string,
             accountID: auth["chatgpt_account_id"]?.string,
             plan: auth["chatgpt_plan_type"]?.string.map(Plan.init(rawValue:)),
-            isFedRAMPAccount: auth["chatgpt_account_is_fedramp"]?.bool ?? false)
+            isFedRAMPAccount: auth["chatgpt_account_is_fedramp"]?.bool ?? false
+        )
     }
 
     /// Account data from a generic OIDC id token: `email`, `sub`, and an optional claim path
@@ -24,6 +25,7 @@ extension AccountInfo {
             email: claims.email,
             userID: claims.subject,
             accountID: accountClaim.flatMap { claims.value(atPath: $0)?.string },
-            plan: planClaim.flatMap { claims.value(atPath: $0)?.string }.map(Plan.init(rawValue:)))
+            plan: planClaim.flatMap { claims.value(atPath: $0)?.string }.map(Plan.init(rawValue:))
+        )
     }
 }

@@ -40,8 +40,9 @@ public struct BootInstant: Hashable, Sendable {
     public init?(text: String) {
         let parts = text.split(separator: " ")
         guard parts.count == 2, (1...64).contains(parts[0].utf8.count),
-              parts[0].utf8.allSatisfy({ $0 == 0x2d || ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
-              let seconds = Double(parts[1]), seconds.isFinite, seconds >= 0, seconds < 1e12 else { return nil }
+            parts[0].utf8.allSatisfy({ $0 == 0x2d || ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
+            let seconds = Double(parts[1]), seconds.isFinite, seconds >= 0, seconds < 1e12
+        else { return nil }
         // Milliseconds, as `text` writes them: a value read back is the value that was written.
         self.init(bootID: String(parts[0]), seconds: (seconds * 1000).rounded() / 1000)
     }

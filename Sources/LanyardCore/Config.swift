@@ -201,9 +201,20 @@ package struct ProviderConfig: Hashable, Sendable {
         case idToken = "id-token"
     }
 
-    public init(id: String, kind: Kind, issuer: URL, clientID: String, scopes: [String] = [], planClaim: String? = nil,
-                accountClaim: String? = nil, deviceAuthorizationEndpoint: URL? = nil, tokenEndpoint: URL? = nil,
-                revocationEndpoint: URL? = nil, usageBaseURL: URL? = nil, environment: [String: String] = [:]) {
+    public init(
+        id: String,
+        kind: Kind,
+        issuer: URL,
+        clientID: String,
+        scopes: [String] = [],
+        planClaim: String? = nil,
+        accountClaim: String? = nil,
+        deviceAuthorizationEndpoint: URL? = nil,
+        tokenEndpoint: URL? = nil,
+        revocationEndpoint: URL? = nil,
+        usageBaseURL: URL? = nil,
+        environment: [String: String] = [:]
+    ) {
         self.id = id
         self.kind = kind
         self.issuer = issuer
@@ -223,11 +234,15 @@ package struct ProviderConfig: Hashable, Sendable {
     /// (`client-id` in `[provider.github]`); GitHub publishes no OIDC discovery, hence the endpoints.
     public static let gitHub: ProviderConfig = {
         var github = ProviderConfig(
-            id: "github", kind: .deviceCode, issuer: URL(string: "https://github.com")!, clientID: "",
+            id: "github",
+            kind: .deviceCode,
+            issuer: URL(string: "https://github.com")!,
+            clientID: "",
             scopes: ["repo", "read:org", "gist"],
             deviceAuthorizationEndpoint: URL(string: "https://github.com/login/device/code")!,
             tokenEndpoint: URL(string: "https://github.com/login/oauth/access_token")!,
-            environment: ["GH_TOKEN": "access_token"])
+            environment: ["GH_TOKEN": "access_token"]
+        )
         github.gitUsername = "x-access-token"
         return github
     }()
@@ -235,9 +250,14 @@ package struct ProviderConfig: Hashable, Sendable {
     /// ChatGPT sign-in with the Codex CLI's public client.
     public static let openAI: ProviderConfig = {
         var openAI = ProviderConfig(
-            id: "openai", kind: .openai, issuer: URL(string: "https://auth.openai.com")!,
-            clientID: "app_EMoamEEZ73f0CkXaXp7hrann", scopes: ["openid", "profile", "email", "offline_access"],
-            usageBaseURL: URL(string: "https://chatgpt.com")!, environment: [:])
+            id: "openai",
+            kind: .openai,
+            issuer: URL(string: "https://auth.openai.com")!,
+            clientID: "app_EMoamEEZ73f0CkXaXp7hrann",
+            scopes: ["openid", "profile", "email", "offline_access"],
+            usageBaseURL: URL(string: "https://chatgpt.com")!,
+            environment: [:]
+        )
         // The page Codex's own usage-limit messages send people to.
         openAI.usagePageURL = URL(string: "https://chatgpt.com/codex/settings/usage")!
         return openAI

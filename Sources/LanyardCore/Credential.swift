@@ -22,7 +22,13 @@ package struct Credential: Hashable, JSONDocument, Sendable, CustomStringConvert
 
     public static let spentLimit = 4
 
-    public init(provider: String, tokens: TokenSet, lastRefresh: Date?, lastRefreshBoot: BootInstant? = nil, account: AccountInfo) {
+    public init(
+        provider: String,
+        tokens: TokenSet,
+        lastRefresh: Date?,
+        lastRefreshBoot: BootInstant? = nil,
+        account: AccountInfo
+    ) {
         self.version = Credential.currentVersion
         self.provider = provider
         self.tokens = tokens
@@ -34,29 +40,45 @@ package struct Credential: Hashable, JSONDocument, Sendable, CustomStringConvert
     package init(json: JSONFields) throws(JSONShapeError) {
         version = try json.int("version")
         guard (1...Credential.currentVersion).contains(version) else {
-            throw JSONShapeError(path: ".version", problem: "is \(version), newer than this Lanyard reads (\(Credential.currentVersion))")
+            throw JSONShapeError(
+                path: ".version",
+                problem: "is \(version), newer than this Lanyard reads (\(Credential.currentVersion))"
+            )
         }
         provider = try json.string("provider")
         tokens = try TokenSet(json: try json.object("tokens"))
         lastRefresh = try json.optionalDate("last_refresh")
         lastRefreshBoot = try json.optionalBootInstant("last_refresh_boot")
         spentRefreshTokens = try json.optionalStrings("spent_refresh_tokens") ?? []
-        if let bad = spentRefreshTokens.first(where: { $0.utf8.count != 32 || !$0.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) }) {
-            throw JSONShapeError(path: json.path + ".spent_refresh_tokens", problem: "holds \(TerminalText.escaped(String(bad.prefix(40))).debugDescription), "
-                + "not a 32-digit hex fingerprint")
+        if let bad = spentRefreshTokens.first(where: {
+            $0.utf8.count != 32 || !$0.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+        }) {
+            throw JSONShapeError(
+                path: json.path + ".spent_refresh_tokens",
+                problem: "holds \(TerminalText.escaped(String(bad.prefix(40))).debugDescription), "
+                    + "not a 32-digit hex fingerprint"
+            )
         }
         if spentRefreshTokens.count > Credential.spentLimit {
-            throw JSONShapeError(path: json.path + ".spent_refresh_tokens", problem: "holds more than \(Credential.spentLimit) fingerprints")
+            throw JSONShapeError(
+                path: json.path + ".spent_refresh_tokens",
+                problem: "holds more than \(Credential.spentLimit) fingerprints"
+            )
         }
-        account = try json.optionalObject("account").map { (f: JSONFields) throws(JSONShapeError) in try AccountInfo(json: f) } ?? AccountInfo()
+        account =
+            try json.optionalObject("account").map { (f: JSONFields) throws(JSONShapeError) in try AccountInfo(json: f)
+            } ?? AccountInfo()
     }
 
     public var json: JSONValue {
-        JSONValue.object(["version": .number(Double(version)), "provider": .string(provider), "tokens": tokens.json,
-                          "last_refresh": .date(lastRefresh),
-                          "last_refresh_boot": .optional(lastRefreshBoot?.text),
-                          "spent_refresh_tokens": spentRefreshTokens.isEmpty ? .null : .array(spentRefreshTokens.map(JSONValue.string)),
-                          "account": account.json]).droppingNulls
+        JSONValue.object([
+            "version": .number(Double(version)), "provider": .string(provider), "tokens": tokens.json,
+            "last_refresh": .date(lastRefresh),
+            "last_refresh_boot": .optional(lastRefreshBoot?.text),
+            "spent_refresh_tokens": spentRefreshTokens.isEmpty
+                ? .null : .array(spentRefreshTokens.map(JSONValue.string)),
+            "account": account.json,
+        ]).droppingNulls
     }
 
     /// The prefix Codex tells a ChatGPT personal access token by (`codex login --with-access-token`).

@@ -13,7 +13,9 @@ package struct JWTClaims: Sendable {
     public init(token: String) throws(JWTError) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .wrongPartCount(parts.count) }
-        guard !parts[1].isEmpty, let data = Base64URL.decode(String(parts[1])) else { throw .invalidBase64(part: "payload") }
+        guard !parts[1].isEmpty, let data = Base64URL.decode(String(parts[1])) else {
+            throw .invalidBase64(part: "payload")
+        }
         guard Base64URL.decode(String(parts[0])) != nil else { throw .invalidBase64(part: "header") }
         let value: JSONValue
         do { value = try JSONValue.parse(data) } catch { throw .payloadNotJSON }
@@ -46,7 +48,9 @@ package struct JWTClaims: Sendable {
         while !rest.isEmpty {
             guard case .object(let dict) = current else { return nil }
             // Longest key that prefixes the rest of the path.
-            guard let key = dict.keys.filter({ rest == $0 || rest.hasPrefix($0 + ".") }).max(by: { $0.count < $1.count }) else {
+            guard
+                let key = dict.keys.filter({ rest == $0 || rest.hasPrefix($0 + ".") }).max(by: { $0.count < $1.count })
+            else {
                 return nil
             }
             current = dict[key]!
@@ -79,9 +83,12 @@ package enum Base64URL {
     package static func decode(_ text: String) -> Data? {
         var s = text
         while s.hasSuffix("=") { s.removeLast() }
-        guard s.utf8.allSatisfy({ b in
-            (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || b == 0x2d || b == 0x5f
-        }) else { return nil }
+        guard
+            s.utf8.allSatisfy({ b in
+                (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || b == 0x2d
+                    || b == 0x5f
+            })
+        else { return nil }
         guard s.utf8.count % 4 != 1 else { return nil }
         s = String(s.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
         s += String(repeating: "=", count: (4 - s.utf8.count % 4) % 4)

@@ -84,7 +84,9 @@ public struct Slot: Hashable, Comparable, Sendable, CustomStringConvertible, Cod
     public init(from decoder: Decoder) throws {
         let raw = try decoder.singleValueContainer().decode(String.self)
         do { try self.init(raw) } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.userFacingDescription))
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: decoder.codingPath, debugDescription: error.userFacingDescription)
+            )
         }
     }
 

@@ -11,7 +11,11 @@ public struct StreamingTransportPolicy: Hashable, Sendable {
     /// When WebSocket cannot recover (or the server refuses the upgrade), continue over HTTP/SSE.
     public var fallsBackToHTTPSSE: Bool
 
-    public init(prefersWebSocket: Bool = true, maxWebSocketReconnectionAttempts: Int = 5, fallsBackToHTTPSSE: Bool = true) {
+    public init(
+        prefersWebSocket: Bool = true,
+        maxWebSocketReconnectionAttempts: Int = 5,
+        fallsBackToHTTPSSE: Bool = true
+    ) {
         self.prefersWebSocket = prefersWebSocket
         self.maxWebSocketReconnectionAttempts = max(0, maxWebSocketReconnectionAttempts)
         self.fallsBackToHTTPSSE = fallsBackToHTTPSSE
@@ -20,7 +24,11 @@ public struct StreamingTransportPolicy: Hashable, Sendable {
     /// WebSocket, 5 reconnections, then SSE.
     public static let `default` = StreamingTransportPolicy()
     /// SSE only: no socket is ever opened.
-    public static let httpSSEOnly = StreamingTransportPolicy(prefersWebSocket: false, maxWebSocketReconnectionAttempts: 0, fallsBackToHTTPSSE: true)
+    public static let httpSSEOnly = StreamingTransportPolicy(
+        prefersWebSocket: false,
+        maxWebSocketReconnectionAttempts: 0,
+        fallsBackToHTTPSSE: true
+    )
 }
 
 /// The transport a stream is using.
@@ -55,8 +63,14 @@ public struct StreamResponse: Hashable, Sendable {
     /// The error the backend gave for a failed response.
     public var error: ServerErrorDetail?
 
-    public init(id: String, status: String, model: String? = nil, outputText: String = "", usage: ResponseUsage? = nil,
-                error: ServerErrorDetail? = nil) {
+    public init(
+        id: String,
+        status: String,
+        model: String? = nil,
+        outputText: String = "",
+        usage: ResponseUsage? = nil,
+        error: ServerErrorDetail? = nil
+    ) {
         self.id = id
         self.status = status
         self.model = model
@@ -92,10 +106,12 @@ public struct ResponseRequest: Sendable {
     public init(prompt: String, model: String, instructions: String? = nil) {
         self.model = model
         self.instructions = instructions
-        self.input = [.object([
-            "type": .string("message"), "role": .string("user"),
-            "content": .array([.object(["type": .string("input_text"), "text": .string(prompt)])]),
-        ])]
+        self.input = [
+            .object([
+                "type": .string("message"), "role": .string("user"),
+                "content": .array([.object(["type": .string("input_text"), "text": .string(prompt)])]),
+            ])
+        ]
     }
 
     public init(model: String, instructions: String? = nil, input: [JSONValue]) {

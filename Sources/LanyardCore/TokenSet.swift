@@ -23,13 +23,19 @@ package struct TokenSet: Hashable, JSONDocument, Sendable, CustomStringConvertib
     package var expiry: Date? { expiresAt ?? (try? JWTClaims(token: accessToken))?.expiresAt }
 
     package init(json: JSONFields) throws(JSONShapeError) {
-        self.init(accessToken: try json.token("access_token"), refreshToken: try json.optionalToken("refresh_token"),
-                  idToken: try json.optionalToken("id_token"), expiresAt: try json.optionalDate("expires_at"))
+        self.init(
+            accessToken: try json.token("access_token"),
+            refreshToken: try json.optionalToken("refresh_token"),
+            idToken: try json.optionalToken("id_token"),
+            expiresAt: try json.optionalDate("expires_at")
+        )
     }
 
     public var json: JSONValue {
-        JSONValue.object(["access_token": .string(accessToken), "refresh_token": .optional(refreshToken),
-                          "id_token": .optional(idToken), "expires_at": .date(expiresAt)]).droppingNulls
+        JSONValue.object([
+            "access_token": .string(accessToken), "refresh_token": .optional(refreshToken),
+            "id_token": .optional(idToken), "expires_at": .date(expiresAt),
+        ]).droppingNulls
     }
 
     /// Every token here, for removing from text a server sends back (error bodies may echo them).

@@ -14,8 +14,14 @@ public struct UsageLimit: Hashable, Sendable, Codable {
     public var resetsInSeconds: TimeInterval?
     public var rateLimit: UsageSnapshot?
 
-    public init(type: String = "usage_limit_reached", message: String? = nil, plan: Plan? = nil, resetsAt: Date? = nil,
-                resetsInSeconds: TimeInterval? = nil, rateLimit: UsageSnapshot? = nil) {
+    public init(
+        type: String = "usage_limit_reached",
+        message: String? = nil,
+        plan: Plan? = nil,
+        resetsAt: Date? = nil,
+        resetsInSeconds: TimeInterval? = nil,
+        rateLimit: UsageSnapshot? = nil
+    ) {
         self.type = type
         self.message = message
         self.plan = plan
@@ -73,9 +79,14 @@ public struct UsageWindow: Hashable, Sendable, Codable {
     public static func busiest(_ windows: [UsageWindow]) -> UsageWindow? {
         var best: UsageWindow?
         for window in windows {
-            guard let current = best else { best = window; continue }
+            guard let current = best else {
+                best = window
+                continue
+            }
             if window.usedPercent > current.usedPercent
-                || (window.usedPercent == current.usedPercent && (window.windowSeconds ?? 0) > (current.windowSeconds ?? 0)) {
+                || (window.usedPercent == current.usedPercent
+                    && (window.windowSeconds ?? 0) > (current.windowSeconds ?? 0))
+            {
                 best = window
             }
         }
@@ -99,7 +110,8 @@ public enum UsageWindowLength: Hashable, Sendable {
     case other(seconds: Int)
 
     public init(seconds: Int) {
-        let hour = 3600, day = 24 * hour
+        let hour = 3600
+        let day = 24 * hour
         switch seconds {
         case 5 * hour - 300...5 * hour + 300: self = .fiveHours
         case day - hour...day + hour: self = .daily

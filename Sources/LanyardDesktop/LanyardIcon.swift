@@ -24,8 +24,11 @@ package enum LanyardIcon {
     package static let notificationSize = 48
 
     /// The icon as notifications carry it (the `image-data` hint): RGBA, drawn once.
-    package static let notificationImage = NotificationImage(width: notificationSize, height: notificationSize,
-                                                             rgba: drawing.rgba(size: notificationSize))
+    package static let notificationImage = NotificationImage(
+        width: notificationSize,
+        height: notificationSize,
+        rgba: drawing.rgba(size: notificationSize)
+    )
 
     /// The icon's file in a hicolor theme folder at one size.
     package static func path(inTheme folder: String, size: Int) -> String {
@@ -42,8 +45,11 @@ package enum LanyardIcon {
             let path = path(inTheme: folder, size: size)
             let apps = PathText.parent(of: path)
             do {
-                try FileManager.default.createDirectory(atPath: apps, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o755])
+                try FileManager.default.createDirectory(
+                    atPath: apps,
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o755]
+                )
                 // Replaced durably by GLib, as the autostart entry is.
                 try DurableFile.replace(path, with: Data(drawing.png(size: size)), mode: 0o644)
             } catch {

@@ -58,7 +58,9 @@ package enum TrayAutostart {
     ///   absolute, not UTF-8 or holds a control character (the Desktop Entry format has no way to
     ///   say it).
     package static func entry(executable: String) throws(TrayAutostartError) -> String {
-        guard executable.hasPrefix("/") else { throw .unrepresentable(path: executable, reason: "it is not an absolute path") }
+        guard executable.hasPrefix("/") else {
+            throw .unrepresentable(path: executable, reason: "it is not an absolute path")
+        }
         guard executable.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
             throw .unrepresentable(path: executable, reason: "it holds a control character")
         }
@@ -66,23 +68,23 @@ package enum TrayAutostart {
             throw .unrepresentable(path: executable, reason: "it is not UTF-8")
         }
         return """
-        # Lanyard's XDG autostart entry: starts `lanyard tray` when you log in (docs/desktop.md).
-        # `lanyard tray --install-autostart` puts it in ~/.config/autostart, --uninstall-autostart
-        # takes it out.
-        [Desktop Entry]
-        Type=Application
-        Name=Lanyard tray
-        Comment=Every slot's usage in the tray; switch accounts from its menu
-        Exec=\(execValue([executable, "tray"]))
-        TryExec=\(stringValue(executable))
-        Icon=\(LanyardIcon.name)
-        Terminal=false
-        NoDisplay=true
-        StartupNotify=false
-        X-GNOME-Autostart-enabled=true
-        \(marker)
+            # Lanyard's XDG autostart entry: starts `lanyard tray` when you log in (docs/desktop.md).
+            # `lanyard tray --install-autostart` puts it in ~/.config/autostart, --uninstall-autostart
+            # takes it out.
+            [Desktop Entry]
+            Type=Application
+            Name=Lanyard tray
+            Comment=Every slot's usage in the tray; switch accounts from its menu
+            Exec=\(execValue([executable, "tray"]))
+            TryExec=\(stringValue(executable))
+            Icon=\(LanyardIcon.name)
+            Terminal=false
+            NoDisplay=true
+            StartupNotify=false
+            X-GNOME-Autostart-enabled=true
+            \(marker)
 
-        """
+            """
     }
 
     /// An `Exec=` value for `arguments`, by the Desktop Entry spec's rules: an argument holding a
@@ -116,7 +118,9 @@ package enum TrayAutostart {
     /// Whether `text` is an entry Lanyard wrote: it has ``marker`` on a line of its own (blanks,
     /// which the format allows around `=`, aside).
     package static func isOurs(_ text: String) -> Bool {
-        text.split(whereSeparator: \.isNewline).contains { line in String(line.filter { $0 != " " && $0 != "\t" }) == marker }
+        text.split(whereSeparator: \.isNewline).contains { line in
+            String(line.filter { $0 != " " && $0 != "\t" }) == marker
+        }
     }
 
     /// Writes the entry for `executable` durably (a temporary file, fsync, rename, fsync of the
@@ -124,7 +128,11 @@ package enum TrayAutostart {
     /// The folder is created 0700 when missing (an existing one keeps its mode). An entry that is
     /// not Lanyard's is left alone unless `force`.
     /// - Returns: the path and what was done.
-    package static func install(executable: String, environment: [String: String], force: Bool) throws -> (path: String, Installed) {
+    package static func install(
+        executable: String,
+        environment: [String: String],
+        force: Bool
+    ) throws -> (path: String, Installed) {
         let contents = try entry(executable: executable)
         let folder = folder(environment: environment)
         let path = folder + "/" + fileName
@@ -174,12 +182,18 @@ package enum TrayAutostart {
     private static func ensureFolder(_ folder: String) throws {
         var st = stat()
         if stat(folder, &st) == 0 {
-            guard st.st_mode & S_IFMT == S_IFDIR else { throw StoreError.unsafePath(path: folder, reason: "it is not a folder") }
+            guard st.st_mode & S_IFMT == S_IFDIR else {
+                throw StoreError.unsafePath(path: folder, reason: "it is not a folder")
+            }
             return
         }
         guard errno == ENOENT else { throw StoreError.io(path: folder, detail: SystemCallError.reason()) }
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: folder,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
         } catch {
             throw StoreError.io(path: folder, detail: "cannot create folder: \(error.userFacingDescription)")
         }

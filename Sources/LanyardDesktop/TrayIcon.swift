@@ -47,7 +47,8 @@ package struct TrayIcon: Sendable, Hashable {
         var canvas = Canvas(size: size)
         canvas.paint(Self.rim) { x, y in Self.roundedRect(x, y, 0.5, 0.5, 15.5, 15.5, radius: 3.2) }
         canvas.paint(Self.background) { x, y in Self.roundedRect(x, y, 1.4, 1.4, 14.6, 14.6, radius: 2.4) }
-        let rows: [(top: Double, bottom: Double)] = bars.count >= 2 || state == .mustSignIn || bars.isEmpty
+        let rows: [(top: Double, bottom: Double)] =
+            bars.count >= 2 || state == .mustSignIn || bars.isEmpty
             ? [(3.6, 6.9), (9.1, 12.4)] : [(5.9, 10.1)]
         let fill = Self.colour(state)
         for (index, row) in rows.enumerated() {
@@ -65,8 +66,12 @@ package struct TrayIcon: Sendable, Hashable {
         switch state {
         case .atLimit:
             // A slash through the meter, from bottom left to top right, outlined in the background.
-            canvas.paint(Self.background) { x, y in Self.distanceToSlash(x, y) <= 1.9 && Self.roundedRect(x, y, 1.4, 1.4, 14.6, 14.6, radius: 2.4) }
-            canvas.paint(Self.white) { x, y in Self.distanceToSlash(x, y) <= 1.05 && Self.roundedRect(x, y, 2, 2, 14, 14, radius: 2) }
+            canvas.paint(Self.background) { x, y in
+                Self.distanceToSlash(x, y) <= 1.9 && Self.roundedRect(x, y, 1.4, 1.4, 14.6, 14.6, radius: 2.4)
+            }
+            canvas.paint(Self.white) { x, y in
+                Self.distanceToSlash(x, y) <= 1.05 && Self.roundedRect(x, y, 2, 2, 14, 14, radius: 2)
+            }
         case .mustSignIn:
             canvas.paint(Self.background) { x, y in Self.keyhole(x, y, grow: 0.9) }
             canvas.paint(Self.white) { x, y in Self.keyhole(x, y, grow: 0) }
@@ -92,7 +97,15 @@ package struct TrayIcon: Sendable, Hashable {
     /// The same drawing as a PNG (dbusmenu's `icon-data`, the installed application icon).
     package func png(size: Int) -> [UInt8] { PNG.encode(width: size, height: size, rgba: rgba(size: size)) }
 
-    static func roundedRect(_ x: Double, _ y: Double, _ x0: Double, _ y0: Double, _ x1: Double, _ y1: Double, radius: Double) -> Bool {
+    static func roundedRect(
+        _ x: Double,
+        _ y: Double,
+        _ x0: Double,
+        _ y0: Double,
+        _ x1: Double,
+        _ y1: Double,
+        radius: Double
+    ) -> Bool {
         guard x >= x0, x <= x1, y >= y0, y <= y1 else { return false }
         let r = min(radius, (x1 - x0) / 2, (y1 - y0) / 2)
         let cx = x < x0 + r ? x0 + r : (x > x1 - r ? x1 - r : x)
@@ -107,7 +120,8 @@ package struct TrayIcon: Sendable, Hashable {
 
     /// A keyhole in the middle: a disc over a stem widening downwards; `grow` widens it (outline).
     static func keyhole(_ x: Double, _ y: Double, grow: Double) -> Bool {
-        let dx = x - 8, dy = y - 6.4
+        let dx = x - 8
+        let dy = y - 6.4
         if dx * dx + dy * dy <= (2.3 + grow) * (2.3 + grow) { return true }
         guard y >= 6.4, y <= 12.2 + grow else { return false }
         let half = 0.8 + (y - 6.4) / 5.8 * 0.9 + grow
@@ -136,12 +150,17 @@ private struct Canvas {
             for x in 0..<size {
                 var covered = 0
                 for sy in 0..<4 {
-                    for sx in 0..<4 where inside((Double(x) + (Double(sx) + 0.5) / 4) * scale, (Double(y) + (Double(sy) + 0.5) / 4) * scale) {
+                    for sx in 0..<4
+                    where inside(
+                        (Double(x) + (Double(sx) + 0.5) / 4) * scale,
+                        (Double(y) + (Double(sy) + 0.5) / 4) * scale
+                    ) {
                         covered += 1
                     }
                 }
                 guard covered > 0 else { continue }
-                let c = Double(covered) / 16, i = y * size + x
+                let c = Double(covered) / 16
+                let i = y * size + x
                 a[i] = c + a[i] * (1 - c)
                 r[i] = colour.0 / 255 * c + r[i] * (1 - c)
                 g[i] = colour.1 / 255 * c + g[i] * (1 - c)
@@ -203,7 +222,8 @@ package enum PNG {
     }
 
     static func adler32(_ data: [UInt8]) -> UInt32 {
-        var a: UInt32 = 1, b: UInt32 = 0
+        var a: UInt32 = 1
+        var b: UInt32 = 0
         for byte in data {
             a = (a + UInt32(byte)) % 65521
             b = (b + a) % 65521

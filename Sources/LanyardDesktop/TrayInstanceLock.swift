@@ -41,7 +41,9 @@ package final class TrayInstanceLock: Sendable {
         try SecureFiles.ensureDirectory(paths.runtimeDirectory)
         let path = path(paths)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw StoreError.io(path: path, detail: "cannot open lock file: \(SystemCallError.reason())") }
+        guard fd >= 0 else {
+            throw StoreError.io(path: path, detail: "cannot open lock file: \(SystemCallError.reason())")
+        }
         var whole = flock()
         whole.l_type = Int16(F_WRLCK)
         whole.l_whence = Int16(SEEK_SET)

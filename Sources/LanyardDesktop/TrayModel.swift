@@ -139,7 +139,11 @@ package struct TrayModel: Sendable, Equatable {
         package var describe: @Sendable (Date) -> String
         package var clock: @Sendable (Date) -> String
 
-        package init(now: Date, describe: @escaping @Sendable (Date) -> String, clock: @escaping @Sendable (Date) -> String) {
+        package init(
+            now: Date,
+            describe: @escaping @Sendable (Date) -> String,
+            clock: @escaping @Sendable (Date) -> String
+        ) {
             self.now = now
             self.describe = describe
             self.clock = clock
@@ -165,13 +169,35 @@ package struct TrayModel: Sendable, Equatable {
     ///   - usage: what is known of each slot's usage (missing: nothing yet).
     ///   - ids: the tray's entry ids, kept across rebuilds (see ``TrayMenuIDs``).
     ///   - label: `[desktop] label`.
-    package init(document: RegistryDocument, usage: [Slot: SlotUsage], ids: inout TrayMenuIDs, clock: Clock,
-                 label labelMode: DesktopLabel = .percent) {
-        func add(_ key: String, _ label: String, parent: Int32 = 0, radio: Bool? = nil, enabled: Bool = true, separator: Bool = false,
-                 icon: TrayIcon? = nil, action: TrayAction? = nil) -> Int32 {
+    package init(
+        document: RegistryDocument,
+        usage: [Slot: SlotUsage],
+        ids: inout TrayMenuIDs,
+        clock: Clock,
+        label labelMode: DesktopLabel = .percent
+    ) {
+        func add(
+            _ key: String,
+            _ label: String,
+            parent: Int32 = 0,
+            radio: Bool? = nil,
+            enabled: Bool = true,
+            separator: Bool = false,
+            icon: TrayIcon? = nil,
+            action: TrayAction? = nil
+        ) -> Int32 {
             let id = ids.id(for: key)
-            entries.append(TrayMenuEntry(id: id, parent: parent, label: label, radio: radio, enabled: enabled, isSeparator: separator,
-                                         icon: icon))
+            entries.append(
+                TrayMenuEntry(
+                    id: id,
+                    parent: parent,
+                    label: label,
+                    radio: radio,
+                    enabled: enabled,
+                    isSeparator: separator,
+                    icon: icon
+                )
+            )
             if let action { actions[id] = action }
             return id
         }
@@ -181,15 +207,25 @@ package struct TrayModel: Sendable, Equatable {
         }
         for (slot, record) in slots {
             let known = usage[slot] ?? SlotUsage()
-            _ = add("slot:\(slot.name)", Self.mnemonicSafe(Self.rowText(slot, record, known, clock: clock)), radio: slot == document.active,
-                    icon: Self.icon(record, known), action: .switchTo(slot))
+            _ = add(
+                "slot:\(slot.name)",
+                Self.mnemonicSafe(Self.rowText(slot, record, known, clock: clock)),
+                radio: slot == document.active,
+                icon: Self.icon(record, known),
+                action: .switchTo(slot)
+            )
         }
         _ = add("separator:slots", "", separator: true)
         if !slots.isEmpty {
             let details = add("details", "Details")
             for (slot, record) in slots {
                 let known = usage[slot] ?? SlotUsage()
-                let entry = add("details:\(slot.name)", Self.mnemonicSafe(Self.bounded(slot.name)), parent: details, icon: Self.icon(record, known))
+                let entry = add(
+                    "details:\(slot.name)",
+                    Self.mnemonicSafe(Self.bounded(slot.name)),
+                    parent: details,
+                    icon: Self.icon(record, known)
+                )
                 for (index, line) in Self.detailLines(record, known, clock: clock).enumerated() {
                     _ = add("details:\(slot.name):\(index)", Self.mnemonicSafe(line), parent: entry, enabled: false)
                 }
@@ -199,14 +235,24 @@ package struct TrayModel: Sendable, Equatable {
         if !slots.isEmpty {
             let refresh = add("refresh", "Refresh now")
             for (slot, _) in slots {
-                _ = add("refresh:\(slot.name)", Self.mnemonicSafe(Self.bounded(slot.name)), parent: refresh, action: .refresh(slot))
+                _ = add(
+                    "refresh:\(slot.name)",
+                    Self.mnemonicSafe(Self.bounded(slot.name)),
+                    parent: refresh,
+                    action: .refresh(slot)
+                )
             }
         }
         let mustSignIn = slots.filter { !$0.record.state.isSignedIn }
         if !mustSignIn.isEmpty {
             let signIn = add("sign-in", "Sign in again\u{2026}")
             for (slot, _) in mustSignIn {
-                _ = add("sign-in:\(slot.name)", Self.mnemonicSafe(Self.bounded(slot.name)), parent: signIn, action: .signIn(slot))
+                _ = add(
+                    "sign-in:\(slot.name)",
+                    Self.mnemonicSafe(Self.bounded(slot.name)),
+                    parent: signIn,
+                    action: .signIn(slot)
+                )
             }
         }
         _ = add("usage", "Open usage details", action: .openUsage)
@@ -218,12 +264,17 @@ package struct TrayModel: Sendable, Equatable {
         state = Self.state(record, known)
         icon = Self.icon(record, known)
         tooltipTitle = Self.rowText(active, record, known, clock: clock)
-        tooltipBody = Self.detailLines(record, known, clock: clock).dropFirst(record.account.email == nil ? 0 : 1).joined(separator: "\n")
+        tooltipBody = Self.detailLines(record, known, clock: clock).dropFirst(record.account.email == nil ? 0 : 1)
+            .joined(separator: "\n")
         switch labelMode {
         case .off: label = ""
         case .slot: label = active.name
         case .percent:
-            if !record.state.isSignedIn { label = "sign in" } else { label = known.busiestPercent.map(Self.percent) ?? "" }
+            if !record.state.isSignedIn {
+                label = "sign in"
+            } else {
+                label = known.busiestPercent.map(Self.percent) ?? ""
+            }
         }
     }
 
@@ -273,7 +324,9 @@ package struct TrayModel: Sendable, Equatable {
     static func detailLines(_ record: SlotRecord, _ usage: SlotUsage, clock: Clock) -> [String] {
         var lines: [String] = []
         if let email = record.account.email { lines.append(bounded(TerminalText.escaped(email))) }
-        if let plan = usage.report?.plan ?? record.account.plan { lines.append("Plan: " + bounded(TerminalText.escaped(plan.displayName))) }
+        if let plan = usage.report?.plan ?? record.account.plan {
+            lines.append("Plan: " + bounded(TerminalText.escaped(plan.displayName)))
+        }
         if !record.state.isSignedIn {
             lines.append("Must sign in again (Sign in again\u{2026})")
             return lines
@@ -289,7 +342,12 @@ package struct TrayModel: Sendable, Equatable {
             if report.windows.isEmpty { lines.append("No usage windows reported") }
             if let time = usage.fetchedAt {
                 if let failure = usage.failure {
-                    lines.append(bounded("\(percent(report.highestUsedPercent)) \u{00B7} \(clock.ago(time)) \u{2014} \(failure)", 64))
+                    lines.append(
+                        bounded(
+                            "\(percent(report.highestUsedPercent)) \u{00B7} \(clock.ago(time)) \u{2014} \(failure)",
+                            64
+                        )
+                    )
                 } else {
                     lines.append("Updated \(clock.ago(time))")
                 }
@@ -335,5 +393,8 @@ package struct TrayMenuIDs: Sendable, Equatable {
 
 extension AuthState {
     /// Signed in, whether or not the access token has expired (a refresh renews it).
-    package var isSignedIn: Bool { if case .signedIn = self { return true }; return false }
+    package var isSignedIn: Bool {
+        if case .signedIn = self { return true }
+        return false
+    }
 }

@@ -74,8 +74,12 @@ package struct TrayService: Sendable {
         } catch let error as StatusNotifierFailure {
             throw IntegrationError.unsupported("cannot show the tray item: \(error.description)")
         }
-        var notices = await TrayNotifications.start(manager: manager, describe: options.describe, clock: options.clockTime,
-                                                    diagnostics: options.diagnostics)
+        var notices = await TrayNotifications.start(
+            manager: manager,
+            describe: options.describe,
+            clock: options.clockTime,
+            diagnostics: options.diagnostics
+        )
         do {
             try await serve(notifier, &notices)
         } catch {
@@ -99,7 +103,10 @@ package struct TrayService: Sendable {
         var events = EventLogCursor(manager.eventLog)
         let watchFDs = (registry: watch.fd, events: eventsWatch.fd)
         let stop = try closeOnExecPipe()
-        defer { close(stop.read); close(stop.write) }
+        defer {
+            close(stop.read)
+            close(stop.write)
+        }
         let (inputs, input) = AsyncStream<Input>.makeStream(bufferingPolicy: .unbounded)
 
         try await withTaskCancellationHandler {
@@ -114,7 +121,9 @@ package struct TrayService: Sendable {
                 }
                 group.addTask {
                     // A thread of the blocking executor waits on inotify for the tray's lifetime.
-                    while let changed = await BlockingExecutor.shared.run({ Self.waitForChange(watchFDs, stop: stop.read) }) {
+                    while let changed = await BlockingExecutor.shared.run({
+                        Self.waitForChange(watchFDs, stop: stop.read)
+                    }) {
                         if changed.registry { input.yield(.registryChanged) }
                         if changed.events { input.yield(.eventsAppended) }
                     }
@@ -182,7 +191,8 @@ package struct TrayService: Sendable {
                     case .eventsAppended:
                         // Usage another program fetched (usage.json), and limits it ran into.
                         await adopt(&usage)
-                        for (slot, resetsAt) in Self.usageLimits(in: events.newEvents()) where document.slots[slot] != nil {
+                        for (slot, resetsAt) in Self.usageLimits(in: events.newEvents())
+                        where document.slots[slot] != nil {
                             usage[slot, default: SlotUsage()].recordLimit(resetsAt: resetsAt)
                         }
                     case .signedIn(let slot, let problem):
@@ -213,7 +223,10 @@ package struct TrayService: Sendable {
                     case .desktop(.clicked(let id)):
                         guard let action = model.actions[id] else { continue inputLoop }
                         if action == .quit { break inputLoop }
-                        if case .refresh(let slot) = action { fetch([slot]); continue inputLoop }
+                        if case .refresh(let slot) = action {
+                            fetch([slot])
+                            continue inputLoop
+                        }
                         if case .signIn(let slot) = action {
                             signIn(slot, group: &group, input: input, notices: &notices)
                             continue inputLoop
@@ -252,15 +265,32 @@ package struct TrayService: Sendable {
                     return png
                 }
             }
-            return StatusNotifierMenuEntry(id: entry.id, parent: entry.parent, label: entry.label, toggle: entry.radio.map { .radio(on: $0) },
-                                           enabled: entry.enabled, isSeparator: entry.isSeparator, iconPNG: png ?? [])
+            return StatusNotifierMenuEntry(
+                id: entry.id,
+                parent: entry.parent,
+                label: entry.label,
+                toggle: entry.radio.map { .radio(on: $0) },
+                enabled: entry.enabled,
+                isSeparator: entry.isSeparator,
+                iconPNG: png ?? []
+            )
         }
         let pixmaps = TrayIcon.pixmapSizes.map { size in
             StatusNotifierPixmap(width: Int32(size), height: Int32(size), argb: model.icon.pixels(size: size))
         }
-        notifier.update(entries, look: StatusNotifierLook(status: model.state.itemStatus, iconName: "", pixmaps: pixmaps, title: "Lanyard",
-                                                          tooltipTitle: model.tooltipTitle, tooltipBody: model.tooltipBody,
-                                                          label: model.label, labelGuide: model.label.isEmpty ? "" : "100 %"))
+        notifier.update(
+            entries,
+            look: StatusNotifierLook(
+                status: model.state.itemStatus,
+                iconName: "",
+                pixmaps: pixmaps,
+                title: "Lanyard",
+                tooltipTitle: model.tooltipTitle,
+                tooltipBody: model.tooltipBody,
+                label: model.label,
+                labelGuide: model.label.isEmpty ? "" : "100 %"
+            )
+        )
     }
 
     private func clock() -> TrayModel.Clock {
@@ -279,8 +309,12 @@ package struct TrayService: Sendable {
 
     /// "Sign in again…": `lanyard login SLOT` in a terminal; without one, the browser sign-in
     /// in the background, its outcome said by notification; with neither, a notification says why.
-    private func signIn(_ slot: Slot, group: inout ThrowingDiscardingTaskGroup<any Error>, input: AsyncStream<Input>.Continuation,
-                        notices: inout TrayNotifications) {
+    private func signIn(
+        _ slot: Slot,
+        group: inout ThrowingDiscardingTaskGroup<any Error>,
+        input: AsyncStream<Input>.Continuation,
+        notices: inout TrayNotifications
+    ) {
         guard let problem = options.launch(.signIn(slot)) else { return }
         guard let direct = options.signInWithoutTerminal else {
             options.diagnostics(problem)
@@ -322,7 +356,11 @@ package struct TrayService: Sendable {
                 _ = try await manager.switchActive(to: slot, environment: options.environment, reason: .user)
             case .best:
                 let chosen = try await manager.bestSlot().chosen()
-                _ = try await manager.switchActive(to: chosen.slot, environment: options.environment, reason: .best(usedPercent: chosen.usedPercent))
+                _ = try await manager.switchActive(
+                    to: chosen.slot,
+                    environment: options.environment,
+                    reason: .best(usedPercent: chosen.usedPercent)
+                )
             case .signIn:
                 break  // handled by the loop (it may run long)
             case .openUsage:
@@ -359,7 +397,8 @@ package struct TrayService: Sendable {
     /// `[switch] poll` for the active slot's provider; nil when no slot's provider reports usage
     /// (then nothing is polled at all).
     private func pollInterval(_ document: RegistryDocument) -> TimeInterval? {
-        let providers = document.active.flatMap { document.slots[$0]?.provider }.map { [$0] }
+        let providers =
+            document.active.flatMap { document.slots[$0]?.provider }.map { [$0] }
             ?? Array(Set(document.slots.values.map(\.provider)))
         let endpoints = providers.compactMap { manager.config.providers[$0]?.usageBaseURL }
         return endpoints.map { manager.config.autoSwitch.pollInterval(usageBaseURL: $0) }.min()
@@ -404,9 +443,15 @@ package struct TrayService: Sendable {
 
     /// Blocks until the registry's folder or the event log's changes (which of them), or `stop`
     /// is written to (nil).
-    private static func waitForChange(_ watches: (registry: Int32, events: Int32), stop: Int32) -> (registry: Bool, events: Bool)? {
-        var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: watches.registry, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: watches.events, events: Int16(POLLIN), revents: 0)]
+    private static func waitForChange(
+        _ watches: (registry: Int32, events: Int32),
+        stop: Int32
+    ) -> (registry: Bool, events: Bool)? {
+        var fds = [
+            pollfd(fd: stop, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: watches.registry, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: watches.events, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             let n = poll(&fds, 3, -1)
             if n < 0 && errno == EINTR { continue }

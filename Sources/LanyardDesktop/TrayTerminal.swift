@@ -20,7 +20,11 @@ package enum TrayTerminal {
         }
         // The program and its arguments are sh's positional parameters, never part of the script.
         let script = #""$0" "$@"; printf '\nPress Enter to close. '; read -r _"#
-        var spawn = Spawn(terminal, arguments: ["-e", "sh", "-c", script, lanyard] + arguments, environment: environment)
+        var spawn = Spawn(
+            terminal,
+            arguments: ["-e", "sh", "-c", script, lanyard] + arguments,
+            environment: environment
+        )
         spawn.newSession = true
         do {
             let pid = try spawn.start()
@@ -38,23 +42,37 @@ extension TrayTerminal {
     /// for on a thread of its own (a person may take minutes). Its success shows as the slot signed
     /// in again; a failure is said by notification, so it needs no stderr anyone reads.
     /// - Returns: nil when it signed in, else why not, for people.
-    package static func signInWithoutTerminal(_ slot: Slot, lanyard: String, environment: [String: String]) async -> String? {
+    package static func signInWithoutTerminal(
+        _ slot: Slot,
+        lanyard: String,
+        environment: [String: String]
+    ) async -> String? {
         let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
         let opener = Spawn.searchPath("xdg-open", environment["PATH"] ?? "/usr/bin:/bin")
         guard display, opener != nil else {
             return "No terminal to run `lanyard login \(slot.name)` in "
                 + "(x-terminal-emulator is not installed) and no browser to sign in "
                 + "with (\(display ? "xdg-open is not installed" : "no graphical session")). "
-                    + "Run `lanyard login \(slot.name)` in a terminal."
+                + "Run `lanyard login \(slot.name)` in a terminal."
         }
         let outcome = await BlockingExecutor.shared.runOnOwnThread { () -> (status: Int32, stderr: [UInt8])? in
-            guard let result = try? Subprocess.run(lanyard, ["login", slot.name, "--browser"], environment: environment, stdout: .discard,
-                                                   stderr: .capture) else { return nil }
+            guard
+                let result = try? Subprocess.run(
+                    lanyard,
+                    ["login", slot.name, "--browser"],
+                    environment: environment,
+                    stdout: .discard,
+                    stderr: .capture
+                )
+            else { return nil }
             return (result.status, result.stderr)
         }
         guard let outcome else { return "`lanyard login \(slot.name)` could not be started." }
         if outcome.status == 0 { return nil }
-        let said = String(decoding: outcome.stderr, as: UTF8.self).split(separator: "\n").last { !$0.isEmpty }.map(String.init)
-        return "Signing in failed" + (said.map { ": " + TerminalText.escaped(String($0.prefix(300))) } ?? " (exit status \(outcome.status)).")
+        let said = String(decoding: outcome.stderr, as: UTF8.self).split(separator: "\n").last { !$0.isEmpty }.map(
+            String.init
+        )
+        return "Signing in failed"
+            + (said.map { ": " + TerminalText.escaped(String($0.prefix(300))) } ?? " (exit status \(outcome.status)).")
     }
 }

@@ -76,7 +76,9 @@ package struct UsageAlerts: Sendable, Equatable {
             if let i = index {
                 let previous = notified[i]
                 var newWindow = false
-                if let old = previous.resetsAt, let new = window.resetsAt { newWindow = new.timeIntervalSince(old) > Self.tolerance(window) }
+                if let old = previous.resetsAt, let new = window.resetsAt {
+                    newWindow = new.timeIntervalSince(old) > Self.tolerance(window)
+                }
                 // Under the lowest percentage (or under the one said, after `notify` was raised):
                 // the window's use fell, as after a reset.
                 if newWindow || window.usedPercent < Double(min(percents[0], previous.percent)) {
@@ -132,18 +134,30 @@ package struct UsageAlerts: Sendable, Equatable {
     /// What `data` (the file at `path`) says was notified, or why it is ignored: all of it or
     /// nothing, never part of a damaged file.
     package static func decode(_ data: Data, path: String) -> (notified: [NotifiedWindow], problem: String?) {
-        guard let value = try? JSONValue.parse(data), value["version"]?.number == 1, case .array(let items)? = value["windows"] else {
+        guard let value = try? JSONValue.parse(data), value["version"]?.number == 1,
+            case .array(let items)? = value["windows"]
+        else {
             return ([], "\(path) is damaged (not the JSON Lanyard writes); it is ignored and notifications may repeat")
         }
         var notified: [NotifiedWindow] = []
         for item in items {
             guard let slot = item["slot"]?.string.flatMap({ try? Slot($0) }), let window = item["window"]?.string,
-                  let percent = item["percent"]?.number, percent >= 1, percent <= 100 else {
-                return ([], "\(path) is damaged (an entry without slot, window or percent); "
-                    + "it is ignored and notifications may repeat")
+                let percent = item["percent"]?.number, percent >= 1, percent <= 100
+            else {
+                return (
+                    [],
+                    "\(path) is damaged (an entry without slot, window or percent); "
+                        + "it is ignored and notifications may repeat"
+                )
             }
-            notified.append(NotifiedWindow(slot: slot, window: window, resetsAt: item["resets_at"]?.string.flatMap(RFC3339.date(from:)),
-                                           percent: Int(percent)))
+            notified.append(
+                NotifiedWindow(
+                    slot: slot,
+                    window: window,
+                    resetsAt: item["resets_at"]?.string.flatMap(RFC3339.date(from:)),
+                    percent: Int(percent)
+                )
+            )
         }
         return (notified, nil)
     }
@@ -157,8 +171,11 @@ package struct UsageAlerts: Sendable, Equatable {
     /// The file ``save(_:)`` writes.
     package func encoded() -> Data {
         let windows = notified.map { entry in
-            JSONValue.object(["slot": .string(entry.slot.name), "window": .string(entry.window), "resets_at": JSONValue.date(entry.resetsAt),
-                              "percent": .number(Double(entry.percent))]).droppingNulls
+            JSONValue.object([
+                "slot": .string(entry.slot.name), "window": .string(entry.window),
+                "resets_at": JSONValue.date(entry.resetsAt),
+                "percent": .number(Double(entry.percent)),
+            ]).droppingNulls
         }
         let value = JSONValue.object(["version": .number(1), "windows": .array(windows)])
         return Data((value.serialized(pretty: true) + "\n").utf8)
@@ -177,19 +194,30 @@ package enum UsageAlertText {
 
     /// Summary and body of `alert`; `describe` says when a window resets ("in 2 h (14:05)"),
     /// `clock` the time of day ("21:11").
-    package static func text(_ alert: UsageAlert, describe: (Date) -> String, clock: (Date) -> String) -> (summary: String, body: String) {
+    package static func text(
+        _ alert: UsageAlert,
+        describe: (Date) -> String,
+        clock: (Date) -> String
+    ) -> (summary: String, body: String) {
         switch alert {
         case .crossed(let slot, let window, let percent) where percent >= 100:
             let name = window.length?.name ?? "usage"
-            return ("\(slot.name) is at its limit" + (window.resetsAt.map { " until \(clock($0))" } ?? ""),
-                    "Its \(name) window is used up" + (window.resetsAt.map { "; it resets \(describe($0))." } ?? "."))
+            return (
+                "\(slot.name) is at its limit" + (window.resetsAt.map { " until \(clock($0))" } ?? ""),
+                "Its \(name) window is used up" + (window.resetsAt.map { "; it resets \(describe($0))." } ?? ".")
+            )
         case .crossed(let slot, let window, _):
             let name = window.length?.name ?? "usage"
-            return ("\(slot.name) has used \(percent(window.usedPercent)) of its \(name) window",
-                    window.resetsAt.map { "It resets \(describe($0))." } ?? "")
+            return (
+                "\(slot.name) has used \(percent(window.usedPercent)) of its \(name) window",
+                window.resetsAt.map { "It resets \(describe($0))." } ?? ""
+            )
         case .reset(let slot, let window):
             let name = window.length?.name ?? "usage"
-            return ("\(slot.name)'s \(name) window has reset", "\(slot.name) has used \(percent(window.usedPercent)) of it now.")
+            return (
+                "\(slot.name)'s \(name) window has reset",
+                "\(slot.name) has used \(percent(window.usedPercent)) of it now."
+            )
         }
     }
 }
@@ -199,13 +227,18 @@ extension UsageAlerts {
     /// the other signed-in slots of `active`'s provider whose usage `usage` knows and that are not
     /// at a limit, the least used (as `switch --best` chooses), and only when it is less used than
     /// `activeUsed`; nil when there is none.
-    package static func switchTarget(from active: Slot, activeUsed: Double, document: RegistryDocument,
-                                     usage: [Slot: SlotUsage]) -> (slot: Slot, usedPercent: Double)? {
+    package static func switchTarget(
+        from active: Slot,
+        activeUsed: Double,
+        document: RegistryDocument,
+        usage: [Slot: SlotUsage]
+    ) -> (slot: Slot, usedPercent: Double)? {
         guard let provider = document.slots[active]?.provider else { return nil }
         var best: (slot: Slot, usedPercent: Double)?
         for (slot, record) in document.sortedSlots where slot != active && record.provider == provider {
             guard case .signedIn = record.state, let known = usage[slot], !known.isAtLimit, let report = known.report,
-                  let busiest = report.busiest else { continue }
+                let busiest = report.busiest
+            else { continue }
             if busiest.usedPercent < activeUsed && busiest.usedPercent < (best?.usedPercent ?? .infinity) {
                 best = (slot, busiest.usedPercent)
             }

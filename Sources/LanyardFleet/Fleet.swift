@@ -1,8 +1,8 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
-import LanyardSupport
 import LanyardStore
+import LanyardSupport
 
 /// One machine's view of its fleet: the etcd cluster, this machine's name and keys, and the
 /// operations on members and shared slots.
@@ -21,8 +21,13 @@ package struct Fleet: Sendable {
     package let identityStore: any CredentialStore
     let clock: @Sendable () -> Date
 
-    package init(settings: FleetSettings, kv: any EtcdKV, paths: Paths, identityStore: any CredentialStore,
-                 clock: @escaping @Sendable () -> Date = { Date() }) {
+    package init(
+        settings: FleetSettings,
+        kv: any EtcdKV,
+        paths: Paths,
+        identityStore: any CredentialStore,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.settings = settings
         self.kv = kv
         self.keys = FleetKeys(fleet: settings.name)
@@ -40,7 +45,12 @@ package struct Fleet: Sendable {
     }
 
     func unavailable(_ error: EtcdError) -> FleetError {
-        .unavailable(fleet: name, endpoints: settings.endpoints, detail: error.userFacingDescription, cause: ErrorCause(error))
+        .unavailable(
+            fleet: name,
+            endpoints: settings.endpoints,
+            detail: error.userFacingDescription,
+            cause: ErrorCause(error)
+        )
     }
 
     // MARK: Membership
@@ -65,7 +75,9 @@ package struct Fleet: Sendable {
         var byNumber: [Int64: EtcdKeyValue] = [:]
         for entry in found.kvs {
             guard let seq = Membership.number(of: entry.key, in: keys) else {
-                damaged.append(DamagedEntry(key: entry.key, modRevision: entry.modRevision, problem: "it is not a numbered entry"))
+                damaged.append(
+                    DamagedEntry(key: entry.key, modRevision: entry.modRevision, problem: "it is not a numbered entry")
+                )
                 continue
             }
             byNumber[seq] = entry
@@ -88,7 +100,13 @@ package struct Fleet: Sendable {
         for seq in byNumber.keys.sorted() where seq > known.seq {
             let entry = byNumber[seq]!
             guard !broken, seq == known.seq + 1 else {
-                damaged.append(DamagedEntry(key: entry.key, modRevision: entry.modRevision, problem: "it follows a missing or damaged entry"))
+                damaged.append(
+                    DamagedEntry(
+                        key: entry.key,
+                        modRevision: entry.modRevision,
+                        problem: "it follows a missing or damaged entry"
+                    )
+                )
                 continue
             }
             do { try known.apply(entry) } catch {
@@ -104,7 +122,9 @@ package struct Fleet: Sendable {
     /// For a cache written before entries were kept: the entries up to its head, verified again
     /// from the pin, when etcd still holds them all and they lead to the head verified here.
     private func relearnedLog(_ known: Membership, _ byNumber: [Int64: EtcdKeyValue]) -> [Membership.VerifiedEntry] {
-        guard let first = byNumber[1], var m = try? Membership.genesis(first, fleet: name, pin: known.pin) else { return [] }
+        guard let first = byNumber[1], var m = try? Membership.genesis(first, fleet: name, pin: known.pin) else {
+            return []
+        }
         while m.seq < known.seq {
             guard let next = byNumber[m.seq + 1], (try? m.apply(next)) != nil else { return [] }
         }
@@ -142,8 +162,20 @@ package struct Fleet: Sendable {
             return "it is signed by \(signer), whom entry \(seq) or an earlier "
                 + "one verified here removed (the verified one was put back)"
         }
-        try FleetAlarm.raise(FleetAlarm(fleet: name, kind: .forked, seq: seq, digest: doc.digest, ours: mine.digest, theirs: entry.value,
-                                        source: entry.key, signer: signer, detectedAt: clock()), paths: paths)
+        try FleetAlarm.raise(
+            FleetAlarm(
+                fleet: name,
+                kind: .forked,
+                seq: seq,
+                digest: doc.digest,
+                ours: mine.digest,
+                theirs: entry.value,
+                source: entry.key,
+                signer: signer,
+                detectedAt: clock()
+            ),
+            paths: paths
+        )
         return "a fork: it verifies, signed by \(signer), "
             + "but entry \(seq) verified here is another; nothing is written until "
             + "a person resolves it (`lanyard fleet resolve`)"
@@ -153,14 +185,17 @@ package struct Fleet: Sendable {
     /// that nothing written meanwhile is replaced. Best effort: the next reader tries again.
     private func restore(_ entry: Membership.VerifiedEntry, at seq: Int64, over damaged: EtcdKeyValue?) {
         let key = keys.log(seq)
-        let compare: EtcdCompare = damaged.map { .modRevision(key, equals: $0.modRevision) } ?? .createRevision(key, equals: 0)
+        let compare: EtcdCompare =
+            damaged.map { .modRevision(key, equals: $0.modRevision) } ?? .createRevision(key, equals: 0)
         _ = try? kv.transaction(compare: [compare], success: [.put(key, value: entry.bytes)], failure: [])
     }
 
     /// Clears a ``FleetAlarm/Kind/behind`` alarm once the log here reached the entry it named
     /// (or turns it into a fork when the entry verified there is another).
     private func settleAlarm(_ membership: Membership) throws {
-        guard let alarm = try FleetAlarm.load(paths, fleet: name), alarm.kind == .behind, let mine = membership.digest(at: alarm.seq) else { return }
+        guard let alarm = try FleetAlarm.load(paths, fleet: name), alarm.kind == .behind,
+            let mine = membership.digest(at: alarm.seq)
+        else { return }
         if mine == alarm.digest {
             try FleetAlarm.clear(paths)
         } else {
@@ -191,9 +226,12 @@ package struct Fleet: Sendable {
         guard let error = thrown as? FleetError else { return thrown }
         switch error {
         case .membershipBehind, .forked:
-            if let value, let slot, let doc = try? SignedDocument(value.value, key: value.key, kind: SealedCredential.type),
-               let generation = try? doc.fields.counter("generation"),
-               var state = SharedSlotState.loadIfReadable(slot, paths: paths), state.fleet == name, max(state.generation, state.evidence) < generation {
+            if let value, let slot,
+                let doc = try? SignedDocument(value.value, key: value.key, kind: SealedCredential.type),
+                let generation = try? doc.fields.counter("generation"),
+                var state = SharedSlotState.loadIfReadable(slot, paths: paths), state.fleet == name,
+                max(state.generation, state.evidence) < generation
+            {
                 state.evidence = generation
                 try? state.save(slot, paths: paths)
             }
@@ -202,9 +240,26 @@ package struct Fleet: Sendable {
         let alarm: FleetAlarm
         switch error {
         case .membershipBehind(let fleet, let seq, let digest, let signer, let source):
-            alarm = FleetAlarm(fleet: fleet, kind: .behind, seq: seq, digest: digest, source: source, signer: signer, detectedAt: clock())
+            alarm = FleetAlarm(
+                fleet: fleet,
+                kind: .behind,
+                seq: seq,
+                digest: digest,
+                source: source,
+                signer: signer,
+                detectedAt: clock()
+            )
         case .forked(let fleet, let seq, let digest, let ours, let signer, let source):
-            alarm = FleetAlarm(fleet: fleet, kind: .forked, seq: seq, digest: digest, ours: ours, source: source, signer: signer, detectedAt: clock())
+            alarm = FleetAlarm(
+                fleet: fleet,
+                kind: .forked,
+                seq: seq,
+                digest: digest,
+                ours: ours,
+                source: source,
+                signer: signer,
+                detectedAt: clock()
+            )
         default:
             return error
         }
@@ -216,7 +271,9 @@ package struct Fleet: Sendable {
 
     /// This machine's identity and the verified membership, which must hold it.
     package func memberIdentity() throws -> (MachineIdentity, Membership) {
-        guard let identity = try identity() else { throw FleetError.notMember(fleet: name, machine: machine, pending: false) }
+        guard let identity = try identity() else {
+            throw FleetError.notMember(fleet: name, machine: machine, pending: false)
+        }
         let (membership, _) = try membership()
         guard let me = membership.member(holding: identity), me.machine == machine else {
             let pending = try etcd { try kv.get(keys.pending(machine)) } != nil
@@ -229,18 +286,39 @@ package struct Fleet: Sendable {
     package func create() throws -> (FleetMember, Membership) {
         let identity = try MachineIdentity.loadOrCreate(in: identityStore)
         let now = clock()
-        var me = FleetMember(machine: machine, recipient: identity.recipient, signingKey: identity.signingKey, addedAt: now, approvedBy: machine)
+        var me = FleetMember(
+            machine: machine,
+            recipient: identity.recipient,
+            signingKey: identity.signingKey,
+            addedAt: now,
+            approvedBy: machine
+        )
         me.etcdUser = settings.user
-        let genesis = Membership.entry(fleet: name, seq: 1, prev: "", change: .genesis(me), signer: machine, at: now, key: identity.signing)
+        let genesis = Membership.entry(
+            fleet: name,
+            seq: 1,
+            prev: "",
+            change: .genesis(me),
+            signer: machine,
+            at: now,
+            key: identity.signing
+        )
         let marker = JSONValue.object(["created_by": .string(machine), "created_at": .date(now)])
         let result = try etcd {
-            try kv.transaction(compare: [.createRevision(keys.created, equals: 0), .createRevision(keys.log(1), equals: 0)],
-                               success: [.put(keys.created, value: Array(marker.serialized().utf8)), .put(keys.log(1), value: genesis)],
-                               failure: [])
+            try kv.transaction(
+                compare: [.createRevision(keys.created, equals: 0), .createRevision(keys.log(1), equals: 0)],
+                success: [
+                    .put(keys.created, value: Array(marker.serialized().utf8)), .put(keys.log(1), value: genesis),
+                ],
+                failure: []
+            )
         }
         guard result.succeeded else { throw FleetError.alreadyExists(fleet: name) }
         try? MembershipCache.remove(paths)
-        let membership = try MembershipCache.save(try Membership.genesis(EtcdKeyValue(key: keys.log(1), value: genesis), fleet: name, pin: nil), paths: paths)
+        let membership = try MembershipCache.save(
+            try Membership.genesis(EtcdKeyValue(key: keys.log(1), value: genesis), fleet: name, pin: nil),
+            paths: paths
+        )
         return (me, membership)
     }
 
@@ -261,7 +339,10 @@ package struct Fleet: Sendable {
             throw FleetError.fleetFingerprintMismatch(fleet: name, given: given)
         }
         if let pinned = try MembershipCache.load(paths), pinned.fleet == name, pinned.pin != founded.pin {
-            throw FleetError.untrustedFleet(fleet: name, detail: "this machine pinned another genesis for it (fingerprint \(pinned.fingerprint))")
+            throw FleetError.untrustedFleet(
+                fleet: name,
+                detail: "this machine pinned another genesis for it (fingerprint \(pinned.fingerprint))"
+            )
         }
         if (try MembershipCache.load(paths))?.fleet != name {
             try? MembershipCache.remove(paths)
@@ -271,13 +352,36 @@ package struct Fleet: Sendable {
         let (membership, _) = try membership()
         if let me = membership.member(holding: identity) { return (me, membership) }
         if let other = membership.member(machine) {
-            throw FleetError.corrupt(key: keys.log, detail: "machine \(other.machine) is already a member with another identity: "
-                                     + "remove it first (`lanyard fleet remove \(machine)` on a member) "
-                                         + "or choose another [fleet] machine name")
+            throw FleetError.corrupt(
+                key: keys.log,
+                detail: "machine \(other.machine) is already a member with another identity: "
+                    + "remove it first (`lanyard fleet remove \(machine)` on a member) "
+                    + "or choose another [fleet] machine name"
+            )
         }
         let at = clock()
-        _ = try etcd { try kv.put(keys.pending(machine), value: JoinRequest.make(fleet: name, machine: machine, identity: identity, etcdUser: settings.user, at: at), lease: 0) }
-        return (FleetMember(machine: machine, recipient: identity.recipient, signingKey: identity.signingKey, addedAt: at, approvedBy: nil), membership)
+        _ = try etcd {
+            try kv.put(
+                keys.pending(machine),
+                value: JoinRequest.make(
+                    fleet: name,
+                    machine: machine,
+                    identity: identity,
+                    etcdUser: settings.user,
+                    at: at
+                ),
+                lease: 0
+            )
+        }
+        return (
+            FleetMember(
+                machine: machine,
+                recipient: identity.recipient,
+                signingKey: identity.signingKey,
+                addedAt: at,
+                approvedBy: nil
+            ), membership
+        )
     }
 
     /// The approved members, by name (verified).
@@ -289,7 +393,9 @@ package struct Fleet: Sendable {
         var requests: [FleetMember] = []
         var damaged: [DamagedEntry] = []
         for kv in found.kvs {
-            do { requests.append(try JoinRequest.open(kv, fleet: name, machine: keys.name(of: kv.key, in: keys.pending))) } catch {
+            do {
+                requests.append(try JoinRequest.open(kv, fleet: name, machine: keys.name(of: kv.key, in: keys.pending)))
+            } catch {
                 damaged.append(DamagedEntry(key: kv.key, modRevision: kv.modRevision, problem: error.detail))
             }
         }
@@ -316,7 +422,9 @@ package struct Fleet: Sendable {
             throw FleetError.fingerprintMismatch(machine: other, given: fingerprint)
         }
         let membership = try append(.add(asked), identity: identity, also: [.delete(request.key)])
-        guard let member = membership.member(other) else { throw FleetError.unknownMachine(fleet: name, machine: other) }
+        guard let member = membership.member(other) else {
+            throw FleetError.unknownMachine(fleet: name, machine: other)
+        }
         return (member, try resealAll(identity: identity))
     }
 
@@ -348,16 +456,31 @@ package struct Fleet: Sendable {
             }
             let seq = current.seq + 1
             let key = keys.log(seq)
-            let entry = Membership.entry(fleet: name, seq: seq, prev: current.head, change: change, signer: machine, at: clock(), key: identity.signing)
-            let compare: EtcdCompare = damaged.first(where: { $0.key == key }).map { .modRevision(key, equals: $0.modRevision) }
+            let entry = Membership.entry(
+                fleet: name,
+                seq: seq,
+                prev: current.head,
+                change: change,
+                signer: machine,
+                at: clock(),
+                key: identity.signing
+            )
+            let compare: EtcdCompare =
+                damaged.first(where: { $0.key == key }).map { .modRevision(key, equals: $0.modRevision) }
                 ?? .createRevision(key, equals: 0)
-            let result = try etcd { try kv.transaction(compare: [compare], success: [.put(key, value: entry)] + also, failure: []) }
+            let result = try etcd {
+                try kv.transaction(compare: [compare], success: [.put(key, value: entry)] + also, failure: [])
+            }
             guard result.succeeded else { continue }
             var next = current
             try next.apply(EtcdKeyValue(key: key, value: entry, modRevision: result.revision))
             return try MembershipCache.save(next, paths: paths)
         }
-        throw FleetError.unavailable(fleet: name, endpoints: settings.endpoints, detail: "the membership log kept changing under this write")
+        throw FleetError.unavailable(
+            fleet: name,
+            endpoints: settings.endpoints,
+            detail: "the membership log kept changing under this write"
+        )
     }
 
     /// Re-seals each shared slot to the current members, each under its fleet lock, as a new
@@ -378,10 +501,18 @@ package struct Fleet: Sendable {
                 }
             }
             guard let current = found, let credential = current.credential else { continue }
-            if let written = try write(slot, credential: credential, replacing: current, identity: identity, fence: lock.fence) {
+            if let written = try write(
+                slot,
+                credential: credential,
+                replacing: current,
+                identity: identity,
+                fence: lock.fence
+            ) {
                 done.append(slot)
                 // This machine has seen the new generation (a sign-in written here later must go above it).
-                if var state = SharedSlotState.loadIfReadable(slot, paths: paths), state.fleet == name, state.generation < written.generation {
+                if var state = SharedSlotState.loadIfReadable(slot, paths: paths), state.fleet == name,
+                    state.generation < written.generation
+                {
                     state.generation = written.generation
                     try state.save(slot, paths: paths)
                 }
@@ -399,20 +530,46 @@ package struct Fleet: Sendable {
     }
 
     /// The fleet's value for `slot`, verified (``SealedCredential/open``); nil when etcd has none.
-    package func newest(_ slot: Slot, identity: MachineIdentity, membership: Membership, account: AccountInfo? = nil,
-                        provider: String? = nil) throws -> SharedValue? {
+    package func newest(
+        _ slot: Slot,
+        identity: MachineIdentity,
+        membership: Membership,
+        account: AccountInfo? = nil,
+        provider: String? = nil
+    ) throws -> SharedValue? {
         guard let current = try etcd({ try kv.get(keys.slot(slot)) }) else { return nil }
-        return try open(current, slot: slot, identity: identity, membership: membership, account: account, provider: provider)
+        return try open(
+            current,
+            slot: slot,
+            identity: identity,
+            membership: membership,
+            account: account,
+            provider: provider
+        )
     }
 
     /// ``SealedCredential/open`` of a value read from etcd. One sealed for a membership entry
     /// beyond `membership` is opened again with the log read afresh (a member may have appended
     /// since); what still names an entry this machine cannot verify, or another one than it
     /// verified, raises the ``FleetAlarm`` it is evidence of.
-    func open(_ value: EtcdKeyValue, slot: Slot, identity: MachineIdentity, membership: Membership, account: AccountInfo? = nil,
-              provider: String? = nil) throws -> SharedValue {
+    func open(
+        _ value: EtcdKeyValue,
+        slot: Slot,
+        identity: MachineIdentity,
+        membership: Membership,
+        account: AccountInfo? = nil,
+        provider: String? = nil
+    ) throws -> SharedValue {
         try verified(membership, value: value, slot: slot) { membership in
-            try SealedCredential.open(value, slot: slot, fleet: name, membership: membership, identity: identity, expected: account, provider: provider)
+            try SealedCredential.open(
+                value,
+                slot: slot,
+                fleet: name,
+                membership: membership,
+                identity: identity,
+                expected: account,
+                provider: provider
+            )
         }
     }
 
@@ -420,8 +577,12 @@ package struct Fleet: Sendable {
     /// it opens names a later entry (a member may have appended since); what still names an entry
     /// this machine cannot verify, or another one than it verified, raises the ``FleetAlarm`` it
     /// is evidence of (``evidence(_:value:slot:)``).
-    private func verified<T>(_ membership: Membership, value: EtcdKeyValue? = nil, slot: Slot? = nil,
-                             _ open: (Membership) throws -> T) throws -> T {
+    private func verified<T>(
+        _ membership: Membership,
+        value: EtcdKeyValue? = nil,
+        slot: Slot? = nil,
+        _ open: (Membership) throws -> T
+    ) throws -> T {
         do { return try open(membership) } catch FleetError.membershipBehind {
             do { return try open(try self.membership().0) } catch { throw evidence(error, value: value, slot: slot) }
         } catch { throw evidence(error, value: value, slot: slot) }
@@ -438,20 +599,44 @@ package struct Fleet: Sendable {
         if let existing {
             // A live value is a slot already shared; a tombstone (or a value no member signed,
             // which is no value) is replaced.
-            let opened = try? SealedCredential.open(existing, slot: slot, fleet: name, membership: membership, identity: identity)
+            let opened = try? SealedCredential.open(
+                existing,
+                slot: slot,
+                fleet: name,
+                membership: membership,
+                identity: identity
+            )
             if let opened, opened.credential != nil { throw FleetError.alreadyShared(slot: slot, fleet: name) }
             generation = (opened?.generation ?? 0) + 1
             compare = .modRevision(existing.key, equals: existing.modRevision)
         }
-        let sealed = try SealedCredential.seal(credential, slot: slot, fleet: name, generation: generation, membership: membership,
-                                               writer: identity, machine: machine)
+        let sealed = try SealedCredential.seal(
+            credential,
+            slot: slot,
+            fleet: name,
+            generation: generation,
+            membership: membership,
+            writer: identity,
+            machine: machine
+        )
         let note = refreshedNote(slot, generation: generation, identity: identity)
         let result = try etcd {
-            try kv.transaction(compare: [compare], success: [.put(keys.slot(slot), value: sealed), .delete(keys.intent(slot)),
-                                                             .put(keys.refreshed(slot), value: note)], failure: [])
+            try kv.transaction(
+                compare: [compare],
+                success: [
+                    .put(keys.slot(slot), value: sealed), .delete(keys.intent(slot)),
+                    .put(keys.refreshed(slot), value: note),
+                ],
+                failure: []
+            )
         }
         guard result.succeeded else { throw FleetError.alreadyShared(slot: slot, fleet: name) }
-        return SharedValue(content: .credential(credential), generation: generation, writer: machine, modRevision: result.revision)
+        return SharedValue(
+            content: .credential(credential),
+            generation: generation,
+            writer: machine,
+            modRevision: result.revision
+        )
     }
 
     /// Stops sharing `slot` under `lock`: a signed tombstone replaces the value, so every other
@@ -459,19 +644,37 @@ package struct Fleet: Sendable {
     package func unshare(_ slot: Slot, under lock: FleetLock) throws -> SharedValue {
         let (identity, _) = try memberIdentity()
         let membership = try sealingMembership()
-        guard let current = try newest(slot, identity: identity, membership: membership), current.credential != nil else {
+        guard let current = try newest(slot, identity: identity, membership: membership), current.credential != nil
+        else {
             throw FleetError.notShared(slot: slot, fleet: name)
         }
-        let tombstone = try SealedCredential.seal(nil, slot: slot, fleet: name, generation: current.generation + 1, membership: membership,
-                                                  writer: identity, machine: machine)
+        let tombstone = try SealedCredential.seal(
+            nil,
+            slot: slot,
+            fleet: name,
+            generation: current.generation + 1,
+            membership: membership,
+            writer: identity,
+            machine: machine
+        )
         let note = refreshedNote(slot, generation: current.generation + 1, identity: identity)
         let result = try etcd {
-            try kv.transaction(compare: [lock.fence, .modRevision(keys.slot(slot), equals: current.modRevision)],
-                               success: [.put(keys.slot(slot), value: tombstone), .delete(keys.intent(slot)),
-                                         .put(keys.refreshed(slot), value: note)], failure: [])
+            try kv.transaction(
+                compare: [lock.fence, .modRevision(keys.slot(slot), equals: current.modRevision)],
+                success: [
+                    .put(keys.slot(slot), value: tombstone), .delete(keys.intent(slot)),
+                    .put(keys.refreshed(slot), value: note),
+                ],
+                failure: []
+            )
         }
         guard result.succeeded else { throw FleetError.lockLost(slot: slot, fleet: name) }
-        return SharedValue(content: .tombstone, generation: current.generation + 1, writer: machine, modRevision: result.revision)
+        return SharedValue(
+            content: .tombstone,
+            generation: current.generation + 1,
+            writer: machine,
+            modRevision: result.revision
+        )
     }
 
     /// Writes `credential` as the generation after `replacing`, only if the fleet's value is still
@@ -479,30 +682,70 @@ package struct Fleet: Sendable {
     /// ours; the refresh intent goes with it. Sealed to the membership verified at this moment
     /// (``sealingMembership()``), never while a ``FleetAlarm`` stands.
     /// - Returns: the value written, or nil when a comparison failed.
-    package func write(_ slot: Slot, credential: Credential, replacing: SharedValue, identity: MachineIdentity,
-                       fence: EtcdCompare?) throws -> SharedValue? {
+    package func write(
+        _ slot: Slot,
+        credential: Credential,
+        replacing: SharedValue,
+        identity: MachineIdentity,
+        fence: EtcdCompare?
+    ) throws -> SharedValue? {
         let membership = try sealingMembership()
         let generation = replacing.generation + 1
-        let sealed = try SealedCredential.seal(credential, slot: slot, fleet: name, generation: generation, membership: membership,
-                                               writer: identity, machine: machine)
+        let sealed = try SealedCredential.seal(
+            credential,
+            slot: slot,
+            fleet: name,
+            generation: generation,
+            membership: membership,
+            writer: identity,
+            machine: machine
+        )
         let note = refreshedNote(slot, generation: generation, identity: identity)
         let result = try etcd {
-            try kv.transaction(compare: (fence.map { [$0] } ?? []) + [.modRevision(keys.slot(slot), equals: replacing.modRevision)],
-                               success: [.put(keys.slot(slot), value: sealed), .delete(keys.intent(slot)),
-                                         .put(keys.refreshed(slot), value: note)], failure: [])
+            try kv.transaction(
+                compare: (fence.map { [$0] } ?? []) + [.modRevision(keys.slot(slot), equals: replacing.modRevision)],
+                success: [
+                    .put(keys.slot(slot), value: sealed), .delete(keys.intent(slot)),
+                    .put(keys.refreshed(slot), value: note),
+                ],
+                failure: []
+            )
         }
-        return result.succeeded ? SharedValue(content: .credential(credential), generation: generation, writer: machine, modRevision: result.revision) : nil
+        return result.succeeded
+            ? SharedValue(
+                content: .credential(credential),
+                generation: generation,
+                writer: machine,
+                modRevision: result.revision
+            ) : nil
     }
 
     /// Records, under `lock`, that this machine is about to present the refresh token of
     /// `current` (see ``RefreshIntent``). - Returns: false when the fleet's value or the lock changed.
-    package func writeIntent(_ slot: Slot, current: SharedValue, refreshToken: String, identity: MachineIdentity, under lock: FleetLock) throws -> Bool {
+    package func writeIntent(
+        _ slot: Slot,
+        current: SharedValue,
+        refreshToken: String,
+        identity: MachineIdentity,
+        under lock: FleetLock
+    ) throws -> Bool {
         let membership = try sealingMembership()
-        let intent = RefreshIntent.make(fleet: name, slot: slot, machine: machine, token: TokenFingerprint.of(refreshToken),
-                                        generation: current.generation, at: clock(), membership: membership, identity: identity)
+        let intent = RefreshIntent.make(
+            fleet: name,
+            slot: slot,
+            machine: machine,
+            token: TokenFingerprint.of(refreshToken),
+            generation: current.generation,
+            at: clock(),
+            membership: membership,
+            identity: identity
+        )
         let result = try etcd {
-            try kv.transaction(compare: [lock.fence, .modRevision(keys.slot(slot), equals: current.modRevision)],
-                               success: [.put(keys.intent(slot), value: intent)], failure: [])
+            try kv.transaction(
+                compare: [lock.fence, .modRevision(keys.slot(slot), equals: current.modRevision)],
+                success: [.put(keys.intent(slot), value: intent)],
+                failure: []
+            )
         }
         return result.succeeded
     }
@@ -510,7 +753,9 @@ package struct Fleet: Sendable {
     /// The refresh intent recorded for `slot`, nil when there is none that verifies.
     package func intent(_ slot: Slot, membership: Membership) throws -> RefreshIntent? {
         guard let kv = try etcd({ try self.kv.get(keys.intent(slot)) }) else { return nil }
-        return try verified(membership) { membership in try RefreshIntent.open(kv, slot: slot, fleet: name, membership: membership) }
+        return try verified(membership) { membership in
+            try RefreshIntent.open(kv, slot: slot, fleet: name, membership: membership)
+        }
     }
 
     /// Puts a new sign-in in place of whatever the fleet holds for `slot` (its session may have
@@ -519,11 +764,21 @@ package struct Fleet: Sendable {
     /// (``signInGeneration(above:)``): a member that missed generations (offline, or shown an
     /// older value put back) still writes one above any another member saw.
     /// - Returns: the value written; nil when the slot was unshared (a tombstone).
-    package func replace(_ slot: Slot, credential: Credential, seen: Int64, under lock: FleetLock) throws -> SharedValue? {
+    package func replace(
+        _ slot: Slot,
+        credential: Credential,
+        seen: Int64,
+        under lock: FleetLock
+    ) throws -> SharedValue? {
         let (identity, _) = try memberIdentity()
         for _ in 0..<3 {
             let membership = try sealingMembership()
-            var current = SharedValue(content: .tombstone, generation: signInGeneration(above: seen) - 1, writer: "", modRevision: 0)
+            var current = SharedValue(
+                content: .tombstone,
+                generation: signInGeneration(above: seen) - 1,
+                writer: "",
+                modRevision: 0
+            )
             if let raw = try etcd({ try kv.get(keys.slot(slot)) }) {
                 current.modRevision = raw.modRevision
                 // A value no member signed is no value: replaced like a missing one. One that is
@@ -539,7 +794,13 @@ package struct Fleet: Sendable {
                     }
                 }
             }
-            if let written = try write(slot, credential: credential, replacing: current, identity: identity, fence: lock.fence) {
+            if let written = try write(
+                slot,
+                credential: credential,
+                replacing: current,
+                identity: identity,
+                fence: lock.fence
+            ) {
                 return written
             }
             guard lock.held() else { throw FleetError.lockLost(slot: slot, fleet: name) }
@@ -568,33 +829,61 @@ package struct Fleet: Sendable {
     /// as the generation above everything seen, fenced on the lock and on what is there now.
     /// - Returns: the value written, or nil when the tokens stay here (pending) because a value
     ///   this machine cannot replace stands.
-    package func writeRefreshed(_ slot: Slot, credential: Credential, replacing: SharedValue, under lock: FleetLock,
-                                identity: MachineIdentity, membership: Membership, seen: Int64 = 0,
-                                patience: TimeInterval = 15) throws -> SharedValue? {
+    package func writeRefreshed(
+        _ slot: Slot,
+        credential: Credential,
+        replacing: SharedValue,
+        under lock: FleetLock,
+        identity: MachineIdentity,
+        membership: Membership,
+        seen: Int64 = 0,
+        patience: TimeInterval = 15
+    ) throws -> SharedValue? {
         let deadline = ContinuousClock.now + .seconds(patience)
         var attempt = 0
         var base = replacing
         for _ in 0..<8 {
             do {
-                if let written = try write(slot, credential: credential, replacing: base, identity: identity, fence: lock.fence) { return written }
+                if let written = try write(
+                    slot,
+                    credential: credential,
+                    replacing: base,
+                    identity: identity,
+                    fence: lock.fence
+                ) {
+                    return written
+                }
                 // The comparison failed: see what stands now.
                 let now: SharedSlotDecision.Read
                 let revision: Int64
                 if let raw = try etcd({ try kv.get(keys.slot(slot)) }) {
                     revision = raw.modRevision
-                    do { now = .value(try open(raw, slot: slot, identity: identity, membership: membership)) } catch let error as FleetError {
+                    do { now = .value(try open(raw, slot: slot, identity: identity, membership: membership)) } catch let
+                        error as FleetError
+                    {
                         now = .failed(error)
                     }
                 } else {
                     revision = 0
                     now = .missing
                 }
-                switch SharedSlotDecision.afterFailedWrite(refreshed: credential, machine: machine, replaced: replacing, seen: seen, now: now,
-                                                           lockHeld: lock.held()) {
+                switch SharedSlotDecision.afterFailedWrite(
+                    refreshed: credential,
+                    machine: machine,
+                    replaced: replacing,
+                    seen: seen,
+                    now: now,
+                    lockHeld: lock.held()
+                ) {
                 case .landed(let value): return value
                 case .keepHere: return nil
                 case .overwrite(let generation):
-                    base = SharedValue(content: .tombstone, generation: generation - 1, writer: "", modRevision: revision)
+                    base = SharedValue(
+                        content: .tombstone,
+                        generation: generation - 1,
+                        writer: "",
+                        modRevision: revision
+                    )
                 }
             } catch let error as FleetError {
                 guard case .unavailable = error, ContinuousClock.now < deadline, lock.held() else { throw error }
@@ -608,9 +897,13 @@ package struct Fleet: Sendable {
     /// `refreshed/SLOT`: who wrote the slot last, at which generation and when, signed by the
     /// writer (no secret). Shown by `fleet status` only when a member's signature verifies.
     func refreshedNote(_ slot: Slot, generation: Int64, identity: MachineIdentity) -> [UInt8] {
-        SignedDocument.sign(.object(["type": .string(RefreshedNote.type), "fleet": .string(name), "slot": .string(slot.name),
-                                     "machine": .string(machine), "generation": .string(String(generation)), "at": .date(clock())]),
-                            with: identity.signing)
+        SignedDocument.sign(
+            .object([
+                "type": .string(RefreshedNote.type), "fleet": .string(name), "slot": .string(slot.name),
+                "machine": .string(machine), "generation": .string(String(generation)), "at": .date(clock()),
+            ]),
+            with: identity.signing
+        )
     }
 
     /// The lease a refresh lock is taken with: the configured `lock-ttl`, else long enough for the
@@ -626,7 +919,12 @@ package struct Fleet: Sendable {
         let ttl = Self.lockTTL(settings: settings, httpTimeout: httpTimeout)
         let longest = TimeInterval(ttl) + 15
         do {
-            return try FleetLock.acquire(kv, folder: keys.locks(slot), ttl: ttl, timeout: min(longest, patience ?? longest))
+            return try FleetLock.acquire(
+                kv,
+                folder: keys.locks(slot),
+                ttl: ttl,
+                timeout: min(longest, patience ?? longest)
+            )
         } catch let timeout as FleetLockTimeout {
             throw FleetError.lockTimeout(slot: slot, fleet: name, seconds: timeout.seconds)
         } catch let error as EtcdError {
@@ -640,9 +938,11 @@ extension Fleet {
     /// signed, or one from before notes were signed, is not shown).
     package func refreshedNote(_ slot: Slot, membership: Membership) throws -> (machine: String, at: Date?)? {
         guard let kv = try etcd({ try self.kv.get(keys.refreshed(slot)) }),
-              let doc = try? SignedDocument(kv.value, key: kv.key, kind: RefreshedNote.type),
-              let machine = try? doc.fields.machineName("machine"), let member = membership.member(machine), doc.isSigned(by: member.signingKey),
-              (try? doc.fields.string("fleet")) == name, (try? doc.fields.string("slot")) == slot.name else { return nil }
+            let doc = try? SignedDocument(kv.value, key: kv.key, kind: RefreshedNote.type),
+            let machine = try? doc.fields.machineName("machine"), let member = membership.member(machine),
+            doc.isSigned(by: member.signingKey),
+            (try? doc.fields.string("fleet")) == name, (try? doc.fields.string("slot")) == slot.name
+        else { return nil }
         return (machine, (try? doc.fields.optionalDate("at")) ?? nil)
     }
 
@@ -652,10 +952,16 @@ extension Fleet {
     package func leaderName(membership: Membership) throws -> (String?, ignored: [DamagedEntry]) {
         let found = try etcd { try kv.range(keys.leader, EtcdRangeOptions(prefix: true, sortByCreateRevision: true)) }
         let ignored = found.kvs.filter { $0.lease == 0 }.map {
-            DamagedEntry(key: $0.key, modRevision: $0.modRevision, problem: "it has no lease, so it is no agent's candidacy (ignored)")
+            DamagedEntry(
+                key: $0.key,
+                modRevision: $0.modRevision,
+                problem: "it has no lease, so it is no agent's candidacy (ignored)"
+            )
         }
         let first = found.kvs.first { $0.lease != 0 }
-        return (first.map { String(decoding: $0.value, as: UTF8.self) }.flatMap { membership.member($0)?.machine }, ignored)
+        return (
+            first.map { String(decoding: $0.value, as: UTF8.self) }.flatMap { membership.member($0)?.machine }, ignored
+        )
     }
 }
 

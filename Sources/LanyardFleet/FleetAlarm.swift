@@ -1,7 +1,7 @@
 import FoundationEssentials
 import LanyardCore
-import LanyardSupport
 import LanyardStore
+import LanyardSupport
 
 /// Evidence that this machine must not seal, sign or write anything for its fleet, kept in
 /// `$XDG_DATA_HOME/lanyard/fleet/alarm.json` (0600) so that an attacker who hides the evidence
@@ -35,8 +35,17 @@ package struct FleetAlarm: Equatable, Sendable, JSONDocument {
     package var signer: String
     package var detectedAt: Date?
 
-    package init(fleet: String, kind: Kind, seq: Int64, digest: String, ours: String? = nil, theirs: [UInt8]? = nil, source: String,
-                 signer: String, detectedAt: Date?) {
+    package init(
+        fleet: String,
+        kind: Kind,
+        seq: Int64,
+        digest: String,
+        ours: String? = nil,
+        theirs: [UInt8]? = nil,
+        source: String,
+        signer: String,
+        detectedAt: Date?
+    ) {
         self.fleet = fleet
         self.kind = kind
         self.seq = seq
@@ -51,7 +60,9 @@ package struct FleetAlarm: Equatable, Sendable, JSONDocument {
     package init(json: JSONFields) throws(JSONShapeError) {
         fleet = try json.string("fleet")
         let kindText = try json.string("kind")
-        guard let kind = Kind(rawValue: kindText) else { throw JSONShapeError(path: json.path + ".kind", problem: "is not behind or forked") }
+        guard let kind = Kind(rawValue: kindText) else {
+            throw JSONShapeError(path: json.path + ".kind", problem: "is not behind or forked")
+        }
         self.kind = kind
         seq = try json.counter("seq")
         digest = try json.string("digest")
@@ -63,9 +74,12 @@ package struct FleetAlarm: Equatable, Sendable, JSONDocument {
     }
 
     package var json: JSONValue {
-        .object(["fleet": .string(fleet), "kind": .string(kind.rawValue), "seq": .string(String(seq)), "digest": .string(digest),
-                 "ours": .optional(ours), "theirs": .optional(theirs.map { String(decoding: $0, as: UTF8.self) }),
-                 "source": .string(source), "signer": .string(signer), "detected_at": .date(detectedAt)]).droppingNulls
+        .object([
+            "fleet": .string(fleet), "kind": .string(kind.rawValue), "seq": .string(String(seq)),
+            "digest": .string(digest),
+            "ours": .optional(ours), "theirs": .optional(theirs.map { String(decoding: $0, as: UTF8.self) }),
+            "source": .string(source), "signer": .string(signer), "detected_at": .date(detectedAt),
+        ]).droppingNulls
     }
 
     /// The error every fleet write answers while this alarm stands.
@@ -78,8 +92,10 @@ package struct FleetAlarm: Equatable, Sendable, JSONDocument {
 
     /// Both entries of a fork, for people: their fingerprints, and who signed or named the other.
     static func forkDetail(digest: String, ours: String?, signer: String, source: String) -> String {
-        let mine = ours.map { "entry \(MachineIdentity.grouped(hex: hexBytes($0))) verified here" } ?? "none verified here"
-        let how = source.contains("/log/") ? "signed by \(signer)" : "named by \(signer) in \(TerminalText.escaped(source))"
+        let mine =
+            ours.map { "entry \(MachineIdentity.grouped(hex: hexBytes($0))) verified here" } ?? "none verified here"
+        let how =
+            source.contains("/log/") ? "signed by \(signer)" : "named by \(signer) in \(TerminalText.escaped(source))"
         return "\(mine), and entry \(MachineIdentity.grouped(hex: hexBytes(digest))) \(how)"
     }
 
@@ -90,11 +106,16 @@ package struct FleetAlarm: Equatable, Sendable, JSONDocument {
     package static func load(_ paths: Paths, fleet: String) throws(FleetError) -> FleetAlarm? {
         let path = path(paths)
         let data: Data?
-        do { data = try SecureFiles.read(path) } catch { throw .corrupt(key: path, detail: error.userFacingDescription) }
+        do { data = try SecureFiles.read(path) } catch {
+            throw .corrupt(key: path, detail: error.userFacingDescription)
+        }
         guard let data else { return nil }
         let alarm: FleetAlarm
         do { alarm = try decode(data, source: path) } catch {
-            throw .corrupt(key: path, detail: "\(error.userFacingDescription): remove it once `lanyard fleet status` shows the log verifies")
+            throw .corrupt(
+                key: path,
+                detail: "\(error.userFacingDescription): remove it once `lanyard fleet status` shows the log verifies"
+            )
         }
         return alarm.fleet == fleet ? alarm : nil
     }
@@ -139,7 +160,9 @@ extension Fleet {
     /// from the entries before the fork plus that one (it must verify). Either way the alarm is
     /// cleared and the log is read again.
     package func resolveFork(keep given: String) throws -> Membership {
-        guard let alarm = try FleetAlarm.load(paths, fleet: name), alarm.kind == .forked else { throw FleetError.noFork(fleet: name, given: nil) }
+        guard let alarm = try FleetAlarm.load(paths, fleet: name), alarm.kind == .forked else {
+            throw FleetError.noFork(fleet: name, given: nil)
+        }
         guard let known = try MembershipCache.load(paths), known.fleet == name, known.log.count == Int(known.seq) else {
             throw FleetError.notJoined(fleet: name, pinned: nil)
         }
@@ -152,11 +175,18 @@ extension Fleet {
         if chosen(alarm.ours), alarm.seq <= known.seq {
             let mine = known.log[Int(alarm.seq - 1)]
             let there = try etcd { try kv.get(key) }
-            let compare: EtcdCompare = there.map { .modRevision(key, equals: $0.modRevision) } ?? .createRevision(key, equals: 0)
+            let compare: EtcdCompare =
+                there.map { .modRevision(key, equals: $0.modRevision) } ?? .createRevision(key, equals: 0)
             if there?.value != mine.bytes {
-                let result = try etcd { try kv.transaction(compare: [compare], success: [.put(key, value: mine.bytes)], failure: []) }
+                let result = try etcd {
+                    try kv.transaction(compare: [compare], success: [.put(key, value: mine.bytes)], failure: [])
+                }
                 guard result.succeeded else {
-                    throw FleetError.unavailable(fleet: name, endpoints: settings.endpoints, detail: "the log entry changed while it was put back: run it again")
+                    throw FleetError.unavailable(
+                        fleet: name,
+                        endpoints: settings.endpoints,
+                        detail: "the log entry changed while it was put back: run it again"
+                    )
                 }
             }
             try FleetAlarm.clear(paths)
@@ -165,15 +195,22 @@ extension Fleet {
         if chosen(alarm.digest) {
             var theirs = alarm.theirs
             if theirs == nil, let there = try etcd({ try kv.get(key) }),
-               (try? SignedDocument(there.value, key: key, kind: Membership.entryType))?.digest == alarm.digest {
+                (try? SignedDocument(there.value, key: key, kind: Membership.entryType))?.digest == alarm.digest
+            {
                 theirs = there.value
             }
             guard let theirs else {
-                throw FleetError.untrustedFleet(fleet: name, detail: "entry \(alarm.seq) with that fingerprint is not in etcd, so it cannot be checked here; "
-                                                + "resolve the fork on a member that verified it first")
+                throw FleetError.untrustedFleet(
+                    fleet: name,
+                    detail: "entry \(alarm.seq) with that fingerprint is not in etcd, so it cannot be checked here; "
+                        + "resolve the fork on a member that verified it first"
+                )
             }
             guard var before = known.replayed(upTo: alarm.seq - 1) else {
-                throw FleetError.untrustedFleet(fleet: name, detail: "the entries before \(alarm.seq) kept here do not verify")
+                throw FleetError.untrustedFleet(
+                    fleet: name,
+                    detail: "the entries before \(alarm.seq) kept here do not verify"
+                )
             }
             try before.apply(EtcdKeyValue(key: key, value: theirs))
             try MembershipCache.replace(with: before, paths: paths)

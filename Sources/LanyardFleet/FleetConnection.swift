@@ -1,14 +1,21 @@
 import LanyardCore
-import LanyardSupport
 import LanyardStore
+import LanyardSupport
 
 /// How a fleet reaches etcd by default.
 package enum FleetConnection {
     /// The v3 JSON gateway client for `settings` (the password, when etcd's authentication is
     /// on, read from `password-file`).
     package static let gateway: @Sendable (FleetSettings) throws -> any EtcdKV = { settings in
-        EtcdGatewayClient(endpoints: settings.endpoints, caFile: settings.caFile, certFile: settings.certFile, keyFile: settings.keyFile,
-                          user: settings.user, password: try password(settings), requestTimeout: settings.requestTimeout)
+        EtcdGatewayClient(
+            endpoints: settings.endpoints,
+            caFile: settings.caFile,
+            certFile: settings.certFile,
+            keyFile: settings.keyFile,
+            user: settings.user,
+            password: try password(settings),
+            requestTimeout: settings.requestTimeout
+        )
     }
 
     /// The etcd password in `password-file`, read as `LANYARD_PASSPHRASE_FILE` is: the first
@@ -19,13 +26,21 @@ package enum FleetConnection {
         let shown = TerminalText.escaped(file)
         // Refused when group or others can read it, as LANYARD_PASSPHRASE_FILE is.
         guard let data = try SecureFiles.readSecretFile(file) else {
-            throw FleetError.unavailable(fleet: settings.name, endpoints: settings.endpoints, detail: "password file \(shown) does not exist")
+            throw FleetError.unavailable(
+                fleet: settings.name,
+                endpoints: settings.endpoints,
+                detail: "password file \(shown) does not exist"
+            )
         }
         do {
             return try PassphraseReader.firstLine(data, source: "password file \(shown)", what: "password")
         } catch {
-            throw FleetError.unavailable(fleet: settings.name, endpoints: settings.endpoints, detail: error.message,
-                                         cause: ErrorCause(error))
+            throw FleetError.unavailable(
+                fleet: settings.name,
+                endpoints: settings.endpoints,
+                detail: error.message,
+                cause: ErrorCause(error)
+            )
         }
     }
 }

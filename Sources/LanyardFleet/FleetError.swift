@@ -12,8 +12,13 @@ public enum FleetError: LanyardError, Equatable {
     case unavailable(fleet: String, endpoints: [String], detail: String, cause: ErrorCause? = nil)
     /// A shared slot's token has expired and the fleet cannot be reached to refresh it safely
     /// (`cause`: the etcd error that says why, as in ``unavailable(fleet:endpoints:detail:cause:)``).
-    case expiredWhileUnavailable(slot: Slot, fleet: String, endpoints: [String], detail: String,
-                                 cause: ErrorCause? = nil)
+    case expiredWhileUnavailable(
+        slot: Slot,
+        fleet: String,
+        endpoints: [String],
+        detail: String,
+        cause: ErrorCause? = nil
+    )
     /// `fleet init` on a fleet that already exists.
     case alreadyExists(fleet: String)
     /// The fleet has not been created (`fleet init` on one machine first).
@@ -114,26 +119,31 @@ public enum FleetError: LanyardError, Equatable {
         case .expiredWhileUnavailable(let slot, let fleet, let endpoints, let detail, _):
             return "slot \(slot.name)'s token has expired and fleet \(fleet) cannot be reached to refresh it safely "
                 + "(\(tried(endpoints, detail))); it will be refreshed once etcd answers again"
-        case .alreadyExists(let fleet): return "fleet \(fleet) already exists: join it with `lanyard fleet join` instead"
-        case .noSuchFleet(let fleet): return "fleet \(fleet) does not exist yet: run `lanyard fleet init` on its first machine"
+        case .alreadyExists(let fleet):
+            return "fleet \(fleet) already exists: join it with `lanyard fleet join` instead"
+        case .noSuchFleet(let fleet):
+            return "fleet \(fleet) does not exist yet: run `lanyard fleet init` on its first machine"
         case .notMember(let fleet, let machine, let pending):
             return pending
                 ? "machine \(machine) has asked to join fleet \(fleet) but is not approved yet: "
                     + "run `lanyard fleet approve \(machine)` on a member"
                 : "machine \(machine) is not a member of fleet \(fleet): "
                     + "run `lanyard fleet join` here, then approve it on a member"
-        case .unknownMachine(let fleet, let machine): return "fleet \(fleet) has no member or join request named \(machine)"
+        case .unknownMachine(let fleet, let machine):
+            return "fleet \(fleet) has no member or join request named \(machine)"
         case .fingerprintMismatch(let machine, let given):
             return "the fingerprint given (\(TerminalText.escaped(given))) is not the "
                 + "one \(machine)'s join request carries: nothing was approved; "
                 + "read the fingerprint on \(machine)'s own screen (`lanyard fleet join` printed it), "
-                    + "or someone else asked to join under that name"
+                + "or someone else asked to join under that name"
         case .fleetFingerprintMismatch(let fleet, let given):
             return "fleet \(fleet) in etcd does not have the fingerprint given "
                 + "(\(TerminalText.escaped(given))): nothing was pinned or asked; "
                 + "read it on a member's screen (`lanyard fleet status`), and check [fleet] name and endpoints"
         case .notJoined(let fleet, let pinned):
-            return "this machine has not joined fleet \(fleet)" + (pinned.map { " (it belongs to fleet \($0): check [fleet] name in config.ini)" } ?? ": run `lanyard fleet join`")
+            return "this machine has not joined fleet \(fleet)"
+                + (pinned.map { " (it belongs to fleet \($0): check [fleet] name in config.ini)" }
+                    ?? ": run `lanyard fleet join`")
                 + "; shared slots keep serving valid tokens and are not refreshed"
         case .untrustedFleet(let fleet, let detail):
             return "fleet \(fleet)'s membership in etcd does not verify: \(detail); "
@@ -147,7 +157,7 @@ public enum FleetError: LanyardError, Equatable {
             return "machine \(machine) of fleet \(fleet) presented slot \(slot.name)'s "
                 + "refresh token and has not written the new tokens: "
                 + "this machine will not spend the same token; "
-                    + "run any lanyard command (or `lanyard fleet sync`) on \(machine), "
+                + "run any lanyard command (or `lanyard fleet sync`) on \(machine), "
                 + "or sign in again (`lanyard login \(slot.name)`) if \(machine) is gone"
         case .handedOver(let slot, let fleet, let machine):
             return "slot \(slot.name) was unshared in fleet \(fleet) and its live "
@@ -168,24 +178,27 @@ public enum FleetError: LanyardError, Equatable {
         case .sharedSlotRefused(let slot, let fleet, let action):
             return "slot \(slot.name) is shared in fleet \(fleet), so this machine cannot \(action) alone: "
                 + "run `lanyard fleet unshare \(slot.name)` first (every machine keeps its copy)"
-        case .corrupt(let key, let detail): return "etcd key \(TerminalText.escaped(key)) does not decode (left as it is): \(detail)"
+        case .corrupt(let key, let detail):
+            return "etcd key \(TerminalText.escaped(key)) does not decode (left as it is): \(detail)"
         case .membershipBehind(let fleet, let seq, _, let signer, let source):
             return "fleet \(fleet): member \(signer) signed \(TerminalText.escaped(source)) "
                 + "for membership entry \(seq), which this machine "
                 + "cannot verify (the log in etcd does not reach it: lost or hidden); "
-                    + "this machine seals and writes nothing for the fleet "
+                + "this machine seals and writes nothing for the fleet "
                 + "(no refresh, sign-in, share or approval) until it can, "
-                    + "and serves valid local tokens meanwhile. Run `lanyard fleet status` "
+                + "and serves valid local tokens meanwhile. Run `lanyard fleet status` "
                 + "on \(signer) or another member that verified entry \(seq): it puts missing entries back"
         case .forked(let fleet, let seq, let digest, let ours, let signer, let source):
             let detail = FleetAlarm.forkDetail(digest: digest, ours: ours, signer: signer, source: source)
             return "fleet \(fleet)'s membership log is forked at entry \(seq) (\(detail)): "
                 + "this machine seals and writes nothing for the "
                 + "fleet until a person chooses the fleet's entry with "
-                    + "`lanyard fleet resolve FINGERPRINT` (both are listed by "
+                + "`lanyard fleet resolve FINGERPRINT` (both are listed by "
                 + "`lanyard fleet status`); valid local tokens are served meanwhile"
         case .noFork(let fleet, let given):
-            guard let given else { return "fleet \(fleet)'s membership log is not forked here: there is nothing to resolve" }
+            guard let given else {
+                return "fleet \(fleet)'s membership log is not forked here: there is nothing to resolve"
+            }
             return "neither entry of fleet \(fleet)'s fork has the fingerprint "
                 + "\(TerminalText.escaped(given)): `lanyard fleet status` lists both"
         case .alreadyMember(let machine, let given):
@@ -213,10 +226,10 @@ extension FleetError: SlotNamingError {
     package var slotName: String? {
         switch self {
         case .expiredWhileUnavailable(let slot, _, _, _, _), .valueMissing(let slot, _),
-             .refreshInFlight(let slot, _, _),
-             .handedOver(let slot, _, _), .alreadyShared(let slot, _), .notShared(let slot, _),
-             .refusedCredential(let slot, _, _), .lockTimeout(let slot, _, _), .lockLost(let slot, _),
-             .sharedSlotRefused(let slot, _, _):
+            .refreshInFlight(let slot, _, _),
+            .handedOver(let slot, _, _), .alreadyShared(let slot, _), .notShared(let slot, _),
+            .refusedCredential(let slot, _, _), .lockTimeout(let slot, _, _), .lockLost(let slot, _),
+            .sharedSlotRefused(let slot, _, _):
             slot.name
         default: nil
         }

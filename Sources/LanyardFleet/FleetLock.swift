@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Dispatch
+import FoundationEssentials
 import LanyardCore
 import LanyardSupport
 
@@ -32,24 +32,42 @@ package final class FleetLock: @unchecked Sendable {
     package var fence: EtcdCompare { .createRevision(key, equals: createRevision) }
 
     /// Takes the lock under `folder` (ending in `/`), waiting at most `timeout` seconds.
-    package static func acquire(_ kv: any EtcdKV, folder: String, ttl: Int64, timeout: TimeInterval) throws -> FleetLock {
+    package static func acquire(_ kv: any EtcdKV, folder: String, ttl: Int64, timeout: TimeInterval) throws -> FleetLock
+    {
         let lease = try kv.grantLease(ttl: ttl)
         let keeper = LeaseKeeper(kv: kv, lease: lease)
         let key = folder + String(UInt64(bitPattern: lease.id), radix: 16)
         do {
-            let made = try kv.transaction(compare: [.createRevision(key, equals: 0)],
-                                          success: [.put(key, value: [], lease: lease.id), .range(key)],
-                                          failure: [.range(key)])
+            let made = try kv.transaction(
+                compare: [.createRevision(key, equals: 0)],
+                success: [.put(key, value: [], lease: lease.id), .range(key)],
+                failure: [.range(key)]
+            )
             guard let mine = made.ranges.last??.kvs.first else {
                 throw EtcdError.malformed(endpoint: "", detail: "the lock key vanished right after it was put")
             }
             let deadline = ContinuousClock.now + .seconds(timeout)
             while true {
                 // The key created just before ours: we own the lock when there is none.
-                let before = try kv.range(folder, EtcdRangeOptions(prefix: true, limit: 1, sortByCreateRevision: true, descending: true,
-                                                                   maxCreateRevision: mine.createRevision - 1, keysOnly: true))
+                let before = try kv.range(
+                    folder,
+                    EtcdRangeOptions(
+                        prefix: true,
+                        limit: 1,
+                        sortByCreateRevision: true,
+                        descending: true,
+                        maxCreateRevision: mine.createRevision - 1,
+                        keysOnly: true
+                    )
+                )
                 guard let previous = before.kvs.first else {
-                    return FleetLock(key: key, lease: lease.id, createRevision: mine.createRevision, kv: kv, keeper: keeper)
+                    return FleetLock(
+                        key: key,
+                        lease: lease.id,
+                        createRevision: mine.createRevision,
+                        kv: kv,
+                        keeper: keeper
+                    )
                 }
                 let remaining = deadline - .now
                 let left = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) / 1e18
@@ -60,7 +78,9 @@ package final class FleetLock: @unchecked Sendable {
                 DispatchQueue.global().asyncAfter(deadline: .now() + left, execute: timer)
                 defer { timer.cancel() }
                 do {
-                    try kv.watch(prefix: previous.key, startRevision: before.revision + 1, handle: handle) { events, _ in
+                    try kv.watch(prefix: previous.key, startRevision: before.revision + 1, handle: handle) {
+                        events,
+                        _ in
                         !events.contains { $0.kind == .delete && $0.kv.key == previous.key }
                     }
                 } catch EtcdError.cancelled {
@@ -126,7 +146,10 @@ final class LeaseKeeper: @unchecked Sendable {
                 if ttl <= 0 { return }
             } catch {
                 // Keep trying: the lease lives on in etcd until its TTL runs out.
-                if state.withLock({ $0.aliveUntil <= .now }) { state.withLock { $0.lost = true }; return }
+                if state.withLock({ $0.aliveUntil <= .now }) {
+                    state.withLock { $0.lost = true }
+                    return
+                }
             }
         }
     }

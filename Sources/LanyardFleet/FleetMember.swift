@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Age
+import FoundationEssentials
 import LanyardCore
 import LanyardSupport
 
@@ -33,23 +33,31 @@ public struct FleetMember: Equatable, Sendable, JSONDocument {
     package init(json: JSONFields) throws(JSONShapeError) {
         machine = try json.machineName("machine")
         recipient = try json.string("recipient")
-        guard (try? X25519Recipient(recipient)) != nil else { throw JSONShapeError(path: json.path + ".recipient", problem: "is not an age X25519 recipient") }
+        guard (try? X25519Recipient(recipient)) != nil else {
+            throw JSONShapeError(path: json.path + ".recipient", problem: "is not an age X25519 recipient")
+        }
         signingKey = try json.string("signing_key")
         guard let key = Data(base64Encoded: signingKey), key.count == Ed25519.publicKeyBytes else {
             throw JSONShapeError(path: json.path + ".signing_key", problem: "is not an Ed25519 public key")
         }
         addedAt = try json.optionalDate("added_at")
         approvedBy = try json.optionalString("approved_by")
-        if let name = approvedBy, (try? Slot(name)) == nil { throw JSONShapeError(path: json.path + ".approved_by", problem: "is not a machine name") }
+        if let name = approvedBy, (try? Slot(name)) == nil {
+            throw JSONShapeError(path: json.path + ".approved_by", problem: "is not a machine name")
+        }
         etcdUser = try json.optionalString("etcd_user")
-        if let user = etcdUser, user.isEmpty || user.count > 128 || user.contains(where: { $0.isNewline || $0 == "\u{0}" }) {
+        if let user = etcdUser,
+            user.isEmpty || user.count > 128 || user.contains(where: { $0.isNewline || $0 == "\u{0}" })
+        {
             throw JSONShapeError(path: json.path + ".etcd_user", problem: "is not an etcd user name")
         }
     }
 
     package var json: JSONValue {
-        .object(["machine": .string(machine), "recipient": .string(recipient), "signing_key": .string(signingKey),
-                 "added_at": .date(addedAt), "approved_by": .optional(approvedBy), "etcd_user": .optional(etcdUser)]).droppingNulls
+        .object([
+            "machine": .string(machine), "recipient": .string(recipient), "signing_key": .string(signingKey),
+            "added_at": .date(addedAt), "approved_by": .optional(approvedBy), "etcd_user": .optional(etcdUser),
+        ]).droppingNulls
     }
 }
 
@@ -59,22 +67,43 @@ public struct FleetMember: Equatable, Sendable, JSONDocument {
 package enum JoinRequest {
     static let type = "lanyard-fleet-join"
 
-    package static func make(fleet: String, machine: String, identity: MachineIdentity, etcdUser: String?, at: Date) -> [UInt8] {
-        SignedDocument.sign(.object(["type": .string(type), "fleet": .string(fleet), "machine": .string(machine),
-                                     "recipient": .string(identity.recipient), "signing_key": .string(identity.signingKey),
-                                     "etcd_user": .optional(etcdUser), "at": .date(at)]).droppingNulls, with: identity.signing)
+    package static func make(
+        fleet: String,
+        machine: String,
+        identity: MachineIdentity,
+        etcdUser: String?,
+        at: Date
+    ) -> [UInt8] {
+        SignedDocument.sign(
+            .object([
+                "type": .string(type), "fleet": .string(fleet), "machine": .string(machine),
+                "recipient": .string(identity.recipient), "signing_key": .string(identity.signingKey),
+                "etcd_user": .optional(etcdUser), "at": .date(at),
+            ]).droppingNulls,
+            with: identity.signing
+        )
     }
 
     /// The machine a request asks to admit, checked: well formed, for this fleet and name, and
     /// signed by the key it carries.
-    package static func open(_ kv: EtcdKeyValue, fleet: String, machine expected: String?) throws(FleetError) -> FleetMember {
+    package static func open(
+        _ kv: EtcdKeyValue,
+        fleet: String,
+        machine expected: String?
+    ) throws(FleetError) -> FleetMember {
         let doc = try SignedDocument(kv.value, key: kv.key, kind: type)
         do {
             var member = try FleetMember(json: doc.fields)
             member.addedAt = try doc.fields.optionalDate("at")
-            guard try doc.fields.string("fleet") == fleet else { throw FleetError.corrupt(key: kv.key, detail: "it asks to join another fleet") }
-            if let expected, member.machine != expected { throw FleetError.corrupt(key: kv.key, detail: "it names another machine than its key") }
-            guard doc.isSigned(by: member.signingKey) else { throw FleetError.corrupt(key: kv.key, detail: "its signature does not match the key it carries") }
+            guard try doc.fields.string("fleet") == fleet else {
+                throw FleetError.corrupt(key: kv.key, detail: "it asks to join another fleet")
+            }
+            if let expected, member.machine != expected {
+                throw FleetError.corrupt(key: kv.key, detail: "it names another machine than its key")
+            }
+            guard doc.isSigned(by: member.signingKey) else {
+                throw FleetError.corrupt(key: kv.key, detail: "its signature does not match the key it carries")
+            }
             return member
         } catch let error as FleetError { throw error } catch {
             throw .corrupt(key: kv.key, detail: error.userFacingDescription)

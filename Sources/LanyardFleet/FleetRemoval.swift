@@ -1,7 +1,7 @@
 import FoundationEssentials
 import LanyardCore
-import LanyardSupport
 import LanyardStore
+import LanyardSupport
 
 /// Whether a removed machine can still reach the fleet's etcd. Its signatures stop counting the
 /// moment the removal entry is written, but with etcd access it can still delete and put back
@@ -31,9 +31,13 @@ package struct RemovedMachine: Equatable, Sendable {
     static func path(_ paths: Paths) -> String { SharedSlotState.folder(paths) + "/removed.json" }
 
     package static func load(_ paths: Paths) -> [RemovedMachine] {
-        guard let data = (try? SecureFiles.read(path(paths))) ?? nil, let value = try? JSONValue.parse(data), case .array(let items) = value else { return [] }
+        guard let data = (try? SecureFiles.read(path(paths))) ?? nil, let value = try? JSONValue.parse(data),
+            case .array(let items) = value
+        else { return [] }
         return items.compactMap { item in
-            guard let f = try? JSONFields(item), let fleet = try? f.string("fleet"), let machine = try? f.string("machine") else { return nil }
+            guard let f = try? JSONFields(item), let fleet = try? f.string("fleet"),
+                let machine = try? f.string("machine")
+            else { return nil }
             return RemovedMachine(fleet: fleet, machine: machine, etcdUser: (try? f.optionalString("etcd_user")) ?? nil)
         }
     }
@@ -45,9 +49,13 @@ package struct RemovedMachine: Equatable, Sendable {
             if (try? SecureFiles.read(path(paths))) != nil { try SecureFiles.removeDurably(path(paths)) }
             return
         }
-        let doc = JSONValue.array(list.map {
-            .object(["fleet": .string($0.fleet), "machine": .string($0.machine), "etcd_user": .optional($0.etcdUser)]).droppingNulls
-        })
+        let doc = JSONValue.array(
+            list.map {
+                .object([
+                    "fleet": .string($0.fleet), "machine": .string($0.machine), "etcd_user": .optional($0.etcdUser),
+                ]).droppingNulls
+            }
+        )
         try SecureFiles.atomicWrite(Data(doc.serialized().utf8), to: path(paths))
     }
 }
@@ -60,13 +68,17 @@ extension Fleet {
         if let user = member.etcdUser {
             commands.append("etcdctl --endpoints \(endpoints) --user root user delete \(Self.singleQuoted(user))")
         }
-        commands.append("# and stop trusting its client certificate "
-            + "(a CRL with --client-crl-file, or re-issue the others from a new CA)")
+        commands.append(
+            "# and stop trusting its client certificate "
+                + "(a CRL with --client-crl-file, or re-issue the others from a new CA)"
+        )
         return commands
     }
 
     /// `text` for a POSIX shell, inside single quotes.
-    static func singleQuoted(_ text: String) -> String { "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'" }
+    static func singleQuoted(_ text: String) -> String {
+        "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
 
     /// Deletes the removed `member`'s etcd user when this machine's credentials may (etcd's root
     /// role), and otherwise records it so that `fleet status` keeps saying its access is open.
@@ -77,12 +89,19 @@ extension Fleet {
                 try users.deleteUser(user)
                 status = .revoked(user: user)
             } catch {
-                status = .unknown(user: user, reason: "this machine's etcd credentials may not delete users (\(error.userFacingDescription))",
-                                  commands: revocationCommands(member))
+                status = .unknown(
+                    user: user,
+                    reason: "this machine's etcd credentials may not delete users (\(error.userFacingDescription))",
+                    commands: revocationCommands(member)
+                )
             }
         } else {
-            status = .unknown(user: nil, reason: "no etcd user is known for \(member.machine) (it joined without [fleet] user): it reaches etcd "
-                                  + "with its client certificate", commands: revocationCommands(member))
+            status = .unknown(
+                user: nil,
+                reason: "no etcd user is known for \(member.machine) (it joined without [fleet] user): it reaches etcd "
+                    + "with its client certificate",
+                commands: revocationCommands(member)
+            )
         }
         if !status.isRevoked {
             var list = RemovedMachine.load(paths).filter { !($0.fleet == name && $0.machine == member.machine) }
@@ -98,12 +117,26 @@ extension Fleet {
         var list = RemovedMachine.load(paths)
         var report: [(String, EtcdAccessStatus)] = []
         for removed in list where removed.fleet == name {
-            let member = FleetMember(machine: removed.machine, recipient: "", signingKey: "", addedAt: nil, approvedBy: nil)
+            let member = FleetMember(
+                machine: removed.machine,
+                recipient: "",
+                signingKey: "",
+                addedAt: nil,
+                approvedBy: nil
+            )
             var withUser = member
             withUser.etcdUser = removed.etcdUser
             guard let user = removed.etcdUser else {
-                report.append((removed.machine, .unknown(user: nil, reason: "no etcd user is known for it: it reaches etcd with its client certificate",
-                                                         commands: revocationCommands(withUser))))
+                report.append(
+                    (
+                        removed.machine,
+                        .unknown(
+                            user: nil,
+                            reason: "no etcd user is known for it: it reaches etcd with its client certificate",
+                            commands: revocationCommands(withUser)
+                        )
+                    )
+                )
                 continue
             }
             guard let users = kv as? any EtcdUsers else { continue }
@@ -114,8 +147,17 @@ extension Fleet {
                     list.removeAll { $0 == removed }
                 }
             } catch {
-                report.append((removed.machine, .unknown(user: user, reason: "this machine's etcd credentials may not read users, so it cannot be checked "
-                                                             + "(\(error.userFacingDescription))", commands: revocationCommands(withUser))))
+                report.append(
+                    (
+                        removed.machine,
+                        .unknown(
+                            user: user,
+                            reason: "this machine's etcd credentials may not read users, so it cannot be checked "
+                                + "(\(error.userFacingDescription))",
+                            commands: revocationCommands(withUser)
+                        )
+                    )
+                )
             }
         }
         try? RemovedMachine.save(list, paths: paths)
@@ -145,7 +187,8 @@ package enum RotationNote {
 
     /// Whether this machine is rotating away from removal entry `seq` of `fleet`.
     package static func allows(removal seq: Int64, fleet: String, paths: Paths) -> Bool {
-        guard let data = (try? SecureFiles.read(path(paths))) ?? nil, let f = try? JSONFields(try JSONValue.parse(data)) else { return false }
+        guard let data = (try? SecureFiles.read(path(paths))) ?? nil, let f = try? JSONFields(try JSONValue.parse(data))
+        else { return false }
         return (try? f.string("fleet")) == fleet && (try? f.counter("removal")).map { $0 >= seq } == true
     }
 }

@@ -1,8 +1,8 @@
-import FoundationEssentials
 import Age
+import FoundationEssentials
 import LanyardCore
-import LanyardSupport
 import LanyardStore
+import LanyardSupport
 
 /// This machine's keys for its fleet: an X25519 age identity (what shared credentials are
 /// encrypted to) and the Ed25519 signing key derived from it (what membership entries and shared
@@ -43,7 +43,10 @@ package struct MachineIdentity: Sendable {
         let hex = hexString(digest.prefix(10)).uppercased()
         var groups: [String] = []
         var rest = Substring(hex)
-        while !rest.isEmpty { groups.append(String(rest.prefix(4))); rest = rest.dropFirst(4) }
+        while !rest.isEmpty {
+            groups.append(String(rest.prefix(4)))
+            rest = rest.dropFirst(4)
+        }
         return groups.joined(separator: "-")
     }
 
@@ -60,7 +63,9 @@ package struct MachineIdentity: Sendable {
             throw FleetError.identityUnavailable(detail: "the store entry \(storeSlot.name) is not a fleet identity")
         }
         do { return MachineIdentity(identity: try X25519Identity(credential.tokens.accessToken)) } catch {
-            throw FleetError.identityUnavailable(detail: "the stored identity does not parse (\(error.userFacingDescription))")
+            throw FleetError.identityUnavailable(
+                detail: "the stored identity does not parse (\(error.userFacingDescription))"
+            )
         }
     }
 
@@ -68,8 +73,12 @@ package struct MachineIdentity: Sendable {
     package static func loadOrCreate(in store: any CredentialStore) throws -> MachineIdentity {
         if let existing = try load(from: store) { return existing }
         let made = MachineIdentity(identity: X25519Identity.generate())
-        let entry = Credential(provider: provider, tokens: TokenSet(accessToken: made.identity.secretKeyString), lastRefresh: nil,
-                               account: AccountInfo())
+        let entry = Credential(
+            provider: provider,
+            tokens: TokenSet(accessToken: made.identity.secretKeyString),
+            lastRefresh: nil,
+            account: AccountInfo()
+        )
         try store.put(entry, for: storeSlot)
         return made
     }

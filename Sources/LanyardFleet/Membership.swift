@@ -1,8 +1,8 @@
-import FoundationEssentials
 import Age
+import FoundationEssentials
 import LanyardCore
-import LanyardSupport
 import LanyardStore
+import LanyardSupport
 
 /// The fleet's members as this machine verified them: the membership log (`log/0000000001`, …)
 /// from the genesis entry it pinned when it joined, each later entry linked to the one before by
@@ -58,7 +58,9 @@ package struct Membership: Equatable, Sendable {
     /// ``FleetError/membershipBehind(fleet:seq:signer:source:)``, another digest at a number
     /// verified here ``FleetError/forked(fleet:seq:detail:)``.
     package func check(head seq: Int64, digest: String, signer: String, source: String) throws(FleetError) {
-        if seq > self.seq { throw .membershipBehind(fleet: fleet, seq: seq, digest: digest, signer: signer, source: source) }
+        if seq > self.seq {
+            throw .membershipBehind(fleet: fleet, seq: seq, digest: digest, signer: signer, source: source)
+        }
         if let mine = self.digest(at: seq), mine != digest {
             throw .forked(fleet: fleet, seq: seq, digest: digest, ours: mine, signer: signer, source: source)
         }
@@ -69,7 +71,8 @@ package struct Membership: Equatable, Sendable {
     package var removals: [(seq: Int64, machine: String)] {
         log.enumerated().compactMap { i, entry in
             guard let doc = try? SignedDocument(entry.bytes, key: "log", kind: Membership.entryType),
-                  (try? doc.fields.string("op")) == "remove", let machine = try? doc.fields.machineName("machine") else { return nil }
+                (try? doc.fields.string("op")) == "remove", let machine = try? doc.fields.machineName("machine")
+            else { return nil }
             return (Int64(i + 1), machine)
         }
     }
@@ -81,7 +84,8 @@ package struct Membership: Equatable, Sendable {
     /// kept: nil when they are not all here.
     package func replayed(upTo seq: Int64) -> Membership? {
         guard seq >= 1, seq <= Int64(log.count) else { return nil }
-        guard var m = try? Membership.genesis(EtcdKeyValue(key: "log/1", value: log[0].bytes), fleet: fleet, pin: pin) else { return nil }
+        guard var m = try? Membership.genesis(EtcdKeyValue(key: "log/1", value: log[0].bytes), fleet: fleet, pin: pin)
+        else { return nil }
         for entry in log[1..<Int(seq)] {
             guard (try? m.apply(EtcdKeyValue(key: "log", value: entry.bytes))) != nil else { return nil }
         }
@@ -96,10 +100,19 @@ package struct Membership: Equatable, Sendable {
     }
 
     /// The signed body of entry `seq` making `change`, linked to `prev`.
-    package static func entry(fleet: String, seq: Int64, prev: String, change: Change, signer: String, at: Date,
-                              key: Ed25519.SigningKey) -> [UInt8] {
-        var body: [String: JSONValue] = ["type": .string(entryType), "fleet": .string(fleet), "seq": .string(String(seq)),
-                                         "prev": .string(prev), "signer": .string(signer), "at": .date(at)]
+    package static func entry(
+        fleet: String,
+        seq: Int64,
+        prev: String,
+        change: Change,
+        signer: String,
+        at: Date,
+        key: Ed25519.SigningKey
+    ) -> [UInt8] {
+        var body: [String: JSONValue] = [
+            "type": .string(entryType), "fleet": .string(fleet), "seq": .string(String(seq)),
+            "prev": .string(prev), "signer": .string(signer), "at": .date(at),
+        ]
         switch change {
         case .genesis(let m), .add(let m):
             body["op"] = .string(change == .genesis(m) ? "genesis" : "add")
@@ -119,17 +132,28 @@ package struct Membership: Equatable, Sendable {
     package static func genesis(_ kv: EtcdKeyValue, fleet: String, pin: String?) throws(FleetError) -> Membership {
         let doc = try SignedDocument(kv.value, key: kv.key, kind: entryType)
         if let pin, doc.digest != pin {
-            throw .untrustedFleet(fleet: fleet, detail: "its first membership entry is not the one this machine "
-                + "pinned (fingerprint \(fingerprint(pin: pin)))")
+            throw .untrustedFleet(
+                fleet: fleet,
+                detail: "its first membership entry is not the one this machine "
+                    + "pinned (fingerprint \(fingerprint(pin: pin)))"
+            )
         }
         let change = try parse(doc, key: kv.key, fleet: fleet, seq: 1, prev: "")
-        guard case .genesis(var founder) = change.0, change.signer == founder.machine, doc.isSigned(by: founder.signingKey) else {
+        guard case .genesis(var founder) = change.0, change.signer == founder.machine,
+            doc.isSigned(by: founder.signingKey)
+        else {
             throw .corrupt(key: kv.key, detail: "it is not a genesis entry signed by its founder")
         }
         founder.addedAt = change.at
         founder.approvedBy = founder.machine
-        return Membership(fleet: fleet, pin: doc.digest, seq: 1, head: doc.digest, members: [founder],
-                          log: [VerifiedEntry(digest: doc.digest, bytes: kv.value)])
+        return Membership(
+            fleet: fleet,
+            pin: doc.digest,
+            seq: 1,
+            head: doc.digest,
+            members: [founder],
+            log: [VerifiedEntry(digest: doc.digest, bytes: kv.value)]
+        )
     }
 
     /// Applies the next entry (number `seq + 1`), checked: linked to the head, signed by a current
@@ -145,13 +169,17 @@ package struct Membership: Equatable, Sendable {
         switch change {
         case .genesis: throw .corrupt(key: kv.key, detail: "a genesis entry can only be the first")
         case .add(var m):
-            guard member(m.machine) == nil else { throw .corrupt(key: kv.key, detail: "it adds \(m.machine), who is a member already") }
+            guard member(m.machine) == nil else {
+                throw .corrupt(key: kv.key, detail: "it adds \(m.machine), who is a member already")
+            }
             m.addedAt = at
             m.approvedBy = signer
             members.append(m)
             members.sort { $0.machine < $1.machine }
         case .remove(let machine):
-            guard member(machine) != nil else { throw .corrupt(key: kv.key, detail: "it removes \(machine), who is not a member") }
+            guard member(machine) != nil else {
+                throw .corrupt(key: kv.key, detail: "it removes \(machine), who is not a member")
+            }
             guard members.count > 1 else { throw .corrupt(key: kv.key, detail: "it removes the last member") }
             members.removeAll { $0.machine == machine }
         }
@@ -160,20 +188,34 @@ package struct Membership: Equatable, Sendable {
         head = doc.digest
     }
 
-    private static func parse(_ doc: SignedDocument, key: String, fleet: String, seq: Int64, prev: String) throws(FleetError)
-        -> (Change, signer: String, at: Date?) {
+    private static func parse(
+        _ doc: SignedDocument,
+        key: String,
+        fleet: String,
+        seq: Int64,
+        prev: String
+    ) throws(FleetError)
+        -> (Change, signer: String, at: Date?)
+    {
         let f = doc.fields
         do {
-            guard try f.string("fleet") == fleet else { throw FleetError.corrupt(key: key, detail: "it is another fleet's entry") }
-            guard try f.counter("seq") == seq else { throw FleetError.corrupt(key: key, detail: "it is numbered \(try f.counter("seq")), not \(seq)") }
-            guard try f.string("prev") == prev else { throw FleetError.corrupt(key: key, detail: "it does not follow the entry before it") }
+            guard try f.string("fleet") == fleet else {
+                throw FleetError.corrupt(key: key, detail: "it is another fleet's entry")
+            }
+            guard try f.counter("seq") == seq else {
+                throw FleetError.corrupt(key: key, detail: "it is numbered \(try f.counter("seq")), not \(seq)")
+            }
+            guard try f.string("prev") == prev else {
+                throw FleetError.corrupt(key: key, detail: "it does not follow the entry before it")
+            }
             let signer = try f.machineName("signer")
             let at = try f.optionalDate("at")
             switch try f.string("op") {
             case "genesis": return (.genesis(try FleetMember(json: f)), signer, at)
             case "add": return (.add(try FleetMember(json: f)), signer, at)
             case "remove": return (.remove(try f.machineName("machine")), signer, at)
-            case let other: throw FleetError.corrupt(key: key, detail: "its operation \(TerminalText.escaped(other)) is unknown")
+            case let other:
+                throw FleetError.corrupt(key: key, detail: "its operation \(TerminalText.escaped(other)) is unknown")
             }
         } catch let error as FleetError {
             throw error
@@ -207,18 +249,33 @@ package enum MembershipCache {
         guard let data = try SecureFiles.read(path) else { return nil }
         do {
             let f = try JSONFields(try JSONValue.parse(data))
-            guard case .array(let items)? = f.object["members"] else { throw JSONShapeError(path: ".members", problem: "is not a list") }
+            guard case .array(let items)? = f.object["members"] else {
+                throw JSONShapeError(path: ".members", problem: "is not a list")
+            }
             var members: [FleetMember] = []
-            for (i, item) in items.enumerated() { members.append(try FleetMember(json: try JSONFields(item, path: ".members[\(i)]"))) }
+            for (i, item) in items.enumerated() {
+                members.append(try FleetMember(json: try JSONFields(item, path: ".members[\(i)]")))
+            }
             var log: [Membership.VerifiedEntry] = []
             if case .array(let entries)? = f.object["log"] {
                 for (i, item) in entries.enumerated() {
                     let e = try JSONFields(item, path: ".log[\(i)]")
-                    log.append(Membership.VerifiedEntry(digest: try e.string("digest"), bytes: Array(try e.string("entry").utf8)))
+                    log.append(
+                        Membership.VerifiedEntry(
+                            digest: try e.string("digest"),
+                            bytes: Array(try e.string("entry").utf8)
+                        )
+                    )
                 }
             }
-            var m = Membership(fleet: try f.string("fleet"), pin: try f.string("pin"), seq: try f.counter("seq"), head: try f.string("head"),
-                               members: members, log: log)
+            var m = Membership(
+                fleet: try f.string("fleet"),
+                pin: try f.string("pin"),
+                seq: try f.counter("seq"),
+                head: try f.string("head"),
+                members: members,
+                log: log
+            )
             // A log that does not end at the head is not this membership's: verified again from etcd.
             if m.log.count != Int(m.seq) || m.log.last?.digest != m.head || m.log.first?.digest != m.pin { m.log = [] }
             return m
@@ -236,7 +293,9 @@ package enum MembershipCache {
         let lock = try FileLock(path: path(paths) + ".lock")
         defer { withExtendedLifetime(lock) {} }
         if let saved = try? load(paths), saved.fleet == membership.fleet, saved.pin == membership.pin,
-           saved.seq > membership.seq || (saved.seq == membership.seq && (!saved.log.isEmpty || membership.log.isEmpty)) {
+            saved.seq > membership.seq
+                || (saved.seq == membership.seq && (!saved.log.isEmpty || membership.log.isEmpty))
+        {
             return saved
         }
         try write(membership, paths: paths)
@@ -252,11 +311,15 @@ package enum MembershipCache {
     }
 
     private static func write(_ membership: Membership, paths: Paths) throws {
-        let log = JSONValue.array(membership.log.map {
-            .object(["digest": .string($0.digest), "entry": .string(String(decoding: $0.bytes, as: UTF8.self))])
-        })
-        let doc = JSONValue.object(["fleet": .string(membership.fleet), "pin": .string(membership.pin), "seq": .string(String(membership.seq)),
-                                    "head": .string(membership.head), "members": .array(membership.members.map(\.json)), "log": log])
+        let log = JSONValue.array(
+            membership.log.map {
+                .object(["digest": .string($0.digest), "entry": .string(String(decoding: $0.bytes, as: UTF8.self))])
+            }
+        )
+        let doc = JSONValue.object([
+            "fleet": .string(membership.fleet), "pin": .string(membership.pin), "seq": .string(String(membership.seq)),
+            "head": .string(membership.head), "members": .array(membership.members.map(\.json)), "log": log,
+        ])
         try SecureFiles.atomicWrite(Data(doc.serialized().utf8), to: path(paths))
     }
 

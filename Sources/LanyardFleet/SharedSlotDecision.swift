@@ -37,7 +37,14 @@ package enum SharedSlotDecision {
 
     /// The step for `slot`, given the local copy `local` (nil: not on this machine), its `state`
     /// (nil: not known as shared here) and what was read.
-    package static func step(slot: Slot, fleet: String, machine: String, local: Credential?, state: SharedSlotState?, read: Read) -> Step {
+    package static func step(
+        slot: Slot,
+        fleet: String,
+        machine: String,
+        local: Credential?,
+        state: SharedSlotState?,
+        read: Read
+    ) -> Step {
         let seen = state?.generation ?? 0
         // A value older than one a member signed and this machine saw, even without adopting it.
         let newest = max(seen, state?.evidence ?? 0)
@@ -46,7 +53,9 @@ package enum SharedSlotDecision {
             // refused; a session that died): it is how a fleet recovers. Only what stops every
             // write stops it.
             if case .failed(let error) = read, Self.stopsWrites(error) { return .refuse(error) }
-            if case .value(let v) = read, v.credential == nil, v.generation > seen { return v.writer == machine ? .keptHere : .handedOver(machine: v.writer) }
+            if case .value(let v) = read, v.credential == nil, v.generation > seen {
+                return v.writer == machine ? .keptHere : .handedOver(machine: v.writer)
+            }
             return .uploadPending
         }
         let value: SharedValue
@@ -59,9 +68,14 @@ package enum SharedSlotDecision {
         case .value(let v): value = v
         }
         if value.generation < newest {
-            return .refuse(.refusedCredential(slot: slot, fleet: fleet,
-                                              reason: "its generation \(value.generation) is older than "
-                                                  + "generation \(newest) seen here (a value put back)"))
+            return .refuse(
+                .refusedCredential(
+                    slot: slot,
+                    fleet: fleet,
+                    reason: "its generation \(value.generation) is older than "
+                        + "generation \(newest) seen here (a value put back)"
+                )
+            )
         }
         guard let fleetCredential = value.credential else {
             return value.writer == machine ? .keptHere : .handedOver(machine: value.writer)
@@ -80,15 +94,23 @@ package enum SharedSlotDecision {
     /// Whether `error` stops every write for the fleet (nothing to do but wait or ask a person).
     package static func stopsWrites(_ error: FleetError) -> Bool {
         switch error {
-        case .unavailable, .membershipBehind, .forked, .untrustedFleet, .notMember, .notJoined, .identityUnavailable: return true
+        case .unavailable, .membershipBehind, .forked, .untrustedFleet, .notMember, .notJoined, .identityUnavailable:
+            return true
         default: return false
         }
     }
 
     /// Why this machine must not present `refreshToken` now, nil when it may: another machine
     /// recorded that it is presenting the same token and has not written the successor.
-    package static func refreshBlocked(slot: Slot, fleet: String, machine: String, refreshToken: String?, intent: RefreshIntent?) -> FleetError? {
-        guard let intent, let refreshToken, intent.machine != machine, intent.token == TokenFingerprint.of(refreshToken) else { return nil }
+    package static func refreshBlocked(
+        slot: Slot,
+        fleet: String,
+        machine: String,
+        refreshToken: String?,
+        intent: RefreshIntent?
+    ) -> FleetError? {
+        guard let intent, let refreshToken, intent.machine != machine, intent.token == TokenFingerprint.of(refreshToken)
+        else { return nil }
         return .refreshInFlight(slot: slot, fleet: fleet, machine: intent.machine)
     }
 
@@ -108,8 +130,14 @@ package enum SharedSlotDecision {
         case keepHere
     }
 
-    package static func afterFailedWrite(refreshed: Credential, machine: String, replaced: SharedValue, seen: Int64, now: Read,
-                                         lockHeld: Bool) -> AfterFailedWrite {
+    package static func afterFailedWrite(
+        refreshed: Credential,
+        machine: String,
+        replaced: SharedValue,
+        seen: Int64,
+        now: Read,
+        lockHeld: Bool
+    ) -> AfterFailedWrite {
         guard lockHeld else { return .keepHere }
         let floor = max(replaced.generation, seen)
         switch now {
@@ -119,12 +147,15 @@ package enum SharedSlotDecision {
             // A value no member signed, or one rolled back, is no value.
             return stopsWrites(error) ? .keepHere : .overwrite(generation: floor + 1)
         case .value(let value):
-            if value.writer == machine, let mine = value.credential, mine.tokens.refreshToken == refreshed.tokens.refreshToken,
-               mine.tokens.accessToken == refreshed.tokens.accessToken {
+            if value.writer == machine, let mine = value.credential,
+                mine.tokens.refreshToken == refreshed.tokens.refreshToken,
+                mine.tokens.accessToken == refreshed.tokens.accessToken
+            {
                 return .landed(value)
             }
             let held = value.credential?.tokens.refreshToken
-            let holdsSpent = held.map { $0 == refreshed.tokens.refreshToken ? false : refreshed.hasSpent(refreshToken: $0) } ?? false
+            let holdsSpent =
+                held.map { $0 == refreshed.tokens.refreshToken ? false : refreshed.hasSpent(refreshToken: $0) } ?? false
             if holdsSpent || value.generation <= replaced.generation {
                 return .overwrite(generation: max(floor, value.generation) + 1)
             }
@@ -145,7 +176,8 @@ package enum SharedSlotDecision {
     package static func relation(local: Credential, fleet: Credential) -> Relation {
         guard let mine = local.tokens.refreshToken, let theirs = fleet.tokens.refreshToken else {
             // Tokens that do not rotate (or none): the same access token is the same credential.
-            return local.tokens.accessToken == fleet.tokens.accessToken && local.tokens.refreshToken == fleet.tokens.refreshToken ? .same : .other
+            return local.tokens.accessToken == fleet.tokens.accessToken
+                && local.tokens.refreshToken == fleet.tokens.refreshToken ? .same : .other
         }
         if mine == theirs { return .same }
         return local.hasSpent(refreshToken: theirs) ? .fleetOlder : .other

@@ -1,8 +1,8 @@
 import FoundationEssentials
 import Glibc
 import LanyardCore
-import LanyardSupport
 import LanyardStore
+import LanyardSupport
 
 /// What this machine knows of one shared slot, in `$XDG_DATA_HOME/lanyard/fleet/SLOT.json`
 /// (0600): the fleet it is shared in, the etcd revision its local copy came from, the highest
@@ -31,8 +31,14 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
     /// The member that wrote the value the local copy came from (nil: unknown, or this machine).
     package var writer: String?
 
-    package init(fleet: String, revision: Int64, generation: Int64, uploadPending: Bool = false, signInPending: Bool = false,
-                 handedOverTo: String? = nil) {
+    package init(
+        fleet: String,
+        revision: Int64,
+        generation: Int64,
+        uploadPending: Bool = false,
+        signInPending: Bool = false,
+        handedOverTo: String? = nil
+    ) {
         self.fleet = fleet
         self.revision = revision
         self.generation = generation
@@ -43,27 +49,38 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
 
     package init(json: JSONFields) throws(JSONShapeError) {
         fleet = try json.string("fleet")
-        guard let r = Int64(try json.string("revision")), r >= 0 else { throw JSONShapeError(path: json.path + ".revision", problem: "is not a revision") }
+        guard let r = Int64(try json.string("revision")), r >= 0 else {
+            throw JSONShapeError(path: json.path + ".revision", problem: "is not a revision")
+        }
         revision = r
         uploadPending = try json.optionalBool("upload_pending") ?? false
         signInPending = try json.optionalBool("sign_in_pending") ?? false
-        generation = try json.optionalString("generation").map { text throws(JSONShapeError) in
-            guard let g = Int64(text), g >= 0 else { throw JSONShapeError(path: json.path + ".generation", problem: "is not a generation") }
-            return g
-        } ?? 0
+        generation =
+            try json.optionalString("generation").map { text throws(JSONShapeError) in
+                guard let g = Int64(text), g >= 0 else {
+                    throw JSONShapeError(path: json.path + ".generation", problem: "is not a generation")
+                }
+                return g
+            } ?? 0
         handedOverTo = try json.optionalString("handed_over_to")
         writer = try json.optionalString("writer")
-        evidence = try json.optionalString("evidence").map { text throws(JSONShapeError) in
-            guard let g = Int64(text), g >= 0 else { throw JSONShapeError(path: json.path + ".evidence", problem: "is not a generation") }
-            return g
-        } ?? 0
+        evidence =
+            try json.optionalString("evidence").map { text throws(JSONShapeError) in
+                guard let g = Int64(text), g >= 0 else {
+                    throw JSONShapeError(path: json.path + ".evidence", problem: "is not a generation")
+                }
+                return g
+            } ?? 0
     }
 
     package var json: JSONValue {
-        .object(["fleet": .string(fleet), "revision": .string(String(revision)), "upload_pending": .bool(uploadPending),
-                 "sign_in_pending": .bool(signInPending), "generation": .string(String(generation)),
-                 "handed_over_to": .optional(handedOverTo), "evidence": evidence > generation ? .string(String(evidence)) : .null,
-                 "writer": .optional(writer)]).droppingNulls
+        .object([
+            "fleet": .string(fleet), "revision": .string(String(revision)), "upload_pending": .bool(uploadPending),
+            "sign_in_pending": .bool(signInPending), "generation": .string(String(generation)),
+            "handed_over_to": .optional(handedOverTo),
+            "evidence": evidence > generation ? .string(String(evidence)) : .null,
+            "writer": .optional(writer),
+        ]).droppingNulls
     }
 
     package static func folder(_ paths: Paths) -> String { paths.dataDirectory + "/fleet" }
@@ -74,7 +91,9 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
     package static func load(_ slot: Slot, paths: Paths) throws -> SharedSlotState? {
         let path = path(slot, paths)
         guard let data = try SecureFiles.read(path) else { return nil }
-        do { return try decode(data, source: path) } catch { throw StoreError.corrupt(source: path, detail: error.detail) }
+        do { return try decode(data, source: path) } catch {
+            throw StoreError.corrupt(source: path, detail: error.detail)
+        }
     }
 
     package func save(_ slot: Slot, paths: Paths) throws {
@@ -93,7 +112,8 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder(paths))) ?? []
         return names.sorted().compactMap { name -> (Slot, SharedSlotState)? in
             guard name.hasSuffix(".json"), let slot = try? Slot(String(name.dropLast(5))),
-                  let state = try? load(slot, paths: paths) else { return nil }
+                let state = try? load(slot, paths: paths)
+            else { return nil }
             return (slot, state)
         }
     }
@@ -101,7 +121,9 @@ package struct SharedSlotState: Equatable, Sendable, JSONDocument {
 
 extension SharedSlotState {
     /// The slot's state, nil when it is not shared or its file does not decode (for reports).
-    package static func loadIfReadable(_ slot: Slot, paths: Paths) -> SharedSlotState? { (try? load(slot, paths: paths)) ?? nil }
+    package static func loadIfReadable(_ slot: Slot, paths: Paths) -> SharedSlotState? {
+        (try? load(slot, paths: paths)) ?? nil
+    }
 }
 
 extension SharedSlotState {

@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Age
+import FoundationEssentials
 import LanyardCore
 import LanyardSupport
 
@@ -23,19 +23,25 @@ package struct SignedDocument: Sendable {
     /// Signs `body` with `key`.
     package static func sign(_ body: JSONValue, with key: Ed25519.SigningKey) -> [UInt8] {
         let text = Array(body.serialized().utf8)
-        let envelope = JSONValue.object(["body": .string(String(decoding: text, as: UTF8.self)),
-                                         "signature": .string(Data(key.sign(text)).base64EncodedString())])
+        let envelope = JSONValue.object([
+            "body": .string(String(decoding: text, as: UTF8.self)),
+            "signature": .string(Data(key.sign(text)).base64EncodedString()),
+        ])
         return Array(envelope.serialized().utf8)
     }
 
     /// Parses a signed document read from etcd key `key`; `kind` is the body's `type`.
     /// Throws ``FleetError/corrupt(key:detail:)`` naming what is wrong.
     package init(_ bytes: [UInt8], key: String, kind: String) throws(FleetError) {
-        guard bytes.count <= Self.maximumSize else { throw .corrupt(key: key, detail: "the value is \(bytes.count) bytes, over the \(Self.maximumSize) limit") }
+        guard bytes.count <= Self.maximumSize else {
+            throw .corrupt(key: key, detail: "the value is \(bytes.count) bytes, over the \(Self.maximumSize) limit")
+        }
         do {
             let envelope = try JSONFields(try JSONValue.parse(Data(bytes)))
             body = Array(try envelope.string("body").utf8)
-            guard let signature = Data(base64Encoded: try envelope.string("signature")), signature.count == Ed25519.signatureBytes else {
+            guard let signature = Data(base64Encoded: try envelope.string("signature")),
+                signature.count == Ed25519.signatureBytes
+            else {
                 throw FleetError.corrupt(key: key, detail: "its signature is not 64 bytes of base64")
             }
             self.signature = Array(signature)
@@ -47,7 +53,9 @@ package struct SignedDocument: Sendable {
         }
         let type: String
         do { type = try fields.string("type") } catch { throw .corrupt(key: key, detail: error.userFacingDescription) }
-        guard type == kind else { throw .corrupt(key: key, detail: "it is a \(TerminalText.escaped(type)), not a \(kind)") }
+        guard type == kind else {
+            throw .corrupt(key: key, detail: "it is a \(TerminalText.escaped(type)), not a \(kind)")
+        }
     }
 
     /// Whether the holder of `signingKey` (base64) signed it.
@@ -64,13 +72,17 @@ extension JSONFields {
     /// A machine name read from etcd: a valid slot-shaped name, else an error naming the field.
     func machineName(_ key: String) throws(JSONShapeError) -> String {
         let name = try string(key)
-        guard (try? Slot(name)) != nil else { throw JSONShapeError(path: path + "." + key, problem: "is not a machine name") }
+        guard (try? Slot(name)) != nil else {
+            throw JSONShapeError(path: path + "." + key, problem: "is not a machine name")
+        }
         return name
     }
 
     /// A 64-bit counter written as a decimal string (JSON numbers lose precision past 2^53).
     func counter(_ key: String) throws(JSONShapeError) -> Int64 {
-        guard let n = Int64(try string(key)), n >= 0 else { throw JSONShapeError(path: path + "." + key, problem: "is not a non-negative counter") }
+        guard let n = Int64(try string(key)), n >= 0 else {
+            throw JSONShapeError(path: path + "." + key, problem: "is not a non-negative counter")
+        }
         return n
     }
 }

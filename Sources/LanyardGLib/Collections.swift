@@ -19,7 +19,10 @@ extension String {
 
 /// Runs `body` with a new `GHashTable<utf8, utf8>` holding `pairs`, and frees it afterwards.
 /// - Returns: nil only when GLib cannot allocate the table.
-package func withStringTable<R, E: Error>(_ pairs: [String: String], _ body: (OpaquePointer) throws(E) -> R) throws(E) -> R? {
+package func withStringTable<R, E: Error>(
+    _ pairs: [String: String],
+    _ body: (OpaquePointer) throws(E) -> R
+) throws(E) -> R? {
     // g_hash_table_new_full only fails when memory runs out (GLib aborts first).
     guard let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free) else { return nil }
     defer { g_hash_table_unref(table) }
@@ -32,7 +35,10 @@ package func withStringTable<R, E: Error>(_ pairs: [String: String], _ body: (Op
 /// Runs `body` with a new `GHashTable<utf8, int>` holding `pairs` (values packed into pointers
 /// like `GINT_TO_POINTER`), and frees it afterwards.
 /// - Returns: nil only when GLib cannot allocate the table.
-package func withIntegerTable<R, E: Error>(_ pairs: [String: Int], _ body: (OpaquePointer) throws(E) -> R) throws(E) -> R? {
+package func withIntegerTable<R, E: Error>(
+    _ pairs: [String: Int],
+    _ body: (OpaquePointer) throws(E) -> R
+) throws(E) -> R? {
     guard let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, nil) else { return nil }
     defer { g_hash_table_unref(table) }
     for (key, value) in pairs {

@@ -108,9 +108,14 @@ final class DeadlineThread: @unchecked Sendable {
             started = true
             var thread = pthread_t()
             let context = Unmanaged.passRetained(self).toOpaque()
-            if pthread_create(&thread, nil, { context in
-                Unmanaged<DeadlineThread>.fromOpaque(context!).takeRetainedValue().run()
-            }, context) == 0 {
+            if pthread_create(
+                &thread,
+                nil,
+                { context in
+                    Unmanaged<DeadlineThread>.fromOpaque(context!).takeRetainedValue().run()
+                },
+                context
+            ) == 0 {
                 pthread_detach(thread)
             } else {
                 // No thread, no timer: calls still end at GDBus's own timeouts.

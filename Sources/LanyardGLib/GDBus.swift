@@ -52,7 +52,9 @@ package indirect enum DBusValue: Sendable, Equatable {
             var children: [OpaquePointer?] = entries.map {
                 g_variant_new_dict_entry(g_variant_new_string($0.key), g_variant_new_variant($0.value.makeVariant()))
             }
-            return children.withUnsafeMutableBufferPointer { g_variant_new_array(entryType, $0.baseAddress, gsize($0.count)) }
+            return children.withUnsafeMutableBufferPointer {
+                g_variant_new_array(entryType, $0.baseAddress, gsize($0.count))
+            }
         }
     }
 }
@@ -86,15 +88,35 @@ package final class GDBusClient: @unchecked Sendable {
     /// - Parameters:
     ///   - timeoutMilliseconds: the reply timeout; nil for what is left of `deadline`.
     ///   - deadline: cancels the call when it runs out; nil for no cancellation (then give a timeout).
-    package func call(destination: String, path: String, interface: String, method: String, arguments: [DBusValue],
-                      timeoutMilliseconds: Int32? = nil, deadline: Deadline?) throws(GLibCall.Failure) -> [GValueTree] {
+    package func call(
+        destination: String,
+        path: String,
+        interface: String,
+        method: String,
+        arguments: [DBusValue],
+        timeoutMilliseconds: Int32? = nil,
+        deadline: Deadline?
+    ) throws(GLibCall.Failure) -> [GValueTree] {
         var children: [OpaquePointer?] = arguments.map { $0.makeVariant() }
         // The tuple sinks the floating children; the call sinks the floating tuple.
-        let parameters = children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+        let parameters = children.withUnsafeMutableBufferPointer {
+            g_variant_new_tuple($0.baseAddress, gsize($0.count))
+        }
         let timeout = timeoutMilliseconds ?? deadline?.remainingMilliseconds ?? -1
         let reply = try GLibCall.pointer {
-            g_dbus_connection_call_sync(pointer, destination, path, interface, method, parameters, nil,
-                                        G_DBUS_CALL_FLAGS_NONE, timeout, deadline?.cancellable, $0)
+            g_dbus_connection_call_sync(
+                pointer,
+                destination,
+                path,
+                interface,
+                method,
+                parameters,
+                nil,
+                G_DBUS_CALL_FLAGS_NONE,
+                timeout,
+                deadline?.cancellable,
+                $0
+            )
         }
         defer { g_variant_unref(reply) }
         return (0..<g_variant_n_children(reply)).map { GValueTree(g_variant_get_child_value(reply, $0)) }
@@ -103,9 +125,14 @@ package final class GDBusClient: @unchecked Sendable {
     /// The unique name owning `name`, or nil when nobody owns it.
     package func nameOwner(_ name: String, deadline: Deadline) throws(GLibCall.Failure) -> String? {
         do {
-            let reply = try call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                 interface: "org.freedesktop.DBus", method: "GetNameOwner", arguments: [.string(name)],
-                                 deadline: deadline)
+            let reply = try call(
+                destination: "org.freedesktop.DBus",
+                path: "/org/freedesktop/DBus",
+                interface: "org.freedesktop.DBus",
+                method: "GetNameOwner",
+                arguments: [.string(name)],
+                deadline: deadline
+            )
             return reply.first?.string
         } catch .error(let e) where e.domain == .dbus && e.code == Int32(G_DBUS_ERROR_NAME_HAS_NO_OWNER.rawValue) {
             return nil
@@ -114,25 +141,46 @@ package final class GDBusClient: @unchecked Sendable {
 
     /// The process id of the connection owning `name` (the bus daemon knows it from the socket).
     package func processID(of name: String, deadline: Deadline) throws(GLibCall.Failure) -> UInt32? {
-        let reply = try call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                             interface: "org.freedesktop.DBus", method: "GetConnectionUnixProcessID", arguments: [.string(name)],
-                             deadline: deadline)
+        let reply = try call(
+            destination: "org.freedesktop.DBus",
+            path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus",
+            method: "GetConnectionUnixProcessID",
+            arguments: [.string(name)],
+            deadline: deadline
+        )
         return reply.first?.uint32
     }
 
     /// True when the bus can start `name` on demand (a .service file in its service directories).
     package func isActivatable(_ name: String, deadline: Deadline) throws(GLibCall.Failure) -> Bool {
-        let reply = try call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                             interface: "org.freedesktop.DBus", method: "ListActivatableNames", arguments: [],
-                             deadline: deadline)
+        let reply = try call(
+            destination: "org.freedesktop.DBus",
+            path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus",
+            method: "ListActivatableNames",
+            arguments: [],
+            deadline: deadline
+        )
         return reply.first?.array?.contains { $0.string == name } ?? false
     }
 
     /// Reads one property with org.freedesktop.DBus.Properties.Get (never a cached value).
-    package func property(destination: String, path: String, interface: String, name: String,
-                          deadline: Deadline) throws(GLibCall.Failure) -> GValueTree? {
-        try call(destination: destination, path: path, interface: "org.freedesktop.DBus.Properties",
-                 method: "Get", arguments: [.string(interface), .string(name)], deadline: deadline).first
+    package func property(
+        destination: String,
+        path: String,
+        interface: String,
+        name: String,
+        deadline: Deadline
+    ) throws(GLibCall.Failure) -> GValueTree? {
+        try call(
+            destination: destination,
+            path: path,
+            interface: "org.freedesktop.DBus.Properties",
+            method: "Get",
+            arguments: [.string(interface), .string(name)],
+            deadline: deadline
+        ).first
     }
 }
 
@@ -168,18 +216,32 @@ package enum GValueTree: Sendable, Equatable {
         case "v":
             self = GValueTree(g_variant_get_variant(variant))
         case "a", "(", "{":  // a dictionary entry is a pair, like a tuple
-            self = .array((0..<g_variant_n_children(variant)).map { GValueTree(g_variant_get_child_value(variant, $0)) })
+            self = .array(
+                (0..<g_variant_n_children(variant)).map { GValueTree(g_variant_get_child_value(variant, $0)) }
+            )
         default:
             self = .other(type)
         }
     }
 
     /// The string, for `.string`.
-    package var string: String? { if case .string(let s) = self { return s }; return nil }
+    package var string: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
     /// The boolean, for `.bool`.
-    package var bool: Bool? { if case .bool(let b) = self { return b }; return nil }
+    package var bool: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
     /// The number, for `.uint32`.
-    package var uint32: UInt32? { if case .uint32(let u) = self { return u }; return nil }
+    package var uint32: UInt32? {
+        if case .uint32(let u) = self { return u }
+        return nil
+    }
     /// The elements, for `.array`.
-    package var array: [GValueTree]? { if case .array(let a) = self { return a }; return nil }
+    package var array: [GValueTree]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
 }

@@ -72,17 +72,21 @@ package struct GLibError: Error, Sendable, CustomStringConvertible {
     package var isServiceGone: Bool {
         switch domain {
         case .dbus:
-            return [G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER, G_DBUS_ERROR_NO_REPLY,
-                    G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_NO_SERVER, G_DBUS_ERROR_SPAWN_EXEC_FAILED,
-                    G_DBUS_ERROR_SPAWN_FORK_FAILED, G_DBUS_ERROR_SPAWN_CHILD_EXITED,
-                    G_DBUS_ERROR_SPAWN_CHILD_SIGNALED, G_DBUS_ERROR_SPAWN_FAILED,
-                    G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND, G_DBUS_ERROR_SPAWN_SERVICE_INVALID,
-                    G_DBUS_ERROR_SPAWN_FILE_INVALID]
-                .contains { Int32($0.rawValue) == code }
+            return [
+                G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER, G_DBUS_ERROR_NO_REPLY,
+                G_DBUS_ERROR_DISCONNECTED, G_DBUS_ERROR_NO_SERVER, G_DBUS_ERROR_SPAWN_EXEC_FAILED,
+                G_DBUS_ERROR_SPAWN_FORK_FAILED, G_DBUS_ERROR_SPAWN_CHILD_EXITED,
+                G_DBUS_ERROR_SPAWN_CHILD_SIGNALED, G_DBUS_ERROR_SPAWN_FAILED,
+                G_DBUS_ERROR_SPAWN_SERVICE_NOT_FOUND, G_DBUS_ERROR_SPAWN_SERVICE_INVALID,
+                G_DBUS_ERROR_SPAWN_FILE_INVALID,
+            ]
+            .contains { Int32($0.rawValue) == code }
         case .io:
-            return [G_IO_ERROR_CLOSED, G_IO_ERROR_CONNECTION_CLOSED, G_IO_ERROR_BROKEN_PIPE,
-                    G_IO_ERROR_CONNECTION_REFUSED, G_IO_ERROR_NOT_FOUND]
-                .contains { Int32($0.rawValue) == code }
+            return [
+                G_IO_ERROR_CLOSED, G_IO_ERROR_CONNECTION_CLOSED, G_IO_ERROR_BROKEN_PIPE,
+                G_IO_ERROR_CONNECTION_REFUSED, G_IO_ERROR_NOT_FOUND,
+            ]
+            .contains { Int32($0.rawValue) == code }
         default:
             return false
         }
@@ -90,15 +94,18 @@ package struct GLibError: Error, Sendable, CustomStringConvertible {
 
     /// True when nobody owns the bus name called and the bus could not start a service for it.
     package var isNoOwner: Bool {
-        domain == .dbus && [G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER].contains { Int32($0.rawValue) == code }
+        domain == .dbus
+            && [G_DBUS_ERROR_SERVICE_UNKNOWN, G_DBUS_ERROR_NAME_HAS_NO_OWNER].contains { Int32($0.rawValue) == code }
     }
 
     /// True for GDBus's answers about a missing object: unknown object, method, interface or
     /// property (gnome-keyring answers calls on a missing object with UnknownMethod).
     package var isUnknownDBusObject: Bool {
         domain == .dbus
-            && [G_DBUS_ERROR_UNKNOWN_OBJECT, G_DBUS_ERROR_UNKNOWN_METHOD, G_DBUS_ERROR_UNKNOWN_INTERFACE,
-                G_DBUS_ERROR_UNKNOWN_PROPERTY].contains { Int32($0.rawValue) == code }
+            && [
+                G_DBUS_ERROR_UNKNOWN_OBJECT, G_DBUS_ERROR_UNKNOWN_METHOD, G_DBUS_ERROR_UNKNOWN_INTERFACE,
+                G_DBUS_ERROR_UNKNOWN_PROPERTY,
+            ].contains { Int32($0.rawValue) == code }
     }
 
     /// The message, followed by the D-Bus error name when there is one.

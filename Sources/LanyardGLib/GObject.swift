@@ -1,7 +1,7 @@
 // GObject references and the lazy loading of GIO, GObject and libsecret.
 
-import CLibsecret
 import CLazyLibraries
+import CLibsecret
 
 /// Loads libsecret, GIO and GObject on first use (see Sources/CLazyLibraries).
 package enum LazyLibraries {

@@ -35,7 +35,8 @@ package struct CodexDidNotFollow: LanyardError {
     package var underlying: (any Error)? { cause }
     package var errorDescription: String? {
         let stays = stillActive.map { "\($0.name) is still the active slot" } ?? "no slot is active, as before"
-        return "did not switch to \(slot.name), because Codex could not follow (\(stays)): \(cause.userFacingDescription)"
+        return
+            "did not switch to \(slot.name), because Codex could not follow (\(stays)): \(cause.userFacingDescription)"
     }
 }
 
@@ -52,7 +53,8 @@ public enum SwitchReason: Sendable, Equatable {
     var fields: [String: JSONValue] {
         switch self {
         case .user: return ["reason": .string("user")]
-        case .best(let used): return ["reason": .string("best"), "to_used_percent": used.map(JSONValue.number) ?? .null]
+        case .best(let used):
+            return ["reason": .string("best"), "to_used_percent": used.map(JSONValue.number) ?? .null]
         case .usage(let shortfall, let toUsed):
             var fields = shortfall.fields
             fields["to_used_percent"] = .number(toUsed)
@@ -143,7 +145,11 @@ extension AccountManager {
     ///
     /// A change of slot logs a `switch` event (`from`, `to`, `provider`, and why: `reason`, see
     /// ``SwitchReason``); the event's slot is the new active slot.
-    package func switchActive(to slot: Slot, environment: [String: String], reason: SwitchReason = .user) async throws -> SwitchOutcome {
+    package func switchActive(
+        to slot: Slot,
+        environment: [String: String],
+        reason: SwitchReason = .user
+    ) async throws -> SwitchOutcome {
         // The registry under its flock: on the blocking executor.
         let change = try await BlockingExecutor.shared.run { try self.setActive(slot) }
         var outcome: SwitchOutcome
@@ -158,18 +164,27 @@ extension AccountManager {
             } catch {
                 guard change.previous != slot else { throw error }
                 // Put the slot that was active back, unless another switch came in meanwhile.
-                let registry = self.registry, previous = change.previous
+                let registry = self.registry
+                let previous = change.previous
                 try await BlockingExecutor.shared.run {
                     try registry.update { document in if document.active == slot { document.active = previous } }
                 }
                 throw CodexDidNotFollow(slot: slot, stillActive: previous, cause: error)
             }
-            outcome = SwitchOutcome(change: change, codex: CodexFollow(authPath: exported.place, copiedBack: copiedBack,
-                                                                       runningCodexPIDs: CodexHome.runningProcesses()))
+            outcome = SwitchOutcome(
+                change: change,
+                codex: CodexFollow(
+                    authPath: exported.place,
+                    copiedBack: copiedBack,
+                    runningCodexPIDs: CodexHome.runningProcesses()
+                )
+            )
         } else {
             // Reading Codex's sign-in may ask the keyring (D-Bus): on the blocking executor.
             let record = change.record
-            let stillUses = await BlockingExecutor.shared.run { Self.codexAccount(notOf: record, environment: environment) }
+            let stillUses = await BlockingExecutor.shared.run {
+                Self.codexAccount(notOf: record, environment: environment)
+            }
             outcome = SwitchOutcome(change: change, codex: nil, codexStillUses: stillUses)
         }
         guard change.previous != slot else { return outcome }
@@ -199,10 +214,13 @@ extension AccountManager {
     /// its email, else its account id; nil when they match, or there is no readable auth.json.
     static func codexAccount(notOf record: SlotRecord, environment: [String: String]) -> String? {
         guard record.provider == "openai",
-              let file = try? CodexHome(explicit: nil, environment: environment).read() else { return nil }
+            let file = try? CodexHome(explicit: nil, environment: environment).read()
+        else { return nil }
         let codex = file.credential(provider: "openai", expiresAt: nil).account
-        let sameAccount = (codex.accountID != nil && codex.accountID == record.account.accountID)
-            && (codex.email == nil || record.account.email == nil || codex.email?.lowercased() == record.account.email?.lowercased())
+        let sameAccount =
+            (codex.accountID != nil && codex.accountID == record.account.accountID)
+            && (codex.email == nil || record.account.email == nil
+                || codex.email?.lowercased() == record.account.email?.lowercased())
         return sameAccount ? nil : (codex.email ?? codex.accountID)
     }
 
@@ -219,7 +237,8 @@ extension AccountManager {
             let weighed = await weigh(slot, record)
             let candidate = SlotCandidate(slot: slot, verdict: weighed.verdict, window: weighed.report?.busiest)
             if let used = candidate.usedPercent,
-               best.flatMap(\.usedPercent).map({ used < $0 || (used == $0 && slot == document.active) }) ?? true {
+                best.flatMap(\.usedPercent).map({ used < $0 || (used == $0 && slot == document.active) }) ?? true
+            {
                 best = candidate
             }
             candidates.append(candidate)
@@ -235,14 +254,18 @@ extension AccountManager {
         }
         guard let live = signIn.chatGPT else {
             // Its account is the server's to say (Codex asks it too): `login` does that.
-            throw IntegrationError.unsupported("Codex is signed in with a personal access token, whose account only the server "
-                + "can tell: pipe the token into `lanyard login SLOT --with-access-token` (for example "
-                + "`printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`)")
+            throw IntegrationError.unsupported(
+                "Codex is signed in with a personal access token, whose account only the server "
+                    + "can tell: pipe the token into `lanyard login SLOT --with-access-token` (for example "
+                    + "`printenv CODEX_ACCESS_TOKEN | lanyard login SLOT --with-access-token`)"
+            )
         }
         let credential = live.credential(provider: "openai", expiresAt: nil)
         let document = try registry.load()
         let slot = try requested ?? AccountManager.defaultSlot(for: credential.account, in: document)
-        if let existing = document.slots[slot], existing.account.accountID != nil, existing.account.accountID != credential.account.accountID {
+        if let existing = document.slots[slot], existing.account.accountID != nil,
+            existing.account.accountID != credential.account.accountID
+        {
             throw RegistryError.slotExists(slot, holdsAnotherAccount: true)
         }
         let backend = document.slots[slot]?.backend ?? backendForNewSlot()
@@ -275,7 +298,10 @@ extension AccountManager {
         var skipped: [Slot] = []
         for (slot, record) in document.sortedSlots where named.isEmpty || named.contains(slot) {
             do {
-                entries[slot] = ExportBundle.Entry(credential: try openStore(record.backend, true).get(slot), record: record)
+                entries[slot] = ExportBundle.Entry(
+                    credential: try openStore(record.backend, true).get(slot),
+                    record: record
+                )
             } catch StoreError.notFound where named.isEmpty {
                 skipped.append(slot)
             }
@@ -299,7 +325,10 @@ extension AccountManager {
     /// lists a partial import; a process killed during the keyring writes leaves the items written
     /// so far, which the registry does not list (or, for slots it lists, a newer credential than
     /// its record describes) until `lanyard doctor --repair` adds them as slots.
-    package func importSlots(_ incoming: [Slot: ExportBundle.Entry], source: String = "the bundle") throws -> [ImportedSlot] {
+    package func importSlots(
+        _ incoming: [Slot: ExportBundle.Entry],
+        source: String = "the bundle"
+    ) throws -> [ImportedSlot] {
         try ExportBundle.check(incoming, knownProviders: Set(config.providers.keys), source: source)
         let document = try registry.load()
         let newBackend = incoming.keys.contains { document.slots[$0] == nil } ? backendForNewSlot() : nil
@@ -308,7 +337,10 @@ extension AccountManager {
             let store = try openStore(kind, true)
             let health = store.health()
             if !health.reachable || health.locked {
-                throw StoreError.unavailable(backend: kind.displayName, hint: health.problem ?? (health.locked ? "it is locked" : "it is not reachable"))
+                throw StoreError.unavailable(
+                    backend: kind.displayName,
+                    hint: health.problem ?? (health.locked ? "it is locked" : "it is not reachable")
+                )
             }
             stores[kind] = store
         }
@@ -316,7 +348,8 @@ extension AccountManager {
             var done: [ImportedSlot] = []
             var batches: [BackendKind: [Slot: Credential]] = [:]
             for (slot, entry) in incoming.sorted(by: { $0.key < $1.key }) {
-                let kind = doc.slots[slot]?.backend ?? document.slots[slot]?.backend ?? newBackend ?? backendForNewSlot()
+                let kind =
+                    doc.slots[slot]?.backend ?? document.slots[slot]?.backend ?? newBackend ?? backendForNewSlot()
                 batches[kind, default: [:]][slot] = entry.credential
                 var record = entry.record
                 record.backend = kind

@@ -40,16 +40,24 @@ public struct UsageShortfall: Sendable, Equatable {
     static func poll(_ report: UsageReport) -> UsageShortfall {
         let busiest = report.busiest
         let used = busiest?.usedPercent ?? 0
-        return UsageShortfall(trigger: .poll, window: busiest, usedPercent: report.isAtLimit ? max(used, 100) : used,
-                              resetsAt: report.isAtLimit ? report.limitResetsAt : busiest?.resetsAt)
+        return UsageShortfall(
+            trigger: .poll,
+            window: busiest,
+            usedPercent: report.isAtLimit ? max(used, 100) : used,
+            resetsAt: report.isAtLimit ? report.limitResetsAt : busiest?.resetsAt
+        )
     }
 
     /// A refused request's limit: the busiest window the rate-limit headers give when it is
     /// full, else 100 % until the reset the body gives.
     static func limit(_ limit: UsageLimit) -> UsageShortfall {
         if let window = UsageWindow.busiest(limit.rateLimit?.windows ?? []), window.isAtLimit {
-            return UsageShortfall(trigger: .usageLimitReached, window: window, usedPercent: window.usedPercent,
-                                  resetsAt: window.resetsAt ?? limit.resetsAt)
+            return UsageShortfall(
+                trigger: .usageLimitReached,
+                window: window,
+                usedPercent: window.usedPercent,
+                resetsAt: window.resetsAt ?? limit.resetsAt
+            )
         }
         return UsageShortfall(trigger: .usageLimitReached, window: nil, usedPercent: 100, resetsAt: limit.resetsAt)
     }
@@ -58,10 +66,13 @@ public struct UsageShortfall: Sendable, Equatable {
     /// `weekly`, `monthly`, `other`), `window_name` its name for people, `limit_window_seconds`
     /// its length.
     var fields: [String: JSONValue] {
-        ["reason": .string("usage"), "trigger": .string(trigger.rawValue), "window": .optional(window?.length?.className),
-         "window_name": .optional(window?.length?.name),
-         "limit_window_seconds": window?.windowSeconds.map { .number(Double($0)) } ?? .null,
-         "used_percent": .number(usedPercent), "resets_at": .date(resetsAt)]
+        [
+            "reason": .string("usage"), "trigger": .string(trigger.rawValue),
+            "window": .optional(window?.length?.className),
+            "window_name": .optional(window?.length?.name),
+            "limit_window_seconds": window?.windowSeconds.map { .number(Double($0)) } ?? .null,
+            "used_percent": .number(usedPercent), "resets_at": .date(resetsAt),
+        ]
     }
 }
 
@@ -117,22 +128,29 @@ package struct AutoSwitchState: Sendable, Equatable {
     /// The saved state; empty when there is none or it does not parse (it is only a memory of
     /// notices given: losing it costs at most one repeated notice).
     package static func load(_ paths: Paths) -> AutoSwitchState {
-        guard let data = try? SecureFiles.read(path(paths)), let value = try? JSONValue.parse(data) else { return AutoSwitchState() }
-        return AutoSwitchState(lastSwitch: value["last_switch"]?.object.map(JSONValue.object),
-                               allAtLimit: value["all_at_limit"]?.object.map(JSONValue.object))
+        guard let data = try? SecureFiles.read(path(paths)), let value = try? JSONValue.parse(data) else {
+            return AutoSwitchState()
+        }
+        return AutoSwitchState(
+            lastSwitch: value["last_switch"]?.object.map(JSONValue.object),
+            allAtLimit: value["all_at_limit"]?.object.map(JSONValue.object)
+        )
     }
 
     /// Auto-switching blocked now: the `switch_blocked` event of the last check that found every
     /// slot of the active slot's provider out (its `earliest_reset` is when the first one resets),
     /// while the slot it was about is still the active one; nil otherwise.
     package static func blocked(paths: Paths, active: Slot?) -> JSONValue? {
-        guard let blocked = load(paths).allAtLimit, let active, blocked["slot"]?.string == active.name else { return nil }
+        guard let blocked = load(paths).allAtLimit, let active, blocked["slot"]?.string == active.name else {
+            return nil
+        }
         return blocked
     }
 
     func save(_ paths: Paths) throws {
         try SecureFiles.ensureDirectory(paths.stateDirectory)
-        let value = JSONValue.object(["last_switch": lastSwitch ?? .null, "all_at_limit": allAtLimit ?? .null]).droppingNulls
+        let value = JSONValue.object(["last_switch": lastSwitch ?? .null, "all_at_limit": allAtLimit ?? .null])
+            .droppingNulls
         try SecureFiles.atomicWrite(Data((value.serialized(pretty: true) + "\n").utf8), to: Self.path(paths))
     }
 }
@@ -151,12 +169,16 @@ extension AccountManager {
     /// `reportedLimit`: a `usage_limit_reached` a request of the active slot just got; the slot
     /// counts as run out without asking the usage endpoint. A limit for another slot than the
     /// active one is ignored (the switch it calls for has happened).
-    package func autoSwitchIfNeeded(reportedLimit: (slot: Slot, limit: UsageLimit)? = nil,
-                                    environment: [String: String]) async throws -> AutoSwitchOutcome {
+    package func autoSwitchIfNeeded(
+        reportedLimit: (slot: Slot, limit: UsageLimit)? = nil,
+        environment: [String: String]
+    ) async throws -> AutoSwitchOutcome {
         // One check at a time across processes: two would both switch, and both give the notice.
         // The lock (flock), the registry and the state file: one hop to the blocking executor.
-        let paths = self.paths, registry = self.registry
-        let (lock, document, loaded) = try await BlockingExecutor.shared.run { () throws -> (FileLock, RegistryDocument, AutoSwitchState) in
+        let paths = self.paths
+        let registry = self.registry
+        let (lock, document, loaded) = try await BlockingExecutor.shared.run {
+            () throws -> (FileLock, RegistryDocument, AutoSwitchState) in
             try SecureFiles.ensureDirectory(paths.stateDirectory)
             let lock = try FileLock(path: AutoSwitchState.path(paths) + ".lock")
             return (lock, try registry.load(), AutoSwitchState.load(paths))
@@ -168,7 +190,9 @@ extension AccountManager {
             return .noUsageEndpoint(slot: active, provider: record.provider)
         }
         var state = loaded
-        func save(_ state: AutoSwitchState) async throws { try await BlockingExecutor.shared.run { try state.save(paths) } }
+        func save(_ state: AutoSwitchState) async throws {
+            try await BlockingExecutor.shared.run { try state.save(paths) }
+        }
         let shortfall: UsageShortfall
         if let reportedLimit {
             guard reportedLimit.slot == active else { return .notActive(reported: reportedLimit.slot, active: active) }
@@ -212,7 +236,13 @@ extension AccountManager {
         let now = clock.now()
         guard let best else {
             if let given = state.allAtLimit, given["slot"]?.string == active.name {
-                return .allAtLimit(slot: active, reason: shortfall, earliestReset: earliest, firstNotice: false, event: nil)
+                return .allAtLimit(
+                    slot: active,
+                    reason: shortfall,
+                    earliestReset: earliest,
+                    firstNotice: false,
+                    event: nil
+                )
             }
             var fields = shortfall.fields
             fields["reason"] = .string("all_at_limit")
@@ -223,39 +253,69 @@ extension AccountManager {
             await BlockingExecutor.shared.run { log.append(event) }
             state.allAtLimit = event
             try await save(state)
-            return .allAtLimit(slot: active, reason: shortfall, earliestReset: earliest, firstNotice: true, event: event)
+            return .allAtLimit(
+                slot: active,
+                reason: shortfall,
+                earliestReset: earliest,
+                firstNotice: true,
+                event: event
+            )
         }
 
-        let outcome = try await switchActive(to: best.slot, environment: environment,
-                                             reason: .usage(shortfall, toUsedPercent: best.used))
+        let outcome = try await switchActive(
+            to: best.slot,
+            environment: environment,
+            reason: .usage(shortfall, toUsedPercent: best.used)
+        )
         let event = outcome.event ?? .null
         state.lastSwitch = event
         state.allAtLimit = nil
         try await save(state)
-        return .switched(AutoSwitchDone(from: active, to: best.slot, reason: shortfall, toUsedPercent: best.used, outcome: outcome, event: event))
+        return .switched(
+            AutoSwitchDone(
+                from: active,
+                to: best.slot,
+                reason: shortfall,
+                toUsedPercent: best.used,
+                outcome: outcome,
+                event: event
+            )
+        )
     }
 
     /// Where auto-switching goes from `active`, among slots weighed as ``bestSlot()`` weighs them:
     /// the least used (the first listed on a tie) of those with headroom under `threshold`; never
     /// `active`, a slot that must sign in again, or one at its limit. `lanyard usage --all` marks it.
-    package static func autoSwitchTarget(_ weighed: [(slot: Slot, verdict: SlotCandidate.Verdict)], active: Slot?,
-                                         threshold: Double) -> (slot: Slot, used: Double)? {
+    package static func autoSwitchTarget(
+        _ weighed: [(slot: Slot, verdict: SlotCandidate.Verdict)],
+        active: Slot?,
+        threshold: Double
+    ) -> (slot: Slot, used: Double)? {
         var best: (slot: Slot, used: Double)?
         for (slot, verdict) in weighed where slot != active {
-            if case .headroom(let used) = verdict, used < threshold, best.map({ used < $0.used }) ?? true { best = (slot, used) }
+            if case .headroom(let used) = verdict, used < threshold, best.map({ used < $0.used }) ?? true {
+                best = (slot, used)
+            }
         }
         return best
     }
 
     /// One slot weighed by its usage: the verdict ``bestSlot()`` gives it, with the usage report
     /// or the usage limit behind it.
-    func weigh(_ slot: Slot, _ record: SlotRecord) async -> (verdict: SlotCandidate.Verdict, report: UsageReport?, limit: UsageLimit?) {
+    func weigh(
+        _ slot: Slot,
+        _ record: SlotRecord
+    ) async -> (verdict: SlotCandidate.Verdict, report: UsageReport?, limit: UsageLimit?) {
         guard case .signedIn = record.state else { return (.notSignedIn(record.state), nil, nil) }
         do {
             let report = try await usage(slot: slot)
             // A window at 100 % is a limit whatever the server's `limit_reached` says: the
             // account is refused until that window resets.
-            return (report.isAtLimit ? .atLimit(resetsAt: report.limitResetsAt) : .headroom(usedPercent: report.highestUsedPercent), report, nil)
+            return (
+                report.isAtLimit
+                    ? .atLimit(resetsAt: report.limitResetsAt) : .headroom(usedPercent: report.highestUsedPercent),
+                report, nil
+            )
         } catch ClientError.usageLimitReached(let limit) {
             return (.atLimit(resetsAt: limit.resetsAt), nil, limit)
         } catch let error as any LanyardError {

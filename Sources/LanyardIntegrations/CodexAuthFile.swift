@@ -30,8 +30,10 @@ package enum CodexAuthMode: String, CaseIterable, Sendable {
     /// order; else the file is a ChatGPT sign-in.
     static func resolved(_ object: [String: JSONValue]) -> String {
         if let mode = object["auth_mode"], mode != .null { return mode.string ?? "(not a string)" }
-        for (key, mode) in [("personal_access_token", CodexAuthMode.personalAccessToken), ("bedrock_api_key", .bedrockApiKey),
-                            ("bedrock_access_keys", .bedrockAccessKeys), ("OPENAI_API_KEY", .apiKey)]
+        for (key, mode) in [
+            ("personal_access_token", CodexAuthMode.personalAccessToken), ("bedrock_api_key", .bedrockApiKey),
+            ("bedrock_access_keys", .bedrockAccessKeys), ("OPENAI_API_KEY", .apiKey),
+        ]
         where object[key].map({ $0 != .null }) ?? false {
             return mode.rawValue
         }
@@ -44,7 +46,8 @@ package enum CodexAuthMode: String, CaseIterable, Sendable {
         case .chatgpt, .personalAccessToken: return nil
         case .apiKey: return "an OpenAI API key sign-in (auth_mode apikey), which is not an account Lanyard holds"
         case .agentIdentity: return "an agent identity (auth_mode agentIdentity), which Lanyard does not hold"
-        case .bedrockApiKey, .bedrockAccessKeys: return "an Amazon Bedrock sign-in (auth_mode \(rawValue)), not a ChatGPT account"
+        case .bedrockApiKey, .bedrockAccessKeys:
+            return "an Amazon Bedrock sign-in (auth_mode \(rawValue)), not a ChatGPT account"
         case .chatgptAuthTokens, .headers:
             return "auth_mode \(rawValue), which Codex keeps in memory only and never reads from auth.json"
         }
@@ -54,7 +57,8 @@ package enum CodexAuthMode: String, CaseIterable, Sendable {
 /// The fields of auth.json this code reads and writes: everything else is kept as it was when
 /// Lanyard rewrites the file (fields newer Codex versions add).
 private let knownAuthFields: Set<String> = [
-    "auth_mode", "OPENAI_API_KEY", "tokens", "last_refresh", "agent_identity", "personal_access_token", "bedrock_api_key",
+    "auth_mode", "OPENAI_API_KEY", "tokens", "last_refresh", "agent_identity", "personal_access_token",
+    "bedrock_api_key",
     "bedrock_access_keys",
 ]
 
@@ -91,9 +95,16 @@ package struct CodexAuthFile: Equatable, Sendable {
         guard let id = credential.tokens.idToken else {
             throw IntegrationError.unsupported("slot \(slot.name) has no id token, which Codex requires")
         }
-        guard let refresh = credential.tokens.refreshToken else { throw ClientError.missingRefreshToken(slot: slot.name) }
-        self.init(idToken: id, accessToken: credential.tokens.accessToken, refreshToken: refresh,
-                  accountID: credential.account.accountID, lastRefresh: credential.lastRefresh ?? Date())
+        guard let refresh = credential.tokens.refreshToken else {
+            throw ClientError.missingRefreshToken(slot: slot.name)
+        }
+        self.init(
+            idToken: id,
+            accessToken: credential.tokens.accessToken,
+            refreshToken: refresh,
+            accountID: credential.account.accountID,
+            lastRefresh: credential.lastRefresh ?? Date()
+        )
     }
 
     /// Parses a ChatGPT auth.json strictly (every token present); see ``CodexSignIn/parse(_:path:)``
@@ -107,10 +118,16 @@ package struct CodexAuthFile: Equatable, Sendable {
 
     static func parse(_ json: JSONFields, legacyOAuthMode: Bool) throws(JSONShapeError) -> CodexAuthFile {
         let tokens = try json.object("tokens")
-        guard let last = try json.optionalDate("last_refresh") else { throw JSONShapeError(path: ".last_refresh", problem: "is missing") }
-        var file = CodexAuthFile(idToken: try tokens.token("id_token"), accessToken: try tokens.token("access_token"),
-                                 refreshToken: try tokens.token("refresh_token"), accountID: try tokens.optionalLine("account_id"),
-                                 lastRefresh: last)
+        guard let last = try json.optionalDate("last_refresh") else {
+            throw JSONShapeError(path: ".last_refresh", problem: "is missing")
+        }
+        var file = CodexAuthFile(
+            idToken: try tokens.token("id_token"),
+            accessToken: try tokens.token("access_token"),
+            refreshToken: try tokens.token("refresh_token"),
+            accountID: try tokens.optionalLine("account_id"),
+            lastRefresh: last
+        )
         file.legacyOAuthMode = legacyOAuthMode
         // The id token's claims become the slot's account: refused here when their text
         // could rewrite a terminal, so the credential below never carries it.
@@ -127,9 +144,17 @@ package struct CodexAuthFile: Equatable, Sendable {
         var account = (try? JWTClaims(token: idToken)).map(AccountInfo.init(openAIClaims:)) ?? AccountInfo()
         if account.accountID == nil { account.accountID = accountID }
         let expiry = expiresAt ?? (try? JWTClaims(token: accessToken))?.expiresAt
-        return Credential(provider: provider, tokens: TokenSet(accessToken: accessToken, refreshToken: refreshToken,
-                                                               idToken: idToken, expiresAt: expiry),
-                          lastRefresh: lastRefresh, account: account)
+        return Credential(
+            provider: provider,
+            tokens: TokenSet(
+                accessToken: accessToken,
+                refreshToken: refreshToken,
+                idToken: idToken,
+                expiresAt: expiry
+            ),
+            lastRefresh: lastRefresh,
+            account: account
+        )
     }
 }
 
@@ -190,20 +215,31 @@ package struct CodexSignIn: Equatable, Sendable {
             // the single sign-in this code reads and writes: rewriting it would lose the others.
             if ["version", "accounts", "selected_account_id"].contains(where: { json.object[$0] != nil }) {
                 throw IntegrationError.codexSignInUnsupported(
-                    mode: "multi-account", reason: "a store of several accounts, which this Lanyard does not read or write", source: path)
+                    mode: "multi-account",
+                    reason: "a store of several accounts, which this Lanyard does not read or write",
+                    source: path
+                )
             }
             let preserved = json.object.filter { !knownAuthFields.contains($0.key) }
             let accountBound = json.object.filter { accountBoundFields.contains($0.key) && $0.value != .null }
             let mode = CodexAuthMode.resolved(json.object)
             if mode == "oauth" {
-                return CodexSignIn(.chatgpt(try CodexAuthFile.parse(json, legacyOAuthMode: true)), preserved: preserved,
-                                   accountBound: accountBound)
+                return CodexSignIn(
+                    .chatgpt(try CodexAuthFile.parse(json, legacyOAuthMode: true)),
+                    preserved: preserved,
+                    accountBound: accountBound
+                )
             }
             guard let known = CodexAuthMode(rawValue: mode) else {
                 throw IntegrationError.codexSignInUnsupported(
-                    mode: mode, reason: "an auth_mode Codex does not know (it would refuse the file)", source: path)
+                    mode: mode,
+                    reason: "an auth_mode Codex does not know (it would refuse the file)",
+                    source: path
+                )
             }
-            if let reason = known.refusal { throw IntegrationError.codexSignInUnsupported(mode: mode, reason: reason, source: path) }
+            if let reason = known.refusal {
+                throw IntegrationError.codexSignInUnsupported(mode: mode, reason: reason, source: path)
+            }
             if known == .personalAccessToken {
                 let token = try json.token("personal_access_token")
                 guard token.hasPrefix(Credential.personalAccessTokenPrefix) else {
@@ -211,8 +247,11 @@ package struct CodexSignIn: Equatable, Sendable {
                 }
                 return CodexSignIn(.personalAccessToken(token), preserved: preserved)
             }
-            return CodexSignIn(.chatgpt(try CodexAuthFile.parse(json, legacyOAuthMode: false)), preserved: preserved,
-                               accountBound: accountBound)
+            return CodexSignIn(
+                .chatgpt(try CodexAuthFile.parse(json, legacyOAuthMode: false)),
+                preserved: preserved,
+                accountBound: accountBound
+            )
         } catch let error as JSONSyntaxError {
             throw StoreError.corrupt(source: path, detail: "not valid JSON (\(error.userFacingDescription))")
         } catch let error as JSONShapeError {
@@ -229,8 +268,10 @@ package struct CodexSignIn: Equatable, Sendable {
         case .chatgpt(let file):
             object.merge(accountBound) { _, bound in bound }
             object["auth_mode"] = .string(CodexAuthMode.chatgpt.rawValue)
-            object["tokens"] = .object(["id_token": .string(file.idToken), "access_token": .string(file.accessToken),
-                                        "refresh_token": .string(file.refreshToken), "account_id": .optional(file.accountID)])
+            object["tokens"] = .object([
+                "id_token": .string(file.idToken), "access_token": .string(file.accessToken),
+                "refresh_token": .string(file.refreshToken), "account_id": .optional(file.accountID),
+            ])
             object["last_refresh"] = .date(file.lastRefresh)
         case .personalAccessToken(let token):
             object["personal_access_token"] = .string(token)
@@ -247,7 +288,12 @@ package struct CodexSignIn: Equatable, Sendable {
         switch signIn {
         case .chatgpt(let file): return file.credential(provider: provider, expiresAt: nil)
         case .personalAccessToken(let token):
-            return Credential(provider: provider, tokens: TokenSet(accessToken: token), lastRefresh: nil, account: AccountInfo())
+            return Credential(
+                provider: provider,
+                tokens: TokenSet(accessToken: token),
+                lastRefresh: nil,
+                account: AccountInfo()
+            )
         }
     }
 }
@@ -275,17 +321,18 @@ public enum IntegrationError: LanyardError, Equatable {
     public var errorDescription: String? {
         switch self {
         case .unsupported(let m): return m
-        case .noCodexSignIn(let path): return "Codex is not signed in here: \(TerminalText.escaped(path)) does not exist"
+        case .noCodexSignIn(let path):
+            return "Codex is not signed in here: \(TerminalText.escaped(path)) does not exist"
         case .codexSignInUnsupported(let mode, let reason, let source):
             return "Codex's sign-in in \(TerminalText.escaped(source)) is "
                 + "\(TerminalText.escaped(reason)); Lanyard leaves it as it is "
                 + "(mode \(TerminalText.escaped(mode))). To let Lanyard manage Codex's sign-in, "
-                    + "move it aside (or run `codex logout`) first"
+                + "move it aside (or run `codex logout`) first"
         case .codexKeyringUnavailable(let mode, let problem):
             return "Codex keeps its sign-in in the keyring (cli_auth_credentials_store = \(mode)), "
                 + "and \(problem); nothing was "
                 + "written (Codex ignores auth.json in this mode). "
-                    + "Unlock the keyring (log in to the desktop session) and run "
+                + "Unlock the keyring (log in to the desktop session) and run "
                 + "the command again, or set cli_auth_credentials_store = \"file\" in Codex's config.toml"
         }
     }

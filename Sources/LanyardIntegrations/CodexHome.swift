@@ -35,7 +35,11 @@ package struct CodexHome: Sendable {
 
     /// `--codex-home`, else `$CODEX_HOME`, else `~/.codex`.
     package init(explicit: String?, environment: [String: String]) {
-        if let explicit { directory = explicit } else if let env = environment["CODEX_HOME"], !env.isEmpty { directory = env } else {
+        if let explicit {
+            directory = explicit
+        } else if let env = environment["CODEX_HOME"], !env.isEmpty {
+            directory = env
+        } else {
             directory = (environment["HOME"] ?? PathText.passwordDatabaseHome()) + "/.codex"
         }
     }
@@ -56,8 +60,11 @@ package struct CodexHome: Sendable {
         }
         guard let value else { return .file }
         guard let store = CodexCredentialsStore(rawValue: value) else {
-            throw StoreError.corrupt(source: configPath, detail: "cli_auth_credentials_store is \(TerminalText.escaped(value).debugDescription), "
-                                     + "not one of file, keyring, auto, ephemeral")
+            throw StoreError.corrupt(
+                source: configPath,
+                detail: "cli_auth_credentials_store is \(TerminalText.escaped(value).debugDescription), "
+                    + "not one of file, keyring, auto, ephemeral"
+            )
         }
         return store
     }
@@ -76,10 +83,11 @@ package struct CodexHome: Sendable {
     /// (`compute_store_key`): `cli|` and the first 16 hex digits of the SHA-256 of the home's
     /// canonical path (the path as given when it cannot be resolved).
     package var keyringAccount: String {
-        let canonical = realpath(directory, nil).map { pointer in
-            defer { free(pointer) }
-            return String(cString: pointer)
-        } ?? directory
+        let canonical =
+            realpath(directory, nil).map { pointer in
+                defer { free(pointer) }
+                return String(cString: pointer)
+            } ?? directory
         return "cli|" + String(hexString(SHA256.digest(Array(canonical.utf8))).prefix(16))
     }
 
@@ -96,31 +104,45 @@ package struct CodexHome: Sendable {
         switch store {
         case .file: return .file
         case .ephemeral:
-            throw IntegrationError.unsupported("Codex keeps its sign-in in memory only (cli_auth_credentials_store = ephemeral "
-                + "in \(configPath)): nothing Lanyard writes reaches it; set it to file, keyring or auto")
+            throw IntegrationError.unsupported(
+                "Codex keeps its sign-in in memory only (cli_auth_credentials_store = ephemeral "
+                    + "in \(configPath)): nothing Lanyard writes reaches it; set it to file, keyring or auto"
+            )
         case .keyring, .auto:
-            let item = CodexKeyringItem(service: Self.keyringService, account: keyringAccount, timeout: Self.keyringTimeout)
+            let item = CodexKeyringItem(
+                service: Self.keyringService,
+                account: keyringAccount,
+                timeout: Self.keyringTimeout
+            )
             switch item.problem() {
             case nil:
                 // Codex's other keyring backend keeps the sign-in in secrets/codex_auth.age, with
                 // only that file's key in the keyring: an item written here would not be read.
                 if try keepsSignInInEncryptedSecrets(config) {
-                    throw IntegrationError.unsupported("Codex keeps its sign-in in an encrypted file whose key is in the keyring "
-                        + "([features] secret_auth_storage = true in \(configPath)), "
+                    throw IntegrationError.unsupported(
+                        "Codex keeps its sign-in in an encrypted file whose key is in the keyring "
+                            + "([features] secret_auth_storage = true in \(configPath)), "
                             + "which Lanyard cannot write; turn that "
-                        + "feature off, or set cli_auth_credentials_store = \"file\"")
+                            + "feature off, or set cli_auth_credentials_store = \"file\""
+                    )
                 }
                 return .keyring(item)
             // With no keyring at all, Codex in auto mode uses auth.json.
             case .unavailable? where store == .auto: return .file
-            case let problem?: throw IntegrationError.codexKeyringUnavailable(mode: store.rawValue, problem: CodexKeyringItem.describe(problem))
+            case let problem?:
+                throw IntegrationError.codexKeyringUnavailable(
+                    mode: store.rawValue,
+                    problem: CodexKeyringItem.describe(problem)
+                )
             }
         }
     }
 
     /// Where Codex reads its sign-in, for messages: auth.json's path, or the keyring item.
     package func signInPlace() -> String {
-        if case .keyring(let item)? = try? location() { return "the keyring item \"\(item.service)\" / \(item.account)" }
+        if case .keyring(let item)? = try? location() {
+            return "the keyring item \"\(item.service)\" / \(item.account)"
+        }
         return authPath
     }
 
@@ -185,7 +207,9 @@ struct CodexKeyringItem: Sendable {
 
     var place: String { "Codex's keyring item (service \"\(service)\", account \(account))" }
 
-    private func entry(_ account: String) -> RustKeyringEntry { RustKeyringEntry(service: service, username: account, timeout: timeout) }
+    private func entry(_ account: String) -> RustKeyringEntry {
+        RustKeyringEntry(service: service, username: account, timeout: timeout)
+    }
 
     func problem() -> RustKeyringEntry.Failure? { entry(account).problem() }
 
@@ -193,7 +217,9 @@ struct CodexKeyringItem: Sendable {
         switch failure {
         case .unavailable(let why): return "no keyring answers (\(why))"
         case .locked: return "the keyring is locked"
-        case .ambiguous(let count): return "the keyring holds \(count) items for it (Codex refuses those too; remove the extra ones in Seahorse)"
+        case .ambiguous(let count):
+            return
+                "the keyring holds \(count) items for it (Codex refuses those too; remove the extra ones in Seahorse)"
         case .timedOut: return "the keyring did not answer in time"
         case .failed(let why): return "the keyring failed (\(why))"
         }
@@ -209,7 +235,8 @@ struct CodexKeyringItem: Sendable {
             guard let main = try entry(account).read() else { return nil }
             guard main.hasPrefix(Self.chunkedPrefix) else { return main }
             let rest = main.dropFirst(Self.chunkedPrefix.count)
-            guard let colon = rest.firstIndex(of: ":"), let count = Int(rest[..<colon]), count >= 1, count <= 1000 else { return main }
+            guard let colon = rest.firstIndex(of: ":"), let count = Int(rest[..<colon]), count >= 1, count <= 1000
+            else { return main }
             var whole = String(rest[rest.index(after: colon)...])
             for part in 1..<count {
                 guard let piece = try entry("\(account):\(part)").read() else {
@@ -259,7 +286,9 @@ enum CodexConfigTOML {
     /// at the top level), nil when absent.
     static func boolean(_ path: [String], in text: String) throws(Problem) -> Bool? {
         guard let value = try find(path, in: text) else { return nil }
-        guard case .boolean(let flag) = value else { throw Problem(problem: "\(path.joined(separator: ".")) is not true or false") }
+        guard case .boolean(let flag) = value else {
+            throw Problem(problem: "\(path.joined(separator: ".")) is not true or false")
+        }
         return flag
     }
 
@@ -319,7 +348,10 @@ enum CodexConfigTOML {
                 skipBlank()
                 skipComment()
                 guard let c = peek else { return nil }
-                if c == "\n" || c == "\r" { i += 1; continue }
+                if c == "\n" || c == "\r" {
+                    i += 1
+                    continue
+                }
                 if c == "[" { return .table(try tableHeader()) }
                 let key = try keyParts()
                 skipBlank()
@@ -337,7 +369,9 @@ enum CodexConfigTOML {
             while true {
                 skipBlank()
                 if peek == "\"" || peek == "'" {
-                    guard case .string(let part) = try string() else { throw Problem(problem: "a bad key on line \(lineNumber)") }
+                    guard case .string(let part) = try string() else {
+                        throw Problem(problem: "a bad key on line \(lineNumber)")
+                    }
                     parts.append(part)
                 } else {
                     var part = ""
@@ -359,7 +393,9 @@ enum CodexConfigTOML {
             let array = peek("[[")
             i += array ? 2 : 1
             let name = try keyParts()
-            guard array ? peek("]]") : peek == "]" else { throw Problem(problem: "a table header is not closed on line \(lineNumber)") }
+            guard array ? peek("]]") : peek == "]" else {
+                throw Problem(problem: "a table header is not closed on line \(lineNumber)")
+            }
             i += array ? 2 : 1
             try endLine()
             return array ? nil : name
@@ -376,7 +412,10 @@ enum CodexConfigTOML {
                     return .boolean(flag)
                 }
             }
-            if c == "[" || c == "{" { try skipNested(); return nil }
+            if c == "[" || c == "{" {
+                try skipNested()
+                return nil
+            }
             // Numbers, booleans, dates: up to the end of the line or a comment.
             while let c = peek, c != "\n", c != "#" { i += 1 }
             return nil
@@ -388,8 +427,12 @@ enum CodexConfigTOML {
             repeat {
                 guard let c = peek else { throw Problem(problem: "an array or inline table is not closed") }
                 switch c {
-                case "[", "{": depth += 1; i += 1
-                case "]", "}": depth -= 1; i += 1
+                case "[", "{":
+                    depth += 1
+                    i += 1
+                case "]", "}":
+                    depth -= 1
+                    i += 1
                 case "\"", "'": _ = try string()
                 case "#": skipComment()
                 default: i += 1
@@ -408,7 +451,10 @@ enum CodexConfigTOML {
                 if multi ? peek(String(quote) + String(quote) + String(quote)) : c == quote {
                     i += multi ? 3 : 1
                     // A multi-line string may end with up to two more quotes of its own.
-                    while multi, peek == quote { out.unicodeScalars.append(quote); i += 1 }
+                    while multi, peek == quote {
+                        out.unicodeScalars.append(quote)
+                        i += 1
+                    }
                     return .string(out)
                 }
                 if !multi && c == "\n" { throw Problem(problem: "a string is not closed on line \(lineNumber)") }
@@ -426,8 +472,10 @@ enum CodexConfigTOML {
                     case "f": out += "\u{c}"
                     case "u", "U":
                         let n = e == "u" ? 4 : 8
-                        guard i + n <= s.count, let v = UInt32(String(String.UnicodeScalarView(s[i..<i + n])), radix: 16),
-                              let scalar = Unicode.Scalar(v) else { throw Problem(problem: "a bad escape on line \(lineNumber)") }
+                        guard i + n <= s.count,
+                            let v = UInt32(String(String.UnicodeScalarView(s[i..<i + n])), radix: 16),
+                            let scalar = Unicode.Scalar(v)
+                        else { throw Problem(problem: "a bad escape on line \(lineNumber)") }
                         out.unicodeScalars.append(scalar)
                         i += n
                     case "\n", " ", "\t", "\r":

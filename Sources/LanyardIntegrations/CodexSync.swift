@@ -31,7 +31,8 @@ package struct CodexSync: Sendable {
         // Codex's sign-in (a file, or the keyring over D-Bus) and the registry: one hop.
         let found = try await BlockingExecutor.shared.run { () throws -> (CodexAuthFile, SlotRecord)? in
             guard let live = try home.read(), let record = try manager.registry.load().slots[slot],
-                  record.provider == "openai" || manager.config.providers[record.provider]?.kind == .openai else { return nil }
+                record.provider == "openai" || manager.config.providers[record.provider]?.kind == .openai
+            else { return nil }
             return (live, record)
         }
         guard let (live, record) = found else { return false }
@@ -49,7 +50,9 @@ package struct CodexSync: Sendable {
         guard let account = stored.account.accountID, live.accountID == account else { return false }
         // A refresh token this slot has itself rotated away from is a stale copy (Lanyard wrote
         // this auth.json, then refreshed): adopting it would present a spent token.
-        guard live.refreshToken != stored.tokens.refreshToken, !stored.hasSpent(refreshToken: live.refreshToken) else { return false }
+        guard live.refreshToken != stored.tokens.refreshToken, !stored.hasSpent(refreshToken: live.refreshToken) else {
+            return false
+        }
         // auth.json keeps whole seconds, so compare at that precision: tokens Codex rotated are at
         // least as recent as the slot's; an older auth.json (Lanyard refreshed since) is ignored.
         let storedSecond = ((stored.lastRefresh ?? .distantPast).timeIntervalSince1970).rounded(.down)
@@ -87,8 +90,12 @@ package struct CodexSync: Sendable {
             try home.write(written)
             return home.signInPlace()
         }
-        return CodexExport(signIn: signIn, place: place, account: credential.account,
-                           fixedLegacyOAuthMode: live?.chatGPT?.legacyOAuthMode ?? false)
+        return CodexExport(
+            signIn: signIn,
+            place: place,
+            account: credential.account,
+            fixedLegacyOAuthMode: live?.chatGPT?.legacyOAuthMode ?? false
+        )
     }
 
     /// After Lanyard refreshed `slot`: when `home`'s auth.json holds the same account with the
@@ -100,11 +107,15 @@ package struct CodexSync: Sendable {
         // A personal access token is never refreshed, so there is nothing to hand on.
         if credential.isPersonalAccessToken { return false }
         guard let whole = try home.readSignIn(), let live = whole.chatGPT, let account = credential.account.accountID,
-              live.accountID == account, live.refreshToken != credential.tokens.refreshToken else { return false }
+            live.accountID == account, live.refreshToken != credential.tokens.refreshToken
+        else { return false }
         // Only ever move auth.json forward: over a token this credential has spent, or one no
         // newer than ours (whole seconds, as auth.json keeps them).
         let ours = ((credential.lastRefresh ?? .distantPast).timeIntervalSince1970).rounded(.down)
-        guard credential.hasSpent(refreshToken: live.refreshToken) || ours >= live.lastRefresh.timeIntervalSince1970.rounded(.down) else { return false }
+        guard
+            credential.hasSpent(refreshToken: live.refreshToken)
+                || ours >= live.lastRefresh.timeIntervalSince1970.rounded(.down)
+        else { return false }
         var signIn = try CodexSignIn(credential: credential, slot: slot)
         signIn.keep(from: whole)
         try home.write(signIn)
@@ -118,4 +129,3 @@ package struct CodexSync: Sendable {
         return try manager.registry.load().sortedSlots.first { $0.record.account.accountID == account }?.slot
     }
 }
-

@@ -46,7 +46,9 @@ package enum DockerCredential {
             guard let line = next else { break }
             total += line.utf8.count + 1
             guard total <= HelperInputLimits.requestBytes else {
-                throw DockerCredentialInputError(problem: "the input on stdin is longer than \(ByteCount.describe(HelperInputLimits.requestBytes))")
+                throw DockerCredentialInputError(
+                    problem: "the input on stdin is longer than \(ByteCount.describe(HelperInputLimits.requestBytes))"
+                )
             }
             lines.append(line)
         }
@@ -63,7 +65,9 @@ package enum DockerCredential {
         }
         if let scheme = text.firstRange(of: "://") {
             let name = text[..<scheme.lowerBound].lowercased()
-            guard name == "https" || name == "http" else { throw DockerCredentialInputError(problem: "the server URL's scheme is not http(s)") }
+            guard name == "https" || name == "http" else {
+                throw DockerCredentialInputError(problem: "the server URL's scheme is not http(s)")
+            }
             text = String(text[scheme.upperBound...])
         }
         var host = String(text.prefix { $0 != "/" }).lowercased()
@@ -74,13 +78,19 @@ package enum DockerCredential {
 
     /// The answer to `get`.
     package static func getAnswer(serverURL: String, username: String, secret: String) -> String {
-        JSONValue.object(["ServerURL": .string(serverURL), "Username": .string(username), "Secret": .string(secret)]).serialized()
+        JSONValue.object(["ServerURL": .string(serverURL), "Username": .string(username), "Secret": .string(secret)])
+            .serialized()
     }
 
     /// The answer to `list`: each mapped registry (as `https://HOST`) and the username it answers.
     package static func listAnswer(_ entries: [(host: String, username: String)]) -> String {
-        JSONValue.object(Dictionary(entries.map { ("https://\($0.host)", JSONValue.string($0.username)) }, uniquingKeysWith: { a, _ in a }))
-            .serialized()
+        JSONValue.object(
+            Dictionary(
+                entries.map { ("https://\($0.host)", JSONValue.string($0.username)) },
+                uniquingKeysWith: { a, _ in a }
+            )
+        )
+        .serialized()
     }
 
     /// Checks what `store` sent (it is not kept: Lanyard owns these tokens).
@@ -88,7 +98,9 @@ package enum DockerCredential {
         guard let object = (try? JSONValue.parse(data))?.object else {
             throw DockerCredentialInputError(problem: "store expects a JSON object on stdin")
         }
-        guard object["ServerURL"]?.string != nil else { throw DockerCredentialInputError(problem: "store's input has no ServerURL") }
+        guard object["ServerURL"]?.string != nil else {
+            throw DockerCredentialInputError(problem: "store's input has no ServerURL")
+        }
     }
 }
 
@@ -111,10 +123,14 @@ package enum KubeExecCredential {
         guard let object = (try? JSONValue.parse(Data(execInfo.utf8)))?.object else {
             throw KubeExecInfoError(problem: "KUBERNETES_EXEC_INFO is not a JSON object")
         }
-        guard let version = object["apiVersion"]?.string else { throw KubeExecInfoError(problem: "KUBERNETES_EXEC_INFO has no apiVersion") }
+        guard let version = object["apiVersion"]?.string else {
+            throw KubeExecInfoError(problem: "KUBERNETES_EXEC_INFO has no apiVersion")
+        }
         guard version == v1 || version == v1beta1 else {
-            throw KubeExecInfoError(problem: "KUBERNETES_EXEC_INFO asks for \(TerminalText.escaped(String(version.prefix(80)))); "
-                + "supported: \(v1), \(v1beta1)")
+            throw KubeExecInfoError(
+                problem: "KUBERNETES_EXEC_INFO asks for \(TerminalText.escaped(String(version.prefix(80)))); "
+                    + "supported: \(v1), \(v1beta1)"
+            )
         }
         return version
     }
@@ -123,8 +139,10 @@ package enum KubeExecCredential {
     package static func render(apiVersion: String, token: String, expiresAt: Date?) -> String {
         var status: [String: JSONValue] = ["token": .string(token)]
         if let expiresAt { status["expirationTimestamp"] = .string(RFC3339.string(from: expiresAt)) }
-        return JSONValue.object(["apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status)])
-            .serialized()
+        return JSONValue.object([
+            "apiVersion": .string(apiVersion), "kind": .string("ExecCredential"), "status": .object(status),
+        ])
+        .serialized()
     }
 }
 
@@ -133,14 +151,18 @@ package enum Netrc {
     package struct FieldError: LanyardError, Equatable {
         package let field: String
         package var code: ErrorCode { .netrcField }
-        package var errorDescription: String? { "the \(field) cannot be written to a netrc file (it is empty or has spaces or control characters)" }
+        package var errorDescription: String? {
+            "the \(field) cannot be written to a netrc file (it is empty or has spaces or control characters)"
+        }
     }
 
     /// `machine HOST login LOGIN password PASSWORD`. netrc has no quoting, so a field with white
     /// space or control characters is refused rather than written in a way readers split.
     package static func line(host: String, login: String, password: String) throws(FieldError) -> String {
         for (name, value) in [("host", host), ("login", login), ("token", password)] {
-            guard !value.isEmpty, !value.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "\"" }) else {
+            guard !value.isEmpty,
+                !value.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "\"" })
+            else {
                 throw FieldError(field: name)
             }
         }

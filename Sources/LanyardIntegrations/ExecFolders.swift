@@ -2,9 +2,9 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardStore
 import LanyardSupport
 import LanyardSystem
-import LanyardStore
 
 // The private Codex homes of `lanyard exec`: `$XDG_RUNTIME_DIR/lanyard/exec/SLOT.XXXXXX`, each
 // holding the slot's auth.json — a live refresh token, which the command may rotate there.
@@ -105,7 +105,8 @@ extension ExecFolderRecovery: CustomStringConvertible {
     /// What happened, in `doctor`'s words.
     public var description: String {
         switch outcome {
-        case .copiedBack(let slot): return DoctorReport.Repair.recoveredExecFolder(path, copiedBackInto: slot).description
+        case .copiedBack(let slot):
+            return DoctorReport.Repair.recoveredExecFolder(path, copiedBackInto: slot).description
         case .removed: return DoctorReport.Repair.recoveredExecFolder(path, copiedBackInto: nil).description
         case .kept(let problem): return DoctorReport.UnrecoveredExecFolder(path: path, problem: problem).description
         }
@@ -120,7 +121,8 @@ extension DoctorReport {
             switch recovery.outcome {
             case .copiedBack(let slot): repairs.append(.recoveredExecFolder(recovery.path, copiedBackInto: slot))
             case .removed: repairs.append(.recoveredExecFolder(recovery.path, copiedBackInto: nil))
-            case .kept(let problem): unrecoveredExecFolders.append(UnrecoveredExecFolder(path: recovery.path, problem: problem))
+            case .kept(let problem):
+                unrecoveredExecFolders.append(UnrecoveredExecFolder(path: recovery.path, problem: problem))
             }
         }
     }
@@ -154,7 +156,9 @@ extension AccountManager {
                 results.append(await recover(path, slot: slot))
                 withExtendedLifetime(lock) {}  // released once the folder is gone
             case .missing:
-                guard let found = ExecFolders.identity(path), clock.now().timeIntervalSince1970 - found.modified >= ExecFolders.unlockedGrace else {
+                guard let found = ExecFolders.identity(path),
+                    clock.now().timeIntervalSince1970 - found.modified >= ExecFolders.unlockedGrace
+                else {
                     continue
                 }
                 let homes = inUse ?? ExecFolders.codexHomesInUse()
@@ -170,7 +174,11 @@ extension AccountManager {
     private func recover(_ path: String, slot: Slot) async -> ExecFolderRecovery {
         do {
             let copiedInto = try await settleExecFolder(path, slot: slot)
-            return ExecFolderRecovery(path: path, slot: slot, outcome: copiedInto.map { .copiedBack(into: $0) } ?? .removed)
+            return ExecFolderRecovery(
+                path: path,
+                slot: slot,
+                outcome: copiedInto.map { .copiedBack(into: $0) } ?? .removed
+            )
         } catch {
             return ExecFolderRecovery(path: path, slot: slot, outcome: .kept(problem: error.userFacingDescription))
         }
@@ -217,9 +225,12 @@ package enum ExecFolders {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: parent) else { return [] }
         return names.sorted().compactMap { name in
             guard let dot = name.lastIndex(of: "."), name[name.index(after: dot)...].utf8.count == 6,
-                  let slot = try? Slot(String(name[..<dot])) else { return nil }
+                let slot = try? Slot(String(name[..<dot]))
+            else { return nil }
             var st = stat()
-            guard lstat(parent + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid() else { return nil }
+            guard lstat(parent + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid() else {
+                return nil
+            }
             return (name, slot)
         }
     }
@@ -254,7 +265,8 @@ package enum ExecFolders {
         }
         var opened = stat()
         guard fstat(fd, &opened) == 0, let named = identity(path)?.id,
-              named == FileID(device: UInt64(opened.st_dev), inode: UInt64(opened.st_ino)) else { return .inUse }
+            named == FileID(device: UInt64(opened.st_dev), inode: UInt64(opened.st_ino))
+        else { return .inUse }
         return .free(descriptor)
     }
 
@@ -268,8 +280,10 @@ package enum ExecFolders {
     static func identity(_ path: String, followingLinks: Bool = false) -> (id: FileID, modified: TimeInterval)? {
         var st = stat()
         guard (followingLinks ? stat(path, &st) : lstat(path, &st)) == 0 else { return nil }
-        return (FileID(device: UInt64(st.st_dev), inode: UInt64(st.st_ino)),
-                TimeInterval(st.st_mtim.tv_sec) + TimeInterval(st.st_mtim.tv_nsec) / 1e9)
+        return (
+            FileID(device: UInt64(st.st_dev), inode: UInt64(st.st_ino)),
+            TimeInterval(st.st_mtim.tv_sec) + TimeInterval(st.st_mtim.tv_nsec) / 1e9
+        )
     }
 
     /// The folders this user's processes have as `CODEX_HOME`, by identity (however the path was
@@ -280,7 +294,12 @@ package enum ExecFolders {
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where Int32(entry) != nil {
             guard let environment = FileManager.default.contents(atPath: "/proc/\(entry)/environ") else { continue }
             for variable in environment.split(separator: 0) where variable.starts(with: prefix) {
-                if let id = identity(String(decoding: variable.dropFirst(prefix.count), as: UTF8.self), followingLinks: true)?.id { homes.insert(id) }
+                if let id = identity(
+                    String(decoding: variable.dropFirst(prefix.count), as: UTF8.self),
+                    followingLinks: true
+                )?.id {
+                    homes.insert(id)
+                }
             }
         }
         return homes

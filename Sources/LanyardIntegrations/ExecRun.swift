@@ -30,7 +30,9 @@ public enum ExecError: LanyardError, Equatable {
         case .commandIsASlot(let name, let arguments):
             // Plain words as typed; anything a shell would read differently, quoted.
             let words = ([name, "--"] + (arguments.isEmpty ? ["CMD"] : arguments)).map { word in
-                word.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || "0123456789_-./:=@%+,".unicodeScalars.contains($0) } && !word.isEmpty
+                word.unicodeScalars.allSatisfy {
+                    $0.properties.isAlphabetic || "0123456789_-./:=@%+,".unicodeScalars.contains($0)
+                } && !word.isEmpty
                     ? word : ShellQuoting.quote(word, for: .sh)
             }
             return "command not found: \(TerminalText.escaped(name)) (\(TerminalText.escaped(name)) is a slot: "
@@ -88,8 +90,12 @@ extension AccountManager {
     /// copy-back leaves the folder (reported in the outcome, never thrown: the command ran).
     /// The wait runs on the blocking executor. `recovered` hears of the recovered folders before
     /// the command starts (they are in the outcome too).
-    package func exec(_ command: [String], slot: Slot, environment: [String: String],
-                      recovered: @Sendable ([ExecFolderRecovery]) -> Void = { _ in }) async throws -> ExecOutcome {
+    package func exec(
+        _ command: [String],
+        slot: Slot,
+        environment: [String: String],
+        recovered: @Sendable ([ExecFolderRecovery]) -> Void = { _ in }
+    ) async throws -> ExecOutcome {
         let (name, path) = try locateCommand(command, environment: environment)
         let record = try record(of: slot)
         let recoveries = await recoverAbandonedExecFolders()
@@ -97,7 +103,9 @@ extension AccountManager {
         let credential = try await freshCredential(slot: slot)
         let provider = config.providers[record.provider]
         var childEnvironment = environment
-        for (key, value) in SlotEnvironment.variables(slot: slot, credential: credential, provider: provider) { childEnvironment[key] = value }
+        for (key, value) in SlotEnvironment.variables(slot: slot, credential: credential, provider: provider) {
+            childEnvironment[key] = value
+        }
         var folder: ExecFolder?
         if provider?.kind == .openai {
             let made = try ExecFolder.create(for: slot, paths: paths)
@@ -116,7 +124,9 @@ extension AccountManager {
         // The wait for the child blocks its thread for as long as the command runs: a thread of its own.
         let spawned = spawn
         let run = await BlockingExecutor.shared.runOnOwnThread { () -> Result<Int32, SystemCallError> in
-            do throws(SystemCallError) { return .success(try ForegroundChild.run(spawned)) } catch { return .failure(error) }
+            do throws(SystemCallError) { return .success(try ForegroundChild.run(spawned)) } catch {
+                return .failure(error)
+            }
         }
         let status: Int32
         switch run {
@@ -131,10 +141,18 @@ extension AccountManager {
             // On failure the folder stays (its lock is released when this process ends): the
             // tokens in it may be the only live ones.
             do { storedIn = try await folder.finish(self) } catch {
-                failure = ExecOutcome.CopyBackFailure(reason: error.userFacingDescription, folder: folder.home.directory)
+                failure = ExecOutcome.CopyBackFailure(
+                    reason: error.userFacingDescription,
+                    folder: folder.home.directory
+                )
             }
         }
-        return ExecOutcome(status: status, recoveries: recoveries, rotatedTokensStoredIn: storedIn, copyBackFailure: failure)
+        return ExecOutcome(
+            status: status,
+            recoveries: recoveries,
+            rotatedTokensStoredIn: storedIn,
+            copyBackFailure: failure
+        )
     }
 
     /// The program `exec` would run for `command` (its first word looked up in `environment`'s
@@ -143,7 +161,9 @@ extension AccountManager {
     ///   not on PATH is a slot's.
     func locateCommand(_ command: [String], environment: [String: String]) throws -> (name: String, path: String) {
         guard let name = command.first else { throw ExecError.commandNotFound("") }
-        let path = name.contains("/") ? (access(name, F_OK) == 0 ? name : nil)
+        let path =
+            name.contains("/")
+            ? (access(name, F_OK) == 0 ? name : nil)
             : Spawn.searchPath(name, environment["PATH"] ?? "/usr/bin:/bin")
         guard let path else {
             if let slot = try? Slot(name), (try? record(of: slot)) != nil {

@@ -111,11 +111,18 @@ extension AccountManager {
     /// recorded none. A command that ends by itself (or after SIGTERM or SIGHUP sent to this
     /// process) ends the run with its status. Waiting happens on the blocking executor; the
     /// registry is watched by inotify (no polling).
-    package func execFollowing(_ command: [String], slot: Slot, environment: [String: String], options: FollowOptions = FollowOptions(),
-                               recovered: @Sendable ([ExecFolderRecovery]) -> Void = { _ in },
-                               report: @Sendable (FollowEvent) -> Void = { _ in }) async throws -> FollowOutcome {
+    package func execFollowing(
+        _ command: [String],
+        slot: Slot,
+        environment: [String: String],
+        options: FollowOptions = FollowOptions(),
+        recovered: @Sendable ([ExecFolderRecovery]) -> Void = { _ in },
+        report: @Sendable (FollowEvent) -> Void = { _ in }
+    ) async throws -> FollowOutcome {
         let (name, path) = try locateCommand(command, environment: environment)
-        guard isCodexSlot(try await BlockingExecutor.shared.run { try self.record(of: slot) }) else { throw FollowError.notCodexSlot(slot) }
+        guard isCodexSlot(try await BlockingExecutor.shared.run { try self.record(of: slot) }) else {
+            throw FollowError.notCodexSlot(slot)
+        }
         let recoveries = await recoverAbandonedExecFolders()
         recovered(recoveries)
         // Watching starts before the active slot is read, so no switch falls between the two.
@@ -135,7 +142,16 @@ extension AccountManager {
         let modes = TerminalModes.save()
         var current = slot
         var child: WatchedChild
-        do { child = try startFollowed(command, path: path, slot: slot, credential: credential, folder: folder, environment: environment) } catch {
+        do {
+            child = try startFollowed(
+                command,
+                path: path,
+                slot: slot,
+                credential: credential,
+                folder: folder,
+                environment: environment
+            )
+        } catch {
             folder.remove()
             throw ExecError.cannotRun(name, reason: error.reason)
         }
@@ -144,15 +160,18 @@ extension AccountManager {
         var notFollowed: SwitchNotFollowed?
         while true {
             let watching = notFollowed == nil ? watch.fd : -1
-            let wake = await BlockingExecutor.shared.runOnOwnThread { [child] in child.wait(orChangeOf: watching, timeout: nil) }
+            let wake = await BlockingExecutor.shared.runOnOwnThread { [child] in
+                child.wait(orChangeOf: watching, timeout: nil)
+            }
             if wake == .ended {
                 status = child.reap()
                 break
             }
             watch.drain()  // a nonblocking read
             guard ForegroundChild.terminationRequested == 0,
-                  let active = try? await BlockingExecutor.shared.run({ [registry] in try registry.view().active() }),
-                  active != lastActive else { continue }
+                let active = try? await BlockingExecutor.shared.run({ [registry] in try registry.view().active() }),
+                active != lastActive
+            else { continue }
             lastActive = active
             let target = active
             guard target != current else { continue }
@@ -176,7 +195,9 @@ extension AccountManager {
                 status = stopped
                 break
             }
-            let session = await BlockingExecutor.shared.run { [home = folder.home.directory] in CodexSessions.newest(in: home) }
+            let session = await BlockingExecutor.shared.run { [home = folder.home.directory] in
+                CodexSessions.newest(in: home)
+            }
             do { _ = try await sync.export(slot: target, to: folder.home) } catch {
                 let failure = SwitchNotFollowed(slot: target, running: current, codexStopped: true, error: error)
                 notFollowed = failure
@@ -188,8 +209,22 @@ extension AccountManager {
             report(.moving(move))
             moves.append(move)
             let argv = session.map { [command[0], "resume", $0] } ?? command
-            do { child = try startFollowed(argv, path: path, slot: target, credential: next, folder: folder, environment: environment) } catch {
-                let failure = SwitchNotFollowed(slot: target, running: current, codexStopped: true, error: ExecError.cannotRun(name, reason: error.reason))
+            do {
+                child = try startFollowed(
+                    argv,
+                    path: path,
+                    slot: target,
+                    credential: next,
+                    folder: folder,
+                    environment: environment
+                )
+            } catch {
+                let failure = SwitchNotFollowed(
+                    slot: target,
+                    running: current,
+                    codexStopped: true,
+                    error: ExecError.cannotRun(name, reason: error.reason)
+                )
                 notFollowed = failure
                 report(.notFollowing(failure))
                 status = stopped
@@ -204,18 +239,32 @@ extension AccountManager {
         do { storedIn = try await folder.finish(self) } catch {
             failure = ExecOutcome.CopyBackFailure(reason: error.userFacingDescription, folder: folder.home.directory)
         }
-        return FollowOutcome(status: status, moves: moves, notFollowed: notFollowed, recoveries: recoveries,
-                             rotatedTokensStoredIn: storedIn, copyBackFailure: failure)
+        return FollowOutcome(
+            status: status,
+            moves: moves,
+            notFollowed: notFollowed,
+            recoveries: recoveries,
+            rotatedTokensStoredIn: storedIn,
+            copyBackFailure: failure
+        )
     }
 
     private func isCodexSlot(_ record: SlotRecord) -> Bool { config.providers[record.provider]?.kind == .openai }
 
     /// Starts one command of a follow run as `slot`, in `folder`, and a thread that notes its end.
-    private func startFollowed(_ command: [String], path: String, slot: Slot, credential: Credential, folder: ExecFolder,
-                               environment: [String: String]) throws(SystemCallError) -> WatchedChild {
+    private func startFollowed(
+        _ command: [String],
+        path: String,
+        slot: Slot,
+        credential: Credential,
+        folder: ExecFolder,
+        environment: [String: String]
+    ) throws(SystemCallError) -> WatchedChild {
         var childEnvironment = environment
         let provider = (try? record(of: slot)).flatMap { config.providers[$0.provider] }
-        for (key, value) in SlotEnvironment.variables(slot: slot, credential: credential, provider: provider) { childEnvironment[key] = value }
+        for (key, value) in SlotEnvironment.variables(slot: slot, credential: credential, provider: provider) {
+            childEnvironment[key] = value
+        }
         childEnvironment["CODEX_HOME"] = folder.home.directory
         var spawn = Spawn(path, environment: childEnvironment)
         spawn.argv = command
@@ -250,8 +299,13 @@ extension AccountManager {
 
 extension SwitchNotFollowed {
     init(slot: Slot, running: Slot, codexStopped: Bool, error: any Error) {
-        self.init(slot: slot, running: running, codexStopped: codexStopped, reason: error.userFacingDescription,
-                  code: (error as? any LanyardError)?.code ?? .unknown)
+        self.init(
+            slot: slot,
+            running: running,
+            codexStopped: codexStopped,
+            reason: error.userFacingDescription,
+            code: (error as? any LanyardError)?.code ?? .unknown
+        )
     }
 }
 
@@ -267,7 +321,9 @@ package enum CodexSessions {
         var best: (id: String, modified: Double)?
         for relative in paths {
             let name = relative.split(separator: "/").last.map(String.init) ?? relative
-            guard name.hasPrefix("rollout-"), name.hasSuffix(".jsonl"), let id = sessionID(fromFileName: name) else { continue }
+            guard name.hasPrefix("rollout-"), name.hasSuffix(".jsonl"), let id = sessionID(fromFileName: name) else {
+                continue
+            }
             var st = stat()
             guard lstat(root + "/" + relative, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
             let modified = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9

@@ -50,23 +50,33 @@ package enum GitCredential {
         while true {
             number += 1
             let next: String?
-            do { next = try input.line(maxBytes: HelperInputLimits.lineBytes) } catch { throw GitCredentialInputError(line: number, problem: error.problem) }
+            do { next = try input.line(maxBytes: HelperInputLimits.lineBytes) } catch {
+                throw GitCredentialInputError(line: number, problem: error.problem)
+            }
             guard var line = next else { break }
             total += line.utf8.count + 1
             guard total <= HelperInputLimits.requestBytes else {
-                throw GitCredentialInputError(line: number, problem: "takes the request past \(ByteCount.describe(HelperInputLimits.requestBytes)), "
-                    + "the most it may hold")
+                throw GitCredentialInputError(
+                    line: number,
+                    problem: "takes the request past \(ByteCount.describe(HelperInputLimits.requestBytes)), "
+                        + "the most it may hold"
+                )
             }
             if line.hasSuffix("\r") { line.removeLast() }
             if line.isEmpty { break }
-            guard let eq = line.firstIndex(of: "=") else { throw GitCredentialInputError(line: number, problem: "is not key=value") }
+            guard let eq = line.firstIndex(of: "=") else {
+                throw GitCredentialInputError(line: number, problem: "is not key=value")
+            }
             let key = String(line[..<eq])
-            guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-[].".contains($0)) }) else {
+            guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "_-[].".contains($0)) })
+            else {
                 throw GitCredentialInputError(line: number, problem: "has an invalid key")
             }
             // TextInput refuses NUL bytes; checked again on scalars for callers' own Strings (a NUL
             // followed by a combining mark is one Character that is not "\0").
-            guard !line.unicodeScalars.contains("\0") else { throw GitCredentialInputError(line: number, problem: TextInput.Failure.nulByte.problem) }
+            guard !line.unicodeScalars.contains("\0") else {
+                throw GitCredentialInputError(line: number, problem: TextInput.Failure.nulByte.problem)
+            }
             request.attributes.append((key, String(line[line.index(after: eq)...])))
         }
         return request
@@ -77,7 +87,8 @@ package enum GitCredential {
     /// last segment `repo` also matches `repo.git`. The path is normalised first, as the server
     /// will read it: percent-escapes decoded, `.` segments dropped and `..` segments applied, so
     /// `bobcorp/../x.git` is `x.git`, not a path under `bobcorp`.
-    package static func slot(host: String, path: String?, in mappings: [String: Slot]) -> (pattern: String, slot: Slot)? {
+    package static func slot(host: String, path: String?, in mappings: [String: Slot]) -> (pattern: String, slot: Slot)?
+    {
         let host = host.lowercased()
         let segments = normalizedSegments(path ?? "")
         var best: (pattern: String, slot: Slot, length: Int)?
@@ -111,7 +122,9 @@ package enum GitCredential {
 
     /// Whether any `[git]` pattern for `host` has a path (git must then send paths: `useHttpPath`).
     package static func hostUsesPaths(_ host: String, in mappings: [String: Slot]) -> Bool {
-        mappings.keys.contains { $0.split(separator: "/").first.map(String.init) == host.lowercased() && $0.contains("/") }
+        mappings.keys.contains {
+            $0.split(separator: "/").first.map(String.init) == host.lowercased() && $0.contains("/")
+        }
     }
 
     /// The answer to `get`: username, password and (when known) its expiry in Unix seconds.

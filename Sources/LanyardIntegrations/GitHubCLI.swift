@@ -2,9 +2,9 @@ import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
+import LanyardStore
 import LanyardSupport
 import LanyardSystem
-import LanyardStore
 
 /// The accounts the GitHub CLI (`gh`) holds: its `hosts.yml` names the hosts and users, and
 /// `gh auth token --hostname HOST` hands out each token wherever gh keeps it (the file or the
@@ -49,7 +49,9 @@ package struct GitHubCLI: Sendable {
     package var hostsFile: String { configDirectory + "/hosts.yml" }
 
     static func findExecutable(path: String?) -> String? {
-        for dir in (path ?? "/usr/bin:/bin").split(separator: ":") where access("\(dir)/gh", X_OK) == 0 { return "\(dir)/gh" }
+        for dir in (path ?? "/usr/bin:/bin").split(separator: ":") where access("\(dir)/gh", X_OK) == 0 {
+            return "\(dir)/gh"
+        }
         return nil
     }
 
@@ -72,15 +74,21 @@ package struct GitHubCLI: Sendable {
             }
             let key = String(trimmed[..<colon]).trimmingSpaces()
             var value = String(trimmed[trimmed.index(after: colon)...]).trimmingSpaces()
-            if value.count >= 2, let q = value.first, (q == "\"" || q == "'"), value.last == q { value = String(value.dropFirst().dropLast()) }
+            if value.count >= 2, let q = value.first, q == "\"" || q == "'", value.last == q {
+                value = String(value.dropFirst().dropLast())
+            }
             if !line.hasPrefix(" ") && !line.hasPrefix("\t") {
-                guard value.isEmpty, !key.isEmpty, !key.contains(where: { $0.isWhitespace || $0 == "/" }), TerminalText.lineProblem(key) == nil else {
+                guard value.isEmpty, !key.isEmpty, !key.contains(where: { $0.isWhitespace || $0 == "/" }),
+                    TerminalText.lineProblem(key) == nil
+                else {
                     throw HostsFileError(path: path, line: index + 1, problem: "is not a host name followed by `:`")
                 }
                 accounts.append(Account(host: key.lowercased(), user: nil, fileToken: nil))
                 continue
             }
-            guard !accounts.isEmpty else { throw HostsFileError(path: path, line: index + 1, problem: "is indented before any host") }
+            guard !accounts.isEmpty else {
+                throw HostsFileError(path: path, line: index + 1, problem: "is indented before any host")
+            }
             let indent = line.prefix { $0 == " " || $0 == "\t" }.count
             guard indent <= 4 else { continue }  // inside a nested map (`users:` of newer gh)
             switch key {
@@ -101,11 +109,18 @@ package struct GitHubCLI: Sendable {
     /// are hidden from it.
     package func token(for account: Account) throws -> String? {
         guard let executable else { return account.fileToken }
-        var env = environment.filter { !["GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GH_HOST"].contains($0.key) }
+        var env = environment.filter {
+            !["GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GH_HOST"].contains($0.key)
+        }
         env["GH_CONFIG_DIR"] = configDirectory
         env["GH_PROMPT_DISABLED"] = "1"
-        let run = try Subprocess.run(executable, ["auth", "token", "--hostname", account.host], environment: env,
-                                     stdout: .capture, stderr: .discard)
+        let run = try Subprocess.run(
+            executable,
+            ["auth", "token", "--hostname", account.host],
+            environment: env,
+            stdout: .capture,
+            stderr: .discard
+        )
         guard run.status == 0 else { return account.fileToken }
         let token = String(decoding: run.stdout, as: UTF8.self).trimmingWhitespaceAndNewlines()
         return token.isEmpty ? account.fileToken : token
@@ -127,35 +142,56 @@ extension AccountManager {
     /// no expiry or refresh token: gh's tokens do not expire). `hosts` limits it to those hosts;
     /// `requested` names the slot when one account is adopted. An existing slot is overwritten only
     /// when it is a slot of the same host and user.
-    package func adoptGitHubCLIAccounts(from gh: GitHubCLI, hosts: [String] = [], into requested: Slot? = nil,
-                                       provider: String = "github") throws -> [AdoptedGitHubAccount] {
+    package func adoptGitHubCLIAccounts(
+        from gh: GitHubCLI,
+        hosts: [String] = [],
+        into requested: Slot? = nil,
+        provider: String = "github"
+    ) throws -> [AdoptedGitHubAccount] {
         var accounts = try gh.accounts()
         if !hosts.isEmpty {
             let wanted = Set(hosts.map { $0.lowercased() })
             for host in wanted where !accounts.contains(where: { $0.host == host }) {
-                throw IntegrationError.unsupported("gh holds no account for \(TerminalText.escaped(host)) (see \(gh.hostsFile))")
+                throw IntegrationError.unsupported(
+                    "gh holds no account for \(TerminalText.escaped(host)) (see \(gh.hostsFile))"
+                )
             }
             accounts = accounts.filter { wanted.contains($0.host) }
         }
-        guard !accounts.isEmpty else { throw IntegrationError.unsupported("gh holds no accounts (no hosts in \(gh.hostsFile)); sign in with `gh auth login` first") }
+        guard !accounts.isEmpty else {
+            throw IntegrationError.unsupported(
+                "gh holds no accounts (no hosts in \(gh.hostsFile)); sign in with `gh auth login` first"
+            )
+        }
         if requested != nil && accounts.count > 1 {
-            throw IntegrationError.unsupported("gh holds \(accounts.count) accounts; name one with --hostname to choose the slot's name")
+            throw IntegrationError.unsupported(
+                "gh holds \(accounts.count) accounts; name one with --hostname to choose the slot's name"
+            )
         }
         var adopted: [AdoptedGitHubAccount] = []
         for account in accounts {
             guard let token = try gh.token(for: account), TokenText.problem(token) == nil else {
-                throw IntegrationError.unsupported("gh gave no usable token for \(TerminalText.escaped(account.host)); run `gh auth status`")
+                throw IntegrationError.unsupported(
+                    "gh gave no usable token for \(TerminalText.escaped(account.host)); run `gh auth status`"
+                )
             }
             let slot = try requested ?? Self.gitHubSlotName(account)
             let document = try registry.load()
             if let existing = document.slots[slot],
-               existing.provider != provider || (existing.account.email != nil && existing.account.email != account.user) {
+                existing.provider != provider
+                    || (existing.account.email != nil && existing.account.email != account.user)
+            {
                 throw RegistryError.slotExists(slot, holdsAnotherAccount: true)
             }
             let backend = document.slots[slot]?.backend ?? backendForNewSlot()
             let store = try openStore(backend, false)
             let info = AccountInfo(email: account.user, userID: account.user, accountID: account.host)
-            let credential = Credential(provider: provider, tokens: TokenSet(accessToken: token), lastRefresh: nil, account: info)
+            let credential = Credential(
+                provider: provider,
+                tokens: TokenSet(accessToken: token),
+                lastRefresh: nil,
+                account: info
+            )
             let unchanged = (try? store.get(slot))?.tokens.accessToken == token
             let now = clock.now()
             try registry.update { doc in
@@ -167,15 +203,29 @@ extension AccountManager {
                 doc.slots[slot] = record
                 if doc.active == nil { doc.active = slot }
             }
-            adopted.append(AdoptedGitHubAccount(slot: slot, host: account.host, user: account.user, backend: backend, changed: !unchanged))
+            adopted.append(
+                AdoptedGitHubAccount(
+                    slot: slot,
+                    host: account.host,
+                    user: account.user,
+                    backend: backend,
+                    changed: !unchanged
+                )
+            )
         }
         return adopted
     }
 
     /// `gh-USER` for github.com, `gh-USER-HOST` for other hosts (lowercased, other characters as `-`).
     static func gitHubSlotName(_ account: GitHubCLI.Account) throws -> Slot {
-        let base = account.host == "github.com" ? "gh-\(account.user ?? "github")" : "gh-\(account.user.map { $0 + "-" } ?? "")\(account.host)"
-        let cleaned = String(base.lowercased().map { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "." || $0 == "_" || $0 == "-" ? $0 : "-" })
+        let base =
+            account.host == "github.com"
+            ? "gh-\(account.user ?? "github")" : "gh-\(account.user.map { $0 + "-" } ?? "")\(account.host)"
+        let cleaned = String(
+            base.lowercased().map {
+                ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "." || $0 == "_" || $0 == "-" ? $0 : "-"
+            }
+        )
         return try Slot(String(cleaned.prefix(64)))
     }
 }

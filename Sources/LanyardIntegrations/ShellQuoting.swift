@@ -40,7 +40,10 @@ package enum ShellQuoting {
 
     /// Lines that export `variables` in `shell`, sorted by name. Names must be shell identifiers
     /// (config checks `env.NAME`); a value with a NUL byte is refused, as no variable can hold it.
-    package static func exports(_ variables: [String: String], for shell: Shell) throws(UnrepresentableValue) -> [String] {
+    package static func exports(
+        _ variables: [String: String],
+        for shell: Shell
+    ) throws(UnrepresentableValue) -> [String] {
         try variables.sorted(by: { $0.key < $1.key }).map { (name, value) throws(UnrepresentableValue) in
             guard !value.utf8.contains(0) else { throw UnrepresentableValue(variable: name) }
             switch shell {

@@ -26,8 +26,11 @@ public struct Accounts: Sendable {
     /// The slot commands act on here and the rule that chose it (`Configuration.slot`, then
     /// `LANYARD_ACCOUNT`, the nearest `.lanyard`, the active slot); nil when no rule names one.
     public func resolve() throws -> AccountResolution? {
-        try manager.resolveSlot(flag: configuration.slot, environment: configuration.environment,
-                                directory: configuration.workingDirectory)
+        try manager.resolveSlot(
+            flag: configuration.slot,
+            environment: configuration.environment,
+            directory: configuration.workingDirectory
+        )
     }
 
     /// Makes `slot` the active slot; with `[integrations] codex = true`, Codex's auth.json follows.
@@ -58,7 +61,9 @@ public struct Accounts: Sendable {
     /// Renames a slot, moving its stored credential (copied and read back before the old copy goes).
     /// The outcome lists `.lanyard` pins near the working directory and under the home folder
     /// that still name the old slot (they are not rewritten).
-    public func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome { try manager.rename(old, to: new, pins: pinSearch) }
+    public func rename(_ old: Slot, to new: Slot) throws -> RenameOutcome {
+        try manager.rename(old, to: new, pins: pinSearch)
+    }
 
     /// Pins are looked for at and below the working directory and under the home folder.
     var pinSearch: PinSearch {
@@ -126,5 +131,7 @@ public struct Accounts: Sendable {
     /// neither `exec` nor its command holds any more): tokens rotated there go back into their
     /// slot and the folder is removed; a folder whose copy-back fails stays. `doctor` and `exec`
     /// run this first; fold the result into a report with `DoctorReport.include(_:)`.
-    public func recoverAbandonedExecFolders() async -> [ExecFolderRecovery] { await manager.recoverAbandonedExecFolders() }
+    public func recoverAbandonedExecFolders() async -> [ExecFolderRecovery] {
+        await manager.recoverAbandonedExecFolders()
+    }
 }

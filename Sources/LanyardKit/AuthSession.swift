@@ -82,15 +82,20 @@ public final class AuthSession: Observable, Sendable {
     }
 
     /// Reads a field under the lock, registering the access of its public property with Observation.
-    private func read<T: Sendable>(_ field: KeyPath<Observed, T> & Sendable, as property: KeyPath<AuthSession, T>) -> T {
+    private func read<T: Sendable>(_ field: KeyPath<Observed, T> & Sendable, as property: KeyPath<AuthSession, T>) -> T
+    {
         registrar.access(self, keyPath: property)
         return observed.withLock { $0[keyPath: field] }
     }
 
     /// Changes a field under the lock when the value is new, telling Observation; `also` runs
     /// under the same lock after the change (the state also goes to every `states` stream).
-    private func set<T: Equatable>(_ field: WritableKeyPath<Observed, T>, _ value: T, as property: KeyPath<AuthSession, T>,
-                                   also: (inout Observed) -> Void = { _ in }) {
+    private func set<T: Equatable>(
+        _ field: WritableKeyPath<Observed, T>,
+        _ value: T,
+        as property: KeyPath<AuthSession, T>,
+        also: (inout Observed) -> Void = { _ in }
+    ) {
         guard observed.withLock({ $0[keyPath: field] != value }) else { return }
         registrar.withMutation(of: self, keyPath: property) {
             observed.withLock { fields in
@@ -125,8 +130,17 @@ public final class AuthSession: Observable, Sendable {
                     default: self?.publish(s)
                     }
                 case .deviceCode(let auth):
-                    self?.publish(.awaitingDeviceCode(userCode: auth.userCode, verificationURL: auth.completeVerificationURL ?? auth.verificationURL),
-                                  link: .waitingForApproval(userCode: auth.userCode, verificationURL: auth.verificationURL, expiresAt: auth.expiresAt))
+                    self?.publish(
+                        .awaitingDeviceCode(
+                            userCode: auth.userCode,
+                            verificationURL: auth.completeVerificationURL ?? auth.verificationURL
+                        ),
+                        link: .waitingForApproval(
+                            userCode: auth.userCode,
+                            verificationURL: auth.verificationURL,
+                            expiresAt: auth.expiresAt
+                        )
+                    )
                 case .shared(let outcome):
                     self?.set(\.fleetSignIn, outcome, as: \.fleetSignIn)
                 default: break

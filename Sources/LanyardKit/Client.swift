@@ -57,14 +57,26 @@ public final class Client: Sendable {
     /// `reauthenticationRequired`, `streamingTransportReplayDiverged(partialText)`,
     /// `responseTerminalFailure`, `httpError`, `invalidResponse`, `networkFailure` — or
     /// `CancellationError` when the consuming task is cancelled (which closes the connection).
-    public func stream(_ prompt: String, model: String? = nil, instructions: String? = nil,
-                       policy: StreamingTransportPolicy? = nil) -> ResponseStream {
-        stream(ResponseRequest(prompt: prompt, model: model ?? manager.config.streamModel, instructions: instructions), policy: policy)
+    public func stream(
+        _ prompt: String,
+        model: String? = nil,
+        instructions: String? = nil,
+        policy: StreamingTransportPolicy? = nil
+    ) -> ResponseStream {
+        stream(
+            ResponseRequest(prompt: prompt, model: model ?? manager.config.streamModel, instructions: instructions),
+            policy: policy
+        )
     }
 
     /// Streams any Responses request (several input items, instructions) as the slot's account.
     public func stream(_ request: ResponseRequest, policy: StreamingTransportPolicy? = nil) -> ResponseStream {
-        ResponseStreamer(manager: manager, slot: slot, session: streamingSession, policy: policy ?? manager.config.streaming)
-            .stream(request)
+        ResponseStreamer(
+            manager: manager,
+            slot: slot,
+            session: streamingSession,
+            policy: policy ?? manager.config.streaming
+        )
+        .stream(request)
     }
 }

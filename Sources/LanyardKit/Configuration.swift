@@ -25,10 +25,16 @@ public struct Configuration: Sendable {
     /// `[stream]` (WebSocket with 5 reconnections, then SSE, by default).
     public var streamingTransportPolicy: StreamingTransportPolicy?
 
-    public init(slot: String? = nil, provider: String = "openai", backend: BackendKind? = nil, backoff: BackoffPolicy? = nil,
-                environment: [String: String] = ProcessInfo.processInfo.environment,
-                workingDirectory: String = FileManager.default.currentDirectoryPath, transport: (any HTTPTransport)? = nil,
-                streamingTransportPolicy: StreamingTransportPolicy? = nil) {
+    public init(
+        slot: String? = nil,
+        provider: String = "openai",
+        backend: BackendKind? = nil,
+        backoff: BackoffPolicy? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        workingDirectory: String = FileManager.default.currentDirectoryPath,
+        transport: (any HTTPTransport)? = nil,
+        streamingTransportPolicy: StreamingTransportPolicy? = nil
+    ) {
         self.slot = slot
         self.provider = provider
         self.backend = backend
@@ -56,11 +62,18 @@ public struct Configuration: Sendable {
         let storeConfig = config
         let passphraseEnvironment = environment.filter { CredentialStores.storeVariables.contains($0.key) }
         return AccountManager(
-            paths: paths, config: config,
+            paths: paths,
+            config: config,
             openStore: { kind, interactive in
-                CredentialStores.open(kind, config: storeConfig, paths: paths, interactive: interactive,
-                                      passphraseEnvironment: passphraseEnvironment)
+                CredentialStores.open(
+                    kind,
+                    config: storeConfig,
+                    paths: paths,
+                    interactive: interactive,
+                    passphraseEnvironment: passphraseEnvironment
+                )
             },
-            transport: transport ?? CurlTransport(timeout: config.httpTimeout))
+            transport: transport ?? CurlTransport(timeout: config.httpTimeout)
+        )
     }
 }

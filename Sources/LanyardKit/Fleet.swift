@@ -24,7 +24,9 @@ extension Accounts {
     /// member shows it (``fleetFingerprint()`` there, `lanyard fleet status`): this machine pins
     /// that fleet and trusts nothing else etcd serves. A member approves with the returned
     /// ``FleetMember/fingerprint``, checked by a person on both machines.
-    public func fleetJoin(fleetFingerprint: String) throws -> FleetMember { try manager.fleetJoin(fleetFingerprint: fleetFingerprint) }
+    public func fleetJoin(fleetFingerprint: String) throws -> FleetMember {
+        try manager.fleetJoin(fleetFingerprint: fleetFingerprint)
+    }
 
     /// The fleet's fingerprint as this machine pinned it (nil before `fleetCreate` or `fleetJoin`).
     public func fleetFingerprint() -> String? { manager.fleetFingerprint() }
@@ -39,7 +41,9 @@ extension Accounts {
     /// slot rotated (refreshed and sealed to the members left, so the removed machine's refresh
     /// token is spent), and its etcd user deleted where this machine's credentials may.
     /// - Returns: what became of each shared slot and of its etcd access.
-    public func fleetRemove(machine: String) async throws -> FleetRemoval { try await manager.fleetRemove(machine: machine) }
+    public func fleetRemove(machine: String) async throws -> FleetRemoval {
+        try await manager.fleetRemove(machine: machine)
+    }
 
     /// Resolves a forked membership log (`fleet resolve`): `fingerprint` is the entry a person
     /// chose, as ``fleetStatus()``'s ``FleetStatusReport/alarm`` lists both.

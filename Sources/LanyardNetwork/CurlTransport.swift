@@ -43,9 +43,16 @@ package final class CurlTransport: HTTPTransport, Sendable {
         }
         var headers = request.headers.filter { $0.key.lowercased() != "user-agent" }.map { ($0.key, $0.value) }
         headers.append(("User-Agent", "lanyard/\(LanyardAuth.version)"))
-        let transfer = ProviderTransfer(url: request.url.absoluteString, method: request.method.uppercased(),
-                                    headers: headers, body: [UInt8](request.body ?? Data()), host: host,
-                                    maxBodyBytes: maxBodyBytes, totalTimeout: min(timeout * 2, hardLimit), timeout: timeout)
+        let transfer = ProviderTransfer(
+            url: request.url.absoluteString,
+            method: request.method.uppercased(),
+            headers: headers,
+            body: [UInt8](request.body ?? Data()),
+            host: host,
+            maxBodyBytes: maxBodyBytes,
+            totalTimeout: min(timeout * 2, hardLimit),
+            timeout: timeout
+        )
         let call = OneAnswer()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -123,8 +130,16 @@ private final class ProviderTransfer: @unchecked Sendable {
     private var received = Data()
     private var refusal: TransportError?
 
-    init(url: String, method: String, headers: [(String, String)], body: [UInt8], host: String, maxBodyBytes: Int,
-         totalTimeout: TimeInterval, timeout: TimeInterval) {
+    init(
+        url: String,
+        method: String,
+        headers: [(String, String)],
+        body: [UInt8],
+        host: String,
+        maxBodyBytes: Int,
+        totalTimeout: TimeInterval,
+        timeout: TimeInterval
+    ) {
         self.url = url
         self.method = method
         // "Name:" alone would remove a header in libcurl; "Name;" sends it empty.
@@ -164,7 +179,10 @@ private final class ProviderTransfer: @unchecked Sendable {
     /// A piece of the body; past the limit the transfer stops, nothing more is read.
     func data(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard received.count + bytes.count <= maxBodyBytes else {
-            refusal = TransportError(.tooLarge, "\(host) sent more than \(maxBodyBytes) bytes; the limit is \(maxBodyBytes)")
+            refusal = TransportError(
+                .tooLarge,
+                "\(host) sent more than \(maxBodyBytes) bytes; the limit is \(maxBodyBytes)"
+            )
             received = Data()
             return false
         }
@@ -204,11 +222,14 @@ private final class ProviderTransfer: @unchecked Sendable {
             }
         }
         // curl's text can quote the server (a certificate's names): escaped.
-        let detail = TerminalText.escaped(withUnsafeBytes(of: outcome.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
+        let detail = TerminalText.escaped(
+            withUnsafeBytes(of: outcome.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        )
         switch result {
         case LANYARD_CURL_OK:
             return HTTPResponse(status: outcome.http_status, headers: headers, body: received)
-        case LANYARD_CURL_STOPPED: throw refusal ?? TransportError(.tooLarge, "\(host) sent more than \(maxBodyBytes) bytes")
+        case LANYARD_CURL_STOPPED:
+            throw refusal ?? TransportError(.tooLarge, "\(host) sent more than \(maxBodyBytes) bytes")
         case LANYARD_CURL_CANCELLED: throw TransportError(.cancelled, "request cancelled")
         case LANYARD_CURL_TIMED_OUT: throw TransportError(.timedOut, "\(host) did not answer in time")
         case LANYARD_CURL_CONNECT_FAILED:

@@ -1,12 +1,13 @@
 import Foundation
+import LanyardAuth
+import LanyardCore
+
 // On Linux URLRequest, HTTPURLResponse and URLSession live in FoundationNetworking. This is the one
 // module that imports it, and it re-exports it, so programs that import LanyardKit can build
 // URLRequests for `Client.send` without a `#if canImport(FoundationNetworking)` of their own.
 #if canImport(FoundationNetworking)
 @_exported import FoundationNetworking
 #endif
-import LanyardAuth
-import LanyardCore
 
 extension HTTPRequest {
     /// The same request as Lanyard's transport value.
@@ -22,7 +23,8 @@ extension HTTPRequest {
 extension HTTPResponse {
     /// The answer as Foundation's response type, for the request to `url`.
     package func urlResponse(for url: URL) throws -> HTTPURLResponse {
-        guard let http = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers) else {
+        guard let http = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)
+        else {
             throw ClientError.invalidResponse("could not build the HTTP response")
         }
         return http

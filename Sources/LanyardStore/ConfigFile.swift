@@ -16,7 +16,9 @@ package enum ConfigFile {
 
     /// Loads `path`; a missing file gives the defaults.
     package static func load(path: String) throws -> Loaded {
-        guard let data = try SecureFiles.readUserFile(path) else { return Loaded(config: LanyardConfig(), warnings: []) }
+        guard let data = try SecureFiles.readUserFile(path) else {
+            return Loaded(config: LanyardConfig(), warnings: [])
+        }
         return try parse(data, path: path)
     }
 
@@ -61,7 +63,13 @@ package enum ConfigFile {
     private static func located(_ error: ConfigError, _ r: Reader) -> ConfigError {
         guard case .invalidValue(let path, let group, let key, var detail, nil) = error else { return error }
         if !key.isEmpty, let raw = r.string(group, key), hasTrailingComment(raw) { detail += "; " + commentHint }
-        return .invalidValue(path: path, group: group, key: key, detail: detail, line: r.line(group, key.isEmpty ? nil : key))
+        return .invalidValue(
+            path: path,
+            group: group,
+            key: key,
+            detail: detail,
+            line: r.line(group, key.isEmpty ? nil : key)
+        )
     }
 
     /// Values that were accepted but hold what looks like a comment (`hook = notify-send # later`):
@@ -103,8 +111,10 @@ package enum ConfigFile {
 
     /// The keys of a `[provider.ID]` section (besides `env.NAME`).
     static let providerKeys: Set<String> = [
-        "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint", "authorization-endpoint",
-        "token-endpoint", "revocation-endpoint", "usage-base-url", "usage-page-url", "tokens-page-url", "git-username", "kube-token",
+        "type", "issuer", "client-id", "scopes", "plan-claim", "account-claim", "device-authorization-endpoint",
+        "authorization-endpoint",
+        "token-endpoint", "revocation-endpoint", "usage-base-url", "usage-page-url", "tokens-page-url", "git-username",
+        "kube-token",
     ]
 
     /// Typed reads of one key file, each failing with a ``ConfigError`` that names the key.
@@ -127,7 +137,9 @@ package enum ConfigFile {
                 if line.hasPrefix("[") {
                     current = line.hasSuffix("]") ? String(line.dropFirst().dropLast()) : nil
                     if key == nil && current == group { return n + 1 }
-                } else if let key, current == group, let equals = line.firstIndex(of: "="), line[..<equals].trimmingSpaces() == key {
+                } else if let key, current == group, let equals = line.firstIndex(of: "="),
+                    line[..<equals].trimmingSpaces() == key
+                {
                     found = n + 1
                 }
             }
@@ -145,7 +157,12 @@ package enum ConfigFile {
             guard let raw = file.string(group, key) else { return nil }
             guard let v = Double(raw.trimmingSpaces()), v >= min, v <= max else {
                 func text(_ bound: Double) -> String { bound == bound.rounded() ? String(Int(bound)) : String(bound) }
-                throw .invalidValue(path: path, group: group, key: key, detail: "expected a number from \(text(min)) to \(text(max)), got \"\(raw)\"")
+                throw .invalidValue(
+                    path: path,
+                    group: group,
+                    key: key,
+                    detail: "expected a number from \(text(min)) to \(text(max)), got \"\(raw)\""
+                )
             }
             return v
         }
@@ -155,21 +172,37 @@ package enum ConfigFile {
             switch raw.trimmingSpaces().lowercased() {
             case "true", "yes", "1", "on": return true
             case "false", "no", "0", "off": return false
-            default: throw .invalidValue(path: path, group: group, key: key, detail: "expected true or false, got \"\(raw)\"")
+            default:
+                throw .invalidValue(
+                    path: path,
+                    group: group,
+                    key: key,
+                    detail: "expected true or false, got \"\(raw)\""
+                )
             }
         }
 
         func url(_ group: String, _ key: String) throws(ConfigError) -> URL? {
             guard let raw = file.string(group, key) else { return nil }
             guard let u = URL(string: raw.trimmingSpaces()), let scheme = u.scheme,
-                  ["http", "https"].contains(scheme.lowercased()), u.host != nil else {
-                throw .invalidValue(path: path, group: group, key: key, detail: "expected an http(s) URL, got \"\(raw)\"")
+                ["http", "https"].contains(scheme.lowercased()), u.host != nil
+            else {
+                throw .invalidValue(
+                    path: path,
+                    group: group,
+                    key: key,
+                    detail: "expected an http(s) URL, got \"\(raw)\""
+                )
             }
             // Every provider URL carries tokens: plain http would send them across the network in
             // clear, so it is only for a server on this machine (tests, a local proxy).
             if scheme.lowercased() == "http" && !Loopback.isLoopback(host: u.host ?? "") {
-                throw .invalidValue(path: path, group: group, key: key,
-                                    detail: "plain http is only allowed to this machine (localhost, 127.0.0.1, ::1); use https")
+                throw .invalidValue(
+                    path: path,
+                    group: group,
+                    key: key,
+                    detail: "plain http is only allowed to this machine (localhost, 127.0.0.1, ::1); use https"
+                )
             }
             return u
         }
@@ -185,8 +218,10 @@ package enum ConfigFile {
         for group in r.file.groups() {
             if let keys = knownKeys[group] {
                 for key in r.file.keys(group) where !keys.contains(key) {
-                    warnings.append("\(r.location(group, key)): unknown key \"\(key)\" in "
-                        + "[\(group)] (ignored\(suggestion(key, in: keys)))")
+                    warnings.append(
+                        "\(r.location(group, key)): unknown key \"\(key)\" in "
+                            + "[\(group)] (ignored\(suggestion(key, in: keys)))"
+                    )
                 }
             } else if group == "git" {
                 try readGit(r, into: &config)
@@ -197,12 +232,15 @@ package enum ConfigFile {
             } else if group.hasPrefix("provider.") {
                 let id = String(group.dropFirst("provider.".count))
                 for key in r.file.keys(group) where !providerKeys.contains(key) && !key.hasPrefix("env.") {
-                    warnings.append("\(r.location(group, key)): unknown key \"\(key)\" in "
-                        + "[\(group)] (ignored\(suggestion(key, in: providerKeys)))")
+                    warnings.append(
+                        "\(r.location(group, key)): unknown key \"\(key)\" in "
+                            + "[\(group)] (ignored\(suggestion(key, in: providerKeys)))"
+                    )
                 }
                 config.providers[id] = try provider(id: id, group: group, r)
             } else {
-                let known = Array(knownKeys.keys) + ["git", "docker", "netrc"] + builtInProviders.map { "provider.\($0)" }
+                let known =
+                    Array(knownKeys.keys) + ["git", "docker", "netrc"] + builtInProviders.map { "provider.\($0)" }
                 let hint = Suggest.closest(to: group, in: known.sorted()).map { "; did you mean [\($0)]?" } ?? ""
                 warnings.append("\(r.location(group, nil)): unknown group [\(group)] (ignored\(hint))")
             }
@@ -217,7 +255,9 @@ package enum ConfigFile {
         for key in r.file.keys(group) {
             let raw = (r.string(group, key) ?? "").trimmingSpaces()
             guard let slot = try? Slot(raw) else { throw r.invalid(group, key, "expected a slot name, got \"\(raw)\"") }
-            guard let host = hostKey(key) else { throw r.invalid(group, key, "expected HOST or HOST:PORT (like ghcr.io), without a scheme or path") }
+            guard let host = hostKey(key) else {
+                throw r.invalid(group, key, "expected HOST or HOST:PORT (like ghcr.io), without a scheme or path")
+            }
             hosts[host] = slot
         }
         return hosts
@@ -227,7 +267,11 @@ package enum ConfigFile {
     /// has a scheme, a path or spaces.
     package static func hostKey(_ key: String) -> String? {
         let host = key.trimmingSpaces().lowercased()
-        guard !host.isEmpty, !host.contains("/"), !host.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+        guard !host.isEmpty, !host.contains("/"),
+            !host.unicodeScalars.contains(where: {
+                $0.properties.isWhitespace || $0.value < 0x20 || (0x7F...0x9F).contains($0.value)
+            })
+        else {
             return nil
         }
         return host
@@ -259,14 +303,22 @@ package enum ConfigFile {
         if let raw = r.string("store", "collection") {
             let v = raw.trimmingSpaces()
             guard !v.isEmpty, !v.contains(where: \.isWhitespace) else {
-                throw r.invalid("store", "collection", "expected an alias (default, login, session) or a collection's object path, got \"\(raw)\"")
+                throw r.invalid(
+                    "store",
+                    "collection",
+                    "expected an alias (default, login, session) or a collection's object path, got \"\(raw)\""
+                )
             }
             config.keyringCollection = v
         }
         if let raw = r.string("store", "tpm-tcti") {
             let v = raw.trimmingSpaces()
             guard !v.isEmpty, !v.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-                throw r.invalid("store", "tpm-tcti", "expected a TCTI as tpm2-tools take it (device:/dev/tpmrm0, swtpm:host=HOST,port=PORT)")
+                throw r.invalid(
+                    "store",
+                    "tpm-tcti",
+                    "expected a TCTI as tpm2-tools take it (device:/dev/tpmrm0, swtpm:host=HOST,port=PORT)"
+                )
             }
             config.tpmTCTI = v
         }
@@ -288,7 +340,8 @@ package enum ConfigFile {
     }
 
     /// `[integrations]`, `[login]` and `[http]`.
-    private static func readLoginHTTPAndIntegrations(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError) {
+    private static func readLoginHTTPAndIntegrations(_ r: Reader, into config: inout LanyardConfig) throws(ConfigError)
+    {
         if let v = try r.bool("integrations", "codex") { config.codexIntegration = v }
         if let v = try r.number("login", "slow-down-increment") { config.slowDownIncrement = v }
         if let v = try r.number("login", "timeout", min: 1) { config.loginTimeout = v }
@@ -315,7 +368,9 @@ package enum ConfigFile {
             }
         }
         if let v = try r.number("stream", "reconnect-attempts") {
-            guard v <= 100, v == v.rounded() else { throw r.invalid("stream", "reconnect-attempts", "expected a whole number from 0 to 100") }
+            guard v <= 100, v == v.rounded() else {
+                throw r.invalid("stream", "reconnect-attempts", "expected a whole number from 0 to 100")
+            }
             config.streaming.maxWebSocketReconnectionAttempts = Int(v)
         }
         if let v = try r.bool("stream", "fallback") { config.streaming.fallsBackToHTTPSSE = v }
@@ -360,10 +415,18 @@ package enum ConfigFile {
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
             let item = String(String(part).filter { $0 != "%" }).trimmingSpaces()
             guard let v = Int(item), (1...100).contains(v) else {
-                throw r.invalid("desktop", "notify", "expected off or percentages from 1 to 100 separated by commas (80, 95), got \"\(raw)\"")
+                throw r.invalid(
+                    "desktop",
+                    "notify",
+                    "expected off or percentages from 1 to 100 separated by commas (80, 95), got \"\(raw)\""
+                )
             }
             guard percents.last.map({ $0 < v }) ?? true else {
-                throw r.invalid("desktop", "notify", "expected percentages in ascending order without repeats (80, 95), got \"\(raw)\"")
+                throw r.invalid(
+                    "desktop",
+                    "notify",
+                    "expected percentages in ascending order without repeats (80, 95), got \"\(raw)\""
+                )
             }
             percents.append(v)
         }
@@ -376,12 +439,18 @@ package enum ConfigFile {
         guard r.file.groups().contains("fleet") else { return }
         func slotLike(_ key: String, _ raw: String) throws(ConfigError) -> String {
             let v = raw.trimmingSpaces()
-            guard (try? Slot(v)) != nil else { throw r.invalid("fleet", key, "expected a name of a-z, 0-9, . _ - (at most 64), got \"\(raw)\"") }
+            guard (try? Slot(v)) != nil else {
+                throw r.invalid("fleet", key, "expected a name of a-z, 0-9, . _ - (at most 64), got \"\(raw)\"")
+            }
             return v
         }
-        guard let rawName = r.string("fleet", "name") else { throw r.invalid("fleet", "name", "missing (the fleet's name, shared by its machines)") }
+        guard let rawName = r.string("fleet", "name") else {
+            throw r.invalid("fleet", "name", "missing (the fleet's name, shared by its machines)")
+        }
         let name = try slotLike("name", rawName)
-        let machine = try r.string("fleet", "machine").map { raw throws(ConfigError) in try slotLike("machine", raw) } ?? FleetMachineName.fromHost()
+        let machine =
+            try r.string("fleet", "machine").map { raw throws(ConfigError) in try slotLike("machine", raw) }
+            ?? FleetMachineName.fromHost()
         guard let rawEndpoints = r.string("fleet", "endpoints") else {
             throw r.invalid("fleet", "endpoints", "missing (etcd client URLs, comma-separated: https://host:2379)")
         }
@@ -393,23 +462,37 @@ package enum ConfigFile {
             // command line. (A `#` means a comment, which `located` explains instead.)
             let words = e.split(whereSeparator: { $0 == " " || $0 == "\t" })
             if words.count > 1 && !e.contains("#") {
-                throw r.invalid("fleet", "endpoints", "endpoints are separated by commas, not spaces: endpoints = \(words.joined(separator: ", "))")
+                throw r.invalid(
+                    "fleet",
+                    "endpoints",
+                    "endpoints are separated by commas, not spaces: endpoints = \(words.joined(separator: ", "))"
+                )
             }
             if !e.contains("://") { e = "https://" + e }
-            guard let u = URL(string: e), let scheme = u.scheme?.lowercased(), ["http", "https"].contains(scheme), u.host != nil,
-                  e.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+            guard let u = URL(string: e), let scheme = u.scheme?.lowercased(), ["http", "https"].contains(scheme),
+                u.host != nil,
+                e.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+            else {
                 throw r.invalid("fleet", "endpoints", "expected https://HOST:PORT URLs, got \"\(part)\"")
             }
             // etcd's password goes with user and password-file, never in a URL (where it would be
             // shown in this message and in every other one that names the endpoint).
             guard u.user == nil, u.password == nil else {
-                throw r.invalid("fleet", "endpoints", "an endpoint holds no user name or password (set user and password-file)")
+                throw r.invalid(
+                    "fleet",
+                    "endpoints",
+                    "an endpoint holds no user name or password (set user and password-file)"
+                )
             }
             // The etcd password, the token etcd gives for it and every sealed credential travel to
             // the endpoint: plain http only to this machine, where nothing crosses a network.
             if scheme == "http" && !Loopback.isLoopback(host: u.host ?? "") {
-                throw r.invalid("fleet", "endpoints", "\"\(e)\" is plain http, which is only allowed to this machine "
-                    + "(localhost, 127.0.0.1, ::1); use https")
+                throw r.invalid(
+                    "fleet",
+                    "endpoints",
+                    "\"\(e)\" is plain http, which is only allowed to this machine "
+                        + "(localhost, 127.0.0.1, ::1); use https"
+                )
             }
             while e.hasSuffix("/") { e.removeLast() }
             endpoints.append(e)
@@ -424,11 +507,17 @@ package enum ConfigFile {
         fleet.certFile = file("cert")
         fleet.keyFile = file("key")
         guard (fleet.certFile == nil) == (fleet.keyFile == nil) else {
-            throw r.invalid("fleet", fleet.certFile == nil ? "cert" : "key", "cert and key go together (the TLS client certificate and its key)")
+            throw r.invalid(
+                "fleet",
+                fleet.certFile == nil ? "cert" : "key",
+                "cert and key go together (the TLS client certificate and its key)"
+            )
         }
         fleet.user = r.string("fleet", "user")?.trimmingSpaces()
         fleet.passwordFile = file("password-file")
-        if fleet.user != nil && fleet.passwordFile == nil { throw r.invalid("fleet", "password-file", "missing: user needs a password file") }
+        if fleet.user != nil && fleet.passwordFile == nil {
+            throw r.invalid("fleet", "password-file", "missing: user needs a password file")
+        }
         if let v = try r.number("fleet", "lock-ttl", min: 5, max: 3600) { fleet.lockTTL = v }
         if let v = try r.number("fleet", "timeout", min: 0.5, max: 600) { fleet.requestTimeout = v }
         config.fleet = fleet
@@ -436,7 +525,9 @@ package enum ConfigFile {
 
     /// GLib quotes the offending line's text but not its number; find it.
     private static func line(of message: String, in text: String) -> Int? {
-        guard let open = message.firstIndex(of: "“"), let close = message[message.index(after: open)...].firstIndex(of: "”") else {
+        guard let open = message.firstIndex(of: "“"),
+            let close = message[message.index(after: open)...].firstIndex(of: "”")
+        else {
             return nil
         }
         let quoted = message[message.index(after: open)..<close]
@@ -451,7 +542,9 @@ package enum ConfigFile {
     /// there is no host or it contains a scheme.
     package static func gitPattern(_ key: String) -> String? {
         let parts = key.trimmingSpaces().split(separator: "/", omittingEmptySubsequences: true)
-        guard !key.contains("://"), let host = parts.first, !host.contains(where: { $0.isWhitespace }) else { return nil }
+        guard !key.contains("://"), let host = parts.first, !host.contains(where: { $0.isWhitespace }) else {
+            return nil
+        }
         return ([host.lowercased()] + parts.dropFirst().map(String.init)).joined(separator: "/")
     }
 
@@ -461,20 +554,34 @@ package enum ConfigFile {
         let path = r.path
         func url(_ group: String, _ key: String) throws(ConfigError) -> URL? { try r.url(group, key) }
         guard (try? Slot(id)) != nil else {
-            throw .invalidValue(path: path, group: group, key: "", detail: "provider id \"\(id)\" must look like a slot name (a-z, 0-9, . _ -)")
+            throw .invalidValue(
+                path: path,
+                group: group,
+                key: "",
+                detail: "provider id \"\(id)\" must look like a slot name (a-z, 0-9, . _ -)"
+            )
         }
         let base: ProviderConfig? = id == "openai" ? .openAI : id == "github" ? .gitHub : nil
         // A group without a type names a built-in provider, or is one misspelt ([provider.opneai]):
         // said so, rather than that `type` is missing.
         if base == nil && file.string(group, "type") == nil {
             let near = Suggest.closest(to: id, in: builtInProviders).map { "did you mean [provider.\($0)]? " } ?? ""
-            throw .invalidValue(path: path, group: group, key: "",
-                                detail: "unknown provider \"\(id)\" (\(near)the built-in ones are openai and github; "
-                                    + "a provider of your own needs type = device-code, issuer and client-id)")
+            throw .invalidValue(
+                path: path,
+                group: group,
+                key: "",
+                detail: "unknown provider \"\(id)\" (\(near)the built-in ones are openai and github; "
+                    + "a provider of your own needs type = device-code, issuer and client-id)"
+            )
         }
         let kindRaw = file.string(group, "type") ?? base?.kind.rawValue
         guard let kindRaw, let kind = ProviderConfig.Kind(rawValue: kindRaw.trimmingSpaces()) else {
-            throw .invalidValue(path: path, group: group, key: "type", detail: "expected openai or device-code, got \"\(kindRaw ?? "")\"")
+            throw .invalidValue(
+                path: path,
+                group: group,
+                key: "type",
+                detail: "expected openai or device-code, got \"\(kindRaw ?? "")\""
+            )
         }
         guard let issuer = try url(group, "issuer") ?? base?.issuer else {
             throw .invalidValue(path: path, group: group, key: "issuer", detail: "missing (the provider's base URL)")
@@ -482,43 +589,73 @@ package enum ConfigFile {
         guard let clientID = file.string(group, "client-id") ?? base?.clientID, !clientID.isEmpty || base != nil else {
             throw .invalidValue(path: path, group: group, key: "client-id", detail: "missing")
         }
-        let scopes = file.string(group, "scopes").map { $0.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init) }
+        let scopes = file.string(group, "scopes").map {
+            $0.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
+        }
         var environment: [String: String] = base?.environment ?? [:]
         for key in file.keys(group) where key.hasPrefix("env.") {
             let name = String(key.dropFirst(4))
             let field = file.string(group, key) ?? ""
             guard Self.isShellIdentifier(name) else {
-                throw .invalidValue(path: path, group: group, key: key,
-                                    detail: "not a valid environment variable name (an ASCII letter or _, then letters, digits and _)")
+                throw .invalidValue(
+                    path: path,
+                    group: group,
+                    key: key,
+                    detail: "not a valid environment variable name (an ASCII letter or _, then letters, digits and _)"
+                )
             }
             guard ["access_token", "id_token", "account_id"].contains(field) else {
-                throw .invalidValue(path: path, group: group, key: key, detail: "expected access_token, id_token or account_id")
+                throw .invalidValue(
+                    path: path,
+                    group: group,
+                    key: key,
+                    detail: "expected access_token, id_token or account_id"
+                )
             }
             environment[name] = field
         }
         var provider = ProviderConfig(
-            id: id, kind: kind, issuer: issuer, clientID: clientID, scopes: scopes ?? base?.scopes ?? ["openid", "email", "offline_access"],
-            planClaim: file.string(group, "plan-claim"), accountClaim: file.string(group, "account-claim"),
+            id: id,
+            kind: kind,
+            issuer: issuer,
+            clientID: clientID,
+            scopes: scopes ?? base?.scopes ?? ["openid", "email", "offline_access"],
+            planClaim: file.string(group, "plan-claim"),
+            accountClaim: file.string(group, "account-claim"),
             deviceAuthorizationEndpoint: try url(group, "device-authorization-endpoint"),
-            tokenEndpoint: try url(group, "token-endpoint"), revocationEndpoint: try url(group, "revocation-endpoint"),
-            usageBaseURL: try url(group, "usage-base-url") ?? base?.usageBaseURL, environment: environment)
+            tokenEndpoint: try url(group, "token-endpoint"),
+            revocationEndpoint: try url(group, "revocation-endpoint"),
+            usageBaseURL: try url(group, "usage-base-url") ?? base?.usageBaseURL,
+            environment: environment
+        )
         provider.authorizationEndpoint = try url(group, "authorization-endpoint")
         provider.usagePageURL = try url(group, "usage-page-url") ?? base?.usagePageURL
         provider.tokensPageURL = try url(group, "tokens-page-url") ?? base?.tokensPageURL
         if base?.id == "github" {
-            provider.deviceAuthorizationEndpoint = provider.deviceAuthorizationEndpoint ?? base?.deviceAuthorizationEndpoint
+            provider.deviceAuthorizationEndpoint =
+                provider.deviceAuthorizationEndpoint ?? base?.deviceAuthorizationEndpoint
             provider.tokenEndpoint = provider.tokenEndpoint ?? base?.tokenEndpoint
             provider.gitUsername = base?.gitUsername
         }
         if let username = file.string(group, "git-username")?.trimmingSpaces() {
             guard !username.isEmpty, !username.contains(where: { $0.isNewline || $0 == "\0" }) else {
-                throw .invalidValue(path: path, group: group, key: "git-username", detail: "must be a non-empty single line")
+                throw .invalidValue(
+                    path: path,
+                    group: group,
+                    key: "git-username",
+                    detail: "must be a non-empty single line"
+                )
             }
             provider.gitUsername = username
         }
         if let raw = file.string(group, "kube-token") {
             guard let kind = ProviderConfig.KubeToken(rawValue: raw.trimmingSpaces()) else {
-                throw .invalidValue(path: path, group: group, key: "kube-token", detail: "expected access-token or id-token, got \"\(raw)\"")
+                throw .invalidValue(
+                    path: path,
+                    group: group,
+                    key: "kube-token",
+                    detail: "expected access-token or id-token, got \"\(raw)\""
+                )
             }
             provider.kubeToken = kind
         }

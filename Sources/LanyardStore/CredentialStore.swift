@@ -72,7 +72,10 @@ extension CredentialStore {
     package func sealRecovery(_ document: Data) throws -> Data? { nil }
 
     package func openRecovery(_ sealed: Data, source: String) throws -> Data {
-        throw StoreError.corrupt(source: source, detail: "the recovery file is encrypted, and the \(kind.displayName) store has no key to open it")
+        throw StoreError.corrupt(
+            source: source,
+            detail: "the recovery file is encrypted, and the \(kind.displayName) store has no key to open it"
+        )
     }
 
     /// ``putAll(_:)`` one slot at a time, in slot order: each slot's current credential is read
@@ -122,8 +125,14 @@ public struct StoreHealth: Hashable, Sendable, Codable {
     /// What matters to Lanyard about that provider (how it locks, where items go).
     public var notes: [String]?
 
-    public init(backend: BackendKind, reachable: Bool, locked: Bool, persistent: Bool, location: String? = nil,
-                problem: String? = nil) {
+    public init(
+        backend: BackendKind,
+        reachable: Bool,
+        locked: Bool,
+        persistent: Bool,
+        location: String? = nil,
+        problem: String? = nil
+    ) {
         self.backend = backend
         self.reachable = reachable
         self.locked = locked

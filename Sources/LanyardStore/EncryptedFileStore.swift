@@ -41,8 +41,13 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     /// - Parameter tpm: the TPM a sealed identity is sealed by and opened with; nil reads
     ///   TPM2TOOLS_TCTI and TCTI when it is needed (a caller with config.ini passes
     ///   ``TPMLocation/resolve(environment:configured:)`` with `[store] tpm-tcti`).
-    package init(paths: Paths, unlockCacheSeconds: TimeInterval = 900, passphraseSource: (@Sendable () throws -> String)? = nil,
-                 passphraseSourceName: String? = nil, tpm: TPMLocation? = nil) {
+    package init(
+        paths: Paths,
+        unlockCacheSeconds: TimeInterval = 900,
+        passphraseSource: (@Sendable () throws -> String)? = nil,
+        passphraseSourceName: String? = nil,
+        tpm: TPMLocation? = nil
+    ) {
         directory = paths.dataDirectory
         self.unlockCacheSeconds = unlockCacheSeconds
         self.passphraseSource = passphraseSource
@@ -58,14 +63,25 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     var publicKeyCacheName: String { "lanyard:file-store-public:" + storePath }
 
     /// No store at this path yet.
-    static let notSetUp = StoreError.unavailable(backend: backendName, hint: "no file store here; create one with `lanyard store init`")
+    static let notSetUp = StoreError.unavailable(
+        backend: backendName,
+        hint: "no file store here; create one with `lanyard store init`"
+    )
 
     /// Keeps the unlocked identity in the kernel keyring for `unlockCacheSeconds`.
     func cache(_ identity: X25519Identity) throws(StoreError) {
-        try KernelKeyring.store(name: cacheName, secret: Array(identity.secretKeyString.utf8), timeout: unlockCacheSeconds)
+        try KernelKeyring.store(
+            name: cacheName,
+            secret: Array(identity.secretKeyString.utf8),
+            timeout: unlockCacheSeconds
+        )
         // The public key beside it, under a name of its own (the secret's entry keeps the format
         // every version reads): reading it back spares computing it on every command.
-        try? KernelKeyring.store(name: publicKeyCacheName, secret: Array(identity.recipient.string.utf8), timeout: unlockCacheSeconds)
+        try? KernelKeyring.store(
+            name: publicKeyCacheName,
+            secret: Array(identity.recipient.string.utf8),
+            timeout: unlockCacheSeconds
+        )
     }
 
     /// Why unlocked identities cannot be cached here (no kernel keyring), or nil when they can.
@@ -74,7 +90,8 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
     /// Whether `store init` has run.
     package var isInitialized: Bool {
         (try? SecureFiles.checkFile(storePath)) == true
-            && ((try? SecureFiles.checkFile(protectedIdentityPath)) == true || (try? SecureFiles.checkFile(plainIdentityPath)) == true
+            && ((try? SecureFiles.checkFile(protectedIdentityPath)) == true
+                || (try? SecureFiles.checkFile(plainIdentityPath)) == true
                 || isSealed)
     }
 
@@ -108,13 +125,23 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
             throw StoreError.io(path: storePath, detail: "a file store already exists here")
         }
         let identity = X25519Identity.generate()
-        let identityText = "# Lanyard file-store identity, created \(RFC3339.string(from: Date()))\n"
+        let identityText =
+            "# Lanyard file-store identity, created \(RFC3339.string(from: Date()))\n"
             + "# public key: \(identity.recipient.string)\n\(identity.secretKeyString)\n"
         let identityFile: Data
         let identityPath: String
         if let passphrase {
-            do { identityFile = try Age.encrypt(Data(identityText.utf8), to: [try ScryptRecipient(passphrase: passphrase, workFactor: workFactor)], armored: true) } catch {
-                throw StoreError.io(path: protectedIdentityPath, detail: "cannot encrypt the identity: \(error.userFacingDescription)")
+            do {
+                identityFile = try Age.encrypt(
+                    Data(identityText.utf8),
+                    to: [try ScryptRecipient(passphrase: passphrase, workFactor: workFactor)],
+                    armored: true
+                )
+            } catch {
+                throw StoreError.io(
+                    path: protectedIdentityPath,
+                    detail: "cannot encrypt the identity: \(error.userFacingDescription)"
+                )
             }
             identityPath = protectedIdentityPath
         } else {
@@ -166,7 +193,9 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
             throw Self.notSetUp
         }
         let identityText: Data
-        do { identityText = try Age.decrypt(sealed, with: [try ScryptIdentity(passphrase: passphrase)]) } catch .incorrectPassphrase {
+        do {
+            identityText = try Age.decrypt(sealed, with: [try ScryptIdentity(passphrase: passphrase)])
+        } catch .incorrectPassphrase {
             throw StoreError.wrongPassphrase
         } catch {
             throw StoreError.corrupt(source: protectedIdentityPath, detail: error.userFacingDescription)
@@ -190,23 +219,30 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
             try? cache(identity)
             return identity
         }
-        if let plain = try SecureFiles.read(plainIdentityPath) { return try parseIdentity(plain, source: plainIdentityPath) }
+        if let plain = try SecureFiles.read(plainIdentityPath) {
+            return try parseIdentity(plain, source: plainIdentityPath)
+        }
         guard try SecureFiles.checkFile(protectedIdentityPath) else {
             throw Self.notSetUp
         }
         guard let cached = try cachedIdentity() else {
             if let passphraseSource {
                 let identity: X25519Identity
-                do { identity = try openProtectedIdentity(passphrase: try passphraseSource()) } catch StoreError.wrongPassphrase {
+                do { identity = try openProtectedIdentity(passphrase: try passphraseSource()) } catch StoreError
+                    .wrongPassphrase
+                {
                     throw passphraseSourceName.map { StoreError.wrongPassphraseFrom(source: $0) } ?? .wrongPassphrase
                 }
                 try? cache(identity)
                 return identity
             }
             if let reason = KernelKeyring.unavailableReason() {
-                throw StoreError.locked(backend: Self.backendName, hint: "the kernel keyring is unavailable here (\(reason)), so the store "
-                    + "cannot stay unlocked: set LANYARD_PASSPHRASE_FILE "
-                        + "or LANYARD_ASKPASS so each command can open it")
+                throw StoreError.locked(
+                    backend: Self.backendName,
+                    hint: "the kernel keyring is unavailable here (\(reason)), so the store "
+                        + "cannot stay unlocked: set LANYARD_PASSPHRASE_FILE "
+                        + "or LANYARD_ASKPASS so each command can open it"
+                )
             }
             throw StoreError.locked(backend: Self.backendName, hint: "run `lanyard store unlock`")
         }
@@ -220,7 +256,10 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
         let publicKey = KernelKeyring.load(name: publicKeyCacheName).map { String(decoding: $0, as: UTF8.self) }
         do { return try X25519Identity(String(decoding: cached, as: UTF8.self), publicKey: publicKey) } catch {
             lock()
-            throw StoreError.locked(backend: Self.backendName, hint: "the cached identity was unreadable; run `lanyard store unlock`")
+            throw StoreError.locked(
+                backend: Self.backendName,
+                hint: "the cached identity was unreadable; run `lanyard store unlock`"
+            )
         }
     }
 
@@ -335,8 +374,14 @@ package final class EncryptedFileStore: CredentialStore, Sendable {
 
     package func health() -> StoreHealth {
         guard isInitialized else {
-            return StoreHealth(backend: .file, reachable: false, locked: false, persistent: true, location: storePath,
-                               problem: "not set up (run `lanyard store init`)")
+            return StoreHealth(
+                backend: .file,
+                reachable: false,
+                locked: false,
+                persistent: true,
+                location: storePath,
+                problem: "not set up (run `lanyard store init`)"
+            )
         }
         // A store that opens with an unattended passphrase counts as unlocked: commands can use it,
         // and so does a TPM-sealed one without a PIN (the TPM opens it when it is needed).
@@ -357,9 +402,13 @@ struct StoreDocument: JSONDocument, Equatable {
 
     init(json: JSONFields) throws(JSONShapeError) {
         let version = try json.int("version")
-        guard version == Self.currentVersion else { throw JSONShapeError(path: ".version", problem: "is \(version): not supported") }
+        guard version == Self.currentVersion else {
+            throw JSONShapeError(path: ".version", problem: "is \(version): not supported")
+        }
         for (name, value) in try json.object("slots").object {
-            guard let slot = try? Slot(stored: name) else { throw JSONShapeError(path: ".slots", problem: "has an invalid slot name") }
+            guard let slot = try? Slot(stored: name) else {
+                throw JSONShapeError(path: ".slots", problem: "has an invalid slot name")
+            }
             slots[slot] = try Credential(json: try JSONFields(value, path: ".slots." + name))
         }
     }

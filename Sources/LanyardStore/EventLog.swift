@@ -31,7 +31,12 @@ package struct EventLog: Sendable {
     }
 
     /// The line written for an event (exposed for hooks, which receive the same object).
-    package static func record(_ event: String, slot: Slot?, fields: [String: JSONValue] = [:], now: Date = Date()) -> JSONValue {
+    package static func record(
+        _ event: String,
+        slot: Slot?,
+        fields: [String: JSONValue] = [:],
+        now: Date = Date()
+    ) -> JSONValue {
         var object = fields
         object["time"] = .string(RFC3339.string(from: now))
         object["ts"] = .number((now.timeIntervalSince1970 * 1000).rounded() / 1000)
@@ -65,7 +70,8 @@ package struct EventLog: Sendable {
         guard lstat(directory, &st) == 0 else { return nil }  // made on the first write
         guard (st.st_mode & S_IFMT) == S_IFDIR else { return "\(TerminalText.escaped(directory)) is not a folder" }
         if lstat(path, &st) != 0 {
-            return access(directory, W_OK) == 0 ? nil : "\(TerminalText.escaped(directory)): \(SystemCallError.reason())"
+            return access(directory, W_OK) == 0
+                ? nil : "\(TerminalText.escaped(directory)): \(SystemCallError.reason())"
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else { return "\(TerminalText.escaped(path)) is not a regular file" }
         let fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)
@@ -89,8 +95,12 @@ package struct EventLog: Sendable {
     /// code in the log is an ``ErrorCode`` that docs/cli.md lists.
     @discardableResult
     @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
-    package func appendError(_ code: ErrorCode, slot: Slot?, message: String,
-                             fields: [String: JSONValue] = [:]) -> JSONValue {
+    package func appendError(
+        _ code: ErrorCode,
+        slot: Slot?,
+        message: String,
+        fields: [String: JSONValue] = [:]
+    ) -> JSONValue {
         var fields = fields
         fields["code"] = .string(code.rawValue)
         fields["message"] = .string(message)
@@ -177,7 +187,8 @@ package struct EventLogCursor {
         guard fd >= 0 else { return ([], offset) }
         defer { close(fd) }
         guard lseek(fd, off_t(offset), SEEK_SET) >= 0, let data = try? readToEnd(fd),
-              let last = data.lastIndex(of: 0x0a) else { return ([], offset) }
+            let last = data.lastIndex(of: 0x0a)
+        else { return ([], offset) }
         return (EventLog.parseLines(Data(data[...last])), offset + last + 1)
     }
 }

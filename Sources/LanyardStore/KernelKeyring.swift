@@ -17,9 +17,12 @@ enum KernelKeyring {
     static func store(name: String, secret: [UInt8], timeout: TimeInterval) throws(StoreError) {
         let serial = secret.withUnsafeBytes { add_key("user", name, $0.baseAddress, $0.count, KEY_SPEC_USER_KEYRING) }
         guard serial >= 0 else {
-            throw .unavailable(backend: "kernel keyring", hint: "cannot cache the unlocked store (\(SystemCallError.reason())); "
-                + "set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS so each command can open it, "
-                    + "or use a store made with `lanyard store init --no-passphrase`")
+            throw .unavailable(
+                backend: "kernel keyring",
+                hint: "cannot cache the unlocked store (\(SystemCallError.reason())); "
+                    + "set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS so each command can open it, "
+                    + "or use a store made with `lanyard store init --no-passphrase`"
+            )
         }
         if timeout > 0 { _ = keyctl_set_timeout(serial, UInt32(min(timeout, Double(UInt32.max)))) }
     }
@@ -43,6 +46,7 @@ enum KernelKeyring {
     static func remove(name: String) -> Bool {
         let serial = keyctl_search(KEY_SPEC_USER_KEYRING, "user", name, 0)
         guard serial >= 0 else { return false }
-        return keyctl_invalidate(key_serial_t(serial)) == 0 || keyctl_unlink(key_serial_t(serial), KEY_SPEC_USER_KEYRING) == 0
+        return keyctl_invalidate(key_serial_t(serial)) == 0
+            || keyctl_unlink(key_serial_t(serial), KEY_SPEC_USER_KEYRING) == 0
     }
 }

@@ -12,9 +12,11 @@ package enum LeftoverTemporaries {
     static func guarded(_ paths: Paths) -> [(file: String, lock: String)] {
         let fileStore = EncryptedFileStore(paths: paths)
         let storeLock = fileStore.storePath + ".lock"
-        return [(paths.registryFile, paths.registryFile + ".lock"), (fileStore.storePath, storeLock),
-                (fileStore.plainIdentityPath, storeLock), (fileStore.protectedIdentityPath, storeLock),
-                (fileStore.sealedIdentityPath, storeLock)]
+        return [
+            (paths.registryFile, paths.registryFile + ".lock"), (fileStore.storePath, storeLock),
+            (fileStore.plainIdentityPath, storeLock), (fileStore.protectedIdentityPath, storeLock),
+            (fileStore.sealedIdentityPath, storeLock),
+        ]
     }
 
     /// The leftovers in the data folder now, by path: temporaries of the guarded files whose lock
@@ -60,10 +62,12 @@ package enum LeftoverTemporaries {
     /// GLib's mkstemp template (six letters or digits) or the previous generation's link.
     static func isTemporarySuffix(_ suffix: Substring) -> Bool {
         if suffix == "prev.tmp" { return true }
-        return suffix.utf8.count == 6 && suffix.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-        }
+        return suffix.utf8.count == 6
+            && suffix.utf8.allSatisfy { byte in
+                (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                    || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            }
     }
 
     /// Runs `body` holding the lock at `path` when nobody else holds it, without creating the

@@ -31,8 +31,11 @@ package struct Migration: Sendable {
     /// was written for, so they must land there, and they, not the spent ones, are what moves).
     package let settle: @Sendable (Slot, any CredentialStore) throws -> Void
 
-    package init(registry: Registry, open: @escaping @Sendable (BackendKind) throws -> any CredentialStore,
-                 settle: @escaping @Sendable (Slot, any CredentialStore) throws -> Void = { _, _ in }) {
+    package init(
+        registry: Registry,
+        open: @escaping @Sendable (BackendKind) throws -> any CredentialStore,
+        settle: @escaping @Sendable (Slot, any CredentialStore) throws -> Void = { _, _ in }
+    ) {
         self.registry = registry
         self.open = open
         self.settle = settle
@@ -41,8 +44,12 @@ package struct Migration: Sendable {
     package typealias Step = MigrationStep
 
     /// Migrates `slots` (every slot when empty) to `target`.
-    package func run(to target: BackendKind, slots requested: [Slot], dryRun: Bool,
-                    progress: (Step) -> Void = { _ in }) throws -> [Step] {
+    package func run(
+        to target: BackendKind,
+        slots requested: [Slot],
+        dryRun: Bool,
+        progress: (Step) -> Void = { _ in }
+    ) throws -> [Step] {
         let document = try registry.load()
         for slot in requested where document.slots[slot] == nil { throw RegistryError.unknownSlot(slot) }
         let slots = requested.isEmpty ? document.sortedSlots.map(\.slot) : requested
@@ -70,15 +77,19 @@ package struct Migration: Sendable {
             if let credential {
                 try destination.put(credential, for: slot)
                 guard try destination.get(slot) == credential else {
-                    throw StoreError.corrupt(source: "\(target.displayName) copy of \(slot.name)",
-                                             detail: "read-back did not match; the slot stays in \(record.backend.displayName)")
+                    throw StoreError.corrupt(
+                        source: "\(target.displayName) copy of \(slot.name)",
+                        detail: "read-back did not match; the slot stays in \(record.backend.displayName)"
+                    )
                 }
             }
             try registry.update { doc in doc.slots[slot]?.backend = target }
             if credential != nil {
                 do { try source.delete(slot) } catch StoreError.notFound {}
             }
-            steps.append(Step(slot: slot, from: record.backend, to: target, outcome: credential == nil ? .registryOnly : .moved))
+            steps.append(
+                Step(slot: slot, from: record.backend, to: target, outcome: credential == nil ? .registryOnly : .moved)
+            )
             progress(steps[steps.count - 1])
         }
         return steps

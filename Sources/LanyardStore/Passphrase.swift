@@ -18,7 +18,9 @@ package struct PassphraseReader: Sendable {
         if let file = environment["LANYARD_PASSPHRASE_FILE"], !file.isEmpty {
             // Refused, not warned about, when others can read it (as ssh refuses such a key).
             guard let data = try SecureFiles.readSecretFile(file) else {
-                throw PassphraseError("cannot read LANYARD_PASSPHRASE_FILE (\(TerminalText.escaped(file))): it does not exist")
+                throw PassphraseError(
+                    "cannot read LANYARD_PASSPHRASE_FILE (\(TerminalText.escaped(file))): it does not exist"
+                )
             }
             return try Self.firstLine(data, source: "LANYARD_PASSPHRASE_FILE")
         }
@@ -27,7 +29,9 @@ package struct PassphraseReader: Sendable {
         }
         guard confirm else { return try terminal(prompt: prompt) }
         for attempt in 1...max(tries, 1) {
-            let first = try terminal(prompt: attempt == 1 ? prompt : "The passphrases did not match; try again. " + prompt)
+            let first = try terminal(
+                prompt: attempt == 1 ? prompt : "The passphrases did not match; try again. " + prompt
+            )
             if try terminal(prompt: "Repeat to confirm: ") == first { return first }
         }
         throw PassphraseError("the passphrases did not match")
@@ -61,7 +65,11 @@ package struct PassphraseReader: Sendable {
     /// The secret a file or program gives: its first line, without the line's ending (`\n` or
     /// `\r\n`). Spaces are kept: they may be part of it. `what` names the secret in the error.
     /// Cut as bytes: in Swift's `String`, `\r\n` is one `Character`, which is not `"\n"`.
-    package static func firstLine(_ data: Data, source: String, what: String = "passphrase") throws(PassphraseError) -> String {
+    package static func firstLine(
+        _ data: Data,
+        source: String,
+        what: String = "passphrase"
+    ) throws(PassphraseError) -> String {
         var line = Data(data.prefix { $0 != 0x0A })
         if line.last == 0x0D { line.removeLast() }
         guard !line.isEmpty else { throw PassphraseError("\(source) gave an empty \(what)") }
@@ -82,7 +90,9 @@ package struct PassphraseReader: Sendable {
     package func terminal(prompt: String) throws -> String {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw PassphraseError("no terminal to ask for the passphrase; set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS")
+            throw PassphraseError(
+                "no terminal to ask for the passphrase; set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS"
+            )
         }
         defer { close(fd) }
         var original = termios()
@@ -130,19 +140,32 @@ package enum CredentialStores {
     /// The store of `kind`; `interactive` selects the longer timeout. A file store opens a locked
     /// store on its own when `passphraseEnvironment` names an unattended passphrase source, and
     /// finds its TPM by the variables there (``storeVariables``) and `[store] tpm-tcti`.
-    package static func open(_ kind: BackendKind, config: LanyardConfig, paths: Paths, interactive: Bool,
-                            passphraseEnvironment: [String: String]) -> any CredentialStore {
+    package static func open(
+        _ kind: BackendKind,
+        config: LanyardConfig,
+        paths: Paths,
+        interactive: Bool,
+        passphraseEnvironment: [String: String]
+    ) -> any CredentialStore {
         switch kind {
         case .secretService:
-            return SecretServiceStore(timeout: interactive ? config.interactiveStoreTimeout : config.storeTimeout,
-                                      collection: config.keyringCollection)
+            return SecretServiceStore(
+                timeout: interactive ? config.interactiveStoreTimeout : config.storeTimeout,
+                collection: config.keyringCollection
+            )
         case .file:
             let reader = PassphraseReader(environment: passphraseEnvironment)
             var source: (@Sendable () throws -> String)?
-            if reader.hasUnattendedSource { source = { try reader.read(prompt: "Passphrase for the Lanyard file store: ") } }
-            return EncryptedFileStore(paths: paths, unlockCacheSeconds: config.unlockCacheSeconds, passphraseSource: source,
-                                      passphraseSourceName: reader.unattendedSource,
-                                      tpm: .resolve(environment: passphraseEnvironment, configured: config.tpmTCTI))
+            if reader.hasUnattendedSource {
+                source = { try reader.read(prompt: "Passphrase for the Lanyard file store: ") }
+            }
+            return EncryptedFileStore(
+                paths: paths,
+                unlockCacheSeconds: config.unlockCacheSeconds,
+                passphraseSource: source,
+                passphraseSourceName: reader.unattendedSource,
+                tpm: .resolve(environment: passphraseEnvironment, configured: config.tpmTCTI)
+            )
         }
     }
 }

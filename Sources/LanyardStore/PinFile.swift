@@ -61,7 +61,12 @@ package enum PinFile {
     /// at most `maxFolders` folders in all (breadth first, so the shallow ones are seen first).
     /// Hidden folders, symbolic links and ``unscannedFolders`` are not entered; pins that
     /// ``find(from:uid:)`` would pass over are left out.
-    package static func scan(under roots: [String], uid: uid_t = getuid(), maxDepth: Int = 4, maxFolders: Int = 4000) -> Scan {
+    package static func scan(
+        under roots: [String],
+        uid: uid_t = getuid(),
+        maxDepth: Int = 4,
+        maxFolders: Int = 4000
+    ) -> Scan {
         var result = Scan()
         var seen = Set<String>()
         var queue: [(path: String, depth: Int)] = []
@@ -81,18 +86,26 @@ package enum PinFile {
             defer { closedir(dir) }
             let prefix = folder == "/" ? "" : folder
             while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                }
                 let path = prefix + "/" + name
                 var type = entry.pointee.d_type
                 if type == UInt8(DT_UNKNOWN) {
                     var info = stat()
                     guard lstat(path, &info) == 0 else { continue }
-                    type = info.st_mode & S_IFMT == S_IFDIR ? UInt8(DT_DIR) : info.st_mode & S_IFMT == S_IFREG ? UInt8(DT_REG) : UInt8(DT_UNKNOWN)
+                    type =
+                        info.st_mode & S_IFMT == S_IFDIR
+                        ? UInt8(DT_DIR) : info.st_mode & S_IFMT == S_IFREG ? UInt8(DT_REG) : UInt8(DT_UNKNOWN)
                 }
-                if name == Self.name, type == UInt8(DT_REG), case .success(let text)? = read(path, folder: folder, uid: uid) {
+                if name == Self.name, type == UInt8(DT_REG),
+                    case .success(let text)? = read(path, folder: folder, uid: uid)
+                {
                     result.pins.append((path, slotName(in: text)))
-                } else if type == UInt8(DT_DIR), depth < maxDepth, !name.hasPrefix("."), !unscannedFolders.contains(name),
-                          seen.insert(path).inserted {
+                } else if type == UInt8(DT_DIR), depth < maxDepth, !name.hasPrefix("."),
+                    !unscannedFolders.contains(name),
+                    seen.insert(path).inserted
+                {
                     queue.append((path, depth + 1))
                 }
             }
@@ -104,7 +117,8 @@ package enum PinFile {
     /// The raw slot name a pin's text holds: its first line that is neither blank nor a comment,
     /// trimmed ("" when there is none). Checking it is ``Slot``'s job.
     package static func slotName(in text: String) -> String {
-        text.split(whereSeparator: \.isNewline).map { $0.trimmingSpaces() }.first { !$0.isEmpty && !$0.hasPrefix("#") } ?? ""
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingSpaces() }.first { !$0.isEmpty && !$0.hasPrefix("#") }
+            ?? ""
     }
 
     struct Refusal: Error { let reason: String }
@@ -140,7 +154,13 @@ package enum PinFile {
     package static func write(_ slot: Slot, in directory: String) throws(StoreError) -> String {
         let path = directory + "/" + name
         let text = "# Lanyard account for this directory tree (see `lanyard which`)\n\(slot.name)\n"
-        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o644]) else {
+        guard
+            FileManager.default.createFile(
+                atPath: path,
+                contents: Data(text.utf8),
+                attributes: [.posixPermissions: 0o644]
+            )
+        else {
             throw .io(path: path, detail: "cannot write pin file")
         }
         return path

@@ -26,9 +26,13 @@ extension EncryptedFileStore {
                 throw StoreError.corrupt(source: sealedIdentityPath, detail: "a recipient does not parse")
             }
         }
-        if let plain = try SecureFiles.read(plainIdentityPath) { return [try parseIdentity(plain, source: plainIdentityPath).recipient] }
+        if let plain = try SecureFiles.read(plainIdentityPath) {
+            return [try parseIdentity(plain, source: plainIdentityPath).recipient]
+        }
         if let opened = openedRecipient.withLock({ $0 }) { return [opened] }
-        if let cached = KernelKeyring.load(name: publicKeyCacheName), let recipient = try? X25519Recipient(String(decoding: cached, as: UTF8.self)) {
+        if let cached = KernelKeyring.load(name: publicKeyCacheName),
+            let recipient = try? X25519Recipient(String(decoding: cached, as: UTF8.self))
+        {
             return [recipient]
         }
         if let identity = try cachedIdentity() { return [identity.recipient] }
@@ -38,7 +42,10 @@ extension EncryptedFileStore {
     package func sealRecovery(_ document: Data) throws -> Data? {
         let recipients = try recoveryRecipients()
         do { return try Age.encrypt(document, to: recipients) } catch {
-            throw StoreError.io(path: storePath, detail: "cannot encrypt a recovery file: \(error.userFacingDescription)")
+            throw StoreError.io(
+                path: storePath,
+                detail: "cannot encrypt a recovery file: \(error.userFacingDescription)"
+            )
         }
     }
 

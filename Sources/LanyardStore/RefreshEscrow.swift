@@ -16,7 +16,9 @@ package enum RefreshEscrow {
     }
 
     /// What waits for `slot`, if anything.
-    package static func get(slot: Slot, paths: Paths) -> Data? { KernelKeyring.load(name: name(slot, paths)).map { Data($0) } }
+    package static func get(slot: Slot, paths: Paths) -> Data? {
+        KernelKeyring.load(name: name(slot, paths)).map { Data($0) }
+    }
 
     /// Forgets what waits for `slot` (once the store holds it).
     package static func remove(slot: Slot, paths: Paths) { KernelKeyring.remove(name: name(slot, paths)) }

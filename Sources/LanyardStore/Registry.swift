@@ -113,14 +113,19 @@ package struct Registry: Sendable {
     /// quarantined copy (`registry.json.corrupt-*`, whose first line usually survives whatever
     /// broke the rest), else from the previous generation.
     package func lastKnownActive() -> Slot? {
-        let folder = PathText.parent(of: path), base = PathText.lastComponent(of: path) + ".corrupt-"
+        let folder = PathText.parent(of: path)
+        let base = PathText.lastComponent(of: path) + ".corrupt-"
         var newest: (path: String, modified: Int)?
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(base) {
             var st = stat()
             guard lstat(folder + "/" + name, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
-            if newest.map({ st.st_mtim.tv_sec > $0.modified }) ?? true { newest = (folder + "/" + name, st.st_mtim.tv_sec) }
+            if newest.map({ st.st_mtim.tv_sec > $0.modified }) ?? true {
+                newest = (folder + "/" + name, st.st_mtim.tv_sec)
+            }
         }
-        if let newest, let data = try? SecureFiles.read(newest.path, mapped: true), let slot = RegistryView.leadingActive(data) {
+        if let newest, let data = try? SecureFiles.read(newest.path, mapped: true),
+            let slot = RegistryView.leadingActive(data)
+        {
             return slot
         }
         return previousGeneration()?.active
@@ -179,17 +184,20 @@ package struct RegistryView {
     /// The active slot and its record, when the file starts `{\n  "active": "NAME",` and NAME's
     /// record is found (the full decode would reject an active slot without one).
     /// How a registry in Lanyard's layout starts when it has an active slot.
-    static let activePrefix = Array(#"{"# .utf8) + [0x0a] + Array(#"  "active": "#.utf8)
+    static let activePrefix = Array(#"{"#.utf8) + [0x0a] + Array(#"  "active": "#.utf8)
 
     func fastActive(_ data: Data) -> (Slot, SlotRecord)? {
-        guard hasVersionSuffix(data), let slot = Self.leadingActive(data), let record = fastRecord(of: slot, in: data) else { return nil }
+        guard hasVersionSuffix(data), let slot = Self.leadingActive(data), let record = fastRecord(of: slot, in: data)
+        else { return nil }
         return (slot, record)
     }
 
     /// The active slot named on the first line of a registry in Lanyard's layout (the rest of the
     /// file unread: it may be a damaged copy).
     static func leadingActive(_ data: Data) -> Slot? {
-        guard data.starts(with: activePrefix), case .string(let name)? = try? JSONValue.parseValue(in: data, at: activePrefix.count) else { return nil }
+        guard data.starts(with: activePrefix),
+            case .string(let name)? = try? JSONValue.parseValue(in: data, at: activePrefix.count)
+        else { return nil }
         return try? Slot(name)
     }
 
@@ -201,12 +209,14 @@ package struct RegistryView {
             needle.withUnsafeBytes { key in Self.firstLine(startingWith: key, in: raw) }
         }
         guard let found, let value = try? JSONValue.parseValue(in: data, at: found + needle.count - 1),
-              let fields = try? JSONFields(value, path: ".slots." + slot.name) else { return nil }
+            let fields = try? JSONFields(value, path: ".slots." + slot.name)
+        else { return nil }
         return try? SlotRecord(json: fields)
     }
 
     /// The offset of the first `needle` that starts with a newline (memchr from line to line).
-    private static func firstLine(startingWith needle: UnsafeRawBufferPointer, in bytes: UnsafeRawBufferPointer) -> Int? {
+    private static func firstLine(startingWith needle: UnsafeRawBufferPointer, in bytes: UnsafeRawBufferPointer) -> Int?
+    {
         guard let base = bytes.baseAddress, let key = needle.baseAddress, needle.count > 1 else { return nil }
         var offset = 0
         while offset + needle.count <= bytes.count {

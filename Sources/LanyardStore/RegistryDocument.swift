@@ -19,9 +19,17 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
     /// plans no refresh for it. Written only when false (`"rotates": false`).
     public var rotates: Bool
 
-    public init(provider: String, backend: BackendKind, account: AccountInfo = AccountInfo(),
-                state: AuthState = .signedOut, lastRefresh: Date? = nil, lastRefreshBoot: BootInstant? = nil,
-                lastErrorCode: String? = nil, createdAt: Date? = nil, rotates: Bool = true) {
+    public init(
+        provider: String,
+        backend: BackendKind,
+        account: AccountInfo = AccountInfo(),
+        state: AuthState = .signedOut,
+        lastRefresh: Date? = nil,
+        lastRefreshBoot: BootInstant? = nil,
+        lastErrorCode: String? = nil,
+        createdAt: Date? = nil,
+        rotates: Bool = true
+    ) {
         self.provider = provider
         self.backend = backend
         self.account = account
@@ -46,7 +54,9 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
             throw JSONShapeError(path: json.path + ".backend", problem: "is not a known backend")
         }
         self.backend = backend
-        account = try json.optionalObject("account").map { (f: JSONFields) throws(JSONShapeError) in try AccountInfo(json: f) } ?? AccountInfo()
+        account =
+            try json.optionalObject("account").map { (f: JSONFields) throws(JSONShapeError) in try AccountInfo(json: f)
+            } ?? AccountInfo()
         state = try AuthState(json: try json.object("state"))
         lastRefresh = try json.optionalDate("last_refresh")
         lastRefreshBoot = try json.optionalBootInstant("last_refresh_boot")
@@ -57,8 +67,10 @@ public struct SlotRecord: Hashable, Sendable, JSONDocument {
 
     public var json: JSONValue {
         JSONValue.object([
-            "provider": .string(provider), "backend": .string(backend.rawValue), "account": account.json, "state": state.json,
-            "last_refresh": .date(lastRefresh), "last_refresh_boot": .optional(lastRefreshBoot?.text), "last_error": .optional(lastErrorCode), "created_at": .date(createdAt),
+            "provider": .string(provider), "backend": .string(backend.rawValue), "account": account.json,
+            "state": state.json,
+            "last_refresh": .date(lastRefresh), "last_refresh_boot": .optional(lastRefreshBoot?.text),
+            "last_error": .optional(lastErrorCode), "created_at": .date(createdAt),
             "rotates": rotates ? .null : .bool(false),
         ]).droppingNulls
     }
@@ -91,24 +103,34 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
         var slotError: JSONShapeError?
         let whole: JSONValue?
         do {
-            whole = try JSONValue.parseStreaming(data, streamed: "slots", member: { top[$0] = $1 }, reader: { name, reader throws(JSONSyntaxError) in
-                guard slotError == nil else { _ = try reader.value(); return }
-                guard let slot = try? Slot(name) else {
-                    slotError = JSONShapeError(path: ".slots", problem: "has an invalid slot name")
-                    _ = try reader.value()
-                    return
+            whole = try JSONValue.parseStreaming(
+                data,
+                streamed: "slots",
+                member: { top[$0] = $1 },
+                reader: { name, reader throws(JSONSyntaxError) in
+                    guard slotError == nil else {
+                        _ = try reader.value()
+                        return
+                    }
+                    guard let slot = try? Slot(name) else {
+                        slotError = JSONShapeError(path: ".slots", problem: "has an invalid slot name")
+                        _ = try reader.value()
+                        return
+                    }
+                    // Records as Lanyard writes them straight from the bytes; anything else (and every
+                    // error) the long way, from the same place.
+                    let start = reader
+                    if let record = try? SlotRecordReader.read(&reader) {
+                        slots[slot] = record
+                        return
+                    }
+                    reader = start
+                    let value = try reader.value()
+                    do throws(JSONShapeError) {
+                        slots[slot] = try SlotRecord(json: try JSONFields(value, path: ".slots." + name))
+                    } catch { slotError = error }
                 }
-                // Records as Lanyard writes them straight from the bytes; anything else (and every
-                // error) the long way, from the same place.
-                let start = reader
-                if let record = try? SlotRecordReader.read(&reader) {
-                    slots[slot] = record
-                    return
-                }
-                reader = start
-                let value = try reader.value()
-                do throws(JSONShapeError) { slots[slot] = try SlotRecord(json: try JSONFields(value, path: ".slots." + name)) } catch { slotError = error }
-            })
+            )
         } catch {
             throw DecodeError(source: source, detail: "not valid JSON (\(error.userFacingDescription))")
         }
@@ -117,7 +139,11 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
             let json = try JSONFields(whole ?? .object(top))
             let version = try json.int("version")
             guard version == RegistryDocument.currentVersion else {
-                throw JSONShapeError(path: ".version", problem: "is \(version): not supported (this Lanyard reads version \(RegistryDocument.currentVersion))")
+                throw JSONShapeError(
+                    path: ".version",
+                    problem:
+                        "is \(version): not supported (this Lanyard reads version \(RegistryDocument.currentVersion))"
+                )
             }
             _ = try json.object("slots")
             if let slotError { throw slotError }
@@ -138,12 +164,17 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
     package init(json: JSONFields) throws(JSONShapeError) {
         version = try json.int("version")
         guard version == RegistryDocument.currentVersion else {
-            throw JSONShapeError(path: ".version", problem: "is \(version): not supported (this Lanyard reads version \(RegistryDocument.currentVersion))")
+            throw JSONShapeError(
+                path: ".version",
+                problem: "is \(version): not supported (this Lanyard reads version \(RegistryDocument.currentVersion))"
+            )
         }
         let slotsObject = try json.object("slots")
         slots.reserveCapacity(slotsObject.object.count)
         for (name, value) in slotsObject.object {
-            guard let slot = try? Slot(name) else { throw JSONShapeError(path: ".slots", problem: "has an invalid slot name") }
+            guard let slot = try? Slot(name) else {
+                throw JSONShapeError(path: ".slots", problem: "has an invalid slot name")
+            }
             slots[slot] = try SlotRecord(json: try JSONFields(value, path: ".slots." + name))
         }
         if let name = try json.optionalString("active") {
@@ -157,7 +188,9 @@ public struct RegistryDocument: Hashable, Sendable, JSONDocument {
     public var json: JSONValue {
         var slotsObject: [String: JSONValue] = [:]
         for (slot, record) in slots { slotsObject[slot.name] = record.json }
-        return JSONValue.object(["version": .number(Double(version)), "active": .optional(active?.name),
-                                 "slots": .object(slotsObject)]).droppingNulls
+        return JSONValue.object([
+            "version": .number(Double(version)), "active": .optional(active?.name),
+            "slots": .object(slotsObject),
+        ]).droppingNulls
     }
 }

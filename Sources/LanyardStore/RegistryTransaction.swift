@@ -44,7 +44,10 @@ package final class RegistryTransaction {
     func adopt(_ write: StagedStoreWrite) throws {
         guard staged == nil, write.stagedPath == paths.incomingStoreFile else {
             write.discard()
-            throw StoreError.io(path: write.stagedPath, detail: "a registry transaction lands one file-store write, staged at \(paths.incomingStoreFile)")
+            throw StoreError.io(
+                path: write.stagedPath,
+                detail: "a registry transaction lands one file-store write, staged at \(paths.incomingStoreFile)"
+            )
         }
         staged = write
     }
@@ -117,8 +120,11 @@ extension Registry {
             throw error
         }
         do { try SecureFiles.replace(path, withFile: incoming, keepPrevious: true) } catch {
-            throw StoreError.io(path: path, detail: "the store holds the change but the registry could not be replaced "
-                + "(\(error.userFacingDescription)); the next lanyard command that reads the registry finishes it")
+            throw StoreError.io(
+                path: path,
+                detail: "the store holds the change but the registry could not be replaced "
+                    + "(\(error.userFacingDescription)); the next lanyard command that reads the registry finishes it"
+            )
         }
         return result
     }
@@ -126,7 +132,8 @@ extension Registry {
     /// Finishes or undoes a transaction a killed process left (see the top of this file). Call
     /// with the registry lock held.
     func settle() throws {
-        let incoming = paths.incomingRegistryFile, staged = paths.incomingStoreFile
+        let incoming = paths.incomingRegistryFile
+        let staged = paths.incomingStoreFile
         let hasIncoming = try SecureFiles.checkFile(incoming)
         var st = stat()
         let hasStaged = lstat(staged, &st) == 0
@@ -159,7 +166,8 @@ extension Registry {
     /// - Parameter staged: look for a staged store alone too (one more `access(2)`); the hot
     ///   path (``view()``) looks only for the staged registry, which is what changes what it reads.
     func settleForReaders(staged: Bool) {
-        guard access(paths.incomingRegistryFile, F_OK) == 0 || (staged && access(paths.incomingStoreFile, F_OK) == 0) else { return }
+        guard access(paths.incomingRegistryFile, F_OK) == 0 || (staged && access(paths.incomingStoreFile, F_OK) == 0)
+        else { return }
         guard let lock = (try? FileLock.tryLock(path: path + ".lock")) ?? nil else { return }
         try? settle()
         withExtendedLifetime(lock) {}

@@ -84,8 +84,14 @@ package struct RustKeyringEntry: Sendable {
                 return .failure(.unavailable("the keyring has no default collection"))
             }
             if try service.isLocked(collection: path, deadline: deadline) { return .failure(.locked) }
-            try service.storeUnchecked(attributes: attributes, collectionPath: path, label: label, secret: Data(secret.utf8),
-                                       contentType: "text/plain", deadline: deadline)
+            try service.storeUnchecked(
+                attributes: attributes,
+                collectionPath: path,
+                label: label,
+                secret: Data(secret.utf8),
+                contentType: "text/plain",
+                deadline: deadline
+            )
             return .success(())
         }.get()
     }
@@ -102,7 +108,8 @@ package struct RustKeyringEntry: Sendable {
     }
 
     /// The items the crate would take for this entry.
-    private func matchingItems(_ service: KeyringService, _ deadline: Deadline) throws(KeyringFailure) -> [KeyringItem] {
+    private func matchingItems(_ service: KeyringService, _ deadline: Deadline) throws(KeyringFailure) -> [KeyringItem]
+    {
         try service.searchUnchecked(["service": self.service, "username": username], deadline: deadline)
             .filter { item in item.attributes["target"].map { $0 == "default" } ?? true }
     }

@@ -53,13 +53,19 @@ extension EncryptedFileStore {
     /// identity removed. A failure before that leaves the store as it was (it may already be
     /// encrypted to the recovery recipients too); a crash after `identity.tpm` landed leaves both
     /// identities, and running this again finishes the job (``SealOutcome/finished``).
-    package func sealInPlace(pin: String?, recovery: [X25519Recipient], passphrase: () throws -> String) throws -> SealOutcome {
+    package func sealInPlace(
+        pin: String?,
+        recovery: [X25519Recipient],
+        passphrase: () throws -> String
+    ) throws -> SealOutcome {
         try SecureFiles.ensureDirectory(directory)
         let lock = try FileLock(path: storePath + ".lock")
         defer { withExtendedLifetime(lock) {} }
         let clear = try [plainIdentityPath, protectedIdentityPath].filter { try SecureFiles.checkFile($0) }
         if isSealed {
-            guard !clear.isEmpty else { throw StoreError.io(path: sealedIdentityPath, detail: "the file store is already sealed by a TPM") }
+            guard !clear.isEmpty else {
+                throw StoreError.io(path: sealedIdentityPath, detail: "the file store is already sealed by a TPM")
+            }
             let identity = try unsealIdentity(pin: pin)
             _ = try read(identity: identity)
             for path in clear { try SecureFiles.removeDurably(path) }
@@ -83,7 +89,10 @@ extension EncryptedFileStore {
         // next command will, before the clear one goes.
         let reopened = try unsealIdentity(pin: pin)
         guard reopened.recipient == identity.recipient, try read(identity: reopened) == document else {
-            throw StoreError.corrupt(source: sealedIdentityPath, detail: "the sealed identity does not open the store as the old one did")
+            throw StoreError.corrupt(
+                source: sealedIdentityPath,
+                detail: "the sealed identity does not open the store as the old one did"
+            )
         }
         for path in clear { try SecureFiles.removeDurably(path) }
         try? cache(identity)
@@ -92,20 +101,40 @@ extension EncryptedFileStore {
 
     /// `identity` sealed by the TPM, checked: the TPM unseals it again (a right PIN does not count
     /// towards its lockout) and the file decodes.
-    func sealedFile(for identity: X25519Identity, pin: String?, recovery: [X25519Recipient]) throws -> SealedIdentityFile {
+    func sealedFile(
+        for identity: X25519Identity,
+        pin: String?,
+        recovery: [X25519Recipient]
+    ) throws -> SealedIdentityFile {
         var secret = Array(identity.secretKeyString.utf8)
         defer { for i in secret.indices { secret[i] = 0 } }
         let auth = pin.map(Self.pinAuth) ?? []
         let sealed = try TPM.seal(secret, auth: auth, at: tpm)
-        var back = try TPM.unseal(publicBlob: sealed.publicBlob, privateBlob: sealed.privateBlob, storageKeyName: sealed.storageKeyName,
-                                  auth: auth, at: tpm)
+        var back = try TPM.unseal(
+            publicBlob: sealed.publicBlob,
+            privateBlob: sealed.privateBlob,
+            storageKeyName: sealed.storageKeyName,
+            auth: auth,
+            at: tpm
+        )
         defer { for i in back.indices { back[i] = 0 } }
-        guard back == secret else { throw TPMError.failed(step: "unseal after seal", code: 0, detail: "the TPM gave back other data") }
-        let file = SealedIdentityFile(recipient: identity.recipient.string, storageKeyName: sealed.storageKeyName, pin: pin != nil,
-                                      recoveryRecipients: recovery.map(\.string), publicBlob: sealed.publicBlob,
-                                      privateBlob: sealed.privateBlob)
+        guard back == secret else {
+            throw TPMError.failed(step: "unseal after seal", code: 0, detail: "the TPM gave back other data")
+        }
+        let file = SealedIdentityFile(
+            recipient: identity.recipient.string,
+            storageKeyName: sealed.storageKeyName,
+            pin: pin != nil,
+            recoveryRecipients: recovery.map(\.string),
+            publicBlob: sealed.publicBlob,
+            privateBlob: sealed.privateBlob
+        )
         do { _ = try SealedIdentityFile.decode(file.encoded()) } catch {
-            throw TPMError.failed(step: "seal", code: 0, detail: "the TPM's blobs are not those of a sealed data object (\(error.description))")
+            throw TPMError.failed(
+                step: "seal",
+                code: 0,
+                detail: "the TPM's blobs are not those of a sealed data object (\(error.description))"
+            )
         }
         return file
     }
@@ -120,19 +149,25 @@ extension EncryptedFileStore {
             health.problem = error.userFacingDescription
             return
         }
-        var notes = ["identity sealed by the TPM whose storage key is \(file.storageKeyNameHex) (at \(tpm))",
-                     file.pin ? "a PIN guards it: the TPM's dictionary-attack lockout counts wrong ones"
-                              : "no PIN: any program running as you on this machine can open it"]
+        var notes = [
+            "identity sealed by the TPM whose storage key is \(file.storageKeyNameHex) (at \(tpm))",
+            file.pin
+                ? "a PIN guards it: the TPM's dictionary-attack lockout counts wrong ones"
+                : "no PIN: any program running as you on this machine can open it",
+        ]
         if file.recoveryRecipients.isEmpty {
             notes.append("no recovery recipient: if this TPM is cleared or replaced, nothing opens the store")
         } else {
-            notes.append("recovery recipients (stock age opens the store with their identities): "
-                + file.recoveryRecipients.joined(separator: ", "))
+            notes.append(
+                "recovery recipients (stock age opens the store with their identities): "
+                    + file.recoveryRecipients.joined(separator: ", ")
+            )
         }
         health.notes = notes
         let clear = [plainIdentityPath, protectedIdentityPath].filter { (try? SecureFiles.checkFile($0)) == true }
         if !clear.isEmpty {
-            health.problem = "\(clear.map(PathText.lastComponent).joined(separator: " and ")) is still beside identity.tpm "
+            health.problem =
+                "\(clear.map(PathText.lastComponent).joined(separator: " and ")) is still beside identity.tpm "
                 + "(an interrupted `lanyard store seal --tpm`): run it again to finish"
         }
     }
@@ -156,22 +191,36 @@ extension EncryptedFileStore {
             } else if let passphraseSource {
                 auth = Self.pinAuth(try passphraseSource())
             } else {
-                throw StoreError.locked(backend: Self.backendName, hint: "its identity is sealed by the TPM with a PIN: "
-                    + "run `lanyard store unlock` "
-                        + "(or set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS to give the PIN)")
+                throw StoreError.locked(
+                    backend: Self.backendName,
+                    hint: "its identity is sealed by the TPM with a PIN: "
+                        + "run `lanyard store unlock` "
+                        + "(or set LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS to give the PIN)"
+                )
             }
         }
         defer { for i in auth.indices { auth[i] = 0 } }
-        var secret = try TPM.unseal(publicBlob: file.publicBlob, privateBlob: file.privateBlob, storageKeyName: file.storageKeyName,
-                                    auth: auth, at: tpm)
+        var secret = try TPM.unseal(
+            publicBlob: file.publicBlob,
+            privateBlob: file.privateBlob,
+            storageKeyName: file.storageKeyName,
+            auth: auth,
+            at: tpm
+        )
         defer { for i in secret.indices { secret[i] = 0 } }
         // Parsed without the file's public key as a hint, so the check below compares the
         // recipient computed from the secret.
         guard let identity = try? X25519Identity(String(decoding: secret, as: UTF8.self)) else {
-            throw StoreError.corrupt(source: sealedIdentityPath, detail: "the TPM unsealed something that is not an age identity")
+            throw StoreError.corrupt(
+                source: sealedIdentityPath,
+                detail: "the TPM unsealed something that is not an age identity"
+            )
         }
         guard identity.recipient.string == file.recipient else {
-            throw StoreError.corrupt(source: sealedIdentityPath, detail: "the unsealed identity is not the recipient the file names")
+            throw StoreError.corrupt(
+                source: sealedIdentityPath,
+                detail: "the unsealed identity is not the recipient the file names"
+            )
         }
         return identity
     }

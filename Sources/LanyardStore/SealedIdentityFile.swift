@@ -44,8 +44,14 @@ package struct SealedIdentityFile: Equatable, Sendable {
     /// TPM2B_PRIVATE of the sealed object (encrypted by the TPM under the storage key).
     package var privateBlob: [UInt8]
 
-    package init(recipient: String, storageKeyName: [UInt8], pin: Bool, recoveryRecipients: [String], publicBlob: [UInt8],
-                 privateBlob: [UInt8]) {
+    package init(
+        recipient: String,
+        storageKeyName: [UInt8],
+        pin: Bool,
+        recoveryRecipients: [String],
+        publicBlob: [UInt8],
+        privateBlob: [UInt8]
+    ) {
         self.recipient = recipient
         self.storageKeyName = storageKeyName
         self.pin = pin
@@ -59,7 +65,8 @@ package struct SealedIdentityFile: Equatable, Sendable {
 
     /// The file's bytes.
     package func encoded() -> Data {
-        var text = "# Lanyard file-store identity, sealed by a TPM 2.0: only that TPM can open it (docs/store-format.md)\n"
+        var text =
+            "# Lanyard file-store identity, sealed by a TPM 2.0: only that TPM can open it (docs/store-format.md)\n"
         text += Self.versionLine + "\n"
         text += "recipient \(recipient)\n"
         text += "storage-key \(storageKeyNameHex)\n"
@@ -72,9 +79,13 @@ package struct SealedIdentityFile: Equatable, Sendable {
 
     /// Reads the file, refusing anything but what ``encoded()`` writes (comments aside).
     package static func decode(_ data: Data) throws(SealedIdentityFileError) -> SealedIdentityFile {
-        guard data.count <= 16 * 1024 else { throw SealedIdentityFileError(line: nil, problem: "is larger than 16 KiB") }
+        guard data.count <= 16 * 1024 else {
+            throw SealedIdentityFileError(line: nil, problem: "is larger than 16 KiB")
+        }
         guard !data.isEmpty else { throw SealedIdentityFileError(line: nil, problem: "is empty") }
-        guard data.last == 0x0A else { throw SealedIdentityFileError(line: nil, problem: "does not end with a line break") }
+        guard data.last == 0x0A else {
+            throw SealedIdentityFileError(line: nil, problem: "does not end with a line break")
+        }
         var lines = [[UInt8]]()
         var current = [UInt8]()
         for byte in data {
@@ -86,9 +97,13 @@ package struct SealedIdentityFile: Equatable, Sendable {
             }
         }
         var index = 0
-        func fail(_ problem: String) -> SealedIdentityFileError { SealedIdentityFileError(line: index + 1, problem: problem) }
+        func fail(_ problem: String) -> SealedIdentityFileError {
+            SealedIdentityFileError(line: index + 1, problem: problem)
+        }
         while index < lines.count, lines[index].first == UInt8(ascii: "#") {
-            guard lines[index].allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { throw fail("a comment with a control or non-ASCII character") }
+            guard lines[index].allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+                throw fail("a comment with a control or non-ASCII character")
+            }
             index += 1
         }
         guard index < lines.count, lines[index] == Array(versionLine.utf8) else {
@@ -113,7 +128,9 @@ package struct SealedIdentityFile: Equatable, Sendable {
         }
         func recipientValue(_ keyword: String) throws(SealedIdentityFileError) -> String? {
             guard let text = try value(keyword) else { return nil }
-            guard (try? X25519Recipient(text))?.string == text else { throw fail("\(keyword): not an age X25519 recipient (age1…)") }
+            guard (try? X25519Recipient(text))?.string == text else {
+                throw fail("\(keyword): not an age X25519 recipient (age1…)")
+            }
             index += 1
             return text
         }
@@ -135,7 +152,10 @@ package struct SealedIdentityFile: Equatable, Sendable {
             let line = index + 1
             guard let next = try recipientValue("recovery") else { break }
             guard recovery.count < maximumRecoveryRecipients else {
-                throw SealedIdentityFileError(line: line, problem: "more than \(maximumRecoveryRecipients) recovery recipients")
+                throw SealedIdentityFileError(
+                    line: line,
+                    problem: "more than \(maximumRecoveryRecipients) recovery recipients"
+                )
             }
             guard next != recipient, !recovery.contains(next) else {
                 throw SealedIdentityFileError(line: line, problem: "recovery: a recipient named twice")
@@ -149,8 +169,14 @@ package struct SealedIdentityFile: Equatable, Sendable {
         if let problem = Self.privateProblem(privateBlob) { throw fail("private: \(problem)") }
         index += 1
         guard index == lines.count else { throw fail("unexpected line after \"private\"") }
-        return SealedIdentityFile(recipient: recipient, storageKeyName: name, pin: pin, recoveryRecipients: recovery,
-                                  publicBlob: publicBlob, privateBlob: privateBlob)
+        return SealedIdentityFile(
+            recipient: recipient,
+            storageKeyName: name,
+            pin: pin,
+            recoveryRecipients: recovery,
+            publicBlob: publicBlob,
+            privateBlob: privateBlob
+        )
     }
 
     /// Lowercase hex, every byte two digits.
@@ -167,7 +193,10 @@ package struct SealedIdentityFile: Equatable, Sendable {
 
     /// Bytes from lowercase hex; anything else (uppercase, odd length, other characters) is refused,
     /// so each file has one spelling.
-    static func hexValue(_ text: String, fail: (String) -> SealedIdentityFileError) throws(SealedIdentityFileError) -> [UInt8] {
+    static func hexValue(
+        _ text: String,
+        fail: (String) -> SealedIdentityFileError
+    ) throws(SealedIdentityFileError) -> [UInt8] {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { throw fail("an odd number of hex digits") }
         func digit(_ c: UInt8) -> UInt8? {
@@ -193,16 +222,22 @@ package struct SealedIdentityFile: Equatable, Sendable {
     /// authPolicy (empty), keyedHash scheme (NULL), unique (a SHA-256 digest).
     static func publicProblem(_ blob: [UInt8], pin: Bool) -> String? {
         var reader = BigEndianReader(blob)
-        guard let size = reader.u16(), Int(size) == blob.count - 2 else { return "its size field does not match its length (\(blob.count) bytes)" }
+        guard let size = reader.u16(), Int(size) == blob.count - 2 else {
+            return "its size field does not match its length (\(blob.count) bytes)"
+        }
         guard reader.u16() == 0x0008 else { return "not a keyed-hash (sealed data) object" }
         guard reader.u16() == 0x000B else { return "its name algorithm is not SHA-256" }
         guard let attributes = reader.u32() else { return "ends inside objectAttributes" }
         let required: UInt32 = 0x0000_0002 | 0x0000_0010 | 0x0000_0040  // fixedTPM, fixedParent, userWithAuth
         // sensitiveDataOrigin, restricted, decrypt, sign
         let forbidden: UInt32 = 0x0000_0020 | 0x0001_0000 | 0x0002_0000 | 0x0004_0000
-        guard attributes & required == required, attributes & forbidden == 0 else { return "objectAttributes are not those of a sealed data object" }
+        guard attributes & required == required, attributes & forbidden == 0 else {
+            return "objectAttributes are not those of a sealed data object"
+        }
         guard (attributes & 0x0000_0400 == 0) == pin else {
-            return pin ? "the object is noDA, but the file says a PIN guards it" : "the object is not noDA, but the file says it has no PIN"
+            return pin
+                ? "the object is noDA, but the file says a PIN guards it"
+                : "the object is not noDA, but the file says it has no PIN"
         }
         guard reader.u16() == 0 else { return "it has an authPolicy (Lanyard seals without one)" }
         guard reader.u16() == 0x0010 else { return "its keyed-hash scheme is not NULL" }
@@ -215,7 +250,9 @@ package struct SealedIdentityFile: Equatable, Sendable {
     /// libtss2's buffer), which only the TPM can check.
     static func privateProblem(_ blob: [UInt8]) -> String? {
         var reader = BigEndianReader(blob)
-        guard let size = reader.u16(), size > 0, Int(size) == blob.count - 2 else { return "its size field does not match its length (\(blob.count) bytes)" }
+        guard let size = reader.u16(), size > 0, Int(size) == blob.count - 2 else {
+            return "its size field does not match its length (\(blob.count) bytes)"
+        }
         guard size <= 1550 else { return "longer than a TPM2B_PRIVATE can be" }
         return nil
     }

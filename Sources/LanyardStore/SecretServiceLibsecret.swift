@@ -38,7 +38,10 @@ extension KeyringFailure {
 }
 
 /// Runs a GLib call, turning its failure into a KeyringFailure.
-private func keyring<T>(_ what: @autoclosure () -> String, _ body: () throws(GLibCall.Failure) -> T) throws(KeyringFailure) -> T {
+private func keyring<T>(
+    _ what: @autoclosure () -> String,
+    _ body: () throws(GLibCall.Failure) -> T
+) throws(KeyringFailure) -> T {
     do { return try body() } catch { throw KeyringFailure(error, refused: what()) }
 }
 
@@ -70,9 +73,10 @@ final class LanyardSchema: @unchecked Sendable {
         // Values are SecretSchemaAttributeType packed into pointers (GINT_TO_POINTER); STRING is 0.
         let types = LanyardSchema.attributeNames.map { ($0, Int(SECRET_SCHEMA_ATTRIBUTE_STRING.rawValue)) }
         // SECRET_SCHEMA_NONE: items carry `xdg:schema` and searches match on it.
-        pointer = withIntegerTable(Dictionary(uniqueKeysWithValues: types)) { table in
-            secret_schema_newv(LanyardSchema.name, SECRET_SCHEMA_NONE, table)
-        } ?? nil
+        pointer =
+            withIntegerTable(Dictionary(uniqueKeysWithValues: types)) { table in
+                secret_schema_newv(LanyardSchema.name, SECRET_SCHEMA_NONE, table)
+            } ?? nil
     }
 
     /// The schema to pass to libsecret.
@@ -91,12 +95,16 @@ final class LanyardSchema: @unchecked Sendable {
 }
 
 /// Runs `body` with a GHashTable of validated schema attributes.
-private func withAttributes<R>(_ attributes: [String: String],
-                               _ body: (OpaquePointer, OpaquePointer) throws(KeyringFailure) -> R)
-    throws(KeyringFailure) -> R {
+private func withAttributes<R>(
+    _ attributes: [String: String],
+    _ body: (OpaquePointer, OpaquePointer) throws(KeyringFailure) -> R
+)
+    throws(KeyringFailure) -> R
+{
     try LanyardSchema.validate(attributes)
     let schema = try LanyardSchema.schema()
-    guard let result = try withStringTable(attributes, { table throws(KeyringFailure) in try body(table, schema) }) else {
+    guard let result = try withStringTable(attributes, { table throws(KeyringFailure) in try body(table, schema) })
+    else {
         throw .refused("allocating an attribute table")
     }
     return result
@@ -135,7 +143,8 @@ final class KeyringConnection: @unchecked Sendable {
         }
         func nonEmpty(_ key: String) -> String? { env(key).flatMap { $0.isEmpty ? nil : $0 } }
         // GLib's g_get_user_runtime_dir(): XDG_RUNTIME_DIR, else the user cache directory.
-        let runtime = nonEmpty("XDG_RUNTIME_DIR") ?? nonEmpty("XDG_CACHE_HOME")
+        let runtime =
+            nonEmpty("XDG_RUNTIME_DIR") ?? nonEmpty("XDG_CACHE_HOME")
             ?? ((nonEmpty("HOME") ?? PathText.passwordDatabaseHome()) + "/.cache")
         let socket = runtime + "/bus"
         if access(socket, F_OK) == 0 { return nil }
@@ -186,9 +195,11 @@ final class KeyringConnection: @unchecked Sendable {
         let fresh: GObjectReference
         do {
             fresh = try keyring("secret_service_get_sync") { () throws(GLibCall.Failure) in
-                GObjectReference(adopting: try GLibCall.pointer {
-                    secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, deadline.cancellable, $0)
-                })
+                GObjectReference(
+                    adopting: try GLibCall.pointer {
+                        secret_service_get_sync(SECRET_SERVICE_OPEN_SESSION, deadline.cancellable, $0)
+                    }
+                )
             }
         } catch {
             // Nobody owns the name and the bus could not start a service for it.
@@ -198,7 +209,11 @@ final class KeyringConnection: @unchecked Sendable {
             throw error
         }
         // The owner the proxy found (or the bus started for it).
-        guard let ownerName = g_dbus_proxy_get_name_owner(UnsafeMutableRawPointer(fresh.pointer).assumingMemoryBound(to: GDBusProxy.self)) else { throw nobody }
+        guard
+            let ownerName = g_dbus_proxy_get_name_owner(
+                UnsafeMutableRawPointer(fresh.pointer).assumingMemoryBound(to: GDBusProxy.self)
+            )
+        else { throw nobody }
         defer { g_free(ownerName) }
         service = fresh
         owner = String(cString: ownerName)
@@ -244,26 +259,42 @@ final class KeyringService: @unchecked Sendable {
     /// Items of any schema (or none) matching `attributes` in every collection, locked ones
     /// included: another program's items (``RustKeyringEntry``), so no schema checks the names.
     func searchUnchecked(_ attributes: [String: String], deadline: Deadline) throws(KeyringFailure) -> [KeyringItem] {
-        let list = try withStringTable(attributes) { table throws(KeyringFailure) in
-            try keyring("search") { () throws(GLibCall.Failure) in
-                try GLibCall.optionalPointer {
-                    secret_service_search_sync(service, nil, table, SECRET_SEARCH_ALL, deadline.cancellable, $0)
+        let list =
+            try withStringTable(attributes) { table throws(KeyringFailure) in
+                try keyring("search") { () throws(GLibCall.Failure) in
+                    try GLibCall.optionalPointer {
+                        secret_service_search_sync(service, nil, table, SECRET_SEARCH_ALL, deadline.cancellable, $0)
+                    }
                 }
-            }
-        } ?? nil
+            } ?? nil
         return takeList(list).map { KeyringItem(adopting: $0) }
     }
 
     /// Stores `secret` as a new item with exactly `attributes` and no schema (no `xdg:schema`
     /// attribute), replacing an item of that collection with the same attributes.
-    func storeUnchecked(attributes: [String: String], collectionPath: String, label: String, secret: Data, contentType: String,
-                        deadline: Deadline) throws(KeyringFailure) {
+    func storeUnchecked(
+        attributes: [String: String],
+        collectionPath: String,
+        label: String,
+        secret: Data,
+        contentType: String,
+        deadline: Deadline
+    ) throws(KeyringFailure) {
         let value = try makeSecretValue(secret, contentType: contentType)
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         let stored: Bool? = try withStringTable(attributes) { table throws(KeyringFailure) in
             try keyring("store an item in \(collectionPath)") { () throws(GLibCall.Failure) in
                 try GLibCall.bool {
-                    secret_service_store_sync(service, nil, table, collectionPath, label, value, deadline.cancellable, $0)
+                    secret_service_store_sync(
+                        service,
+                        nil,
+                        table,
+                        collectionPath,
+                        label,
+                        value,
+                        deadline.cancellable,
+                        $0
+                    )
                 }
             }
             return true
@@ -274,14 +305,28 @@ final class KeyringService: @unchecked Sendable {
     /// Object paths of the items of schema dev.lanyard.Credential matching `attributes` in every
     /// collection, unlocked and locked apart: one SearchItems call, and no item proxies made (each
     /// proxy costs a property load and signal subscriptions on the bus).
-    func searchPaths(_ attributes: [String: String], deadline: Deadline) throws(KeyringFailure) -> (unlocked: [String], locked: [String]) {
+    func searchPaths(
+        _ attributes: [String: String],
+        deadline: Deadline
+    ) throws(KeyringFailure) -> (unlocked: [String], locked: [String]) {
         var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
         var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
-        defer { g_strfreev(unlocked); g_strfreev(locked) }
+        defer {
+            g_strfreev(unlocked)
+            g_strfreev(locked)
+        }
         try withAttributes(attributes) { table, schema throws(KeyringFailure) in
             try keyring("search") { () throws(GLibCall.Failure) in
                 try GLibCall.bool {
-                    secret_service_search_for_dbus_paths_sync(service, schema, table, deadline.cancellable, &unlocked, &locked, $0)
+                    secret_service_search_for_dbus_paths_sync(
+                        service,
+                        schema,
+                        table,
+                        deadline.cancellable,
+                        &unlocked,
+                        &locked,
+                        $0
+                    )
                 }
             }
         }
@@ -293,8 +338,13 @@ final class KeyringService: @unchecked Sendable {
     func attributes(ofItem path: String, deadline: Deadline) throws(KeyringFailure) -> [String: String]? {
         let value: GValueTree?
         do {
-            value = try bus.property(destination: busName, path: path, interface: "org.freedesktop.Secret.Item",
-                                     name: "Attributes", deadline: deadline)
+            value = try bus.property(
+                destination: busName,
+                path: path,
+                interface: "org.freedesktop.Secret.Item",
+                name: "Attributes",
+                deadline: deadline
+            )
         } catch .error(let error) where error.isNoSuchObject {
             return nil
         } catch {
@@ -302,7 +352,9 @@ final class KeyringService: @unchecked Sendable {
         }
         var attributes: [String: String] = [:]
         for entry in value?.array ?? [] {
-            if let pair = entry.array, pair.count == 2, let key = pair[0].string, let text = pair[1].string { attributes[key] = text }
+            if let pair = entry.array, pair.count == 2, let key = pair[0].string, let text = pair[1].string {
+                attributes[key] = text
+            }
         }
         return attributes
     }
@@ -312,7 +364,10 @@ final class KeyringService: @unchecked Sendable {
         guard let vector else { return [] }
         var result: [String] = []
         var index = 0
-        while let string = vector[index] { result.append(String(cString: string)); index += 1 }
+        while let string = vector[index] {
+            result.append(String(cString: string))
+            index += 1
+        }
         return result
     }
 
@@ -320,7 +375,9 @@ final class KeyringService: @unchecked Sendable {
     /// hands its bytes to `body` without copying them; libsecret wipes them afterwards.
     func withSecret<R>(ofItem path: String, deadline: Deadline, _ body: (Data) -> R) throws(KeyringFailure) -> R {
         let value = try keyring("load secret of \(path)") { () throws(GLibCall.Failure) in
-            try GLibCall.pointer { secret_service_get_secret_for_dbus_path_sync(service, path, deadline.cancellable, $0) }
+            try GLibCall.pointer {
+                secret_service_get_secret_for_dbus_path_sync(service, path, deadline.cancellable, $0)
+            }
         }
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         var length: gsize = 0
@@ -332,7 +389,8 @@ final class KeyringService: @unchecked Sendable {
     /// the bus daemon's record of the owner's process; nil when the bus does not say.
     func ownerProcessName(deadline: Deadline) -> String? {
         guard let pid = try? bus.processID(of: busName, deadline: deadline), pid > 0,
-              let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
+            let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+        else { return nil }
         let name = comm.trimmingWhitespaceAndNewlines()
         return name.isEmpty ? nil : name
     }
@@ -340,9 +398,14 @@ final class KeyringService: @unchecked Sendable {
     /// The object path an alias (`default`, `login`, `session`) points to, or nil when unset.
     func readAlias(_ alias: String, deadline: Deadline) throws(KeyringFailure) -> String? {
         let reply = try keyring("ReadAlias") { () throws(GLibCall.Failure) in
-            try bus.call(destination: busName, path: "/org/freedesktop/secrets",
-                         interface: "org.freedesktop.Secret.Service", method: "ReadAlias", arguments: [.string(alias)],
-                         deadline: deadline)
+            try bus.call(
+                destination: busName,
+                path: "/org/freedesktop/secrets",
+                interface: "org.freedesktop.Secret.Service",
+                method: "ReadAlias",
+                arguments: [.string(alias)],
+                deadline: deadline
+            )
         }
         guard let path = reply.first?.string, path != "/" else { return nil }
         return path
@@ -351,8 +414,13 @@ final class KeyringService: @unchecked Sendable {
     /// The collection's Locked property, read fresh from the service.
     func isLocked(collection path: String, deadline: Deadline) throws(KeyringFailure) -> Bool {
         let value = try keyring("Locked") { () throws(GLibCall.Failure) in
-            try bus.property(destination: busName, path: path, interface: "org.freedesktop.Secret.Collection",
-                             name: "Locked", deadline: deadline)
+            try bus.property(
+                destination: busName,
+                path: path,
+                interface: "org.freedesktop.Secret.Collection",
+                name: "Locked",
+                deadline: deadline
+            )
         }
         guard let locked = value?.bool else {
             throw .refused("collection \(path) has no boolean Locked property")
@@ -362,14 +430,29 @@ final class KeyringService: @unchecked Sendable {
 
     /// Stores `secret` as a new item in the collection at `collectionPath`, replacing an item of
     /// that collection with exactly the same attributes.
-    func store(attributes: [String: String], collectionPath: String, label: String, secret: Data, contentType: String,
-               deadline: Deadline) throws(KeyringFailure) {
+    func store(
+        attributes: [String: String],
+        collectionPath: String,
+        label: String,
+        secret: Data,
+        contentType: String,
+        deadline: Deadline
+    ) throws(KeyringFailure) {
         let value = try makeSecretValue(secret, contentType: contentType)
         defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
         try withAttributes(attributes) { table, schema throws(KeyringFailure) in
             try keyring("store an item in \(collectionPath)") { () throws(GLibCall.Failure) in
                 try GLibCall.bool {
-                    secret_service_store_sync(service, schema, table, collectionPath, label, value, deadline.cancellable, $0)
+                    secret_service_store_sync(
+                        service,
+                        schema,
+                        table,
+                        collectionPath,
+                        label,
+                        value,
+                        deadline.cancellable,
+                        $0
+                    )
                 }
             }
         }

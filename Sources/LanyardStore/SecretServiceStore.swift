@@ -60,9 +60,12 @@ package final class SecretServiceStore: CredentialStore {
             let paths = try service.searchPaths(["slot": slot.name], deadline: deadline)
             if let locked = paths.locked.first { throw self.lockedError(Self.collectionPath(of: locked)) }
             if paths.unlocked.count == 1 {
-                return try Self.decode(service.withSecret(ofItem: paths.unlocked[0], deadline: deadline) { data in
-                    Self.decodeResult(data, source: source)
-                }, source: source)
+                return try Self.decode(
+                    service.withSecret(ofItem: paths.unlocked[0], deadline: deadline) { data in
+                        Self.decodeResult(data, source: source)
+                    },
+                    source: source
+                )
             }
             // None (is the collection locked?) or several (the newest wins): items with their properties.
             let items = try service.search(["slot": slot.name], deadline: deadline)
@@ -73,18 +76,24 @@ package final class SecretServiceStore: CredentialStore {
                 try self.requireOpenCollection(service, deadline)
                 throw StoreError.notFound(slot: slot)
             }
-            if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
+            if let locked = items.first(where: \.isLocked) {
+                throw self.lockedError(Self.collectionPath(of: locked.path))
+            }
             // More than one item only after an interrupted put or a hand-made item: the newest wins
             // and the next put removes the others.
             let item = Self.newest(items)
-            return try Self.decode(item.withSecret(deadline: deadline) { data in Self.decodeResult(data, source: source) },
-                                   source: source)
+            return try Self.decode(
+                item.withSecret(deadline: deadline) { data in Self.decodeResult(data, source: source) },
+                source: source
+            )
         }
     }
 
     /// Decodes a secret inside the closure that sees its bytes (they are wiped afterwards).
     private static func decodeResult(_ data: Data, source: String) -> Result<Credential, DecodeError> {
-        do throws(DecodeError) { return .success(try Credential.decode(data, source: source)) } catch { return .failure(error) }
+        do throws(DecodeError) { return .success(try Credential.decode(data, source: source)) } catch {
+            return .failure(error)
+        }
     }
 
     private static func decode(_ decoded: Result<Credential, DecodeError>, source: String) throws -> Credential {
@@ -111,7 +120,9 @@ package final class SecretServiceStore: CredentialStore {
             if locked { throw self.lockedError(target) }
             let existing = try service.search(["slot": slot.name], deadline: deadline)
             // A locked copy elsewhere could not be removed afterwards: refuse rather than leave two.
-            if let locked = existing.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
+            if let locked = existing.first(where: \.isLocked) {
+                throw self.lockedError(Self.collectionPath(of: locked.path))
+            }
 
             let inTarget = existing.filter { Self.collectionPath(of: $0.path) == target }
             let kept: KeyringItem?
@@ -121,14 +132,21 @@ package final class SecretServiceStore: CredentialStore {
                 try item.setSecret(secret, contentType: Self.contentType, deadline: deadline)
                 let current = item.attributes
                 if current["xdg:schema"] != Self.schemaName
-                    || attributes.contains(where: { current[$0.key] != $0.value }) {
+                    || attributes.contains(where: { current[$0.key] != $0.value })
+                {
                     try item.setAttributes(attributes, deadline: deadline)
                 }
                 if item.label != label { try item.setLabel(label, deadline: deadline) }
                 kept = item
             } else {
-                try service.store(attributes: attributes, collectionPath: target, label: label, secret: secret,
-                                  contentType: Self.contentType, deadline: deadline)
+                try service.store(
+                    attributes: attributes,
+                    collectionPath: target,
+                    label: label,
+                    secret: secret,
+                    contentType: Self.contentType,
+                    deadline: deadline
+                )
                 kept = nil
             }
             for old in existing where old.path != kept?.path {
@@ -145,7 +163,9 @@ package final class SecretServiceStore: CredentialStore {
                 if let path = try self.lockedCollection(service, deadline) { throw self.lockedError(path) }
                 throw StoreError.notFound(slot: slot)
             }
-            if let locked = items.first(where: \.isLocked) { throw self.lockedError(Self.collectionPath(of: locked.path)) }
+            if let locked = items.first(where: \.isLocked) {
+                throw self.lockedError(Self.collectionPath(of: locked.path))
+            }
             for item in items { try Self.deleteIgnoringGone(item, deadline) }
         }
     }
@@ -164,7 +184,9 @@ package final class SecretServiceStore: CredentialStore {
             if let path = locked.first { throw self.lockedError(Self.collectionPath(of: path)) }
             var slots: Set<Slot> = []
             for path in unlocked {
-                if let name = try service.attributes(ofItem: path, deadline: deadline)?["slot"], let slot = try? Slot(stored: name) {
+                if let name = try service.attributes(ofItem: path, deadline: deadline)?["slot"],
+                    let slot = try? Slot(stored: name)
+                {
                     slots.insert(slot)
                 }
             }
@@ -176,30 +198,59 @@ package final class SecretServiceStore: CredentialStore {
     /// disk (any collection but the in-memory `session` one), and its object path.
     package func health() -> StoreHealth {
         guard let deadline = try? Deadline(seconds: timeout) else {
-            return StoreHealth(backend: kind, reachable: false, locked: false, persistent: false,
-                               problem: "could not set up a time limit")
+            return StoreHealth(
+                backend: kind,
+                reachable: false,
+                locked: false,
+                persistent: false,
+                problem: "could not set up a time limit"
+            )
         }
         do {
             let service = try KeyringConnection.shared.service(deadline)
             guard let path = try resolveCollection(service, deadline) else {
-                return StoreHealth(backend: kind, reachable: true, locked: false, persistent: false, location: nil,
-                                   problem: noCollectionHint)
+                return StoreHealth(
+                    backend: kind,
+                    reachable: true,
+                    locked: false,
+                    persistent: false,
+                    location: nil,
+                    problem: noCollectionHint
+                )
             }
             guard let locked = try Self.lockState(service, path, deadline) else {
-                return StoreHealth(backend: kind, reachable: true, locked: false, persistent: false, location: nil,
-                                   problem: noCollectionHint)
+                return StoreHealth(
+                    backend: kind,
+                    reachable: true,
+                    locked: false,
+                    persistent: false,
+                    location: nil,
+                    problem: noCollectionHint
+                )
             }
             let session = try? service.readAlias("session", deadline: deadline)
             let persistent = path != session && !path.hasSuffix("/session")
-            var health = StoreHealth(backend: kind, reachable: true, locked: locked, persistent: persistent, location: path)
+            var health = StoreHealth(
+                backend: kind,
+                reachable: true,
+                locked: locked,
+                persistent: persistent,
+                location: path
+            )
             if let process = service.ownerProcessName(deadline: deadline) {
                 (health.provider, health.notes) = SecretServiceProvider.identify(processName: process)
             }
             return health
         } catch {
             let problem = storeError(error, operation: "health check", deadline: deadline)
-            return StoreHealth(backend: kind, reachable: false, locked: false, persistent: false, location: nil,
-                               problem: problem.userFacingDescription)
+            return StoreHealth(
+                backend: kind,
+                reachable: false,
+                locked: false,
+                persistent: false,
+                location: nil,
+                problem: problem.userFacingDescription
+            )
         }
     }
 
@@ -220,8 +271,11 @@ package final class SecretServiceStore: CredentialStore {
     // MARK: Internals
 
     /// Runs one operation under a fresh deadline and turns every failure into a StoreError.
-    private func run<T>(_ operation: String, exclusive: Bool = false,
-                        _ body: (KeyringService, Deadline) throws -> T) throws(StoreError) -> T {
+    private func run<T>(
+        _ operation: String,
+        exclusive: Bool = false,
+        _ body: (KeyringService, Deadline) throws -> T
+    ) throws(StoreError) -> T {
         let deadline: Deadline
         do { deadline = try Deadline(seconds: timeout) } catch {
             throw .io(path: Self.backendName, detail: "\(operation): could not set up a time limit")
@@ -244,14 +298,16 @@ package final class SecretServiceStore: CredentialStore {
 
     /// The way out when the keyring cannot be reached: new slots can go to the file store, but
     /// slots already in the keyring stay there until migrated, which needs the keyring once more.
-    static let fileStoreAdvice = "or use the encrypted-file backend (`lanyard store init`, then `backend = file` in config.ini "
+    static let fileStoreAdvice =
+        "or use the encrypted-file backend (`lanyard store init`, then `backend = file` in config.ini "
         + "for new slots); slots already in the keyring move with "
-            + "`lanyard store migrate --to file` once it answers again"
+        + "`lanyard store migrate --to file` once it answers again"
 
     /// ``fileStoreAdvice`` once the file store exists: `store init` has been run.
-    static let existingFileStoreAdvice = "or use the encrypted file store, which is set up (with `backend = auto` or `file` in "
+    static let existingFileStoreAdvice =
+        "or use the encrypted file store, which is set up (with `backend = auto` or `file` in "
         + "config.ini new sign-ins go there); slots already in the keyring "
-            + "move with `lanyard store migrate --to file` once it answers again"
+        + "move with `lanyard store migrate --to file` once it answers again"
 
     /// `problem` (a keyring failure's text) advising the file store that exists instead of
     /// `lanyard store init`: the keyring cannot tell whether the file store is set up, its caller can.
@@ -268,26 +324,43 @@ package final class SecretServiceStore: CredentialStore {
         }
         switch failure {
         case .noBus(let reason, let cause):
-            return .unavailable(backend: backend, hint: "there is no D-Bus session bus (\(reason)). "
-                + "Run Lanyard inside a desktop session, or start a Secret Service provider such as gnome-keyring "
-                + "in a D-Bus session, " + Self.fileStoreAdvice, cause: cause.map(ErrorCause.init))
+            return .unavailable(
+                backend: backend,
+                hint: "there is no D-Bus session bus (\(reason)). "
+                    + "Run Lanyard inside a desktop session, or start a Secret Service provider such as gnome-keyring "
+                    + "in a D-Bus session, " + Self.fileStoreAdvice,
+                cause: cause.map(ErrorCause.init)
+            )
         case .noLibrary(let reason):
-            return .unavailable(backend: backend, hint: "\(reason). Install libsecret-1-0, "
-                + Self.fileStoreAdvice)
+            return .unavailable(
+                backend: backend,
+                hint: "\(reason). Install libsecret-1-0, "
+                    + Self.fileStoreAdvice
+            )
         case .noService(let reason, let cause):
-            return .unavailable(backend: backend, hint: "no Secret Service is running on the session bus (\(reason)). "
-                + "Start gnome-keyring-daemon (or KeePassXC / KWallet with Secret Service integration), "
-                + Self.fileStoreAdvice, cause: cause.map(ErrorCause.init))
+            return .unavailable(
+                backend: backend,
+                hint: "no Secret Service is running on the session bus (\(reason)). "
+                    + "Start gnome-keyring-daemon (or KeePassXC / KWallet with Secret Service integration), "
+                    + Self.fileStoreAdvice,
+                cause: cause.map(ErrorCause.init)
+            )
         case .timedOut:
             return .timedOut(backend: backend, operation: operation, seconds: timeout)
         case .refused(let what):
             return .io(path: backend, detail: "\(operation): libsecret refused \(what) without saying why")
         case .glib(let e):
-            if e.isCancelled || deadline.expired { return .timedOut(backend: backend, operation: operation, seconds: timeout) }
+            if e.isCancelled || deadline.expired {
+                return .timedOut(backend: backend, operation: operation, seconds: timeout)
+            }
             if e.isServiceGone {
-                return .unavailable(backend: backend, hint: "the Secret Service stopped answering during \(operation) "
-                    + "(\(e)). Check that gnome-keyring (or your Secret Service provider) is running, "
-                    + Self.fileStoreAdvice, cause: ErrorCause(e))
+                return .unavailable(
+                    backend: backend,
+                    hint: "the Secret Service stopped answering during \(operation) "
+                        + "(\(e)). Check that gnome-keyring (or your Secret Service provider) is running, "
+                        + Self.fileStoreAdvice,
+                    cause: ErrorCause(e)
+                )
             }
             if e.isLocked { return lockedError(nil) }
             return .io(path: backend, detail: "\(operation): \(e)", cause: ErrorCause(e))
@@ -297,16 +370,19 @@ package final class SecretServiceStore: CredentialStore {
     private var noCollectionHint: String {
         "the keyring has no collection named by \(collection.map { "\"\($0)\"" } ?? "the default alias"); "
             + "create one (for example in Seahorse; in KeePassXC, "
-                + "expose a database group under Settings › Secret Service "
+            + "expose a database group under Settings › Secret Service "
             + "Integration; in KWallet, each wallet is a collection: "
-                + "create a wallet in KWalletManager) or configure another collection"
+            + "create a wallet in KWalletManager) or configure another collection"
     }
 
     private func lockedError(_ collectionPath: String?) -> StoreError {
-        .locked(backend: Self.backendName, hint: "the keyring collection \(collectionPath.map { $0 + " " } ?? "")is locked; "
-            + "unlock it (log in to the desktop session, "
+        .locked(
+            backend: Self.backendName,
+            hint: "the keyring collection \(collectionPath.map { $0 + " " } ?? "")is locked; "
+                + "unlock it (log in to the desktop session, "
                 + "or unlock it in Seahorse, or unlock the database in KeePassXC, "
-            + "or open the wallet in KWalletManager) and try again")
+                + "or open the wallet in KWalletManager) and try again"
+        )
     }
 
     /// The object path of the configured collection, or nil when its alias is unset.
@@ -325,7 +401,9 @@ package final class SecretServiceStore: CredentialStore {
 
     /// Throws `.unavailable` when the configured collection does not exist, `.locked` when it is locked.
     private func requireOpenCollection(_ service: KeyringService, _ deadline: Deadline) throws {
-        guard let target = try resolveCollection(service, deadline), let locked = try Self.lockState(service, target, deadline) else {
+        guard let target = try resolveCollection(service, deadline),
+            let locked = try Self.lockState(service, target, deadline)
+        else {
             throw StoreError.unavailable(backend: Self.backendName, hint: noCollectionHint)
         }
         if locked { throw lockedError(target) }

@@ -17,8 +17,13 @@ package enum SecureFiles {
             let parent = PathText.parent(of: path)
             if !parent.isEmpty, parent != path, access(parent, F_OK) != 0 {
                 // Parents follow the XDG convention (0700 is right for them too).
-                do { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
-                                                             attributes: [.posixPermissions: 0o700]) } catch {
+                do {
+                    try FileManager.default.createDirectory(
+                        atPath: parent,
+                        withIntermediateDirectories: true,
+                        attributes: [.posixPermissions: 0o700]
+                    )
+                } catch {
                     throw .io(path: parent, detail: "cannot create folder: \(error.userFacingDescription)")
                 }
             }
@@ -72,11 +77,16 @@ package enum SecureFiles {
         var link = stat()
         guard lstat(path, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK else { return try read(path) }
         guard link.st_uid == geteuid() else {
-            throw .unsafePath(path: path, reason: "it is a symbolic link owned by uid \(link.st_uid), not by you (uid \(geteuid()))")
+            throw .unsafePath(
+                path: path,
+                reason: "it is a symbolic link owned by uid \(link.st_uid), not by you (uid \(geteuid()))"
+            )
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
-            if errno == ENOENT { throw .unsafePath(path: path, reason: "it is a symbolic link to a file that does not exist") }
+            if errno == ENOENT {
+                throw .unsafePath(path: path, reason: "it is a symbolic link to a file that does not exist")
+            }
             throw .systemCall("open", path: path)
         }
         defer { close(fd) }
@@ -86,7 +96,10 @@ package enum SecureFiles {
             throw .unsafePath(path: path, reason: "it is a symbolic link to something that is not a regular file")
         }
         guard target.st_uid == geteuid() else {
-            throw .unsafePath(path: path, reason: "it links to a file owned by uid \(target.st_uid), not by you (uid \(geteuid()))")
+            throw .unsafePath(
+                path: path,
+                reason: "it links to a file owned by uid \(target.st_uid), not by you (uid \(geteuid()))"
+            )
         }
         guard target.st_mode & 0o022 == 0 else {
             throw .unsafePath(path: path, reason: "it links to a file that others can write (chmod go-w it)")
@@ -110,7 +123,10 @@ package enum SecureFiles {
             throw .systemCall("lstat", path: shown)
         }
         if (link.st_mode & S_IFMT) == S_IFLNK && link.st_uid != geteuid() {
-            throw .unsafePath(path: shown, reason: "it is a symbolic link owned by uid \(link.st_uid), not by you (uid \(geteuid()))")
+            throw .unsafePath(
+                path: shown,
+                reason: "it is a symbolic link owned by uid \(link.st_uid), not by you (uid \(geteuid()))"
+            )
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
@@ -121,7 +137,9 @@ package enum SecureFiles {
         var target = stat()
         guard fstat(fd, &target) == 0 else { throw .systemCall("fstat", path: shown) }
         let type = target.st_mode & S_IFMT
-        guard type == S_IFREG || type == S_IFIFO else { throw .unsafePath(path: shown, reason: "it is not a regular file or a pipe") }
+        guard type == S_IFREG || type == S_IFIFO else {
+            throw .unsafePath(path: shown, reason: "it is not a regular file or a pipe")
+        }
         // A pipe's writer may not have written yet: wait for it (opened non-blocking only so
         // that opening a named pipe without a writer does not hang before the checks).
         if type == S_IFIFO { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
@@ -130,8 +148,11 @@ package enum SecureFiles {
         }
         let mode = target.st_mode & 0o777
         guard mode & 0o077 == 0 else {
-            throw .unsafePath(path: shown, reason: "it holds a secret and its mode is 0\(String(mode, radix: 8)), so group or others can "
-                + "get at it; run `chmod 600 \(shown)`")
+            throw .unsafePath(
+                path: shown,
+                reason: "it holds a secret and its mode is 0\(String(mode, radix: 8)), so group or others can "
+                    + "get at it; run `chmod 600 \(shown)`"
+            )
         }
         do { return Data(try readToEnd(fd)) } catch {
             throw .io(path: shown, detail: "cannot read: \(error.reason)", cause: ErrorCause(error))
@@ -147,8 +168,11 @@ package enum SecureFiles {
         let exists = try checkFile(path)
         if keepPrevious && exists { linkPrevious(path) }
         do { try DurableFile.replace(path, with: data, mode: 0o600) } catch {
-            throw .io(path: path, detail: error.message(or: "write failed"),
-                      cause: error.glibError.map(ErrorCause.init))
+            throw .io(
+                path: path,
+                detail: error.message(or: "write failed"),
+                cause: error.glibError.map(ErrorCause.init)
+            )
         }
     }
 
@@ -158,8 +182,11 @@ package enum SecureFiles {
     /// - Throws: when the rename fails (nothing changed then). Once renamed, a failing folder fsync
     ///   is not reported: the new file is in place, only its durability across a power cut is not
     ///   known, exactly as after a crash just before that fsync.
-    package static func replace(_ path: String, withFile source: String, keepPrevious: Bool = false) throws(StoreError) {
-        guard try checkFile(source) else { throw .io(path: source, detail: "cannot move into place: it does not exist") }
+    package static func replace(_ path: String, withFile source: String, keepPrevious: Bool = false) throws(StoreError)
+    {
+        guard try checkFile(source) else {
+            throw .io(path: source, detail: "cannot move into place: it does not exist")
+        }
         let exists = try checkFile(path)
         if keepPrevious && exists { linkPrevious(path) }
         guard rename(source, path) == 0 else {
@@ -303,7 +330,9 @@ extension FileLock {
     }
 
     /// Where the slot's lock file is.
-    package static func slotPath(_ slot: Slot, paths: Paths) -> String { paths.lockDirectory + "/" + slot.name + ".lock" }
+    package static func slotPath(_ slot: Slot, paths: Paths) -> String {
+        paths.lockDirectory + "/" + slot.name + ".lock"
+    }
 
     /// The slot's sign-in lock (`locks/SLOT.signin.lock`), held for the whole of one sign-in so a
     /// second one into the same slot is refused instead of racing it; the holder's pid is written
@@ -317,7 +346,9 @@ extension FileLock {
             throw RegistryError.signInInProgress(slot, pid: Int32(text.trimmingWhitespaceAndNewlines()))
         }
         let pid = Array("\(getpid())\n".utf8)
-        if ftruncate(lock.descriptor, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(lock.descriptor, $0.baseAddress, $0.count, 0) } }
+        if ftruncate(lock.descriptor, 0) == 0 {
+            _ = pid.withUnsafeBytes { pwrite(lock.descriptor, $0.baseAddress, $0.count, 0) }
+        }
         return lock
     }
 }

@@ -11,9 +11,16 @@ enum SlotRecordReader {
     /// The record at `reader`, or nil (the reader is then somewhere inside it: rewind).
     static func read(_ reader: inout JSONReader) throws(JSONSyntaxError) -> SlotRecord? {
         guard reader.peek() == 0x7b else { return nil }
-        var provider: String?, backend: BackendKind?, account = AccountInfo(), state: AuthState?
-        var lastRefresh: Date?, lastRefreshBoot: BootInstant?, lastError: String?, createdAt: Date?
-        var seen: UInt8 = 0, understood = true  // a bit per key: no hashing
+        var provider: String?
+        var backend: BackendKind?
+        var account = AccountInfo()
+        var state: AuthState?
+        var lastRefresh: Date?
+        var lastRefreshBoot: BootInstant?
+        var lastError: String?
+        var createdAt: Date?
+        var seen: UInt8 = 0
+        var understood = true  // a bit per key: no hashing
         try reader.members { key, r throws(JSONSyntaxError) in
             guard understood, let known = Key(rawValue: key), seen & known.bit == 0 else {
                 understood = false
@@ -26,26 +33,41 @@ enum SlotRecordReader {
             case .backend: backend = try string(&r).flatMap(BackendKind.init(rawValue:))
             case .account:
                 if try r.null() { return true }
-                guard let read = try self.account(&r) else { understood = false; return true }
+                guard let read = try self.account(&r) else {
+                    understood = false
+                    return true
+                }
                 account = read
             case .state: state = try self.state(&r)
             case .lastRefresh: if !(try date(&r, into: &lastRefresh)) { understood = false }
             case .lastRefreshBoot:
                 var text: String?
-                if !(try optionalString(&r, into: &text)) { understood = false } else if let text {
+                if !(try optionalString(&r, into: &text)) {
+                    understood = false
+                } else if let text {
                     if let instant = BootInstant(text: text) { lastRefreshBoot = instant } else { understood = false }
                 }
             case .lastError: if !(try optionalString(&r, into: &lastError)) { understood = false }
             case .createdAt: if !(try date(&r, into: &createdAt)) { understood = false }
             }
-            if known == .provider && provider == nil || known == .backend && backend == nil || known == .state && state == nil {
+            if known == .provider && provider == nil || known == .backend && backend == nil
+                || known == .state && state == nil
+            {
                 understood = false
             }
             return true
         }
         guard understood, let provider, let backend, let state else { return nil }
-        return SlotRecord(provider: provider, backend: backend, account: account, state: state,
-                          lastRefresh: lastRefresh, lastRefreshBoot: lastRefreshBoot, lastErrorCode: lastError, createdAt: createdAt)
+        return SlotRecord(
+            provider: provider,
+            backend: backend,
+            account: account,
+            state: state,
+            lastRefresh: lastRefresh,
+            lastRefreshBoot: lastRefreshBoot,
+            lastErrorCode: lastError,
+            createdAt: createdAt
+        )
     }
 
     private enum Key: String {
@@ -76,8 +98,12 @@ enum SlotRecordReader {
     }
 
     /// A string or null into `value`; false (the value read) for anything else.
-    private static func optionalString(_ r: inout JSONReader, into value: inout String?) throws(JSONSyntaxError) -> Bool {
-        if try r.null() { value = nil; return true }
+    private static func optionalString(_ r: inout JSONReader, into value: inout String?) throws(JSONSyntaxError) -> Bool
+    {
+        if try r.null() {
+            value = nil
+            return true
+        }
         guard let s = try string(&r) else { return false }
         value = s
         return true
@@ -87,19 +113,42 @@ enum SlotRecordReader {
     private static func date(_ r: inout JSONReader, into value: inout Date?) throws(JSONSyntaxError) -> Bool {
         var text: String?
         guard try optionalString(&r, into: &text) else { return false }
-        guard let text else { value = nil; return true }
+        guard let text else {
+            value = nil
+            return true
+        }
         guard let d = RFC3339.date(from: text) else { return false }
         value = Date(timeIntervalSince1970: d.timeIntervalSince1970.rounded(.down))
         return true
     }
 
     private static func account(_ r: inout JSONReader) throws(JSONSyntaxError) -> AccountInfo? {
-        guard r.peek() == 0x7b else { _ = try r.value(); return nil }
-        var email: String?, userID: String?, accountID: String?, plan: String?, fedramp: Bool?
-        var seen: UInt8 = 0, understood = true
+        guard r.peek() == 0x7b else {
+            _ = try r.value()
+            return nil
+        }
+        var email: String?
+        var userID: String?
+        var accountID: String?
+        var plan: String?
+        var fedramp: Bool?
+        var seen: UInt8 = 0
+        var understood = true
         try r.members { key, r throws(JSONSyntaxError) in
-            let bit: UInt8 = switch key { case "email": 1; case "user_id": 2; case "account_id": 4; case "plan": 8; case "fedramp": 16; default: 0 }
-            guard understood, bit != 0, seen & bit == 0 else { understood = false; _ = try r.value(); return true }
+            let bit: UInt8 =
+                switch key {
+                case "email": 1
+                case "user_id": 2
+                case "account_id": 4
+                case "plan": 8
+                case "fedramp": 16
+                default: 0
+                }
+            guard understood, bit != 0, seen & bit == 0 else {
+                understood = false
+                _ = try r.value()
+                return true
+            }
             seen |= bit
             switch bit {
             case 1: understood = try optionalString(&r, into: &email)
@@ -107,24 +156,45 @@ enum SlotRecordReader {
             case 4: understood = try optionalString(&r, into: &accountID)
             case 8: understood = try optionalString(&r, into: &plan)
             default:
-                if try r.null() { fedramp = nil } else if let b = try r.bool() { fedramp = b } else { understood = false; _ = try r.value() }
+                if try r.null() {
+                    fedramp = nil
+                } else if let b = try r.bool() {
+                    fedramp = b
+                } else {
+                    understood = false
+                    _ = try r.value()
+                }
             }
             return true
         }
         guard understood else { return nil }
-        return AccountInfo(email: email, userID: userID, accountID: accountID, plan: plan.map(Plan.init(rawValue:)),
-                           isFedRAMPAccount: fedramp ?? false)
+        return AccountInfo(
+            email: email,
+            userID: userID,
+            accountID: accountID,
+            plan: plan.map(Plan.init(rawValue:)),
+            isFedRAMPAccount: fedramp ?? false
+        )
     }
 
     /// The states Lanyard stores for a slot at rest: signed in (with its expiry), signed out and
     /// needing sign-in; nil for the others (decoded the long way).
     private static func state(_ r: inout JSONReader) throws(JSONSyntaxError) -> AuthState? {
-        guard r.peek() == 0x7b else { _ = try r.value(); return nil }
-        var name: String?, expiresAt: Date?, understood = true
+        guard r.peek() == 0x7b else {
+            _ = try r.value()
+            return nil
+        }
+        var name: String?
+        var expiresAt: Date?
+        var understood = true
         var seen: UInt8 = 0
         try r.members { key, r throws(JSONSyntaxError) in
             let bit: UInt8 = key == "state" ? 1 : key == "expires_at" ? 2 : 0
-            guard understood, bit != 0, seen & bit == 0 else { understood = false; _ = try r.value(); return true }
+            guard understood, bit != 0, seen & bit == 0 else {
+                understood = false
+                _ = try r.value()
+                return true
+            }
             seen |= bit
             if bit == 1 {
                 name = try string(&r)

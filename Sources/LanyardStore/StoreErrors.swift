@@ -61,7 +61,8 @@ public enum StoreError: LanyardError, Equatable {
         case .timedOut(let backend, let op, let s):
             return "\(backend) did not answer \(op) within \(Self.seconds(s)) (is a keyring prompt waiting?)"
         case .corrupt(let source, let detail): return "\(source) is corrupt (left untouched): \(detail)"
-        case .notFound(let slot): return "slot \(slot.name) has no stored credential; sign in with `lanyard login \(slot.name)`"
+        case .notFound(let slot):
+            return "slot \(slot.name) has no stored credential; sign in with `lanyard login \(slot.name)`"
         case .wrongPassphrase: return "wrong passphrase: the store was not unlocked and nothing changed"
         case .wrongPassphraseFrom(let source):
             return "wrong passphrase (from \(source)): the store was not "
@@ -72,15 +73,16 @@ public enum StoreError: LanyardError, Equatable {
             return "\(path): refreshed tokens could not be stored (\(store)); "
                 + "they are kept in this recovery file: run `lanyard doctor --repair` once the store works"
         case .refreshedTokensInKernelKeyring(let path, let store, let file):
-            return "\(path): refreshed tokens could be written neither to the store (\(store)) nor to this recovery file "
+            return
+                "\(path): refreshed tokens could be written neither to the store (\(store)) nor to this recovery file "
                 + "(\(file)); they wait in memory, in the kernel keyring: "
-                    + "run `lanyard doctor --repair` once the store works "
+                + "run `lanyard doctor --repair` once the store works "
                 + "(free some disk space if the disk is full), before this machine restarts"
         case .refreshedSignInLost(let slot, let path, let store, let file):
             return "\(path): refreshed tokens could be written neither to "
                 + "this recovery file (\(file)), the kernel keyring, "
                 + "nor the store (\(store)); the server has already "
-                    + "replaced the refresh token, so this sign-in is lost: "
+                + "replaced the refresh token, so this sign-in is lost: "
                 + "run `lanyard login \(slot.name)`"
         }
     }
@@ -121,17 +123,21 @@ public enum RegistryError: LanyardError, Equatable {
         case .corrupt(let path, let moved, let detail):
             return "registry \(path) did not parse (\(detail)); it was moved to \(moved). "
                 + "Run `lanyard doctor --repair` to rebuild it from the credential store."
-        case .unknownSlot(let s, let rule): return "no slot named \(s.name) (\(rule.map { "\($0); " } ?? "")see `lanyard list`)"
+        case .unknownSlot(let s, let rule):
+            return "no slot named \(s.name) (\(rule.map { "\($0); " } ?? "")see `lanyard list`)"
         case .slotExists(let s, let another):
-            return "a slot named \(s.name) already exists" + (another ? " and holds another account; give another SLOT" : "")
+            return "a slot named \(s.name) already exists"
+                + (another ? " and holds another account; give another SLOT" : "")
         case .signInInProgress(let s, let pid):
-            return "a sign-in for \(s.name) is already in progress" + (pid.map { " (pid \($0))" } ?? "") + "; finish or cancel it first"
+            return "a sign-in for \(s.name) is already in progress" + (pid.map { " (pid \($0))" } ?? "")
+                + "; finish or cancel it first"
         case .slotHoldsAnotherAccount(let slot, let holds, let signedIn):
             let s = slot.name
             return "slot \(s) holds \(holds), but the sign-in was approved as \(signedIn); nothing was stored. "
                 + "Sign in to another slot (`lanyard login SLOT`), "
-                    + "or replace \(s)'s account with `lanyard login \(s) --replace`"
-        case .noActiveSlot: return "no slot is active; sign in with `lanyard login` or choose one with `lanyard switch SLOT`"
+                + "or replace \(s)'s account with `lanyard login \(s) --replace`"
+        case .noActiveSlot:
+            return "no slot is active; sign in with `lanyard login` or choose one with `lanyard switch SLOT`"
         }
     }
 }
@@ -149,8 +155,12 @@ extension StoreError {
     /// `call` on `path` failed with `errno` (by default the one it just set): an
     /// ``io(path:detail:cause:)`` whose detail is `doing` (when given) and the errno's text, and
     /// whose cause is the ``SystemCallError``.
-    package static func systemCall(_ call: String, path: String, doing: String? = nil,
-                                   errno: Int32 = Glibc.errno) -> StoreError {
+    package static func systemCall(
+        _ call: String,
+        path: String,
+        doing: String? = nil,
+        errno: Int32 = Glibc.errno
+    ) -> StoreError {
         let error = SystemCallError(call, path, errno: errno)
         return .io(path: path, detail: doing.map { "\($0): \(error.reason)" } ?? error.reason, cause: ErrorCause(error))
     }
@@ -169,7 +179,8 @@ extension RegistryError: SlotNamingError {
     package var slotName: String? {
         switch self {
         case .unknownSlot(let slot, _), .slotExists(let slot, _), .slotHoldsAnotherAccount(let slot, _, _),
-             .signInInProgress(let slot, _): slot.name
+            .signInInProgress(let slot, _):
+            slot.name
         case .corrupt, .noActiveSlot: nil
         }
     }
@@ -192,7 +203,9 @@ public enum ConfigError: LanyardError, Equatable {
         case .malformed(let path, let line, let detail):
             return TerminalText.escaped("\(path)\(line.map { ":\($0)" } ?? ""): \(detail)")
         case .invalidValue(let path, let group, let key, let detail, let line):
-            return TerminalText.escaped("\(path)\(line.map { ":\($0)" } ?? ""): [\(group)]\(key.isEmpty ? "" : " \(key)"): \(detail)")
+            return TerminalText.escaped(
+                "\(path)\(line.map { ":\($0)" } ?? ""): [\(group)]\(key.isEmpty ? "" : " \(key)"): \(detail)"
+            )
         }
     }
 }

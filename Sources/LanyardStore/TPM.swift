@@ -37,33 +37,68 @@ package enum TPM {
         let status = publicBlob.withUnsafeMutableBufferPointer { pub in
             privateBlob.withUnsafeMutableBufferPointer { priv in
                 withOptionalCString(location.tcti) { tcti in
-                    lanyard_tpm_seal(tcti, secret, secret.count, auth, auth.count, pub.baseAddress, pub.count, &publicSize,
-                                     priv.baseAddress, priv.count, &privateSize, &outcome)
+                    lanyard_tpm_seal(
+                        tcti,
+                        secret,
+                        secret.count,
+                        auth,
+                        auth.count,
+                        pub.baseAddress,
+                        pub.count,
+                        &publicSize,
+                        priv.baseAddress,
+                        priv.count,
+                        &privateSize,
+                        &outcome
+                    )
                 }
             }
         }
         guard status == LANYARD_TPM_OK else { throw error(status, outcome, location: location, sealedUnder: nil) }
-        return Sealed(publicBlob: Array(publicBlob.prefix(publicSize)), privateBlob: Array(privateBlob.prefix(privateSize)),
-                      storageKeyName: name(outcome))
+        return Sealed(
+            publicBlob: Array(publicBlob.prefix(publicSize)),
+            privateBlob: Array(privateBlob.prefix(privateSize)),
+            storageKeyName: name(outcome)
+        )
     }
 
     /// Unseals what ``seal(_:auth:at:)`` made, refusing (``TPMError/otherTPM(sealedUnder:thisTPM:)``)
     /// before loading anything when this TPM's storage key is not `storageKeyName`. The caller
     /// zeroes the returned bytes once used.
     @available(*, noasync)
-    package static func unseal(publicBlob: [UInt8], privateBlob: [UInt8], storageKeyName: [UInt8], auth: [UInt8],
-                               at location: TPMLocation) throws(TPMError) -> [UInt8] {
+    package static func unseal(
+        publicBlob: [UInt8],
+        privateBlob: [UInt8],
+        storageKeyName: [UInt8],
+        auth: [UInt8],
+        at location: TPMLocation
+    ) throws(TPMError) -> [UInt8] {
         var outcome = lanyard_tpm_outcome()
         var secret = [UInt8](repeating: 0, count: 256)
         var secretSize = 0
         let status = secret.withUnsafeMutableBufferPointer { out in
             withOptionalCString(location.tcti) { tcti in
-                lanyard_tpm_unseal(tcti, storageKeyName, storageKeyName.count, publicBlob, publicBlob.count, privateBlob,
-                                   privateBlob.count, auth, auth.count, out.baseAddress, out.count, &secretSize, &outcome)
+                lanyard_tpm_unseal(
+                    tcti,
+                    storageKeyName,
+                    storageKeyName.count,
+                    publicBlob,
+                    publicBlob.count,
+                    privateBlob,
+                    privateBlob.count,
+                    auth,
+                    auth.count,
+                    out.baseAddress,
+                    out.count,
+                    &secretSize,
+                    &outcome
+                )
             }
         }
         defer { for i in secret.indices { secret[i] = 0 } }
-        guard status == LANYARD_TPM_OK else { throw error(status, outcome, location: location, sealedUnder: storageKeyName) }
+        guard status == LANYARD_TPM_OK else {
+            throw error(status, outcome, location: location, sealedUnder: storageKeyName)
+        }
         return Array(secret.prefix(secretSize))
     }
 
@@ -73,8 +108,11 @@ package enum TPM {
         var outcome = lanyard_tpm_outcome()
         let status = withOptionalCString(location.tcti) { lanyard_tpm_identify($0, &outcome) }
         guard status == LANYARD_TPM_OK else { throw error(status, outcome, location: location, sealedUnder: nil) }
-        return Identity(storageKeyName: name(outcome), triesLeft: outcome.tries_left >= 0 ? Int(outcome.tries_left) : nil,
-                        maxTries: outcome.max_tries >= 0 ? Int(outcome.max_tries) : nil)
+        return Identity(
+            storageKeyName: name(outcome),
+            triesLeft: outcome.tries_left >= 0 ? Int(outcome.tries_left) : nil,
+            maxTries: outcome.max_tries >= 0 ? Int(outcome.max_tries) : nil
+        )
     }
 
     /// Whether libtss2 can be loaded here, or why not.
@@ -102,17 +140,25 @@ package enum TPM {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    private static func error(_ status: lanyard_tpm_status, _ outcome: lanyard_tpm_outcome, location: TPMLocation,
-                              sealedUnder: [UInt8]?) -> TPMError {
+    private static func error(
+        _ status: lanyard_tpm_status,
+        _ outcome: lanyard_tpm_outcome,
+        location: TPMLocation,
+        sealedUnder: [UInt8]?
+    ) -> TPMError {
         let detail = text(outcome.detail)
         let step = text(outcome.step)
         let device = text(outcome.device)
         switch status {
         case LANYARD_TPM_LIBRARY_MISSING: return .libraryMissing(detail: detail)
-        case LANYARD_TPM_NOT_FOUND: return .notFound(location: device.isEmpty ? location.description : device, detail: detail)
+        case LANYARD_TPM_NOT_FOUND:
+            return .notFound(location: device.isEmpty ? location.description : device, detail: detail)
         case LANYARD_TPM_PERMISSION: return .permissionDenied(device: device.isEmpty ? location.description : device)
         case LANYARD_TPM_OTHER_TPM:
-            return .otherTPM(sealedUnder: SealedIdentityFile.hex(sealedUnder ?? []), thisTPM: SealedIdentityFile.hex(name(outcome)))
+            return .otherTPM(
+                sealedUnder: SealedIdentityFile.hex(sealedUnder ?? []),
+                thisTPM: SealedIdentityFile.hex(name(outcome))
+            )
         case LANYARD_TPM_LOCKOUT:
             return .lockout(secondsPerTry: outcome.lockout_interval > 0 ? Int(outcome.lockout_interval) : nil)
         case LANYARD_TPM_AUTH_FAIL:

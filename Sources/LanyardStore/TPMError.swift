@@ -52,20 +52,21 @@ package enum TPMError: LanyardError, Equatable {
             return "the file store was sealed by another TPM (storage key \(sealed)) "
                 + "than this machine's (\(this)): this home "
                 + "folder was copied from another machine, "
-                    + "or this TPM was cleared since. Nothing was changed; \(recovery), "
+                + "or this TPM was cleared since. Nothing was changed; \(recovery), "
                 + "and see docs/troubleshooting.md to seal it with this TPM"
         case .lockout(let seconds):
             return "the TPM is in dictionary-attack lockout after too many wrong PINs: it allows one more try "
                 + (seconds.map { "every \($0) s" } ?? "after a while")
                 + " (or clear it with `tpm2_dictionarylockout --clear-lockout`, "
-                    + "which needs the TPM's lockout password). Nothing was changed"
+                + "which needs the TPM's lockout password). Nothing was changed"
         case .wrongPIN(let tries):
-            let left = switch tries {
-            case 0?: "the TPM now locks out further tries"
-            case 1?: "1 try left before the TPM locks out"
-            case let n?: "\(n) tries left before the TPM locks out"
-            case nil: "the TPM does not say how many tries are left"
-            }
+            let left =
+                switch tries {
+                case 0?: "the TPM now locks out further tries"
+                case 1?: "1 try left before the TPM locks out"
+                case let n?: "\(n) tries left before the TPM locks out"
+                case nil: "the TPM does not say how many tries are left"
+                }
             return "wrong TPM PIN: the store was not opened and nothing changed (\(left))"
         case .refused(let step, let detail):
             return "the TPM refused the sealed identity (\(step)\(detail.isEmpty ? "" : ": \(detail)")): "

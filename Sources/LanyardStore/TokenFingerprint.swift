@@ -1,6 +1,6 @@
 import Age
-import LanyardSupport
 import LanyardCore
+import LanyardSupport
 
 /// A refresh token's fingerprint: the first 16 bytes of its SHA-256, in hex. Enough to recognise
 /// a token again; reveals nothing of it.
@@ -22,6 +22,8 @@ extension Credential {
         spentRefreshTokens = previous.spentRefreshTokens
         guard let spent = previous.tokens.refreshToken, !spent.isEmpty, spent != tokens.refreshToken else { return }
         let fingerprint = TokenFingerprint.of(spent)
-        spentRefreshTokens = Array(([fingerprint] + spentRefreshTokens.filter { $0 != fingerprint }).prefix(Credential.spentLimit))
+        spentRefreshTokens = Array(
+            ([fingerprint] + spentRefreshTokens.filter { $0 != fingerprint }).prefix(Credential.spentLimit)
+        )
     }
 }

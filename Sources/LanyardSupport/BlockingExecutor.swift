@@ -81,9 +81,12 @@ package final class BlockingExecutor: @unchecked Sendable {
         let job = Locked<Job?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                let made = Job({
-                    do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
-                }, cancelled: { continuation.resume(throwing: CancellationError()) })
+                let made = Job(
+                    {
+                        do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+                    },
+                    cancelled: { continuation.resume(throwing: CancellationError()) }
+                )
                 job.withLock { $0 = made }
                 // Cancelled before the handler could see the job: drop it here (enqueue resumes).
                 if Task.isCancelled { cancel(made) }
@@ -155,11 +158,16 @@ package final class BlockingExecutor: @unchecked Sendable {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let made = pthread_create(&thread, &attributes, { raw in
-            BlockingExecutor.unblockSignals()
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().work()
-            return nil
-        }, box.toOpaque())
+        let made = pthread_create(
+            &thread,
+            &attributes,
+            { raw in
+                BlockingExecutor.unblockSignals()
+                Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().work()
+                return nil
+            },
+            box.toOpaque()
+        )
         pthread_attr_destroy(&attributes)
         if made != 0 { submit(box.takeRetainedValue().work) }
     }
@@ -210,12 +218,17 @@ package final class BlockingExecutor: @unchecked Sendable {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let made = pthread_create(&thread, &attributes, { raw in
-            BlockingExecutor.unblockSignals()
-            let executor = Unmanaged<BlockingExecutor>.fromOpaque(raw!).takeRetainedValue()
-            executor.work()
-            return nil
-        }, box.toOpaque())
+        let made = pthread_create(
+            &thread,
+            &attributes,
+            { raw in
+                BlockingExecutor.unblockSignals()
+                let executor = Unmanaged<BlockingExecutor>.fromOpaque(raw!).takeRetainedValue()
+                executor.work()
+                return nil
+            },
+            box.toOpaque()
+        )
         pthread_attr_destroy(&attributes)
         if made != 0 {
             // No thread (the process is out of them): run the work here rather than lose it.

@@ -16,7 +16,10 @@ package enum RFC3339 {
         let total = Int64(clamped.rounded(.down))
         var days = total / 86_400
         var rem = total % 86_400
-        if rem < 0 { rem += 86_400; days -= 1 }
+        if rem < 0 {
+            rem += 86_400
+            days -= 1
+        }
         let (y, m, d) = civil(fromDays: days)
         guard (0...9999).contains(y) else {
             func pad(_ v: Int64, _ width: Int) -> String {
@@ -30,11 +33,23 @@ package enum RFC3339 {
         var bytes = [UInt8](repeating: 0, count: 20)
         func put(_ v: Int64, at i: Int, width: Int) {
             var v = v
-            for k in stride(from: i + width - 1, through: i, by: -1) { bytes[k] = 0x30 + UInt8(v % 10); v /= 10 }
+            for k in stride(from: i + width - 1, through: i, by: -1) {
+                bytes[k] = 0x30 + UInt8(v % 10)
+                v /= 10
+            }
         }
-        put(y, at: 0, width: 4); bytes[4] = 0x2d; put(m, at: 5, width: 2); bytes[7] = 0x2d; put(d, at: 8, width: 2)
-        bytes[10] = 0x54; put(rem / 3600, at: 11, width: 2); bytes[13] = 0x3a; put(rem % 3600 / 60, at: 14, width: 2)
-        bytes[16] = 0x3a; put(rem % 60, at: 17, width: 2); bytes[19] = 0x5a
+        put(y, at: 0, width: 4)
+        bytes[4] = 0x2d
+        put(m, at: 5, width: 2)
+        bytes[7] = 0x2d
+        put(d, at: 8, width: 2)
+        bytes[10] = 0x54
+        put(rem / 3600, at: 11, width: 2)
+        bytes[13] = 0x3a
+        put(rem % 3600 / 60, at: 14, width: 2)
+        bytes[16] = 0x3a
+        put(rem % 60, at: 17, width: 2)
+        bytes[19] = 0x5a
         return String(decoding: bytes, as: UTF8.self)
     }
 
@@ -44,8 +59,12 @@ package enum RFC3339 {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite, seconds >= earliestUnixTime, seconds < latestUnixTime else { return string(from: date) }
         let total = Int64((seconds * 1000).rounded())
-        var whole = total / 1000, millis = total % 1000
-        if millis < 0 { millis += 1000; whole -= 1 }
+        var whole = total / 1000
+        var millis = total % 1000
+        if millis < 0 {
+            millis += 1000
+            whole -= 1
+        }
         let digits = String(millis)
         return String(string(from: Date(timeIntervalSince1970: Double(whole))).dropLast()) + "."
             + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
@@ -56,7 +75,8 @@ package enum RFC3339 {
         string.utf8.withContiguousStorageIfAvailable(date(bytes:)) ?? date(bytes: Array(string.utf8))
     }
 
-    private static func date<Bytes: RandomAccessCollection>(bytes b: Bytes) -> Date? where Bytes.Element == UInt8, Bytes.Index == Int {
+    private static func date<Bytes: RandomAccessCollection>(bytes b: Bytes) -> Date?
+    where Bytes.Element == UInt8, Bytes.Index == Int {
         guard b.count >= 20 else { return nil }
         func num(_ from: Int, _ count: Int) -> Int64? {
             var v: Int64 = 0
@@ -67,16 +87,21 @@ package enum RFC3339 {
             return v
         }
         guard let y = num(0, 4), b[4] == 0x2d, let mo = num(5, 2), b[7] == 0x2d, let d = num(8, 2),
-              b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20, let h = num(11, 2), b[13] == 0x3a, let mi = num(14, 2),
-              b[16] == 0x3a, let s = num(17, 2),
-              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else { return nil }
+            b[10] == 0x54 || b[10] == 0x74 || b[10] == 0x20, let h = num(11, 2), b[13] == 0x3a, let mi = num(14, 2),
+            b[16] == 0x3a, let s = num(17, 2),
+            (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61
+        else { return nil }
         var i = 19
         var fraction = 0.0
         if i < b.count, b[i] == 0x2e {
             i += 1
             var scale = 0.1
             let start = i
-            while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { fraction += Double(b[i] - 0x30) * scale; scale /= 10; i += 1 }
+            while i < b.count, b[i] >= 0x30, b[i] <= 0x39 {
+                fraction += Double(b[i] - 0x30) * scale
+                scale /= 10
+                i += 1
+            }
             guard i > start else { return nil }
         }
         guard i < b.count else { return nil }
@@ -84,7 +109,8 @@ package enum RFC3339 {
         switch b[i] {
         case 0x5a, 0x7a: i += 1
         case 0x2b, 0x2d:
-            guard let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 0x3a, let om = num(i + 4, 2), oh < 24, om < 60 else { return nil }
+            guard let oh = num(i + 1, 2), i + 3 < b.count, b[i + 3] == 0x3a, let om = num(i + 4, 2), oh < 24, om < 60
+            else { return nil }
             offset = (oh * 60 + om) * 60 * (b[i] == 0x2d ? -1 : 1)
             i += 6
         default: return nil

@@ -8,12 +8,16 @@ package struct JSONFields {
     package let path: String
 
     package init(_ value: JSONValue, path: String = "") throws(JSONShapeError) {
-        guard case .object(let o) = value else { throw JSONShapeError(path: path.isEmpty ? "top level" : path, problem: "is not an object") }
+        guard case .object(let o) = value else {
+            throw JSONShapeError(path: path.isEmpty ? "top level" : path, problem: "is not an object")
+        }
         object = o
         self.path = path
     }
 
-    package func fail(_ key: String, _ problem: String) -> JSONShapeError { JSONShapeError(path: path + "." + key, problem: problem) }
+    package func fail(_ key: String, _ problem: String) -> JSONShapeError {
+        JSONShapeError(path: path + "." + key, problem: problem)
+    }
 
     package func optionalString(_ key: String) throws(JSONShapeError) -> String? {
         switch object[key] {
@@ -140,8 +144,12 @@ extension JSONDocument {
     /// Decodes a stored document, or throws a ``DecodeError`` that names `source` and the field.
     package static func decode(_ data: Data, source: String) throws(DecodeError) -> Self {
         let value: JSONValue
-        do { value = try JSONValue.parse(data) } catch { throw DecodeError(source: source, detail: "not valid JSON (\(error.userFacingDescription))") }
-        do { return try Self(json: try JSONFields(value)) } catch { throw DecodeError(source: source, detail: error.userFacingDescription) }
+        do { value = try JSONValue.parse(data) } catch {
+            throw DecodeError(source: source, detail: "not valid JSON (\(error.userFacingDescription))")
+        }
+        do { return try Self(json: try JSONFields(value)) } catch {
+            throw DecodeError(source: source, detail: error.userFacingDescription)
+        }
     }
 
     /// The document as compact UTF-8 JSON with sorted keys.

@@ -24,8 +24,12 @@ extension JSONValue {
     /// to `element` (and `member` gets an empty object in its place); every other top-level member
     /// goes to `member`. For large maps (the registry's slots), peak memory is one element's tree.
     /// - Returns: nil for an object; any other document whole (for the caller's shape check).
-    package static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
-                                      element: (String, JSONValue) -> Void) throws(JSONSyntaxError) -> JSONValue? {
+    package static func parseStreaming(
+        _ data: Data,
+        streamed: String,
+        member: (String, JSONValue) -> Void,
+        element: (String, JSONValue) -> Void
+    ) throws(JSONSyntaxError) -> JSONValue? {
         try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in
             try parser.streamedDocument(streamed: streamed, member: member) { name, reader throws(JSONSyntaxError) in
                 element(name, try reader.value())
@@ -36,8 +40,12 @@ extension JSONValue {
     /// ``parseStreaming(_:streamed:member:element:)`` where `element` reads each element's value
     /// itself from a ``JSONReader`` positioned at it (and must read exactly that value): a decoder
     /// that knows the shape it expects builds its result without the intermediate tree.
-    package static func parseStreaming(_ data: Data, streamed: String, member: (String, JSONValue) -> Void,
-                                      reader element: (String, inout JSONReader) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) -> JSONValue? {
+    package static func parseStreaming(
+        _ data: Data,
+        streamed: String,
+        member: (String, JSONValue) -> Void,
+        reader element: (String, inout JSONReader) throws(JSONSyntaxError) -> Void
+    ) throws(JSONSyntaxError) -> JSONValue? {
         try JSONParser.run(on: data) { parser throws(JSONSyntaxError) in
             try parser.streamedDocument(streamed: streamed, member: member, element: element)
         }
@@ -62,10 +70,17 @@ extension JSONValue {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let n):
-            if n.rounded() == n && abs(n) < 1e15 { out.append(contentsOf: String(Int64(n)).utf8) } else { out.append(contentsOf: "\(n)".utf8) }
+            if n.rounded() == n && abs(n) < 1e15 {
+                out.append(contentsOf: String(Int64(n)).utf8)
+            } else {
+                out.append(contentsOf: "\(n)".utf8)
+            }
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let items):
-            if items.isEmpty { out.append(contentsOf: "[]".utf8); return }
+            if items.isEmpty {
+                out.append(contentsOf: "[]".utf8)
+                return
+            }
             out.append(0x5b)
             for (i, item) in items.enumerated() {
                 if i > 0 { out.append(0x2c) }
@@ -75,7 +90,10 @@ extension JSONValue {
             if pretty { JSONValue.newline(&out, indent) }
             out.append(0x5d)
         case .object(let dict):
-            if dict.isEmpty { out.append(contentsOf: "{}".utf8); return }
+            if dict.isEmpty {
+                out.append(contentsOf: "{}".utf8)
+                return
+            }
             out.append(0x7b)
             for (i, element) in dict.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(0x2c) }
@@ -100,7 +118,8 @@ extension JSONValue {
         // (String.UTF8View's generic iteration cost several times more). 0xC2, 0xD8 and 0xE2 lead
         // the UTF-8 of every escaped character above ASCII.
         let clean = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5c || b == 0x7f || b == 0xc2 || b == 0xd8 || b == 0xe2 { return false }
+            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5c || b == 0x7f || b == 0xc2 || b == 0xd8 || b == 0xe2
+            { return false }
             out.append(contentsOf: bytes)
             return true
         }
@@ -111,15 +130,28 @@ extension JSONValue {
         let hex = Array("0123456789abcdef".utf8)
         for scalar in s.unicodeScalars {
             switch scalar.value {
-            case 0x22: out.append(0x5c); out.append(0x22)
-            case 0x5c: out.append(0x5c); out.append(0x5c)
-            case 0x0a: out.append(0x5c); out.append(0x6e)
-            case 0x0d: out.append(0x5c); out.append(0x72)
-            case 0x09: out.append(0x5c); out.append(0x74)
+            case 0x22:
+                out.append(0x5c)
+                out.append(0x22)
+            case 0x5c:
+                out.append(0x5c)
+                out.append(0x5c)
+            case 0x0a:
+                out.append(0x5c)
+                out.append(0x6e)
+            case 0x0d:
+                out.append(0x5c)
+                out.append(0x72)
+            case 0x09:
+                out.append(0x5c)
+                out.append(0x74)
             case let v where v < 0x80 && !TerminalText.isUnsafe(scalar):
                 out.append(UInt8(v))
             case let v where TerminalText.isUnsafe(scalar):
-                out.append(contentsOf: [0x5c, 0x75, hex[Int(v >> 12 & 0xf)], hex[Int(v >> 8 & 0xf)], hex[Int(v >> 4 & 0xf)], hex[Int(v & 0xf)]])
+                out.append(contentsOf: [
+                    0x5c, 0x75, hex[Int(v >> 12 & 0xf)], hex[Int(v >> 8 & 0xf)], hex[Int(v >> 4 & 0xf)],
+                    hex[Int(v & 0xf)],
+                ])
             default:
                 UTF8.encode(scalar) { out.append($0) }
             }
@@ -232,8 +264,12 @@ package struct JSONReader {
     /// `true` or `false` here, or nil (nothing read) when it is something else.
     package mutating func bool() throws(JSONSyntaxError) -> Bool? {
         switch peek() {
-        case 0x74: try parser.literal("true"); return true
-        case 0x66: try parser.literal("false"); return false
+        case 0x74:
+            try parser.literal("true")
+            return true
+        case 0x66:
+            try parser.literal("false")
+            return false
         default: return nil
         }
     }
@@ -247,7 +283,9 @@ package struct JSONReader {
 
     /// Walks the object here (the caller checked `peek() == "{"`), handing each key to `body`,
     /// which reads the member's value and says whether the key was new (false: "duplicate key").
-    package mutating func members(_ body: (String, inout JSONReader) throws(JSONSyntaxError) -> Bool) throws(JSONSyntaxError) {
+    package mutating func members(
+        _ body: (String, inout JSONReader) throws(JSONSyntaxError) -> Bool
+    ) throws(JSONSyntaxError) {
         try parser.members { key, inner throws(JSONSyntaxError) in
             var reader = JSONReader(parser: inner)
             defer { inner = reader.parser }
@@ -264,7 +302,7 @@ package struct JSONSyntaxError: Error, Equatable, Sendable, LocalizedError {
     package var errorDescription: String? { "line \(line), column \(column): \(problem)" }
 }
 
-fileprivate struct JSONParser {
+private struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var i = 0
     var depth = 0
@@ -272,7 +310,10 @@ fileprivate struct JSONParser {
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     /// Runs `body` with a parser over `data`'s bytes (valid only inside `body`).
-    static func run<R>(on data: Data, _ body: (inout JSONParser) throws(JSONSyntaxError) -> R) throws(JSONSyntaxError) -> R {
+    static func run<R>(
+        on data: Data,
+        _ body: (inout JSONParser) throws(JSONSyntaxError) -> R
+    ) throws(JSONSyntaxError) -> R {
         let result: Result<R, JSONSyntaxError> = data.withUnsafeBytes { raw in
             var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
             do throws(JSONSyntaxError) { return .success(try body(&parser)) } catch { return .failure(error) }
@@ -281,9 +322,15 @@ fileprivate struct JSONParser {
     }
 
     func fail(_ problem: String) -> JSONSyntaxError {
-        var line = 1, column = 1
+        var line = 1
+        var column = 1
         for k in 0..<min(i, bytes.count) {
-            if bytes[k] == 0x0a { line += 1; column = 1 } else if bytes[k] & 0xc0 != 0x80 { column += 1 }
+            if bytes[k] == 0x0a {
+                line += 1
+                column = 1
+            } else if bytes[k] & 0xc0 != 0x80 {
+                column += 1
+            }
         }
         return JSONSyntaxError(line: line, column: column, problem: problem)
     }
@@ -299,8 +346,11 @@ fileprivate struct JSONParser {
 
     /// ``JSONValue/parseStreaming(_:streamed:member:element:)``: `document()` for a top-level
     /// object, with the same checks (duplicate keys, nesting, trailing text) in the same places.
-    mutating func streamedDocument(streamed: String, member: (String, JSONValue) -> Void,
-                                   element: (String, inout JSONReader) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) -> JSONValue? {
+    mutating func streamedDocument(
+        streamed: String,
+        member: (String, JSONValue) -> Void,
+        element: (String, inout JSONReader) throws(JSONSyntaxError) -> Void
+    ) throws(JSONSyntaxError) -> JSONValue? {
         skipSpace()
         if i < bytes.count, bytes[i] == 0xef { throw fail("byte-order mark") }
         guard i < bytes.count else { throw fail("unexpected end of document") }
@@ -332,7 +382,11 @@ fileprivate struct JSONParser {
         try nest()
         i += 1
         skipSpace()
-        if i < bytes.count, bytes[i] == 0x7d { i += 1; depth -= 1; return }
+        if i < bytes.count, bytes[i] == 0x7d {
+            i += 1
+            depth -= 1
+            return
+        }
         while true {
             skipSpace()
             guard i < bytes.count, bytes[i] == 0x22 else { throw fail("expected a string key") }
@@ -344,8 +398,15 @@ fileprivate struct JSONParser {
             guard try body(key, &self) else { throw fail("duplicate key") }
             skipSpace()
             guard i < bytes.count else { throw fail("unexpected end of document inside an object") }
-            if bytes[i] == 0x2c { i += 1; continue }
-            if bytes[i] == 0x7d { i += 1; depth -= 1; return }
+            if bytes[i] == 0x2c {
+                i += 1
+                continue
+            }
+            if bytes[i] == 0x7d {
+                i += 1
+                depth -= 1
+                return
+            }
             throw fail("expected ',' or '}' in an object")
         }
     }
@@ -360,9 +421,15 @@ fileprivate struct JSONParser {
         case 0x7b: return try object()
         case 0x5b: return try array()
         case 0x22: return .string(try string())
-        case 0x74: try literal("true"); return .bool(true)
-        case 0x66: try literal("false"); return .bool(false)
-        case 0x6e: try literal("null"); return .null
+        case 0x74:
+            try literal("true")
+            return .bool(true)
+        case 0x66:
+            try literal("false")
+            return .bool(false)
+        case 0x6e:
+            try literal("null")
+            return .null
         case 0x2d, 0x30...0x39: return .number(try number())
         default: throw fail("unexpected character")
         }
@@ -393,14 +460,25 @@ fileprivate struct JSONParser {
         i += 1
         var items: [JSONValue] = []
         skipSpace()
-        if i < bytes.count, bytes[i] == 0x5d { i += 1; depth -= 1; return .array(items) }
+        if i < bytes.count, bytes[i] == 0x5d {
+            i += 1
+            depth -= 1
+            return .array(items)
+        }
         while true {
             skipSpace()
             items.append(try value())
             skipSpace()
             guard i < bytes.count else { throw fail("unexpected end of document inside an array") }
-            if bytes[i] == 0x2c { i += 1; continue }
-            if bytes[i] == 0x5d { i += 1; depth -= 1; return .array(items) }
+            if bytes[i] == 0x2c {
+                i += 1
+                continue
+            }
+            if bytes[i] == 0x5d {
+                i += 1
+                depth -= 1
+                return .array(items)
+            }
             throw fail("expected ',' or ']' in an array")
         }
     }
@@ -410,7 +488,10 @@ fileprivate struct JSONParser {
         let start = i
         // Fast path: no escapes.
         var ascii = true
-        while i < bytes.count, bytes[i] != 0x22, bytes[i] != 0x5c, bytes[i] >= 0x20 { ascii = ascii && bytes[i] < 0x80; i += 1 }
+        while i < bytes.count, bytes[i] != 0x22, bytes[i] != 0x5c, bytes[i] >= 0x20 {
+            ascii = ascii && bytes[i] < 0x80
+            i += 1
+        }
         if i < bytes.count, bytes[i] == 0x22 {
             let slice = UnsafeBufferPointer(rebasing: bytes[start..<i])
             i += 1
@@ -422,9 +503,16 @@ fileprivate struct JSONParser {
         while true {
             guard i < bytes.count else { throw fail("unterminated string") }
             let b = bytes[i]
-            if b == 0x22 { i += 1; break }
+            if b == 0x22 {
+                i += 1
+                break
+            }
             if b < 0x20 { throw fail("control character in a string") }
-            if b != 0x5c { out.append(b); i += 1; continue }
+            if b != 0x5c {
+                out.append(b)
+                i += 1
+                continue
+            }
             i += 1
             guard i < bytes.count else { throw fail("unterminated escape") }
             let e = bytes[i]
@@ -439,7 +527,9 @@ fileprivate struct JSONParser {
             case 0x75:
                 var scalar = try hex4()
                 if (0xd800...0xdbff).contains(scalar) {
-                    guard i + 1 < bytes.count, bytes[i] == 0x5c, bytes[i + 1] == 0x75 else { throw fail("unpaired surrogate") }
+                    guard i + 1 < bytes.count, bytes[i] == 0x5c, bytes[i + 1] == 0x75 else {
+                        throw fail("unpaired surrogate")
+                    }
                     i += 2
                     let low = try hex4()
                     guard (0xdc00...0xdfff).contains(low) else { throw fail("unpaired surrogate") }
@@ -484,13 +574,18 @@ fileprivate struct JSONParser {
         }
         guard i < bytes.count else { throw fail("invalid number") }
         if bytes[i] == 0x30 { i += 1 } else if digits(&self) == 0 { throw fail("invalid number") }
-        if i < bytes.count, bytes[i] == 0x2e { i += 1; guard digits(&self) > 0 else { throw fail("invalid number") } }
+        if i < bytes.count, bytes[i] == 0x2e {
+            i += 1
+            guard digits(&self) > 0 else { throw fail("invalid number") }
+        }
         if i < bytes.count, bytes[i] == 0x65 || bytes[i] == 0x45 {
             i += 1
             if i < bytes.count, bytes[i] == 0x2b || bytes[i] == 0x2d { i += 1 }
             guard digits(&self) > 0 else { throw fail("invalid number") }
         }
-        guard let n = Double(String(decoding: bytes[start..<i], as: UTF8.self)), n.isFinite else { throw fail("invalid number") }
+        guard let n = Double(String(decoding: bytes[start..<i], as: UTF8.self)), n.isFinite else {
+            throw fail("invalid number")
+        }
         return n
     }
 }

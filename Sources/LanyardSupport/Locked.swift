@@ -18,7 +18,9 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
     package init(_ value: Value) { self.value = value }
 
     /// Runs `body` with the value, holding the lock.
-    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         mutex.lock()
         defer { mutex.unlock() }
         return try body(&value)

@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// Phase timestamps of one process start, recorded only when `LANYARD_TRACE_STARTUP=1`.
 ///

@@ -12,8 +12,10 @@ package enum SyncBridge {
     /// - Parameter whileWaiting: called before the wait with a closure that cancels `work` (for a
     ///   Ctrl-C handler); whatever it sets up, the caller tears down after ``wait(_:whileWaiting:)``
     ///   returns.
-    package static func wait<T: Sendable>(_ work: @escaping @Sendable () async throws -> T,
-                                          whileWaiting: (_ cancel: @escaping @Sendable () -> Void) -> Void = { _ in }) throws -> T {
+    package static func wait<T: Sendable>(
+        _ work: @escaping @Sendable () async throws -> T,
+        whileWaiting: (_ cancel: @escaping @Sendable () -> Void) -> Void = { _ in }
+    ) throws -> T {
         assert(!isInsideTask, "SyncBridge.wait called from inside a task: await the async API instead")
         let result = Locked<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)

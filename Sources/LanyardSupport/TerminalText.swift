@@ -58,7 +58,8 @@ package enum TokenText {
     package static func problem(_ token: String) -> String? {
         if token.isEmpty { return "is empty" }
         for (position, byte) in token.utf8.enumerated() where byte < 0x21 || byte > 0x7E {
-            return "is not a token: byte \(position + 1) is not visible ASCII (tokens are printable ASCII without spaces)"
+            return
+                "is not a token: byte \(position + 1) is not visible ASCII (tokens are printable ASCII without spaces)"
         }
         return nil
     }

@@ -31,10 +31,16 @@ package final class FolderWatch {
 
     /// Waits until the folder changes or `timeout` seconds pass; true on a change.
     package func wait(timeout: TimeInterval) -> Bool {
-        guard fd >= 0 else { usleep(UInt32(min(timeout, 60) * 1_000_000)); return false }
+        guard fd >= 0 else {
+            usleep(UInt32(min(timeout, 60) * 1_000_000))
+            return false
+        }
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
         let n = poll(&fds, 1, Int32(max(1, timeout * 1000)))
-        if n > 0 { drain(); return true }
+        if n > 0 {
+            drain()
+            return true
+        }
         return false
     }
 

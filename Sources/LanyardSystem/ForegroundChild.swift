@@ -115,7 +115,10 @@ package final class WatchedChild: Sendable {
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         let end = timeout.map { Double(deadline.tv_sec) + Double(deadline.tv_nsec) / 1e9 + $0 }
         while true {
-            var fds = [pollfd(fd: ended.read, events: Int16(POLLIN), revents: 0), pollfd(fd: watch, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: ended.read, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: watch, events: Int16(POLLIN), revents: 0),
+            ]
             var wait: Int32 = -1
             if let end {
                 var now = timespec()

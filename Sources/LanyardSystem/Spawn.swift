@@ -78,8 +78,10 @@ package struct Spawn: Sendable {
             for pointer in cEnvironment ?? [] { free(pointer) }
         }
         var pid: pid_t = 0
-        let spawn = { cEnvironment.map { posix_spawn(&pid, executable, &actions, &attributes, cArgv, $0) }
-            ?? posix_spawn(&pid, executable, &actions, &attributes, cArgv, environ) }
+        let spawn = {
+            cEnvironment.map { posix_spawn(&pid, executable, &actions, &attributes, cArgv, $0) }
+                ?? posix_spawn(&pid, executable, &actions, &attributes, cArgv, environ)
+        }
         let failed = userCoreLimit ? ProcessHardening.withInheritedCoreLimit(spawn) : spawn()
         guard failed == 0 else { throw SystemCallError("posix_spawn", executable, errno: failed) }
         return pid

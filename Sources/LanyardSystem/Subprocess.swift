@@ -1,4 +1,5 @@
 import FoundationEssentials
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,8 +35,14 @@ package enum Subprocess {
     /// waits for it when `wait` is true and returns its status and captured output. `environment`
     /// nil passes the parent's environment on.
     @discardableResult
-    package static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                           stdout: Output = .inherit, stderr: Output = .inherit, wait: Bool = true) throws(LaunchError) -> Result {
+    package static func run(
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String]? = nil,
+        stdout: Output = .inherit,
+        stderr: Output = .inherit,
+        wait: Bool = true
+    ) throws(LaunchError) -> Result {
         var spawn = Spawn(executable, arguments: arguments, environment: environment)
         // Read ends stay with the parent; write ends go to the child and are closed after the spawn.
         var pipes: [(fd: Int32, readEnd: Int32)] = []

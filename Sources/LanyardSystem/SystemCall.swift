@@ -37,7 +37,9 @@ package func retryingOnInterrupt<T: BinaryInteger>(_ call: () -> T) -> T {
 package func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(SystemCallError) {
     var offset = 0
     while offset < bytes.count {
-        let n = bytes.withUnsafeBytes { raw in retryingOnInterrupt { Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) } }
+        let n = bytes.withUnsafeBytes { raw in
+            retryingOnInterrupt { Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) }
+        }
         if n < 0 { throw SystemCallError("write") }
         offset += n
     }

@@ -8,6 +8,11 @@ import LanyardNetwork
 // otherwise make folders in $XDG_DATA_HOME and $XDG_CACHE_HOME.
 SessionConfiguration.makeFoundationStoresWithoutFolders()
 
-exit(lanyardMain(transportFactory: { CurlTransport(timeout: $0) }, streamFactory: { manager, slot, policy, request in
-    ResponseStreamer(manager: manager, slot: slot, session: StreamingSession(), policy: policy).stream(request)
-}))
+exit(
+    lanyardMain(
+        transportFactory: { CurlTransport(timeout: $0) },
+        streamFactory: { manager, slot, policy, request in
+            ResponseStreamer(manager: manager, slot: slot, session: StreamingSession(), policy: policy).stream(request)
+        }
+    )
+)

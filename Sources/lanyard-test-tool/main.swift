@@ -10,8 +10,12 @@ import LanyardFleet
 import LanyardStore
 
 func credential(_ token: String) -> Credential {
-    Credential(provider: "openai", tokens: TokenSet(accessToken: token, refreshToken: "rt-" + token), lastRefresh: Date(),
-               account: AccountInfo(email: "test@example.com"))
+    Credential(
+        provider: "openai",
+        tokens: TokenSet(accessToken: token, refreshToken: "rt-" + token),
+        lastRefresh: Date(),
+        account: AccountInfo(email: "test@example.com")
+    )
 }
 
 let args = CommandLine.arguments
@@ -33,8 +37,12 @@ do {
     case "fleet-lock":
         let paths = Paths(environment: ProcessInfo.processInfo.environment)
         guard let settings = try ConfigFile.load(path: paths.configFile).config.fleet else { exit(2) }
-        let lock = try FleetLock.acquire(try FleetConnection.gateway(settings), folder: FleetKeys(fleet: settings.name).locks(try Slot(args[2])),
-                                         ttl: Int64(count), timeout: 30)
+        let lock = try FleetLock.acquire(
+            try FleetConnection.gateway(settings),
+            folder: FleetKeys(fleet: settings.name).locks(try Slot(args[2])),
+            ttl: Int64(count),
+            timeout: 30
+        )
         FileHandle.standardOutput.write(Data("locked \(lock.key)\n".utf8))
         while true { pause() }
     default:

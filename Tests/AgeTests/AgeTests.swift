@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Age
 
 func randomData(_ count: Int) -> Data { Data(Sodium.randomBytes(count)) }
@@ -44,7 +45,9 @@ struct AgeTests {
         let file = try Age.encrypt(plaintext, to: [try ScryptRecipient(passphrase: "correct horse", workFactor: 10)])
         #expect(try Age.decrypt(file, with: [try ScryptIdentity(passphrase: "correct horse")]) == plaintext)
         // Several passphrases: a wrong one does not stop the search.
-        let ids: [any Identity] = [try ScryptIdentity(passphrase: "nope"), try ScryptIdentity(passphrase: "correct horse")]
+        let ids: [any Identity] = [
+            try ScryptIdentity(passphrase: "nope"), try ScryptIdentity(passphrase: "correct horse"),
+        ]
         #expect(try Age.decrypt(file, with: ids) == plaintext)
         #expect(throws: AgeError.incorrectPassphrase) {
             try Age.decrypt(file, with: [try ScryptIdentity(passphrase: "battery staple")])
@@ -61,7 +64,9 @@ struct AgeTests {
 
     @Test("multiple recipients; any identity decrypts")
     func multipleRecipients() throws {
-        let a = X25519Identity.generate(), b = X25519Identity.generate(), c = X25519Identity.generate()
+        let a = X25519Identity.generate()
+        let b = X25519Identity.generate()
+        let c = X25519Identity.generate()
         let plaintext = randomData(5000)
         let file = try Age.encrypt(plaintext, to: [a.recipient, b.recipient])
         #expect(try Age.decrypt(file, with: [b]) == plaintext)
@@ -82,7 +87,9 @@ struct AgeTests {
         #expect(throws: AgeError.emptyPassphrase) { try ScryptRecipient(passphrase: "") }
         let file = try Age.encrypt(Data("x".utf8), to: [id.recipient])
         #expect(throws: AgeError.noIdentities) { try Age.decrypt(file, with: []) }
-        #expect(throws: AgeError.armor(line: 1, .missingBeginLine)) { try Age.decrypt(Data("hello\n".utf8), with: [id]) }
+        #expect(throws: AgeError.armor(line: 1, .missingBeginLine)) {
+            try Age.decrypt(Data("hello\n".utf8), with: [id])
+        }
     }
 
     @Test("keys: Bech32 encoding round-trips and errors are precise")
@@ -126,7 +133,8 @@ struct AgeTests {
     /// recipient, which encryption uses, is always the one computed from the secret.
     @Test("a kept public key is a hint: a wrong one still decrypts and never becomes the recipient")
     func publicKeyHint() throws {
-        let a = X25519Identity.generate(), other = X25519Identity.generate()
+        let a = X25519Identity.generate()
+        let other = X25519Identity.generate()
         let sealed = try Age.encrypt(Data("hello".utf8), to: [a.recipient])
         for hint in [a.recipient.string, other.recipient.string, "age1notakey", nil] as [String?] {
             let id = try X25519Identity(a.secretKeyString, publicKey: hint)
@@ -144,15 +152,20 @@ struct AgeTests {
 
     @Test("identity file parsing")
     func identityFile() throws {
-        let a = X25519Identity.generate(), b = X25519Identity.generate()
+        let a = X25519Identity.generate()
+        let b = X25519Identity.generate()
         let text = "# created: now\r\n# public key: \(a.recipient)\r\n\(a.secretKeyString)\r\n\n\(b.secretKeyString)"
         let ids = try Age.parseIdentityFile(text)
         #expect(ids.map(\.recipient) == [a.recipient, b.recipient])
 
-        #expect(throws: AgeError.invalidIdentity(line: nil, .noIdentities)) { try Age.parseIdentityFile("# nothing\n\n") }
+        #expect(throws: AgeError.invalidIdentity(line: nil, .noIdentities)) {
+            try Age.parseIdentityFile("# nothing\n\n")
+        }
         #expect(throws: AgeError.invalidIdentity(line: 2, .invalidChecksum)) {
             // Change the last checksum character (to one that differs from it).
-            try Age.parseIdentityFile("# x\n\(a.secretKeyString.dropLast())\(a.secretKeyString.last == "Q" ? "P" : "Q")\n")
+            try Age.parseIdentityFile(
+                "# x\n\(a.secretKeyString.dropLast())\(a.secretKeyString.last == "Q" ? "P" : "Q")\n"
+            )
         }
         #expect(throws: AgeError.invalidIdentity(line: 1, .unsupportedType("post-quantum (ML-KEM)"))) {
             try Age.parseIdentityFile("AGE-SECRET-KEY-PQ-1HZLGZUPT4ETPKDEV8HSGFDCYZ4E522W0A7PU2LHT8EH9W6YLNC3SW78XKG\n")
@@ -174,7 +187,9 @@ struct AgeTests {
 
     /// RFC 5869 case 1 has a binary info string, so run HKDF by hand from HMAC.
     private func rfcCase1() -> [UInt8] {
-        let ikm = [UInt8](repeating: 0x0b, count: 22), salt = [UInt8](0x00...0x0c), info = [UInt8](0xf0...0xf9) + [1]
+        let ikm = [UInt8](repeating: 0x0b, count: 22)
+        let salt = [UInt8](0x00...0x0c)
+        let info = [UInt8](0xf0...0xf9) + [1]
         let prk = salt.withUnsafeBytes { s in ikm.withUnsafeBytes { Sodium.hmacSHA256(key: s, parts: [$0]) } }
         return prk.withUnsafeBytes { k in info.withUnsafeBytes { Sodium.hmacSHA256(key: k, parts: [$0]) } }
     }
@@ -202,11 +217,17 @@ struct AgeTests {
     @Test("fuzzer findings stay fixed")
     func fuzzRegressions() throws {
         let id = X25519Identity.generate()
-        let armor = try Data(contentsOf: URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().appendingPathComponent("../../Fuzz/seeds/armor/regression-high-bit-base64"))
+        let armor = try Data(
+            contentsOf: URL(fileURLWithPath: #filePath)
+                .deletingLastPathComponent().appendingPathComponent("../../Fuzz/seeds/armor/regression-high-bit-base64")
+        )
         #expect(throws: AgeError.armor(line: 4, .invalidBase64)) { try Armor.decode(armor) }
-        let header = try Data(contentsOf: URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().appendingPathComponent("../../Fuzz/seeds/header/regression-high-bit-base64"))
+        let header = try Data(
+            contentsOf: URL(fileURLWithPath: #filePath)
+                .deletingLastPathComponent().appendingPathComponent(
+                    "../../Fuzz/seeds/header/regression-high-bit-base64"
+                )
+        )
         #expect(throws: AgeError.header(line: 3, .invalidBodyBase64)) { try Age.decrypt(header, with: [id]) }
     }
 }
@@ -255,7 +276,9 @@ struct ExtensibilityTests {
         let file = try Age.encrypt(Data("hello".utf8), to: [FixedKeyRecipient()])
         let header = try [UInt8](file).withUnsafeBytes { try Header.parse($0) }
         let key = header.stanzas[0].body
-        #expect(try Age.decrypt(file, with: [X25519Identity.generate(), FixedKeyIdentity(key: key)]) == Data("hello".utf8))
+        #expect(
+            try Age.decrypt(file, with: [X25519Identity.generate(), FixedKeyIdentity(key: key)]) == Data("hello".utf8)
+        )
         #expect(throws: AgeError.headerMACMismatch) {
             try Age.decrypt(file, with: [FixedKeyIdentity(key: [UInt8](repeating: 0, count: 16))])
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Age
 
 /// One CCTV age test vector (format: Vectors/README.md).
@@ -30,7 +31,8 @@ enum Vectors {
     /// Every vector file name (the README is documentation, not a vector).
     static let names: [String] = {
         guard let dir = directory,
-              let files = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return [] }
+            let files = try? FileManager.default.contentsOfDirectory(atPath: dir.path)
+        else { return [] }
         return files.filter { $0 != "README.md" && !$0.hasPrefix(".") }.sorted()
     }()
 
@@ -49,7 +51,8 @@ enum Vectors {
             pos = lf + 1
             if line.isEmpty { break }
             guard let sep = line.range(of: ": ") else { throw InflateError(description: "\(name): bad line") }
-            let key = String(line[..<sep.lowerBound]), value = String(line[sep.upperBound...])
+            let key = String(line[..<sep.lowerBound])
+            let value = String(line[sep.upperBound...])
             switch key {
             case "expect": v.expect = value
             case "payload": v.payloadHash = value
@@ -116,7 +119,9 @@ enum Vectors {
             if error != nil { return .failed("\(v.name): public decrypt succeeded but should fail") }
             if out != plaintext { return .failed("\(v.name): public decrypt returned different bytes") }
         } catch let e {
-            if e != error { return .failed("\(v.name): public decrypt threw \(e), internal \(String(describing: error))") }
+            if e != error {
+                return .failed("\(v.name): public decrypt threw \(e), internal \(String(describing: error))")
+            }
         }
         return .passed
     }
@@ -159,26 +164,29 @@ struct ConformanceTests {
     }
 
     /// Where the failure is precise enough to name, check that it is named right.
-    @Test("specific vectors report the specific failure", arguments: [
-        ("hmac_bad", AgeError.headerMACMismatch),
-        ("scrypt_work_factor_23", .workFactorTooLarge(logN: 23, maximum: 22)),
-        ("scrypt_and_x25519", .scryptNotAlone),
-        ("scrypt_double", .scryptNotAlone),
-        ("scrypt_bad_tag", .incorrectPassphrase),
-        ("x25519_low_order", .stanza(index: 1, type: "X25519", .lowOrderShare)),
-        ("x25519_identity", .stanza(index: 1, type: "X25519", .lowOrderShare)),
-        ("x25519_long_file_key", .stanza(index: 1, type: "X25519", .wrongBodyLength(actual: 41))),
-        ("x25519_extra_argument", .stanza(index: 1, type: "X25519", .wrongArgumentCount(expected: 1, actual: 2))),
-        ("x25519_lowercase", .noIdentityMatched(stanzaTypes: ["x25519"])),
-        ("version_unsupported", .header(line: 1, .unsupportedVersion("v1234"))),
-        ("header_crlf", .header(line: 1, .carriageReturn)),
-        ("stream_no_nonce", .missingNonce),
-        ("stream_no_chunks", .truncatedPayload(chunks: 0)),
-        ("stream_last_chunk_empty", .emptyFinalChunk(chunk: 2)),
-        ("stream_bad_tag", .payloadAuthenticationFailed(chunk: 1)),
-        ("armor_garbage_leading", .armor(line: 1, .missingBeginLine)),
-        ("armor_long_line", .armor(line: 2, .lineTooLong)),
-    ])
+    @Test(
+        "specific vectors report the specific failure",
+        arguments: [
+            ("hmac_bad", AgeError.headerMACMismatch),
+            ("scrypt_work_factor_23", .workFactorTooLarge(logN: 23, maximum: 22)),
+            ("scrypt_and_x25519", .scryptNotAlone),
+            ("scrypt_double", .scryptNotAlone),
+            ("scrypt_bad_tag", .incorrectPassphrase),
+            ("x25519_low_order", .stanza(index: 1, type: "X25519", .lowOrderShare)),
+            ("x25519_identity", .stanza(index: 1, type: "X25519", .lowOrderShare)),
+            ("x25519_long_file_key", .stanza(index: 1, type: "X25519", .wrongBodyLength(actual: 41))),
+            ("x25519_extra_argument", .stanza(index: 1, type: "X25519", .wrongArgumentCount(expected: 1, actual: 2))),
+            ("x25519_lowercase", .noIdentityMatched(stanzaTypes: ["x25519"])),
+            ("version_unsupported", .header(line: 1, .unsupportedVersion("v1234"))),
+            ("header_crlf", .header(line: 1, .carriageReturn)),
+            ("stream_no_nonce", .missingNonce),
+            ("stream_no_chunks", .truncatedPayload(chunks: 0)),
+            ("stream_last_chunk_empty", .emptyFinalChunk(chunk: 2)),
+            ("stream_bad_tag", .payloadAuthenticationFailed(chunk: 1)),
+            ("armor_garbage_leading", .armor(line: 1, .missingBeginLine)),
+            ("armor_long_line", .armor(line: 2, .lineTooLong)),
+        ]
+    )
     func specific(_ name: String, _ expected: AgeError) throws {
         let v = try Vectors.load(name)
         var ids: [any Identity] = try v.identities.map { try X25519Identity($0) }
@@ -220,23 +228,61 @@ struct PostQuantumVectors {
         #expect(Vectors.run(try Vectors.load(name)) == .passed)
     }
 
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func armor_hybrid() throws { try PostQuantumVectors.run("armor_hybrid") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid() throws { try PostQuantumVectors.run("hybrid") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_and_x25519() throws { try PostQuantumVectors.run("hybrid_and_x25519") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_bad_tag() throws { try PostQuantumVectors.run("hybrid_bad_tag") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_currupted_enc_mlkem() throws { try PostQuantumVectors.run("hybrid_currupted_enc_mlkem") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_currupted_enc_x25519() throws { try PostQuantumVectors.run("hybrid_currupted_enc_x25519") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_extra_argument() throws { try PostQuantumVectors.run("hybrid_extra_argument") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_grease() throws { try PostQuantumVectors.run("hybrid_grease") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_identity() throws { try PostQuantumVectors.run("hybrid_identity") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_long_file_key() throws { try PostQuantumVectors.run("hybrid_long_file_key") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_long_share() throws { try PostQuantumVectors.run("hybrid_long_share") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_low_order() throws { try PostQuantumVectors.run("hybrid_low_order") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_multiple_recipients() throws { try PostQuantumVectors.run("hybrid_multiple_recipients") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_no_match() throws { try PostQuantumVectors.run("hybrid_no_match") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_not_canonical_body() throws { try PostQuantumVectors.run("hybrid_not_canonical_body") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_not_canonical_enc() throws { try PostQuantumVectors.run("hybrid_not_canonical_enc") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_short_share() throws { try PostQuantumVectors.run("hybrid_short_share") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_uppercase() throws { try PostQuantumVectors.run("hybrid_uppercase") }
-    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_x25519_arg() throws { try PostQuantumVectors.run("hybrid_x25519_arg") }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func armor_hybrid() throws {
+        try PostQuantumVectors.run("armor_hybrid")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid() throws {
+        try PostQuantumVectors.run("hybrid")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_and_x25519() throws {
+        try PostQuantumVectors.run("hybrid_and_x25519")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_bad_tag() throws {
+        try PostQuantumVectors.run("hybrid_bad_tag")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_currupted_enc_mlkem() throws {
+        try PostQuantumVectors.run("hybrid_currupted_enc_mlkem")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_currupted_enc_x25519() throws {
+        try PostQuantumVectors.run("hybrid_currupted_enc_x25519")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_extra_argument() throws {
+        try PostQuantumVectors.run("hybrid_extra_argument")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_grease() throws {
+        try PostQuantumVectors.run("hybrid_grease")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_identity() throws {
+        try PostQuantumVectors.run("hybrid_identity")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_long_file_key() throws {
+        try PostQuantumVectors.run("hybrid_long_file_key")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_long_share() throws {
+        try PostQuantumVectors.run("hybrid_long_share")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_low_order() throws {
+        try PostQuantumVectors.run("hybrid_low_order")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_multiple_recipients() throws {
+        try PostQuantumVectors.run("hybrid_multiple_recipients")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_no_match() throws {
+        try PostQuantumVectors.run("hybrid_no_match")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_not_canonical_body() throws {
+        try PostQuantumVectors.run("hybrid_not_canonical_body")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_not_canonical_enc() throws {
+        try PostQuantumVectors.run("hybrid_not_canonical_enc")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_short_share() throws {
+        try PostQuantumVectors.run("hybrid_short_share")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_uppercase() throws {
+        try PostQuantumVectors.run("hybrid_uppercase")
+    }
+    @Test(.disabled("skipped: post-quantum, no ML-KEM in libsodium")) func hybrid_x25519_arg() throws {
+        try PostQuantumVectors.run("hybrid_x25519_arg")
+    }
 }

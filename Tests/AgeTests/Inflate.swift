@@ -9,7 +9,8 @@ struct InflateError: Error, CustomStringConvertible {
 enum Zlib {
     static func decompress(_ input: [UInt8]) throws -> [UInt8] {
         guard input.count >= 6 else { throw InflateError(description: "zlib stream too short") }
-        let cmf = input[0], flg = input[1]
+        let cmf = input[0]
+        let flg = input[1]
         guard cmf & 0x0F == 8, (UInt16(cmf) << 8 | UInt16(flg)) % 31 == 0, flg & 0x20 == 0 else {
             throw InflateError(description: "bad zlib header")
         }
@@ -23,12 +24,18 @@ enum Zlib {
     }
 
     static func adler32(_ data: [UInt8]) -> UInt32 {
-        var a: UInt32 = 1, b: UInt32 = 0
+        var a: UInt32 = 1
+        var b: UInt32 = 0
         var i = 0
         while i < data.count {
             let end = min(data.count, i + 5552)  // largest run without overflow
-            while i < end { a += UInt32(data[i]); b += a; i += 1 }
-            a %= 65521; b %= 65521
+            while i < end {
+                a += UInt32(data[i])
+                b += a
+                i += 1
+            }
+            a %= 65521
+            b %= 65521
         }
         return b << 16 | a
     }
@@ -86,7 +93,9 @@ private struct Inflater {
     }
 
     mutating func decode(_ h: Huffman) throws -> Int {
-        var code = 0, first = 0, index = 0
+        var code = 0
+        var first = 0
+        var index = 0
         for len in 1..<16 {
             code |= try bits(1)
             let count = h.counts[len]
@@ -99,10 +108,18 @@ private struct Inflater {
         throw InflateError(description: "bad Huffman code")
     }
 
-    static let lengthBase = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258]
+    static let lengthBase = [
+        3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227,
+        258,
+    ]
     static let lengthExtra = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0]
-    static let distBase = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577]
-    static let distExtra = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13]
+    static let distBase = [
+        1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097,
+        6145, 8193, 12289, 16385, 24577,
+    ]
+    static let distExtra = [
+        0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13,
+    ]
 
     mutating func run() throws {
         var last = 0
@@ -110,7 +127,11 @@ private struct Inflater {
             last = try bits(1)
             switch try bits(2) {
             case 0: try stored()
-            case 1: try codes(try Huffman(lengths: Self.fixedLitLengths), try Huffman(lengths: [Int](repeating: 5, count: 30)))
+            case 1:
+                try codes(
+                    try Huffman(lengths: Self.fixedLitLengths),
+                    try Huffman(lengths: [Int](repeating: 5, count: 30))
+                )
             case 2: try dynamic()
             default: throw InflateError(description: "invalid block type")
             }
@@ -142,7 +163,9 @@ private struct Inflater {
     }
 
     mutating func dynamic() throws {
-        let nlen = try bits(5) + 257, ndist = try bits(5) + 1, ncode = try bits(4) + 4
+        let nlen = try bits(5) + 257
+        let ndist = try bits(5) + 1
+        let ncode = try bits(4) + 4
         let order = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
         var lengths = [Int](repeating: 0, count: 19)
         for i in 0..<ncode { lengths[order[i]] = try bits(3) }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Age
 
 /// Interoperability with the reference `age` CLI (Debian package `age`).
@@ -20,13 +21,17 @@ struct InteropTests {
         let url: URL
         init() throws {
             url = FileManager.default.temporaryDirectory.appendingPathComponent("age-interop-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: url,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
         }
         func path(_ name: String) -> String { url.appendingPathComponent(name).path }
         func write(_ name: String, _ data: Data) throws -> String {
             let p = path(name)
-            guard FileManager.default.createFile(atPath: p, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            guard FileManager.default.createFile(atPath: p, contents: data, attributes: [.posixPermissions: 0o600])
+            else {
                 throw InflateError(description: "cannot write \(p)")
             }
             return p
@@ -43,14 +48,24 @@ struct InteropTests {
     final class Collector: @unchecked Sendable {
         private let lock = NSLock()
         private var data = Data()
-        func append(_ d: Data) { lock.lock(); data.append(d); lock.unlock() }
-        var text: String { lock.lock(); defer { lock.unlock() }; return String(decoding: data, as: UTF8.self) }
+        func append(_ d: Data) {
+            lock.lock()
+            data.append(d)
+            lock.unlock()
+        }
+        var text: String {
+            lock.lock()
+            defer { lock.unlock() }
+            return String(decoding: data, as: UTF8.self)
+        }
     }
 
     static func requireTools() throws {
         for tool in [age, ageKeygen, script] {
-            try #require(FileManager.default.isExecutableFile(atPath: tool),
-                         "\(tool) is required for interop tests (apt-get install age bsdutils)")
+            try #require(
+                FileManager.default.isExecutableFile(atPath: tool),
+                "\(tool) is required for interop tests (apt-get install age bsdutils)"
+            )
         }
     }
 
@@ -74,11 +89,16 @@ struct InteropTests {
 
     /// Runs `command` under a pseudo-terminal (via `script`) and types
     /// `passphrase` at each of the first `prompts` passphrase prompts.
-    static func runInTerminal(_ command: String, passphrase: String, prompts: Int) async throws -> (status: Int32, output: String) {
+    static func runInTerminal(
+        _ command: String,
+        passphrase: String,
+        prompts: Int
+    ) async throws -> (status: Int32, output: String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: script)
         p.arguments = ["-qec", command, "/dev/null"]  // file paths only, no secrets
-        let input = Pipe(), out = Pipe()
+        let input = Pipe()
+        let out = Pipe()
         p.standardInput = input
         p.standardOutput = out
         p.standardError = out
@@ -130,9 +150,14 @@ struct InteropTests {
         let passphrase = Self.testPassphrase()
         let plaintext = randomData(size)
         let file = try dir.write(
-            "file.age", try Age.encrypt(plaintext, to: [try ScryptRecipient(passphrase: passphrase, workFactor: 10)]))
+            "file.age",
+            try Age.encrypt(plaintext, to: [try ScryptRecipient(passphrase: passphrase, workFactor: 10)])
+        )
         let result = try await Self.runInTerminal(
-            "\(Self.age) -d -o '\(dir.path("out"))' '\(file)'", passphrase: passphrase, prompts: 1)
+            "\(Self.age) -d -o '\(dir.path("out"))' '\(file)'",
+            passphrase: passphrase,
+            prompts: 1
+        )
         #expect(result.status == 0, "age -d failed: \(result.output)")
         #expect(try dir.readOutput("out") == plaintext)
     }
@@ -156,7 +181,9 @@ struct InteropTests {
         for armored in [false, true] {
             let out = dir.path(armored ? "file.age.asc" : "file.age")
             let result = try await Self.run(
-                Self.age, ["-r", identities[0].recipient.string] + (armored ? ["-a"] : []) + ["-o", out, input])
+                Self.age,
+                ["-r", identities[0].recipient.string] + (armored ? ["-a"] : []) + ["-o", out, input]
+            )
             try #require(result.status == 0, "age -r failed: \(result.output)")
             let file = try Data(contentsOf: URL(fileURLWithPath: out))
             #expect(file.starts(with: Data((armored ? Armor.beginLine : "age-encryption.org/v1").utf8)))
@@ -175,7 +202,9 @@ struct InteropTests {
         let armored = size == 65537
         let result = try await Self.runInTerminal(
             "\(Self.age) -p \(armored ? "-a " : "")-o '\(dir.path("file.age"))' '\(input)'",
-            passphrase: passphrase, prompts: 2)
+            passphrase: passphrase,
+            prompts: 2
+        )
         try #require(result.status == 0, "age -p failed: \(result.output)")
         let file = try dir.read("file.age")
         #expect(try Age.decrypt(file, with: [try ScryptIdentity(passphrase: passphrase)]) == plaintext)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Age
 
 /// Damaged files: each kind of damage gets its own, precise error.
@@ -19,7 +20,9 @@ struct TamperTests {
     @Test("wrong passphrase")
     func wrongPassphrase() throws {
         let file = try Age.encrypt(plaintext, to: [try ScryptRecipient(passphrase: "right", workFactor: 10)])
-        #expect(throws: AgeError.incorrectPassphrase) { try Age.decrypt(file, with: [try ScryptIdentity(passphrase: "wrong")]) }
+        #expect(throws: AgeError.incorrectPassphrase) {
+            try Age.decrypt(file, with: [try ScryptIdentity(passphrase: "wrong")])
+        }
     }
 
     @Test("truncated file")
@@ -37,7 +40,9 @@ struct TamperTests {
             try Age.decrypt(file.prefix(h + 16 + STREAM.encryptedChunkSize), with: [id])
         }
         // Cut inside the final chunk: indistinguishable from corruption of that chunk.
-        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 2)) { try Age.decrypt(file.dropLast(1), with: [id]) }
+        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 2)) {
+            try Age.decrypt(file.dropLast(1), with: [id])
+        }
     }
 
     @Test("flipped byte in the header")
@@ -77,18 +82,28 @@ struct TamperTests {
     func payloadFlip() throws {
         let file = try encrypt()
         let h = headerLength(file)
-        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 1)) { try Age.decrypt(flip(file, at: h + 16 + 5), with: [id]) }
-        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 2)) { try Age.decrypt(flip(file, at: file.count - 1), with: [id]) }
+        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 1)) {
+            try Age.decrypt(flip(file, at: h + 16 + 5), with: [id])
+        }
+        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 2)) {
+            try Age.decrypt(flip(file, at: file.count - 1), with: [id])
+        }
         // The nonce feeds the payload key, so it too breaks the first chunk.
-        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 1)) { try Age.decrypt(flip(file, at: h + 3), with: [id]) }
+        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 1)) {
+            try Age.decrypt(flip(file, at: h + 3), with: [id])
+        }
         // Appended bytes after the final chunk.
-        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 2)) { try Age.decrypt(file + Data([0]), with: [id]) }
+        #expect(throws: AgeError.payloadAuthenticationFailed(chunk: 2)) {
+            try Age.decrypt(file + Data([0]), with: [id])
+        }
     }
 
     @Test("trailing data after a full final chunk")
     func trailing() throws {
         let exact = try Age.encrypt(randomData(65536), to: [id.recipient])
-        #expect(throws: AgeError.trailingData(afterChunk: 1)) { try Age.decrypt(exact + Data(repeating: 0, count: 20), with: [id]) }
+        #expect(throws: AgeError.trailingData(afterChunk: 1)) {
+            try Age.decrypt(exact + Data(repeating: 0, count: 20), with: [id])
+        }
     }
 
     @Test("the five kinds of damage give five distinct messages")

@@ -1,14 +1,15 @@
 import Foundation
+import LanyardAuth
+import LanyardCore
 import LanyardDesktop
 import LanyardIntegrations
 import LanyardNetwork
+import LanyardStore
 import LanyardSupport
 import LanyardTestSupport
 import Testing
+
 @testable import LanyardAgent
-import LanyardAuth
-import LanyardCore
-import LanyardStore
 
 /// Sleeps 2 ms instead of the device-code interval (sign-in through the library).
 private struct QuickSleeper: Sleeper {
@@ -26,14 +27,17 @@ private final class AgentHome: @unchecked Sendable {
 
     init(extraConfig: String = "") throws {
         server = try OAuthTestServer(.chatgptEmulator)
-        try home.useEmulator(server, extraConfig: """
-        [refresh]
-        lead = \(AgentHome.lead)
-        lead-share = 1
-        [agent]
-        jitter = 0.5
-        \(extraConfig)
-        """)
+        try home.useEmulator(
+            server,
+            extraConfig: """
+                [refresh]
+                lead = \(AgentHome.lead)
+                lead-share = 1
+                [agent]
+                jitter = 0.5
+                \(extraConfig)
+                """
+        )
     }
 
     var paths: Paths { Paths(environment: home.environment) }
@@ -41,8 +45,14 @@ private final class AgentHome: @unchecked Sendable {
     func manager(clock: any WallClock = SystemClock()) throws -> AccountManager {
         let config = try ConfigFile.load(path: paths.configFile).config
         let paths = self.paths
-        return AccountManager(paths: paths, config: config, openStore: { _, _ in EncryptedFileStore(paths: paths) },
-                              transport: URLSessionTransport(timeout: 5), clock: clock, sleeper: QuickSleeper())
+        return AccountManager(
+            paths: paths,
+            config: config,
+            openStore: { _, _ in EncryptedFileStore(paths: paths) },
+            transport: URLSessionTransport(timeout: 5),
+            clock: clock,
+            sleeper: QuickSleeper()
+        )
     }
 
     func signIn(_ slots: [String], lifetime: Int, clock: any WallClock = SystemClock()) async throws {
@@ -51,7 +61,12 @@ private final class AgentHome: @unchecked Sendable {
         for name in slots {
             _ = try await manager(clock: clock).signIn(slot: try Slot(name), providerID: "openai") { event in
                 if case .deviceCode(let auth) = event {
-                    Task { _ = try await server.hook("/_test/approve", ["user_code": auth.userCode, "email": "\(name)@example.com"]) }
+                    Task {
+                        _ = try await server.hook(
+                            "/_test/approve",
+                            ["user_code": auth.userCode, "email": "\(name)@example.com"]
+                        )
+                    }
                 }
             }
         }
@@ -72,7 +87,10 @@ private final class AgentHome: @unchecked Sendable {
             guard let chunk = try err.fileHandleForReading.read(upToCount: 1), !chunk.isEmpty else { break }
             text += String(decoding: chunk, as: UTF8.self)
         }
-        guard text.contains("started") else { p.terminate(); throw ServerError("the agent did not start: \(text)") }
+        guard text.contains("started") else {
+            p.terminate()
+            throw ServerError("the agent did not start: \(text)")
+        }
         // Keep draining stderr so the agent never blocks on a full pipe.
         DispatchQueue.global().async { _ = err.fileHandleForReading.readDataToEndOfFile() }
         return p
@@ -102,22 +120,42 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
     /// Checks the refresh log of each slot: every refresh happened inside its token's refresh
     /// window (after it fell due, before it expired) and continues the chain from the previous
     /// token, so there was exactly one refresh per token lifetime and the slot was never invalid.
-    private func assertOneRefreshPerLifetime(_ env: AgentHome, slots: [String], initial: [String: Double], minimum: Int,
-                                             sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    private func assertOneRefreshPerLifetime(
+        _ env: AgentHome,
+        slots: [String],
+        initial: [String: Double],
+        minimum: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let refreshes = env.refreshEvents()
         let onServer = try await env.refreshesOnServer()
-        #expect(onServer == refreshes.count, "every refresh the server made is logged once", sourceLocation: sourceLocation)
+        #expect(
+            onServer == refreshes.count,
+            "every refresh the server made is logged once",
+            sourceLocation: sourceLocation
+        )
         for slot in slots {
-            let mine = refreshes.filter { $0["slot"]?.string == slot }.sorted { ($0["ts"]?.number ?? 0) < ($1["ts"]?.number ?? 0) }
+            let mine = refreshes.filter { $0["slot"]?.string == slot }.sorted {
+                ($0["ts"]?.number ?? 0) < ($1["ts"]?.number ?? 0)
+            }
             #expect(mine.count >= minimum, "\(slot) refreshed often enough", sourceLocation: sourceLocation)
             var expiry = initial[slot]!
             for event in mine {
-                let ts = event["ts"]!.number!, previous = event["previous_expires_ts"]!.number!
+                let ts = event["ts"]!.number!
+                let previous = event["previous_expires_ts"]!.number!
                 // The store keeps expiries in whole seconds; the logged expiry is rounded to the
                 // millisecond, which can carry X.9996 up to the next second.
                 let continues = [expiry, expiry - 0.001].contains { abs(previous - $0.rounded(.down)) < 0.002 }
-                #expect(continues, "\(slot): refresh continues the chain (no double, none missed)", sourceLocation: sourceLocation)
-                #expect(ts >= previous - AgentHome.lead - 0.01, "\(slot): not refreshed before it was due", sourceLocation: sourceLocation)
+                #expect(
+                    continues,
+                    "\(slot): refresh continues the chain (no double, none missed)",
+                    sourceLocation: sourceLocation
+                )
+                #expect(
+                    ts >= previous - AgentHome.lead - 0.01,
+                    "\(slot): not refreshed before it was due",
+                    sourceLocation: sourceLocation
+                )
                 #expect(ts < previous, "\(slot): refreshed before the token expired", sourceLocation: sourceLocation)
                 expiry = event["expires_ts"]!.number!
             }
@@ -143,8 +181,11 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         let clock = ManualClock(Date())
         let slots = ["s1", "s2", "s3", "s4", "s5"]
         try await env.signIn(slots, lifetime: 6, clock: clock)
-        let agent = RefreshAgent(manager: try env.manager(clock: clock), options: .init(jitter: 0.5, notify: false, hook: nil),
-                                 diagnostics: { Issue.record("agent: \($0)") })
+        let agent = RefreshAgent(
+            manager: try env.manager(clock: clock),
+            options: .init(jitter: 0.5, notify: false, hook: nil),
+            diagnostics: { Issue.record("agent: \($0)") }
+        )
         func expiries() throws -> [Slot: Date] {
             try Registry(paths: env.paths).load().slots.compactMapValues { $0.expiresAt }
         }
@@ -163,7 +204,10 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
             case .refresh(let due):
                 for slot in due {
                     let before = try #require(expiry[slot])
-                    #expect(clock.now() >= before - AgentHome.lead - 0.01, "\(slot.name): not refreshed before it was due")
+                    #expect(
+                        clock.now() >= before - AgentHome.lead - 0.01,
+                        "\(slot.name): not refreshed before it was due"
+                    )
                     #expect(clock.now() < before, "\(slot.name): refreshed before the token expired")
                     refreshed[slot, default: 0] += 1
                 }
@@ -179,7 +223,9 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         #expect(clock.now() >= end, "the schedule reached the end of the minute in \(steps) steps")
         // A refresh every 2 to 2.5 s of virtual time for a minute: at least 20 per slot, and the
         // server made exactly the refreshes the agent asked for, each continuing the chain.
-        for slot in initial.keys { #expect(refreshed[slot, default: 0] >= 20, "\(slot.name) refreshed \(refreshed[slot, default: 0]) times") }
+        for slot in initial.keys {
+            #expect(refreshed[slot, default: 0] >= 20, "\(slot.name) refreshed \(refreshed[slot, default: 0]) times")
+        }
         #expect(try await env.refreshesOnServer() == refreshed.values.reduce(0, +))
         for slot in initial.keys {
             var chain = (initial[slot]!.timeIntervalSince1970 * 1000).rounded() / 1000
@@ -202,7 +248,11 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         let env = try AgentHome(extraConfig: "")
         let clock = ManualClock(Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)))
         try await env.signIn(["a", "b"], lifetime: 3600, clock: clock)
-        let agent = RefreshAgent(manager: try env.manager(clock: clock), options: .init(jitter: 0, notify: false, hook: nil), diagnostics: { _ in })
+        let agent = RefreshAgent(
+            manager: try env.manager(clock: clock),
+            options: .init(jitter: 0, notify: false, hook: nil),
+            diagnostics: { _ in }
+        )
         clock.jump(by: 86_400)
         #expect(try await agent.runOnce() == 0)
         #expect(try await env.refreshesOnServer() == 0, "a day forward on the wall clock is not a day of token life")
@@ -212,7 +262,10 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         clock.jump(by: -3_600)
         clock.advance(by: 3_599)
         #expect(try await agent.runOnce() == 0)
-        #expect(try await env.refreshesOnServer() == 4, "an hour back on the wall clock does not postpone the next refresh")
+        #expect(
+            try await env.refreshesOnServer() == 4,
+            "an hour back on the wall clock does not postpone the next refresh"
+        )
         #expect(try await agent.runOnce() == 0)
         #expect(try await env.refreshesOnServer() == 4, "and nothing refreshes twice")
     }
@@ -273,14 +326,19 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         monitor.standardError = FileHandle.nullDevice
         try monitor.run()
         defer { monitor.terminate() }
-        final class Captured: @unchecked Sendable { let lock = NSLock(); var text = "" }
+        final class Captured: @unchecked Sendable {
+            let lock = NSLock()
+            var text = ""
+        }
         let captured = Captured()
         monitorOut.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
             captured.lock.withLock { captured.text += String(decoding: data, as: UTF8.self) }
         }
         // dbus-monitor prints the NameAcquired/NameLost signals once it is a monitor.
-        try env.waitFor("dbus-monitor to start", timeout: 10) { captured.lock.withLock { captured.text.contains("NameLost") } }
+        try env.waitFor("dbus-monitor to start", timeout: 10) {
+            captured.lock.withLock { captured.text.contains("NameLost") }
+        }
         try await env.server.hook("/_test/invalidate_refresh", ["all": true])
         let agent = try env.startAgent()
         try env.waitFor("the transition in the event log", timeout: 15) {
@@ -298,8 +356,12 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         let transition = env.events.first { $0["event"]?.string == "transition" }!
         #expect(transition["to"]?.string == "reauthentication-required")
         #expect(transition["fix"]?.string == "lanyard login gone")
-        let hookEvent = try JSONValue.parse(Data(String(contentsOfFile: hookFile, encoding: .utf8).split(separator: "\n")
-            .first { $0.contains("\"transition\"") }!.utf8))
+        let hookEvent = try JSONValue.parse(
+            Data(
+                String(contentsOfFile: hookFile, encoding: .utf8).split(separator: "\n")
+                    .first { $0.contains("\"transition\"") }!.utf8
+            )
+        )
         #expect(hookEvent["slot"]?.string == "gone")
         #expect(hookEvent["fix"]?.string == "lanyard login gone")
         #expect(try Registry(paths: env.paths).loadInTest().slots[try Slot("gone")]?.state == .reauthenticationRequired)
@@ -355,7 +417,8 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         let before = try cpuMilliseconds(agent.processIdentifier)
         observe(seconds: window)
         let after = try cpuMilliseconds(agent.processIdentifier)
-        let rss = try String(contentsOfFile: "/proc/\(agent.processIdentifier)/status", encoding: .utf8)
+        let rss =
+            try String(contentsOfFile: "/proc/\(agent.processIdentifier)/status", encoding: .utf8)
             .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map(String.init) ?? "?"
         print("idle agent: CPU \(((after - before) * 100).rounded() / 100) ms over \(Int(window)) s; \(rss)")
         #expect(after - before <= 50)
@@ -390,7 +453,10 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         try await env.signIn(["w"], lifetime: 1)
         let (watch, out, _) = try env.home.start(["status", "--watch", "--json"])
         defer { watch.terminate() }
-        final class Lines: @unchecked Sendable { let lock = NSLock(); var text = "" }
+        final class Lines: @unchecked Sendable {
+            let lock = NSLock()
+            var text = ""
+        }
         let lines = Lines()
         out.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
@@ -443,15 +509,24 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
 @Suite struct AgentNonRotatingTests {
     @Test func aPersonalAccessTokenSlotIsNeverDue() async throws {
         let env = try AgentHome(extraConfig: "[refresh]\nmax-age = 60")
-        let token = try #require(try await env.server.hook("/_test/personal_access_token", ["email": "ci@example.com"])["token"] as? String)
+        let token = try #require(
+            try await env.server.hook("/_test/personal_access_token", ["email": "ci@example.com"])["token"] as? String
+        )
         let manager = try env.manager()
         _ = try await manager.signIn(slot: try Slot("ci"), providerID: "openai", accessToken: token)
         try await env.signIn(["oauth"], lifetime: 3600)
         let longAgo = Date().addingTimeInterval(-7200)
         try manager.registry.updateInTest { doc in
-            for slot in doc.slots.keys { doc.slots[slot]?.lastRefresh = longAgo; doc.slots[slot]?.lastRefreshBoot = nil }
+            for slot in doc.slots.keys {
+                doc.slots[slot]?.lastRefresh = longAgo
+                doc.slots[slot]?.lastRefreshBoot = nil
+            }
         }
-        let agent = RefreshAgent(manager: manager, options: .init(jitter: 0, notify: false, hook: nil), diagnostics: { _ in })
+        let agent = RefreshAgent(
+            manager: manager,
+            options: .init(jitter: 0, notify: false, hook: nil),
+            diagnostics: { _ in }
+        )
         let document = try manager.registry.loadInTest()
         let plan = agent.plan(document, now: Date(), ignoreJitter: true)
         // Nothing is due: the OAuth slot's token lives an hour, and the token slot is skipped.
@@ -475,7 +550,10 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         let env = try AgentHome()
         try await env.signIn(["flaky"], lifetime: 1)  // due at once (lead 4)
         try await env.server.hook("/_test/config", ["access_token_lifetime": 3600])
-        try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": 503, "count": 1])
+        try await env.server.hook(
+            "/_test/fault",
+            ["endpoint": "oauth_token", "type": "status", "status": 503, "count": 1]
+        )
         let agent = try env.startAgent()
         try env.waitFor("the retried refresh", timeout: 15) { !env.refreshEvents().isEmpty }
         env.stop(agent)
@@ -483,7 +561,8 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         #expect(errors.count == 1)
         #expect(errors.first?["attempt"]?.number == 1)
         #expect((errors.first?["retry_in"]?.number ?? 0) >= 1)
-        let errorTime = errors.first?["ts"]?.number ?? 0, refreshTime = env.refreshEvents().first?["ts"]?.number ?? 0
+        let errorTime = errors.first?["ts"]?.number ?? 0
+        let refreshTime = env.refreshEvents().first?["ts"]?.number ?? 0
         #expect(refreshTime - errorTime >= 0.9, "the retry waited for its backoff delay")
         #expect(try await env.refreshesOnServer() == 1)
         #expect(try Registry(paths: env.paths).loadInTest().slots[try Slot("flaky")]?.state.name == "signed-in")
@@ -505,7 +584,9 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         #expect(loaded.config.agentHook == "logger -t lanyard")
         #expect(!loaded.config.agentNotify)
         #expect(loaded.config.eventsMaxBytes == 65536)
-        #expect(throws: ConfigError.self) { try ConfigFile.parse(Data("[events]\nmax-bytes = 10\n".utf8), path: "config.ini") }
+        #expect(throws: ConfigError.self) {
+            try ConfigFile.parse(Data("[events]\nmax-bytes = 10\n".utf8), path: "config.ini")
+        }
     }
 
     /// The log rotates past its cap, keeps one old generation, and `lanyard events` prints both;
@@ -585,12 +666,14 @@ private final class NotificationMonitor: @unchecked Sendable {
 @Suite(.serialized) struct AutoSwitchTests {
     /// Slots a, b and c signed in (a active), with a's, b's and c's busiest windows at these percentages.
     private func home(_ percents: [String: Double], extraConfig: String = "", poll: Int = 1) async throws -> AgentHome {
-        let env = try AgentHome(extraConfig: """
-        \(extraConfig)
-        [switch]
-        auto = usage
-        poll = \(poll)
-        """)
+        let env = try AgentHome(
+            extraConfig: """
+                \(extraConfig)
+                [switch]
+                auto = usage
+                poll = \(poll)
+                """
+        )
         try await env.signIn(["a", "b", "c"], lifetime: 3600)
         for (slot, percent) in percents { try await setUsage(env, slot, percent) }
         return env
@@ -602,9 +685,16 @@ private final class NotificationMonitor: @unchecked Sendable {
 
     /// The slot's 5-hour window at `percent`, resetting in `resetIn` seconds.
     private func setUsage(_ env: AgentHome, _ slot: String, _ percent: Double, resetIn: Int = 7200) async throws {
-        try await env.server.hook("/_test/usage", ["account_id": try accountID(env, slot),
-                                                   "primary_window": ["used_percent": percent, "limit_window_seconds": 18000,
-                                                                      "reset_after_seconds": resetIn]])
+        try await env.server.hook(
+            "/_test/usage",
+            [
+                "account_id": try accountID(env, slot),
+                "primary_window": [
+                    "used_percent": percent, "limit_window_seconds": 18000,
+                    "reset_after_seconds": resetIn,
+                ],
+            ]
+        )
     }
 
     /// Waits (at most 30 s) until the server has answered `count` usage requests.
@@ -619,7 +709,9 @@ private final class NotificationMonitor: @unchecked Sendable {
 
     private func active(_ env: AgentHome) throws -> String? { try Registry(paths: env.paths).load().active?.name }
 
-    private func events(_ env: AgentHome, _ kind: String) -> [JSONValue] { env.events.filter { $0["event"]?.string == kind } }
+    private func events(_ env: AgentHome, _ kind: String) -> [JSONValue] {
+        env.events.filter { $0["event"]?.string == kind }
+    }
 
     /// The active slot at 96 %: within one poll the agent switches to the slot with the most
     /// headroom, logs a `switch` event, shows a notification, runs the hook and rewrites Codex's
@@ -628,7 +720,10 @@ private final class NotificationMonitor: @unchecked Sendable {
     @Test func agentSwitchesAtTheThresholdWithinOnePoll() async throws {
         let hookFile = NSTemporaryDirectory() + "lanyard-hook-\(UUID().uuidString).jsonl"
         defer { unlink(hookFile) }
-        let env = try await home(["a": 96, "b": 50, "c": 20], extraConfig: "hook = cat >> '\(hookFile)'\n[integrations]\ncodex = true")
+        let env = try await home(
+            ["a": 96, "b": 50, "c": 20],
+            extraConfig: "hook = cat >> '\(hookFile)'\n[integrations]\ncodex = true"
+        )
         let codexHome = env.home.root + "/codex"
         try FileManager.default.createDirectory(atPath: codexHome, withIntermediateDirectories: true)
         let pinned = env.home.root + "/project"
@@ -643,7 +738,10 @@ private final class NotificationMonitor: @unchecked Sendable {
         let event = try #require(events(env, "switch").first)
         #expect(event["from"]?.string == "a" && event["to"]?.string == "c" && event["slot"]?.string == "c")
         #expect(event["reason"]?.string == "usage" && event["trigger"]?.string == "poll")
-        #expect(event["window"]?.string == "5h" && event["window_name"]?.string == "5 h" && event["limit_window_seconds"]?.number == 18000)
+        #expect(
+            event["window"]?.string == "5h" && event["window_name"]?.string == "5 h"
+                && event["limit_window_seconds"]?.number == 18000
+        )
         #expect(event["used_percent"]?.number == 96 && event["to_used_percent"]?.number == 20)
         #expect(event["resets_at"]?.string != nil)
         #expect(event["source"]?.string == "agent")
@@ -653,8 +751,16 @@ private final class NotificationMonitor: @unchecked Sendable {
             ((try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? "").contains("\"switch\"")
         }
         let auth = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: codexHome + "/auth.json")))
-        #expect(auth["tokens"]?["account_id"]?.string == (try accountID(env, "c")), "Codex's auth.json follows the switch")
-        let (status, which, _) = try runProcess(builtBinary("lanyard"), ["which"], environment: env.home.environment, workingDirectory: pinned)
+        #expect(
+            auth["tokens"]?["account_id"]?.string == (try accountID(env, "c")),
+            "Codex's auth.json follows the switch"
+        )
+        let (status, which, _) = try runProcess(
+            builtBinary("lanyard"),
+            ["which"],
+            environment: env.home.environment,
+            workingDirectory: pinned
+        )
         #expect(status == 0 && which.hasPrefix("a"), "the pinned folder keeps its slot: \(which)")
 
         // a resets; c stays under the threshold: five more polls, no second switch.
@@ -679,14 +785,20 @@ private final class NotificationMonitor: @unchecked Sendable {
         let agent = try env.startAgent()
         defer { env.stop(agent) }
         try await waitForRequests(env, atLeast: 1, "the agent's first check")
-        try await env.server.hook("/_test/usage_limit", ["account_id": try accountID(env, "a"), "resets_in_seconds": 1800])
+        try await env.server.hook(
+            "/_test/usage_limit",
+            ["account_id": try accountID(env, "a"), "resets_in_seconds": 1800]
+        )
         let ask = try env.home.run("ask", "hello")
         #expect(ask.status == 7, Comment(rawValue: ask.stderr))
         let logged = env.events.first { $0["code"]?.string == "usage_limit_reached" }
         #expect(logged?["slot"]?.string == "a" && logged?["resets_at"]?.string != nil)
         try env.waitFor("the switch", timeout: 20) { !events(env, "switch").isEmpty }
         let event = try #require(events(env, "switch").first)
-        #expect(event["trigger"]?.string == "usage_limit_reached" && event["from"]?.string == "a" && event["to"]?.string == "b")
+        #expect(
+            event["trigger"]?.string == "usage_limit_reached" && event["from"]?.string == "a"
+                && event["to"]?.string == "b"
+        )
         #expect(event["used_percent"]?.number == 100)
         #expect(try active(env) == "b")
     }
@@ -701,56 +813,105 @@ private final class NotificationMonitor: @unchecked Sendable {
     @Test func aWeeklyOnlyLimitSwitchesAndEveryNoticeSaysWhatHappened() async throws {
         let env = try await home([:], extraConfig: "[integrations]\ncodex = false")
         func weekly(_ slot: String, _ used: Double, seconds: Int = 604_800, resetIn: Int = 86400) async throws {
-            try await env.server.hook("/_test/usage", ["account_id": try accountID(env, slot),
-                                                       "windows": [["seconds": seconds, "used_percent": used, "reset_after_seconds": resetIn]]])
+            try await env.server.hook(
+                "/_test/usage",
+                [
+                    "account_id": try accountID(env, slot),
+                    "windows": [["seconds": seconds, "used_percent": used, "reset_after_seconds": resetIn]],
+                ]
+            )
         }
         try await weekly("a", 100)
         try await weekly("b", 60)
         try await weekly("c", 30, seconds: 2_628_000)
-        final class Lines: @unchecked Sendable { let lock = NSLock(); var all: [String] = [] }
+        final class Lines: @unchecked Sendable {
+            let lock = NSLock()
+            var all: [String] = []
+        }
         let lines = Lines()
         var options = RefreshAgent.Options(jitter: 0, notify: true, hook: nil)
         options.autoSwitch = true
-        let agent = RefreshAgent(manager: try env.manager(), options: options, diagnostics: { line in lines.lock.withLock { lines.all.append(line) } })
+        let agent = RefreshAgent(
+            manager: try env.manager(),
+            options: options,
+            diagnostics: { line in lines.lock.withLock { lines.all.append(line) } }
+        )
 
-        guard case .switched(let done)? = await agent.checkUsage() else { Issue.record("expected a switch"); return }
+        guard case .switched(let done)? = await agent.checkUsage() else {
+            Issue.record("expected a switch")
+            return
+        }
         #expect(done.from.name == "a" && done.to.name == "c")
         #expect(done.reason.window?.length == .weekly && done.reason.usedPercent == 100)
         let event = try #require(events(env, "switch").last)
-        #expect(event["window"]?.string == "weekly" && event["limit_window_seconds"]?.number == 604_800 && event["reason"]?.string == "usage")
+        #expect(
+            event["window"]?.string == "weekly" && event["limit_window_seconds"]?.number == 604_800
+                && event["reason"]?.string == "usage"
+        )
         #expect(event["to_used_percent"]?.number == 30)
         let said = lines.lock.withLock { lines.all }
-        #expect(said.contains { $0.hasPrefix("Switched the active account from a to c: a is at 100 % of its weekly window until ") }, "\(said)")
+        #expect(
+            said.contains {
+                $0.hasPrefix("Switched the active account from a to c: a is at 100 % of its weekly window until ")
+            },
+            "\(said)"
+        )
         #expect(!said.contains { $0.contains("Switched Codex") })
 
         // c's monthly window fills: the second switch, to b; the missing notification service is
         // not reported again.
         try await weekly("c", 100, seconds: 2_628_000, resetIn: 7200)
-        guard case .switched(let second)? = await agent.checkUsage() else { Issue.record("expected a second switch"); return }
+        guard case .switched(let second)? = await agent.checkUsage() else {
+            Issue.record("expected a second switch")
+            return
+        }
         #expect(second.from.name == "c" && second.to.name == "b")
         let all = lines.lock.withLock { lines.all }
         #expect(all.filter { $0.hasPrefix("Switched the active account from") }.count == 2)
         #expect(all.filter { $0.hasPrefix("notification not shown: ") }.count == 1, "\(all)")
 
         let shown = try env.home.run("events")
-        #expect(shown.stdout.contains("a -> c (auto-switch: limit reached on the weekly window, resets in "), "\(shown.stdout)")
-        #expect(shown.stdout.contains("c -> b (auto-switch: limit reached on the monthly window, resets in "), "\(shown.stdout)")
+        #expect(
+            shown.stdout.contains("a -> c (auto-switch: limit reached on the weekly window, resets in "),
+            "\(shown.stdout)"
+        )
+        #expect(
+            shown.stdout.contains("c -> b (auto-switch: limit reached on the monthly window, resets in "),
+            "\(shown.stdout)"
+        )
 
         // Every slot out: no switch, and `status` says what is blocked and until when.
         try await weekly("b", 100, resetIn: 3 * 3600)
-        guard case .allAtLimit(_, _, let earliest, true, _)? = await agent.checkUsage() else { Issue.record("expected every slot out"); return }
+        guard case .allAtLimit(_, _, let earliest, true, _)? = await agent.checkUsage() else {
+            Issue.record("expected every slot out")
+            return
+        }
         let resetIn = (earliest ?? .distantFuture).timeIntervalSinceNow
         #expect(resetIn > 7000 && resetIn <= 7200, "the earliest reset is c's monthly window")
         let status = try env.home.run("status", "b")
-        #expect(status.stdout.contains("switch held  every openai slot is at its limit "
-            + "(b at 100 % of its weekly window); until the first reset in "),
-                "\(status.stdout)")
+        #expect(
+            status.stdout.contains(
+                "switch held  every openai slot is at its limit "
+                    + "(b at 100 % of its weekly window); until the first reset in "
+            ),
+            "\(status.stdout)"
+        )
         let json = try JSONValue.parse(Data(try env.home.run("status", "--json").stdout.utf8))
-        #expect(json["auto_switch"]?["blocked"]?["slot"]?.string == "b" && json["auto_switch"]?["blocked"]?["earliest_reset"]?.string != nil)
-        #expect(try env.home.run("events").stdout.contains("every openai slot is at its limit (auto-switch: limit reached on the weekly window"))
+        #expect(
+            json["auto_switch"]?["blocked"]?["slot"]?.string == "b"
+                && json["auto_switch"]?["blocked"]?["earliest_reset"]?.string != nil
+        )
+        #expect(
+            try env.home.run("events").stdout.contains(
+                "every openai slot is at its limit (auto-switch: limit reached on the weekly window"
+            )
+        )
         // A check that finds room again lifts the block.
         try await weekly("a", 10)
-        guard case .switched? = await agent.checkUsage() else { Issue.record("expected a switch once a reset"); return }
+        guard case .switched? = await agent.checkUsage() else {
+            Issue.record("expected a switch once a reset")
+            return
+        }
         #expect(!(try env.home.run("status").stdout.contains("switch held")))
     }
 
@@ -782,7 +943,10 @@ private final class NotificationMonitor: @unchecked Sendable {
         let env = try await home(["a": 99, "b": 97])
         try await setUsage(env, "a", 99, resetIn: 7200)
         try await setUsage(env, "b", 97, resetIn: 3600)
-        try await env.server.hook("/_test/usage_limit", ["account_id": try accountID(env, "c"), "resets_in_seconds": 600])
+        try await env.server.hook(
+            "/_test/usage_limit",
+            ["account_id": try accountID(env, "c"), "resets_in_seconds": 600]
+        )
         let monitor = try NotificationMonitor()
         var options = RefreshAgent.Options(jitter: 0, notify: true, hook: nil)
         options.autoSwitch = true
@@ -833,14 +997,18 @@ private final class NotificationMonitor: @unchecked Sendable {
     @Test func switchConfigKeys() throws {
         let defaults = try ConfigFile.parse(Data(), path: "config.ini").config.autoSwitch
         #expect(defaults.mode == .off && defaults.threshold == 95 && defaults.poll == 300)
-        let loaded = try ConfigFile.parse(Data("[switch]\nauto = usage\nthreshold = 90\npoll = 5\n".utf8), path: "config.ini")
+        let loaded = try ConfigFile.parse(
+            Data("[switch]\nauto = usage\nthreshold = 90\npoll = 5\n".utf8),
+            path: "config.ini"
+        )
         #expect(loaded.warnings.isEmpty)
         #expect(loaded.config.autoSwitch == AutoSwitchPolicy(mode: .usage, threshold: 90, poll: 5))
         #expect(loaded.config.autoSwitch.pollInterval(usageBaseURL: URL(string: "https://chatgpt.com")) == 60)
         #expect(loaded.config.autoSwitch.pollInterval(usageBaseURL: URL(string: "http://127.0.0.1:8080")) == 5)
         for bad in ["auto = always", "threshold = 0", "threshold = 101", "poll = 0", "poll = soon"] {
-            #expect(throws: ConfigError.self, "\(bad)") { try ConfigFile.parse(Data("[switch]\n\(bad)\n".utf8), path: "config.ini") }
+            #expect(throws: ConfigError.self, "\(bad)") {
+                try ConfigFile.parse(Data("[switch]\n\(bad)\n".utf8), path: "config.ini")
+            }
         }
     }
 }
-

@@ -1,11 +1,11 @@
 import Foundation
-import LanyardNetwork
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// The browser sign-in (`BrowserSignInFlow` through `AccountManager.signIn(method: .browser)`)
 /// against the ChatGPT emulator over real HTTP: curl plays the browser, following the emulator's
@@ -29,11 +29,19 @@ import LanyardStore
             home.manager([Providers.openAI(server)], sleeper: sleeper)
         }
 
-        func signIn(slot: String? = "work", ports: [UInt16]? = nil, pasted: (@Sendable () throws -> String?)? = nil,
-                    sleeper: any Sleeper = TaskSleeper(), log: EventLog) async throws -> (Slot, Credential) {
-            try await manager(sleeper: sleeper).signIn(slot: try slot.map { try Slot($0) }, providerID: "openai",
-                                                       method: .browser(BrowserSignInOptions(ports: ports ?? self.ports, pastedLine: pasted)),
-                                                       events: log.record)
+        func signIn(
+            slot: String? = "work",
+            ports: [UInt16]? = nil,
+            pasted: (@Sendable () throws -> String?)? = nil,
+            sleeper: any Sleeper = TaskSleeper(),
+            log: EventLog
+        ) async throws -> (Slot, Credential) {
+            try await manager(sleeper: sleeper).signIn(
+                slot: try slot.map { try Slot($0) },
+                providerID: "openai",
+                method: .browser(BrowserSignInOptions(ports: ports ?? self.ports, pastedLine: pasted)),
+                events: log.record
+            )
         }
     }
 
@@ -56,8 +64,12 @@ import LanyardStore
 
     @Test func pkceIsRFC7636sS256() {
         // RFC 7636 Appendix B.
-        #expect(PKCE(verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk").challenge == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
-        let a = PKCE(), b = PKCE()
+        #expect(
+            PKCE(verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk").challenge
+                == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        )
+        let a = PKCE()
+        let b = PKCE()
         #expect(a.verifier.count == 86 && a.verifier != b.verifier)  // 64 bytes, base64url without padding
         #expect(a.verifier.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
         #expect(PKCE.randomState().count == 43 && PKCE.randomState() != PKCE.randomState())
@@ -71,11 +83,14 @@ import LanyardStore
         let redirect = provider.callbackAddress.redirectURI(port: provider.callbackAddress.ports[0])
         #expect(redirect == "http://localhost:1455/auth/callback")
         let url = try provider.authorizationURL(redirectURI: redirect, codeChallenge: "CHALLENGE", state: "STATE")
-        #expect(url.absoluteString == "https://auth.openai.com/oauth/authorize?response_type=code&client_id=app_EMoamEEZ73f0CkXaXp7hrann"
-            + "&redirect_uri=http%3A%2F%2Flocalhost%3A1455%2Fauth%2Fcallback"
-            + "&scope=openid%20profile%20email%20offline_access%20api.connectors.read%20api.connectors.invoke"
-            + "&code_challenge=CHALLENGE&code_challenge_method=S256&id_token_add_organizations=true"
-            + "&codex_cli_simplified_flow=true&state=STATE&originator=codex_cli_rs")
+        #expect(
+            url.absoluteString
+                == "https://auth.openai.com/oauth/authorize?response_type=code&client_id=app_EMoamEEZ73f0CkXaXp7hrann"
+                + "&redirect_uri=http%3A%2F%2Flocalhost%3A1455%2Fauth%2Fcallback"
+                + "&scope=openid%20profile%20email%20offline_access%20api.connectors.read%20api.connectors.invoke"
+                + "&code_challenge=CHALLENGE&code_challenge_method=S256&id_token_add_organizations=true"
+                + "&codex_cli_simplified_flow=true&state=STATE&originator=codex_cli_rs"
+        )
     }
 
     /// The whole flow: the URL shown, the browser approving and landing on the listener, the code
@@ -91,7 +106,10 @@ import LanyardStore
         let visit = try await browse(auth.url.absoluteString)
         let (slot, credential) = try await signedIn
         #expect(visit.status == 200 && visit.body.contains("You can close this tab"))
-        #expect(slot.name == "work" && credential.account.email == "alice@example.com" && credential.account.plan == Plan(rawValue: "pro"))
+        #expect(
+            slot.name == "work" && credential.account.email == "alice@example.com"
+                && credential.account.plan == Plan(rawValue: "pro")
+        )
         #expect(log.states == [.signingIn, .signedIn(expiresAt: rig.home.clock.now() + 3600)])
         let record = try #require(try rig.home.registry.loadInTest().slots[slot])
         #expect(record.account == credential.account && record.provider == "openai")
@@ -110,7 +128,10 @@ import LanyardStore
         let before = try rig.home.snapshot()
         let shown = Shown()
         let log = EventLog(onEvent: shown.record)
-        try await rig.server.hook("/_test/browser", ["email": "work@old.example", "account_id": "acct-old", "user_id": "user-old"])
+        try await rig.server.hook(
+            "/_test/browser",
+            ["email": "work@old.example", "account_id": "acct-old", "user_id": "user-old"]
+        )
         async let signedIn = rig.signIn(log: log)
         let auth = await shown.value()
         let base = "http://127.0.0.1:\(rig.ports[0])"
@@ -126,7 +147,10 @@ import LanyardStore
         let visit = try await browse(auth.url.absoluteString)
         _ = try await signedIn
         #expect(visit.status == 200)
-        let rejections = log.events.compactMap { if case .callbackRejected(let r) = $0 { return r }; return nil }
+        let rejections = log.events.compactMap {
+            if case .callbackRejected(let r) = $0 { return r }
+            return nil
+        }
         #expect(rejections.count == 2 && rejections.allSatisfy { $0.contains("state") })
         #expect(try rig.home.snapshot() != before)
     }
@@ -144,7 +168,10 @@ import LanyardStore
         let visit = try await browse(url)
         let error = await failure.value
         #expect(visit.status == 400)
-        guard case .authorizationDenied(let message)? = error else { Issue.record("not a denial: \(String(describing: error))"); return }
+        guard case .authorizationDenied(let message)? = error else {
+            Issue.record("not a denial: \(String(describing: error))")
+            return
+        }
         #expect(message == "access_denied: no \\u{1B}[31mthanks")
         #expect(error?.code == .authorizationDenied)
         #expect(log.states.last == .failed(error!.userFacingDescription))
@@ -164,8 +191,16 @@ import LanyardStore
         #expect(refused == .callbackPortInUse(ports: rig.ports))
         #expect(refused?.code == .callbackPortInUse)
         let message = refused?.userFacingDescription ?? ""
-        #expect(message.contains("\(rig.ports[0]) and \(rig.ports[1])") && message.contains("codex login") && message.contains("--device"))
-        #expect(!log.events.contains { if case .browserAuthorization = $0 { return true }; return false })
+        #expect(
+            message.contains("\(rig.ports[0]) and \(rig.ports[1])") && message.contains("codex login")
+                && message.contains("--device")
+        )
+        #expect(
+            !log.events.contains {
+                if case .browserAuthorization = $0 { return true }
+                return false
+            }
+        )
         #expect(log.states == [.signingIn, .failed(message)])
         #expect(try rig.home.snapshot() == before)
     }
@@ -250,8 +285,10 @@ import LanyardStore
         let start = clock.now
         let visit = try await browse(location.replacingOccurrences(of: "http://localhost:", with: "http://127.0.0.1:"))
         let (slot, _) = try await signedIn
-        print("BrowserSignInTests.idleConnectionsDoNotHoldTheCallbackOut: the callback completed the sign-in "
-            + "\(start.duration(to: clock.now)) after 60 idle connections")
+        print(
+            "BrowserSignInTests.idleConnectionsDoNotHoldTheCallbackOut: the callback completed the sign-in "
+                + "\(start.duration(to: clock.now)) after 60 idle connections"
+        )
         #expect(visit.status == 200 && slot.name == "erin")
     }
 
@@ -280,14 +317,22 @@ import LanyardStore
         close(writeEnd)
         let (slot, credential) = try await signedIn
         #expect(slot.name == "work" && credential.account.email == "carol@example.com")
-        let rejections = log.events.compactMap { if case .callbackRejected(let r) = $0 { return r }; return nil }
+        let rejections = log.events.compactMap {
+            if case .callbackRejected(let r) = $0 { return r }
+            return nil
+        }
         #expect(rejections.count == 2)
 
         // The code was used: the emulator refuses it a second time, whatever the verifier.
         let code = try #require(CallbackRequest.parameters(String(location.split(separator: "?")[1]))["code"])
         let provider = OpenAIProvider(config: Providers.openAI(rig.server), transport: URLSessionTransport())
-        let reuse = await authError { _ = try await provider.exchange(code: code, verifier: PKCE().verifier, redirectURI: auth.redirectURI) }
-        guard case .tokenExchangeFailed(400, let detail)? = reuse else { Issue.record("reuse: \(String(describing: reuse))"); return }
+        let reuse = await authError {
+            _ = try await provider.exchange(code: code, verifier: PKCE().verifier, redirectURI: auth.redirectURI)
+        }
+        guard case .tokenExchangeFailed(400, let detail)? = reuse else {
+            Issue.record("reuse: \(String(describing: reuse))")
+            return
+        }
         #expect(detail.code == "invalid_grant")
     }
 
@@ -300,21 +345,32 @@ import LanyardStore
         let redirect = "http://localhost:\(rig.ports[0])/auth/callback"
         try await rig.server.hook("/_test/config", ["browser_auto_approve": true])
         // Another port is not registered: refused at /oauth/authorize, with no redirect.
-        let unregistered = try provider.authorizationURL(redirectURI: "http://localhost:1456/auth/callback", codeChallenge: pkce.challenge, state: "s")
+        let unregistered = try provider.authorizationURL(
+            redirectURI: "http://localhost:1456/auth/callback",
+            codeChallenge: pkce.challenge,
+            state: "s"
+        )
         let refused = try await browse(unregistered.absoluteString, follow: false)
         #expect(refused.status == 400 && refused.location == nil)
         // `plain` is refused (back to the client with invalid_request).
-        let plain = try provider.authorizationURL(redirectURI: redirect, codeChallenge: pkce.verifier, state: "s").absoluteString
+        let plain = try provider.authorizationURL(redirectURI: redirect, codeChallenge: pkce.verifier, state: "s")
+            .absoluteString
             .replacingOccurrences(of: "code_challenge_method=S256", with: "code_challenge_method=plain")
         let plainVisit = try await browse(plain, follow: false)
         #expect(plainVisit.status == 302 && plainVisit.location?.contains("error=invalid_request") == true)
 
-        let good = try await browse(try provider.authorizationURL(redirectURI: redirect, codeChallenge: pkce.challenge, state: "s").absoluteString,
-                                    follow: false)
+        let good = try await browse(
+            try provider.authorizationURL(redirectURI: redirect, codeChallenge: pkce.challenge, state: "s")
+                .absoluteString,
+            follow: false
+        )
         let location = try #require(good.location)
         let code = try #require(CallbackRequest.parameters(String(location.split(separator: "?")[1]))["code"])
         func exchange(_ verifier: String, _ redirectURI: String) async -> AuthError? {
-            do throws(AuthError) { _ = try await provider.exchange(code: code, verifier: verifier, redirectURI: redirectURI); return nil } catch {
+            do throws(AuthError) {
+                _ = try await provider.exchange(code: code, verifier: verifier, redirectURI: redirectURI)
+                return nil
+            } catch {
                 return error
             }
         }
@@ -350,7 +406,9 @@ import LanyardStore
         try #require(pipe(&ends) == 0)
         let readEnd = ends[0]
         let input = TextInput { buffer in read(readEnd, buffer.baseAddress, buffer.count) }
-        let task = Task { await authError { _ = try await rig.signIn(pasted: { try input.line(maxBytes: 8192) }, log: log) } }
+        let task = Task {
+            await authError { _ = try await rig.signIn(pasted: { try input.line(maxBytes: 8192) }, log: log) }
+        }
         _ = await shown.value()
         task.cancel()
         #expect(await task.value == .cancelledSignIn)
@@ -369,7 +427,12 @@ import LanyardStore
         var provider = Providers.device(server)
         let plain = home.manager([provider], sleeper: TaskSleeper())
         await #expect(throws: ConfigError.self) {
-            _ = try await plain.signIn(slot: nil, providerID: "test", method: .browser(BrowserSignInOptions()), events: { _ in })
+            _ = try await plain.signIn(
+                slot: nil,
+                providerID: "test",
+                method: .browser(BrowserSignInOptions()),
+                events: { _ in }
+            )
         }
         provider.authorizationEndpoint = server.baseURL.appendingPathComponent("oauth/authorize")
         let manager = home.manager([provider], sleeper: TaskSleeper())
@@ -377,16 +440,27 @@ import LanyardStore
         try await server.hook("/_test/browser", ["email": "gina@example.com", "plan": "team"])
         let shown = Shown()
         let log = EventLog(onEvent: shown.record)
-        async let signedIn = manager.signIn(slot: nil, providerID: "test", method: .browser(BrowserSignInOptions()), events: log.record)
+        async let signedIn = manager.signIn(
+            slot: nil,
+            providerID: "test",
+            method: .browser(BrowserSignInOptions()),
+            events: log.record
+        )
         let auth = await shown.value()
         #expect(auth.redirectURI.hasPrefix("http://127.0.0.1:") && auth.redirectURI.hasSuffix("/callback"))
         let query = CallbackRequest.parameters(String(auth.url.absoluteString.split(separator: "?")[1]))
-        #expect(query["response_type"] == "code" && query["client_id"] == "lanyard-test-client" && query["code_challenge_method"] == "S256")
+        #expect(
+            query["response_type"] == "code" && query["client_id"] == "lanyard-test-client"
+                && query["code_challenge_method"] == "S256"
+        )
         #expect(query["redirect_uri"] == auth.redirectURI && query["scope"] == "openid email profile offline_access")
         let visit = try await browse(auth.url.absoluteString)
         let (slot, credential) = try await signedIn
         #expect(visit.status == 200)
-        #expect(slot.name == "gina" && credential.account.email == "gina@example.com" && credential.tokens.refreshToken != nil)
+        #expect(
+            slot.name == "gina" && credential.account.email == "gina@example.com"
+                && credential.tokens.refreshToken != nil
+        )
         #expect(try await server.stat("code_exchanges") == 1)
     }
 }

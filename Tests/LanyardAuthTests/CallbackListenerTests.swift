@@ -1,8 +1,8 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardAuth
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// The browser sign-in's listener on its own, over real loopback sockets: both loopback
 /// addresses, a port another program holds on ::1, and connections that send nothing.
@@ -12,8 +12,12 @@ import LanyardAuth
         let listener = try CallbackListener.bind(ports: [0])
         defer { listener.close() }
         let ipv6 = ipv6LoopbackAvailable()
-        if !ipv6 { print("CallbackListenerTests.listensOnBothLoopbackAddresses: "
-            + "::1 not tried, this machine has no IPv6 on loopback") }
+        if !ipv6 {
+            print(
+                "CallbackListenerTests.listensOnBothLoopbackAddresses: "
+                    + "::1 not tried, this machine has no IPv6 on loopback"
+            )
+        }
         for (family, useIPv6) in [("v4", false), ("v6", true)] where !useIPv6 || ipv6 {
             let client = try await BlockingExecutor.shared.run {
                 let fd = try connectLoopback(listener.port, ipv6: useIPv6)
@@ -37,7 +41,8 @@ import LanyardAuth
             print("CallbackListenerTests.aPortTakenOnIPv6LoopbackIsTaken skipped: this machine has no IPv6 on loopback")
             return
         }
-        let taken = try freeLoopbackPort(), next = try freeLoopbackPort()
+        let taken = try freeLoopbackPort()
+        let next = try freeLoopbackPort()
         let held = try holdIPv6Loopback(taken)
         defer { close(held) }
         #expect(throws: AuthError.callbackPortInUse(ports: [taken])) { try CallbackListener.bind(ports: [taken]) }
@@ -54,7 +59,8 @@ import LanyardAuth
     @Test func idleConnectionsNeverHoldARequestOut() async throws {
         let listener = try CallbackListener.bind(ports: [0])
         defer { listener.close() }
-        let port = listener.port, total = 20
+        let port = listener.port
+        let total = 20
         let idle = try await BlockingExecutor.shared.run {
             let fds = try (0..<total).map { _ in try connectLoopback(port) }
             try sendAll(fds[total - 1], "GET /auth/callback?state=slow HTTP/1.1\r\n")
@@ -70,7 +76,10 @@ import LanyardAuth
         let connection = try await BlockingExecutor.shared.runOnOwnThread { try listener.next() }
         #expect(connection.request == CallbackRequest(path: "/auth/callback", query: ["code": "c", "state": "s"]))
         let evicted = total + 1 - CallbackListener.maximumOpenConnections
-        #expect(idle.map(peerClosed) == Array(repeating: true, count: evicted) + Array(repeating: false, count: total - evicted))
+        #expect(
+            idle.map(peerClosed) == Array(repeating: true, count: evicted)
+                + Array(repeating: false, count: total - evicted)
+        )
         await BlockingExecutor.shared.run { connection.respond(status: 200, page: .signedIn) }
         let page = await BlockingExecutor.shared.run { readUntilClosed(browser, within: 60) }
         #expect(String(decoding: page ?? [], as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
@@ -101,7 +110,9 @@ private func withLoopbackAddress<T>(ipv6: Bool, port: UInt16, _ body: (UnsafePoi
         address.sin6_port = port.bigEndian
         address.sin6_addr = in6addr_loopback
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
         }
     }
     var address = sockaddr_in()

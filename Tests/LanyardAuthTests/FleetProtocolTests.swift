@@ -1,11 +1,11 @@
 import Foundation
-import LanyardNetwork
-import LanyardTestSupport
-import Testing
 import LanyardAuth
 import LanyardCore
 import LanyardFleet
+import LanyardNetwork
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 /// The fleet protocol through the real refresh and sync paths (AccountManager's, as the CLI, the
 /// agent and LanyardKit run them), on an in-memory etcd injected through `etcdConnector`, with
@@ -25,14 +25,18 @@ import LanyardStore
         init(server: OAuthTestServer, email: String) async throws {
             self.server = server
             for (i, home) in homes.enumerated() {
-                try home.useEmulator(server, extraConfig: """
-                    [fleet]
-                    name = mem
-                    machine = m\(i + 1)
-                    endpoints = http://127.0.0.1:9
-                    """)
+                try home.useEmulator(
+                    server,
+                    extraConfig: """
+                        [fleet]
+                        name = mem
+                        machine = m\(i + 1)
+                        endpoints = http://127.0.0.1:9
+                        """
+                )
             }
-            let m1 = try manager(0), m2 = try manager(1)
+            let m1 = try manager(0)
+            let m2 = try manager(1)
             try await server.signIn(m1, slot: "work", email: email)
             _ = try m1.fleetCreate()
             _ = try await m1.fleetShare(slot)
@@ -43,31 +47,42 @@ import LanyardStore
 
         func manager(_ i: Int) throws -> AccountManager {
             let paths = Paths(environment: homes[i].environment)
-            var manager = AccountManager(paths: paths, config: try ConfigFile.load(path: paths.configFile).config,
-                                         openStore: { _, _ in EncryptedFileStore(paths: paths) }, transport: URLSessionTransport(timeout: 5))
+            var manager = AccountManager(
+                paths: paths,
+                config: try ConfigFile.load(path: paths.configFile).config,
+                openStore: { _, _ in EncryptedFileStore(paths: paths) },
+                transport: URLSessionTransport(timeout: 5)
+            )
             let kv = self.kv
             manager.etcdConnector = { _ in kv }
             return manager
         }
 
-        func stored(_ i: Int) throws -> Credential { try EncryptedFileStore(paths: Paths(environment: homes[i].environment)).getInTest(slot) }
+        func stored(_ i: Int) throws -> Credential {
+            try EncryptedFileStore(paths: Paths(environment: homes[i].environment)).getInTest(slot)
+        }
         var keys: FleetKeys { FleetKeys(fleet: "mem") }
     }
 
     /// A transaction that writes the slot's refresh intent: the refresh is about to present its token.
     static func writesIntent(_ ops: [EtcdOperation]) -> Bool {
-        ops.contains { if case .put(let key, _, _) = $0 { return key.hasSuffix("/intents/work") } else { return false } }
+        ops.contains {
+            if case .put(let key, _, _) = $0 { return key.hasSuffix("/intents/work") } else { return false }
+        }
     }
 
     /// Each move between m1's intent and its fenced write: m1's refresh ends with its tokens as
     /// the fleet's newest, m2 adopts them, and no token is presented twice.
-    @Test(arguments: ["value deleted", "value put back", "value replaced by one no member signed", "the write's answer lost",
-                      "intent deleted"])
+    @Test(arguments: [
+        "value deleted", "value put back", "value replaced by one no member signed", "the write's answer lost",
+        "intent deleted",
+    ])
     func aMoveDuringARefreshSpendsNothingTwice(_ move: String) async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0])
         let pair = try await Pair(server: server, email: "move@example.com")
-        let kv = pair.kv, keys = pair.keys
+        let kv = pair.kv
+        let keys = pair.keys
         let value = try #require(try kv.getInTest(keys.slot(pair.slot)))
         kv.whenTransaction { ops in
             guard Self.writesIntent(ops) else { return false }
@@ -76,7 +91,8 @@ import LanyardStore
                 switch move {
                 case "value deleted": _ = try? kv.delete(keys.slot(pair.slot), prefix: false)
                 case "value put back": _ = try? kv.put(keys.slot(pair.slot), value: value.value, lease: 0)
-                case "value replaced by one no member signed": _ = try? kv.put(keys.slot(pair.slot), value: Array("junk".utf8), lease: 0)
+                case "value replaced by one no member signed":
+                    _ = try? kv.put(keys.slot(pair.slot), value: Array("junk".utf8), lease: 0)
                 case "intent deleted": _ = try? kv.delete(keys.intent(pair.slot), prefix: false)
                 default: kv.failTransactions(1, answerLost: true)
                 }
@@ -84,13 +100,20 @@ import LanyardStore
             }
             return true
         }
-        let m1 = try pair.manager(0), m2 = try pair.manager(1)
+        let m1 = try pair.manager(0)
+        let m2 = try pair.manager(1)
         let refreshed = try await m1.freshCredential(slot: pair.slot, force: true)
         let newest = try #require(try kv.getInTest(keys.slot(pair.slot)))
         #expect(newest.value != value.value, "\(move): the fleet still holds the value the refresh replaced")
         _ = try await m2.fleetSync()
-        #expect(try pair.stored(1).tokens.refreshToken == refreshed.tokens.refreshToken, "\(move): m2 does not hold m1's tokens")
-        #expect(try await m2.freshCredential(slot: pair.slot, force: true).tokens.refreshToken != refreshed.tokens.refreshToken)
+        #expect(
+            try pair.stored(1).tokens.refreshToken == refreshed.tokens.refreshToken,
+            "\(move): m2 does not hold m1's tokens"
+        )
+        #expect(
+            try await m2.freshCredential(slot: pair.slot, force: true).tokens.refreshToken
+                != refreshed.tokens.refreshToken
+        )
         #expect(try await server.stat("refresh_reused") == 0, "\(move)")
     }
 
@@ -103,7 +126,8 @@ import LanyardStore
         let server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0])
         let pair = try await Pair(server: server, email: "fault@example.com")
-        let kv = pair.kv, keys = pair.keys
+        let kv = pair.kv
+        let keys = pair.keys
         kv.whenTransaction { ops in
             guard Self.writesIntent(ops) else { return false }
             kv.whenTransaction { _ in
@@ -111,7 +135,9 @@ import LanyardStore
                 case "lock lost":
                     var options = EtcdRangeOptions()
                     options.prefix = true
-                    for held in (try? kv.range(keys.locks(pair.slot), options))?.kvs ?? [] { try? kv.revoke(held.lease) }
+                    for held in (try? kv.range(keys.locks(pair.slot), options))?.kvs ?? [] {
+                        try? kv.revoke(held.lease)
+                    }
                 default:
                     kv.failTransactions(40)
                 }
@@ -119,7 +145,8 @@ import LanyardStore
             }
             return true
         }
-        let m1 = try pair.manager(0), m2 = try pair.manager(1)
+        let m1 = try pair.manager(0)
+        let m2 = try pair.manager(1)
         let before = try #require(try kv.getInTest(keys.slot(pair.slot)))
         let refreshed = try await m1.freshCredential(slot: pair.slot, force: true)
         kv.clearFaults()
@@ -139,9 +166,11 @@ import LanyardStore
         let server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0])
         let pair = try await Pair(server: server, email: "rollback@example.com")
-        let kv = pair.kv, keys = pair.keys
+        let kv = pair.kv
+        let keys = pair.keys
         let old = try #require(try kv.getInTest(keys.slot(pair.slot)))
-        let m1 = try pair.manager(0), m2 = try pair.manager(1)
+        let m1 = try pair.manager(0)
+        let m2 = try pair.manager(1)
         _ = try await m1.freshCredential(slot: pair.slot, force: true)
         _ = try await m2.fleetSync()
         try kv.deleteInTest(keys.intent(pair.slot))

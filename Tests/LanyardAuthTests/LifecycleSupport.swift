@@ -1,9 +1,9 @@
 import Foundation
-import LanyardNetwork
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardTestSupport
 
 /// Waits briefly instead of for real, and records what it was asked to wait.
 final class RecordingSleeper: Sleeper, @unchecked Sendable {
@@ -28,18 +28,26 @@ struct EmulatorHome {
 
     var paths: Paths { Paths(environment: home.environment) }
 
-    func manager(sleeper: any Sleeper = RecordingSleeper(), transport: any HTTPTransport = URLSessionTransport(timeout: 5),
-                 clock: any WallClock = SystemClock()) throws -> AccountManager {
+    func manager(
+        sleeper: any Sleeper = RecordingSleeper(),
+        transport: any HTTPTransport = URLSessionTransport(timeout: 5),
+        clock: any WallClock = SystemClock()
+    ) throws -> AccountManager {
         let config = try ConfigFile.load(path: paths.configFile).config
         let paths = self.paths
-        return AccountManager(paths: paths, config: config,
-                              openStore: { kind, _ in
-                                  switch kind {
-                                  case .file: return EncryptedFileStore(paths: paths)
-                                  case .secretService: return SecretServiceStore(timeout: 5)
-                                  }
-                              },
-                              transport: transport, clock: clock, sleeper: sleeper)
+        return AccountManager(
+            paths: paths,
+            config: config,
+            openStore: { kind, _ in
+                switch kind {
+                case .file: return EncryptedFileStore(paths: paths)
+                case .secretService: return SecretServiceStore(timeout: 5)
+                }
+            },
+            transport: transport,
+            clock: clock,
+            sleeper: sleeper
+        )
     }
 
     /// Signs `email` into `slot` through the library, approving on the emulator when the code shows.

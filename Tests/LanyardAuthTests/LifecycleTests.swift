@@ -1,11 +1,11 @@
 import Foundation
-import LanyardNetwork
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 @Suite struct RefreshRaceTests {
     /// 32 processes ask for the token the moment it falls due: one refresh, no reuse, one token.
@@ -39,7 +39,9 @@ import LanyardStore
         let processes = try (0..<32).map { i in try env.home.start(["token", i % 2 == 0 ? "a" : "b"]) }
         var outputs: [String: Set<String>] = [:]
         for (i, (p, out, _)) in processes.enumerated() {
-            outputs[i % 2 == 0 ? "a" : "b", default: []].insert(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+            outputs[i % 2 == 0 ? "a" : "b", default: []].insert(
+                String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            )
             p.waitUntilExit()
             #expect(p.terminationStatus == 0)
         }
@@ -64,7 +66,11 @@ import LanyardStore
         }
         var cli: Set<String> = []
         for (p, out, _) in processes {
-            cli.insert(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .newlines))
+            cli.insert(
+                String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(
+                    in: .newlines
+                )
+            )
             p.waitUntilExit()
         }
         #expect(tokens.count == 1 && tokens == cli)
@@ -82,7 +88,10 @@ import LanyardStore
         for i in 0..<200 {
             let (p, _, _) = try env.home.start(["refresh", "work"])
             usleep(UInt32((i * 7919) % 40_000))  // a different moment in each run: fault injection, not synchronisation
-            if p.isRunning { kill(p.processIdentifier, SIGKILL); killed += 1 }
+            if p.isRunning {
+                kill(p.processIdentifier, SIGKILL)
+                killed += 1
+            }
             p.waitUntilExit()
         }
         #expect(killed > 0)
@@ -104,15 +113,23 @@ import LanyardStore
         let credential = try await env.signIn("work", email: "w@example.com", plan: "pro")
         let refresh = try #require(credential.tokens.refreshToken)
         switch kind {
-        case "expire_refresh", "invalidate_refresh": try await env.server.hook("/_test/" + kind, ["refresh_token": refresh])
+        case "expire_refresh", "invalidate_refresh":
+            try await env.server.hook("/_test/" + kind, ["refresh_token": refresh])
         case "reuse":
             // Another client rotates the token behind Lanyard's back, so Lanyard presents a used one.
             var config = ProviderConfig.openAI
             config.issuer = env.server.baseURL
-            _ = try await OpenAIProvider(config: config, transport: URLSessionTransport()).refresh(refreshToken: refresh)
+            _ = try await OpenAIProvider(config: config, transport: URLSessionTransport()).refresh(
+                refreshToken: refresh
+            )
         default:
-            try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status",
-                                                        "status": Int(kind.dropFirst(6))!, "body": ["error": "nope"], "count": 1])
+            try await env.server.hook(
+                "/_test/fault",
+                [
+                    "endpoint": "oauth_token", "type": "status",
+                    "status": Int(kind.dropFirst(6))!, "body": ["error": "nope"], "count": 1,
+                ]
+            )
         }
         let result = try env.home.run("refresh", "work")
         #expect(result.status == 4, "\(kind): \(result.stderr)")
@@ -131,22 +148,30 @@ import LanyardStore
     @Test func invalidGrantFromAnRFC8628Provider() async throws {
         let server = try OAuthTestServer(.deviceServer)
         let home = TestHome()
-        try home.writeConfig("""
-        [store]
-        backend = file
-        [provider.test]
-        type = device-code
-        issuer = \(server.baseURL.absoluteString)
-        client-id = lanyard-test-client
-        scopes = openid email offline_access
-        """)
+        try home.writeConfig(
+            """
+            [store]
+            backend = file
+            [provider.test]
+            type = device-code
+            issuer = \(server.baseURL.absoluteString)
+            client-id = lanyard-test-client
+            scopes = openid email offline_access
+            """
+        )
         #expect(try home.run("store", "init", "--no-passphrase").status == 0)
         let paths = Paths(environment: home.environment)
-        let manager = AccountManager(paths: paths, config: try ConfigFile.load(path: paths.configFile).config,
-                                     openStore: { _, _ in EncryptedFileStore(paths: paths) }, transport: URLSessionTransport(),
-                                     sleeper: RecordingSleeper())
+        let manager = AccountManager(
+            paths: paths,
+            config: try ConfigFile.load(path: paths.configFile).config,
+            openStore: { _, _ in EncryptedFileStore(paths: paths) },
+            transport: URLSessionTransport(),
+            sleeper: RecordingSleeper()
+        )
         let (_, credential) = try await manager.signIn(slot: try Slot("gh"), providerID: "test") { event in
-            if case .deviceCode(let auth) = event { Task { _ = try await server.hook("/_test/approve", ["user_code": auth.userCode]) } }
+            if case .deviceCode(let auth) = event {
+                Task { _ = try await server.hook("/_test/approve", ["user_code": auth.userCode]) }
+            }
         }
         try await server.hook("/_test/revoke", ["refresh_token": credential.tokens.refreshToken!])
         let result = try home.run("refresh", "gh", "--json")
@@ -160,35 +185,90 @@ import LanyardStore
     /// a server sending one byte a second; "huge" 2 MB of padding, "huge50" 50 MB; "cut" half a
     /// token answer and then a reset; "invalid" a JSON content type over text that is not JSON;
     /// "refused" nothing listening.
-    @Test(arguments: ["500", "503", "reset", "timeout", "429", "captive", "trickle", "huge", "huge50", "cut", "invalid", "refused"])
+    @Test(arguments: [
+        "500", "503", "reset", "timeout", "429", "captive", "trickle", "huge", "huge50", "cut", "invalid", "refused",
+    ])
     func transientFailures(_ kind: String) async throws {
-        let env = try await EmulatorHome(extraConfig: "[backoff]\ninitial-delay = 0.01\nmaximum-delay = 0.05\n[http]\ntimeout = 1")
+        let env = try await EmulatorHome(
+            extraConfig: "[backoff]\ninitial-delay = 0.01\nmaximum-delay = 0.05\n[http]\ntimeout = 1"
+        )
         try await env.signIn("work", email: "w@example.com")
         let before = try env.stored("work")
         let recordBefore = try env.record("work")
         switch kind {
-        case "reset": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "reset", "count": 1])
-        case "timeout": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3, "count": 1])
-        case "429": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "rate_limit", "retry_after": 0, "count": 3])
-        case "captive": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "non_json", "count": 1,
-                                                                    "body": "<html><head><title>Sign in to Airport Wi-Fi</title></head></html>"])
-        case "trickle": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "trickle", "interval": 1, "count": 1])
-        case "huge": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "huge", "json": false, "count": 1])
-        case "huge50": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "huge", "size": 50 << 20, "count": 1])
+        case "reset":
+            try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "reset", "count": 1])
+        case "timeout":
+            try await env.server.hook(
+                "/_test/fault",
+                ["endpoint": "oauth_token", "type": "delay", "seconds": 3, "count": 1]
+            )
+        case "429":
+            try await env.server.hook(
+                "/_test/fault",
+                ["endpoint": "oauth_token", "type": "rate_limit", "retry_after": 0, "count": 3]
+            )
+        case "captive":
+            try await env.server.hook(
+                "/_test/fault",
+                [
+                    "endpoint": "oauth_token", "type": "non_json", "count": 1,
+                    "body": "<html><head><title>Sign in to Airport Wi-Fi</title></head></html>",
+                ]
+            )
+        case "trickle":
+            try await env.server.hook(
+                "/_test/fault",
+                ["endpoint": "oauth_token", "type": "trickle", "interval": 1, "count": 1]
+            )
+        case "huge":
+            try await env.server.hook(
+                "/_test/fault",
+                ["endpoint": "oauth_token", "type": "huge", "json": false, "count": 1]
+            )
+        case "huge50":
+            try await env.server.hook(
+                "/_test/fault",
+                ["endpoint": "oauth_token", "type": "huge", "size": 50 << 20, "count": 1]
+            )
         case "cut": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "cut", "count": 1])
-        case "invalid": try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "non_json", "count": 1,
-                                                                    "content_type": "application/json", "body": "{\"access_token\": \"at-"])
+        case "invalid":
+            try await env.server.hook(
+                "/_test/fault",
+                [
+                    "endpoint": "oauth_token", "type": "non_json", "count": 1,
+                    "content_type": "application/json", "body": "{\"access_token\": \"at-",
+                ]
+            )
         case "refused":
             // A port nothing listens on: bind one, note it, close it.
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+            var address = sockaddr_in(
+                sin_family: sa_family_t(AF_INET),
+                sin_port: 0,
+                sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
+                sin_zero: (0, 0, 0, 0, 0, 0, 0, 0)
+            )
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+            }
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
             close(fd)
             let config = try String(contentsOfFile: env.paths.configFile, encoding: .utf8)
-            try env.home.writeConfig(config.replacingOccurrences(of: env.server.baseURL.absoluteString, with: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"))
-        default: try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": Int(kind)!, "count": 1])
+            try env.home.writeConfig(
+                config.replacingOccurrences(
+                    of: env.server.baseURL.absoluteString,
+                    with: "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+                )
+            )
+        default:
+            try await env.server.hook(
+                "/_test/fault",
+                ["endpoint": "oauth_token", "type": "status", "status": Int(kind)!, "count": 1]
+            )
         }
         let result = try env.home.run("refresh", "work")
         #expect(result.status == 6, "\(kind): \(result.stderr)")
@@ -202,15 +282,27 @@ import LanyardStore
     func provider(_ server: OAuthTestServer, policy: BackoffPolicy, sleeper: RecordingSleeper) -> OpenAIProvider {
         var config = ProviderConfig.openAI
         config.issuer = server.baseURL
-        return OpenAIProvider(config: config, transport: BackoffTransport(base: URLSessionTransport(), policy: policy,
-                                                                          sleeper: sleeper, random: { 0.5 }))
+        return OpenAIProvider(
+            config: config,
+            transport: BackoffTransport(
+                base: URLSessionTransport(),
+                policy: policy,
+                sleeper: sleeper,
+                random: { 0.5 }
+            )
+        )
     }
 
     @Test func twoRetriesWithinTheJitterBounds() async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
-        try await server.hook("/_test/fault", ["endpoint": "usercode", "type": "status", "status": 429, "body": [:], "count": 5])
+        try await server.hook(
+            "/_test/fault",
+            ["endpoint": "usercode", "type": "status", "status": 429, "body": [:], "count": 5]
+        )
         let sleeper = RecordingSleeper()
-        await #expect(throws: AuthError.self) { _ = try await provider(server, policy: .default, sleeper: sleeper).authorize() }
+        await #expect(throws: AuthError.self) {
+            _ = try await provider(server, policy: .default, sleeper: sleeper).authorize()
+        }
         #expect(sleeper.recorded.count == 2)
         #expect(sleeper.recorded[0] >= 1 && sleeper.recorded[0] < 1.25)
         #expect(sleeper.recorded[1] >= 2 && sleeper.recorded[1] < 2.5)
@@ -219,11 +311,17 @@ import LanyardStore
 
     @Test func retryAfterIsHonouredAndCapped() async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
-        try await server.hook("/_test/fault", ["endpoint": "usercode", "type": "rate_limit", "retry_after": 7, "count": 1])
+        try await server.hook(
+            "/_test/fault",
+            ["endpoint": "usercode", "type": "rate_limit", "retry_after": 7, "count": 1]
+        )
         let sleeper = RecordingSleeper()
         _ = try await provider(server, policy: .default, sleeper: sleeper).authorize()
         #expect(sleeper.recorded == [7])
-        try await server.hook("/_test/fault", ["endpoint": "usercode", "type": "rate_limit", "retry_after": 120, "count": 1])
+        try await server.hook(
+            "/_test/fault",
+            ["endpoint": "usercode", "type": "rate_limit", "retry_after": 120, "count": 1]
+        )
         let capped = RecordingSleeper()
         _ = try await provider(server, policy: .default, sleeper: capped).authorize()
         #expect(capped.recorded == [30])
@@ -231,9 +329,14 @@ import LanyardStore
 
     @Test func disabledMeansNoRetry() async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
-        try await server.hook("/_test/fault", ["endpoint": "usercode", "type": "rate_limit", "retry_after": 1, "count": 1])
+        try await server.hook(
+            "/_test/fault",
+            ["endpoint": "usercode", "type": "rate_limit", "retry_after": 1, "count": 1]
+        )
         let sleeper = RecordingSleeper()
-        await #expect(throws: AuthError.self) { _ = try await provider(server, policy: .disabled, sleeper: sleeper).authorize() }
+        await #expect(throws: AuthError.self) {
+            _ = try await provider(server, policy: .disabled, sleeper: sleeper).authorize()
+        }
         #expect(sleeper.recorded.isEmpty)
         #expect(try await server.stat("requests.usercode") == 1)
     }
@@ -275,7 +378,8 @@ import LanyardStore
         env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         let before = try await env.signIn("work", email: "w@example.com")
         let slot = try Slot("work")
-        let state = env.paths.stateDirectory, data = env.paths.dataDirectory
+        let state = env.paths.stateDirectory
+        let data = env.paths.dataDirectory
         // The recovery folder's name taken by a file, and the store's lock by a folder: every write
         // of either fails, reads still work.
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
@@ -287,7 +391,9 @@ import LanyardStore
         let failed = try env.home.run("refresh", "work")
         #expect(failed.status == 5, "the store failed; the sign-in is intact: \(failed.stderr)")
         #expect(failed.stderr.contains("they wait in memory, in the kernel keyring"), "\(failed.stderr)")
-        let logged = LanyardStore.EventLog(paths: env.paths).read().filter { $0["event"]?.string == "error" }.map { $0["code"]?.string }
+        let logged = LanyardStore.EventLog(paths: env.paths).read().filter { $0["event"]?.string == "error" }.map {
+            $0["code"]?.string
+        }
         #expect(logged == [ErrorCode.refreshedTokensInKernelKeyring.rawValue], "\(logged)")
         let waiting = try #require(RefreshEscrow.get(slot: slot, paths: env.paths))
         let kept = try Credential.decode(waiting, source: "escrow")

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardAuth
+import LanyardTestSupport
+import Testing
+
 @testable import LanyardNetwork
 
 /// The networking stack makes no folder of its own: FoundationNetworking's URL cache and cookie
@@ -30,7 +31,9 @@ import LanyardAuth
         // worker, `usage` a request with the slot's token (both on libcurl), `ask` over SSE a
         // URLSession.
         for extra in [["XDG_CACHE_HOME": root + "/cache"], [:]] {
-            for args in [["refresh", "work"], ["usage", "work"], ["ask", "--account", "work", "--transport", "sse", "hi"]] {
+            for args in [
+                ["refresh", "work"], ["usage", "work"], ["ask", "--account", "work", "--transport", "sse", "hi"],
+            ] {
                 let out = try env.home.run(args, extraEnvironment: extra, launcher: umask000)
                 #expect(out.status == 0, "\(args): \(out.stderr)")
             }
@@ -46,7 +49,10 @@ import LanyardAuth
         // Lanyard's own folders are all that is new, and none of them is open to others.
         for path in made {
             #expect(path.split(separator: "/").dropFirst().first == "lanyard", "\(path) was made")
-            #expect(permissionBits(root + "/" + path) & 0o077 == 0, "\(path) is \(String(permissionBits(root + "/" + path), radix: 8))")
+            #expect(
+                permissionBits(root + "/" + path) & 0o077 == 0,
+                "\(path) is \(String(permissionBits(root + "/" + path), radix: 8))"
+            )
         }
     }
 

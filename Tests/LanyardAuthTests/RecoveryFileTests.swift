@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
-import LanyardNetwork
-import LanyardSupport
-import Testing
-import LanyardTestSupport
-@testable import LanyardAuth
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
+
+@testable import LanyardAuth
 
 /// The recovery file a refresh writes before the store: an age file encrypted
 /// to the file store's recipients, never a refresh token in clear at rest, with the same crash
@@ -15,9 +16,17 @@ import LanyardStore
     static let slot = try! Slot("work")
 
     static func credential(_ refresh: String = "RT-recovery-SECRET") -> Credential {
-        Credential(provider: "openai", tokens: TokenSet(accessToken: "AT-recovery-SECRET", refreshToken: refresh, idToken: nil,
-                                                        expiresAt: Date(timeIntervalSince1970: 1_900_000_000)),
-                   lastRefresh: Date(timeIntervalSince1970: 1_800_000_000), account: AccountInfo())
+        Credential(
+            provider: "openai",
+            tokens: TokenSet(
+                accessToken: "AT-recovery-SECRET",
+                refreshToken: refresh,
+                idToken: nil,
+                expiresAt: Date(timeIntervalSince1970: 1_900_000_000)
+            ),
+            lastRefresh: Date(timeIntervalSince1970: 1_800_000_000),
+            account: AccountInfo()
+        )
     }
 
     static func recoveryPath(_ paths: Paths) -> String { paths.stateDirectory + "/recovery/work.json" }
@@ -36,7 +45,10 @@ import LanyardStore
         #expect(onDisk.starts(with: ageHeaderLine), "\(String(decoding: onDisk.prefix(40), as: UTF8.self))")
         #expect(onDisk.range(of: Data("SECRET".utf8)) == nil, "a token in clear in the recovery file")
         #expect(permissionBits(Self.recoveryPath(paths)) == 0o600)
-        let (status, out, err) = try runProcess("/usr/bin/age", ["-d", "-i", paths.dataDirectory + "/identity.txt", Self.recoveryPath(paths)])
+        let (status, out, err) = try runProcess(
+            "/usr/bin/age",
+            ["-d", "-i", paths.dataDirectory + "/identity.txt", Self.recoveryPath(paths)]
+        )
         #expect(status == 0 && out.contains("RT-recovery-SECRET"), "stock age: \(err)")
 
         #expect(try file.read().tokens.refreshToken == "RT-recovery-SECRET")
@@ -61,7 +73,13 @@ import LanyardStore
         let path = Self.recoveryPath(paths)
         let whole = try #require(FileManager.default.contents(atPath: path))
         #expect(rename(path, path + ".Ab12Cd") == 0)
-        #expect(FileManager.default.createFile(atPath: path + ".Zz99Zz", contents: whole.prefix(whole.count - 5), attributes: [.posixPermissions: 0o600]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: path + ".Zz99Zz",
+                contents: whole.prefix(whole.count - 5),
+                attributes: [.posixPermissions: 0o600]
+            )
+        )
 
         #expect(RecoveryFiles.pending(paths: paths) == [Self.slot])
         #expect(RecoveryFile(paths: paths, slot: Self.slot).exists)
@@ -116,7 +134,9 @@ import LanyardStore
             #expect(throws: (any Error).self) { try unopened.write(Self.credential()) }
             #expect(!FileManager.default.fileExists(atPath: Self.recoveryPath(paths)))
         }
-        #expect(filesHoldingInClear(["AGE-SECRET-KEY-1", "RT-recovery-SECRET", "RT-old-SECRET"], under: home.root).isEmpty)
+        #expect(
+            filesHoldingInClear(["AGE-SECRET-KEY-1", "RT-recovery-SECRET", "RT-old-SECRET"], under: home.root).isEmpty
+        )
     }
 
     /// A store with no recipient (the keyring; here its stand-in) keeps refreshed tokens in the
@@ -151,8 +171,12 @@ import LanyardStore
         let spent = Self.credential("RT-spent-SECRET")
         try store.putInTest(spent, for: Self.slot)
         try Registry(paths: paths).updateInTest { doc in
-            doc.slots[Self.slot] = SlotRecord(provider: "openai", backend: .secretService, state: .signedIn(expiresAt: spent.tokens.expiresAt),
-                                              lastRefresh: spent.lastRefresh)
+            doc.slots[Self.slot] = SlotRecord(
+                provider: "openai",
+                backend: .secretService,
+                state: .signedIn(expiresAt: spent.tokens.expiresAt),
+                lastRefresh: spent.lastRefresh
+            )
         }
         let file = RecoveryFile(paths: paths, slot: Self.slot, store: store)
         defer { file.remove() }
@@ -162,8 +186,16 @@ import LanyardStore
             Issue.record("a file was written for the keyring")
             return
         }
-        let manager = AccountManager(paths: paths, config: LanyardConfig(), openStore: { _, _ in store }, transport: URLSessionTransport())
-        #expect(try manager.credentialIfFreshInTest(slot: Self.slot) == nil, "the stored credential was handed out with tokens waiting")
+        let manager = AccountManager(
+            paths: paths,
+            config: LanyardConfig(),
+            openStore: { _, _ in store },
+            transport: URLSessionTransport()
+        )
+        #expect(
+            try manager.credentialIfFreshInTest(slot: Self.slot) == nil,
+            "the stored credential was handed out with tokens waiting"
+        )
         let fresh = try await manager.freshCredential(slot: Self.slot)
         #expect(fresh.tokens.refreshToken == "RT-recovery-SECRET")
         #expect(try store.getInTest(Self.slot).tokens.refreshToken == "RT-recovery-SECRET")
@@ -180,10 +212,18 @@ import LanyardStore
         let env = try await EmulatorHome()
         env.home.withoutSessionBus = true  // its doctor must see only this home (file store)
         let before = try await env.signIn("work", email: "w@example.com")
-        let killed = try env.home.run(["refresh", "work"], launcher: ["/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=link",
-                                                                   "-e", "inject=link:signal=KILL:when=1"])
+        let killed = try env.home.run(
+            ["refresh", "work"],
+            launcher: [
+                "/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=link",
+                "-e", "inject=link:signal=KILL:when=1",
+            ]
+        )
         #expect(killed.status != 0, "the refresh was not killed: \(killed.stderr)")
-        #expect(try await env.server.stat("refreshes_succeeded") == 1, "the server did not rotate the token before the kill")
+        #expect(
+            try await env.server.stat("refreshes_succeeded") == 1,
+            "the server did not rotate the token before the kill"
+        )
         #expect(try env.stored("work").tokens.refreshToken == before.tokens.refreshToken, "the store was written")
 
         let path = Self.recoveryPath(env.paths)
@@ -192,7 +232,10 @@ import LanyardStore
         let issued = try await env.server.issuedTokens()
         #expect(issued.refresh.count == 2)
         #expect(filesHoldingInClear(issued.refresh + issued.access, under: env.home.root).isEmpty)
-        let (status, out, err) = try runProcess("/usr/bin/age", ["-d", "-i", env.paths.dataDirectory + "/identity.txt", path])
+        let (status, out, err) = try runProcess(
+            "/usr/bin/age",
+            ["-d", "-i", env.paths.dataDirectory + "/identity.txt", path]
+        )
         #expect(status == 0, "stock age: \(err)")
         let recovered = try Credential.decode(Data(out.utf8), source: "recovery file")
         #expect(recovered.tokens.refreshToken != before.tokens.refreshToken)
@@ -217,11 +260,19 @@ import LanyardStore
         try requireTestKeyring()
         let env = try await EmulatorHome()
         let before = try await env.signIn("work", email: "w@example.com")
-        let killed = try env.home.run(["refresh", "work"], launcher: ["/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=link",
-                                                                   "-e", "inject=link:signal=KILL:when=1"])
+        let killed = try env.home.run(
+            ["refresh", "work"],
+            launcher: [
+                "/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=link",
+                "-e", "inject=link:signal=KILL:when=1",
+            ]
+        )
         #expect(killed.status != 0)
         let path = Self.recoveryPath(env.paths)
-        #expect(FileManager.default.contents(atPath: path)?.starts(with: ageHeaderLine) == true, "no age recovery file: \(killed.stderr)")
+        #expect(
+            FileManager.default.contents(atPath: path)?.starts(with: ageHeaderLine) == true,
+            "no age recovery file: \(killed.stderr)"
+        )
 
         let migrated = try env.home.run("store", "migrate", "--to", "secret-service", "work")
         #expect(migrated.status == 0, "\(migrated.stdout) \(migrated.stderr)")
@@ -246,9 +297,18 @@ import LanyardStore
             try manager.exchangeRefreshToken(slot: Self.slot, current: before, record: record, store: store)
         }
         let path = Self.recoveryPath(env.paths)
-        try FileManager.default.createDirectory(atPath: env.paths.stateDirectory + "/recovery", withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        #expect(FileManager.default.createFile(atPath: path, contents: refreshed.jsonData(), attributes: [.posixPermissions: 0o600]))
+        try FileManager.default.createDirectory(
+            atPath: env.paths.stateDirectory + "/recovery",
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
+        #expect(
+            FileManager.default.createFile(
+                atPath: path,
+                contents: refreshed.jsonData(),
+                attributes: [.posixPermissions: 0o600]
+            )
+        )
 
         let doctor = try env.home.run("doctor", "--json")
         #expect(doctor.stdout.contains("refreshed tokens wait in recovery files for: work"), "\(doctor.stdout)")

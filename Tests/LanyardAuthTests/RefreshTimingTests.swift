@@ -1,16 +1,18 @@
 import Foundation
-import LanyardTestSupport
-import Testing
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 /// When tokens are refreshed, against the emulator with a clock the test moves: the lead scales
 /// with the token's lifetime, and a wall clock set forward or back neither makes `token` refresh
 /// on every call nor hand out a token that has expired.
 @Suite struct RefreshTimingTests {
     /// A clock at a whole second near now (the emulator's tokens carry real times in their claims).
-    static func clock() -> ManualClock { ManualClock(Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))) }
+    static func clock() -> ManualClock {
+        ManualClock(Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)))
+    }
 
     /// Ten simulated minutes of a call every 5 s under the default lead (300 s): how many refreshes.
     @Test(arguments: [(60, 20), (300, 4), (3600, 0)])
@@ -42,7 +44,10 @@ import LanyardStore
         clock.jump(by: 86_400)
         for _ in 0..<10 {
             clock.advance(by: 1)
-            #expect(try await manager.freshCredential(slot: try Slot("work")).tokens.accessToken == signedIn.tokens.accessToken)
+            #expect(
+                try await manager.freshCredential(slot: try Slot("work")).tokens.accessToken
+                    == signedIn.tokens.accessToken
+            )
         }
         #expect(try await env.server.stat("refreshes_succeeded") == 0)
         // The token's hour runs out on the boot clock: one refresh, then none again.
@@ -66,7 +71,9 @@ import LanyardStore
         clock.jump(by: -3_600)
         // 200 s old by the boot clock, 400 left: more than the lead (300, halved to 300 for a
         // 600 s token), so no refresh yet, although the wall clock says it is younger still.
-        #expect(try await manager.freshCredential(slot: try Slot("work")).tokens.accessToken == signedIn.tokens.accessToken)
+        #expect(
+            try await manager.freshCredential(slot: try Slot("work")).tokens.accessToken == signedIn.tokens.accessToken
+        )
         // 700 s old: expired, although by the wall clock it has 3,500 s left.
         clock.advance(by: 500)
         let handed = try await manager.freshCredential(slot: try Slot("work"))
@@ -79,8 +86,13 @@ import LanyardStore
     @Test func anotherBootsReadingFallsBackToTheWallClock() {
         let rule = RefreshRule(lead: 300, maxAge: 86_400)
         let obtained = Date(timeIntervalSince1970: 1_800_000_000)
-        let credential = Credential(provider: "openai", tokens: TokenSet(accessToken: "a", refreshToken: "r", expiresAt: obtained + 3_600),
-                                    lastRefresh: obtained, lastRefreshBoot: BootInstant(bootID: "aaaa", seconds: 50), account: AccountInfo())
+        let credential = Credential(
+            provider: "openai",
+            tokens: TokenSet(accessToken: "a", refreshToken: "r", expiresAt: obtained + 3_600),
+            lastRefresh: obtained,
+            lastRefreshBoot: BootInstant(bootID: "aaaa", seconds: 50),
+            account: AccountInfo()
+        )
         let sameBoot = BootInstant(bootID: "aaaa", seconds: 50 + 3_400)
         let otherBoot = BootInstant(bootID: "bbbb", seconds: 10)
         // The wall clock says 100 s passed; the boot clock, 3,400 s.

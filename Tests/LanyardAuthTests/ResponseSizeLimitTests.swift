@@ -1,9 +1,9 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
 import LanyardNetwork
+import LanyardTestSupport
+import Testing
 
 /// An answer longer than the transport's limit is refused while it arrives: the transport keeps
 /// at most the limit, fails with `.tooLarge` once the body passes it, and stops the transfer then
@@ -38,16 +38,23 @@ import LanyardNetwork
     /// the request fails once the body passes 1 MiB, and the server can write little more.
     @Test func aBodyPastTheLimitStopsTheTransferWhileItArrives() async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
-        try await server.hook("/_test/fault", ["endpoint": "usage", "type": "huge", "stream": true, "length": false, "size": Self.bodySize])
+        try await server.hook(
+            "/_test/fault",
+            ["endpoint": "usage", "type": "huge", "stream": true, "length": false, "size": Self.bodySize]
+        )
         let transport = URLSessionTransport(timeout: 30, maxBodyBytes: 1 << 20)
-        await #expect(throws: TransportError(.tooLarge, "127.0.0.1 sent more than 1048576 bytes; the limit is 1048576")) {
+        await #expect(throws: TransportError(.tooLarge, "127.0.0.1 sent more than 1048576 bytes; the limit is 1048576"))
+        {
             _ = try await transport.send(usageRequest(server))
         }
         let written = try await writtenOnceEnded(server)
         #expect(written > 1 << 20 && written < Self.writtenAtMost, "the server wrote \(written) bytes")
 
         // The control: a body of exactly the limit, streamed the same way, is read whole.
-        try await server.hook("/_test/fault", ["endpoint": "usage", "type": "huge", "stream": true, "length": false, "size": 1 << 20])
+        try await server.hook(
+            "/_test/fault",
+            ["endpoint": "usage", "type": "huge", "stream": true, "length": false, "size": 1 << 20]
+        )
         let answer = try await transport.send(usageRequest(server))
         #expect(answer.status == 200 && answer.body.count == 1 << 20)
         #expect(try await writtenOnceEnded(server, streams: 2) == written + (1 << 20))
@@ -56,9 +63,14 @@ import LanyardNetwork
     /// A Content-Length over the limit is refused from the head, before the body is read.
     @Test func anAnnouncedLengthPastTheLimitIsRefusedAtOnce() async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
-        try await server.hook("/_test/fault", ["endpoint": "usage", "type": "huge", "stream": true, "size": Self.bodySize])
+        try await server.hook(
+            "/_test/fault",
+            ["endpoint": "usage", "type": "huge", "stream": true, "size": Self.bodySize]
+        )
         let transport = URLSessionTransport(timeout: 30, maxBodyBytes: 1 << 20)
-        await #expect(throws: TransportError(.tooLarge, "127.0.0.1 announced \(Self.bodySize) bytes; the limit is 1048576")) {
+        await #expect(
+            throws: TransportError(.tooLarge, "127.0.0.1 announced \(Self.bodySize) bytes; the limit is 1048576")
+        ) {
             _ = try await transport.send(usageRequest(server))
         }
         let written = try await writtenOnceEnded(server)
@@ -73,18 +85,30 @@ import LanyardNetwork
         let env = try await EmulatorHome()
         try await env.signIn("work", email: "w@example.com")
         let size = 1 << 30
-        try await env.server.hook("/_test/fault", ["endpoint": "usage", "type": "huge", "stream": true, "length": false, "size": size])
+        try await env.server.hook(
+            "/_test/fault",
+            ["endpoint": "usage", "type": "huge", "stream": true, "length": false, "size": size]
+        )
         let rssFile = env.home.root + "/maxrss"
         let python = repositoryRoot.appendingPathComponent(".venv/bin/python").path
-        let measured = [python, "-c", """
+        let measured = [
+            python, "-c",
+            """
             import os, resource, subprocess, sys
             status = subprocess.call(sys.argv[1:])
             open(os.environ["MAXRSS_FILE"], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
             sys.exit(status)
-            """]
-        let out = try env.home.run(["usage", "work", "--json"], extraEnvironment: ["MAXRSS_FILE": rssFile], launcher: measured)
+            """,
+        ]
+        let out = try env.home.run(
+            ["usage", "work", "--json"],
+            extraEnvironment: ["MAXRSS_FILE": rssFile],
+            launcher: measured
+        )
         #expect(out.status == 6, "\(out.stdout) \(out.stderr)")
-        let slots = (try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]]
+        let slots =
+            (try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any])?["slots"]
+            as? [[String: Any]]
         let error = slots?.first?["error"] as? [String: Any]
         #expect(error?["code"] as? String == "network_failure", "\(out.stdout)")
         #expect((error?["message"] as? String)?.contains("the limit is 1048576") == true, "\(out.stdout)")

@@ -1,11 +1,12 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
-import LanyardNetwork
-@testable import LanyardAuth
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
+
+@testable import LanyardAuth
 
 /// Broken server answers at each step of the sign-in: a typed error, nothing stored, and a slot
 /// that was signed in before keeps its old credential and record.
@@ -58,15 +59,21 @@ import LanyardStore
     static let allCases: [Case] = {
         var all: [Case] = []
         for fault in Fault.allCases {
-            for step in [Step.deviceCode, .poll, .exchange] { all.append(Case(kind: .openai, step: step, fault: fault)) }
-            for step in [Step.discovery, .deviceCode, .poll] { all.append(Case(kind: .device, step: step, fault: fault)) }
+            for step in [Step.deviceCode, .poll, .exchange] {
+                all.append(Case(kind: .openai, step: step, fault: fault))
+            }
+            for step in [Step.discovery, .deviceCode, .poll] {
+                all.append(Case(kind: .device, step: step, fault: fault))
+            }
         }
         return all
     }()
 
     /// Faults a poll (and ChatGPT's exchange, which is part of it) gets over: the code is still
     /// good, so the sign-in polls again.
-    static let passing = allCases.filter { [.poll, .exchange].contains($0.step) && [.status500, .reset].contains($0.fault) }
+    static let passing = allCases.filter {
+        [.poll, .exchange].contains($0.step) && [.status500, .reset].contains($0.fault)
+    }
 
     /// Faults that end the sign-in: everything before the code is shown, and answers that are
     /// not a passing failure (malformed, too large).
@@ -106,7 +113,11 @@ import LanyardStore
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
         let log = EventLog()
         let error = await authError {
-            _ = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: log.record)
+            _ = try await rig.manager(sleeper: sleeper).signIn(
+                slot: slot,
+                providerID: rig.providerID,
+                events: log.record
+            )
         }
         #expect(c.fault.matches(error), "got \(String(describing: error))")
         let message = error?.localizedDescription ?? ""
@@ -121,7 +132,12 @@ import LanyardStore
         let shown = c.step == .poll || c.step == .exchange
         var expected: [AuthState] = [.signingIn]
         if shown, let code = log.deviceCode {
-            expected.append(.awaitingDeviceCode(userCode: code.userCode, verificationURL: code.completeVerificationURL ?? code.verificationURL))
+            expected.append(
+                .awaitingDeviceCode(
+                    userCode: code.userCode,
+                    verificationURL: code.completeVerificationURL ?? code.verificationURL
+                )
+            )
         }
         expected.append(.failed(message))
         #expect(log.states == expected)
@@ -145,7 +161,11 @@ import LanyardStore
         try await rig.fault(["endpoint": Self.endpoint(c.step, c.kind)].merging(c.fault.spec) { $1 })
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
         let log = EventLog()
-        let (slot, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: log.record)
+        let (slot, credential) = try await rig.manager(sleeper: sleeper).signIn(
+            slot: nil,
+            providerID: rig.providerID,
+            events: log.record
+        )
         #expect(try rig.home.store(.file).getInTest(slot) == credential)
         #expect(log.states.last == .signedIn(expiresAt: credential.tokens.expiresAt))
 
@@ -159,7 +179,9 @@ import LanyardStore
         #expect(injected >= retries.count)
         for retry in retries {
             #expect(retry.reason.contains(Self.stepName(c.step, c.kind)), "\(retry.reason)")
-            if c.fault == .status500 { #expect(retry.reason.hasSuffix("server answered HTTP 500 (injected_fault)"), "\(retry.reason)") }
+            if c.fault == .status500 {
+                #expect(retry.reason.hasSuffix("server answered HTTP 500 (injected_fault)"), "\(retry.reason)")
+            }
         }
         let interval = try #require(log.deviceCode?.interval)
         let backoff = (1...retries.count).map { min(60, max(interval, 1) * pow(2, Double($0))) }
@@ -177,9 +199,15 @@ import LanyardStore
         let error = await authError {
             _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: { _ in })
         }
-        guard case .networkFailure(let message)? = error else { Issue.record("got \(String(describing: error))"); return }
-        #expect(message == "device code poll: server answered HTTP 503 (injected_fault) "
-            + "(still failing when the device code expired)", "\(message)")
+        guard case .networkFailure(let message)? = error else {
+            Issue.record("got \(String(describing: error))")
+            return
+        }
+        #expect(
+            message == "device code poll: server answered HTTP 503 (injected_fault) "
+                + "(still failing when the device code expired)",
+            "\(message)"
+        )
         #expect(sleeper.requested.reduce(0, +) <= 15 * 60)
         #expect(sleeper.requested.max() == 60)
         #expect(try await rig.server.stat("faults_injected.deviceauth_token") == sleeper.requested.count - 1)
@@ -196,7 +224,10 @@ import LanyardStore
         let error = await authError {
             _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: { _ in })
         }
-        guard case .invalidResponse? = error else { Issue.record("got \(String(describing: error))"); return }
+        guard case .invalidResponse? = error else {
+            Issue.record("got \(String(describing: error))")
+            return
+        }
         #expect(try rig.home.snapshot() == before)
         #expect(try rig.home.registry.loadInTest().slots.isEmpty)
         #expect(try rig.home.store(.file).listInTest().isEmpty)
@@ -209,14 +240,26 @@ import LanyardStore
         let (slot, _) = try rig.home.seed("work", provider: rig.providerID)
         let before = try rig.home.snapshot()
         let endpoint = kind == .openai ? "oauth_token" : "token"
-        try await rig.fault(["endpoint": endpoint, "type": "status", "status": status,
-                             "body": ["error": "invalid_grant", "error_description": "the grant was refused"]])
+        try await rig.fault([
+            "endpoint": endpoint, "type": "status", "status": status,
+            "body": ["error": "invalid_grant", "error_description": "the grant was refused"],
+        ])
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
         let log = EventLog()
         let error = await authError {
-            _ = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: log.record)
+            _ = try await rig.manager(sleeper: sleeper).signIn(
+                slot: slot,
+                providerID: rig.providerID,
+                events: log.record
+            )
         }
-        #expect(error == .tokenExchangeFailed(status: status, detail: ServerErrorDetail(code: "invalid_grant", message: "the grant was refused")))
+        #expect(
+            error
+                == .tokenExchangeFailed(
+                    status: status,
+                    detail: ServerErrorDetail(code: "invalid_grant", message: "the grant was refused")
+                )
+        )
         #expect(error?.requiresReauthentication == true)
         #expect(error?.code == .tokenExchangeRefused && error?.requiresReauthentication == true)
         #expect(log.states.first == .signingIn)
@@ -232,17 +275,28 @@ import LanyardStore
         let rig = try SignInRig.start(kind)
         let before = try rig.home.snapshot()
         let endpoint = kind == .openai ? "oauth_token" : "token"
-        let body: [String: Any] = malformed
-            ? ["access_token": "at-SECRET-1234", "refresh_token": "rt-SECRET-5678", "id_token": "id-SECRET-9", "expires_in": "soon"]
+        let body: [String: Any] =
+            malformed
+            ? [
+                "access_token": "at-SECRET-1234", "refresh_token": "rt-SECRET-5678", "id_token": "id-SECRET-9",
+                "expires_in": "soon",
+            ]
             : ["access_token": "at-SECRET-1234", "id_token": "id-SECRET-9", "expires_in": 3600]
         try await rig.fault(["endpoint": endpoint, "type": "status", "status": 200, "body": body])
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
         let log = EventLog()
         let error = await authError {
-            _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: log.record)
+            _ = try await rig.manager(sleeper: sleeper).signIn(
+                slot: nil,
+                providerID: rig.providerID,
+                events: log.record
+            )
         }
         if malformed {
-            guard case .invalidResponse? = error else { Issue.record("got \(String(describing: error))"); return }
+            guard case .invalidResponse? = error else {
+                Issue.record("got \(String(describing: error))")
+                return
+            }
         } else {
             #expect(error == .missingRefreshToken)
             #expect(log.states.last == .reauthenticationRequired)
@@ -259,20 +313,37 @@ import LanyardStore
     @Test(arguments: ["\u{1b}]0;owned\u{7}", "AB\u{1b}[2JCD", "\u{9b}31m", String(repeating: "A", count: 200)])
     func aUserCodeNobodyCouldTypeIsRefused(_ code: String) async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
-        try await server.hook("/_test/fault", ["endpoint": "usercode", "type": "status", "status": 200, "count": 1,
-                                               "body": ["device_auth_id": "deviceauth_x", "user_code": code, "interval": "0"]])
+        try await server.hook(
+            "/_test/fault",
+            [
+                "endpoint": "usercode", "type": "status", "status": 200, "count": 1,
+                "body": ["device_auth_id": "deviceauth_x", "user_code": code, "interval": "0"],
+            ]
+        )
         var config = ProviderConfig.openAI
         config.issuer = server.baseURL
         do {
             _ = try await OpenAIProvider(config: config, transport: URLSessionTransport()).authorize()
             Issue.record("accepted \(code.debugDescription)")
         } catch {
-            guard case .invalidResponse(let message) = error else { Issue.record("\(error)"); return }
-            #expect(message.contains("user_code") && !message.unicodeScalars.contains { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) })
+            guard case .invalidResponse(let message) = error else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(
+                message.contains("user_code")
+                    && !message.unicodeScalars.contains { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }
+            )
         }
         #expect(throws: AuthError.self) {
-            _ = try DeviceAuthorizationAnswer.rfc8628(.object(["device_code": .string("d"), "user_code": .string(code),
-                                                              "verification_uri": .string("https://example.com/device")]), step: "test", now: Date())
+            _ = try DeviceAuthorizationAnswer.rfc8628(
+                .object([
+                    "device_code": .string("d"), "user_code": .string(code),
+                    "verification_uri": .string("https://example.com/device"),
+                ]),
+                step: "test",
+                now: Date()
+            )
         }
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
-@testable import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
+
+@testable import LanyardAuth
 
 /// Device-code sign-in through `AccountManager.signIn` into real stores, against the real test
 /// servers: what is stored, what the registry says, and how polling behaves.
@@ -15,7 +16,9 @@ import LanyardStore
         // The user approves after two pending polls (before the third).
         let sleeper = TestSleeper(clock: home.clock) { call in
             if call == 3 {
-                try await rig.approve(["email": "alice@example.com", "plan": "pro", "account_id": "acct-alice", "user_id": "user-alice"])
+                try await rig.approve([
+                    "email": "alice@example.com", "plan": "pro", "account_id": "acct-alice", "user_id": "user-alice",
+                ])
             }
         }
         let log = EventLog()
@@ -37,8 +40,13 @@ import LanyardStore
         #expect(credential.provider == "openai")
         #expect(credential.tokens.expiresAt == now + 3600)
         #expect(credential.lastRefresh == now)
-        let expected = AccountInfo(email: "alice@example.com", userID: "user-alice", accountID: "acct-alice",
-                                   plan: Plan(rawValue: "pro"), isFedRAMPAccount: false)
+        let expected = AccountInfo(
+            email: "alice@example.com",
+            userID: "user-alice",
+            accountID: "acct-alice",
+            plan: Plan(rawValue: "pro"),
+            isFedRAMPAccount: false
+        )
         #expect(credential.account == expected)
 
         // Stored in the file store, and the registry has the slot's public half.
@@ -101,16 +109,29 @@ import LanyardStore
         #expect(try await rig.server.stat("poll_results.success") == 1)
         // The state shows the URL with the code filled in.
         let device = try #require(log.deviceCode)
-        #expect(log.states.contains(.awaitingDeviceCode(userCode: device.userCode, verificationURL: try #require(device.completeVerificationURL))))
+        #expect(
+            log.states.contains(
+                .awaitingDeviceCode(
+                    userCode: device.userCode,
+                    verificationURL: try #require(device.completeVerificationURL)
+                )
+            )
+        )
         #expect(device.verificationURL == rig.server.baseURL.appendingPathComponent("device"))
     }
 
     @Test func deviceFlowIntoTheSecretService() async throws {
         try requireTestKeyring()
         let rig = try SignInRig.start(.device, backend: .secretService)
-        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 2 { try await rig.approve(["email": "carol@example.com"]) } }
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in
+            if call == 2 { try await rig.approve(["email": "carol@example.com"]) }
+        }
         let slot = try Slot("t" + String(UInt32.random(in: 0...UInt32.max), radix: 36) + "-ss")
-        let (_, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: "test", events: { _ in })
+        let (_, credential) = try await rig.manager(sleeper: sleeper).signIn(
+            slot: slot,
+            providerID: "test",
+            events: { _ in }
+        )
         defer { try? rig.home.store(.secretService).deleteInTest(slot) }
         #expect(try rig.home.store(.secretService).getInTest(slot) == credential)
         let record = try #require(try rig.home.registry.loadInTest().slots[slot])
@@ -124,7 +145,11 @@ import LanyardStore
         let rig = try SignInRig.start(.openai)
         try await rig.server.hook("/_test/config", ["interval_as_string": asString, "interval": interval])
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 2 { try await rig.approve() } }
-        let (slot, _) = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: "openai", events: { _ in })
+        let (slot, _) = try await rig.manager(sleeper: sleeper).signIn(
+            slot: nil,
+            providerID: "openai",
+            events: { _ in }
+        )
         #expect(sleeper.requested == [TimeInterval(interval), TimeInterval(interval)])
         #expect(slot.name == "test.user")  // the emulator's default account, test.user@example.com
     }
@@ -133,9 +158,16 @@ import LanyardStore
     /// expiry comes from the access token's `exp`.
     @Test func pendingAs404AndExpiryFromTheAccessToken() async throws {
         let rig = try SignInRig.start(.openai)
-        try await rig.server.hook("/_test/config", ["pending_status": 404, "include_expires_in": false, "access_token_lifetime": 1234])
+        try await rig.server.hook(
+            "/_test/config",
+            ["pending_status": 404, "include_expires_in": false, "access_token_lifetime": 1234]
+        )
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 3 { try await rig.approve() } }
-        let (slot, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: "openai", events: { _ in })
+        let (slot, credential) = try await rig.manager(sleeper: sleeper).signIn(
+            slot: nil,
+            providerID: "openai",
+            events: { _ in }
+        )
         #expect(try await rig.server.stat("device_poll_results.pending") == 2)
         let exp = try #require(try JWTClaims(token: credential.tokens.accessToken).expiresAt)
         let issued = try #require(try JWTClaims(token: credential.tokens.accessToken).payload["iat"]?.number)
@@ -149,7 +181,11 @@ import LanyardStore
         let sleeper = TestSleeper(clock: rig.home.clock) { call in
             if call == 1 { try await rig.approve(["email": "Dora.Explorer+work@example.com"]) }
         }
-        let (slot, _) = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: "openai", events: { _ in })
+        let (slot, _) = try await rig.manager(sleeper: sleeper).signIn(
+            slot: nil,
+            providerID: "openai",
+            events: { _ in }
+        )
         #expect(slot.name == "dora.explorer")
         #expect(try rig.home.registry.loadInTest().slots[slot]?.account.email == "Dora.Explorer+work@example.com")
     }
@@ -162,7 +198,9 @@ import LanyardStore
         let sleeper = TestSleeper(clock: rig.home.clock) { call in try await rig.approve(["email": emails[call - 1]]) }
         let manager = rig.manager(sleeper: sleeper)
         var slots: [String] = []
-        for _ in emails { slots.append(try await manager.signIn(slot: nil, providerID: "openai", events: { _ in }).0.name) }
+        for _ in emails {
+            slots.append(try await manager.signIn(slot: nil, providerID: "openai", events: { _ in }).0.name)
+        }
         #expect(slots == ["sam", "sam-two", "sam", "sam-2"])
         let document = try rig.home.registry.loadInTest()
         #expect(document.slots[try Slot("sam")]?.account.email == "sam@one.example")
@@ -178,31 +216,50 @@ import LanyardStore
         let rig = try SignInRig.start(.openai)
         let (work, old) = try rig.home.seed("work")
         let before = try rig.home.snapshot(slots: [work])
-        nonisolated(unsafe) let bob: [String: Any] = ["email": "bob@corp.example", "account_id": "acct-bob", "plan": "pro"]
+        nonisolated(unsafe) let bob: [String: Any] = [
+            "email": "bob@corp.example", "account_id": "acct-bob", "plan": "pro",
+        ]
         let sleeper = TestSleeper(clock: rig.home.clock) { _ in try await rig.approve(bob) }
         let manager = rig.manager(sleeper: sleeper)
         let log = EventLog()
         let (slot, credential) = try await manager.signIn(slot: work, providerID: "openai", events: log.record)
         #expect(slot.name == "bob")
-        #expect(log.events.contains(.storedInNewSlot(requested: work, holds: "work@old.example, account acct-old",
-                                                     slot: try Slot("bob"))), "\(log.events)")
+        #expect(
+            log.events.contains(
+                .storedInNewSlot(
+                    requested: work,
+                    holds: "work@old.example, account acct-old",
+                    slot: try Slot("bob")
+                )
+            ),
+            "\(log.events)"
+        )
         #expect(log.states.last == .signedIn(expiresAt: credential.tokens.expiresAt))
         // work is untouched; bob's slot holds the approved sign-in.
         #expect(try rig.home.store(.file).getInTest(work) == old)
         #expect(try rig.home.registry.loadInTest().slots[work] == before.registry.slots[work])
-        #expect(try rig.home.store(.file).getInTest(slot) == credential && credential.account.email == "bob@corp.example")
+        #expect(
+            try rig.home.store(.file).getInTest(slot) == credential && credential.account.email == "bob@corp.example"
+        )
         #expect(try rig.home.registry.loadInTest().slots[slot]?.account.accountID == "acct-bob")
         let logged = LanyardStore.EventLog(paths: rig.home.paths).read().filter { $0["event"]?.string == "new_slot" }
         #expect(logged.count == 1)
-        #expect(logged.first?["slot"]?.string == "bob" && logged.first?["requested"]?.string == "work"
-                && logged.first?["reason"]?.string == "slot_holds_another_account")
+        #expect(
+            logged.first?["slot"]?.string == "bob" && logged.first?["requested"]?.string == "work"
+                && logged.first?["reason"]?.string == "slot_holds_another_account"
+        )
 
         // Bob again into work: his own slot gets the fresh sign-in, no third slot.
         let (again, _) = try await manager.signIn(slot: work, providerID: "openai", events: { _ in })
         #expect(again == slot)
         #expect(try rig.home.registry.loadInTest().slots.keys.map(\.name).sorted() == ["bob", "work"])
         // Asked to replace: work gets bob.
-        let (replaced, _) = try await manager.signIn(slot: work, providerID: "openai", replacingAnotherAccount: true, events: { _ in })
+        let (replaced, _) = try await manager.signIn(
+            slot: work,
+            providerID: "openai",
+            replacingAnotherAccount: true,
+            events: { _ in }
+        )
         #expect(replaced == work)
         #expect(try rig.home.store(.file).getInTest(work).account.email == "bob@corp.example")
     }
@@ -220,10 +277,19 @@ import LanyardStore
         #expect(try rig.home.snapshot(slots: [work]) == before, "nothing changed")
         #expect(try rig.home.store(.file).getInTest(work) == old)
         let outcome = try await manager.signOut(slot: work, revoke: true, ifNotRevoked: .signOutAnyway)
-        #expect(outcome == SignOutOutcome(revoked: false, wasSignedOut: false, notRevoked: .noRevocationEndpoint(provider: "openai")))
+        #expect(
+            outcome
+                == SignOutOutcome(
+                    revoked: false,
+                    wasSignedOut: false,
+                    notRevoked: .noRevocationEndpoint(provider: "openai")
+                )
+        )
         #expect(try rig.home.registry.loadInTest().slots[work]?.state == .signedOut)
         // Signed out already: nothing to revoke, nothing refused.
-        #expect(try await manager.signOut(slot: work, revoke: true) == SignOutOutcome(revoked: false, wasSignedOut: true))
+        #expect(
+            try await manager.signOut(slot: work, revoke: true) == SignOutOutcome(revoked: false, wasSignedOut: true)
+        )
     }
 
     /// Signing in again to an existing slot, as the same account, replaces its credential (once the
@@ -239,11 +305,16 @@ import LanyardStore
         }
         let createdAt = try rig.home.registry.loadInTest().slots[slot]?.createdAt
         // The seeded account (work@old.example, user-old, acct-old), as each server names it.
-        nonisolated(unsafe) let sameAccount: [String: Any] = kind == .openai
+        nonisolated(unsafe) let sameAccount: [String: Any] =
+            kind == .openai
             ? ["email": "work@old.example", "user_id": "user-old", "account_id": "acct-old", "plan": "plus"]
             : ["email": "work@old.example", "sub": "user-old", "plan": "plus"]
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve(sameAccount) } }
-        let (_, credential) = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: { _ in })
+        let (_, credential) = try await rig.manager(sleeper: sleeper).signIn(
+            slot: slot,
+            providerID: rig.providerID,
+            events: { _ in }
+        )
         #expect(credential != old)
         #expect(try rig.home.store(.file).getInTest(slot) == credential)
         let record = try #require(try rig.home.registry.loadInTest().slots[slot])
@@ -264,9 +335,16 @@ import LanyardStore
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 2 { try await rig.deny() } }
         let log = EventLog()
         let error = await authError {
-            _ = try await rig.manager(sleeper: sleeper).signIn(slot: slot, providerID: rig.providerID, events: log.record)
+            _ = try await rig.manager(sleeper: sleeper).signIn(
+                slot: slot,
+                providerID: rig.providerID,
+                events: log.record
+            )
         }
-        guard case .authorizationDenied? = error else { Issue.record("expected authorizationDenied, got \(String(describing: error))"); return }
+        guard case .authorizationDenied? = error else {
+            Issue.record("expected authorizationDenied, got \(String(describing: error))")
+            return
+        }
         #expect(error?.code == .authorizationDenied)
         #expect(try rig.home.snapshot() == before)
         #expect(log.states.last == .failed(error!.localizedDescription))
@@ -292,10 +370,17 @@ import LanyardStore
     @Test func expiredByTheClientsClock() async throws {
         // The server says 12 s but keeps the code for 10 min of real time: the test is about the
         // client's (virtual) clock, not about how long a loaded machine takes for two polls.
-        let rig = try SignInRig.start(.device, arguments: ["--device-code-lifetime", "12", "--device-code-server-lifetime", "600"])
+        let rig = try SignInRig.start(
+            .device,
+            arguments: ["--device-code-lifetime", "12", "--device-code-server-lifetime", "600"]
+        )
         let sleeper = TestSleeper(clock: rig.home.clock)
         let error = await authError {
-            _ = try await rig.manager(sleeper: sleeper).signIn(slot: try Slot("x"), providerID: "test", events: { _ in })
+            _ = try await rig.manager(sleeper: sleeper).signIn(
+                slot: try Slot("x"),
+                providerID: "test",
+                events: { _ in }
+            )
         }
         #expect(error == .expiredDeviceCode)
         // Polls at 5 s and 10 s, then waits only until the code expires at 12 s: no poll after it.
@@ -311,7 +396,8 @@ import LanyardStore
         // Virtual time advances, but real polls come well within a minute of each other, even on a
         // loaded machine: from the second poll on, each is "too fast", so the server answers
         // slow_down until the approval.
-        let sleeper = TestSleeper(clock: home.clock) { call in if call == 4 { try await server.hook("/_test/approve") } }
+        let sleeper = TestSleeper(clock: home.clock) { call in if call == 4 { try await server.hook("/_test/approve") }
+        }
         let log = EventLog()
         let (_, credential) = try await home.manager([Providers.device(server)], sleeper: sleeper)
             .signIn(slot: try Slot("slow"), providerID: "test", flow: { $0.slowDownIncrement = 60 }, events: log.record)
@@ -363,7 +449,10 @@ import LanyardStore
             _ = try await rig.manager(sleeper: TestSleeper()).signIn(slot: nil, providerID: "openai", events: { _ in })
         }
         #expect(error == .deviceCodeNotEnabled)
-        #expect(error?.localizedDescription.contains("ChatGPT's security settings") == true, "the message says where to turn it on")
+        #expect(
+            error?.localizedDescription.contains("ChatGPT's security settings") == true,
+            "the message says where to turn it on"
+        )
         #expect(try rig.home.snapshot() == before)
     }
 }

@@ -1,10 +1,10 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// Plan, email, account id and FedRAMP flag of a ChatGPT sign-in, from the emulator's tokens
 /// (`email`, and `chatgpt_plan_type`, `chatgpt_account_id`, `chatgpt_account_is_fedramp` in the
@@ -29,10 +29,18 @@ import LanyardStore
         PlanCase(raw: "pro", kind: .pro, display: "Pro"),
         PlanCase(raw: "prolite", kind: .proLite, display: "Pro Lite"),
         PlanCase(raw: "team", kind: .team, display: "Team"),
-        PlanCase(raw: "self_serve_business_usage_based", kind: .selfServeBusinessUsageBased, display: "Business (usage-based)"),
+        PlanCase(
+            raw: "self_serve_business_usage_based",
+            kind: .selfServeBusinessUsageBased,
+            display: "Business (usage-based)"
+        ),
         PlanCase(raw: "business", kind: .business, display: "Business"),
-        PlanCase(raw: "enterprise_cbp_usage_based", kind: .enterpriseCBPUsageBased, display: "Enterprise (usage-based)",
-                 fedramp: true),
+        PlanCase(
+            raw: "enterprise_cbp_usage_based",
+            kind: .enterpriseCBPUsageBased,
+            display: "Enterprise (usage-based)",
+            fedramp: true
+        ),
         PlanCase(raw: "enterprise", kind: .enterprise, display: "Enterprise", fedramp: true),
         PlanCase(raw: "hc", kind: .enterprise, display: "Enterprise"),
         PlanCase(raw: "edu", kind: .edu, display: "Edu"),
@@ -51,14 +59,24 @@ import LanyardStore
         let log = EventLog()
         let sleeper = TestSleeper(clock: home.clock) { call in
             guard call == 1, let code = log.deviceCode?.userCode else { return }
-            try await server.hook("/_test/approve", ["user_code": code, "email": email, "plan": plan.raw, "account_id": accountID,
-                                                     "user_id": userID, "fedramp": plan.fedramp])
+            try await server.hook(
+                "/_test/approve",
+                [
+                    "user_code": code, "email": email, "plan": plan.raw, "account_id": accountID,
+                    "user_id": userID, "fedramp": plan.fedramp,
+                ]
+            )
         }
         let (slot, credential) = try await home.manager([Providers.openAI(server)], sleeper: sleeper)
             .signIn(slot: nil, providerID: "openai", events: log.record)
 
-        let expected = AccountInfo(email: email, userID: userID, accountID: accountID, plan: Plan(rawValue: plan.raw),
-                                   isFedRAMPAccount: plan.fedramp)
+        let expected = AccountInfo(
+            email: email,
+            userID: userID,
+            accountID: accountID,
+            plan: Plan(rawValue: plan.raw),
+            isFedRAMPAccount: plan.fedramp
+        )
         #expect(credential.account == expected)
         #expect(credential.account.plan?.rawValue == plan.raw)
         #expect(credential.account.plan?.kind == plan.kind)
@@ -75,17 +93,32 @@ import LanyardStore
     /// Accounts registered with the emulator (`--accounts`-style) sign in with their own data; the
     /// access token is used when the id token lacks the account claims.
     @Test func registeredAccountAndItsClaims() async throws {
-        let server = try OAuthTestServer(.chatgptEmulator, arguments: ["--accounts", """
-            [{"email": "erin@corp.example", "plan": "enterprise", \
-            "account_id": "acct-corp", "user_id": "user-erin", "fedramp": true}]
-            """])
+        let server = try OAuthTestServer(
+            .chatgptEmulator,
+            arguments: [
+                "--accounts",
+                """
+                [{"email": "erin@corp.example", "plan": "enterprise", \
+                "account_id": "acct-corp", "user_id": "user-erin", "fedramp": true}]
+                """,
+            ]
+        )
         let home = try SignInHome()
-        let sleeper = TestSleeper(clock: home.clock) { call in if call == 1 { try await server.hook("/_test/approve") } }
+        let sleeper = TestSleeper(clock: home.clock) { call in if call == 1 { try await server.hook("/_test/approve") }
+        }
         let (slot, credential) = try await home.manager([Providers.openAI(server)], sleeper: sleeper)
             .signIn(slot: nil, providerID: "openai", events: { _ in })
         #expect(slot.name == "erin")
-        #expect(credential.account == AccountInfo(email: "erin@corp.example", userID: "user-erin", accountID: "acct-corp",
-                                                  plan: Plan(rawValue: "enterprise"), isFedRAMPAccount: true))
+        #expect(
+            credential.account
+                == AccountInfo(
+                    email: "erin@corp.example",
+                    userID: "user-erin",
+                    accountID: "acct-corp",
+                    plan: Plan(rawValue: "enterprise"),
+                    isFedRAMPAccount: true
+                )
+        )
         // The claims really are in the tokens the emulator signed.
         let claims = try JWTClaims(token: try #require(credential.tokens.idToken))
         #expect(claims.payload[AccountInfo.openAIAuthClaim]?.object?["chatgpt_account_is_fedramp"]?.bool == true)

@@ -1,9 +1,9 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 /// The documented AuthState sequence of a sign-in (signingIn → awaitingDeviceCode → signedIn, or
 /// failed), through the event callback and through `SignInFlow.states()`, and cancellation.
@@ -16,11 +16,16 @@ import LanyardStore
         let log = EventLog()
         _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: rig.providerID, events: log.record)
         let code = try #require(try await rig.server.lastUserCode())
-        let url = kind == .openai
+        let url =
+            kind == .openai
             ? rig.server.baseURL.appendingPathComponent("codex/device")
             : try #require(URL(string: rig.server.baseURL.absoluteString + "/device?user_code=" + code))
-        #expect(log.states == [.signingIn, .awaitingDeviceCode(userCode: code, verificationURL: url),
-                               .signedIn(expiresAt: rig.home.clock.now() + 3600)])
+        #expect(
+            log.states == [
+                .signingIn, .awaitingDeviceCode(userCode: code, verificationURL: url),
+                .signedIn(expiresAt: rig.home.clock.now() + 3600),
+            ]
+        )
         // The device code is announced (once) before the awaiting state, and a countdown before each wait.
         let names = log.events.map { event -> String in
             switch event {
@@ -47,8 +52,16 @@ import LanyardStore
             _ = try await rig.manager(sleeper: sleeper).signIn(slot: nil, providerID: "openai", events: log.record)
         }
         let code = try #require(log.deviceCode?.userCode)
-        #expect(log.states == [.signingIn, .awaitingDeviceCode(userCode: code, verificationURL: rig.server.baseURL.appendingPathComponent("codex/device")),
-                               .failed(try #require(error).localizedDescription)])
+        #expect(
+            log.states == [
+                .signingIn,
+                .awaitingDeviceCode(
+                    userCode: code,
+                    verificationURL: rig.server.baseURL.appendingPathComponent("codex/device")
+                ),
+                .failed(try #require(error).localizedDescription),
+            ]
+        )
         #expect(error?.localizedDescription.hasPrefix("authorization denied") == true)
     }
 
@@ -102,7 +115,11 @@ import LanyardStore
 /// `SignInFlow.states()`: the same sequence as an AsyncThrowingStream.
 @Suite struct SignInStateStreamTests {
     func flow(_ rig: SignInRig, sleeper: TestSleeper) throws -> SignInFlow {
-        SignInFlow(provider: try rig.manager(sleeper: sleeper).provider(rig.providerID), clock: rig.home.clock, sleeper: sleeper)
+        SignInFlow(
+            provider: try rig.manager(sleeper: sleeper).provider(rig.providerID),
+            clock: rig.home.clock,
+            sleeper: sleeper
+        )
     }
 
     final class Box<T>: @unchecked Sendable {
@@ -115,7 +132,9 @@ import LanyardStore
     @Test(arguments: SignInRig.Kind.allCases)
     func streamSuccessHandsOverTheTokensBeforeSignedIn(_ kind: SignInRig.Kind) async throws {
         let rig = try SignInRig.start(kind)
-        let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 3 { try await rig.approve(["email": "gina@example.com"]) } }
+        let sleeper = TestSleeper(clock: rig.home.clock) { call in
+            if call == 3 { try await rig.approve(["email": "gina@example.com"]) }
+        }
         let trace = Box<String>()
         let stored = Box<(TokenResponse, AccountInfo)>()
         var states: [AuthState] = []
@@ -131,7 +150,10 @@ import LanyardStore
         #expect(account.email == "gina@example.com")
         #expect(tokens.refreshToken != nil)
         #expect(states.last == .signedIn(expiresAt: rig.home.clock.now() + 3600))
-        guard case .awaitingDeviceCode(let code, _)? = states.dropFirst().first else { Issue.record("no awaiting state"); return }
+        guard case .awaitingDeviceCode(let code, _)? = states.dropFirst().first else {
+            Issue.record("no awaiting state")
+            return
+        }
         #expect(code == (try await rig.server.lastUserCode()))
         #expect(try await rig.polls() == 3)
     }
@@ -143,7 +165,9 @@ import LanyardStore
         var states: [AuthState] = []
         var thrown: Error?
         do {
-            for try await state in try flow(rig, sleeper: sleeper).states(onApproved: { _, _ in Issue.record("approved?") }) {
+            for try await state in try flow(rig, sleeper: sleeper).states(onApproved: { _, _ in
+                Issue.record("approved?")
+            }) {
                 states.append(state)
             }
         } catch { thrown = error }
@@ -155,14 +179,19 @@ import LanyardStore
     /// A 401 from the token endpoint: the stream's last state is reauthenticationRequired.
     @Test func streamReauthenticationRequired() async throws {
         let rig = try SignInRig.start(.openai)
-        try await rig.fault(["endpoint": "oauth_token", "type": "status", "status": 401, "body": ["error": "invalid_client"]])
+        try await rig.fault([
+            "endpoint": "oauth_token", "type": "status", "status": 401, "body": ["error": "invalid_client"],
+        ])
         let sleeper = TestSleeper(clock: rig.home.clock) { call in if call == 1 { try await rig.approve() } }
         var states: [AuthState] = []
         var thrown: Error?
         do {
             for try await state in try flow(rig, sleeper: sleeper).states() { states.append(state) }
         } catch { thrown = error }
-        guard case .tokenExchangeFailed(401, _)? = thrown as? AuthError else { Issue.record("got \(String(describing: thrown))"); return }
+        guard case .tokenExchangeFailed(401, _)? = thrown as? AuthError else {
+            Issue.record("got \(String(describing: thrown))")
+            return
+        }
         #expect(states.last == .reauthenticationRequired)
     }
 
@@ -186,7 +215,8 @@ import LanyardStore
     /// and never hands over tokens.
     @Test func cancellingTheConsumerCancelsTheSignIn() async throws {
         let rig = try SignInRig.start(.openai)
-        let parked = Signal(), unparked = Signal()
+        let parked = Signal()
+        let unparked = Signal()
         let sleeper = TestSleeper(clock: rig.home.clock) { call in
             guard call == 2 else { return }
             parked.fire()
@@ -198,7 +228,8 @@ import LanyardStore
         let states = Box<AuthState>()
         let flow = try flow(rig, sleeper: sleeper)
         let consumer = Task {
-            for try await state in flow.states(onApproved: { _, _ in Issue.record("tokens handed over after cancel") }) {
+            for try await state in flow.states(onApproved: { _, _ in Issue.record("tokens handed over after cancel") })
+            {
                 states.append(state)
             }
         }

@@ -1,10 +1,10 @@
 import Foundation
-import LanyardNetwork
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 // Shared pieces of the sign-in tests: virtual time, event recording, a private Lanyard home with
 // real stores, and providers pointed at the OAuth test servers.
@@ -57,11 +57,24 @@ final class EventLog: @unchecked Sendable {
     }
 
     var events: [SignInEvent] { lock.withLock { items } }
-    var states: [AuthState] { events.compactMap { if case .state(let s) = $0 { return s }; return nil } }
-    var deviceCode: DeviceAuthorization? {
-        events.lazy.compactMap { if case .deviceCode(let d) = $0 { return d }; return nil }.first
+    var states: [AuthState] {
+        events.compactMap {
+            if case .state(let s) = $0 { return s }
+            return nil
+        }
     }
-    var slowDowns: [TimeInterval] { events.compactMap { if case .slowedDown(let i) = $0 { return i }; return nil } }
+    var deviceCode: DeviceAuthorization? {
+        events.lazy.compactMap {
+            if case .deviceCode(let d) = $0 { return d }
+            return nil
+        }.first
+    }
+    var slowDowns: [TimeInterval] {
+        events.compactMap {
+            if case .slowedDown(let i) = $0 { return i }
+            return nil
+        }
+    }
 }
 
 /// The device code the servers most recently issued (for approving by code).
@@ -87,8 +100,14 @@ enum Providers {
 
     /// A generic RFC 8628 provider named `test` using the device server's OIDC discovery.
     static func device(_ server: OAuthTestServer) -> ProviderConfig {
-        ProviderConfig(id: "test", kind: .deviceCode, issuer: server.baseURL, clientID: "lanyard-test-client",
-                       scopes: ["openid", "email", "profile", "offline_access"], planClaim: "org.example.plan")
+        ProviderConfig(
+            id: "test",
+            kind: .deviceCode,
+            issuer: server.baseURL,
+            clientID: "lanyard-test-client",
+            scopes: ["openid", "email", "profile", "offline_access"],
+            planClaim: "org.example.plan"
+        )
     }
 }
 
@@ -105,8 +124,12 @@ final class SignInHome: @unchecked Sendable {
         let base = (NSTemporaryDirectory() as NSString).standardizingPath
         var template = Array((base + "/lanyard-signin.XXXXXX").utf8CString)
         root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        paths = Paths(configDirectory: root + "/config/lanyard", dataDirectory: root + "/data/lanyard",
-                      stateDirectory: root + "/state/lanyard", runtimeDirectory: root + "/run/lanyard")
+        paths = Paths(
+            configDirectory: root + "/config/lanyard",
+            dataDirectory: root + "/data/lanyard",
+            stateDirectory: root + "/state/lanyard",
+            runtimeDirectory: root + "/run/lanyard"
+        )
         self.backend = backend
         if backend == .file { try EncryptedFileStore(paths: paths).initialize(passphrase: nil) }
     }
@@ -120,28 +143,55 @@ final class SignInHome: @unchecked Sendable {
     }
 
     /// An account manager with `providers`, this home's stores, the virtual clock and `sleeper`.
-    func manager(_ providers: [ProviderConfig], sleeper: any Sleeper, transport: any HTTPTransport = URLSessionTransport()) -> AccountManager {
+    func manager(
+        _ providers: [ProviderConfig],
+        sleeper: any Sleeper,
+        transport: any HTTPTransport = URLSessionTransport()
+    ) -> AccountManager {
         var config = LanyardConfig()
         config.backend = backend == .file ? .file : .secretService
         for provider in providers { config.providers[provider.id] = provider }
-        return AccountManager(paths: paths, config: config, openStore: { [self] kind, _ in store(kind) },
-                              transport: transport, clock: clock, sleeper: sleeper)
+        return AccountManager(
+            paths: paths,
+            config: config,
+            openStore: { [self] kind, _ in store(kind) },
+            transport: transport,
+            clock: clock,
+            sleeper: sleeper
+        )
     }
 
     /// A slot signed in earlier with a known credential (for "a failed re-sign-in keeps it").
     @discardableResult
     func seed(_ name: String, provider: String = "openai") throws -> (Slot, Credential) {
         let slot = try Slot(name)
-        let account = AccountInfo(email: "\(name)@old.example", userID: "user-old", accountID: "acct-old", plan: Plan(rawValue: "team"))
-        let credential = Credential(provider: provider,
-                                    tokens: TokenSet(accessToken: "AT-OLD-\(name)", refreshToken: "RT-OLD-\(name)", idToken: nil,
-                                                     expiresAt: clock.now() + 1000),
-                                    lastRefresh: clock.now() - 60, account: account)
+        let account = AccountInfo(
+            email: "\(name)@old.example",
+            userID: "user-old",
+            accountID: "acct-old",
+            plan: Plan(rawValue: "team")
+        )
+        let credential = Credential(
+            provider: provider,
+            tokens: TokenSet(
+                accessToken: "AT-OLD-\(name)",
+                refreshToken: "RT-OLD-\(name)",
+                idToken: nil,
+                expiresAt: clock.now() + 1000
+            ),
+            lastRefresh: clock.now() - 60,
+            account: account
+        )
         try store(backend).put(credential, for: slot)
         try registry.update { doc in
-            doc.slots[slot] = SlotRecord(provider: provider, backend: backend, account: account,
-                                         state: .signedIn(expiresAt: credential.tokens.expiresAt),
-                                         lastRefresh: credential.lastRefresh, createdAt: clock.now() - 3600)
+            doc.slots[slot] = SlotRecord(
+                provider: provider,
+                backend: backend,
+                account: account,
+                state: .signedIn(expiresAt: credential.tokens.expiresAt),
+                lastRefresh: credential.lastRefresh,
+                createdAt: clock.now() - 3600
+            )
             doc.active = slot
         }
         return (slot, credential)
@@ -161,9 +211,12 @@ final class SignInHome: @unchecked Sendable {
         let store = store(backend)
         let names = backend == .file ? try store.list() : slots
         for slot in Set(names + Array(document.slots.keys)) { credentials[slot] = try? store.get(slot) }
-        return Snapshot(registry: document, credentials: credentials,
-                        registryBytes: FileManager.default.contents(atPath: paths.registryFile),
-                        storeBytes: backend == .file ? FileManager.default.contents(atPath: paths.encryptedStoreFile) : nil)
+        return Snapshot(
+            registry: document,
+            credentials: credentials,
+            registryBytes: FileManager.default.contents(atPath: paths.registryFile),
+            storeBytes: backend == .file ? FileManager.default.contents(atPath: paths.encryptedStoreFile) : nil
+        )
     }
 }
 

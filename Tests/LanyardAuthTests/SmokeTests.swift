@@ -1,10 +1,10 @@
 import Foundation
-import LanyardNetwork
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 @Suite struct EmulatorSmokeTests {
     @Test func openAISignInAgainstTheEmulator() async throws {
@@ -14,8 +14,14 @@ import LanyardStore
         let provider = OpenAIProvider(config: config, transport: URLSessionTransport())
         let auth = try await provider.authorize()
         #expect(try await provider.poll(auth).isPending)
-        try await server.hook("/_test/approve", ["user_code": auth.userCode, "email": "alice@example.com", "plan": "pro", "account_id": "acct-1"])
-        guard case .approved(let tokens) = try await provider.poll(auth) else { Issue.record("not approved"); return }
+        try await server.hook(
+            "/_test/approve",
+            ["user_code": auth.userCode, "email": "alice@example.com", "plan": "pro", "account_id": "acct-1"]
+        )
+        guard case .approved(let tokens) = try await provider.poll(auth) else {
+            Issue.record("not approved")
+            return
+        }
         let info = try provider.accountInfo(for: tokens)
         #expect(info.email == "alice@example.com" && info.plan?.kind == .pro && info.accountID == "acct-1")
         let refreshed = try await provider.refresh(refreshToken: tokens.refreshToken!)
@@ -25,5 +31,8 @@ import LanyardStore
 }
 
 extension PollResult {
-    var isPending: Bool { if case .pending = self { return true }; return false }
+    var isPending: Bool {
+        if case .pending = self { return true }
+        return false
+    }
 }

@@ -1,16 +1,20 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
+
 @testable import LanyardNetwork
 
 /// No request outlives the transport's hard limit, whatever URLSession does with its own timeouts,
 /// and a cancelled caller gets its answer at once.
 @Suite struct TransportDeadlineTests {
     func usercodeRequest(_ server: OAuthTestServer) -> HTTPRequest {
-        .json(server.baseURL.appendingPathComponent("api/accounts/deviceauth/usercode"), .object(["client_id": .string(ProviderConfig.openAI.clientID)]))
+        .json(
+            server.baseURL.appendingPathComponent("api/accounts/deviceauth/usercode"),
+            .object(["client_id": .string(ProviderConfig.openAI.clientID)])
+        )
     }
 
     /// URLSession's own timeout here is 30 s, so it would wait the server's 3 s out and answer;

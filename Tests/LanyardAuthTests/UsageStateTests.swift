@@ -2,6 +2,7 @@ import Foundation
 import LanyardSupport
 import LanyardTestSupport
 import Testing
+
 @testable import LanyardAuth
 @testable import LanyardCore
 @testable import LanyardStore
@@ -10,7 +11,10 @@ import Testing
 /// the file stays bounded, and a damaged one is replaced by the next write.
 @Suite struct UsageStateTests {
     func report(_ used: Double) -> UsageReport {
-        UsageReport(plan: Plan(rawValue: "plus"), primary: UsageWindow(usedPercent: used, windowSeconds: 18000, resetsAt: nil))
+        UsageReport(
+            plan: Plan(rawValue: "plus"),
+            primary: UsageWindow(usedPercent: used, windowSeconds: 18000, resetsAt: nil)
+        )
     }
 
     @Test func newerFiguresWinToTheMillisecond() throws {
@@ -34,7 +38,12 @@ import Testing
         let paths = Paths(environment: TestHome().environment)
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         for n in 0..<(UsageState.capacity + 10) {
-            try UsageState.record(report(Double(n % 100)), slot: try Slot("slot\(n)"), at: start + Double(n), paths: paths)
+            try UsageState.record(
+                report(Double(n % 100)),
+                slot: try Slot("slot\(n)"),
+                at: start + Double(n),
+                paths: paths
+            )
         }
         let kept = UsageState.load(paths).slots
         #expect(kept.count == UsageState.capacity)

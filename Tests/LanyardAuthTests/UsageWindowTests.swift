@@ -1,10 +1,10 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
 import LanyardStore
 import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// Usage windows classified by their length (`limit_window_seconds`), never by their place in the
 /// answer: the shapes ChatGPT accounts have (5 h + weekly, weekly only, monthly only, daily, odd
@@ -35,7 +35,9 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
     private func signInShapes(_ env: EmulatorHome) async throws -> [String: String] {
         var accounts: [String: String] = [:]
         for (slot, windows) in Self.shapes {
-            let account = try #require(try await env.signIn(slot, email: "\(slot)@example.com", plan: "pro").account.accountID)
+            let account = try #require(
+                try await env.signIn(slot, email: "\(slot)@example.com", plan: "pro").account.accountID
+            )
             accounts[slot] = account
             try await env.server.hook("/_test/usage", ["account_id": account, "windows": windows])
         }
@@ -48,17 +50,26 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
     }
 
     @Test func lengthsAreClassified() {
-        #expect(UsageWindowLength(seconds: 18000) == .fiveHours && UsageWindowLength(seconds: 18000 + 299) == .fiveHours)
+        #expect(
+            UsageWindowLength(seconds: 18000) == .fiveHours && UsageWindowLength(seconds: 18000 + 299) == .fiveHours
+        )
         #expect(UsageWindowLength(seconds: 86400) == .daily && UsageWindowLength(seconds: 604_800) == .weekly)
         #expect(UsageWindowLength(seconds: 2_628_000) == .monthly, "ChatGPT's monthly window: 30.4 days")
-        #expect(UsageWindowLength(seconds: 28 * 86400) == .monthly && UsageWindowLength(seconds: 31 * 86400) == .monthly)
+        #expect(
+            UsageWindowLength(seconds: 28 * 86400) == .monthly && UsageWindowLength(seconds: 31 * 86400) == .monthly
+        )
         #expect(UsageWindowLength(seconds: 32 * 86400) == .other(seconds: 32 * 86400))
-        let names = [10800: "3 hours", 1_036_800: "12 days", 5400: "90 minutes", 3600: "1 hour", 9000: "2.5 hours",
-                     45: "45 seconds", 32 * 86400: "32 days", 14 * 86400: "14 days"]
+        let names = [
+            10800: "3 hours", 1_036_800: "12 days", 5400: "90 minutes", 3600: "1 hour", 9000: "2.5 hours",
+            45: "45 seconds", 32 * 86400: "32 days", 14 * 86400: "14 days",
+        ]
         for (seconds, name) in names { #expect(UsageWindowLength(seconds: seconds).name == name, "\(seconds) s") }
-        #expect(UsageWindowLength(seconds: 18000).name == "5 h" && UsageWindowLength(seconds: 2_628_000).name == "monthly")
+        #expect(
+            UsageWindowLength(seconds: 18000).name == "5 h" && UsageWindowLength(seconds: 2_628_000).name == "monthly"
+        )
         // The busiest window: the highest percentage whatever its place; of equal ones the longer.
-        let five = UsageWindow(usedPercent: 40, windowSeconds: 18000), week = UsageWindow(usedPercent: 40, windowSeconds: 604_800)
+        let five = UsageWindow(usedPercent: 40, windowSeconds: 18000)
+        let week = UsageWindow(usedPercent: 40, windowSeconds: 604_800)
         #expect(UsageWindow.busiest([five, week]) == week)
         #expect(UsageWindow.busiest([UsageWindow(usedPercent: 90, windowSeconds: 18000), week])?.usedPercent == 90)
         #expect(UsageWindow.busiest([]) == nil)
@@ -90,13 +101,24 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
         let json = try env.home.run("usage", "--all", "--json")
         #expect(json.status == 0, "\(json.stderr)")
         let slots = try #require(items((try JSONValue.parse(Data(json.stdout.utf8)))["slots"]))
-        func windows(_ slot: String) -> [JSONValue] { items(slots.first { $0["slot"]?.string == slot }?["windows"]) ?? [] }
+        func windows(_ slot: String) -> [JSONValue] {
+            items(slots.first { $0["slot"]?.string == slot }?["windows"]) ?? []
+        }
         #expect(windows("both").map { $0["window"]?.string } == ["5h", "weekly"])
         #expect(windows("both").map { $0["limit_window_seconds"]?.number } == [18000, 604_800])
         #expect(windows("weekly").count == 1 && windows("weekly").first?["window"]?.string == "weekly")
-        #expect(windows("weekly").first?["field"]?.string == "primary_window", "a weekly-only account's weekly window is its primary")
-        #expect(windows("monthly").first?["window"]?.string == "monthly" && windows("monthly").first?["limit_window_seconds"]?.number == 2_628_000)
-        #expect(windows("daily").first?["window"]?.string == "daily" && windows("daily").first?["used_percent"]?.number == 55)
+        #expect(
+            windows("weekly").first?["field"]?.string == "primary_window",
+            "a weekly-only account's weekly window is its primary"
+        )
+        #expect(
+            windows("monthly").first?["window"]?.string == "monthly"
+                && windows("monthly").first?["limit_window_seconds"]?.number == 2_628_000
+        )
+        #expect(
+            windows("daily").first?["window"]?.string == "daily"
+                && windows("daily").first?["used_percent"]?.number == 55
+        )
         #expect(windows("odd").map { $0["window"]?.string } == ["other", "other"])
         #expect(windows("odd").map { $0["name"]?.string } == ["3 hours", "12 days"])
         #expect(windows("odd").allSatisfy { $0["resets_at"]?.string != nil && $0["at_limit"] == .bool(false) })
@@ -108,25 +130,46 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
     @Test func creditsAndBankedResetsAreShownWhenSent() async throws {
         let env = try await EmulatorHome()
         let account = try #require(try await env.signIn("work", email: "w@example.com").account.accountID)
-        try await env.server.hook("/_test/usage", ["account_id": account, "windows": [Self.window(7 * Self.day, 20)],
-                                                   "credits": ["has_credits": true, "unlimited": false, "balance": "12.50"],
-                                                   "rate_limit_reset_credits": ["available_count": 2]])
+        try await env.server.hook(
+            "/_test/usage",
+            [
+                "account_id": account, "windows": [Self.window(7 * Self.day, 20)],
+                "credits": ["has_credits": true, "unlimited": false, "balance": "12.50"],
+                "rate_limit_reset_credits": ["available_count": 2],
+            ]
+        )
         let out = try env.home.run("usage", "work")
         #expect(out.status == 0, "\(out.stderr)")
         #expect(rows(out.stdout).contains("credits        balance 12.50"), "\(out.stdout)")
         #expect(rows(out.stdout).contains("banked resets  2"), "\(out.stdout)")
         let json = try JSONValue.parse(Data(try env.home.run("usage", "work", "--json").stdout.utf8))
         let slot = try #require(items(json["slots"])?.first)
-        #expect(slot["credits"] == .object(["has_credits": .bool(true), "unlimited": .bool(false), "balance": .string("12.50")]))
+        #expect(
+            slot["credits"]
+                == .object(["has_credits": .bool(true), "unlimited": .bool(false), "balance": .string("12.50")])
+        )
         #expect(slot["reset_credits"]?.number == 2)
 
-        try await env.server.hook("/_test/usage", ["account_id": account, "windows": [Self.window(7 * Self.day, 20)],
-                                                   "credits": ["has_credits": true, "unlimited": true]])
+        try await env.server.hook(
+            "/_test/usage",
+            [
+                "account_id": account, "windows": [Self.window(7 * Self.day, 20)],
+                "credits": ["has_credits": true, "unlimited": true],
+            ]
+        )
         #expect(rows(try env.home.run("usage", "work").stdout).contains("credits        unlimited"))
-        try await env.server.hook("/_test/usage", ["account_id": account, "windows": [Self.window(7 * Self.day, 20)],
-                                                   "credits": ["has_credits": false, "unlimited": false, "balance": "0"]])
+        try await env.server.hook(
+            "/_test/usage",
+            [
+                "account_id": account, "windows": [Self.window(7 * Self.day, 20)],
+                "credits": ["has_credits": false, "unlimited": false, "balance": "0"],
+            ]
+        )
         #expect(rows(try env.home.run("usage", "work").stdout).contains("credits        balance 0 (no credits)"))
-        try await env.server.hook("/_test/usage", ["account_id": account, "windows": [Self.window(7 * Self.day, 20)], "credits": NSNull()])
+        try await env.server.hook(
+            "/_test/usage",
+            ["account_id": account, "windows": [Self.window(7 * Self.day, 20)], "credits": NSNull()]
+        )
         #expect(!(try env.home.run("usage", "work").stdout.contains("credits")), "no credits row when none are sent")
     }
 
@@ -135,20 +178,38 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
     @Test func aFeaturesOwnLimitIsShownButNotWeighed() async throws {
         let env = try await EmulatorHome()
         let account = try #require(try await env.signIn("work", email: "w@example.com").account.accountID)
-        try await env.server.hook("/_test/usage", ["account_id": account, "windows": [Self.window(7 * Self.day, 20)],
-                                                   "additional_rate_limits": [[
-                                                       "limit_name": "GPT-5.3-Codex-Spark", "metered_feature": "codex_spark",
-                                                       "rate_limit": ["allowed": false, "limit_reached": true,
-                                                                      "primary_window": ["used_percent": 100, "limit_window_seconds": 18000,
-                                                                                         "reset_after_seconds": 600]]]]])
+        try await env.server.hook(
+            "/_test/usage",
+            [
+                "account_id": account, "windows": [Self.window(7 * Self.day, 20)],
+                "additional_rate_limits": [
+                    [
+                        "limit_name": "GPT-5.3-Codex-Spark", "metered_feature": "codex_spark",
+                        "rate_limit": [
+                            "allowed": false, "limit_reached": true,
+                            "primary_window": [
+                                "used_percent": 100, "limit_window_seconds": 18000,
+                                "reset_after_seconds": 600,
+                            ],
+                        ],
+                    ]
+                ],
+            ]
+        )
         let report = try await env.manager().usage(slot: try Slot("work"))
         #expect(!report.isAtLimit && report.highestUsedPercent == 20 && report.windows.count == 1)
-        #expect(report.additionalLimits.first?.isAtLimit == true && report.additionalLimits.first?.primary?.length == .fiveHours)
+        #expect(
+            report.additionalLimits.first?.isAtLimit == true
+                && report.additionalLimits.first?.primary?.length == .fiveHours
+        )
         let out = try env.home.run("usage", "work")
         #expect(out.status == 0, "\(out.stderr)")
         #expect(rows(out.stdout).contains("GPT-5.3-Codex-Spark only  at limit:"), "\(out.stdout)")
         #expect(rows(out.stdout).contains { $0.hasPrefix("5 h ") && $0.contains("100%") }, "\(out.stdout)")
-        #expect(!out.stdout.split(separator: "\n").first!.contains("at limit"), "the account itself is not at its limit")
+        #expect(
+            !out.stdout.split(separator: "\n").first!.contains("at limit"),
+            "the account itself is not at its limit"
+        )
         let json = try JSONValue.parse(Data(try env.home.run("usage", "work", "--json").stdout.utf8))
         let slot = try #require(items(json["slots"])?.first)
         let extra = try #require(items(slot["additional_limits"])?.first)
@@ -164,20 +225,40 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
         let cases: [(raw: Any, path: String)] = [
             (["rate_limit": "full"], ".rate_limit is not an object"),
             (["rate_limit": ["primary_window": [1, 2]]], ".rate_limit.primary_window is not an object"),
-            (["rate_limit": ["primary_window": ["used_percent": 5, "limit_window_seconds": "5h"]]],
-             ".rate_limit.primary_window.limit_window_seconds is not a number"),
-            (["rate_limit": ["secondary_window": ["used_percent": 5, "reset_at": "soon"]]], ".rate_limit.secondary_window.reset_at is not a number"),
+            (
+                ["rate_limit": ["primary_window": ["used_percent": 5, "limit_window_seconds": "5h"]]],
+                ".rate_limit.primary_window.limit_window_seconds is not a number"
+            ),
+            (
+                ["rate_limit": ["secondary_window": ["used_percent": 5, "reset_at": "soon"]]],
+                ".rate_limit.secondary_window.reset_at is not a number"
+            ),
             (["rate_limit": ["limit_reached": "yes"]], ".rate_limit.limit_reached is not true or false"),
             (["credits": ["has_credits": "yes"]], ".credits.has_credits is not true or false"),
             (["credits": ["balance": "1\u{1B}]52;c;aGk=\u{07}"]], ".credits.balance"),
             (["credits": 7], ".credits is not an object"),
-            (["rate_limit_reset_credits": ["available_count": -1]], ".rate_limit_reset_credits.available_count is not a count"),
-            (["rate_limit_reset_credits": ["available_count": 1.5]], ".rate_limit_reset_credits.available_count is not a whole number"),
+            (
+                ["rate_limit_reset_credits": ["available_count": -1]],
+                ".rate_limit_reset_credits.available_count is not a count"
+            ),
+            (
+                ["rate_limit_reset_credits": ["available_count": 1.5]],
+                ".rate_limit_reset_credits.available_count is not a whole number"
+            ),
             (["plan_type": 3], ".plan_type is not a string"),
-            (["additional_rate_limits": [["limit_name": "x", "rate_limit": ["primary_window": ["used_percent": 300]]]]],
-             ".additional_rate_limits[0].rate_limit.primary_window.used_percent is not a percentage from 0 to 100"),
+            (
+                [
+                    "additional_rate_limits": [
+                        ["limit_name": "x", "rate_limit": ["primary_window": ["used_percent": 300]]]
+                    ]
+                ],
+                ".additional_rate_limits[0].rate_limit.primary_window.used_percent is not a percentage from 0 to 100"
+            ),
             (["additional_rate_limits": ["limit_name": "x"]], ".additional_rate_limits is not a list"),
-            (["additional_rate_limits": [["limit_name": "Spark\u{1B}[2J"]]], ".additional_rate_limits[0].limit_name has a control character"),
+            (
+                ["additional_rate_limits": [["limit_name": "Spark\u{1B}[2J"]]],
+                ".additional_rate_limits[0].limit_name has a control character"
+            ),
         ]
         for (raw, path) in cases {
             try await env.server.hook("/_test/usage", ["account_id": account, "raw": raw])
@@ -190,7 +271,10 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
             let out = try env.home.run("usage", "work")
             #expect(out.status == 6, "\(path): \(out.stdout) \(out.stderr)")
             #expect(out.stderr.contains(path), "\(out.stderr)")
-            #expect(!out.stderr.contains("\u{1B}]52") && !out.stdout.contains("\u{1B}]52"), "outside text never reaches the terminal raw")
+            #expect(
+                !out.stderr.contains("\u{1B}]52") && !out.stdout.contains("\u{1B}]52"),
+                "outside text never reaches the terminal raw"
+            )
         }
     }
 
@@ -210,7 +294,9 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
             "monthly": [Self.window(Self.month, 60)],
             "odd": [Self.window(3 * Self.hour, 0), Self.window(12 * Self.day, 100, resetIn: 3 * Self.day + Self.hour)],
         ]
-        for (slot, windows) in scripts { try await env.server.hook("/_test/usage", ["account_id": accounts[slot]!, "windows": windows]) }
+        for (slot, windows) in scripts {
+            try await env.server.hook("/_test/usage", ["account_id": accounts[slot]!, "windows": windows])
+        }
         #expect(try env.home.run("switch", "odd").status == 0)
         // `exec --best` weighs the same way, without switching.
         let exec = try env.home.run("exec", "--best", "--", "sh", "-c", "echo $LANYARD_ACCOUNT")
@@ -218,19 +304,31 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
         #expect(try Registry(paths: env.paths).loadInTest().active?.name == "odd")
         let result = try env.home.run("switch", "--best")
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("fiveh           80% used in its busiest window (5 h window)"), "\(result.stdout)")
+        #expect(
+            result.stdout.contains("fiveh           80% used in its busiest window (5 h window)"),
+            "\(result.stdout)"
+        )
         #expect(result.stdout.contains("weekly          50% used in its busiest window (weekly window)"))
         #expect(result.stdout.contains("monthly         60% used in its busiest window (monthly window)"))
-        #expect(result.stdout.contains("odd             at its usage limit (12 days window), resets in 3 d"), "\(result.stdout)")
+        #expect(
+            result.stdout.contains("odd             at its usage limit (12 days window), resets in 3 d"),
+            "\(result.stdout)"
+        )
         #expect(result.stdout.contains("Choosing weekly"))
         #expect(try Registry(paths: env.paths).loadInTest().active?.name == "weekly")
 
         let switches = LanyardStore.EventLog(paths: env.paths).read().filter { $0["event"]?.string == "switch" }
         #expect(switches.map { $0["reason"]?.string } == ["user", "best"])
-        #expect(switches.last?["from"]?.string == "odd" && switches.last?["to"]?.string == "weekly" && switches.last?["to_used_percent"]?.number == 50)
+        #expect(
+            switches.last?["from"]?.string == "odd" && switches.last?["to"]?.string == "weekly"
+                && switches.last?["to_used_percent"]?.number == 50
+        )
         let events = try env.home.run("events")
         #expect(events.stdout.contains("-> odd (switch by the user)"), "\(events.stdout)")
-        #expect(events.stdout.contains("odd -> weekly (switch --best: the most headroom, 50 % used)"), "\(events.stdout)")
+        #expect(
+            events.stdout.contains("odd -> weekly (switch --best: the most headroom, 50 % used)"),
+            "\(events.stdout)"
+        )
 
         // --json names each candidate's busiest window by class and length.
         #expect(try env.home.run("switch", "odd").status == 0)
@@ -246,7 +344,10 @@ private func items(_ value: JSONValue?) -> [JSONValue]? {
             let env = try await EmulatorHome(extraConfig: auto ? "[switch]\nauto = usage" : "")
             for slot in ["a", "b"] {
                 let account = try #require(try await env.signIn(slot, email: "\(slot)@example.com").account.accountID)
-                try await env.server.hook("/_test/usage", ["account_id": account, "windows": [Self.window(7 * Self.day, slot == "a" ? 97 : 10)]])
+                try await env.server.hook(
+                    "/_test/usage",
+                    ["account_id": account, "windows": [Self.window(7 * Self.day, slot == "a" ? 97 : 10)]]
+                )
             }
             #expect(try env.home.run("switch", "a").status == 0)
             let human = try env.home.run("usage", "--all")

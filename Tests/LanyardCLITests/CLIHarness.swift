@@ -1,11 +1,12 @@
 import Foundation
-import LanyardNetwork
-import LanyardSupport
-import Testing
+import LanyardAuth
 import LanyardCLI
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardSupport
 import LanyardTestSupport
+import Testing
 
 /// Runs `lanyard` in-process against a private HOME.
 final class CLIHarness: @unchecked Sendable {
@@ -31,9 +32,13 @@ final class CLIHarness: @unchecked Sendable {
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
     var environment: [String: String] {
-        let inherited = ProcessInfo.processInfo.environment.filter { ["DBUS_SESSION_BUS_ADDRESS", "PATH"].contains($0.key) }
-        return inherited.merging(["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
-         "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run"]) { $1 }.merging(extraEnvironment) { $1 }
+        let inherited = ProcessInfo.processInfo.environment.filter {
+            ["DBUS_SESSION_BUS_ADDRESS", "PATH"].contains($0.key)
+        }
+        return inherited.merging([
+            "HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
+            "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run",
+        ]) { $1 }.merging(extraEnvironment) { $1 }
     }
 
     var paths: Paths { Paths(environment: environment) }
@@ -60,14 +65,22 @@ final class CLIHarness: @unchecked Sendable {
     /// ``run(_:)-swift.method`` with an injected `sleeper` (virtual time for the sign-in's polling).
     func run(_ args: [String], sleeper: (any Sleeper)? = nil) async -> Result {
         await BlockingExecutor.shared.runOnOwnThread { [self] in
-            let out = TextSink(), err = TextSink()
+            let out = TextSink()
+            let err = TextSink()
             // Each line of `input` ended by a newline, as a program would send them.
             var context = CommandContext(
-                stdout: out, stderr: err,
+                stdout: out,
+                stderr: err,
                 input: TextInput(Data(input.map { $0 + "\n" }.joined().utf8)),
-                environment: environment, workingDirectory: workingDirectory, clock: clock,
-                stdoutIsTTY: tty, stderrIsTTY: tty, stdinIsTTY: tty,
-                openStore: opener, transportFactory: { URLSessionTransport(timeout: $0) })
+                environment: environment,
+                workingDirectory: workingDirectory,
+                clock: clock,
+                stdoutIsTTY: tty,
+                stderrIsTTY: tty,
+                stdinIsTTY: tty,
+                openStore: opener,
+                transportFactory: { URLSessionTransport(timeout: $0) }
+            )
             if let sleeper { context.sleeper = sleeper }
             let status = Lanyard.run(args, context: context)
             return Result(status: status, stdout: out.text, stderr: err.text)
@@ -79,7 +92,10 @@ final class CLIHarness: @unchecked Sendable {
     /// their items are unregistered here, so doctor's exit status says nothing about this home.
     func doctorProblemsOfThisHome() async -> [String] {
         let report = await run("doctor", "--json")
-        return (report.json["problems"] as? [String] ?? ["doctor --json printed no report: \(report.stdout) \(report.stderr)"])
+        return
+            (report.json["problems"] as? [String] ?? [
+                "doctor --json printed no report: \(report.stdout) \(report.stderr)"
+            ])
             .filter { !$0.hasSuffix(", which the registry does not list") }
     }
 
@@ -91,17 +107,38 @@ final class CLIHarness: @unchecked Sendable {
     }
 
     /// Adds a signed-in slot to the registry (and a credential to the store).
-    func addSlot(_ name: String, email: String? = nil, plan: String = "plus", state: AuthState? = nil, active: Bool = false) throws {
+    func addSlot(
+        _ name: String,
+        email: String? = nil,
+        plan: String = "plus",
+        state: AuthState? = nil,
+        active: Bool = false
+    ) throws {
         let slot = try Slot(name)
-        let account = AccountInfo(email: email ?? "\(name)@example.com", accountID: "acct-\(name)", plan: Plan(rawValue: plan))
+        let account = AccountInfo(
+            email: email ?? "\(name)@example.com",
+            accountID: "acct-\(name)",
+            plan: Plan(rawValue: plan)
+        )
         try registry.update { doc in
-            doc.slots[slot] = SlotRecord(provider: "openai", backend: .secretService, account: account,
-                                         state: state ?? .signedIn(expiresAt: clock.now() + 7800),
-                                         lastRefresh: clock.now() - 180)
+            doc.slots[slot] = SlotRecord(
+                provider: "openai",
+                backend: .secretService,
+                account: account,
+                state: state ?? .signedIn(expiresAt: clock.now() + 7800),
+                lastRefresh: clock.now() - 180
+            )
             if active { doc.active = slot }
         }
-        try store.put(Credential(provider: "openai", tokens: TokenSet(accessToken: "AT-\(name)-SECRET", refreshToken: "RT-\(name)-SECRET"),
-                                 lastRefresh: clock.now(), account: account), for: slot)
+        try store.put(
+            Credential(
+                provider: "openai",
+                tokens: TokenSet(accessToken: "AT-\(name)-SECRET", refreshToken: "RT-\(name)-SECRET"),
+                lastRefresh: clock.now(),
+                account: account
+            ),
+            for: slot
+        )
     }
 }
 
@@ -110,15 +147,18 @@ func lanyardBinary() -> String { builtBinary("lanyard") }
 /// A slot-name prefix unique to one test, since the test keyring is shared by the whole run.
 func uniquePrefix() -> String { "t" + String(UInt32.random(in: 0...UInt32.max), radix: 36) }
 
-import LanyardAuth
-
 extension CLIHarness {
     /// The account manager the CLI would build (real stores when `realStores`).
     func accountManager(transport: any HTTPTransport = URLSessionTransport()) throws -> AccountManager {
         let config = try ConfigFile.load(path: paths.configFile).config
         let paths = self.paths
         let open = opener
-        return AccountManager(paths: paths, config: config, openStore: { kind, interactive in try open(kind, config, paths, interactive) },
-                              transport: transport, clock: SystemClock())
+        return AccountManager(
+            paths: paths,
+            config: config,
+            openStore: { kind, interactive in try open(kind, config, paths, interactive) },
+            transport: transport,
+            clock: SystemClock()
+        )
     }
 }

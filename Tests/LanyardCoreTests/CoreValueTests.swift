@@ -1,7 +1,7 @@
 import Foundation
+import LanyardCore
 import LanyardSupport
 import Testing
-import LanyardCore
 
 @Suite struct SlotNameTests {
     @Test(arguments: ["work", "a", "0", "personal-2", "alice.smith", "a_b", String(repeating: "x", count: 64)])
@@ -92,7 +92,8 @@ import LanyardCore
 @Suite struct AuthStateTests {
     @Test func roundTripsEveryState() throws {
         let states: [AuthState] = [
-            .signedOut, .signingIn, .awaitingDeviceCode(userCode: "ABCD-1234", verificationURL: URL(string: "https://x.test/device")!),
+            .signedOut, .signingIn,
+            .awaitingDeviceCode(userCode: "ABCD-1234", verificationURL: URL(string: "https://x.test/device")!),
             .signedIn(expiresAt: Date(timeIntervalSince1970: 1_800_000_000)), .signedIn(expiresAt: nil),
             .reauthenticationRequired, .failed("boom"),
         ]

@@ -1,7 +1,7 @@
 import Foundation
+import LanyardCore
 import LanyardSupport
 import Testing
-import LanyardCore
 
 func makeJWT(_ payload: String, header: String = #"{"alg":"none"}"#) -> String {
     Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(Data(payload.utf8)) + ".sig"
@@ -17,7 +17,8 @@ func makeJWT(_ payload: String, header: String = #"{"alg":"none"}"#) -> String {
     }
 
     @Test func acceptsAnEmptySignature() throws {
-        let token = Base64URL.encode(Data(#"{"alg":"none"}"#.utf8)) + "." + Base64URL.encode(Data(#"{"a":1}"#.utf8)) + "."
+        let token =
+            Base64URL.encode(Data(#"{"alg":"none"}"#.utf8)) + "." + Base64URL.encode(Data(#"{"a":1}"#.utf8)) + "."
         #expect(try JWTClaims(token: token).payload["a"] == .number(1))
     }
 
@@ -42,7 +43,10 @@ func makeJWT(_ payload: String, header: String = #"{"alg":"none"}"#) -> String {
 
     @Test func errorsNeverContainTheToken() {
         let token = makeJWT("not json-SECRETMARKER")
-        do { _ = try JWTClaims(token: token); Issue.record("should throw") } catch {
+        do {
+            _ = try JWTClaims(token: token)
+            Issue.record("should throw")
+        } catch {
             #expect(!error.localizedDescription.contains("SECRETMARKER"))
             #expect(!error.localizedDescription.contains(token))
         }
@@ -57,18 +61,28 @@ func makeJWT(_ payload: String, header: String = #"{"alg":"none"}"#) -> String {
 
     @Test func readsOpenAIClaims() throws {
         let payload = """
-        {"email":"alice@example.com","https://api.openai.com/auth":{"chatgpt_plan_type":"ProLite",
-         "chatgpt_user_id":"user-1","user_id":"legacy","chatgpt_account_id":"acct-9",\
-        "chatgpt_account_is_fedramp":true}}
-        """
+            {"email":"alice@example.com","https://api.openai.com/auth":{"chatgpt_plan_type":"ProLite",
+             "chatgpt_user_id":"user-1","user_id":"legacy","chatgpt_account_id":"acct-9",\
+            "chatgpt_account_is_fedramp":true}}
+            """
         let info = AccountInfo(openAIClaims: try JWTClaims(token: makeJWT(payload)))
-        #expect(info == AccountInfo(email: "alice@example.com", userID: "user-1", accountID: "acct-9",
-                                    plan: Plan(rawValue: "ProLite"), isFedRAMPAccount: true))
+        #expect(
+            info
+                == AccountInfo(
+                    email: "alice@example.com",
+                    userID: "user-1",
+                    accountID: "acct-9",
+                    plan: Plan(rawValue: "ProLite"),
+                    isFedRAMPAccount: true
+                )
+        )
         #expect(info.plan?.displayName == "Pro Lite")
     }
 
     @Test func fallsBackToUserIDAndDefaultsFedRAMPToFalse() throws {
-        let info = AccountInfo(openAIClaims: try JWTClaims(token: makeJWT(#"{"https://api.openai.com/auth":{"user_id":"legacy"}}"#)))
+        let info = AccountInfo(
+            openAIClaims: try JWTClaims(token: makeJWT(#"{"https://api.openai.com/auth":{"user_id":"legacy"}}"#))
+        )
         #expect(info.userID == "legacy")
         #expect(info.isFedRAMPAccount == false)
         #expect(info.plan == nil)

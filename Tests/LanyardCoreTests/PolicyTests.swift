@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import LanyardCore
+import Testing
 
 @Suite struct BackoffPolicyTests {
     @Test func defaultsMatchTheSeed() {
@@ -47,13 +47,22 @@ import LanyardCore
 
     @Test func eachRuleWinsOverTheNext() throws {
         let pin = (path: "/p/.lanyard", name: "pinned")
-        #expect(try AccountResolution.resolve(flag: "flagged", environment: "env", pinFile: pin, active: work)?.rule == .flag)
-        #expect(try AccountResolution.resolve(flag: nil, environment: "env", pinFile: pin, active: work)
-                == AccountResolution(slot: try Slot("env"), rule: .environment))
-        #expect(try AccountResolution.resolve(flag: nil, environment: nil, pinFile: pin, active: work)
-                == AccountResolution(slot: try Slot("pinned"), rule: .pinFile(path: "/p/.lanyard")))
-        #expect(try AccountResolution.resolve(flag: nil, environment: "", pinFile: nil, active: work)
-                == AccountResolution(slot: work, rule: .activeSlot))
+        #expect(
+            try AccountResolution.resolve(flag: "flagged", environment: "env", pinFile: pin, active: work)?.rule
+                == .flag
+        )
+        #expect(
+            try AccountResolution.resolve(flag: nil, environment: "env", pinFile: pin, active: work)
+                == AccountResolution(slot: try Slot("env"), rule: .environment)
+        )
+        #expect(
+            try AccountResolution.resolve(flag: nil, environment: nil, pinFile: pin, active: work)
+                == AccountResolution(slot: try Slot("pinned"), rule: .pinFile(path: "/p/.lanyard"))
+        )
+        #expect(
+            try AccountResolution.resolve(flag: nil, environment: "", pinFile: nil, active: work)
+                == AccountResolution(slot: work, rule: .activeSlot)
+        )
         #expect(try AccountResolution.resolve(flag: nil, environment: nil, pinFile: nil, active: nil) == nil)
     }
 
@@ -65,19 +74,42 @@ import LanyardCore
             for environment in [nil, "", "env"] as [String?] {
                 for pinFile in [nil, pin] as [(path: String, name: String)?] {
                     var asked: [String] = []
-                    let lazy = try AccountResolution.resolve(flag: flag, environment: environment,
-                                                             pinFile: { asked.append("pin"); return pinFile },
-                                                             active: { asked.append("active"); return work })
-                    #expect(lazy == (try AccountResolution.resolve(flag: flag, environment: environment, pinFile: pinFile, active: work)))
+                    let lazy = try AccountResolution.resolve(
+                        flag: flag,
+                        environment: environment,
+                        pinFile: {
+                            asked.append("pin")
+                            return pinFile
+                        },
+                        active: {
+                            asked.append("active")
+                            return work
+                        }
+                    )
+                    #expect(
+                        lazy
+                            == (try AccountResolution.resolve(
+                                flag: flag,
+                                environment: environment,
+                                pinFile: pinFile,
+                                active: work
+                            ))
+                    )
                     let named = flag != nil || !(environment ?? "").isEmpty
-                    #expect(asked == (named ? [] : pinFile != nil ? ["pin"] : ["pin", "active"]), "\(String(describing: flag)) \(String(describing: environment))")
+                    #expect(
+                        asked == (named ? [] : pinFile != nil ? ["pin"] : ["pin", "active"]),
+                        "\(String(describing: flag)) \(String(describing: environment))"
+                    )
                 }
             }
         }
     }
 
     @Test func badNamesAreReportedWithTheirRule() {
-        do { _ = try AccountResolution.resolve(flag: nil, environment: "Bad", pinFile: nil, active: nil); Issue.record("should throw") } catch {
+        do {
+            _ = try AccountResolution.resolve(flag: nil, environment: "Bad", pinFile: nil, active: nil)
+            Issue.record("should throw")
+        } catch {
             #expect(error.rule == .environment)
             #expect(error.localizedDescription.contains("LANYARD_ACCOUNT"))
         }
@@ -86,8 +118,11 @@ import LanyardCore
 
 @Suite struct UsageLimitTests {
     @Test func summaryNamesPlanAndReset() {
-        let limit = UsageLimit(message: "You hit your limit", plan: Plan(rawValue: "plus"),
-                               resetsAt: Date(timeIntervalSince1970: 1_800_000_000))
+        let limit = UsageLimit(
+            message: "You hit your limit",
+            plan: Plan(rawValue: "plus"),
+            resetsAt: Date(timeIntervalSince1970: 1_800_000_000)
+        )
         #expect(limit.summary == "You hit your limit (plan: Plus); resets at 2027-01-15T08:00:00Z")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import LanyardSupport
 import LanyardTestSupport
 import Testing
+
 @testable import LanyardDesktop
 
 /// Lanyard's application icon: written into a hicolor theme folder at every size (what
@@ -11,7 +12,8 @@ import Testing
     func dimensions(_ png: Data) -> (Int, Int)? {
         let bytes = [UInt8](png)
         guard bytes.count > 24, bytes.prefix(8) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A],
-              bytes[12..<16] == [0x49, 0x48, 0x44, 0x52] else { return nil }
+            bytes[12..<16] == [0x49, 0x48, 0x44, 0x52]
+        else { return nil }
         func int(_ at: Int) -> Int { bytes[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
         return (int(16), int(20))
     }
@@ -41,7 +43,9 @@ import Testing
         #expect(image.rgba == LanyardIcon.drawing.rgba(size: 48))
         // The middle of the busier bar is the calm green.
         let (r, g, b) = TrayIcon.colour(.ok)
-        let x = 48 * 5 / 16, y = 48 * 5 / 16, i = (y * 48 + x) * 4
+        let x = 48 * 5 / 16
+        let y = 48 * 5 / 16
+        let i = (y * 48 + x) * 4
         #expect(Array(image.rgba[i..<(i + 4)]) == [UInt8(r), UInt8(g), UInt8(b), 255])
     }
 }

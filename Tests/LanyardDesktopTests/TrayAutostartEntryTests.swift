@@ -1,7 +1,7 @@
 import Foundation
+import LanyardDesktop
 import LanyardTestSupport
 import Testing
-import LanyardDesktop
 
 /// The autostart entry's text: the Desktop Entry spec's Exec quoting, checked by
 /// desktop-file-validate (desktop-file-utils; scripts/deps.sh), and the entry the packages ship.
@@ -33,7 +33,10 @@ import LanyardDesktop
     }
 
     @Test func entriesForAwkwardPathsPassDesktopFileValidate() throws {
-        for path in ["/usr/bin/lanyard", "/home/ann/my tools/lanyard", "/opt/a$b \"c\" `d` \\e/50%/l'anyard", "/opt/émile/lanyard"] {
+        for path in [
+            "/usr/bin/lanyard", "/home/ann/my tools/lanyard", "/opt/a$b \"c\" `d` \\e/50%/l'anyard",
+            "/opt/émile/lanyard",
+        ] {
             let entry = try TrayAutostart.entry(executable: path)
             #expect(try validate(entry) == "", "\(path):\n\(entry)")
             #expect(TrayAutostart.isOurs(entry))
@@ -52,7 +55,10 @@ import LanyardDesktop
     /// Packaging/xdg/lanyard-tray.desktop (installed by make install and the .deb, its prefix
     /// rewritten) is the entry `--install-autostart` writes for /usr/local/bin/lanyard.
     @Test func thePackagedEntryIsWhatInstallWrites() throws {
-        let packaged = try String(contentsOfFile: repositoryRoot.path + "/Packaging/xdg/lanyard-tray.desktop", encoding: .utf8)
+        let packaged = try String(
+            contentsOfFile: repositoryRoot.path + "/Packaging/xdg/lanyard-tray.desktop",
+            encoding: .utf8
+        )
         #expect(packaged == (try TrayAutostart.entry(executable: "/usr/local/bin/lanyard")))
         #expect(try validate(packaged) == "")
         // Not skipped by systemd-xdg-autostart-generator: on GNOME and Plasma it is what starts it.
@@ -63,7 +69,9 @@ import LanyardDesktop
 
     @Test func onlyAnEntryWithTheMarkerIsOurs() {
         #expect(!TrayAutostart.isOurs("[Desktop Entry]\nType=Application\nExec=other-tray\n"))
-        #expect(!TrayAutostart.isOurs("[Desktop Entry]\nComment=X-Lanyard-Autostart=true is not on a line of its own\n"))
+        #expect(
+            !TrayAutostart.isOurs("[Desktop Entry]\nComment=X-Lanyard-Autostart=true is not on a line of its own\n")
+        )
         #expect(TrayAutostart.isOurs("[Desktop Entry]\nX-Lanyard-Autostart = true\r\n"))
     }
 }

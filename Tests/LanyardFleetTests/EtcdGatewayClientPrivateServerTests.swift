@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import LanyardCore
 import LanyardSupport
+import Testing
+
 @testable import LanyardFleet
 
 /// An etcd member of the test's own (plain HTTP on loopback, a fresh data folder), for what must
@@ -43,8 +44,12 @@ final class PrivateEtcd {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("lanyard-etcd-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         endpoint = "http://127.0.0.1:\(closedLoopbackPort())"
-        arguments = ["--name", name, "--data-dir", folder + "/data", "--listen-client-urls", endpoint, "--advertise-client-urls", endpoint,
-                     "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster] + extraArguments
+        arguments =
+            [
+                "--name", name, "--data-dir", folder + "/data", "--listen-client-urls", endpoint,
+                "--advertise-client-urls", endpoint,
+                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
+            ] + extraArguments
     }
 
     deinit {
@@ -90,8 +95,15 @@ final class PrivateEtcd {
     /// A POST without the client, for administration (compaction, users, roles).
     func post(_ path: String, _ body: String, token: String? = nil) throws -> (status: Int, body: String) {
         var answer: [UInt8] = []
-        let result = CurlTransfer.post(CurlRequest(url: endpoint + path, body: Array(body.utf8),
-                                                   headers: token.map { ["Authorization: \($0)"] } ?? [], timeout: 10, connectTimeout: 5)) {
+        let result = CurlTransfer.post(
+            CurlRequest(
+                url: endpoint + path,
+                body: Array(body.utf8),
+                headers: token.map { ["Authorization: \($0)"] } ?? [],
+                timeout: 10,
+                connectTimeout: 5
+            )
+        ) {
             answer += $0
             return true
         }
@@ -146,37 +158,55 @@ func base64(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
 
         let alone = EtcdGatewayClient(endpoints: [leaderless.endpoint], requestTimeout: 20)
         for call in ["put", "range", "watch"] {
-            #expect(performing: {
-                switch call {
-                case "put": try alone.put("/k", value: [2], lease: 0)
-                case "range": _ = try alone.get("/k")
-                default: try alone.watch(prefix: "/", startRevision: 0, handle: nil) { _, _ in false }
+            #expect(
+                performing: {
+                    switch call {
+                    case "put": try alone.put("/k", value: [2], lease: 0)
+                    case "range": _ = try alone.get("/k")
+                    default: try alone.watch(prefix: "/", startRevision: 0, handle: nil) { _, _ in false }
+                    }
+                },
+                throws: { error in
+                    guard case .unavailable(let endpoint, let detail)? = error as? EtcdError else { return false }
+                    return endpoint == leaderless.endpoint && detail.contains("no leader")
                 }
-            }, throws: { error in
-                guard case .unavailable(let endpoint, let detail)? = error as? EtcdError else { return false }
-                return endpoint == leaderless.endpoint && detail.contains("no leader")
-            })
+            )
         }
         let statuses = etcd.endpointStatus()
         #expect(statuses[0].leaderID == nil && statuses[0].problem?.contains("no leader") == true, "\(statuses[0])")
-        #expect(statuses[1].leaderID != nil && statuses[1].leaderID == statuses[1].memberID && statuses[1].problem == nil)
+        #expect(
+            statuses[1].leaderID != nil && statuses[1].leaderID == statuses[1].memberID && statuses[1].problem == nil
+        )
     }
 
     @Test func passwordAuthenticationAndRenewal() throws {
         let server = try PrivateEtcd(extraArguments: ["--auth-token-ttl", "1"])
-        let rootPassword = "root-\(UUID().uuidString)", fleetPassword = "fleet-\(UUID().uuidString)"
+        let rootPassword = "root-\(UUID().uuidString)"
+        let fleetPassword = "fleet-\(UUID().uuidString)"
         try server.administer("/v3/auth/user/add", #"{"name":"root","password":"\#(rootPassword)"}"#)
         try server.administer("/v3/auth/user/grant", #"{"user":"root","role":"root"}"#)
         try server.administer("/v3/auth/role/add", #"{"name":"fleet"}"#)
-        try server.administer("/v3/auth/role/grant",
-                              #"{"name":"fleet","perm":{"permType":"READWRITE","key":"\#(base64("/fleet/"))","#
-                                  + #""range_end":"\#(base64("/fleet0"))"}}"#)
+        try server.administer(
+            "/v3/auth/role/grant",
+            #"{"name":"fleet","perm":{"permType":"READWRITE","key":"\#(base64("/fleet/"))","#
+                + #""range_end":"\#(base64("/fleet0"))"}}"#
+        )
         try server.administer("/v3/auth/user/add", #"{"name":"fleet","password":"\#(fleetPassword)"}"#)
         try server.administer("/v3/auth/user/grant", #"{"user":"fleet","role":"fleet"}"#)
         try server.administer("/v3/auth/enable", "{}")
 
-        let etcd = EtcdGatewayClient(endpoints: [server.endpoint], user: "fleet", password: fleetPassword, requestTimeout: 20)
-        let watcher = EtcdGatewayClient(endpoints: [server.endpoint], user: "fleet", password: fleetPassword, requestTimeout: 20)
+        let etcd = EtcdGatewayClient(
+            endpoints: [server.endpoint],
+            user: "fleet",
+            password: fleetPassword,
+            requestTimeout: 20
+        )
+        let watcher = EtcdGatewayClient(
+            endpoints: [server.endpoint],
+            user: "fleet",
+            password: fleetPassword,
+            requestTimeout: 20
+        )
         let start = try watcher.put("/fleet/a", value: [1], lease: 0)
         #expect(try etcd.get("/fleet/a")?.value == [1])
         let lease = try etcd.grantLease(ttl: 30)
@@ -198,7 +228,12 @@ func base64(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
             return detail.contains("configure a user and password")
         }
         #expect {
-            _ = try EtcdGatewayClient(endpoints: [server.endpoint], user: "fleet", password: "wrong", requestTimeout: 20).get("/fleet/a")
+            _ = try EtcdGatewayClient(
+                endpoints: [server.endpoint],
+                user: "fleet",
+                password: "wrong",
+                requestTimeout: 20
+            ).get("/fleet/a")
         } throws: { error in
             errors += [error as? EtcdError].compactMap { $0 }
             guard case .permissionDenied(let detail)? = error as? EtcdError else { return false }
@@ -218,8 +253,15 @@ func base64(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
         var refused = ""
         while Date() < deadline {
             usleep(2_500_000)
-            let (status, text) = try server.post("/v3/kv/range", #"{"key":"\#(base64("/fleet/a"))"}"#, token: laterToken)
-            if status != 200 { refused = text; break }
+            let (status, text) = try server.post(
+                "/v3/kv/range",
+                #"{"key":"\#(base64("/fleet/a"))"}"#,
+                token: laterToken
+            )
+            if status != 200 {
+                refused = text
+                break
+            }
         }
         #expect(refused.contains("invalid auth token"), "the premise: an expired token is refused (\(refused))")
         #expect(try etcd.get("/fleet/a")?.value == [1])

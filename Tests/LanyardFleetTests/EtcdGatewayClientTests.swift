@@ -1,8 +1,9 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardCore
 import LanyardSupport
+import LanyardTestSupport
+import Testing
+
 @testable import LanyardFleet
 
 /// The TLS test cluster from LANYARD_TEST_ETCD_* (scripts/with-etcd.sh starts one and sets them):
@@ -18,7 +19,7 @@ struct TestCluster {
         var description: String {
             "\(variable) is not set: these tests need the etcd test cluster; run them under scripts/with-etcd.sh "
                 + "(make test and make check do), e.g. scripts/with-etcd.sh "
-                    + "swift test --skip-build --filter EtcdGatewayClient"
+                + "swift test --skip-build --filter EtcdGatewayClient"
         }
     }
 
@@ -26,19 +27,31 @@ struct TestCluster {
         let environment = ProcessInfo.processInfo.environment
         func value(_ name: String) throws -> String {
             guard let value = environment[name], !value.isEmpty else {
-                try TestServices.missing("needs the etcd test cluster (scripts/with-etcd.sh)", failure: Missing(variable: name))
+                try TestServices.missing(
+                    "needs the etcd test cluster (scripts/with-etcd.sh)",
+                    failure: Missing(variable: name)
+                )
             }
             return value
         }
         let endpoints = try value("LANYARD_TEST_ETCD_ENDPOINTS").split(separator: ",").map { String($0) }
-        return TestCluster(endpoints: endpoints, ca: try value("LANYARD_TEST_ETCD_CA"),
-                           cert: try value("LANYARD_TEST_ETCD_CERT"), key: try value("LANYARD_TEST_ETCD_KEY"))
+        return TestCluster(
+            endpoints: endpoints,
+            ca: try value("LANYARD_TEST_ETCD_CA"),
+            cert: try value("LANYARD_TEST_ETCD_CERT"),
+            key: try value("LANYARD_TEST_ETCD_KEY")
+        )
     }
 
     func client(endpoints: [String]? = nil, ca: String? = "", withCertificate: Bool = true) -> EtcdGatewayClient {
-        EtcdGatewayClient(endpoints: endpoints ?? self.endpoints, caFile: ca == "" ? self.ca : ca,
-                          certFile: withCertificate ? cert : nil, keyFile: withCertificate ? key : nil,
-                          requestTimeout: 20, connectTimeout: 5)
+        EtcdGatewayClient(
+            endpoints: endpoints ?? self.endpoints,
+            caFile: ca == "" ? self.ca : ca,
+            certFile: withCertificate ? cert : nil,
+            keyFile: withCertificate ? key : nil,
+            requestTimeout: 20,
+            connectTimeout: 5
+        )
     }
 
     /// A key prefix no other test or run uses.
@@ -54,7 +67,10 @@ func closedLoopbackPort() -> Int {
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length); return getsockname(fd, $0, &length) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length)
+            return getsockname(fd, $0, &length)
+        }
     }
     return Int(UInt16(bigEndian: address.sin_port))
 }
@@ -98,12 +114,23 @@ func closedLoopbackPort() -> Int {
         #expect(oldestTwo.kvs.map(\.key) == ["c", "a"].map { prefix + $0 })
         #expect(oldestTwo.count == 3, "count is every matching key, not the limited page")
 
-        let newest = try etcd.range(prefix, EtcdRangeOptions(prefix: true, limit: 1, sortByCreateRevision: true, descending: true))
+        let newest = try etcd.range(
+            prefix,
+            EtcdRangeOptions(prefix: true, limit: 1, sortByCreateRevision: true, descending: true)
+        )
         #expect(newest.kvs.map(\.key) == [prefix + "b"])
 
         // The key created just before "b" (etcd's mutex waiter's query).
-        let before = try etcd.range(prefix, EtcdRangeOptions(prefix: true, limit: 1, sortByCreateRevision: true, descending: true,
-                                                             maxCreateRevision: revisions[2] - 1))
+        let before = try etcd.range(
+            prefix,
+            EtcdRangeOptions(
+                prefix: true,
+                limit: 1,
+                sortByCreateRevision: true,
+                descending: true,
+                maxCreateRevision: revisions[2] - 1
+            )
+        )
         #expect(before.kvs.map(\.key) == [prefix + "a"])
 
         let keysOnly = try etcd.range(prefix, EtcdRangeOptions(prefix: true, keysOnly: true))
@@ -121,17 +148,21 @@ func closedLoopbackPort() -> Int {
         let key = prefix + "k"
         try etcd.put(key, value: Array("one".utf8), lease: 0)
 
-        let held = try etcd.transaction(compare: [.value(key, equals: Array("one".utf8))],
-                                        success: [.put(key, value: Array("two".utf8)), .range(key)],
-                                        failure: [.range(key)])
+        let held = try etcd.transaction(
+            compare: [.value(key, equals: Array("one".utf8))],
+            success: [.put(key, value: Array("two".utf8)), .range(key)],
+            failure: [.range(key)]
+        )
         #expect(held.succeeded)
         #expect(held.ranges.count == 2)
         #expect(held.ranges[0] == nil)
         #expect(held.ranges[1]?.kvs.first?.value == Array("two".utf8))
 
-        let failed = try etcd.transaction(compare: [.value(key, equals: Array("one".utf8))],
-                                          success: [.delete(key)],
-                                          failure: [.range(key), .range(prefix, EtcdRangeOptions(prefix: true, keysOnly: true))])
+        let failed = try etcd.transaction(
+            compare: [.value(key, equals: Array("one".utf8))],
+            success: [.delete(key)],
+            failure: [.range(key), .range(prefix, EtcdRangeOptions(prefix: true, keysOnly: true))]
+        )
         #expect(!failed.succeeded, "etcd leaves out succeeded=false; it reads as false")
         #expect(failed.ranges.count == 2)
         #expect(failed.ranges[0]?.kvs.first?.value == Array("two".utf8))
@@ -140,9 +171,17 @@ func closedLoopbackPort() -> Int {
 
         // "Absent": create revision 0, then the put-if-absent fails once the key exists.
         let absent = prefix + "new"
-        let created = try etcd.transaction(compare: [.createRevision(absent, equals: 0)], success: [.put(absent, value: [1])], failure: [])
+        let created = try etcd.transaction(
+            compare: [.createRevision(absent, equals: 0)],
+            success: [.put(absent, value: [1])],
+            failure: []
+        )
         #expect(created.succeeded)
-        let again = try etcd.transaction(compare: [.createRevision(absent, equals: 0)], success: [.put(absent, value: [2])], failure: [])
+        let again = try etcd.transaction(
+            compare: [.createRevision(absent, equals: 0)],
+            success: [.put(absent, value: [2])],
+            failure: []
+        )
         #expect(!again.succeeded)
         #expect(try etcd.get(absent)?.value == [1])
         try etcd.delete(prefix, prefix: true)
@@ -158,20 +197,30 @@ func closedLoopbackPort() -> Int {
         let lockKey = prefix + "locks/work/\(String(lease.id, radix: 16))"
         let credential = prefix + "credentials/work"
 
-        let lock = try etcd.transaction(compare: [.createRevision(lockKey, equals: 0)],
-                                        success: [.put(lockKey, value: [], lease: lease.id)],
-                                        failure: [.range(lockKey)])
+        let lock = try etcd.transaction(
+            compare: [.createRevision(lockKey, equals: 0)],
+            success: [.put(lockKey, value: [], lease: lease.id)],
+            failure: [.range(lockKey)]
+        )
         #expect(lock.succeeded)
         let myRevision = try #require(try etcd.get(lockKey)).createRevision
         #expect(myRevision == lock.revision)
         let readRevision = try etcd.put(credential, value: Array("sealed v1".utf8), lease: 0)
 
-        let fence: [EtcdCompare] = [.createRevision(lockKey, equals: myRevision), .modRevision(credential, equals: readRevision)]
-        let first = try etcd.transaction(compare: fence, success: [.put(credential, value: Array("sealed v2".utf8))],
-                                         failure: [.range(credential)])
+        let fence: [EtcdCompare] = [
+            .createRevision(lockKey, equals: myRevision), .modRevision(credential, equals: readRevision),
+        ]
+        let first = try etcd.transaction(
+            compare: fence,
+            success: [.put(credential, value: Array("sealed v2".utf8))],
+            failure: [.range(credential)]
+        )
         #expect(first.succeeded)
-        let stale = try etcd.transaction(compare: fence, success: [.put(credential, value: Array("sealed v3".utf8))],
-                                         failure: [.range(credential)])
+        let stale = try etcd.transaction(
+            compare: fence,
+            success: [.put(credential, value: Array("sealed v3".utf8))],
+            failure: [.range(credential)]
+        )
         #expect(!stale.succeeded)
         #expect(stale.ranges.first??.kvs.first?.value == Array("sealed v2".utf8))
         #expect(stale.ranges.first??.kvs.first?.modRevision == first.revision)
@@ -234,7 +283,8 @@ func closedLoopbackPort() -> Int {
         let etcd = try TestCluster.fromEnvironment().client()
         let prefix = TestCluster.freshPrefix("live-watch")
         let handle = etcd.makeWatchHandle()
-        let sawPut = DispatchSemaphore(value: 0), ended = DispatchSemaphore(value: 0)
+        let sawPut = DispatchSemaphore(value: 0)
+        let ended = DispatchSemaphore(value: 0)
         let outcome = Locked<(events: [EtcdWatchEvent], error: String?)>(([], nil))
         let watcher = Thread {
             do {
@@ -254,7 +304,10 @@ func closedLoopbackPort() -> Int {
         var put = false
         while Date() < deadline {
             try etcd.put(prefix + "k", value: [9], lease: 0)
-            if sawPut.wait(timeout: .now() + 0.5) == .success { put = true; break }
+            if sawPut.wait(timeout: .now() + 0.5) == .success {
+                put = true
+                break
+            }
         }
         #expect(put, "the watch saw no put within 30 s")
         handle.cancel()
@@ -332,11 +385,20 @@ func closedLoopbackPort() -> Int {
             do { try body() } catch { errors.append(error) }
         }
         // Too large for etcd (1.5 MiB per request), made of the marker.
-        collect { try etcd.put(prefix + "big", value: Array(repeating: value, count: 2_000_000 / value.count).flatMap { $0 }, lease: 0) }
+        collect {
+            try etcd.put(
+                prefix + "big",
+                value: Array(repeating: value, count: 2_000_000 / value.count).flatMap { $0 },
+                lease: 0
+            )
+        }
         // A comparison against the value inside a txn of too many operations.
         collect {
-            _ = try etcd.transaction(compare: [.value(prefix + "k", equals: value)],
-                                     success: Array(repeating: .put(prefix + "k", value: value), count: 200), failure: [])
+            _ = try etcd.transaction(
+                compare: [.value(prefix + "k", equals: value)],
+                success: Array(repeating: .put(prefix + "k", value: value), count: 200),
+                failure: []
+            )
         }
         collect { try etcd.put("", value: value, lease: 0) }
         collect { try etcd.put(prefix + "k", value: value, lease: 12345) }  // no such lease
@@ -346,7 +408,10 @@ func closedLoopbackPort() -> Int {
         let base64 = Data(value).base64EncodedString()
         for error in errors {
             let text = "\((error as? EtcdError)?.errorDescription ?? "") \(error)"
-            #expect(!text.contains(marker) && !text.contains(base64) && !text.contains(String(base64.prefix(16))), "\(text)")
+            #expect(
+                !text.contains(marker) && !text.contains(base64) && !text.contains(String(base64.prefix(16))),
+                "\(text)"
+            )
         }
         try etcd.delete(prefix, prefix: true)
     }
@@ -366,7 +431,9 @@ func closedLoopbackPort() -> Int {
         #expect(E(code: 14, message: "etcdserver: no leader").kind == .unavailable(beforeApplying: true))
         #expect(E(code: 14, message: "etcdserver: request timed out").kind == .unavailable(beforeApplying: false))
         #expect(E(code: 16, message: "etcdserver: invalid auth token").kind == .invalidToken)
-        #expect(E(code: 3, message: "etcdserver: authentication failed, invalid user ID or password").kind == .permission)
+        #expect(
+            E(code: 3, message: "etcdserver: authentication failed, invalid user ID or password").kind == .permission
+        )
         #expect(E(code: 7, message: "etcdserver: permission denied").kind == .permission)
         #expect(E(code: 3, message: "etcdserver: key is not provided").kind == .other)
         // A stream's error line, and text that must not reach a terminal as it is.
@@ -381,20 +448,36 @@ func closedLoopbackPort() -> Int {
     }
 
     @Test func missingFieldsReadAsZero() throws {
-        let answer = try EtcdGatewayMessages.Answer(.object(["header": .object(["revision": .string("42")]),
-                                                             "responses": .array([.object(["response_put": .object([:])])])]),
-                                                    endpoint: "e")
+        let answer = try EtcdGatewayMessages.Answer(
+            .object([
+                "header": .object(["revision": .string("42")]),
+                "responses": .array([.object(["response_put": .object([:])])]),
+            ]),
+            endpoint: "e"
+        )
         let result = try EtcdGatewayMessages.transaction(answer)
         #expect(result == EtcdTransactionResult(succeeded: false, revision: 42, ranges: [nil]))
-        let event = try EtcdGatewayMessages.watchEvents(EtcdGatewayMessages.Answer(
-            .object(["events": .array([.object(["kv": .object(["key": .string("YQ=="), "mod_revision": .string("5")])])])]), endpoint: "e"))
+        let event = try EtcdGatewayMessages.watchEvents(
+            EtcdGatewayMessages.Answer(
+                .object([
+                    "events": .array([.object(["kv": .object(["key": .string("YQ=="), "mod_revision": .string("5")])])])
+                ]),
+                endpoint: "e"
+            )
+        )
         #expect(event == [EtcdWatchEvent(kind: .put, kv: EtcdKeyValue(key: "a", value: [], modRevision: 5))])
     }
 
     @Test func aBadAnswerSaysWhereWithoutQuotingIt() {
         #expect {
-            _ = try EtcdGatewayMessages.range(EtcdGatewayMessages.Answer(
-                .object(["kvs": .array([.object(["key": .string("YQ=="), "value": .string("not base64 SECRET!")])])]), endpoint: "e"))
+            _ = try EtcdGatewayMessages.range(
+                EtcdGatewayMessages.Answer(
+                    .object([
+                        "kvs": .array([.object(["key": .string("YQ=="), "value": .string("not base64 SECRET!")])])
+                    ]),
+                    endpoint: "e"
+                )
+            )
         } throws: { error in
             let text = (error as? EtcdError)?.errorDescription ?? ""
             return text.contains("answer.kvs[0] value is not base64") && !text.contains("SECRET")

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 import LanyardCore
-@testable import LanyardFleet
 import LanyardStore
+import Testing
+
+@testable import LanyardFleet
 
 /// ``SharedSlotDecision``: one row per branch of the shared-slot protocol. Local copy, local
 /// state, what etcd gave, the intent → the step. The same decisions run end to end against the
@@ -11,27 +12,55 @@ import LanyardStore
     let slot = try! Slot("work")
 
     func credential(_ refresh: String, spent: [String] = []) -> Credential {
-        var c = Credential(provider: "openai", tokens: TokenSet(accessToken: "at-" + refresh, refreshToken: refresh), lastRefresh: nil,
-                           account: AccountInfo(accountID: "acct"))
+        var c = Credential(
+            provider: "openai",
+            tokens: TokenSet(accessToken: "at-" + refresh, refreshToken: refresh),
+            lastRefresh: nil,
+            account: AccountInfo(accountID: "acct")
+        )
         c.spentRefreshTokens = spent.map { TokenFingerprint.of($0) }
         return c
     }
 
     func value(_ credential: Credential?, generation: Int64, writer: String = "b") -> SharedSlotDecision.Read {
-        .value(SharedValue(content: credential.map { .credential($0) } ?? .tombstone, generation: generation, writer: writer, modRevision: 100 + generation))
+        .value(
+            SharedValue(
+                content: credential.map { .credential($0) } ?? .tombstone,
+                generation: generation,
+                writer: writer,
+                modRevision: 100 + generation
+            )
+        )
     }
 
-    func state(generation: Int64, uploadPending: Bool = false, signInPending: Bool = false, handedOverTo: String? = nil) -> SharedSlotState {
-        SharedSlotState(fleet: "home", revision: 100 + generation, generation: generation, uploadPending: uploadPending,
-                        signInPending: signInPending, handedOverTo: handedOverTo)
+    func state(
+        generation: Int64,
+        uploadPending: Bool = false,
+        signInPending: Bool = false,
+        handedOverTo: String? = nil
+    ) -> SharedSlotState {
+        SharedSlotState(
+            fleet: "home",
+            revision: 100 + generation,
+            generation: generation,
+            uploadPending: uploadPending,
+            signInPending: signInPending,
+            handedOverTo: handedOverTo
+        )
     }
 
-    func step(_ local: Credential?, _ state: SharedSlotState?, _ read: SharedSlotDecision.Read) -> SharedSlotDecision.Step {
+    func step(
+        _ local: Credential?,
+        _ state: SharedSlotState?,
+        _ read: SharedSlotDecision.Read
+    ) -> SharedSlotDecision.Step {
         SharedSlotDecision.step(slot: slot, fleet: "home", machine: "a", local: local, state: state, read: read)
     }
 
     @Test func eachBranchOfTheProtocol() {
-        let r1 = credential("r1"), r2 = credential("r2", spent: ["r1"]), other = credential("x9")
+        let r1 = credential("r1")
+        let r2 = credential("r2", spent: ["r1"])
+        let other = credential("x9")
         // The fleet's value is the local copy: nothing to do.
         #expect(step(r1, state(generation: 3), value(r1, generation: 3)) == .current)
         #expect(step(r1, state(generation: 3), value(r1, generation: 4)) == .current)  // re-sealed: same tokens
@@ -49,11 +78,19 @@ import LanyardStore
     }
 
     @Test func nothingOlderNothingMissingNothingUnverifiedIsUsed() {
-        let r1 = credential("r1"), old = credential("r0")
+        let r1 = credential("r1")
+        let old = credential("r0")
         // Rollback: a value older than the newest seen here (by 1, by 10).
         for back: Int64 in [1, 10] {
-            guard case .refuse(.refusedCredential(_, _, let reason)) = step(r1, state(generation: 12), value(old, generation: 12 - back)) else {
-                Issue.record("a value \(back) generation(s) old was not refused"); continue
+            guard
+                case .refuse(.refusedCredential(_, _, let reason)) = step(
+                    r1,
+                    state(generation: 12),
+                    value(old, generation: 12 - back)
+                )
+            else {
+                Issue.record("a value \(back) generation(s) old was not refused")
+                continue
             }
             #expect(reason.contains("older"))
         }
@@ -71,21 +108,53 @@ import LanyardStore
         #expect(step(r1, state(generation: 3), value(nil, generation: 4, writer: "b")) == .handedOver(machine: "b"))
         #expect(step(r1, state(generation: 3), value(nil, generation: 4, writer: "a")) == .keptHere)
         // A handed-over copy stays handed over until the slot is shared again (a newer generation).
-        #expect(step(r1, state(generation: 4, handedOverTo: "b"), value(nil, generation: 4)) == .handedOver(machine: "b"))
+        #expect(
+            step(r1, state(generation: 4, handedOverTo: "b"), value(nil, generation: 4)) == .handedOver(machine: "b")
+        )
         #expect(step(r1, state(generation: 4, handedOverTo: "b"), value(credential("r5"), generation: 5)) == .adopt)
         // An old tombstone put back is a rollback like any other.
-        if case .refuse = step(r1, state(generation: 6), value(nil, generation: 4)) {} else { Issue.record("an old tombstone was used") }
+        if case .refuse = step(r1, state(generation: 6), value(nil, generation: 4)) {
+        } else {
+            Issue.record("an old tombstone was used")
+        }
     }
 
     @Test func aTokenAnotherMachineIsPresentingIsNeverSpent() {
         let intent = RefreshIntent(machine: "b", token: TokenFingerprint.of("r1"), generation: 3, at: nil)
-        #expect(SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "a", refreshToken: "r1", intent: intent)
-                == .refreshInFlight(slot: slot, fleet: "home", machine: "b"))
+        #expect(
+            SharedSlotDecision.refreshBlocked(
+                slot: slot,
+                fleet: "home",
+                machine: "a",
+                refreshToken: "r1",
+                intent: intent
+            )
+                == .refreshInFlight(slot: slot, fleet: "home", machine: "b")
+        )
         // Another token, no intent, or this machine's own intent (its own recovery file holds the
         // successor, or the request never left): not blocked.
-        #expect(SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "a", refreshToken: "r2", intent: intent) == nil)
-        #expect(SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "a", refreshToken: "r1", intent: nil) == nil)
-        #expect(SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "b", refreshToken: "r1", intent: intent) == nil)
+        #expect(
+            SharedSlotDecision.refreshBlocked(
+                slot: slot,
+                fleet: "home",
+                machine: "a",
+                refreshToken: "r2",
+                intent: intent
+            ) == nil
+        )
+        #expect(
+            SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "a", refreshToken: "r1", intent: nil)
+                == nil
+        )
+        #expect(
+            SharedSlotDecision.refreshBlocked(
+                slot: slot,
+                fleet: "home",
+                machine: "b",
+                refreshToken: "r1",
+                intent: intent
+            ) == nil
+        )
     }
 
     /// The adversarial table: the lock holder presented `r1` (generation 3 in the fleet) and got
@@ -94,10 +163,23 @@ import LanyardStore
     /// `r1` (or an older one) is never left as the fleet's newest: the next machine would present
     /// it, and the provider would revoke the sign-in for everyone.
     @Test func aFailedWriteUnderTheLockNeverLeavesASpentTokenNewest() {
-        let r0 = credential("r0"), r1 = credential("r1", spent: ["r0"]), r2 = credential("r2", spent: ["r0", "r1"])
+        let r0 = credential("r0")
+        let r1 = credential("r1", spent: ["r0"])
+        let r2 = credential("r2", spent: ["r0", "r1"])
         let replaced = SharedValue(content: .credential(r1), generation: 3, writer: "b", modRevision: 103)
-        func after(_ now: SharedSlotDecision.Read, seen: Int64 = 3, lockHeld: Bool = true) -> SharedSlotDecision.AfterFailedWrite {
-            SharedSlotDecision.afterFailedWrite(refreshed: r2, machine: "a", replaced: replaced, seen: seen, now: now, lockHeld: lockHeld)
+        func after(
+            _ now: SharedSlotDecision.Read,
+            seen: Int64 = 3,
+            lockHeld: Bool = true
+        ) -> SharedSlotDecision.AfterFailedWrite {
+            SharedSlotDecision.afterFailedWrite(
+                refreshed: r2,
+                machine: "a",
+                replaced: replaced,
+                seen: seen,
+                now: now,
+                lockHeld: lockHeld
+            )
         }
         let unsigned = FleetError.refusedCredential(slot: slot, fleet: "home", reason: "it is not signed by a member")
         let rows: [(String, SharedSlotDecision.Read, Int64, Bool, SharedSlotDecision.AfterFailedWrite)] = [
@@ -106,12 +188,26 @@ import LanyardStore
             ("the same value put back (new revision)", value(r1, generation: 3), 3, true, .overwrite(generation: 4)),
             ("an older value put back", value(r0, generation: 2), 3, true, .overwrite(generation: 4)),
             ("replaced by a value no member signed", .failed(unsigned), 3, true, .overwrite(generation: 4)),
-            ("the spent token put back under a forged higher generation", value(r1, generation: 9), 3, true, .overwrite(generation: 10)),
+            (
+                "the spent token put back under a forged higher generation", value(r1, generation: 9), 3, true,
+                .overwrite(generation: 10)
+            ),
             ("an older tombstone put back", value(nil, generation: 2), 3, true, .overwrite(generation: 4)),
             ("a newer value another member wrote", value(credential("x1"), generation: 5), 3, true, .keepHere),
-            ("etcd unavailable", .failed(.unavailable(fleet: "home", endpoints: [], detail: "no quorum")), 3, true, .keepHere),
-            ("a membership this machine cannot verify named", .failed(.membershipBehind(fleet: "home", seq: 9, digest: "d", signer: "b", source: "s")), 3, true, .keepHere),
-            ("a forked log", .failed(.forked(fleet: "home", seq: 4, digest: "d", ours: "e", signer: "c", source: "s")), 3, true, .keepHere),
+            (
+                "etcd unavailable", .failed(.unavailable(fleet: "home", endpoints: [], detail: "no quorum")), 3, true,
+                .keepHere
+            ),
+            (
+                "a membership this machine cannot verify named",
+                .failed(.membershipBehind(fleet: "home", seq: 9, digest: "d", signer: "b", source: "s")), 3, true,
+                .keepHere
+            ),
+            (
+                "a forked log",
+                .failed(.forked(fleet: "home", seq: 4, digest: "d", ours: "e", signer: "c", source: "s")), 3, true,
+                .keepHere
+            ),
             ("the lock lost (value deleted)", .missing, 3, false, .keepHere),
             ("the lock lost (value put back)", value(r1, generation: 3), 3, false, .keepHere),
         ]
@@ -128,7 +224,9 @@ import LanyardStore
     /// never uses a value older than one it saw, never turns a shared slot local, and passes the
     /// membership alarms on as refusals (no write follows a refusal).
     @Test func everyStepUnderEveryMoveOnTheValue() {
-        let r1 = credential("r1"), r2 = credential("r2", spent: ["r1"]), other = credential("x9")
+        let r1 = credential("r1")
+        let r2 = credential("r2", spent: ["r1"])
+        let other = credential("x9")
         let locals: [(String, Credential, SharedSlotState)] = [
             ("current", r1, state(generation: 3)),
             ("refreshed here, not uploaded", r2, state(generation: 3, uploadPending: true)),
@@ -139,7 +237,10 @@ import LanyardStore
         let moves: [(String, SharedSlotDecision.Read)] = [
             ("deleted", .missing),
             ("put back, one generation older", value(credential("r0"), generation: 2)),
-            ("replaced by one no member signed", .failed(.refusedCredential(slot: slot, fleet: "home", reason: "unsigned"))),
+            (
+                "replaced by one no member signed",
+                .failed(.refusedCredential(slot: slot, fleet: "home", reason: "unsigned"))
+            ),
             ("naming a membership not verified here", .failed(behind)),
             ("naming another entry than verified here", .failed(forked)),
         ]
@@ -152,7 +253,10 @@ import LanyardStore
                 } else if known.signInPending, !(read.failedWithStop) {
                     #expect(decided == .uploadPending, "\(name) × \(move): \(decided)")
                 } else {
-                    guard case .refuse = decided else { Issue.record("\(name) × \(move): \(decided), not a refusal"); continue }
+                    guard case .refuse = decided else {
+                        Issue.record("\(name) × \(move): \(decided), not a refusal")
+                        continue
+                    }
                 }
             }
         }
@@ -160,9 +264,14 @@ import LanyardStore
         // generation kept as evidence): the older value put back afterwards is refused.
         var evidenced = state(generation: 3)
         evidenced.evidence = 5
-        if case .refuse = step(r1, evidenced, value(credential("r0"), generation: 4)) {} else { Issue.record("a value older than the evidence was used") }
+        if case .refuse = step(r1, evidenced, value(credential("r0"), generation: 4)) {
+        } else {
+            Issue.record("a value older than the evidence was used")
+        }
         #expect(step(r1, evidenced, value(credential("r7"), generation: 5)) == .adopt)
-        if case .refuse(let e) = step(r1, state(generation: 3), .failed(behind)) { #expect(e.code == .fleetMembershipBehind) }
+        if case .refuse(let e) = step(r1, state(generation: 3), .failed(behind)) {
+            #expect(e.code == .fleetMembershipBehind)
+        }
         if case .refuse(let e) = step(r1, state(generation: 3), .failed(forked)) { #expect(e.code == .fleetForked) }
     }
 }

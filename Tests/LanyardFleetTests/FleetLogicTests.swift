@@ -1,11 +1,11 @@
-import Foundation
-import Testing
 import Age
+import Foundation
 import LanyardCore
 import LanyardFleet
 import LanyardStore
 import LanyardSupport
 import LanyardTestSupport
+import Testing
 
 /// The fleet's logic on an in-memory etcd: the signed membership log, sealing and opening shared
 /// values, the mutex order and the fenced write. The same paths run against a real etcd cluster in
@@ -14,21 +14,31 @@ import LanyardTestSupport
     let slot = try! Slot("work")
 
     func credential(_ access: String, account: String = "acct-1") -> Credential {
-        Credential(provider: "openai", tokens: TokenSet(accessToken: access, refreshToken: "rt-" + access), lastRefresh: Date(),
-                   account: AccountInfo(email: "u@example.com", accountID: account))
+        Credential(
+            provider: "openai",
+            tokens: TokenSet(accessToken: access, refreshToken: "rt-" + access),
+            lastRefresh: Date(),
+            account: AccountInfo(email: "u@example.com", accountID: account)
+        )
     }
 
     func machine(_ name: String, kv: MemoryEtcd, home: TestHome) -> Fleet {
         var settings = FleetSettings(name: "home", machine: name, endpoints: ["https://127.0.0.1:1"])
         settings.requestTimeout = 1
-        return Fleet(settings: settings, kv: kv, paths: Paths(environment: home.environment), identityStore: MemoryStore(kind: .file))
+        return Fleet(
+            settings: settings,
+            kv: kv,
+            paths: Paths(environment: home.environment),
+            identityStore: MemoryStore(kind: .file)
+        )
     }
 
     /// Two machines: `a` created the fleet and shared `work`; `b` joined and was approved.
     func fleetOfTwo() throws -> (MemoryEtcd, Fleet, Fleet, [TestHome]) {
         let kv = MemoryEtcd()
         let homes = [TestHome(), TestHome()]
-        let a = machine("a", kv: kv, home: homes[0]), b = machine("b", kv: kv, home: homes[1])
+        let a = machine("a", kv: kv, home: homes[0])
+        let b = machine("b", kv: kv, home: homes[1])
         let (_, membership) = try a.create()
         _ = try a.share(slot, credential: credential("a1"))
         let (request, _) = try b.requestJoin(fleetFingerprint: membership.fingerprint)
@@ -42,28 +52,85 @@ import LanyardTestSupport
         let (identityA, membershipA) = try a.memberIdentity()
         let (identityB, membershipB) = try b.memberIdentity()
         let raw = try #require(try a.kv.get(a.keys.slot(slot)))
-        let opened = try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: identityB,
-                                               expected: AccountInfo(accountID: "acct-1"))
+        let opened = try SealedCredential.open(
+            raw,
+            slot: slot,
+            fleet: "home",
+            membership: membershipB,
+            identity: identityB,
+            expected: AccountInfo(accountID: "acct-1")
+        )
         #expect(opened.credential?.tokens.accessToken == "a1" && opened.writer == "a")
         #expect(opened.credential?.lastRefreshBoot == nil)
         func refusal(_ body: () throws -> SharedValue) -> String? {
-            do { _ = try body(); return nil } catch let e as FleetError { return e.code.rawValue } catch { return "other" }
+            do {
+                _ = try body()
+                return nil
+            } catch let e as FleetError { return e.code.rawValue } catch { return "other" }
         }
         let stranger = MachineIdentity(identity: X25519Identity.generate())
-        #expect(refusal { try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: stranger) } == "fleet_credential_refused")
-        #expect(refusal { try SealedCredential.open(raw, slot: try Slot("other"), fleet: "home", membership: membershipB, identity: identityB) }
-                == "fleet_credential_refused")
-        #expect(refusal { try SealedCredential.open(raw, slot: slot, fleet: "work", membership: membershipB, identity: identityB) } == "fleet_credential_refused")
-        #expect(refusal { try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: identityB,
-                                                    expected: AccountInfo(accountID: "acct-2")) } == "fleet_credential_refused")
+        #expect(
+            refusal {
+                try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: stranger)
+            } == "fleet_credential_refused"
+        )
+        #expect(
+            refusal {
+                try SealedCredential.open(
+                    raw,
+                    slot: try Slot("other"),
+                    fleet: "home",
+                    membership: membershipB,
+                    identity: identityB
+                )
+            }
+                == "fleet_credential_refused"
+        )
+        #expect(
+            refusal {
+                try SealedCredential.open(raw, slot: slot, fleet: "work", membership: membershipB, identity: identityB)
+            } == "fleet_credential_refused"
+        )
+        #expect(
+            refusal {
+                try SealedCredential.open(
+                    raw,
+                    slot: slot,
+                    fleet: "home",
+                    membership: membershipB,
+                    identity: identityB,
+                    expected: AccountInfo(accountID: "acct-2")
+                )
+            } == "fleet_credential_refused"
+        )
         var junk = raw
         junk.value = Array("not signed".utf8)
-        #expect(refusal { try SealedCredential.open(junk, slot: slot, fleet: "home", membership: membershipB, identity: identityB) } == "fleet_credential_refused")
+        #expect(
+            refusal {
+                try SealedCredential.open(junk, slot: slot, fleet: "home", membership: membershipB, identity: identityB)
+            } == "fleet_credential_refused"
+        )
         // Sealed to every member's recipient by someone who is not a member: refused.
-        let forged = try SealedCredential.seal(credential("evil"), slot: slot, fleet: "home", generation: 99, membership: membershipA,
-                                               writer: stranger, machine: "a")
-        #expect(refusal { try SealedCredential.open(EtcdKeyValue(key: raw.key, value: forged), slot: slot, fleet: "home", membership: membershipB,
-                                                    identity: identityB) } == "fleet_credential_refused")
+        let forged = try SealedCredential.seal(
+            credential("evil"),
+            slot: slot,
+            fleet: "home",
+            generation: 99,
+            membership: membershipA,
+            writer: stranger,
+            machine: "a"
+        )
+        #expect(
+            refusal {
+                try SealedCredential.open(
+                    EtcdKeyValue(key: raw.key, value: forged),
+                    slot: slot,
+                    fleet: "home",
+                    membership: membershipB,
+                    identity: identityB
+                )
+            } == "fleet_credential_refused"
+        )
         // The body changed under a member's signature (its generation raised): refused.
         var envelope = try #require(try JSONSerialization.jsonObject(with: Data(raw.value)) as? [String: Any])
         let body = try #require(envelope["body"] as? String)
@@ -72,10 +139,29 @@ import LanyardTestSupport
         #expect(changed)
         var tampered = raw
         tampered.value = Array(try JSONSerialization.data(withJSONObject: envelope))
-        #expect(refusal { try SealedCredential.open(tampered, slot: slot, fleet: "home", membership: membershipB, identity: identityB) } == "fleet_credential_refused")
+        #expect(
+            refusal {
+                try SealedCredential.open(
+                    tampered,
+                    slot: slot,
+                    fleet: "home",
+                    membership: membershipB,
+                    identity: identityB
+                )
+            } == "fleet_credential_refused"
+        )
         _ = identityA
         // The refusal never quotes what it refused.
-        do { _ = try SealedCredential.open(raw, slot: slot, fleet: "home", membership: membershipB, identity: identityB, expected: AccountInfo(accountID: "acct-2")) } catch {
+        do {
+            _ = try SealedCredential.open(
+                raw,
+                slot: slot,
+                fleet: "home",
+                membership: membershipB,
+                identity: identityB,
+                expected: AccountInfo(accountID: "acct-2")
+            )
+        } catch {
             #expect(!error.userFacingDescription.contains("a1"))
         }
     }
@@ -90,8 +176,10 @@ import LanyardTestSupport
 
     @Test func membersJoinWithTheRightFingerprintsAndSharedSlotsFollowThem() throws {
         let kv = MemoryEtcd()
-        let homeA = TestHome(), homeB = TestHome()
-        let a = machine("a", kv: kv, home: homeA), b = machine("b", kv: kv, home: homeB)
+        let homeA = TestHome()
+        let homeB = TestHome()
+        let a = machine("a", kv: kv, home: homeA)
+        let b = machine("b", kv: kv, home: homeB)
         let (_, founded) = try a.create()
         #expect(throws: FleetError.alreadyExists(fleet: "home")) { try a.create() }
         _ = try a.share(slot, credential: credential("a1"))
@@ -127,9 +215,26 @@ import LanyardTestSupport
         #expect(before.seq == 2)
         // An outsider's key writes an `add` for itself, signed by itself.
         let outsider = MachineIdentity(identity: X25519Identity.generate())
-        let impostor = FleetMember(machine: "c", recipient: outsider.recipient, signingKey: outsider.signingKey, addedAt: nil, approvedBy: nil)
-        _ = try kv.put(a.keys.log(3), value: Membership.entry(fleet: "home", seq: 3, prev: before.head, change: .add(impostor), signer: "a",
-                                                          at: Date(), key: outsider.signing), lease: 0)
+        let impostor = FleetMember(
+            machine: "c",
+            recipient: outsider.recipient,
+            signingKey: outsider.signingKey,
+            addedAt: nil,
+            approvedBy: nil
+        )
+        _ = try kv.put(
+            a.keys.log(3),
+            value: Membership.entry(
+                fleet: "home",
+                seq: 3,
+                prev: before.head,
+                change: .add(impostor),
+                signer: "a",
+                at: Date(),
+                key: outsider.signing
+            ),
+            lease: 0
+        )
         let (after, damaged) = try b.membership()
         #expect(after == before)
         #expect(damaged.map(\.key) == [a.keys.log(3)])
@@ -157,10 +262,19 @@ import LanyardTestSupport
         // A second holder would wait for the first: with the in-memory etcd's instant watch, it
         // times out instead (the real cluster's tests show the waiting).
         #expect(throws: (any Error).self) { try FleetLock.acquire(kv, folder: a.keys.locks(slot), ttl: 5, timeout: 0) }
-        let written = try a.write(slot, credential: credential("a2"), replacing: shared, identity: identity, fence: first.fence)
+        let written = try a.write(
+            slot,
+            credential: credential("a2"),
+            replacing: shared,
+            identity: identity,
+            fence: first.fence
+        )
         #expect(written?.generation == 2)
         // The same revision again is stale: the fence refuses it.
-        #expect(try a.write(slot, credential: credential("a3"), replacing: shared, identity: identity, fence: first.fence) == nil)
+        #expect(
+            try a.write(slot, credential: credential("a3"), replacing: shared, identity: identity, fence: first.fence)
+                == nil
+        )
         first.release()
         #expect(try kv.range(a.keys.locks(slot), prefix: true).kvs.isEmpty)
     }
@@ -181,14 +295,29 @@ import LanyardTestSupport
         // The provider answered; etcd lost quorum before the write.
         kv.failTransactions(100)
         #expect(throws: FleetError.self) {
-            try a.writeRefreshed(slot, credential: credential("a9"), replacing: current, under: lock, identity: identityA,
-                                 membership: membershipA, patience: 0)
+            try a.writeRefreshed(
+                slot,
+                credential: credential("a9"),
+                replacing: current,
+                under: lock,
+                identity: identityA,
+                membership: membershipA,
+                patience: 0
+            )
         }
         lock.release()
         kv.clearFaults()
         let intent = try b.intent(slot, membership: membershipB)
-        #expect(SharedSlotDecision.refreshBlocked(slot: slot, fleet: "home", machine: "b", refreshToken: token, intent: intent)
-                == .refreshInFlight(slot: slot, fleet: "home", machine: "a"))
+        #expect(
+            SharedSlotDecision.refreshBlocked(
+                slot: slot,
+                fleet: "home",
+                machine: "b",
+                refreshToken: token,
+                intent: intent
+            )
+                == .refreshInFlight(slot: slot, fleet: "home", machine: "a")
+        )
         // A forged intent (no member's signature) is no intent.
         _ = try kv.put(a.keys.intent(slot), value: Array("{\"body\":\"{}\",\"signature\":\"\"}".utf8), lease: 0)
         #expect(try b.intent(slot, membership: membershipB) == nil)
@@ -202,8 +331,16 @@ import LanyardTestSupport
         let lock = try a.lock(slot)
         defer { lock.release() }
         kv.failTransactions(1, answerLost: true)
-        let written = try #require(try a.writeRefreshed(slot, credential: credential("a9"), replacing: current, under: lock, identity: identity,
-                                                        membership: membership))
+        let written = try #require(
+            try a.writeRefreshed(
+                slot,
+                credential: credential("a9"),
+                replacing: current,
+                under: lock,
+                identity: identity,
+                membership: membership
+            )
+        )
         #expect(written.generation == current.generation + 1 && written.credential?.tokens.accessToken == "a9")
         #expect(try a.newest(slot, identity: identity, membership: membership)?.generation == current.generation + 1)
         // Its intent went with it.
@@ -224,14 +361,33 @@ import LanyardTestSupport
         _ = try kv.put(raw.key, value: raw.value, lease: 0)  // the same value, put again
         var refreshed = credential("a9")
         refreshed.recordRotation(from: try #require(current.credential))
-        let written = try #require(try a.writeRefreshed(slot, credential: refreshed, replacing: current, under: lock, identity: identity,
-                                                        membership: membership))
+        let written = try #require(
+            try a.writeRefreshed(
+                slot,
+                credential: refreshed,
+                replacing: current,
+                under: lock,
+                identity: identity,
+                membership: membership
+            )
+        )
         #expect(written.credential?.tokens.accessToken == "a9" && written.generation == current.generation + 1)
         // Another machine's refresh in between (another token) is not overwritten.
-        let unrelated = try #require(try a.write(slot, credential: credential("b1"), replacing: written, identity: identity, fence: nil))
+        let unrelated = try #require(
+            try a.write(slot, credential: credential("b1"), replacing: written, identity: identity, fence: nil)
+        )
         var late = credential("a10")
         late.recordRotation(from: refreshed)
-        #expect(try a.writeRefreshed(slot, credential: late, replacing: written, under: lock, identity: identity, membership: membership) == nil)
+        #expect(
+            try a.writeRefreshed(
+                slot,
+                credential: late,
+                replacing: written,
+                under: lock,
+                identity: identity,
+                membership: membership
+            ) == nil
+        )
         #expect(try a.newest(slot, identity: identity, membership: membership)?.generation == unrelated.generation)
     }
 
@@ -242,13 +398,26 @@ import LanyardTestSupport
         let message = Array("lanyard".utf8)
         let signature = identity.signing.sign(message)
         #expect(Ed25519.verify(signature: signature, message: message, publicKey: identity.signing.publicKey))
-        #expect(!Ed25519.verify(signature: signature, message: Array("lanyarD".utf8), publicKey: identity.signing.publicKey))
-        #expect(!Ed25519.verify(signature: signature, message: message, publicKey: MachineIdentity(identity: X25519Identity.generate()).signing.publicKey))
+        #expect(
+            !Ed25519.verify(signature: signature, message: Array("lanyarD".utf8), publicKey: identity.signing.publicKey)
+        )
+        #expect(
+            !Ed25519.verify(
+                signature: signature,
+                message: message,
+                publicKey: MachineIdentity(identity: X25519Identity.generate()).signing.publicKey
+            )
+        )
         // RFC 8032 section 7.1, TEST 1 (an empty message).
         func bytes(_ hex: String) -> [UInt8] { hexBytes(hex) }
         let key = Ed25519.SigningKey(seed: bytes("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"))
         #expect(key.publicKey == bytes("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"))
-        #expect(key.sign([]) == bytes("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555"
-                                      + "fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"))
+        #expect(
+            key.sign([])
+                == bytes(
+                    "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555"
+                        + "fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+                )
+        )
     }
 }

@@ -1,11 +1,11 @@
-import Foundation
-import Testing
 import Age
+import Foundation
 import LanyardCore
 import LanyardFleet
 import LanyardStore
 import LanyardSupport
 import LanyardTestSupport
+import Testing
 
 /// The removal's guarantees on an in-memory etcd, in milliseconds: a removal entry etcd lost is
 /// put back by any member that verified it; a value naming a membership entry a machine cannot
@@ -17,21 +17,32 @@ import LanyardTestSupport
     let slot = try! Slot("work")
 
     func credential(_ access: String) -> Credential {
-        Credential(provider: "openai", tokens: TokenSet(accessToken: access, refreshToken: "rt-" + access), lastRefresh: Date(),
-                   account: AccountInfo(email: "u@example.com", accountID: "acct-1"))
+        Credential(
+            provider: "openai",
+            tokens: TokenSet(accessToken: access, refreshToken: "rt-" + access),
+            lastRefresh: Date(),
+            account: AccountInfo(email: "u@example.com", accountID: "acct-1")
+        )
     }
 
     func machine(_ name: String, kv: MemoryEtcd, home: TestHome) -> Fleet {
         var settings = FleetSettings(name: "home", machine: name, endpoints: ["https://127.0.0.1:1"])
         settings.requestTimeout = 1
-        return Fleet(settings: settings, kv: kv, paths: Paths(environment: home.environment), identityStore: MemoryStore(kind: .file))
+        return Fleet(
+            settings: settings,
+            kv: kv,
+            paths: Paths(environment: home.environment),
+            identityStore: MemoryStore(kind: .file)
+        )
     }
 
     /// `a` created the fleet and shared `work`; `b` and `d` joined and were approved (log 1–3).
     func fleetOfThree() throws -> (MemoryEtcd, Fleet, Fleet, Fleet, [TestHome]) {
         let kv = MemoryEtcd()
         let homes = [TestHome(), TestHome(), TestHome()]
-        let a = machine("a", kv: kv, home: homes[0]), b = machine("b", kv: kv, home: homes[1]), d = machine("d", kv: kv, home: homes[2])
+        let a = machine("a", kv: kv, home: homes[0])
+        let b = machine("b", kv: kv, home: homes[1])
+        let d = machine("d", kv: kv, home: homes[2])
         let (_, founded) = try a.create()
         _ = try a.share(slot, credential: credential("a1"))
         for other in [b, d] {
@@ -53,21 +64,33 @@ import LanyardTestSupport
         let (removed, shared) = try b.remove(machine: "d")
         #expect(removed?.machine == "d" && shared == [slot])
         let current = try #require(try b.newest(slot, identity: identityB, membership: try b.membership().0))
-        let rotated = try #require(try b.write(slot, credential: credential("b2"), replacing: current, identity: identityB, fence: nil))
+        let rotated = try #require(
+            try b.write(slot, credential: credential("b2"), replacing: current, identity: identityB, fence: nil)
+        )
         let removal = try #require(try kv.get(a.keys.log(4)))
         _ = try kv.delete(a.keys.log(4), prefix: false)
 
         let (identityA, membershipA) = try a.memberIdentity()
         #expect(membershipA.seq == 3 && membershipA.member("d") != nil)
         let removalDigest = try SignedDocument(removal.value, key: "", kind: Membership.entryType).digest
-        #expect(throws: FleetError.membershipBehind(fleet: "home", seq: 4, digest: removalDigest, signer: "b", source: a.keys.slot(slot))) {
+        #expect(
+            throws: FleetError.membershipBehind(
+                fleet: "home",
+                seq: 4,
+                digest: removalDigest,
+                signer: "b",
+                source: a.keys.slot(slot)
+            )
+        ) {
             try a.newest(slot, identity: identityA, membership: membershipA)
         }
         // The evidence is kept: the old value put back, a's writes still stop (no seal to d).
         let alarm = try #require(a.alarm())
         #expect(alarm.kind == .behind && alarm.seq == 4)
         #expect(throws: FleetError.self) { try a.sealingMembership() }
-        #expect(throws: FleetError.self) { try a.write(slot, credential: credential("a9"), replacing: rotated, identity: identityA, fence: nil) }
+        #expect(throws: FleetError.self) {
+            try a.write(slot, credential: credential("a9"), replacing: rotated, identity: identityA, fence: nil)
+        }
         #expect(throws: FleetError.self) { try a.newest(slot, identity: identityA, membership: membershipA) }
 
         // b reads the log: the entry it verified is put back; a verifies it and may write again.
@@ -75,10 +98,18 @@ import LanyardTestSupport
         #expect(try kv.get(a.keys.log(4))?.value == removal.value)
         let (caughtUp, _) = try a.membership()
         #expect(caughtUp.seq == 4 && caughtUp.member("d") == nil && a.alarm() == nil)
-        let written = try #require(try a.write(slot, credential: credential("a3"), replacing: rotated, identity: identityA, fence: nil))
+        let written = try #require(
+            try a.write(slot, credential: credential("a3"), replacing: rotated, identity: identityA, fence: nil)
+        )
         let (identityD, _) = (try MachineIdentity.load(from: d.identityStore)!, 0)
         #expect(throws: FleetError.self) {
-            try SealedCredential.open(try #require(try kv.get(a.keys.slot(slot))), slot: slot, fleet: "home", membership: caughtUp, identity: identityD)
+            try SealedCredential.open(
+                try #require(try kv.get(a.keys.slot(slot))),
+                slot: slot,
+                fleet: "home",
+                membership: caughtUp,
+                identity: identityD
+            )
         }
         #expect(written.generation == rotated.generation + 1)
     }
@@ -95,16 +126,32 @@ import LanyardTestSupport
         let (identityB, _) = try b.memberIdentity()
         _ = try b.remove(machine: "d")
         let current = try #require(try b.newest(slot, identity: identityB, membership: try b.membership().0))
-        let rotated = try #require(try b.write(slot, credential: credential("b2"), replacing: current, identity: identityB, fence: nil))
+        let rotated = try #require(
+            try b.write(slot, credential: credential("b2"), replacing: current, identity: identityB, fence: nil)
+        )
         let real = try #require(try kv.get(a.keys.log(4)))
         // d forges entry 4 with its own key (it was a member at entry 3).
         let identityD = try #require(try MachineIdentity.load(from: d.identityStore))
         let evil = MachineIdentity(identity: X25519Identity.generate())
         let entry3 = try #require(try kv.get(a.keys.log(3)))
         let prev = try SignedDocument(entry3.value, key: entry3.key, kind: Membership.entryType).digest
-        let forged = Membership.entry(fleet: "home", seq: 4, prev: prev,
-                                      change: .add(FleetMember(machine: "evil", recipient: evil.recipient, signingKey: evil.signingKey, addedAt: nil, approvedBy: nil)),
-                                      signer: "d", at: Date(), key: identityD.signing)
+        let forged = Membership.entry(
+            fleet: "home",
+            seq: 4,
+            prev: prev,
+            change: .add(
+                FleetMember(
+                    machine: "evil",
+                    recipient: evil.recipient,
+                    signingKey: evil.signingKey,
+                    addedAt: nil,
+                    approvedBy: nil
+                )
+            ),
+            signer: "d",
+            at: Date(),
+            key: identityD.signing
+        )
         _ = try kv.put(a.keys.log(4), value: forged, lease: 0)
 
         // a: took the forged entry, then b's value names the real one.
@@ -113,7 +160,9 @@ import LanyardTestSupport
         let (identityA, _) = try a.memberIdentity()
         #expect(throws: FleetError.self) { try a.newest(slot, identity: identityA, membership: forkedA) }
         #expect(a.alarm()?.kind == .forked)
-        #expect(throws: FleetError.self) { try a.write(slot, credential: credential("a9"), replacing: rotated, identity: identityA, fence: nil) }
+        #expect(throws: FleetError.self) {
+            try a.write(slot, credential: credential("a9"), replacing: rotated, identity: identityA, fence: nil)
+        }
         // b: d's entry is damage (b verified d's removal at that number); the real one goes back.
         let (_, damaged) = try b.membership()
         #expect(damaged.contains { $0.problem.contains("removed") } && b.alarm() == nil)
@@ -123,18 +172,28 @@ import LanyardTestSupport
         let raw = try #require(try kv.get(a.keys.slot(slot)))
         for reader in [identityD, evil] {
             #expect(throws: FleetError.self) {
-                try SealedCredential.open(raw, slot: slot, fleet: "home", membership: try b.membership().0, identity: reader)
+                try SealedCredential.open(
+                    raw,
+                    slot: slot,
+                    fleet: "home",
+                    membership: try b.membership().0,
+                    identity: reader
+                )
             }
         }
 
         // A person resolves a's fork with the real entry's fingerprint: its membership is rebuilt
         // without evil and d, and it writes again.
-        let realFingerprint = MachineIdentity.grouped(hex: hexBytes(try SignedDocument(real.value, key: real.key, kind: Membership.entryType).digest))
+        let realFingerprint = MachineIdentity.grouped(
+            hex: hexBytes(try SignedDocument(real.value, key: real.key, kind: Membership.entryType).digest)
+        )
         #expect(throws: FleetError.noFork(fleet: "home", given: "0000")) { try a.resolveFork(keep: "0000") }
         #expect(throws: FleetError.noFork(fleet: "home", given: nil)) { try b.resolveFork(keep: realFingerprint) }
         let resolvedA = try a.resolveFork(keep: realFingerprint)
         #expect(resolvedA.members.map(\.machine) == ["a", "b"] && a.alarm() == nil)
-        #expect(try a.write(slot, credential: credential("a3"), replacing: rotated, identity: identityA, fence: nil) != nil)
+        #expect(
+            try a.write(slot, credential: credential("a3"), replacing: rotated, identity: identityA, fence: nil) != nil
+        )
     }
 
     /// A cache written before entries were kept learns them again from etcd (verified from the

@@ -1,8 +1,9 @@
 import Foundation
-import LanyardSupport
-import Testing
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
+import Testing
+
 @testable import LanyardIntegrations
 
 /// Input from other programs is read within limits: `lanyard git-credential get </dev/zero` used
@@ -36,7 +37,9 @@ import LanyardCore
         let input = TextInput(Data("abcd\nabcde\n".utf8))
         #expect(try input.line(maxBytes: 4) == "abcd")
         #expect(throws: TextInput.Failure.lineTooLong(maxBytes: 4)) { try input.line(maxBytes: 4) }
-        #expect(throws: TextInput.Failure.lineTooLong(maxBytes: 4), "a failed input stays failed") { try input.line(maxBytes: 100) }
+        #expect(throws: TextInput.Failure.lineTooLong(maxBytes: 4), "a failed input stays failed") {
+            try input.line(maxBytes: 100)
+        }
     }
 
     @Test func endlessNULsFailAfterOneChunk() {
@@ -67,7 +70,12 @@ import LanyardCore
 
     @Test func gitAndDockerRequestsAreBoundedWhole() {
         // Short lines that never end: the request limit stops them.
-        #expect(throws: GitCredentialInputError(line: 1_048_576 / 4 + 1, problem: "takes the request past 1 MiB, the most it may hold")) {
+        #expect(
+            throws: GitCredentialInputError(
+                line: 1_048_576 / 4 + 1,
+                problem: "takes the request past 1 MiB, the most it may hold"
+            )
+        ) {
             try GitCredential.read(Endless("a=b\n").input)
         }
         #expect(throws: DockerCredentialInputError(problem: "the input on stdin is longer than 1 MiB")) {

@@ -1,8 +1,9 @@
 import Foundation
-import LanyardSupport
-import Testing
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
+import Testing
+
 @testable import LanyardIntegrations
 
 /// The protocols other programs speak to Lanyard (Docker, Kubernetes, netrc), parsed without a
@@ -25,29 +26,48 @@ import LanyardCore
         #expect(try Netrc.line(host: "h", login: "u", password: "t0k") == "machine h login u password t0k")
         #expect(throws: Netrc.FieldError(field: "token")) { try Netrc.line(host: "h", login: "u", password: "a b") }
         #expect(throws: Netrc.FieldError(field: "login")) { try Netrc.line(host: "h", login: "", password: "t") }
-        #expect(throws: Netrc.FieldError(field: "token")) { try Netrc.line(host: "h", login: "u", password: "t\nmachine evil") }
+        #expect(throws: Netrc.FieldError(field: "token")) {
+            try Netrc.line(host: "h", login: "u", password: "t\nmachine evil")
+        }
     }
 
     @Test func kubeExecInfoChoosesTheVersion() throws {
         #expect(try KubeExecCredential.apiVersion(execInfo: nil) == KubeExecCredential.v1)
-        #expect(try KubeExecCredential.apiVersion(execInfo: #"{"apiVersion":"client.authentication.k8s.io/v1beta1"}"#) == KubeExecCredential.v1beta1)
+        #expect(
+            try KubeExecCredential.apiVersion(execInfo: #"{"apiVersion":"client.authentication.k8s.io/v1beta1"}"#)
+                == KubeExecCredential.v1beta1
+        )
         #expect(throws: KubeExecInfoError.self) { try KubeExecCredential.apiVersion(execInfo: "not json") }
-        #expect(throws: KubeExecInfoError.self) { try KubeExecCredential.apiVersion(execInfo: #"{"kind":"ExecCredential"}"#) }
-        let rendered = try JSONValue.parse(Data(KubeExecCredential.render(apiVersion: KubeExecCredential.v1, token: "t",
-                                                                           expiresAt: Date(timeIntervalSince1970: 1_800_000_000)).utf8))
+        #expect(throws: KubeExecInfoError.self) {
+            try KubeExecCredential.apiVersion(execInfo: #"{"kind":"ExecCredential"}"#)
+        }
+        let rendered = try JSONValue.parse(
+            Data(
+                KubeExecCredential.render(
+                    apiVersion: KubeExecCredential.v1,
+                    token: "t",
+                    expiresAt: Date(timeIntervalSince1970: 1_800_000_000)
+                ).utf8
+            )
+        )
         #expect(rendered["status"]?["expirationTimestamp"]?.string == "2027-01-15T08:00:00Z")
     }
 
     @Test func aTokenWithoutExpiryOrRefreshTokenIsNeverDue() {
         let rule = RefreshRule(lead: 300, maxAge: 60)
         let now = Date()
-        let staticToken = Credential(provider: "github", tokens: TokenSet(accessToken: "gho_x"), lastRefresh: nil, account: AccountInfo())
+        let staticToken = Credential(
+            provider: "github",
+            tokens: TokenSet(accessToken: "gho_x"),
+            lastRefresh: nil,
+            account: AccountInfo()
+        )
         #expect(!rule.needsRefresh(staticToken, now: now))
         var refreshable = staticToken
         refreshable.tokens.refreshToken = "r"
         #expect(rule.needsRefresh(refreshable, now: now))  // unknown expiry, never refreshed: refresh to learn it
         var expiring = staticToken
         expiring.tokens.expiresAt = now + 10
-        #expect(rule.needsRefresh(expiring, now: now))     // due; without a refresh token it asks for a new sign-in
+        #expect(rule.needsRefresh(expiring, now: now))  // due; without a refresh token it asks for a new sign-in
     }
 }

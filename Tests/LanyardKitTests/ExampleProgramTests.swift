@@ -58,15 +58,24 @@ import Testing
             seen.append(line)
             if let range = line.range(of: "enter the code: ") {
                 let code = String(line[range.upperBound...])
-                _ = try await env.server.hook("/_test/approve", ["user_code": code, "email": "example@example.com", "plan": "plus"])
+                _ = try await env.server.hook(
+                    "/_test/approve",
+                    ["user_code": code, "email": "example@example.com", "plan": "plus"]
+                )
             }
         }
         process.waitUntilExit()
         let output = seen.joined(separator: "\n")
         #expect(process.terminationStatus == 0, "lanyard-example failed:\n\(output)")
-        #expect(seen.contains { $0.hasPrefix("open ") && $0.contains("/codex/device") }, "no device code shown:\n\(output)")
+        #expect(
+            seen.contains { $0.hasPrefix("open ") && $0.contains("/codex/device") },
+            "no device code shown:\n\(output)"
+        )
         #expect(seen.contains("signed in as example@example.com on Plus in slot work"), "\(output)")
-        #expect(seen.contains("slots: work (signed in)") || seen.contains { $0.hasPrefix("slots: work (") }, "\(output)")
+        #expect(
+            seen.contains("slots: work (signed in)") || seen.contains { $0.hasPrefix("slots: work (") },
+            "\(output)"
+        )
         #expect(seen.contains("active: work (was work)") || seen.contains("active: work (was none)"), "\(output)")
         #expect(seen.contains("renamed work to job"), "\(output)")
         #expect(seen.contains { $0.hasPrefix("token: ") && !$0.hasPrefix("token: 0 ") }, "\(output)")
@@ -84,8 +93,11 @@ import Testing
 /// Runs Examples/lanyard-ask-example (LanyardKit alone) against the emulator's streaming endpoint.
 @Suite struct AskExampleProgramTests {
     func run(_ arguments: [String], _ env: KitHome) throws -> (Int32, String) {
-        let (status, out, _) = try runProcess(builtBinary("lanyard-ask-example"),
-                                              arguments, environment: env.home.environment)
+        let (status, out, _) = try runProcess(
+            builtBinary("lanyard-ask-example"),
+            arguments,
+            environment: env.home.environment
+        )
         return (status, out)
     }
 
@@ -101,7 +113,9 @@ import Testing
 
     @Test func theExampleHandlesADivergedReplay() async throws {
         let home = try await StreamHome()
-        try await home.script([["transport": "websocket", "drop_after": 3, "chunk": 2], ["transport": "websocket", "text": "Nope"]])
+        try await home.script([
+            ["transport": "websocket", "drop_after": 3, "chunk": 2], ["transport": "websocket", "text": "Nope"],
+        ])
         let (status, out) = try run(["s", "hi"], home.env)
         #expect(status == 6)
         #expect(out == "Hell\nthe connection replayed different text after 4 characters; please retry\n")

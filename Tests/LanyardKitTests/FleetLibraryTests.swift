@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import LanyardTestSupport
+import Testing
+
 @testable import LanyardKit
 
 /// A program runs a fleet with `Accounts` alone, against the real etcd cluster of the test run
@@ -31,7 +32,8 @@ import LanyardTestSupport
         let second = try Machine("k2", fleet: fleet, cluster: cluster, server: server)
         try await server.signIn(first.configuration.makeManager(), slot: "work", email: "kit-fleet@example.com")
         let work = try Slot("work")
-        let a1 = try first.accounts(), a2 = try second.accounts()
+        let a1 = try first.accounts()
+        let a2 = try second.accounts()
 
         #expect(try a1.fleetCreate().machine == "k1")
         #expect(throws: FleetError.alreadyExists(fleet: fleet)) { try a2.fleetCreate() }
@@ -67,8 +69,13 @@ import LanyardTestSupport
 
         // The removal rotates the shared slot: the removed machine's copy holds a spent token.
         let removal = try await a1.fleetRemove(machine: "k2")
-        #expect(removal.wasMember && removal.slots.map(\.slot) == [work] && removal.slots.allSatisfy(\.rotated), "\(removal.slots)")
-        await #expect(throws: FleetError.notMember(fleet: fleet, machine: "k2", pending: false)) { try await a2.fleetSync() }
+        #expect(
+            removal.wasMember && removal.slots.map(\.slot) == [work] && removal.slots.allSatisfy(\.rotated),
+            "\(removal.slots)"
+        )
+        await #expect(throws: FleetError.notMember(fleet: fleet, machine: "k2", pending: false)) {
+            try await a2.fleetSync()
+        }
         try await a1.fleetUnshare(work)
         #expect(a1.fleetStatus().slots.isEmpty)
     }

@@ -1,14 +1,15 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-import Observation
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
 import LanyardKit
 import LanyardStore
+import LanyardTestSupport
+import Observation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// A home pointing the openai provider at the emulator, with a file store.
 struct KitHome {
@@ -42,7 +43,10 @@ struct KitHome {
             for await state in states {
                 seen.append(state)
                 if case .awaitingDeviceCode(let code, _) = state {
-                    _ = try? await server.hook("/_test/approve", ["user_code": code, "email": "kit@example.com", "plan": "team"])
+                    _ = try? await server.hook(
+                        "/_test/approve",
+                        ["user_code": code, "email": "kit@example.com", "plan": "team"]
+                    )
                 }
                 if case .signedIn = state { break }
             }
@@ -52,7 +56,10 @@ struct KitHome {
         let seen = await collector.value
         #expect(seen.map(\.name) == ["signed-out", "signing-in", "awaiting-device-code", "signed-in"])
         #expect(session.accountInfo?.email == "kit@example.com" && session.accountInfo?.plan?.kind == .team)
-        if case .completed = session.deviceLinkState {} else { Issue.record("deviceLinkState \(session.deviceLinkState)") }
+        if case .completed = session.deviceLinkState {
+        } else {
+            Issue.record("deviceLinkState \(session.deviceLinkState)")
+        }
         #expect(session.slot?.name == "work")
         #expect(session.fleetSignIn == nil)  // a slot of this machine alone
 
@@ -70,11 +77,18 @@ struct KitHome {
         let session = try AuthSession(configuration: env.configuration(slot: "obs"))
         final class Flag: @unchecked Sendable { var changed = false }
         let flag = Flag()
-        withObservationTracking { _ = session.state } onChange: { flag.changed = true }
+        withObservationTracking {
+            _ = session.state
+        } onChange: {
+            flag.changed = true
+        }
         let server = env.server
         let approve = Task {
             for await state in session.states {
-                if case .awaitingDeviceCode(let code, _) = state { _ = try? await server.hook("/_test/approve", ["user_code": code]); break }
+                if case .awaitingDeviceCode(let code, _) = state {
+                    _ = try? await server.hook("/_test/approve", ["user_code": code])
+                    break
+                }
             }
         }
         try await session.startDeviceCodeSignIn()
@@ -89,13 +103,19 @@ struct KitHome {
         let server = env.server
         let deny = Task {
             for await state in session.states {
-                if case .awaitingDeviceCode(let code, _) = state { _ = try? await server.hook("/_test/deny", ["user_code": code]); break }
+                if case .awaitingDeviceCode(let code, _) = state {
+                    _ = try? await server.hook("/_test/deny", ["user_code": code])
+                    break
+                }
             }
         }
         await #expect(throws: AuthError.self) { try await session.startDeviceCodeSignIn() }
         await deny.value
         if case .failed = session.state {} else { Issue.record("state \(session.state)") }
-        if case .authorizationDenied? = session.lastError {} else { Issue.record("lastError \(String(describing: session.lastError))") }
+        if case .authorizationDenied? = session.lastError {
+        } else {
+            Issue.record("lastError \(String(describing: session.lastError))")
+        }
     }
 }
 
@@ -106,7 +126,10 @@ struct KitHome {
         let server = env.server
         let approve = Task {
             for await state in session.states {
-                if case .awaitingDeviceCode(let code, _) = state { _ = try? await server.hook("/_test/approve", ["user_code": code, "email": "c@example.com"]); break }
+                if case .awaitingDeviceCode(let code, _) = state {
+                    _ = try? await server.hook("/_test/approve", ["user_code": code, "email": "c@example.com"])
+                    break
+                }
             }
         }
         try await session.startDeviceCodeSignIn()
@@ -118,7 +141,9 @@ struct KitHome {
         try await signedIn(env, slot: "api")
         let client = try Client(configuration: env.configuration(slot: "api"))
         try await env.server.hook("/_test/expire_access", ["all": true])
-        let (data, response) = try await client.send(URLRequest(url: env.server.baseURL.appendingPathComponent("/backend-api/wham/usage")))
+        let (data, response) = try await client.send(
+            URLRequest(url: env.server.baseURL.appendingPathComponent("/backend-api/wham/usage"))
+        )
         #expect(response.statusCode == 200)
         #expect(String(decoding: data, as: UTF8.self).contains("rate_limit"))
         #expect(try await env.server.stat("refreshes_succeeded") == 1)
@@ -136,7 +161,8 @@ struct KitHome {
             return try await group.reduce(into: Set<String>()) { $0.insert($1) }
         }
         for (p, out, _) in processes {
-            let cli = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .newlines)
+            let cli = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                .trimmingCharacters(in: .newlines)
             p.waitUntilExit()
             #expect(tokens == [cli])
         }
@@ -150,8 +176,13 @@ struct KitHome {
         let client = try Client(configuration: env.configuration(slot: "lim"))
         try await env.server.hook("/_test/usage_limit", ["resets_in_seconds": 60, "count": 1])
         await #expect(throws: ClientError.self) { _ = try await client.usage() }
-        try await env.server.hook("/_test/fault", ["endpoint": "usage", "type": "status", "status": 500,
-                                                   "body": ["code": "INTERNAL_SERVER_ERROR", "message": "boom"], "count": 1])
+        try await env.server.hook(
+            "/_test/fault",
+            [
+                "endpoint": "usage", "type": "status", "status": 500,
+                "body": ["code": "INTERNAL_SERVER_ERROR", "message": "boom"], "count": 1,
+            ]
+        )
         do {
             _ = try await client.usage()
             Issue.record("expected httpError")
@@ -159,7 +190,9 @@ struct KitHome {
             #expect(status == 500 && detail.code == "INTERNAL_SERVER_ERROR" && detail.message == "boom")
         }
         try await env.server.hook("/_test/fault", ["endpoint": "usage", "type": "non_json", "count": 1])
-        await #expect(throws: ClientError.invalidResponse("usage: the body is not a JSON object")) { _ = try await client.usage() }
+        await #expect(throws: ClientError.invalidResponse("usage: the body is not a JSON object")) {
+            _ = try await client.usage()
+        }
     }
 }
 
@@ -173,12 +206,12 @@ struct KitHome {
         let seen = env.home.root + "/seen"
         // The command reports what it got, then plays Codex rotating the refresh token.
         let script = """
-        printf '%s\\n' "$LANYARD_ACCOUNT" "$CODEX_HOME" > \(seen)
-        test -s "$CODEX_HOME/auth.json" || exit 9
-        sed -i 's/"refresh_token" *: *"[^"]*"/"refresh_token": "rotated-by-the-command"/' "$CODEX_HOME/auth.json"
-        sed -i 's/"last_refresh" *: *"[^"]*"/"last_refresh": "2099-01-01T00:00:00Z"/' "$CODEX_HOME/auth.json"
-        exit 3
-        """
+            printf '%s\\n' "$LANYARD_ACCOUNT" "$CODEX_HOME" > \(seen)
+            test -s "$CODEX_HOME/auth.json" || exit 9
+            sed -i 's/"refresh_token" *: *"[^"]*"/"refresh_token": "rotated-by-the-command"/' "$CODEX_HOME/auth.json"
+            sed -i 's/"last_refresh" *: *"[^"]*"/"last_refresh": "2099-01-01T00:00:00Z"/' "$CODEX_HOME/auth.json"
+            exit 3
+            """
         let outcome = try await accounts.exec(["/bin/sh", "-c", script], slot: try Slot("kit"))
         #expect(outcome.status == 3)
         #expect(outcome.rotatedTokensStoredIn?.name == "kit")

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardCore
+import LanyardTestSupport
+import Testing
+
 @testable import LanyardKit
 
 /// `Client.stream` against the ChatGPT emulator's streaming endpoint (Flask + flask-sock) over
@@ -37,7 +38,12 @@ struct Collected {
     var text: String {
         events.reduce(into: "") { if case .textDelta(let d) = $1 { $0 += d } }
     }
-    var connections: [StreamEvent] { events.filter { if case .connected = $0 { return true }; return false } }
+    var connections: [StreamEvent] {
+        events.filter {
+            if case .connected = $0 { return true }
+            return false
+        }
+    }
     var completed: StreamResponse? {
         for case .completed(let r) in events { return r }
         return nil
@@ -50,11 +56,17 @@ struct Collected {
 
 /// The two transports, as policies that use only one of them.
 enum Transport: String, CaseIterable, CustomStringConvertible {
-    case webSocket = "websocket", sse
+    case webSocket = "websocket"
+    case sse
     var description: String { rawValue }
     /// WebSocket without fallback, so a test of it never quietly passes over SSE.
     var policy: StreamingTransportPolicy {
-        self == .webSocket ? StreamingTransportPolicy(prefersWebSocket: true, maxWebSocketReconnectionAttempts: 5, fallsBackToHTTPSSE: false)
+        self == .webSocket
+            ? StreamingTransportPolicy(
+                prefersWebSocket: true,
+                maxWebSocketReconnectionAttempts: 5,
+                fallsBackToHTTPSSE: false
+            )
             : .httpSSEOnly
     }
     var kind: StreamTransport { self == .webSocket ? .webSocket : .httpSSE }
@@ -62,8 +74,22 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
 
 @Suite(.serialized) struct StreamingTests {
     @Test func thePoliciesAreTheSeedsTable() {
-        #expect(StreamingTransportPolicy.default == StreamingTransportPolicy(prefersWebSocket: true, maxWebSocketReconnectionAttempts: 5, fallsBackToHTTPSSE: true))
-        #expect(StreamingTransportPolicy.httpSSEOnly == StreamingTransportPolicy(prefersWebSocket: false, maxWebSocketReconnectionAttempts: 0, fallsBackToHTTPSSE: true))
+        #expect(
+            StreamingTransportPolicy.default
+                == StreamingTransportPolicy(
+                    prefersWebSocket: true,
+                    maxWebSocketReconnectionAttempts: 5,
+                    fallsBackToHTTPSSE: true
+                )
+        )
+        #expect(
+            StreamingTransportPolicy.httpSSEOnly
+                == StreamingTransportPolicy(
+                    prefersWebSocket: false,
+                    maxWebSocketReconnectionAttempts: 0,
+                    fallsBackToHTTPSSE: true
+                )
+        )
         #expect(LanyardConfig().streaming == .default)
     }
 
@@ -77,7 +103,12 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
         #expect(result.completed?.status == "completed")
         #expect(result.completed?.model == "test-model")
         #expect(result.connections == [.connected(transport.kind, reconnection: 0)])
-        #expect(result.events.filter { if case .created = $0 { return true }; return false }.count == 1)
+        #expect(
+            result.events.filter {
+                if case .created = $0 { return true }
+                return false
+            }.count == 1
+        )
         #expect(try await home.streamStat("ws_connections") == (transport == .webSocket ? 1 : 0))
         #expect(try await home.streamStat("sse_requests") == (transport == .sse ? 1 : 0))
     }
@@ -97,17 +128,28 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
         #expect(try await home.streamStat("ws_upgrade_attempts") == 0)
     }
 
-    @Test(arguments: Transport.allCases) func aDropReconnectsAndTheReplayIsNotDeliveredTwice(_ transport: Transport) async throws {
+    @Test(arguments: Transport.allCases) func aDropReconnectsAndTheReplayIsNotDeliveredTwice(
+        _ transport: Transport
+    ) async throws {
         let home = try await StreamHome(policy: transport.policy)
         // The first connection drops after 6 events; the second replays with other boundaries.
-        try await home.script([["transport": transport.rawValue, "drop_after": 6, "chunk": 3],
-                               ["transport": transport.rawValue, "chunk": 7]])
+        try await home.script([
+            ["transport": transport.rawValue, "drop_after": 6, "chunk": 3],
+            ["transport": transport.rawValue, "chunk": 7],
+        ])
         let prompt = "a prompt long enough to need several deltas"
         let result = await Collected(home.client.stream(prompt))
         #expect(result.error == nil, "\(String(describing: result.error))")
         #expect(result.text == StreamHome.reply(to: prompt))
-        #expect(result.connections == [.connected(transport.kind, reconnection: 0), .connected(transport.kind, reconnection: 1)])
-        let deltas = result.events.compactMap { if case .textDelta(let d) = $0 { return d }; return nil }
+        #expect(
+            result.connections == [
+                .connected(transport.kind, reconnection: 0), .connected(transport.kind, reconnection: 1),
+            ]
+        )
+        let deltas = result.events.compactMap {
+            if case .textDelta(let d) = $0 { return d }
+            return nil
+        }
         #expect(!deltas.contains(""))
     }
 
@@ -139,22 +181,34 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
     }
 
     @Test func withoutFallbackTheLastDropIsTheError() async throws {
-        let policy = StreamingTransportPolicy(prefersWebSocket: true, maxWebSocketReconnectionAttempts: 1, fallsBackToHTTPSSE: false)
+        let policy = StreamingTransportPolicy(
+            prefersWebSocket: true,
+            maxWebSocketReconnectionAttempts: 1,
+            fallsBackToHTTPSSE: false
+        )
         let home = try await StreamHome(policy: policy)
         try await home.script(Array(repeating: ["transport": "websocket", "drop_after": 2], count: 2))
         let result = await Collected(home.client.stream("hi"))
-        guard case ClientError.networkFailure(let message)? = result.error else { Issue.record("got \(String(describing: result.error))"); return }
+        guard case ClientError.networkFailure(let message)? = result.error else {
+            Issue.record("got \(String(describing: result.error))")
+            return
+        }
         #expect(message.contains("failed 2 times"))
         #expect(try await home.streamStat("sse_requests") == 0)
     }
 
-    @Test(arguments: Transport.allCases) func aDivergingReplayStopsWithWhatWasDelivered(_ transport: Transport) async throws {
+    @Test(arguments: Transport.allCases) func aDivergingReplayStopsWithWhatWasDelivered(
+        _ transport: Transport
+    ) async throws {
         let home = try await StreamHome(policy: transport.policy)
-        try await home.script([["transport": transport.rawValue, "drop_after": 5, "chunk": 4],
-                               ["transport": transport.rawValue, "text": "Hello someone else entirely, this differs"]])
+        try await home.script([
+            ["transport": transport.rawValue, "drop_after": 5, "chunk": 4],
+            ["transport": transport.rawValue, "text": "Hello someone else entirely, this differs"],
+        ])
         let result = await Collected(home.client.stream("hi"))
         guard case ClientError.streamingTransportReplayDiverged(let partial)? = result.error else {
-            Issue.record("got \(String(describing: result.error))"); return
+            Issue.record("got \(String(describing: result.error))")
+            return
         }
         // Events: created, then deltas 2…5 (4 characters each) before the drop.
         #expect(partial == String(StreamHome.reply(to: "hi").prefix(16)))
@@ -162,7 +216,9 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
         #expect(result.completed == nil)
     }
 
-    @Test(arguments: Transport.allCases) func eventsArriveWhileTheServerIsStillSending(_ transport: Transport) async throws {
+    @Test(arguments: Transport.allCases) func eventsArriveWhileTheServerIsStillSending(
+        _ transport: Transport
+    ) async throws {
         let home = try await StreamHome(policy: transport.policy)
         // The server stops after two events (created, the first delta) until the test releases
         // it, so the first delta can only have come through if nothing waited for the whole body.
@@ -182,11 +238,16 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
         #expect(text == StreamHome.reply(to: "drip"))
     }
 
-    @Test(arguments: Transport.allCases) func aUsageLimitIsTheTypedErrorWithPlanAndReset(_ transport: Transport) async throws {
+    @Test(arguments: Transport.allCases) func aUsageLimitIsTheTypedErrorWithPlanAndReset(
+        _ transport: Transport
+    ) async throws {
         let home = try await StreamHome(policy: transport.policy)
         try await home.server.hook("/_test/usage_limit", ["resets_in_seconds": 120, "count": 1])
         let result = await Collected(home.client.stream("hi"))
-        guard case ClientError.usageLimitReached(let limit)? = result.error else { Issue.record("got \(String(describing: result.error))"); return }
+        guard case ClientError.usageLimitReached(let limit)? = result.error else {
+            Issue.record("got \(String(describing: result.error))")
+            return
+        }
         #expect(limit.plan == Plan(rawValue: "plus"))
         #expect(limit.resetsAt != nil)
         #expect(try await home.streamStat("usage_limited") == 1)
@@ -204,8 +265,12 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
 
     @Test func otherRateLimitsBackOffAndRetry() async throws {
         let home = try await StreamHome(extraConfig: "[backoff]\ninitial-delay = 0.05", policy: .httpSSEOnly)
-        try await home.script([["transport": "sse", "status": 429, "retry_after": 0,
-                                "body": ["error": ["type": "rate_limit_exceeded", "message": "slow down"]]]])
+        try await home.script([
+            [
+                "transport": "sse", "status": 429, "retry_after": 0,
+                "body": ["error": ["type": "rate_limit_exceeded", "message": "slow down"]],
+            ]
+        ])
         let result = await Collected(home.client.stream("hi"))
         #expect(result.error == nil, "\(String(describing: result.error))")
         #expect(try await home.streamStat("sse_requests") == 2)
@@ -221,21 +286,30 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
 
     /// Bad input from the server is a typed error naming what was wrong, and the slot keeps its
     /// credential.
-    @Test(arguments: [
-        (Transport.webSocket, ["malformed_after": 2], "WebSocket message 3 is not valid JSON"),
-        (Transport.sse, ["malformed_after": 2], "event 3 (response.output_text.delta) is not valid JSON"),
-        (Transport.webSocket, ["oversize_after": 2], "a WebSocket message is larger than the 10 MB limit"),
-        (Transport.sse, ["oversize_after": 2], "a server-sent event is larger than the 10 MB limit"),
-        (Transport.webSocket, ["binary_after": 2], "WebSocket message 3 is binary"),
-    ] as [(Transport, [String: Int], String)])
-    func badInputIsATypedErrorAndTheCredentialStays(_ transport: Transport, _ fault: [String: Int], _ message: String) async throws {
+    @Test(
+        arguments: [
+            (Transport.webSocket, ["malformed_after": 2], "WebSocket message 3 is not valid JSON"),
+            (Transport.sse, ["malformed_after": 2], "event 3 (response.output_text.delta) is not valid JSON"),
+            (Transport.webSocket, ["oversize_after": 2], "a WebSocket message is larger than the 10 MB limit"),
+            (Transport.sse, ["oversize_after": 2], "a server-sent event is larger than the 10 MB limit"),
+            (Transport.webSocket, ["binary_after": 2], "WebSocket message 3 is binary"),
+        ] as [(Transport, [String: Int], String)]
+    )
+    func badInputIsATypedErrorAndTheCredentialStays(
+        _ transport: Transport,
+        _ fault: [String: Int],
+        _ message: String
+    ) async throws {
         let home = try await StreamHome(policy: transport.policy)
         let before = try await home.client.accessToken()
         var step: [String: Any] = fault
         step["transport"] = transport.rawValue
         try await home.script([step])
         let result = await Collected(home.client.stream("hi"))
-        guard case ClientError.invalidResponse(let what)? = result.error else { Issue.record("got \(String(describing: result.error))"); return }
+        guard case ClientError.invalidResponse(let what)? = result.error else {
+            Issue.record("got \(String(describing: result.error))")
+            return
+        }
         #expect(what.hasPrefix(message), "\(what)")
         #expect(try await home.client.accessToken() == before)
         #expect(try home.env.home.run("status", "s").status == 0)
@@ -291,7 +365,10 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
     func waitFor(_ condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(5)
         while try await !condition() {
-            if ContinuousClock.now > deadline { Issue.record("condition not met within 5 s"); return }
+            if ContinuousClock.now > deadline {
+                Issue.record("condition not met within 5 s")
+                return
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
     }
@@ -300,11 +377,17 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
 /// This process's sockets (inode links of /proc/self/fd).
 func openSockets() -> Set<String> {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    return Set(names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }.filter { $0.hasPrefix("socket:") })
+    return Set(
+        names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }.filter {
+            $0.hasPrefix("socket:")
+        }
+    )
 }
 
 /// The names of this process's threads (at most 15 characters each, as the kernel keeps them).
 func threadNames() -> [String] {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    return tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .newlines) }
+    return tasks.compactMap {
+        try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
+    }
 }

@@ -1,13 +1,17 @@
 import Foundation
-import LanyardSupport
-import Testing
 import LanyardAuth
 import LanyardCore
+import LanyardSupport
+import Testing
+
 @testable import LanyardNetwork
 
 /// The pure parts of streaming: the event-stream parser and the replay guard.
 @Suite struct ServerSentEventParserTests {
-    func parse(_ pieces: [String], max: Int = ServerSentEventParser.defaultMaxEventBytes) throws -> ([ServerSentEvent], ServerSentEventParser) {
+    func parse(
+        _ pieces: [String],
+        max: Int = ServerSentEventParser.defaultMaxEventBytes
+    ) throws -> ([ServerSentEvent], ServerSentEventParser) {
         var parser = ServerSentEventParser(maxEventBytes: max)
         var events: [ServerSentEvent] = []
         for piece in pieces { events += try parser.feed(Array(piece.utf8)) }
@@ -17,7 +21,9 @@ import LanyardCore
     func texts(_ events: [ServerSentEvent]) -> [String] { events.map { String(decoding: $0.data, as: UTF8.self) } }
 
     @Test func joinsDataLinesAndNamesEvents() throws {
-        let (events, _) = try parse(["event: response.output_text.delta\ndata: {\"a\":\ndata: 1}\n\n", "data: plain\n\n"])
+        let (events, _) = try parse([
+            "event: response.output_text.delta\ndata: {\"a\":\ndata: 1}\n\n", "data: plain\n\n",
+        ])
         #expect(events.map(\.type) == ["response.output_text.delta", "message"])
         #expect(texts(events) == ["{\"a\":\n1}", "plain"])
     }
@@ -91,7 +97,9 @@ import LanyardCore
         _ = try guardian.accept("The answer is 4")
         guardian.beginReplay()
         _ = try guardian.accept("The ans")
-        #expect(throws: ClientError.streamingTransportReplayDiverged("The answer is 4")) { _ = try guardian.accept("wer was 5") }
+        #expect(throws: ClientError.streamingTransportReplayDiverged("The answer is 4")) {
+            _ = try guardian.accept("wer was 5")
+        }
     }
 
     @Test func aReplayThatCompletesShortOfTheDeliveredTextDiverges() throws {
@@ -114,30 +122,56 @@ import LanyardCore
     func decode(_ json: String) throws -> BackendEvent { try BackendEvent.decode(Array(json.utf8), place: "event 1") }
 
     @Test func completedResponseCarriesTextAndUsage() throws {
-        let event = try decode(#"""
-        {"type":"response.completed","response":{"id":"resp_1","status":"completed","model":"m",
-         "output":[{"type":"reasoning"},{"type":"message","content":[{"type":"output_text","text":"Hi \#
-        "},{"type":"output_text","text":"there"}]}],
-         "usage":{"input_tokens":3,"output_tokens":2,"total_tokens":5}}}
-        """#)
-        guard case .completed(let response) = event else { Issue.record("not completed: \(event)"); return }
-        #expect(response == StreamResponse(id: "resp_1", status: "completed", model: "m", outputText: "Hi there",
-                                           usage: ResponseUsage(inputTokens: 3, outputTokens: 2, totalTokens: 5)))
+        let event = try decode(
+            #"""
+            {"type":"response.completed","response":{"id":"resp_1","status":"completed","model":"m",
+             "output":[{"type":"reasoning"},{"type":"message","content":[{"type":"output_text","text":"Hi \#
+            "},{"type":"output_text","text":"there"}]}],
+             "usage":{"input_tokens":3,"output_tokens":2,"total_tokens":5}}}
+            """#
+        )
+        guard case .completed(let response) = event else {
+            Issue.record("not completed: \(event)")
+            return
+        }
+        #expect(
+            response
+                == StreamResponse(
+                    id: "resp_1",
+                    status: "completed",
+                    model: "m",
+                    outputText: "Hi there",
+                    usage: ResponseUsage(inputTokens: 3, outputTokens: 2, totalTokens: 5)
+                )
+        )
     }
 
     /// JSON can spell numbers no Int holds (1e300; the parser refuses 1e400): token counts and an
     /// error's status saturate instead of trapping.
     @Test func hugeNumbersInEventsDoNotTrap() throws {
-        let event = try decode(#"""
-        {"type":"response.completed","response":{"id":"r","status":"completed","model":"m","output":[],
-         "usage":{"input_tokens":1e300,"output_tokens":1e308,"total_tokens":-1e300}}}
-        """#)
-        guard case .completed(let response) = event else { Issue.record("not completed: \(event)"); return }
+        let event = try decode(
+            #"""
+            {"type":"response.completed","response":{"id":"r","status":"completed","model":"m","output":[],
+             "usage":{"input_tokens":1e300,"output_tokens":1e308,"total_tokens":-1e300}}}
+            """#
+        )
+        guard case .completed(let response) = event else {
+            Issue.record("not completed: \(event)")
+            return
+        }
         #expect(response.usage == ResponseUsage(inputTokens: .max, outputTokens: .max, totalTokens: .min))
-        let noTotal = try decode(#"{"type":"response.completed","response":{"usage":{"input_tokens":1e300,"output_tokens":1e300}}}"#)
-        guard case .completed(let sum) = noTotal else { Issue.record("not completed"); return }
+        let noTotal = try decode(
+            #"{"type":"response.completed","response":{"usage":{"input_tokens":1e300,"output_tokens":1e300}}}"#
+        )
+        guard case .completed(let sum) = noTotal else {
+            Issue.record("not completed")
+            return
+        }
         #expect(sum.usage?.totalTokens != nil)
-        guard case .error(let status, _) = try decode(#"{"type":"error","status":1e300}"#) else { Issue.record("not an error"); return }
+        guard case .error(let status, _) = try decode(#"{"type":"error","status":1e300}"#) else {
+            Issue.record("not an error")
+            return
+        }
         #expect(status == .max)
     }
 
@@ -151,17 +185,27 @@ import LanyardCore
             _ = try decode("{not json")
             Issue.record("no error")
         } catch let error as ClientError {
-            #expect(error.localizedDescription.hasPrefix("server response could not be read: event 1 is not valid JSON"))
+            #expect(
+                error.localizedDescription.hasPrefix("server response could not be read: event 1 is not valid JSON")
+            )
         }
     }
 
     @Test func unknownEventTypesAreIgnored() throws {
-        guard case .ignored = try decode(#"{"type":"response.future_thing","x":1}"#) else { Issue.record("not ignored"); return }
+        guard case .ignored = try decode(#"{"type":"response.future_thing","x":1}"#) else {
+            Issue.record("not ignored")
+            return
+        }
     }
 
     @Test func errorEventsKeepTheirStatusAndBody() throws {
-        guard case .error(let status, let body) = try decode(#"{"type":"error","status":429,"error":{"type":"usage_limit_reached","plan_type":"plus"}}"#) else {
-            Issue.record("not an error event"); return
+        guard
+            case .error(let status, let body) = try decode(
+                #"{"type":"error","status":429,"error":{"type":"usage_limit_reached","plan_type":"plus"}}"#
+            )
+        else {
+            Issue.record("not an error event")
+            return
         }
         #expect(status == 429)
         #expect(try JSONValue.parse(body)["error"]?["plan_type"]?.string == "plus")

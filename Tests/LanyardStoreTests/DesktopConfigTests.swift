@@ -1,7 +1,7 @@
 import Foundation
-import Testing
 import LanyardCore
 import LanyardStore
+import Testing
 
 /// `[desktop] notify`: the percentages `lanyard tray` warns at.
 @Suite struct DesktopConfigTests {
@@ -20,11 +20,21 @@ import LanyardStore
 
     @Test func badValuesNameTheKeyAndLine() throws {
         let range = "expected off or percentages from 1 to 100 separated by commas (80, 95)"
-        for (value, detail) in [("0", range), ("101", range), ("80, x", range), ("80,,95", range), ("80.5", range), ("-5", range),
-                                ("95, 80", "expected percentages in ascending order without repeats (80, 95)"),
-                                ("80, 80", "expected percentages in ascending order without repeats (80, 95)")] {
-            #expect(throws: ConfigError.invalidValue(path: "config.ini", group: "desktop", key: "notify",
-                                                     detail: "\(detail), got \"\(value)\"", line: 3), "\(value)") {
+        for (value, detail) in [
+            ("0", range), ("101", range), ("80, x", range), ("80,,95", range), ("80.5", range), ("-5", range),
+            ("95, 80", "expected percentages in ascending order without repeats (80, 95)"),
+            ("80, 80", "expected percentages in ascending order without repeats (80, 95)"),
+        ] {
+            #expect(
+                throws: ConfigError.invalidValue(
+                    path: "config.ini",
+                    group: "desktop",
+                    key: "notify",
+                    detail: "\(detail), got \"\(value)\"",
+                    line: 3
+                ),
+                "\(value)"
+            ) {
                 try parse("[store]\n[desktop]\nnotify = \(value)\n")
             }
         }
@@ -32,7 +42,11 @@ import LanyardStore
 
     @Test func aMisspeltKeyOrGroupIsNamedWithTheRightOne() throws {
         let key = try parse("[desktop]\nnotfy = 80\n").warnings
-        #expect(key.count == 1 && key[0].contains("unknown key \"notfy\" in [desktop]") && key[0].contains("did you mean \"notify\"?"), "\(key)")
+        #expect(
+            key.count == 1 && key[0].contains("unknown key \"notfy\" in [desktop]")
+                && key[0].contains("did you mean \"notify\"?"),
+            "\(key)"
+        )
         let group = try parse("[dekstop]\nnotify = 80\n").warnings
         #expect(group.count == 1 && group[0].contains("did you mean [desktop]?"), "\(group)")
     }

@@ -1,15 +1,24 @@
 import Age
 import Foundation
+import LanyardCore
 import LanyardSupport
 import LanyardTestSupport
 import Testing
-import LanyardCore
+
 @testable import LanyardStore
 
 func sampleCredential(_ token: String, email: String = "a@example.com") -> Credential {
-    Credential(provider: "openai", tokens: TokenSet(accessToken: token, refreshToken: "rt-\(token)", idToken: nil,
-                                                    expiresAt: Date(timeIntervalSince1970: 1_800_000_000)),
-               lastRefresh: Date(timeIntervalSince1970: 1_799_990_000), account: AccountInfo(email: email, accountID: "acct"))
+    Credential(
+        provider: "openai",
+        tokens: TokenSet(
+            accessToken: token,
+            refreshToken: "rt-\(token)",
+            idToken: nil,
+            expiresAt: Date(timeIntervalSince1970: 1_800_000_000)
+        ),
+        lastRefresh: Date(timeIntervalSince1970: 1_799_990_000),
+        account: AccountInfo(email: email, accountID: "acct")
+    )
 }
 
 /// Every test gets its own data folder and its own kernel-keyring entry (named after the store path).
@@ -22,7 +31,8 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
 
     @Test func roundTripOverwriteDeleteList() throws {
         try store.initialize(passphrase: nil)
-        let work = try Slot("work"), home = try Slot("home")
+        let work = try Slot("work")
+        let home = try Slot("home")
         try store.put(sampleCredential("one"), for: work)
         try store.put(sampleCredential("two"), for: home)
         #expect(try store.get(work) == sampleCredential("one"))
@@ -39,7 +49,9 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
         try store.initialize(passphrase: nil)
         try store.put(sampleCredential("one"), for: try Slot("a"))
         #expect(fileMode(store.directory) == 0o700)
-        for file in [store.storePath, store.plainIdentityPath, store.storePath + ".prev"] { #expect(fileMode(file) == 0o600, "\(file)") }
+        for file in [store.storePath, store.plainIdentityPath, store.storePath + ".prev"] {
+            #expect(fileMode(file) == 0o600, "\(file)")
+        }
     }
 
     /// The unprotected identity file reads like one age-keygen writes: a `# public key: age1…`
@@ -47,10 +59,15 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
     @Test func theIdentityFileCommentsItsPublicKeyAsAgeKeygenDoes() throws {
         try store.initialize(passphrase: nil)
         let text = try String(contentsOfFile: store.plainIdentityPath, encoding: .utf8)
-        let comment = text.split(separator: "\n").first { $0.hasPrefix("# public key: ") }.map { String($0.dropFirst("# public key: ".count)) }
+        let comment = text.split(separator: "\n").first { $0.hasPrefix("# public key: ") }.map {
+            String($0.dropFirst("# public key: ".count))
+        }
         let (status, derived, _) = try runProcess("/usr/bin/age-keygen", ["-y", store.plainIdentityPath])
         #expect(status == 0)
-        #expect(comment != nil && comment == derived.trimmingCharacters(in: .whitespacesAndNewlines), "\(text.split(separator: "\n").first ?? "")")
+        #expect(
+            comment != nil && comment == derived.trimmingCharacters(in: .whitespacesAndNewlines),
+            "\(text.split(separator: "\n").first ?? "")"
+        )
         // age-keygen's own file carries the same comment.
         let own = temp.path + "/keygen.txt"
         #expect(try runProcess("/usr/bin/age-keygen", ["-o", own]).0 == 0)
@@ -62,7 +79,9 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
         let real = temp.path + "/elsewhere.age"
         try FileManager.default.moveItem(atPath: store.storePath, toPath: real)
         try FileManager.default.createSymbolicLink(atPath: store.storePath, withDestinationPath: real)
-        #expect(throws: StoreError.unsafePath(path: store.storePath, reason: "it is a symbolic link")) { try store.list() }
+        #expect(throws: StoreError.unsafePath(path: store.storePath, reason: "it is a symbolic link")) {
+            try store.list()
+        }
     }
 
     @Test func passphraseProtectedStoreLocksAndUnlocks() throws {
@@ -70,7 +89,9 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
         try store.put(sampleCredential("one"), for: try Slot("a"))
         #expect(store.lock())
         #expect(store.health().locked)
-        #expect(throws: StoreError.locked(backend: "encrypted file", hint: "run `lanyard store unlock`")) { try store.list() }
+        #expect(throws: StoreError.locked(backend: "encrypted file", hint: "run `lanyard store unlock`")) {
+            try store.list()
+        }
         let before = bytes(store.protectedIdentityPath)
         #expect(throws: StoreError.wrongPassphrase) { try store.unlock(passphrase: "wrong horse") }
         #expect(bytes(store.protectedIdentityPath) == before)
@@ -93,7 +114,10 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
         text.replaceSubrange(range, with: text[range].replacingOccurrences(of: " 10\n", with: " 40\n"))
         try Data(text.utf8).write(to: URL(fileURLWithPath: store.protectedIdentityPath))
         let error = #expect(throws: StoreError.self) { try store.unlock(passphrase: "pw") }
-        guard case .corrupt(_, let detail)? = error else { Issue.record("\(String(describing: error))"); return }
+        guard case .corrupt(_, let detail)? = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
         #expect(detail.contains("work factor"))
     }
 
@@ -105,7 +129,10 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
         let good = try #require(bytes(store.storePath))
         let text = String(decoding: good, as: UTF8.self)
         let macStart = try #require(text.range(of: "\n--- "))
-        let headerEnd = good.firstIndex(of: 0x0a, after: text.utf8.distance(from: text.startIndex, to: macStart.upperBound))!
+        let headerEnd = good.firstIndex(
+            of: 0x0a,
+            after: text.utf8.distance(from: text.startIndex, to: macStart.upperBound)
+        )!
         let cases: [(String, Data)] = [
             ("truncated", good.prefix(headerEnd + 11)),
             ("header", flip(good, at: 30)),
@@ -116,7 +143,10 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
         for (name, damaged) in cases {
             try damaged.write(to: URL(fileURLWithPath: store.storePath))
             let error = #expect(throws: StoreError.self, "\(name)") { try store.get(try Slot("a")) }
-            guard case .corrupt(let source, let detail)? = error else { Issue.record("\(name): \(String(describing: error))"); continue }
+            guard case .corrupt(let source, let detail)? = error else {
+                Issue.record("\(name): \(String(describing: error))")
+                continue
+            }
             #expect(source == store.storePath)
             details.insert(detail)
             #expect(throws: StoreError.self) { try store.put(sampleCredential("new"), for: try Slot("b")) }
@@ -134,7 +164,11 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
     @Test func theStockAgeToolOpensTheStore() throws {
         try store.initialize(passphrase: nil)
         try store.put(sampleCredential("interop"), for: try Slot("work"))
-        let (status, out, err) = try runProcess("/usr/bin/age", ["-d", "-i", store.plainIdentityPath, store.storePath], environment: environment)
+        let (status, out, err) = try runProcess(
+            "/usr/bin/age",
+            ["-d", "-i", store.plainIdentityPath, store.storePath],
+            environment: environment
+        )
         #expect(status == 0, "\(err)")
         let document = try StoreDocument.decode(Data(out.utf8), source: "age -d output")
         #expect(document.slots[try Slot("work")] == sampleCredential("interop"))
@@ -143,7 +177,8 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
     @Test func twoProcessesWritingDifferentSlotsLoseNothing() throws {
         try store.initialize(passphrase: nil)
         let tool = builtBinary("lanyard-test-tool")
-        let a = Process(), b = Process()
+        let a = Process()
+        let b = Process()
         for (p, prefix) in [(a, "a"), (b, "b")] {
             p.executableURL = URL(fileURLWithPath: tool)
             p.arguments = ["file-put", prefix, "200"]
@@ -188,10 +223,13 @@ func sampleCredential(_ token: String, email: String = "a@example.com") -> Crede
     }
 }
 
-private extension Data {
-    func firstIndex(of byte: UInt8, after offset: Int) -> Int? {
+extension Data {
+    fileprivate func firstIndex(of byte: UInt8, after offset: Int) -> Int? {
         var i = offset
-        while i < count { if self[startIndex + i] == byte { return i }; i += 1 }
+        while i < count {
+            if self[startIndex + i] == byte { return i }
+            i += 1
+        }
         return nil
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
-import LanyardSupport
-import Testing
 import LanyardCore
 import LanyardStore
+import LanyardSupport
+import Testing
 
 /// `events --follow` and the agent read what is appended to the event log through one cursor.
 @Suite struct EventLogCursorTests {
@@ -12,8 +12,12 @@ import LanyardStore
     @Test func anErrorEventStoresItsCodeAsTheRawString() throws {
         let dir = TempDirectory()
         let log = EventLog(paths: dir.paths)
-        log.appendError(.fleetWritePending, slot: try Slot("work"), message: "kept here",
-                        fields: ["attempt": .number(2)])
+        log.appendError(
+            .fleetWritePending,
+            slot: try Slot("work"),
+            message: "kept here",
+            fields: ["attempt": .number(2)]
+        )
         let line = try String(contentsOfFile: log.path, encoding: .utf8)
         #expect(line.contains(#""code":"fleet_write_pending""#), "\(line)")
         let event = try #require(log.read().first)

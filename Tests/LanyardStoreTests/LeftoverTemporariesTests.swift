@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import LanyardStore
+import Testing
 
 /// Temporaries that a write killed between creating and renaming them leaves in the data folder.
 @Suite struct LeftoverTemporariesTests {
@@ -13,19 +13,36 @@ import LanyardStore
 
     @Test func findsOnlyGLibTemporariesAndPreviousGenerationLinksOfGuardedFiles() throws {
         let dir = TempDirectory()
-        try make(dir, ["registry.json", "registry.json.lock", "registry.json.prev", "registry.json.Ab3xY9", "registry.json.prev.tmp",
-                       "store.age", "store.age.q1W2e3", "identity.txt.ZZZZZZ", "identity.age.000000",
-                       "registry.json.corrupt-20261201T101010Z", "registry.json.ab_cd!", "notes.txt.AAAAAA", "store.age.1234567"])
-        #expect(names(LeftoverTemporaries.find(dir.paths)) == [
-            "identity.age.000000", "identity.txt.ZZZZZZ", "registry.json.Ab3xY9", "registry.json.prev.tmp", "store.age.q1W2e3",
-        ])
-        #expect(names(LeftoverTemporaries.remove(dir.paths)) == [
-            "identity.age.000000", "identity.txt.ZZZZZZ", "registry.json.Ab3xY9", "registry.json.prev.tmp", "store.age.q1W2e3",
-        ])
+        try make(
+            dir,
+            [
+                "registry.json", "registry.json.lock", "registry.json.prev", "registry.json.Ab3xY9",
+                "registry.json.prev.tmp",
+                "store.age", "store.age.q1W2e3", "identity.txt.ZZZZZZ", "identity.age.000000",
+                "registry.json.corrupt-20261201T101010Z", "registry.json.ab_cd!", "notes.txt.AAAAAA",
+                "store.age.1234567",
+            ]
+        )
+        #expect(
+            names(LeftoverTemporaries.find(dir.paths)) == [
+                "identity.age.000000", "identity.txt.ZZZZZZ", "registry.json.Ab3xY9", "registry.json.prev.tmp",
+                "store.age.q1W2e3",
+            ]
+        )
+        #expect(
+            names(LeftoverTemporaries.remove(dir.paths)) == [
+                "identity.age.000000", "identity.txt.ZZZZZZ", "registry.json.Ab3xY9", "registry.json.prev.tmp",
+                "store.age.q1W2e3",
+            ]
+        )
         #expect(LeftoverTemporaries.find(dir.paths).isEmpty)
         let left = try FileManager.default.contentsOfDirectory(atPath: dir.paths.dataDirectory).sorted()
-        #expect(left == ["notes.txt.AAAAAA", "registry.json", "registry.json.ab_cd!", "registry.json.corrupt-20261201T101010Z",
-                         "registry.json.lock", "registry.json.prev", "store.age", "store.age.1234567", "store.age.lock"])
+        #expect(
+            left == [
+                "notes.txt.AAAAAA", "registry.json", "registry.json.ab_cd!", "registry.json.corrupt-20261201T101010Z",
+                "registry.json.lock", "registry.json.prev", "store.age", "store.age.1234567", "store.age.lock",
+            ]
+        )
     }
 
     /// A write holds its file's lock from before its temporary exists until after the rename: a

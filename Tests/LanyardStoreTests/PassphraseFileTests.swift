@@ -1,14 +1,16 @@
 import Foundation
-import Testing
 import LanyardCore
 import LanyardStore
+import Testing
 
 /// A passphrase from LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS is the first line without its
 /// ending, `\n` or `\r\n` (in a Swift `String` the two are one `Character`, which once kept the
 /// `\r\n`); spaces are part of it.
 @Suite struct PassphraseFileTests {
-    @Test(arguments: [("  pass phrase \n", "  pass phrase "), ("  pass phrase \r\n", "  pass phrase "), ("pass", "pass"),
-                      ("pass\r\nsecond\r\n", "pass"), ("\tpass\t\n\n", "\tpass\t"), ("pa\rss\n", "pa\rss")])
+    @Test(arguments: [
+        ("  pass phrase \n", "  pass phrase "), ("  pass phrase \r\n", "  pass phrase "), ("pass", "pass"),
+        ("pass\r\nsecond\r\n", "pass"), ("\tpass\t\n\n", "\tpass\t"), ("pa\rss\n", "pa\rss"),
+    ])
     func theFirstLineWithoutItsEnding(_ file: String, _ passphrase: String) throws {
         let temp = TempDirectory()
         let path = temp.path + "/passphrase"
@@ -36,8 +38,13 @@ import LanyardStore
         try "hunter2\n".write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, mode)
         let reader = PassphraseReader(environment: ["LANYARD_PASSPHRASE_FILE": path])
-        #expect(throws: StoreError.unsafePath(path: path, reason: "it holds a secret and its mode is 0\(String(mode, radix: 8)), so group "
-                                                + "or others can get at it; run `chmod 600 \(path)`")) {
+        #expect(
+            throws: StoreError.unsafePath(
+                path: path,
+                reason: "it holds a secret and its mode is 0\(String(mode, radix: 8)), so group "
+                    + "or others can get at it; run `chmod 600 \(path)`"
+            )
+        ) {
             try reader.read(prompt: "")
         }
         chmod(path, 0o600)
@@ -52,7 +59,8 @@ import LanyardStore
     /// secrets folders hand files over that way); the file's own mode is what counts.
     @Test func aLinkToAPrivateFileIsFollowed() throws {
         let temp = TempDirectory()
-        let target = temp.path + "/secret", link = temp.path + "/link"
+        let target = temp.path + "/secret"
+        let link = temp.path + "/link"
         try "pw\n".write(toFile: target, atomically: true, encoding: .utf8)
         chmod(target, 0o600)
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
@@ -70,7 +78,10 @@ import LanyardStore
         defer { close(ends[0]) }
         _ = "from a pipe\n".withCString { write(ends[1], $0, strlen($0)) }
         close(ends[1])
-        #expect(try PassphraseReader(environment: ["LANYARD_PASSPHRASE_FILE": "/dev/fd/\(ends[0])"]).read(prompt: "") == "from a pipe")
+        #expect(
+            try PassphraseReader(environment: ["LANYARD_PASSPHRASE_FILE": "/dev/fd/\(ends[0])"]).read(prompt: "")
+                == "from a pipe"
+        )
     }
 
     /// A wrong passphrase from the file names the file (not what it holds), whether a command
@@ -84,14 +95,26 @@ import LanyardStore
         _ = try plain.initialize(passphrase: "correct horse", workFactor: 10)
         plain.lock()
         let environment = ["LANYARD_PASSPHRASE_FILE": path]
-        let opened = CredentialStores.open(.file, config: LanyardConfig(), paths: temp.paths, interactive: false,
-                                           passphraseEnvironment: environment)
+        let opened = CredentialStores.open(
+            .file,
+            config: LanyardConfig(),
+            paths: temp.paths,
+            interactive: false,
+            passphraseEnvironment: environment
+        )
         let expected = StoreError.wrongPassphraseFrom(source: "LANYARD_PASSPHRASE_FILE \(path)")
         #expect(throws: expected) { try opened.list() }
         let reader = PassphraseReader(environment: environment)
-        #expect(throws: expected) { try reader.namingSource { try plain.unlock(passphrase: try reader.read(prompt: "")) } }
-        #expect(expected.errorDescription?.contains(path) == true && expected.errorDescription?.contains("wrong horse") == false)
+        #expect(throws: expected) {
+            try reader.namingSource { try plain.unlock(passphrase: try reader.read(prompt: "")) }
+        }
+        #expect(
+            expected.errorDescription?.contains(path) == true
+                && expected.errorDescription?.contains("wrong horse") == false
+        )
         // From the terminal there is nothing to name.
-        #expect(throws: StoreError.wrongPassphrase) { try PassphraseReader(environment: [:]).namingSource { try plain.unlock(passphrase: "x") } }
+        #expect(throws: StoreError.wrongPassphrase) {
+            try PassphraseReader(environment: [:]).namingSource { try plain.unlock(passphrase: "x") }
+        }
     }
 }

@@ -1,14 +1,15 @@
 import Foundation
-import LanyardSupport
-import Testing
 import LanyardCore
 import LanyardStore
+import LanyardSupport
+import Testing
 
 /// The registry is decoded one slot at a time (`decodeStreaming`), so the whole file is never
 /// one JSON tree. It must accept and reject exactly what the whole-document decode does, with the
 /// same error text, or a damaged registry would be reported (and moved aside) differently.
 @Suite struct RegistryStreamingTests {
-    static let record = #"{"account": {"email": "a@example.com", "plan": "pro"}, "backend": "file", "provider": "#
+    static let record =
+        #"{"account": {"email": "a@example.com", "plan": "pro"}, "backend": "file", "provider": "#
         + #""openai", "state": {"state": "signed-in", "expires_at": "2027-01-01T00:00:00Z"}}"#
 
     static let inputs: [String] = [
@@ -88,8 +89,12 @@ import LanyardStore
     @Test(arguments: inputs)
     func acceptsAndRejectsExactlyAsTheWholeDecode(_ text: String) {
         let data = Data(text.utf8)
-        let whole = Result { () throws(DecodeError) -> RegistryDocument in try RegistryDocument.decode(data, source: "registry.json") }
-        let streamed = Result { () throws(DecodeError) -> RegistryDocument in try RegistryDocument.decodeStreaming(data, source: "registry.json") }
+        let whole = Result { () throws(DecodeError) -> RegistryDocument in
+            try RegistryDocument.decode(data, source: "registry.json")
+        }
+        let streamed = Result { () throws(DecodeError) -> RegistryDocument in
+            try RegistryDocument.decodeStreaming(data, source: "registry.json")
+        }
         switch (whole, streamed) {
         case (.success(let a), .success(let b)): #expect(a == b)
         case (.failure(let a), .failure(let b)): #expect(a == b, "whole: \(a.detail) | streamed: \(b.detail)")
@@ -100,8 +105,12 @@ import LanyardStore
     @Test func aLargeRegistryRoundTrips() throws {
         var document = RegistryDocument()
         for n in 0..<2000 {
-            document.slots[try Slot("slot-\(n)")] = SlotRecord(provider: "openai", backend: .file,
-                                                                account: AccountInfo(email: "u\(n)@example.com"), state: .signedOut)
+            document.slots[try Slot("slot-\(n)")] = SlotRecord(
+                provider: "openai",
+                backend: .file,
+                account: AccountInfo(email: "u\(n)@example.com"),
+                state: .signedOut
+            )
         }
         document.active = try Slot("slot-7")
         let data = document.jsonData(pretty: true)

@@ -1,8 +1,8 @@
 import Foundation
-import LanyardSupport
-import Testing
 import LanyardCore
 import LanyardStore
+import LanyardSupport
+import Testing
 
 /// A file-store write and a registry change landing together (`Registry.transaction`), the batch
 /// writes of the stores (`putAll`), and what a transaction killed at each step leaves: the three
@@ -18,8 +18,12 @@ import LanyardStore
     func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     func record(_ name: String) -> SlotRecord {
-        SlotRecord(provider: "openai", backend: .file, account: AccountInfo(email: "\(name)@example.com", accountID: "acct-\(name)"),
-                   state: .signedIn(expiresAt: Date(timeIntervalSince1970: 1_800_000_000)))
+        SlotRecord(
+            provider: "openai",
+            backend: .file,
+            account: AccountInfo(email: "\(name)@example.com", accountID: "acct-\(name)"),
+            state: .signedIn(expiresAt: Date(timeIntervalSince1970: 1_800_000_000))
+        )
     }
 
     func batch(_ count: Int) throws -> [Slot: Credential] {
@@ -47,7 +51,8 @@ import LanyardStore
 
     @Test func aTransactionLandsTheStoreAndTheRegistryWithOneWriteEach() throws {
         let keep = try seeded()
-        let storeBefore = bytes(store.storePath), registryBefore = bytes(registry.path)
+        let storeBefore = bytes(store.storePath)
+        let registryBefore = bytes(registry.path)
         let batch = try batch(40)
         try registry.transaction { doc, transaction in
             let staged = try store.stage(batch, in: transaction)
@@ -67,7 +72,8 @@ import LanyardStore
 
     @Test func aTransactionThatThrowsLandsNothing() throws {
         try seeded()
-        let storeBefore = bytes(store.storePath), registryBefore = bytes(registry.path)
+        let storeBefore = bytes(store.storePath)
+        let registryBefore = bytes(registry.path)
         struct Refused: Error {}
         #expect(throws: Refused.self) {
             try registry.transaction { doc, transaction in
@@ -97,7 +103,8 @@ import LanyardStore
 
     @Test func killedBeforeTheStoreWasReplacedNothingHappened() throws {
         let keep = try seeded()
-        let storeBefore = bytes(store.storePath), registryBefore = bytes(registry.path)
+        let storeBefore = bytes(store.storePath)
+        let registryBefore = bytes(registry.path)
         // Killed between steps 2 and 3: both staged files, the store untouched.
         try stageRegistry(adding: [try Slot("s-0")])
         try Data("staged store".utf8).write(to: URL(fileURLWithPath: paths.incomingStoreFile))
@@ -143,7 +150,9 @@ import LanyardStore
         let old = try Slot("s-1")
         try store.put(sampleCredential("old"), for: old)
         store.failOnPut = 4  // the fourth put of the batch (s-3) fails
-        #expect(throws: StoreError.timedOut(backend: "test", operation: "put", seconds: 1)) { try store.putAll(try batch(5)) }
+        #expect(throws: StoreError.timedOut(backend: "test", operation: "put", seconds: 1)) {
+            try store.putAll(try batch(5))
+        }
         #expect(try store.list() == [old], "the slots added are removed again")
         #expect(try store.get(old).tokens.accessToken == "old", "the slot replaced has its credential back")
         store.failOnPut = nil

@@ -1,8 +1,8 @@
 import Foundation
-import LanyardSupport
-import Testing
 import LanyardCore
 import LanyardStore
+import LanyardSupport
+import Testing
 
 /// `RegistryView` answers "which slot is active" and "this slot's record" without decoding the
 /// other slots; it must always agree with the full decode, and fall back to it for any file that
@@ -10,10 +10,18 @@ import LanyardStore
 @Suite struct RegistryViewTests {
     let temp = TempDirectory()
 
-    func record(_ n: Int, state: AuthState = .signedIn(expiresAt: Date(timeIntervalSince1970: 1_800_000_000))) -> SlotRecord {
-        SlotRecord(provider: n % 2 == 0 ? "openai" : "github", backend: n % 3 == 0 ? .file : .secretService,
-                   account: AccountInfo(email: "user\(n)@example.com", accountID: "acct-\(n)", plan: Plan(rawValue: "pro")),
-                   state: state, lastRefresh: Date(timeIntervalSince1970: 1_799_000_000), lastErrorCode: n % 5 == 0 ? "boom" : nil)
+    func record(
+        _ n: Int,
+        state: AuthState = .signedIn(expiresAt: Date(timeIntervalSince1970: 1_800_000_000))
+    ) -> SlotRecord {
+        SlotRecord(
+            provider: n % 2 == 0 ? "openai" : "github",
+            backend: n % 3 == 0 ? .file : .secretService,
+            account: AccountInfo(email: "user\(n)@example.com", accountID: "acct-\(n)", plan: Plan(rawValue: "pro")),
+            state: state,
+            lastRefresh: Date(timeIntervalSince1970: 1_799_000_000),
+            lastErrorCode: n % 5 == 0 ? "boom" : nil
+        )
     }
 
     /// Names that are also the registry's own keys, or prefixes of each other.

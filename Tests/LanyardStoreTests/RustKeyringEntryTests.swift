@@ -4,10 +4,9 @@
 // keyring would fail the tests running beside this one).
 
 import Foundation
+import LanyardStore
 import LanyardTestSupport
 import Testing
-
-import LanyardStore
 
 @Suite("Another program's keyring entry")
 struct RustKeyringEntryTests {

@@ -9,13 +9,19 @@ import Testing
     /// A file as `store init --tpm` writes it (the blobs shaped like a sealed object's, not real).
     static func sample(pin: Bool = false, recovery: Int = 1) -> SealedIdentityFile {
         let attributes: [UInt8] = pin ? [0x00, 0x00, 0x00, 0x52] : [0x00, 0x00, 0x04, 0x52]
-        let publicArea: [UInt8] = [0x00, 0x08, 0x00, 0x0B] + attributes + [0x00, 0x00, 0x00, 0x10, 0x00, 0x20] + [UInt8](repeating: 0xAB, count: 32)
+        let publicArea: [UInt8] =
+            [0x00, 0x08, 0x00, 0x0B] + attributes + [0x00, 0x00, 0x00, 0x10, 0x00, 0x20]
+            + [UInt8](repeating: 0xAB, count: 32)
         let publicBlob = [UInt8(publicArea.count >> 8), UInt8(publicArea.count & 0xFF)] + publicArea
         let privateBlob: [UInt8] = [0x00, 0x10] + [UInt8](repeating: 0x42, count: 16)
-        return SealedIdentityFile(recipient: X25519Identity.generate().recipient.string,
-                                  storageKeyName: [0x00, 0x0B] + [UInt8](repeating: 0x11, count: 32), pin: pin,
-                                  recoveryRecipients: (0..<recovery).map { _ in X25519Identity.generate().recipient.string },
-                                  publicBlob: publicBlob, privateBlob: privateBlob)
+        return SealedIdentityFile(
+            recipient: X25519Identity.generate().recipient.string,
+            storageKeyName: [0x00, 0x0B] + [UInt8](repeating: 0x11, count: 32),
+            pin: pin,
+            recoveryRecipients: (0..<recovery).map { _ in X25519Identity.generate().recipient.string },
+            publicBlob: publicBlob,
+            privateBlob: privateBlob
+        )
     }
 
     @Test(arguments: [(false, 0), (false, 1), (true, 3)])
@@ -42,7 +48,11 @@ import Testing
             ("version", { $0[1] = "lanyard-tpm-identity v2" }, 2, "expected \"lanyard-tpm-identity v1\""),
             ("recipient", { $0[2] = "recipient age1notakey" }, 3, "not an age X25519 recipient"),
             ("storage key", { $0[3] = "storage-key 0004" + String(repeating: "11", count: 32) }, 4, "SHA-256 TPM name"),
-            ("uppercase hex", { $0[3] = $0[3].uppercased().replacingOccurrences(of: "STORAGE-KEY", with: "storage-key") }, 4, "not lowercase hex"),
+            (
+                "uppercase hex",
+                { $0[3] = $0[3].uppercased().replacingOccurrences(of: "STORAGE-KEY", with: "storage-key") }, 4,
+                "not lowercase hex"
+            ),
             ("pin", { $0[4] = "pin maybe" }, 5, "expected yes or no"),
             ("pin and noDA disagree", { $0[4] = "pin yes" }, 7, "noDA"),
             ("public size", { $0[6] = "public 0030" + $0[6].dropFirst("public 002e".count) }, 7, "size field"),
@@ -54,10 +64,15 @@ import Testing
         ]
         for (name, change, line, problem) in cases {
             let error = decoding(change)
-            #expect(error?.line == line && error?.problem.contains(problem) == true, "\(name): \(String(describing: error))")
+            #expect(
+                error?.line == line && error?.problem.contains(problem) == true,
+                "\(name): \(String(describing: error))"
+            )
         }
         #expect(throws: SealedIdentityFileError.self) { try SealedIdentityFile.decode(Data(good.dropLast().utf8)) }
         #expect(throws: SealedIdentityFileError.self) { try SealedIdentityFile.decode(Data()) }
-        #expect(throws: SealedIdentityFileError.self) { try SealedIdentityFile.decode(Data(good.replacingOccurrences(of: "\n", with: "\r\n").utf8)) }
+        #expect(throws: SealedIdentityFileError.self) {
+            try SealedIdentityFile.decode(Data(good.replacingOccurrences(of: "\n", with: "\r\n").utf8))
+        }
     }
 }

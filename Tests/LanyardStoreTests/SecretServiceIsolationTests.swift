@@ -6,10 +6,9 @@
 
 import Foundation
 import LanyardCore
+import LanyardStore
 import LanyardTestSupport
 import Testing
-
-import LanyardStore
 
 @Suite("Secret Service without a usable keyring")
 struct SecretServiceIsolationTests {
@@ -37,14 +36,20 @@ struct SecretServiceIsolationTests {
         try expectChildPassesOnPrivateKeyring("killedDaemon", scratch: "killed")
     }
 
-    @Test("the keyring's collection deleted under Lanyard: .unavailable within the timeout, no new collection, no prompt")
+    @Test(
+        "the keyring's collection deleted under Lanyard: .unavailable within the timeout, no new collection, no prompt"
+    )
     func deletedCollection() throws {
         try expectChildPassesOnPrivateKeyring("deletedCollection", scratch: "deleted")
     }
 }
 
 /// Runs child test `name` on a private bus where it starts gnome-keyring daemons of its own.
-func expectChildPassesOnPrivateKeyring(_ name: String, scratch prefix: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+func expectChildPassesOnPrivateKeyring(
+    _ name: String,
+    scratch prefix: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
     let scratch = try ScratchDirectory(prefix)
     let bus = try PrivateSessionBus(folder: try scratch.subdirectory("bus"))
     var env = try isolatedEnvironment(in: scratch)
@@ -55,13 +60,19 @@ func expectChildPassesOnPrivateKeyring(_ name: String, scratch prefix: String, s
 }
 
 /// Runs child test `name` with `env` and expects it to pass.
-func expectChildPasses(_ name: String, _ env: [String: String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+func expectChildPasses(
+    _ name: String,
+    _ env: [String: String],
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
     let result = try runChildTest(name, environment: env)
     // The child's own measurements, for the log.
     for line in result.text.split(separator: "\n") where line.hasPrefix("child:") { print(line) }
-    #expect(result.status == 0 && result.text.contains(childDoneMarker(name)),
-            "child test \(name) failed (status \(result.status)):\n\(result.text)\n\(result.stderr)",
-            sourceLocation: sourceLocation)
+    #expect(
+        result.status == 0 && result.text.contains(childDoneMarker(name)),
+        "child test \(name) failed (status \(result.status)):\n\(result.text)\n\(result.stderr)",
+        sourceLocation: sourceLocation
+    )
 }
 
 /// Which child test this process runs (set only by runChildTest).
@@ -74,8 +85,11 @@ struct SecretServiceChildTests {
     static let hintWords = "backend = file"
 
     /// Every operation of `store` fails with `.unavailable` in under `limit` seconds.
-    private func expectUnavailable(_ store: SecretServiceStore, under limit: TimeInterval,
-                                   sourceLocation: SourceLocation = #_sourceLocation) throws {
+    private func expectUnavailable(
+        _ store: SecretServiceStore,
+        under limit: TimeInterval,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let slot = try Slot("work")
         let calls: [(String, () throws -> Void)] = [
             ("get", { _ = try store.get(slot) }),
@@ -85,11 +99,20 @@ struct SecretServiceChildTests {
         ]
         for (name, call) in calls {
             let (error, seconds) = storeError(call, sourceLocation: sourceLocation)
-            #expect(error?.isUnavailable == true, "\(name): \(String(describing: error))", sourceLocation: sourceLocation)
+            #expect(
+                error?.isUnavailable == true,
+                "\(name): \(String(describing: error))",
+                sourceLocation: sourceLocation
+            )
             #expect(seconds < limit, "\(name) took \(seconds) s", sourceLocation: sourceLocation)
-            #expect(error?.hint.contains(Self.hintWords) == true, "\(name): hint \(error?.hint ?? "")",
-                    sourceLocation: sourceLocation)
-            print("child: \(name) -> \(error.map { String(describing: $0) } ?? "no error") in \(Int(seconds * 1000)) ms")
+            #expect(
+                error?.hint.contains(Self.hintWords) == true,
+                "\(name): hint \(error?.hint ?? "")",
+                sourceLocation: sourceLocation
+            )
+            print(
+                "child: \(name) -> \(error.map { String(describing: $0) } ?? "no error") in \(Int(seconds * 1000)) ms"
+            )
         }
         let (health, seconds) = timed { store.health() }
         #expect(!health.reachable && health.problem?.contains(Self.hintWords) == true, sourceLocation: sourceLocation)
@@ -144,24 +167,42 @@ struct SecretServiceChildTests {
         let slot = try Slot("work")
         try store.put(sampleCredential("w"), for: slot)
         let collection = try #require(store.health().location)
-        let deleted = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", collection,
-                                            "--method", "org.freedesktop.Secret.Collection.Delete"], environment: env)
+        let deleted = try runTool(
+            "gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", collection,
+                "--method", "org.freedesktop.Secret.Collection.Delete",
+            ],
+            environment: env
+        )
         try #require(deleted.status == 0, "Delete: \(deleted.stderr)")
         // Every call says the collection is gone (not "no credential": the slot is not signed
         // out, its keyring changed), in time, and put makes no collection of its own.
-        for (name, call) in [("get", { _ = try store.get(slot) }), ("put", { try store.put(sampleCredential("x"), for: slot) }),
-                             ("list", { _ = try store.list() })] as [(String, () throws -> Void)] {
+        for (name, call) in [
+            ("get", { _ = try store.get(slot) }), ("put", { try store.put(sampleCredential("x"), for: slot) }),
+            ("list", { _ = try store.list() }),
+        ] as [(String, () throws -> Void)] {
             let (error, seconds) = storeError(call)
-            #expect(error?.isUnavailable == true && error?.hint.contains("no collection") == true, "\(name): \(String(describing: error))")
+            #expect(
+                error?.isUnavailable == true && error?.hint.contains("no collection") == true,
+                "\(name): \(String(describing: error))"
+            )
             #expect(seconds < timeout, "\(name) took \(seconds) s")
-            print("child: \(name) after the collection was deleted -> "
-                + "\(error.map { String(describing: $0) } ?? "no error") in \(Int(seconds * 1000)) ms")
+            print(
+                "child: \(name) after the collection was deleted -> "
+                    + "\(error.map { String(describing: $0) } ?? "no error") in \(Int(seconds * 1000)) ms"
+            )
         }
         let health = store.health()
         #expect(health.reachable && health.problem?.contains("no collection") == true, "\(health)")
-        let collections = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-                                                "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Service", "Collections"],
-                                      environment: env)
+        let collections = try runTool(
+            "gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Service", "Collections",
+            ],
+            environment: env
+        )
         #expect(!collections.text.contains(collection), "no collection was made again: \(collections.text)")
         print(childDoneMarker("deletedCollection"))
     }

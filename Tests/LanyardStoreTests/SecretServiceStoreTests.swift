@@ -106,7 +106,12 @@ struct SecretServiceStoreTests {
             #expect(try SecretTool.search(slot: slot).count == 1)
             try store.delete(slot)
         }
-        try SecretTool.store(slot: slot, provider: "openai", accountID: "acct-h", secret: sampleCredential("made-elsewhere", accountID: "acct-h").jsonData())
+        try SecretTool.store(
+            slot: slot,
+            provider: "openai",
+            accountID: "acct-h",
+            secret: sampleCredential("made-elsewhere", accountID: "acct-h").jsonData()
+        )
         let (_, seconds) = try timed { try store.put(sampleCredential("updated", accountID: "acct-h"), for: slot) }
         #expect(seconds < store.timeout)
         #expect(try store.get(slot) == sampleCredential("updated", accountID: "acct-h"))
@@ -114,8 +119,10 @@ struct SecretServiceStoreTests {
         #expect(try store.list().contains(slot))
     }
 
-    @Test("a secret that is not a credential document is reported corrupt and left alone",
-          arguments: [Data("{not json".utf8), Data(#"{"version":1,"provider":"openai"}"#.utf8)])
+    @Test(
+        "a secret that is not a credential document is reported corrupt and left alone",
+        arguments: [Data("{not json".utf8), Data(#"{"version":1,"provider":"openai"}"#.utf8)]
+    )
     func corruptSecret(secret: Data) throws {
         try requireTestKeyring()
         let slot = uniqueSlot("corrupt")
@@ -142,7 +149,12 @@ struct SecretServiceStoreTests {
         defer { try? store.delete(slot) }
         try store.put(sampleCredential("one", accountID: "acct-1"), for: slot)
         // Different attributes, so gnome-keyring keeps both items.
-        try SecretTool.store(slot: slot, provider: "other", accountID: "acct-2", secret: sampleCredential("two").jsonData())
+        try SecretTool.store(
+            slot: slot,
+            provider: "other",
+            accountID: "acct-2",
+            secret: sampleCredential("two").jsonData()
+        )
         #expect(try SecretTool.search(slot: slot).count == 2)
         #expect(try store.list().filter { $0 == slot }.count == 1)
 
@@ -203,21 +215,30 @@ struct SecretServiceStoreTests {
     func health() throws {
         try requireTestKeyring()
         let login = store.health()
-        #expect(login.reachable && !login.locked && login.persistent && login.location == loginCollection && login.problem == nil)
+        #expect(
+            login.reachable && !login.locked && login.persistent && login.location == loginCollection
+                && login.problem == nil
+        )
         #expect(login.provider == testKeyringProviderName)
         #expect(login.notes?.isEmpty == false)
         let session = SecretServiceStore(timeout: 5, collection: "session").health()
         if testKeyringIsKeePassXC || testKeyringIsKWallet {
             // One collection per open database (KeePassXC) or per wallet (KWallet), and no session
             // collection.
-            #expect(session.reachable && session.location == nil && session.problem?.contains("session") == true, "\(session)")
+            #expect(
+                session.reachable && session.location == nil && session.problem?.contains("session") == true,
+                "\(session)"
+            )
         } else {
             #expect(session.reachable && !session.persistent)
             #expect(session.location == "/org/freedesktop/secrets/collection/session")
         }
         for spec in ["no-such-alias", "/org/freedesktop/secrets/collection/nope"] {
             let missing = SecretServiceStore(timeout: 5, collection: spec).health()
-            #expect(missing.reachable && missing.location == nil && missing.problem?.contains(spec) == true, "\(missing)")
+            #expect(
+                missing.reachable && missing.location == nil && missing.problem?.contains(spec) == true,
+                "\(missing)"
+            )
         }
     }
 
@@ -231,8 +252,10 @@ struct SecretServiceStoreTests {
             // KeePassXC and KWallet have no session collection to move from: the put is refused,
             // nothing is written, and the hint says how to make a collection in this provider.
             let (error, _) = storeError { try sessionStore.put(sampleCredential("in-session"), for: slot) }
-            #expect(error?.isUnavailable == true && error?.hint.contains(testKeyringProviderName) == true,
-                    "\(String(describing: error))")
+            #expect(
+                error?.isUnavailable == true && error?.hint.contains(testKeyringProviderName) == true,
+                "\(String(describing: error))"
+            )
             #expect(try SecretTool.search(slot: slot).isEmpty)
         } else {
             try sessionStore.put(sampleCredential("in-session"), for: slot)
@@ -307,7 +330,10 @@ struct SecretServiceStoreTests {
         let result = try runChildTest("latency", environment: env)
         let report = result.text.split(separator: "\n").filter { $0.hasPrefix("latency:") }
         print(report.joined(separator: "\n"))
-        #expect(result.status == 0 && result.text.contains(childDoneMarker("latency")), "\(result.text)\n\(result.stderr)")
+        #expect(
+            result.status == 0 && result.text.contains(childDoneMarker("latency")),
+            "\(result.text)\n\(result.stderr)"
+        )
     }
 }
 
@@ -348,16 +374,23 @@ struct SecretServiceLayoutTests {
         #expect(SecretServiceStore.label(slot: slot, email: "alice@example.com") == "Lanyard: work (alice@example.com)")
         #expect(SecretServiceStore.label(slot: slot, email: nil) == "Lanyard: work")
         #expect(SecretServiceStore.label(slot: slot, email: "") == "Lanyard: work")
-        #expect(SecretServiceStore.attributes(slot: slot, credential: sampleCredential("a", accountID: nil))
-            == ["slot": "work", "provider": "openai", "account-id": ""])
+        #expect(
+            SecretServiceStore.attributes(slot: slot, credential: sampleCredential("a", accountID: nil))
+                == ["slot": "work", "provider": "openai", "account-id": ""]
+        )
         #expect(SecretServiceStore.schemaName == "dev.lanyard.Credential")
         #expect(LanyardSchema.name == SecretServiceStore.schemaName)
-        #expect(LanyardSchema.attributeNames == Set(SecretServiceStore.attributes(slot: slot, credential: sampleCredential("a")).keys))
+        #expect(
+            LanyardSchema.attributeNames
+                == Set(SecretServiceStore.attributes(slot: slot, credential: sampleCredential("a")).keys)
+        )
     }
 
     @Test func collectionOfItem() {
-        #expect(SecretServiceStore.collectionPath(of: "/org/freedesktop/secrets/collection/login/7")
-            == "/org/freedesktop/secrets/collection/login")
+        #expect(
+            SecretServiceStore.collectionPath(of: "/org/freedesktop/secrets/collection/login/7")
+                == "/org/freedesktop/secrets/collection/login"
+        )
     }
 
     @Test("the bus check never lets GIO autolaunch a bus")
@@ -387,42 +420,42 @@ struct SecretServiceLayoutTests {
 /// A locked collection gives `.locked` within the timeout for every call and changes nothing;
 /// unlocked again, everything is as it was. Locks and unlocks the session's login collection.
 func lockedCollectionChangesNothing(_ store: SecretServiceStore) throws {
-        let slot = uniqueSlot("locked")
-        let original = sampleCredential("before-lock")
-        try store.put(original, for: slot)
-        defer { try? store.delete(slot) }
+    let slot = uniqueSlot("locked")
+    let original = sampleCredential("before-lock")
+    try store.put(original, for: slot)
+    defer { try? store.delete(slot) }
 
-        try TestKeyring.lockLogin()
-        var unlocked = false
-        defer { if !unlocked { try? TestKeyring.unlockLogin() } }
-        #expect(try TestKeyring.isLoginLocked())
+    try TestKeyring.lockLogin()
+    var unlocked = false
+    defer { if !unlocked { try? TestKeyring.unlockLogin() } }
+    #expect(try TestKeyring.isLoginLocked())
 
-        let other = uniqueSlot("locked-new")
-        let calls: [(String, () throws -> Void)] = [
-            ("get", { _ = try store.get(slot) }),
-            ("get missing", { _ = try store.get(other) }),
-            ("put", { try store.put(sampleCredential("during-lock"), for: slot) }),
-            ("put new slot", { try store.put(sampleCredential("during-lock"), for: other) }),
-            ("list", { _ = try store.list() }),
-            ("delete", { try store.delete(slot) }),
-        ]
-        for (name, call) in calls {
-            let (error, seconds) = storeError(call)
-            #expect(error?.isLocked == true, "\(name): \(String(describing: error))")
-            #expect(seconds < store.timeout, "\(name) took \(seconds) s")
-            #expect(error?.hint.contains(loginCollection) == true)
-        }
-        let health = store.health()
-        #expect(health.reachable && health.locked)
-
-        try TestKeyring.unlockLogin()
-        unlocked = true
-        #expect(try !TestKeyring.isLoginLocked())
-        #expect(try store.get(slot) == original)
-        #expect(try SecretTool.search(slot: slot).count == 1)
-        #expect(try SecretTool.search(slot: other).isEmpty)
-        try store.put(sampleCredential("after-lock"), for: slot)
-        #expect(try store.get(slot) == sampleCredential("after-lock"))
-        #expect(try store.list().contains(slot))
-        #expect(!store.health().locked)
+    let other = uniqueSlot("locked-new")
+    let calls: [(String, () throws -> Void)] = [
+        ("get", { _ = try store.get(slot) }),
+        ("get missing", { _ = try store.get(other) }),
+        ("put", { try store.put(sampleCredential("during-lock"), for: slot) }),
+        ("put new slot", { try store.put(sampleCredential("during-lock"), for: other) }),
+        ("list", { _ = try store.list() }),
+        ("delete", { try store.delete(slot) }),
+    ]
+    for (name, call) in calls {
+        let (error, seconds) = storeError(call)
+        #expect(error?.isLocked == true, "\(name): \(String(describing: error))")
+        #expect(seconds < store.timeout, "\(name) took \(seconds) s")
+        #expect(error?.hint.contains(loginCollection) == true)
     }
+    let health = store.health()
+    #expect(health.reachable && health.locked)
+
+    try TestKeyring.unlockLogin()
+    unlocked = true
+    #expect(try !TestKeyring.isLoginLocked())
+    #expect(try store.get(slot) == original)
+    #expect(try SecretTool.search(slot: slot).count == 1)
+    #expect(try SecretTool.search(slot: other).isEmpty)
+    try store.put(sampleCredential("after-lock"), for: slot)
+    #expect(try store.get(slot) == sampleCredential("after-lock"))
+    #expect(try store.list().contains(slot))
+    #expect(!store.health().locked)
+}

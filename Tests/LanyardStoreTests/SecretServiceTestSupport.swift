@@ -4,10 +4,9 @@
 
 import Foundation
 import LanyardCore
+import LanyardStore
 import LanyardTestSupport
 import Testing
-
-import LanyardStore
 
 enum KeyringTestError: Error, CustomStringConvertible {
     case tool(String)
@@ -20,8 +19,9 @@ enum KeyringTestError: Error, CustomStringConvertible {
 
 /// The collection the test keyring stores into: gnome-keyring's `login`, or the one KeePassXC
 /// serves for its open database (scripts/with-keepassxc.sh says which).
-let loginCollection = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_COLLECTION"] ?? "/org/freedesktop/secrets/collection/login"
-
+let loginCollection =
+    ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_COLLECTION"]
+    ?? "/org/freedesktop/secrets/collection/login"
 
 /// A slot name no other test uses.
 func uniqueSlot(_ prefix: String) -> Slot {
@@ -31,13 +31,23 @@ func uniqueSlot(_ prefix: String) -> Slot {
 }
 
 /// A credential whose tokens carry `marker`, so tests can tell versions apart.
-func sampleCredential(_ marker: String, provider: String = "openai", accountID: String? = "acct-1",
-                      email: String? = "alice@example.com") -> Credential {
-    Credential(provider: provider,
-               tokens: TokenSet(accessToken: "access-\(marker)", refreshToken: "refresh-\(marker)",
-                                idToken: "id-\(marker)", expiresAt: Date(timeIntervalSince1970: 1_900_000_000)),
-               lastRefresh: Date(timeIntervalSince1970: 1_800_000_000),
-               account: AccountInfo(email: email, userID: "user-1", accountID: accountID, plan: Plan(rawValue: "pro")))
+func sampleCredential(
+    _ marker: String,
+    provider: String = "openai",
+    accountID: String? = "acct-1",
+    email: String? = "alice@example.com"
+) -> Credential {
+    Credential(
+        provider: provider,
+        tokens: TokenSet(
+            accessToken: "access-\(marker)",
+            refreshToken: "refresh-\(marker)",
+            idToken: "id-\(marker)",
+            expiresAt: Date(timeIntervalSince1970: 1_900_000_000)
+        ),
+        lastRefresh: Date(timeIntervalSince1970: 1_800_000_000),
+        account: AccountInfo(email: email, userID: "user-1", accountID: accountID, plan: Plan(rawValue: "pro"))
+    )
 }
 
 /// Seconds taken by `body`.
@@ -48,7 +58,10 @@ func timed<T>(_ body: () throws -> T) rethrows -> (T, TimeInterval) {
 }
 
 /// The StoreError thrown by `body`, or nil (recorded as an issue) when it threw nothing or something else.
-func storeError<T>(_ body: () throws -> T, sourceLocation: SourceLocation = #_sourceLocation) -> (StoreError?, TimeInterval) {
+func storeError<T>(
+    _ body: () throws -> T,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> (StoreError?, TimeInterval) {
     let start = DispatchTime.now()
     let error: StoreError?
     do {
@@ -65,10 +78,22 @@ func storeError<T>(_ body: () throws -> T, sourceLocation: SourceLocation = #_so
 }
 
 extension StoreError {
-    var isLocked: Bool { if case .locked = self { return true }; return false }
-    var isUnavailable: Bool { if case .unavailable = self { return true }; return false }
-    var isTimedOut: Bool { if case .timedOut = self { return true }; return false }
-    var isNotFound: Bool { if case .notFound = self { return true }; return false }
+    var isLocked: Bool {
+        if case .locked = self { return true }
+        return false
+    }
+    var isUnavailable: Bool {
+        if case .unavailable = self { return true }
+        return false
+    }
+    var isTimedOut: Bool {
+        if case .timedOut = self { return true }
+        return false
+    }
+    var isNotFound: Bool {
+        if case .notFound = self { return true }
+        return false
+    }
     var hint: String {
         switch self {
         case .unavailable(_, let hint, _), .locked(_, let hint): return hint
@@ -89,20 +114,28 @@ struct ToolResult {
 /// Runs a program (looked up in PATH unless absolute), feeding `stdin` (secrets go there, never
 /// into argv), and waits for it.
 @discardableResult
-func runTool(_ program: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil,
-             timeout: TimeInterval = 30) throws -> ToolResult {
+func runTool(
+    _ program: String,
+    _ arguments: [String],
+    stdin: Data? = nil,
+    environment: [String: String]? = nil,
+    timeout: TimeInterval = 30
+) throws -> ToolResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: program.hasPrefix("/") ? program : "/usr/bin/env")
     process.arguments = program.hasPrefix("/") ? arguments : [program] + arguments
     if let environment { process.environment = environment }
-    let output = Pipe(), errors = Pipe(), input = Pipe()
+    let output = Pipe()
+    let errors = Pipe()
+    let input = Pipe()
     process.standardOutput = output
     process.standardError = errors
     process.standardInput = input
     try process.run()
     // Read both pipes on their own threads so a chatty child cannot fill one and block.
     let group = DispatchGroup()
-    nonisolated(unsafe) var out = Data(), err = Data()
+    nonisolated(unsafe) var out = Data()
+    nonisolated(unsafe) var err = Data()
     DispatchQueue.global().async(group: group) { out = output.fileHandleForReading.readDataToEndOfFile() }
     DispatchQueue.global().async(group: group) { err = errors.fileHandleForReading.readDataToEndOfFile() }
     if let stdin { input.fileHandleForWriting.write(stdin) }
@@ -119,11 +152,19 @@ enum SecretTool {
     /// `secret-tool search --all` output for the slot, one dictionary per item
     /// (`label`, `secret`, `schema`, `attribute.slot`, …).
     static func search(slot: Slot) throws -> [[String: String]] {
-        let result = try runTool("secret-tool", ["search", "--all", "xdg:schema", SecretServiceStore.schemaName,
-                                                 "slot", slot.name])
+        let result = try runTool(
+            "secret-tool",
+            [
+                "search", "--all", "xdg:schema", SecretServiceStore.schemaName,
+                "slot", slot.name,
+            ]
+        )
         var items: [[String: String]] = []
         for line in result.text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("[") { items.append([:]); continue }
+            if line.hasPrefix("[") {
+                items.append([:])
+                continue
+            }
             guard let eq = line.range(of: " = "), !items.isEmpty else { continue }
             items[items.count - 1][String(line[..<eq.lowerBound])] = String(line[eq.upperBound...])
         }
@@ -141,15 +182,24 @@ enum SecretTool {
 
     /// The raw secret `secret-tool lookup` prints, or nil when it finds nothing.
     static func lookup(slot: Slot) throws -> Data? {
-        let result = try runTool("secret-tool", ["lookup", "xdg:schema", SecretServiceStore.schemaName, "slot", slot.name])
+        let result = try runTool(
+            "secret-tool",
+            ["lookup", "xdg:schema", SecretServiceStore.schemaName, "slot", slot.name]
+        )
         return result.status == 0 ? result.stdout : nil
     }
 
     /// Stores `secret` (from stdin) under the Lanyard attributes, as another program would.
-    static func store(slot: Slot, provider: String, accountID: String, secret: Data, label: String = "hand-made") throws {
-        let result = try runTool("secret-tool", ["store", "--label", label, "xdg:schema", SecretServiceStore.schemaName,
-                                                 "slot", slot.name, "provider", provider, "account-id", accountID],
-                                 stdin: secret)
+    static func store(slot: Slot, provider: String, accountID: String, secret: Data, label: String = "hand-made") throws
+    {
+        let result = try runTool(
+            "secret-tool",
+            [
+                "store", "--label", label, "xdg:schema", SecretServiceStore.schemaName,
+                "slot", slot.name, "provider", provider, "account-id", accountID,
+            ],
+            stdin: secret
+        )
         guard result.status == 0 else { throw KeyringTestError.tool("secret-tool store failed: \(result.stderr)") }
     }
 }
@@ -158,18 +208,28 @@ enum SecretTool {
 
 enum TestKeyring {
     /// Locks the login collection with the Secret Service's own Lock call over gdbus
-/// (`secret-tool lock` crashes in Debian 12's version).
+    /// (`secret-tool lock` crashes in Debian 12's version).
     /// KeePassXC answers Lock with a prompt that does the locking when it is run (no dialog);
     /// KWallet closes the wallet at once (no prompt).
     static func lockLogin() throws {
-        let result = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets",
-                                           "--object-path", "/org/freedesktop/secrets",
-                                           "--method", "org.freedesktop.Secret.Service.Lock", "['\(loginCollection)']"])
+        let result = try runTool(
+            "gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets",
+                "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.Lock", "['\(loginCollection)']",
+            ]
+        )
         guard result.status == 0 else { throw KeyringTestError.tool("lock failed: \(result.stderr)") }
         // The reply is `([locked paths], prompt)`; "/" means no prompt.
         if let prompt = result.text.split(separator: "'").map(String.init).last(where: { $0.contains("/prompt/") }) {
-            let run = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", prompt,
-                                            "--method", "org.freedesktop.Secret.Prompt.Prompt", ""])
+            let run = try runTool(
+                "gdbus",
+                [
+                    "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", prompt,
+                    "--method", "org.freedesktop.Secret.Prompt.Prompt", "",
+                ]
+            )
             guard run.status == 0 else { throw KeyringTestError.tool("running the lock prompt failed: \(run.stderr)") }
             // The prompt completes asynchronously: wait (bounded) for the collection to say so.
             let deadline = Date() + 5
@@ -213,8 +273,11 @@ enum TestKeyring {
             dbus.Interface(window, 'org.keepassxc.KeePassXC.MainWindow').openDatabase(sys.argv[1], pw, signature='ss')
             """
         let environment = ProcessInfo.processInfo.environment
-        let result = try runTool("/usr/bin/python3", ["-c", script, environment["LANYARD_TEST_KEEPASSXC_DB"] ?? ""],
-                                 stdin: Data((environment["LANYARD_TEST_KEYRING_PASSWORD"] ?? "").utf8))
+        let result = try runTool(
+            "/usr/bin/python3",
+            ["-c", script, environment["LANYARD_TEST_KEEPASSXC_DB"] ?? ""],
+            stdin: Data((environment["LANYARD_TEST_KEYRING_PASSWORD"] ?? "").utf8)
+        )
         guard result.status == 0 else { throw KeyringTestError.tool("unlock failed: \(result.stderr)") }
         let deadline = Date() + 5
         while try isLoginLocked() {
@@ -231,16 +294,24 @@ enum TestKeyring {
         let environment = ProcessInfo.processInfo.environment
         let helper = try #require(environment["LANYARD_TEST_KWALLET_OPEN"], "run under scripts/with-kwallet.sh")
         let wallet = try #require(environment["LANYARD_TEST_KWALLET_WALLET"], "run under scripts/with-kwallet.sh")
-        let result = try runTool("/usr/bin/python3", [helper, wallet, loginCollection],
-                                 stdin: Data((environment["LANYARD_TEST_KEYRING_PASSWORD"] ?? "").utf8))
+        let result = try runTool(
+            "/usr/bin/python3",
+            [helper, wallet, loginCollection],
+            stdin: Data((environment["LANYARD_TEST_KEYRING_PASSWORD"] ?? "").utf8)
+        )
         guard result.status == 0 else { throw KeyringTestError.tool("unlock failed: \(result.stderr)") }
     }
 
     static func isLoginLocked() throws -> Bool {
-        let result = try runTool("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets",
-                                           "--object-path", loginCollection, "--method",
-                                           "org.freedesktop.DBus.Properties.Get",
-                                           "org.freedesktop.Secret.Collection", "Locked"])
+        let result = try runTool(
+            "gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets",
+                "--object-path", loginCollection, "--method",
+                "org.freedesktop.DBus.Properties.Get",
+                "org.freedesktop.Secret.Collection", "Locked",
+            ]
+        )
         return result.text.contains("true")
     }
 }
@@ -260,8 +331,11 @@ final class ScratchDirectory {
 
     func subdirectory(_ name: String) throws -> String {
         let dir = path + "/" + name
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: dir,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         return dir
     }
 }
@@ -286,8 +360,15 @@ func runChildTest(_ testName: String, environment: [String: String], timeout: Ti
     let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
     var env = environment
     env["LANYARD_STORE_PROBE"] = testName
-    let result = try runTool(executable, ["--testing-library", "swift-testing", "--filter",
-                                          "SecretServiceChildTests/\(testName)"], environment: env, timeout: timeout)
+    let result = try runTool(
+        executable,
+        [
+            "--testing-library", "swift-testing", "--filter",
+            "SecretServiceChildTests/\(testName)",
+        ],
+        environment: env,
+        timeout: timeout
+    )
     return result
 }
 

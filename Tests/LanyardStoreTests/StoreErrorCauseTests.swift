@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
-import Testing
 import LanyardCore
 import LanyardGLib
 import LanyardSupport
 import LanyardSystem
 import LanyardTestSupport
+import Testing
+
 @testable import LanyardStore
 
 /// A store error that reports another error keeps it (``LanyardError/underlying``): the system
@@ -61,8 +62,11 @@ import LanyardTestSupport
             glib = try #require(error.glibError)
         }
         let store = SecretServiceStore(timeout: 5)
-        let mapped = store.storeError(KeyringFailure.glib(glib), operation: "storing work",
-                                      deadline: try Deadline(seconds: 5))
+        let mapped = store.storeError(
+            KeyringFailure.glib(glib),
+            operation: "storing work",
+            deadline: try Deadline(seconds: 5)
+        )
         #expect(mapped.code == .ioError)
         let root = try #require(mapped.underlying as? GLibError, "\(mapped)")
         #expect(root.domain == glib.domain && root.code == glib.code && root.message == glib.message)

@@ -1,6 +1,6 @@
 import Foundation
-import LanyardTestSupport
 import LanyardStore
+import LanyardTestSupport
 
 /// A private folder for one test, removed when the value is released.
 final class TempDirectory: @unchecked Sendable {
@@ -18,8 +18,10 @@ final class TempDirectory: @unchecked Sendable {
     var paths: Paths { Paths(environment: environment) }
 
     var environment: [String: String] {
-        ["HOME": path + "/home", "XDG_CONFIG_HOME": path + "/config", "XDG_DATA_HOME": path + "/data",
-         "XDG_STATE_HOME": path + "/state", "XDG_RUNTIME_DIR": path + "/run"]
+        [
+            "HOME": path + "/home", "XDG_CONFIG_HOME": path + "/config", "XDG_DATA_HOME": path + "/data",
+            "XDG_STATE_HOME": path + "/state", "XDG_RUNTIME_DIR": path + "/run",
+        ]
     }
 }
 
@@ -28,4 +30,3 @@ func fileMode(_ path: String) -> mode_t {
     lstat(path, &st)
     return st.st_mode & 0o777
 }
-

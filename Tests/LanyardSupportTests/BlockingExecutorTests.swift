@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import LanyardSupport
+import Testing
 
 /// The blocking executor: blocking work runs on threads of its own, never on the cooperative
 /// pool, and work that waits on other work still finishes (the pool grows while work waits).
@@ -28,7 +28,10 @@ import LanyardSupport
         }
         for ownThread in [false, true] {
             let blocked = await termBlocked(ownThread: ownThread)
-            #expect(blocked.executor == false, "own thread: \(ownThread); libdispatch's blocks SIGTERM: \(blocked.dispatch)")
+            #expect(
+                blocked.executor == false,
+                "own thread: \(ownThread); libdispatch's blocks SIGTERM: \(blocked.dispatch)"
+            )
         }
     }
 
@@ -55,7 +58,12 @@ import LanyardSupport
             for i in 0..<count {
                 group.addTask {
                     await executor.run {
-                        if started.withLock({ $0 += 1; return $0 }) == count { for _ in 0..<count { allStarted.signal() } }
+                        if started.withLock({
+                            $0 += 1
+                            return $0
+                        }) == count {
+                            for _ in 0..<count { allStarted.signal() }
+                        }
                         allStarted.wait()
                         return i
                     }
@@ -88,10 +96,21 @@ import LanyardSupport
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
         let ran = Locked(false)
-        let holder = Task { try await executor.run { () throws -> Int in started.signal(); release.wait(); return 1 } }
+        let holder = Task {
+            try await executor.run { () throws -> Int in
+                started.signal()
+                release.wait()
+                return 1
+            }
+        }
         await executor.runOnOwnThread { started.wait() }  // the one pooled thread is busy now
         // A throwing body: the run that can end with CancellationError.
-        let queued = Task { try await executor.run { () throws -> Int in ran.withLock { $0 = true }; return 2 } }
+        let queued = Task {
+            try await executor.run { () throws -> Int in
+                ran.withLock { $0 = true }
+                return 2
+            }
+        }
         queued.cancel()
         await #expect(throws: CancellationError.self) { try await queued.value }
         release.signal()

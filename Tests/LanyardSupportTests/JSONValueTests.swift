@@ -1,12 +1,14 @@
 import Foundation
-import Testing
 import LanyardSupport
+import Testing
 
 @Suite struct JSONValueTests {
     func parse(_ s: String) throws -> JSONValue { try JSONValue.parse(Data(s.utf8)) }
 
     @Test func parsesEveryKind() throws {
-        let v = try parse(#" {"s":"a\"b\\c\u00e9\ud83d\ude00\n","n":-1.5e2,"z":0,"t":true,"f":false,"x":null,"a":[1,[],{}]} "#)
+        let v = try parse(
+            #" {"s":"a\"b\\c\u00e9\ud83d\ude00\n","n":-1.5e2,"z":0,"t":true,"f":false,"x":null,"a":[1,[],{}]} "#
+        )
         #expect(v["s"]?.string == "a\"b\\cé😀\n")
         #expect(v["n"]?.number == -150)
         #expect(v["z"]?.number == 0)
@@ -18,7 +20,10 @@ import LanyardSupport
         let v = try parse(#"{"b":[1,2.5,"x\u0001"],"a":{"k":null}}"#)
         #expect(v.serialized() == #"{"a":{"k":null},"b":[1,2.5,"x\u0001"]}"#)
         #expect(try parse(v.serialized(pretty: true)) == v)
-        #expect(v.serialized(pretty: true) == "{\n  \"a\": {\n    \"k\": null\n  },\n  \"b\": [\n    1,\n    2.5,\n    \"x\\u0001\"\n  ]\n}")
+        #expect(
+            v.serialized(pretty: true)
+                == "{\n  \"a\": {\n    \"k\": null\n  },\n  \"b\": [\n    1,\n    2.5,\n    \"x\\u0001\"\n  ]\n}"
+        )
     }
 
     @Test(arguments: [
@@ -41,7 +46,9 @@ import LanyardSupport
     }
 
     @Test func rejectsDeepNestingAndInvalidUTF8() {
-        #expect(throws: JSONSyntaxError.self) { try parse(String(repeating: "[", count: 300) + String(repeating: "]", count: 300)) }
+        #expect(throws: JSONSyntaxError.self) {
+            try parse(String(repeating: "[", count: 300) + String(repeating: "]", count: 300))
+        }
         #expect(throws: JSONSyntaxError.self) { try JSONValue.parse(Data([0x22, 0xff, 0x22])) }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import LanyardSupport
+import Testing
 
 /// `JSONWriter` writes a document piece by piece; its bytes must equal `serialized(pretty:)` of
 /// the same document, since commands use it for long outputs that scripts read.
@@ -27,11 +27,20 @@ import LanyardSupport
     static let documents: [JSONValue] = [
         .object([:]), .array([]), .string("top"), .null,
         .object(["a": .array([]), "b": .object([:]), "c": .array([.object([:]), .array([.number(1), .null])])]),
-        .object(["active": .string("work"), "slots": .array([
-            .object(["slot": .string("work"), "state_message": .string("a \"quoted\"\nline\u{1}"), "fedramp": .bool(false),
-                     "expires_at": .null, "n": .number(12.5), "é": .string("ünïcödé")]),
-            .object(["slot": .string("home"), "nested": .object(["deeper": .array([.string("x"), .object(["k": .bool(true)])])])]),
-        ])]),
+        .object([
+            "active": .string("work"),
+            "slots": .array([
+                .object([
+                    "slot": .string("work"), "state_message": .string("a \"quoted\"\nline\u{1}"),
+                    "fedramp": .bool(false),
+                    "expires_at": .null, "n": .number(12.5), "é": .string("ünïcödé"),
+                ]),
+                .object([
+                    "slot": .string("home"),
+                    "nested": .object(["deeper": .array([.string("x"), .object(["k": .bool(true)])])]),
+                ]),
+            ]),
+        ]),
     ]
 
     @Test(arguments: documents, [true, false])

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import LanyardSupport
+import Testing
 
 @Suite struct RFC3339Tests {
     @Test func formatsAndParsesAgreeWithFoundation() {
@@ -32,8 +32,10 @@ import LanyardSupport
         #expect(abs(back.timeIntervalSince1970 - 1_800_000_000.987) < 0.0005)
     }
 
-    @Test(arguments: ["", "2027-01-15", "2027-01-15T08:00:00", "2027-13-15T08:00:00Z", "2027-01-15T08:00:00.Z",
-                      "2027-01-15T08:00:00Zjunk", "2027-01-15T25:00:00Z", "20x7-01-15T08:00:00Z"])
+    @Test(arguments: [
+        "", "2027-01-15", "2027-01-15T08:00:00", "2027-13-15T08:00:00Z", "2027-01-15T08:00:00.Z",
+        "2027-01-15T08:00:00Zjunk", "2027-01-15T25:00:00Z", "20x7-01-15T08:00:00Z",
+    ])
     func rejectsMalformedTimestamps(_ text: String) {
         #expect(RFC3339.date(from: text) == nil)
     }

@@ -1,5 +1,5 @@
-import Testing
 import LanyardSupport
+import Testing
 
 @Suite struct TrimmingTests {
     @Test func trimsSpacesAndTabsOnly() {

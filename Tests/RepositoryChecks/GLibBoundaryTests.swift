@@ -13,7 +13,9 @@ import Testing
     /// C type names that must not appear anywhere else, not even in comments.
     static let forbiddenNames = ["GError", "gboolean", "gchar", "GKeyFile", "GVariant", "GDBusConnection"]
     static let forbiddenImport = try! NSRegularExpression(
-        pattern: #"^\s*(@[A-Za-z_]+\s+)*import\s+(CLibsecret|CLazyLibraries|CStatusNotifier)\b"#, options: .anchorsMatchLines)
+        pattern: #"^\s*(@[A-Za-z_]+\s+)*import\s+(CLibsecret|CLazyLibraries|CStatusNotifier)\b"#,
+        options: .anchorsMatchLines
+    )
 
     /// Every way `text` breaks the rule, as `line N: what`.
     static func violations(in text: String, desktopBus: Bool = false) -> [String] {
@@ -21,8 +23,11 @@ import Testing
         for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = String(line)
             if let match = forbiddenImport.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)),
-               let module = Range(match.range(at: 2), in: line) {
-                if !(desktopBus && line[module] == "CStatusNotifier") { found.append("line \(n + 1): imports \(line[module])") }
+                let module = Range(match.range(at: 2), in: line)
+            {
+                if !(desktopBus && line[module] == "CStatusNotifier") {
+                    found.append("line \(n + 1): imports \(line[module])")
+                }
             }
             for name in forbiddenNames where line.contains(name) {
                 found.append("line \(n + 1): mentions \(name)")

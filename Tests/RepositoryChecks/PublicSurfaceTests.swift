@@ -8,9 +8,14 @@ import Testing
 /// every type a public signature names: it must come from the standard library, Foundation, a
 /// module LanyardKit re-exports whole, or be re-exported by name in Sources/LanyardKit/Exports.swift.
 @Suite struct PublicSurfaceTests {
-    static let libraryModules = ["LanyardKit", "LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardFleet", "LanyardIntegrations", "LanyardNetwork"]
-    static let toolchainModules: Set<String> = ["Swift", "Foundation", "FoundationEssentials", "FoundationNetworking", "_Concurrency",
-                                                "Observation", "Synchronization", "Dispatch"]
+    static let libraryModules = [
+        "LanyardKit", "LanyardSupport", "LanyardCore", "LanyardStore", "LanyardAuth", "LanyardFleet",
+        "LanyardIntegrations", "LanyardNetwork",
+    ]
+    static let toolchainModules: Set<String> = [
+        "Swift", "Foundation", "FoundationEssentials", "FoundationNetworking", "_Concurrency",
+        "Observation", "Synchronization", "Dispatch",
+    ]
 
     /// One symbol of a graph: its path for messages and the type USRs its declaration names.
     struct Symbol {
@@ -43,8 +48,12 @@ import Testing
         }
         let reviewed = (try? String(contentsOf: file, encoding: .utf8)) ?? ""
         let expected = Set(reviewed.split(separator: "\n").map(String.init))
-        for line in lines where !expected.contains(line) { Issue.record("not in PublicAPI.txt (new or changed public API): \(line)") }
-        for line in expected.subtracting(lines).sorted() { Issue.record("in PublicAPI.txt but no longer public: \(line)") }
+        for line in lines where !expected.contains(line) {
+            Issue.record("not in PublicAPI.txt (new or changed public API): \(line)")
+        }
+        for line in expected.subtracting(lines).sorted() {
+            Issue.record("in PublicAPI.txt but no longer public: \(line)")
+        }
         #expect(lines.count > 100)
     }
 
@@ -52,8 +61,10 @@ import Testing
         let (symbols, members) = try Self.symbolGraphs()
         let (wholeModules, namedTypes) = try Self.exports()
         // LanyardCore is re-exported by name too: its helpers are not part of LanyardKit's surface.
-        #expect(!wholeModules.contains("LanyardCore") && namedTypes.count >= 10,
-                "Exports.swift: \(wholeModules) \(namedTypes)")
+        #expect(
+            !wholeModules.contains("LanyardCore") && namedTypes.count >= 10,
+            "Exports.swift: \(wholeModules) \(namedTypes)"
+        )
 
         /// The module and top-level type of a library symbol (nil for the toolchain's).
         func owner(_ usr: String) -> (module: String, type: String)? {
@@ -61,7 +72,8 @@ import Testing
         }
         func nameable(_ usr: String) -> Bool {
             guard let (module, type) = owner(usr) else { return true }
-            return Self.toolchainModules.contains(module) || wholeModules.contains(module) || namedTypes.contains("\(module).\(type)")
+            return Self.toolchainModules.contains(module) || wholeModules.contains(module)
+                || namedTypes.contains("\(module).\(type)")
         }
 
         // Start from LanyardKit's own symbols and those of the types it re-exports by name (a program
@@ -78,9 +90,13 @@ import Testing
             for type in symbol.types {
                 checked += 1
                 if !nameable(type.usr), let (module, name) = owner(type.usr) {
-                    problems.insert("\(symbol.path) uses \(module).\(name), which `import LanyardKit` does not make visible")
+                    problems.insert(
+                        "\(symbol.path) uses \(module).\(name), which `import LanyardKit` does not make visible"
+                    )
                 }
-                guard let (module, _) = owner(type.usr), Self.libraryModules.contains(module), followed.insert(type.usr).inserted else { continue }
+                guard let (module, _) = owner(type.usr), Self.libraryModules.contains(module),
+                    followed.insert(type.usr).inserted
+                else { continue }
                 queue += members[type.usr] ?? []
             }
         }
@@ -95,23 +111,32 @@ import Testing
         let exports = try String(contentsOf: file, encoding: .utf8)
         let wholeModules = Set(exports.matches(of: /@_exported import ([A-Za-z]+)\n/).map { String($0.output.1) })
             .union(["LanyardKit"])
-        let namedTypes = Set(exports.matches(of: /@_exported import (?:struct|enum|class|protocol) ([A-Za-z]+\.[A-Za-z]+)/)
-            .map { String($0.output.1) })
+        let namedTypes = Set(
+            exports.matches(of: /@_exported import (?:struct|enum|class|protocol) ([A-Za-z]+\.[A-Za-z]+)/)
+                .map { String($0.output.1) }
+        )
         return (wholeModules, namedTypes)
     }
 
     /// Every public symbol of the library modules by USR, and each type's members.
-    static func symbolGraphs(modules: [String] = libraryModules) throws -> (symbols: [String: Symbol], members: [String: [String]]) {
+    static func symbolGraphs(
+        modules: [String] = libraryModules
+    ) throws -> (symbols: [String: Symbol], members: [String: [String]]) {
         let build = buildFolder
         // One folder per call: the suite's tests run side by side and each removes its own.
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("lanyard-symbols-\(getpid())-\(UUID().uuidString)")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lanyard-symbols-\(getpid())-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: output) }
-        var flags = ["-target", "x86_64-unknown-linux-gnu", "-I", build.appendingPathComponent("Modules").path,
-                     "-minimum-access-level", "public", "-output-dir", output.path]
+        var flags = [
+            "-target", "x86_64-unknown-linux-gnu", "-I", build.appendingPathComponent("Modules").path,
+            "-minimum-access-level", "public", "-output-dir", output.path,
+        ]
         // C modules: module maps in Sources/C*/ and the ones SwiftPM generates for C targets.
         let sources = repositoryRoot.appendingPathComponent("Sources")
-        for name in try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted() where name.hasPrefix("C") {
+        for name in try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted() where name.hasPrefix("C")
+        {
             flags += ["-I", sources.appendingPathComponent(name).path]
         }
         for name in try FileManager.default.contentsOfDirectory(atPath: build.path) where name.hasSuffix(".build") {
@@ -119,17 +144,21 @@ import Testing
             if FileManager.default.fileExists(atPath: map) { flags += ["-Xcc", "-fmodule-map-file=" + map] }
         }
         let (_, glib, _) = try runProcess("/usr/bin/pkg-config", ["--cflags-only-I", "glib-2.0"])
-        for include in glib.split(separator: " ").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }) where !include.isEmpty {
+        for include in glib.split(separator: " ").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        where !include.isEmpty {
             flags += ["-Xcc", include]
         }
         let extractor = try Self.toolPath("swift-symbolgraph-extract")
         for module in modules {
             let (status, _, err) = try runProcess(extractor, ["-module-name", module] + flags)
-            guard status == 0 else { throw SurfaceError(description: "swift-symbolgraph-extract \(module) failed: \(err)") }
+            guard status == 0 else {
+                throw SurfaceError(description: "swift-symbolgraph-extract \(module) failed: \(err)")
+            }
         }
         var symbols: [String: Symbol] = [:]
         var members: [String: [String]] = [:]
-        for file in try FileManager.default.contentsOfDirectory(atPath: output.path) where file.hasSuffix(".symbols.json") {
+        for file in try FileManager.default.contentsOfDirectory(atPath: output.path)
+        where file.hasSuffix(".symbols.json") {
             let data = try Data(contentsOf: output.appendingPathComponent(file))
             guard let graph = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { continue }
             // `M.symbols.json`, or `M@Other.symbols.json` for M's extensions of Other's types.
@@ -140,18 +169,26 @@ import Testing
                 let path = components.joined(separator: ".")
                 let fragments = symbol["declarationFragments"] as? [[String: Any]] ?? []
                 let types = fragments.compactMap { fragment -> (String, String)? in
-                    guard fragment["kind"] as? String == "typeIdentifier", let usr = fragment["preciseIdentifier"] as? String else { return nil }
+                    guard fragment["kind"] as? String == "typeIdentifier",
+                        let usr = fragment["preciseIdentifier"] as? String
+                    else { return nil }
                     return (fragment["spelling"] as? String ?? "?", usr)
                 }
                 // An extension's members keep the extended type's module: the USR's own graph wins.
                 if symbols[usr] == nil || !file.contains("@") {
-                    symbols[usr] = Symbol(module: module, topLevelType: components.first ?? "", path: path, types: types,
-                                          declaration: fragments.map { $0["spelling"] as? String ?? "" }.joined())
+                    symbols[usr] = Symbol(
+                        module: module,
+                        topLevelType: components.first ?? "",
+                        path: path,
+                        types: types,
+                        declaration: fragments.map { $0["spelling"] as? String ?? "" }.joined()
+                    )
                 }
             }
             for case let relation as [String: Any] in graph["relationships"] as? [Any] ?? [] {
                 guard relation["kind"] as? String == "memberOf", let source = relation["source"] as? String,
-                      let target = relation["target"] as? String else { continue }
+                    let target = relation["target"] as? String
+                else { continue }
                 members[target, default: []].append(source)
             }
         }
@@ -170,4 +207,3 @@ import Testing
 struct SurfaceError: Error, CustomStringConvertible {
     let description: String
 }
-

@@ -1,8 +1,8 @@
 import LanyardAuth
-import LanyardSupport
-import LanyardFleet
 import LanyardCore
+import LanyardFleet
 import LanyardStore
+import LanyardSupport
 
 // The registry and the stores' calls are `noasync` in the library: async library code reaches
 // them only through the blocking executor. A test's assertions may block (the test owns its

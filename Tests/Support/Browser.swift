@@ -16,12 +16,20 @@ package struct BrowserVisit: Sendable {
 /// stored before the browser hears of success); on the pool, parallel tests' waits could take
 /// every thread and hold each other until curl's own time limit.
 package func browse(_ url: String, follow: Bool = true) async throws -> BrowserVisit {
-    let arguments = ["-sS", "--max-time", "60", "-o", "-", "-w", "\n%{http_code} %{redirect_url}"] + (follow ? ["-L"] : []) + [url]
-    let (status, out, err) = try await BlockingExecutor.shared.runOnOwnThread { try runProcess("/usr/bin/curl", arguments) }
-    guard status == 0, let split = out.lastIndex(of: "\n") else { throw ServerError("curl \(url) failed (\(status)): \(err)") }
+    let arguments =
+        ["-sS", "--max-time", "60", "-o", "-", "-w", "\n%{http_code} %{redirect_url}"] + (follow ? ["-L"] : []) + [url]
+    let (status, out, err) = try await BlockingExecutor.shared.runOnOwnThread {
+        try runProcess("/usr/bin/curl", arguments)
+    }
+    guard status == 0, let split = out.lastIndex(of: "\n") else {
+        throw ServerError("curl \(url) failed (\(status)): \(err)")
+    }
     let last = out[out.index(after: split)...].split(separator: " ", maxSplits: 1)
-    return BrowserVisit(status: Int(last.first ?? "") ?? 0, body: String(out[..<split]),
-                        location: last.count > 1 && !last[1].isEmpty ? String(last[1]) : nil)
+    return BrowserVisit(
+        status: Int(last.first ?? "") ?? 0,
+        body: String(out[..<split]),
+        location: last.count > 1 && !last[1].isEmpty ? String(last[1]) : nil
+    )
 }
 
 /// A port on 127.0.0.1 that was free a moment ago, for a sign-in's listener in a test (registered

@@ -40,29 +40,44 @@ package struct EtcdCluster: Sendable {
         """
     }
 
-    private static let variables = ["LANYARD_TEST_ETCD_ENDPOINTS", "LANYARD_TEST_ETCD_CA", "LANYARD_TEST_ETCD_CERT",
-                                    "LANYARD_TEST_ETCD_KEY", "LANYARD_TEST_ETCD_DIR"]
+    private static let variables = [
+        "LANYARD_TEST_ETCD_ENDPOINTS", "LANYARD_TEST_ETCD_CA", "LANYARD_TEST_ETCD_CERT",
+        "LANYARD_TEST_ETCD_KEY", "LANYARD_TEST_ETCD_DIR",
+    ]
 
     /// The cluster scripts/with-etcd.sh started, from its `LANYARD_TEST_ETCD_*` variables. When they
     /// are missing the test is skipped under plain `swift test`, and fails under `make test`
     /// (``TestServices``).
-    package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> EtcdCluster {
+    package static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> EtcdCluster {
         let missing = variables.filter { environment[$0]?.isEmpty ?? true }
         guard missing.isEmpty else {
             #if DEBUG
-            try TestServices.missing("needs the etcd test cluster (scripts/with-etcd.sh)", failure: EtcdClusterError.notConfigured(missing: missing))
+            try TestServices.missing(
+                "needs the etcd test cluster (scripts/with-etcd.sh)",
+                failure: EtcdClusterError.notConfigured(missing: missing)
+            )
             #else
             throw EtcdClusterError.notConfigured(missing: missing)
             #endif
         }
         let directory = environment["LANYARD_TEST_ETCD_DIR"]!
-        let endpoints = environment["LANYARD_TEST_ETCD_ENDPOINTS"]!.split(separator: ",").compactMap { URL(string: String($0)) }
+        let endpoints = environment["LANYARD_TEST_ETCD_ENDPOINTS"]!.split(separator: ",").compactMap {
+            URL(string: String($0))
+        }
         let names = (environment["LANYARD_TEST_ETCD_MEMBERS"] ?? "m1 m2 m3").split(separator: " ").map(String.init)
-        return EtcdCluster(endpoints: endpoints, caFile: environment["LANYARD_TEST_ETCD_CA"]!,
-                           certFile: environment["LANYARD_TEST_ETCD_CERT"]!, keyFile: environment["LANYARD_TEST_ETCD_KEY"]!,
-                           adminCertFile: environment["LANYARD_TEST_ETCD_ADMIN_CERT"] ?? directory + "/certs/admin.pem",
-                           adminKeyFile: environment["LANYARD_TEST_ETCD_ADMIN_KEY"] ?? directory + "/certs/admin.key",
-                           directory: directory, memberNames: names, isPrivate: false)
+        return EtcdCluster(
+            endpoints: endpoints,
+            caFile: environment["LANYARD_TEST_ETCD_CA"]!,
+            certFile: environment["LANYARD_TEST_ETCD_CERT"]!,
+            keyFile: environment["LANYARD_TEST_ETCD_KEY"]!,
+            adminCertFile: environment["LANYARD_TEST_ETCD_ADMIN_CERT"] ?? directory + "/certs/admin.pem",
+            adminKeyFile: environment["LANYARD_TEST_ETCD_ADMIN_KEY"] ?? directory + "/certs/admin.key",
+            directory: directory,
+            memberNames: names,
+            isPrivate: false
+        )
     }
 
     /// Starts a cluster of its own (about 1 to 4 s on a loaded 2-core machine), runs `body` with
@@ -82,10 +97,17 @@ package struct EtcdCluster: Sendable {
             throw EtcdClusterError.scriptFailed(arguments: ["mkdtemp", parent], status: errno, output: "")
         }
         let directory = String(cString: made)
-        let cluster = EtcdCluster(endpoints: [], caFile: directory + "/certs/ca.pem", certFile: directory + "/certs/client.pem",
-                                  keyFile: directory + "/certs/client.key", adminCertFile: directory + "/certs/admin.pem",
-                                  adminKeyFile: directory + "/certs/admin.key", directory: directory,
-                                  memberNames: ["m1", "m2", "m3"], isPrivate: true)
+        let cluster = EtcdCluster(
+            endpoints: [],
+            caFile: directory + "/certs/ca.pem",
+            certFile: directory + "/certs/client.pem",
+            keyFile: directory + "/certs/client.key",
+            adminCertFile: directory + "/certs/admin.pem",
+            adminKeyFile: directory + "/certs/admin.key",
+            directory: directory,
+            memberNames: ["m1", "m2", "m3"],
+            isPrivate: true
+        )
         let started: EtcdCluster
         do {
             try await cluster.script("start")
@@ -137,7 +159,10 @@ package struct EtcdCluster: Sendable {
 
     /// A further client certificate signed by the cluster's CA, `certs/NAME.pem` and its key,
     /// with `commonName` (empty: none), such as one per simulated machine.
-    package func makeClientCertificate(name: String, commonName: String = "") async throws -> (certFile: String, keyFile: String) {
+    package func makeClientCertificate(
+        name: String,
+        commonName: String = ""
+    ) async throws -> (certFile: String, keyFile: String) {
         try await script(["cert", name] + (commonName.isEmpty ? [] : [commonName]))
         return (directory + "/certs/\(name).pem", directory + "/certs/\(name).key")
     }
@@ -152,12 +177,25 @@ package struct EtcdCluster: Sendable {
         let urls = try memberNames.map { name -> URL in
             let text = try String(contentsOfFile: directory + "/members/\(name)/url", encoding: .utf8)
             guard let url = URL(string: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                throw EtcdClusterError.scriptFailed(arguments: ["start", directory], status: 0, output: "bad URL for \(name): \(text)")
+                throw EtcdClusterError.scriptFailed(
+                    arguments: ["start", directory],
+                    status: 0,
+                    output: "bad URL for \(name): \(text)"
+                )
             }
             return url
         }
-        return EtcdCluster(endpoints: urls, caFile: caFile, certFile: certFile, keyFile: keyFile, adminCertFile: adminCertFile,
-                           adminKeyFile: adminKeyFile, directory: directory, memberNames: memberNames, isPrivate: isPrivate)
+        return EtcdCluster(
+            endpoints: urls,
+            caFile: caFile,
+            certFile: certFile,
+            keyFile: keyFile,
+            adminCertFile: adminCertFile,
+            adminKeyFile: adminKeyFile,
+            directory: directory,
+            memberNames: memberNames,
+            isPrivate: isPrivate
+        )
     }
 
     private static func seconds(_ duration: Duration) -> String {
@@ -168,7 +206,8 @@ package struct EtcdCluster: Sendable {
     /// scripts/etcd-cluster.sh, from LANYARD_SOURCE_ROOT (set by the Makefile) or this file's tree.
     private static var scriptPath: String {
         if let root = ProcessInfo.processInfo.environment["LANYARD_SOURCE_ROOT"], !root.isEmpty,
-           FileManager.default.fileExists(atPath: root + "/scripts/etcd-cluster.sh") {
+            FileManager.default.fileExists(atPath: root + "/scripts/etcd-cluster.sh")
+        {
             return root + "/scripts/etcd-cluster.sh"
         }
         return repositoryRoot.appendingPathComponent("scripts/etcd-cluster.sh").path
@@ -185,13 +224,15 @@ package struct EtcdCluster: Sendable {
     private func script(_ commandAndArguments: [String]) async throws -> String {
         let arguments = [commandAndArguments[0], directory] + commandAndArguments.dropFirst()
         let stamp = UUID().uuidString
-        let outPath = directory + "/script-\(stamp).out", errPath = directory + "/script-\(stamp).err"
+        let outPath = directory + "/script-\(stamp).out"
+        let errPath = directory + "/script-\(stamp).err"
         defer {
             try? FileManager.default.removeItem(atPath: outPath)
             try? FileManager.default.removeItem(atPath: errPath)
         }
         guard FileManager.default.createFile(atPath: outPath, contents: nil),
-              FileManager.default.createFile(atPath: errPath, contents: nil) else {
+            FileManager.default.createFile(atPath: errPath, contents: nil)
+        else {
             throw EtcdClusterError.scriptFailed(arguments: arguments, status: -1, output: "cannot create \(outPath)")
         }
         let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))

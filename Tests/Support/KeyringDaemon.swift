@@ -19,8 +19,11 @@ package final class KeyringDaemon {
         try process.run()
         input.fileHandleForWriting.write(Data(password.utf8))
         try input.fileHandleForWriting.close()
-        let (status, _, errors) = try runProcess("/usr/bin/gdbus", ["wait", "--session", "--timeout", "10", "org.freedesktop.secrets"],
-                                                 environment: environment)
+        let (status, _, errors) = try runProcess(
+            "/usr/bin/gdbus",
+            ["wait", "--session", "--timeout", "10", "org.freedesktop.secrets"],
+            environment: environment
+        )
         guard status == 0 else {
             Glibc.kill(pid, SIGKILL)
             process.waitUntilExit()

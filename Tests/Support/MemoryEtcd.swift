@@ -59,20 +59,34 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
         found.sort { options.sortByCreateRevision ? $0.createRevision < $1.createRevision : $0.key < $1.key }
         if options.descending { found.reverse() }
         if options.limit > 0 { found = Array(found.prefix(Int(options.limit))) }
-        if options.keysOnly { found = found.map { var k = $0; k.value = []; return k } }
+        if options.keysOnly {
+            found = found.map {
+                var k = $0
+                k.value = []
+                return k
+            }
+        }
         return found
     }
 
     package func range(_ key: String, _ options: EtcdRangeOptions) throws -> EtcdRange {
-        lock.withLock { EtcdRange(kvs: select(key, options), revision: revision, count: Int64(select(key, options).count)) }
+        lock.withLock {
+            EtcdRange(kvs: select(key, options), revision: revision, count: Int64(select(key, options).count))
+        }
     }
 
     /// A put at the current revision (the caller has moved it on: every write of one transaction
     /// shares its revision, as in etcd).
     private func putLocked(_ key: String, _ value: [UInt8], _ lease: Int64) {
         let old = kvs[key]
-        kvs[key] = EtcdKeyValue(key: key, value: value, createRevision: old?.createRevision ?? revision, modRevision: revision,
-                                version: (old?.version ?? 0) + 1, lease: lease)
+        kvs[key] = EtcdKeyValue(
+            key: key,
+            value: value,
+            createRevision: old?.createRevision ?? revision,
+            modRevision: revision,
+            version: (old?.version ?? 0) + 1,
+            lease: lease
+        )
     }
 
     private func deleteLocked(_ key: String, _ prefix: Bool) -> Int64 {
@@ -82,7 +96,11 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
     }
 
     package func put(_ key: String, value: [UInt8], lease: Int64) throws -> Int64 {
-        lock.withLock { revision += 1; putLocked(key, value, lease); return revision }
+        lock.withLock {
+            revision += 1
+            putLocked(key, value, lease)
+            return revision
+        }
     }
 
     package func delete(_ key: String, prefix: Bool) throws -> Int64 {
@@ -93,7 +111,11 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
         }
     }
 
-    package func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation]) throws -> EtcdTransactionResult {
+    package func transaction(
+        compare: [EtcdCompare],
+        success: [EtcdOperation],
+        failure: [EtcdOperation]
+    ) throws -> EtcdTransactionResult {
         runHooks(success)
         let fault = takeFault()
         if fault == false { throw EtcdError.unavailable(endpoint: "memory", detail: "injected: no quorum") }
@@ -102,7 +124,11 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
         return result
     }
 
-    private func applyTransaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation]) -> EtcdTransactionResult {
+    private func applyTransaction(
+        compare: [EtcdCompare],
+        success: [EtcdOperation],
+        failure: [EtcdOperation]
+    ) -> EtcdTransactionResult {
         lock.withLock {
             let holds = compare.allSatisfy { c in
                 switch c {
@@ -116,9 +142,14 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
             if ops.contains(where: { if case .range = $0 { return false } else { return true } }) { revision += 1 }
             for op in ops {
                 switch op {
-                case .put(let k, let v, let lease): putLocked(k, v, lease); ranges.append(nil)
-                case .delete(let k, let prefix): _ = deleteLocked(k, prefix); ranges.append(nil)
-                case .range(let k, let o): ranges.append(EtcdRange(kvs: select(k, o), revision: revision, count: Int64(select(k, o).count)))
+                case .put(let k, let v, let lease):
+                    putLocked(k, v, lease)
+                    ranges.append(nil)
+                case .delete(let k, let prefix):
+                    _ = deleteLocked(k, prefix)
+                    ranges.append(nil)
+                case .range(let k, let o):
+                    ranges.append(EtcdRange(kvs: select(k, o), revision: revision, count: Int64(select(k, o).count)))
                 }
             }
             return EtcdTransactionResult(succeeded: holds, revision: revision, ranges: ranges)
@@ -144,7 +175,12 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
         }
     }
 
-    package func watch(prefix: String, startRevision: Int64, handle: (any EtcdWatchHandle)?, onEvents: ([EtcdWatchEvent], Int64) -> Bool) throws {}
+    package func watch(
+        prefix: String,
+        startRevision: Int64,
+        handle: (any EtcdWatchHandle)?,
+        onEvents: ([EtcdWatchEvent], Int64) -> Bool
+    ) throws {}
 
     package func makeWatchHandle() -> any EtcdWatchHandle { NoWatch() }
 

@@ -20,7 +20,10 @@ package final class MemoryStore: CredentialStore, @unchecked Sendable {
         }
     }
     package func put(_ credential: Credential, for slot: Slot) throws {
-        try lock.withLock { if let failWith { throw failWith }; items[slot] = credential }
+        try lock.withLock {
+            if let failWith { throw failWith }
+            items[slot] = credential
+        }
     }
     package func delete(_ slot: Slot) throws {
         try lock.withLock {
@@ -28,8 +31,15 @@ package final class MemoryStore: CredentialStore, @unchecked Sendable {
             guard items.removeValue(forKey: slot) != nil else { throw StoreError.notFound(slot: slot) }
         }
     }
-    package func list() throws -> [Slot] { try lock.withLock { if let failWith { throw failWith }; return items.keys.sorted() } }
+    package func list() throws -> [Slot] {
+        try lock.withLock {
+            if let failWith { throw failWith }
+            return items.keys.sorted()
+        }
+    }
     /// What health() reports as the collection's lock state (the real keyring's is tested in LanyardStoreTests).
     package var reportsLocked = false
-    package func health() -> StoreHealth { StoreHealth(backend: kind, reachable: true, locked: reportsLocked, persistent: false) }
+    package func health() -> StoreHealth {
+        StoreHealth(backend: kind, reachable: true, locked: reportsLocked, persistent: false)
+    }
 }

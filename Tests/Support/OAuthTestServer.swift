@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -33,15 +34,20 @@ package final class OAuthTestServer: @unchecked Sendable {
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: python)
-        p.arguments = [repositoryRoot.appendingPathComponent("Tests/Fixtures/oauth/" + kind.rawValue).path,
-                       "--port", "0", "--exit-with-parent", "--log-level", "WARNING"] + arguments
+        p.arguments =
+            [
+                repositoryRoot.appendingPathComponent("Tests/Fixtures/oauth/" + kind.rawValue).path,
+                "--port", "0", "--exit-with-parent", "--log-level", "WARNING",
+            ] + arguments
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.standardError
         try p.run()
         // The ready line is the first line on stdout.
         var line = Data()
-        while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0a]) { line += byte }
+        while let byte = try out.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data([0x0a]) {
+            line += byte
+        }
         let text = String(decoding: line, as: UTF8.self)
         guard text.hasPrefix("READY "), let url = URL(string: String(text.dropFirst(6))) else {
             p.terminate()

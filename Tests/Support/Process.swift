@@ -1,5 +1,6 @@
 import Foundation
 import LanyardSupport
+
 #if DEBUG
 import Testing
 #endif
@@ -7,14 +8,21 @@ import Testing
 /// Runs a process to completion; returns its status, stdout and stderr. `environment` nil
 /// inherits this process's; stdin is `stdin`, then end of input.
 @discardableResult
-package func runProcess(_ path: String, _ args: [String], environment: [String: String]? = nil, stdin: Data? = nil,
-                       workingDirectory: String? = nil) throws -> (Int32, String, String) {
+package func runProcess(
+    _ path: String,
+    _ args: [String],
+    environment: [String: String]? = nil,
+    stdin: Data? = nil,
+    workingDirectory: String? = nil
+) throws -> (Int32, String, String) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
     p.environment = environment
     if let workingDirectory { p.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
-    let out = Pipe(), err = Pipe(), input = Pipe()
+    let out = Pipe()
+    let err = Pipe()
+    let input = Pipe()
     p.standardOutput = out
     p.standardError = err
     p.standardInput = input
@@ -30,11 +38,15 @@ package func runProcess(_ path: String, _ args: [String], environment: [String: 
 /// A self-signed certificate for `subjectAltName` (`IP:127.0.0.1`, `DNS:wrong.example`) made with
 /// openssl in `folder`: (certificate, key) paths.
 package func selfSignedCertificate(_ subjectAltName: String, in folder: String) throws -> (String, String) {
-    let cert = folder + "/\(subjectAltName.replacingOccurrences(of: ":", with: "-")).pem", key = cert + ".key"
-    let (status, _, err) = try runProcess("/usr/bin/openssl", [
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=lanyard-test",
-        "-addext", "subjectAltName=\(subjectAltName)", "-keyout", key, "-out", cert,
-    ])
+    let cert = folder + "/\(subjectAltName.replacingOccurrences(of: ":", with: "-")).pem"
+    let key = cert + ".key"
+    let (status, _, err) = try runProcess(
+        "/usr/bin/openssl",
+        [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=lanyard-test",
+            "-addext", "subjectAltName=\(subjectAltName)", "-keyout", key, "-out", cert,
+        ]
+    )
     guard status == 0 else { throw ServerError("openssl: \(err)") }
     return (cert, key)
 }
@@ -47,8 +59,12 @@ package func selfSignedCertificate(_ subjectAltName: String, in folder: String) 
 /// (scripts/with-keyring.sh), for a test whose doctor must see only its own keyring items.
 /// In the child (LANYARD_CHILD_TEST = `filter`) it runs `body`; here it waits for the child on
 /// the blocking executor and fails with the child's output unless the child passed.
-package func inProcessOfItsOwn(_ filter: String, ownKeyring: Bool = false, sourceLocation: SourceLocation = #_sourceLocation,
-                               _ body: () async throws -> Void) async throws {
+package func inProcessOfItsOwn(
+    _ filter: String,
+    ownKeyring: Bool = false,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async throws {
     let marker = "lanyard-child-test-passed: \(filter)"
     if ProcessInfo.processInfo.environment["LANYARD_CHILD_TEST"] == filter {
         try await body()
@@ -61,16 +77,25 @@ package func inProcessOfItsOwn(_ filter: String, ownKeyring: Bool = false, sourc
     let arguments = ["--testing-library", "swift-testing", "--filter", filter]
     let keyringSession = repositoryRoot.appendingPathComponent("scripts/with-keyring.sh").path
     let (status, out, err) = try await BlockingExecutor.shared.run { [environment] in
-        ownKeyring ? try runProcess(keyringSession, [executable] + arguments, environment: environment)
-                   : try runProcess(executable, arguments, environment: environment)
+        ownKeyring
+            ? try runProcess(keyringSession, [executable] + arguments, environment: environment)
+            : try runProcess(executable, arguments, environment: environment)
     }
     // A child that skipped (a service it needs is not around) skips its parent the same way.
-    if status == 0, !out.contains(marker), let skipped = out.split(separator: "\n").first(where: { $0.contains("(skipped; ") }) {
+    if status == 0, !out.contains(marker),
+        let skipped = out.split(separator: "\n").first(where: { $0.contains("(skipped; ") })
+    {
         struct ChildSkipped: Error, CustomStringConvertible { let description: String }
-        try TestServices.missing("child test \(filter): \(skipped)", failure: ChildSkipped(description: String(skipped)))
+        try TestServices.missing(
+            "child test \(filter): \(skipped)",
+            failure: ChildSkipped(description: String(skipped))
+        )
     }
-    #expect(status == 0 && out.contains(marker), "child test \(filter) failed (status \(status)):\n\(out)\n\(err)",
-            sourceLocation: sourceLocation)
+    #expect(
+        status == 0 && out.contains(marker),
+        "child test \(filter) failed (status \(status)):\n\(out)\n\(err)",
+        sourceLocation: sourceLocation
+    )
 }
 #endif
 

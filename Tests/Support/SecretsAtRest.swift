@@ -4,8 +4,12 @@ extension OAuthTestServer {
     /// Every refresh and access token this server ever issued (`/_test/tokens`), whatever its state.
     package func issuedTokens() async throws -> (refresh: [String], access: [String]) {
         let families = try await get("/_test/tokens")["families"] as? [[String: Any]] ?? []
-        let refresh = families.flatMap { ($0["refresh_tokens"] as? [[String: Any]] ?? []).compactMap { $0["refresh_token"] as? String } }
-        let access = families.flatMap { ($0["access_tokens"] as? [[String: Any]] ?? []).compactMap { $0["access_token"] as? String } }
+        let refresh = families.flatMap {
+            ($0["refresh_tokens"] as? [[String: Any]] ?? []).compactMap { $0["refresh_token"] as? String }
+        }
+        let access = families.flatMap {
+            ($0["access_tokens"] as? [[String: Any]] ?? []).compactMap { $0["access_token"] as? String }
+        }
         return (refresh, access)
     }
 }
@@ -20,8 +24,10 @@ package func filesHoldingInClear(_ secrets: [String], under root: String, except
     while let relative = enumerator?.nextObject() as? String {
         guard !except.contains(where: { relative == $0 || relative.hasPrefix($0 + "/") }) else { continue }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root + "/" + relative, isDirectory: &isDirectory), !isDirectory.boolValue,
-              let bytes = FileManager.default.contents(atPath: root + "/" + relative) else { continue }
+        guard FileManager.default.fileExists(atPath: root + "/" + relative, isDirectory: &isDirectory),
+            !isDirectory.boolValue,
+            let bytes = FileManager.default.contents(atPath: root + "/" + relative)
+        else { continue }
         if let hit = markers.first(where: { bytes.range(of: $0.0) != nil }) {
             found.append("\(relative) (\(hit.1)…)")
         }

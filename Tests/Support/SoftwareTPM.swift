@@ -10,14 +10,17 @@ package final class SoftwareTPM: @unchecked Sendable {
     package static let requiredVariable = "LANYARD_TEST_TPM"
 
     /// Where swtpm is, or nil.
-    package static let binary: String? = ["/usr/bin/swtpm", "/usr/local/bin/swtpm"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    package static let binary: String? = ["/usr/bin/swtpm", "/usr/local/bin/swtpm"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     /// Whether the TPM suites run: swtpm is installed, or the test scripts say it must be (then a
     /// missing swtpm fails them, loudly).
     package static var shouldRun: Bool { binary != nil || ProcessInfo.processInfo.environment[requiredVariable] == "1" }
 
     /// Why the TPM suites skip under plain `swift test` without swtpm.
-    package static let skipReason = "swtpm is not installed (scripts/deps.sh installs swtpm and tpm2-tools; make test runs these tests)"
+    package static let skipReason =
+        "swtpm is not installed (scripts/deps.sh installs swtpm and tpm2-tools; make test runs these tests)"
 
     package let stateDirectory: String
     package private(set) var port: Int = 0
@@ -29,7 +32,9 @@ package final class SoftwareTPM: @unchecked Sendable {
 
     /// Starts a fresh TPM.
     package init() throws {
-        guard Self.binary != nil else { throw SoftwareTPMError("swtpm is not installed: run scripts/deps.sh (Debian packages swtpm, swtpm-tools)") }
+        guard Self.binary != nil else {
+            throw SoftwareTPMError("swtpm is not installed: run scripts/deps.sh (Debian packages swtpm, swtpm-tools)")
+        }
         let base = (NSTemporaryDirectory() as NSString).standardizingPath
         var template = Array((base + "/lanyard-swtpm.XXXXXX").utf8CString)
         stateDirectory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
@@ -52,9 +57,12 @@ package final class SoftwareTPM: @unchecked Sendable {
             let port = try Self.freePortPair()
             let p = Process()
             p.executableURL = URL(fileURLWithPath: binary)
-            p.arguments = ["socket", "--tpm2", "--tpmstate", "dir=\(stateDirectory)",
-                           "--server", "type=tcp,bindaddr=127.0.0.1,port=\(port)", "--ctrl", "type=tcp,bindaddr=127.0.0.1,port=\(port + 1)",
-                           "--flags", "not-need-init,startup-clear", "--log", "file=\(log),level=1"]
+            p.arguments = [
+                "socket", "--tpm2", "--tpmstate", "dir=\(stateDirectory)",
+                "--server", "type=tcp,bindaddr=127.0.0.1,port=\(port)", "--ctrl",
+                "type=tcp,bindaddr=127.0.0.1,port=\(port + 1)",
+                "--flags", "not-need-init,startup-clear", "--log", "file=\(log),level=1",
+            ]
             p.standardInput = FileHandle.nullDevice
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
@@ -97,7 +105,9 @@ package final class SoftwareTPM: @unchecked Sendable {
             address.sin_port = 0
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                }
             }
             close(fd)
             let port = Int(UInt16(bigEndian: address.sin_port))
@@ -115,7 +125,9 @@ package final class SoftwareTPM: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 
@@ -129,7 +141,9 @@ package final class SoftwareTPM: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 }

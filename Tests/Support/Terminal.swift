@@ -12,7 +12,9 @@ package final class TerminalRun: @unchecked Sendable {
 
     /// Starts `program ARGS` (paths and arguments only: never a secret) on a new terminal.
     package init(_ program: String, _ args: [String], environment: [String: String]) throws {
-        let command = ([program] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let command = ([program] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(
+            separator: " "
+        )
         process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
         process.arguments = ["-qec", command, "/dev/null"]
         process.environment = environment.merging(["SHELL": "/bin/sh"]) { $1 }

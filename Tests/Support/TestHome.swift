@@ -10,8 +10,11 @@ package final class TestHome: @unchecked Sendable {
         var template = Array((base + "/lanyard-home.XXXXXX").utf8CString)
         root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
         for dir in ["home", "config/lanyard", "data", "state", "run"] {
-            try? FileManager.default.createDirectory(atPath: root + "/" + dir, withIntermediateDirectories: true,
-                                                     attributes: [.posixPermissions: 0o700])
+            try? FileManager.default.createDirectory(
+                atPath: root + "/" + dir,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
         }
     }
 
@@ -25,10 +28,14 @@ package final class TestHome: @unchecked Sendable {
     /// The XDG environment, plus the test keyring's bus when there is one (and not
     /// ``withoutSessionBus``).
     package var environment: [String: String] {
-        var env = ProcessInfo.processInfo.environment.filter { ["DBUS_SESSION_BUS_ADDRESS", "PATH", "LANG"].contains($0.key) }
+        var env = ProcessInfo.processInfo.environment.filter {
+            ["DBUS_SESSION_BUS_ADDRESS", "PATH", "LANG"].contains($0.key)
+        }
         if withoutSessionBus { env["DBUS_SESSION_BUS_ADDRESS"] = "disabled:" }
-        env.merge(["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
-                   "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run"]) { $1 }
+        env.merge([
+            "HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_DATA_HOME": root + "/data",
+            "XDG_STATE_HOME": root + "/state", "XDG_RUNTIME_DIR": root + "/run",
+        ]) { $1 }
         return env
     }
 
@@ -44,7 +51,11 @@ package final class TestHome: @unchecked Sendable {
     }
 
     /// Starts `lanyard ARGS` without waiting; `launcher` (like `strace …`) runs it when given.
-    package func start(_ args: [String], extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> (Process, Pipe, Pipe) {
+    package func start(
+        _ args: [String],
+        extraEnvironment: [String: String] = [:],
+        launcher: [String] = []
+    ) throws -> (Process, Pipe, Pipe) {
         let p = Process()
         let binary = URL(fileURLWithPath: builtBinary("lanyard"))
         if let program = launcher.first {
@@ -55,7 +66,8 @@ package final class TestHome: @unchecked Sendable {
             p.arguments = args
         }
         p.environment = environment.merging(extraEnvironment) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         p.standardInput = FileHandle.nullDevice
@@ -71,12 +83,20 @@ package final class TestHome: @unchecked Sendable {
 
     /// Runs `lanyard ARGS` to completion.
     @discardableResult
-    package func run(_ args: [String], extraEnvironment: [String: String] = [:], launcher: [String] = []) throws -> Output {
+    package func run(
+        _ args: [String],
+        extraEnvironment: [String: String] = [:],
+        launcher: [String] = []
+    ) throws -> Output {
         let (p, out, err) = try start(args, extraEnvironment: extraEnvironment, launcher: launcher)
         let o = out.fileHandleForReading.readDataToEndOfFile()
         let e = err.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        return Output(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        return Output(
+            status: p.terminationStatus,
+            stdout: String(decoding: o, as: UTF8.self),
+            stderr: String(decoding: e, as: UTF8.self)
+        )
     }
 }
 
@@ -84,14 +104,16 @@ extension TestHome {
     /// Points the openai provider at `server` (the ChatGPT emulator), keeps credentials in a file
     /// store without a passphrase, and appends `extraConfig` to config.ini.
     package func useEmulator(_ server: OAuthTestServer, extraConfig: String = "") throws {
-        try writeConfig("""
-        [store]
-        backend = file
-        [provider.openai]
-        issuer = \(server.baseURL.absoluteString)
-        usage-base-url = \(server.baseURL.absoluteString)
-        \(extraConfig)
-        """)
+        try writeConfig(
+            """
+            [store]
+            backend = file
+            [provider.openai]
+            issuer = \(server.baseURL.absoluteString)
+            usage-base-url = \(server.baseURL.absoluteString)
+            \(extraConfig)
+            """
+        )
         let initialized = try run("store", "init", "--no-passphrase")
         guard initialized.status == 0 else { throw ServerError("store init failed: \(initialized.stderr)") }
     }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if DEBUG  // Testing is not there in the release build (make release builds every target)
 import Testing
 #endif
@@ -8,7 +9,8 @@ package let testKeyringIsKeePassXC = ProcessInfo.processInfo.environment["LANYAR
 /// True under scripts/with-kwallet.sh: KWallet (kwalletd5) is the Secret Service.
 package let testKeyringIsKWallet = ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING_PROVIDER"] == "kwallet"
 /// The provider name `doctor` and `health()` should report for the test keyring.
-package let testKeyringProviderName = testKeyringIsKeePassXC ? "KeePassXC" : testKeyringIsKWallet ? "KWallet" : "gnome-keyring"
+package let testKeyringProviderName =
+    testKeyringIsKeePassXC ? "KeePassXC" : testKeyringIsKWallet ? "KWallet" : "gnome-keyring"
 
 #if DEBUG
 /// Skips the test under plain `swift test`, and fails it under make test and make check
@@ -17,9 +19,17 @@ package let testKeyringProviderName = testKeyringIsKeePassXC ? "KeePassXC" : tes
 package func requireTestKeyring(sourceLocation: SourceLocation = #_sourceLocation) throws {
     guard ProcessInfo.processInfo.environment["LANYARD_TEST_KEYRING"] == "1" else {
         // Never the user's own keyring: skipped under plain `swift test`, failed under make test.
-        if !TestServices.required { try TestServices.missing("needs the private test keyring (scripts/with-keyring.sh)", failure: CancellationError()) }
-        try #require(Bool(false), "run under scripts/with-keyring.sh (make test): this test needs the private test keyring",
-                     sourceLocation: sourceLocation)
+        if !TestServices.required {
+            try TestServices.missing(
+                "needs the private test keyring (scripts/with-keyring.sh)",
+                failure: CancellationError()
+            )
+        }
+        try #require(
+            Bool(false),
+            "run under scripts/with-keyring.sh (make test): this test needs the private test keyring",
+            sourceLocation: sourceLocation
+        )
         return
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if DEBUG  // Testing is not there in the release build (make release builds every target)
 import Testing
 #endif

@@ -21,7 +21,10 @@ package final class TestSleeper: Sleeper, @unchecked Sendable {
     package var requested: [TimeInterval] { lock.withLock { waits } }
 
     package func sleep(seconds: TimeInterval) async throws {
-        let call = lock.withLock { waits.append(seconds); return waits.count }
+        let call = lock.withLock {
+            waits.append(seconds)
+            return waits.count
+        }
         try Task.checkCancellation()
         clock?.advance(by: seconds)
         try await hook?(call)

@@ -32,12 +32,17 @@ enum DiscoveryAnswer {
         }
         switch object["mtls_endpoint_aliases"] {
         case .object(let aliases)?:
-            for key in aliases.keys.sorted() { _ = try endpoint(aliases[key], field: "mtls_endpoint_aliases." + key, step: step) }
+            for key in aliases.keys.sorted() {
+                _ = try endpoint(aliases[key], field: "mtls_endpoint_aliases." + key, step: step)
+            }
         case nil, .null?: break
         default: throw .invalidResponse("\(step): mtls_endpoint_aliases is not an object")
         }
-        return Endpoints(deviceAuthorization: checked["device_authorization_endpoint"], token: checked["token_endpoint"],
-                         revocation: checked["revocation_endpoint"])
+        return Endpoints(
+            deviceAuthorization: checked["device_authorization_endpoint"],
+            token: checked["token_endpoint"],
+            revocation: checked["revocation_endpoint"]
+        )
     }
 
     /// One field's URL: nil when it is absent or null; an error naming the field when it is not an
@@ -47,13 +52,17 @@ enum DiscoveryAnswer {
         switch value {
         case nil, .null?: return nil
         case .string(let text)?:
-            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-                  url.host?.isEmpty == false else {
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                ["http", "https"].contains(scheme),
+                url.host?.isEmpty == false
+            else {
                 throw .invalidResponse("\(step): \(name) is not an http(s) URL")
             }
             guard Loopback.isSecureOrLocal(url) else {
-                throw .invalidResponse("\(step): \(name) is plain http to another machine; "
-                    + "endpoints must be https (plain http only to localhost, 127.0.0.1, ::1)")
+                throw .invalidResponse(
+                    "\(step): \(name) is plain http to another machine; "
+                        + "endpoints must be https (plain http only to localhost, 127.0.0.1, ::1)"
+                )
             }
             return url
         default: throw .invalidResponse("\(step): \(name) is not a URL")

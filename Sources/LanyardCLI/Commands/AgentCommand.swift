@@ -15,28 +15,37 @@ struct AgentRunningError: LanyardError {
 
 extension AgentCommands {
     static let agent = CommandSpec(
-        name: "agent", summary: "keep every slot's tokens fresh in the background", arguments: "",
-        minArguments: 0, maxArguments: 0,
+        name: "agent",
+        summary: "keep every slot's tokens fresh in the background",
+        arguments: "",
+        minArguments: 0,
+        maxArguments: 0,
         flags: [FlagSpec("once", "refresh the slots that are due now, then exit (for a systemd timer)")],
-        prints: false, takesAccount: false,
+        prints: false,
+        takesAccount: false,
         details: """
-        Runs in the foreground until SIGTERM or Ctrl-C. Each signed-in slot is refreshed once it is within \
-        [refresh] lead of expiry, plus a random delay of up to [agent] jitter seconds (at most half the lead) \
-        so slots do not refresh together. Transient failures are retried with exponential backoff. The \
-        agent sleeps until the next due time and wakes early when another process changes the registry. \
-        A slot whose session ends raises a desktop notification \
-        and runs the [agent] hook. With [switch] auto = usage \
-        it also checks the active slot's usage every [switch] poll seconds, \
-        and at once when a Lanyard command logs a \
-        usage_limit_reached for it, and switches to the slot with the most headroom once the active one reaches \
-        [switch] threshold (a notification, the hook and a switch event say so). One agent runs \
-        per user; it shares the per-slot refresh lock with every other Lanyard command.
-        """,
+            Runs in the foreground until SIGTERM or Ctrl-C. Each signed-in slot is refreshed once it is within \
+            [refresh] lead of expiry, plus a random delay of up to [agent] jitter seconds (at most half the lead) \
+            so slots do not refresh together. Transient failures are retried with exponential backoff. The \
+            agent sleeps until the next due time and wakes early when another process changes the registry. \
+            A slot whose session ends raises a desktop notification \
+            and runs the [agent] hook. With [switch] auto = usage \
+            it also checks the active slot's usage every [switch] poll seconds, \
+            and at once when a Lanyard command logs a \
+            usage_limit_reached for it, and switches to the slot with the most headroom once the active one reaches \
+            [switch] threshold (a notification, the hook and a switch event say so). One agent runs \
+            per user; it shares the per-slot refresh lock with every other Lanyard command.
+            """,
         examples: [
             CommandExample("lanyard agent", "keep every slot fresh, in the foreground until Ctrl-C"),
-            CommandExample("systemctl --user enable --now lanyard-agent.service", "run it as a user service (the unit ships with the package)"),
+            CommandExample(
+                "systemctl --user enable --now lanyard-agent.service",
+                "run it as a user service (the unit ships with the package)"
+            ),
             CommandExample("lanyard agent --once", "refresh what is due and exit (for lanyard-refresh.timer or cron)"),
-        ], network: true) { inv in
+        ],
+        network: true
+    ) { inv in
         let once = inv.args.has("once")
         let config = try inv.config()
         let paths = inv.paths
@@ -56,11 +65,19 @@ extension AgentCommands {
         }
         defer { withExtendedLifetime(lock) {} }
         let stderr = inv.stderr
-        var options = RefreshAgent.Options(jitter: config.agentJitter, notify: config.agentNotify, hook: config.agentHook)
+        var options = RefreshAgent.Options(
+            jitter: config.agentJitter,
+            notify: config.agentNotify,
+            hook: config.agentHook
+        )
         options.autoSwitch = config.autoSwitch.mode == .usage
         options.environment = environment
         options.clockTime = { RelativeTime.clockTime($0, now: Date()) }
-        let agent = RefreshAgent(manager: manager, options: options, diagnostics: { stderr.line("lanyard agent: \($0)") })
+        let agent = RefreshAgent(
+            manager: manager,
+            options: options,
+            diagnostics: { stderr.line("lanyard agent: \($0)") }
+        )
         if once {
             return try agent.runOnce() == 0 ? .ok : .network
         }

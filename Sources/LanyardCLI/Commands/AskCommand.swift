@@ -7,26 +7,39 @@ import LanyardSupport
 /// `ResponseStreamer`; this parses, runs it and renders the events.
 enum AskCommand {
     static let ask = CommandSpec(
-        name: "ask", summary: "stream a model reply as a slot's account (checks the account end to end)", arguments: "PROMPT…",
-        minArguments: 1, maxArguments: Int.max,
+        name: "ask",
+        summary: "stream a model reply as a slot's account (checks the account end to end)",
+        arguments: "PROMPT…",
+        minArguments: 1,
+        maxArguments: Int.max,
         flags: [
-            FlagSpec("transport", value: "TRANSPORT", choices: ["websocket", "sse"],
-                     "websocket (reconnects, then falls back to SSE) or sse only (default: [stream] transport)"),
+            FlagSpec(
+                "transport",
+                value: "TRANSPORT",
+                choices: ["websocket", "sse"],
+                "websocket (reconnects, then falls back to SSE) or sse only (default: [stream] transport)"
+            ),
             FlagSpec("model", value: "MODEL", "the model to ask (default: [stream] model, gpt-5-codex)"),
             FlagSpec("instructions", value: "TEXT", "system instructions sent with the prompt"),
         ],
-        prints: true, takesAccount: true,
+        prints: true,
+        takesAccount: true,
         details: """
-        The words of PROMPT are joined with spaces; a single - reads the prompt from standard input. \
-        The reply is written as it arrives; with --json each event is one JSON line (connected, created, \
-        text_delta, text_done, completed). Exit 7 at the usage limit, 4 when the slot must sign in again, \
-        6 for network, server and stream errors (streaming_replay_diverged when a reconnection replayed \
-        different text), 130 when interrupted.
-        """,
+            The words of PROMPT are joined with spaces; a single - reads the prompt from standard input. \
+            The reply is written as it arrives; with --json each event is one JSON line (connected, created, \
+            text_delta, text_done, completed). Exit 7 at the usage limit, 4 when the slot must sign in again, \
+            6 for network, server and stream errors (streaming_replay_diverged when a reconnection replayed \
+            different text), 130 when interrupted.
+            """,
         examples: [
             CommandExample("lanyard ask --account work say hello", "check that work can use the model, end to end"),
-            CommandExample("git diff | lanyard ask --instructions 'review this diff' -", "send standard input as the prompt"),
-        ], network: true) { inv in
+            CommandExample(
+                "git diff | lanyard ask --instructions 'review this diff' -",
+                "send standard input as the prompt"
+            ),
+        ],
+        network: true
+    ) { inv in
         guard let streamFactory = inv.context.streamFactory else {
             throw NetworkUnavailable(detail: "this binary cannot stream; run the command through lanyard")
         }
@@ -39,8 +52,11 @@ enum AskCommand {
         case "websocket"?: policy.prefersWebSocket = true
         default: break
         }
-        let request = ResponseRequest(prompt: prompt, model: inv.args.value("model") ?? manager.config.streamModel,
-                                      instructions: inv.args.value("instructions"))
+        let request = ResponseRequest(
+            prompt: prompt,
+            model: inv.args.value("model") ?? manager.config.streamModel,
+            instructions: inv.args.value("instructions")
+        )
         let renderer = Renderer(inv: inv)
         do {
             try inv.runAsync { [policy] in
@@ -49,7 +65,9 @@ enum AskCommand {
         } catch let error as any LanyardError where inv.json {
             // One line, like the events before it, so a JSON-lines reader sees the whole error.
             var body = ErrorView(error).json["error"]?.object ?? [:]
-            if case ClientError.streamingTransportReplayDiverged(let partial) = error { body["partial_text"] = .string(partial) }
+            if case ClientError.streamingTransportReplayDiverged(let partial) = error {
+                body["partial_text"] = .string(partial)
+            }
             inv.stdout.rawLine(JSONValue.object(["error": .object(body)]).serialized())
             return error.exitStatus
         } catch {
@@ -73,14 +91,19 @@ enum AskCommand {
             let budget = maxPromptBytes - text.utf8.count - (first ? 0 : 1)
             let next: String?
             do { next = try inv.context.input.line(maxBytes: max(budget, 0)) } catch {
-                let problem = if case .lineTooLong = error { "is longer than \(ByteCount.describe(maxPromptBytes))" } else { error.problem }
+                let problem =
+                    if case .lineTooLong = error { "is longer than \(ByteCount.describe(maxPromptBytes))" } else {
+                        error.problem
+                    }
                 throw UsageError(message: "the prompt on standard input \(problem)", command: "ask")
             }
             guard let line = next else { break }
             text += (first ? "" : "\n") + line
             first = false
         }
-        guard !text.trimmingSpaces().isEmpty else { throw UsageError(message: "the prompt on standard input is empty", command: "ask") }
+        guard !text.trimmingSpaces().isEmpty else {
+            throw UsageError(message: "the prompt on standard input is empty", command: "ask")
+        }
         return text
     }
 
@@ -92,7 +115,10 @@ enum AskCommand {
         init(inv: Invocation) { self.inv = inv }
 
         func show(_ event: StreamEvent) {
-            if inv.json { inv.stdout.rawLine(json(event).serialized()); return }
+            if inv.json {
+                inv.stdout.rawLine(json(event).serialized())
+                return
+            }
             switch event {
             case .textDelta(let text):
                 // Model output may hold control characters; a terminal must not act on them.
@@ -100,7 +126,9 @@ enum AskCommand {
                 atLineStart.withLock { $0 = text.hasSuffix("\n") }
             case .connected(let transport, let reconnection) where reconnection > 0:
                 endLine()
-                inv.stderr.line(inv.style.dim("lanyard: reconnected over \(transport == .webSocket ? "WebSocket" : "HTTP/SSE")"))
+                inv.stderr.line(
+                    inv.style.dim("lanyard: reconnected over \(transport == .webSocket ? "WebSocket" : "HTTP/SSE")")
+                )
             case .completed:
                 endLine()
             default:
@@ -109,13 +137,23 @@ enum AskCommand {
         }
 
         func endLine() {
-            if !inv.json, atLineStart.withLock({ start in defer { start = true }; return !start }) { inv.stdout.line() }
+            if !inv.json,
+                atLineStart.withLock({ start in
+                    defer { start = true }
+                    return !start
+                })
+            {
+                inv.stdout.line()
+            }
         }
 
         func json(_ event: StreamEvent) -> JSONValue {
             switch event {
             case .connected(let transport, let reconnection):
-                return .object(["type": .string("connected"), "transport": .string(transport.rawValue), "reconnection": .number(Double(reconnection))])
+                return .object([
+                    "type": .string("connected"), "transport": .string(transport.rawValue),
+                    "reconnection": .number(Double(reconnection)),
+                ])
             case .created(let id):
                 return .object(["type": .string("created"), "response_id": .string(id)])
             case .textDelta(let text):
@@ -128,8 +166,11 @@ enum AskCommand {
                     "output_text": .string(response.outputText),
                 ]
                 if let usage = response.usage {
-                    object["usage"] = .object(["input_tokens": .number(Double(usage.inputTokens)), "output_tokens": .number(Double(usage.outputTokens)),
-                                               "total_tokens": .number(Double(usage.totalTokens))])
+                    object["usage"] = .object([
+                        "input_tokens": .number(Double(usage.inputTokens)),
+                        "output_tokens": .number(Double(usage.outputTokens)),
+                        "total_tokens": .number(Double(usage.totalTokens)),
+                    ])
                 }
                 return .object(["type": .string("completed"), "response": .object(object)])
             }

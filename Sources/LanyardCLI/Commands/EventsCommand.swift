@@ -5,25 +5,34 @@ import LanyardSupport
 
 extension AgentCommands {
     static let events = CommandSpec(
-        name: "events", summary: "show the event log (refreshes, transitions, errors, switches)", arguments: "",
-        minArguments: 0, maxArguments: 0,
-        flags: [FlagSpec("follow", short: "f", "keep printing new events as they are logged"),
-                FlagSpec("lines", short: "n", value: "N", "show only the last N events")],
-        prints: true, takesAccount: false,
+        name: "events",
+        summary: "show the event log (refreshes, transitions, errors, switches)",
+        arguments: "",
+        minArguments: 0,
+        maxArguments: 0,
+        flags: [
+            FlagSpec("follow", short: "f", "keep printing new events as they are logged"),
+            FlagSpec("lines", short: "n", value: "N", "show only the last N events"),
+        ],
+        prints: true,
+        takesAccount: false,
         details: """
-        The log is $XDG_STATE_HOME/lanyard/events.jsonl (one JSON object a line; never a token), capped at \
-        [events] max-bytes and rotated to events.jsonl.1. With --json each event is printed as one JSON line.
-        """,
+            The log is $XDG_STATE_HOME/lanyard/events.jsonl (one JSON object a line; never a token), capped at \
+            [events] max-bytes and rotated to events.jsonl.1. With --json each event is printed as one JSON line.
+            """,
         examples: [
             CommandExample("lanyard events -n 20", "the last 20 refreshes, transitions and errors"),
             CommandExample("lanyard events --follow", "keep printing events as the agent and other commands log them"),
             CommandExample("lanyard events --json | jq 'select(.event == \"error\")'", "only the errors, as JSON"),
-        ]) { inv in
+        ]
+    ) { inv in
         let config = try inv.config()
         let log = EventLog(paths: inv.paths, maxBytes: config.eventsMaxBytes)
         var lines = log.read()
         if let raw = inv.args.value("lines") {
-            guard let n = Int(raw), n >= 0 else { throw UsageError(message: "--lines needs a number, got \"\(raw)\"", command: "events") }
+            guard let n = Int(raw), n >= 0 else {
+                throw UsageError(message: "--lines needs a number, got \"\(raw)\"", command: "events")
+            }
             lines = Array(lines.suffix(n))
         }
         for event in lines { print(event, inv) }
@@ -42,7 +51,9 @@ extension AgentCommands {
         var detail: [String] = []
         switch kind {
         case "refresh":
-            if let exp = event["expires_at"]?.string.flatMap(RFC3339.date(from:)) { detail.append("new token expires \(RFC3339.string(from: exp))") }
+            if let exp = event["expires_at"]?.string.flatMap(RFC3339.date(from:)) {
+                detail.append("new token expires \(RFC3339.string(from: exp))")
+            }
         case "transition":
             detail.append("\(event["from"]?.string ?? "?") -> \(event["to"]?.string ?? "?")")
             if let reason = event["reason"]?.string { detail.append("(\(reason))") }
@@ -62,10 +73,15 @@ extension AgentCommands {
         }
         // The log is a file anyone with the user's rights can write: every field is escaped.
         let name = HumanText(kind)
-        let coloured = kind == "error" || kind == "switch_blocked" ? s.red(name) : kind == "transition" || kind == "switch" ? s.yellow(name) : s.green(name)
+        let coloured =
+            kind == "error" || kind == "switch_blocked"
+            ? s.red(name) : kind == "transition" || kind == "switch" ? s.yellow(name) : s.green(name)
         let source = event["source"]?.string.map { "by \($0)" } ?? ""
-        let fields = [HumanText(event["time"]?.string ?? "-"), coloured, HumanText(event["slot"]?.string ?? "-"), HumanText(source),
-                      HumanText(detail.joined(separator: " "))]
+        let fields = [
+            HumanText(event["time"]?.string ?? "-"), coloured, HumanText(event["slot"]?.string ?? "-"),
+            HumanText(source),
+            HumanText(detail.joined(separator: " ")),
+        ]
         inv.stdout.line(HumanText.joined(fields.filter { !$0.isEmpty }, separator: "  "))
     }
 
@@ -75,18 +91,26 @@ extension AgentCommands {
         func percent(_ key: String) -> String? { event[key]?.number.map { "\($0.rounded().saturatingInt) %" } }
         switch event["reason"]?.string {
         case "user": return "switch by the user"
-        case "best": return "switch --best" + (percent("to_used_percent").map { ": the most headroom, \($0) used" } ?? "")
+        case "best":
+            return "switch --best" + (percent("to_used_percent").map { ": the most headroom, \($0) used" } ?? "")
         case "usage", "all_at_limit":
             let window = event["window_name"]?.string.map { "the \($0) window" }
             let refused = event["trigger"]?.string == "usage_limit_reached"
             let what: String
             if refused || (event["used_percent"]?.number ?? 0) >= 100 {
-                what = (window.map { "limit reached on \($0)" } ?? "usage limit reached") + (refused ? " (a request was refused)" : "")
+                what =
+                    (window.map { "limit reached on \($0)" } ?? "usage limit reached")
+                    + (refused ? " (a request was refused)" : "")
             } else {
                 what = "\(window ?? "the busiest window") at \(percent("used_percent") ?? "?"), over the threshold"
             }
-            let reset = event["resets_at"]?.string.flatMap(RFC3339.date(from:)).map { ", resets \(RelativeTime.describe($0, now: inv.now))" } ?? ""
-            let to = event["reason"]?.string == "usage" ? percent("to_used_percent").map { "; \(event["to"]?.string ?? "?") at \($0)" } ?? "" : ""
+            let reset =
+                event["resets_at"]?.string.flatMap(RFC3339.date(from:)).map {
+                    ", resets \(RelativeTime.describe($0, now: inv.now))"
+                } ?? ""
+            let to =
+                event["reason"]?.string == "usage"
+                ? percent("to_used_percent").map { "; \(event["to"]?.string ?? "?") at \($0)" } ?? "" : ""
             return "auto-switch: \(what)\(reset)\(to)"
         case let other?: return other
         case nil: return "reason not logged"
@@ -97,7 +121,9 @@ extension AgentCommands {
     static func follow(_ log: EventLog, _ inv: Invocation) {
         try? SecureFiles.ensureDirectory(inv.paths.stateDirectory)
         let fd = inotify_init1(Int32(IN_CLOEXEC))
-        if fd >= 0 { inotify_add_watch(fd, inv.paths.stateDirectory, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM)) }
+        if fd >= 0 {
+            inotify_add_watch(fd, inv.paths.stateDirectory, UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM))
+        }
         var cursor = EventLogCursor(log)
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {

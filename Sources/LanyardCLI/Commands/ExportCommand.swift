@@ -7,23 +7,36 @@ import LanyardSupport
 
 extension BundleCommands {
     static let export = CommandSpec(
-        name: "export", summary: "write slots' credentials to an age-encrypted bundle", arguments: "[SLOT…]",
-        minArguments: 0, maxArguments: 1000,
+        name: "export",
+        summary: "write slots' credentials to an age-encrypted bundle",
+        arguments: "[SLOT…]",
+        minArguments: 0,
+        maxArguments: 1000,
         flags: [
             FlagSpec("to", value: "FILE", "the bundle to write (required; mode 0600)"),
-            FlagSpec("recipient", short: "r", value: "AGE1…", "encrypt to this X25519 public key instead of a passphrase (repeatable)"),
+            FlagSpec(
+                "recipient",
+                short: "r",
+                value: "AGE1…",
+                "encrypt to this X25519 public key instead of a passphrase (repeatable)"
+            ),
             FlagSpec("force", "replace FILE when it exists"),
         ],
-        prints: true, takesAccount: false,
+        prints: true,
+        takesAccount: false,
         details: """
-        Exports the named slots (every slot with a stored credential by default) with their registry metadata. \
-        Without --recipient the bundle is encrypted with a passphrase (asked twice on the terminal, or from \
-        LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS). Stock `age -d` opens it; layout in docs/store-format.md.
-        """,
+            Exports the named slots (every slot with a stored credential by default) with their registry metadata. \
+            Without --recipient the bundle is encrypted with a passphrase (asked twice on the terminal, or from \
+            LANYARD_PASSPHRASE_FILE or LANYARD_ASKPASS). Stock `age -d` opens it; layout in docs/store-format.md.
+            """,
         examples: [
             CommandExample("lanyard export --to slots.age", "every slot with a credential, protected by a passphrase"),
-            CommandExample("lanyard export work --to work.age -r age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p", "one slot, encrypted to another machine's age key"),
-        ]) { inv in
+            CommandExample(
+                "lanyard export work --to work.age -r age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
+                "one slot, encrypted to another machine's age key"
+            ),
+        ]
+    ) { inv in
         guard let target = inv.args.value("to"), !target.isEmpty else {
             throw UsageError(message: "export needs --to FILE", command: "export")
         }
@@ -36,7 +49,10 @@ extension BundleCommands {
         if !x25519.isEmpty {
             recipients = try x25519.map { raw in
                 do { return try X25519Recipient(raw) } catch {
-                    throw UsageError(message: "--recipient \(raw) is not an age X25519 public key: \(error.userFacingDescription)", command: "export")
+                    throw UsageError(
+                        message: "--recipient \(raw) is not an age X25519 public key: \(error.userFacingDescription)",
+                        command: "export"
+                    )
                 }
             }
         } else {
@@ -50,7 +66,10 @@ extension BundleCommands {
             let passphrase = try PassphraseReader(environment: inv.context.environment)
                 .read(prompt: "Passphrase for the export bundle: ", confirm: true)
             do { sealRecipients = [try ScryptRecipient(passphrase: passphrase)] } catch {
-                throw BundleError(code: .bundleEncrypt, message: "cannot use that passphrase: \(error.userFacingDescription)")
+                throw BundleError(
+                    code: .bundleEncrypt,
+                    message: "cannot use that passphrase: \(error.userFacingDescription)"
+                )
             }
         } else {
             sealRecipients = recipients
@@ -62,10 +81,19 @@ extension BundleCommands {
         }
         try SecureFiles.atomicWrite(sealed, to: path)
         let names = entries.keys.sorted().map(\.name)
-        inv.emit(ExportView(file: path, slots: names, skipped: skipped, encryption: recipients.isEmpty ? "passphrase" : "x25519")) {
+        inv.emit(
+            ExportView(
+                file: path,
+                slots: names,
+                skipped: skipped,
+                encryption: recipients.isEmpty ? "passphrase" : "x25519"
+            )
+        ) {
             for slot in skipped { inv.stderr.line("lanyard: skipped \(slot.name) (no stored credential)") }
-            inv.stdout.line("Exported \(names.count) slot\(names.count == 1 ? "" : "s") "
-                + "(\(names.joined(separator: ", "))) to \(target).")
+            inv.stdout.line(
+                "Exported \(names.count) slot\(names.count == 1 ? "" : "s") "
+                    + "(\(names.joined(separator: ", "))) to \(target)."
+            )
         }
         return .ok
     }

@@ -2,18 +2,24 @@ import LanyardSupport
 
 extension MetaCommands {
     static let help = CommandSpec(
-        name: "help", summary: "show help for all commands or one", arguments: "[COMMAND [SUBCOMMAND]]",
-        minArguments: 0, maxArguments: 2, flags: [FlagSpec("man", "print the lanyard(1) manual page (roff), generated from the command table")],
-        prints: false, takesAccount: false,
+        name: "help",
+        summary: "show help for all commands or one",
+        arguments: "[COMMAND [SUBCOMMAND]]",
+        minArguments: 0,
+        maxArguments: 2,
+        flags: [FlagSpec("man", "print the lanyard(1) manual page (roff), generated from the command table")],
+        prints: false,
+        takesAccount: false,
         details: """
-        Without COMMAND, lists the commands by group. With one, shows its usage, options and examples; a group \
-        (store, codex, gh, …) lists its subcommands, and `lanyard help store init` shows one of them, \
-        the same as `lanyard store init --help`.
-        """,
+            Without COMMAND, lists the commands by group. With one, shows its usage, options and examples; a group \
+            (store, codex, gh, …) lists its subcommands, and `lanyard help store init` shows one of them, \
+            the same as `lanyard store init --help`.
+            """,
         examples: [
             CommandExample("lanyard help store migrate", "usage, options and examples of one subcommand"),
             CommandExample("lanyard help --man | man -l -", "read the whole manual from a build folder"),
-        ]) { inv in
+        ]
+    ) { inv in
         if inv.args.has("man") {
             guard inv.args.positionals.isEmpty else {
                 throw UsageError(message: "--man prints the whole manual; give no COMMAND", command: "help")
@@ -26,7 +32,10 @@ extension MetaCommands {
             return .ok
         }
         guard var spec = Lanyard.commands.first(where: { $0.name == name }) else {
-            let hint = Suggest.closest(to: name, in: Lanyard.commands.filter { !$0.hidden }.map(\.name)).map { " (did you mean `\($0)`?)" } ?? ""
+            let hint =
+                Suggest.closest(to: name, in: Lanyard.commands.filter { !$0.hidden }.map(\.name)).map {
+                    " (did you mean `\($0)`?)"
+                } ?? ""
             throw UsageError(message: "unknown command \"\(name)\"\(hint)", command: nil)
         }
         for word in inv.args.positionals.dropFirst() {
@@ -43,12 +52,12 @@ extension MetaCommands {
     static func overview() -> String {
         let width = Lanyard.commands.filter { !$0.hidden }.map(\.name.count).max() ?? 0
         var out = """
-        lanyard \(Lanyard.version): sign several accounts into the same tools, \
-        keep their tokens fresh, switch between them.
+            lanyard \(Lanyard.version): sign several accounts into the same tools, \
+            keep their tokens fresh, switch between them.
 
-        Usage: lanyard <command> [options]
+            Usage: lanyard <command> [options]
 
-        """
+            """
         for group in Lanyard.groups {
             out += "\n\(group.title):\n"
             for c in group.commands where !c.hidden {
@@ -58,13 +67,13 @@ extension MetaCommands {
         out += "\n" + examples(Lanyard.examples)
         out += """
 
-        Every command takes --help (`lanyard help store init` for a subcommand); commands that print take --json.
-        Environment: LANYARD_ACCOUNT chooses the slot; NO_COLOR turns colour off.
-        Exit status: 0 ok, 1 error, 2 usage, 3 not signed in, 4 sign-in required,
-        5 store locked or unavailable, 6 network or server, 7 usage limit, 130 cancelled.
-        The manual (`man lanyard`, or `lanyard help --man`) has every command, variable and file.
+            Every command takes --help (`lanyard help store init` for a subcommand); commands that print take --json.
+            Environment: LANYARD_ACCOUNT chooses the slot; NO_COLOR turns colour off.
+            Exit status: 0 ok, 1 error, 2 usage, 3 not signed in, 4 sign-in required,
+            5 store locked or unavailable, 6 network or server, 7 usage limit, 130 cancelled.
+            The manual (`man lanyard`, or `lanyard help --man`) has every command, variable and file.
 
-        """
+            """
         return out
     }
 
@@ -91,7 +100,8 @@ extension MetaCommands {
         for (left, right) in rendered { out += "  " + left.padded(toWidth: width + 2) + right + "\n" }
         if !spec.examples.isEmpty { out += "\n" + examples(spec.examples) }
         if !subcommands.isEmpty {
-            out += "\nRun `lanyard \(spec.name) <command> --help` "
+            out +=
+                "\nRun `lanyard \(spec.name) <command> --help` "
                 + "(or `lanyard help \(spec.name) <command>`) for a command's options.\n"
         }
         return out
@@ -99,7 +109,8 @@ extension MetaCommands {
 
     /// An "Examples:" section: each example's explanation as a comment, then its command line.
     static func examples(_ examples: [CommandExample]) -> String {
-        "Examples:\n" + examples.map { "  # \(capitalized($0.explanation))\n  $ \($0.command)\n" }.joined(separator: "\n")
+        "Examples:\n"
+            + examples.map { "  # \(capitalized($0.explanation))\n  $ \($0.command)\n" }.joined(separator: "\n")
     }
 
     static func capitalized(_ s: String) -> String { s.prefix(1).uppercased() + s.dropFirst() }

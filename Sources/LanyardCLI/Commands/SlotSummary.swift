@@ -4,8 +4,10 @@ import LanyardSupport
 
 /// A slot as `list`, `status` and `--json` show it: registry data, never a secret.
 struct SlotSummaryView: JSONView {
-    static let keys = ["slot", "active", "provider", "backend", "email", "plan", "plan_name", "account_id", "fedramp",
-                       "state", "state_message", "expires_at", "last_refresh", "last_error", "shared", "rotates"]
+    static let keys = [
+        "slot", "active", "provider", "backend", "email", "plan", "plan_name", "account_id", "fedramp",
+        "state", "state_message", "expires_at", "last_refresh", "last_error", "shared", "rotates",
+    ]
     let slot: Slot
     let record: SlotRecord
     let active: Bool
@@ -17,12 +19,14 @@ struct SlotSummaryView: JSONView {
         var stateMessage: String?
         if case .failed(let message) = record.state { stateMessage = message }
         return [
-            ("account_id", .optional(record.account.accountID)), ("active", .bool(active)), ("backend", .string(record.backend.rawValue)),
+            ("account_id", .optional(record.account.accountID)), ("active", .bool(active)),
+            ("backend", .string(record.backend.rawValue)),
             ("email", .optional(record.account.email)), ("expires_at", .date(record.expiresAt)),
             ("fedramp", .bool(record.account.isFedRAMPAccount)), ("last_error", .optional(record.lastErrorCode)),
             ("last_refresh", .date(record.lastRefresh)), ("plan", .optional(record.account.plan?.rawValue)),
             ("plan_name", .optional(record.account.plan?.displayName)), ("provider", .string(record.provider)),
-            ("rotates", .bool(record.rotates)), ("shared", .optional(shared)), ("slot", .string(slot.name)), ("state", .string(record.state.name)), ("state_message", .optional(stateMessage)),
+            ("rotates", .bool(record.rotates)), ("shared", .optional(shared)), ("slot", .string(slot.name)),
+            ("state", .string(record.state.name)), ("state_message", .optional(stateMessage)),
         ]
     }
 
@@ -38,8 +42,19 @@ struct ListView: JSONView {
     var shared: [Slot: String] = [:]
 
     var json: JSONValue {
-        .object(["active": .optional(document.active?.name),
-                 "slots": .array(document.sortedSlots.map { SlotSummaryView(slot: $0.slot, record: $0.record, active: $0.slot == document.active, shared: shared[$0.slot]).json })])
+        .object([
+            "active": .optional(document.active?.name),
+            "slots": .array(
+                document.sortedSlots.map {
+                    SlotSummaryView(
+                        slot: $0.slot,
+                        record: $0.record,
+                        active: $0.slot == document.active,
+                        shared: shared[$0.slot]
+                    ).json
+                }
+            ),
+        ])
     }
 
     /// The document written field by field (no dictionary per slot) and handed to `sink` in
@@ -57,7 +72,12 @@ struct ListView: JSONView {
         for slot in document.slots.keys.sorted() {
             guard let record = document.slots[slot] else { continue }
             writer.beginObject()
-            for field in SlotSummaryView(slot: slot, record: record, active: slot == document.active, shared: shared[slot]).fields {
+            for field in SlotSummaryView(
+                slot: slot,
+                record: record,
+                active: slot == document.active,
+                shared: shared[slot]
+            ).fields {
                 writer.key(field.key)
                 writer.value(field.value)
             }
@@ -81,9 +101,13 @@ struct ListNamesView: JSONView {
 extension SlotCommands {
     static func parseSlot(_ raw: String, _ inv: Invocation) throws -> Slot {
         if ArgumentText.looksSecret(raw) {
-            let hint = inv.spec.name == "login" ? "; `--with-access-token` reads the token from standard input, never from the command line" : ""
+            let hint =
+                inv.spec.name == "login"
+                ? "; `--with-access-token` reads the token from standard input, never from the command line" : ""
             throw UsageError(message: "not a slot name: \(ArgumentText.shown(raw))\(hint)", command: inv.spec.name)
         }
-        do { return try Slot(raw) } catch { throw UsageError(message: error.userFacingDescription, command: inv.spec.name) }
+        do { return try Slot(raw) } catch {
+            throw UsageError(message: error.userFacingDescription, command: inv.spec.name)
+        }
     }
 }

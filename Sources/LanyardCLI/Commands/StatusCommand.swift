@@ -8,20 +8,30 @@ import LanyardSystem
 
 extension SlotCommands {
     static let status = CommandSpec(
-        name: "status", summary: "show one slot in detail (the resolved slot by default)", arguments: "[SLOT]",
-        minArguments: 0, maxArguments: 1,
-        flags: [FlagSpec("watch", short: "w", "show every slot live, redrawn whenever the registry changes (until Ctrl-C)")],
-        prints: true, takesAccount: true,
+        name: "status",
+        summary: "show one slot in detail (the resolved slot by default)",
+        arguments: "[SLOT]",
+        minArguments: 0,
+        maxArguments: 1,
+        flags: [
+            FlagSpec("watch", short: "w", "show every slot live, redrawn whenever the registry changes (until Ctrl-C)")
+        ],
+        prints: true,
+        takesAccount: true,
         details: """
-        Exit status: 0 signed in, 3 signed out, 4 sign-in required, 1 failed. \
-        With --watch: a table of every slot, redrawn on each change (and every 15 s for the times); \
-        with --json, one `list` document a line on each change.
-        """,
+            Exit status: 0 signed in, 3 signed out, 4 sign-in required, 1 failed. \
+            With --watch: a table of every slot, redrawn on each change (and every 15 s for the times); \
+            with --json, one `list` document a line on each change.
+            """,
         examples: [
             CommandExample("lanyard status", "the slot commands act on here, in detail, and the rule that chose it"),
-            CommandExample("lanyard status work --json", "one slot for scripts (exit 3 signed out, 4 sign-in required)"),
+            CommandExample(
+                "lanyard status work --json",
+                "one slot for scripts (exit 3 signed out, 4 sign-in required)"
+            ),
             CommandExample("lanyard status --watch", "a live table of every slot, until Ctrl-C"),
-        ]) { inv in
+        ]
+    ) { inv in
         if inv.args.has("watch") { return try watch(inv) }
         let view = try inv.registry.view()
         let (slot, record, rule) = try inv.targetSlot(positional: inv.args.positionals.first, in: view)
@@ -32,7 +42,15 @@ extension SlotCommands {
         let blocked = autoSwitch.mode == .usage ? AutoSwitchState.blocked(paths: inv.paths, active: active) : nil
         let shared = SharedSlotState.loadIfReadable(slot, paths: inv.paths)?.fleet
         let summary = SlotSummaryView(slot: slot, record: record, active: slot == active, shared: shared)
-        inv.emit(StatusView(summary: summary, chosenBy: rule?.name, autoSwitch: autoSwitch, lastSwitch: lastSwitch, blocked: blocked)) {
+        inv.emit(
+            StatusView(
+                summary: summary,
+                chosenBy: rule?.name,
+                autoSwitch: autoSwitch,
+                lastSwitch: lastSwitch,
+                blocked: blocked
+            )
+        ) {
             let s = inv.style
             func time(_ d: Date?) -> String {
                 d.map { RelativeTime.describe($0, now: inv.now) } ?? "-"
@@ -55,11 +73,19 @@ extension SlotCommands {
             if let shared { lines.append(("shared", "in fleet \(shared) (`lanyard fleet status`)")) }
             if record.account.isFedRAMPAccount { lines.insert(("fedramp", "yes"), at: 4) }
             if let rule { lines.append(("chosen by", "\(rule.explanation)")) }
-            lines.append(("auto-switch", autoSwitch.mode == .off ? "off"
-                          : "at \(autoSwitch.threshold.rounded().saturatingInt) % usage, "
-                              + "checked every \(RelativeTime.span(autoSwitch.poll))"))
+            lines.append(
+                (
+                    "auto-switch",
+                    autoSwitch.mode == .off
+                        ? "off"
+                        : "at \(autoSwitch.threshold.rounded().saturatingInt) % usage, "
+                            + "checked every \(RelativeTime.span(autoSwitch.poll))"
+                )
+            )
             if let last = lastSwitch, let from = last["from"]?.string, let to = last["to"]?.string {
-                let when = last["time"]?.string.flatMap(RFC3339.date(from:)).map { RelativeTime.describe($0, now: inv.now) } ?? "-"
+                let when =
+                    last["time"]?.string.flatMap(RFC3339.date(from:)).map { RelativeTime.describe($0, now: inv.now) }
+                    ?? "-"
                 let used = last["used_percent"]?.number.map { ": \(from) at \($0.rounded().saturatingInt) %" } ?? ""
                 lines.append(("last switch", "\(from) → \(to) \(when)\(used)"))
             }
@@ -81,10 +107,12 @@ extension SlotCommands {
         let slot = blocked["slot"]?.string ?? "?"
         let window = blocked["window_name"]?.string.map { " of its \($0) window" } ?? ""
         let used = blocked["used_percent"]?.number.map { "\($0.rounded().saturatingInt) %" } ?? "its limit"
-        let until = blocked["earliest_reset"]?.string.flatMap(RFC3339.date(from:)).map { reset in
-            reset > inv.now ? "until the first reset \(RelativeTime.describe(reset, now: inv.now))"
-                : "the first reset was \(RelativeTime.describe(reset, now: inv.now)): the next check switches"
-        } ?? "no reset time known"
+        let until =
+            blocked["earliest_reset"]?.string.flatMap(RFC3339.date(from:)).map { reset in
+                reset > inv.now
+                    ? "until the first reset \(RelativeTime.describe(reset, now: inv.now))"
+                    : "the first reset was \(RelativeTime.describe(reset, now: inv.now)): the next check switches"
+            } ?? "no reset time known"
         return "every \(blocked["provider"]?.string ?? "") slot is at its limit (\(slot) at \(used)\(window)); \(until)"
     }
 
@@ -96,20 +124,33 @@ extension SlotCommands {
         while true {
             let document = try inv.registry.load()
             if inv.json {
-                if document != last { ListView(document: document, shared: SharedSlotState.fleets(paths: inv.paths)).write(pretty: false) { inv.stdout.write(bytes: $0) } }
+                if document != last {
+                    ListView(document: document, shared: SharedSlotState.fleets(paths: inv.paths)).write(pretty: false)
+                    { inv.stdout.write(bytes: $0) }
+                }
             } else if inv.context.stdoutIsTTY || document != last {
                 let s = inv.style
                 let now = inv.now
                 let rows = document.sortedSlots.map { slot, record -> [HumanText] in
                     let active = slot == document.active
-                    return [active ? s.green("*") : " ", active ? s.bold(slot.name) : "\(slot.name)", "\(record.account.email ?? "-")",
-                            s.state(record.state), "\(record.expiresAt.map { RelativeTime.describe($0, now: now) } ?? "-")",
-                            "\(record.lastRefresh.map { RelativeTime.describe($0, now: now) } ?? "-")", "\(record.lastErrorCode ?? "-")"]
+                    return [
+                        active ? s.green("*") : " ", active ? s.bold(slot.name) : "\(slot.name)",
+                        "\(record.account.email ?? "-")",
+                        s.state(record.state), "\(record.expiresAt.map { RelativeTime.describe($0, now: now) } ?? "-")",
+                        "\(record.lastRefresh.map { RelativeTime.describe($0, now: now) } ?? "-")",
+                        "\(record.lastErrorCode ?? "-")",
+                    ]
                 }
                 var screen: HumanText = inv.context.stdoutIsTTY ? .control(.clearScreen) : ""
                 screen += "lanyard status --watch  \(RFC3339.string(from: now))\n\n"
-                screen += rows.isEmpty ? "No slots yet.\n"
-                    : Table.render(header: [" ", "SLOT", "ACCOUNT", "STATE", "EXPIRES", "REFRESHED", "LAST ERROR"], rows: rows, style: s)
+                screen +=
+                    rows.isEmpty
+                    ? "No slots yet.\n"
+                    : Table.render(
+                        header: [" ", "SLOT", "ACCOUNT", "STATE", "EXPIRES", "REFRESHED", "LAST ERROR"],
+                        rows: rows,
+                        style: s
+                    )
                 inv.stdout.write(screen + (inv.context.stdoutIsTTY ? "" : "\n"))
             }
             last = document
@@ -132,8 +173,10 @@ struct StatusView: JSONView {
     var json: JSONValue {
         var object = summary.object
         object["chosen_by"] = .optional(chosenBy)
-        object["auto_switch"] = .object(["auto": .string(autoSwitch.mode.rawValue), "threshold": .number(autoSwitch.threshold),
-                                         "poll": .number(autoSwitch.poll), "last_switch": lastSwitch ?? .null, "blocked": blocked ?? .null])
+        object["auto_switch"] = .object([
+            "auto": .string(autoSwitch.mode.rawValue), "threshold": .number(autoSwitch.threshold),
+            "poll": .number(autoSwitch.poll), "last_switch": lastSwitch ?? .null, "blocked": blocked ?? .null,
+        ])
         return .object(object)
     }
 }

@@ -13,27 +13,36 @@ enum UsageCommand {
     }
 
     static let usage = CommandSpec(
-        name: "usage", summary: "show plan and usage windows (with reset times) from the provider", arguments: "[SLOT]",
-        minArguments: 0, maxArguments: 1, flags: [FlagSpec("all", "every signed-in slot of a provider with a usage endpoint")],
-        prints: true, takesAccount: true,
+        name: "usage",
+        summary: "show plan and usage windows (with reset times) from the provider",
+        arguments: "[SLOT]",
+        minArguments: 0,
+        maxArguments: 1,
+        flags: [FlagSpec("all", "every signed-in slot of a provider with a usage endpoint")],
+        prints: true,
+        takesAccount: true,
         details: "Each window is named by its length (5 h, daily, weekly, "
             + "monthly, else its length in words), with its reset. "
             + "Exit 7 when a slot shown is at its usage limit "
-                + "(a window at 100 %, the server's limit_reached, or a 429), "
+            + "(a window at 100 %, the server's limit_reached, or a 429), "
             + "6 when the server cannot be reached. "
             + "With --all and [switch] auto = usage, `next` marks the slot "
-                + "auto-switching would switch to from the active slot.",
+            + "auto-switching would switch to from the active slot.",
         examples: [
             CommandExample("lanyard usage", "plan and usage windows of the resolved slot, with reset times"),
             CommandExample("lanyard usage --all", "every signed-in slot whose provider reports usage"),
-        ], network: true) { inv in
+        ],
+        network: true
+    ) { inv in
         let document = try inv.registry.load()
         let manager = try inv.accounts()
         let all = inv.args.has("all")
         let slots: [Slot]
         if all {
             slots = document.sortedSlots.filter { slot, record in
-                if case .signedIn = record.state { return manager.config.providers[record.provider]?.usageBaseURL != nil }
+                if case .signedIn = record.state {
+                    return manager.config.providers[record.provider]?.usageBaseURL != nil
+                }
                 return false
             }.map(\.slot)
         } else {
@@ -53,7 +62,9 @@ enum UsageCommand {
         }
         // The mark answers "where does auto-switching go next?": only asked when it is on.
         let marksNext = all && manager.config.autoSwitch.mode == .usage
-        let next = marksNext ? autoSwitchNext(outcomes, document: document, threshold: manager.config.autoSwitch.threshold) : nil
+        let next =
+            marksNext
+            ? autoSwitchNext(outcomes, document: document, threshold: manager.config.autoSwitch.threshold) : nil
         var results: [UsageView.Entry] = []
         for (slot, result) in outcomes {
             let record = document.slots[slot]
@@ -64,15 +75,30 @@ enum UsageCommand {
             case .failed(let error):
                 var limitResetsAt: Date?? = nil
                 if case ClientError.usageLimitReached(let limit) = error { limitResetsAt = .some(limit.resetsAt) }
-                results.append(.failed(slot, ErrorView(error),
-                                       limitResetsAt: limitResetsAt, next: marksNext ? false : nil))
-                if !inv.json { inv.stdout.line("\(inv.style.bold(slot.name))  \(inv.style.yellow(HumanText(error.userFacingDescription)))") }
+                results.append(
+                    .failed(
+                        slot,
+                        ErrorView(error),
+                        limitResetsAt: limitResetsAt,
+                        next: marksNext ? false : nil
+                    )
+                )
+                if !inv.json {
+                    inv.stdout.line(
+                        "\(inv.style.bold(slot.name))  \(inv.style.yellow(HumanText(error.userFacingDescription)))"
+                    )
+                }
             }
         }
         if inv.json { inv.emit(UsageView(slots: results)) {} }
         // A slot shown at its limit exits 7, as a 429 `usage_limit_reached` does (docs/cli.md),
         // unless something worse happened.
-        if worst == .ok, outcomes.contains(where: { if case .report(let report) = $0.result { return report.isAtLimit }; return false }) {
+        if worst == .ok,
+            outcomes.contains(where: {
+                if case .report(let report) = $0.result { return report.isAtLimit }
+                return false
+            })
+        {
             return .usageLimit
         }
         return worst
@@ -80,11 +106,15 @@ enum UsageCommand {
 
     /// The slot auto-switching would go to from the active slot, among the slots of its provider
     /// shown: as `AccountManager.autoSwitchTarget` chooses, from the reports already in hand.
-    static func autoSwitchNext(_ outcomes: [(slot: Slot, result: UsageOutcome)], document: RegistryDocument,
-                               threshold: Double) -> Slot? {
+    static func autoSwitchNext(
+        _ outcomes: [(slot: Slot, result: UsageOutcome)],
+        document: RegistryDocument,
+        threshold: Double
+    ) -> Slot? {
         let provider = document.active.flatMap { document.slots[$0]?.provider } ?? "openai"
         let weighed: [(slot: Slot, verdict: SlotCandidate.Verdict)] = outcomes.compactMap { slot, result in
-            guard document.slots[slot]?.provider == provider, case .report(let report) = result, !report.isAtLimit else { return nil }
+            guard document.slots[slot]?.provider == provider, case .report(let report) = result, !report.isAtLimit
+            else { return nil }
             return (slot, .headroom(usedPercent: report.highestUsedPercent))
         }
         return AccountManager.autoSwitchTarget(weighed, active: document.active, threshold: threshold)?.slot
@@ -93,7 +123,13 @@ enum UsageCommand {
     /// One slot: a title line, then every window the server sent (named by its length, never by
     /// its position: a weekly-only account shows one weekly row), credits and banked resets when
     /// sent.
-    static func render(_ slot: Slot, _ record: SlotRecord?, _ report: UsageReport, next: Bool = false, _ inv: Invocation) {
+    static func render(
+        _ slot: Slot,
+        _ record: SlotRecord?,
+        _ report: UsageReport,
+        next: Bool = false,
+        _ inv: Invocation
+    ) {
         let s = inv.style
         let who = record?.account.email.map { "  \($0)" } ?? ""
         let limit: HumanText = report.isAtLimit ? s.red("  at limit") : ""
@@ -150,29 +186,44 @@ struct UsageView: JSONView {
                 func window(_ w: UsageWindow?, _ field: String) -> JSONValue? {
                     guard let w else { return nil }
                     return JSONValue.object([
-                        "field": .string(field), "window": .optional(w.length?.className), "name": .optional(w.length?.name),
+                        "field": .string(field), "window": .optional(w.length?.className),
+                        "name": .optional(w.length?.name),
                         "limit_window_seconds": w.windowSeconds.map { .number(Double($0)) } ?? .null,
-                        "used_percent": .number(w.usedPercent), "at_limit": .bool(w.isAtLimit), "resets_at": .date(w.resetsAt),
+                        "used_percent": .number(w.usedPercent), "at_limit": .bool(w.isAtLimit),
+                        "resets_at": .date(w.resetsAt),
                     ]).droppingNulls
                 }
-                let windows = [window(report.primary, "primary_window"), window(report.secondary, "secondary_window")].compactMap { $0 }
+                let windows = [window(report.primary, "primary_window"), window(report.secondary, "secondary_window")]
+                    .compactMap { $0 }
                 var fields: [String: JSONValue] = [
-                    "slot": .string(slot.name), "plan": .optional(report.plan?.rawValue), "plan_name": .optional(report.plan?.displayName),
+                    "slot": .string(slot.name), "plan": .optional(report.plan?.rawValue),
+                    "plan_name": .optional(report.plan?.displayName),
                     "windows": .array(windows), "limit_reached": .bool(report.isAtLimit),
                 ]
                 if let credits = report.credits {
-                    fields["credits"] = JSONValue.object(["has_credits": credits.hasCredits.map(JSONValue.bool) ?? .null,
-                                                          "unlimited": credits.unlimited.map(JSONValue.bool) ?? .null,
-                                                          "balance": .optional(credits.balance)]).droppingNulls
+                    fields["credits"] =
+                        JSONValue.object([
+                            "has_credits": credits.hasCredits.map(JSONValue.bool) ?? .null,
+                            "unlimited": credits.unlimited.map(JSONValue.bool) ?? .null,
+                            "balance": .optional(credits.balance),
+                        ]).droppingNulls
                 }
                 if let banked = report.resetCredits { fields["reset_credits"] = .number(Double(banked)) }
                 if !report.additionalLimits.isEmpty {
-                    fields["additional_limits"] = .array(report.additionalLimits.map { extra in
-                        JSONValue.object(["limit_name": .string(extra.name), "metered_feature": .optional(extra.feature),
-                                          "limit_reached": .bool(extra.isAtLimit),
-                                          "windows": .array([window(extra.primary, "primary_window"),
-                                                             window(extra.secondary, "secondary_window")].compactMap { $0 })]).droppingNulls
-                    })
+                    fields["additional_limits"] = .array(
+                        report.additionalLimits.map { extra in
+                            JSONValue.object([
+                                "limit_name": .string(extra.name), "metered_feature": .optional(extra.feature),
+                                "limit_reached": .bool(extra.isAtLimit),
+                                "windows": .array(
+                                    [
+                                        window(extra.primary, "primary_window"),
+                                        window(extra.secondary, "secondary_window"),
+                                    ].compactMap { $0 }
+                                ),
+                            ]).droppingNulls
+                        }
+                    )
                 }
                 if let next { fields["next"] = .bool(next) }
                 return .object(fields)

@@ -92,8 +92,18 @@ package final class DesktopNotifications: @unchecked Sendable {
                 sink.continuation.yield(.closed(id: id, reason: reason))
             }
         }
-        guard let handle = lanyard_notifications_start(onReply, onSignal, Unmanaged.passUnretained(sink).toOpaque(), &message, Int32(message.count)) else {
-            throw StatusNotifierFailure(description: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        guard
+            let handle = lanyard_notifications_start(
+                onReply,
+                onSignal,
+                Unmanaged.passUnretained(sink).toOpaque(),
+                &message,
+                Int32(message.count)
+            )
+        else {
+            throw StatusNotifierFailure(
+                description: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            )
         }
         self.handle = handle
         self.sink = sink
@@ -106,31 +116,69 @@ package final class DesktopNotifications: @unchecked Sendable {
     ///   - image: sent as the `image-data` hint, which servers show before `app_icon`: Lanyard's
     ///     icon as pixels, so it shows where the theme lacks the name.
     ///   - urgency: 0 low, 1 normal, 2 critical.
-    package func send(token: UInt64, summary: String, body: String, actions: [DesktopNotificationAction] = [],
-                      icon: String = LanyardIcon.name, image: NotificationImage? = LanyardIcon.notificationImage,
-                      urgency: UInt8 = 1, timeoutMilliseconds: Int32 = -1) {
+    package func send(
+        token: UInt64,
+        summary: String,
+        body: String,
+        actions: [DesktopNotificationAction] = [],
+        icon: String = LanyardIcon.name,
+        image: NotificationImage? = LanyardIcon.notificationImage,
+        urgency: UInt8 = 1,
+        timeoutMilliseconds: Int32 = -1
+    ) {
         let texts: [String] = actions.flatMap { [$0.key, $0.label] }
         let strings: [UnsafeMutablePointer<CChar>] = texts.map { strdup($0)! }
         defer { for pointer in strings { free(pointer) } }
         let pointers: [UnsafePointer<CChar>?] = strings.map { UnsafePointer($0) }
         let count = Int32(pointers.count)
         guard let image else {
-            lanyard_notifications_send(handle, token, "Lanyard", icon, summary, body, pointers, count, nil, urgency, timeoutMilliseconds)
+            lanyard_notifications_send(
+                handle,
+                token,
+                "Lanyard",
+                icon,
+                summary,
+                body,
+                pointers,
+                count,
+                nil,
+                urgency,
+                timeoutMilliseconds
+            )
             return
         }
         image.rgba.withUnsafeBufferPointer { pixels in
-            var picture = lanyard_notification_image(width: Int32(image.width), height: Int32(image.height),
-                                                     rgba: pixels.baseAddress)
-            lanyard_notifications_send(handle, token, "Lanyard", icon, summary, body, pointers, count, &picture, urgency,
-                                       timeoutMilliseconds)
+            var picture = lanyard_notification_image(
+                width: Int32(image.width),
+                height: Int32(image.height),
+                rgba: pixels.baseAddress
+            )
+            lanyard_notifications_send(
+                handle,
+                token,
+                "Lanyard",
+                icon,
+                summary,
+                body,
+                pointers,
+                count,
+                &picture,
+                urgency,
+                timeoutMilliseconds
+            )
         }
     }
 
     /// Sends one notification and waits for the service's answer, at most `timeoutSeconds` (for
     /// synchronous callers: the agent). Blocks: not on a cooperative thread.
     /// - Returns: nil when the service took it, else why not.
-    package func sendWaiting(summary: String, body: String, icon: String = LanyardIcon.name, urgency: UInt8 = 1,
-                             timeoutSeconds: Double = 2) -> String? {
+    package func sendWaiting(
+        summary: String,
+        body: String,
+        icon: String = LanyardIcon.name,
+        urgency: UInt8 = 1,
+        timeoutSeconds: Double = 2
+    ) -> String? {
         let token = waitedTokens.withLock { next in
             next += 1
             return next

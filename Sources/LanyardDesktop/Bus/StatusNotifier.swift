@@ -22,8 +22,15 @@ package struct StatusNotifierMenuEntry: Sendable, Equatable {
     /// An icon beside the label as a PNG (dbusmenu's `icon-data`); empty for none.
     package var iconPNG: [UInt8]
 
-    package init(id: Int32, parent: Int32 = 0, label: String, toggle: Toggle? = nil, enabled: Bool = true, isSeparator: Bool = false,
-                 iconPNG: [UInt8] = []) {
+    package init(
+        id: Int32,
+        parent: Int32 = 0,
+        label: String,
+        toggle: Toggle? = nil,
+        enabled: Bool = true,
+        isSeparator: Bool = false,
+        iconPNG: [UInt8] = []
+    ) {
         self.id = id
         self.parent = parent
         self.label = label
@@ -66,8 +73,16 @@ package struct StatusNotifierLook: Sendable, Equatable {
     /// The widest text `label` takes (`XAyatanaLabelGuide`), so the host keeps room for it.
     package var labelGuide: String
 
-    package init(status: String, iconName: String, pixmaps: [StatusNotifierPixmap] = [], title: String, tooltipTitle: String,
-                 tooltipBody: String, label: String = "", labelGuide: String = "") {
+    package init(
+        status: String,
+        iconName: String,
+        pixmaps: [StatusNotifierPixmap] = [],
+        title: String,
+        tooltipTitle: String,
+        tooltipBody: String,
+        label: String = "",
+        labelGuide: String = ""
+    ) {
         self.status = status
         self.iconName = iconName
         self.pixmaps = pixmaps
@@ -128,9 +143,20 @@ package final class StatusNotifier: @unchecked Sendable {
         let onRegistered: lanyard_registered_fn = { context in
             Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue().continuation.yield(.registered)
         }
-        guard let handle = lanyard_status_notifier_start(busName, itemID, onEvent, onRegistered, Unmanaged.passUnretained(sink).toOpaque(),
-                                                         &message, Int32(message.count)) else {
-            throw StatusNotifierFailure(description: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        guard
+            let handle = lanyard_status_notifier_start(
+                busName,
+                itemID,
+                onEvent,
+                onRegistered,
+                Unmanaged.passUnretained(sink).toOpaque(),
+                &message,
+                Int32(message.count)
+            )
+        else {
+            throw StatusNotifierFailure(
+                description: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            )
         }
         self.handle = handle
         self.sink = sink
@@ -152,10 +178,15 @@ package final class StatusNotifier: @unchecked Sendable {
         var icons: [UnsafeMutableBufferPointer<UInt8>] = []
         defer { for icon in icons { icon.deallocate() } }
         let items = entries.map { entry in
-            var toggleType: String?, state: Int32 = -1
+            var toggleType: String?
+            var state: Int32 = -1
             switch entry.toggle {
-            case .radio(let on): toggleType = "radio"; state = on ? 1 : 0
-            case .checkmark(let on): toggleType = "checkmark"; state = on ? 1 : 0
+            case .radio(let on):
+                toggleType = "radio"
+                state = on ? 1 : 0
+            case .checkmark(let on):
+                toggleType = "checkmark"
+                state = on ? 1 : 0
             case nil: break
             }
             var icon: UnsafePointer<UInt8>?
@@ -165,9 +196,17 @@ package final class StatusNotifier: @unchecked Sendable {
                 icons.append(buffer)
                 icon = UnsafePointer(buffer.baseAddress)
             }
-            return lanyard_menu_item(id: entry.id, parent: entry.parent, label: keep(entry.label), toggle_type: keep(toggleType),
-                                     toggle_state: state, enabled: entry.enabled ? 1 : 0, type: keep(entry.isSeparator ? "separator" : nil),
-                                     icon_png: icon, icon_png_size: Int32(entry.iconPNG.count))
+            return lanyard_menu_item(
+                id: entry.id,
+                parent: entry.parent,
+                label: keep(entry.label),
+                toggle_type: keep(toggleType),
+                toggle_state: state,
+                enabled: entry.enabled ? 1 : 0,
+                type: keep(entry.isSeparator ? "separator" : nil),
+                icon_png: icon,
+                icon_png_size: Int32(entry.iconPNG.count)
+            )
         }
         // The pixel buffers, like the strings, only have to last the call (the C side copies them).
         let pixels = look.pixmaps.map { pixmap in
@@ -180,11 +219,20 @@ package final class StatusNotifier: @unchecked Sendable {
             lanyard_pixmap(width: pixmap.width, height: pixmap.height, argb: UnsafePointer(buffer.baseAddress))
         }
         cPixmaps.withUnsafeBufferPointer { pixmaps in
-            var cLook = lanyard_item_look(status: keep(look.status), icon_name: keep(look.iconName), pixmaps: pixmaps.baseAddress,
-                                          pixmap_count: Int32(pixmaps.count), title: keep(look.title),
-                                          tooltip_title: keep(look.tooltipTitle), tooltip_body: keep(look.tooltipBody),
-                                          label: keep(look.label), label_guide: keep(look.labelGuide))
-            items.withUnsafeBufferPointer { lanyard_status_notifier_update(handle, $0.baseAddress, Int32($0.count), &cLook) }
+            var cLook = lanyard_item_look(
+                status: keep(look.status),
+                icon_name: keep(look.iconName),
+                pixmaps: pixmaps.baseAddress,
+                pixmap_count: Int32(pixmaps.count),
+                title: keep(look.title),
+                tooltip_title: keep(look.tooltipTitle),
+                tooltip_body: keep(look.tooltipBody),
+                label: keep(look.label),
+                label_guide: keep(look.labelGuide)
+            )
+            items.withUnsafeBufferPointer {
+                lanyard_status_notifier_update(handle, $0.baseAddress, Int32($0.count), &cLook)
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import CCurl
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,7 +56,11 @@ final class CurlCancelToken: @unchecked Sendable {
 enum CurlTransfer {
     /// POSTs `request` and blocks until it ends; `sink` gets the body in chunks as they arrive and
     /// returns false to stop. Runs on the calling thread, `sink` too.
-    static func post(_ request: CurlRequest, cancel: CurlCancelToken? = nil, sink: (UnsafeRawBufferPointer) -> Bool) -> CurlResult {
+    static func post(
+        _ request: CurlRequest,
+        cancel: CurlCancelToken? = nil,
+        sink: (UnsafeRawBufferPointer) -> Bool
+    ) -> CurlResult {
         let strings = CStrings()
         defer { strings.free() }
         let url = strings.copy(request.url)

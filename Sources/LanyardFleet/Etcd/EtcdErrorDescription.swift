@@ -29,12 +29,14 @@ extension EtcdError: LanyardError {
         case .unavailable(let endpoint, let detail): return "etcd at \(endpoint) could not serve the request: \(detail)"
         case .tls(let endpoint, let detail): return "TLS with etcd at \(endpoint) failed: \(detail)"
         case .permissionDenied(let detail): return "etcd refused the request: \(detail)"
-        case .malformed(let endpoint, let detail): return "etcd at \(endpoint) sent an answer Lanyard cannot read: \(detail)"
+        case .malformed(let endpoint, let detail):
+            return "etcd at \(endpoint) sent an answer Lanyard cannot read: \(detail)"
         case .compacted(let revision):
             return "the watch started at a revision etcd has compacted "
                 + "(the oldest kept is \(revision)); read again and watch from there"
         case .cancelled: return "the etcd request was cancelled"
-        case .server(let endpoint, let code, let message): return "etcd at \(endpoint) answered with error \(code): \(message)"
+        case .server(let endpoint, let code, let message):
+            return "etcd at \(endpoint) answered with error \(code): \(message)"
         }
     }
 }

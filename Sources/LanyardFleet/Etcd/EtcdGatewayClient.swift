@@ -47,8 +47,16 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
     ///   - caFile, certFile, keyFile: PEM files: the CA that signed the servers' certificates (nil:
     ///     the system's), the client certificate and its unencrypted key.
     ///   - user, password: for etcd's authentication, when it is on.
-    package init(endpoints: [String], caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil,
-                 user: String? = nil, password: String? = nil, requestTimeout: Double = 5, connectTimeout: Double = 2) {
+    package init(
+        endpoints: [String],
+        caFile: String? = nil,
+        certFile: String? = nil,
+        keyFile: String? = nil,
+        user: String? = nil,
+        password: String? = nil,
+        requestTimeout: Double = 5,
+        connectTimeout: Double = 2
+    ) {
         self.endpoints = endpoints.map(Self.normalized)
         self.caFile = caFile
         self.certFile = certFile
@@ -69,7 +77,9 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
     // MARK: EtcdKV
 
     package func range(_ key: String, _ options: EtcdRangeOptions) throws -> EtcdRange {
-        try EtcdGatewayMessages.range(send("/v3/kv/range", EtcdGatewayMessages.rangeRequest(key, options), write: false))
+        try EtcdGatewayMessages.range(
+            send("/v3/kv/range", EtcdGatewayMessages.rangeRequest(key, options), write: false)
+        )
     }
 
     @discardableResult
@@ -79,10 +89,16 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
 
     @discardableResult
     package func delete(_ key: String, prefix: Bool) throws -> Int64 {
-        try send("/v3/kv/deleterange", EtcdGatewayMessages.deleteRequest(key, prefix: prefix), write: true).int64("deleted")
+        try send("/v3/kv/deleterange", EtcdGatewayMessages.deleteRequest(key, prefix: prefix), write: true).int64(
+            "deleted"
+        )
     }
 
-    package func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation]) throws -> EtcdTransactionResult {
+    package func transaction(
+        compare: [EtcdCompare],
+        success: [EtcdOperation],
+        failure: [EtcdOperation]
+    ) throws -> EtcdTransactionResult {
         let writes = (success + failure).contains { if case .range = $0 { return false } else { return true } }
         let body = EtcdGatewayMessages.transactionRequest(compare: compare, success: success, failure: failure)
         return try EtcdGatewayMessages.transaction(send("/v3/kv/txn", body, write: writes))
@@ -147,17 +163,31 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
     /// this client. A `handle` not made by ``makeWatchHandle()`` cannot cancel the watch. Once
     /// events were delivered, a broken stream throws rather than moving to another endpoint: the
     /// caller resumes from the last revision it saw plus one.
-    package func watch(prefix: String, startRevision: Int64, handle: (any EtcdWatchHandle)?,
-                       onEvents: ([EtcdWatchEvent], Int64) -> Bool) throws {
+    package func watch(
+        prefix: String,
+        startRevision: Int64,
+        handle: (any EtcdWatchHandle)?,
+        onEvents: ([EtcdWatchEvent], Int64) -> Bool
+    ) throws {
         try withoutActuallyEscaping(onEvents) { onEvents throws(EtcdError) in
-            try watch(prefix: prefix, startRevision: startRevision, cancel: (handle as? GatewayWatchHandle)?.token ?? CurlCancelToken(),
-                      onEvents: onEvents)
+            try watch(
+                prefix: prefix,
+                startRevision: startRevision,
+                cancel: (handle as? GatewayWatchHandle)?.token ?? CurlCancelToken(),
+                onEvents: onEvents
+            )
         }
     }
 
-    private func watch(prefix: String, startRevision: Int64, cancel: CurlCancelToken,
-                       onEvents: @escaping ([EtcdWatchEvent], Int64) -> Bool) throws(EtcdError) {
-        let body = EtcdGatewayMessages.bytes(EtcdGatewayMessages.watchRequest(prefix: prefix, startRevision: startRevision))
+    private func watch(
+        prefix: String,
+        startRevision: Int64,
+        cancel: CurlCancelToken,
+        onEvents: @escaping ([EtcdWatchEvent], Int64) -> Bool
+    ) throws(EtcdError) {
+        let body = EtcdGatewayMessages.bytes(
+            EtcdGatewayMessages.watchRequest(prefix: prefix, startRevision: startRevision)
+        )
         var failures: [Failure] = []
         for index in order() {
             let endpoint = endpoints[index]
@@ -171,7 +201,10 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
                 case .header(let header):
                     headers += header
                     var stream = WatchStream(endpoint: endpoint, onEvents: onEvents)
-                    let result = CurlTransfer.post(request(endpoint, "/v3/watch", body, headers, timeout: 0), cancel: cancel) {
+                    let result = CurlTransfer.post(
+                        request(endpoint, "/v3/watch", body, headers, timeout: 0),
+                        cancel: cancel
+                    ) {
                         stream.feed($0)
                     }
                     switch try finishWatch(result, &stream, endpoint: endpoint, renewedToken: renewedToken) {
@@ -195,21 +228,33 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
         endpoints.map { endpoint in
             do {
                 // Without requiring a leader: a member without one still says so in `errors`.
-                switch try attempt(endpoint, "/v3/maintenance/status", EtcdGatewayMessages.bytes(.object([:])), write: false,
-                                   requireLeader: false) {
+                switch try attempt(
+                    endpoint,
+                    "/v3/maintenance/status",
+                    EtcdGatewayMessages.bytes(.object([:])),
+                    write: false,
+                    requireLeader: false
+                ) {
                 case .next(let failure):
                     return EtcdEndpointStatus(endpoint: endpoint, problem: failure.detail)
                 case .answer(let answer):
                     let header = try answer.object("header")
                     let errors = try answer.array("errors").compactMap { $0.string.map(Self.shown) }
                     let leader = try answer.string("leader")
-                    return EtcdEndpointStatus(endpoint: endpoint, memberID: try header?.string("member_id"),
-                                              leaderID: leader == "0" ? nil : leader, version: try answer.string("version"),
-                                              raftTerm: try answer.int64("raftTerm"),
-                                              problem: errors.isEmpty ? nil : errors.joined(separator: "; "))
+                    return EtcdEndpointStatus(
+                        endpoint: endpoint,
+                        memberID: try header?.string("member_id"),
+                        leaderID: leader == "0" ? nil : leader,
+                        version: try answer.string("version"),
+                        raftTerm: try answer.int64("raftTerm"),
+                        problem: errors.isEmpty ? nil : errors.joined(separator: "; ")
+                    )
                 }
             } catch {
-                return EtcdEndpointStatus(endpoint: endpoint, problem: (error as? EtcdError)?.errorDescription ?? "\(error)")
+                return EtcdEndpointStatus(
+                    endpoint: endpoint,
+                    problem: (error as? EtcdError)?.errorDescription ?? "\(error)"
+                )
             }
         }
     }
@@ -257,7 +302,13 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
 
     /// One endpoint: authenticates when needed, sends, and sorts a server error into "try the
     /// next endpoint", "authenticate again" or a thrown error.
-    private func attempt(_ endpoint: String, _ path: String, _ bytes: [UInt8], write: Bool, requireLeader: Bool = true) throws(EtcdError) -> Attempt {
+    private func attempt(
+        _ endpoint: String,
+        _ path: String,
+        _ bytes: [UInt8],
+        write: Bool,
+        requireLeader: Bool = true
+    ) throws(EtcdError) -> Attempt {
         var renewedToken = false
         while true {
             var headers = requireLeader ? [Self.requireLeader] : []
@@ -275,7 +326,10 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
                     renewedToken = true
                 case .unavailable(let beforeApplying):
                     if write && !beforeApplying {
-                        throw EtcdError.unavailable(endpoint: endpoint, detail: "\(error.message) (the write may have been applied)")
+                        throw EtcdError.unavailable(
+                            endpoint: endpoint,
+                            detail: "\(error.message) (the write may have been applied)"
+                        )
                     }
                     return .next(Failure(endpoint: endpoint, kind: .unavailable, detail: error.message))
                 default:
@@ -309,7 +363,9 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
                 return .next(Failure(endpoint: endpoint, kind: .unavailable, detail: error.message))
             }
             if case .permission = error.kind {
-                throw EtcdError.permissionDenied(detail: "\(endpoint) refused the name or password of user \(Self.shown(user)): \(error.message)")
+                throw EtcdError.permissionDenied(
+                    detail: "\(endpoint) refused the name or password of user \(Self.shown(user)): \(error.message)"
+                )
             }
             throw error.thrown(endpoint: endpoint, authenticated: true)
         case .answer(let answer):
@@ -333,13 +389,33 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
         case serverError(ServerError)
     }
 
-    private func request(_ endpoint: String, _ path: String, _ body: [UInt8], _ headers: [String], timeout: Double) -> CurlRequest {
-        CurlRequest(url: endpoint + path, body: body, caFile: caFile, certFile: certFile, keyFile: keyFile,
-                    headers: headers, timeout: timeout, connectTimeout: connectTimeout)
+    private func request(
+        _ endpoint: String,
+        _ path: String,
+        _ body: [UInt8],
+        _ headers: [String],
+        timeout: Double
+    ) -> CurlRequest {
+        CurlRequest(
+            url: endpoint + path,
+            body: body,
+            caFile: caFile,
+            certFile: certFile,
+            keyFile: keyFile,
+            headers: headers,
+            timeout: timeout,
+            connectTimeout: connectTimeout
+        )
     }
 
     /// One POST to one endpoint, its transport failures sorted.
-    private func exchange(_ endpoint: String, _ path: String, _ bytes: [UInt8], _ headers: [String], write: Bool) throws(EtcdError) -> Exchange {
+    private func exchange(
+        _ endpoint: String,
+        _ path: String,
+        _ bytes: [UInt8],
+        _ headers: [String],
+        write: Bool
+    ) throws(EtcdError) -> Exchange {
         var body: [UInt8] = []
         let result = CurlTransfer.post(request(endpoint, path, bytes, headers, timeout: requestTimeout)) { chunk in
             guard body.count + chunk.count <= Self.maxAnswerBytes else { return false }
@@ -348,7 +424,11 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
         }
         switch result {
         case .answered(let status):
-            if status == 200 { return .answer(try EtcdGatewayMessages.Answer(parsing: body, endpoint: endpoint, what: "answer to \(path)")) }
+            if status == 200 {
+                return .answer(
+                    try EtcdGatewayMessages.Answer(parsing: body, endpoint: endpoint, what: "answer to \(path)")
+                )
+            }
             return .serverError(ServerError(status: status, body: body))
         case .connectFailed(let text):
             return .next(Failure(endpoint: endpoint, kind: .connect, detail: "cannot connect (\(Self.shown(text)))"))
@@ -356,19 +436,28 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
             return .next(Failure(endpoint: endpoint, kind: .tls, detail: tlsDetail(code: code, Self.shown(text))))
         case .timedOut:
             let detail = "no answer within \(Self.seconds(requestTimeout))"
-            if write { throw EtcdError.unavailable(endpoint: endpoint, detail: "\(detail) (the write may have been applied)") }
+            if write {
+                throw EtcdError.unavailable(endpoint: endpoint, detail: "\(detail) (the write may have been applied)")
+            }
             return .next(Failure(endpoint: endpoint, kind: .connect, detail: detail))
         case .failed(let text, let requestSent):
             if write && requestSent {
-                throw EtcdError.unavailable(endpoint: endpoint,
-                                            detail: "the connection failed after the request was sent (\(Self.shown(text))); "
-                                                + "the write may have been applied")
+                throw EtcdError.unavailable(
+                    endpoint: endpoint,
+                    detail: "the connection failed after the request was sent (\(Self.shown(text))); "
+                        + "the write may have been applied"
+                )
             }
-            return .next(Failure(endpoint: endpoint, kind: .connect, detail: "the connection failed (\(Self.shown(text)))"))
+            return .next(
+                Failure(endpoint: endpoint, kind: .connect, detail: "the connection failed (\(Self.shown(text)))")
+            )
         case .cancelled:
             throw EtcdError.cancelled
         case .stopped:
-            throw EtcdError.malformed(endpoint: endpoint, detail: "the answer to \(path) is larger than \(Self.maxAnswerBytes >> 20) MiB")
+            throw EtcdError.malformed(
+                endpoint: endpoint,
+                detail: "the answer to \(path) is larger than \(Self.maxAnswerBytes >> 20) MiB"
+            )
         case .unavailable(let text):
             throw EtcdError.unreachable(endpoints: endpoints, detail: Self.shown(text))
         }
@@ -380,8 +469,9 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
         switch code {
         case 60: return "the server's certificate does not verify against \(trustAnchors) (\(text))"
         case 77: return "cannot read the CA file \(caFile ?? "") (\(text))"
-        case 58: return "cannot use the client certificate \(certFile ?? "(none)") "
-            + "with the key \(keyFile ?? "(none)") (\(text))"
+        case 58:
+            return "cannot use the client certificate \(certFile ?? "(none)") "
+                + "with the key \(keyFile ?? "(none)") (\(text))"
         default:
             guard text.contains("alert") else { return "the TLS handshake failed (\(text))" }
             guard let certFile else {
@@ -403,7 +493,10 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
         // A TLS failure is a configuration to fix: report it even when other endpoints were down.
         if let tls = failures.first(where: { $0.kind == .tls }) {
             let others = failures.filter { $0.endpoint != tls.endpoint }.map { "\($0.endpoint): \($0.detail)" }
-            return .tls(endpoint: tls.endpoint, detail: others.isEmpty ? tls.detail : "\(tls.detail); also \(others.joined(separator: "; "))")
+            return .tls(
+                endpoint: tls.endpoint,
+                detail: others.isEmpty ? tls.detail : "\(tls.detail); also \(others.joined(separator: "; "))"
+            )
         }
         return .unreachable(endpoints: failures.map(\.endpoint), detail: failures.count == 1 ? first.detail : each)
     }
@@ -448,23 +541,30 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
             if case .object(let inner)? = fields["error"] {
                 self.init(code: Int(inner["grpc_code"]?.number ?? 0), message: inner["message"]?.string ?? "no message")
             } else {
-                self.init(code: Int(fields["code"]?.number ?? 0),
-                          message: fields["message"]?.string ?? fields["error"]?.string ?? "no message")
+                self.init(
+                    code: Int(fields["code"]?.number ?? 0),
+                    message: fields["message"]?.string ?? fields["error"]?.string ?? "no message"
+                )
             }
         }
 
         static func kind(code: Int, message: String) -> Kind {
             let text = message.lowercased()
-            if text.contains("invalid auth token") || text.contains("revision of auth store is old") { return .invalidToken }
+            if text.contains("invalid auth token") || text.contains("revision of auth store is old") {
+                return .invalidToken
+            }
             if text.contains("authentication is not enabled") { return .authNotEnabled }
-            if code == GRPCCode.permissionDenied || code == GRPCCode.unauthenticated || text.contains("permission denied")
-                || text.contains("authentication failed") || text.contains("user name is empty") {
+            if code == GRPCCode.permissionDenied || code == GRPCCode.unauthenticated
+                || text.contains("permission denied")
+                || text.contains("authentication failed") || text.contains("user name is empty")
+            {
                 return .permission
             }
             // etcd refuses these before proposing anything to raft.
             if text.contains("no leader") || text.contains("not capable") { return .unavailable(beforeApplying: true) }
             if code == GRPCCode.unavailable || code == GRPCCode.deadlineExceeded || text.contains("request timed out")
-                || text.contains("deadline exceeded") {
+                || text.contains("deadline exceeded")
+            {
                 return .unavailable(beforeApplying: false)
             }
             return .other
@@ -504,7 +604,12 @@ package final class EtcdGatewayClient: EtcdKV, EtcdUsers {
     }
 
     /// What a watch transfer's end means: returned, thrown, or another endpoint or token to try.
-    private func finishWatch(_ result: CurlResult, _ stream: inout WatchStream, endpoint: String, renewedToken: Bool) throws(EtcdError) -> WatchEnd {
+    private func finishWatch(
+        _ result: CurlResult,
+        _ stream: inout WatchStream,
+        endpoint: String,
+        renewedToken: Bool
+    ) throws(EtcdError) -> WatchEnd {
         switch result {
         case .cancelled:
             return .done
@@ -575,7 +680,12 @@ struct WatchStream {
             guard handle(line) else { return false }
         }
         guard buffer.count - start <= EtcdGatewayClient.maxAnswerBytes else {
-            problem = .error(.malformed(endpoint: endpoint, detail: "a watch answer is longer than \(EtcdGatewayClient.maxAnswerBytes >> 20) MiB"))
+            problem = .error(
+                .malformed(
+                    endpoint: endpoint,
+                    detail: "a watch answer is longer than \(EtcdGatewayClient.maxAnswerBytes >> 20) MiB"
+                )
+            )
             return false
         }
         return true

@@ -56,25 +56,41 @@ enum EtcdGatewayMessages {
         return .object(fields)
     }
 
-    static func transactionRequest(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation]) -> JSONValue {
+    static func transactionRequest(
+        compare: [EtcdCompare],
+        success: [EtcdOperation],
+        failure: [EtcdOperation]
+    ) -> JSONValue {
         let compares: [JSONValue] = compare.map { comparison in
             switch comparison {
             case .modRevision(let key, let revision):
-                return .object(["key": base64(key), "target": .string("MOD"), "result": .string("EQUAL"), "mod_revision": int64(revision)])
+                return .object([
+                    "key": base64(key), "target": .string("MOD"), "result": .string("EQUAL"),
+                    "mod_revision": int64(revision),
+                ])
             case .createRevision(let key, let revision):
-                return .object(["key": base64(key), "target": .string("CREATE"), "result": .string("EQUAL"), "create_revision": int64(revision)])
+                return .object([
+                    "key": base64(key), "target": .string("CREATE"), "result": .string("EQUAL"),
+                    "create_revision": int64(revision),
+                ])
             case .value(let key, let value):
-                return .object(["key": base64(key), "target": .string("VALUE"), "result": .string("EQUAL"), "value": base64(value)])
+                return .object([
+                    "key": base64(key), "target": .string("VALUE"), "result": .string("EQUAL"), "value": base64(value),
+                ])
             }
         }
         func operations(_ list: [EtcdOperation]) -> JSONValue {
-            .array(list.map { operation in
-                switch operation {
-                case .put(let key, let value, let lease): return .object(["request_put": putRequest(key, value: value, lease: lease)])
-                case .range(let key, let options): return .object(["request_range": rangeRequest(key, options)])
-                case .delete(let key, let prefix): return .object(["request_delete_range": deleteRequest(key, prefix: prefix)])
+            .array(
+                list.map { operation in
+                    switch operation {
+                    case .put(let key, let value, let lease):
+                        return .object(["request_put": putRequest(key, value: value, lease: lease)])
+                    case .range(let key, let options): return .object(["request_range": rangeRequest(key, options)])
+                    case .delete(let key, let prefix):
+                        return .object(["request_delete_range": deleteRequest(key, prefix: prefix)])
+                    }
                 }
-            })
+            )
         }
         return .object(["compare": .array(compares), "success": operations(success), "failure": operations(failure)])
     }
@@ -101,14 +117,20 @@ enum EtcdGatewayMessages {
     }
 
     static func keyValue(_ kv: Answer) throws(EtcdError) -> EtcdKeyValue {
-        EtcdKeyValue(key: String(decoding: try kv.base64("key"), as: UTF8.self), value: try kv.base64("value"),
-                     createRevision: try kv.int64("create_revision"), modRevision: try kv.int64("mod_revision"),
-                     version: try kv.int64("version"), lease: try kv.int64("lease"))
+        EtcdKeyValue(
+            key: String(decoding: try kv.base64("key"), as: UTF8.self),
+            value: try kv.base64("value"),
+            createRevision: try kv.int64("create_revision"),
+            modRevision: try kv.int64("mod_revision"),
+            version: try kv.int64("version"),
+            lease: try kv.int64("lease")
+        )
     }
 
     static func transaction(_ answer: Answer) throws(EtcdError) -> EtcdTransactionResult {
         let revision = try answer.revision()
-        let ranges = try answer.array("responses").enumerated().map { (index, response) throws(EtcdError) -> EtcdRange? in
+        let ranges = try answer.array("responses").enumerated().map {
+            (index, response) throws(EtcdError) -> EtcdRange? in
             let entry = try answer.child(response, "responses[\(index)]")
             guard let inner = entry.fields["response_range"] else { return nil }
             var range = try Self.range(entry.child(inner, "response_range"))
@@ -125,10 +147,13 @@ enum EtcdGatewayMessages {
             switch try fields.string("type") {
             case nil, "PUT": kind = .put
             case "DELETE": kind = .delete
-            case let other?: throw fields.malformed("type is \(TerminalText.escaped(String(other.prefix(40)))), not PUT or DELETE")
+            case let other?:
+                throw fields.malformed("type is \(TerminalText.escaped(String(other.prefix(40)))), not PUT or DELETE")
             }
             let kv = try keyValue(fields.child(fields.fields["kv"] ?? .object([:]), "kv"))
-            let previous = try fields.fields["prev_kv"].map { (value) throws(EtcdError) in try keyValue(fields.child(value, "prev_kv")) }
+            let previous = try fields.fields["prev_kv"].map { (value) throws(EtcdError) in
+                try keyValue(fields.child(value, "prev_kv"))
+            }
             return EtcdWatchEvent(kind: kind, kv: kv, previous: previous)
         }
     }
@@ -151,7 +176,10 @@ enum EtcdGatewayMessages {
         init(parsing bytes: [UInt8], endpoint: String, what: String) throws(EtcdError) {
             let value: JSONValue
             do { value = try JSONValue.parse(Data(bytes)) } catch {
-                throw EtcdError.malformed(endpoint: endpoint, detail: "the \(what) is not JSON (\(error.errorDescription ?? "unreadable"))")
+                throw EtcdError.malformed(
+                    endpoint: endpoint,
+                    detail: "the \(what) is not JSON (\(error.errorDescription ?? "unreadable"))"
+                )
             }
             try self.init(value, endpoint: endpoint, path: what)
         }

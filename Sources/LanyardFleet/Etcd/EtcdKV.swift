@@ -7,7 +7,14 @@ package struct EtcdKeyValue: Sendable, Equatable {
     package var version: Int64
     package var lease: Int64
 
-    package init(key: String, value: [UInt8], createRevision: Int64 = 0, modRevision: Int64 = 0, version: Int64 = 0, lease: Int64 = 0) {
+    package init(
+        key: String,
+        value: [UInt8],
+        createRevision: Int64 = 0,
+        modRevision: Int64 = 0,
+        version: Int64 = 0,
+        lease: Int64 = 0
+    ) {
         self.key = key
         self.value = value
         self.createRevision = createRevision
@@ -32,8 +39,14 @@ package struct EtcdRangeOptions: Sendable, Equatable {
     /// Keys and revisions without values.
     package var keysOnly = false
 
-    package init(prefix: Bool = false, limit: Int64 = 0, sortByCreateRevision: Bool = false, descending: Bool = false,
-                 maxCreateRevision: Int64 = 0, keysOnly: Bool = false) {
+    package init(
+        prefix: Bool = false,
+        limit: Int64 = 0,
+        sortByCreateRevision: Bool = false,
+        descending: Bool = false,
+        maxCreateRevision: Int64 = 0,
+        keysOnly: Bool = false
+    ) {
         self.prefix = prefix
         self.limit = limit
         self.sortByCreateRevision = sortByCreateRevision
@@ -124,7 +137,14 @@ public struct EtcdEndpointStatus: Sendable, Equatable {
     /// What went wrong when the endpoint did not answer.
     public var problem: String?
 
-    package init(endpoint: String, memberID: String? = nil, leaderID: String? = nil, version: String? = nil, raftTerm: Int64 = 0, problem: String? = nil) {
+    package init(
+        endpoint: String,
+        memberID: String? = nil,
+        leaderID: String? = nil,
+        version: String? = nil,
+        raftTerm: Int64 = 0,
+        problem: String? = nil
+    ) {
         self.endpoint = endpoint
         self.memberID = memberID
         self.leaderID = leaderID
@@ -153,7 +173,11 @@ package protocol EtcdKV: Sendable {
     @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     @discardableResult func delete(_ key: String, prefix: Bool) throws -> Int64
     @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
-    func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation]) throws -> EtcdTransactionResult
+    func transaction(
+        compare: [EtcdCompare],
+        success: [EtcdOperation],
+        failure: [EtcdOperation]
+    ) throws -> EtcdTransactionResult
     @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
     func grantLease(ttl: Int64) throws -> EtcdLease
     /// One keep-alive. - Returns: the TTL left, 0 when the lease is gone.
@@ -166,8 +190,12 @@ package protocol EtcdKV: Sendable {
     /// returns false, `handle` is cancelled, or the stream fails (throws). A compacted start
     /// revision throws ``EtcdError/compacted(revision:)``.
     @available(*, noasync, message: "blocking: run it on BlockingExecutor.shared")
-    func watch(prefix: String, startRevision: Int64, handle: (any EtcdWatchHandle)?,
-               onEvents: ([EtcdWatchEvent], Int64) -> Bool) throws
+    func watch(
+        prefix: String,
+        startRevision: Int64,
+        handle: (any EtcdWatchHandle)?,
+        onEvents: ([EtcdWatchEvent], Int64) -> Bool
+    ) throws
     /// A handle for ``watch(prefix:startRevision:handle:onEvents:)`` that can cancel it.
     func makeWatchHandle() -> any EtcdWatchHandle
     /// Each endpoint's status, asked one by one (never throws: a failure is the entry's problem).
@@ -189,7 +217,9 @@ package protocol EtcdUsers: Sendable {
 }
 
 extension EtcdKV {
-    package func range(_ key: String, prefix: Bool = false) throws -> EtcdRange { try range(key, EtcdRangeOptions(prefix: prefix)) }
+    package func range(_ key: String, prefix: Bool = false) throws -> EtcdRange {
+        try range(key, EtcdRangeOptions(prefix: prefix))
+    }
     package func get(_ key: String) throws -> EtcdKeyValue? { try range(key, EtcdRangeOptions()).kvs.first }
 }
 

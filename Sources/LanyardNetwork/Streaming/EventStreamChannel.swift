@@ -1,9 +1,10 @@
 import Foundation
+import LanyardAuth
+import LanyardCore
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import LanyardAuth
-import LanyardCore
 
 /// One HTTP request whose answer arrives in pieces (server-sent events), over URLSession: the
 /// response head, then the body as it comes. Ending the consumer's iteration, or cancelling its
@@ -43,8 +44,12 @@ enum EventStreamChannel {
             self.host = host
         }
 
-        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        func urlSession(
+            _ session: URLSession,
+            dataTask: URLSessionDataTask,
+            didReceive response: URLResponse,
+            completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+        ) {
             if let http = response as? HTTPURLResponse {
                 var headers: [String: String] = [:]
                 for (k, v) in http.allHeaderFields {
@@ -56,8 +61,13 @@ enum EventStreamChannel {
         }
 
         /// A bearer token never follows a redirect: the 3xx answer itself is the result.
-        func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        func urlSession(
+            _ session: URLSession,
+            task: URLSessionTask,
+            willPerformHTTPRedirection response: HTTPURLResponse,
+            newRequest request: URLRequest,
+            completionHandler: @escaping (URLRequest?) -> Void
+        ) {
             completionHandler(nil)
         }
 
@@ -75,7 +85,9 @@ enum EventStreamChannel {
                 case .networkConnectionLost:
                     continuation.yield(.failed(TransportError(.connectionFailed, "\(host) closed the connection")))
                 default:
-                    continuation.yield(.failed(TransportError(.other, "request to \(host) failed (URLError \(error.code.rawValue))")))
+                    continuation.yield(
+                        .failed(TransportError(.other, "request to \(host) failed (URLError \(error.code.rawValue))"))
+                    )
                 }
             } else if error != nil {
                 continuation.yield(.failed(TransportError(.other, "request to \(host) failed")))

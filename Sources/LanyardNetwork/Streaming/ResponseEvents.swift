@@ -25,7 +25,9 @@ enum BackendEvent {
         guard let object = value.object else { throw .invalidResponse("\(place()) is not a JSON object") }
         guard let type = object["type"]?.string else { throw .invalidResponse("\(place()) has no \"type\"") }
         func text(_ key: String) throws(ClientError) -> String {
-            guard let s = object[key]?.string else { throw .invalidResponse("\(place()) (\(type)) has no string \"\(key)\"") }
+            guard let s = object[key]?.string else {
+                throw .invalidResponse("\(place()) (\(type)) has no string \"\(key)\"")
+            }
             return s
         }
         switch type {
@@ -60,15 +62,26 @@ enum BackendEvent {
         }
         var usage: ResponseUsage?
         if let u = response["usage"]?.object {
-            let input = (u["input_tokens"]?.number ?? 0).saturatingInt, output = (u["output_tokens"]?.number ?? 0).saturatingInt
-            usage = ResponseUsage(inputTokens: input, outputTokens: output,
-                                  totalTokens: u["total_tokens"]?.number?.saturatingInt ?? input.addingReportingOverflow(output).partialValue)
+            let input = (u["input_tokens"]?.number ?? 0).saturatingInt
+            let output = (u["output_tokens"]?.number ?? 0).saturatingInt
+            usage = ResponseUsage(
+                inputTokens: input,
+                outputTokens: output,
+                totalTokens: u["total_tokens"]?.number?.saturatingInt
+                    ?? input.addingReportingOverflow(output).partialValue
+            )
         }
         let error = response["error"].flatMap { e -> ServerErrorDetail? in
             guard e.object != nil else { return nil }
             return ServerErrorDetail(body: Data(JSONValue.object(["error": e]).serialized().utf8))
         }
-        return StreamResponse(id: response["id"]?.string ?? "", status: response["status"]?.string ?? "unknown",
-                              model: response["model"]?.string, outputText: text, usage: usage, error: error)
+        return StreamResponse(
+            id: response["id"]?.string ?? "",
+            status: response["status"]?.string ?? "unknown",
+            model: response["model"]?.string,
+            outputText: text,
+            usage: usage,
+            error: error
+        )
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import LanyardAuth
 import LanyardCore
 import LanyardStore
 import LanyardSupport
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// What a client remembers between its streams: once WebSocket has failed for good (every
 /// reconnection used, or the server refused the upgrade), later streams go straight to SSE.
@@ -40,8 +41,13 @@ package struct ResponseStreamer: Sendable {
     /// The most of an error answer's body (a non-2xx status) an SSE request reads.
     static let maxErrorBodyBytes = 1 << 20
 
-    package init(manager: AccountManager, slot: Slot, session: StreamingSession, policy: StreamingTransportPolicy,
-                timeout: TimeInterval? = nil) {
+    package init(
+        manager: AccountManager,
+        slot: Slot,
+        session: StreamingSession,
+        policy: StreamingTransportPolicy,
+        timeout: TimeInterval? = nil
+    ) {
         self.manager = manager
         self.slot = slot
         self.session = session
@@ -89,8 +95,10 @@ package struct ResponseStreamer: Sendable {
     func run(_ request: ResponseRequest, emit: @escaping @Sendable (StreamEvent) -> Void) async throws {
         let record = try manager.record(of: slot)
         guard let base = manager.config.providers[record.provider]?.usageBaseURL else {
-            throw ClientError.invalidResponse("\(slot.name)'s provider \(record.provider) has no ChatGPT backend to stream from "
-                + "(set usage-base-url in [provider.\(record.provider)])")
+            throw ClientError.invalidResponse(
+                "\(slot.name)'s provider \(record.provider) has no ChatGPT backend to stream from "
+                    + "(set usage-base-url in [provider.\(record.provider)])"
+            )
         }
         var baseText = base.absoluteString
         while baseText.hasSuffix("/") { baseText.removeLast() }
@@ -99,8 +107,11 @@ package struct ResponseStreamer: Sendable {
         }
         var credential = try await manager.freshCredential(slot: slot)
         var refreshed = false
-        var transport: StreamTransport = policy.prefersWebSocket && !session.hasFallenBackToHTTPSSE ? .webSocket : .httpSSE
-        var webSocketReconnections = 0, sseReconnections = 0, rateLimitRetries = 0
+        var transport: StreamTransport =
+            policy.prefersWebSocket && !session.hasFallenBackToHTTPSSE ? .webSocket : .httpSSE
+        var webSocketReconnections = 0
+        var sseReconnections = 0
+        var rateLimitRetries = 0
         var progress = Progress()
 
         while true {
@@ -108,21 +119,39 @@ package struct ResponseStreamer: Sendable {
             let interruption: Interruption?
             switch transport {
             case .webSocket:
-                interruption = try await webSocketAttempt(request, endpoint: endpoint, credential: credential, progress: &progress, emit: emit)
+                interruption = try await webSocketAttempt(
+                    request,
+                    endpoint: endpoint,
+                    credential: credential,
+                    progress: &progress,
+                    emit: emit
+                )
             case .httpSSE:
-                interruption = try await sseAttempt(request, endpoint: endpoint, credential: credential, progress: &progress, emit: emit)
+                interruption = try await sseAttempt(
+                    request,
+                    endpoint: endpoint,
+                    credential: credential,
+                    progress: &progress,
+                    emit: emit
+                )
             }
             guard let interruption else { return }
             switch interruption {
             case .unauthorized:
                 if refreshed {
-                    throw ClientError.reauthenticationRequired(slot: slot.name, reason: "the server refused a freshly refreshed token")
+                    throw ClientError.reauthenticationRequired(
+                        slot: slot.name,
+                        reason: "the server refused a freshly refreshed token"
+                    )
                 }
                 credential = try await manager.freshCredential(slot: slot, force: true)
                 refreshed = true
             case .rateLimited(let retryAfter, let detail):
-                if let delay = manager.config.backoff.delay(beforeRetry: rateLimitRetries, retryAfter: retryAfter,
-                                                            unitRandom: Double.random(in: 0..<1)) {
+                if let delay = manager.config.backoff.delay(
+                    beforeRetry: rateLimitRetries,
+                    retryAfter: retryAfter,
+                    unitRandom: Double.random(in: 0..<1)
+                ) {
                     rateLimitRetries += 1
                     try await manager.sleeper.sleep(seconds: delay)
                 } else if transport == .webSocket && policy.fallsBackToHTTPSSE {
@@ -133,8 +162,13 @@ package struct ResponseStreamer: Sendable {
                 }
             case .upgradeRefused(let status):
                 guard policy.fallsBackToHTTPSSE else {
-                    throw ClientError.httpError(status: status, detail: ServerErrorDetail(code: "websocket_refused",
-                        message: "the server refused the WebSocket upgrade and the policy does not fall back to SSE"))
+                    throw ClientError.httpError(
+                        status: status,
+                        detail: ServerErrorDetail(
+                            code: "websocket_refused",
+                            message: "the server refused the WebSocket upgrade and the policy does not fall back to SSE"
+                        )
+                    )
                 }
                 session.fallBack()
                 transport = .httpSSE
@@ -143,18 +177,24 @@ package struct ResponseStreamer: Sendable {
                     if webSocketReconnections < policy.maxWebSocketReconnectionAttempts {
                         // Immediately the first time, then 0.1, 0.2, 0.4 … s (capped at 1 s).
                         if webSocketReconnections > 0 {
-                            try await manager.sleeper.sleep(seconds: min(1, 0.1 * pow(2, Double(webSocketReconnections - 1))))
+                            try await manager.sleeper.sleep(
+                                seconds: min(1, 0.1 * pow(2, Double(webSocketReconnections - 1)))
+                            )
                         }
                         webSocketReconnections += 1
                     } else if policy.fallsBackToHTTPSSE {
                         session.fallBack()
                         transport = .httpSSE
                     } else {
-                        throw ClientError.networkFailure("the WebSocket connection failed \(webSocketReconnections + 1) times; last: \(reason)")
+                        throw ClientError.networkFailure(
+                            "the WebSocket connection failed \(webSocketReconnections + 1) times; last: \(reason)"
+                        )
                     }
                 } else {
                     guard sseReconnections < Self.sseReconnectionAttempts else {
-                        throw ClientError.networkFailure("the event stream failed \(sseReconnections + 1) times; last: \(reason)")
+                        throw ClientError.networkFailure(
+                            "the event stream failed \(sseReconnections + 1) times; last: \(reason)"
+                        )
                     }
                     sseReconnections += 1
                     try await manager.sleeper.sleep(seconds: min(5, Double(progress.retryMilliseconds ?? 1000) / 1000))
@@ -165,8 +205,13 @@ package struct ResponseStreamer: Sendable {
     }
 
     /// Hands one backend event to the caller; true when it completed the response.
-    func deliver(_ event: BackendEvent, progress: inout Progress, headers: [String: String], secrets: [String],
-                 emit: (StreamEvent) -> Void) throws -> (completed: Bool, interruption: Interruption?) {
+    func deliver(
+        _ event: BackendEvent,
+        progress: inout Progress,
+        headers: [String: String],
+        secrets: [String],
+        emit: (StreamEvent) -> Void
+    ) throws -> (completed: Bool, interruption: Interruption?) {
         switch event {
         case .created(let id):
             if !progress.sentCreated {
@@ -194,14 +239,22 @@ package struct ResponseStreamer: Sendable {
     /// The interruption an error status stands for, or the error it ends the stream with.
     /// `secrets` (the tokens the request carried) are removed from the server's error text.
     func interruption(status: Int, body: Data, headers: [String: String], secrets: [String]) throws -> Interruption {
-        if let limit = UsageParser.limit(status: status, body: body, headers: headers, now: manager.clock.now(), redacting: secrets) {
+        if let limit = UsageParser.limit(
+            status: status,
+            body: body,
+            headers: headers,
+            now: manager.clock.now(),
+            redacting: secrets
+        ) {
             manager.recordUsageLimit(limit, slot: slot)
             throw ClientError.usageLimitReached(limit)
         }
         switch status {
         case 401: return .unauthorized
         case 429:
-            let retryAfter = headers["retry-after"].flatMap { BackoffPolicy.retryAfterSeconds($0, now: manager.clock.now()) }
+            let retryAfter = headers["retry-after"].flatMap {
+                BackoffPolicy.retryAfterSeconds($0, now: manager.clock.now())
+            }
             return .rateLimited(retryAfter: retryAfter, detail: ServerErrorDetail(body: body, redacting: secrets))
         default: throw ClientError.httpError(status: status, detail: ServerErrorDetail(body: body, redacting: secrets))
         }
@@ -213,13 +266,23 @@ package struct ResponseStreamer: Sendable {
 
     // MARK: - WebSocket
 
-    func webSocketAttempt(_ request: ResponseRequest, endpoint: URL, credential: Credential, progress: inout Progress,
-                          emit: @escaping @Sendable (StreamEvent) -> Void) async throws -> Interruption? {
+    func webSocketAttempt(
+        _ request: ResponseRequest,
+        endpoint: URL,
+        credential: Credential,
+        progress: inout Progress,
+        emit: @escaping @Sendable (StreamEvent) -> Void
+    ) async throws -> Interruption? {
         var components = URLComponents(url: endpoint, resolvingAgainstBaseURL: false)!
         components.scheme = endpoint.scheme == "https" ? "wss" : "ws"
         let options = WebSocketChannel.Options(
-            url: components.url!, headers: try headers(credential), firstMessage: request.body(for: .webSocket),
-            maxMessageBytes: maxEventBytes, timeout: timeout, caFile: webSocketCAFile)
+            url: components.url!,
+            headers: try headers(credential),
+            firstMessage: request.body(for: .webSocket),
+            maxMessageBytes: maxEventBytes,
+            timeout: timeout,
+            caFile: webSocketCAFile
+        )
         var index = 0
         for await event in WebSocketChannel.open(options) {
             switch event {
@@ -229,15 +292,25 @@ package struct ResponseStreamer: Sendable {
             case .message(let bytes, let binary):
                 index += 1
                 guard !binary else {
-                    throw ClientError.invalidResponse("WebSocket message \(index) is binary; the backend sends JSON text")
+                    throw ClientError.invalidResponse(
+                        "WebSocket message \(index) is binary; the backend sends JSON text"
+                    )
                 }
                 let decoded = try BackendEvent.decode(bytes, place: "WebSocket message \(index)")
-                let (completed, interruption) = try deliver(decoded, progress: &progress, headers: [:], secrets: credential.tokens.secrets, emit: emit)
+                let (completed, interruption) = try deliver(
+                    decoded,
+                    progress: &progress,
+                    headers: [:],
+                    secrets: credential.tokens.secrets,
+                    emit: emit
+                )
                 if completed { return nil }
                 if let interruption { return interruption }
             case .refused(let status):
                 if status == 401 { return .unauthorized }
-                if status == 429 { return .rateLimited(retryAfter: nil, detail: ServerErrorDetail(code: "rate_limited", message: nil)) }
+                if status == 429 {
+                    return .rateLimited(retryAfter: nil, detail: ServerErrorDetail(code: "rate_limited", message: nil))
+                }
                 return .upgradeRefused(status)
             case .failed(let reason):
                 try Task.checkCancellation()
@@ -249,7 +322,9 @@ package struct ResponseStreamer: Sendable {
             case .timedOut:
                 return .dropped("no event for \(Int(timeout)) s")
             case .tooLarge:
-                throw ClientError.invalidResponse("a WebSocket message is larger than the \(maxEventBytes / (1 << 20)) MB limit")
+                throw ClientError.invalidResponse(
+                    "a WebSocket message is larger than the \(maxEventBytes / (1 << 20)) MB limit"
+                )
             case .unavailable(let reason):
                 guard policy.fallsBackToHTTPSSE else { throw ClientError.networkFailure(reason) }
                 return .upgradeRefused(0)
@@ -261,8 +336,13 @@ package struct ResponseStreamer: Sendable {
 
     // MARK: - HTTP with server-sent events
 
-    func sseAttempt(_ request: ResponseRequest, endpoint: URL, credential: Credential, progress: inout Progress,
-                    emit: @escaping @Sendable (StreamEvent) -> Void) async throws -> Interruption? {
+    func sseAttempt(
+        _ request: ResponseRequest,
+        endpoint: URL,
+        credential: Credential,
+        progress: inout Progress,
+        emit: @escaping @Sendable (StreamEvent) -> Void
+    ) async throws -> Interruption? {
         var urlRequest = URLRequest(url: endpoint)
         urlRequest.httpMethod = "POST"
         urlRequest.httpBody = Data(request.body(for: .httpSSE))
@@ -275,7 +355,8 @@ package struct ResponseStreamer: Sendable {
         }
 
         var parser = ServerSentEventParser(maxEventBytes: maxEventBytes)
-        var status = 0, responseHeaders: [String: String] = [:]
+        var status = 0
+        var responseHeaders: [String: String] = [:]
         var errorBody = Data()
         var index = 0
         for await event in EventStreamChannel.open(urlRequest, timeout: timeout) {
@@ -294,28 +375,52 @@ package struct ResponseStreamer: Sendable {
                     // whatever the server goes on sending.
                     errorBody.append(data.prefix(Self.maxErrorBodyBytes - errorBody.count))
                     if errorBody.count >= Self.maxErrorBodyBytes {
-                        return try interruption(status: status, body: errorBody, headers: responseHeaders, secrets: credential.tokens.secrets)
+                        return try interruption(
+                            status: status,
+                            body: errorBody,
+                            headers: responseHeaders,
+                            secrets: credential.tokens.secrets
+                        )
                     }
                     continue
                 }
                 for sse in try parser.feed(data) {
                     index += 1
                     progress.lastEventID = sse.lastEventID
-                    let decoded = try BackendEvent.decode(sse.data, place: "event \(index) (\(TerminalText.escaped(String(sse.type.prefix(64)))))")
-                    let (completed, interruption) = try deliver(decoded, progress: &progress, headers: responseHeaders, secrets: credential.tokens.secrets, emit: emit)
+                    let decoded = try BackendEvent.decode(
+                        sse.data,
+                        place: "event \(index) (\(TerminalText.escaped(String(sse.type.prefix(64)))))"
+                    )
+                    let (completed, interruption) = try deliver(
+                        decoded,
+                        progress: &progress,
+                        headers: responseHeaders,
+                        secrets: credential.tokens.secrets,
+                        emit: emit
+                    )
                     if completed { return nil }
                     if let interruption { return interruption }
                 }
                 progress.retryMilliseconds = parser.retryMilliseconds
             case .finished:
                 guard (200..<300).contains(status) else {
-                    return try interruption(status: status, body: errorBody, headers: responseHeaders, secrets: credential.tokens.secrets)
+                    return try interruption(
+                        status: status,
+                        body: errorBody,
+                        headers: responseHeaders,
+                        secrets: credential.tokens.secrets
+                    )
                 }
                 return .dropped("the event stream ended before response.completed")
             case .failed(let error):
                 try Task.checkCancellation()
                 if status != 0, !(200..<300).contains(status) {
-                    return try interruption(status: status, body: errorBody, headers: responseHeaders, secrets: credential.tokens.secrets)
+                    return try interruption(
+                        status: status,
+                        body: errorBody,
+                        headers: responseHeaders,
+                        secrets: credential.tokens.secrets
+                    )
                 }
                 return .dropped(error.message)
             }

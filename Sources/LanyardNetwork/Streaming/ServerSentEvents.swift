@@ -50,7 +50,10 @@ package struct ServerSentEventParser: Sendable {
             let byte = bytes[index]
             if sawCR {
                 sawCR = false
-                if byte == 0x0A { index = bytes.index(after: index); continue }
+                if byte == 0x0A {
+                    index = bytes.index(after: index)
+                    continue
+                }
             }
             if byte == 0x0A || byte == 0x0D {
                 sawCR = byte == 0x0D
@@ -62,7 +65,9 @@ package struct ServerSentEventParser: Sendable {
             let runEnd = bytes[index...].firstIndex(where: { $0 == 0x0A || $0 == 0x0D }) ?? bytes.endIndex
             let run = bytes[index..<runEnd]
             guard line.count + data.count + run.count <= maxEventBytes else {
-                throw ClientError.invalidResponse("a server-sent event is larger than the \(maxEventBytes / (1 << 20)) MB limit")
+                throw ClientError.invalidResponse(
+                    "a server-sent event is larger than the \(maxEventBytes / (1 << 20)) MB limit"
+                )
             }
             line.append(contentsOf: run)
             index = runEnd
@@ -93,7 +98,9 @@ package struct ServerSentEventParser: Sendable {
         case Array("id".utf8):
             if !value.contains(0) { lastEventID = String(decoding: value, as: UTF8.self) }
         case Array("retry".utf8):
-            if !value.isEmpty, value.allSatisfy({ (0x30...0x39).contains($0) }), let ms = Int(String(decoding: value, as: UTF8.self)) {
+            if !value.isEmpty, value.allSatisfy({ (0x30...0x39).contains($0) }),
+                let ms = Int(String(decoding: value, as: UTF8.self))
+            {
                 retryMilliseconds = ms
             }
         default:
@@ -110,6 +117,10 @@ package struct ServerSentEventParser: Sendable {
         }
         guard hasData else { return nil }
         data.removeLast()  // the newline after the last data line
-        return ServerSentEvent(type: eventType.flatMap { $0.isEmpty ? nil : $0 } ?? "message", data: data, lastEventID: lastEventID)
+        return ServerSentEvent(
+            type: eventType.flatMap { $0.isEmpty ? nil : $0 } ?? "message",
+            data: data,
+            lastEventID: lastEventID
+        )
     }
 }

@@ -63,7 +63,10 @@ enum WebSocketChannel {
 
         /// Frees the connection; a later cancel finds nothing to wake.
         func release() {
-            let ws = lock.withLock { () -> OpaquePointer? in defer { pointer = nil }; return pointer }
+            let ws = lock.withLock { () -> OpaquePointer? in
+                defer { pointer = nil }
+                return pointer
+            }
             if let ws { lanyard_ws_free(ws) }
         }
     }
@@ -73,7 +76,10 @@ enum WebSocketChannel {
             handle.release()
             continuation.finish()
         }
-        guard let ws = lanyard_ws_new() else { continuation.yield(.failed("out of memory")); return }
+        guard let ws = lanyard_ws_new() else {
+            continuation.yield(.failed("out of memory"))
+            return
+        }
         handle.attach(ws)
         let timeoutMs = Int32(clamping: Int(options.timeout * 1000))
         let url = options.url
@@ -83,7 +89,8 @@ enum WebSocketChannel {
         var path = url.path.isEmpty ? "/" : url.path
         if let query = url.query { path += "?" + query }
 
-        let names = options.headers.map { strdup($0.0) }, values = options.headers.map { strdup($0.1) }
+        let names = options.headers.map { strdup($0.0) }
+        let values = options.headers.map { strdup($0.1) }
         defer { for pointer in names + values { free(pointer) } }
         let result: lanyard_ws_result = host.withCString { hostC in
             path.withCString { pathC in
@@ -91,26 +98,42 @@ enum WebSocketChannel {
                     names.map { UnsafePointer($0) }.withUnsafeBufferPointer { namesC in
                         values.map { UnsafePointer($0) }.withUnsafeBufferPointer { valuesC in
                             var o = lanyard_ws_options(
-                                host: hostC, port: Int32(port), path: pathC, tls: tls ? 1 : 0, ca_file: caC,
-                                header_names: namesC.baseAddress, header_values: valuesC.baseAddress,
-                                header_count: Int32(options.headers.count), max_message_bytes: options.maxMessageBytes,
-                                timeout_ms: timeoutMs)
+                                host: hostC,
+                                port: Int32(port),
+                                path: pathC,
+                                tls: tls ? 1 : 0,
+                                ca_file: caC,
+                                header_names: namesC.baseAddress,
+                                header_values: valuesC.baseAddress,
+                                header_count: Int32(options.headers.count),
+                                max_message_bytes: options.maxMessageBytes,
+                                timeout_ms: timeoutMs
+                            )
                             return lanyard_ws_connect(ws, &o)
                         }
                     }
                 }
             }
         }
-        guard result == LANYARD_WS_OK else { continuation.yield(event(result, ws)); return }
+        guard result == LANYARD_WS_OK else {
+            continuation.yield(event(result, ws))
+            return
+        }
         continuation.yield(.opened)
         let sent = options.firstMessage.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { lanyard_ws_send_text(ws, $0.baseAddress, $0.count, timeoutMs) }
         }
-        guard sent == LANYARD_WS_OK else { continuation.yield(event(sent, ws)); return }
+        guard sent == LANYARD_WS_OK else {
+            continuation.yield(event(sent, ws))
+            return
+        }
         while true {
             var message = lanyard_ws_message()
             let received = lanyard_ws_receive(ws, timeoutMs, &message)
-            guard received == LANYARD_WS_OK else { continuation.yield(event(received, ws)); return }
+            guard received == LANYARD_WS_OK else {
+                continuation.yield(event(received, ws))
+                return
+            }
             let bytes = Array(UnsafeBufferPointer(start: message.bytes, count: message.length))
             continuation.yield(.message(bytes, binary: message.binary != 0))
         }

@@ -1,10 +1,10 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardCore
 import LanyardDesktop
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// `lanyard tray` on a real panel, looked at: the Xfce 4.18 panel's Status Tray plugin draws the
 /// item and opens its menu, xfce4-notifyd shows its notifications (``XfcePanel``), and the test
@@ -29,9 +29,14 @@ import LanyardStore
             func window(_ used: Int, _ seconds: Int) -> [String: Any] {
                 ["used_percent": used, "limit_window_seconds": seconds, "reset_after_seconds": seconds / 3]
             }
-            try await env.server.hook("/_test/usage", ["account_id": account,
-                                                       "primary_window": window(fiveHours, 18000),
-                                                       "secondary_window": window(weekly, 604800)])
+            try await env.server.hook(
+                "/_test/usage",
+                [
+                    "account_id": account,
+                    "primary_window": window(fiveHours, 18000),
+                    "secondary_window": window(weekly, 604800),
+                ]
+            )
         }
         try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("gone")]?.state = .reauthenticationRequired }
         #expect(try env.run("switch", "work").status == 0)
@@ -47,7 +52,8 @@ import LanyardStore
         #expect(try env.run("switch", "alice").status == 0)
         let amber = try await shows(TrayIcon(state: .nearThreshold, bars: [0.90, 0.35]), "alice at 90 %")
         // A 10 % and a 90 % slot look different: green bars, then amber ones.
-        let green = TrayIcon.colour(.ok), orange = TrayIcon.colour(.nearThreshold)
+        let green = TrayIcon.colour(.ok)
+        let orange = TrayIcon.colour(.nearThreshold)
         #expect(calm.count(of: green) > 0 && calm.count(of: orange) == 0)
         #expect(amber.count(of: orange) > 0 && amber.count(of: green) == 0)
         #expect(calm.differingPixels(amber) > 0)
@@ -59,16 +65,24 @@ import LanyardStore
 
         #expect(try env.run("switch", "bob").status == 0)
         let limit = try await shows(TrayIcon(state: .atLimit, bars: [1, 0.60]), "bob at its limit")
-        let notice = try await panel.waitForDrawnWindow("xfce4-notifyd", besides: before + [warning.id],
-                                                        "bob at its limit")
+        let notice = try await panel.waitForDrawnWindow(
+            "xfce4-notifyd",
+            besides: before + [warning.id],
+            "bob at its limit"
+        )
         #expect(notice.frame.width >= 150 && notice.frame.height >= 40, "\(notice)")
 
         #expect(try env.run("switch", "gone").status == 0)
         let signIn = try await shows(TrayIcon(state: .mustSignIn), "gone must sign in")
 
         // Every usage request fails from now on: zed's figures (fetched at start) stay, stale.
-        try await env.server.hook("/_test/fault", ["endpoint": "usage", "type": "status", "status": 503,
-                                                   "count": 10000])
+        try await env.server.hook(
+            "/_test/fault",
+            [
+                "endpoint": "usage", "type": "status", "status": 503,
+                "count": 10000,
+            ]
+        )
         #expect(try env.run("switch", "zed").status == 0)
         let stale = try await shows(TrayIcon(state: .ok, bars: [0.42, 0.12], stale: true), "zed's stale 42 %")
         try await env.server.hook("/_test/faults/clear")
@@ -83,21 +97,30 @@ import LanyardStore
         _ = try await eventually("the menu closes") { [panel] in
             let menus = try panel.visibleWindows("Wrapper-2.0").filter { $0.type == "_NET_WM_WINDOW_TYPE_POPUP_MENU" }
             return menus.map(\.description).joined(separator: "\n")
-        } until: { $0.isEmpty }
+        } until: {
+            $0.isEmpty
+        }
 
         if let keep {
             try FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
             // The panel's corner with the icon, one picture a state.
             let states = [("calm", calm), ("amber", amber), ("limit", limit), ("sign-in", signIn), ("stale", stale)]
             for (name, seen) in states {
-                let corner = XfcePanel.Rect(x: 0, y: 0, width: seen.frame.x + seen.frame.width + 16,
-                                            height: seen.panel.height)
+                let corner = XfcePanel.Rect(
+                    x: 0,
+                    y: 0,
+                    width: seen.frame.x + seen.frame.width + 16,
+                    height: seen.panel.height
+                )
                 try panel.save(seen.shot, corner, to: "\(keep)/panel-\(name).png")
             }
             // The panel's corner and the menu below it.
-            let menuArea = XfcePanel.Rect(x: 0, y: 0,
-                                          width: min(XfcePanel.screen.width, menu.frame.x + menu.frame.width + 8),
-                                          height: min(XfcePanel.screen.height, menu.frame.y + menu.frame.height + 8))
+            let menuArea = XfcePanel.Rect(
+                x: 0,
+                y: 0,
+                width: min(XfcePanel.screen.width, menu.frame.x + menu.frame.width + 8),
+                height: min(XfcePanel.screen.height, menu.frame.y + menu.frame.height + 8)
+            )
             try panel.save(menu.shot, menuArea, to: "\(keep)/menu.png")
             try panel.save(notice.shot, notice.frame, to: "\(keep)/notification.png")
         }
@@ -155,7 +178,9 @@ extension XfcePanel {
             let (frame, difference) = Self.find(sent, size: Self.iconSize, in: shot, panel: panel)
             if let frame, difference.isEmpty { seen = SeenIcon(shot: shot, panel: panel, frame: frame) }
             return difference.isEmpty ? "drawn" : difference
-        } until: { $0 == "drawn" }
+        } until: {
+            $0 == "drawn"
+        }
         return try #require(seen)
     }
 
@@ -183,13 +208,18 @@ extension XfcePanel {
         func over(_ i: Int) -> (Int, Int, Int) {
             let alpha = Double(argb[i * 4]) / 255
             func mix(_ c: UInt8, _ b: Int) -> Int { Int((Double(c) * alpha + Double(b) * (1 - alpha)).rounded()) }
-            return (mix(argb[i * 4 + 1], background.0), mix(argb[i * 4 + 2], background.1),
-                    mix(argb[i * 4 + 3], background.2))
+            return (
+                mix(argb[i * 4 + 1], background.0), mix(argb[i * 4 + 2], background.1),
+                mix(argb[i * 4 + 3], background.2)
+            )
         }
         // The bounding box of what stands out (more than faint edge pixels do): on the screen
         // inside the panel's border, and in the icon composited alone.
         func box(_ width: Int, _ height: Int, _ pixel: (Int, Int) -> (Int, Int, Int)) -> Rect? {
-            var minX = Int.max, minY = Int.max, maxX = -1, maxY = -1
+            var minX = Int.max
+            var minY = Int.max
+            var maxX = -1
+            var maxY = -1
             for y in 0..<height {
                 for x in 0..<width where differs(pixel(x, y), background) > 24 {
                     minX = min(minX, x)
@@ -204,15 +234,23 @@ extension XfcePanel {
         else { return (nil, "nothing on the panel") }
         let drawn = box(size, size) { over($1 * size + $0) }!
         guard onScreen.width == drawn.width, onScreen.height == drawn.height else {
-            return (nil, "the panel shows a \(onScreen.width)x\(onScreen.height) shape where Lanyard's icon is "
-                        + "\(drawn.width)x\(drawn.height)")
+            return (
+                nil,
+                "the panel shows a \(onScreen.width)x\(onScreen.height) shape where Lanyard's icon is "
+                    + "\(drawn.width)x\(drawn.height)"
+            )
         }
-        let frame = Rect(x: panel.x + 1 + onScreen.x - drawn.x, y: panel.y + 1 + onScreen.y - drawn.y,
-                         width: size, height: size)
+        let frame = Rect(
+            x: panel.x + 1 + onScreen.x - drawn.x,
+            y: panel.y + 1 + onScreen.y - drawn.y,
+            width: size,
+            height: size
+        )
         guard frame.x >= 0, frame.y >= 0, frame.x + size <= shot.width, frame.y + size <= shot.height else {
             return (nil, "the icon would reach off the screen at \(frame)")
         }
-        var wrong = 0, worst = 0
+        var wrong = 0
+        var worst = 0
         for y in 0..<size {
             for x in 0..<size {
                 let d = differs(shot.pixel(frame.x + x, frame.y + y), over(y * size + x))
@@ -220,7 +258,12 @@ extension XfcePanel {
                 if d > 2 { wrong += 1 }
             }
         }
-        return (frame, wrong == 0 ? "" : "\(wrong) of \(size * size) pixels at \(frame) differ from Lanyard's icon "
-                                         + "(by up to \(worst))")
+        return (
+            frame,
+            wrong == 0
+                ? ""
+                : "\(wrong) of \(size * size) pixels at \(frame) differ from Lanyard's icon "
+                    + "(by up to \(worst))"
+        )
     }
 }

@@ -1,16 +1,18 @@
 import Foundation
-import LanyardSupport
-import LanyardTestSupport
-import Testing
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// What the terminal says: `switch` warns about a slot it cannot use, `usage` exits 7
 /// for a slot shown at its limit, a token given as an argument is never repeated, `list` reports a
 /// broken config.ini as the other commands do, and usage lands in the shared usage.json.
 @Suite struct TerminalSaysItTooTests {
-    func window(_ used: Int) -> [String: Any] { ["used_percent": used, "limit_window_seconds": 18000, "reset_after_seconds": 3600] }
+    func window(_ used: Int) -> [String: Any] {
+        ["used_percent": used, "limit_window_seconds": 18000, "reset_after_seconds": 3600]
+    }
 
     @Test func switchWarnsAboutASlotAtItsLimitOrSignedOutAndStillSwitches() async throws {
         let env = try await IntegrationHome()
@@ -29,13 +31,19 @@ import LanyardStore
         #expect(try env.run("switch", "fine").status == 0)  // the first slot signed in is active
         let toFull = try env.run("switch", "full")
         #expect(toFull.status == 0 && toFull.stdout.hasPrefix("Switched to full"), "\(toFull.stderr)")
-        #expect(toFull.stderr.contains("warning: full is at its usage limit until ") && toFull.stderr.contains("`lanyard switch --best`"),
-                "\(toFull.stderr)")
+        #expect(
+            toFull.stderr.contains("warning: full is at its usage limit until ")
+                && toFull.stderr.contains("`lanyard switch --best`"),
+            "\(toFull.stderr)"
+        )
 
         try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("gone")]?.state = .reauthenticationRequired }
         let toGone = try env.run("switch", "gone")
         #expect(toGone.status == 0)
-        #expect(toGone.stderr.contains("warning: gone must sign in again before it can be used: run `lanyard login gone`"), "\(toGone.stderr)")
+        #expect(
+            toGone.stderr.contains("warning: gone must sign in again before it can be used: run `lanyard login gone`"),
+            "\(toGone.stderr)"
+        )
 
         let toFine = try env.run("switch", "fine")
         #expect(toFine.status == 0 && !toFine.stderr.contains("warning"), "\(toFine.stderr)")
@@ -47,8 +55,14 @@ import LanyardStore
         for args in [["login", "--with-access-token", token], ["login", "ci", "--with-access-token", token]] {
             let result = try env.home.run(args)
             #expect(result.status == 2, "\(args): \(result.stderr)")
-            #expect(!result.stderr.contains(token) && !result.stdout.contains(token) && !result.stderr.contains("Zq7Zq7"), "\(result.stderr)")
-            #expect(result.stderr.contains("standard input") || result.stderr.contains("not repeated"), "\(result.stderr)")
+            #expect(
+                !result.stderr.contains(token) && !result.stdout.contains(token) && !result.stderr.contains("Zq7Zq7"),
+                "\(result.stderr)"
+            )
+            #expect(
+                result.stderr.contains("standard input") || result.stderr.contains("not repeated"),
+                "\(result.stderr)"
+            )
         }
     }
 
@@ -61,6 +75,9 @@ import LanyardStore
         #expect(list.status == 1 && list.stderr.contains("config.ini:3:"), "\(list.stderr)")
         let line = try #require(list.stderr.split(separator: "\n").first { $0.contains("config.ini:3:") })
         let other = try home.run("switch", "x")
-        #expect(other.stderr.contains(String(line)), "switch: \(other.stderr)\nlist: \(list.stderr)\nstatus: \(usage.stderr)")
+        #expect(
+            other.stderr.contains(String(line)),
+            "switch: \(other.stderr)\nlist: \(list.stderr)\nstatus: \(usage.stderr)"
+        )
     }
 }

@@ -19,7 +19,11 @@ import Testing
         return folder + "/lanyard"
     }
 
-    static func run(_ binary: String, _ home: TestHome, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    static func run(
+        _ binary: String,
+        _ home: TestHome,
+        _ arguments: [String]
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
         let (status, out, err) = try runProcess(binary, arguments, environment: home.environment)
         return (status, out, err)
     }
@@ -40,16 +44,25 @@ import Testing
         #expect(entry.contains("\nTryExec=\(lanyard)\n"))
         #expect(permissionBits(path) == 0o644)
         #expect(permissionBits(home.root + "/config/autostart") == 0o700)
-        #expect(!FileManager.default.fileExists(atPath: home.root + "/run/lanyard/tray.lock"), "installing must not start the tray")
+        #expect(
+            !FileManager.default.fileExists(atPath: home.root + "/run/lanyard/tray.lock"),
+            "installing must not start the tray"
+        )
         let (valid, out, err) = try runProcess("/usr/bin/desktop-file-validate", [path])
         #expect(valid == 0 && out.isEmpty && err.isEmpty, "desktop-file-validate: \(out)\(err)")
 
         // Again: nothing to do, said so.
         let again = try Self.run(lanyard, home, ["tray", "--install-autostart"])
-        #expect(again.status == 0 && again.stdout.hasPrefix("already installed: \(path)"), "\(again.stdout)\(again.stderr)")
+        #expect(
+            again.status == 0 && again.stdout.hasPrefix("already installed: \(path)"),
+            "\(again.stdout)\(again.stderr)"
+        )
 
         let removed = try Self.run(lanyard, home, ["tray", "--uninstall-autostart"])
-        #expect(removed.status == 0 && removed.stdout == "removed \(path): the tray no longer starts at login\n", "\(removed.stderr)")
+        #expect(
+            removed.status == 0 && removed.stdout == "removed \(path): the tray no longer starts at login\n",
+            "\(removed.stderr)"
+        )
         #expect(!FileManager.default.fileExists(atPath: path))
         let absent = try Self.run(lanyard, home, ["tray", "--uninstall-autostart"])
         #expect(absent.status == 0 && absent.stdout.hasPrefix("no autostart entry to remove"), "\(absent.stderr)")
@@ -67,12 +80,19 @@ import Testing
         let home = TestHome()
         home.withoutSessionBus = true
         let path = entryPath(home)
-        try FileManager.default.createDirectory(atPath: home.root + "/config/autostart", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: home.root + "/config/autostart",
+            withIntermediateDirectories: true
+        )
         let foreign = "[Desktop Entry]\nType=Application\nName=Someone else's tray\nExec=other-tray\n"
         try foreign.write(toFile: path, atomically: true, encoding: .utf8)
 
         let install = try home.run("tray", "--install-autostart")
-        #expect(install.status == 1 && install.stderr.contains("was not written by Lanyard") && install.stderr.contains("--force"), "\(install.stderr)")
+        #expect(
+            install.status == 1 && install.stderr.contains("was not written by Lanyard")
+                && install.stderr.contains("--force"),
+            "\(install.stderr)"
+        )
         let uninstall = try home.run("tray", "--uninstall-autostart")
         #expect(uninstall.status == 1 && uninstall.stderr.contains("not going to remove it"), "\(uninstall.stderr)")
         #expect(try String(contentsOfFile: path, encoding: .utf8) == foreign)
@@ -97,8 +117,11 @@ import Testing
         try desktop.startWatcher()
         let name = try desktop.startTray(home)
         _ = try await eventually("the watcher lists the first tray") {
-            try desktop.registeredItems() + "\ntray said: " + desktop.trayStderrSoFar() + "\nwatcher said: " + desktop.watcherLog()
-        } until: { $0.contains(name) }
+            try desktop.registeredItems() + "\ntray said: " + desktop.trayStderrSoFar() + "\nwatcher said: "
+                + desktop.watcherLog()
+        } until: {
+            $0.contains(name)
+        }
         let pid = String(name.split(separator: "-")[1])
 
         let second = try home.run(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": desktop.address])
@@ -113,12 +136,17 @@ import Testing
         // its lock and handles SIGTERM; a SIGTERM sent before (when the lock file merely existed)
         // was lost, as this process ignores SIGTERM and the agent inherited that until then, and
         // the test waited for an agent that never ended.
-        let (agent, _, agentErrors) = try home.start(["agent"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": desktop.address])
+        let (agent, _, agentErrors) = try home.start(
+            ["agent"],
+            extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": desktop.address]
+        )
         var agentSaid = ""
         _ = try await eventually("the agent has started") {
             agentSaid += availableText(agentErrors)
             return agentSaid + (agent.isRunning ? "" : "\n(ended)")
-        } until: { $0.contains("lanyard agent: started") || $0.hasSuffix("(ended)") }
+        } until: {
+            $0.contains("lanyard agent: started") || $0.hasSuffix("(ended)")
+        }
         #expect(agent.isRunning && desktop.trayIsRunning)
         agent.terminate()
         agentSaid += await BlockingExecutor.shared.run {
@@ -132,7 +160,11 @@ import Testing
         let (status, errors) = desktop.stopTray()
         #expect(status == 0, "\(errors)")
         let next = try desktop.startTray(home)
-        _ = try await eventually("the watcher lists the next tray") { try desktop.registeredItems() } until: { $0.contains(next) }
+        _ = try await eventually("the watcher lists the next tray") {
+            try desktop.registeredItems()
+        } until: {
+            $0.contains(next)
+        }
         #expect(desktop.stopTray().0 == 0)
     }
 }

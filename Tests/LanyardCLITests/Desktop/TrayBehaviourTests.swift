@@ -2,6 +2,7 @@ import Foundation
 import LanyardSupport
 import LanyardTestSupport
 import Testing
+
 @testable import LanyardCLI
 @testable import LanyardCore
 @testable import LanyardDesktop
@@ -22,7 +23,10 @@ func topLevelLabels(_ dump: String) -> [String] {
         let own = lines[start..<end].filter { indent($0) == level }
         let label = own.first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("\"label\": ") }
         let type = own.first { $0.contains("\"type\": 'separator'") }
-        if type != nil { labels.append("-"); continue }
+        if type != nil {
+            labels.append("-")
+            continue
+        }
         guard let label else { continue }
         var text = label.trimmingCharacters(in: .whitespaces).dropFirst("\"label\": ".count)
         if text.hasSuffix(",") { text = text.dropLast() }
@@ -46,8 +50,13 @@ func asDumped(_ text: String) -> String {
     }
 
     func setUsage(_ env: IntegrationHome, _ account: String, _ used: Int, resetAt: Int) async throws {
-        try await env.server.hook("/_test/usage", ["account_id": account,
-                                                   "primary_window": window(used, resetAt: resetAt)])
+        try await env.server.hook(
+            "/_test/usage",
+            [
+                "account_id": account,
+                "primary_window": window(used, resetAt: resetAt),
+            ]
+        )
     }
 
     /// One failed check (HTTP 503 from the usage endpoint) keeps the last figures, marked with
@@ -59,16 +68,23 @@ func asDumped(_ text: String) -> String {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        let fresh = try await eventually("the menu shows 42 %") { try desktop.dump(name) } until: {
+        let fresh = try await eventually("the menu shows 42 %") {
+            try desktop.dump(name)
+        } until: {
             $0.contains(asDumped("work \u{2014} 42 % of 5 h"))
         }
         let freshIcon = try desktop.itemProperty(name, "IconPixmap")
 
-        try await env.server.hook("/_test/fault", ["endpoint": "usage", "type": "status", "status": 503, "count": 1000])
+        try await env.server.hook(
+            "/_test/fault",
+            ["endpoint": "usage", "type": "status", "status": 503, "count": 1000]
+        )
         // Refresh now › work (the last "work": Details › work comes first).
         let refresh = try #require(dumpedEntries(fresh).last { $0.label == "work" }, "\(fresh)")
         #expect(try desktop.click(name, id: refresh.id).0 == 0)
-        let stale = try await eventually("the figures are kept, marked stale") { try desktop.dump(name) } until: {
+        let stale = try await eventually("the figures are kept, marked stale") {
+            try desktop.dump(name)
+        } until: {
             $0.contains(asDumped("42 % \u{00B7} just now \u{2014} the server answered 503"))
         }
         let row = asDumped("work \u{2014} 42 % of 5 h \u{00B7} just now")
@@ -94,11 +110,15 @@ func asDumped(_ text: String) -> String {
         try desktop.startWatcher()
         let server = try NotificationServer(desktop, folder: env.home.root)
         let name = try desktop.startTray(env.home)
-        _ = try await eventually("the menu shows both") { try desktop.dump(name) } until: {
+        _ = try await eventually("the menu shows both") {
+            try desktop.dump(name)
+        } until: {
             $0.contains(asDumped("bob \u{2014} 50 % of 5 h")) && $0.contains(asDumped("erin \u{2014} 10 % of 5 h"))
         }
         try await setUsage(env, bob, 100, resetAt: resetAt)
-        _ = try await eventually("the limit is announced") { try server.summaries() } until: {
+        _ = try await eventually("the limit is announced") {
+            try server.summaries()
+        } until: {
             $0.contains("bob is at its limit")
         }
         let notes = try server.notifications()
@@ -111,7 +131,9 @@ func asDumped(_ text: String) -> String {
         let buttons = ["switch:erin", "Switch to erin (10 %)", "dismiss", "Dismiss"]
         #expect(limit["actions"] as? [String] == buttons, "\(limit)")
         #expect(limit["urgency"] as? Int == 2)
-        _ = try await eventually("the row says so first") { try desktop.dump(name) } until: {
+        _ = try await eventually("the row says so first") {
+            try desktop.dump(name)
+        } until: {
             $0.contains(asDumped("bob \u{2014} at limit until "))
         }
         // Later polls of the same window (two more requests of the server) say nothing more.
@@ -125,7 +147,9 @@ func asDumped(_ text: String) -> String {
 
         try server.invoke(limit["id"] as! Int, "switch:erin")
         let paths = env.paths
-        _ = try await eventually("erin is active") { try Registry(paths: paths).load().active?.name ?? "" } until: {
+        _ = try await eventually("erin is active") {
+            try Registry(paths: paths).load().active?.name ?? ""
+        } until: {
             $0 == "erin"
         }
         let switchEvent = try #require(EventLog(paths: env.paths).read().last { $0["event"]?.string == "switch" })
@@ -148,14 +172,18 @@ func asDumped(_ text: String) -> String {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        _ = try await eventually("the menu shows 20 %") { try desktop.dump(name) } until: {
+        _ = try await eventually("the menu shows 20 %") {
+            try desktop.dump(name)
+        } until: {
             $0.contains(asDumped("work \u{2014} 20 % of 5 h"))
         }
         try await setUsage(env, account, 77, resetAt: resetAt)
         let before = try await env.server.stat("usage_requests")
         let usage = try env.run("usage", "work")
         #expect(usage.status == 0 && usage.stdout.contains("77%"), "\(usage.stdout)\(usage.stderr)")
-        _ = try await eventually("the menu shows what `usage` fetched") { try desktop.dump(name) } until: {
+        _ = try await eventually("the menu shows what `usage` fetched") {
+            try desktop.dump(name)
+        } until: {
             $0.contains(asDumped("work \u{2014} 77 % of 5 h"))
         }
         #expect(try desktop.itemProperty(name, "XAyatanaLabel") == "(<'77 %'>,)\n")
@@ -180,14 +208,18 @@ func asDumped(_ text: String) -> String {
         try desktop.startWatcher()
         let server = try NotificationServer(desktop, folder: env.home.root)
         let name = try desktop.startTray(env.home)
-        let dump = try await eventually("the menu shows every slot's state") { try desktop.dump(name) } until: {
+        let dump = try await eventually("the menu shows every slot's state") {
+            try desktop.dump(name)
+        } until: {
             $0.contains(asDumped("alice \u{2014} 35 % of 5 h")) && $0.contains(asDumped("bob \u{2014} at limit until "))
         }
         let top = topLevelLabels(dump)
         let until = asDumped("bob \u{2014} at limit until \(clockTime(resetAt))")
-        let expected = ["alice \u{2014} 35 % of 5 h", until, "carol \u{2014} must sign in", "-", "Details",
-                        "Best account now", "Refresh now", "Sign in again\u{2026}", "Open usage details", "-", "Quit"]
-            .map(asDumped)
+        let expected = [
+            "alice \u{2014} 35 % of 5 h", until, "carol \u{2014} must sign in", "-", "Details",
+            "Best account now", "Refresh now", "Sign in again\u{2026}", "Open usage details", "-", "Quit",
+        ]
+        .map(asDumped)
         #expect(top == expected, "\(top)\n\(dump)")
         #expect(top.allSatisfy { $0.count <= 48 })
         #expect(try desktop.itemProperty(name, "XAyatanaLabel") == "(<'alice'>,)\n")
@@ -197,8 +229,10 @@ func asDumped(_ text: String) -> String {
         // icons: a calm one and one at the limit differ.
         let aliceRow = try #require(dumpedEntries(dump).first { $0.toggle != nil && $0.label.hasPrefix("alice ") })
         func rowIcon(_ id: Int) throws -> String {
-            try desktop.gdbus(["call", "--session", "--dest", name, "--object-path", "/MenuBar", "--method",
-                               "com.canonical.dbusmenu.GetProperty", "\(id)", "icon-data"]).1
+            try desktop.gdbus([
+                "call", "--session", "--dest", name, "--object-path", "/MenuBar", "--method",
+                "com.canonical.dbusmenu.GetProperty", "\(id)", "icon-data",
+            ]).1
         }
         let (aliceIcon, bobIcon) = (try rowIcon(aliceRow.id), try rowIcon(row.id))
         let pngMagic = "0x89, 0x50, 0x4e, 0x47"
@@ -206,41 +240,57 @@ func asDumped(_ text: String) -> String {
         #expect(aliceIcon != bobIcon)
         #expect(try desktop.click(name, id: row.id).0 == 0)
         let paths = env.paths
-        _ = try await eventually("bob is active") { try Registry(paths: paths).load().active?.name ?? "" } until: {
+        _ = try await eventually("bob is active") {
+            try Registry(paths: paths).load().active?.name ?? ""
+        } until: {
             $0 == "bob"
         }
         let switchEvent = try #require(EventLog(paths: env.paths).read().last { $0["event"]?.string == "switch" })
         #expect(switchEvent["source"]?.string == "tray" && switchEvent["to"]?.string == "bob", "\(switchEvent)")
         #expect(try env.run("events").stdout.contains("by tray"))
         // The switch to a slot at its limit is said at once, with a way out.
-        _ = try await eventually("the switch to a slot at its limit is said") { try server.summaries() } until: {
+        _ = try await eventually("the switch to a slot at its limit is said") {
+            try server.summaries()
+        } until: {
             $0.contains("bob is at its limit until \(clockTime(resetAt))")
         }
-        let said = try #require(try server.notifications().first {
-            ($0["summary"] as? String)?.hasPrefix("bob is at its limit") == true
-        })
+        let said = try #require(
+            try server.notifications().first {
+                ($0["summary"] as? String)?.hasPrefix("bob is at its limit") == true
+            }
+        )
         #expect(said["body"] as? String == "Lanyard switched to it, but it cannot be used until then.", "\(said)")
         #expect((said["actions"] as? [String])?.first == "switch:alice", "\(said)")
-        _ = try await eventually("the label follows") { try desktop.itemProperty(name, "XAyatanaLabel") } until: {
+        _ = try await eventually("the label follows") {
+            try desktop.itemProperty(name, "XAyatanaLabel")
+        } until: {
             $0 == "(<'bob'>,)\n"
         }
         // A switch in a terminal to a slot that must sign in is said at once too, with the way back.
         #expect(try env.run("switch", "carol").status == 0)
-        _ = try await eventually("the switch to a slot that must sign in is said") { try server.summaries() } until: {
+        _ = try await eventually("the switch to a slot that must sign in is said") {
+            try server.summaries()
+        } until: {
             $0.contains("carol must sign in again")
         }
-        let mustSignIn = try #require(try server.notifications().first {
-            $0["summary"] as? String == "carol must sign in again"
-        })
+        let mustSignIn = try #require(
+            try server.notifications().first {
+                $0["summary"] as? String == "carol must sign in again"
+            }
+        )
         let offered = Array((mustSignIn["actions"] as? [String] ?? []).prefix(2))
         #expect(offered == ["sign-in:carol", "Sign in again\u{2026}"], "\(mustSignIn)")
         #expect(desktop.stopTray().0 == 0)
 
         // `label = off`: no label at all.
-        try env.home.writeConfig(try String(contentsOfFile: env.paths.configFile, encoding: .utf8)
-            .replacingOccurrences(of: "label = slot", with: "label = off"))
+        try env.home.writeConfig(
+            try String(contentsOfFile: env.paths.configFile, encoding: .utf8)
+                .replacingOccurrences(of: "label = slot", with: "label = off")
+        )
         let again = try desktop.startTray(env.home)
-        _ = try await eventually("the restarted tray shows bob") { try desktop.dump(again) } until: {
+        _ = try await eventually("the restarted tray shows bob") {
+            try desktop.dump(again)
+        } until: {
             $0.contains(asDumped("bob \u{2014} at limit"))
         }
         #expect(try desktop.itemProperty(again, "XAyatanaLabel") == "(<''>,)\n")
@@ -265,11 +315,17 @@ func asDumped(_ text: String) -> String {
         try desktop.startWatcher()
         let server = try NotificationServer(desktop, folder: env.home.root)
         let name = try desktop.startTray(env.home)
-        _ = try await eventually("the warning") { try server.summaries() } until: { $0.contains("work has used 90 %") }
+        _ = try await eventually("the warning") {
+            try server.summaries()
+        } until: {
+            $0.contains("work has used 90 %")
+        }
         let warning = try #require(try server.notifications().first)
         let buttons = ["switch:lab", "Switch to lab (6 %)", "dismiss", "Dismiss"]
         #expect(warning["actions"] as? [String] == buttons, "\(warning)")
-        _ = try await eventually("every slot's figures") { try desktop.dump(name) } until: {
+        _ = try await eventually("every slot's figures") {
+            try desktop.dump(name)
+        } until: {
             $0.contains(asDumped("spare \u{2014} 70 %"))
         }
         #expect(try server.notifications().count == 1, "\((try? server.summaries()) ?? "")")
@@ -289,17 +345,23 @@ func asDumped(_ text: String) -> String {
         try desktop.startWatcher()
         let server = try NotificationServer(desktop, folder: env.home.root)
         let name = try desktop.startTray(env.home, extraEnvironment: ["CODEX_HOME": env.codexHome])
-        let dump = try await eventually("the menu has both slots") { try desktop.dump(name) } until: {
+        let dump = try await eventually("the menu has both slots") {
+            try desktop.dump(name)
+        } until: {
             $0.contains("home@x.com") && $0.contains("work@x.com")
         }
         let home = try #require(dumpedEntries(dump).first { $0.toggle != nil && $0.label.hasPrefix("home") })
         #expect(try desktop.click(name, id: home.id).0 == 0)
-        _ = try await eventually("the failed switch is said") { try server.summaries() } until: {
+        _ = try await eventually("the failed switch is said") {
+            try server.summaries()
+        } until: {
             $0.contains("Lanyard did not switch to home")
         }
-        let said = try #require(try server.notifications().first {
-            $0["summary"] as? String == "Lanyard did not switch to home"
-        })
+        let said = try #require(
+            try server.notifications().first {
+                $0["summary"] as? String == "Lanyard did not switch to home"
+            }
+        )
         let body = said["body"] as? String ?? ""
         #expect(body.contains("work is still the active slot") && body.contains("ephemeral"), "\(body)")
         #expect(try Registry(paths: env.paths).loadInTest().active?.name == "work")
@@ -328,9 +390,16 @@ func asDumped(_ text: String) -> String {
         try desktop.startWatcher()
         let server = try NotificationServer(desktop, folder: env.home.root)
         // PATH holds the stand-in xdg-open and no x-terminal-emulator.
-        var name = try desktop.startTray(env.home, extraEnvironment: ["PATH": bin, "DISPLAY": ":0",
-                                                                      "LANYARD_TEST_CALLBACK_PORTS": "\(port)"])
-        let dump = try await eventually("the menu offers to sign gone in again") { try desktop.dump(name) } until: {
+        var name = try desktop.startTray(
+            env.home,
+            extraEnvironment: [
+                "PATH": bin, "DISPLAY": ":0",
+                "LANYARD_TEST_CALLBACK_PORTS": "\(port)",
+            ]
+        )
+        let dump = try await eventually("the menu offers to sign gone in again") {
+            try desktop.dump(name)
+        } until: {
             $0.contains("Sign in again")
         }
         // "gone" is under Details, Refresh now and, last, under Sign in again….
@@ -339,7 +408,9 @@ func asDumped(_ text: String) -> String {
         // Cancel is pressed in the browser.
         try await env.server.hook("/_test/browser", ["action": "deny"])
         #expect(try desktop.click(name, id: signIn.id).0 == 0)
-        _ = try await eventually("the refusal is said") { try server.summaries() } until: {
+        _ = try await eventually("the refusal is said") {
+            try server.summaries()
+        } until: {
             $0.contains("gone is not signed in")
         }
         func notSignedIn(_ note: [String: Any]) -> Bool { note["summary"] as? String == "gone is not signed in" }
@@ -351,7 +422,9 @@ func asDumped(_ text: String) -> String {
         // Then the sign-in is approved: the slot is signed in, and that is said.
         try await env.server.hook("/_test/browser", ["email": "gone@x.com"])
         #expect(try desktop.click(name, id: signIn.id).0 == 0)
-        _ = try await eventually("the sign-in is said") { try server.summaries() } until: {
+        _ = try await eventually("the sign-in is said") {
+            try server.summaries()
+        } until: {
             $0.contains("gone is signed in again")
         }
         #expect(try Registry(paths: env.paths).loadInTest().slots[try Slot("gone")]?.state.isSignedIn == true)
@@ -361,19 +434,25 @@ func asDumped(_ text: String) -> String {
         // Neither a terminal nor a browser (no graphical session): a notification says why.
         try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("gone")]?.state = .reauthenticationRequired }
         name = try desktop.startTray(env.home, extraEnvironment: ["PATH": bin])
-        let again = try await eventually("the menu offers it again") { try desktop.dump(name) } until: {
+        let again = try await eventually("the menu offers it again") {
+            try desktop.dump(name)
+        } until: {
             $0.contains("Sign in again")
         }
         let entry = try #require(dumpedEntries(again).last { $0.label == "gone" }, "\(again)")
         #expect(try desktop.click(name, id: entry.id).0 == 0)
-        _ = try await eventually("why nothing happened is said") { try server.summaries() } until: {
+        _ = try await eventually("why nothing happened is said") {
+            try server.summaries()
+        } until: {
             $0.components(separatedBy: "gone is not signed in").count == 3
         }
         let nothing = try #require(try server.notifications().last(where: notSignedIn))
-        #expect(nothing["body"] as? String == "No terminal to run `lanyard login gone` in (x-terminal-emulator is not "
+        #expect(
+            nothing["body"] as? String == "No terminal to run `lanyard login gone` in (x-terminal-emulator is not "
                 + "installed) and no browser to sign in with (no graphical session). Run `lanyard login gone` in a "
                 + "terminal.",
-                "\(nothing)")
+            "\(nothing)"
+        )
         #expect(try await env.server.stat("authorize_requests") == 2)
         #expect(desktop.stopTray().0 == 0)
     }

@@ -1,12 +1,12 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCore
 import LanyardDesktop
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// A D-Bus session bus of one test's own (tests run in parallel, and only one
 /// org.kde.StatusNotifierWatcher can own its name on a bus) with a real watcher
@@ -26,8 +26,12 @@ final class TrayDesktop: @unchecked Sendable {
 
     init(root: String) throws {
         for tool in [Self.watcherBinary, Self.dumperBinary] where !FileManager.default.isExecutableFile(atPath: tool) {
-            try TestServices.missing("needs \(tool) (scripts/deps.sh)",
-                                     failure: ServerError("\(tool) is missing: run scripts/deps.sh (haskell-status-notifier-item-utils, libdbusmenu-tools)"))
+            try TestServices.missing(
+                "needs \(tool) (scripts/deps.sh)",
+                failure: ServerError(
+                    "\(tool) is missing: run scripts/deps.sh (haskell-status-notifier-item-utils, libdbusmenu-tools)"
+                )
+            )
         }
         folder = root + "/bus"
         bus = try PrivateSessionBus(folder: folder)
@@ -42,7 +46,9 @@ final class TrayDesktop: @unchecked Sendable {
         for process in processes { process.waitUntilExit() }
     }
 
-    var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address, "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"] }
+    var environment: [String: String] {
+        ["DBUS_SESSION_BUS_ADDRESS": address, "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"]
+    }
 
     /// Where the watcher's own log goes (its INFO level: each registration, each item gone).
     var watcherLogPath: String { folder + "/watcher.log" }
@@ -54,7 +60,9 @@ final class TrayDesktop: @unchecked Sendable {
         p.arguments = ["--log-level", "INFO"]
         p.environment = environment
         p.standardOutput = FileHandle.nullDevice
-        if !FileManager.default.fileExists(atPath: watcherLogPath) { _ = FileManager.default.createFile(atPath: watcherLogPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: watcherLogPath) {
+            _ = FileManager.default.createFile(atPath: watcherLogPath, contents: nil)
+        }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: watcherLogPath))
         try log.seekToEnd()
         p.standardError = log
@@ -80,8 +88,13 @@ final class TrayDesktop: @unchecked Sendable {
     func startTray(_ home: TestHome, extraEnvironment: [String: String] = [:]) throws -> String {
         // A strict cooperative pool (one thread): a blocking call on it would stall the tray.
         // Its start-up and registration traced on stderr, which a failed wait shows.
-        let (p, _, err) = try home.start(["tray"], extraEnvironment: ["DBUS_SESSION_BUS_ADDRESS": address, "LANYARD_TRACE_TRAY": "1",
-                                                                     "LIBDISPATCH_COOPERATIVE_POOL_STRICT": "1"].merging(extraEnvironment) { $1 })
+        let (p, _, err) = try home.start(
+            ["tray"],
+            extraEnvironment: [
+                "DBUS_SESSION_BUS_ADDRESS": address, "LANYARD_TRACE_TRAY": "1",
+                "LIBDISPATCH_COOPERATIVE_POOL_STRICT": "1",
+            ].merging(extraEnvironment) { $1 }
+        )
         tray = p
         trayErrors = err
         return "org.kde.StatusNotifierItem-\(p.processIdentifier)-1"
@@ -122,8 +135,11 @@ final class TrayDesktop: @unchecked Sendable {
     /// The watcher's RegisteredStatusNotifierItems, as gdbus prints it ("" while none runs).
     func registeredItems() throws -> String {
         try checkTrayRuns()
-        return try gdbus(["call", "--session", "--dest", "org.kde.StatusNotifierWatcher", "--object-path", "/StatusNotifierWatcher",
-                   "--method", "org.freedesktop.DBus.Properties.Get", "org.kde.StatusNotifierWatcher", "RegisteredStatusNotifierItems"]).1
+        return try gdbus([
+            "call", "--session", "--dest", "org.kde.StatusNotifierWatcher", "--object-path", "/StatusNotifierWatcher",
+            "--method", "org.freedesktop.DBus.Properties.Get", "org.kde.StatusNotifierWatcher",
+            "RegisteredStatusNotifierItems",
+        ]).1
     }
 
     /// libdbusmenu's own reading of the menu (JSON-like, one property a line).
@@ -131,19 +147,27 @@ final class TrayDesktop: @unchecked Sendable {
         try checkTrayRuns()
         // Bounded: the dumper waits forever when the layout changes while it reads it (its wait
         // for the root item is not told again); a dump cut short is "" and the caller asks again.
-        return try runProcess("/usr/bin/timeout", ["-k", "5", "20", Self.dumperBinary, "--dbus-name=\(name)", "--dbus-object=/MenuBar"],
-                              environment: environment).1
+        return try runProcess(
+            "/usr/bin/timeout",
+            ["-k", "5", "20", Self.dumperBinary, "--dbus-name=\(name)", "--dbus-object=/MenuBar"],
+            environment: environment
+        ).1
     }
 
     /// Sends dbusmenu's Event "clicked" for `id`, as a host does when the entry is chosen.
     func click(_ name: String, id: Int) throws -> (Int32, String, String) {
-        try gdbus(["call", "--session", "--dest", name, "--object-path", "/MenuBar", "--method", "com.canonical.dbusmenu.Event",
-                   "\(id)", "clicked", "<int32 0>", "0"])
+        try gdbus([
+            "call", "--session", "--dest", name, "--object-path", "/MenuBar", "--method",
+            "com.canonical.dbusmenu.Event",
+            "\(id)", "clicked", "<int32 0>", "0",
+        ])
     }
 
     func itemProperty(_ name: String, _ property: String) throws -> String {
-        try gdbus(["call", "--session", "--dest", name, "--object-path", "/StatusNotifierItem", "--method",
-                   "org.freedesktop.DBus.Properties.Get", "org.kde.StatusNotifierItem", property]).1
+        try gdbus([
+            "call", "--session", "--dest", name, "--object-path", "/StatusNotifierItem", "--method",
+            "org.freedesktop.DBus.Properties.Get", "org.kde.StatusNotifierItem", property,
+        ]).1
     }
 }
 
@@ -151,7 +175,8 @@ final class TrayDesktop: @unchecked Sendable {
 func availableText(_ pipe: Pipe) -> String {
     let fd = pipe.fileHandleForReading.fileDescriptor
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-    var out = Data(), buffer = [UInt8](repeating: 0, count: 4096)
+    var out = Data()
+    var buffer = [UInt8](repeating: 0, count: 4096)
     while true {
         let n = read(fd, &buffer, buffer.count)
         if n <= 0 { break }
@@ -172,8 +197,13 @@ func availableText(_ pipe: Pipe) -> String {
 /// longer than the bound used to fail on its last probe, taken before the tray had registered
 /// (`TrayAutostartTests.aSecondTrayInTheSessionExitsAtOnce`, "never listed within 90 s", the
 /// tray alive and silent).
-func eventually(_ what: String, seconds: Double = 90, sourceLocation: SourceLocation = #_sourceLocation,
-                _ probe: @escaping () throws -> String, until condition: (String) -> Bool) async throws -> String {
+func eventually(
+    _ what: String,
+    seconds: Double = 90,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ probe: @escaping () throws -> String,
+    until condition: (String) -> Bool
+) async throws -> String {
     let deadline = ContinuousClock.now + .seconds(seconds)
     // The probe runs while this task waits for it, never beside the test's own code: `@unchecked`.
     struct Probe: @unchecked Sendable { let run: () throws -> String }
@@ -218,30 +248,55 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let env = try await IntegrationHome()
         var accounts: [String: String] = [:]
         for (slot, email) in [("home", "home@x.com"), ("work", "work@x.com")] {
-            accounts[slot] = try await env.signIn(slot, email: email, plan: slot == "work" ? "pro" : "plus").account.accountID
+            accounts[slot] = try await env.signIn(slot, email: email, plan: slot == "work" ? "pro" : "plus").account
+                .accountID
         }
         #expect(try env.run("switch", "work").status == 0)
-        func window(_ used: Int, _ seconds: Int) -> [String: Any] { ["used_percent": used, "limit_window_seconds": seconds, "reset_after_seconds": 600] }
-        try await env.server.hook("/_test/usage", ["account_id": accounts["work"]!, "primary_window": window(83, 18000), "secondary_window": window(30, 604800)])
-        try await env.server.hook("/_test/usage", ["account_id": accounts["home"]!, "primary_window": window(12, 18000)])
+        func window(_ used: Int, _ seconds: Int) -> [String: Any] {
+            ["used_percent": used, "limit_window_seconds": seconds, "reset_after_seconds": 600]
+        }
+        try await env.server.hook(
+            "/_test/usage",
+            [
+                "account_id": accounts["work"]!, "primary_window": window(83, 18000),
+                "secondary_window": window(30, 604800),
+            ]
+        )
+        try await env.server.hook(
+            "/_test/usage",
+            ["account_id": accounts["home"]!, "primary_window": window(12, 18000)]
+        )
         let desktop = try TrayDesktop(root: env.home.root)
         // The tray starts first: it must wait for the watcher and register when it appears.
         let name = try desktop.startTray(env.home)
-        _ = try await eventually("the tray owns its name") { try desktop.gdbus(["introspect", "--session", "--dest", name, "--object-path", "/MenuBar"]).1 } until: {
+        _ = try await eventually("the tray owns its name") {
+            try desktop.gdbus(["introspect", "--session", "--dest", name, "--object-path", "/MenuBar"]).1
+        } until: {
             $0.contains("com.canonical.dbusmenu")
         }
         try desktop.startWatcher()
-        _ = try await eventually("the watcher lists the item") { try desktop.registeredItems() } until: { $0.contains(name) }
+        _ = try await eventually("the watcher lists the item") {
+            try desktop.registeredItems()
+        } until: {
+            $0.contains(name)
+        }
 
-        let dump = try await eventually("the menu shows both slots' usage") { try desktop.dump(name) } until: {
+        let dump = try await eventually("the menu shows both slots' usage") {
+            try desktop.dump(name)
+        } until: {
             $0.contains("83 % of 5 h") && $0.contains("weekly: 30 %") && $0.contains("12 % of 5 h")
         }
         let entries = dumpedEntries(dump)
         // One row a slot, its state first; email, plan and each window with its reset in Details.
         let work = try #require(entries.first { $0.toggle != nil && $0.label.hasPrefix("work ") }, "\(dump)")
         let home = try #require(entries.first { $0.toggle != nil && $0.label.hasPrefix("home ") }, "\(dump)")
-        #expect(work.label.hasSuffix("83 % of 5 h") && home.label.hasSuffix("12 % of 5 h"), "\(work.label) \(home.label)")
-        for detail in ["work@x.com", "Plan: Pro", "home@x.com", "Plan: Plus"] { #expect(entries.contains { $0.label == detail }, "\(detail) in\n\(dump)") }
+        #expect(
+            work.label.hasSuffix("83 % of 5 h") && home.label.hasSuffix("12 % of 5 h"),
+            "\(work.label) \(home.label)"
+        )
+        for detail in ["work@x.com", "Plan: Pro", "home@x.com", "Plan: Plus"] {
+            #expect(entries.contains { $0.label == detail }, "\(detail) in\n\(dump)")
+        }
         #expect(entries.contains { $0.label.hasPrefix("5 h: 83 %") && $0.label.contains("resets in ") }, "\(dump)")
         #expect(work.toggle == 1 && home.toggle == 0)
         for label in ["Details", "Best account now", "Refresh now", "Open usage details", "Quit"] {
@@ -257,13 +312,21 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         // A click on home's entry switches, as `lanyard switch home` does.
         let clicked = try desktop.click(name, id: home.id)
         #expect(clicked.0 == 0, "\(clicked.2)")
-        _ = try await eventually("the click switched to home") { try Registry(paths: env.paths).load().active?.name ?? "" } until: { $0 == "home" }
-        _ = try await eventually("the menu checks home") { try desktop.dump(name) } until: { dump in
+        _ = try await eventually("the click switched to home") {
+            try Registry(paths: env.paths).load().active?.name ?? ""
+        } until: {
+            $0 == "home"
+        }
+        _ = try await eventually("the menu checks home") {
+            try desktop.dump(name)
+        } until: { dump in
             dumpedEntries(dump).contains { $0.label.hasPrefix("home") && $0.toggle == 1 }
         }
         // A switch made in a terminal is in the next dump (inotify, no poll).
         #expect(try env.run("switch", "work").status == 0)
-        _ = try await eventually("the menu follows `lanyard switch work`", seconds: 30) { try desktop.dump(name) } until: { dump in
+        _ = try await eventually("the menu follows `lanyard switch work`", seconds: 30) {
+            try desktop.dump(name)
+        } until: { dump in
             dumpedEntries(dump).contains { $0.label.hasPrefix("work") && $0.toggle == 1 }
         }
         // An unknown entry is an error, not a crash.
@@ -271,9 +334,17 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
 
         // The watcher restarts: the item registers again.
         desktop.stopWatcher()
-        _ = try await eventually("the watcher is gone") { try desktop.registeredItems() } until: { !$0.contains(name) }
+        _ = try await eventually("the watcher is gone") {
+            try desktop.registeredItems()
+        } until: {
+            !$0.contains(name)
+        }
         try desktop.startWatcher()
-        _ = try await eventually("the restarted watcher lists the item") { try desktop.registeredItems() } until: { $0.contains(name) }
+        _ = try await eventually("the restarted watcher lists the item") {
+            try desktop.registeredItems()
+        } until: {
+            $0.contains(name)
+        }
 
         #expect(desktop.trayIsRunning)
         let (status, errors) = desktop.stopTray()
@@ -296,14 +367,22 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        let dump = try await eventually("the menu has the slot") { try desktop.dump(name) } until: { $0.contains("solo@x.com") }
+        let dump = try await eventually("the menu has the slot") {
+            try desktop.dump(name)
+        } until: {
+            $0.contains("solo@x.com")
+        }
         let entries = dumpedEntries(dump)
         // One slot: no "Best account now".
         #expect(entries.filter { $0.toggle != nil }.count == 1)
         #expect(!entries.contains { $0.label == "Best account now" })
         let quit = try #require(entries.first { $0.label == "Quit" })
         _ = try desktop.click(name, id: quit.id)
-        _ = try await eventually("the tray ends") { desktop.trayIsRunning ? "running" : "ended" } until: { $0 == "ended" }
+        _ = try await eventually("the tray ends") {
+            desktop.trayIsRunning ? "running" : "ended"
+        } until: {
+            $0 == "ended"
+        }
         #expect(desktop.stopTray().0 == 0)
     }
 
@@ -314,7 +393,11 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        let empty = try await eventually("the empty menu") { try desktop.dump(name) } until: { $0.contains("No slots yet") }
+        let empty = try await eventually("the empty menu") {
+            try desktop.dump(name)
+        } until: {
+            $0.contains("No slots yet")
+        }
         #expect(dumpedEntries(empty).allSatisfy { $0.toggle == nil })
         // Shown even so (hosts hide a Passive item): the menu is where a new user adds a slot.
         #expect(try desktop.itemProperty(name, "Status").contains("Active"))
@@ -324,20 +407,31 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
             for slotName in names {
                 let email = slotName == "slot07" ? "evil_\u{1B}]52;c;SGVsbG8=\u{07}@x.com" : "\(slotName)@x.com"
                 let plan = slotName == "slot07" ? Plan(rawValue: "\u{202E}gold_plan") : Plan(rawValue: "plus")
-                document.slots[try Slot(slotName)] = SlotRecord(provider: "openai", backend: .file,
-                                                                account: AccountInfo(email: email, accountID: "acct-\(slotName)", plan: plan),
-                                                                state: slotName == "slot20" ? .reauthenticationRequired : .signedIn(expiresAt: nil))
+                document.slots[try Slot(slotName)] = SlotRecord(
+                    provider: "openai",
+                    backend: .file,
+                    account: AccountInfo(email: email, accountID: "acct-\(slotName)", plan: plan),
+                    state: slotName == "slot20" ? .reauthenticationRequired : .signedIn(expiresAt: nil)
+                )
             }
             document.active = try Slot("slot03")
         }
-        let full = try await eventually("20 slots in the menu") { try desktop.dump(name) } until: { $0.contains("slot20") }
+        let full = try await eventually("20 slots in the menu") {
+            try desktop.dump(name)
+        } until: {
+            $0.contains("slot20")
+        }
         let radios = dumpedEntries(full).filter { $0.toggle != nil }
         #expect(radios.map { String($0.label.prefix(6)) } == names, "\(full)")
         #expect(radios.filter { $0.toggle == 1 }.map { String($0.label.prefix(6)) } == ["slot03"])
         #expect(!full.contains("\u{1B}") && !full.contains("\u{07}") && !full.contains("\u{202E}"))
         let entries = dumpedEntries(full)
         let email = try #require(entries.first { $0.label.hasPrefix("evil") }, "\(full)")
-        #expect(email.label.contains("evil__") && (email.label.contains("\\\\u{1B}]52") || email.label.contains("\\u{1B}]52")), "\(email.label)")
+        #expect(
+            email.label.contains("evil__")
+                && (email.label.contains("\\\\u{1B}]52") || email.label.contains("\\u{1B}]52")),
+            "\(email.label)"
+        )
         #expect(entries.contains { $0.label.contains("gold__plan") }, "\(full)")
         // slot20 must sign in again: its own row says so first, and "Sign in again…" lists it.
         #expect(radios.first { $0.label.hasPrefix("slot20") }?.label.hasSuffix("must sign in") == true)
@@ -358,21 +452,41 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home, extraEnvironment: ["CODEX_HOME": env.codexHome])
-        let before = try await eventually("the menu has both slots") { try desktop.dump(name) } until: { $0.contains("home@x.com") && $0.contains("work@x.com") }
+        let before = try await eventually("the menu has both slots") {
+            try desktop.dump(name)
+        } until: {
+            $0.contains("home@x.com") && $0.contains("work@x.com")
+        }
         let home = try #require(dumpedEntries(before).first { $0.toggle != nil && $0.label.hasPrefix("home") })
         try Registry(paths: env.paths).updateInTest { document in
-            document.slots[try Slot("alpha")] = SlotRecord(provider: "openai", backend: .file,
-                                                           account: AccountInfo(email: "alpha@x.com", accountID: "acct-alpha", plan: Plan(rawValue: "plus")),
-                                                           state: .signedIn(expiresAt: nil))
+            document.slots[try Slot("alpha")] = SlotRecord(
+                provider: "openai",
+                backend: .file,
+                account: AccountInfo(email: "alpha@x.com", accountID: "acct-alpha", plan: Plan(rawValue: "plus")),
+                state: .signedIn(expiresAt: nil)
+            )
         }
-        let after = try await eventually("the menu has alpha") { try desktop.dump(name) } until: { $0.contains("alpha@x.com") }
-        #expect(dumpedEntries(after).first { $0.toggle != nil && $0.label.hasPrefix("home") }?.id == home.id, "\(after)")
+        let after = try await eventually("the menu has alpha") {
+            try desktop.dump(name)
+        } until: {
+            $0.contains("alpha@x.com")
+        }
+        #expect(
+            dumpedEntries(after).first { $0.toggle != nil && $0.label.hasPrefix("home") }?.id == home.id,
+            "\(after)"
+        )
         #expect(try desktop.click(name, id: home.id).0 == 0)
-        _ = try await eventually("the old id still switched to home") { try Registry(paths: env.paths).load().active?.name ?? "" } until: { $0 == "home" }
+        _ = try await eventually("the old id still switched to home") {
+            try Registry(paths: env.paths).load().active?.name ?? ""
+        } until: {
+            $0 == "home"
+        }
         // The switch writes the registry, then Codex's auth.json: wait for the second.
         let auth = try await eventually("Codex's auth.json follows the click") {
             (try? String(contentsOfFile: env.codexHome + "/auth.json", encoding: .utf8)) ?? ""
-        } until: { $0.contains(accounts["home"]!) }
+        } until: {
+            $0.contains(accounts["home"]!)
+        }
         #expect(!auth.contains(accounts["work"]!))
         #expect(desktop.stopTray().0 == 0)
     }
@@ -383,19 +497,38 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let env = try await IntegrationHome()
         let account = try #require(try await env.signIn("work", email: "work@x.com").account.accountID)
         #expect(try env.run("switch", "work").status == 0)
-        try await env.server.hook("/_test/usage", ["account_id": account,
-                                                   "primary_window": ["used_percent": 20, "limit_window_seconds": 18000, "reset_after_seconds": 600]])
+        try await env.server.hook(
+            "/_test/usage",
+            [
+                "account_id": account,
+                "primary_window": ["used_percent": 20, "limit_window_seconds": 18000, "reset_after_seconds": 600],
+            ]
+        )
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
         let name = try desktop.startTray(env.home)
-        _ = try await eventually("the menu shows work's usage") { try desktop.dump(name) } until: { $0.contains("20 % of 5 h") }
+        _ = try await eventually("the menu shows work's usage") {
+            try desktop.dump(name)
+        } until: {
+            $0.contains("20 % of 5 h")
+        }
         #expect(try desktop.itemProperty(name, "IconName") == "(<''>,)\n")
         let pixmaps = try desktop.itemProperty(name, "IconPixmap")
         for size in TrayIcon.pixmapSizes { #expect(pixmaps.contains("(\(size), \(size), "), "\(pixmaps.prefix(200))") }
 
-        EventLog(paths: env.paths).appendInTest("error", slot: try Slot("work"), fields: [
-            "code": .string("usage_limit_reached"), "message": .string("limit reached"), "resets_at": .date(Date() + 3600)])
-        _ = try await eventually("the menu says work is at its limit") { try desktop.dump(name) } until: { $0.contains("at limit until ") }
+        EventLog(paths: env.paths).appendInTest(
+            "error",
+            slot: try Slot("work"),
+            fields: [
+                "code": .string("usage_limit_reached"), "message": .string("limit reached"),
+                "resets_at": .date(Date() + 3600),
+            ]
+        )
+        _ = try await eventually("the menu says work is at its limit") {
+            try desktop.dump(name)
+        } until: {
+            $0.contains("at limit until ")
+        }
         #expect(try desktop.itemProperty(name, "IconPixmap") != pixmaps, "the icon changed")
         #expect(try desktop.itemProperty(name, "IconName") == "(<''>,)\n")
         #expect(desktop.stopTray().0 == 0)
@@ -410,9 +543,15 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         try await env.signIn("gone", email: "gone@x.com")
         #expect(try env.run("switch", "work").status == 0)
         try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("gone")]?.state = .reauthenticationRequired }
-        try await env.server.hook("/_test/usage", ["account_id": account,
-                                                   "primary_window": ["used_percent": 41, "limit_window_seconds": 18000, "reset_after_seconds": 600]])
-        let bin = env.home.root + "/bin", log = env.home.root + "/terminal"
+        try await env.server.hook(
+            "/_test/usage",
+            [
+                "account_id": account,
+                "primary_window": ["used_percent": 41, "limit_window_seconds": 18000, "reset_after_seconds": 600],
+            ]
+        )
+        let bin = env.home.root + "/bin"
+        let log = env.home.root + "/terminal"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: log, withIntermediateDirectories: true)
         try """
@@ -428,8 +567,13 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         chmod(bin + "/x-terminal-emulator", 0o755)
         let desktop = try TrayDesktop(root: env.home.root)
         try desktop.startWatcher()
-        let name = try desktop.startTray(env.home, extraEnvironment: ["PATH": "\(bin):/usr/bin:/bin", "LANYARD_TEST_TERMINAL_LOG": log])
-        let dump = try await eventually("the menu offers to sign gone in again") { try desktop.dump(name) } until: {
+        let name = try desktop.startTray(
+            env.home,
+            extraEnvironment: ["PATH": "\(bin):/usr/bin:/bin", "LANYARD_TEST_TERMINAL_LOG": log]
+        )
+        let dump = try await eventually("the menu offers to sign gone in again") {
+            try desktop.dump(name)
+        } until: {
             $0.contains("Sign in again") && $0.contains("41 % of 5 h")
         }
         let entries = dumpedEntries(dump)
@@ -444,10 +588,17 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
                 try String(contentsOfFile: log + "/" + file, encoding: .utf8).split(separator: "\n").map(String.init)
             }
         }
-        _ = try await eventually("the terminal was started twice") { "\(try commands().count)" } until: { $0 == "2" }
+        _ = try await eventually("the terminal was started twice") {
+            "\(try commands().count)"
+        } until: {
+            $0 == "2"
+        }
         let started = try commands()
         // sh -c SCRIPT LANYARD ARGS…: the program and its arguments are positional parameters.
-        #expect(started.allSatisfy { $0.count >= 4 && $0[0] == "sh" && $0[1] == "-c" && $0[3].hasSuffix("/lanyard") }, "\(started)")
+        #expect(
+            started.allSatisfy { $0.count >= 4 && $0[0] == "sh" && $0[1] == "-c" && $0[3].hasSuffix("/lanyard") },
+            "\(started)"
+        )
         #expect(Set(started.map { Array($0.dropFirst(4)) }) == [["login", "gone"], ["usage", "--all"]], "\(started)")
         let shown = try String(contentsOfFile: log + "/usage", encoding: .utf8)
         #expect(shown.contains("work") && shown.contains("41%") && shown.contains("Press Enter to close"), "\(shown)")
@@ -460,7 +611,8 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         let env = try await IntegrationHome()
         try await env.signIn("work", email: "work@x.com")
         #expect(try env.run("switch", "work").status == 0)
-        let bin = env.home.root + "/bin", opened = env.home.root + "/opened"
+        let bin = env.home.root + "/bin"
+        let opened = env.home.root + "/opened"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         try """
         #!/bin/sh
@@ -472,16 +624,24 @@ func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {
         try desktop.startWatcher()
         // PATH holds the stand-in xdg-open and no x-terminal-emulator.
         let name = try desktop.startTray(env.home, extraEnvironment: ["PATH": bin])
-        let dump = try await eventually("the menu has work") { try desktop.dump(name) } until: { $0.contains("work@x.com") }
+        let dump = try await eventually("the menu has work") {
+            try desktop.dump(name)
+        } until: {
+            $0.contains("work@x.com")
+        }
         let usage = try #require(dumpedEntries(dump).first { $0.label == "Open usage details" })
         #expect(try desktop.click(name, id: usage.id).0 == 0)
         let url = try await eventually("the usage page was opened") {
             (try? String(contentsOfFile: opened, encoding: .utf8)) ?? ""
-        } until: { !$0.isEmpty }
+        } until: {
+            !$0.isEmpty
+        }
         #expect(url == "https://chatgpt.com/codex/settings/usage\n")
         let (status, errors) = desktop.stopTray()
         #expect(status == 0)
-        #expect(errors.contains("x-terminal-emulator is not installed): opening the usage page in the browser instead"), "\(errors)")
+        #expect(
+            errors.contains("x-terminal-emulator is not installed): opening the usage page in the browser instead"),
+            "\(errors)"
+        )
     }
 }
-

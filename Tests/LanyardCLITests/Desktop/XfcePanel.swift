@@ -1,7 +1,7 @@
 import Foundation
 import LanyardSupport
-import Testing
 import LanyardTestSupport
+import Testing
 
 /// A desktop of a test's own that can be looked at: an X server (Xvfb, on a display number it
 /// picks itself), Xfce's panel 4.18 with only its Status Tray plugin (which is the session's
@@ -28,8 +28,8 @@ final class XfcePanel: @unchecked Sendable {
     // Debian 12's paths. ImageMagick's versioned names: the plain `import` and `convert` are
     // alternatives links another package (or a stand-in script earlier on PATH) may take over.
     static let xvfb = "/usr/bin/Xvfb", panel = "/usr/bin/xfce4-panel", importTool = "/usr/bin/import-im6.q16",
-               convert = "/usr/bin/convert-im6.q16", xdotool = "/usr/bin/xdotool", xwininfo = "/usr/bin/xwininfo",
-               xprop = "/usr/bin/xprop"
+        convert = "/usr/bin/convert-im6.q16", xdotool = "/usr/bin/xdotool", xwininfo = "/usr/bin/xwininfo",
+        xprop = "/usr/bin/xprop"
 
     /// A program Xfce installs in its multiarch folder (`/usr/lib/x86_64-linux-gnu/xfce4/…`).
     static func xfceProgram(_ tail: String) -> String {
@@ -41,15 +41,20 @@ final class XfcePanel: @unchecked Sendable {
     }
 
     static var tools: [String] {
-        [xvfb, panel, xfceProgram("xfconf/xfconfd"), xfceProgram("notifyd/xfce4-notifyd"), importTool, convert, xdotool,
-         xwininfo, xprop]
+        [
+            xvfb, panel, xfceProgram("xfconf/xfconfd"), xfceProgram("notifyd/xfce4-notifyd"), importTool, convert,
+            xdotool,
+            xwininfo, xprop,
+        ]
     }
 
     /// Starts the X server, xfconfd, the panel and the notification daemon; ``ready()`` waits for them.
     init(root: String) throws {
         for tool in Self.tools where !FileManager.default.isExecutableFile(atPath: tool) {
-            let failure = ServerError("\(tool) is missing: run scripts/deps.sh "
-                                      + "(xvfb, xfce4-panel, xfce4-notifyd, xfconf, imagemagick, x11-utils, xdotool)")
+            let failure = ServerError(
+                "\(tool) is missing: run scripts/deps.sh "
+                    + "(xvfb, xfce4-panel, xfce4-notifyd, xfconf, imagemagick, x11-utils, xdotool)"
+            )
             try TestServices.missing("needs \(tool) (scripts/deps.sh; `make check` runs this test)", failure: failure)
         }
         desktop = try TrayDesktop(root: root)
@@ -57,8 +62,11 @@ final class XfcePanel: @unchecked Sendable {
         let channels = folder + "/config/xfce4/xfconf/xfce-perchannel-xml"
         let base = folder
         for dir in [channels] + ["cache", "data", "runtime", "xdg", "logs"].map({ base + "/" + $0 }) {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: dir,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
         }
         try Self.panelChannel.write(toFile: channels + "/xfce4-panel.xml", atomically: true, encoding: .utf8)
         try Self.notifydChannel.write(toFile: channels + "/xfce4-notifyd.xml", atomically: true, encoding: .utf8)
@@ -67,8 +75,10 @@ final class XfcePanel: @unchecked Sendable {
         // (its stdout here) once it accepts connections.
         let xvfb = Process()
         xvfb.executableURL = URL(fileURLWithPath: Self.xvfb)
-        xvfb.arguments = ["-displayfd", "1", "-screen", "0", "\(Self.screen.width)x\(Self.screen.height)x24",
-                          "-nolisten", "tcp"]
+        xvfb.arguments = [
+            "-displayfd", "1", "-screen", "0", "\(Self.screen.width)x\(Self.screen.height)x24",
+            "-nolisten", "tcp",
+        ]
         let announced = Pipe()
         xvfb.standardOutput = announced
         let xvfbLog = try Self.log(folder + "/logs/Xvfb.log")
@@ -118,7 +128,9 @@ final class XfcePanel: @unchecked Sendable {
         _ = try await eventually("the panel's window is on the screen") { [self] in
             try checkRunning()
             return try panelWindow().map { "\($0)" } ?? ""
-        } until: { !$0.isEmpty }
+        } until: {
+            !$0.isEmpty
+        }
     }
 
     private func start(_ name: String, _ program: String, _ arguments: [String]) throws {
@@ -157,10 +169,14 @@ final class XfcePanel: @unchecked Sendable {
     private func waitForName(_ name: String, of program: String) async throws {
         _ = try await eventually("\(program) owns \(name) on the session bus") { [self] in
             try checkRunning()
-            return try desktop.gdbus(["call", "--session", "--dest", "org.freedesktop.DBus",
-                                      "--object-path", "/org/freedesktop/DBus",
-                                      "--method", "org.freedesktop.DBus.NameHasOwner", name]).1
-        } until: { $0.contains("true") }
+            return try desktop.gdbus([
+                "call", "--session", "--dest", "org.freedesktop.DBus",
+                "--object-path", "/org/freedesktop/DBus",
+                "--method", "org.freedesktop.DBus.NameHasOwner", name,
+            ]).1
+        } until: {
+            $0.contains("true")
+        }
     }
 
     // MARK: windows and input
@@ -195,10 +211,12 @@ final class XfcePanel: @unchecked Sendable {
                 return line.flatMap { Int($0.split(separator: ":").last!.trimmingCharacters(in: .whitespaces)) }
             }
             guard let x = value("Absolute upper-left X"), let y = value("Absolute upper-left Y"),
-                  let w = value("Width"), let h = value("Height") else { return nil }
+                let w = value("Width"), let h = value("Height")
+            else { return nil }
             // "_NET_WM_WINDOW_TYPE(ATOM) = _NET_WM_WINDOW_TYPE_POPUP_MENU", or "…:  not found."
             let property = try x11(Self.xprop, ["-id", id, "_NET_WM_WINDOW_TYPE"]).1
-            let type = property.contains(" = ")
+            let type =
+                property.contains(" = ")
                 ? property.split(separator: "=").last!.trimmingCharacters(in: .whitespacesAndNewlines) : ""
             return Window(id: id, frame: Rect(x: x, y: y, width: w, height: h), type: type)
         }
@@ -222,9 +240,14 @@ final class XfcePanel: @unchecked Sendable {
     /// Waits for a mapped window of `windowClass` (of `type`, when given) that is not one of
     /// `besides`, and until it is drawn: more than two colours, the same on two screenshots in a
     /// row (a window is mapped before it is painted, and a menu may change while it opens).
-    func waitForDrawnWindow(_ windowClass: String, type: String? = nil, besides: [String] = [],
-                            _ what: String) async throws -> SeenWindow {
-        var previous: [UInt8]?, seen: SeenWindow?
+    func waitForDrawnWindow(
+        _ windowClass: String,
+        type: String? = nil,
+        besides: [String] = [],
+        _ what: String
+    ) async throws -> SeenWindow {
+        var previous: [UInt8]?
+        var seen: SeenWindow?
         _ = try await eventually("\(what) is on the screen") { [self] in
             try checkRunning()
             let windows = try visibleWindows(windowClass).filter {
@@ -232,7 +255,9 @@ final class XfcePanel: @unchecked Sendable {
             }
             guard let window = windows.first else { return "no new \(windowClass) window" }
             let shot = try screenshot()
-            let f = window.frame, left = max(0, f.x), right = min(shot.width, f.x + f.width)
+            let f = window.frame
+            let left = max(0, f.x)
+            let right = min(shot.width, f.x + f.width)
             var pixels: [UInt8] = []
             for y in max(0, f.y)..<min(shot.height, f.y + f.height) {
                 pixels += shot.rgb[((y * shot.width + left) * 3)..<((y * shot.width + right) * 3)]
@@ -240,14 +265,17 @@ final class XfcePanel: @unchecked Sendable {
             defer { previous = pixels }
             var colours = Set<Int>()
             for i in stride(from: 0, to: pixels.count, by: 3) {
-                let red = Int(pixels[i]) << 16, green = Int(pixels[i + 1]) << 8
+                let red = Int(pixels[i]) << 16
+                let green = Int(pixels[i + 1]) << 8
                 colours.insert(red | green | Int(pixels[i + 2]))
             }
             guard colours.count > 2 else { return "\(window): not drawn yet" }
             guard pixels == previous else { return "\(window): still changing" }
             seen = SeenWindow(id: window.id, frame: window.frame, shot: shot)
             return "drawn"
-        } until: { $0 == "drawn" }
+        } until: {
+            $0 == "drawn"
+        }
         return try #require(seen)
     }
 
@@ -288,7 +316,8 @@ final class XfcePanel: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: Self.importTool)
         p.arguments = ["-display", display, "-window", "root", "-depth", "8", "ppm:-"]
         p.environment = ["PATH": "/usr/bin:/bin"]
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
@@ -297,22 +326,36 @@ final class XfcePanel: @unchecked Sendable {
         p.waitUntilExit()
         guard p.terminationStatus == 0 else { throw ServerError("import: \(String(decoding: errors, as: UTF8.self))") }
         // "P6", width, height, maximum (255), each followed by one whitespace; then the pixels.
-        var fields: [String] = [], field = "", index = data.startIndex
+        var fields: [String] = []
+        var field = ""
+        var index = data.startIndex
         while fields.count < 4, index < data.endIndex {
             let c = Character(UnicodeScalar(data[index]))
             index += 1
-            if c.isWhitespace { if !field.isEmpty { fields.append(field); field = "" } } else { field.append(c) }
+            if c.isWhitespace {
+                if !field.isEmpty {
+                    fields.append(field)
+                    field = ""
+                }
+            } else {
+                field.append(c)
+            }
         }
         guard fields.count == 4, fields[0] == "P6", let w = Int(fields[1]), let h = Int(fields[2]), fields[3] == "255",
-              data.endIndex - index == w * h * 3 else { throw ServerError("import wrote no 8-bit PPM (\(fields))") }
+            data.endIndex - index == w * h * 3
+        else { throw ServerError("import wrote no 8-bit PPM (\(fields))") }
         return Screenshot(width: w, height: h, rgb: [UInt8](data[index...]), ppm: data)
     }
 
     /// Writes `area` of `shot` to `path` as a PNG, without the metadata (dates) that would make
     /// every run's file differ.
     func save(_ shot: Screenshot, _ area: Rect, to path: String) throws {
-        let result = try runProcess(Self.convert, ["ppm:-", "-crop", "\(area)", "+repage", "-strip", "png:" + path],
-                                    environment: ["PATH": "/usr/bin:/bin"], stdin: shot.ppm)
+        let result = try runProcess(
+            Self.convert,
+            ["ppm:-", "-crop", "\(area)", "+repage", "-strip", "png:" + path],
+            environment: ["PATH": "/usr/bin:/bin"],
+            stdin: shot.ppm
+        )
         guard result.0 == 0 else { throw ServerError("convert: \(result.2)") }
     }
 
@@ -324,42 +367,42 @@ final class XfcePanel: @unchecked Sendable {
     /// `menu-is-primary` a left click opens the item's menu (as it does anyway for an item that
     /// says ItemIsMenu, as Lanyard's does).
     static let panelChannel = """
-    <?xml version="1.0" encoding="UTF-8"?>
-    <channel name="xfce4-panel" version="1.0">
-      <property name="configver" type="int" value="2"/>
-      <property name="panels" type="array">
-        <value type="int" value="1"/>
-        <property name="panel-1" type="empty">
-          <property name="position" type="string" value="p=6;x=0;y=0"/>
-          <property name="length" type="uint" value="100"/>
-          <property name="position-locked" type="bool" value="true"/>
-          <property name="size" type="uint" value="\(panelSize)"/>
-          <property name="plugin-ids" type="array">
+        <?xml version="1.0" encoding="UTF-8"?>
+        <channel name="xfce4-panel" version="1.0">
+          <property name="configver" type="int" value="2"/>
+          <property name="panels" type="array">
             <value type="int" value="1"/>
+            <property name="panel-1" type="empty">
+              <property name="position" type="string" value="p=6;x=0;y=0"/>
+              <property name="length" type="uint" value="100"/>
+              <property name="position-locked" type="bool" value="true"/>
+              <property name="size" type="uint" value="\(panelSize)"/>
+              <property name="plugin-ids" type="array">
+                <value type="int" value="1"/>
+              </property>
+            </property>
           </property>
-        </property>
-      </property>
-      <property name="plugins" type="empty">
-        <property name="plugin-1" type="string" value="systray">
-          <property name="icon-size" type="int" value="\(iconSize)"/>
-          <property name="square-icons" type="bool" value="true"/>
-          <property name="hide-new-items" type="bool" value="false"/>
-          <property name="menu-is-primary" type="bool" value="true"/>
-        </property>
-      </property>
-    </channel>
-    """
+          <property name="plugins" type="empty">
+            <property name="plugin-1" type="string" value="systray">
+              <property name="icon-size" type="int" value="\(iconSize)"/>
+              <property name="square-icons" type="bool" value="true"/>
+              <property name="hide-new-items" type="bool" value="false"/>
+              <property name="menu-is-primary" type="bool" value="true"/>
+            </property>
+          </property>
+        </channel>
+        """
 
     /// Notifications in the bottom right corner, away from the panel (without a window manager
     /// there is no work area for xfce4-notifyd to keep clear of it), drawn at once and opaque.
     static let notifydChannel = """
-    <?xml version="1.0" encoding="UTF-8"?>
-    <channel name="xfce4-notifyd" version="1.0">
-      <property name="notify-location" type="uint" value="3"/>
-      <property name="do-fadeout" type="bool" value="false"/>
-      <property name="do-slideout" type="bool" value="false"/>
-      <property name="initial-opacity" type="double" value="1"/>
-      <property name="expire-timeout" type="int" value="60"/>
-    </channel>
-    """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <channel name="xfce4-notifyd" version="1.0">
+          <property name="notify-location" type="uint" value="3"/>
+          <property name="do-fadeout" type="bool" value="false"/>
+          <property name="do-slideout" type="bool" value="false"/>
+          <property name="initial-opacity" type="double" value="1"/>
+          <property name="expire-timeout" type="int" value="60"/>
+        </channel>
+        """
 }

@@ -1,12 +1,12 @@
 import Age
 import Foundation
 import Glibc
-import Testing
 import LanyardCore
 import LanyardFleet
 import LanyardStore
 import LanyardSupport
 import LanyardTestSupport
+import Testing
 
 /// Someone who can write the fleet's etcd prefix but holds no member's key: each attack of
 /// issue 31 against the real 3-member TLS cluster, made with stock `etcdctl` and `age` only
@@ -61,7 +61,10 @@ import LanyardTestSupport
         body["op"] = "add"
         body["seq"] = "3"
         body["recipient"] = attacker.recipient
-        try attacker.put("log/0000000003", try attacker.envelope(body, signature: genesis["signature"] as? String ?? ""))
+        try attacker.put(
+            "log/0000000003",
+            try attacker.envelope(body, signature: genesis["signature"] as? String ?? "")
+        )
         for m in h.machines {
             let status = try jsonObject(try m.run("fleet", "status", "--json").stdout)
             let members = status["members"] as? [[String: Any]] ?? []
@@ -83,10 +86,14 @@ import LanyardTestSupport
     /// write next is sealed without it (its own age key reads nothing).
     @Test func aRemovedMachineCannotWriteItselfBack() async throws {
         let h = try await FleetHarness(machines: 2)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         #expect(try m1.run("fleet", "remove", "m2").status == 0)
         // m2 is the attacker now, with its own age key.
-        let attacker = try EtcdAttacker(h, identity: try MachineIdentity.load(from: EncryptedFileStore(paths: m2.paths)))
+        let attacker = try EtcdAttacker(
+            h,
+            identity: try MachineIdentity.load(from: EncryptedFileStore(paths: m2.paths))
+        )
         let added = try attacker.get(attacker.key("log/0000000002"))
         try attacker.delete("log/0000000003")
         try attacker.put("log/0000000003", added)
@@ -95,7 +102,9 @@ import LanyardTestSupport
         #expect(refreshed.status == 0, "\(refreshed.stderr)")
         let status = try jsonObject(try m1.run("fleet", "status", "--json").stdout)
         #expect((status["members"] as? [[String: Any]])?.compactMap { $0["machine"] as? String } == ["m1"])
-        try await attacker.expectNothingReadable(except: ["log/", "pending/", "created", "refreshed/", "leader/", "locks/"])
+        try await attacker.expectNothingReadable(except: [
+            "log/", "pending/", "created", "refreshed/", "leader/", "locks/",
+        ])
         let sealed = try attacker.sealed("slots/work")
         #expect(try attacker.decrypts(sealed) == false, "the removed machine reads the fleet's new credential")
         try await h.expectNoReuse()
@@ -110,7 +119,10 @@ import LanyardTestSupport
         let m2 = h.machines[1]
         let before = try m2.stored("work")
         let accountID = try #require(before.account.accountID)
-        try attacker.put("slots/work", try attacker.forgedCredential(slot: "work", accountID: accountID, generation: 99))
+        try attacker.put(
+            "slots/work",
+            try attacker.forgedCredential(slot: "work", accountID: accountID, generation: 99)
+        )
         let token = try m2.run("token", "work")
         #expect(token.status == 0, "\(token.stderr)")
         let servedVictims = token.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == before.tokens.accessToken
@@ -129,7 +141,10 @@ import LanyardTestSupport
     @Test func anInventedSlotIsCreatedNowhere() async throws {
         let h = try await FleetHarness(machines: 2)
         let attacker = try EtcdAttacker(h)
-        try attacker.put("slots/invented", try attacker.forgedCredential(slot: "invented", accountID: "acct-attacker", generation: 1))
+        try attacker.put(
+            "slots/invented",
+            try attacker.forgedCredential(slot: "invented", accountID: "acct-attacker", generation: 1)
+        )
         for m in h.machines {
             let active = try m.run("which", "--json").stdout
             _ = try m.run("fleet", "sync")
@@ -146,7 +161,10 @@ import LanyardTestSupport
         let attacker = try EtcdAttacker(h)
         let m2 = h.machines[1]
         let identity = try #require(try MachineIdentity.load(from: EncryptedFileStore(paths: m2.paths)))
-        try attacker.put("slots/lanyard-fleet-identity", try attacker.forgedCredential(slot: "lanyard-fleet-identity", accountID: "x", generation: 1))
+        try attacker.put(
+            "slots/lanyard-fleet-identity",
+            try attacker.forgedCredential(slot: "lanyard-fleet-identity", accountID: "x", generation: 1)
+        )
         _ = try m2.run("fleet", "sync")
         let login = try m2.run("login", "lanyard-fleet-identity", "--json")
         #expect(login.status != 0 && login.stdout.contains("reserved"), "\(login.stdout) \(login.stderr)")
@@ -161,7 +179,8 @@ import LanyardTestSupport
     @Test func aRolledBackCredentialIsRefused() async throws {
         let h = try await FleetHarness(machines: 2)
         let attacker = try EtcdAttacker(h)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         var history: [Data] = []
         for _ in 0..<11 {
             history.append(try attacker.get(attacker.key("slots/work")))
@@ -174,7 +193,10 @@ import LanyardTestSupport
             try attacker.put("slots/work", history[history.count - back])
             for m in [m1, m2] {
                 let forced = try m.run("refresh", "work", "--json")
-                #expect(forced.status != 0 && forced.stdout.contains("fleet_credential_refused"), "\(m.name), \(back) back: \(forced.stdout)")
+                #expect(
+                    forced.status != 0 && forced.stdout.contains("fleet_credential_refused"),
+                    "\(m.name), \(back) back: \(forced.stdout)"
+                )
                 let token = try m.run("token", "work")
                 #expect(token.status == 0, "\(token.stderr)")
             }
@@ -195,7 +217,10 @@ import LanyardTestSupport
             #expect(try m.run("token", "work").status == 0)
             let forced = try m.run("refresh", "work", "--json")
             #expect(forced.status != 0 && forced.stdout.contains("fleet_value_missing"), "\(m.name): \(forced.stdout)")
-            #expect(try SharedSlotState.load(try Slot("work"), paths: m.paths) != nil, "\(m.name) turned the slot local")
+            #expect(
+                try SharedSlotState.load(try Slot("work"), paths: m.paths) != nil,
+                "\(m.name) turned the slot local"
+            )
         }
         #expect(try await h.server.stat("refreshes_succeeded") == 0)
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
@@ -211,7 +236,8 @@ import LanyardTestSupport
     /// copy handed over and never spends that refresh token; sharing again brings it back.
     @Test func unshareHandsTheSlotOverWithoutASecondSpend() async throws {
         let h = try await FleetHarness(machines: 2)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         #expect(try m1.run("fleet", "unshare", "work").status == 0)
         let sync = try m2.run("fleet", "sync", "--json")
         #expect(sync.stdout.contains("handed-over"), "\(sync.stdout)")
@@ -236,7 +262,11 @@ import LanyardTestSupport
         let m2 = h.machines[1]
         let config = m2.home.root + "/config/lanyard/config.ini"
         let good = try String(contentsOfFile: config, encoding: .utf8)
-        try good.replacingOccurrences(of: "name = \(h.fleet)", with: "name = \(h.fleet)x").write(toFile: config, atomically: true, encoding: .utf8)
+        try good.replacingOccurrences(of: "name = \(h.fleet)", with: "name = \(h.fleet)x").write(
+            toFile: config,
+            atomically: true,
+            encoding: .utf8
+        )
         #expect(try m2.run("token", "work").status == 0)
         let forced = try m2.run("refresh", "work", "--json")
         #expect(forced.status != 0 && forced.stdout.contains("fleet_not_joined"), "\(forced.stdout)")
@@ -253,7 +283,8 @@ import LanyardTestSupport
     /// out: `logout` forgets its own copy, and the members go on refreshing with no reuse.
     @Test func aRemovedMachinesLogoutAndUnshareLeaveTheFleetAlone() async throws {
         let h = try await FleetHarness(machines: 2)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         #expect(try m1.run("fleet", "remove", "m2").status == 0)
         let unshare = try m2.run("fleet", "unshare", "work", "--json")
         #expect(unshare.status != 0 && unshare.stdout.contains("fleet_not_member"), "\(unshare.stdout)")
@@ -278,7 +309,10 @@ import LanyardTestSupport
         let status = try m1.run("fleet", "status", "--json")
         #expect(status.status == 0, "\(status.stdout)")
         let damaged = (try jsonObject(status.stdout)["damaged"] as? [String]) ?? []
-        #expect(damaged.count == 1 && damaged[0].contains("log/0000000003") && !damaged[0].contains("\u{1b}"), "\(damaged)")
+        #expect(
+            damaged.count == 1 && damaged[0].contains("log/0000000003") && !damaged[0].contains("\u{1b}"),
+            "\(damaged)"
+        )
         let human = try m1.run("fleet", "status")
         #expect(human.status == 0 && !human.stdout.contains("\u{1b}"))
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
@@ -299,7 +333,8 @@ import LanyardTestSupport
     @Test func aValuePutAgainDuringARefreshThenTheIntentDeletedSpendsNothingTwice() async throws {
         let h = try await FleetHarness(machines: 2, refresh: Self.due, lifetime: 100)
         let attacker = try EtcdAttacker(h)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
         let value = try attacker.get(attacker.key("slots/work"))
         guard let refresh = try await h.refreshHeldAtTheServer(on: m1) else { return }
@@ -324,8 +359,14 @@ import LanyardTestSupport
         try await EtcdCluster.withPrivateCluster { cluster in
             // A 5 s request limit makes the fleet lock's lease 20 s, so m2 does not wait the default
             // 70 s for the lock m1's refresh leaves behind.
-            let h = try await FleetHarness(machines: 2, refresh: Self.due + "\n[http]\ntimeout = 5", lifetime: 100, cluster: cluster)
-            let m1 = h.machines[0], m2 = h.machines[1]
+            let h = try await FleetHarness(
+                machines: 2,
+                refresh: Self.due + "\n[http]\ntimeout = 5",
+                lifetime: 100,
+                cluster: cluster
+            )
+            let m1 = h.machines[0]
+            let m2 = h.machines[1]
             try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
             // The refresh request waits at the server until etcd has lost quorum.
             try await h.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3])
@@ -347,12 +388,17 @@ import LanyardTestSupport
             try await cluster.restart(member: cluster.memberNames[2])
             try await cluster.waitHealthy()
             let blocked = try m2.run("refresh", "work", "--json")
-            #expect(blocked.status != 0 && blocked.stdout.contains("fleet_refresh_in_flight") && blocked.stdout.contains("m1"), "\(blocked.stdout)")
+            #expect(
+                blocked.status != 0 && blocked.stdout.contains("fleet_refresh_in_flight")
+                    && blocked.stdout.contains("m1"),
+                "\(blocked.stdout)"
+            )
             #expect(try m2.run("token", "work").status == 0)  // still valid: served
             #expect(try await h.server.stat("refreshes_succeeded") == 1)
             // m1 runs again: its tokens reach the fleet, and m2 adopts them.
             #expect(try m1.run("fleet", "sync").status == 0)
-            let a = try m1.run("token", "work"), b = try m2.run("token", "work")
+            let a = try m1.run("token", "work")
+            let b = try m2.run("token", "work")
             #expect(a.status == 0 && b.status == 0 && a.stdout == b.stdout, "\(a.stderr) \(b.stderr)")
             try await h.expectNoReuse()
         }
@@ -388,9 +434,16 @@ struct EtcdAttacker {
 
     @discardableResult
     func etcdctl(_ args: [String], stdin: Data? = nil) throws -> String {
-        let base = ["--endpoints", cluster.endpoints.map(\.absoluteString).joined(separator: ","), "--cacert", cluster.caFile,
-                    "--cert", cluster.certFile, "--key", cluster.keyFile]
-        let (status, out, err) = try runProcess("/usr/bin/etcdctl", base + args, environment: ["ETCDCTL_API": "3"], stdin: stdin)
+        let base = [
+            "--endpoints", cluster.endpoints.map(\.absoluteString).joined(separator: ","), "--cacert", cluster.caFile,
+            "--cert", cluster.certFile, "--key", cluster.keyFile,
+        ]
+        let (status, out, err) = try runProcess(
+            "/usr/bin/etcdctl",
+            base + args,
+            environment: ["ETCDCTL_API": "3"],
+            stdin: stdin
+        )
         guard status == 0 else { throw ServerError("etcdctl \(args.first ?? ""): \(err)") }
         return out
     }
@@ -401,7 +454,9 @@ struct EtcdAttacker {
     /// The value of `key` (a full key).
     func get(_ key: String) throws -> Data {
         let answer = try jsonObject(try etcdctl(["get", key, "-w", "json"]))
-        guard let kvs = answer["kvs"] as? [[String: Any]], let value = kvs.first?["value"] as? String, let data = Data(base64Encoded: value) else {
+        guard let kvs = answer["kvs"] as? [[String: Any]], let value = kvs.first?["value"] as? String,
+            let data = Data(base64Encoded: value)
+        else {
             throw ServerError("etcdctl get \(key): no value")
         }
         return data
@@ -411,12 +466,16 @@ struct EtcdAttacker {
     func everything() throws -> [(String, Data)] {
         let answer = try jsonObject(try etcdctl(["get", prefix, "--prefix", "-w", "json"]))
         return (answer["kvs"] as? [[String: Any]] ?? []).compactMap { kv in
-            guard let k = (kv["key"] as? String).flatMap({ Data(base64Encoded: $0) }), let v = (kv["value"] as? String).flatMap({ Data(base64Encoded: $0) }) else { return nil }
+            guard let k = (kv["key"] as? String).flatMap({ Data(base64Encoded: $0) }),
+                let v = (kv["value"] as? String).flatMap({ Data(base64Encoded: $0) })
+            else { return nil }
             return (String(decoding: k, as: UTF8.self), v)
         }
     }
 
-    func document(_ key: String) throws -> [String: Any] { try jsonObject(String(decoding: try get(key), as: UTF8.self)) }
+    func document(_ key: String) throws -> [String: Any] {
+        try jsonObject(String(decoding: try get(key), as: UTF8.self))
+    }
     func body(_ document: [String: Any]) throws -> [String: Any] { try jsonObject(document["body"] as? String ?? "") }
     func json(_ object: [String: Any]) throws -> Data { try JSONSerialization.data(withJSONObject: object) }
     func envelope(_ body: [String: Any], signature: String) throws -> Data {
@@ -433,26 +492,39 @@ struct EtcdAttacker {
     /// A credential of the attacker's own, sealed with stock age to every member, claiming to be
     /// member m1's value for `slot` (naming `accountID`), with a signature of zeros.
     func forgedCredential(slot: String, accountID: String, generation: Int) throws -> Data {
-        let credential: [String: Any] = ["version": 1, "provider": "openai",
-                                         "tokens": ["access_token": "at-attacker", "refresh_token": "rt-attacker", "token_type": "Bearer"],
-                                         "account": ["email": "victim@example.com", "account_id": accountID]]
-        let plain = try json(["fleet": String(prefix.dropFirst("/lanyard/".count).dropLast()), "slot": slot, "generation": String(generation),
-                              "credential": credential])
+        let credential: [String: Any] = [
+            "version": 1, "provider": "openai",
+            "tokens": ["access_token": "at-attacker", "refresh_token": "rt-attacker", "token_type": "Bearer"],
+            "account": ["email": "victim@example.com", "account_id": accountID],
+        ]
+        let plain = try json([
+            "fleet": String(prefix.dropFirst("/lanyard/".count).dropLast()), "slot": slot,
+            "generation": String(generation),
+            "credential": credential,
+        ])
         let plainFile = home.root + "/plain.json"
         try plain.write(to: URL(fileURLWithPath: plainFile))
         let sealedFile = home.root + "/sealed.age"
-        let (status, _, err) = try runProcess("/usr/bin/age", ["-e", "-o", sealedFile] + (try recipients()).flatMap { ["-r", $0] } + [plainFile])
+        let (status, _, err) = try runProcess(
+            "/usr/bin/age",
+            ["-e", "-o", sealedFile] + (try recipients()).flatMap { ["-r", $0] } + [plainFile]
+        )
         guard status == 0 else { throw ServerError("age -e: \(err)") }
         let sealed = try Data(contentsOf: URL(fileURLWithPath: sealedFile))
-        let body: [String: Any] = ["type": "lanyard-fleet-credential", "fleet": String(prefix.dropFirst("/lanyard/".count).dropLast()), "slot": slot,
-                                   "generation": String(generation), "head_seq": "1", "head": String(repeating: "0", count: 64), "writer": "m1",
-                                   "sealed": sealed.base64EncodedString(), "digest": String(repeating: "0", count: 64)]
+        let body: [String: Any] = [
+            "type": "lanyard-fleet-credential", "fleet": String(prefix.dropFirst("/lanyard/".count).dropLast()),
+            "slot": slot,
+            "generation": String(generation), "head_seq": "1", "head": String(repeating: "0", count: 64),
+            "writer": "m1",
+            "sealed": sealed.base64EncodedString(), "digest": String(repeating: "0", count: 64),
+        ]
         return try envelope(body, signature: Data(count: 64).base64EncodedString())
     }
 
     /// The age file inside a shared value.
     func sealed(_ path: String) throws -> Data {
-        guard let text = try body(try document(key(path)))["sealed"] as? String, let data = Data(base64Encoded: text) else {
+        guard let text = try body(try document(key(path)))["sealed"] as? String, let data = Data(base64Encoded: text)
+        else {
             throw ServerError("\(path) holds no sealed credential")
         }
         return data
@@ -473,7 +545,8 @@ struct EtcdAttacker {
         for (k, value) in try everything() where !except.contains(where: { k.hasPrefix(key($0)) }) {
             var candidates = [value]
             if let doc = try? jsonObject(String(decoding: value, as: UTF8.self)), let b = try? body(doc),
-               let sealed = (b["sealed"] as? String).flatMap({ Data(base64Encoded: $0) }) {
+                let sealed = (b["sealed"] as? String).flatMap({ Data(base64Encoded: $0) })
+            {
                 candidates.append(sealed)
             }
             for candidate in candidates where candidate.starts(with: Array("age-encryption.org/v1".utf8)) {
@@ -494,10 +567,16 @@ extension FleetHarness {
     /// fleet write, as long as the test's move takes. Nil (recorded) when the refresh ended before
     /// it reached the server.
     func refreshHeldAtTheServer(on machine: FleetMachine) async throws -> (Process, Pipe, Pipe)? {
-        try await server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 60, "until_released": true])
+        try await server.hook(
+            "/_test/fault",
+            ["endpoint": "oauth_token", "type": "delay", "seconds": 60, "until_released": true]
+        )
         let refresh = try machine.home.start(["refresh", "work"])
         while !(try await server.get("/_test/faults")).isEmpty {
-            guard refresh.0.isRunning else { Issue.record("the refresh ended before it reached the server"); return nil }
+            guard refresh.0.isRunning else {
+                Issue.record("the refresh ended before it reached the server")
+                return nil
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         return refresh
@@ -512,13 +591,17 @@ extension FleetHarness {
     func accountOf(_ accessToken: String) async throws -> String? {
         let families = try await server.get("/_test/tokens")["families"] as? [[String: Any]] ?? []
         return families.first { family in
-            (family["access_tokens"] as? [[String: Any]] ?? []).contains { $0["access_token"] as? String == accessToken }
+            (family["access_tokens"] as? [[String: Any]] ?? []).contains {
+                $0["access_token"] as? String == accessToken
+            }
         }?["account_id"] as? String
     }
 }
 
 /// A JSON object from text.
 func jsonObject(_ text: String) throws -> [String: Any] {
-    guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { throw ServerError("not a JSON object: \(text.prefix(200))") }
+    guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+        throw ServerError("not a JSON object: \(text.prefix(200))")
+    }
     return object
 }

@@ -1,12 +1,12 @@
 import Foundation
 import Glibc
-import Testing
 import LanyardAuth
 import LanyardCore
 import LanyardFleet
 import LanyardStore
 import LanyardSupport
 import LanyardTestSupport
+import Testing
 
 /// The fleet when things fail: no quorum, a lock holder killed, and the agent's watch. The
 /// tests that stop etcd members use a private cluster, so other test processes keep theirs.
@@ -18,14 +18,21 @@ import LanyardTestSupport
             // Sign-in tokens live 90 s (setting up a private cluster and two machines took over 40 s
             // with the whole suite running in parallel on 2 cores) and are due at once (the lead
             // covers the whole lifetime).
-            let h = try await FleetHarness(machines: 2, refresh: "[refresh]\nlead = 300\nlead-share = 1", lifetime: 90, cluster: cluster)
-            let m1 = h.machines[0], m2 = h.machines[1]
+            let h = try await FleetHarness(
+                machines: 2,
+                refresh: "[refresh]\nlead = 300\nlead-share = 1",
+                lifetime: 90,
+                cluster: cluster
+            )
+            let m1 = h.machines[0]
+            let m2 = h.machines[1]
             let before = try m2.stored("work")
             try await cluster.kill(member: cluster.memberNames[1])
             try await cluster.kill(member: cluster.memberNames[2])
             let served = try m2.run("token", "work")
             #expect(served.status == 0, "\(served.stderr)")
-            let servedStored = served.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == before.tokens.accessToken
+            let servedStored =
+                served.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == before.tokens.accessToken
             #expect(servedStored, "the stored token was not served")
 
             // Once the token has expired, nothing is refreshed blind: exit 5, naming fleet and endpoints.
@@ -33,7 +40,11 @@ import LanyardTestSupport
             while Date() <= expiry.addingTimeInterval(0.5) { try await Task.sleep(for: .milliseconds(100)) }
             let failed = try m2.run("token", "work", "--json")
             #expect(failed.status == 5, "\(failed.stdout) \(failed.stderr)")
-            #expect(failed.stdout.contains("fleet_unavailable") && failed.stdout.contains(h.fleet) && failed.stdout.contains("127.0.0.1"), "\(failed.stdout)")
+            #expect(
+                failed.stdout.contains("fleet_unavailable") && failed.stdout.contains(h.fleet)
+                    && failed.stdout.contains("127.0.0.1"),
+                "\(failed.stdout)"
+            )
             #expect(try await h.server.stat("refreshes_succeeded") == 0)
 
             try await cluster.restart(member: cluster.memberNames[1])
@@ -41,13 +52,17 @@ import LanyardTestSupport
             try await cluster.waitHealthy()
             try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
             let recovered = Date()
-            let first = try m2.run("token", "work"), second = try m1.run("token", "work")
+            let first = try m2.run("token", "work")
+            let second = try m1.run("token", "work")
             #expect(first.status == 0 && second.status == 0, "\(first.stderr) \(second.stderr)")
             let converged = first.stdout == second.stdout && first.stdout != served.stdout
             #expect(converged, "the machines hold different tokens, or the old one")
             // Typically well under a second (docs/fleet.md); the bound only catches a machine that
             // does not catch up at all, with room for a loaded 2-core machine.
-            #expect(Date().timeIntervalSince(recovered) < 60, "the machines took \(Date().timeIntervalSince(recovered)) s to converge")
+            #expect(
+                Date().timeIntervalSince(recovered) < 60,
+                "the machines took \(Date().timeIntervalSince(recovered)) s to converge"
+            )
             #expect(try await h.server.stat("refreshes_succeeded") == 1)
             #expect(try await h.server.stat("refresh_reused") == 0)
         }
@@ -59,8 +74,12 @@ import LanyardTestSupport
     @Test func aSignInWithoutQuorumIsKeptAndReachesTheFleetLater() async throws {
         try await EtcdCluster.withPrivateCluster { cluster in
             let h = try await FleetHarness(machines: 2, cluster: cluster)
-            let m1 = h.machines[0], m2 = h.machines[1]
-            _ = try await h.server.hook("/_test/revoke_family", ["refresh_token": try #require(m1.stored("work").tokens.refreshToken)])
+            let m1 = h.machines[0]
+            let m2 = h.machines[1]
+            _ = try await h.server.hook(
+                "/_test/revoke_family",
+                ["refresh_token": try #require(m1.stored("work").tokens.refreshToken)]
+            )
             try await h.server.hook("/_test/config", ["access_token_lifetime": 1])
             #expect(try m2.run("refresh", "work").status == 4)  // the dead session, seen on m2
             try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
@@ -70,7 +89,9 @@ import LanyardTestSupport
             let signedIn = try await h.server.signIn(m1.manager(), slot: "work", email: "fleet@example.com") { event in
                 if case .shared = event { events.withLock { $0.append(event) } }
             }
-            let pending = events.withLock { $0 }.contains { if case .shared(.pending(h.fleet, _)) = $0 { true } else { false } }
+            let pending = events.withLock { $0 }.contains {
+                if case .shared(.pending(h.fleet, _)) = $0 { true } else { false }
+            }
             #expect(pending, "\(events.withLock { $0 })")
             let kept = try m1.stored("work").tokens.accessToken == signedIn.tokens.accessToken
             #expect(kept, "the sign-in was not kept on m1")
@@ -112,7 +133,11 @@ import LanyardTestSupport
     /// whose token is due but still valid waits only as long as a live refresh could take
     /// (`[http] timeout` + 5 s, 7 s here), then serves that token instead of waiting out the lease.
     @Test func aValidTokenIsServedWhileAKilledHolderKeepsTheLock() async throws {
-        let h = try await FleetHarness(machines: 2, refresh: "[http]\ntimeout = 2\n[refresh]\nlead = 300\nlead-share = 1", lifetime: 100)
+        let h = try await FleetHarness(
+            machines: 2,
+            refresh: "[http]\ntimeout = 2\n[refresh]\nlead = 300\nlead-share = 1",
+            lifetime: 100
+        )
         let m2 = h.machines[1]
         let before = try m2.stored("work")
         let holder = try h.machines[0].holdFleetLock(ttl: 60)
@@ -133,15 +158,21 @@ import LanyardTestSupport
     /// watch, without any command run on its machine.
     @Test func theAgentFollowsRefreshesElsewhereAndOneAgentLeads() async throws {
         let h = try await FleetHarness(machines: 2)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         let agent = try m2.home.start(["agent"])
-        defer { agent.0.terminate(); agent.0.waitUntilExit() }
+        defer {
+            agent.0.terminate()
+            agent.0.waitUntilExit()
+        }
         // It stands for leader once running: wait for the election key.
         var leader: String?
         let deadline = Date() + 60
         while leader == nil && Date() < deadline {
             let status = try m1.run("fleet", "status", "--json")
-            leader = (try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["leader"] as? String
+            leader =
+                (try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["leader"]
+                as? String
             if leader == nil { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(leader == "m2")
@@ -149,7 +180,9 @@ import LanyardTestSupport
         #expect(refreshed.status == 0, "\(refreshed.stderr)")
         let fresh = try m1.stored("work").tokens.accessToken
         let changed = Date()
-        while try m2.stored("work").tokens.accessToken != fresh && Date() < changed + 60 { try await Task.sleep(for: .milliseconds(50)) }
+        while try m2.stored("work").tokens.accessToken != fresh && Date() < changed + 60 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let adopted = try m2.stored("work").tokens.accessToken == fresh
         #expect(adopted, "m2's agent did not adopt the refresh")
         #expect(Date().timeIntervalSince(changed) < 60)
@@ -192,7 +225,8 @@ import LanyardTestSupport
         // 15-minute tokens, due 5 minutes before expiry: the fast machine (+10 min) sees the
         // token as due at once, the others do not.
         let h = try await FleetHarness(machines: 3, lifetime: 900)
-        let fast = ["/usr/bin/faketime", "-f", "+10m"], slow = ["/usr/bin/faketime", "-f", "-10m"]
+        let fast = ["/usr/bin/faketime", "-f", "+10m"]
+        let slow = ["/usr/bin/faketime", "-f", "-10m"]
         let before = try await h.server.stat("refreshes_succeeded")
         var outputs: [String] = []
         for (machine, launcher) in zip(h.machines, [[], fast, slow]) {
@@ -210,7 +244,10 @@ import LanyardTestSupport
         for (machine, launcher) in zip(h.machines, [[], fast, slow]) {
             let (p, _, err) = try machine.home.start(["fleet", "sync"], launcher: launcher)
             p.waitUntilExit()
-            #expect(p.terminationStatus == 0, "\(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+            #expect(
+                p.terminationStatus == 0,
+                "\(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))"
+            )
         }
         let tokens = try Set(h.machines.map { try $0.stored("work").tokens.accessToken })
         #expect(tokens.count == 1, "the machines hold \(tokens.count) different tokens after a sync")

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import LanyardTestSupport
+import Testing
 
 /// The structure of one due `token` on a shared slot, counted by the binaries themselves
 /// (`LANYARD_TRACE_STARTUP=1` prints each process's executor hops and registry and store reads):
@@ -31,8 +31,10 @@ import LanyardTestSupport
         #expect(run.status == 0, "\(run.stderr)")
         let counts = Self.counts(run.stderr)
         for line in run.stderr.split(separator: "\n") where line.hasPrefix("counts: ") { print("  \(line)") }
-        print("one due shared token: \(counts.processes) processes, \(counts.hops) executor hops, "
-            + "\(counts.registry) registry reads, \(counts.store) store reads")
+        print(
+            "one due shared token: \(counts.processes) processes, \(counts.hops) executor hops, "
+                + "\(counts.registry) registry reads, \(counts.store) store reads"
+        )
         #expect(counts.processes == 2, "the command and its refresh worker each report: \(run.stderr)")
         // The command: one hop (its whole refresh), the registry read to resolve the slot and once
         // for its record, the store once before the lock, once under it and once for the worker's

@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
-import Testing
-@testable import LanyardAuth
 import LanyardCore
 import LanyardFleet
 import LanyardStore
-import LanyardTestSupport
 import LanyardSupport
+import LanyardTestSupport
+import Testing
+
+@testable import LanyardAuth
 
 /// A machine whose own refresh never reached the fleet (found by the fleet soak,
 /// scripts/soak/fleet.sh): its tokens must reach the fleet before any other machine spends the
@@ -18,7 +19,8 @@ import LanyardSupport
     /// adopts them instead of presenting the spent token (`refresh_token_reused`, the sign-in lost).
     @Test func tokensLeftInARecoveryFileReachTheFleet() async throws {
         let h = try await FleetHarness(machines: 2)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         let slot = try Slot("work")
         // What the killed worker had done: the refresh at the server, then the recovery file.
         let manager = try m1.manager()
@@ -49,7 +51,8 @@ import LanyardSupport
     /// spent token): the recovered tokens reach the fleet at once, not after the lock is free.
     @Test func tokensLeftInARecoveryFileReachTheFleetWhileTheLockIsHeld() async throws {
         let h = try await FleetHarness(machines: 2)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         let slot = try Slot("work")
         let manager = try m1.manager()
         let (record, store) = try manager.storeOf(slot)
@@ -60,7 +63,10 @@ import LanyardSupport
         _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
 
         let holder = try m2.holdFleetLock(ttl: 60)
-        defer { Glibc.kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
+        defer {
+            Glibc.kill(holder.processIdentifier, SIGKILL)
+            holder.waitUntilExit()
+        }
 
         let token = try m1.run("token", "work")
         #expect(token.status == 0, "\(token.stderr)")
@@ -76,16 +82,22 @@ import LanyardSupport
     /// spend the token they replaced).
     @Test func theAgentWritesTokensLeftInARecoveryFileToTheFleet() async throws {
         let h = try await FleetHarness(machines: 2)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         let slot = try Slot("work")
         let agent = try m1.home.start(["agent"])
-        defer { agent.0.terminate(); agent.0.waitUntilExit() }
+        defer {
+            agent.0.terminate()
+            agent.0.waitUntilExit()
+        }
         // The agent follows the fleet once it adopts a refresh made on m2.
         let forced = try m2.run("refresh", "work")
         #expect(forced.status == 0, "\(forced.stderr)")
         let fresh = try m2.stored("work").tokens.refreshToken
         let adopting = Date() + 30
-        while try m1.stored("work").tokens.refreshToken != fresh && Date() < adopting { try await Task.sleep(for: .milliseconds(100)) }
+        while try m1.stored("work").tokens.refreshToken != fresh && Date() < adopting {
+            try await Task.sleep(for: .milliseconds(100))
+        }
         #expect(try m1.stored("work").tokens.refreshToken == fresh, "m1's agent did not adopt m2's refresh")
 
         let manager = try m1.manager()
@@ -113,12 +125,18 @@ import LanyardSupport
     /// own token, which the other machine already spent.
     @Test func anUploadPendingWhoseWriteLandedFollowsLaterRefreshes() async throws {
         let h = try await FleetHarness(machines: 2)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         let slot = try Slot("work")
         let before = try #require(try SharedSlotState.load(slot, paths: m1.paths))
         let first = try m1.run("refresh", "work")
         #expect(first.status == 0, "\(first.stderr)")
-        try SharedSlotState(fleet: before.fleet, revision: before.revision, generation: before.generation, uploadPending: true).save(slot, paths: m1.paths)
+        try SharedSlotState(
+            fleet: before.fleet,
+            revision: before.revision,
+            generation: before.generation,
+            uploadPending: true
+        ).save(slot, paths: m1.paths)
 
         for _ in 0..<2 {
             let forced = try m2.run("refresh", "work")

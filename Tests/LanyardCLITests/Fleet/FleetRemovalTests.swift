@@ -1,12 +1,12 @@
+import Age
 import Foundation
 import Glibc
-import Testing
-import Age
 import LanyardCore
 import LanyardFleet
 import LanyardStore
 import LanyardSupport
 import LanyardTestSupport
+import Testing
 
 /// The removal attacks, on the real 3-member TLS cluster, by the realistic attacker: a machine
 /// removed from the fleet that kept its store (its age key) and its etcd access. It uses only
@@ -22,20 +22,36 @@ import LanyardTestSupport
     /// refresh token, the value is sealed to the members left, the others adopt it.
     @Test func aRemovalRotatesEverySharedSlot() async throws {
         let h = try await FleetHarness(machines: 3)
-        let m1 = h.machines[0], m2 = h.machines[1], m3 = h.machines[2]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
+        let m3 = h.machines[2]
         let copy = try m3.stored("work")
         let removed = try m1.run("fleet", "remove", "m3", "--json")
         #expect(removed.status == 0, "\(removed.stderr)")
         let report = try jsonObject(removed.stdout)
         let slots = report["slots"] as? [[String: Any]] ?? []
-        #expect(slots.count == 1 && slots.first?["slot"] as? String == "work" && slots.first?["result"] as? String == "rotated", "\(removed.stdout)")
-        #expect(try await h.refreshTokenState(try #require(copy.tokens.refreshToken)) == "rotated", "the removed copy's refresh token is still live")
+        #expect(
+            slots.count == 1 && slots.first?["slot"] as? String == "work"
+                && slots.first?["result"] as? String == "rotated",
+            "\(removed.stdout)"
+        )
+        #expect(
+            try await h.refreshTokenState(try #require(copy.tokens.refreshToken)) == "rotated",
+            "the removed copy's refresh token is still live"
+        )
         let attacker = try EtcdAttacker(h, identity: try m3.identity())
-        #expect(try attacker.decrypts(try attacker.sealed("slots/work")) == false, "the removed machine reads the rotated value")
+        #expect(
+            try attacker.decrypts(try attacker.sealed("slots/work")) == false,
+            "the removed machine reads the rotated value"
+        )
         // m2 asked to refresh finds the rotation and takes it, and says so.
         let adopted = try m2.run("refresh", "work")
-        #expect(adopted.status == 0 && adopted.stdout.contains("work: adopted the tokens m1 refreshed"), "\(adopted.stdout) \(adopted.stderr)")
-        let a = try m1.run("token", "work"), b = try m2.run("token", "work")
+        #expect(
+            adopted.status == 0 && adopted.stdout.contains("work: adopted the tokens m1 refreshed"),
+            "\(adopted.stdout) \(adopted.stderr)"
+        )
+        let a = try m1.run("token", "work")
+        let b = try m2.run("token", "work")
         #expect(a.status == 0 && b.status == 0 && a.stdout == b.stdout, "\(a.stderr) \(b.stderr)")
         #expect(try m3.run("fleet", "sync").status != 0)
         try await h.expectNoReuse()
@@ -47,7 +63,9 @@ import LanyardTestSupport
     /// never refreshes with its spent token. Once m2 runs, the entry is back and m1 carries on.
     @Test func aHiddenRemovalThenARefreshSealsNothingToTheRemovedMachine() async throws {
         let h = try await FleetHarness(machines: 3, refresh: Self.due, lifetime: 100)
-        let m1 = h.machines[0], m2 = h.machines[1], m3 = h.machines[2]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
+        let m3 = h.machines[2]
         let attacker = try EtcdAttacker(h, identity: try m3.identity())
         let lastSeen = try attacker.get(attacker.key("slots/work"))
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
@@ -56,21 +74,30 @@ import LanyardTestSupport
         try attacker.delete("log/0000000004")
 
         let behind = try m1.run("refresh", "work", "--json")
-        #expect(behind.status == 1 && behind.stdout.contains("fleet_membership_behind"), "\(behind.stdout) \(behind.stderr)")
+        #expect(
+            behind.status == 1 && behind.stdout.contains("fleet_membership_behind"),
+            "\(behind.stdout) \(behind.stderr)"
+        )
         try attacker.put("slots/work", lastSeen)
         let again = try m1.run("refresh", "work", "--json")
         #expect(again.status != 0, "m1 refreshed over a hidden removal: \(again.stdout)")
         #expect(try m1.run("token", "work").status == 0)  // its valid copy is served
         let status = try jsonObject(try m1.run("fleet", "status", "--json").stdout)
         #expect((status["alarm"] as? [String: Any])?["kind"] as? String == "membership_behind", "\(status)")
-        #expect(try attacker.decrypts(try attacker.sealed("slots/work")) == true, "the test's put-back value is not the old one")
+        #expect(
+            try attacker.decrypts(try attacker.sealed("slots/work")) == true,
+            "the test's put-back value is not the old one"
+        )
         #expect(try attacker.exists("intents/work") == false, "m1 wrote an intent while behind")
 
         // m2 reads the log: it puts its verified entry back; m1 verifies it and its alarm clears.
         #expect(try m2.run("fleet", "status").status == 0)
         #expect(try attacker.get(attacker.key("log/0000000004")) == removal)
         let caughtUp = try jsonObject(try m1.run("fleet", "status", "--json").stdout)
-        #expect(caughtUp["alarm"] == nil && (caughtUp["members"] as? [[String: Any]])?.compactMap { $0["machine"] as? String } == ["m1", "m2"])
+        #expect(
+            caughtUp["alarm"] == nil
+                && (caughtUp["members"] as? [[String: Any]])?.compactMap { $0["machine"] as? String } == ["m1", "m2"]
+        )
         try await h.expectNoReuse()
     }
 
@@ -80,14 +107,19 @@ import LanyardTestSupport
     /// never presents its (spent) token, and serves its valid copy meanwhile.
     @Test func aMemberThatMissedTheRotationNeverRefreshesAValueSealedBeforeTheRemoval() async throws {
         let h = try await FleetHarness(machines: 3, refresh: Self.due, lifetime: 100)
-        let m1 = h.machines[0], m2 = h.machines[1], m3 = h.machines[2]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
+        let m3 = h.machines[2]
         let attacker = try EtcdAttacker(h, identity: try m3.identity())
         let lastSeen = try attacker.get(attacker.key("slots/work"))
         #expect(try m1.run("fleet", "remove", "m3").status == 0)
         try attacker.put("slots/work", lastSeen)
         let refused = try m2.run("refresh", "work", "--json")
-        #expect(refused.status == 1 && refused.stdout.contains("fleet_credential_refused") && refused.stdout.contains("removed m3"),
-                "\(refused.stdout) \(refused.stderr)")
+        #expect(
+            refused.status == 1 && refused.stdout.contains("fleet_credential_refused")
+                && refused.stdout.contains("removed m3"),
+            "\(refused.stdout) \(refused.stderr)"
+        )
         #expect(try m2.run("token", "work").status == 0)  // its copy is still valid: served
         try await h.expectNoReuse()
     }
@@ -97,7 +129,9 @@ import LanyardTestSupport
     /// log shows the removal; then it reaches the fleet sealed to m1 and m2 only.
     @Test func aHiddenRemovalThenASignInSealsNothingToTheRemovedMachine() async throws {
         let h = try await FleetHarness(machines: 3, refresh: Self.due, lifetime: 100)
-        let m1 = h.machines[0], m2 = h.machines[1], m3 = h.machines[2]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
+        let m3 = h.machines[2]
         let attacker = try EtcdAttacker(h, identity: try m3.identity())
         let lastSeen = try attacker.get(attacker.key("slots/work"))
         #expect(try m2.run("fleet", "remove", "m3").status == 0)
@@ -111,8 +145,12 @@ import LanyardTestSupport
         #expect(try m2.run("fleet", "status").status == 0)  // puts the removal entry back
         let synced = try m1.run("fleet", "sync")
         #expect(synced.status == 0, "\(synced.stdout) \(synced.stderr)")
-        #expect(try attacker.decrypts(try attacker.sealed("slots/work")) == false, "the new sign-in opens with the removed machine's key")
-        let a = try m1.run("token", "work"), b = try m2.run("token", "work")
+        #expect(
+            try attacker.decrypts(try attacker.sealed("slots/work")) == false,
+            "the new sign-in opens with the removed machine's key"
+        )
+        let a = try m1.run("token", "work")
+        let b = try m2.run("token", "work")
         #expect(a.status == 0 && b.status == 0 && a.stdout == b.stdout, "\(a.stderr) \(b.stderr)")
         try await h.expectNoReuse()
     }
@@ -125,8 +163,11 @@ import LanyardTestSupport
         let joined = try m2.run("fleet", "join", "--fleet-fingerprint", try h.machines[0].fleetFingerprint(), "--json")
         let fingerprint = try #require(try jsonObject(joined.stdout)["fingerprint"] as? String)
         let status = try m2.run("fleet", "status")
-        #expect(status.stdout.contains("(waiting for approval)") && status.stdout.contains("lanyard fleet approve m2 --fingerprint \(fingerprint)"),
-                "\(status.stdout)")
+        #expect(
+            status.stdout.contains("(waiting for approval)")
+                && status.stdout.contains("lanyard fleet approve m2 --fingerprint \(fingerprint)"),
+            "\(status.stdout)"
+        )
         // Approving it again once it is a member, with another fingerprint, is refused.
         #expect(try h.machines[0].run("fleet", "approve", "m2", "--fingerprint", fingerprint).status == 0)
         let wrong = try h.machines[0].run("fleet", "approve", "m2", "--fingerprint", "0000-0000-0000-0000-0000")
@@ -141,7 +182,9 @@ import LanyardTestSupport
     /// an entry signed by the machine it removed as damage: it puts the real one back and goes on.
     @Test func aForkedLogStopsEveryWrite() async throws {
         let h = try await FleetHarness(machines: 3, refresh: Self.due, lifetime: 100)
-        let m1 = h.machines[0], m2 = h.machines[1], m3 = h.machines[2]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
+        let m3 = h.machines[2]
         let m3Key = m3.home.root + "/m3.key"
         let identity = try m3.identity()
         try (identity.identity.secretKeyString + "\n").write(toFile: m3Key, atomically: true, encoding: .utf8)
@@ -152,8 +195,10 @@ import LanyardTestSupport
         let real = try attacker.get(attacker.key("log/0000000004"))
         let entry3 = try attacker.get(attacker.key("log/0000000003"))
         let body: [String: Any] = [
-            "type": "lanyard-fleet-membership", "fleet": h.fleet, "seq": "4", "prev": try Forge.digest(entry3), "signer": "m3",
-            "at": "2026-12-04T12:00:00Z", "op": "add", "machine": "evil", "recipient": evil.recipient, "signing_key": try Forge.publicKey(m3Key),
+            "type": "lanyard-fleet-membership", "fleet": h.fleet, "seq": "4", "prev": try Forge.digest(entry3),
+            "signer": "m3",
+            "at": "2026-12-04T12:00:00Z", "op": "add", "machine": "evil", "recipient": evil.recipient,
+            "signing_key": try Forge.publicKey(m3Key),
         ]
         try attacker.put("log/0000000004", try Forge.sign(try attacker.json(body), identity: m3Key))
 
@@ -190,7 +235,8 @@ import LanyardTestSupport
     @Test func aValueDeletedDuringARefreshEndsWithNoSecondSpend() async throws {
         let h = try await FleetHarness(machines: 2, refresh: Self.due, lifetime: 100)
         let attacker = try EtcdAttacker(h)
-        let m1 = h.machines[0], m2 = h.machines[1]
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
         let old = try attacker.get(attacker.key("slots/work"))
         guard let refresh = try await h.refreshHeldAtTheServer(on: m1) else { return }
@@ -200,7 +246,10 @@ import LanyardTestSupport
         refresh.0.waitUntilExit()
         #expect(refresh.0.terminationStatus == 0)
         let written = try jsonObject(String(decoding: try attacker.get(attacker.key("slots/work")), as: UTF8.self))
-        #expect(try attacker.body(written)["writer"] as? String == "m1", "m1 did not write its tokens over the deleted value")
+        #expect(
+            try attacker.body(written)["writer"] as? String == "m1",
+            "m1 did not write its tokens over the deleted value"
+        )
         #expect(try m2.run("token", "work").status == 0)  // adopts them
         try attacker.delete("intents/work")
         try attacker.put("slots/work", old)
@@ -226,13 +275,21 @@ import LanyardTestSupport
                 chmod(file, 0o600)
                 extra[name] = "user = lanyard-\(name)\npassword-file = \(file)"
             }
-            try admin.enableAuth(users: ["m1", "m2", "m3", "m4"].map { ("lanyard-\($0)", "pw-\($0)") }, rootUsers: ["lanyard-m1"])
+            try admin.enableAuth(
+                users: ["m1", "m2", "m3", "m4"].map { ("lanyard-\($0)", "pw-\($0)") },
+                rootUsers: ["lanyard-m1"]
+            )
             let h = try await FleetHarness(machines: 4, cluster: cluster, fleetExtra: { extra[$0] ?? "" })
-            let m1 = h.machines[0], m2 = h.machines[1], m3 = h.machines[2]
+            let m1 = h.machines[0]
+            let m2 = h.machines[1]
+            let m3 = h.machines[2]
 
             let byRoot = try m1.run("fleet", "remove", "m3", "--json")
             #expect(byRoot.status == 0, "\(byRoot.stderr)")
-            #expect((try jsonObject(byRoot.stdout)["etcd_access"] as? [String: Any])?["revoked"] as? Bool == true, "\(byRoot.stdout)")
+            #expect(
+                (try jsonObject(byRoot.stdout)["etcd_access"] as? [String: Any])?["revoked"] as? Bool == true,
+                "\(byRoot.stdout)"
+            )
             #expect(try admin.userExists("lanyard-m3") == false)
             let shut = try m3.run("fleet", "sync")
             #expect(shut.status != 0, "the removed machine still reaches etcd: \(shut.stdout)")
@@ -243,7 +300,10 @@ import LanyardTestSupport
             #expect(try admin.userExists("lanyard-m4"))
             let status = try m2.run("fleet", "status", "--json")
             let access = (try jsonObject(status.stdout)["removed_access"] as? [[String: Any]]) ?? []
-            #expect(access.first?["machine"] as? String == "m4" && access.first?["revoked"] as? Bool == false, "\(status.stdout)")
+            #expect(
+                access.first?["machine"] as? String == "m4" && access.first?["revoked"] as? Bool == false,
+                "\(status.stdout)"
+            )
             let detail = access.first?["detail"] as? String
             #expect(detail?.contains("cannot be checked") == true, "\(status.stdout)")
             try await h.expectNoReuse()
@@ -261,7 +321,9 @@ enum Forge {
         guard status == 0 else { throw ServerError("forge.py \(args.first ?? ""): \(err)") }
         return out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
-    static func sign(_ body: Data, identity: String) throws -> Data { Data(try run(["sign", "--identity", identity], stdin: body).utf8) }
+    static func sign(_ body: Data, identity: String) throws -> Data {
+        Data(try run(["sign", "--identity", identity], stdin: body).utf8)
+    }
     static func publicKey(_ identity: String) throws -> String { try run(["pubkey", "--identity", identity]) }
     static func digest(_ envelope: Data) throws -> String { try run(["digest"], stdin: envelope) }
 }
@@ -272,8 +334,10 @@ struct EtcdAdmin {
 
     @discardableResult
     func etcdctl(_ args: [String]) throws -> String {
-        let base = ["--endpoints", cluster.endpoints.map(\.absoluteString).joined(separator: ","), "--cacert", cluster.caFile,
-                    "--cert", cluster.adminCertFile, "--key", cluster.adminKeyFile]
+        let base = [
+            "--endpoints", cluster.endpoints.map(\.absoluteString).joined(separator: ","), "--cacert", cluster.caFile,
+            "--cert", cluster.adminCertFile, "--key", cluster.adminKeyFile,
+        ]
         let (status, out, err) = try runProcess("/usr/bin/etcdctl", base + args, environment: ["ETCDCTL_API": "3"])
         guard status == 0 else { throw ServerError("etcdctl \(args.prefix(2).joined(separator: " ")): \(err)") }
         return out
@@ -319,7 +383,8 @@ extension FleetHarness {
     func refreshTokenState(_ refreshToken: String) async throws -> String? {
         let families = try await server.get("/_test/tokens")["families"] as? [[String: Any]] ?? []
         for family in families {
-            for token in family["refresh_tokens"] as? [[String: Any]] ?? [] where token["refresh_token"] as? String == refreshToken {
+            for token in family["refresh_tokens"] as? [[String: Any]] ?? []
+            where token["refresh_token"] as? String == refreshToken {
                 return token["state"] as? String
             }
         }

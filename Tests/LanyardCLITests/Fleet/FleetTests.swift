@@ -1,13 +1,13 @@
 import Foundation
 import Glibc
-import Testing
 import LanyardAuth
 import LanyardCore
-import LanyardSupport
 import LanyardFleet
-import LanyardStore
 import LanyardNetwork
+import LanyardStore
+import LanyardSupport
 import LanyardTestSupport
+import Testing
 
 /// One simulated machine of a fleet: its own HOME and XDG folders, file store and identity,
 /// pointed at the ChatGPT emulator and at the etcd cluster.
@@ -17,18 +17,32 @@ struct FleetMachine {
     let server: OAuthTestServer
 
     /// `fleetExtra`: more lines of its `[fleet]` group (an etcd user and password file).
-    init(_ name: String, fleet: String, cluster: EtcdCluster, server: OAuthTestServer, refresh: String = "", fleetExtra: String = "") throws {
+    init(
+        _ name: String,
+        fleet: String,
+        cluster: EtcdCluster,
+        server: OAuthTestServer,
+        refresh: String = "",
+        fleetExtra: String = ""
+    ) throws {
         self.name = name
         self.server = server
-        try home.useEmulator(server, extraConfig: refresh + "\n" + cluster.fleetSection(fleet: fleet, machine: name) + "\n" + fleetExtra)
+        try home.useEmulator(
+            server,
+            extraConfig: refresh + "\n" + cluster.fleetSection(fleet: fleet, machine: name) + "\n" + fleetExtra
+        )
     }
 
     var paths: Paths { Paths(environment: home.environment) }
 
     func manager() throws -> AccountManager {
         let paths = self.paths
-        return AccountManager(paths: paths, config: try ConfigFile.load(path: paths.configFile).config,
-                              openStore: { _, _ in EncryptedFileStore(paths: paths) }, transport: URLSessionTransport())
+        return AccountManager(
+            paths: paths,
+            config: try ConfigFile.load(path: paths.configFile).config,
+            openStore: { _, _ in EncryptedFileStore(paths: paths) },
+            transport: URLSessionTransport()
+        )
     }
 
     @discardableResult
@@ -56,7 +70,11 @@ struct FleetMachine {
     /// The fleet's fingerprint as `fleet status` shows it here.
     func fleetFingerprint() throws -> String {
         let status = try run("fleet", "status", "--json")
-        return try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["fingerprint"] as? String, "\(status.stdout)")
+        return try #require(
+            (try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["fingerprint"]
+                as? String,
+            "\(status.stdout)"
+        )
     }
 
     /// `fleet join` here with the fleet fingerprint `member` shows, and `fleet approve` on
@@ -64,7 +82,10 @@ struct FleetMachine {
     func join(through member: FleetMachine) throws {
         let joined = try run("fleet", "join", "--fleet-fingerprint", try member.fleetFingerprint(), "--json")
         #expect(joined.status == 0, "\(joined.stderr)")
-        let fingerprint = try #require((try JSONSerialization.jsonObject(with: Data(joined.stdout.utf8)) as? [String: Any])?["fingerprint"] as? String)
+        let fingerprint = try #require(
+            (try JSONSerialization.jsonObject(with: Data(joined.stdout.utf8)) as? [String: Any])?["fingerprint"]
+                as? String
+        )
         let approved = try member.run("fleet", "approve", name, "--fingerprint", fingerprint)
         #expect(approved.status == 0, "\(approved.stderr)")
     }
@@ -79,13 +100,27 @@ struct FleetHarness {
 
     /// `count` machines; the first signs `work` in and creates the fleet, the others join and
     /// sync. Tokens issued at sign-in live `lifetime` seconds.
-    init(machines count: Int, refresh: String = "", lifetime: Int = 3600, cluster: EtcdCluster? = nil,
-         fleetExtra: (String) throws -> String = { _ in "" }) async throws {
+    init(
+        machines count: Int,
+        refresh: String = "",
+        lifetime: Int = 3600,
+        cluster: EtcdCluster? = nil,
+        fleetExtra: (String) throws -> String = { _ in "" }
+    ) async throws {
         self.cluster = try cluster ?? EtcdCluster.fromEnvironment()
         server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0, "access_token_lifetime": lifetime])
         for i in 1...count {
-            machines.append(try FleetMachine("m\(i)", fleet: fleet, cluster: self.cluster, server: server, refresh: refresh, fleetExtra: try fleetExtra("m\(i)")))
+            machines.append(
+                try FleetMachine(
+                    "m\(i)",
+                    fleet: fleet,
+                    cluster: self.cluster,
+                    server: server,
+                    refresh: refresh,
+                    fleetExtra: try fleetExtra("m\(i)")
+                )
+            )
         }
         try await server.signIn(machines[0].manager(), slot: "work", email: "fleet@example.com")
         let created = try machines[0].run("fleet", "init")
@@ -100,7 +135,12 @@ struct FleetHarness {
     }
 
     func client() -> EtcdGatewayClient {
-        EtcdGatewayClient(endpoints: cluster.endpoints.map(\.absoluteString), caFile: cluster.caFile, certFile: cluster.certFile, keyFile: cluster.keyFile)
+        EtcdGatewayClient(
+            endpoints: cluster.endpoints.map(\.absoluteString),
+            caFile: cluster.caFile,
+            certFile: cluster.certFile,
+            keyFile: cluster.keyFile
+        )
     }
 
     /// Every token the server ever issued (access and refresh).
@@ -108,8 +148,12 @@ struct FleetHarness {
         let answer = try await server.get("/_test/tokens")
         let families = answer["families"] as? [[String: Any]] ?? []
         return families.flatMap { family -> [String] in
-            let refresh = (family["refresh_tokens"] as? [[String: Any]] ?? []).compactMap { $0["refresh_token"] as? String }
-            let access = (family["access_tokens"] as? [[String: Any]] ?? []).compactMap { $0["access_token"] as? String }
+            let refresh = (family["refresh_tokens"] as? [[String: Any]] ?? []).compactMap {
+                $0["refresh_token"] as? String
+            }
+            let access = (family["access_tokens"] as? [[String: Any]] ?? []).compactMap {
+                $0["access_token"] as? String
+            }
             return refresh + access
         }
     }
@@ -120,7 +164,8 @@ struct FleetHarness {
     /// that asked but was not approved can neither sync nor decrypt.
     @Test func joinApproveShareAndAnOutsiderThatCannotRead() async throws {
         var h = try await FleetHarness(machines: 2)
-        let first = h.machines[0], second = h.machines[1]
+        let first = h.machines[0]
+        let second = h.machines[1]
         let same = try second.stored("work").tokens.accessToken == first.stored("work").tokens.accessToken
         #expect(same, "m2 does not hold m1's tokens")
         let list = try second.run("fleet", "status", "--json")
@@ -146,7 +191,13 @@ struct FleetHarness {
         let sealed = try #require(try h.client().get(FleetKeys(fleet: h.fleet).slot(try Slot("work"))))
         let membership = try #require(try MembershipCache.load(first.paths))
         #expect(throws: FleetError.self) {
-            try SealedCredential.open(sealed, slot: try Slot("work"), fleet: h.fleet, membership: membership, identity: identity)
+            try SealedCredential.open(
+                sealed,
+                slot: try Slot("work"),
+                fleet: h.fleet,
+                membership: membership,
+                identity: identity
+            )
         }
     }
 
@@ -186,7 +237,13 @@ struct FleetHarness {
         let sealed = try #require(try h.client().get(FleetKeys(fleet: h.fleet).slot(try Slot("work"))))
         let membership = try #require(try MembershipCache.load(h.machines[0].paths))
         #expect(throws: FleetError.self) {
-            try SealedCredential.open(sealed, slot: try Slot("work"), fleet: h.fleet, membership: membership, identity: identity)
+            try SealedCredential.open(
+                sealed,
+                slot: try Slot("work"),
+                fleet: h.fleet,
+                membership: membership,
+                identity: identity
+            )
         }
         let sync = try h.machines[1].run("fleet", "sync", "--json")
         #expect(sync.status == 1 && sync.stdout.contains("fleet_not_member"), "\(sync.stdout)")
@@ -202,8 +259,15 @@ struct FleetHarness {
         let (identity, membership) = try fleet.memberIdentity()
         let work = try Slot("work")
         let current = try #require(try fleet.newest(work, identity: identity, membership: membership))
-        let sealed = try SealedCredential.seal(other, slot: work, fleet: h.fleet, generation: current.generation + 1, membership: membership,
-                                               writer: identity, machine: "m1")
+        let sealed = try SealedCredential.seal(
+            other,
+            slot: work,
+            fleet: h.fleet,
+            generation: current.generation + 1,
+            membership: membership,
+            writer: identity,
+            machine: "m1"
+        )
         try h.client().put(FleetKeys(fleet: h.fleet).slot(try Slot("work")), value: sealed, lease: 0)
         let before = try m2.stored("work")
         let sync = try m2.run("fleet", "sync", "--json")
@@ -218,8 +282,12 @@ struct FleetHarness {
     /// signed into a shared slot.
     @Test func aNewSignInOnOneMachineRevivesTheSlotEverywhere() async throws {
         let h = try await FleetHarness(machines: 2, refresh: "[refresh]\nlead = 300\nlead-share = 1", lifetime: 100)
-        let m1 = h.machines[0], m2 = h.machines[1]
-        _ = try await h.server.hook("/_test/revoke_family", ["refresh_token": try #require(m1.stored("work").tokens.refreshToken)])
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
+        _ = try await h.server.hook(
+            "/_test/revoke_family",
+            ["refresh_token": try #require(m1.stored("work").tokens.refreshToken)]
+        )
         let dead = try m2.run("token", "work", "--json")
         #expect(dead.status != 0, "a revoked session still handed out a token")
         try await h.server.hook("/_test/config", ["access_token_lifetime": 3600])
@@ -244,10 +312,17 @@ struct FleetHarness {
     /// every machine: handed out as it is, never refreshed anywhere.
     @Test func aPersonalAccessTokenIsSharedLikeAnySignIn() async throws {
         let h = try await FleetHarness(machines: 2)
-        let m1 = h.machines[0], m2 = h.machines[1]
-        let token = try #require(try await h.server.hook("/_test/personal_access_token", ["email": "fleet@example.com"])["token"] as? String)
-        let (status, _, stderr) = try runProcess(lanyardBinary(), ["login", "work", "--with-access-token"], environment: m1.home.environment,
-                                                 stdin: Data(token.utf8))
+        let m1 = h.machines[0]
+        let m2 = h.machines[1]
+        let token = try #require(
+            try await h.server.hook("/_test/personal_access_token", ["email": "fleet@example.com"])["token"] as? String
+        )
+        let (status, _, stderr) = try runProcess(
+            lanyardBinary(),
+            ["login", "work", "--with-access-token"],
+            environment: m1.home.environment,
+            stdin: Data(token.utf8)
+        )
         #expect(status == 0 && stderr.contains("Written to fleet \(h.fleet)"), "\(stderr)")
         let refreshesBefore = try await h.server.stat("refresh_requests")
         // m2's copy is still fresh, so it reads the fleet's new value at its next sync (the agent's
@@ -261,7 +336,10 @@ struct FleetHarness {
         #expect(try m2.stored("work").isPersonalAccessToken)
         #expect(try Registry(paths: m2.paths).loadInTest().slots[try Slot("work")]?.rotates == false)
         let refreshed = try m2.run("refresh", "work")
-        #expect(refreshed.status == 0 && refreshed.stdout.contains("does not rotate"), "\(refreshed.stdout)\(refreshed.stderr)")
+        #expect(
+            refreshed.status == 0 && refreshed.stdout.contains("does not rotate"),
+            "\(refreshed.stdout)\(refreshed.stderr)"
+        )
         #expect(try m2.run("fleet", "sync").status == 0)
         #expect(try await h.server.stat("refresh_requests") == refreshesBefore)
     }
@@ -286,7 +364,10 @@ struct FleetHarness {
             for file in files {
                 var isDir: ObjCBool = false
                 if fm.fileExists(atPath: dir + "/" + file, isDirectory: &isDir), !isDir.boolValue,
-                   let data = fm.contents(atPath: dir + "/" + file) { blobs.append(Array(data)) }
+                    let data = fm.contents(atPath: dir + "/" + file)
+                {
+                    blobs.append(Array(data))
+                }
             }
         }
         for token in tokens {
@@ -302,10 +383,14 @@ struct FleetHarness {
 /// Whether `haystack` holds `needle` (memchr for the first byte, then memcmp: fast enough for
 /// etcd's 64 MB WAL files).
 private func contains(_ haystack: UnsafeRawBufferPointer, _ needle: UnsafeRawBufferPointer) -> Bool {
-    guard let base = haystack.baseAddress, let first = needle.first, needle.count <= haystack.count else { return false }
+    guard let base = haystack.baseAddress, let first = needle.first, needle.count <= haystack.count else {
+        return false
+    }
     var offset = 0
     while offset + needle.count <= haystack.count {
-        guard let hit = memchr(base + offset, Int32(first), haystack.count - offset - needle.count + 1) else { return false }
+        guard let hit = memchr(base + offset, Int32(first), haystack.count - offset - needle.count + 1) else {
+            return false
+        }
         let at = base.distance(to: UnsafeRawPointer(hit))
         if memcmp(base + at, needle.baseAddress!, needle.count) == 0 { return true }
         offset = at + 1

@@ -22,16 +22,27 @@ import Testing
             .write(toFile: config, atomically: true, encoding: .utf8)
 
         let throughWorker = try m.run("refresh", "work", "--json")
-        let environment = m.home.environment, root = m.home.root
+        let environment = m.home.environment
+        let root = m.home.root
         // As `lanyard` runs it, but in this process: the refresh fails here, not in a worker.
         let inProcess = await BlockingExecutor.shared.runOnOwnThread { () -> (Int32, String) in
-            let out = TextSink(), err = TextSink()
-            let context = CommandContext(stdout: out, stderr: err, environment: environment, workingDirectory: root,
-                                         openStore: StoreOpeners.system, transportFactory: { URLSessionTransport(timeout: $0) })
+            let out = TextSink()
+            let err = TextSink()
+            let context = CommandContext(
+                stdout: out,
+                stderr: err,
+                environment: environment,
+                workingDirectory: root,
+                openStore: StoreOpeners.system,
+                transportFactory: { URLSessionTransport(timeout: $0) }
+            )
             return (Lanyard.run(["refresh", "work", "--json"], context: context), out.text)
         }
 
-        let worker = try #require(Self.error(in: throughWorker.stdout), "\(throughWorker.stdout) \(throughWorker.stderr)")
+        let worker = try #require(
+            Self.error(in: throughWorker.stdout),
+            "\(throughWorker.stdout) \(throughWorker.stderr)"
+        )
         let local = try #require(Self.error(in: inProcess.1), "\(inProcess.1)")
         #expect(worker["code"] as? String == "fleet_unavailable", "\(worker)")
         #expect(worker["cause"] as? [String] == ["etcd_tls"], "\(worker)")

@@ -1,8 +1,8 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardCore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 // `lanyard ask` as a real process (`lanyard` hands it to `lanyard-net`) against the emulator's
 // streaming endpoint, over both transports.
@@ -53,8 +53,12 @@ import LanyardCore
     @Test func promptFromStandardInput() async throws {
         let env = try await home()
         let lanyard = builtBinary("lanyard")
-        let (status, stdout, stderr) = try runProcess(lanyard, ["ask", "-"], environment: env.home.environment,
-                                                      stdin: Data("line one\nline two\n".utf8))
+        let (status, stdout, stderr) = try runProcess(
+            lanyard,
+            ["ask", "-"],
+            environment: env.home.environment,
+            stdin: Data("line one\nline two\n".utf8)
+        )
         #expect(status == 0, "\(stderr)")
         #expect(stdout == "Hello \(Self.email). You said: line one\nline two\n")
     }
@@ -70,9 +74,15 @@ import LanyardCore
 
     @Test func aDivergedReplayExitsSixAndShowsThePartialText() async throws {
         let env = try await home()
-        try await env.server.hook("/_test/stream", ["script": [
-            ["transport": "websocket", "drop_after": 4, "chunk": 5], ["transport": "websocket", "text": "Something else"],
-        ]])
+        try await env.server.hook(
+            "/_test/stream",
+            [
+                "script": [
+                    ["transport": "websocket", "drop_after": 4, "chunk": 5],
+                    ["transport": "websocket", "text": "Something else"],
+                ]
+            ]
+        )
         let json = try env.run("ask", "--json", "hi")
         #expect(json.status == 6)
         let last = try JSONValue.parse(Data((json.stdout.split(separator: "\n").last ?? "").utf8))

@@ -1,17 +1,23 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardCore
-@testable import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
+
+@testable import LanyardIntegrations
 
 extension IntegrationHome {
     /// `lanyard ARGS` with `stdin` as standard input (a pipe).
     func run(_ args: [String], stdin: String) throws -> (status: Int32, stdout: String, stderr: String) {
         var environment = home.environment
         environment["CODEX_HOME"] = codexHome
-        let (status, out, err) = try runProcess(lanyardBinary(), args, environment: environment, stdin: Data(stdin.utf8))
+        let (status, out, err) = try runProcess(
+            lanyardBinary(),
+            args,
+            environment: environment,
+            stdin: Data(stdin.utf8)
+        )
         return (status, out, err)
     }
 
@@ -21,7 +27,10 @@ extension IntegrationHome {
     }
 
     func authObject() throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: codexHome + "/auth.json"))) as? [String: Any])
+        try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: codexHome + "/auth.json")))
+                as? [String: Any]
+        )
     }
 
     func writeAuth(_ text: String) throws {
@@ -36,7 +45,9 @@ extension IntegrationHome {
         let token = try await env.personalAccessToken(email: "ci@example.com")
         let login = try env.run(["login", "ci", "--with-access-token"], stdin: token + "\n")
         #expect(login.status == 0, "\(login.stderr)")
-        #expect(login.stdout.contains("does not rotate") && !login.stdout.contains(token) && !login.stderr.contains(token))
+        #expect(
+            login.stdout.contains("does not rotate") && !login.stdout.contains(token) && !login.stderr.contains(token)
+        )
         let stored = try env.stored("ci")
         let storedAsGiven = stored.tokens.accessToken == token  // compared apart: a failed #expect prints its operands
         #expect(storedAsGiven && stored.tokens.refreshToken == nil && stored.isPersonalAccessToken)
@@ -44,7 +55,9 @@ extension IntegrationHome {
         let record = try #require(try Registry(paths: env.paths).loadInTest().slots[try Slot("ci")])
         #expect(!record.rotates)
         let list = try env.run("list", "--json")
-        let listed = (try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])?["slots"] as? [[String: Any]]
+        let listed =
+            (try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])?["slots"]
+            as? [[String: Any]]
         #expect(listed?.first?["rotates"] as? Bool == false, "\(list.stdout)")
 
         let refresh = try env.run("refresh", "ci")
@@ -66,9 +79,15 @@ extension IntegrationHome {
         let switched = try env.run("switch", "ci")
         #expect(switched.status == 0, "\(switched.stderr)")
         // exec's private Codex home gets it the same way, and nothing is copied back from it.
-        let exec = try env.run("exec", "ci", "--", "/bin/sh", "-c",
-                               #"grep -q '"personal_access_token"' "$CODEX_HOME/auth.json" "#
-                                   + #"&& ! grep -q '"tokens"' "$CODEX_HOME/auth.json""#)
+        let exec = try env.run(
+            "exec",
+            "ci",
+            "--",
+            "/bin/sh",
+            "-c",
+            #"grep -q '"personal_access_token"' "$CODEX_HOME/auth.json" "#
+                + #"&& ! grep -q '"tokens"' "$CODEX_HOME/auth.json""#
+        )
         #expect(exec.status == 0, "\(exec.stderr)")
         #expect(try env.stored("ci") == stored)
     }
@@ -78,7 +97,11 @@ extension IntegrationHome {
         let env = try await IntegrationHome()
         let token = try await env.personalAccessToken(email: "ci@example.com")
         let environment = env.home.environment.merging(["CODEX_HOME": env.codexHome]) { $1 }
-        let terminal = try TerminalRun(lanyardBinary(), ["login", "ci", "--with-access-token"], environment: environment)
+        let terminal = try TerminalRun(
+            lanyardBinary(),
+            ["login", "ci", "--with-access-token"],
+            environment: environment
+        )
         try await terminal.answer("Access token (not shown): ", with: token)
         let (status, text) = try await terminal.finish()
         let shownOnTheTerminal = text.contains(token)  // apart: a failed #expect would print it
@@ -94,7 +117,10 @@ extension IntegrationHome {
         let empty = try env.run(["login", "ci", "--with-access-token", "--json"], stdin: "  \n")
         #expect(empty.status == 2 && empty.stdout.contains("\"usage\""), "\(empty.stdout)")
         let wrong = try env.run(["login", "ci", "--with-access-token", "--json"], stdin: "at-not-a-real-token\n")
-        #expect(wrong.status == 1 && wrong.stdout.contains("\"access_token_rejected\""), "\(wrong.stdout)\(wrong.stderr)")
+        #expect(
+            wrong.status == 1 && wrong.stdout.contains("\"access_token_rejected\""),
+            "\(wrong.stdout)\(wrong.stderr)"
+        )
         #expect(!wrong.stdout.contains("at-not-a-real-token") && !wrong.stderr.contains("at-not-a-real-token"))
         let jwt = try env.run(["login", "ci", "--with-access-token", "--json"], stdin: "header.payload.signature\n")
         #expect(jwt.status == 1 && jwt.stdout.contains("\"access_token_unsupported\""), "\(jwt.stdout)")
@@ -129,9 +155,13 @@ extension IntegrationHome {
                 #expect((error as? IntegrationError)?.code == .integrationUnsupported)
             }
         }
-        let pat = try CodexSignIn.parse(Data(#"{"OPENAI_API_KEY":null,"personal_access_token":"at-abc"}"#.utf8), path: "auth.json")
+        let pat = try CodexSignIn.parse(
+            Data(#"{"OPENAI_API_KEY":null,"personal_access_token":"at-abc"}"#.utf8),
+            path: "auth.json"
+        )
         #expect(pat.signIn == .personalAccessToken("at-abc"))
-        let chatgpt = #"{"auth_mode":"chatgpt","OPENAI_API_KEY":null,"tokens":{"id_token":"\#(Self.idToken)","access_token":"a","#
+        let chatgpt =
+            #"{"auth_mode":"chatgpt","OPENAI_API_KEY":null,"tokens":{"id_token":"\#(Self.idToken)","access_token":"a","#
             + #""refresh_token":"r","account_id":"acct"},"last_refresh":"2026-09-01T10:00:00Z","future_field":{"x":1}}"#
         let parsed = try CodexSignIn.parse(Data(chatgpt.utf8), path: "auth.json")
         #expect(parsed.chatGPT?.refreshToken == "r" && parsed.preserved["future_field"] != nil)
@@ -150,9 +180,11 @@ extension IntegrationHome {
         object["auth_mode"] = "oauth"
         object["added_by_a_newer_codex"] = ["kept": true]
         // The agent identity Codex registers for a ChatGPT account (a record beside the tokens).
-        object["agent_identity"] = ["agent_runtime_id": "rt-1", "agent_private_key": "k", "account_id": credential.account.accountID ?? "",
-                                    "chatgpt_user_id": "u", "email": "w@example.com", "plan_type": "plus",
-                                    "chatgpt_account_is_fedramp": false]
+        object["agent_identity"] = [
+            "agent_runtime_id": "rt-1", "agent_private_key": "k", "account_id": credential.account.accountID ?? "",
+            "chatgpt_user_id": "u", "email": "w@example.com", "plan_type": "plus",
+            "chatgpt_account_is_fedramp": false,
+        ]
         try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: env.codexHome + "/auth.json"))
         #expect(try env.authJSON().legacyOAuthMode)
         let sameSession = try env.authJSON().refreshToken == credential.tokens.refreshToken
@@ -165,7 +197,10 @@ extension IntegrationHome {
         let fixed = try env.authObject()
         #expect(fixed["auth_mode"] as? String == "chatgpt")
         #expect((fixed["added_by_a_newer_codex"] as? [String: Any])?["kept"] as? Bool == true)
-        #expect((fixed["agent_identity"] as? [String: Any])?["agent_runtime_id"] as? String == "rt-1", "the same account keeps its agent identity")
+        #expect(
+            (fixed["agent_identity"] as? [String: Any])?["agent_runtime_id"] as? String == "rt-1",
+            "the same account keeps its agent identity"
+        )
 
         // Another account's sign-in replaces the file: the unknown field stays, the identity goes.
         try await env.signIn("other", email: "o@example.com")
@@ -187,7 +222,9 @@ extension IntegrationHome {
 
 /// The one key of Codex's config.toml Lanyard reads.
 @Suite struct CodexConfigTOMLTests {
-    func read(_ text: String) throws -> String? { try CodexConfigTOML.topLevelString("cli_auth_credentials_store", in: text) }
+    func read(_ text: String) throws -> String? {
+        try CodexConfigTOML.topLevelString("cli_auth_credentials_store", in: text)
+    }
 
     @Test func onlyTheTopLevelKeyCounts() throws {
         #expect(try read("") == nil)
@@ -196,15 +233,24 @@ extension IntegrationHome {
         #expect(try read("# cli_auth_credentials_store = \"keyring\"\nmodel = \"x\"") == nil)
         #expect(try read("model = \"a # not a comment\"\n\"cli_auth_credentials_store\" = \"keyring\"") == "keyring")
         #expect(try read("[profiles.work]\ncli_auth_credentials_store = \"keyring\"") == nil)
-        #expect(try read("model = \"o3\"\n[mcp_servers.x]\ncommand = \"y\"\ncli_auth_credentials_store = \"keyring\"") == nil)
+        #expect(
+            try read("model = \"o3\"\n[mcp_servers.x]\ncommand = \"y\"\ncli_auth_credentials_store = \"keyring\"")
+                == nil
+        )
         // Arrays and multi-line strings that hold look-alike lines do not end the top level.
-        #expect(try read("notes = \"\"\"\n[not.a.table]\ncli_auth_credentials_store = \"file\"\n\"\"\"\n"
-                         + "list = [\n  \"[x]\", # comment ]\n]\ncli_auth_credentials_store = \"keyring\"") == "keyring")
+        #expect(
+            try read(
+                "notes = \"\"\"\n[not.a.table]\ncli_auth_credentials_store = \"file\"\n\"\"\"\n"
+                    + "list = [\n  \"[x]\", # comment ]\n]\ncli_auth_credentials_store = \"keyring\""
+            ) == "keyring"
+        )
         #expect(throws: CodexConfigTOML.Problem.self) { try read("cli_auth_credentials_store = keyring") }
     }
 
     @Test func tablesAndBooleansAreReadByTheirFullName() throws {
-        func flag(_ text: String) throws -> Bool? { try CodexConfigTOML.boolean(["features", "secret_auth_storage"], in: text) }
+        func flag(_ text: String) throws -> Bool? {
+            try CodexConfigTOML.boolean(["features", "secret_auth_storage"], in: text)
+        }
         #expect(try flag("") == nil)
         #expect(try flag("[features]\nsecret_auth_storage = true\n") == true)
         #expect(try flag("[features]\nsecret_auth_storage = false # off\n") == false)
@@ -214,7 +260,9 @@ extension IntegrationHome {
         #expect(throws: CodexConfigTOML.Problem.self) { try flag("[features]\nsecret_auth_storage = truex") }
         #expect(throws: CodexConfigTOML.Problem.self) { try flag("[features]\nsecret_auth_storage = \"yes\"") }
         // A table header does not hide the top-level key that came before it.
-        #expect(try read("cli_auth_credentials_store = \"keyring\"\n[features]\nsecret_auth_storage = true") == "keyring")
+        #expect(
+            try read("cli_auth_credentials_store = \"keyring\"\n[features]\nsecret_auth_storage = true") == "keyring"
+        )
     }
 
     @Test func modeComesFromConfigTOML() throws {
@@ -268,10 +316,15 @@ extension IntegrationHome {
         let account = CodexHome(directory: env.codexHome).keyringAccount
         defer { _ = try? secretTool(["clear", "service", "Codex Auth", "username", account]) }
         // Codex's item for this home, as another program (the crate) made it before Lanyard.
-        let seeded = try runProcess("/usr/bin/env", ["secret-tool", "store", "--label=seeded", "service", "Codex Auth", "username", account,
-                                                     "target", "default", "application", "rust-keyring"],
-                                    environment: ProcessInfo.processInfo.environment,
-                                    stdin: Data(#"{"OPENAI_API_KEY":null,"personal_access_token":"at-seeded"}"#.utf8))
+        let seeded = try runProcess(
+            "/usr/bin/env",
+            [
+                "secret-tool", "store", "--label=seeded", "service", "Codex Auth", "username", account,
+                "target", "default", "application", "rust-keyring",
+            ],
+            environment: ProcessInfo.processInfo.environment,
+            stdin: Data(#"{"OPENAI_API_KEY":null,"personal_access_token":"at-seeded"}"#.utf8)
+        )
         #expect(seeded.0 == 0)
 
         let export = try env.run("codex", "export", "a", "--json")
@@ -286,14 +339,22 @@ extension IntegrationHome {
         #expect(sameSession)
         // Exactly the attributes the crate sets (and searches by service and username).
         let attributes = try attributeLines(account).filter { $0.hasPrefix("attribute.") }.sorted()
-        #expect(attributes == ["attribute.application = rust-keyring", "attribute.service = Codex Auth",
-                               "attribute.target = default", "attribute.username = \(account)"], "\(attributes)")
+        #expect(
+            attributes == [
+                "attribute.application = rust-keyring", "attribute.service = Codex Auth",
+                "attribute.target = default", "attribute.username = \(account)",
+            ],
+            "\(attributes)"
+        )
 
         // A switch updates the same item (one item, never a second).
         let switched = try env.run("switch", "b")
         #expect(switched.status == 0, "\(switched.stderr)")
         let after = try secretTool(["lookup", "service", "Codex Auth", "username", account])
-        #expect(try CodexSignIn.parse(Data(after.stdout.utf8), path: "keyring").chatGPT?.accountID == (try env.stored("b").account.accountID))
+        #expect(
+            try CodexSignIn.parse(Data(after.stdout.utf8), path: "keyring").chatGPT?.accountID
+                == (try env.stored("b").account.accountID)
+        )
         #expect(try attributeLines(account).filter { $0.hasPrefix("label = ") }.count == 1)
     }
 
@@ -324,7 +385,9 @@ extension IntegrationHome {
         environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         environment["CODEX_HOME"] = env.codexHome
         var daemon: KeyringDaemon? = try KeyringDaemon(environment: environment, password: "keyring password")
-        try Data("cli_auth_credentials_store = \"keyring\"\n".utf8).write(to: URL(fileURLWithPath: env.codexHome + "/config.toml"))
+        try Data("cli_auth_credentials_store = \"keyring\"\n".utf8).write(
+            to: URL(fileURLWithPath: env.codexHome + "/config.toml")
+        )
         let a = try #require(try await env.signIn("a", email: "a@example.com").account.accountID)
         let b = try #require(try await env.signIn("b", email: "b@example.com").account.accountID)
         func run(_ args: String...) throws -> (status: Int32, stdout: String, stderr: String) {
@@ -334,8 +397,11 @@ extension IntegrationHome {
         /// The account of Codex's keyring item for this home, as Codex's keyring crate finds it.
         let item = CodexHome(directory: env.codexHome).keyringAccount
         func codexAccount() throws -> String? {
-            let (status, out, _) = try runProcess("/usr/bin/env", ["secret-tool", "lookup", "service", "Codex Auth", "username", item],
-                                                  environment: environment)
+            let (status, out, _) = try runProcess(
+                "/usr/bin/env",
+                ["secret-tool", "lookup", "service", "Codex Auth", "username", item],
+                environment: environment
+            )
             guard status == 0 else { return nil }
             return try CodexSignIn.parse(Data(out.utf8), path: "keyring").chatGPT?.accountID
         }
@@ -343,19 +409,31 @@ extension IntegrationHome {
         #expect(first.status == 0, "\(first.stderr)")
         #expect(try codexAccount() == a)
 
-        let (lockStatus, _, lockErrors) = try runProcess("/usr/bin/gdbus", [
-            "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-            "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']"], environment: environment)
+        let (lockStatus, _, lockErrors) = try runProcess(
+            "/usr/bin/gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']",
+            ],
+            environment: environment
+        )
         #expect(lockStatus == 0, "\(lockErrors)")
         let refused = try run("switch", "b")
         #expect(refused.status == 5, "\(refused.stdout)\(refused.stderr)")
         #expect(refused.stdout.isEmpty, "\(refused.stdout)")
-        #expect(refused.stderr.contains("did not switch to b, because Codex could not follow (a is still the active slot): ")
-                && refused.stderr.contains("the keyring is locked"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains(
+                "did not switch to b, because Codex could not follow (a is still the active slot): "
+            )
+                && refused.stderr.contains("the keyring is locked"),
+            "\(refused.stderr)"
+        )
         let json = try run("switch", "b", "--json")
         #expect(json.status == 5 && json.stdout.contains("codex_keyring_unavailable"), "\(json.stdout)")
         #expect(try Registry(paths: env.paths).loadInTest().active?.name == "a")
-        #expect(!EventLog(paths: env.paths).read().contains { $0["event"]?.string == "switch" && $0["to"]?.string == "b" })
+        #expect(
+            !EventLog(paths: env.paths).read().contains { $0["event"]?.string == "switch" && $0["to"]?.string == "b" }
+        )
 
         // A new daemon opens the same keyring file with its password: Codex's item is still a's,
         // and now the switch goes through.
@@ -372,13 +450,17 @@ extension IntegrationHome {
     /// With no keyring answering, keyring mode is an error (exit 5) and no auth.json is written.
     @Test func noKeyringIsAnErrorNotAFileCodexIgnores() async throws {
         let env = try await IntegrationHome()  // no session bus
-        try Data("cli_auth_credentials_store = \"keyring\"\n".utf8).write(to: URL(fileURLWithPath: env.codexHome + "/config.toml"))
+        try Data("cli_auth_credentials_store = \"keyring\"\n".utf8).write(
+            to: URL(fileURLWithPath: env.codexHome + "/config.toml")
+        )
         try await env.signIn("a", email: "a@example.com")
         let export = try env.run("codex", "export", "a", "--json")
         #expect(export.status == 5 && export.stdout.contains("codex_keyring_unavailable"), "\(export.stdout)")
         #expect(!FileManager.default.fileExists(atPath: env.codexHome + "/auth.json"))
         // In auto mode Codex falls back to auth.json when no keyring answers: so does Lanyard.
-        try Data("cli_auth_credentials_store = \"auto\"\n".utf8).write(to: URL(fileURLWithPath: env.codexHome + "/config.toml"))
+        try Data("cli_auth_credentials_store = \"auto\"\n".utf8).write(
+            to: URL(fileURLWithPath: env.codexHome + "/config.toml")
+        )
         #expect(try env.run("codex", "export", "a").status == 0)
         #expect(FileManager.default.fileExists(atPath: env.codexHome + "/auth.json"))
     }

@@ -1,11 +1,12 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
-import LanyardCore
-@testable import LanyardIntegrations
-import LanyardStore
 import LanyardAuth
+import LanyardCore
+import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
+
+@testable import LanyardIntegrations
 
 // The credential protocols other tools speak, each exercised by the real client: Docker's
 // credential store (the `docker` package from PyPI), kubectl's exec plugin loader (the
@@ -28,7 +29,10 @@ struct HelperHome {
         let bin = env.home.root + "/bin"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         if !FileManager.default.fileExists(atPath: bin + "/docker-credential-lanyard") {
-            try FileManager.default.createSymbolicLink(atPath: bin + "/docker-credential-lanyard", withDestinationPath: lanyard)
+            try FileManager.default.createSymbolicLink(
+                atPath: bin + "/docker-credential-lanyard",
+                withDestinationPath: lanyard
+            )
         }
         return bin + ":/usr/bin:/bin"
     }
@@ -38,8 +42,11 @@ struct HelperHome {
         let python = repositoryRoot.appendingPathComponent(".venv/bin/python").path
         var environment = env.home.environment
         environment["PATH"] = try path ?? pathWithDockerHelper()
-        let (status, out, err) = try runProcess(python, [repositoryRoot.appendingPathComponent("Tests/Fixtures/clients/" + script).path] + args,
-                                                environment: environment)
+        let (status, out, err) = try runProcess(
+            python,
+            [repositoryRoot.appendingPathComponent("Tests/Fixtures/clients/" + script).path] + args,
+            environment: environment
+        )
         let last = out.split(separator: "\n").last.map(String.init) ?? ""
         return (status, try? JSONValue.parse(Data(last.utf8)), err)
     }
@@ -67,8 +74,12 @@ struct HelperHome {
             #expect(answer?["error"]?.string == "CredentialsNotFound", "\(server): \(String(describing: answer))")
         }
         // The protocol's exact text, straight from the helper.
-        let (status, out, _) = try runProcess(try home.pathWithDockerHelper().split(separator: ":")[0] + "/docker-credential-lanyard",
-                                              ["get"], environment: home.env.home.environment, stdin: Data("docker.io".utf8))
+        let (status, out, _) = try runProcess(
+            try home.pathWithDockerHelper().split(separator: ":")[0] + "/docker-credential-lanyard",
+            ["get"],
+            environment: home.env.home.environment,
+            stdin: Data("docker.io".utf8)
+        )
         #expect(status == 1)
         #expect(out == "credentials not found in native keychain\n")
     }
@@ -77,7 +88,10 @@ struct HelperHome {
         let home = try await HelperHome(config: "[docker]\nghcr.io = work")
         let (_, list, _) = try home.client("docker_credentials.py", ["list"])
         #expect(list == .object(["https://ghcr.io": .string("x-access-token")]))
-        let (storeStatus, stored, _) = try home.client("docker_credentials.py", ["store", "ghcr.io", "someone", "other-secret"])
+        let (storeStatus, stored, _) = try home.client(
+            "docker_credentials.py",
+            ["store", "ghcr.io", "someone", "other-secret"]
+        )
         #expect(storeStatus == 0 && stored?["ok"]?.bool == true)
         let (eraseStatus, erased, _) = try home.client("docker_credentials.py", ["erase", "ghcr.io"])
         #expect(eraseStatus == 0 && erased?["ok"]?.bool == true)
@@ -95,8 +109,10 @@ struct HelperHome {
         let home = try await HelperHome(config: "")
         let expected = home.env.home.root + "/expected-token"
         try home.token.write(toFile: expected, atomically: true, encoding: .utf8)
-        var args = ["--command", home.lanyard, "--arg", "kube-credential", "--arg", "work", "--api-version", apiVersion,
-                    "--expect-token-file", expected, "--requests", "3"]
+        var args = [
+            "--command", home.lanyard, "--arg", "kube-credential", "--arg", "work", "--api-version", apiVersion,
+            "--expect-token-file", expected, "--requests", "3",
+        ]
         for (k, v) in home.env.home.environment.sorted(by: { $0.key < $1.key }) { args += ["--env", "\(k)=\(v)"] }
         let (status, result, err) = try home.client("kube_exec.py", args)
         #expect(status == 0, "\(err) \(String(describing: result))")
@@ -116,12 +132,19 @@ struct HelperHome {
         #expect(credential["status"]?["token"]?.string == home.token)
         let expiry = try #require(credential["status"]?["expirationTimestamp"]?.string)
         #expect(RFC3339.date(from: expiry) != nil)
-        let beta = try home.env.home.run(["kube-credential", "work"], extraEnvironment: [
-            "KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","#
-                + #""spec":{"interactive":false}}"#,
-        ])
+        let beta = try home.env.home.run(
+            ["kube-credential", "work"],
+            extraEnvironment: [
+                "KUBERNETES_EXEC_INFO":
+                    #"{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","#
+                    + #""spec":{"interactive":false}}"#
+            ]
+        )
         #expect(try JSONValue.parse(Data(beta.stdout.utf8))["apiVersion"]?.string == KubeExecCredential.v1beta1)
-        let unknown = try home.env.home.run(["kube-credential", "work"], extraEnvironment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v2"}"#])
+        let unknown = try home.env.home.run(
+            ["kube-credential", "work"],
+            extraEnvironment: ["KUBERNETES_EXEC_INFO": #"{"apiVersion":"client.authentication.k8s.io/v2"}"#]
+        )
         #expect(unknown.status == 2)
         #expect(unknown.stdout.isEmpty)
     }
@@ -136,7 +159,10 @@ struct HelperHome {
         let netrc = home.env.home.root + "/netrc"
         try out.stdout.write(toFile: netrc, atomically: true, encoding: .utf8)
         let url = home.env.server.baseURL.appendingPathComponent("/_test/stats").absoluteString
-        let (status, _, verbose) = try runProcess("/usr/bin/curl", ["-sS", "-v", "-o", "/dev/null", "--netrc-file", netrc, url])
+        let (status, _, verbose) = try runProcess(
+            "/usr/bin/curl",
+            ["-sS", "-v", "-o", "/dev/null", "--netrc-file", netrc, url]
+        )
         #expect(status == 0)
         let basic = Data("x-access-token:\(home.token)".utf8).base64EncodedString()
         #expect(verbose.contains("Authorization: Basic \(basic)"))
@@ -154,8 +180,15 @@ struct HelperHome {
         #expect(json.status == 1)
         #expect(json.stderr.isEmpty)
         let document = try JSONValue.parse(Data(json.stdout.utf8))
-        #expect(document["machines"] == .array([.object(["machine": .string("api.example.com"), "login": .string("x-access-token"),
-                                                         "password": .string(home.token), "slot": .string("work")])]))
+        #expect(
+            document["machines"]
+                == .array([
+                    .object([
+                        "machine": .string("api.example.com"), "login": .string("x-access-token"),
+                        "password": .string(home.token), "slot": .string("work"),
+                    ])
+                ])
+        )
         #expect(document["unmapped"] == .array([.string("other.example.com")]))
     }
 }
@@ -184,18 +217,30 @@ struct HelperHome {
         let gh = try ghConfig(env.home)
         let extra = ["GH_CONFIG_DIR": gh, "PATH": "/usr/bin:/bin", "GH_TOKEN": "gho_fromTheEnvironment"]
         // The real gh reads the same folder (the environment's GH_TOKEN is not what gh holds).
-        let (ghStatus, ghToken, _) = try runProcess("/usr/bin/gh", ["auth", "token", "--hostname", "ghe.example.com"],
-                                                     environment: env.home.environment.merging(["GH_CONFIG_DIR": gh]) { $1 })
+        let (ghStatus, ghToken, _) = try runProcess(
+            "/usr/bin/gh",
+            ["auth", "token", "--hostname", "ghe.example.com"],
+            environment: env.home.environment.merging(["GH_CONFIG_DIR": gh]) { $1 }
+        )
         #expect(ghStatus == 0 && ghToken == "gho_bobToken0002\n")
 
         let out = try env.home.run(["gh", "import", "--json"], extraEnvironment: extra)
         #expect(out.status == 0, "\(out.stderr)")
         let slots = try JSONValue.parse(Data(out.stdout.utf8))["slots"]
-        #expect(slots == .array([
-            .object(["slot": .string("gh-alice"), "host": .string("github.com"), "user": .string("alice"), "backend": .string("file"), "changed": .bool(true)]),
-            .object(["slot": .string("gh-bob-ghe.example.com"), "host": .string("ghe.example.com"), "user": .string("bob"),
-                     "backend": .string("file"), "changed": .bool(true)]),
-        ]))
+        #expect(
+            slots
+                == .array([
+                    .object([
+                        "slot": .string("gh-alice"), "host": .string("github.com"), "user": .string("alice"),
+                        "backend": .string("file"), "changed": .bool(true),
+                    ]),
+                    .object([
+                        "slot": .string("gh-bob-ghe.example.com"), "host": .string("ghe.example.com"),
+                        "user": .string("bob"),
+                        "backend": .string("file"), "changed": .bool(true),
+                    ]),
+                ])
+        )
         #expect(try env.home.run("token", "gh-alice").stdout == "gho_aliceToken0001\n")
         #expect(try env.home.run("env", "gh-alice").stdout.contains("export GH_TOKEN='gho_aliceToken0001'"))
         let envJSON = try env.home.run("env", "gh-alice", "--json")
@@ -214,9 +259,15 @@ struct HelperHome {
         let env = try await IntegrationHome()
         let gh = try ghConfig(env.home)
         let extra = ["GH_CONFIG_DIR": gh, "PATH": "/usr/bin:/bin"]
-        #expect(try env.home.run(["gh", "import", "work-gh", "--hostname", "github.com"], extraEnvironment: extra).status == 0)
+        #expect(
+            try env.home.run(["gh", "import", "work-gh", "--hostname", "github.com"], extraEnvironment: extra).status
+                == 0
+        )
         #expect(try env.home.run("token", "work-gh").stdout == "gho_aliceToken0001\n")
-        let clash = try env.home.run(["gh", "import", "work-gh", "--hostname", "ghe.example.com"], extraEnvironment: extra)
+        let clash = try env.home.run(
+            ["gh", "import", "work-gh", "--hostname", "ghe.example.com"],
+            extraEnvironment: extra
+        )
         #expect(clash.status != 0)
         #expect(try env.home.run("token", "work-gh").stdout == "gho_aliceToken0001\n")
         let many = try env.home.run(["gh", "import", "one-slot"], extraEnvironment: extra)
@@ -233,7 +284,10 @@ struct HelperHome {
         #expect(throws: GitHubCLI.HostsFileError(path: "hosts.yml", line: 1, problem: "is indented before any host")) {
             _ = try GitHubCLI.parseHosts("    user: x\n", path: "hosts.yml")
         }
-        let nested = try GitHubCLI.parseHosts("github.com:\n    users:\n        alice:\n            oauth_token: nested\n    user: alice\n", path: "h")
+        let nested = try GitHubCLI.parseHosts(
+            "github.com:\n    users:\n        alice:\n            oauth_token: nested\n    user: alice\n",
+            path: "h"
+        )
         #expect(nested == [GitHubCLI.Account(host: "github.com", user: "alice", fileToken: nil)])
     }
 }

@@ -1,10 +1,10 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardCore
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// `lanyard exec --follow -- codex`: a switch while Codex runs stops it and resumes its session as
 /// the new slot. Codex is played by a stand-in that records what it was started with, the
@@ -20,46 +20,46 @@ import LanyardStore
     /// never to put it back. Started with `resume`, it records whether the terminal echoes and
     /// exits 7.
     static let standIn = """
-    #!/usr/bin/python3
-    import json, os, sys, signal, uuid
-    home = os.environ["CODEX_HOME"]
-    def log(**record):
-        with open(os.environ["STANDIN_LOG"], "a") as f:
-            f.write(json.dumps(record) + "\\n")
-    auth = json.load(open(os.path.join(home, "auth.json")))
-    log(event="start", argv=sys.argv[1:], \
-    slot=os.environ.get("LANYARD_ACCOUNT"), account=auth["tokens"]["account_id"])
-    if sys.argv[1:2] == ["resume"]:
-        if os.isatty(0):
-            import termios
-            log(event="terminal", echo=bool(termios.tcgetattr(0)[3] & termios.ECHO))
-        sys.exit(7)
-    mode = os.environ.get("STANDIN_MODE", "int")
-    def on_int(sig, frame):
-        log(event="signal", signal="INT")
-        if mode == "int":
-            sys.exit(130)
-        if mode == "keep" and os.isatty(0):
-            import tty
-            tty.setraw(0)
-    def on_term(sig, frame):
-        log(event="signal", signal="TERM")
-        if mode != "stubborn":
-            os._exit(143)
-    signal.signal(signal.SIGINT, on_int)
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGUSR1, lambda sig, frame: sys.exit(int(os.environ.get("STANDIN_EXIT", "0"))))
-    if os.environ.get("STANDIN_NO_SESSION") != "1":  # Codex writes none before the first turn
-        session = str(uuid.uuid4())
-        day = os.path.join(home, "sessions", "2026", "12", "04")
-        os.makedirs(day, exist_ok=True)
-        with open(os.path.join(day, "rollout-2026-12-04T12-00-00-" + session + ".jsonl"), "w") as f:
-            f.write(json.dumps({"type": "session_meta", "payload": {"id": session}}) + "\\n")
-        log(event="session", id=session)
-    print("ready", os.getpid(), flush=True)
-    while True:
-        signal.pause()
-    """
+        #!/usr/bin/python3
+        import json, os, sys, signal, uuid
+        home = os.environ["CODEX_HOME"]
+        def log(**record):
+            with open(os.environ["STANDIN_LOG"], "a") as f:
+                f.write(json.dumps(record) + "\\n")
+        auth = json.load(open(os.path.join(home, "auth.json")))
+        log(event="start", argv=sys.argv[1:], \
+        slot=os.environ.get("LANYARD_ACCOUNT"), account=auth["tokens"]["account_id"])
+        if sys.argv[1:2] == ["resume"]:
+            if os.isatty(0):
+                import termios
+                log(event="terminal", echo=bool(termios.tcgetattr(0)[3] & termios.ECHO))
+            sys.exit(7)
+        mode = os.environ.get("STANDIN_MODE", "int")
+        def on_int(sig, frame):
+            log(event="signal", signal="INT")
+            if mode == "int":
+                sys.exit(130)
+            if mode == "keep" and os.isatty(0):
+                import tty
+                tty.setraw(0)
+        def on_term(sig, frame):
+            log(event="signal", signal="TERM")
+            if mode != "stubborn":
+                os._exit(143)
+        signal.signal(signal.SIGINT, on_int)
+        signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGUSR1, lambda sig, frame: sys.exit(int(os.environ.get("STANDIN_EXIT", "0"))))
+        if os.environ.get("STANDIN_NO_SESSION") != "1":  # Codex writes none before the first turn
+            session = str(uuid.uuid4())
+            day = os.path.join(home, "sessions", "2026", "12", "04")
+            os.makedirs(day, exist_ok=True)
+            with open(os.path.join(day, "rollout-2026-12-04T12-00-00-" + session + ".jsonl"), "w") as f:
+                f.write(json.dumps({"type": "session_meta", "payload": {"id": session}}) + "\\n")
+            log(event="session", id=session)
+        print("ready", os.getpid(), flush=True)
+        while True:
+            signal.pause()
+        """
 
     /// A home with slots `a` and `b` (a active) and the stand-in as `codex` on PATH.
     struct Setup {
@@ -75,7 +75,9 @@ import LanyardStore
             try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
             try ExecFollowTests.standIn.write(toFile: bin + "/codex", atomically: true, encoding: .utf8)
             chmod(bin + "/codex", 0o755)
-            for slot in slots { accounts[slot] = try await env.signIn(slot, email: "\(slot)@example.com").account.accountID }
+            for slot in slots {
+                accounts[slot] = try await env.signIn(slot, email: "\(slot)@example.com").account.accountID
+            }
             #expect(try env.run("switch", "a").status == 0)
         }
 
@@ -84,8 +86,14 @@ import LanyardStore
         }
 
         /// Starts `exec --follow ARGS -- codex` and waits for the stand-in to say it is ready.
-        func start(_ args: [String], _ extra: [String: String] = [:]) throws -> (process: Process, stdout: Pipe, stderr: Pipe, codexPID: pid_t) {
-            let (p, stdout, stderr) = try env.home.start(["exec", "--follow"] + args + ["--", "codex"], extraEnvironment: environment(extra))
+        func start(
+            _ args: [String],
+            _ extra: [String: String] = [:]
+        ) throws -> (process: Process, stdout: Pipe, stderr: Pipe, codexPID: pid_t) {
+            let (p, stdout, stderr) = try env.home.start(
+                ["exec", "--follow"] + args + ["--", "codex"],
+                extraEnvironment: environment(extra)
+            )
             var seen = ""
             while !seen.contains("\n") {
                 let chunk = stdout.fileHandleForReading.availableData
@@ -94,14 +102,18 @@ import LanyardStore
             }
             let words = seen.split(whereSeparator: \.isWhitespace)
             guard words.count >= 2, words[0] == "ready", let pid = pid_t(words[1]) else {
-                throw ServerError("the stand-in did not start: \(seen) "
-                    + "\(String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+                throw ServerError(
+                    "the stand-in did not start: \(seen) "
+                        + "\(String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))"
+                )
             }
             return (p, stdout, stderr, pid)
         }
 
         /// Waits for `exec` to end: its status and what it wrote to stderr.
-        func finish(_ run: (process: Process, stdout: Pipe, stderr: Pipe, codexPID: pid_t)) -> (status: Int32, stderr: String) {
+        func finish(
+            _ run: (process: Process, stdout: Pipe, stderr: Pipe, codexPID: pid_t)
+        ) -> (status: Int32, stderr: String) {
             _ = run.stdout.fileHandleForReading.readDataToEndOfFile()
             let err = String(decoding: run.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             run.process.waitUntilExit()
@@ -115,7 +127,9 @@ import LanyardStore
             }
         }
 
-        var leftoverFolders: [String] { (try? FileManager.default.contentsOfDirectory(atPath: env.home.root + "/run/lanyard/exec")) ?? [] }
+        var leftoverFolders: [String] {
+            (try? FileManager.default.contentsOfDirectory(atPath: env.home.root + "/run/lanyard/exec")) ?? []
+        }
     }
 
     @Test func aSwitchStopsCodexWithSIGINTAndResumesItsSessionAsTheNewSlot() async throws {
@@ -127,7 +141,10 @@ import LanyardStore
         let records = try setup.records()
         let session = try #require(records.first { $0["event"] as? String == "session" }?["id"] as? String)
         #expect(records.map { $0["event"] as? String ?? "" } == ["start", "session", "signal", "start"], "\(records)")
-        #expect(records[0]["argv"] as? [String] == [] && records[0]["slot"] as? String == "a" && records[0]["account"] as? String == setup.accounts["a"])
+        #expect(
+            records[0]["argv"] as? [String] == [] && records[0]["slot"] as? String == "a"
+                && records[0]["account"] as? String == setup.accounts["a"]
+        )
         #expect(records[2]["signal"] as? String == "INT")
         #expect(records[3]["argv"] as? [String] == ["resume", session])
         #expect(records[3]["slot"] as? String == "b" && records[3]["account"] as? String == setup.accounts["b"])
@@ -140,8 +157,15 @@ import LanyardStore
     @Test func anAutoSwitchAtALimitMovesCodexToo() async throws {
         let setup = try await Setup(extraConfig: "[switch]\nauto = usage\npoll = 3600")
         for (slot, used) in [("a", 96), ("b", 10)] {
-            try await setup.env.server.hook("/_test/usage", ["account_id": try #require(setup.accounts[slot]),
-                                                             "primary_window": ["used_percent": used, "limit_window_seconds": 18000, "reset_after_seconds": 7200]])
+            try await setup.env.server.hook(
+                "/_test/usage",
+                [
+                    "account_id": try #require(setup.accounts[slot]),
+                    "primary_window": [
+                        "used_percent": used, "limit_window_seconds": 18000, "reset_after_seconds": 7200,
+                    ],
+                ]
+            )
         }
         let run = try setup.start(["--grace", "600"])
         let (agent, _, agentErr) = try setup.env.home.start(["agent"])
@@ -165,7 +189,10 @@ import LanyardStore
         let (status, stderr) = setup.finish(run)
         #expect(status == 7, "\(stderr)")
         let records = try setup.records()
-        #expect(records.map { $0["event"] as? String ?? "" } == ["start", "session", "signal", "signal", "start"], "\(records)")
+        #expect(
+            records.map { $0["event"] as? String ?? "" } == ["start", "session", "signal", "signal", "start"],
+            "\(records)"
+        )
         #expect(records.compactMap { $0["signal"] as? String } == ["INT", "TERM"])
         #expect(records.last?["slot"] as? String == "b" && records.last?["account"] as? String == setup.accounts["b"])
     }
@@ -177,8 +204,14 @@ import LanyardStore
         let (status, stderr) = setup.finish(run)
         #expect(status == 7, "\(stderr)")
         let records = try setup.records()
-        #expect(records.compactMap { $0["signal"] as? String } == ["INT", "TERM"], "SIGKILL cannot be caught: \(records)")
-        #expect(records.last?["argv"] as? [String] == ["resume", records[1]["id"] as? String ?? "?"] && records.last?["slot"] as? String == "b")
+        #expect(
+            records.compactMap { $0["signal"] as? String } == ["INT", "TERM"],
+            "SIGKILL cannot be caught: \(records)"
+        )
+        #expect(
+            records.last?["argv"] as? [String] == ["resume", records[1]["id"] as? String ?? "?"]
+                && records.last?["slot"] as? String == "b"
+        )
     }
 
     /// Codex records a session at its first turn: before that there is nothing to resume, and the
@@ -195,18 +228,23 @@ import LanyardStore
             seen += String(decoding: chunk, as: UTF8.self)
         }
         let records = (try? setup.records()) ?? []
-        let second = try #require(seen.split(whereSeparator: \.isWhitespace).last.flatMap { pid_t($0) },
-                                  """
-                                  \(seen) \(String(decoding: run.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) \
-                                  \(records)
-                                  """)
+        let second = try #require(
+            seen.split(whereSeparator: \.isWhitespace).last.flatMap { pid_t($0) },
+            """
+            \(seen) \(String(decoding: run.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) \
+            \(records)
+            """
+        )
         kill(second, SIGUSR1)
         let (status, stderr) = setup.finish(run)
         #expect(status == 0, "\(stderr)")
         let final = try setup.records()
         #expect(final.map { $0["event"] as? String ?? "" } == ["start", "signal", "start"], "\(final)")
         #expect(final.last?["argv"] as? [String] == [] && final.last?["slot"] as? String == "b")
-        #expect(stderr.contains("lanyard: moving Codex from a to b (no session recorded yet: starting it again)"), "\(stderr)")
+        #expect(
+            stderr.contains("lanyard: moving Codex from a to b (no session recorded yet: starting it again)"),
+            "\(stderr)"
+        )
     }
 
     @Test func codexEndingByItselfEndsExecWithItsStatus() async throws {
@@ -239,7 +277,10 @@ import LanyardStore
         kill(run.codexPID, SIGUSR1)
         let (status, stderr) = setup.finish(run)
         #expect(status == 0, "\(stderr)")
-        #expect(try setup.records().map { $0["event"] as? String ?? "" } == ["start", "session", "signal"], "no restart")
+        #expect(
+            try setup.records().map { $0["event"] as? String ?? "" } == ["start", "session", "signal"],
+            "no restart"
+        )
     }
 
     @Test func aSwitchToASlotThatMustSignInLeavesCodexRunning() async throws {
@@ -257,15 +298,27 @@ import LanyardStore
         kill(run.codexPID, SIGUSR1)
         let (status, rest) = setup.finish(run)
         #expect(status == 4, "exit status of reauthentication_required: \(said)\(rest)")
-        #expect(rest.contains("did not move Codex to c"), "said again once Codex is gone, where the terminal is readable: \(rest)")
-        #expect(try setup.records().map { $0["event"] as? String ?? "" } == ["start", "session"], "never signalled, never started again")
+        #expect(
+            rest.contains("did not move Codex to c"),
+            "said again once Codex is gone, where the terminal is readable: \(rest)"
+        )
+        #expect(
+            try setup.records().map { $0["event"] as? String ?? "" } == ["start", "session"],
+            "never signalled, never started again"
+        )
     }
 
     @Test func followNeedsCodexSlotAndGraceNeedsFollow() async throws {
         let setup = try await Setup(slots: ["a"])
-        let grace = try setup.env.home.run(["exec", "--grace", "1", "a", "--", "codex"], extraEnvironment: setup.environment([:]))
+        let grace = try setup.env.home.run(
+            ["exec", "--grace", "1", "a", "--", "codex"],
+            extraEnvironment: setup.environment([:])
+        )
         #expect(grace.status == 2 && grace.stderr.contains("--grace goes with --follow"), "\(grace.stderr)")
-        let bad = try setup.env.home.run(["exec", "--follow", "--grace", "0", "a", "--", "codex"], extraEnvironment: setup.environment([:]))
+        let bad = try setup.env.home.run(
+            ["exec", "--follow", "--grace", "0", "a", "--", "codex"],
+            extraEnvironment: setup.environment([:])
+        )
         #expect(bad.status == 2 && bad.stderr.contains("--grace needs a number of seconds"), "\(bad.stderr)")
     }
 
@@ -274,23 +327,36 @@ import LanyardStore
     @Test func onATerminalCtrlCGoesToCodexAndModesComeBack() async throws {
         let setup = try await Setup()
         let binary = builtBinary("lanyard")
-        let environment = setup.env.home.environment.merging(setup.environment(["STANDIN_MODE": "keep", "CODEX_HOME": setup.env.codexHome])) { $1 }
+        let environment = setup.env.home.environment.merging(
+            setup.environment(["STANDIN_MODE": "keep", "CODEX_HOME": setup.env.codexHome])
+        ) { $1 }
         // `exec` in the shell `script` runs: a shell waiting for lanyard would itself die of the
         // Ctrl-C, which is not what this test is about.
-        let terminal = try TerminalRun("exec", [binary, "exec", "--follow", "--grace", "0.5", "--", "codex"], environment: environment)
+        let terminal = try TerminalRun(
+            "exec",
+            [binary, "exec", "--follow", "--grace", "0.5", "--", "codex"],
+            environment: environment
+        )
         #expect(try await terminal.wait { $0.contains("ready") }, "\(terminal.text)")
         try terminal.type("\u{03}")  // Ctrl-C
         // The stand-in got it (and kept running, as Codex interrupting a turn does); lanyard
         // ignored it, so it is still there to follow a switch.
-        let interrupted = try await terminal.wait { _ in (try? setup.records().contains { $0["signal"] as? String == "INT" }) == true }
+        let interrupted = try await terminal.wait { _ in
+            (try? setup.records().contains { $0["signal"] as? String == "INT" }) == true
+        }
         #expect(interrupted, "\(terminal.text)")
         #expect(try setup.env.run("switch", "b").status == 0)
         let (status, text) = try await terminal.finish()
         #expect(status == 7, "\(text)")
         let records = try setup.records()
-        #expect(records.compactMap { $0["signal"] as? String } == ["INT", "INT", "TERM"], "Ctrl-C, then lanyard's SIGINT and SIGTERM: \(records)")
-        #expect(records.last?["event"] as? String == "terminal" && records.last?["echo"] as? Bool == true,
-                "the resumed Codex finds the terminal as it was before the first one set raw mode: \(records)")
+        #expect(
+            records.compactMap { $0["signal"] as? String } == ["INT", "INT", "TERM"],
+            "Ctrl-C, then lanyard's SIGINT and SIGTERM: \(records)"
+        )
+        #expect(
+            records.last?["event"] as? String == "terminal" && records.last?["echo"] as? Bool == true,
+            "the resumed Codex finds the terminal as it was before the first one set raw mode: \(records)"
+        )
     }
 }
 
@@ -301,21 +367,31 @@ import LanyardStore
         let testHome = TestHome()
         let home = testHome.root
         #expect(CodexSessions.newest(in: home) == nil)
-        let older = "5973b6c0-94b8-487b-a530-2aeb6098ae0e", newer = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+        let older = "5973b6c0-94b8-487b-a530-2aeb6098ae0e"
+        let newer = "0199a213-81c0-7800-8aa1-bbab2a035a53"
         for (day, id, age) in [("2026/12/03", older, 0.0), ("2026/12/04", newer, 100.0)] {
             let folder = home + "/sessions/" + day
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let file = folder + "/rollout-2026-12-04T12-00-00-\(id).jsonl"
             try Data("{}\n".utf8).write(to: URL(fileURLWithPath: file))
-            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_800_000_000 + age)], ofItemAtPath: file)
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSince1970: 1_800_000_000 + age)],
+                ofItemAtPath: file
+            )
         }
         try Data().write(to: URL(fileURLWithPath: home + "/sessions/2026/12/04/rollout-not-a-session.jsonl"))
         #expect(CodexSessions.newest(in: home) == newer)
         // Resuming the older one appends to it, which makes it the newest.
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_800_000_200)],
-                                              ofItemAtPath: home + "/sessions/2026/12/03/rollout-2026-12-04T12-00-00-\(older).jsonl")
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: 1_800_000_200)],
+            ofItemAtPath: home + "/sessions/2026/12/03/rollout-2026-12-04T12-00-00-\(older).jsonl"
+        )
         #expect(CodexSessions.newest(in: home) == older)
-        #expect(CodexSessions.sessionID(fromFileName: "rollout-2025-05-07T17-24-21-5973B6C0-94B8-487B-A530-2AEB6098AE0E.jsonl") == older)
+        #expect(
+            CodexSessions.sessionID(
+                fromFileName: "rollout-2025-05-07T17-24-21-5973B6C0-94B8-487B-A530-2AEB6098AE0E.jsonl"
+            ) == older
+        )
         #expect(CodexSessions.sessionID(fromFileName: "rollout-x5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl") == nil)
         withExtendedLifetime(testHome) {}
     }
@@ -330,9 +406,16 @@ import LanyardStore
         #expect(try env.run("switch", "work").status == 0)
         let slot = try env.run("exec", "work", "ls", "my file")
         #expect(slot.status == 127)
-        #expect(slot.stderr.contains("command not found: work (work is a slot: `lanyard exec work -- ls 'my file'`)"), "\(slot.stderr)")
+        #expect(
+            slot.stderr.contains("command not found: work (work is a slot: `lanyard exec work -- ls 'my file'`)"),
+            "\(slot.stderr)"
+        )
         let other = try env.run("exec", "nosuchprogram", "ls")
-        #expect(other.status == 127 && other.stderr.contains("command not found: nosuchprogram") && !other.stderr.contains("is a slot"), "\(other.stderr)")
+        #expect(
+            other.status == 127 && other.stderr.contains("command not found: nosuchprogram")
+                && !other.stderr.contains("is a slot"),
+            "\(other.stderr)"
+        )
         // The form it shows works.
         #expect(try env.run("exec", "work", "--", "true").status == 0)
     }

@@ -1,11 +1,12 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardCLI
 import LanyardCore
-@testable import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
+
+@testable import LanyardIntegrations
 
 /// Seeds slots into the real file store (no keyring needed) for the git and bundle tests.
 func fileStoreHarness(config: String = "") async throws -> CLIHarness {
@@ -22,13 +23,25 @@ func fileStoreHarness(config: String = "") async throws -> CLIHarness {
 func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws -> Slot {
     let slot = try Slot(name)
     let account = AccountInfo(email: "\(name)@example.com", accountID: "acct-\(name)")
-    let credential = Credential(provider: "openai", tokens: TokenSet(accessToken: token ?? "AT-\(name)-SECRET", refreshToken: "RT-\(name)-SECRET",
-                                                                     expiresAt: Date(timeIntervalSince1970: 4_000_000_000)),
-                                lastRefresh: Date(timeIntervalSince1970: 1_799_000_000), account: account)
+    let credential = Credential(
+        provider: "openai",
+        tokens: TokenSet(
+            accessToken: token ?? "AT-\(name)-SECRET",
+            refreshToken: "RT-\(name)-SECRET",
+            expiresAt: Date(timeIntervalSince1970: 4_000_000_000)
+        ),
+        lastRefresh: Date(timeIntervalSince1970: 1_799_000_000),
+        account: account
+    )
     try StoreOpeners.system(.file, LanyardConfig(), h.paths, false).put(credential, for: slot)
     try h.registry.update { doc in
-        doc.slots[slot] = SlotRecord(provider: "openai", backend: .file, account: account,
-                                     state: .signedIn(expiresAt: credential.tokens.expiresAt), createdAt: Date(timeIntervalSince1970: 1_799_000_000))
+        doc.slots[slot] = SlotRecord(
+            provider: "openai",
+            backend: .file,
+            account: account,
+            state: .signedIn(expiresAt: credential.tokens.expiresAt),
+            createdAt: Date(timeIntervalSince1970: 1_799_000_000)
+        )
     }
     return slot
 }
@@ -37,13 +50,18 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
     let mapping = "[git]\nexample.com = work\nexample.com/org = personal\nExample.com/org/special = special\n"
 
     @Test func matchingPicksTheLongestPathPrefix() async throws {
-        let m: [String: Slot] = ["example.com": try Slot("work"), "example.com/org": try Slot("personal"),
-                                 "example.com/org/special": try Slot("special"), "other.com/x": try Slot("x")]
+        let m: [String: Slot] = [
+            "example.com": try Slot("work"), "example.com/org": try Slot("personal"),
+            "example.com/org/special": try Slot("special"), "other.com/x": try Slot("x"),
+        ]
         #expect(GitCredential.slot(host: "example.com", path: nil, in: m)?.slot.name == "work")
         #expect(GitCredential.slot(host: "EXAMPLE.com", path: "org/repo.git", in: m)?.slot.name == "personal")
         #expect(GitCredential.slot(host: "example.com", path: "org/special.git", in: m)?.slot.name == "special")
         #expect(GitCredential.slot(host: "example.com", path: "org/special/deeper", in: m)?.slot.name == "special")
-        #expect(GitCredential.slot(host: "example.com", path: "organisation/repo", in: m)?.slot.name == "work", "whole segments only")
+        #expect(
+            GitCredential.slot(host: "example.com", path: "organisation/repo", in: m)?.slot.name == "work",
+            "whole segments only"
+        )
         #expect(GitCredential.slot(host: "other.com", path: nil, in: m) == nil, "a path mapping needs a path")
         #expect(GitCredential.slot(host: "other.com", path: "x/y", in: m)?.slot.name == "x")
         #expect(GitCredential.slot(host: "nowhere.com", path: "x", in: m) == nil)
@@ -59,7 +77,10 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
         #expect(GitCredential.slot(host: "example.com", path: "bobcorp/.%2E/x.git", in: m)?.slot.name == "work")
         #expect(GitCredential.slot(host: "example.com", path: "./bobcorp/./repo.git", in: m)?.slot.name == "bob")
         #expect(GitCredential.slot(host: "example.com", path: "x/../bobcorp/repo.git", in: m)?.slot.name == "bob")
-        #expect(GitCredential.slot(host: "example.com", path: "../../bobcorp/repo", in: m)?.slot.name == "bob", "`..` above the root stays there")
+        #expect(
+            GitCredential.slot(host: "example.com", path: "../../bobcorp/repo", in: m)?.slot.name == "bob",
+            "`..` above the root stays there"
+        )
         #expect(GitCredential.slot(host: "example.com", path: "bob%63orp/repo", in: m)?.slot.name == "bob")
     }
 
@@ -67,10 +88,16 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
         let text = mapping + "[provider.openai]\ngit-username = oauth2\n"
         let loaded = try ConfigFile.parse(Data(text.utf8), path: "config.ini")
         #expect(loaded.warnings.isEmpty)
-        #expect(loaded.config.gitCredentials == ["example.com": try Slot("work"), "example.com/org": try Slot("personal"),
-                                                 "example.com/org/special": try Slot("special")])
+        #expect(
+            loaded.config.gitCredentials == [
+                "example.com": try Slot("work"), "example.com/org": try Slot("personal"),
+                "example.com/org/special": try Slot("special"),
+            ]
+        )
         #expect(loaded.config.providers["openai"]?.gitUsername == "oauth2")
-        #expect(throws: ConfigError.self) { try ConfigFile.parse(Data("[git]\nexample.com = Not A Slot!\n".utf8), path: "c") }
+        #expect(throws: ConfigError.self) {
+            try ConfigFile.parse(Data("[git]\nexample.com = Not A Slot!\n".utf8), path: "c")
+        }
     }
 
     @Test func getAnswersMappedHostsOnly() async throws {
@@ -97,10 +124,17 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
             let r = await h.run("git-credential", sub)
             #expect(r.status == 0 && r.stdout.isEmpty && r.stderr.isEmpty)
         }
-        #expect(try StoreOpeners.system(.file, LanyardConfig(), h.paths, false).getInTest(try Slot("work")).tokens.accessToken == "AT-work-SECRET",
-                "erase leaves the slot alone")
+        #expect(
+            try StoreOpeners.system(.file, LanyardConfig(), h.paths, false).getInTest(try Slot("work")).tokens
+                .accessToken == "AT-work-SECRET",
+            "erase leaves the slot alone"
+        )
 
-        try (mapping + "[provider.openai]\ngit-username = oauth2\n").write(toFile: h.paths.configFile, atomically: true, encoding: .utf8)
+        try (mapping + "[provider.openai]\ngit-username = oauth2\n").write(
+            toFile: h.paths.configFile,
+            atomically: true,
+            encoding: .utf8
+        )
         h.input = ["protocol=https", "host=example.com", ""]
         #expect(await h.run("git-credential", "get").stdout.hasPrefix("username=oauth2\n"))
     }
@@ -135,13 +169,18 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
         let h = try await fileStoreHarness(config: mapping)
         let host = await h.run("git-credential", "setup", "example.com")
         #expect(host.status == 0)
-        #expect(host.stdout == """
-            git config --global credential.https://example.com.helper '!lanyard git-credential'
-            git config --global credential.https://example.com.useHttpPath 'true'
+        #expect(
+            host.stdout == """
+                git config --global credential.https://example.com.helper '!lanyard git-credential'
+                git config --global credential.https://example.com.useHttpPath 'true'
 
-            """, "example.com has path mappings, so git must send paths")
+                """,
+            "example.com has path mappings, so git must send paths"
+        )
         let other = await h.run("git-credential", "setup", "git.example.org", "--slot", "work")
-        #expect(other.stdout == "git config --global credential.https://git.example.org.helper '!lanyard git-credential'\n")
+        #expect(
+            other.stdout == "git config --global credential.https://git.example.org.helper '!lanyard git-credential'\n"
+        )
         #expect(other.stderr.contains("[git]\ngit.example.org = work"))
     }
 
@@ -164,19 +203,23 @@ func seedFileSlot(_ h: CLIHarness, _ name: String, token: String? = nil) throws 
             p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             p.arguments = ["git", "credential", "fill"]
             var env = h.environment
-            env["PATH"] = (lanyardBinary() as NSString).deletingLastPathComponent + ":" + (env["PATH"] ?? "/usr/bin:/bin")
+            env["PATH"] =
+                (lanyardBinary() as NSString).deletingLastPathComponent + ":" + (env["PATH"] ?? "/usr/bin:/bin")
             env["GIT_TERMINAL_PROMPT"] = "0"
             env["GIT_ASKPASS"] = nil
             env["SSH_ASKPASS"] = nil
             p.environment = env
-            let stdin = Pipe(), out = Pipe(), err = Pipe()
+            let stdin = Pipe()
+            let out = Pipe()
+            let err = Pipe()
             p.standardInput = stdin
             p.standardOutput = out
             p.standardError = err
             try p.run()
             stdin.fileHandleForWriting.write(Data(input.utf8))
             try stdin.fileHandleForWriting.close()
-            let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+            let o = out.fileHandleForReading.readDataToEndOfFile()
+            let e = err.fileHandleForReading.readDataToEndOfFile()
             p.waitUntilExit()
             return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
         }

@@ -1,9 +1,9 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardCLI
 import LanyardCore
 import LanyardIntegrations
+import LanyardTestSupport
+import Testing
 
 /// Input from other programs is read within limits: `lanyard git-credential get </dev/zero` used
 /// to grow to gigabytes in seconds (the standard library's `readLine()` has no limit).
@@ -22,12 +22,19 @@ import LanyardIntegrations
     }
 
     /// Runs `program ARGS` with `pattern` repeated forever on its standard input.
-    static func runFed(_ program: String, _ args: [String], pattern: String, environment: [String: String]) throws -> Output {
+    static func runFed(
+        _ program: String,
+        _ args: [String],
+        pattern: String,
+        environment: [String: String]
+    ) throws -> Output {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
         p.arguments = ["-c", "ulimit -d \(dataLimitKiB) && exec \"$0\" \"$@\"", program] + args
         p.environment = environment
-        let input = Pipe(), out = Pipe(), err = Pipe()
+        let input = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardInput = input
         p.standardOutput = out
         p.standardError = err
@@ -54,20 +61,32 @@ import LanyardIntegrations
         p.waitUntilExit()
         fed.wait()  // the process is gone, so the feeder's next write failed
         try input.fileHandleForWriting.close()
-        return Output(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        return Output(
+            status: p.terminationStatus,
+            stdout: String(decoding: o, as: UTF8.self),
+            stderr: String(decoding: e, as: UTF8.self)
+        )
     }
 
     static let git = [
         (pattern: "\0", message: "lanyard: git-credential: input line 1 contains a NUL byte (it is not text)\n"),
         (pattern: "a", message: "lanyard: git-credential: input line 1 is longer than 64 KiB\n"),
-        (pattern: "protocol=https\n", message: "lanyard: git-credential: input line 69906 takes the request past 1 MiB, the most it may hold\n"),
+        (
+            pattern: "protocol=https\n",
+            message: "lanyard: git-credential: input line 69906 takes the request past 1 MiB, the most it may hold\n"
+        ),
     ]
 
     @Test(arguments: ["get", "store", "erase"])
     func gitCredentialStopsAtOnce(action: String) throws {
         let home = TestHome()
         for (pattern, message) in Self.git {
-            let r = try Self.runFed(lanyardBinary(), ["git-credential", action], pattern: pattern, environment: home.environment)
+            let r = try Self.runFed(
+                lanyardBinary(),
+                ["git-credential", action],
+                pattern: pattern,
+                environment: home.environment
+            )
             #expect(r.status == 2, "\(pattern.debugDescription): \(r.stderr)")
             #expect(r.stderr == message)
             #expect(r.stdout.isEmpty)
@@ -75,7 +94,10 @@ import LanyardIntegrations
     }
 
     static let docker = [
-        (pattern: "\0", message: "docker-credential-lanyard: the input on stdin contains a NUL byte (it is not text)\n"),
+        (
+            pattern: "\0",
+            message: "docker-credential-lanyard: the input on stdin contains a NUL byte (it is not text)\n"
+        ),
         (pattern: "a", message: "docker-credential-lanyard: a line on stdin is longer than 64 KiB\n"),
         (pattern: "https://ghcr.io\n", message: "docker-credential-lanyard: the input on stdin is longer than 1 MiB\n"),
     ]

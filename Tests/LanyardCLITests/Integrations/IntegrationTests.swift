@@ -1,13 +1,13 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardNetwork
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCLI
 import LanyardCore
 import LanyardIntegrations
+import LanyardNetwork
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// A private home whose openai provider is the emulator, a file store, and slots signed in
 /// through the library. Its commands run without the test keyring's session bus: the slots are
@@ -31,8 +31,12 @@ struct IntegrationHome {
 
     func manager() throws -> AccountManager {
         let paths = self.paths
-        return AccountManager(paths: paths, config: try ConfigFile.load(path: paths.configFile).config,
-                              openStore: { _, _ in EncryptedFileStore(paths: paths) }, transport: URLSessionTransport())
+        return AccountManager(
+            paths: paths,
+            config: try ConfigFile.load(path: paths.configFile).config,
+            openStore: { _, _ in EncryptedFileStore(paths: paths) },
+            transport: URLSessionTransport()
+        )
     }
 
     @discardableResult
@@ -56,11 +60,18 @@ struct IntegrationHome {
         #expect(try env.run("codex", "export", "alice").status == 0)
         let away = try env.run("switch", "work")
         #expect(away.status == 0)
-        #expect(away.stderr.contains("Codex still uses alice@example.com: set `[integrations] codex = true` "
-            + "in config.ini, or run `lanyard codex export`"),
-                "\(away.stderr)")
+        #expect(
+            away.stderr.contains(
+                "Codex still uses alice@example.com: set `[integrations] codex = true` "
+                    + "in config.ini, or run `lanyard codex export`"
+            ),
+            "\(away.stderr)"
+        )
         let json = try env.run("switch", "work", "--json")
-        #expect((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["codex_still_uses"] as? String == "alice@example.com")
+        #expect(
+            (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["codex_still_uses"]
+                as? String == "alice@example.com"
+        )
         let back = try env.run("switch", "alice")
         #expect(back.status == 0 && !back.stderr.contains("Codex still uses"), "\(back.stderr)")
     }
@@ -71,7 +82,9 @@ struct IntegrationHome {
         let result = try env.run("codex", "export", "work")
         #expect(result.status == 0, "\(result.stderr)")
         let path = env.codexHome + "/auth.json"
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        )
         #expect(Set(object.keys) == ["auth_mode", "OPENAI_API_KEY", "tokens", "last_refresh"])
         #expect(object["auth_mode"] as? String == "chatgpt" && object["OPENAI_API_KEY"] is NSNull)
         let tokens = try #require(object["tokens"] as? [String: Any])
@@ -80,11 +93,15 @@ struct IntegrationHome {
         #expect(tokens["account_id"] as? String == credential.account.accountID)
         #expect(RFC3339.date(from: object["last_refresh"] as? String ?? "") != nil)
         #expect(permissionBits(path) == 0o600)
-        #expect(try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path).idToken == credential.tokens.idToken)
+        #expect(
+            try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path).idToken
+                == credential.tokens.idToken
+        )
         #expect(!result.stdout.contains(credential.tokens.accessToken))
 
         // A malformed auth.json is refused with the field named.
-        try Data(#"{"auth_mode":"chatgpt","tokens":{"access_token":"a"},"last_refresh":"2027-01-01T00:00:00Z"}"#.utf8).write(to: URL(fileURLWithPath: path))
+        try Data(#"{"auth_mode":"chatgpt","tokens":{"access_token":"a"},"last_refresh":"2027-01-01T00:00:00Z"}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
         let bad = try env.run("codex", "import", "other")
         #expect(bad.status == 1 && bad.stderr.contains(".tokens.id_token is missing"))
     }
@@ -126,7 +143,9 @@ extension IntegrationHome {
         let live = try CodexAuthFile.parse(Data(contentsOf: URL(fileURLWithPath: path)), path: path)
         var config = ProviderConfig.openAI
         config.issuer = server.baseURL
-        let rotated = try await OpenAIProvider(config: config, transport: URLSessionTransport()).refresh(refreshToken: live.refreshToken)
+        let rotated = try await OpenAIProvider(config: config, transport: URLSessionTransport()).refresh(
+            refreshToken: live.refreshToken
+        )
         var updated = live
         updated.accessToken = rotated.accessToken
         updated.refreshToken = try #require(rotated.refreshToken)
@@ -189,10 +208,16 @@ extension IntegrationHome {
         for round in 0..<3 {
             let refreshed = try env.run("refresh", "a")
             #expect(refreshed.status == 0, "round \(round): \(refreshed.stderr)")
-            #expect(try env.authJSON().refreshToken == (try env.stored("a").tokens.refreshToken), "round \(round): auth.json was not updated")
+            #expect(
+                try env.authJSON().refreshToken == (try env.stored("a").tokens.refreshToken),
+                "round \(round): auth.json was not updated"
+            )
             let codex = try await env.codexRefreshes()
             #expect(try env.run("refresh", "a").status == 0)
-            #expect(try env.stored("a").tokens.refreshToken != codex.refreshToken, "round \(round): Lanyard refreshed Codex's rotation")
+            #expect(
+                try env.stored("a").tokens.refreshToken != codex.refreshToken,
+                "round \(round): Lanyard refreshed Codex's rotation"
+            )
         }
         #expect(try await env.server.stat("refresh_reused") == 0)
         #expect(try await env.server.stat("families_revoked") == 0)
@@ -206,28 +231,30 @@ extension IntegrationHome {
         try await env.signIn("b", email: "b@example.com")
         // The command rotates its tokens at the server and rewrites auth.json, as Codex would.
         let script = """
-        import json, os, sys, urllib.request, datetime
-        home = os.environ["CODEX_HOME"]; path = os.path.join(home, "auth.json")
-        auth = json.load(open(path))
-        print(os.environ["LANYARD_ACCOUNT"], auth["tokens"]["access_token"], flush=True)
-        req = urllib.request.Request(sys.argv[1] + "/oauth/token", \
-        method="POST", headers={"Content-Type": "application/json"},
-            data=json.dumps({"client_id": "app_EMoamEEZ73f0CkXaXp7hrann", "grant_type": "refresh_token",
-                             "refresh_token": auth["tokens"]["refresh_token"]}).encode())
-        new = json.load(urllib.request.urlopen(req))
-        auth["tokens"].update({k: new[k] for k in ("access_token", "refresh_token", "id_token") if k in new})
-        auth["last_refresh"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        json.dump(auth, open(path, "w"))
-        open(os.path.join(os.environ["OUT"], os.environ["LANYARD_ACCOUNT"]), \
-        "w").write(auth["tokens"]["refresh_token"])
-        """
+            import json, os, sys, urllib.request, datetime
+            home = os.environ["CODEX_HOME"]; path = os.path.join(home, "auth.json")
+            auth = json.load(open(path))
+            print(os.environ["LANYARD_ACCOUNT"], auth["tokens"]["access_token"], flush=True)
+            req = urllib.request.Request(sys.argv[1] + "/oauth/token", \
+            method="POST", headers={"Content-Type": "application/json"},
+                data=json.dumps({"client_id": "app_EMoamEEZ73f0CkXaXp7hrann", "grant_type": "refresh_token",
+                                 "refresh_token": auth["tokens"]["refresh_token"]}).encode())
+            new = json.load(urllib.request.urlopen(req))
+            auth["tokens"].update({k: new[k] for k in ("access_token", "refresh_token", "id_token") if k in new})
+            auth["last_refresh"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            json.dump(auth, open(path, "w"))
+            open(os.path.join(os.environ["OUT"], os.environ["LANYARD_ACCOUNT"]), \
+            "w").write(auth["tokens"]["refresh_token"])
+            """
         let scriptPath = env.home.root + "/rotate.py"
         try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         let out = env.home.root + "/out"
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         let runs = try ["a", "b"].map { slot in
-            try env.home.start(["exec", "--account", slot, "--", "/usr/bin/python3", scriptPath, env.server.baseURL.absoluteString],
-                               extraEnvironment: ["OUT": out])
+            try env.home.start(
+                ["exec", "--account", slot, "--", "/usr/bin/python3", scriptPath, env.server.baseURL.absoluteString],
+                extraEnvironment: ["OUT": out]
+            )
         }
         var printed: [String: String] = [:]
         for ((p, stdout, stderr), slot) in zip(runs, ["a", "b"]) {
@@ -243,7 +270,8 @@ extension IntegrationHome {
             let rotated = try String(contentsOfFile: out + "/" + slot, encoding: .utf8)
             #expect(try env.stored(slot).tokens.refreshToken == rotated, "\(slot) copied back")
         }
-        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: env.home.root + "/run/lanyard/exec")) ?? []
+        let leftovers =
+            (try? FileManager.default.contentsOfDirectory(atPath: env.home.root + "/run/lanyard/exec")) ?? []
         #expect(leftovers.isEmpty, "private homes removed")
         #expect(try env.run("refresh", "a").status == 0)
         #expect(try await env.server.stat("refresh_reused") == 0)
@@ -253,8 +281,10 @@ extension IntegrationHome {
         let env = try await IntegrationHome()
         try await env.signIn("a", email: "a@example.com")
         #expect(try env.run("exec", "--account", "a", "--", "sh", "-c", "exit 42").status == 42)
-        let (p, stdout, _) = try env.home.start(["exec", "--account", "a", "--", "sh", "-c",
-                                                 "trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done"])
+        let (p, stdout, _) = try env.home.start([
+            "exec", "--account", "a", "--", "sh", "-c",
+            "trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done",
+        ])
         var seen = ""
         while !seen.contains("ready") {
             // Whatever has arrived (read(upToCount:) waits for all 64).
@@ -270,12 +300,18 @@ extension IntegrationHome {
     }
 
     @Test func envPrintsShellLines() async throws {
-        let env = try await IntegrationHome(extraConfig: "[provider.openai]\nenv.OPENAI_TOKEN = access_token\nenv.OPENAI_ACCOUNT = account_id")
+        let env = try await IntegrationHome(
+            extraConfig: "[provider.openai]\nenv.OPENAI_TOKEN = access_token\nenv.OPENAI_ACCOUNT = account_id"
+        )
         let credential = try await env.signIn("a", email: "a@example.com")
         let bash = try env.run("env", "a")
         #expect(bash.stdout.contains("export LANYARD_ACCOUNT='a'"))
         #expect(bash.stdout.contains("export OPENAI_TOKEN='\(credential.tokens.accessToken)'"))
-        #expect(try env.run("env", "a", "--shell", "fish").stdout.contains("set -gx OPENAI_ACCOUNT '\(credential.account.accountID ?? "")'"))
+        #expect(
+            try env.run("env", "a", "--shell", "fish").stdout.contains(
+                "set -gx OPENAI_ACCOUNT '\(credential.account.accountID ?? "")'"
+            )
+        )
         let json = try env.run("env", "a", "--shell", "json")
         #expect(json.stdout.contains("\"LANYARD_ACCOUNT\": \"a\""))
         #expect(try env.run("env", "a", "--shell", "tcsh").status == 2)
@@ -286,13 +322,23 @@ extension IntegrationHome {
     @Test func choosesTheSlotWithMostHeadroom() async throws {
         let env = try await IntegrationHome(extraConfig: "[backoff]\nmax-retries = 0")
         var accounts: [String: String] = [:]
-        for (slot, email) in [("busy", "busy@x.com"), ("calm", "calm@x.com"), ("capped", "capped@x.com"), ("dead", "dead@x.com")] {
+        for (slot, email) in [
+            ("busy", "busy@x.com"), ("calm", "calm@x.com"), ("capped", "capped@x.com"), ("dead", "dead@x.com"),
+        ] {
             accounts[slot] = try await env.signIn(slot, email: email).account.accountID
         }
         #expect(try env.run("switch", "busy").status == 0)
-        func window(_ used: Int) -> [String: Any] { ["used_percent": used, "limit_window_seconds": 18000, "reset_after_seconds": 600] }
-        try await env.server.hook("/_test/usage", ["account_id": accounts["busy"]!, "primary_window": window(80), "secondary_window": window(30)])
-        try await env.server.hook("/_test/usage", ["account_id": accounts["calm"]!, "primary_window": window(20), "secondary_window": window(35)])
+        func window(_ used: Int) -> [String: Any] {
+            ["used_percent": used, "limit_window_seconds": 18000, "reset_after_seconds": 600]
+        }
+        try await env.server.hook(
+            "/_test/usage",
+            ["account_id": accounts["busy"]!, "primary_window": window(80), "secondary_window": window(30)]
+        )
+        try await env.server.hook(
+            "/_test/usage",
+            ["account_id": accounts["calm"]!, "primary_window": window(20), "secondary_window": window(35)]
+        )
         try await env.server.hook("/_test/usage", ["account_id": accounts["capped"]!, "primary_window": window(5)])
         try await env.server.hook("/_test/usage_limit", ["account_id": accounts["capped"]!, "resets_in_seconds": 3600])
         try Registry(paths: env.paths).updateInTest { $0.slots[try Slot("dead")]?.state = .reauthenticationRequired }
@@ -314,10 +360,15 @@ extension IntegrationHome {
         let env = try await IntegrationHome()
         try await env.signIn("work", email: "r@example.com")
         let elsewhere = try OAuthTestServer(.chatgptEmulator)
-        try await env.server.hook("/_test/fault", [
-            "endpoint": "usage", "type": "status", "status": 302, "count": 5,
-            "headers": ["Location": elsewhere.baseURL.appendingPathComponent("/backend-api/wham/usage").absoluteString],
-        ])
+        try await env.server.hook(
+            "/_test/fault",
+            [
+                "endpoint": "usage", "type": "status", "status": 302, "count": 5,
+                "headers": [
+                    "Location": elsewhere.baseURL.appendingPathComponent("/backend-api/wham/usage").absoluteString
+                ],
+            ]
+        )
         let out = try env.run("usage", "work", "--json")
         #expect(out.status == 6, "\(out.stdout) \(out.stderr)")
         #expect(out.stdout.contains("302"))
@@ -338,16 +389,31 @@ extension IntegrationHome {
         let env = try await IntegrationHome()
         try await env.signIn("work", email: "t@example.com")
         let before = try env.stored("work")
-        let (cert, key) = try selfSignedCertificate(setting.hasSuffix("wrong name") ? "DNS:wrong.example" : "IP:127.0.0.1", in: env.home.root)
+        let (cert, key) = try selfSignedCertificate(
+            setting.hasSuffix("wrong name") ? "DNS:wrong.example" : "IP:127.0.0.1",
+            in: env.home.root
+        )
         let tls = try OAuthTestServer(.chatgptEmulator, arguments: ["--tls-cert", cert, "--tls-key", key])
         let config = try String(contentsOfFile: env.paths.configFile, encoding: .utf8)
-        try env.home.writeConfig(config.replacingOccurrences(of: "issuer = \(env.server.baseURL.absoluteString)", with: "issuer = \(tls.baseURL.absoluteString)"))
+        try env.home.writeConfig(
+            config.replacingOccurrences(
+                of: "issuer = \(env.server.baseURL.absoluteString)",
+                with: "issuer = \(tls.baseURL.absoluteString)"
+            )
+        )
         let trusted = setting.hasPrefix("trusted")
-        let launcher = trusted ? ["/usr/bin/unshare", "-r", "-m", "/bin/sh", "-c",
-                                  "mount --bind \"$0\" /etc/ssl/certs/ca-certificates.crt && exec \"$@\"", cert] : []
+        let launcher =
+            trusted
+            ? [
+                "/usr/bin/unshare", "-r", "-m", "/bin/sh", "-c",
+                "mount --bind \"$0\" /etc/ssl/certs/ca-certificates.crt && exec \"$@\"", cert,
+            ] : []
         let out = try env.home.run(["refresh", "work", "--json"], launcher: launcher)
         // The test's own look at the server's counters skips verification (curl -k): URLSession cannot trust it.
-        let (_, stats, _) = try runProcess("/usr/bin/curl", ["-sk", tls.baseURL.appendingPathComponent("/_test/stats").absoluteString])
+        let (_, stats, _) = try runProcess(
+            "/usr/bin/curl",
+            ["-sk", tls.baseURL.appendingPathComponent("/_test/stats").absoluteString]
+        )
         let reached = (try JSONValue.parse(Data(stats.utf8)))["requests"]?["oauth_token"]?.number.map(Int.init) ?? -1
         if setting == "trusted, right name" {
             #expect(reached == 1, "the control reached the TLS server: \(out.stdout) \(out.stderr)")
@@ -369,10 +435,13 @@ extension IntegrationHome {
         try await env.signIn("work", email: "r@example.com")
         let before = try env.stored("work")
         let elsewhere = try OAuthTestServer(.chatgptEmulator)
-        try await env.server.hook("/_test/fault", [
-            "endpoint": "oauth_token", "type": "status", "status": status, "count": 5,
-            "headers": ["Location": elsewhere.baseURL.appendingPathComponent("/oauth/token").absoluteString],
-        ])
+        try await env.server.hook(
+            "/_test/fault",
+            [
+                "endpoint": "oauth_token", "type": "status", "status": status, "count": 5,
+                "headers": ["Location": elsewhere.baseURL.appendingPathComponent("/oauth/token").absoluteString],
+            ]
+        )
         let out = try env.run("refresh", "work", "--json")
         #expect(out.status == 6, "\(out.stdout) \(out.stderr)")
         #expect(try await elsewhere.stat("requests.oauth_token") == 0)

@@ -1,10 +1,11 @@
 import Foundation
+import LanyardCore
+import LanyardStore
 import LanyardSupport
 import LanyardTestSupport
 import Testing
+
 @testable import LanyardCLI
-import LanyardCore
-import LanyardStore
 
 @Suite struct ListCommandTests {
     @Test func emptyRegistry() async {
@@ -27,8 +28,12 @@ import LanyardStore
         #expect(lines.count == 3)
         #expect(lines[0].hasPrefix("   SLOT      PROVIDER  ACCOUNT"))
         #expect(lines[1].hasPrefix("   personal  openai    al@home.example     Pro Lite  sign-in required"))
-        #expect(lines[2].hasPrefix("*  work      openai    alice@corp.example  Pro       signed in         in "
-            + "2 h 10 min (\(localClock(h.clock.now() + 7800, now: h.clock.now())))"))
+        #expect(
+            lines[2].hasPrefix(
+                "*  work      openai    alice@corp.example  Pro       signed in         in "
+                    + "2 h 10 min (\(localClock(h.clock.now() + 7800, now: h.clock.now())))"
+            )
+        )
         #expect(!r.stdout.contains("\u{1B}["), "no colour when stdout is not a TTY")
         #expect(!r.stdout.contains("SECRET"))
     }
@@ -68,8 +73,14 @@ import LanyardStore
         #expect(r.status == 0)
         #expect(r.stdout.hasPrefix("work (active)\n"))
         #expect(r.stdout.contains("  plan         Team\n"))
-        #expect(r.stdout.contains("  expires      in 2 h 10 min (\(localClock(h.clock.now() + 7800, now: h.clock.now())))\n"))
-        #expect(r.stdout.contains("  last refresh 3 min ago (\(localClock(h.clock.now() - 180, now: h.clock.now())))\n"))
+        #expect(
+            r.stdout.contains(
+                "  expires      in 2 h 10 min (\(localClock(h.clock.now() + 7800, now: h.clock.now())))\n"
+            )
+        )
+        #expect(
+            r.stdout.contains("  last refresh 3 min ago (\(localClock(h.clock.now() - 180, now: h.clock.now())))\n")
+        )
         #expect(r.stdout.contains("  chosen by    the active slot, set by `lanyard switch`\n"))
         let j = await h.run("status", "--json")
         #expect(j.json["slot"] as? String == "work" && j.json["chosen_by"] as? String == "active")
@@ -148,7 +159,11 @@ import LanyardStore
         h.input = ["2"]
         let byNumber = await h.run("switch")
         #expect(byNumber.status == 0)
-        #expect(byNumber.stderr.contains("  1) ci (c@example.com)\n  2) home (h@example.com)\n  3) work (w@example.com)  [active]\n"))
+        #expect(
+            byNumber.stderr.contains(
+                "  1) ci (c@example.com)\n  2) home (h@example.com)\n  3) work (w@example.com)  [active]\n"
+            )
+        )
         #expect(byNumber.stderr.contains("Switch to which slot? [1-3 or a name]"))
         #expect(try h.registry.loadInTest().active?.name == "home")
 
@@ -344,21 +359,30 @@ import LanyardStore
     func listDocument(_ document: RegistryDocument, pretty: Bool) -> (text: String, pieces: Int) {
         var bytes: [UInt8] = []
         var pieces = 0
-        ListView(document: document).write(pretty: pretty) { bytes += $0; pieces += 1 }
+        ListView(document: document).write(pretty: pretty) {
+            bytes += $0
+            pieces += 1
+        }
         return (String(decoding: bytes, as: UTF8.self), pieces)
     }
 
     @Test func aLongListGoesOutInPiecesThatMakeTheSameDocument() async throws {
         var document = RegistryDocument()
         for n in 0..<400 {
-            document.slots[try Slot("slot-\(n)")] = SlotRecord(provider: "openai", backend: .file,
-                                                                account: AccountInfo(email: "u\(n)@example.com"), state: .signedOut)
+            document.slots[try Slot("slot-\(n)")] = SlotRecord(
+                provider: "openai",
+                backend: .file,
+                account: AccountInfo(email: "u\(n)@example.com"),
+                state: .signedOut
+            )
         }
         let (text, pieces) = listDocument(document, pretty: true)
         #expect(pieces > 1)
         let expected = JSONValue.object([
             "active": .null,
-            "slots": .array(document.sortedSlots.map { SlotSummaryView(slot: $0.slot, record: $0.record, active: false).json }),
+            "slots": .array(
+                document.sortedSlots.map { SlotSummaryView(slot: $0.slot, record: $0.record, active: false).json }
+            ),
         ]).serialized(pretty: true)
         #expect(text == expected + "\n")
     }
@@ -366,21 +390,39 @@ import LanyardStore
     @Test(arguments: [true, false])
     func isTheSummariesSerialized(pretty: Bool) async throws {
         var document = RegistryDocument()
-        #expect(listDocument(document, pretty: pretty).text
-                == JSONValue.object(["active": .null, "slots": .array([])]).serialized(pretty: pretty) + "\n")
-        let states: [AuthState] = [.signedIn(expiresAt: Date(timeIntervalSince1970: 1_800_000_000)), .signedOut,
-                                   .failed("the \"server\"\nsaid no\u{7}"), .reauthenticationRequired]
+        #expect(
+            listDocument(document, pretty: pretty).text
+                == JSONValue.object(["active": .null, "slots": .array([])]).serialized(pretty: pretty) + "\n"
+        )
+        let states: [AuthState] = [
+            .signedIn(expiresAt: Date(timeIntervalSince1970: 1_800_000_000)), .signedOut,
+            .failed("the \"server\"\nsaid no\u{7}"), .reauthenticationRequired,
+        ]
         for (n, state) in states.enumerated() {
             document.slots[try Slot("slot-\(n)")] = SlotRecord(
-                provider: "openai", backend: n % 2 == 0 ? .file : .secretService,
-                account: n == 1 ? AccountInfo() : AccountInfo(email: "u\(n)@example.com", accountID: "acct-\(n)", plan: Plan(rawValue: "pro"),
-                                                             isFedRAMPAccount: n == 2),
-                state: state, lastRefresh: n == 3 ? nil : Date(timeIntervalSince1970: 1_799_000_000), lastErrorCode: n == 3 ? "refresh_token_reused" : nil)
+                provider: "openai",
+                backend: n % 2 == 0 ? .file : .secretService,
+                account: n == 1
+                    ? AccountInfo()
+                    : AccountInfo(
+                        email: "u\(n)@example.com",
+                        accountID: "acct-\(n)",
+                        plan: Plan(rawValue: "pro"),
+                        isFedRAMPAccount: n == 2
+                    ),
+                state: state,
+                lastRefresh: n == 3 ? nil : Date(timeIntervalSince1970: 1_799_000_000),
+                lastErrorCode: n == 3 ? "refresh_token_reused" : nil
+            )
         }
         document.active = try Slot("slot-2")
         let expected = JSONValue.object([
             "active": .string("slot-2"),
-            "slots": .array(document.sortedSlots.map { SlotSummaryView(slot: $0.slot, record: $0.record, active: $0.slot == document.active).json }),
+            "slots": .array(
+                document.sortedSlots.map {
+                    SlotSummaryView(slot: $0.slot, record: $0.record, active: $0.slot == document.active).json
+                }
+            ),
         ]).serialized(pretty: pretty)
         #expect(listDocument(document, pretty: pretty).text == expected + "\n")
     }

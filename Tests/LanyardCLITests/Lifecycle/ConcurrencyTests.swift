@@ -1,8 +1,8 @@
 import Foundation
-import Testing
 import LanyardCore
 import LanyardStore
 import LanyardTestSupport
+import Testing
 
 @Suite struct RegistryConcurrencyTests {
     /// Two real processes each switch 200 times while this process keeps reading: every read parses
@@ -12,7 +12,8 @@ import LanyardTestSupport
         for i in 0..<4 { try h.addSlot("s\(i)") }
         let binary = lanyardBinary()
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build lanyard first (\(binary))")
-        let script = "for i in $(seq 1 100); do \"$0\" switch $1 >/dev/null || exit 1; "
+        let script =
+            "for i in $(seq 1 100); do \"$0\" switch $1 >/dev/null || exit 1; "
             + "\"$0\" switch $2 >/dev/null || exit 1; done"
         func spawn(_ a: String, _ b: String) throws -> Process {
             let p = Process()
@@ -22,7 +23,8 @@ import LanyardTestSupport
             try p.run()
             return p
         }
-        let first = try spawn("s0", "s1"), second = try spawn("s2", "s3")
+        let first = try spawn("s0", "s1")
+        let second = try spawn("s2", "s3")
         var reads = 0
         while first.isRunning || second.isRunning {
             let doc = try h.registry.load()  // throws if it ever sees a torn file

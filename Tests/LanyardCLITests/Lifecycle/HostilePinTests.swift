@@ -1,7 +1,7 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 /// `.lanyard` pins that someone else could have planted, or that would hang or flood a reader,
 /// are passed over with a warning; resolution goes on to the next pin up. A name with control
@@ -18,8 +18,12 @@ import LanyardStore
     }
 
     func which(_ home: TestHome, in directory: String) throws -> (Int32, String, String) {
-        try runProcess(builtBinary("lanyard"), ["which"],
-                       environment: home.environment.merging(["PWD": directory]) { $1 }, workingDirectory: directory)
+        try runProcess(
+            builtBinary("lanyard"),
+            ["which"],
+            environment: home.environment.merging(["PWD": directory]) { $1 },
+            workingDirectory: directory
+        )
     }
 
     @Test(arguments: ["symlink to /dev/zero", "fifo", "another owner", "1 GB", "world-writable folder"])
@@ -27,7 +31,8 @@ import LanyardStore
         let (home, sub) = try home()
         let pin = sub + "/.lanyard"
         switch kind {
-        case "symlink to /dev/zero": try FileManager.default.createSymbolicLink(atPath: pin, withDestinationPath: "/dev/zero")
+        case "symlink to /dev/zero":
+            try FileManager.default.createSymbolicLink(atPath: pin, withDestinationPath: "/dev/zero")
         case "fifo": #expect(mkfifo(pin, 0o644) == 0)
         case "another owner":
             try "inner\n".write(toFile: pin, atomically: true, encoding: .utf8)
@@ -67,7 +72,11 @@ import LanyardStore
     @Test func onlyTheFirstKilobytesAreRead() throws {
         let dir = TestHome()
         let pin = dir.root + "/.lanyard"
-        try ("# " + String(repeating: "x", count: 10_000) + "\nlate\n").write(toFile: pin, atomically: true, encoding: .utf8)
+        try ("# " + String(repeating: "x", count: 10_000) + "\nlate\n").write(
+            toFile: pin,
+            atomically: true,
+            encoding: .utf8
+        )
         #expect(PinFile.find(from: dir.root).pin?.name == "")  // the name lies past the 4 KiB read
         #expect(PinFile.find(from: dir.root).ignored.isEmpty)
     }

@@ -1,9 +1,9 @@
 import Foundation
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardCore
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// What a probe found lost without a word: a failed refresh left no `error` event, an event log
 /// that could not be written dropped events silently, and a corrupt registry's active slot was
@@ -14,11 +14,18 @@ import LanyardStore
     @Test func aFailedRefreshIsLoggedAsAnError() async throws {
         let env = try await IntegrationHome(extraConfig: "[backoff]\nmax-retries = 0\n")
         try await env.signIn("work", email: "w@example.com")
-        try await env.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": 503, "count": 1])
+        try await env.server.hook(
+            "/_test/fault",
+            ["endpoint": "oauth_token", "type": "status", "status": 503, "count": 1]
+        )
         let transient = try env.run("refresh", "work")
         #expect(transient.status == 6, "\(transient.stderr)")
         let errors = events(env).filter { $0["event"]?.string == "error" }
-        #expect(errors.count == 1 && errors.first?["slot"]?.string == "work" && errors.first?["code"]?.string == "network_failure", "\(errors)")
+        #expect(
+            errors.count == 1 && errors.first?["slot"]?.string == "work"
+                && errors.first?["code"]?.string == "network_failure",
+            "\(errors)"
+        )
         #expect(errors.first?["source"]?.string == "cli")
 
         try await env.server.hook("/_test/invalidate_refresh", ["email": "w@example.com"])
@@ -27,7 +34,9 @@ import LanyardStore
         let after = events(env)
         let logged = after.filter { $0["event"]?.string == "error" }
         #expect(logged.count == 2)
-        #expect(after.contains { $0["event"]?.string == "transition" && $0["to"]?.string == "reauthentication-required" })
+        #expect(
+            after.contains { $0["event"]?.string == "transition" && $0["to"]?.string == "reauthentication-required" }
+        )
         // Every code the log holds is one of Lanyard's: the server's own (its refusal's reason)
         // is in the message and the transition's reason, not the code.
         for event in logged { #expect(event["code"]?.string.flatMap(ErrorCode.init(rawValue:)) != nil, "\(event)") }
@@ -48,7 +57,10 @@ import LanyardStore
         #expect(warnings == 1, "\(refresh.stderr)")
         let doctor = try env.run("doctor")
         #expect(doctor.status == 1)
-        #expect(doctor.stdout.contains("events are not being logged") && doctor.stdout.contains("not a regular file"), "\(doctor.stdout)")
+        #expect(
+            doctor.stdout.contains("events are not being logged") && doctor.stdout.contains("not a regular file"),
+            "\(doctor.stdout)"
+        )
     }
 
     /// A truncated registry still names its active slot on its first line; one that is garbage
@@ -63,7 +75,11 @@ import LanyardStore
         let registry = env.paths.registryFile
         let before = try Registry(paths: env.paths).loadInTest()
         let text = try String(contentsOfFile: registry, encoding: .utf8)
-        try (damage == "garbage" ? "{\"active\": \u{0}" : String(text.prefix(text.count / 2))).write(toFile: registry, atomically: false, encoding: .utf8)
+        try (damage == "garbage" ? "{\"active\": \u{0}" : String(text.prefix(text.count / 2))).write(
+            toFile: registry,
+            atomically: false,
+            encoding: .utf8
+        )
         let list = try env.run("list")
         #expect(list.status != 0 && list.stderr.contains("corrupt"), "\(list.stderr)")
         let repair = try env.run("doctor", "--repair")
@@ -72,7 +88,10 @@ import LanyardStore
         let after = try Registry(paths: env.paths).loadInTest()
         #expect(Set(after.slots.keys) == Set(before.slots.keys))
         for (slot, record) in before.slots {
-            #expect(after.slots[slot]?.createdAt == record.createdAt, "\(slot.name): created_at kept from the previous generation")
+            #expect(
+                after.slots[slot]?.createdAt == record.createdAt,
+                "\(slot.name): created_at kept from the previous generation"
+            )
             #expect(after.slots[slot]?.account.email == record.account.email)
         }
     }

@@ -1,13 +1,14 @@
 import Foundation
-import LanyardTestSupport
-import Testing
 import LanyardAuth
-@testable import LanyardCLI
 import LanyardCore
 import LanyardFleet
 import LanyardIntegrations
 import LanyardStore
 import LanyardSupport
+import LanyardTestSupport
+import Testing
+
+@testable import LanyardCLI
 
 /// Exit statuses are decided in one exhaustive switch in the CLI (`ExitStatus(code:)`); the layers
 /// only name their errors' codes, which are `ErrorCode` cases.
@@ -17,7 +18,9 @@ import LanyardSupport
         let text = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/cli.md"), encoding: .utf8)
         let section = try #require(text.components(separatedBy: "\n## Error codes\n").dropFirst().first)
         var rows: [String: Int32] = [:]
-        for match in section.matches(of: /\n\| `([a-z_]+)` \| ([0-9]+) \|/) { rows[String(match.output.1)] = Int32(match.output.2) }
+        for match in section.matches(of: /\n\| `([a-z_]+)` \| ([0-9]+) \|/) {
+            rows[String(match.output.1)] = Int32(match.output.2)
+        }
         return rows
     }
 
@@ -26,7 +29,9 @@ import LanyardSupport
     static func spelledAsStrings() throws -> Set<String> {
         var codes: Set<String> = []
         let root = repositoryRoot.appendingPathComponent("Sources")
-        let files = FileManager.default.enumerator(atPath: root.path)!.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
+        let files = FileManager.default.enumerator(atPath: root.path)!.compactMap { $0 as? String }.filter {
+            $0.hasSuffix(".swift")
+        }
         for file in files {
             let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
             if text.contains("var code: String {") { codes.insert("a `var code: String` getter in \(file)") }
@@ -59,10 +64,16 @@ import LanyardSupport
 
     @Test func theTableAndDocsCliMdAgree() async throws {
         let documented = try Self.documented()
-        let table = Dictionary(uniqueKeysWithValues: ErrorCode.allCases.map { ($0.rawValue, LanyardCLI.ExitStatus(code: $0).rawValue) })
+        let table = Dictionary(
+            uniqueKeysWithValues: ErrorCode.allCases.map { ($0.rawValue, LanyardCLI.ExitStatus(code: $0).rawValue) }
+        )
         #expect(documented.count >= 50)
-        for (code, status) in table { #expect(documented[code] == status, "docs/cli.md: `\(code)` should exit \(status)") }
-        for code in documented.keys where table[code] == nil { #expect(Bool(false), "docs/cli.md lists `\(code)`, which the CLI does not know") }
+        for (code, status) in table {
+            #expect(documented[code] == status, "docs/cli.md: `\(code)` should exit \(status)")
+        }
+        for code in documented.keys where table[code] == nil {
+            #expect(Bool(false), "docs/cli.md lists `\(code)`, which the CLI does not know")
+        }
     }
 
     /// Every code is an `ErrorCode` (so the compiler sees that each has an exit status), and every
@@ -70,7 +81,9 @@ import LanyardSupport
     @Test func everyCodeInTheSourcesIsAnErrorCase() async throws {
         #expect(ErrorCode.allCases.count >= 50, "\(ErrorCode.allCases.count) codes")
         #expect(Set(ErrorCode.allCases.map(\.rawValue)).count == ErrorCode.allCases.count)
-        for code in ErrorCode.allCases { #expect(code.rawValue.wholeMatch(of: /[a-z][a-z0-9_]*/) != nil, "`\(code.rawValue)`") }
+        for code in ErrorCode.allCases {
+            #expect(code.rawValue.wholeMatch(of: /[a-z][a-z0-9_]*/) != nil, "`\(code.rawValue)`")
+        }
         // Codes servers send (in ServerErrorDetail), not errors of Lanyard's own.
         let serverDetailCodes: Set = ["rate_limited", "websocket_refused"]
         let strings = try Self.spelledAsStrings().subtracting(serverDetailCodes)
@@ -80,9 +93,17 @@ import LanyardSupport
     /// A refresh worker's code is read back from its output: an unknown one never crashes and
     /// reads as `refresh_failed`; the worker's status is passed on either way.
     @Test func aWorkersCodeIsParsedNotTrusted() async throws {
-        let known = WorkerError(status: 4, body: Data(#"{"error": {"code": "reauthentication_required", "message": "m"}}"#.utf8))
-        #expect(known.code == .reauthenticationRequired && LanyardCLI.ExitStatus(for: known) == .reauthenticationRequired)
-        let unknown = WorkerError(status: 5, body: Data(#"{"error": {"code": "from_a_newer_version", "message": "m"}}"#.utf8))
+        let known = WorkerError(
+            status: 4,
+            body: Data(#"{"error": {"code": "reauthentication_required", "message": "m"}}"#.utf8)
+        )
+        #expect(
+            known.code == .reauthenticationRequired && LanyardCLI.ExitStatus(for: known) == .reauthenticationRequired
+        )
+        let unknown = WorkerError(
+            status: 5,
+            body: Data(#"{"error": {"code": "from_a_newer_version", "message": "m"}}"#.utf8)
+        )
         #expect(unknown.code == .refreshFailed && LanyardCLI.ExitStatus(for: unknown) == .storeUnavailable)
         let garbled = WorkerError(status: 1, body: Data("not json".utf8))
         #expect(garbled.code == .refreshFailed && garbled.errorDescription == "the refresh worker exited with status 1")
@@ -94,8 +115,12 @@ import LanyardSupport
         let endpoint = "https://127.0.0.1:2379"
         let tls = EtcdError.tls(endpoint: endpoint, detail: "the CA does not sign the server's certificate")
         let errors: [any LanyardError] = [
-            FleetError.unavailable(fleet: "home", endpoints: [endpoint], detail: tls.userFacingDescription,
-                                   cause: ErrorCause(tls)),
+            FleetError.unavailable(
+                fleet: "home",
+                endpoints: [endpoint],
+                detail: tls.userFacingDescription,
+                cause: ErrorCause(tls)
+            ),
             ClientError.reauthenticationRequired(slot: "work", reason: "refresh_token_reused"),
             FleetError.lockLost(slot: try Slot("work"), fleet: "home"),
         ]
@@ -130,7 +155,10 @@ import LanyardSupport
         try Data("hello".utf8).write(to: URL(fileURLWithPath: notExecutable))
         let refused = await cli.run("exec", "--", notExecutable)
         #expect(refused.status == 126)
-        #expect(refused.stderr.hasPrefix("lanyard: cannot run \(notExecutable): Permission denied"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.hasPrefix("lanyard: cannot run \(notExecutable): Permission denied"),
+            "\(refused.stderr)"
+        )
         let left = (try? FileManager.default.contentsOfDirectory(atPath: cli.paths.runtimeDirectory + "/exec")) ?? []
         #expect(left.isEmpty, "\(left)")
     }
@@ -161,17 +189,26 @@ import LanyardSupport
 
     @Test func errorsMapToTheirDocumentedStatuses() async throws {
         let cases: [(any Error, LanyardCLI.ExitStatus)] = [
-            (StoreError.locked(backend: "k", hint: "h"), .storeUnavailable), (StoreError.notFound(slot: try Slot("w")), .notSignedIn),
-            (RegistryError.unknownSlot(try Slot("w")), .notSignedIn), (ClientError.reauthenticationRequired(slot: "w", reason: "r"), .reauthenticationRequired),
+            (StoreError.locked(backend: "k", hint: "h"), .storeUnavailable),
+            (StoreError.notFound(slot: try Slot("w")), .notSignedIn),
+            (RegistryError.unknownSlot(try Slot("w")), .notSignedIn),
+            (ClientError.reauthenticationRequired(slot: "w", reason: "r"), .reauthenticationRequired),
             (ClientError.usageLimitReached(UsageLimit()), .usageLimit), (AuthError.cancelledSignIn, .cancelled),
             (AuthError.tokenExchangeFailed(status: 401, detail: ServerErrorDetail()), .reauthenticationRequired),
             (AuthError.tokenExchangeFailed(status: 500, detail: ServerErrorDetail()), .network),
-            (ClientError.invalidHeader(name: "X", problem: "p"), .failure), (UsageError(message: "m", command: nil), .usage),
+            (ClientError.invalidHeader(name: "X", problem: "p"), .failure),
+            (UsageError(message: "m", command: nil), .usage),
             (CancellationError(), .cancelled), (URLError(.badURL), .failure),
             // Refreshed tokens the store refused: waiting (fix the store) or lost (sign in again).
             (StoreError.refreshedTokensInRecoveryFile(path: "p", storeFailure: "s"), .storeUnavailable),
-            (StoreError.refreshedTokensInKernelKeyring(path: "p", storeFailure: "s", fileFailure: "f"), .storeUnavailable),
-            (StoreError.refreshedSignInLost(slot: try Slot("w"), path: "p", storeFailure: "s", fileFailure: "f"), .reauthenticationRequired),
+            (
+                StoreError.refreshedTokensInKernelKeyring(path: "p", storeFailure: "s", fileFailure: "f"),
+                .storeUnavailable
+            ),
+            (
+                StoreError.refreshedSignInLost(slot: try Slot("w"), path: "p", storeFailure: "s", fileFailure: "f"),
+                .reauthenticationRequired
+            ),
         ]
         for (error, status) in cases { #expect(LanyardCLI.ExitStatus(for: error) == status, "\(error)") }
         #expect(AuthError.tokenExchangeFailed(status: 403, detail: ServerErrorDetail()).code == .tokenExchangeRefused)

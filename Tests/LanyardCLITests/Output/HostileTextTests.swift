@@ -1,13 +1,14 @@
 import Foundation
-import LanyardSupport
-import Testing
 import LanyardAuth
-@testable import LanyardCLI
 import LanyardCore
-@testable import LanyardIntegrations
 import LanyardNetwork
 import LanyardStore
+import LanyardSupport
 import LanyardTestSupport
+import Testing
+
+@testable import LanyardCLI
+@testable import LanyardIntegrations
 
 /// Values an attacker would put in a server answer or an imported file: quotes and backslashes
 /// for every shell's quoting, command substitutions, terminal escapes (OSC 52 writes the
@@ -31,13 +32,19 @@ let hostileValues: [String] = [
         let script = try ShellQuoting.exports(variables, for: shell).joined(separator: "\n") + "\n"
         try script.write(toFile: dir.path + "/env.sh", atomically: true, encoding: .utf8)
         let reads = hostileValues.indices.map { i in "printf %s \"$V\(i)\" > out\(i)" }.joined(separator: "\n")
-        let (program, args): (String, [String]) = switch shell {
-        case .bash: ("/bin/bash", ["--norc", "--noprofile", "-c", ". ./env.sh\n" + reads])
-        case .zsh: ("/usr/bin/zsh", ["-f", "-c", "source ./env.sh\n" + reads])
-        case .sh: ("/bin/dash", ["-c", ". ./env.sh\n" + reads])
-        case .fish: ("/usr/bin/fish", ["--no-config", "-c", "source ./env.sh\n" + reads])
-        }
-        let (status, _, err) = try runProcess(program, args, environment: ["PATH": "/usr/bin:/bin", "HOME": dir.path], workingDirectory: dir.path)
+        let (program, args): (String, [String]) =
+            switch shell {
+            case .bash: ("/bin/bash", ["--norc", "--noprofile", "-c", ". ./env.sh\n" + reads])
+            case .zsh: ("/usr/bin/zsh", ["-f", "-c", "source ./env.sh\n" + reads])
+            case .sh: ("/bin/dash", ["-c", ". ./env.sh\n" + reads])
+            case .fish: ("/usr/bin/fish", ["--no-config", "-c", "source ./env.sh\n" + reads])
+            }
+        let (status, _, err) = try runProcess(
+            program,
+            args,
+            environment: ["PATH": "/usr/bin:/bin", "HOME": dir.path],
+            workingDirectory: dir.path
+        )
         #expect(status == 0, "\(shell) failed: \(err)")
         let values = try hostileValues.indices.map { i in
             String(decoding: try Data(contentsOf: URL(fileURLWithPath: dir.path + "/out\(i)")), as: UTF8.self)
@@ -49,7 +56,10 @@ let hostileValues: [String] = [
     func everyHostileValueRoundTripsAndNothingRuns(_ shell: ShellQuoting.Shell) async throws {
         let (values, ran) = try roundTrip(shell)
         for (sent, got) in zip(hostileValues, values) {
-            #expect(Array(got.utf8) == Array(sent.utf8), "\(shell) changed \(sent.debugDescription) into \(got.debugDescription)")
+            #expect(
+                Array(got.utf8) == Array(sent.utf8),
+                "\(shell) changed \(sent.debugDescription) into \(got.debugDescription)"
+            )
         }
         #expect(!ran, "\(shell) ran a command from a value")
     }
@@ -79,14 +89,20 @@ let hostileValues: [String] = [
             git_protocol: https
 
         """.write(toFile: gh + "/hosts.yml", atomically: true, encoding: .utf8)
-        let imported = try env.home.run(["gh", "import", "gh-octo", "--hostname", "github.com"],
-                                        extraEnvironment: ["GH_CONFIG_DIR": gh, "PATH": "/nonexistent"])
+        let imported = try env.home.run(
+            ["gh", "import", "gh-octo", "--hostname", "github.com"],
+            extraEnvironment: ["GH_CONFIG_DIR": gh, "PATH": "/nonexistent"]
+        )
         #expect(imported.status == 0, "\(imported.stderr)")
         let lines = try env.home.run("env", "gh-octo", "--shell", "fish")
         #expect(lines.status == 0, "\(lines.stderr)")
         try lines.stdout.write(toFile: env.home.root + "/env.fish", atomically: true, encoding: .utf8)
-        let (status, out, err) = try runProcess("/usr/bin/fish", ["--no-config", "-c", "source ./env.fish; printf %s $GH_TOKEN"],
-                                                environment: ["PATH": "/usr/bin:/bin", "HOME": env.home.root], workingDirectory: env.home.root)
+        let (status, out, err) = try runProcess(
+            "/usr/bin/fish",
+            ["--no-config", "-c", "source ./env.fish; printf %s $GH_TOKEN"],
+            environment: ["PATH": "/usr/bin:/bin", "HOME": env.home.root],
+            workingDirectory: env.home.root
+        )
         #expect(status == 0, "\(err)")
         #expect(out == "gho_a\\\\';{touch,pwned};#")
         #expect(!FileManager.default.fileExists(atPath: env.home.root + "/pwned"))
@@ -106,8 +122,10 @@ let hostileValues: [String] = [
     }
 
     @Test func aTokenEndpointAnswerWithAControlCharacterIsAnInvalidResponse() async {
-        for body in [#"{"access_token":"at\u001b[2J","refresh_token":"rt"}"#, #"{"access_token":"at","refresh_token":"rt\nX"}"#,
-                     #"{"access_token":"at","refresh_token":"rt","id_token":"a b"}"#] {
+        for body in [
+            #"{"access_token":"at\u001b[2J","refresh_token":"rt"}"#, #"{"access_token":"at","refresh_token":"rt\nX"}"#,
+            #"{"access_token":"at","refresh_token":"rt","id_token":"a b"}"#,
+        ] {
             #expect(throws: AuthError.self) { try TokenResponse.parse(Data(body.utf8), step: "refresh") }
             do { _ = try TokenResponse.parse(Data(body.utf8), step: "refresh") } catch {
                 #expect(!"\(error.localizedDescription)".contains("\u{1B}"))
@@ -127,7 +145,10 @@ let hostileValues: [String] = [
             try await env.signIn("evil", email: "a\u{1B}]52;c;cHduZWQ=\u{07}@example.com")
             Issue.record("the sign-in was accepted")
         } catch let error as AuthError {
-            guard case .invalidResponse(let what) = error else { Issue.record("\(error)"); return }
+            guard case .invalidResponse(let what) = error else {
+                Issue.record("\(error)")
+                return
+            }
             #expect(what.contains("email has a control character"))
             #expect(!what.contains("\u{1B}"))
         }
@@ -136,13 +157,16 @@ let hostileValues: [String] = [
 
     @Test func aPlanWithABidiOverrideIsRefused() async throws {
         let env = try await IntegrationHome()
-        await #expect(throws: AuthError.self) { try await env.signIn("evil", email: "e@example.com", plan: "pro\u{202E}") }
+        await #expect(throws: AuthError.self) {
+            try await env.signIn("evil", email: "e@example.com", plan: "pro\u{202E}")
+        }
     }
 
     @Test func codexAndGhImportsRefuseHostileText() async throws {
         let codex = Data(
             (#"{"auth_mode":"chatgpt","tokens":{"id_token":"x.y.z","access_token":"at\u001b]52;c;x\u0007","#
-                + #""refresh_token":"rt"},"last_refresh":"2026-01-01T00:00:00Z"}"#).utf8)
+                + #""refresh_token":"rt"},"last_refresh":"2026-01-01T00:00:00Z"}"#).utf8
+        )
         #expect(throws: StoreError.self) { try CodexAuthFile.parse(codex, path: "auth.json") }
         let hosts = "github.com:\n    user: \"o\u{1B}[2Jcto\"\n    oauth_token: gho_x\n"
         #expect(throws: GitHubCLI.HostsFileError.self) { try GitHubCLI.parseHosts(hosts, path: "hosts.yml") }
@@ -155,8 +179,14 @@ let hostileValues: [String] = [
         try cli.registry.updateInTest { doc in doc.slots[try Slot("work")]!.lastErrorCode = "bad\u{1B}[31m" }
         for args in [["list"], ["status", "work"], ["which"], ["switch", "work"]] {
             let result = await cli.run(args)
-            #expect(!result.stdout.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) }, "\(args): \(result.stdout.debugDescription)")
-            #expect(!result.stderr.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) }, "\(args): \(result.stderr.debugDescription)")
+            #expect(
+                !result.stdout.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) },
+                "\(args): \(result.stdout.debugDescription)"
+            )
+            #expect(
+                !result.stderr.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) },
+                "\(args): \(result.stderr.debugDescription)"
+            )
         }
         #expect(await cli.run("list").stdout.contains(#"w\u{1B}]52;c;cHduZWQ=\u{7}@x\u{202E}"#))
         // JSON keeps the text but escapes what a terminal would act on.
@@ -169,13 +199,17 @@ let hostileValues: [String] = [
         let cli = CLIHarness()
         let log = cli.paths.stateDirectory + "/events.jsonl"
         try FileManager.default.createDirectory(atPath: cli.paths.stateDirectory, withIntermediateDirectories: true)
-        let line = #"{"time":"2026-01-01T00:00:00Z","event":"error\u001b[2J","slot":"work","code":"x\u009b31m","#
+        let line =
+            #"{"time":"2026-01-01T00:00:00Z","event":"error\u001b[2J","slot":"work","code":"x\u009b31m","#
             + #""message":"m\u2028\u202e"}"#
         try line.appending("\n").write(toFile: log, atomically: true, encoding: .utf8)
         let result = await cli.run("events")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#"error\u{1B}[2J"#))
-        #expect(!result.stdout.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) }, "\(result.stdout.debugDescription)")
+        #expect(
+            !result.stdout.unicodeScalars.contains { TerminalText.isUnsafe($0, keepLineBreaks: true) },
+            "\(result.stdout.debugDescription)"
+        )
     }
 
     @Test func jsonEscapesDelC1BidiAndLineSeparators() async throws {
@@ -185,9 +219,15 @@ let hostileValues: [String] = [
     }
 
     @Test func headerValuesWithControlCharactersAreRefusedNotDropped() async throws {
-        var credential = Credential(provider: "openai", tokens: TokenSet(accessToken: "at"), lastRefresh: nil,
-                                    account: AccountInfo(accountID: "acct\r\nX-Injected: yes"))
-        #expect(throws: ClientError.invalidHeader(name: "ChatGPT-Account-Id", problem: "has a control character (byte 5)")) {
+        var credential = Credential(
+            provider: "openai",
+            tokens: TokenSet(accessToken: "at"),
+            lastRefresh: nil,
+            account: AccountInfo(accountID: "acct\r\nX-Injected: yes")
+        )
+        #expect(
+            throws: ClientError.invalidHeader(name: "ChatGPT-Account-Id", problem: "has a control character (byte 5)")
+        ) {
             try credential.authorizationHeaders()
         }
         credential.account.accountID = "acct-1"
@@ -251,12 +291,21 @@ let hostileValues: [String] = [
         SignInProgress.open(URL(string: "file:///etc/passwd")!, err: err, environment: ["PATH": "/nonexistent"])
         #expect(err.text.contains("not opening the verification page: the server gave a URL that is not https"))
         let missing = TextSink()
-        SignInProgress.open(URL(string: "https://auth.example.com/codex/device")!, err: missing, environment: ["PATH": "/nonexistent"])
-        #expect(missing.text == "lanyard: could not open a browser (xdg-open is not installed); open the URL above yourself\n")
+        SignInProgress.open(
+            URL(string: "https://auth.example.com/codex/device")!,
+            err: missing,
+            environment: ["PATH": "/nonexistent"]
+        )
+        #expect(
+            missing.text
+                == "lanyard: could not open a browser (xdg-open is not installed); open the URL above yourself\n"
+        )
     }
 
     @Test func onlySecureOrLocalURLsAreOpened() async {
-        for good in ["https://auth.openai.com/codex/device", "http://127.0.0.1:8080/x", "http://localhost/x", "http://[::1]:9/x"] {
+        for good in [
+            "https://auth.openai.com/codex/device", "http://127.0.0.1:8080/x", "http://localhost/x", "http://[::1]:9/x",
+        ] {
             #expect(Loopback.isSecureOrLocal(URL(string: good)!), "\(good)")
         }
         for bad in ["file:///etc/passwd", "javascript:alert(1)", "http://evil.example/x", "ftp://x/y", "--help"] {
@@ -269,7 +318,11 @@ extension CLIHarness {
     /// config.ini whose openai provider has a usage endpoint (never contacted: tests inject a transport).
     func writeConfigForUsage() throws {
         try FileManager.default.createDirectory(atPath: root + "/config/lanyard", withIntermediateDirectories: true)
-        try "[provider.openai]\nusage-base-url = https://chatgpt.invalid\n".write(toFile: paths.configFile, atomically: true, encoding: .utf8)
+        try "[provider.openai]\nusage-base-url = https://chatgpt.invalid\n".write(
+            toFile: paths.configFile,
+            atomically: true,
+            encoding: .utf8
+        )
     }
 }
 

@@ -1,10 +1,11 @@
 import Foundation
+import LanyardAuth
+import LanyardCore
 import LanyardSupport
 import LanyardTestSupport
 import Testing
+
 @testable import LanyardCLI
-import LanyardAuth
-import LanyardCore
 
 /// The local clock time human output shows after a relative time, computed apart from the code
 /// under test (Foundation's formatter in the process's time zone): "HH:mm" today, "MMM d HH:mm"
@@ -42,10 +43,20 @@ func localClock(_ date: Date, now: Date) -> String {
         let h = CLIHarness()
         let now = h.clock.now()
         let limit = UsageLimit(message: "You hit your limit", resetsAt: now + 49 * 60)
-        let out = TextSink(), err = TextSink()
-        let context = CommandContext(stdout: out, stderr: err, input: TextInput(Data()), environment: h.environment,
-                                     workingDirectory: h.workingDirectory, clock: h.clock,
-                                     stdoutIsTTY: false, stderrIsTTY: false, stdinIsTTY: false, openStore: h.opener)
+        let out = TextSink()
+        let err = TextSink()
+        let context = CommandContext(
+            stdout: out,
+            stderr: err,
+            input: TextInput(Data()),
+            environment: h.environment,
+            workingDirectory: h.workingDirectory,
+            clock: h.clock,
+            stdoutIsTTY: false,
+            stderrIsTTY: false,
+            stdinIsTTY: false,
+            openStore: h.opener
+        )
         #expect(Lanyard.report(ClientError.usageLimitReached(limit), json: false, context: context) == 7)
         #expect(err.text == "lanyard: You hit your limit; resets in 49 min (\(localClock(now + 49 * 60, now: now)))\n")
         // JSON keeps the exact instant.

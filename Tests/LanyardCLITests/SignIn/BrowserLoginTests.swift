@@ -1,12 +1,12 @@
 import Foundation
-import LanyardNetwork
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCLI
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 /// `lanyard login --browser` (and the browser by default on a desktop session) against the ChatGPT
 /// emulator. On a "desktop" the browser is a stand-in `xdg-open` that fetches the URL with curl,
@@ -50,15 +50,24 @@ import LanyardStore
         let r = await h.run("login", "work")
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == "Signed alice@example.com (Pro) into slot work.\n")
-        #expect(r.stderr.contains("Opening the browser to sign in; if it does not open, open this address:\n\n    "
-            + "\(rig.emulator.baseURL.absoluteString)/oauth/authorize?response_type=code&client_id="))
+        #expect(
+            r.stderr.contains(
+                "Opening the browser to sign in; if it does not open, open this address:\n\n    "
+                    + "\(rig.emulator.baseURL.absoluteString)/oauth/authorize?response_type=code&client_id="
+            )
+        )
         #expect(r.stderr.contains("&redirect_uri=http%3A%2F%2Flocalhost%3A\(rig.ports[0])%2Fauth%2Fcallback&"))
         #expect(r.stderr.contains("(`lanyard login --device` signs in with a device code instead.)"))
         #expect(!r.stderr.contains("enter the code"))
         let credential = try h.fileStore.get(try Slot("work"))
         #expect(credential.account.email == "alice@example.com")
-        #expect(try h.registry.loadInTest().slots[try Slot("work")]?.state == .signedIn(expiresAt: credential.tokens.expiresAt))
-        for secret in [credential.tokens.accessToken, credential.tokens.refreshToken, credential.tokens.idToken].compactMap({ $0 }) {
+        #expect(
+            try h.registry.loadInTest().slots[try Slot("work")]?.state
+                == .signedIn(expiresAt: credential.tokens.expiresAt)
+        )
+        for secret in [credential.tokens.accessToken, credential.tokens.refreshToken, credential.tokens.idToken]
+            .compactMap({ $0 })
+        {
             #expect(!r.stdout.contains(secret) && !r.stderr.contains(secret))
         }
         #expect(!r.stderr.contains("code=ac_") && !r.stdout.contains("ac_"))
@@ -70,9 +79,12 @@ import LanyardStore
     @Test func deviceFlagAndConflicts() async throws {
         let rig = try await Rig()
         let h = rig.h
-        let r = await h.run(["login", "work", "--device"], sleeper: TestSleeper(clock: h.clock) { n in
-            if n == 1 { try await rig.emulator.hook("/_test/approve", ["email": "dev@example.com"]) }
-        })
+        let r = await h.run(
+            ["login", "work", "--device"],
+            sleeper: TestSleeper(clock: h.clock) { n in
+                if n == 1 { try await rig.emulator.hook("/_test/approve", ["email": "dev@example.com"]) }
+            }
+        )
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("and enter the code:") && !r.stderr.contains("/oauth/authorize"))
         for flags in [["--browser", "--device"], ["--browser", "--qr"], ["--browser", "--open"]] {
@@ -88,7 +100,10 @@ import LanyardStore
     @Test func denialInTheBrowser() async throws {
         let rig = try await Rig()
         let h = rig.h
-        try await rig.emulator.hook("/_test/browser", ["action": "deny", "error_description": "denied \u{1B}]0;owned\u{07}here"])
+        try await rig.emulator.hook(
+            "/_test/browser",
+            ["action": "deny", "error_description": "denied \u{1B}]0;owned\u{07}here"]
+        )
         let before = h.storedBytes()
         let r = await h.run("login", "work", "--json")
         #expect(r.status == 1, "\(r.stderr)")
@@ -110,9 +125,15 @@ import LanyardStore
         let before = h.storedBytes()
         let r = await h.run("login", "work", "--browser")
         #expect(r.status == 1)
-        #expect(r.stderr.contains("another program listens on 127.0.0.1 or ::1 ports \(rig.ports[0]) and \(rig.ports[1])"))
-        #expect(r.stderr.contains("Finish or cancel that sign-in and run this one again, "
-            + "or sign in with a device code: `lanyard login --device`"))
+        #expect(
+            r.stderr.contains("another program listens on 127.0.0.1 or ::1 ports \(rig.ports[0]) and \(rig.ports[1])")
+        )
+        #expect(
+            r.stderr.contains(
+                "Finish or cancel that sign-in and run this one again, "
+                    + "or sign in with a device code: `lanyard login --device`"
+            )
+        )
         let json = await h.run("login", "work", "--browser", "--json")
         #expect((json.json["error"] as? [String: Any])?["code"] as? String == "callback_port_in_use")
         #expect(h.storedBytes() == before)
@@ -135,7 +156,9 @@ import LanyardStore
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = ["login", "--browser", "--json"]
         p.environment = environment
-        let out = Pipe(), err = Pipe(), input = Pipe()
+        let out = Pipe()
+        let err = Pipe()
+        let input = Pipe()
         p.standardOutput = out
         p.standardError = err
         p.standardInput = input
@@ -151,7 +174,9 @@ import LanyardStore
             }
             return text
         }
-        let url = try #require(shown.split(separator: "\n").first { $0.hasPrefix("    http") }).trimmingCharacters(in: .whitespaces)
+        let url = try #require(shown.split(separator: "\n").first { $0.hasPrefix("    http") }).trimmingCharacters(
+            in: .whitespaces
+        )
         #expect(shown.contains("To sign in, open this address in a browser (on any machine):"))
         #expect(shown.contains("The browser is then sent to http://localhost:\(rig.ports[0])/auth/callback?code=…"))
         // The browser on the other machine lands on a page that does not load; its address is pasted.
@@ -160,7 +185,8 @@ import LanyardStore
         input.fileHandleForWriting.write(Data((location + "\n").utf8))
         try input.fileHandleForWriting.close()
         let (status, stdout, rest) = await BlockingExecutor.shared.run { () -> (Int32, String, String) in
-            let o = out.fileHandleForReading.readDataToEndOfFile(), e = errors.readDataToEndOfFile()
+            let o = out.fileHandleForReading.readDataToEndOfFile()
+            let e = errors.readDataToEndOfFile()
             p.waitUntilExit()
             return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
         }
@@ -173,9 +199,16 @@ import LanyardStore
         #expect(!stdout.contains(credential.tokens.accessToken) && !rest.contains(credential.tokens.accessToken))
         #expect(try await rig.emulator.stat("code_exchanges") == 1)
         // The emulator refuses the used code.
-        let provider = OpenAIProvider(config: try #require(try h.accountManager().config.providers["openai"]), transport: URLSessionTransport())
+        let provider = OpenAIProvider(
+            config: try #require(try h.accountManager().config.providers["openai"]),
+            transport: URLSessionTransport()
+        )
         do throws(AuthError) {
-            _ = try await provider.exchange(code: code, verifier: PKCE().verifier, redirectURI: "http://localhost:\(rig.ports[0])/auth/callback")
+            _ = try await provider.exchange(
+                code: code,
+                verifier: PKCE().verifier,
+                redirectURI: "http://localhost:\(rig.ports[0])/auth/callback"
+            )
             Issue.record("a used code was accepted")
         } catch {
             #expect(error.code == .tokenExchangeRefused)

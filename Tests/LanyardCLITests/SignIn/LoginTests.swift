@@ -1,12 +1,12 @@
 import Foundation
-import LanyardNetwork
-import LanyardSupport
-import Testing
-import LanyardTestSupport
 import LanyardAuth
 import LanyardCLI
 import LanyardCore
+import LanyardNetwork
 import LanyardStore
+import LanyardSupport
+import LanyardTestSupport
+import Testing
 
 // `lanyard login` and `lanyard logout` against the OAuth test servers: in-process through
 // CLIHarness (real file store, virtual time), and as real processes for SIGINT and the backend
@@ -26,7 +26,10 @@ extension CLIHarness {
 
     /// The registry file and the encrypted store, as bytes (any write changes the store's bytes).
     func storedBytes() -> [Data?] {
-        [FileManager.default.contents(atPath: paths.registryFile), FileManager.default.contents(atPath: paths.encryptedStoreFile)]
+        [
+            FileManager.default.contents(atPath: paths.registryFile),
+            FileManager.default.contents(atPath: paths.encryptedStoreFile),
+        ]
     }
 }
 
@@ -62,13 +65,13 @@ struct LoginRig {
         text += "[provider.openai]\nissuer = \(emulator.baseURL.absoluteString)\n\n"
         if let device {
             text += """
-            [provider.test]
-            type = device-code
-            issuer = \(device.baseURL.absoluteString)
-            client-id = lanyard-test-client
-            plan-claim = org.example.plan
+                [provider.test]
+                type = device-code
+                issuer = \(device.baseURL.absoluteString)
+                client-id = lanyard-test-client
+                plan-claim = org.example.plan
 
-            """
+                """
         }
         return text
     }
@@ -91,7 +94,10 @@ struct LoginRig {
     @Test func loginHuman() async throws {
         let rig = try await LoginRig()
         let h = rig.h
-        let r = await h.run(["login", "work"], sleeper: rig.approving(at: 2, ["email": "alice@example.com", "plan": "pro"]))
+        let r = await h.run(
+            ["login", "work"],
+            sleeper: rig.approving(at: 2, ["email": "alice@example.com", "plan": "pro"])
+        )
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == "Signed alice@example.com (Pro) into slot work.\n")
         let code = try #require(try await rig.emulator.lastUserCode())
@@ -105,7 +111,9 @@ struct LoginRig {
         #expect(record.provider == "openai" && record.backend == .file)
         #expect(record.state == .signedIn(expiresAt: h.clock.now() + 3600))
         #expect(record.account == credential.account && credential.account.email == "alice@example.com")
-        for token in [credential.tokens.accessToken, credential.tokens.refreshToken, credential.tokens.idToken].compactMap({ $0 }) {
+        for token in [credential.tokens.accessToken, credential.tokens.refreshToken, credential.tokens.idToken]
+            .compactMap({ $0 })
+        {
             #expect(!r.stdout.contains(token) && !r.stderr.contains(token))
         }
     }
@@ -125,18 +133,29 @@ struct LoginRig {
         let bob: [String: Any] = ["email": "bob@work.example", "plan": "pro", "account_id": "acct-b"]
         let kept = await h.run(["login", "alice"], sleeper: rig.approving(bob))
         #expect(kept.status == 0, "\(kept.stderr)")
-        #expect(kept.stderr.contains("Slot alice holds alice@example.com, account acct-a, "
-            + "another account: this sign-in is kept in the slot bob "
-                                     + "instead (`lanyard login alice --replace` puts it into alice)."), "\(kept.stderr)")
+        #expect(
+            kept.stderr.contains(
+                "Slot alice holds alice@example.com, account acct-a, "
+                    + "another account: this sign-in is kept in the slot bob "
+                    + "instead (`lanyard login alice --replace` puts it into alice)."
+            ),
+            "\(kept.stderr)"
+        )
         #expect(kept.stdout == "Signed bob@work.example (Pro) into slot bob.\n")
         #expect(try h.fileStore.get(slot) == before, "alice's credential is untouched")
         #expect(try h.registry.loadInTest().slots[slot]?.account.email == "alice@example.com")
         #expect(try h.fileStore.get(try Slot("bob")).account.email == "bob@work.example")
         let events = await h.run("events", "--json")
-        #expect(events.stdout.contains("\"event\":\"new_slot\"") && events.stdout.contains("\"requested\":\"alice\""), "\(events.stdout)")
+        #expect(
+            events.stdout.contains("\"event\":\"new_slot\"") && events.stdout.contains("\"requested\":\"alice\""),
+            "\(events.stdout)"
+        )
 
         let json = await h.run(["login", "alice", "--json"], sleeper: rig.approving(bob))
-        #expect(json.status == 0 && json.json["slot"] as? String == "bob" && json.json["instead_of"] as? String == "alice", "\(json.stdout)")
+        #expect(
+            json.status == 0 && json.json["slot"] as? String == "bob" && json.json["instead_of"] as? String == "alice",
+            "\(json.stdout)"
+        )
 
         // The same account again: a fresh credential, no question asked.
         let again = await h.run(["login", "alice"], sleeper: rig.approving(alice))
@@ -157,7 +176,10 @@ struct LoginRig {
         var first: FileLock? = try FileLock.signIn(try Slot("work"), paths: h.paths)
         let second = await h.run(["login", "work"], sleeper: rig.approving(["email": "bob@example.com"]))
         #expect(second.status == 1)
-        #expect(second.stderr.contains("a sign-in for work is already in progress (pid \(getpid()))"), "\(second.stderr)")
+        #expect(
+            second.stderr.contains("a sign-in for work is already in progress (pid \(getpid()))"),
+            "\(second.stderr)"
+        )
         #expect(!second.stderr.contains("To sign in"), "no code was shown")
         #expect(try h.registry.loadInTest().slots.isEmpty)
         withExtendedLifetime(first) {}
@@ -170,8 +192,11 @@ struct LoginRig {
     @Test func loginJSONDefaultsTheSlotToTheEmail() async throws {
         let rig = try await LoginRig()
         let h = rig.h
-        let r = await h.run(["login", "--json"], sleeper: rig.approving(
-            ["email": "alice.smith@example.com", "plan": "enterprise", "account_id": "acct-42", "fedramp": true]))
+        let r = await h.run(
+            ["login", "--json"],
+            sleeper: rig.approving(
+                ["email": "alice.smith@example.com", "plan": "enterprise", "account_id": "acct-42", "fedramp": true])
+        )
         #expect(r.status == 0, "\(r.stderr)")
         let j = r.json
         #expect(j["slot"] as? String == "alice.smith")
@@ -181,28 +206,42 @@ struct LoginRig {
         #expect(j["account_id"] as? String == "acct-42")
         #expect(j["fedramp"] as? Bool == true)
         #expect(j["expires_at"] as? String == RFC3339.string(from: h.clock.now() + 3600))
-        #expect(Set(j.keys) == ["slot", "provider", "email", "plan", "plan_name", "account_id", "fedramp", "expires_at"])
+        #expect(
+            Set(j.keys) == ["slot", "provider", "email", "plan", "plan_name", "account_id", "fedramp", "expires_at"]
+        )
         let credential = try h.fileStore.get(try Slot("alice.smith"))
-        #expect(!r.stdout.contains(credential.tokens.accessToken) && !r.stdout.contains(credential.tokens.refreshToken ?? "-"))
+        #expect(
+            !r.stdout.contains(credential.tokens.accessToken)
+                && !r.stdout.contains(credential.tokens.refreshToken ?? "-")
+        )
         #expect(try h.registry.loadInTest().active?.name == "alice.smith")
     }
 
     @Test func loginWithTheGenericProvider() async throws {
         let rig = try await LoginRig(withDevice: true)
         let h = rig.h
-        let r = await h.run(["login", "lab", "--provider", "test"],
-                            sleeper: rig.approving(on: rig.device, ["email": "bob@example.com", "plan": "team"]))
+        let r = await h.run(
+            ["login", "lab", "--provider", "test"],
+            sleeper: rig.approving(on: rig.device, ["email": "bob@example.com", "plan": "team"])
+        )
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == "Signed bob@example.com (Team) into slot lab.\n")
         let code = try #require(try await rig.device.lastUserCode())
         #expect(r.stderr.contains("To sign in, open \(rig.device.baseURL.absoluteString)/device\n"))
-        #expect(r.stderr.contains("(or \(rig.device.baseURL.absoluteString)/device?user_code=\(code), with the code filled in)"))
+        #expect(
+            r.stderr.contains(
+                "(or \(rig.device.baseURL.absoluteString)/device?user_code=\(code), with the code filled in)"
+            )
+        )
         let record = try #require(try h.registry.loadInTest().slots[try Slot("lab")])
         #expect(record.provider == "test" && record.account.plan?.kind == .team)
         #expect(try await rig.device.stat("requests.discovery") == 1)
 
         // Signing in to the slot again keeps using its provider without --provider.
-        let again = await h.run(["login", "lab", "--json"], sleeper: rig.approving(on: rig.device, ["email": "bob@example.com"]))
+        let again = await h.run(
+            ["login", "lab", "--json"],
+            sleeper: rig.approving(on: rig.device, ["email": "bob@example.com"])
+        )
         #expect(again.status == 0 && again.json["provider"] as? String == "test")
     }
 
@@ -217,9 +256,24 @@ struct LoginRig {
     static let failures: [Failure] = [
         Failure(name: "deny", status: 1, code: "authorization_denied", message: "authorization denied"),
         Failure(name: "expire", status: 1, code: "expired_device_code", message: "the device code expired"),
-        Failure(name: "usercode 500", status: 6, code: "network_failure", message: "network failure during sign-in: device code request"),
-        Failure(name: "exchange 401", status: 4, code: "token_exchange_refused", message: "token endpoint answered HTTP 401"),
-        Failure(name: "cancel", status: 130, code: "cancelled_sign_in", message: "sign-in cancelled; nothing was stored"),
+        Failure(
+            name: "usercode 500",
+            status: 6,
+            code: "network_failure",
+            message: "network failure during sign-in: device code request"
+        ),
+        Failure(
+            name: "exchange 401",
+            status: 4,
+            code: "token_exchange_refused",
+            message: "token endpoint answered HTTP 401"
+        ),
+        Failure(
+            name: "cancel",
+            status: 130,
+            code: "cancelled_sign_in",
+            message: "sign-in cancelled; nothing was stored"
+        ),
     ]
 
     /// Failed sign-ins into a slot that was signed in: the exit status and error code, human and
@@ -240,8 +294,13 @@ struct LoginRig {
             try await rig.emulator.hook("/_test/fault", ["endpoint": "usercode", "type": "status", "status": 500])
             sleeper = TestSleeper(clock: h.clock)
         case "exchange 401":
-            try await rig.emulator.hook("/_test/fault", ["endpoint": "oauth_token", "type": "status", "status": 401,
-                                                         "body": ["error": "invalid_client"]])
+            try await rig.emulator.hook(
+                "/_test/fault",
+                [
+                    "endpoint": "oauth_token", "type": "status", "status": 401,
+                    "body": ["error": "invalid_client"],
+                ]
+            )
             sleeper = rig.approving()
         default:  // cancel: the wait is interrupted as Ctrl-C interrupts it
             sleeper = TestSleeper(clock: h.clock) { n in if n == 2 { throw CancellationError() } }
@@ -276,15 +335,22 @@ struct LoginRig {
         try await rig.emulator.hook("/_test/fault", ["endpoint": "deviceauth_token", "type": "status", "status": 502])
         try await rig.emulator.hook("/_test/fault", ["endpoint": "deviceauth_token", "type": "reset", "count": 5])
         // Approved while the retries wait; the polls after them bring the tokens.
-        let r = await h.run(["login", "work"], sleeper: rig.approving(at: 2, ["email": "alice@example.com", "plan": "pro"]))
+        let r = await h.run(
+            ["login", "work"],
+            sleeper: rig.approving(at: 2, ["email": "alice@example.com", "plan": "pro"])
+        )
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout == "Signed alice@example.com (Pro) into slot work.\n")
         #expect(try h.fileStore.get(try Slot("work")).account.email == "alice@example.com")
         let retry = "device code poll: server answered HTTP 502 (injected_fault); retrying in 10 s"
         if tty {
-            #expect(r.stderr.contains("Waiting for approval… 15 min left "
-                + "(Ctrl-C cancels)\r\u{1B}[2K\(retry)\n\r\u{1B}[2KWaiting for approval… 14 min left"),
-                    "\(r.stderr.debugDescription)")
+            #expect(
+                r.stderr.contains(
+                    "Waiting for approval… 15 min left "
+                        + "(Ctrl-C cancels)\r\u{1B}[2K\(retry)\n\r\u{1B}[2KWaiting for approval… 14 min left"
+                ),
+                "\(r.stderr.debugDescription)"
+            )
         } else {
             #expect(r.stderr.contains("\n\(retry)\n"), "\(r.stderr)")
             #expect(r.stderr.contains("; retrying in 20 s\n"), "the reset after the 502: \(r.stderr)")
@@ -317,7 +383,9 @@ struct LoginRig {
         let missing = await h.run(["login", "work", "--json"], sleeper: sleeper)
         #expect(missing.status == 5)
         #expect((missing.json["error"] as? [String: Any])?["code"] as? String == "store_unavailable")
-        #expect(((missing.json["error"] as? [String: Any])?["message"] as? String)?.contains("lanyard store init") == true)
+        #expect(
+            ((missing.json["error"] as? [String: Any])?["message"] as? String)?.contains("lanyard store init") == true
+        )
 
         // A passphrase-protected store that is locked.
         let file = EncryptedFileStore(paths: h.paths)
@@ -325,7 +393,10 @@ struct LoginRig {
         file.lock()
         let locked = await h.run(["login", "work"], sleeper: sleeper)
         #expect(locked.status == 5)
-        #expect(locked.stderr.contains("lanyard: encrypted file is locked: run `lanyard store unlock` first"), "\(locked.stderr)")
+        #expect(
+            locked.stderr.contains("lanyard: encrypted file is locked: run `lanyard store unlock` first"),
+            "\(locked.stderr)"
+        )
         #expect(!locked.stderr.contains("enter the code"))
 
         #expect(try await emulator.stat("requests.usercode") == 0)
@@ -360,7 +431,10 @@ struct LoginRig {
         #expect(throws: StoreError.notFound(slot: slot)) { try h.fileStore.get(slot) }
         let j = await h.runDetached("logout", "work", "--json")  // again: still fine, nothing to delete
         #expect(j.status == 0)
-        #expect(j.json["slot"] as? String == "work" && j.json["state"] as? String == "signed-out" && j.json["revoked"] as? Bool == false)
+        #expect(
+            j.json["slot"] as? String == "work" && j.json["state"] as? String == "signed-out"
+                && j.json["revoked"] as? Bool == false
+        )
         let unknown = await h.runDetached("logout", "nobody")
         #expect(unknown.status == 3 && unknown.stderr.contains("no slot named nobody"))
     }
@@ -370,10 +444,15 @@ struct LoginRig {
     func logoutRevokeAtTheDeviceServer(json: Bool) async throws {
         let rig = try await LoginRig(withDevice: true)
         let h = rig.h
-        #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
+        #expect(
+            await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0
+        )
         let slot = try Slot("lab")
         let credential = try h.fileStore.get(slot)
-        let r = await h.run(["logout", "lab", "--revoke"] + (json ? ["--json"] : []), sleeper: TestSleeper(clock: h.clock))
+        let r = await h.run(
+            ["logout", "lab", "--revoke"] + (json ? ["--json"] : []),
+            sleeper: TestSleeper(clock: h.clock)
+        )
         #expect(r.status == 0, "\(r.stderr)")
         if json {
             #expect(r.json["revoked"] as? Bool == true && r.json["state"] as? String == "signed-out")
@@ -407,15 +486,26 @@ struct LoginRig {
     @Test func logoutRevokeFailureKeepsTheCredential() async throws {
         let rig = try await LoginRig(withDevice: true)
         let h = rig.h
-        #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
+        #expect(
+            await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0
+        )
         let before = h.storedBytes()
         try await rig.device.hook("/_test/fault", ["endpoint": "revoke", "type": "status", "status": 503])
         let r = await h.runDetached("logout", "lab", "--revoke", "--json")
         #expect(r.status == 6, "\(r.stdout)")
         #expect((r.json["error"] as? [String: Any])?["code"] as? String == "network_failure")
         let message = (r.json["error"] as? [String: Any])?["message"] as? String ?? ""
-        #expect(message.hasPrefix("could not revoke lab's refresh token: the revocation failed (") && message.contains("HTTP 503"), "\(message)")
-        #expect(message.hasSuffix("nothing was signed out (`lanyard logout lab --revoke --yes` signs out here without revoking)"), "\(message)")
+        #expect(
+            message.hasPrefix("could not revoke lab's refresh token: the revocation failed (")
+                && message.contains("HTTP 503"),
+            "\(message)"
+        )
+        #expect(
+            message.hasSuffix(
+                "nothing was signed out (`lanyard logout lab --revoke --yes` signs out here without revoking)"
+            ),
+            "\(message)"
+        )
         #expect(h.storedBytes() == before)
         #expect(await h.runDetached("logout", "lab", "--revoke").status == 0)
         #expect(try await rig.device.stat("revocation_requests") == 1)  // the faulted one never reached it
@@ -425,7 +515,9 @@ struct LoginRig {
     @Test func logoutRevokeYesSignsOutWhenTheRevocationFails() async throws {
         let rig = try await LoginRig(withDevice: true)
         let h = rig.h
-        #expect(await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0)
+        #expect(
+            await h.run(["login", "lab", "--provider", "test"], sleeper: rig.approving(on: rig.device)).status == 0
+        )
         try await rig.device.hook("/_test/fault", ["endpoint": "revoke", "type": "status", "status": 503])
         let r = await h.runDetached("logout", "lab", "--revoke", "--yes", "--json")
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
@@ -446,8 +538,11 @@ struct LoginRig {
         // No terminal, no --yes: nothing changes, and the error says why and names --yes.
         let refused = await h.runDetached("logout", "work", "--revoke")
         #expect(refused.status == 2, "\(refused.stderr)")
-        #expect(refused.stderr == "lanyard: could not revoke work's refresh token: the provider openai has no revocation endpoint; "
-            + "nothing was signed out (`lanyard logout work --revoke --yes` signs out here without revoking)\n")
+        #expect(
+            refused.stderr
+                == "lanyard: could not revoke work's refresh token: the provider openai has no revocation endpoint; "
+                + "nothing was signed out (`lanyard logout work --revoke --yes` signs out here without revoking)\n"
+        )
         let refusedJSON = await h.runDetached("logout", "work", "--revoke", "--json")
         #expect((refusedJSON.json["error"] as? [String: Any])?["code"] as? String == "revocation_unavailable")
         #expect(try h.registry.loadInTest().slots[slot]?.state.name == "signed-in" && h.storedBytes() == before)
@@ -457,16 +552,23 @@ struct LoginRig {
         h.input = ["n"]
         let no = await h.runDetached("logout", "work", "--revoke")
         #expect(no.status == 1)
-        #expect(no.stderr.hasPrefix("Could not revoke work's refresh token: the provider openai has no revocation endpoint.\n"
-            + "Sign out of work here anyway? The refresh token stays valid at the provider. [y/N] "), "\(no.stderr)")
+        #expect(
+            no.stderr.hasPrefix(
+                "Could not revoke work's refresh token: the provider openai has no revocation endpoint.\n"
+                    + "Sign out of work here anyway? The refresh token stays valid at the provider. [y/N] "
+            ),
+            "\(no.stderr)"
+        )
         #expect(no.stderr.hasSuffix("Nothing changed: work is still signed in.\n"))
         #expect(no.stdout == "")
         #expect(h.storedBytes() == before)
         h.input = ["y"]
         let yes = await h.runDetached("logout", "work", "--revoke")
         #expect(yes.status == 0, "\(yes.stderr)")
-        #expect(yes.stdout == "Signed out of work. `lanyard login work` signs it in again.\n"
-            + "The refresh token was not revoked: it stays valid at the provider.\n")
+        #expect(
+            yes.stdout == "Signed out of work. `lanyard login work` signs it in again.\n"
+                + "The refresh token was not revoked: it stays valid at the provider.\n"
+        )
         #expect(try h.registry.loadInTest().slots[slot]?.state == .signedOut)
 
         // --yes: no question, and both things said.
@@ -475,13 +577,18 @@ struct LoginRig {
         #expect(await h.run(["login", "work"], sleeper: rig.approving()).status == 0)
         let r = await h.runDetached("logout", "work", "--revoke", "--yes")
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.stdout == "Could not revoke work's refresh token: the provider openai has no revocation endpoint.\n"
-            + "Signed out of work. `lanyard login work` signs it in again.\n"
-            + "The refresh token was not revoked: it stays valid at the provider.\n")
+        #expect(
+            r.stdout == "Could not revoke work's refresh token: the provider openai has no revocation endpoint.\n"
+                + "Signed out of work. `lanyard login work` signs it in again.\n"
+                + "The refresh token was not revoked: it stays valid at the provider.\n"
+        )
         #expect(try h.registry.loadInTest().slots[slot]?.state == .signedOut)
         #expect(await h.run(["login", "work"], sleeper: rig.approving()).status == 0)
         let j = await h.runDetached("logout", "work", "--revoke", "--yes", "--json")
-        #expect(j.json["revoked"] as? Bool == false && j.json["not_revoked"] as? String == "the provider openai has no revocation endpoint")
+        #expect(
+            j.json["revoked"] as? Bool == false
+                && j.json["not_revoked"] as? String == "the provider openai has no revocation endpoint"
+        )
     }
 }
 
@@ -497,7 +604,8 @@ struct LoginRig {
         func finish() async -> (status: Int32, stdout: String, stderr: String) {
             await withCheckedContinuation { continuation in
                 final class Box: @unchecked Sendable { var data = Data() }
-                let errors = Box(), errorsRead = DispatchSemaphore(value: 0)
+                let errors = Box()
+                let errorsRead = DispatchSemaphore(value: 0)
                 Thread {
                     errors.data = stderr.fileHandleForReading.readDataToEndOfFile()
                     errorsRead.signal()
@@ -506,8 +614,12 @@ struct LoginRig {
                     let out = stdout.fileHandleForReading.readDataToEndOfFile()
                     errorsRead.wait()
                     process.waitUntilExit()
-                    continuation.resume(returning: (process.terminationStatus, String(decoding: out, as: UTF8.self),
-                                                    String(decoding: errors.data, as: UTF8.self)))
+                    continuation.resume(
+                        returning: (
+                            process.terminationStatus, String(decoding: out, as: UTF8.self),
+                            String(decoding: errors.data, as: UTF8.self)
+                        )
+                    )
                 }.start()
             }
         }
@@ -520,7 +632,8 @@ struct LoginRig {
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = args
         p.environment = environment
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         p.standardInput = FileHandle.nullDevice
@@ -530,11 +643,19 @@ struct LoginRig {
 
     /// Waits until a counter of the server's stats reaches `value` (the process's progress as the
     /// server saw it), failing after `timeout` seconds or when the process ends first.
-    static func waitFor(_ server: OAuthTestServer, _ stat: String, atLeast value: Int, while process: Process,
-                        timeout: TimeInterval = 20) async throws {
+    static func waitFor(
+        _ server: OAuthTestServer,
+        _ stat: String,
+        atLeast value: Int,
+        while process: Process,
+        timeout: TimeInterval = 20
+    ) async throws {
         let deadline = Date() + timeout
         while try await server.stat(stat) < value {
-            try #require(process.isRunning, "lanyard exited (\(process.terminationStatus)) before \(stat) reached \(value)")
+            try #require(
+                process.isRunning,
+                "lanyard exited (\(process.terminationStatus)) before \(stat) reached \(value)"
+            )
             try #require(Date() < deadline, "\(stat) did not reach \(value) in \(timeout) s")
             try await Task.sleep(nanoseconds: 20_000_000)
         }
@@ -580,7 +701,9 @@ struct LoginRig {
         let result = await running.finish()
         #expect(result.status == 130, "\(result.stderr)")
         #expect(Date().timeIntervalSince(sent) < 25)  // not after the server's 30 s (a loaded machine has taken 17 s)
-        let error = (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["error"] as? [String: Any]
+        let error =
+            (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])?["error"]
+            as? [String: Any]
         #expect(error?["code"] as? String == "cancelled_sign_in")
         #expect(try h.registry.loadInTest().slots.isEmpty)
         #expect(try h.fileStore.list().isEmpty)

@@ -1,13 +1,13 @@
 import Foundation
 import LanyardAuth
+import LanyardCLI
+import LanyardCore
 import LanyardIntegrations
 import LanyardNetwork
+import LanyardStore
 import LanyardSupport
 import LanyardTestSupport
 import Testing
-import LanyardCLI
-import LanyardCore
-import LanyardStore
 
 /// `lanyard export` / `lanyard import` against the real file store, checked with stock `age`.
 @Suite(.serialized) struct BundleTests {
@@ -62,13 +62,26 @@ import LanyardStore
         // No overwrite without --force; all slots by default.
         let again = await source.run("export", "--to", bundle, "--recipient", recipient)
         #expect(again.status == 2 && again.stderr.contains("exists; pass --force"))
-        #expect(await source.run("export", "--to", bundle, "--recipient", recipient, "--recipient", recipient, "--force").status == 0)
+        #expect(
+            await source.run("export", "--to", bundle, "--recipient", recipient, "--recipient", recipient, "--force")
+                .status == 0
+        )
         let (_, all, _) = try sh("age -d -i '\(identity)' '\(bundle)'")
         #expect(all.contains("\"gamma\""))
 
         // Round trip into a fresh home, renaming one slot.
         let target = try await fileStoreHarness()
-        let imported = await target.run("import", bundle, "--identity", identity, "--rename", "alpha=work", "--rename", "gamma=other", "--json")
+        let imported = await target.run(
+            "import",
+            bundle,
+            "--identity",
+            identity,
+            "--rename",
+            "alpha=work",
+            "--rename",
+            "gamma=other",
+            "--json"
+        )
         #expect(imported.status == 0, "\(imported.stderr)")
         let doc = try target.registry.loadInTest()
         #expect(Set(doc.slots.keys.map(\.name)) == ["work", "beta", "other"])
@@ -96,10 +109,14 @@ import LanyardStore
         // Bad renames and a wrong identity are refused before anything is written.
         let snap = snapshot(target)
         #expect(await target.run("import", bundle, "--identity", identity, "--rename", "nope=x", "--yes").status == 2)
-        #expect(await target.run("import", bundle, "--identity", identity, "--rename", "alpha=beta", "--yes").status == 2)
+        #expect(
+            await target.run("import", bundle, "--identity", identity, "--rename", "alpha=beta", "--yes").status == 2
+        )
         let (otherIdentity, _) = try keygen(target.root)
         let wrong = await target.run("import", bundle, "--identity", otherIdentity, "--json")
-        #expect(wrong.status == 1 && (wrong.json["error"] as? [String: Any])?["code"] as? String == "bundle_no_identity")
+        #expect(
+            wrong.status == 1 && (wrong.json["error"] as? [String: Any])?["code"] as? String == "bundle_no_identity"
+        )
         let noIdentity = await target.run("import", bundle, "--json")  // asks for a passphrase: none available
         #expect(noIdentity.status == 1)
         #expect(snapshot(target) == snap)
@@ -153,9 +170,12 @@ import LanyardStore
 
         // age reads passphrases only from a terminal: give it one with script(1).
         let out = source.root + "/plain.json"
-        let (status, _, err) = try sh("script -qec \"age -d -o '\(out)' '\(bundle)'\" /dev/null < '\(passFile)' > /dev/null")
+        let (status, _, err) = try sh(
+            "script -qec \"age -d -o '\(out)' '\(bundle)'\" /dev/null < '\(passFile)' > /dev/null"
+        )
         #expect(status == 0, "\(err)")
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any] ?? [:]
+        let json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any] ?? [:]
         #expect(Set((json["slots"] as? [String: Any] ?? [:]).keys) == ["alpha", "beta"])
 
         let target = try await fileStoreHarness()
@@ -172,7 +192,10 @@ import LanyardStore
         let wrong = await other.run("import", bundle, "--json")
         #expect(wrong.status == 1 && (wrong.json["error"] as? [String: Any])?["code"] as? String == "wrong_passphrase")
         let wrongMessage = (wrong.json["error"] as? [String: Any])?["message"] as? String ?? ""
-        #expect(wrongMessage.contains("from LANYARD_PASSPHRASE_FILE \(other.root)/wrong"), "the file is named: \(wrongMessage)")
+        #expect(
+            wrongMessage.contains("from LANYARD_PASSPHRASE_FILE \(other.root)/wrong"),
+            "the file is named: \(wrongMessage)"
+        )
         #expect(!wrongMessage.contains("not the passphrase"), "its content is not")
         #expect(try other.registry.loadInTest().slots.isEmpty)
     }
@@ -183,7 +206,10 @@ import LanyardStore
         try h.registry.updateInTest { $0.slots[try Slot("ghost")] = SlotRecord(provider: "openai", backend: .file) }
         let (_, recipient) = try keygen(h.root)
         let all = await h.run("export", "--to", h.root + "/all.age", "--recipient", recipient, "--json")
-        #expect(all.status == 0 && all.json["slots"] as? [String] == ["alpha"] && all.json["skipped"] as? [String] == ["ghost"])
+        #expect(
+            all.status == 0 && all.json["slots"] as? [String] == ["alpha"]
+                && all.json["skipped"] as? [String] == ["ghost"]
+        )
         let named = await h.run("export", "ghost", "--to", h.root + "/ghost.age", "--recipient", recipient)
         #expect(named.status == 3, "a named slot without a credential is an error")
         #expect(await h.run("export", "nobody", "--to", h.root + "/n.age", "--recipient", recipient).status == 3)
@@ -197,11 +223,23 @@ import LanyardStore
     /// A bundle entry for `name` (`provider` for the credential; the record's may differ).
     func entry(_ name: String, provider: String = "openai", recordProvider: String? = nil) -> ExportBundle.Entry {
         let account = AccountInfo(email: "\(name)@example.com", accountID: "acct-\(name)")
-        let credential = Credential(provider: provider, tokens: TokenSet(accessToken: "AT-\(name)-SECRET", refreshToken: "RT-\(name)-SECRET",
-                                                                         expiresAt: Date(timeIntervalSince1970: 4_000_000_000)),
-                                    lastRefresh: Date(timeIntervalSince1970: 1_799_000_000), account: account)
-        let record = SlotRecord(provider: recordProvider ?? provider, backend: .file, account: account,
-                                state: .signedIn(expiresAt: credential.tokens.expiresAt), createdAt: Date(timeIntervalSince1970: 1_799_000_000))
+        let credential = Credential(
+            provider: provider,
+            tokens: TokenSet(
+                accessToken: "AT-\(name)-SECRET",
+                refreshToken: "RT-\(name)-SECRET",
+                expiresAt: Date(timeIntervalSince1970: 4_000_000_000)
+            ),
+            lastRefresh: Date(timeIntervalSince1970: 1_799_000_000),
+            account: account
+        )
+        let record = SlotRecord(
+            provider: recordProvider ?? provider,
+            backend: .file,
+            account: account,
+            state: .signedIn(expiresAt: credential.tokens.expiresAt),
+            createdAt: Date(timeIntervalSince1970: 1_799_000_000)
+        )
         return ExportBundle.Entry(credential: credential, record: record)
     }
 
@@ -217,7 +255,9 @@ import LanyardStore
 
     /// Seals `entries` as a bundle with stock age (the plaintext on its stdin) to `recipient`.
     func sealedBundle(_ entries: [Slot: ExportBundle.Entry], to recipient: String, at path: String) throws {
-        let plain = ExportBundle(exportedAt: Date(timeIntervalSince1970: 1_800_000_000), slots: entries).jsonData(pretty: true)
+        let plain = ExportBundle(exportedAt: Date(timeIntervalSince1970: 1_800_000_000), slots: entries).jsonData(
+            pretty: true
+        )
         let (status, _, err) = try runProcess("/usr/bin/age", ["-r", recipient, "-o", path], stdin: plain)
         try #require(status == 0, "\(err)")
     }
@@ -227,7 +267,12 @@ import LanyardStore
         try h.addSlot("s-00003")  // one slot the import replaces
         let registryBefore = FileManager.default.contents(atPath: h.paths.registryFile)
         let counting = CountingStore(h.store)
-        let manager = AccountManager(paths: h.paths, config: LanyardConfig(), openStore: { _, _ in counting }, transport: URLSessionTransport())
+        let manager = AccountManager(
+            paths: h.paths,
+            config: LanyardConfig(),
+            openStore: { _, _ in counting },
+            transport: URLSessionTransport()
+        )
         let imported = try manager.importSlots(try entries(60))
         #expect(imported.count == 60 && imported.filter(\.replaced).map(\.slot.name) == ["s-00003"])
         #expect(counting.putAlls == 1 && counting.puts == 0, "one batch write, no slot-by-slot puts (\(counting.puts))")
@@ -244,11 +289,19 @@ import LanyardStore
         let registryBefore = FileManager.default.contents(atPath: h.paths.registryFile)
         let counting = CountingStore(h.store)
         counting.failOnPut = 10  // the keyring fails in the middle of the import
-        let manager = AccountManager(paths: h.paths, config: LanyardConfig(), openStore: { _, _ in counting }, transport: URLSessionTransport())
+        let manager = AccountManager(
+            paths: h.paths,
+            config: LanyardConfig(),
+            openStore: { _, _ in counting },
+            transport: URLSessionTransport()
+        )
         #expect(throws: StoreError.self) { try manager.importSlots(try entries(20)) }
         #expect(FileManager.default.contents(atPath: h.paths.registryFile) == registryBefore)
         #expect(try h.store.list().map(\.name) == ["s-00003"], "the items the import added are removed again")
-        #expect(try h.store.get(try Slot("s-00003")).tokens.accessToken == "AT-s-00003-SECRET", "and the one it replaced is put back")
+        #expect(
+            try h.store.get(try Slot("s-00003")).tokens.accessToken == "AT-s-00003-SECRET",
+            "and the one it replaced is put back"
+        )
     }
 
     @Test func importIntoTheFileStoreWritesTheStoreOnceAndTheRegistryOnce() async throws {
@@ -303,8 +356,13 @@ import LanyardStore
         /// Whatever the kill left: all or nothing, and doctor agrees.
         func check(_ h: CLIHarness, _ environment: [String: String], _ round: String) async throws -> Int {
             let (status, out, _) = try runProcess(lanyardBinary(), ["doctor", "--json"], environment: environment)
-            let problems = ((try? JSONSerialization.jsonObject(with: Data(out.utf8))) as? [String: Any])?["problems"] as? [String] ?? ["?"]
-            #expect(status == 0, "\(round): doctor exit \(status), \(problems.count) problems, first: \(problems.first ?? "")")
+            let problems =
+                ((try? JSONSerialization.jsonObject(with: Data(out.utf8))) as? [String: Any])?["problems"] as? [String]
+                ?? ["?"]
+            #expect(
+                status == 0,
+                "\(round): doctor exit \(status), \(problems.count) problems, first: \(problems.first ?? "")"
+            )
             let listed = try h.registry.loadInTest().slots.keys.filter { names.contains($0) }.count
             #expect(listed == 0 || listed == count, "\(round): \(listed) of \(count) slots listed")
             if listed == count { #expect(await token(h, "s-01234") == "AT-s-01234-SECRET\n", "\(round)") }
@@ -316,11 +374,22 @@ import LanyardStore
         var completed = false
         for n in 1...30 where !completed {
             let (h, environment) = try await home()
-            let (status, _, _) = try runProcess("/usr/bin/strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=rename",
-                                                                 "-e", "inject=rename:signal=KILL:when=\(n)", lanyardBinary()] + importArgs,
-                                                environment: environment)
+            let (status, _, _) = try runProcess(
+                "/usr/bin/strace",
+                [
+                    "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename",
+                    "-e", "inject=rename:signal=KILL:when=\(n)", lanyardBinary(),
+                ] + importArgs,
+                environment: environment
+            )
             completed = status == 0
-            outcomes.append(try await check(h, environment, completed ? "not killed (rename #\(n) never came)" : "killed at rename #\(n)"))
+            outcomes.append(
+                try await check(
+                    h,
+                    environment,
+                    completed ? "not killed (rename #\(n) never came)" : "killed at rename #\(n)"
+                )
+            )
         }
         #expect(completed, "the import finished once strace ran out of renames to kill it at")
         #expect(outcomes.contains(0) && outcomes.contains(count), "kills before and after the commit: \(outcomes)")
@@ -367,7 +436,10 @@ import LanyardStore
         #expect(r.status == 0, "\(r.stderr)")
         let doc = try h.registry.loadInTest()
         #expect(doc.slots.count == 25 && doc.slots.values.allSatisfy { $0.backend == .secretService })
-        #expect(!FileManager.default.fileExists(atPath: h.paths.registryFile + ".prev"), "the registry was written once")
+        #expect(
+            !FileManager.default.fileExists(atPath: h.paths.registryFile + ".prev"),
+            "the registry was written once"
+        )
         for slot in bundled.keys { #expect(try keyring.get(slot) == bundled[slot]?.credential) }
         #expect(await h.doctorProblemsOfThisHome() == [])
     }
@@ -379,15 +451,25 @@ import LanyardStore
         try seedFileSlot(h, "keep")
         let (identity, recipient) = try keygen(h.root)
         let bundle = h.root + "/mismatch.age"
-        try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot("beta"): entry("beta", provider: "openai", recordProvider: "github")],
-                         to: recipient, at: bundle)
+        try sealedBundle(
+            [
+                try Slot("alpha"): entry("alpha"),
+                try Slot("beta"): entry("beta", provider: "openai", recordProvider: "github"),
+            ],
+            to: recipient,
+            at: bundle
+        )
         let before = snapshot(h)
         let r = await h.run("import", bundle, "--identity", identity, "--yes", "--json")
         #expect(r.status == 1)
         let error = r.json["error"] as? [String: Any]
         #expect(error?["code"] as? String == "bundle_provider_mismatch")
         let message = error?["message"] as? String ?? ""
-        #expect(message.contains("slot beta") && message.contains("\"github\"") && message.contains("\"openai\"") && message.contains("nothing was imported"), "\(message)")
+        #expect(
+            message.contains("slot beta") && message.contains("\"github\"") && message.contains("\"openai\"")
+                && message.contains("nothing was imported"),
+            "\(message)"
+        )
         #expect(snapshot(h) == before)
         #expect(try h.registry.loadInTest().slots.keys.map(\.name) == ["keep"])
     }
@@ -396,14 +478,22 @@ import LanyardStore
         let h = try await fileStoreHarness()
         let (identity, recipient) = try keygen(h.root)
         let bundle = h.root + "/unknown.age"
-        try sealedBundle([try Slot("alpha"): entry("alpha"), try Slot("gamma"): entry("gamma", provider: "acme\u{1B}[31m")], to: recipient, at: bundle)
+        try sealedBundle(
+            [try Slot("alpha"): entry("alpha"), try Slot("gamma"): entry("gamma", provider: "acme\u{1B}[31m")],
+            to: recipient,
+            at: bundle
+        )
         let before = snapshot(h)
         let r = await h.run("import", bundle, "--identity", identity, "--yes", "--json")
         #expect(r.status == 1)
         let error = r.json["error"] as? [String: Any]
         #expect(error?["code"] as? String == "bundle_unknown_provider")
         let message = error?["message"] as? String ?? ""
-        #expect(message.contains("slot gamma") && message.contains("acme\\u{1B}[31m") && message.contains("configured: github, openai"), "\(message)")
+        #expect(
+            message.contains("slot gamma") && message.contains("acme\\u{1B}[31m")
+                && message.contains("configured: github, openai"),
+            "\(message)"
+        )
         #expect(!message.contains("\u{1B}"), "text from the bundle is escaped")
         #expect(snapshot(h) == before)
         #expect(try h.registry.loadInTest().slots.isEmpty)
@@ -472,7 +562,10 @@ import LanyardStore
         #expect(await h.run("export", "--to", passBundle).status == 0)
         let scrypt = await h.run("import", passBundle, "--identity", otherIdentity, "--json")
         let scryptMessage = (scrypt.json["error"] as? [String: Any])?["message"] as? String ?? ""
-        #expect(scrypt.status == 1 && scryptMessage.contains("passphrase-encrypted: leave out --identity"), "\(scryptMessage)")
+        #expect(
+            scrypt.status == 1 && scryptMessage.contains("passphrase-encrypted: leave out --identity"),
+            "\(scryptMessage)"
+        )
     }
 }
 

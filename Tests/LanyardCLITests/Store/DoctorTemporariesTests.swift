@@ -1,8 +1,8 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardCLI
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 @Suite struct DoctorTemporariesTests {
     /// A write killed between GLib's mkstemp and its rename leaves `registry.json.XXXXXX` behind
@@ -16,15 +16,27 @@ import LanyardStore
         }
         let report = await h.run("doctor", "--json")
         #expect(report.status == 1)
-        #expect(report.json["problems"] as? [String] == ["interrupted writes left temporary files: registry.json.Ab3xY9, store.age.q1W2e3"])
+        #expect(
+            report.json["problems"] as? [String] == [
+                "interrupted writes left temporary files: registry.json.Ab3xY9, store.age.q1W2e3"
+            ]
+        )
         let human = await h.run("doctor")
-        #expect(human.stdout.contains("problem: interrupted writes left temporary files: registry.json.Ab3xY9, store.age.q1W2e3"))
+        #expect(
+            human.stdout.contains(
+                "problem: interrupted writes left temporary files: registry.json.Ab3xY9, store.age.q1W2e3"
+            )
+        )
         #expect(human.stdout.contains("lanyard doctor --repair"))
 
         let repair = await h.run("doctor", "--repair", "--json")
         #expect(repair.status == 0, "\(repair.stdout) \(repair.stderr)")
-        #expect(repair.json["repaired"] as? [String] == ["removed registry.json.Ab3xY9, left by an interrupted write",
-                                                         "removed store.age.q1W2e3, left by an interrupted write"])
+        #expect(
+            repair.json["repaired"] as? [String] == [
+                "removed registry.json.Ab3xY9, left by an interrupted write",
+                "removed store.age.q1W2e3, left by an interrupted write",
+            ]
+        )
         #expect((repair.json["problems"] as? [String])?.isEmpty == true)
         #expect(!FileManager.default.fileExists(atPath: data + "/registry.json.Ab3xY9"))
         #expect(FileManager.default.fileExists(atPath: data + "/registry.json.keep-me"))

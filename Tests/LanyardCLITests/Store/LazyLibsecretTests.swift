@@ -1,7 +1,8 @@
 import Foundation
-@testable import LanyardCLI
 import LanyardTestSupport
 import Testing
+
+@testable import LanyardCLI
 
 /// The binaries link only GLib; libsecret, GIO and GObject are loaded on first use (they cost
 /// about 1.2 ms at every start). These tests watch the dynamic loader (LD_DEBUG=files) of real
@@ -49,20 +50,32 @@ extension LazyLibsecretTests {
         }
         #expect(constants.count >= 15, "found \(constants.count) constants")
         // secret-paths.h (the `_for_dbus_path…` calls) is declared only with SECRET_API_SUBJECT_TO_CHANGE.
-        var check = "#define SECRET_API_SUBJECT_TO_CHANGE\n#include <libsecret/secret.h>\n#define "
+        var check =
+            "#define SECRET_API_SUBJECT_TO_CHANGE\n#include <libsecret/secret.h>\n#define "
             + "LANYARD_SECRET_PROTOTYPES_ONLY\n#include \"\(header)\"\n"
-        for (name, value) in constants { check += "_Static_assert(\(name) == (\(value)), \"\(name) differs from libsecret\");\n" }
+        for (name, value) in constants {
+            check += "_Static_assert(\(name) == (\(value)), \"\(name) differs from libsecret\");\n"
+        }
         let dir = NSTemporaryDirectory() + "lanyard-secret-check-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try check.write(toFile: dir + "/check.c", atomically: true, encoding: .utf8)
-        let (status, _, diagnostics) = try runProcess("/bin/sh", ["-c", "clang -fsyntax-only -Werror $(pkg-config --cflags libsecret-1) \"$0\"",
-                                                                 dir + "/check.c"])
+        let (status, _, diagnostics) = try runProcess(
+            "/bin/sh",
+            [
+                "-c", "clang -fsyntax-only -Werror $(pkg-config --cflags libsecret-1) \"$0\"",
+                dir + "/check.c",
+            ]
+        )
         #expect(status == 0, "lanyard-secret.h does not match libsecret: \(diagnostics)")
     }
 
     /// The libraries the dynamic loader opened for `lanyard COMMAND REST`.
-    func loadedLibraries(_ home: TestHome, _ command: String, contentsOf rest: [String]) throws -> (TestHome.Output, Set<String>) {
+    func loadedLibraries(
+        _ home: TestHome,
+        _ command: String,
+        contentsOf rest: [String]
+    ) throws -> (TestHome.Output, Set<String>) {
         let output = try home.run([command] + rest, extraEnvironment: ["LD_DEBUG": "files"])
         var loaded = Set<String>()
         for line in output.stderr.split(separator: "\n") where line.contains("file=") {

@@ -1,8 +1,8 @@
 import Foundation
-import LanyardTestSupport
-import Testing
 import LanyardCore
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 /// The keyring locked under Lanyard (a screen locker, the user, KWallet's idle timeout), through
 /// the CLI as a user meets it: on a gnome-keyring of the test's own, on a bus of its own, so
@@ -17,15 +17,22 @@ import LanyardStore
         var environment = env.home.environment
         environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         var daemon: KeyringDaemon? = try KeyringDaemon(environment: environment, password: password)
-        try env.home.writeConfig("""
-        [store]
-        backend = secret-service
-        [provider.openai]
-        issuer = \(env.server.baseURL.absoluteString)
-        usage-base-url = \(env.server.baseURL.absoluteString)
-        """)
+        try env.home.writeConfig(
+            """
+            [store]
+            backend = secret-service
+            [provider.openai]
+            issuer = \(env.server.baseURL.absoluteString)
+            usage-base-url = \(env.server.baseURL.absoluteString)
+            """
+        )
         func run(_ args: [String], stdin: String = "") throws -> (status: Int32, stdout: String, stderr: String) {
-            let (status, out, err) = try runProcess(lanyardBinary(), args, environment: environment, stdin: Data(stdin.utf8))
+            let (status, out, err) = try runProcess(
+                lanyardBinary(),
+                args,
+                environment: environment,
+                stdin: Data(stdin.utf8)
+            )
             return (status, out, err)
         }
         let token = try await env.personalAccessToken(email: "ci@example.com")
@@ -37,9 +44,14 @@ import LanyardStore
         let recordBefore = try #require(try Registry(paths: env.paths).loadInTest().slots[try Slot("ci")])
 
         // Lock: gnome-keyring locks a collection at once when asked over the Secret Service.
-        let (lockStatus, _, lockErrors) = try runProcess("/usr/bin/gdbus", [
-            "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-            "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']"], environment: environment)
+        let (lockStatus, _, lockErrors) = try runProcess(
+            "/usr/bin/gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.Lock", "['/org/freedesktop/secrets/collection/login']",
+            ],
+            environment: environment
+        )
         #expect(lockStatus == 0, "\(lockErrors)")
 
         let locked = try run(["token", "ci"])
@@ -51,7 +63,8 @@ import LanyardStore
         let refused = try run(["login", "ci2", "--with-access-token"], stdin: second + "\n")
         #expect(refused.status == 5, "\(refused.stderr)")
         for output in [locked, lockedJSON, refused] {
-            let leaked = output.stdout.contains(token) || output.stderr.contains(token) || output.stderr.contains(second)
+            let leaked =
+                output.stdout.contains(token) || output.stderr.contains(token) || output.stderr.contains(second)
             #expect(!leaked)
         }
         let document = try Registry(paths: env.paths).loadInTest()

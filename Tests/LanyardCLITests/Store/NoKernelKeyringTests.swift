@@ -1,7 +1,7 @@
 import Foundation
+import LanyardCLI
 import LanyardTestSupport
 import Testing
-import LanyardCLI
 
 /// Containers whose seccomp profile blocks keyctl (Docker's default) and kernels without keys
 /// support cannot cache an unlocked file store. These tests take the kernel keyring away from a
@@ -29,10 +29,17 @@ import LanyardCLI
         #expect(initialized.status == 0, "\(initialized.stderr)")
         #expect(initialized.stderr.contains("the kernel keyring is unavailable here"))
         for file in ["store.age", "identity.age"] {
-            #expect(FileManager.default.fileExists(atPath: home.root + "/data/lanyard/" + file), "\(file) was not written")
+            #expect(
+                FileManager.default.fileExists(atPath: home.root + "/data/lanyard/" + file),
+                "\(file) was not written"
+            )
         }
 
-        let imported = try runWithoutKernelKeyring(home, ["import", bundle, "--identity", identity], extra: withPassphrase)
+        let imported = try runWithoutKernelKeyring(
+            home,
+            ["import", bundle, "--identity", identity],
+            extra: withPassphrase
+        )
         #expect(imported.status == 0, "\(imported.stderr)")
         let token = try runWithoutKernelKeyring(home, ["token", "alpha"], extra: withPassphrase)
         #expect(token.status == 0, "\(token.stderr)")
@@ -41,15 +48,27 @@ import LanyardCLI
         // Without a passphrase source the store is locked, and the message says why and what to do.
         let locked = try runWithoutKernelKeyring(home, ["token", "alpha"], extra: [:])
         #expect(locked.status == 5)
-        #expect(locked.stderr.contains("kernel keyring is unavailable") && locked.stderr.contains("LANYARD_PASSPHRASE_FILE"), "\(locked.stderr)")
+        #expect(
+            locked.stderr.contains("kernel keyring is unavailable")
+                && locked.stderr.contains("LANYARD_PASSPHRASE_FILE"),
+            "\(locked.stderr)"
+        )
         #expect(!locked.stderr.contains("SECRET") && locked.stdout.isEmpty)
     }
 
     /// Runs `lanyard ARGS` in `home` under strace, with every kernel-keyring call failing.
-    private func runWithoutKernelKeyring(_ home: TestHome, _ args: [String], extra: [String: String]) throws -> TestHome.Output {
-        try home.run(args, extraEnvironment: extra, launcher: [
-            "/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=add_key,keyctl,request_key",
-            "-e", "inject=add_key,keyctl,request_key:error=ENOSYS",
-        ])
+    private func runWithoutKernelKeyring(
+        _ home: TestHome,
+        _ args: [String],
+        extra: [String: String]
+    ) throws -> TestHome.Output {
+        try home.run(
+            args,
+            extraEnvironment: extra,
+            launcher: [
+                "/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=add_key,keyctl,request_key",
+                "-e", "inject=add_key,keyctl,request_key:error=ENOSYS",
+            ]
+        )
     }
 }

@@ -1,10 +1,10 @@
 import Foundation
 import LanyardAuth
-import Testing
-import LanyardTestSupport
 import LanyardCLI
 import LanyardCore
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 /// Commands against the real gnome-keyring of the test session and the real file store.
 @Suite(.serialized) struct RealBackendCommandTests {
@@ -16,9 +16,16 @@ import LanyardStore
     }
 
     func credential(_ token: String, email: String) -> Credential {
-        Credential(provider: "openai", tokens: TokenSet(accessToken: token, refreshToken: "rt-" + token,
-                                                        expiresAt: Date(timeIntervalSince1970: 4_000_000_000)),
-                   lastRefresh: Date(timeIntervalSince1970: 1_799_000_000), account: AccountInfo(email: email, accountID: "acct-" + email))
+        Credential(
+            provider: "openai",
+            tokens: TokenSet(
+                accessToken: token,
+                refreshToken: "rt-" + token,
+                expiresAt: Date(timeIntervalSince1970: 4_000_000_000)
+            ),
+            lastRefresh: Date(timeIntervalSince1970: 1_799_000_000),
+            account: AccountInfo(email: email, accountID: "acct-" + email)
+        )
     }
 
     /// Adds a slot with its credential in `backend`.
@@ -27,8 +34,12 @@ import LanyardStore
         let cred = credential("AT-\(name)", email: "\(name)@example.com")
         try StoreOpeners.system(backend, LanyardConfig(), h.paths, false).put(cred, for: slot)
         try h.registry.update { doc in
-            doc.slots[slot] = SlotRecord(provider: "openai", backend: backend, account: cred.account,
-                                         state: .signedIn(expiresAt: cred.tokens.expiresAt))
+            doc.slots[slot] = SlotRecord(
+                provider: "openai",
+                backend: backend,
+                account: cred.account,
+                state: .signedIn(expiresAt: cred.tokens.expiresAt)
+            )
         }
         return slot
     }
@@ -41,9 +52,13 @@ import LanyardStore
         try requireTestKeyring()
         let rig = try await LoginRig(backend: "secret-service")
         let h = rig.h
-        let login = await h.run(["login", "life", "--json"], sleeper: rig.approving(at: 2, ["email": "life@example.com"]))
+        let login = await h.run(
+            ["login", "life", "--json"],
+            sleeper: rig.approving(at: 2, ["email": "life@example.com"])
+        )
         #expect(login.status == 0, "\(login.stderr)")
-        let slot = try Slot("life"), renamed = try Slot("life2")
+        let slot = try Slot("life")
+        let renamed = try Slot("life2")
         defer { for s in [slot, renamed] { try? SecretServiceStore(timeout: 5).delete(s) } }
         #expect(try h.registry.loadInTest().slots[slot]?.backend == .secretService)
         let first = try SecretServiceStore(timeout: 5).get(slot)
@@ -69,7 +84,11 @@ import LanyardStore
         #expect(await h.doctorProblemsOfThisHome() == [])
         let doctor = await h.run("doctor", "--json")
         let provider = testKeyringProviderName
-        #expect(doctor.stdout.contains(#""provider" : "\#(provider)""#) || doctor.stdout.contains(#""provider": "\#(provider)""#), "\(doctor.stdout)")
+        #expect(
+            doctor.stdout.contains(#""provider" : "\#(provider)""#)
+                || doctor.stdout.contains(#""provider": "\#(provider)""#),
+            "\(doctor.stdout)"
+        )
 
         #expect(await h.runDetached("logout", "life2").status == 0)
         #expect(try !SecretServiceStore(timeout: 5).list().contains(renamed))
@@ -105,7 +124,10 @@ import LanyardStore
             let dead = try Slot(p + "-dead")
             var deadCredential = credential("AT-\(dead.name)", email: "\(dead.name)@example.com")
             deadCredential.tokens.refreshToken = nil
-            try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).putInTest(deadCredential, for: dead)
+            try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).putInTest(
+                deadCredential,
+                for: dead
+            )
             try h.registry.updateInTest { $0.slots[orphan] = nil }
             try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).deleteInTest(ghost)
 
@@ -116,7 +138,10 @@ import LanyardStore
             #expect(problems.contains("Secret Service holds \(orphan.name), which the registry does not list"))
             let backends = report.json["backends"] as? [[String: Any]] ?? []
             let ss = backends.first { $0["backend"] as? String == "secret-service" }
-            #expect(ss?["reachable"] as? Bool == true && ss?["locked"] as? Bool == false && ss?["persistent"] as? Bool == true)
+            #expect(
+                ss?["reachable"] as? Bool == true && ss?["locked"] as? Bool == false
+                    && ss?["persistent"] as? Bool == true
+            )
 
             let human = await h.run("doctor")
             #expect(human.stdout.contains("Run `lanyard doctor --repair`"))
@@ -127,12 +152,17 @@ import LanyardStore
             let doc = try h.registry.loadInTest()
             #expect(doc.slots[orphan]?.account.email == "\(orphan.name)@example.com")
             if case .signedIn = doc.slots[orphan]?.state {} else { Issue.record("\(orphan.name) should be signed in") }
-            #expect(doc.slots[dead]?.state == .reauthenticationRequired, "a credential without a refresh token must sign in again")
+            #expect(
+                doc.slots[dead]?.state == .reauthenticationRequired,
+                "a credential without a refresh token must sign in again"
+            )
             #expect(repair.stdout.contains("repaired: added \(dead.name) from Secret Service (it must sign in again)"))
             #expect(doc.slots[ghost]?.state == .signedOut)
             #expect(doc.slots[kept] != nil)
             #expect(await h.run("doctor").status == 0)
-            for slot in [kept, orphan, dead] { try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).deleteInTest(slot) }
+            for slot in [kept, orphan, dead] {
+                try StoreOpeners.system(.secretService, LanyardConfig(), h.paths, false).deleteInTest(slot)
+            }
         }
     }
 
@@ -142,7 +172,9 @@ import LanyardStore
         #expect(await h.run("store", "init", "--no-passphrase").status == 0)
         let slots = try (0..<3).map { try seed(h, "\(p)-\($0)", backend: .secretService) }
         let dry = await h.run("store", "migrate", "--to", "file", "--dry-run", "--json")
-        #expect((dry.json["steps"] as? [[String: Any]])?.allSatisfy { $0["outcome"] as? String == "would-move" } == true)
+        #expect(
+            (dry.json["steps"] as? [[String: Any]])?.allSatisfy { $0["outcome"] as? String == "would-move" } == true
+        )
         #expect(try h.registry.loadInTest().slots.values.allSatisfy { $0.backend == .secretService })
 
         let toFile = await h.run("store", "migrate", "--to", "file")

@@ -1,9 +1,9 @@
 import Foundation
-import Testing
-import LanyardTestSupport
 import LanyardCLI
 import LanyardCore
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 /// `lanyard store …` against the real file store (no keyring needed).
 @Suite(.serialized) struct StoreCommandTests {
@@ -47,18 +47,23 @@ import LanyardStore
         #expect(exposed.status == 1)
         let exposedError = exposed.json["error"] as? [String: Any] ?? [:]
         #expect(exposedError["code"] as? String == "unsafe_path")
-        #expect(exposedError["message"] as? String == "refusing to use \(h.root)/pass: it holds a secret and its mode is 0644, "
-            + "so group or others can get at it; run `chmod 600 \(h.root)/pass`")
+        #expect(
+            exposedError["message"] as? String
+                == "refusing to use \(h.root)/pass: it holds a secret and its mode is 0644, "
+                + "so group or others can get at it; run `chmod 600 \(h.root)/pass`"
+        )
 
         chmod(h.root + "/pass", 0o600)
         let wrong = await h.run("store", "unlock", "--json")
         #expect(wrong.status == 1)
         #expect((wrong.json["error"] as? [String: Any])?["code"] as? String == "wrong_passphrase")
         #expect(!wrong.stdout.contains("wrong horse"))
-        #expect((wrong.json["error"] as? [String: Any])?["message"] as? String
-            == "wrong passphrase (from LANYARD_PASSPHRASE_FILE \(h.root)/pass): "
+        #expect(
+            (wrong.json["error"] as? [String: Any])?["message"] as? String
+                == "wrong passphrase (from LANYARD_PASSPHRASE_FILE \(h.root)/pass): "
                 + "the store was not unlocked and nothing changed; "
-            + "check the passphrase there")
+                + "check the passphrase there"
+        )
 
         try "correct horse\n".write(toFile: h.root + "/pass", atomically: true, encoding: .utf8)
         chmod(h.root + "/pass", 0o600)

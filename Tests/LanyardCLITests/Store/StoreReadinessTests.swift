@@ -15,7 +15,9 @@ import Testing
     /// test runner's blocked signals, so SIGTERM would not end them. The bus's socket is made in the
     /// launcher's folder, which goes with them (the session default, /tmp, would keep one stale
     /// socket a run). Exit 97/98 when the keyring could not be set up.
-    static let keyringWithoutDefaultCollection = ["/bin/sh", "-c", """
+    static let keyringWithoutDefaultCollection = [
+        "/bin/sh", "-c",
+        """
         dir=$(mktemp -d "${TMPDIR:-/tmp}/lanyard-bus.XXXXXX") || exit 97
         mkfifo "$dir/address"
         dbus-daemon --session --address="unix:dir=$dir" --nofork \
@@ -37,18 +39,27 @@ import Testing
         status=$?
         stop
         exit $status
-        """, "keyring-without-default"]
+        """, "keyring-without-default",
+    ]
 
     static func run(_ home: TestHome, _ args: [String], inKeyringSession: Bool = true) throws -> TestHome.Output {
         var environment = ["LANYARD_TEST_KEYRING_PASSWORD": "readiness-test", "PATH": "/usr/bin:/bin"]
         if !inKeyringSession { environment["DBUS_SESSION_BUS_ADDRESS"] = "" }
-        let result = try home.run(args, extraEnvironment: environment, launcher: inKeyringSession ? keyringWithoutDefaultCollection : [])
-        try #require(result.status != 97 && result.status != 98, "the private keyring could not be set up: \(result.stderr)")
+        let result = try home.run(
+            args,
+            extraEnvironment: environment,
+            launcher: inKeyringSession ? keyringWithoutDefaultCollection : []
+        )
+        try #require(
+            result.status != 97 && result.status != 98,
+            "the private keyring could not be set up: \(result.stderr)"
+        )
         return result
     }
 
     static func problems(_ doctor: TestHome.Output) -> [String] {
-        ((try? JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8))) as? [String: Any])?["problems"] as? [String] ?? []
+        ((try? JSONSerialization.jsonObject(with: Data(doctor.stdout.utf8))) as? [String: Any])?["problems"]
+            as? [String] ?? []
     }
 
     /// gnome-keyring with no default collection: `doctor` reports it, and `login` refuses before a
@@ -64,30 +75,54 @@ import Testing
         #expect(doctor.status == 1, "\(doctor.stdout)\(doctor.stderr)")
         let problem = try #require(Self.problems(doctor).first, "\(doctor.stdout)")
         #expect(problem.hasPrefix("new sign-ins cannot be stored: "), "\(problem)")
-        #expect(problem.contains("`lanyard store init`") && problem.contains("see the Secret Service backend entry for why and what to do"),
-                "the keyring's explanation is in its backend entry, not repeated: \(problem)")
+        #expect(
+            problem.contains("`lanyard store init`")
+                && problem.contains("see the Secret Service backend entry for why and what to do"),
+            "the keyring's explanation is in its backend entry, not repeated: \(problem)"
+        )
         let human = try Self.run(home, ["doctor"])
-        #expect(human.stdout.contains("Secret Service  answers, but the keyring has no collection named by the default alias"), "\(human.stdout)")
-        #expect(human.stdout.components(separatedBy: "no collection named by the default alias").count == 2, "said once: \(human.stdout)")
+        #expect(
+            human.stdout.contains(
+                "Secret Service  answers, but the keyring has no collection named by the default alias"
+            ),
+            "\(human.stdout)"
+        )
+        #expect(
+            human.stdout.components(separatedBy: "no collection named by the default alias").count == 2,
+            "said once: \(human.stdout)"
+        )
         #expect(!human.stdout.contains("No problems found."))
 
         // `backend = auto` (the default): neither the keyring nor a file store can take it.
         let auto = try Self.run(home, ["login", "work"])
         #expect(auto.status == 5, "\(auto.stderr)")
-        #expect(auto.stderr.contains("lanyard: encrypted file is unavailable: there is no file store yet, "
-            + "and the Secret Service cannot keep credentials either"),
-                "\(auto.stderr)")
-        #expect(auto.stderr.contains("`lanyard store init`") && auto.stderr.contains("no collection named by the default alias"))
+        #expect(
+            auto.stderr.contains(
+                "lanyard: encrypted file is unavailable: there is no file store yet, "
+                    + "and the Secret Service cannot keep credentials either"
+            ),
+            "\(auto.stderr)"
+        )
+        #expect(
+            auto.stderr.contains("`lanyard store init`")
+                && auto.stderr.contains("no collection named by the default alias")
+        )
         #expect(!auto.stderr.contains("enter the code"))
 
         // `backend = secret-service`: the keyring's own error, before the code.
         try home.writeConfig(config + "[store]\nbackend = secret-service\n")
         let keyring = try Self.run(home, ["login", "work", "--json"])
         #expect(keyring.status == 5, "\(keyring.stdout)\(keyring.stderr)")
-        let error = ((try? JSONSerialization.jsonObject(with: Data(keyring.stdout.utf8))) as? [String: Any])?["error"] as? [String: Any]
+        let error =
+            ((try? JSONSerialization.jsonObject(with: Data(keyring.stdout.utf8))) as? [String: Any])?["error"]
+            as? [String: Any]
         #expect(error?["code"] as? String == "store_unavailable")
-        #expect((error?["message"] as? String)?.hasPrefix("Secret Service is unavailable: the keyring has no collection named by the default alias") == true,
-                "\(keyring.stdout)")
+        #expect(
+            (error?["message"] as? String)?.hasPrefix(
+                "Secret Service is unavailable: the keyring has no collection named by the default alias"
+            ) == true,
+            "\(keyring.stdout)"
+        )
         #expect(try await emulator.stat("requests.usercode") == 0, "no code was requested")
 
         // With a file store, `auto` signs in there; doctor still names the keyring's missing collection.
@@ -95,9 +130,17 @@ import Testing
         #expect(try home.run("store", "init", "--no-passphrase").status == 0)
         let withFile = try Self.run(home, ["doctor", "--json"])
         #expect(withFile.status == 1)
-        #expect(Self.problems(withFile) == ["Secret Service answers but cannot keep credentials: see the Secret Service backend entry for why "
-            + "and what to do (new sign-ins go to the encrypted file meanwhile)"], "\(withFile.stdout)")
-        #expect(withFile.stdout.contains("the keyring has no collection named by the default alias; create one"), "the entry says it: \(withFile.stdout)")
+        #expect(
+            Self.problems(withFile) == [
+                "Secret Service answers but cannot keep credentials: see the Secret Service backend entry for why "
+                    + "and what to do (new sign-ins go to the encrypted file meanwhile)"
+            ],
+            "\(withFile.stdout)"
+        )
+        #expect(
+            withFile.stdout.contains("the keyring has no collection named by the default alias; create one"),
+            "the entry says it: \(withFile.stdout)"
+        )
     }
 
     /// No session bus and no file store: nothing can keep a sign-in. `doctor` says so, with the
@@ -108,11 +151,19 @@ import Testing
         let doctor = try Self.run(home, ["doctor"], inKeyringSession: false)
         #expect(doctor.status == 1, "\(doctor.stdout)")
         #expect(!doctor.stdout.contains("No problems found."))
-        #expect(doctor.stdout.contains("problem: new sign-ins cannot be stored: encrypted file is unavailable: there is no file store yet, "
-            + "and the Secret Service cannot keep credentials either. "
-                + "Create the file store with `lanyard store init`"), "\(doctor.stdout)")
+        #expect(
+            doctor.stdout.contains(
+                "problem: new sign-ins cannot be stored: encrypted file is unavailable: there is no file store yet, "
+                    + "and the Secret Service cannot keep credentials either. "
+                    + "Create the file store with `lanyard store init`"
+            ),
+            "\(doctor.stdout)"
+        )
         // The long explanation of the missing bus is printed once: in the keyring's entry.
-        #expect(doctor.stdout.components(separatedBy: "Run Lanyard inside a desktop session").count == 2, "\(doctor.stdout)")
+        #expect(
+            doctor.stdout.components(separatedBy: "Run Lanyard inside a desktop session").count == 2,
+            "\(doctor.stdout)"
+        )
 
         #expect(try home.run("store", "init", "--no-passphrase").status == 0)
         let fixed = try Self.run(home, ["doctor"], inKeyringSession: false)

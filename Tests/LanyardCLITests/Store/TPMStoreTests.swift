@@ -25,10 +25,18 @@ struct TPMStoreTests {
         #expect(initialized.status == 0, "\(initialized.stderr)")
         #expect(initialized.stdout.isEmpty, "the recovery key went to a file, so stdout is empty")
         #expect(initialized.stderr.contains("keep it offline"), "\(initialized.stderr)")
-        #expect(permissionBits(h.outside + "/recovery.txt") == 0o600 && permissionBits(h.data + "/identity.tpm") == 0o600)
-        #expect(!FileManager.default.fileExists(atPath: h.data + "/identity.txt") && !FileManager.default.fileExists(atPath: h.data + "/identity.age"))
+        #expect(
+            permissionBits(h.outside + "/recovery.txt") == 0o600 && permissionBits(h.data + "/identity.tpm") == 0o600
+        )
+        #expect(
+            !FileManager.default.fileExists(atPath: h.data + "/identity.txt")
+                && !FileManager.default.fileExists(atPath: h.data + "/identity.age")
+        )
         try await h.importAlpha()
-        #expect(h.filesHoldingAnIdentity().isEmpty, "an age identity in clear under the home: \(h.filesHoldingAnIdentity())")
+        #expect(
+            h.filesHoldingAnIdentity().isEmpty,
+            "an age identity in clear under the home: \(h.filesHoldingAnIdentity())"
+        )
 
         #expect(try h.run("store", "lock").status == 0)
         let cold = try h.run("token", "alpha", extra: ["LD_DEBUG": "files"])
@@ -38,14 +46,23 @@ struct TPMStoreTests {
         // Cached now: the hot path does not touch the TPM, nor load libtss2.
         h.tpm.stop()
         let hot = try h.run("token", "alpha", extra: ["LD_DEBUG": "files"])
-        #expect(hot.status == 0 && hot.stdout == "AT-alpha-SECRET\n", "token needed the TPM while the identity was cached: \(hot.stderr.suffix(300))")
-        #expect(!Self.loaded(hot).contains { $0.hasPrefix("libtss2") }, "a cached token loaded libtss2: \(Self.loaded(hot).sorted())")
+        #expect(
+            hot.status == 0 && hot.stdout == "AT-alpha-SECRET\n",
+            "token needed the TPM while the identity was cached: \(hot.stderr.suffix(300))"
+        )
+        #expect(
+            !Self.loaded(hot).contains { $0.hasPrefix("libtss2") },
+            "a cached token loaded libtss2: \(Self.loaded(hot).sorted())"
+        )
 
         #expect(try h.run("store", "lock").status == 0)
         let before = h.snapshot()
         let stopped = try h.run("token", "alpha", "--json")
         #expect(stopped.status == 5, "\(stopped.stdout) \(stopped.stderr)")
-        #expect(stopped.stdout.contains("\"tpm_unavailable\"") && stopped.stdout.contains("no TPM answers at swtpm:"), "\(stopped.stdout)")
+        #expect(
+            stopped.stdout.contains("\"tpm_unavailable\"") && stopped.stdout.contains("no TPM answers at swtpm:"),
+            "\(stopped.stdout)"
+        )
         #expect(!stopped.stdout.contains("SECRET"))
         #expect(h.snapshot() == before, "a TPM that does not answer changed the store's files")
 
@@ -53,7 +70,10 @@ struct TPMStoreTests {
         let back = try h.run("token", "alpha")
         #expect(back.status == 0 && back.stdout == "AT-alpha-SECRET\n", "\(back.stderr)")
         let status = try h.run("store", "status", "--json")
-        #expect(status.stdout.contains("\"tpm\": true") && status.stdout.contains("\"passphrase\": false"), "\(status.stdout)")
+        #expect(
+            status.stdout.contains("\"tpm\": true") && status.stdout.contains("\"passphrase\": false"),
+            "\(status.stdout)"
+        )
     }
 
     /// The libraries the dynamic loader opened (LD_DEBUG=files output on stderr).
@@ -84,13 +104,22 @@ struct TPMStoreTests {
         let made = try printed.run("store", "init", "--tpm")
         #expect(made.status == 0, "\(made.stderr)")
         #expect(made.stdout.hasPrefix("# Lanyard recovery key") && made.stdout.contains("AGE-SECRET-KEY-1"))
-        #expect(made.stderr.contains("keep it offline") && !made.stderr.contains("AGE-SECRET-KEY"), "the key goes to stdout only")
+        #expect(
+            made.stderr.contains("keep it offline") && !made.stderr.contains("AGE-SECRET-KEY"),
+            "the key goes to stdout only"
+        )
         try made.stdout.write(toFile: printed.outside + "/printed.txt", atomically: true, encoding: .utf8)
         try await printed.importAlpha()
-        let (status, out, err) = try runProcess("/usr/bin/age", ["-d", "-i", printed.outside + "/printed.txt", printed.data + "/store.age"])
+        let (status, out, err) = try runProcess(
+            "/usr/bin/age",
+            ["-d", "-i", printed.outside + "/printed.txt", printed.data + "/store.age"]
+        )
         #expect(status == 0 && out.contains("AT-alpha-SECRET"), "age -d -i (the printed key): \(err)")
         let doctor = try printed.run("doctor")
-        #expect(doctor.stdout.contains("recovery recipients") && doctor.stdout.contains("storage key is 000b"), "\(doctor.stdout)")
+        #expect(
+            doctor.stdout.contains("recovery recipients") && doctor.stdout.contains("storage key is 000b"),
+            "\(doctor.stdout)"
+        )
 
         // --no-recovery says what it means; --json never carries a new key.
         let none = try TPMHome()
@@ -99,7 +128,10 @@ struct TPMStoreTests {
         #expect(unrecoverable.stderr.contains("no recovery key") && unrecoverable.stderr.contains("must sign in again"))
         #expect(try none.run("doctor").stdout.contains("no recovery recipient"))
         let json = try TPMHome().run("store", "init", "--tpm", "--json")
-        #expect(json.status == 2 && json.stdout.contains("--recovery-file") && !json.stdout.contains("AGE-SECRET-KEY"), "\(json.stdout)")
+        #expect(
+            json.status == 2 && json.stdout.contains("--recovery-file") && !json.stdout.contains("AGE-SECRET-KEY"),
+            "\(json.stdout)"
+        )
     }
 
     /// The same home on another TPM (a copied home folder) is refused, exit 5, and nothing
@@ -113,7 +145,10 @@ struct TPMStoreTests {
         let before = h.snapshot()
         let refused = try h.run("token", "alpha", "--json", tpm: other)
         #expect(refused.status == 5, "\(refused.stdout)")
-        #expect(refused.stdout.contains("\"tpm_mismatch\"") && refused.stdout.contains("sealed by another TPM"), "\(refused.stdout)")
+        #expect(
+            refused.stdout.contains("\"tpm_mismatch\"") && refused.stdout.contains("sealed by another TPM"),
+            "\(refused.stdout)"
+        )
         let doctor = try h.run("doctor", tpm: other)
         #expect(doctor.stdout.contains("sealed by another TPM"), "\(doctor.stdout)")
         #expect(h.snapshot() == before, "a refused TPM changed the store's files")
@@ -133,12 +168,22 @@ struct TPMStoreTests {
         try FileManager.default.moveItem(atPath: h.data + "/identity.tpm", toPath: h.outside + "/identity.tpm.old")
         try FileManager.default.copyItem(atPath: h.outside + "/recovery.txt", toPath: h.data + "/identity.txt")
         chmod(h.data + "/identity.txt", 0o600)
-        let resealed = try h.run("store", "seal", "--tpm", "--recovery-file", h.outside + "/new-recovery.txt", tpm: replaced)
+        let resealed = try h.run(
+            "store",
+            "seal",
+            "--tpm",
+            "--recovery-file",
+            h.outside + "/new-recovery.txt",
+            tpm: replaced
+        )
         #expect(resealed.status == 0, "\(resealed.stderr)")
         #expect(try h.run("store", "lock").status == 0)
         let token = try h.run("token", "alpha", tpm: replaced)
         #expect(token.status == 0 && token.stdout == "AT-alpha-SECRET\n", "\(token.stderr)")
-        let (status, out, _) = try runProcess("/usr/bin/age", ["-d", "-i", h.outside + "/new-recovery.txt", h.data + "/store.age"])
+        let (status, out, _) = try runProcess(
+            "/usr/bin/age",
+            ["-d", "-i", h.outside + "/new-recovery.txt", h.data + "/store.age"]
+        )
         #expect(status == 0 && out.contains("AT-alpha-SECRET"))
         #expect(h.filesHoldingAnIdentity().isEmpty)
     }
@@ -150,26 +195,45 @@ struct TPMStoreTests {
         let h = try TPMHome()
         let pin = try h.secretFile("pin", "2468 in the TPM")
         let wrong = try h.secretFile("wrong", "not the PIN")
-        let made = try h.run("store", "init", "--tpm", "--tpm-pin", "--no-recovery", extra: ["LANYARD_PASSPHRASE_FILE": pin])
+        let made = try h.run(
+            "store",
+            "init",
+            "--tpm",
+            "--tpm-pin",
+            "--no-recovery",
+            extra: ["LANYARD_PASSPHRASE_FILE": pin]
+        )
         #expect(made.status == 0, "\(made.stderr)")
         try await h.importAlpha(extra: ["LANYARD_PASSPHRASE_FILE": pin])
         #expect(try h.run("store", "lock").status == 0)
         let before = h.snapshot()
 
         let locked = try h.run("token", "alpha", "--json")
-        #expect(locked.status == 5 && locked.stdout.contains("\"store_locked\"") && locked.stdout.contains("PIN"), "\(locked.stdout)")
+        #expect(
+            locked.status == 5 && locked.stdout.contains("\"store_locked\"") && locked.stdout.contains("PIN"),
+            "\(locked.stdout)"
+        )
         let first = try h.run("token", "alpha", "--json", extra: ["LANYARD_PASSPHRASE_FILE": wrong])
-        #expect(first.status == 5 && first.stdout.contains("\"tpm_wrong_pin\"") && first.stdout.contains("2 tries left"), "\(first.stdout)")
+        #expect(
+            first.status == 5 && first.stdout.contains("\"tpm_wrong_pin\"") && first.stdout.contains("2 tries left"),
+            "\(first.stdout)"
+        )
         let right = try h.run("token", "alpha", extra: ["LANYARD_PASSPHRASE_FILE": pin])
         #expect(right.status == 0 && right.stdout == "AT-alpha-SECRET\n", "\(right.stderr)")
         #expect(try h.run("store", "lock").status == 0)
 
         // swtpm allows 3 failures (TPM2_PT_MAX_AUTH_FAIL); the right PIN above did not reset the count.
         var answers: [String] = []
-        for _ in 0..<3 { answers.append(try h.run("store", "unlock", "--json", extra: ["LANYARD_PASSPHRASE_FILE": wrong]).stdout) }
+        for _ in 0..<3 {
+            answers.append(try h.run("store", "unlock", "--json", extra: ["LANYARD_PASSPHRASE_FILE": wrong]).stdout)
+        }
         #expect(answers.contains { $0.contains("\"tpm_lockout\"") }, "\(answers)")
         let lockedOut = try h.run("token", "alpha", "--json", extra: ["LANYARD_PASSPHRASE_FILE": pin])
-        #expect(lockedOut.status == 5 && lockedOut.stdout.contains("\"tpm_lockout\"") && lockedOut.stdout.contains("every 1000 s"), "\(lockedOut.stdout)")
+        #expect(
+            lockedOut.status == 5 && lockedOut.stdout.contains("\"tpm_lockout\"")
+                && lockedOut.stdout.contains("every 1000 s"),
+            "\(lockedOut.stdout)"
+        )
         #expect(h.snapshot() == before, "wrong PINs changed the store's files")
 
         // Another store on the same TPM, without a PIN, opens during the lockout.
@@ -178,7 +242,10 @@ struct TPMStoreTests {
         try await neighbour.importAlpha()
         #expect(try neighbour.run("store", "lock").status == 0)
         let open = try neighbour.run("token", "alpha")
-        #expect(open.status == 0 && open.stdout == "AT-alpha-SECRET\n", "a store without a PIN is shut by the lockout: \(open.stderr)")
+        #expect(
+            open.status == 0 && open.stdout == "AT-alpha-SECRET\n",
+            "a store without a PIN is shut by the lockout: \(open.stderr)"
+        )
     }
 
     /// `store seal --tpm` converts a passphrase store and a --no-passphrase store: the clear
@@ -195,7 +262,15 @@ struct TPMStoreTests {
         #expect(try h.run("store", "lock").status == 0)
         let clear = h.data + (withPassphrase ? "/identity.age" : "/identity.txt")
 
-        let sealed = try h.run("store", "seal", "--tpm", "--recovery-file", h.outside + "/recovery.txt", "--json", extra: env)
+        let sealed = try h.run(
+            "store",
+            "seal",
+            "--tpm",
+            "--recovery-file",
+            h.outside + "/recovery.txt",
+            "--json",
+            extra: env
+        )
         #expect(sealed.status == 0, "\(sealed.stdout) \(sealed.stderr)")
         #expect(sealed.stdout.contains("\"outcome\": \"sealed\""), "\(sealed.stdout)")
         #expect(!FileManager.default.fileExists(atPath: clear), "the clear identity is still there")
@@ -204,7 +279,10 @@ struct TPMStoreTests {
         #expect(try h.run("store", "lock").status == 0)
         let token = try h.run("token", "alpha")  // no passphrase source: the TPM alone
         #expect(token.status == 0 && token.stdout == "AT-alpha-SECRET\n", "\(token.stderr)")
-        let (status, out, err) = try runProcess("/usr/bin/age", ["-d", "-i", h.outside + "/recovery.txt", h.data + "/store.age"])
+        let (status, out, err) = try runProcess(
+            "/usr/bin/age",
+            ["-d", "-i", h.outside + "/recovery.txt", h.data + "/store.age"]
+        )
         #expect(status == 0 && out.contains("AT-alpha-SECRET"), "\(err)")
         let again = try h.run("store", "seal", "--tpm", "--no-recovery")
         #expect(again.status == 1 && again.stderr.contains("already sealed"), "\(again.stderr)")
@@ -226,7 +304,10 @@ struct TPMStoreTests {
         let doctor = try h.run("doctor")
         #expect(doctor.stdout.contains("identity.txt is still beside identity.tpm"), "\(doctor.stdout)")
         let finished = try h.run("store", "seal", "--tpm", "--json")
-        #expect(finished.status == 0 && finished.stdout.contains("\"outcome\": \"finished\""), "\(finished.stdout) \(finished.stderr)")
+        #expect(
+            finished.status == 0 && finished.stdout.contains("\"outcome\": \"finished\""),
+            "\(finished.stdout) \(finished.stderr)"
+        )
         #expect(!FileManager.default.fileExists(atPath: h.data + "/identity.txt"))
     }
 
@@ -234,27 +315,45 @@ struct TPMStoreTests {
     /// Debian): exit 5, `tpm_permission_denied`, naming the device and the fix; nothing is made.
     /// Run as user nobody when the tests run as root (root opens any file).
     @Test func aTPMDeviceYouMayNotOpenNamesGroupTssAndTheFix() throws {
-        var template = Array(((NSTemporaryDirectory() as NSString).standardizingPath + "/lanyard-tpmdev.XXXXXX").utf8CString)
+        var template = Array(
+            ((NSTemporaryDirectory() as NSString).standardizingPath + "/lanyard-tpmdev.XXXXXX").utf8CString
+        )
         let base = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
         defer { try? FileManager.default.removeItem(atPath: base) }
         chmod(base, 0o755)
         let device = base + "/tpmrm0"
-        #expect(FileManager.default.createFile(atPath: device, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        #expect(
+            FileManager.default.createFile(atPath: device, contents: Data(), attributes: [.posixPermissions: 0o600])
+        )
         let home = base + "/home"
-        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: home,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         let asRoot = geteuid() == 0
         if asRoot { chown(home, 65534, 65534) } else { chmod(device, 0) }
-        let env = ["HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_DATA_HOME": home + "/data", "XDG_STATE_HOME": home + "/state",
-                   "XDG_RUNTIME_DIR": home + "/run", "PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": "device:" + device,
-                   "DBUS_SESSION_BUS_ADDRESS": "disabled:"]
+        let env = [
+            "HOME": home, "XDG_CONFIG_HOME": home + "/config", "XDG_DATA_HOME": home + "/data",
+            "XDG_STATE_HOME": home + "/state",
+            "XDG_RUNTIME_DIR": home + "/run", "PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": "device:" + device,
+            "DBUS_SESSION_BUS_ADDRESS": "disabled:",
+        ]
         let lanyard = builtBinary("lanyard")
-        let command = (asRoot ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", lanyard] : [lanyard])
+        let command =
+            (asRoot ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", lanyard] : [lanyard])
             + ["store", "init", "--tpm", "--no-recovery", "--json"]
         let (status, out, err) = try runProcess(command[0], Array(command.dropFirst()), environment: env)
         #expect(status == 5, "\(out) \(err)")
-        #expect(out.contains("\"tpm_permission_denied\"") && out.contains(device) && out.contains("group tss")
-                && out.contains("usermod -aG tss"), "\(out)")
-        #expect(!FileManager.default.fileExists(atPath: home + "/data/lanyard/store.age"), "a store was made without the TPM")
+        #expect(
+            out.contains("\"tpm_permission_denied\"") && out.contains(device) && out.contains("group tss")
+                && out.contains("usermod -aG tss"),
+            "\(out)"
+        )
+        #expect(
+            !FileManager.default.fileExists(atPath: home + "/data/lanyard/store.age"),
+            "a store was made without the TPM"
+        )
     }
 
     /// The promise of the TPM-sealed store: after `store init --tpm` and refreshes, one of them killed between
@@ -265,26 +364,37 @@ struct TPMStoreTests {
     @Test func aKilledRefreshLeavesNoKeyOrTokenInClear() async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
         let h = try TPMHome()
-        try h.home.writeConfig("""
-        [store]
-        backend = file
-        tpm-tcti = \(h.tpm.tcti)
-        [provider.openai]
-        issuer = \(server.baseURL.absoluteString)
-        usage-base-url = \(server.baseURL.absoluteString)
-        """)
+        try h.home.writeConfig(
+            """
+            [store]
+            backend = file
+            tpm-tcti = \(h.tpm.tcti)
+            [provider.openai]
+            issuer = \(server.baseURL.absoluteString)
+            usage-base-url = \(server.baseURL.absoluteString)
+            """
+        )
         let initialized = try h.run("store", "init", "--tpm", "--recovery-file", h.outside + "/recovery.txt")
         #expect(initialized.status == 0, "\(initialized.stderr)")
         let paths = Paths(environment: h.home.environment)
         let tpm = TPMLocation(tcti: h.tpm.tcti, source: "[store] tpm-tcti")
-        let manager = AccountManager(paths: paths, config: try ConfigFile.load(path: paths.configFile).config,
-                                     openStore: { _, _ in EncryptedFileStore(paths: paths, tpm: tpm) }, transport: URLSessionTransport(timeout: 5))
+        let manager = AccountManager(
+            paths: paths,
+            config: try ConfigFile.load(path: paths.configFile).config,
+            openStore: { _, _ in EncryptedFileStore(paths: paths, tpm: tpm) },
+            transport: URLSessionTransport(timeout: 5)
+        )
         try await server.signIn(manager, slot: "work", email: "w@example.com")
         #expect(try h.run("refresh", "work").status == 0)
         #expect(try h.run("store", "lock").status == 0)  // the killed worker unseals the key itself
 
-        let killed = try h.home.run(["refresh", "work"], launcher: ["/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=link",
-                                                                 "-e", "inject=link:signal=KILL:when=1"])
+        let killed = try h.home.run(
+            ["refresh", "work"],
+            launcher: [
+                "/usr/bin/strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=link",
+                "-e", "inject=link:signal=KILL:when=1",
+            ]
+        )
         #expect(killed.status != 0, "the refresh was not killed: \(killed.stderr)")
         #expect(try await server.stat("refreshes_succeeded") == 2)
         let recovery = paths.stateDirectory + "/recovery/work.json"
@@ -292,7 +402,13 @@ struct TPMStoreTests {
         #expect(onDisk.starts(with: ageHeaderLine))
         var issued = try await server.issuedTokens()
         #expect(issued.refresh.count == 3)
-        #expect(filesHoldingInClear(["AGE-SECRET-KEY-1"] + issued.refresh + issued.access, under: h.home.root, except: ["outside"]).isEmpty)
+        #expect(
+            filesHoldingInClear(
+                ["AGE-SECRET-KEY-1"] + issued.refresh + issued.access,
+                under: h.home.root,
+                except: ["outside"]
+            ).isEmpty
+        )
         let (status, out, err) = try runProcess("/usr/bin/age", ["-d", "-i", h.outside + "/recovery.txt", recovery])
         #expect(status == 0, "the recovery key does not open the recovery file: \(err)")
         let recovered = try Credential.decode(Data(out.utf8), source: "recovery file")
@@ -302,7 +418,13 @@ struct TPMStoreTests {
         #expect(!FileManager.default.fileExists(atPath: recovery))
         #expect(try h.run("refresh", "work").status == 0)
         issued = try await server.issuedTokens()
-        #expect(filesHoldingInClear(["AGE-SECRET-KEY-1"] + issued.refresh + issued.access, under: h.home.root, except: ["outside"]).isEmpty)
+        #expect(
+            filesHoldingInClear(
+                ["AGE-SECRET-KEY-1"] + issued.refresh + issued.access,
+                under: h.home.root,
+                except: ["outside"]
+            ).isEmpty
+        )
         #expect(try await server.stat("refresh_reused") == 0)
         #expect(try await server.stat("refreshes_succeeded") == 3)
     }
@@ -315,7 +437,8 @@ struct TPMStoreTests {
         #expect(try h.run("store", "init", "--tpm", "--no-recovery").status == 0)
         let text = try String(contentsOfFile: h.data + "/identity.tpm", encoding: .utf8)
         func field(_ key: String) -> String {
-            text.split(separator: "\n").first { $0.hasPrefix(key + " ") }.map { String($0.dropFirst(key.count + 1)) } ?? ""
+            text.split(separator: "\n").first { $0.hasPrefix(key + " ") }.map { String($0.dropFirst(key.count + 1)) }
+                ?? ""
         }
         let dir = h.outside
         try Data(hex: field("public")).write(to: URL(fileURLWithPath: dir + "/seal.pub"))
@@ -325,16 +448,25 @@ struct TPMStoreTests {
             try runProcess("/bin/sh", ["-c", "cd '\(dir)' && " + command], environment: env)
         }
         let attributes = "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda"
-        var run = try tool("tpm2_createprimary -Q -C o -G ecc -a '\(attributes)' -c srk.ctx "
-            + "&& tpm2_readpublic -c srk.ctx | sed -n 's/^name: //p'")
-        #expect(run.0 == 0 && run.1.trimmingCharacters(in: .whitespacesAndNewlines) == field("storage-key"),
-                "tpm2-tools' storage key: \(run.1) \(run.2); identity.tpm: \(field("storage-key"))")
+        var run = try tool(
+            "tpm2_createprimary -Q -C o -G ecc -a '\(attributes)' -c srk.ctx "
+                + "&& tpm2_readpublic -c srk.ctx | sed -n 's/^name: //p'"
+        )
+        #expect(
+            run.0 == 0 && run.1.trimmingCharacters(in: .whitespacesAndNewlines) == field("storage-key"),
+            "tpm2-tools' storage key: \(run.1) \(run.2); identity.tpm: \(field("storage-key"))"
+        )
         // swtpm has no resource manager: transient objects stay loaded between tools unless flushed.
-        run = try tool("tpm2_flushcontext -t && tpm2_load -Q -C srk.ctx -u seal.pub "
-            + "-r seal.priv -c seal.ctx && tpm2_flushcontext -t "
-            + "&& tpm2_unseal -c seal.ctx -o unsealed.txt && age-keygen -y unsealed.txt")
+        run = try tool(
+            "tpm2_flushcontext -t && tpm2_load -Q -C srk.ctx -u seal.pub "
+                + "-r seal.priv -c seal.ctx && tpm2_flushcontext -t "
+                + "&& tpm2_unseal -c seal.ctx -o unsealed.txt && age-keygen -y unsealed.txt"
+        )
         #expect(run.0 == 0, "tpm2_load / tpm2_unseal: \(run.2)")
-        #expect(run.1.trimmingCharacters(in: .whitespacesAndNewlines) == field("recipient"), "the unsealed identity is not the store's")
+        #expect(
+            run.1.trimmingCharacters(in: .whitespacesAndNewlines) == field("recipient"),
+            "the unsealed identity is not the store's"
+        )
     }
 }
 
@@ -350,13 +482,18 @@ final class TPMHome: @unchecked Sendable {
         home.withoutSessionBus = true
         try home.writeConfig("[store]\nbackend = file\n")
         outside = home.root + "/outside"
-        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: outside,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
     }
 
     var data: String { home.root + "/data/lanyard" }
 
     @discardableResult
-    func run(_ args: String..., tpm other: SoftwareTPM? = nil, extra: [String: String] = [:]) throws -> TestHome.Output {
+    func run(_ args: String..., tpm other: SoftwareTPM? = nil, extra: [String: String] = [:]) throws -> TestHome.Output
+    {
         try run(args, tpm: other, extra: extra)
     }
 
@@ -400,7 +537,9 @@ final class TPMHome: @unchecked Sendable {
         let enumerator = FileManager.default.enumerator(atPath: home.root)
         while let relative = enumerator?.nextObject() as? String {
             guard !relative.hasPrefix("outside") else { continue }
-            if let bytes = FileManager.default.contents(atPath: home.root + "/" + relative), bytes.range(of: marker) != nil {
+            if let bytes = FileManager.default.contents(atPath: home.root + "/" + relative),
+                bytes.range(of: marker) != nil
+            {
                 found.append(relative)
             }
         }

@@ -1,8 +1,8 @@
 import Foundation
-import LanyardTestSupport
-import Testing
 import LanyardCore
 import LanyardStore
+import LanyardTestSupport
+import Testing
 
 /// A locked file store, met by a person at a terminal: `token`, `login` and `store unlock` ask for
 /// the passphrase (three tries), and `store init` asks again when the two entries differ. The
@@ -24,13 +24,25 @@ import LanyardStore
         try file.initialize(passphrase: passphrase, workFactor: 10)
         if let slot {
             let name = try Slot(slot)
-            let credential = Credential(provider: "openai", tokens: TokenSet(accessToken: "AT-\(slot)-terminal", refreshToken: "RT-\(slot)",
-                                                                             expiresAt: Date() + 7200),
-                                        lastRefresh: Date(), account: AccountInfo(email: "\(slot)@example.com"))
+            let credential = Credential(
+                provider: "openai",
+                tokens: TokenSet(
+                    accessToken: "AT-\(slot)-terminal",
+                    refreshToken: "RT-\(slot)",
+                    expiresAt: Date() + 7200
+                ),
+                lastRefresh: Date(),
+                account: AccountInfo(email: "\(slot)@example.com")
+            )
             try file.put(credential, for: name)
             try Registry(paths: paths).update { doc in
-                doc.slots[name] = SlotRecord(provider: "openai", backend: .file, account: credential.account,
-                                             state: .signedIn(expiresAt: credential.tokens.expiresAt), createdAt: Date())
+                doc.slots[name] = SlotRecord(
+                    provider: "openai",
+                    backend: .file,
+                    account: credential.account,
+                    state: .signedIn(expiresAt: credential.tokens.expiresAt),
+                    createdAt: Date()
+                )
                 doc.active = name
             }
         }
@@ -71,7 +83,10 @@ import LanyardStore
         try await failing.answer("Wrong passphrase; try again: ", time: 2, with: "three")
         let failed = try await failing.finish()
         #expect(failed.status == 1, "\(failed.text)")
-        #expect(failed.text.contains("lanyard: wrong passphrase: the store was not unlocked and nothing changed"), "\(failed.text)")
+        #expect(
+            failed.text.contains("lanyard: wrong passphrase: the store was not unlocked and nothing changed"),
+            "\(failed.text)"
+        )
         #expect(failing.shown("Wrong passphrase; try again: ") == 2)
         #expect(try home.run("store", "status").stdout.hasSuffix(": locked\n"))
 
@@ -101,7 +116,10 @@ import LanyardStore
         let (status, text) = try await run.finish()
         #expect(status == 0, "\(text)")
         #expect(text.contains("Signed alice@example.com (Pro) into slot work."))
-        #expect(try EncryptedFileStore(paths: Paths(environment: home.environment)).get(try Slot("work")).account.email == "alice@example.com")
+        #expect(
+            try EncryptedFileStore(paths: Paths(environment: home.environment)).get(try Slot("work")).account.email
+                == "alice@example.com"
+        )
     }
 
     /// `store init`: when the two entries differ it says so and asks for both again.
@@ -111,7 +129,10 @@ import LanyardStore
         defer { _ = try? home.run("store", "lock") }
         try await run.answer("New passphrase for the Lanyard file store: ", with: "first try")
         try await run.answer("Repeat to confirm: ", with: "first tyr")
-        try await run.answer("The passphrases did not match; try again. New passphrase for the Lanyard file store: ", with: Self.passphrase)
+        try await run.answer(
+            "The passphrases did not match; try again. New passphrase for the Lanyard file store: ",
+            with: Self.passphrase
+        )
         try await run.answer("Repeat to confirm: ", time: 2, with: Self.passphrase)
         let (status, text) = try await run.finish()
         #expect(status == 0, "\(text)")

@@ -4,10 +4,12 @@ import LanyardStore
 
 extension CredentialHelperCommands {
     static let dockerList = dockerAction(
-        "list", summary: "print the mapped registries and their usernames",
+        "list",
+        summary: "print the mapped registries and their usernames",
         details: "Prints {\"https://HOST\": \"USERNAME\"} for each registry "
             + "the [docker] group of config.ini maps; no token.",
-        examples: [CommandExample("lanyard docker-credential list", "which registries Docker can get tokens for")]) { inv in
+        examples: [CommandExample("lanyard docker-credential list", "which registries Docker can get tokens for")]
+    ) { inv in
         let config = try inv.config()
         let document = try inv.registry.load()
         let entries = config.dockerCredentials.sorted { $0.key < $1.key }.map { host, slot in

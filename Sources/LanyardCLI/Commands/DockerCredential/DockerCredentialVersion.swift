@@ -1,8 +1,10 @@
 extension CredentialHelperCommands {
     static let dockerVersion = dockerAction(
-        "version", summary: "print the helper's version",
+        "version",
+        summary: "print the helper's version",
         details: "",
-        examples: [CommandExample("docker-credential-lanyard version", "check the helper Docker finds on PATH")]) { inv in
+        examples: [CommandExample("docker-credential-lanyard version", "check the helper Docker finds on PATH")]
+    ) { inv in
         inv.stdout.line("\(dockerHelperName) (lanyard \(Lanyard.version))")
         return .ok
     }

@@ -1,34 +1,48 @@
 import FoundationEssentials
 import LanyardCore
-import LanyardSupport
-import LanyardSystem
 import LanyardIntegrations
 import LanyardStore
+import LanyardSupport
+import LanyardSystem
 
 extension GitCredentialCommand {
     static let setup = CommandSpec(
-        name: "git-credential setup", summary: "configure git to use this helper for https://HOST", arguments: "HOST[/PATH]",
-        minArguments: 1, maxArguments: 1,
+        name: "git-credential setup",
+        summary: "configure git to use this helper for https://HOST",
+        arguments: "HOST[/PATH]",
+        minArguments: 1,
+        maxArguments: 1,
         flags: [
             FlagSpec("slot", value: "SLOT", "also show the [git] config line mapping HOST to SLOT"),
             FlagSpec("apply", "run `git config --global` instead of printing the commands"),
         ],
-        prints: false, takesAccount: false,
+        prints: false,
+        takesAccount: false,
         details: """
-        Prints (or with --apply runs) the git config that makes git use this helper for https://HOST, plus \
-        useHttpPath when the argument has a path or [git] maps a path of that host. setup never edits config.ini: \
-        with --slot it prints the [git] line to add when it is not there yet.
-        """,
+            Prints (or with --apply runs) the git config that makes git use this helper for https://HOST, plus \
+            useHttpPath when the argument has a path or [git] maps a path of that host. setup never edits config.ini: \
+            with --slot it prints the [git] line to add when it is not there yet.
+            """,
         examples: [
-            CommandExample("lanyard git-credential setup github.com --slot work", "show the git config and the [git] line for github.com"),
-            CommandExample("lanyard git-credential setup github.com/acme --apply", "configure git for repositories under github.com/acme"),
-        ]) { inv in
+            CommandExample(
+                "lanyard git-credential setup github.com --slot work",
+                "show the git config and the [git] line for github.com"
+            ),
+            CommandExample(
+                "lanyard git-credential setup github.com/acme --apply",
+                "configure git for repositories under github.com/acme"
+            ),
+        ]
+    ) { inv in
         try setup(inv, target: inv.args.positionals[0])
     }
 
     static func setup(_ inv: Invocation, target: String) throws -> ExitStatus {
         guard let pattern = ConfigFile.gitPattern(target) else {
-            throw UsageError(message: "setup needs HOST or HOST/PATH (like github.com or github.com/org), without https://", command: inv.spec.name)
+            throw UsageError(
+                message: "setup needs HOST or HOST/PATH (like github.com or github.com/org), without https://",
+                command: inv.spec.name
+            )
         }
         let host = String(pattern.split(separator: "/")[0])
         let config = try inv.config()
@@ -52,8 +66,10 @@ extension GitCredentialCommand {
             inv.stderr.line("[git]")
             inv.stderr.line("\(pattern) = \(slot.name)")
         } else if mapped == nil, slot == nil {
-            inv.stderr.line("lanyard: warning: no [git] mapping for \(pattern) in \(inv.paths.configFile): "
-                + "git gets nothing from Lanyard until you add one (`\(pattern) = SLOT`).")
+            inv.stderr.line(
+                "lanyard: warning: no [git] mapping for \(pattern) in \(inv.paths.configFile): "
+                    + "git gets nothing from Lanyard until you add one (`\(pattern) = SLOT`)."
+            )
         }
         return .ok
     }
@@ -61,12 +77,19 @@ extension GitCredentialCommand {
     static func runGit(_ args: [String], _ inv: Invocation) throws {
         let run: Subprocess.Result
         do {
-            run = try Subprocess.run("/usr/bin/env", ["git"] + args, environment: inv.context.environment, stderr: .capture)
+            run = try Subprocess.run(
+                "/usr/bin/env",
+                ["git"] + args,
+                environment: inv.context.environment,
+                stderr: .capture
+            )
         } catch { throw UsageError(message: "cannot run git: \(error.userFacingDescription)", command: inv.spec.name) }
         guard run.status == 0 else {
             let message = String(decoding: run.stderr, as: UTF8.self)
-            throw GitSetupError(message: "git config failed (status \(run.status)): "
-                + "\(TerminalText.escaped(message.trimmingWhitespaceAndNewlines()))")
+            throw GitSetupError(
+                message: "git config failed (status \(run.status)): "
+                    + "\(TerminalText.escaped(message.trimmingWhitespaceAndNewlines()))"
+            )
         }
     }
 }
