@@ -82,7 +82,12 @@ final class PrivateEtcd {
             usleep(50_000)
         }
         let tail = (try? String(contentsOfFile: folder + "/log", encoding: .utf8)).map { String($0.suffix(2000)) } ?? ""
-        throw Failure(description: "etcd at \(endpoint) never \(what) within \(Int(seconds)) s; its log ends:\n\(tail)")
+        let state =
+            process.map { $0.isRunning ? "still running" : "exited with status \($0.terminationStatus)" }
+            ?? "not started"
+        throw Failure(
+            description: "etcd at \(endpoint) (\(state)) never \(what) within \(Int(seconds)) s; its log ends:\n\(tail)"
+        )
     }
 
     func stop() {

@@ -257,7 +257,7 @@ import Testing
         let a = machine("a", kv: kv, home: home)
         _ = try a.create()
         let shared = try a.share(slot, credential: credential("a1"))
-        let (identity, membership) = try a.memberIdentity()
+        let (identity, _) = try a.memberIdentity()
         let first = try a.lock(slot)
         // A second holder would wait for the first: with the in-memory etcd's instant watch, it
         // times out instead (the real cluster's tests show the waiting).
