@@ -38,8 +38,9 @@ deps:
 build: deps
 	@$(SWIFT) build --quiet
 
+# scripts/release-build.sh: swift build without the one linker warning Foundation's static library brings.
 release: deps
-	@$(SWIFT) build $(RELEASE_FLAGS) --quiet
+	@SWIFT="$(SWIFT)" scripts/release-build.sh $(RELEASE_FLAGS) --quiet
 
 # Every test, inside a private D-Bus session with an unlocked gnome-keyring (fails if it cannot start).
 check: deps
@@ -81,7 +82,7 @@ fuzz: deps
 # (docs/images/, so the links keep working). SCRATCH=DIR builds in DIR instead of .build;
 # SWIFT_BUILD_FLAGS adds `swift build` flags.
 install: deps
-	$(SWIFT) build $(RELEASE_FLAGS) $(if $(SCRATCH),--scratch-path $(SCRATCH)) $(SWIFT_BUILD_FLAGS) --quiet
+	SWIFT="$(SWIFT)" scripts/release-build.sh $(RELEASE_FLAGS) $(if $(SCRATCH),--scratch-path $(SCRATCH)) $(SWIFT_BUILD_FLAGS) --quiet
 	@set -e; \
 	bin=$$($(SWIFT) build $(RELEASE_FLAGS) $(if $(SCRATCH),--scratch-path $(SCRATCH)) $(SWIFT_BUILD_FLAGS) --show-bin-path); \
 	dest='$(DESTDIR)$(PREFIX)'; \
