@@ -625,9 +625,7 @@ private final class NotificationMonitor: @unchecked Sendable {
     private var captured = ""
 
     init() throws {
-        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil else {
-            throw ServerError("no session bus: run the tests under scripts/with-keyring.sh")
-        }
+        try requireTestKeyring()  // its private session bus
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
         process.arguments = ["--session", "interface='org.freedesktop.Notifications',member='Notify'"]
         let out = Pipe()
@@ -658,7 +656,8 @@ private final class NotificationMonitor: @unchecked Sendable {
         throw ServerError("no notification containing \(needle) within \(timeout) s; saw: \(text)")
     }
 
-    deinit { process.terminate() }
+    // Foundation traps on terminating a process that already ended (a monitor that never started).
+    deinit { if process.isRunning { process.terminate() } }
 }
 
 /// `[switch] auto = usage`: the agent switches away from an active slot that ran out, against the
