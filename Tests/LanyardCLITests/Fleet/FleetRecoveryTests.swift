@@ -23,13 +23,7 @@ import Testing
         let m2 = h.machines[1]
         let slot = try Slot("work")
         // What the killed worker had done: the refresh at the server, then the recovery file.
-        let manager = try m1.manager()
-        let (record, store) = try manager.storeOf(slot)
-        let current = try m1.stored("work")
-        let refreshed = try await BlockingExecutor.shared.run {
-            try manager.exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
-        }
-        _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
+        let refreshed = try await m1.refreshLeftInARecoveryFile(slot)
 
         let token = try m1.run("token", "work")
         #expect(token.status == 0, "\(token.stderr)")
@@ -54,13 +48,7 @@ import Testing
         let m1 = h.machines[0]
         let m2 = h.machines[1]
         let slot = try Slot("work")
-        let manager = try m1.manager()
-        let (record, store) = try manager.storeOf(slot)
-        let current = try m1.stored("work")
-        let refreshed = try await BlockingExecutor.shared.run {
-            try manager.exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
-        }
-        _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
+        let refreshed = try await m1.refreshLeftInARecoveryFile(slot)
 
         let holder = try m2.holdFleetLock(ttl: 60)
         defer {
@@ -100,13 +88,7 @@ import Testing
         }
         #expect(try m1.stored("work").tokens.refreshToken == fresh, "m1's agent did not adopt m2's refresh")
 
-        let manager = try m1.manager()
-        let (record, store) = try manager.storeOf(slot)
-        let current = try m1.stored("work")
-        let refreshed = try await BlockingExecutor.shared.run {
-            try manager.exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
-        }
-        _ = try RecoveryFile(paths: m1.paths, slot: slot, store: store).write(refreshed)
+        let refreshed = try await m1.refreshLeftInARecoveryFile(slot)
 
         var same = false
         let deadline = Date() + 60
@@ -147,5 +129,21 @@ import Testing
         #expect(try await h.server.stat("refresh_reused") == 0)
         let same = try m1.stored("work").tokens.refreshToken == m2.stored("work").tokens.refreshToken
         #expect(same, "m1 does not hold m2's refresh")
+    }
+}
+
+extension FleetMachine {
+    /// What a refresh worker killed before its fleet write leaves: the refresh made at the server
+    /// and the new tokens in the recovery file, the store and the fleet untouched.
+    /// - Returns: the credential the server issued.
+    fileprivate func refreshLeftInARecoveryFile(_ slot: Slot) async throws -> Credential {
+        let manager = try self.manager()
+        let (record, store) = try manager.storeOf(slot)
+        let current = try stored(slot.name)
+        let refreshed = try await BlockingExecutor.shared.run {
+            try manager.exchangeRefreshToken(slot: slot, current: current, record: record, store: store)
+        }
+        _ = try RecoveryFile(paths: paths, slot: slot, store: store).write(refreshed)
+        return refreshed
     }
 }
