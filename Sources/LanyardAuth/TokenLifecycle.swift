@@ -145,14 +145,6 @@ extension AccountManager {
         return (try FileLock.slot(slot, paths: paths), false)
     }
 
-    /// The slot's stored credential when it needs no refresh, or nil when one is due: what
-    /// `freshCredential` returns without suspending (commands use it to skip the async machinery).
-    @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")
-    package func credentialIfFresh(slot: Slot) throws -> Credential? {
-        let stored = try storedCredential(slot: slot, force: false)
-        return stored.due ? nil : stored.credential
-    }
-
     /// The slot's record, store and stored credential, and whether a refresh is due: one read of
     /// the registry and one of the store.
     @available(*, noasync, message: "blocking: await freshCredential(slot:force:) instead")

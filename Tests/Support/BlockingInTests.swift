@@ -16,8 +16,12 @@ extension Registry {
 }
 
 extension AccountManager {
-    /// ``AccountManager/credentialIfFresh(slot:)`` from an async test.
-    package func credentialIfFreshInTest(slot: Slot) throws -> Credential? { try credentialIfFresh(slot: slot) }
+    /// The slot's stored credential when no refresh is due, nil when one is
+    /// (``AccountManager/storedCredential(slot:force:)``), from an async test.
+    package func credentialIfFreshInTest(slot: Slot) throws -> Credential? {
+        let stored = try storedCredential(slot: slot, force: false)
+        return stored.due ? nil : stored.credential
+    }
 }
 
 extension CredentialStore {
