@@ -131,7 +131,7 @@ package final class DesktopNotifications: @unchecked Sendable {
         defer { for pointer in strings { free(pointer) } }
         let pointers: [UnsafePointer<CChar>?] = strings.map { UnsafePointer($0) }
         let count = Int32(pointers.count)
-        guard let image else {
+        func send(_ picture: UnsafePointer<lanyard_notification_image>?) {
             lanyard_notifications_send(
                 handle,
                 token,
@@ -141,31 +141,19 @@ package final class DesktopNotifications: @unchecked Sendable {
                 body,
                 pointers,
                 count,
-                nil,
+                picture,
                 urgency,
                 timeoutMilliseconds
             )
-            return
         }
+        guard let image else { return send(nil) }
         image.rgba.withUnsafeBufferPointer { pixels in
             var picture = lanyard_notification_image(
                 width: Int32(image.width),
                 height: Int32(image.height),
                 rgba: pixels.baseAddress
             )
-            lanyard_notifications_send(
-                handle,
-                token,
-                "Lanyard",
-                icon,
-                summary,
-                body,
-                pointers,
-                count,
-                &picture,
-                urgency,
-                timeoutMilliseconds
-            )
+            send(&picture)
         }
     }
 
