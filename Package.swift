@@ -171,6 +171,7 @@ let package = Package(
             name: "LanyardCLITests",
             dependencies: [
                 "LanyardCLI", "LanyardDesktop", "Age", "LanyardAuth", "LanyardFleet", "LanyardIntegrations",
+                "LanyardSystem",
                 "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport",
             ]
         ),

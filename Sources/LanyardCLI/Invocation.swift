@@ -1,10 +1,10 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import LanyardAuth
 import LanyardCore
 import LanyardStore
 import LanyardSupport
+import LanyardSystem
 
 /// One run of one command: its context, parsed arguments, and what it loads on demand
 /// (config, registry), each at most once.
@@ -139,24 +139,19 @@ package final class Invocation: Sendable {
     /// Ctrl-C (SIGINT) or SIGTERM cancels it.
     func runAsync<T: Sendable>(interruptible: Bool = true, _ work: @escaping @Sendable () async throws -> T) throws -> T
     {
-        var sources: [DispatchSourceSignal] = []
-        defer { for source in sources { source.cancel() } }
+        var watch: InterruptWatch?
+        defer { watch?.cancel() }
         return try SyncBridge.wait(work) { cancel in
-            if interruptible { sources = onInterrupt(cancel) }
+            if interruptible { watch = onInterrupt(cancel) }
         }
     }
 
     /// With signal handling on, runs `handler` on Ctrl-C (SIGINT) or SIGTERM instead of their
-    /// default action, until the returned sources are cancelled.
-    func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> [DispatchSourceSignal] {
-        guard context.handlesSignals else { return [] }
-        return [SIGINT, SIGTERM].map { sig in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler(handler: handler)
-            source.resume()
-            return source
-        }
+    /// default action, until the returned watch is cancelled (see ``InterruptSignals``: the
+    /// handler is in place when this returns).
+    func onInterrupt(_ handler: @escaping @Sendable () -> Void) -> InterruptWatch? {
+        guard context.handlesSignals else { return nil }
+        return InterruptSignals.watch(handler)
     }
 
     /// The slot this command acts on by the documented precedence, or nil when no rule names one.

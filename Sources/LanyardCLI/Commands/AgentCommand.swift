@@ -1,10 +1,10 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import LanyardAgent
 import LanyardAuth
 import LanyardCore
 import LanyardStore
+import LanyardSystem
 
 /// A second agent for the same user.
 struct AgentRunningError: LanyardError {
@@ -82,8 +82,8 @@ extension AgentCommands {
             return try agent.runOnce() == 0 ? .ok : .network
         }
         let stopper = agent.stopper
-        let sources = inv.onInterrupt { stopper.stop() }
-        defer { for source in sources { source.cancel() } }
+        let watch = inv.onInterrupt { stopper.stop() }
+        defer { watch?.cancel() }
         stderr.line("lanyard agent: started (pid \(getpid()))")
         try agent.run()
         stderr.line("lanyard agent: stopped")

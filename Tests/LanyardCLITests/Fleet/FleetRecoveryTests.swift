@@ -23,7 +23,7 @@ import Testing
         let m2 = h.machines[1]
         let slot = try Slot("work")
         // What the killed worker had done: the refresh at the server, then the recovery file.
-        let refreshed = try await m1.refreshLeftInARecoveryFile(slot)
+        _ = try await m1.refreshLeftInARecoveryFile(slot)
 
         let token = try m1.run("token", "work")
         #expect(token.status == 0, "\(token.stderr)")
