@@ -86,7 +86,7 @@ extension AccountManager {
         )
         defer { withExtendedLifetime(signInLock) {} }
         let account = try await whoami(token, config: config)
-        let stored = try await Self.blocking {
+        let stored = try await BlockingExecutor.shared.run(.toCompletion) {
             let credential = Credential(
                 provider: providerID,
                 tokens: TokenSet(accessToken: token),

@@ -218,7 +218,7 @@ package struct AccountManager: Sendable {
         defer { withExtendedLifetime(signInLock) {} }
         let outcome = Locked<StoredSignIn?>(nil)
         let store: (TokenResponse, AccountInfo) async throws -> Void = { tokens, account in
-            try await Self.blocking {
+            try await BlockingExecutor.shared.run(.toCompletion) {
                 let now = clock.now()
                 let credential = Credential(
                     provider: providerID,
@@ -267,7 +267,7 @@ package struct AccountManager: Sendable {
     )
         async throws -> (lock: FileLock?, backend: BackendKind, store: any CredentialStore)
     {
-        try await Self.blocking {
+        try await BlockingExecutor.shared.run(.toCompletion) {
             let signInLock = try requested.map { try FileLock.signIn($0, paths: self.paths) }
             if replacingAnotherAccount, let requested {
                 try self.refuseIfShared(requested, "sign another account into it")
@@ -355,7 +355,10 @@ package struct AccountManager: Sendable {
             }
             events(.storedInNewSlot(requested: requested, holds: holds, slot: slot))
         }
-        if let shared = await BlockingExecutor.shared.run({ SharedSlotState.loadIfReadable(slot, paths: self.paths) }) {
+        if let shared = await BlockingExecutor.shared.run(
+            .toCompletion,
+            { SharedSlotState.loadIfReadable(slot, paths: self.paths) }
+        ) {
             events(.shared(await shareSignIn(slot, stored.credential, state: shared)))
         }
     }
@@ -431,11 +434,11 @@ package struct AccountManager: Sendable {
         revoke: Bool,
         ifNotRevoked: WhenNotRevoked = .refuse
     ) async throws -> SignOutOutcome {
-        try await Self.blocking { try self.refuseIfShared(slot, "sign it out here") }
+        try await BlockingExecutor.shared.run(.toCompletion) { try self.refuseIfShared(slot, "sign it out here") }
         // A refresh under way finishes first; otherwise it would store the credential again.
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
-        let (record, store, formerlyShared, liveRefreshToken) = try await Self.blocking {
+        let (record, store, formerlyShared, liveRefreshToken) = try await BlockingExecutor.shared.run(.toCompletion) {
             let document = try self.registry.load()
             guard let record = document.slots[slot] else { throw RegistryError.unknownSlot(slot) }
             let store = try self.openStore(record.backend, false)
@@ -463,7 +466,7 @@ package struct AccountManager: Sendable {
             }
             if let notRevoked, ifNotRevoked == .refuse { throw NotRevokedError(slot: slot, reason: notRevoked) }
         }
-        try await Self.blocking {
+        try await BlockingExecutor.shared.run(.toCompletion) {
             try self.registry.update { doc in
                 do { try store.delete(slot) } catch StoreError.notFound {}
                 RecoveryFile(paths: self.paths, slot: slot).remove()

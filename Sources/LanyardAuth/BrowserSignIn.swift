@@ -251,7 +251,7 @@ package struct BrowserSignInFlow: Sendable {
     ) async throws -> Arrival {
         while true {
             let connection = try await withTaskCancellationHandler {
-                try await BlockingExecutor.shared.runOnOwnThread { try listener.next() }
+                try await BlockingExecutor.shared.run(.ownThread) { try listener.next() }
             } onCancel: {
                 listener.stop()
             }

@@ -206,13 +206,15 @@ extension AccountManager {
     /// A slot that cannot rotate (a personal access token) or whose rotation failed is re-sealed
     /// and said so. Then the removed machine's etcd user is deleted where this machine may.
     package func fleetRemove(machine: String) async throws -> FleetRemoval {
-        let fleet = try await Self.blocking { try self.openFleet() }
-        let (member, shared) = try await Self.blocking { try fleet.remove(machine: machine) }
+        let fleet = try await BlockingExecutor.shared.run(.toCompletion) { try self.openFleet() }
+        let (member, shared) = try await BlockingExecutor.shared.run(.toCompletion) {
+            try fleet.remove(machine: machine)
+        }
         guard let member else { return FleetRemoval(machine: machine, wasMember: false, slots: [], etcdAccess: nil) }
         // The rotations start from values sealed before the removal, which every other member now
         // refuses to refresh from: this machine's note lets its own rotations through.
         let paths = self.paths
-        try await Self.blocking {
+        try await BlockingExecutor.shared.run(.toCompletion) {
             if let removal = try fleet.membership().0.lastRemoval {
                 try RotationNote.begin(removal: removal.seq, fleet: fleet.name, paths: paths)
             }
@@ -226,13 +228,13 @@ extension AccountManager {
             // Sealed again without the removed machine (what cannot rotate stays readable to it only
             // as the copy it already had).
             let only = reseal
-            _ = try? await Self.blocking { () -> [Slot] in
+            _ = try? await BlockingExecutor.shared.run(.toCompletion) { () -> [Slot] in
                 let (identity, _) = try fleet.memberIdentity()
                 return try fleet.resealAll(identity: identity, only: only)
             }
         }
-        try await Self.blocking { RotationNote.end(paths: paths) }
-        let access = try await Self.blocking { fleet.revokeEtcdAccess(of: member) }
+        await BlockingExecutor.shared.run(.toCompletion) { RotationNote.end(paths: paths) }
+        let access = await BlockingExecutor.shared.run(.toCompletion) { fleet.revokeEtcdAccess(of: member) }
         let rotated = outcomes.filter(\.rotated).map { JSONValue.string($0.slot.name) }
         _ = await BlockingExecutor.shared.run {
             self.eventLog.append(
@@ -251,7 +253,7 @@ extension AccountManager {
     /// machine does not have it), which writes the next generation sealed to the members left.
     private func rotateAfterRemoval(_ slot: Slot, fleet: String, reseal: inout [Slot]) async -> FleetRemoval.SlotOutcome
     {
-        if (try? await Self.blocking({ try self.registry.load().slots[slot] })) == nil {
+        if (try? await BlockingExecutor.shared.run(.toCompletion, { try self.registry.load().slots[slot] })) == nil {
             switch await fetchSharedSlot(slot) {
             case .refused(_, let reason):
                 // A value no member signed is no shared slot (someone wrote junk under slots/).
@@ -265,7 +267,9 @@ extension AccountManager {
                 break
             }
         }
-        guard let record = try? await Self.blocking({ try self.registry.load().slots[slot] }) else {
+        guard
+            let record = try? await BlockingExecutor.shared.run(.toCompletion, { try self.registry.load().slots[slot] })
+        else {
             return FleetRemoval.SlotOutcome(slot: slot, result: .unshared)
         }
         if !record.rotates {
@@ -296,7 +300,7 @@ extension AccountManager {
     package func fleetShare(_ slot: Slot) async throws -> Int64 {
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
-        return try await Self.blocking {
+        return try await BlockingExecutor.shared.run(.toCompletion) {
             let fleet = try self.openFleet()
             let known = SharedSlotState.loadIfReadable(slot, paths: self.paths)
             if let known, known.handedOverTo == nil { throw FleetError.alreadyShared(slot: slot, fleet: fleet.name) }
@@ -323,7 +327,7 @@ extension AccountManager {
         let lock = try await lockSlot(slot)
         defer { withExtendedLifetime(lock) {} }
         let httpTimeout = config.httpTimeout
-        try await Self.blocking {
+        try await BlockingExecutor.shared.run(.toCompletion) {
             let fleet = try self.openFleet()
             let fleetLock = try fleet.lock(slot, httpTimeout: httpTimeout)
             defer { fleetLock.release() }
@@ -341,7 +345,9 @@ extension AccountManager {
     {
         if initial.handedOverTo != nil {
             // Handed over: the new sign-in is this machine's own.
-            _ = try? await Self.blocking { try self.forgetShared(slot, fleet: initial.fleet) }
+            _ = try? await BlockingExecutor.shared.run(.toCompletion) {
+                try self.forgetShared(slot, fleet: initial.fleet)
+            }
             return .unshared(fleet: initial.fleet)
         }
         var state = initial
@@ -349,7 +355,7 @@ extension AccountManager {
         state.signInPending = true
         let pending = state
         do {
-            return try await Self.blocking {
+            return try await BlockingExecutor.shared.run(.toCompletion) {
                 let fleet = try self.openFleet()
                 var written = pending
                 guard try self.writeSignIn(slot, credential, fleet: fleet, state: &written, under: nil) != nil else {
@@ -479,7 +485,7 @@ extension AccountManager {
     /// copy up to the fleet's, creating slots this machine does not have yet.
     package func fleetSync(only: Slot? = nil) async throws -> [(Slot, FleetSyncOutcome, String?)] {
         // One hop: the membership, then each slot under its local lock.
-        try await Self.blocking {
+        try await BlockingExecutor.shared.run(.toCompletion) {
             let fleet = try self.openFleet()
             let (identity, membership) = try fleet.memberIdentity()
             let knownHere = SharedSlotState.all(paths: self.paths).filter { $0.1.fleet == fleet.name }.map(\.0)

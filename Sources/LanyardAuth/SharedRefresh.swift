@@ -441,11 +441,4 @@ extension AccountManager {
     func stillValid(_ credential: Credential) -> Bool {
         credential.tokens.expiry.map { $0 > clock.now() } ?? false
     }
-
-    /// Runs blocking work (etcd, the stores, files) on the blocking executor, off the cooperative
-    /// pool, to its end even when the task is cancelled meanwhile: an account operation's blocking
-    /// section may keep tokens a server just issued (``BlockingExecutor/runToCompletion(_:)``).
-    static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await BlockingExecutor.shared.runToCompletion(body)
-    }
 }

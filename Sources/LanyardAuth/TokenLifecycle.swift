@@ -95,13 +95,17 @@ extension AccountManager {
         // One hop: the whole operation is blocking work (a store, a lock, etcd, the provider over
         // libcurl), and once it has started it runs to its end even when the caller is cancelled,
         // since the server may have rotated the token by then.
-        try await Self.blocking { try self.freshCredentialBlocking(slot: slot, force: force, stored: nil) }
+        try await BlockingExecutor.shared.run(.toCompletion) {
+            try self.freshCredentialBlocking(slot: slot, force: force, stored: nil)
+        }
     }
 
     /// ``freshCredential(slot:force:)`` from a read the caller already made (``storedCredential(slot:force:)``,
     /// which found a refresh due): the store is not read again before the lock.
     package func freshCredential(after stored: StoredCredential, force: Bool = false) async throws -> Credential {
-        try await Self.blocking { try self.freshCredentialBlocking(slot: stored.slot, force: force, stored: stored) }
+        try await BlockingExecutor.shared.run(.toCompletion) {
+            try self.freshCredentialBlocking(slot: stored.slot, force: force, stored: stored)
+        }
     }
 
     /// The one synchronous core of ``freshCredential(slot:force:)``: the registry and the store read

@@ -60,7 +60,9 @@ extension AccountManager {
 
     /// The slot's usage from the provider's usage endpoint.
     package func usage(slot: Slot) async throws -> UsageReport {
-        guard let record = try await Self.blocking({ try self.registry.load().slots[slot] }) else {
+        guard
+            let record = try await BlockingExecutor.shared.run(.toCompletion, { try self.registry.load().slots[slot] })
+        else {
             throw RegistryError.unknownSlot(slot)
         }
         guard let base = config.providers[record.provider]?.usageBaseURL else {

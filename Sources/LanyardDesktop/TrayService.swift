@@ -121,9 +121,12 @@ package struct TrayService: Sendable {
                 }
                 group.addTask {
                     // A thread of the blocking executor waits on inotify for the tray's lifetime.
-                    while let changed = await BlockingExecutor.shared.run({
-                        Self.waitForChange(watchFDs, stop: stop.read)
-                    }) {
+                    while let changed = await BlockingExecutor.shared.run(
+                        .toCompletion,
+                        {
+                            Self.waitForChange(watchFDs, stop: stop.read)
+                        }
+                    ) {
                         if changed.registry { input.yield(.registryChanged) }
                         if changed.events { input.yield(.eventsAppended) }
                     }

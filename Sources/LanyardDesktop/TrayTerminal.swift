@@ -55,7 +55,7 @@ extension TrayTerminal {
                 + "with (\(display ? "xdg-open is not installed" : "no graphical session")). "
                 + "Run `lanyard login \(slot.name)` in a terminal."
         }
-        let outcome = await BlockingExecutor.shared.runOnOwnThread { () -> (status: Int32, stderr: [UInt8])? in
+        let outcome = await BlockingExecutor.shared.run(.ownThread) { () -> (status: Int32, stderr: [UInt8])? in
             guard
                 let result = try? Subprocess.run(
                     lanyard,

@@ -123,7 +123,7 @@ extension AccountManager {
         spawn.handOff = folder.map { [($0.lockDescriptor, $0.lockDescriptor)] } ?? []
         // The wait for the child blocks its thread for as long as the command runs: a thread of its own.
         let spawned = spawn
-        let run = await BlockingExecutor.shared.runOnOwnThread { () -> Result<Int32, SystemCallError> in
+        let run = await BlockingExecutor.shared.run(.ownThread) { () -> Result<Int32, SystemCallError> in
             do throws(SystemCallError) { return .success(try ForegroundChild.run(spawned)) } catch {
                 return .failure(error)
             }

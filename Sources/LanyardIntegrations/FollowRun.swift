@@ -160,7 +160,7 @@ extension AccountManager {
         var notFollowed: SwitchNotFollowed?
         while true {
             let watching = notFollowed == nil ? watch.fd : -1
-            let wake = await BlockingExecutor.shared.runOnOwnThread { [child] in
+            let wake = await BlockingExecutor.shared.run(.ownThread) { [child] in
                 child.wait(orChangeOf: watching, timeout: nil)
             }
             if wake == .ended {
@@ -169,7 +169,10 @@ extension AccountManager {
             }
             watch.drain()  // a nonblocking read
             guard ForegroundChild.terminationRequested == 0,
-                let active = try? await BlockingExecutor.shared.run({ [registry] in try registry.view().active() }),
+                let active = try? await BlockingExecutor.shared.run(
+                    .cancellable,
+                    { [registry] in try registry.view().active() }
+                ),
                 active != lastActive
             else { continue }
             lastActive = active
@@ -291,7 +294,10 @@ extension AccountManager {
         for sig in [SIGINT, SIGTERM, SIGKILL] {
             child.signal(sig)
             let wait: TimeInterval? = sig == SIGKILL ? nil : grace
-            if await BlockingExecutor.shared.run({ child.wait(orChangeOf: -1, timeout: wait) }) == .ended { break }
+            if await BlockingExecutor.shared.run(.toCompletion, { child.wait(orChangeOf: -1, timeout: wait) }) == .ended
+            {
+                break
+            }
         }
         return child.reap()
     }

@@ -6,13 +6,13 @@ import Glibc
 /// `flock`, file I/O that can stall, waiting for a child process. Swift's cooperative thread pool
 /// has one thread per core (two on the machines Lanyard is tested on), and a task that blocks one
 /// of them stalls every other task; so async code never calls a blocking function itself: it
-/// hands the call to this executor through ``run(_:)`` and suspends until it is done.
+/// hands the call to this executor through ``run(_:_:)-(_,()throws->T)`` and suspends until it is done.
 ///
 /// Threads of its own (like swift-nio's `NIOThreadPool`): started on demand, up to
 /// ``maximumThreads``, and ended after ``idleSeconds`` without work. The bound is generous on
 /// purpose: blocking work can wait on other blocking work (a `flock` held by a refresh that still
 /// has etcd calls to make), so the pool must not run out of threads while that holder needs one.
-/// Work beyond the bound queues in order. Work queued by ``run(_:)-(()throws->T)`` whose task is
+/// Work beyond the bound queues in order. Work queued in ``Mode/cancellable`` whose task is
 /// cancelled before a thread takes it is dropped, and the task gets `CancellationError`; work a
 /// thread has taken always runs to its end (it may hold a lock or a token the server just issued).
 ///
@@ -71,13 +71,40 @@ package final class BlockingExecutor: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` on one of the executor's threads and returns its result; the calling task
-    /// suspends meanwhile (its cooperative thread is free for other tasks). `body` must not
+    /// Where a piece of work runs, and what its task's cancellation does to it: the one choice a
+    /// caller of ``run(_:_:)-(_,()throws->T)`` makes.
+    package enum Mode: Sendable {
+        /// On a pooled thread. When the task is cancelled while the work still waits in the queue,
+        /// it never runs and `run` throws `CancellationError`; once a thread has taken it, it runs
+        /// to its end.
+        case cancellable
+        /// On a pooled thread, even when its task is cancelled while it waits in the queue: an
+        /// account operation's blocking section, which may keep what a server just issued (a
+        /// rotated refresh token, a new sign-in) that dropping the work would lose.
+        case toCompletion
+        /// On a thread of its own, outside the bound, for work that blocks for as long as something
+        /// outside this process decides: a listener waiting for a browser, the wait for a child to
+        /// end, a whole command. Queued behind the bound, such work could wait for threads that
+        /// wait for it (the callback a sign-in's own command waits for), and holding pooled threads
+        /// it would shrink the pool for everything else. It starts at once, so it is never dropped.
+        case ownThread
+    }
+
+    /// Runs `body` on a thread of the executor, as `mode` says, and returns its result; the calling
+    /// task suspends meanwhile (its cooperative thread is free for other tasks). `body` must not
     /// await: it is the blocking part.
-    ///
-    /// When the task is cancelled while `body` still waits in the queue, it never runs and this
-    /// throws `CancellationError`; once a thread has taken it, it runs to its end.
-    package func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    package func run<T: Sendable>(
+        _ mode: Mode = .cancellable,
+        _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
+        guard mode == .cancellable else {
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                let work: @Sendable () -> Void = {
+                    do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+                }
+                if mode == .ownThread { submitOnOwnThread(work) } else { submit(work) }
+            }
+        }
         let job = Locked<Job?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
@@ -97,41 +124,12 @@ package final class BlockingExecutor: @unchecked Sendable {
         }
     }
 
-    /// ``run(_:)-(()throws->T)`` for work that must run even when its task is cancelled while it
-    /// waits in the queue: writes that keep what a server just issued (a rotated refresh token, a
-    /// new sign-in), where dropping the work would lose it.
-    package func runToCompletion<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            submit {
-                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
-            }
-        }
-    }
-
-    /// ``run(_:)`` for work that cannot fail.
-    package func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    /// ``run(_:_:)-(_,()throws->T)`` for work that cannot fail. Having no error to end with, it
+    /// always runs: ``Mode/cancellable`` is ``Mode/toCompletion`` here.
+    package func run<T: Sendable>(_ mode: Mode = .cancellable, _ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
-            submit { continuation.resume(returning: body()) }
-        }
-    }
-
-    /// ``run(_:)`` on a thread of its own, outside the bound, for work that blocks for as long as
-    /// something outside this process decides: a listener waiting for a browser, the wait for a
-    /// child to end, a whole command. Queued behind the bound, such work could wait for threads
-    /// that wait for it (the callback a sign-in's own command waits for), and holding pooled
-    /// threads it would shrink the pool for everything else.
-    package func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            submitOnOwnThread {
-                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
-            }
-        }
-    }
-
-    /// ``runOnOwnThread(_:)`` for work that cannot fail.
-    package func runOnOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
-            submitOnOwnThread { continuation.resume(returning: body()) }
+            let work: @Sendable () -> Void = { continuation.resume(returning: body()) }
+            if mode == .ownThread { submitOnOwnThread(work) } else { submit(work) }
         }
     }
 
@@ -145,7 +143,7 @@ package final class BlockingExecutor: @unchecked Sendable {
         pthread_sigmask(SIG_SETMASK, &none, nil)
     }
 
-    /// ``submit(_:)`` on a thread of its own, outside the bound (see ``runOnOwnThread(_:)``; when
+    /// ``submit(_:)`` on a thread of its own, outside the bound (see ``Mode/ownThread``; when
     /// no thread can be started, the work goes to the pool).
     package func submitOnOwnThread(_ work: @escaping @Sendable () -> Void) {
         final class Box: @unchecked Sendable {

@@ -25,7 +25,7 @@ import Testing
                 return fd
             }
             defer { close(client) }
-            let connection = try await BlockingExecutor.shared.runOnOwnThread { try listener.next() }
+            let connection = try await BlockingExecutor.shared.run(.ownThread) { try listener.next() }
             #expect(connection.request == CallbackRequest(path: "/\(family)", query: ["state": "s"]))
             await BlockingExecutor.shared.run { connection.respond(status: 404, page: .notFound) }
             let answer = await BlockingExecutor.shared.run { readUntilClosed(client, within: 60) }
@@ -73,7 +73,7 @@ import Testing
             return fd
         }
         defer { close(browser) }
-        let connection = try await BlockingExecutor.shared.runOnOwnThread { try listener.next() }
+        let connection = try await BlockingExecutor.shared.run(.ownThread) { try listener.next() }
         #expect(connection.request == CallbackRequest(path: "/auth/callback", query: ["code": "c", "state": "s"]))
         let evicted = total + 1 - CallbackListener.maximumOpenConnections
         #expect(
@@ -85,7 +85,7 @@ import Testing
         #expect(String(decoding: page ?? [], as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
 
         // While the listener waits for another request, the rest run out of time.
-        let waiting = Task { try await BlockingExecutor.shared.runOnOwnThread { try listener.next() } }
+        let waiting = Task { try await BlockingExecutor.shared.run(.ownThread) { try listener.next() } }
         for fd in idle[evicted...] {
             let answer = await BlockingExecutor.shared.run { readUntilClosed(fd, within: 60) }
             #expect(String(decoding: answer ?? [], as: UTF8.self).hasPrefix("HTTP/1.1 400 Bad Request"))

@@ -64,7 +64,7 @@ final class CLIHarness: @unchecked Sendable {
 
     /// ``run(_:)-swift.method`` with an injected `sleeper` (virtual time for the sign-in's polling).
     func run(_ args: [String], sleeper: (any Sleeper)? = nil) async -> Result {
-        await BlockingExecutor.shared.runOnOwnThread { [self] in
+        await BlockingExecutor.shared.run(.ownThread) { [self] in
             let out = TextSink()
             let err = TextSink()
             // Each line of `input` ended by a newline, as a program would send them.

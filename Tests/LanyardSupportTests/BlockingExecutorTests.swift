@@ -39,7 +39,7 @@ import Testing
         let executor = BlockingExecutor(maximumThreads: 1, idleSeconds: 1)
         let released = DispatchSemaphore(value: 0)
         async let waiter: Void = executor.run { released.wait() }
-        let answer = await executor.runOnOwnThread { () -> Int in
+        let answer = await executor.run(.ownThread) { () -> Int in
             released.signal()
             return 42
         }
@@ -103,7 +103,7 @@ import Testing
                 return 1
             }
         }
-        await executor.runOnOwnThread { started.wait() }  // the one pooled thread is busy now
+        await executor.run(.ownThread) { started.wait() }  // the one pooled thread is busy now
         // A throwing body: the run that can end with CancellationError.
         let queued = Task {
             try await executor.run { () throws -> Int in

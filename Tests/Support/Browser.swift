@@ -18,7 +18,7 @@ package struct BrowserVisit: Sendable {
 package func browse(_ url: String, follow: Bool = true) async throws -> BrowserVisit {
     let arguments =
         ["-sS", "--max-time", "60", "-o", "-", "-w", "\n%{http_code} %{redirect_url}"] + (follow ? ["-L"] : []) + [url]
-    let (status, out, err) = try await BlockingExecutor.shared.runOnOwnThread {
+    let (status, out, err) = try await BlockingExecutor.shared.run(.ownThread) {
         try runProcess("/usr/bin/curl", arguments)
     }
     guard status == 0, let split = out.lastIndex(of: "\n") else {

@@ -25,7 +25,7 @@ import Testing
         let environment = m.home.environment
         let root = m.home.root
         // As `lanyard` runs it, but in this process: the refresh fails here, not in a worker.
-        let inProcess = await BlockingExecutor.shared.runOnOwnThread { () -> (Int32, String) in
+        let inProcess = await BlockingExecutor.shared.run(.ownThread) { () -> (Int32, String) in
             let out = TextSink()
             let err = TextSink()
             let context = CommandContext(
