@@ -1,9 +1,8 @@
 import Foundation
+import LanyardDesktop
 import LanyardSupport
 import LanyardTestSupport
 import Testing
-
-@testable import LanyardDesktop
 
 /// Lanyard's application icon: written into a hicolor theme folder at every size (what
 /// `make install` runs), each file a PNG of its size drawn by the tray's meter code.

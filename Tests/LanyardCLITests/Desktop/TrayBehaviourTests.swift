@@ -1,12 +1,12 @@
 import Foundation
+import LanyardCore
+import LanyardDesktop
+import LanyardStore
 import LanyardSupport
 import LanyardTestSupport
 import Testing
 
 @testable import LanyardCLI
-@testable import LanyardCore
-@testable import LanyardDesktop
-@testable import LanyardStore
 
 /// The labels of the menu's top level, in order: the entries whose `"id"` line is as indented as
 /// the root's first child's (dbusmenu-dumper prints each submenu one level deeper).
