@@ -60,7 +60,7 @@ let package = Package(
 
         // OS plumbing, package-only: spawning processes, process hardening, inotify, errno errors
         // and EINTR-safe calls, so the layers above do not each wrap them again.
-        .target(name: "LanyardSystem", dependencies: ["CProcessControl"]),
+        .target(name: "LanyardSystem", dependencies: ["LanyardSupport", "CProcessControl"]),
 
         // Support code, package-only: the JSON reader and writer, text rules and helpers, the
         // start-up trace, locks. LanyardCore's vocabulary is written with it.

@@ -133,41 +133,11 @@ package final class BlockingExecutor: @unchecked Sendable {
         }
     }
 
-    /// A new thread takes the signal mask of the thread that made it, and a thread libdispatch
-    /// runs blocks nearly every signal; a child started from such a thread by anything but
-    /// ``Spawn`` (which resets the mask) would keep them blocked: `timeout` could not end it with
-    /// SIGTERM. The executor's threads start with none blocked, as a process's main thread does.
-    private static func unblockSignals() {
-        var none = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, nil)
-    }
-
     /// ``submit(_:)`` on a thread of its own, outside the bound (see ``Mode/ownThread``; when
     /// no thread can be started, the work goes to the pool).
     package func submitOnOwnThread(_ work: @escaping @Sendable () -> Void) {
-        final class Box: @unchecked Sendable {
-            let work: @Sendable () -> Void
-            init(_ work: @escaping @Sendable () -> Void) { self.work = work }
-        }
         OperationCounts.hop()
-        let box = Unmanaged.passRetained(Box(work))
-        var thread = pthread_t()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let made = pthread_create(
-            &thread,
-            &attributes,
-            { raw in
-                BlockingExecutor.unblockSignals()
-                Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().work()
-                return nil
-            },
-            box.toOpaque()
-        )
-        pthread_attr_destroy(&attributes)
-        if made != 0 { submit(box.takeRetainedValue().work) }
+        if !DetachedThread.start(work) { submit(work) }
     }
 
     /// Queues `work`, starting a thread when more work waits than threads are idle (an idle
@@ -211,30 +181,13 @@ package final class BlockingExecutor: @unchecked Sendable {
     }
 
     private func startThread() {
-        let box = Unmanaged.passRetained(self)
-        var thread = pthread_t()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let made = pthread_create(
-            &thread,
-            &attributes,
-            { raw in
-                BlockingExecutor.unblockSignals()
-                let executor = Unmanaged<BlockingExecutor>.fromOpaque(raw!).takeRetainedValue()
-                executor.work()
-                return nil
-            },
-            box.toOpaque()
-        )
-        pthread_attr_destroy(&attributes)
-        if made != 0 {
+        guard DetachedThread.start({ [self] in work() }) else {
             // No thread (the process is out of them): run the work here rather than lose it.
-            box.release()
             pthread_mutex_lock(mutex)
             threads -= 1
             pthread_mutex_unlock(mutex)
             while let next = take(wait: false) { next() }
+            return
         }
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import LanyardSupport
 import Synchronization
 
 /// Ctrl-C (SIGINT) and SIGTERM, handed to the code that wants them: while at least one
@@ -76,30 +77,17 @@ package enum InterruptSignals {
         _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
         interruptPipeReadEnd = ends[0]
         interruptPipeWriteEnd = ends[1]
-        var thread = pthread_t()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let made = pthread_create(
-            &thread,
-            &attributes,
-            { _ in
-                InterruptSignals.readForever()
-            },
-            nil
-        )
-        pthread_attr_destroy(&attributes)
-        state.readerStarted = made == 0
+        state.readerStarted = DetachedThread.start { InterruptSignals.readForever() }
     }
 
     /// The reader thread: each byte is one signal; every open watch's handler runs for it. Returns
     /// only if the pipe fails, which ends the thread.
-    private static func readForever() -> UnsafeMutableRawPointer? {
+    private static func readForever() {
         var buffer = [UInt8](repeating: 0, count: 64)
         while true {
             let count = read(interruptPipeReadEnd, &buffer, buffer.count)
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return nil }
+            guard count > 0 else { return }
             let handlers = state.withLock { Array($0.handlers.values) }
             for handler in handlers { handler() }
         }
