@@ -58,6 +58,43 @@ import Testing
         #expect(try await pair.server.stat("refresh_reused") == 0)
     }
 
+    /// m1's refresh whose fleet write failed after the provider rotated the token (no quorum):
+    /// m1 keeps the tokens, upload pending. Once etcd is back, m1's agent writes them to the fleet
+    /// with no command run on m1 and no change in etcd to wake its watch (its recovery check does
+    /// it, every 5 s: without that check nothing writes them), and m2 adopts them; no token is
+    /// presented twice.
+    @Test func theAgentWritesARefreshTheFleetMissedOnceEtcdIsBack() async throws {
+        let pair = try await Self.pair("pending@example.com")
+        let kv = pair.kv
+        let key = pair.keys.slot(pair.slot)
+        // Every transaction fails from the one after the refresh's intent on, as without quorum.
+        kv.whenTransaction { ops in
+            let intent = ops.contains {
+                if case .put(let key, _, _) = $0 { return key.hasSuffix("/intents/work") } else { return false }
+            }
+            guard intent else { return false }
+            kv.whenTransaction { _ in
+                kv.failTransactions(1_000)
+                return true
+            }
+            return true
+        }
+        var refreshed: Credential?
+        try await FollowingAgent.run(pair, machine: 0) { agent in
+            #expect(await kv.watching(1), "m1's follower never watched the fleet")
+            let before = try #require(try kv.getInTest(key))
+            refreshed = try await pair.manager(0).freshCredential(slot: pair.slot, force: true)
+            #expect(try kv.getInTest(key)?.value == before.value, "the write landed after all")
+            #expect(try SharedSlotState.load(pair.slot, paths: pair.paths(0))?.uploadPending == true)
+            kv.clearFaults()
+            let written = try await kv.change(under: key, after: before.modRevision) { $0.kind == .put }
+            #expect(written != nil, "m1's agent did not write its refresh; it said \(agent.lines)")
+        }
+        _ = try await pair.manager(1).fleetSync()
+        #expect(try pair.stored(1).tokens.refreshToken == refreshed?.tokens.refreshToken)
+        #expect(try await pair.server.stat("refresh_reused") == 0)
+    }
+
     /// A membership entry m2 verified, deleted or overwritten while m2 follows: m2's watch sees
     /// the log change and puts the verified entry back at once, not at its next command.
     @Test(arguments: ["deleted", "overwritten"])
