@@ -163,8 +163,8 @@ let package = Package(
         .testTarget(
             name: "LanyardAgentTests",
             dependencies: [
-                "LanyardAgent", "LanyardDesktop", "LanyardAuth", "LanyardIntegrations", "LanyardNetwork",
-                "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport",
+                "LanyardAgent", "LanyardDesktop", "LanyardAuth", "LanyardFleet", "LanyardIntegrations",
+                "LanyardNetwork", "LanyardStore", "LanyardCore", "LanyardSupport", "LanyardTestSupport",
             ]
         ),
         .testTarget(

@@ -44,14 +44,16 @@ final class FleetFollower: @unchecked Sendable {
     /// Whether this agent should refresh shared slots ahead of expiry.
     func leads() -> Bool { campaign.leads() }
 
-    /// Starts following: the watch and the recovery check each hold a thread of the blocking
-    /// executor (they block in etcd's watch stream and in their waits) until ``stop()``.
+    /// Starts following: the watch and the recovery check each run on a thread of their own
+    /// until ``stop()``. They block for as long as etcd and the clock decide (the watch stream,
+    /// their waits) and wait for fleet syncs, so on pooled threads they would hold the pool's
+    /// threads and could wait for work queued behind themselves.
     func start() {
-        BlockingExecutor.shared.submit { [self] in
+        BlockingExecutor.shared.submitOnOwnThread { [self] in
             follow()
             done.signal()
         }
-        BlockingExecutor.shared.submit { [self] in
+        BlockingExecutor.shared.submitOnOwnThread { [self] in
             settleRecoveryFiles()
             recoveryDone.signal()
         }
@@ -124,18 +126,17 @@ final class FleetFollower: @unchecked Sendable {
         }
     }
 
-    /// Brings `slot` (nil: every shared slot) up to date from the fleet; on the follower's threads.
+    /// Brings `slot` (nil: every shared slot) up to date from the fleet; on the follower's own
+    /// threads, which may block, so through the sync's blocking core (no hop, no task).
     private func sync(_ slot: Slot?) {
-        let manager = self.manager
-        let text = SyncBridge.value { () -> String in
-            do {
-                let outcomes = try await manager.fleetSync(only: slot)
-                return outcomes.filter { $0.1 != .current }.map { "\($0.0.name): \($0.1.rawValue)" }.joined(
-                    separator: ", "
-                )
-            } catch {
-                return "sync failed: \(error.userFacingDescription)"
-            }
+        let text: String
+        do {
+            let outcomes = try manager.fleetSyncBlocking(only: slot)
+            text = outcomes.filter { $0.1 != .current }.map { "\($0.0.name): \($0.1.rawValue)" }.joined(
+                separator: ", "
+            )
+        } catch {
+            text = "sync failed: \(error.userFacingDescription)"
         }
         if !text.isEmpty { diagnostics("fleet \(fleet.name): \(text)") }
         let alarm = fleet.alarm()

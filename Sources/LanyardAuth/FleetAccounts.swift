@@ -484,21 +484,26 @@ extension AccountManager {
     /// `fleet sync` (and the agent, on each change it sees): brings every shared slot's local
     /// copy up to the fleet's, creating slots this machine does not have yet.
     package func fleetSync(only: Slot? = nil) async throws -> [(Slot, FleetSyncOutcome, String?)] {
-        // One hop: the membership, then each slot under its local lock.
-        try await BlockingExecutor.shared.run(.toCompletion) {
-            let fleet = try self.openFleet()
-            let (identity, membership) = try fleet.memberIdentity()
-            let knownHere = SharedSlotState.all(paths: self.paths).filter { $0.1.fleet == fleet.name }.map(\.0)
-            var results: [(Slot, FleetSyncOutcome, String?)] = []
-            for slot in Set(try fleet.sharedSlots() + knownHere).sorted() where only == nil || only == slot {
-                let (lock, _) = try self.lockSlotBlocking(slot)
-                defer { withExtendedLifetime(lock) {} }
-                if let outcome = try self.syncShared(slot, fleet: fleet, identity: identity, membership: membership) {
-                    results.append(outcome)
-                }
+        // One hop into the blocking core.
+        try await BlockingExecutor.shared.run(.toCompletion) { try self.fleetSyncBlocking(only: only) }
+    }
+
+    /// The one synchronous core of ``fleetSync(only:)``: the membership, then each slot under its
+    /// local lock, every step blocking on this thread (the agent's follower calls it from its own).
+    @available(*, noasync, message: "blocking: await fleetSync(only:) instead")
+    package func fleetSyncBlocking(only: Slot? = nil) throws -> [(Slot, FleetSyncOutcome, String?)] {
+        let fleet = try openFleet()
+        let (identity, membership) = try fleet.memberIdentity()
+        let knownHere = SharedSlotState.all(paths: paths).filter { $0.1.fleet == fleet.name }.map(\.0)
+        var results: [(Slot, FleetSyncOutcome, String?)] = []
+        for slot in Set(try fleet.sharedSlots() + knownHere).sorted() where only == nil || only == slot {
+            let (lock, _) = try lockSlotBlocking(slot)
+            defer { withExtendedLifetime(lock) {} }
+            if let outcome = try syncShared(slot, fleet: fleet, identity: identity, membership: membership) {
+                results.append(outcome)
             }
-            return results
         }
+        return results
     }
 
     /// For a slot this machine does not have (a machine just approved into its fleet has synced

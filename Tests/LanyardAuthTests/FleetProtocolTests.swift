@@ -15,53 +15,9 @@ import Testing
 /// the emulator starting), beside the real-cluster suites (LanyardCLITests' FleetRemovalTests,
 /// FleetAttackTests, FleetFaultTests).
 @Suite(.serialized) struct FleetProtocolTests {
-    /// Two machines of one fleet on `kv`: m1 signed `work` in and shared it; m2 joined and synced.
-    struct Pair {
-        let server: OAuthTestServer
-        let kv = MemoryEtcd()
-        let homes = [TestHome(), TestHome()]
-        let slot = try! Slot("work")
-
-        init(server: OAuthTestServer, email: String) async throws {
-            self.server = server
-            for (i, home) in homes.enumerated() {
-                try home.useEmulator(
-                    server,
-                    extraConfig: """
-                        [fleet]
-                        name = mem
-                        machine = m\(i + 1)
-                        endpoints = http://127.0.0.1:9
-                        """
-                )
-            }
-            let m1 = try manager(0)
-            let m2 = try manager(1)
-            try await server.signIn(m1, slot: "work", email: email)
-            _ = try m1.fleetCreate()
-            _ = try await m1.fleetShare(slot)
-            let asked = try m2.fleetJoin(fleetFingerprint: try #require(m1.fleetFingerprint()))
-            _ = try m1.fleetApprove(machine: "m2", fingerprint: asked.fingerprint)
-            #expect(try await m2.fleetSync().map(\.1) == [.added])
-        }
-
-        func manager(_ i: Int) throws -> AccountManager {
-            let paths = Paths(environment: homes[i].environment)
-            var manager = AccountManager(
-                paths: paths,
-                config: try ConfigFile.load(path: paths.configFile).config,
-                openStore: { _, _ in EncryptedFileStore(paths: paths) },
-                transport: URLSessionTransport(timeout: 5)
-            )
-            let kv = self.kv
-            manager.etcdConnector = { _ in kv }
-            return manager
-        }
-
-        func stored(_ i: Int) throws -> Credential {
-            try EncryptedFileStore(paths: Paths(environment: homes[i].environment)).getInTest(slot)
-        }
-        var keys: FleetKeys { FleetKeys(fleet: "mem") }
+    /// Two machines of one fleet on a `MemoryEtcd`: m1 signed `work` in and shared it; m2 joined and synced.
+    static func pair(_ server: OAuthTestServer, email: String) async throws -> MemoryFleetPair {
+        try await MemoryFleetPair(server: server, email: email) { URLSessionTransport(timeout: 5) }
     }
 
     /// A transaction that writes the slot's refresh intent: the refresh is about to present its token.
@@ -80,7 +36,7 @@ import Testing
     func aMoveDuringARefreshSpendsNothingTwice(_ move: String) async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0])
-        let pair = try await Pair(server: server, email: "move@example.com")
+        let pair = try await Self.pair(server, email: "move@example.com")
         let kv = pair.kv
         let keys = pair.keys
         let value = try #require(try kv.getInTest(keys.slot(pair.slot)))
@@ -125,7 +81,7 @@ import Testing
     func aFaultBeforeTheWriteKeepsTheTokensAndSpendsNothingTwice(_ fault: String) async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0])
-        let pair = try await Pair(server: server, email: "fault@example.com")
+        let pair = try await Self.pair(server, email: "fault@example.com")
         let kv = pair.kv
         let keys = pair.keys
         kv.whenTransaction { ops in
@@ -165,7 +121,7 @@ import Testing
     @Test func theOldValuePutBackAfterARefreshIsRefused() async throws {
         let server = try OAuthTestServer(.chatgptEmulator)
         try await server.hook("/_test/config", ["interval": 0])
-        let pair = try await Pair(server: server, email: "rollback@example.com")
+        let pair = try await Self.pair(server, email: "rollback@example.com")
         let kv = pair.kv
         let keys = pair.keys
         let old = try #require(try kv.getInTest(keys.slot(pair.slot)))

@@ -44,6 +44,8 @@ extension EventLog {
 }
 
 extension EtcdKV {
+    /// ``EtcdKV/range(_:prefix:)`` from an async test.
+    package func rangeInTest(_ key: String, prefix: Bool = false) throws -> EtcdRange { try range(key, prefix: prefix) }
     /// ``EtcdKV/get(_:)`` from an async test.
     package func getInTest(_ key: String) throws -> EtcdKeyValue? { try get(key) }
     /// ``EtcdKV/put(_:value:lease:)`` from an async test.

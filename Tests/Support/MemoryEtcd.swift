@@ -1,15 +1,30 @@
 import Foundation
 import LanyardFleet
+import LanyardSupport
 
-/// etcd's key-value semantics in memory (revisions, create/mod revisions, leases, transactions)
-/// for unit tests of the fleet's pure logic. Leases never expire by time (revoke them); a watch
-/// returns at once with nothing. The fleet's real tests run against a real etcd cluster.
+/// etcd's key-value semantics in memory (revisions, create/mod revisions, leases, transactions,
+/// watches) for fast tests of the fleet's logic and of the paths that run it (refresh, sync, the
+/// agent's follower). Leases never expire by time (revoke them). The fleet's real tests run
+/// against a real etcd cluster as well.
+///
+/// A watch behaves as ``EtcdGatewayClient``'s does: it delivers every change under its prefix
+/// from its start revision on (the history is kept, so an older start revision replays what
+/// followed it), in revision order, on the calling thread, which waits on a condition between
+/// batches; it returns when `onEvents` says so or its handle is cancelled, and throws
+/// ``EtcdError/compacted(revision:)`` for a start revision older than ``compact(revision:)``'s.
 ///
 /// Faults: ``failTransactions(_:answerLost:)`` makes the next transactions fail as a cluster
-/// without quorum does, or apply and then lose their answer (the client cannot tell the two apart).
+/// without quorum does, or apply and then lose their answer (the client cannot tell the two apart);
+/// ``failWatches()`` breaks every watch stream until ``clearFaults()``.
 package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
-    private let lock = NSLock()
+    /// Guards everything below; running watches wait on it for a change, a cancellation or a fault.
+    private let lock = NSCondition()
     private var transactionFaults: [(answerLost: Bool, remaining: Int)] = []
+    /// Every change, in revision order, from the compaction point on: what watches deliver.
+    private var history: [(revision: Int64, event: EtcdWatchEvent)] = []
+    private var compacted: Int64 = 0
+    private var watchesFail = false
+    private var watching = 0
 
     /// The next `count` transactions throw ``EtcdError/unavailable``; with `answerLost` they are
     /// applied first.
@@ -17,8 +32,54 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
         lock.withLock { transactionFaults.append((answerLost, count)) }
     }
 
-    /// Transactions succeed again.
-    package func clearFaults() { lock.withLock { transactionFaults.removeAll() } }
+    /// Every watch stream breaks, from now until ``clearFaults()``: each running watch throws
+    /// ``EtcdError/unavailable``, and so does each new one (the members a watcher can reach went
+    /// away). Reads and writes go on.
+    package func failWatches() {
+        lock.withLock {
+            watchesFail = true
+            lock.broadcast()
+        }
+    }
+
+    /// Transactions and watches succeed again.
+    package func clearFaults() {
+        lock.withLock {
+            transactionFaults.removeAll()
+            watchesFail = false
+        }
+    }
+
+    /// Forgets the history before `revision`, as etcd's compaction does: a watch from an older
+    /// revision throws ``EtcdError/compacted(revision:)``.
+    package func compact(revision: Int64) {
+        lock.withLock {
+            compacted = max(compacted, revision)
+            history.removeAll { $0.revision < compacted }
+            lock.broadcast()
+        }
+    }
+
+    /// How many watches are running now.
+    package var activeWatches: Int { lock.withLock { watching } }
+
+    /// Waits until exactly `count` watches run, at most `seconds`; false when they did not.
+    /// Blocking: a test calls it from a thread of its own (``watching(_:within:)``).
+    @available(*, noasync, message: "blocking: use watching(_:within:)")
+    package func waitUntilWatching(_ count: Int, seconds: TimeInterval) -> Bool {
+        let deadline = Date() + seconds
+        return lock.withLock {
+            while watching != count {
+                if !lock.wait(until: deadline) { return watching == count }
+            }
+            return true
+        }
+    }
+
+    /// ``waitUntilWatching(_:seconds:)`` from an async test (the wait holds a thread of its own).
+    package func watching(_ count: Int, within seconds: TimeInterval = 60) async -> Bool {
+        await BlockingExecutor.shared.run(.ownThread) { self.waitUntilWatching(count, seconds: seconds) }
+    }
 
     private var hooks: [@Sendable ([EtcdOperation]) -> Bool] = []
 
@@ -79,7 +140,7 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
     /// shares its revision, as in etcd).
     private func putLocked(_ key: String, _ value: [UInt8], _ lease: Int64) {
         let old = kvs[key]
-        kvs[key] = EtcdKeyValue(
+        let new = EtcdKeyValue(
             key: key,
             value: value,
             createRevision: old?.createRevision ?? revision,
@@ -87,12 +148,29 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
             version: (old?.version ?? 0) + 1,
             lease: lease
         )
+        kvs[key] = new
+        record(EtcdWatchEvent(kind: .put, kv: new, previous: old))
     }
 
+    private func matching(_ key: String, _ prefix: Bool) -> [String] {
+        kvs.keys.filter { prefix ? $0.hasPrefix(key) : $0 == key }.sorted()
+    }
+
+    /// Deletes at the current revision (the caller has moved it on when anything matches).
     private func deleteLocked(_ key: String, _ prefix: Bool) -> Int64 {
-        let keys = kvs.keys.filter { prefix ? $0.hasPrefix(key) : $0 == key }
-        for k in keys { kvs[k] = nil }
+        let keys = matching(key, prefix)
+        for k in keys {
+            // etcd's delete event carries the key and the revision of the delete, no value.
+            let gone = EtcdKeyValue(key: k, value: [], modRevision: revision)
+            record(EtcdWatchEvent(kind: .delete, kv: gone, previous: kvs[k]))
+            kvs[k] = nil
+        }
         return Int64(keys.count)
+    }
+
+    private func record(_ event: EtcdWatchEvent) {
+        history.append((revision, event))
+        lock.broadcast()
     }
 
     package func put(_ key: String, value: [UInt8], lease: Int64) throws -> Int64 {
@@ -105,9 +183,9 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
 
     package func delete(_ key: String, prefix: Bool) throws -> Int64 {
         lock.withLock {
-            let n = deleteLocked(key, prefix)
-            if n > 0 { revision += 1 }
-            return n
+            guard !matching(key, prefix).isEmpty else { return 0 }
+            revision += 1
+            return deleteLocked(key, prefix)
         }
     }
 
@@ -180,11 +258,85 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
         startRevision: Int64,
         handle: (any EtcdWatchHandle)?,
         onEvents: ([EtcdWatchEvent], Int64) -> Bool
-    ) throws {}
+    ) throws {
+        // A handle another client made cannot cancel this watch (as with the gateway client).
+        let handle = handle as? MemoryWatchHandle
+        lock.lock()
+        defer {
+            watching -= 1
+            lock.broadcast()
+            lock.unlock()
+        }
+        watching += 1
+        lock.broadcast()
+        var next = startRevision > 0 ? startRevision : revision + 1
+        while true {
+            // Held here: wait for a change at or after `next` under the prefix.
+            var batch: [EtcdWatchEvent] = []
+            var last = next
+            while true {
+                if handle?.fired == true { return }
+                if watchesFail {
+                    throw EtcdError.unavailable(endpoint: "memory", detail: "injected: the watch stream broke")
+                }
+                if next < compacted { throw EtcdError.compacted(revision: compacted) }
+                for (at, event) in history where at >= next && event.kv.key.hasPrefix(prefix) {
+                    batch.append(event)
+                    last = at
+                }
+                if !batch.isEmpty { break }
+                next = max(next, revision + 1)
+                lock.wait()
+            }
+            next = last + 1
+            let seenAt = revision
+            // Unlocked: `onEvents` may call this etcd.
+            lock.unlock()
+            let goOn = onEvents(batch, seenAt)
+            lock.lock()
+            if !goOn { return }
+        }
+    }
 
-    package func makeWatchHandle() -> any EtcdWatchHandle { NoWatch() }
+    package func makeWatchHandle() -> any EtcdWatchHandle { MemoryWatchHandle(lock) }
+
+    /// The first change under `prefix` after `revision` that `matches`, waited for on a thread of
+    /// its own through a watch, at most `seconds` (nil: none came): how a test waits for what the
+    /// code under test writes.
+    package func change(
+        under prefix: String,
+        after revision: Int64,
+        within seconds: TimeInterval = 60,
+        where matches: @escaping @Sendable (EtcdWatchEvent) -> Bool
+    ) async throws -> EtcdWatchEvent? {
+        try await BlockingExecutor.shared.run(.ownThread) {
+            let handle = self.makeWatchHandle()
+            let timer = DispatchWorkItem { handle.cancel() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
+            defer { timer.cancel() }
+            var found: EtcdWatchEvent?
+            try self.watch(prefix: prefix, startRevision: revision + 1, handle: handle) { events, _ in
+                found = events.first(where: matches)
+                return found == nil
+            }
+            return found
+        }
+    }
 
     package func endpointStatus() -> [EtcdEndpointStatus] { [EtcdEndpointStatus(endpoint: "memory")] }
 
-    struct NoWatch: EtcdWatchHandle { func cancel() {} }
+    /// Cancelling wakes the watch at once; `fired` is read and written under the etcd's lock.
+    final class MemoryWatchHandle: EtcdWatchHandle, @unchecked Sendable {
+        private let lock: NSCondition
+        var fired = false
+
+        init(_ lock: NSCondition) { self.lock = lock }
+
+        func cancel() {
+            lock.withLock {
+                fired = true
+                lock.broadcast()
+            }
+        }
+    }
 }
