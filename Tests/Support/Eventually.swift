@@ -2,10 +2,10 @@ import Foundation
 import LanyardSupport
 import Testing
 
-// How a test waits until something holds: a server counted a request, a process printed a line, a
-// file gained an event. Use `eventually` for it, never a loop of your own: every test must pass on
-// a busy 2-core machine, and these keep the rules that makes them follow (a generous bound, the
-// verdict from a probe taken after it, the last value in the failure).
+// How a test waits until something holds (a server counted a request, a process printed a line, a
+// file gained an event): with `eventually`, never with a poll loop of its own. Every test must pass
+// on a busy 2-core machine; these three keep what that takes in one place: a generous bound, the
+// verdict from a probe taken after it, and the last value seen in the failure.
 
 /// Waits until `condition` holds for what `probe` returns, checking every 50 ms, for at most
 /// `seconds`; fails with `what` and the last value. The one helper for waiting in a test: use it
@@ -25,8 +25,9 @@ import Testing
 /// tray alive and silent).
 ///
 /// Make the probe return what the failure should show (the text seen so far, the events logged,
-/// a process's state and the end of its log), not a bare `Bool`. An error the probe throws ends
-/// the wait at once: throw when waiting longer cannot help (the process being waited for exited).
+/// a process's state and the end of its log) rather than a bare `Bool`, but never a secret: the
+/// failure prints it. An error the probe throws ends the wait at once: throw when waiting longer
+/// cannot help (the process being waited for exited).
 @discardableResult
 package func eventually<Value: Sendable>(
     _ what: String,
