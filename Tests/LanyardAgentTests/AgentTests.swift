@@ -78,18 +78,24 @@ private final class AgentHome: @unchecked Sendable {
 
     func refreshEvents() -> [JSONValue] { events.filter { $0["event"]?.string == "refresh" } }
 
-    /// Starts `lanyard agent` and waits (bounded) for its start line on stderr.
-    func startAgent(_ extra: [String] = [], environment: [String: String] = [:]) throws -> Process {
+    /// Starts `lanyard agent` and waits for its start line on stderr.
+    func startAgent(_ extra: [String] = [], environment: [String: String] = [:]) async throws -> Process {
         let (p, _, err) = try home.start(["agent"] + extra, extraEnvironment: environment)
-        let deadline = Date() + 20
-        var text = ""
-        while Date() < deadline, !text.contains("started") {
-            guard let chunk = try err.fileHandleForReading.read(upToCount: 1), !chunk.isEmpty else { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        guard text.contains("started") else {
-            p.terminate()
-            throw ServerError("the agent did not start: \(text)")
+        var said = ""
+        do {
+            _ = try await eventually("the agent has started") {
+                said += availableText(err)
+                if !said.contains("started") && !p.isRunning {
+                    said += availableText(err)
+                    throw ServerError("the agent exited (\(p.terminationStatus)) before it started: \(said)")
+                }
+                return said
+            } until: {
+                $0.contains("started")
+            }
+        } catch {
+            if p.isRunning { p.terminate() }
+            throw error
         }
         // Keep draining stderr so the agent never blocks on a full pipe.
         DispatchQueue.global().async { _ = err.fileHandleForReading.readDataToEndOfFile() }
@@ -99,16 +105,6 @@ private final class AgentHome: @unchecked Sendable {
     func stop(_ p: Process) {
         p.terminate()
         p.waitUntilExit()
-    }
-
-    /// Waits (at most `timeout` seconds) for `condition`, checking every 100 ms.
-    func waitFor(_ what: String, timeout: TimeInterval, _ condition: () throws -> Bool) throws {
-        let deadline = Date() + timeout
-        while Date() < deadline {
-            if try condition() { return }
-            usleep(100_000)
-        }
-        throw ServerError("timed out after \(timeout) s waiting for \(what)")
     }
 }
 
@@ -275,7 +271,7 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         try await env.signIn(["a", "b"], lifetime: 3600)
         let once = try env.home.run("agent", "--once")
         #expect(once.status == 0, Comment(rawValue: once.stderr))
-        let agent = try env.startAgent()
+        let agent = try await env.startAgent()
         observe(seconds: 3)
         env.stop(agent)
         let count = try await env.refreshesOnServer()
@@ -298,7 +294,7 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
     /// A second agent for the same user refuses to start; `--once` beside a running agent is a no-op.
     @Test func oneAgentPerUser() async throws {
         let env = try AgentHome()
-        let agent = try env.startAgent()
+        let agent = try await env.startAgent()
         let second = try env.home.run("agent")
         #expect(second.status == 1)
         #expect(second.stderr.contains("already running"), Comment(rawValue: second.stderr))
@@ -334,20 +330,27 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
             captured.lock.withLock { captured.text += String(decoding: data, as: UTF8.self) }
         }
         // dbus-monitor prints the NameAcquired/NameLost signals once it is a monitor.
-        try env.waitFor("dbus-monitor to start", timeout: 10) {
-            captured.lock.withLock { captured.text.contains("NameLost") }
+        try await eventually("dbus-monitor has started") {
+            captured.lock.withLock { captured.text }
+        } until: {
+            $0.contains("NameLost")
         }
         try await env.server.hook("/_test/invalidate_refresh", ["all": true])
-        let agent = try env.startAgent()
-        try env.waitFor("the transition in the event log", timeout: 15) {
-            env.events.contains { $0["event"]?.string == "transition" && $0["slot"]?.string == "gone" }
+        let agent = try await env.startAgent()
+        try await eventually("the transition in the event log") {
+            env.events
+        } until: {
+            $0.contains { $0["event"]?.string == "transition" && $0["slot"]?.string == "gone" }
         }
-        try env.waitFor("the notification on the bus", timeout: 10) {
-            captured.lock.withLock { captured.text.contains("sign in again to gone") }
+        try await eventually("the notification on the bus") {
+            captured.lock.withLock { captured.text }
+        } until: {
+            $0.contains("sign in again to gone")
         }
-        try env.waitFor("the hook", timeout: 10) {
-            let text = (try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? ""
-            return text.contains("\"transition\"")
+        try await eventually("the hook") {
+            (try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? ""
+        } until: {
+            $0.contains("\"transition\"")
         }
         #expect(agent.isRunning, "a missing notification service breaks nothing")
         env.stop(agent)
@@ -373,11 +376,11 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         let slots = ["k1", "k2", "k3", "k4", "k5"]
         try await env.signIn(slots, lifetime: 6)
         let initial = try initialExpiries(env, slots)
-        let first = try env.startAgent()
+        let first = try await env.startAgent()
         observe(seconds: 7)
         kill(first.processIdentifier, SIGKILL)
         first.waitUntilExit()
-        let second = try env.startAgent()
+        let second = try await env.startAgent()
         observe(seconds: 8)
         env.stop(second)
         try await assertOneRefreshPerLifetime(env, slots: slots, initial: initial, minimum: 4)
@@ -388,7 +391,7 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         let env = try AgentHome()
         try await env.signIn(["shared"], lifetime: 6)
         let initial = try initialExpiries(env, ["shared"])
-        let agent = try env.startAgent()
+        let agent = try await env.startAgent()
         let end = Date() + 8
         var runs = 0
         while Date() < end {
@@ -407,7 +410,7 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
     @Test func idleAgentCPUAndMemory() async throws {
         let env = try AgentHome()
         try await env.signIn(["i1", "i2", "i3"], lifetime: 3600)
-        let agent = try env.startAgent()
+        let agent = try await env.startAgent()
         defer { env.stop(agent) }
         // LANYARD_IDLE_SECONDS=60 for the full window.
         let window = ProcessInfo.processInfo.environment["LANYARD_IDLE_SECONDS"].flatMap(Double.init) ?? 5
@@ -467,11 +470,19 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
         func documents() -> [JSONValue] {
             lines.lock.withLock { lines.text }.split(separator: "\n").compactMap { try? JSONValue.parse(Data($0.utf8)) }
         }
-        try env.waitFor("the first view", timeout: 10) { documents().count >= 1 }
+        try await eventually("the first view") {
+            documents()
+        } until: {
+            $0.count >= 1
+        }
         let before = firstExpiry(documents()[0])
         try await env.server.hook("/_test/config", ["access_token_lifetime": 3600])
         #expect(try env.home.run("agent", "--once").status == 0)
-        try env.waitFor("the updated view", timeout: 10) { documents().count >= 2 }
+        try await eventually("the updated view") {
+            documents()
+        } until: {
+            $0.count >= 2
+        }
         let after = firstExpiry(documents().last!)
         #expect(before != after)
         #expect(watch.isRunning)
@@ -484,10 +495,12 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
     @Test func agentNoticesSlotsAddedAndRemoved() async throws {
         let env = try AgentHome()
         try await env.signIn(["old"], lifetime: 3600)
-        let agent = try env.startAgent()
+        let agent = try await env.startAgent()
         try await env.signIn(["new"], lifetime: 3)
-        try env.waitFor("the new slot's first refresh", timeout: 10) {
-            env.refreshEvents().contains { $0["slot"]?.string == "new" }
+        try await eventually("the new slot's first refresh") {
+            env.refreshEvents()
+        } until: {
+            $0.contains { $0["slot"]?.string == "new" }
         }
         #expect(try env.home.run("remove", "new", "--yes").status == 0)
         let count = try await env.refreshesOnServer()
@@ -552,8 +565,12 @@ private func observe(seconds: TimeInterval) { usleep(UInt32(seconds * 1_000_000)
             "/_test/fault",
             ["endpoint": "oauth_token", "type": "status", "status": 503, "count": 1]
         )
-        let agent = try env.startAgent()
-        try env.waitFor("the retried refresh", timeout: 15) { !env.refreshEvents().isEmpty }
+        let agent = try await env.startAgent()
+        try await eventually("the retried refresh") {
+            env.refreshEvents()
+        } until: {
+            !$0.isEmpty
+        }
         env.stop(agent)
         let errors = env.events.filter { $0["event"]?.string == "error" }
         #expect(errors.count == 1)
@@ -622,7 +639,7 @@ private final class NotificationMonitor: @unchecked Sendable {
     private let lock = NSLock()
     private var captured = ""
 
-    init() throws {
+    init() async throws {
         try requireTestKeyring()  // its private session bus
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
         process.arguments = ["--session", "interface='org.freedesktop.Notifications',member='Notify'"]
@@ -636,23 +653,16 @@ private final class NotificationMonitor: @unchecked Sendable {
             self.lock.withLock { self.captured += String(decoding: data, as: UTF8.self) }
         }
         // dbus-monitor prints the NameAcquired/NameLost signals once it is a monitor.
-        let deadline = Date() + 10
-        while Date() < deadline, !text.contains("NameLost") { usleep(50_000) }
-        guard text.contains("NameLost") else { throw ServerError("dbus-monitor did not start") }
+        try await eventually("dbus-monitor has started") { [self] in
+            text
+        } until: {
+            $0.contains("NameLost")
+        }
     }
 
     var text: String { lock.withLock { captured } }
 
     func count(_ needle: String) -> Int { text.components(separatedBy: needle).count - 1 }
-
-    func waitFor(_ needle: String, timeout: TimeInterval = 10) throws {
-        let deadline = Date() + timeout
-        while Date() < deadline {
-            if text.contains(needle) { return }
-            usleep(50_000)
-        }
-        throw ServerError("no notification containing \(needle) within \(timeout) s; saw: \(text)")
-    }
 
     // Foundation traps on terminating a process that already ended (a monitor that never started).
     deinit { if process.isRunning { process.terminate() } }
@@ -694,14 +704,13 @@ private final class NotificationMonitor: @unchecked Sendable {
         )
     }
 
-    /// Waits (at most 30 s) until the server has answered `count` usage requests.
+    /// Waits until the server has answered `count` usage requests.
     private func waitForRequests(_ env: AgentHome, atLeast count: Int, _ what: String) async throws {
-        let deadline = Date() + 30
-        while Date() < deadline {
-            if try await env.server.stat("usage_requests") >= count { return }
-            try await Task.sleep(nanoseconds: 100_000_000)
+        try await eventually(what) {
+            try await env.server.stat("usage_requests")
+        } until: {
+            $0 >= count
         }
-        throw ServerError("timed out waiting for \(what)")
     }
 
     private func active(_ env: AgentHome) throws -> String? { try Registry(paths: env.paths).load().active?.name }
@@ -727,10 +736,14 @@ private final class NotificationMonitor: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: pinned, withIntermediateDirectories: true)
         try "a\n".write(toFile: pinned + "/.lanyard", atomically: true, encoding: .utf8)
         #expect(try active(env) == "a")
-        let monitor = try NotificationMonitor()
-        let agent = try env.startAgent(environment: ["CODEX_HOME": codexHome])
+        let monitor = try await NotificationMonitor()
+        let agent = try await env.startAgent(environment: ["CODEX_HOME": codexHome])
         defer { env.stop(agent) }
-        try env.waitFor("the switch", timeout: 20) { !events(env, "switch").isEmpty }
+        try await eventually("the switch") {
+            env.events
+        } until: {
+            $0.contains { $0["event"]?.string == "switch" }
+        }
         #expect(try active(env) == "c")
         let event = try #require(events(env, "switch").first)
         #expect(event["from"]?.string == "a" && event["to"]?.string == "c" && event["slot"]?.string == "c")
@@ -742,10 +755,16 @@ private final class NotificationMonitor: @unchecked Sendable {
         #expect(event["used_percent"]?.number == 96 && event["to_used_percent"]?.number == 20)
         #expect(event["resets_at"]?.string != nil)
         #expect(event["source"]?.string == "agent")
-        try monitor.waitFor("Switched Codex from a to c")
+        try await eventually("a notification of the switch") {
+            monitor.text
+        } until: {
+            $0.contains("Switched Codex from a to c")
+        }
         #expect(monitor.text.contains("a is at 96 % of its 5 h window until "))
-        try env.waitFor("the hook", timeout: 10) {
-            ((try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? "").contains("\"switch\"")
+        try await eventually("the hook") {
+            (try? String(contentsOfFile: hookFile, encoding: .utf8)) ?? ""
+        } until: {
+            $0.contains("\"switch\"")
         }
         let auth = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: codexHome + "/auth.json")))
         #expect(
@@ -779,7 +798,7 @@ private final class NotificationMonitor: @unchecked Sendable {
     /// agent's poll is an hour, and it has made its one check at start.
     @Test func aUsageLimitSeenByAskSwitchesWithoutWaitingForAPoll() async throws {
         let env = try await home(["a": 10, "b": 30, "c": 60], poll: 3600)
-        let agent = try env.startAgent()
+        let agent = try await env.startAgent()
         defer { env.stop(agent) }
         try await waitForRequests(env, atLeast: 1, "the agent's first check")
         try await env.server.hook(
@@ -790,7 +809,11 @@ private final class NotificationMonitor: @unchecked Sendable {
         #expect(ask.status == 7, Comment(rawValue: ask.stderr))
         let logged = env.events.first { $0["code"]?.string == "usage_limit_reached" }
         #expect(logged?["slot"]?.string == "a" && logged?["resets_at"]?.string != nil)
-        try env.waitFor("the switch", timeout: 20) { !events(env, "switch").isEmpty }
+        try await eventually("the switch") {
+            env.events
+        } until: {
+            $0.contains { $0["event"]?.string == "switch" }
+        }
         let event = try #require(events(env, "switch").first)
         #expect(
             event["trigger"]?.string == "usage_limit_reached" && event["from"]?.string == "a"
@@ -944,7 +967,7 @@ private final class NotificationMonitor: @unchecked Sendable {
             "/_test/usage_limit",
             ["account_id": try accountID(env, "c"), "resets_in_seconds": 600]
         )
-        let monitor = try NotificationMonitor()
+        let monitor = try await NotificationMonitor()
         var options = RefreshAgent.Options(jitter: 0, notify: true, hook: nil)
         options.autoSwitch = true
         let agent = RefreshAgent(manager: try env.manager(), options: options, diagnostics: { _ in })
@@ -968,7 +991,11 @@ private final class NotificationMonitor: @unchecked Sendable {
         #expect(blocked.first?["slot"]?.string == "a" && blocked.first?["earliest_reset"]?.string != nil)
         // A last notification of our own: once it is seen, every earlier one has been too.
         DesktopNotifier().notify(summary: "sentinel", body: "end of test")
-        try monitor.waitFor("sentinel")
+        try await eventually("the sentinel notification") {
+            monitor.text
+        } until: {
+            $0.contains("sentinel")
+        }
         #expect(monitor.count("is at its usage limit") == 1, Comment(rawValue: monitor.text))
     }
 

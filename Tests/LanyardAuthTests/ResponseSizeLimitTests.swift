@@ -11,17 +11,15 @@ import Testing
 /// took lanyard-net to 2.99 GB.
 @Suite struct ResponseSizeLimitTests {
     /// What the server wrote of its streamed bodies, once every one of them has ended (the
-    /// fixture's generator ends when a write fails on the closed connection). Waits for that,
-    /// bounded.
+    /// fixture's generator ends when a write fails on the closed connection). Waits for that: the
+    /// server still writing means the transfer was not stopped.
     func writtenOnceEnded(_ server: OAuthTestServer, streams: Int = 1) async throws -> Int {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            let streamed = try await server.get("/_test/faults/streamed")
-            if (streamed["ended"] as? Int ?? 0) >= streams { return streamed["bytes"] as? Int ?? -1 }
-            await Task.yield()
+        let streamed = try await eventually("the server stops writing its body (the transfer was stopped)") {
+            try await server.get("/_test/faults/streamed")
+        } until: {
+            ($0["ended"] as? Int ?? 0) >= streams
         }
-        Issue.record("the server was still writing its body after 60 s: the transfer was not stopped")
-        return -1
+        return streamed["bytes"] as? Int ?? -1
     }
 
     func usageRequest(_ server: OAuthTestServer) -> HTTPRequest {

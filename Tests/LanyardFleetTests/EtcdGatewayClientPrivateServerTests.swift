@@ -1,6 +1,7 @@
 import Foundation
 import LanyardCore
 import LanyardSupport
+import LanyardTestSupport
 import Testing
 
 @testable import LanyardFleet
@@ -69,25 +70,36 @@ final class PrivateEtcd {
         self.process = process
     }
 
-    /// Waits until it answers a status request (polled, bounded).
+    /// Waits until it answers a status request.
     func waitUntilReady() throws {
-        try waitUntil("answers", within: 60) { (try? post("/v3/maintenance/status", "{}").status) == 200 }
+        try waitUntil("answers") { (try? post("/v3/maintenance/status", "{}").status) == 200 }
     }
 
-    func waitUntil(_ what: String, within seconds: Double, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return }
-            guard process?.isRunning == true else { break }
-            usleep(50_000)
+    /// Waits until `condition` holds, with ``eventually(_:seconds:every:sourceLocation:_:until:)``
+    /// (whose failure shows etcd's state and the end of its log); fails at once if etcd exits.
+    func waitUntil(_ what: String, _ condition: () -> Bool) throws {
+        try eventually("etcd at \(endpoint) \(what)") {
+            if condition() { return "" }
+            let report = "etcd at \(endpoint) (\(state)) never \(what); its log ends:\n\(logTail())"
+            guard process?.isRunning == true else { throw Failure(description: report) }
+            return report
+        } until: {
+            $0.isEmpty
         }
-        let tail = (try? String(contentsOfFile: folder + "/log", encoding: .utf8)).map { String($0.suffix(2000)) } ?? ""
-        let state =
-            process.map { $0.isRunning ? "still running" : "exited with status \($0.terminationStatus)" }
-            ?? "not started"
-        throw Failure(
-            description: "etcd at \(endpoint) (\(state)) never \(what) within \(Int(seconds)) s; its log ends:\n\(tail)"
-        )
+    }
+
+    /// Whether it runs, or how it ended.
+    private var state: String {
+        process.map { $0.isRunning ? "still running" : "exited with status \($0.terminationStatus)" } ?? "not started"
+    }
+
+    /// The last 2,000 bytes of its log.
+    private func logTail() -> String {
+        guard let log = FileHandle(forReadingAtPath: folder + "/log") else { return "" }
+        defer { try? log.close() }
+        let size = (try? log.seekToEnd()) ?? 0
+        try? log.seek(toOffset: size > 2000 ? size - 2000 : 0)
+        return String(decoding: (try? log.readToEnd()) ?? Data(), as: UTF8.self)
     }
 
     func stop() {
@@ -153,7 +165,7 @@ func base64(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
         // A member whose only peer is gone keeps answering but has no leader.
         let (leaderless, peer) = try PrivateEtcd.pair()
         peer.stop()
-        try leaderless.waitUntil("lost its leader", within: 60) {
+        try leaderless.waitUntil("lost its leader") {
             (try? leaderless.post("/v3/maintenance/status", "{}").body.contains("no leader")) == true
         }
         let etcd = EtcdGatewayClient(endpoints: [leaderless.endpoint, healthy.endpoint], requestTimeout: 20)
@@ -254,20 +266,11 @@ func base64(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
         // client authenticates again by itself. (Checked every 2.5 s: a use renews a token.)
         let (_, answer) = try server.post("/v3/auth/authenticate", #"{"name":"fleet","password":"\#(fleetPassword)"}"#)
         let laterToken = try #require(try JSONValue.parse(Data(answer.utf8))["token"]?.string)
-        let deadline = Date().addingTimeInterval(60)
-        var refused = ""
-        while Date() < deadline {
-            usleep(2_500_000)
-            let (status, text) = try server.post(
-                "/v3/kv/range",
-                #"{"key":"\#(base64("/fleet/a"))"}"#,
-                token: laterToken
-            )
-            if status != 200 {
-                refused = text
-                break
-            }
-        }
+        let refused = try eventually("a token unused for 2.5 s is refused", every: .milliseconds(2500)) {
+            try server.post("/v3/kv/range", #"{"key":"\#(base64("/fleet/a"))"}"#, token: laterToken)
+        } until: {
+            $0.status != 200
+        }.body
         #expect(refused.contains("invalid auth token"), "the premise: an expired token is refused (\(refused))")
         #expect(try etcd.get("/fleet/a")?.value == [1])
         var seen: [EtcdWatchEvent] = []

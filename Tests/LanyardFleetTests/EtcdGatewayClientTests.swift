@@ -299,17 +299,14 @@ func closedLoopbackPort() -> Int {
             ended.signal()
         }
         watcher.start()
-        // From now: the watch may not be set up yet, so put until it reports (bounded).
-        let deadline = Date().addingTimeInterval(30)
-        var put = false
-        while Date() < deadline {
+        // From now: the watch may not be set up yet, so put until it reports.
+        let put = try eventually("the watch sees a put") {
             try etcd.put(prefix + "k", value: [9], lease: 0)
-            if sawPut.wait(timeout: .now() + 0.5) == .success {
-                put = true
-                break
-            }
+            return sawPut.wait(timeout: .now() + 0.5) == .success
+        } until: {
+            $0
         }
-        #expect(put, "the watch saw no put within 30 s")
+        #expect(put, "the watch saw no put")
         handle.cancel()
         #expect(ended.wait(timeout: .now() + 30) == .success, "the cancelled watch did not return")
         let (events, error) = outcome.withLock { $0 }

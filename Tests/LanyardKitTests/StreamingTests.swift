@@ -354,23 +354,18 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
         #expect(elapsed < .seconds(5), "cancellation took \(elapsed)")
 
         // The server sees the connection go; no socket or WebSocket thread stays here.
-        try await waitFor { try await home.streamStat("open_connections") == 0 }
-        try await waitFor { openSockets().isSubset(of: socketsBefore) && !threadNames().contains("lanyard-websock") }
+        try await eventually("the server sees the stream's connection closed") {
+            try await home.streamStat("open_connections")
+        } until: {
+            $0 == 0
+        }
+        try await eventually("no socket or WebSocket thread left") {
+            (leftOpen: openSockets().subtracting(socketsBefore), threads: threadNames())
+        } until: {
+            $0.leftOpen.isEmpty && !$0.threads.contains("lanyard-websock")
+        }
         #expect(openSockets().isSubset(of: socketsBefore), "left open: \(openSockets().subtracting(socketsBefore))")
         #expect(!threadNames().contains("lanyard-websock"))
-    }
-
-    /// Polls `condition` (a server counter, the descriptor table) until it holds, for up to 5 s:
-    /// the other side learns of a closed socket asynchronously.
-    func waitFor(_ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while try await !condition() {
-            if ContinuousClock.now > deadline {
-                Issue.record("condition not met within 5 s")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
     }
 }
 

@@ -231,11 +231,11 @@ enum TestKeyring {
                 ]
             )
             guard run.status == 0 else { throw KeyringTestError.tool("running the lock prompt failed: \(run.stderr)") }
-            // The prompt completes asynchronously: wait (bounded) for the collection to say so.
-            let deadline = Date() + 5
-            while try !isLoginLocked() {
-                guard Date() < deadline else { throw KeyringTestError.tool("the collection did not lock within 5 s") }
-                usleep(20_000)
+            // The prompt completes asynchronously: wait for the collection to say so.
+            try eventually("the login collection is locked") {
+                try isLoginLocked()
+            } until: {
+                $0
             }
         }
     }
@@ -279,10 +279,10 @@ enum TestKeyring {
             stdin: Data((environment["LANYARD_TEST_KEYRING_PASSWORD"] ?? "").utf8)
         )
         guard result.status == 0 else { throw KeyringTestError.tool("unlock failed: \(result.stderr)") }
-        let deadline = Date() + 5
-        while try isLoginLocked() {
-            guard Date() < deadline else { throw KeyringTestError.tool("the database did not unlock within 5 s") }
-            usleep(20_000)
+        try eventually("the KeePassXC database is unlocked") {
+            try !isLoginLocked()
+        } until: {
+            $0
         }
     }
 

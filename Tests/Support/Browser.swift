@@ -1,6 +1,7 @@
 import Foundation
 import LanyardAuth
 import LanyardSupport
+import Testing
 
 /// What a browser saw at the end of a visit.
 package struct BrowserVisit: Sendable {
@@ -50,18 +51,16 @@ package func freeLoopbackPort() throws -> UInt16 {
     throw ServerError("no free port on 127.0.0.1 from 20000 to 29999")
 }
 
-/// Waits until `ports` can be bound on 127.0.0.1 again (a sign-in's listener released them),
-/// failing after `timeout` seconds. Not at once: a child process that tests running beside this
-/// one start (the emulators, curl) holds a copy of every descriptor from its fork to its exec.
-package func waitUntilFree(_ ports: [UInt16], timeout: TimeInterval = 20) async throws {
-    let deadline = Date() + timeout
-    while true {
-        if let listener = try? CallbackListener.bind(ports: ports) {
-            listener.close()
-            return
-        }
-        guard Date() < deadline else { throw ServerError("ports \(ports) still taken after \(timeout) s") }
-        try await Task.sleep(nanoseconds: 20_000_000)
+/// Waits until `ports` can be bound on 127.0.0.1 again (a sign-in's listener released them). Not
+/// at once: a child process that tests running beside this one start (the emulators, curl) holds a
+/// copy of every descriptor from its fork to its exec.
+package func waitUntilFree(_ ports: [UInt16]) async throws {
+    try await eventually("ports \(ports) are free again") {
+        guard let listener = try? CallbackListener.bind(ports: ports) else { return "still taken" }
+        listener.close()
+        return "free"
+    } until: {
+        $0 == "free"
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A software TPM 2.0 for one test: Debian's swtpm in socket mode with a state folder of its own
 /// (so a fresh TPM, with its own seeds), on two free loopback ports (swtpm takes no port 0), reached
@@ -67,17 +68,25 @@ package final class SoftwareTPM: @unchecked Sendable {
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
             try p.run()
-            let deadline = Date().addingTimeInterval(20)
-            while Date() < deadline {
-                if Self.accepts(port: port) {
-                    process = p
-                    self.port = port
-                    return
+            let starting = "running, not accepting yet"
+            let state: String
+            do {
+                state = try eventually("swtpm on port \(port) accepts connections") {
+                    Self.accepts(port: port) ? "accepting" : p.isRunning ? starting : "exited"
+                } until: {
+                    $0 != starting
                 }
-                if !p.isRunning { break }
-                usleep(20_000)
+            } catch {
+                kill(p.processIdentifier, SIGKILL)
+                p.waitUntilExit()
+                let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? "no log"
+                throw SoftwareTPMError("swtpm did not start: \(said.suffix(500))")
             }
-            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+            if state == "accepting" {
+                process = p
+                self.port = port
+                return
+            }
             p.waitUntilExit()
             lastFailure = (try? String(contentsOfFile: log, encoding: .utf8)) ?? "no log"
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// A program run on a pseudo-terminal (`script` from bsdutils makes it), with answers typed at
 /// its prompts: what a person at a terminal sees and types. The program's stdin, stdout and
@@ -31,26 +32,29 @@ package final class TerminalRun: @unchecked Sendable {
     /// Everything the terminal showed so far.
     package var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
 
-    /// Waits (at most `timeout` seconds) until `condition` holds for what the terminal showed,
-    /// or the program ends; true when it holds.
-    package func wait(timeout: TimeInterval = 60, until condition: (String) -> Bool) async throws -> Bool {
-        let deadline = Date() + timeout
-        while !condition(text) {
-            if !process.isRunning || Date() > deadline { return condition(text) }
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
-        return true
-    }
-
     /// How many times `prompt` has been shown.
     package func shown(_ prompt: String) -> Int { text.components(separatedBy: prompt).count - 1 }
+
+    /// Waits until the terminal has shown `needle` `count` times; throws when the program ends
+    /// first.
+    package func waitUntilShown(_ needle: String, times count: Int = 1) async throws {
+        func shown(_ text: String) -> Bool { text.components(separatedBy: needle).count - 1 >= count }
+        try await eventually("the terminal shows \"\(needle)\" \(count) times") { [self] in
+            let running = process.isRunning
+            let seen = text
+            guard running || shown(seen) else {
+                throw ServerError("the program ended before the terminal showed \"\(needle)\" \(count) times:\n\(seen)")
+            }
+            return seen
+        } until: {
+            shown($0)
+        }
+    }
 
     /// Types `line` and Enter once `prompt` has been shown `count` times (the typing would be lost
     /// if it came before the program asked). Throws when the prompt does not come.
     package func answer(_ prompt: String, time count: Int = 1, with line: String) async throws {
-        guard try await wait(until: { $0.components(separatedBy: prompt).count - 1 >= count }) else {
-            throw ServerError("the terminal never showed \"\(prompt)\" \(count) times:\n\(text)")
-        }
+        try await waitUntilShown(prompt, times: count)
         try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
     }
 
@@ -60,12 +64,20 @@ package final class TerminalRun: @unchecked Sendable {
         try input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
     }
 
-    /// Waits for the program to end (at most `timeout` seconds; then it is killed) and returns its
-    /// exit status and everything the terminal showed.
-    package func finish(timeout: TimeInterval = 60) async throws -> (status: Int32, text: String) {
-        let deadline = Date() + timeout
-        while process.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 10_000_000) }
-        if process.isRunning { process.terminate() }
+    /// Waits for the program to end and returns its exit status and everything the terminal
+    /// showed; a program that does not end is killed, and the wait fails.
+    package func finish() async throws -> (status: Int32, text: String) {
+        do {
+            try await eventually("the program ends") { [self] in
+                (running: process.isRunning, shown: text)
+            } until: {
+                !$0.running
+            }
+        } catch {
+            process.terminate()
+            process.waitUntilExit()
+            throw error
+        }
         process.waitUntilExit()
         output.fileHandleForReading.readabilityHandler = nil
         let rest = output.fileHandleForReading.readDataToEndOfFile()

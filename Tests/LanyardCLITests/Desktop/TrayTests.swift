@@ -178,55 +178,6 @@ final class TrayDesktop: @unchecked Sendable {
     }
 }
 
-/// What `pipe` holds now, without waiting for more.
-func availableText(_ pipe: Pipe) -> String {
-    let fd = pipe.fileHandleForReading.fileDescriptor
-    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-    var out = Data()
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let n = read(fd, &buffer, buffer.count)
-        if n <= 0 { break }
-        out.append(contentsOf: buffer[0..<n])
-    }
-    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-    return String(decoding: out, as: UTF8.self)
-}
-
-/// Waits until `condition` holds, checking every 50 ms, for at most `seconds`; fails with `what`
-/// and the last value. A bound, not a schedule: each check is an event the test waits for.
-///
-/// Each probe runs on the blocking executor, not on the test's cooperative thread: probes run
-/// child processes (gdbus, dbusmenu-dumper) and wait for them, and with every test of the suite
-/// running at once, tray tests probing every 50 ms on Swift's two cooperative threads starved the
-/// whole process (a test whose tray registered 35 ms after start was reported passing after
-/// 121 s). And the verdict comes from a probe made after the bound has passed: a test starved for
-/// longer than the bound used to fail on its last probe, taken before the tray had registered
-/// (`TrayAutostartTests.aSecondTrayInTheSessionExitsAtOnce`, "never listed within 90 s", the
-/// tray alive and silent).
-func eventually(
-    _ what: String,
-    seconds: Double = 90,
-    sourceLocation: SourceLocation = #_sourceLocation,
-    _ probe: @escaping () throws -> String,
-    until condition: (String) -> Bool
-) async throws -> String {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    // The probe runs while this task waits for it, never beside the test's own code: `@unchecked`.
-    struct Probe: @unchecked Sendable { let run: () throws -> String }
-    let boxed = Probe(run: probe)
-    var last = ""
-    while true {
-        let late = ContinuousClock.now >= deadline
-        last = try await BlockingExecutor.shared.run { try boxed.run() }
-        if condition(last) { return last }
-        if late { break }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    Issue.record("\(what) within \(seconds) s; last seen:\n\(last)", sourceLocation: sourceLocation)
-    throw ServerError("timed out: \(what)")
-}
-
 /// The dumped entries, in order: (id, label, toggle-state). dbusmenu-dumper prints each entry's
 /// properties in name order after its id, so an entry ends where the next id begins.
 func dumpedEntries(_ dump: String) -> [(id: Int, label: String, toggle: Int?)] {

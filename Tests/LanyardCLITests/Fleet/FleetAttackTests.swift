@@ -372,13 +372,16 @@ import Testing
             try await h.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 3])
             let refresh = try m1.home.start(["refresh", "work"])
             // The fault is taken (off the queue) when the request reaches the server.
-            while !(try await h.server.get("/_test/faults")).isEmpty {
-                if !refresh.0.isRunning {
-                    let err = String(decoding: refresh.2.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                    Issue.record("the refresh ended before it reached the server: \(err)")
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(50))
+            let reached = try await eventually("the refresh reaches the server") {
+                try await h.server.get("/_test/faults").isEmpty
+                    ? "reached" : refresh.0.isRunning ? "on its way" : "ended"
+            } until: {
+                $0 != "on its way"
+            }
+            if reached == "ended" {
+                let err = String(decoding: refresh.2.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                Issue.record("the refresh ended before it reached the server: \(err)")
+                return
             }
             try await cluster.kill(member: cluster.memberNames[1])
             try await cluster.kill(member: cluster.memberNames[2])
@@ -572,12 +575,14 @@ extension FleetHarness {
             ["endpoint": "oauth_token", "type": "delay", "seconds": 60, "until_released": true]
         )
         let refresh = try machine.home.start(["refresh", "work"])
-        while !(try await server.get("/_test/faults")).isEmpty {
-            guard refresh.0.isRunning else {
-                Issue.record("the refresh ended before it reached the server")
-                return nil
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        let reached = try await eventually("the refresh reaches the server") {
+            try await server.get("/_test/faults").isEmpty ? "reached" : refresh.0.isRunning ? "on its way" : "ended"
+        } until: {
+            $0 != "on its way"
+        }
+        guard reached == "reached" else {
+            Issue.record("the refresh ended before it reached the server")
+            return nil
         }
         return refresh
     }

@@ -166,22 +166,24 @@ import Testing
             agent.0.waitUntilExit()
         }
         // It stands for leader once running: wait for the election key.
-        var leader: String?
-        let deadline = Date() + 60
-        while leader == nil && Date() < deadline {
+        let leader = try await eventually("a leader in `fleet status`") {
             let status = try m1.run("fleet", "status", "--json")
-            leader =
+            let leader =
                 (try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["leader"]
                 as? String
-            if leader == nil { try await Task.sleep(for: .milliseconds(100)) }
-        }
+            return (leader: leader, said: status.stdout + status.stderr)
+        } until: {
+            $0.leader != nil
+        }.leader
         #expect(leader == "m2")
         let refreshed = try m1.run("refresh", "work")
         #expect(refreshed.status == 0, "\(refreshed.stderr)")
         let fresh = try m1.stored("work").tokens.accessToken
         let changed = Date()
-        while try m2.stored("work").tokens.accessToken != fresh && Date() < changed + 60 {
-            try await Task.sleep(for: .milliseconds(50))
+        try await eventually("m2's agent adopts the refresh") {
+            try m2.stored("work").tokens.accessToken == fresh
+        } until: {
+            $0
         }
         let adopted = try m2.stored("work").tokens.accessToken == fresh
         #expect(adopted, "m2's agent did not adopt the refresh")
@@ -196,10 +198,10 @@ import Testing
             let before = try await h.server.stat("requests.oauth_token")
             try await h.server.hook("/_test/fault", ["endpoint": "oauth_token", "type": "delay", "seconds": 1.5])
             let (refresh, _, err) = try h.machines[0].home.start(["refresh", "work"])
-            let deadline = Date() + 60
-            while try await h.server.stat("requests.oauth_token") == before {
-                guard Date() < deadline else { throw ServerError("the refresh never reached the server") }
-                try await Task.sleep(for: .milliseconds(10))
+            try await eventually("the refresh reaches the server") {
+                try await h.server.stat("requests.oauth_token")
+            } until: {
+                $0 != before
             }
             try await cluster.kill(member: try await cluster.leaderName())
             refresh.waitUntilExit()

@@ -82,21 +82,24 @@ import Testing
         let forced = try m2.run("refresh", "work")
         #expect(forced.status == 0, "\(forced.stderr)")
         let fresh = try m2.stored("work").tokens.refreshToken
-        let adopting = Date() + 30
-        while try m1.stored("work").tokens.refreshToken != fresh && Date() < adopting {
-            try await Task.sleep(for: .milliseconds(100))
+        try await eventually("m1's agent adopts m2's refresh") {
+            try m1.stored("work").tokens.refreshToken == fresh
+        } until: {
+            $0
         }
         #expect(try m1.stored("work").tokens.refreshToken == fresh, "m1's agent did not adopt m2's refresh")
 
         let refreshed = try await m1.refreshLeftInARecoveryFile(slot)
 
-        var same = false
-        let deadline = Date() + 60
-        while !same && Date() < deadline {
-            #expect(try m2.run("fleet", "sync").status == 0)
-            same = try m2.stored("work").tokens.refreshToken == refreshed.tokens.refreshToken
-            if !same { try await Task.sleep(for: .milliseconds(200)) }
+        var syncFailures: [String] = []
+        let same = try await eventually("m1's agent writes the recovered tokens to the fleet") {
+            let sync = try m2.run("fleet", "sync")
+            if sync.status != 0 { syncFailures.append(sync.stderr) }
+            return try m2.stored("work").tokens.refreshToken == refreshed.tokens.refreshToken
+        } until: {
+            $0
         }
+        #expect(syncFailures.isEmpty, "fleet sync failed: \(syncFailures)")
         #expect(same, "m1's agent did not write the recovered tokens to the fleet")
         #expect(!RecoveryFile(paths: m1.paths, slot: slot).exists)
         #expect(try await h.server.stat("refresh_reused") == 0)

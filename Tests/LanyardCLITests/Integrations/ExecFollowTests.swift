@@ -266,11 +266,10 @@ import Testing
         let run = try setup.start(["--grace", "600"], ["STANDIN_MODE": "stubborn"])
         kill(run.process.processIdentifier, SIGTERM)
         // The stand-in's log is the event to wait for (it keeps running: stubborn).
-        var recorded = false
-        let deadline = Date() + 60
-        while !recorded && Date() < deadline {
-            recorded = ((try? setup.records()) ?? []).contains { $0["signal"] as? String == "TERM" }
-            if !recorded { try await Task.sleep(nanoseconds: 10_000_000) }
+        let recorded = try await eventually("the stand-in records SIGTERM") {
+            ((try? setup.records()) ?? []).contains { $0["signal"] as? String == "TERM" }
+        } until: {
+            $0
         }
         #expect(recorded, "SIGTERM forwarded")
         #expect(try setup.env.run("switch", "b").status == 0)
@@ -337,12 +336,14 @@ import Testing
             [binary, "exec", "--follow", "--grace", "0.5", "--", "codex"],
             environment: environment
         )
-        #expect(try await terminal.wait { $0.contains("ready") }, "\(terminal.text)")
+        try await terminal.waitUntilShown("ready")
         try terminal.type("\u{03}")  // Ctrl-C
         // The stand-in got it (and kept running, as Codex interrupting a turn does); lanyard
         // ignored it, so it is still there to follow a switch.
-        let interrupted = try await terminal.wait { _ in
+        let interrupted = try await eventually("the stand-in records SIGINT") {
             (try? setup.records().contains { $0["signal"] as? String == "INT" }) == true
+        } until: {
+            $0
         }
         #expect(interrupted, "\(terminal.text)")
         #expect(try setup.env.run("switch", "b").status == 0)

@@ -53,10 +53,10 @@ import Testing
         let running = try env.home.start(["refresh", slot])
         // A bound, not a margin: a debug binary started beside hundreds of parallel tests took
         // more than 10 s to send its request once.
-        let deadline = Date() + 120
-        while try await env.server.stat("requests.oauth_token") == before {
-            guard Date() < deadline else { throw ServerError("the refresh never reached the server") }
-            try await Task.sleep(for: .milliseconds(10))
+        try await eventually("the refresh reaches the server", seconds: 120) {
+            try await env.server.stat("requests.oauth_token")
+        } until: {
+            $0 != before
         }
         return running
     }

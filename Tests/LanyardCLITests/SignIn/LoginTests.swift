@@ -642,22 +642,24 @@ struct LoginRig {
     }
 
     /// Waits until a counter of the server's stats reaches `value` (the process's progress as the
-    /// server saw it), failing after `timeout` seconds or when the process ends first.
+    /// server saw it), failing when the process ends first.
     static func waitFor(
         _ server: OAuthTestServer,
         _ stat: String,
         atLeast value: Int,
-        while process: Process,
-        timeout: TimeInterval = 20
+        while process: Process
     ) async throws {
-        let deadline = Date() + timeout
-        while try await server.stat(stat) < value {
-            try #require(
-                process.isRunning,
-                "lanyard exited (\(process.terminationStatus)) before \(stat) reached \(value)"
-            )
-            try #require(Date() < deadline, "\(stat) did not reach \(value) in \(timeout) s")
-            try await Task.sleep(nanoseconds: 20_000_000)
+        try await eventually("\(stat) reaches \(value)") {
+            let seen = try await server.stat(stat)
+            if seen < value {
+                try #require(
+                    process.isRunning,
+                    "lanyard exited (\(process.terminationStatus)) before \(stat) reached \(value)"
+                )
+            }
+            return seen
+        } until: {
+            $0 >= value
         }
     }
 

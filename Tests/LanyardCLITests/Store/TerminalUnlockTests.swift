@@ -108,7 +108,7 @@ import Testing
         defer { _ = try? home.run("store", "lock") }
         let run = try Self.terminal(home, ["login", "work"])
         try await run.answer("The file store is locked. Passphrase for the Lanyard file store: ", with: Self.passphrase)
-        #expect(try await run.wait { $0.contains("enter the code") }, "\(run.text)")
+        try await run.waitUntilShown("enter the code")
         let prompt = try #require(run.text.range(of: "Passphrase for the Lanyard file store"))
         let code = try #require(run.text.range(of: "To sign in, open"))
         #expect(prompt.lowerBound < code.lowerBound, "asked before the code was shown")
