@@ -184,7 +184,7 @@ private final class FollowingAgent: @unchecked Sendable {
     }
 
     /// Waits (on a thread of its own) until what was said meets `condition`, at most `seconds`.
-    func said(within seconds: TimeInterval = 60, _ holds: @escaping @Sendable ([String]) -> Bool) async -> Bool {
+    func said(within seconds: TimeInterval = 90, _ holds: @escaping @Sendable ([String]) -> Bool) async -> Bool {
         await BlockingExecutor.shared.run(.ownThread) {
             let deadline = Date() + seconds
             return self.condition.withLock {
@@ -213,7 +213,7 @@ private final class FollowingAgent: @unchecked Sendable {
         // Handed over whole: from here on only the agent's thread touches it.
         struct Handover: @unchecked Sendable { let agent: RefreshAgent }
         let handover = Handover(agent: refreshAgent)
-        let running = Task { try await BlockingExecutor.shared.run(.ownThread) { try handover.agent.run() } }
+        let running = WorkOnItsOwnThread { try handover.agent.run() }
         do {
             try await body(agent)
         } catch {

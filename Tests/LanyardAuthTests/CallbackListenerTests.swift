@@ -85,7 +85,7 @@ import Testing
         #expect(String(decoding: page ?? [], as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
 
         // While the listener waits for another request, the rest run out of time.
-        let waiting = Task { try await BlockingExecutor.shared.run(.ownThread) { try listener.next() } }
+        let waiting = WorkOnItsOwnThread { try listener.next() }
         for fd in idle[evicted...] {
             let answer = await BlockingExecutor.shared.run { readUntilClosed(fd, within: 60) }
             #expect(String(decoding: answer ?? [], as: UTF8.self).hasPrefix("HTTP/1.1 400 Bad Request"))

@@ -9,16 +9,16 @@ import Testing
 /// prefix from the start revision on, in order, on the watching thread; returns when cancelled
 /// or when `onEvents` says so; throws for a compacted start revision and for a broken stream.
 @Suite struct MemoryEtcdWatchTests {
-    /// Watches `prefix` from `start` on a thread of its own until `enough` events came, the watch
-    /// ends, or its handle is cancelled; the events seen and the revisions they were seen at.
-    static func collect(
+    /// Watches `prefix` from `start` on a thread of its own, started at once, until `enough` events
+    /// came, the watch ends, or its handle is cancelled; the events seen.
+    static func watch(
         _ kv: MemoryEtcd,
         _ prefix: String,
         from start: Int64,
         handle: (any EtcdWatchHandle)? = nil,
         until enough: Int = .max
-    ) async throws -> [EtcdWatchEvent] {
-        try await BlockingExecutor.shared.run(.ownThread) {
+    ) -> WorkOnItsOwnThread<[EtcdWatchEvent]> {
+        WorkOnItsOwnThread {
             var seen: [EtcdWatchEvent] = []
             try kv.watch(prefix: prefix, startRevision: start, handle: handle) { events, _ in
                 seen += events
@@ -26,6 +26,17 @@ import Testing
             }
             return seen
         }
+    }
+
+    /// ``watch(_:_:from:handle:until:)``, awaited to its end.
+    static func collect(
+        _ kv: MemoryEtcd,
+        _ prefix: String,
+        from start: Int64,
+        handle: (any EtcdWatchHandle)? = nil,
+        until enough: Int = .max
+    ) async throws -> [EtcdWatchEvent] {
+        try await watch(kv, prefix, from: start, handle: handle, until: enough).value
     }
 
     @Test func anOlderStartRevisionReplaysEveryChangeUnderThePrefixInOrder() async throws {
@@ -46,7 +57,7 @@ import Testing
     @Test func aChangeMadeWhileItWaitsArrives() async throws {
         let kv = MemoryEtcd()
         let start = try kv.rangeInTest("k/").revision + 1
-        let watching = Task { try await Self.collect(kv, "k/", from: start, until: 1) }
+        let watching = Self.watch(kv, "k/", from: start, until: 1)
         #expect(await kv.watching(1))
         try kv.putInTest("k/x", value: [1])
         #expect(try await watching.value.map(\.kv.key) == ["k/x"])
@@ -56,7 +67,7 @@ import Testing
     @Test func cancellingEndsAWaitingWatch() async throws {
         let kv = MemoryEtcd()
         let handle = kv.makeWatchHandle()
-        let watching = Task { try await Self.collect(kv, "k/", from: 0, handle: handle) }
+        let watching = Self.watch(kv, "k/", from: 0, handle: handle)
         #expect(await kv.watching(1))
         handle.cancel()
         #expect(try await watching.value.isEmpty)
@@ -76,7 +87,7 @@ import Testing
 
     @Test func aFailedStreamThrowsUntilTheFaultIsCleared() async throws {
         let kv = MemoryEtcd()
-        let watching = Task { try await Self.collect(kv, "k/", from: 0) }
+        let watching = Self.watch(kv, "k/", from: 0)
         #expect(await kv.watching(1))
         kv.failWatches()
         await #expect(throws: EtcdError.self) { _ = try await watching.value }

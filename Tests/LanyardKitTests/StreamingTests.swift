@@ -325,7 +325,7 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
     }
 
     /// Cancels a stream while the server holds it open: the iteration throws CancellationError
-    /// at once (well before any timeout: it would hold on forever), the server sees the connection
+    /// (not the timeout's error: without the cancellation it would wait for that), the server sees the connection
     /// close, and no socket or WebSocket thread stays.
     func cancellationLeavesNothingBehind(_ transport: Transport) async throws {
         let home = try await StreamHome(policy: transport.policy)
@@ -346,12 +346,12 @@ enum Transport: String, CaseIterable, CustomStringConvertible {
         }
         for await _ in firstDelta.stream { break }
         #expect(!openSockets().subtracting(socketsBefore).isEmpty)  // the stream's connection is open
-        let start = ContinuousClock.now
         consumer.cancel()
+        // The server holds the stream open and sends nothing more: only the cancellation can end
+        // it with CancellationError (the stream's own timeout ends it as dropped, and much later),
+        // so the error's type says it ended on the cancellation, with no bet on the clock.
         let error = await consumer.value
-        let elapsed = ContinuousClock.now - start
         #expect(error is CancellationError, "\(String(describing: error))")
-        #expect(elapsed < .seconds(5), "cancellation took \(elapsed)")
 
         // The server sees the connection go; no socket or WebSocket thread stays here.
         try await eventually("the server sees the stream's connection closed") {

@@ -121,3 +121,33 @@ package func availableText(_ pipe: Pipe) -> String {
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
     return String(decoding: out, as: UTF8.self)
 }
+
+/// Blocking work started on a thread of its own at once, from the test's own code, whose result
+/// the test awaits later (a watch, an agent's `run()`). Not `Task { await BlockingExecutor.shared
+/// .run(.ownThread) { … } }`: that task needs a cooperative thread before its work can start, and in
+/// a full parallel run those are busy for minutes on end, so a bound the test started meanwhile
+/// (waiting for the watch to open) ran out before the work had begun.
+package final class WorkOnItsOwnThread<Value: Sendable>: Sendable {
+    private let result = Locked<Result<Value, any Error>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Starts `body` now.
+    package init(_ body: @escaping @Sendable () throws -> Value) {
+        BlockingExecutor.shared.submitOnOwnThread { [result, done] in
+            let outcome = Result { try body() }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+    }
+
+    /// What `body` returned or threw, once it has ended.
+    package var value: Value {
+        get async throws {
+            await BlockingExecutor.shared.run(.ownThread) { [done] in
+                done.wait()
+                done.signal()  // for the next reader
+            }
+            return try result.withLock { $0 }!.get()
+        }
+    }
+}

@@ -77,7 +77,7 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
     }
 
     /// ``waitUntilWatching(_:seconds:)`` from an async test (the wait holds a thread of its own).
-    package func watching(_ count: Int, within seconds: TimeInterval = 60) async -> Bool {
+    package func watching(_ count: Int, within seconds: TimeInterval = 90) async -> Bool {
         await BlockingExecutor.shared.run(.ownThread) { self.waitUntilWatching(count, seconds: seconds) }
     }
 
@@ -306,7 +306,7 @@ package final class MemoryEtcd: EtcdKV, @unchecked Sendable {
     package func change(
         under prefix: String,
         after revision: Int64,
-        within seconds: TimeInterval = 60,
+        within seconds: TimeInterval = 90,
         where matches: @escaping @Sendable (EtcdWatchEvent) -> Bool
     ) async throws -> EtcdWatchEvent? {
         try await BlockingExecutor.shared.run(.ownThread) {
