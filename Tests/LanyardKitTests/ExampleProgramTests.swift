@@ -47,8 +47,10 @@ import Testing
         let lines = Self.lines(of: out)
         try process.run()
         // A watchdog, not a synchronisation: a broken example fails the test instead of hanging it.
+        // Generous, as it must never end a working run on a loaded machine (a full parallel run
+        // keeps tests waiting for minutes).
         let watchdog = Task {
-            try await Task.sleep(for: .seconds(60))
+            try await Task.sleep(for: .seconds(300))
             process.terminate()
         }
         defer { watchdog.cancel() }
