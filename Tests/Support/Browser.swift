@@ -1,7 +1,6 @@
 import Foundation
 import LanyardAuth
 import LanyardSupport
-import Testing
 
 /// What a browser saw at the end of a visit.
 package struct BrowserVisit: Sendable {
@@ -51,6 +50,7 @@ package func freeLoopbackPort() throws -> UInt16 {
     throw ServerError("no free port on 127.0.0.1 from 20000 to 29999")
 }
 
+#if DEBUG  // eventually, like Testing, is not there in the release build
 /// Waits until `ports` can be bound on 127.0.0.1 again (a sign-in's listener released them). Not
 /// at once: a child process that tests running beside this one start (the emulators, curl) holds a
 /// copy of every descriptor from its fork to its exec.
@@ -63,6 +63,7 @@ package func waitUntilFree(_ ports: [UInt16]) async throws {
         $0 == "free"
     }
 }
+#endif
 
 private let nextTestPort = Locked(UInt16.random(in: 20_000...29_000))
 

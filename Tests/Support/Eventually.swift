@@ -1,3 +1,4 @@
+#if DEBUG  // Testing is not there in the release build (make release builds every target)
 import Foundation
 import LanyardSupport
 import Testing
@@ -151,3 +152,4 @@ package final class WorkOnItsOwnThread<Value: Sendable>: Sendable {
         }
     }
 }
+#endif

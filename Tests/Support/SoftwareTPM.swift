@@ -1,3 +1,4 @@
+#if DEBUG  // Testing is not there in the release build (make release builds every target)
 import Foundation
 import Testing
 
@@ -161,3 +162,4 @@ package struct SoftwareTPMError: Error, CustomStringConvertible {
     package let description: String
     init(_ description: String) { self.description = description }
 }
+#endif

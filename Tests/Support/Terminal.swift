@@ -1,3 +1,4 @@
+#if DEBUG  // Testing is not there in the release build (make release builds every target)
 import Foundation
 import Testing
 
@@ -86,3 +87,4 @@ package final class TerminalRun: @unchecked Sendable {
         return (process.terminationStatus, text)
     }
 }
+#endif
