@@ -107,6 +107,31 @@ import Testing
         #expect(!"import FoundationEssentials\nimport Glibc\n".contains(fullFoundation))
     }
 
+    /// The test kit (Tests/Support) is a plain target, so `make release` (and with it `make
+    /// install` and `make deb`) compiles it, where Swift Testing is not there: each of its files
+    /// uses Testing only inside `#if DEBUG`. A file that did not broke the release build, which
+    /// only `make check`'s package step, late, would have shown.
+    @Test func theTestKitUsesSwiftTestingOnlyInDebugBuilds() throws {
+        let files = try Self.swiftFiles(under: "Tests/Support")
+        for (path, text) in files {
+            var depth = 0
+            var debugDepth: Int?
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                if code.hasPrefix("#if") {
+                    depth += 1
+                    if debugDepth == nil && code.hasPrefix("#if DEBUG") { debugDepth = depth }
+                } else if code.hasPrefix("#endif") {
+                    if debugDepth == depth { debugDepth = nil }
+                    depth -= 1
+                } else if code == "import Testing" && debugDepth == nil {
+                    Issue.record("\(path) imports Testing outside #if DEBUG")
+                }
+            }
+        }
+        #expect(files.count > 10, "checked \(files.count) files")
+    }
+
     /// docs/architecture.md's dependency table is the manifest's, for every non-test target (of the
     /// C targets, those of the lazy-loading scheme: CLazyLoading and the ones built on it).
     @Test func architectureDocumentMatchesTheManifest() throws {

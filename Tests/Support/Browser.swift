@@ -2,6 +2,10 @@ import Foundation
 import LanyardAuth
 import LanyardSupport
 
+#if DEBUG  // Testing is not there in the release build (make release builds every target)
+import Testing
+#endif
+
 /// What a browser saw at the end of a visit.
 package struct BrowserVisit: Sendable {
     package let status: Int
