@@ -134,7 +134,7 @@ let package = Package(
 
         .target(
             name: "LanyardTestSupport",
-            dependencies: ["LanyardFleet", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport"],
+            dependencies: ["LanyardFleet", "LanyardAuth", "LanyardStore", "LanyardCore", "LanyardSupport", "Age"],
             path: "Tests/Support"
         ),
         .testTarget(name: "LanyardSupportTests", dependencies: ["LanyardSupport"]),

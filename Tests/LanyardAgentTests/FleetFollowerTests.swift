@@ -124,22 +124,11 @@ import Testing
         let pair = try await Self.pair("fork@example.com")
         let identity = try #require(try MachineIdentity.load(from: EncryptedFileStore(paths: pair.paths(0))))
         let genesis = try #require(try pair.kv.getInTest(pair.keys.log(1)))
-        let evil = try MachineIdentity.loadOrCreate(in: MemoryStore(kind: .file))
-        let forged = Membership.entry(
+        let forged = try Membership.forgedAddition(
             fleet: "mem",
             seq: 2,
-            prev: try SignedDocument(genesis.value, key: genesis.key, kind: Membership.entryType).digest,
-            change: .add(
-                FleetMember(
-                    machine: "evil",
-                    recipient: evil.recipient,
-                    signingKey: evil.signingKey,
-                    addedAt: nil,
-                    approvedBy: nil
-                )
-            ),
+            after: genesis,
             signer: "m1",
-            at: Date(),
             key: identity.signing
         )
         try await FollowingAgent.run(pair, machine: 1) { agent in

@@ -134,23 +134,13 @@ import Testing
         let identityD = try #require(try MachineIdentity.load(from: d.identityStore))
         let evil = MachineIdentity(identity: X25519Identity.generate())
         let entry3 = try #require(try kv.get(a.keys.log(3)))
-        let prev = try SignedDocument(entry3.value, key: entry3.key, kind: Membership.entryType).digest
-        let forged = Membership.entry(
+        let forged = try Membership.forgedAddition(
             fleet: "home",
             seq: 4,
-            prev: prev,
-            change: .add(
-                FleetMember(
-                    machine: "evil",
-                    recipient: evil.recipient,
-                    signingKey: evil.signingKey,
-                    addedAt: nil,
-                    approvedBy: nil
-                )
-            ),
+            after: entry3,
             signer: "d",
-            at: Date(),
-            key: identityD.signing
+            key: identityD.signing,
+            adding: evil
         )
         _ = try kv.put(a.keys.log(4), value: forged, lease: 0)
 

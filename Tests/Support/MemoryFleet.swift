@@ -1,3 +1,4 @@
+import Age
 import Foundation
 import LanyardAuth
 import LanyardCore
@@ -68,4 +69,36 @@ package struct MemoryFleetPair: Sendable {
     package func stored(_ i: Int) throws -> Credential { try EncryptedFileStore(paths: paths(i)).getInTest(slot) }
 
     package var keys: FleetKeys { FleetKeys(fleet: "mem") }
+}
+
+extension Membership {
+    /// The log entry `seq` that adds a machine "evil" with the keys of `evil`, chained to `previous`
+    /// (the entry before it as etcd holds it) and signed by `signer` with `key`: what a member's key
+    /// can forge, which only the log's chain and its members' memory can tell from a real entry.
+    package static func forgedAddition(
+        fleet: String,
+        seq: Int64,
+        after previous: EtcdKeyValue,
+        signer: String,
+        key: Ed25519.SigningKey,
+        adding evil: MachineIdentity = MachineIdentity(identity: X25519Identity.generate())
+    ) throws -> [UInt8] {
+        entry(
+            fleet: fleet,
+            seq: seq,
+            prev: try SignedDocument(previous.value, key: previous.key, kind: entryType).digest,
+            change: .add(
+                FleetMember(
+                    machine: "evil",
+                    recipient: evil.recipient,
+                    signingKey: evil.signingKey,
+                    addedAt: nil,
+                    approvedBy: nil
+                )
+            ),
+            signer: signer,
+            at: Date(),
+            key: key
+        )
+    }
 }
