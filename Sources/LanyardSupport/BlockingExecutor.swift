@@ -99,10 +99,9 @@ package final class BlockingExecutor: @unchecked Sendable {
     ) async throws -> T {
         guard mode == .cancellable else {
             return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                let work: @Sendable () -> Void = {
+                start(mode) {
                     do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
                 }
-                if mode == .ownThread { submitOnOwnThread(work) } else { submit(work) }
             }
         }
         let job = Locked<Job?>(nil)
@@ -128,9 +127,13 @@ package final class BlockingExecutor: @unchecked Sendable {
     /// always runs: ``Mode/cancellable`` is ``Mode/toCompletion`` here.
     package func run<T: Sendable>(_ mode: Mode = .cancellable, _ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
-            let work: @Sendable () -> Void = { continuation.resume(returning: body()) }
-            if mode == .ownThread { submitOnOwnThread(work) } else { submit(work) }
+            start(mode) { continuation.resume(returning: body()) }
         }
+    }
+
+    /// Starts `work` where `mode` says, never to be dropped.
+    private func start(_ mode: Mode, _ work: @escaping @Sendable () -> Void) {
+        if mode == .ownThread { submitOnOwnThread(work) } else { submit(work) }
     }
 
     /// ``submit(_:)`` on a thread of its own, outside the bound (see ``Mode/ownThread``; when
@@ -181,13 +184,12 @@ package final class BlockingExecutor: @unchecked Sendable {
     }
 
     private func startThread() {
-        guard DetachedThread.start({ [self] in work() }) else {
+        if !DetachedThread.start({ [self] in work() }) {
             // No thread (the process is out of them): run the work here rather than lose it.
             pthread_mutex_lock(mutex)
             threads -= 1
             pthread_mutex_unlock(mutex)
             while let next = take(wait: false) { next() }
-            return
         }
     }
 

@@ -19,8 +19,9 @@ package enum InterruptSignals {
     package static func watch(_ handler: @escaping @Sendable () -> Void) -> InterruptWatch {
         let watch = InterruptWatch()
         state.withLock { state in
-            if state.handlers.isEmpty {
-                startReaderIfNeeded(&state)
+            // Without its reader (no pipe or thread left in the process) the handler would swallow
+            // the signals: they keep their default action then.
+            if state.handlers.isEmpty && startReaderIfNeeded(&state) {
                 var action = sigaction()
                 action.__sigaction_handler.sa_handler = { _ in
                     // Only async-signal-safe calls: one byte down a non-blocking pipe, errno kept.
@@ -49,7 +50,7 @@ package enum InterruptSignals {
     fileprivate static func close(_ watch: InterruptWatch) {
         state.withLock { state in
             guard state.handlers.removeValue(forKey: ObjectIdentifier(watch)) != nil,
-                state.handlers.isEmpty
+                state.handlers.isEmpty, state.readerStarted
             else { return }
             for (index, sig) in signals.enumerated() {
                 sigaction(sig, &state.previous[index], nil)
@@ -61,23 +62,26 @@ package enum InterruptSignals {
 
     private struct State: ~Copyable {
         var handlers: [ObjectIdentifier: @Sendable () -> Void] = [:]
-        var previous = [Glibc.sigaction](repeating: Glibc.sigaction(), count: 2)
+        var previous = [Glibc.sigaction](repeating: Glibc.sigaction(), count: InterruptSignals.signals.count)
         var readerStarted = false
     }
 
     private static let state = Mutex(State())
 
-    /// The pipe the handler writes to and the thread that reads it, made once per process.
-    private static func startReaderIfNeeded(_ state: inout State) {
-        guard !state.readerStarted else { return }
+    /// The pipe the handler writes to and the thread that reads it, made once per process; false
+    /// when they cannot be made.
+    private static func startReaderIfNeeded(_ state: inout State) -> Bool {
+        guard !state.readerStarted else { return true }
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { return }
+        guard pipe(&ends) == 0 else { return false }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         // A burst of signals never blocks the handler: a full pipe already says "interrupted".
         _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
         interruptPipeReadEnd = ends[0]
         interruptPipeWriteEnd = ends[1]
         state.readerStarted = DetachedThread.start { InterruptSignals.readForever() }
+        if !state.readerStarted { for end in ends { Glibc.close(end) } }
+        return state.readerStarted
     }
 
     /// The reader thread: each byte is one signal; every open watch's handler runs for it. Returns
