@@ -190,7 +190,7 @@ func standardInput() -> TextInput {
 func currentDirectory() -> String {
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
     guard getcwd(&buffer, buffer.count) != nil else { return "/" }
-    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return String(nulTerminated: buffer)
 }
 
 /// The process environment read straight from `environ` (ProcessInfo's costs ~1 ms at start-up):

@@ -222,9 +222,7 @@ private final class ProviderTransfer: @unchecked Sendable {
             }
         }
         // curl's text can quote the server (a certificate's names): escaped.
-        let detail = TerminalText.escaped(
-            withUnsafeBytes(of: outcome.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        )
+        let detail = TerminalText.escaped(String(nulTerminatedTuple: outcome.error))
         switch result {
         case LANYARD_CURL_OK:
             return HTTPResponse(status: outcome.http_status, headers: headers, body: received)

@@ -676,7 +676,7 @@ package enum FleetMachineName {
     package static func fromHost() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "machine" }
-        let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let host = String(nulTerminated: buffer)
         return Slot.suggested(from: host.split(separator: ".").first.map(String.init) ?? host)?.name ?? "machine"
     }
 }

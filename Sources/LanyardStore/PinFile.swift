@@ -86,9 +86,7 @@ package enum PinFile {
             defer { closedir(dir) }
             let prefix = folder == "/" ? "" : folder
             while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-                }
+                let name = String(nulTerminatedTuple: entry.pointee.d_name)
                 let path = prefix + "/" + name
                 var type = entry.pointee.d_type
                 if type == UInt8(DT_UNKNOWN) {

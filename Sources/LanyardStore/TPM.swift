@@ -1,6 +1,7 @@
 import CTPM
 import FoundationEssentials
 import Glibc
+import LanyardSupport
 
 /// A TPM 2.0 sealing and unsealing the file store's identity, through CTPM (libtss2, loaded on
 /// first use). The only Swift file that calls CTPM; no C type leaves it.
@@ -130,25 +131,15 @@ package enum TPM {
         withUnsafeBytes(of: outcome.srk_name) { Array($0.prefix(min(outcome.srk_name_size, $0.count))) }
     }
 
-    private static func text<T>(_ tuple: T) -> String {
-        withUnsafeBytes(of: tuple) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-    }
-
-    private static func text(_ buffer: [CChar]) -> String {
-        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
     private static func error(
         _ status: lanyard_tpm_status,
         _ outcome: lanyard_tpm_outcome,
         location: TPMLocation,
         sealedUnder: [UInt8]?
     ) -> TPMError {
-        let detail = text(outcome.detail)
-        let step = text(outcome.step)
-        let device = text(outcome.device)
+        let detail = String(nulTerminatedTuple: outcome.detail)
+        let step = String(nulTerminatedTuple: outcome.step)
+        let device = String(nulTerminatedTuple: outcome.device)
         switch status {
         case LANYARD_TPM_LIBRARY_MISSING: return .libraryMissing(detail: detail)
         case LANYARD_TPM_NOT_FOUND:

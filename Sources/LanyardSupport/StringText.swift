@@ -1,6 +1,18 @@
 // String helpers that NSString used to provide, for code that links FoundationEssentials only.
 
 extension String {
+    /// The text a C call left in `buffer`: up to its first NUL (all of it when there is none, as
+    /// when the text filled the buffer), as UTF-8 with any invalid byte replaced.
+    package init(nulTerminated buffer: [CChar]) {
+        self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// ``init(nulTerminated:)-([CChar])`` for a fixed-size C `char` array in a struct (imported
+    /// as a tuple): `d_name`, an error buffer.
+    package init<Tuple>(nulTerminatedTuple tuple: Tuple) {
+        self = withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+
     /// Without leading and trailing white space and line breaks (as Unicode defines them).
     package func trimmingWhitespaceAndNewlines() -> String {
         let scalars = unicodeScalars

@@ -101,9 +101,7 @@ package final class DesktopNotifications: @unchecked Sendable {
                 Int32(message.count)
             )
         else {
-            throw StatusNotifierFailure(
-                description: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            )
+            throw StatusNotifierFailure(description: String(nulTerminated: message))
         }
         self.handle = handle
         self.sink = sink

@@ -3,6 +3,7 @@
 import CStatusNotifier
 import Glibc
 import LanyardGLib
+import LanyardSupport
 
 /// One entry of the exported menu. Ids are positive and unique; `parent` 0 is the top level.
 package struct StatusNotifierMenuEntry: Sendable, Equatable {
@@ -154,9 +155,7 @@ package final class StatusNotifier: @unchecked Sendable {
                 Int32(message.count)
             )
         else {
-            throw StatusNotifierFailure(
-                description: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            )
+            throw StatusNotifierFailure(description: String(nulTerminated: message))
         }
         self.handle = handle
         self.sink = sink

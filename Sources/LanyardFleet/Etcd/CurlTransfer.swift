@@ -1,4 +1,5 @@
 import CCurl
+import LanyardSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -107,9 +108,7 @@ enum CurlTransfer {
     }
 
     private static func result(_ result: lanyard_curl_result, _ outcome: lanyard_curl_outcome) -> CurlResult {
-        let error = withUnsafeBytes(of: outcome.error) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        let error = String(nulTerminatedTuple: outcome.error)
         switch result {
         case LANYARD_CURL_OK: return .answered(status: outcome.http_status)
         case LANYARD_CURL_CONNECT_FAILED: return .connectFailed(error)
